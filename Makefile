@@ -1,0 +1,77 @@
+# syncroll front door. `make run` and `make test` each do all the set-up on a fresh Debian 12
+# machine: install missing packages (deps), configure and build (build), then run.
+
+BUILD   ?= build
+JOBS    ?= $(shell nproc 2>/dev/null || echo 2)
+CMAKE_FLAGS ?=
+# Debian packages the build and tests need (make deps installs the missing ones).
+DEPS    := gcc make cmake pkg-config libcurl4-openssl-dev libcjson-dev check libmicrohttpd-dev \
+           libxxhash-dev libzstd-dev
+# Extra packages for fuzzing (clang's libFuzzer runtime).
+FUZZ_DEPS := clang libclang-rt-14-dev
+FUZZ_SECONDS ?= 60
+
+SYNCROLL := $(BUILD)/harness/syncroll
+
+.PHONY: all deps fuzz-deps build test run bench fuzz sanitize format clean help
+
+all: build
+
+help:
+	@echo "make run       install deps, build, run the main job and write a report under reports/"
+	@echo "make test      install deps, build, run every test (ctest)"
+	@echo "make bench     run the benchmarks; lines go to reports/bench/latest.txt"
+	@echo "make fuzz      build and run every fuzz target for FUZZ_SECONDS (default 60) each"
+	@echo "make sanitize  build with address+undefined sanitizers into build-sanitize and run ctest"
+	@echo "make deps      install missing Debian packages (as root), or print the command"
+	@echo "make format    clang-format every C file in place"
+
+# Installs what is missing with apt-get when root; otherwise prints the exact command and fails.
+define install_missing
+	@missing=""; for p in $(1); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -z "$$missing" ]; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ]; then \
+	  echo "installing:$$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	else \
+	  echo "missing Debian packages:$$missing"; \
+	  echo "run: sudo apt-get update && sudo apt-get install -y$$missing"; exit 1; \
+	fi
+endef
+
+deps:
+	$(call install_missing,$(DEPS))
+
+fuzz-deps:
+	$(call install_missing,$(FUZZ_DEPS))
+
+build: deps
+	@cmake -S . -B $(BUILD) $(CMAKE_FLAGS) >/dev/null
+	@cmake --build $(BUILD) -j$(JOBS)
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
+
+run: build
+	@sh .ci/make-run.sh $(SYNCROLL)
+
+bench: build
+	@sh bench/run.sh $(BUILD)
+
+fuzz: fuzz-deps
+	@CC=clang cmake -S . -B build-fuzz -DSYNCROLL_BUILD_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	@cmake --build build-fuzz -j$(JOBS) --target fuzz_all
+	@sh fuzz/run.sh build-fuzz $(FUZZ_SECONDS)
+
+sanitize: deps
+	@cmake -S . -B build-sanitize -DSYNCROLL_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
+	@cmake --build build-sanitize -j$(JOBS)
+	cd build-sanitize && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j$(JOBS)
+
+format:
+	clang-format -i lib/*.[ch] harness/*.[ch] tests/*.[ch] bench/*.[ch] fuzz/*.c
+
+clean:
+	rm -rf $(BUILD) build-sanitize build-fuzz

@@ -1,0 +1,44 @@
+/* syncroll: subcommand dispatch only; each subcommand lives in its own harness/cmd_*.c. */
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+
+const sr_command sr_commands[] = {
+    {"version", "print the version and the base64 kernel in use", sr_cmd_version},
+    {"errors", "list every named error with its class and meaning", sr_cmd_errors},
+    {NULL, NULL, NULL},
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: syncroll <command> [options]\n"
+               "       syncroll <command> --help\n\n"
+               "syncroll is a weight-sync and rollout integration test harness for RL post-training\n"
+               "of Mixture-of-Experts models (routing replay).\n\ncommands:\n");
+    for (const sr_command *c = sr_commands; c->name; c++)
+        fprintf(f, "  %-12s %s\n", c->name, c->summary);
+    fprintf(f, "\nexit codes: 0 success, 1 a check failed, 2 usage or malformed input,\n"
+               "            3 protocol error, 4 transient error\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return SR_EXIT_USAGE;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+        usage(stdout);
+        return SR_EXIT_OK;
+    }
+    if (strcmp(cmd, "--version") == 0)
+        return sr_cmd_version(1, argv + 1);
+    for (const sr_command *c = sr_commands; c->name; c++) {
+        if (strcmp(c->name, cmd) == 0)
+            return c->run(argc - 1, argv + 1);
+    }
+    fprintf(stderr, "syncroll: unknown command '%s' (see syncroll --help)\n", cmd);
+    return SR_EXIT_USAGE;
+}

@@ -1,0 +1,243 @@
+/*
+ * sr_err: the error model of libsyncroll.
+ *
+ * Every fallible function returns int: 0 on success or a negative sr_code, and takes an
+ * `sr_err *err` (may be NULL) that receives the same code plus a message with context (field,
+ * byte offset, token row). Each code has a stable dotted name (e.g. "envelope.byte_count") that
+ * reports, scenario `expect` lists and exit paths print, a class that tells the caller what to
+ * do, and a one-line description. The table below is the single source of truth; the meta-test
+ * tests/test_err.c fails if a code lacks a name, a class or a description, or if two codes
+ * share a number or a name.
+ *
+ * Classes (what the caller must do):
+ *   transient  the same request may succeed if retried (truncated body, reset, timeout);
+ *   protocol   the peer broke the contract; retrying will not help (layout drift, byte count);
+ *   usage      the caller passed bad arguments or a bad file (scenario, CLI, field definition);
+ *   resource   a limit or the system ran out (memory, configured maximum size);
+ *   internal   a bug in syncroll itself.
+ *
+ * Thread-safety: the table is immutable; an sr_err belongs to one thread at a time.
+ */
+#ifndef SR_ERR_H
+#define SR_ERR_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum sr_class {
+    SR_CLASS_NONE = 0,
+    SR_CLASS_TRANSIENT,
+    SR_CLASS_PROTOCOL,
+    SR_CLASS_USAGE,
+    SR_CLASS_RESOURCE,
+    SR_CLASS_INTERNAL
+} sr_class;
+
+/*
+ * X(symbol, number, "dotted.name", class, "description")
+ * Numbers are stable once published; groups of 100 per module.
+ */
+#define SR_ERR_TABLE(X)                                                                            \
+    /* generic (-1xx) */                                                                           \
+    X(SR_E_NOMEM, -100, "resource.nomem", SR_CLASS_RESOURCE, "memory allocation failed")          \
+    X(SR_E_LIMIT, -101, "resource.limit", SR_CLASS_RESOURCE,                                       \
+      "a configured maximum size or count was exceeded")                                          \
+    X(SR_E_INVAL, -102, "usage.invalid_argument", SR_CLASS_USAGE,                                  \
+      "a function or command was called with an invalid argument")                                \
+    X(SR_E_IO, -103, "io.error", SR_CLASS_RESOURCE, "reading or writing a file failed")            \
+    X(SR_E_INTERNAL, -104, "internal.bug", SR_CLASS_INTERNAL,                                      \
+      "an internal invariant was violated (a bug in syncroll)")                                   \
+    X(SR_E_JSON_SYNTAX, -105, "json.syntax", SR_CLASS_USAGE,                                       \
+      "a JSON document given by the user is not valid JSON")                                      \
+    X(SR_E_JSON_SCHEMA, -106, "json.schema", SR_CLASS_USAGE,                                       \
+      "a JSON document given by the user has a missing, unknown or mistyped key")                 \
+    /* base64 (-2xx) */                                                                            \
+    X(SR_E_B64_CHAR, -200, "base64.invalid_char", SR_CLASS_PROTOCOL,                               \
+      "a byte outside the RFC 4648 standard alphabet (whitespace, url-safe, backslash, ...)")     \
+    X(SR_E_B64_PADDING, -201, "base64.bad_padding", SR_CLASS_PROTOCOL,                             \
+      "'=' padding in the wrong place, too much of it, or non-zero trailing bits")                \
+    X(SR_E_B64_LENGTH, -202, "base64.bad_length", SR_CLASS_PROTOCOL,                               \
+      "the encoded length is not a multiple of 4")                                                \
+    /* dtype and envelope (-3xx) */                                                                \
+    X(SR_E_DTYPE_UNKNOWN, -300, "dtype.unknown", SR_CLASS_PROTOCOL,                                \
+      "a dtype name that is not a known NumPy dtype name")                                        \
+    X(SR_E_ENV_NOT_OBJECT, -301, "envelope.not_object", SR_CLASS_PROTOCOL,                         \
+      "a packed array payload is not a JSON object")                                              \
+    X(SR_E_ENV_INVALID, -302, "envelope.invalid", SR_CLASS_PROTOCOL,                               \
+      "a packed array envelope lacks data/shape/dtype or has one of the wrong JSON type")         \
+    X(SR_E_ENV_DTYPE, -303, "envelope.dtype", SR_CLASS_PROTOCOL,                                   \
+      "the envelope's dtype is not one the field allows")                                         \
+    X(SR_E_ENV_SHAPE, -304, "envelope.shape", SR_CLASS_PROTOCOL,                                   \
+      "the envelope's shape is not ndim non-negative integer dimensions")                         \
+    X(SR_E_ENV_BYTE_COUNT, -305, "envelope.byte_count", SR_CLASS_PROTOCOL,                         \
+      "the decoded byte count differs from prod(shape) * itemsize")                               \
+    X(SR_E_ENV_OVERFLOW, -306, "envelope.shape_overflow", SR_CLASS_PROTOCOL,                       \
+      "the product of the shape (times the item size) overflows 64 bits")                         \
+    X(SR_E_ENV_TOO_LARGE, -307, "envelope.too_large", SR_CLASS_RESOURCE,                           \
+      "the array is larger than the configured maximum array size")                               \
+    X(SR_E_ENV_SIDECAR, -308, "envelope.sidecar_collision", SR_CLASS_USAGE,                        \
+      "a sidecar key collides with data, shape or dtype")                                         \
+    X(SR_E_ENV_NON_CANONICAL, -309, "envelope.non_canonical", SR_CLASS_PROTOCOL,                   \
+      "routes are not in their smallest canonical dtype")                                         \
+    X(SR_E_ROUTES_INVALID, -310, "routes.invalid", SR_CLASS_PROTOCOL,                              \
+      "routes are not an integer [tokens, layers, topk] array")                                   \
+    X(SR_E_ROUTES_NEGATIVE, -311, "routes.negative", SR_CLASS_PROTOCOL,                            \
+      "a routed expert index is negative")                                                        \
+    X(SR_E_ROUTES_TOO_WIDE, -312, "routes.too_wide", SR_CLASS_PROTOCOL,                            \
+      "a routed expert index exceeds signed int32")                                               \
+    /* splice, fields and integer arrays (-4xx) */                                                 \
+    X(SR_E_SPLICE_DRIFT, -400, "splice.layout_drift", SR_CLASS_PROTOCOL,                           \
+      "a registered field holds an envelope that the scan did not splice (reordered, re-spaced)") \
+    X(SR_E_SPLICE_UNTERMINATED, -401, "splice.unterminated", SR_CLASS_TRANSIENT,                   \
+      "the body ends inside a packed blob")                                                       \
+    X(SR_E_SPLICE_ORPHAN, -402, "splice.orphan_blob", SR_CLASS_PROTOCOL,                           \
+      "a spliced blob found no envelope of its field in the parsed body")                         \
+    X(SR_E_SPLICE_DUPLICATE, -403, "splice.duplicate_field", SR_CLASS_PROTOCOL,                    \
+      "the same registered field appears twice in one JSON object")                               \
+    X(SR_E_SPLICE_TRUNCATED, -404, "splice.truncated", SR_CLASS_TRANSIENT,                         \
+      "the body is shorter than announced or ends before the JSON document does")                 \
+    X(SR_E_SPLICE_JSON, -405, "splice.invalid_json", SR_CLASS_TRANSIENT,                           \
+      "the body with its blobs removed does not parse as JSON")                                   \
+    X(SR_E_SPLICE_TOO_LARGE, -406, "splice.body_too_large", SR_CLASS_RESOURCE,                     \
+      "the response body exceeds the configured maximum body size")                               \
+    X(SR_E_SPLICE_SHORT, -407, "splice.short_body", SR_CLASS_TRANSIENT,                           \
+      "the body ended before its announced Content-Length")                                       \
+    X(SR_E_SPLICE_LONG, -408, "splice.long_body", SR_CLASS_PROTOCOL,                               \
+      "the body continued past its announced Content-Length")                                     \
+    X(SR_E_FIELD_DEF, -410, "fields.invalid_definition", SR_CLASS_USAGE,                           \
+      "a packed-field definition is malformed")                                                   \
+    X(SR_E_FIELD_UNKNOWN, -411, "fields.unknown", SR_CLASS_USAGE,                                  \
+      "a packed-field name is not in the registry")                                               \
+    X(SR_E_INTARRAY_SYNTAX, -420, "intarray.syntax", SR_CLASS_PROTOCOL,                            \
+      "a spliced integer array is not a JSON array of integers")                                  \
+    X(SR_E_INTARRAY_RANGE, -421, "intarray.range", SR_CLASS_PROTOCOL,                              \
+      "an integer in a spliced integer array is out of range")                                    \
+    /* traces (-5xx) */                                                                            \
+    X(SR_E_TRACE_FINALIZED, -500, "trace.finalized", SR_CLASS_USAGE,                               \
+      "the trace was already finalized")                                                          \
+    X(SR_E_TRACE_EXPECTED_ROWS, -501, "trace.expected_rows", SR_CLASS_USAGE,                       \
+      "expected_rows is not a non-negative integer")                                              \
+    X(SR_E_TRACE_NO_TOKEN_DIM, -502, "trace.no_token_dim", SR_CLASS_USAGE,                         \
+      "token metadata has no token-row dimension")                                                \
+    X(SR_E_TRACE_ROW_COUNT, -503, "trace.row_count", SR_CLASS_PROTOCOL,                            \
+      "a chunk or a finalized trace has a different number of rows than expected")               \
+    X(SR_E_TRACE_SCHEMA, -504, "trace.schema_changed", SR_CLASS_PROTOCOL,                          \
+      "a chunk's row shape or dtype differs from the trace's schema")                             \
+    X(SR_E_TRACE_NO_CHUNKS, -505, "trace.no_chunks", SR_CLASS_USAGE,                               \
+      "the trace was finalized before any chunk was appended")                                    \
+    X(SR_E_TRACE_PROMPT_START, -506, "trace.prompt_start", SR_CLASS_PROTOCOL,                      \
+      "the routed-expert prompt start exceeds the prompt length")                                 \
+    X(SR_E_TRACE_NO_GENERATION, -507, "trace.no_generation", SR_CLASS_PROTOCOL,                    \
+      "a routed-expert generation produced no token")                                             \
+    X(SR_E_TRACE_LOSS_MASK, -508, "trace.loss_mask", SR_CLASS_USAGE,                               \
+      "the loss mask length differs from the token count")                                        \
+    X(SR_E_TRACE_TOO_MANY_ROWS, -509, "trace.too_many_rows", SR_CLASS_PROTOCOL,                    \
+      "the trace holds more route rows than the trajectory has tokens")                           \
+    X(SR_E_TRACE_MISSING_ROUTE, -510, "trace.missing_route", SR_CLASS_PROTOCOL,                    \
+      "a loss-active target token has no captured route row")                                     \
+    X(SR_E_TRACE_EMPTY, -511, "trace.empty", SR_CLASS_PROTOCOL,                                    \
+      "the routed-expert trace is finalized or padded before any routes were captured")           \
+    X(SR_E_TRACE_LAYERS, -512, "trace.layer_indices", SR_CLASS_PROTOCOL,                           \
+      "layer indices are invalid or changed mid-trajectory")                                      \
+    /* collation, pools and configuration (-6xx) */                                                \
+    X(SR_E_COLLATE_INPUT, -600, "collate.input", SR_CLASS_USAGE,                                   \
+      "the routes to collate are missing, of a non-canonical dtype or of mismatched shape")       \
+    X(SR_E_COLLATE_ROWS, -601, "collate.rows", SR_CLASS_PROTOCOL,                                  \
+      "a sample has more route rows than real tokens, or none")                                   \
+    X(SR_E_POOL_ARG, -610, "pool.invalid_argument", SR_CLASS_USAGE,                                \
+      "a pool cap, reserve, worker count or row count is out of range")                           \
+    X(SR_E_POOL_AFFINITY, -611, "pool.affinity", SR_CLASS_RESOURCE,                                \
+      "the CPU affinity of the process could not be read")                                        \
+    X(SR_E_POOL_ROW, -612, "pool.row_failed", SR_CLASS_INTERNAL,                                   \
+      "a parallel row-fill callback failed")                                                      \
+    X(SR_E_CONFIG_VPP, -620, "config.vpp_incompatible", SR_CLASS_USAGE,                            \
+      "routing replay is enabled with interleaved virtual pipeline parallelism")                   \
+    X(SR_E_CONFIG_INCONSISTENT, -621, "config.inconsistent", SR_CLASS_INTERNAL,                    \
+      "the config-level and worker-level routing-replay checks disagree on one configuration")     \
+    /* routing oracle and synthetic weights (-7xx) */                                              \
+    X(SR_E_ORACLE_MODEL, -700, "oracle.invalid_model", SR_CLASS_USAGE,                             \
+      "a model shape is invalid (vocab, layers, experts, top-k, EOS, stop sequences, rates)")     \
+    X(SR_E_ORACLE_TOKEN, -701, "oracle.invalid_token", SR_CLASS_PROTOCOL,                          \
+      "a token id is outside [0, vocab)")                                                         \
+    X(SR_E_ORACLE_REQUEST, -702, "oracle.invalid_request", SR_CLASS_USAGE,                         \
+      "a generate request is invalid (empty prompt, max_tokens, route start, dtype, buffer)")     \
+    X(SR_E_WEIGHTS_SPEC, -750, "weights.invalid_spec", SR_CLASS_USAGE,                             \
+      "a weight-set spec is invalid (budget, layers, expert tensors, rates, version)")            \
+    X(SR_E_WEIGHTS_UNKNOWN, -751, "weights.unknown_tensor", SR_CLASS_PROTOCOL,                     \
+      "a tensor name or index is not in the weight set")                                          \
+    X(SR_E_WEIGHTS_SIZE, -752, "weights.size_mismatch", SR_CLASS_PROTOCOL,                         \
+      "received tensor bytes differ in length from the tensor's byte size")                        \
+    /* delta store (-8xx) */                                                                       \
+    X(SR_E_DELTA_MANIFEST, -800, "delta.manifest", SR_CLASS_PROTOCOL,                              \
+      "a delta manifest is missing, not JSON, too large, or breaks its schema or bounds")         \
+    X(SR_E_DELTA_PAYLOAD, -801, "delta.payload", SR_CLASS_PROTOCOL,                                \
+      "a delta payload file or blob is missing, malformed, or differs in size from the manifest") \
+    X(SR_E_DELTA_CHECKSUM, -802, "delta.checksum", SR_CLASS_PROTOCOL,                              \
+      "tensor bytes after applying a delta differ from the manifest's xxh3-128 checksum")         \
+    X(SR_E_DELTA_VERSION, -803, "delta.version", SR_CLASS_PROTOCOL,                                \
+      "a delta's version or base_version does not follow the receiver's, or it is ahead")         \
+    X(SR_E_DELTA_STATE, -804, "delta.state", SR_CLASS_PROTOCOL,                                    \
+      "the delta receiver's state file is corrupt (reset the receiver to recover)")               \
+    X(SR_E_DELTA_TENSOR, -805, "delta.tensor_mismatch", SR_CLASS_PROTOCOL,                         \
+      "a tensor's dtype, shape or byte count differs from the base, local or manifest tensor")    \
+    X(SR_E_DELTA_IO, -806, "delta.io", SR_CLASS_RESOURCE,                                          \
+      "reading, writing, syncing or renaming a file of the delta store failed")                   \
+    X(SR_E_DELTA_LOCKED, -807, "delta.locked", SR_CLASS_TRANSIENT,                                 \
+      "another receiver holds the lock of the delta state directory")
+
+typedef enum sr_code {
+    SR_OK = 0,
+#define SR_ERR_ENUM_(sym, num, name, cls, doc) sym = num,
+    SR_ERR_TABLE(SR_ERR_ENUM_)
+#undef SR_ERR_ENUM_
+} sr_code;
+
+/* Maximum length of an error message, including the terminating NUL; longer ones are cut. */
+#define SR_ERR_MSG_MAX 512
+
+typedef struct sr_err {
+    int code;                 /* 0 or a negative sr_code */
+    int64_t offset;           /* byte offset or token row the error refers to, -1 if none */
+    char msg[SR_ERR_MSG_MAX]; /* human-readable, with context; "" when code == 0 */
+} sr_err;
+
+#define SR_ERR_INIT {0, -1, {0}}
+
+/*
+ * Records `code` and a printf-style message in `err` (if not NULL) and returns `code`, so that
+ * callers can write `return sr_err_set(err, SR_E_..., "...")`. The offset is reset to -1.
+ */
+int sr_err_set(sr_err *err, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* As sr_err_set, and records `offset` (a byte offset or row index). */
+int sr_err_set_at(sr_err *err, int code, int64_t offset, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* Prefixes the existing message with printf-style context ("field routed_experts: ..."). */
+void sr_err_prefix(sr_err *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Resets `err` to SR_ERR_INIT. */
+void sr_err_clear(sr_err *err);
+
+/* Dotted name of a code ("envelope.byte_count"); "ok" for 0; NULL for an unknown code. */
+const char *sr_code_name(int code);
+
+/* Class of a code; SR_CLASS_NONE for 0 and for unknown codes. */
+sr_class sr_code_class(int code);
+
+/* One-line description of a code; NULL for an unknown code. */
+const char *sr_code_doc(int code);
+
+/* "transient", "protocol", "usage", "resource", "internal" or "none". */
+const char *sr_class_name(sr_class cls);
+
+/* Looks a code up by its dotted name; returns 0 (SR_OK) if there is no such name. */
+int sr_code_by_name(const char *name);
+
+/* Number of codes in the table and the i-th code (0 <= i < count), for meta-tests and docs. */
+size_t sr_code_count(void);
+int sr_code_at(size_t i);
+
+#endif /* SR_ERR_H */

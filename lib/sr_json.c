@@ -1,0 +1,400 @@
+#include "sr_json.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct pos_slot {
+    const cJSON *node; /* NULL: empty slot */
+    size_t key_off;    /* offset of the member's key, or value offset for non-members */
+    size_t val_off;
+} pos_slot;
+
+struct sr_json_doc {
+    cJSON *root;
+    char *text; /* a NUL-terminated copy of the source */
+    size_t len;
+    char *name;
+    pos_slot *slots; /* open-addressing table keyed by node pointer */
+    size_t nslots;   /* a power of two */
+};
+
+static size_t hash_ptr(const void *p, size_t mask)
+{
+    uintptr_t x = (uintptr_t)p;
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    return (size_t)x & mask;
+}
+
+static void slot_put(sr_json_doc *d, const cJSON *n, size_t key_off, size_t val_off)
+{
+    size_t mask = d->nslots - 1;
+    size_t i = hash_ptr(n, mask);
+    while (d->slots[i].node && d->slots[i].node != n)
+        i = (i + 1) & mask;
+    d->slots[i].node = n;
+    d->slots[i].key_off = key_off;
+    d->slots[i].val_off = val_off;
+}
+
+static const pos_slot *slot_get(const sr_json_doc *d, const cJSON *n)
+{
+    if (!d->nslots)
+        return NULL;
+    size_t mask = d->nslots - 1;
+    size_t i = hash_ptr(n, mask);
+    while (d->slots[i].node) {
+        if (d->slots[i].node == n)
+            return &d->slots[i];
+        i = (i + 1) & mask;
+    }
+    return NULL;
+}
+
+static size_t count_nodes(const cJSON *n)
+{
+    size_t c = 0;
+    for (; n; n = n->next)
+        c += 1 + count_nodes(n->child);
+    return c;
+}
+
+/* ---- a scanner over text that cJSON already accepted ---- */
+
+static size_t skip_ws(const char *t, size_t len, size_t i)
+{
+    while (i < len && (t[i] == ' ' || t[i] == '\t' || t[i] == '\n' || t[i] == '\r'))
+        i++;
+    return i;
+}
+
+static size_t skip_string(const char *t, size_t len, size_t i)
+{
+    i++; /* opening quote */
+    while (i < len && t[i] != '"')
+        i += t[i] == '\\' ? 2 : 1;
+    return i + 1;
+}
+
+static size_t skip_scalar(const char *t, size_t len, size_t i)
+{
+    if (t[i] == '"')
+        return skip_string(t, len, i);
+    while (i < len && t[i] != ',' && t[i] != ']' && t[i] != '}' && t[i] != ' ' && t[i] != '\t' &&
+           t[i] != '\n' && t[i] != '\r')
+        i++;
+    return i;
+}
+
+/* Records the value starting at (after whitespace) i for node n; returns the offset after it. */
+static size_t walk(sr_json_doc *d, const cJSON *n, size_t i, size_t key_off, int is_member)
+{
+    const char *t = d->text;
+    size_t len = d->len;
+    i = skip_ws(t, len, i);
+    slot_put(d, n, is_member ? key_off : i, i);
+    if (cJSON_IsObject(n)) {
+        i++; /* '{' */
+        for (const cJSON *c = n->child; c; c = c->next) {
+            i = skip_ws(t, len, i);
+            size_t k = i;
+            i = skip_string(t, len, i);
+            i = skip_ws(t, len, i) + 1; /* ':' */
+            i = walk(d, c, i, k, 1);
+            i = skip_ws(t, len, i);
+            if (i < len && t[i] == ',')
+                i++;
+        }
+        i = skip_ws(t, len, i);
+        return i + 1; /* '}' */
+    }
+    if (cJSON_IsArray(n)) {
+        i++; /* '[' */
+        for (const cJSON *c = n->child; c; c = c->next) {
+            i = walk(d, c, i, 0, 0);
+            i = skip_ws(t, len, i);
+            if (i < len && t[i] == ',')
+                i++;
+        }
+        i = skip_ws(t, len, i);
+        return i + 1; /* ']' */
+    }
+    return skip_scalar(t, len, i);
+}
+
+void sr_json_linecol(const char *text, size_t len, size_t offset, int *line, int *col)
+{
+    int l = 1, c = 1;
+    for (size_t i = 0; i < offset && i < len; i++) {
+        if (text[i] == '\n') {
+            l++;
+            c = 1;
+        } else {
+            c++;
+        }
+    }
+    *line = l;
+    *col = c;
+}
+
+int sr_json_parse(sr_json_doc **out, const char *text, size_t len, const char *name,
+                  size_t max_bytes, sr_err *err)
+{
+    *out = NULL;
+    size_t max = max_bytes ? max_bytes : SR_JSON_DEFAULT_MAX;
+    const char *nm = name ? name : "<input>";
+    if (len > max)
+        return sr_err_set(err, SR_E_LIMIT, "%s: %zu bytes exceeds the maximum of %zu", nm, len, max);
+    sr_json_doc *d = calloc(1, sizeof(*d));
+    if (!d || !(d->text = malloc(len + 1)) || !(d->name = strdup(nm))) {
+        sr_json_free(d);
+        return sr_err_set(err, SR_E_NOMEM, "%s: cannot allocate a JSON document", nm);
+    }
+    memcpy(d->text, text, len);
+    d->text[len] = '\0';
+    d->len = len;
+    const char *end = NULL;
+    d->root = cJSON_ParseWithLengthOpts(d->text, len, &end, 0);
+    size_t stop = end ? (size_t)(end - d->text) : 0;
+    if (d->root && skip_ws(d->text, len, stop) != len) {
+        cJSON_Delete(d->root);
+        d->root = NULL;
+        stop = skip_ws(d->text, len, stop);
+    }
+    /* On failure cJSON reports the error position through `end` as well; its global
+     * cJSON_GetErrorPtr() is not used because it is shared between threads. */
+    if (!d->root) {
+        int line, col;
+        sr_json_linecol(d->text, len, stop, &line, &col);
+        int rc = sr_err_set_at(err, SR_E_JSON_SYNTAX, (int64_t)stop, "%s:%d:%d: invalid JSON", nm,
+                               line, col);
+        sr_json_free(d);
+        return rc;
+    }
+    size_t n = count_nodes(d->root);
+    size_t cap = 16;
+    while (cap < n * 2)
+        cap *= 2;
+    d->slots = calloc(cap, sizeof(pos_slot));
+    if (!d->slots) {
+        sr_json_free(d);
+        return sr_err_set(err, SR_E_NOMEM, "%s: cannot index a JSON document", nm);
+    }
+    d->nslots = cap;
+    walk(d, d->root, 0, 0, 0);
+    *out = d;
+    return 0;
+}
+
+int sr_json_load_file(sr_json_doc **out, const char *path, size_t max_bytes, sr_err *err)
+{
+    *out = NULL;
+    size_t max = max_bytes ? max_bytes : SR_JSON_DEFAULT_MAX;
+    int is_stdin = strcmp(path, "-") == 0;
+    FILE *f = is_stdin ? stdin : fopen(path, "rb");
+    if (!f)
+        return sr_err_set(err, SR_E_IO, "%s: cannot open: %s", path, strerror(errno));
+    size_t cap = 4096, len = 0;
+    char *buf = malloc(cap);
+    int rc = 0;
+    while (buf) {
+        size_t got = fread(buf + len, 1, cap - len, f);
+        len += got;
+        if (len > max) {
+            rc = sr_err_set(err, SR_E_LIMIT, "%s: larger than the maximum of %zu bytes", path, max);
+            break;
+        }
+        if (got == 0) {
+            if (ferror(f))
+                rc = sr_err_set(err, SR_E_IO, "%s: read error", path);
+            break;
+        }
+        if (len == cap) {
+            char *nb = realloc(buf, cap * 2);
+            if (!nb) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = nb;
+            cap *= 2;
+        }
+    }
+    if (!is_stdin)
+        fclose(f);
+    if (!buf)
+        return sr_err_set(err, SR_E_NOMEM, "%s: cannot read into memory", path);
+    if (!rc)
+        rc = sr_json_parse(out, buf, len, path, max, err);
+    free(buf);
+    return rc;
+}
+
+void sr_json_free(sr_json_doc *d)
+{
+    if (!d)
+        return;
+    cJSON_Delete(d->root);
+    free(d->text);
+    free(d->name);
+    free(d->slots);
+    free(d);
+}
+
+const cJSON *sr_json_root(const sr_json_doc *d)
+{
+    return d->root;
+}
+
+const char *sr_json_name(const sr_json_doc *d)
+{
+    return d->name;
+}
+
+int sr_json_where(const sr_json_doc *d, const cJSON *node, int at_key, int *line, int *col)
+{
+    const pos_slot *s = node ? slot_get(d, node) : NULL;
+    if (!s) {
+        *line = 0;
+        *col = 0;
+        return -1;
+    }
+    sr_json_linecol(d->text, d->len, at_key ? s->key_off : s->val_off, line, col);
+    return 0;
+}
+
+int sr_json_error(const sr_json_doc *d, const cJSON *node, sr_err *err, int code, const char *fmt,
+                  ...)
+{
+    if (!err)
+        return code;
+    char msg[SR_ERR_MSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    int line, col;
+    sr_json_where(d, node, 1, &line, &col);
+    const pos_slot *s = node ? slot_get(d, node) : NULL;
+    return sr_err_set_at(err, code, s ? (int64_t)s->key_off : -1, "%s:%d:%d: %s", d->name, line,
+                         col, msg);
+}
+
+int sr_json_check_keys(const sr_json_doc *d, const cJSON *obj, const char *what,
+                       const char *const *allowed, sr_err *err)
+{
+    if (!cJSON_IsObject(obj))
+        return sr_json_error(d, obj, err, SR_E_JSON_SCHEMA, "%s must be an object", what);
+    for (const cJSON *c = obj->child; c; c = c->next) {
+        int ok = 0;
+        for (const char *const *a = allowed; *a && !ok; a++)
+            ok = strcmp(*a, c->string) == 0;
+        if (!ok)
+            return sr_json_error(d, c, err, SR_E_JSON_SCHEMA, "unknown key '%s' in %s", c->string,
+                                 what);
+        for (const cJSON *p = obj->child; p != c; p = p->next) {
+            if (strcmp(p->string, c->string) == 0)
+                return sr_json_error(d, c, err, SR_E_JSON_SCHEMA, "key '%s' appears twice in %s",
+                                     c->string, what);
+        }
+    }
+    return 0;
+}
+
+int sr_json_is_integer_literal(const sr_json_doc *d, const cJSON *node)
+{
+    const pos_slot *s = slot_get(d, node);
+    if (!s || !cJSON_IsNumber(node))
+        return 0;
+    for (size_t i = s->val_off; i < d->len; i++) {
+        char ch = d->text[i];
+        if (ch == '.' || ch == 'e' || ch == 'E')
+            return 0;
+        if (!(ch == '-' || (ch >= '0' && ch <= '9')))
+            break;
+    }
+    return 1;
+}
+
+/* Looks a member up; returns 1 and sets *item when present. */
+static int member(const sr_json_doc *d, const cJSON *obj, const char *key, int required,
+                  const cJSON **item, sr_err *err, int *rc)
+{
+    *item = cJSON_GetObjectItemCaseSensitive(obj, key);
+    *rc = 0;
+    if (*item)
+        return 1;
+    if (required)
+        *rc = sr_json_error(d, obj, err, SR_E_JSON_SCHEMA, "missing required key '%s'", key);
+    return 0;
+}
+
+int sr_json_get_int(const sr_json_doc *d, const cJSON *obj, const char *key, int required,
+                    int64_t min, int64_t max, int64_t dflt, int64_t *out, sr_err *err)
+{
+    const cJSON *it;
+    int rc;
+    *out = dflt;
+    if (!member(d, obj, key, required, &it, err, &rc))
+        return rc;
+    double v = it->valuedouble;
+    if (!cJSON_IsNumber(it) || !sr_json_is_integer_literal(d, it) || fabs(v) > 9.2e18)
+        return sr_json_error(d, it, err, SR_E_JSON_SCHEMA, "'%s' must be an integer", key);
+    int64_t x = (int64_t)v;
+    if (x < min || x > max)
+        return sr_json_error(d, it, err, SR_E_JSON_SCHEMA,
+                             "'%s' is %lld, outside [%lld, %lld]", key, (long long)x,
+                             (long long)min, (long long)max);
+    *out = x;
+    return 0;
+}
+
+int sr_json_get_double(const sr_json_doc *d, const cJSON *obj, const char *key, int required,
+                       double min, double max, double dflt, double *out, sr_err *err)
+{
+    const cJSON *it;
+    int rc;
+    *out = dflt;
+    if (!member(d, obj, key, required, &it, err, &rc))
+        return rc;
+    if (!cJSON_IsNumber(it))
+        return sr_json_error(d, it, err, SR_E_JSON_SCHEMA, "'%s' must be a number", key);
+    if (!(it->valuedouble >= min && it->valuedouble <= max))
+        return sr_json_error(d, it, err, SR_E_JSON_SCHEMA, "'%s' is %g, outside [%g, %g]", key,
+                             it->valuedouble, min, max);
+    *out = it->valuedouble;
+    return 0;
+}
+
+int sr_json_get_bool(const sr_json_doc *d, const cJSON *obj, const char *key, int required,
+                     int dflt, int *out, sr_err *err)
+{
+    const cJSON *it;
+    int rc;
+    *out = dflt;
+    if (!member(d, obj, key, required, &it, err, &rc))
+        return rc;
+    if (!cJSON_IsBool(it))
+        return sr_json_error(d, it, err, SR_E_JSON_SCHEMA, "'%s' must be true or false", key);
+    *out = cJSON_IsTrue(it);
+    return 0;
+}
+
+int sr_json_get_string(const sr_json_doc *d, const cJSON *obj, const char *key, int required,
+                       const char *dflt, const char **out, sr_err *err)
+{
+    const cJSON *it;
+    int rc;
+    *out = dflt;
+    if (!member(d, obj, key, required, &it, err, &rc))
+        return rc;
+    if (!cJSON_IsString(it))
+        return sr_json_error(d, it, err, SR_E_JSON_SCHEMA, "'%s' must be a string", key);
+    *out = it->valuestring;
+    return 0;
+}

@@ -1,0 +1,350 @@
+#include "sr_ndarray.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int sr_shape_bytes(size_t *nbytes, uint64_t *numel, const int64_t *shape, int ndim, size_t itemsize,
+                   sr_err *err)
+{
+    uint64_t n = 1;
+    for (int i = 0; i < ndim; i++) {
+        if (shape[i] < 0)
+            return sr_err_set(err, SR_E_ENV_SHAPE, "dimension %d is negative (%lld)", i,
+                              (long long)shape[i]);
+        uint64_t d = (uint64_t)shape[i];
+        if (d != 0 && n > UINT64_MAX / d)
+            return sr_err_set(err, SR_E_ENV_OVERFLOW, "shape product overflows at dimension %d", i);
+        n *= d;
+    }
+    if (itemsize && n > (uint64_t)SIZE_MAX / itemsize)
+        return sr_err_set(err, SR_E_ENV_OVERFLOW, "shape of %llu elements of %zu bytes overflows",
+                          (unsigned long long)n, itemsize);
+    if (nbytes)
+        *nbytes = (size_t)(n * itemsize);
+    if (numel)
+        *numel = n;
+    return 0;
+}
+
+uint64_t sr_ndarray_numel(const sr_ndarray *a)
+{
+    uint64_t n = 1;
+    for (int i = 0; i < a->ndim; i++)
+        n *= (uint64_t)a->shape[i];
+    return n;
+}
+
+int sr_ndarray_alloc(sr_ndarray *a, sr_dtype dtype, int ndim, const int64_t *shape, sr_err *err)
+{
+    sr_ndarray init = SR_NDARRAY_INIT;
+    *a = init;
+    size_t item = sr_dtype_size(dtype);
+    if (!item || ndim < 0 || ndim > SR_NDIM_MAX)
+        return sr_err_set(err, SR_E_INVAL, "cannot allocate a %s array of %d dimensions",
+                          sr_dtype_name(dtype), ndim);
+    size_t nbytes;
+    int rc = sr_shape_bytes(&nbytes, NULL, shape, ndim, item, err);
+    if (rc)
+        return rc;
+    size_t rounded = (nbytes + 63) & ~(size_t)63;
+    if (rounded < nbytes)
+        return sr_err_set(err, SR_E_ENV_OVERFLOW, "array of %zu bytes is too large", nbytes);
+    void *p = aligned_alloc(64, rounded ? rounded : 64);
+    if (!p)
+        return sr_err_set(err, SR_E_NOMEM, "cannot allocate an array of %zu bytes", nbytes);
+    memset(p, 0, rounded ? rounded : 64);
+    a->dtype = dtype;
+    a->ndim = ndim;
+    for (int i = 0; i < ndim; i++)
+        a->shape[i] = shape[i];
+    a->data = p;
+    a->nbytes = nbytes;
+    a->owned = 1;
+    return 0;
+}
+
+void sr_ndarray_release(sr_ndarray *a)
+{
+    if (a->owned)
+        free(a->data);
+    sr_ndarray init = SR_NDARRAY_INIT;
+    *a = init;
+}
+
+int64_t sr_ndarray_get_i64(const sr_ndarray *a, uint64_t i)
+{
+    const unsigned char *p = a->data;
+    switch (a->dtype) {
+    case SR_DTYPE_BOOL:
+    case SR_DTYPE_UINT8:
+        return p[i];
+    case SR_DTYPE_INT8:
+        return ((const int8_t *)p)[i];
+    case SR_DTYPE_INT16: {
+        int16_t v;
+        memcpy(&v, p + i * 2, 2);
+        return v;
+    }
+    case SR_DTYPE_UINT16: {
+        uint16_t v;
+        memcpy(&v, p + i * 2, 2);
+        return v;
+    }
+    case SR_DTYPE_INT32: {
+        int32_t v;
+        memcpy(&v, p + i * 4, 4);
+        return v;
+    }
+    case SR_DTYPE_UINT32: {
+        uint32_t v;
+        memcpy(&v, p + i * 4, 4);
+        return v;
+    }
+    case SR_DTYPE_INT64: {
+        int64_t v;
+        memcpy(&v, p + i * 8, 8);
+        return v;
+    }
+    case SR_DTYPE_UINT64: {
+        uint64_t v;
+        memcpy(&v, p + i * 8, 8);
+        return v > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)v;
+    }
+    default:
+        return 0;
+    }
+}
+
+void sr_ndarray_set_i64(sr_ndarray *a, uint64_t i, int64_t v)
+{
+    unsigned char *p = a->data;
+    size_t item = sr_dtype_size(a->dtype);
+    switch (item) {
+    case 1: {
+        uint8_t x = (uint8_t)v;
+        p[i] = x;
+        break;
+    }
+    case 2: {
+        uint16_t x = (uint16_t)v;
+        memcpy(p + i * 2, &x, 2);
+        break;
+    }
+    case 4: {
+        uint32_t x = (uint32_t)v;
+        memcpy(p + i * 4, &x, 4);
+        break;
+    }
+    case 8: {
+        uint64_t x = (uint64_t)v;
+        memcpy(p + i * 8, &x, 8);
+        break;
+    }
+    default:
+        break;
+    }
+}
+
+/* Type-specialised loops keep the common route dtypes at memory speed. */
+#define MINMAX_LOOP(T)                                                                             \
+    do {                                                                                           \
+        const T *q = (const T *)a->data;                                                           \
+        T lo = q[0], hi = q[0];                                                                    \
+        for (uint64_t i = 1; i < n; i++) {                                                         \
+            T v = q[i];                                                                            \
+            lo = v < lo ? v : lo;                                                                  \
+            hi = v > hi ? v : hi;                                                                  \
+        }                                                                                          \
+        *min = (int64_t)lo;                                                                        \
+        *max = (int64_t)hi;                                                                        \
+    } while (0)
+
+int sr_ndarray_minmax(const sr_ndarray *a, int64_t *min, int64_t *max, sr_err *err)
+{
+    if (!sr_dtype_is_integer(a->dtype) && a->dtype != SR_DTYPE_BOOL)
+        return sr_err_set(err, SR_E_INVAL, "min/max of a %s array", sr_dtype_name(a->dtype));
+    uint64_t n = sr_ndarray_numel(a);
+    if (n == 0) {
+        *min = 0;
+        *max = 0;
+        return 0;
+    }
+    switch (a->dtype) {
+    case SR_DTYPE_BOOL:
+    case SR_DTYPE_UINT8:
+        MINMAX_LOOP(uint8_t);
+        break;
+    case SR_DTYPE_INT8:
+        MINMAX_LOOP(int8_t);
+        break;
+    case SR_DTYPE_INT16:
+        MINMAX_LOOP(int16_t);
+        break;
+    case SR_DTYPE_UINT16:
+        MINMAX_LOOP(uint16_t);
+        break;
+    case SR_DTYPE_INT32:
+        MINMAX_LOOP(int32_t);
+        break;
+    case SR_DTYPE_UINT32:
+        MINMAX_LOOP(uint32_t);
+        break;
+    case SR_DTYPE_INT64:
+        MINMAX_LOOP(int64_t);
+        break;
+    default: {
+        int64_t lo = INT64_MAX, hi = INT64_MIN;
+        for (uint64_t i = 0; i < n; i++) {
+            int64_t v = sr_ndarray_get_i64(a, i);
+            lo = v < lo ? v : lo;
+            hi = v > hi ? v : hi;
+        }
+        *min = lo;
+        *max = hi;
+        break;
+    }
+    }
+    return 0;
+}
+
+int sr_ndarray_equal(const sr_ndarray *a, const sr_ndarray *b)
+{
+    if (a->dtype != b->dtype || a->ndim != b->ndim || a->nbytes != b->nbytes)
+        return 0;
+    for (int i = 0; i < a->ndim; i++) {
+        if (a->shape[i] != b->shape[i])
+            return 0;
+    }
+    return a->nbytes == 0 || memcmp(a->data, b->data, a->nbytes) == 0;
+}
+
+const char *sr_ndarray_desc(sr_dtype dtype, int ndim, const int64_t *shape, char *buf, size_t cap)
+{
+    if (cap == 0)
+        return buf;
+    size_t used = (size_t)snprintf(buf, cap, "%s[", sr_dtype_name(dtype));
+    for (int i = 0; i < ndim && used < cap; i++)
+        used += (size_t)snprintf(buf + used, cap - used, "%s%lld", i ? ", " : "",
+                                 (long long)shape[i]);
+    if (used < cap)
+        snprintf(buf + used, cap - used, "]");
+    return buf;
+}
+
+/* ---- arena ---- */
+
+typedef struct chunk {
+    struct chunk *next;
+    size_t size; /* usable bytes after the header */
+    size_t used;
+    unsigned char *mem; /* 64-byte aligned */
+} chunk;
+
+struct sr_arena {
+    chunk *head; /* current chunk first */
+    size_t max_bytes;
+    size_t used_total; /* handed out since reset */
+    size_t held;       /* sum of chunk sizes */
+};
+
+static chunk *chunk_new(size_t size)
+{
+    chunk *c = malloc(sizeof(*c));
+    if (!c)
+        return NULL;
+    size = (size + 63) & ~(size_t)63;
+    c->mem = aligned_alloc(64, size ? size : 64);
+    if (!c->mem) {
+        free(c);
+        return NULL;
+    }
+    c->next = NULL;
+    c->size = size;
+    c->used = 0;
+    return c;
+}
+
+static void chunks_free(chunk *c)
+{
+    while (c) {
+        chunk *n = c->next;
+        free(c->mem);
+        free(c);
+        c = n;
+    }
+}
+
+int sr_arena_new(sr_arena **out, size_t max_bytes, sr_err *err)
+{
+    *out = NULL;
+    sr_arena *ar = calloc(1, sizeof(*ar));
+    if (!ar)
+        return sr_err_set(err, SR_E_NOMEM, "cannot allocate an arena");
+    ar->max_bytes = max_bytes ? max_bytes : SR_ARENA_DEFAULT_MAX;
+    *out = ar;
+    return 0;
+}
+
+void sr_arena_free(sr_arena *ar)
+{
+    if (!ar)
+        return;
+    chunks_free(ar->head);
+    free(ar);
+}
+
+void *sr_arena_alloc(sr_arena *ar, size_t n, sr_err *err)
+{
+    size_t need = (n + 63) & ~(size_t)63;
+    if (need < n || need > ar->max_bytes || ar->used_total > ar->max_bytes - need) {
+        sr_err_set(err, SR_E_LIMIT, "arena maximum of %zu bytes exceeded by a request of %zu bytes",
+                   ar->max_bytes, n);
+        return NULL;
+    }
+    chunk *c = ar->head;
+    if (!c || c->size - c->used < need) {
+        size_t want = need > ((size_t)1 << 20) ? need : ((size_t)1 << 20);
+        if (c && want < c->size * 2 && c->size * 2 <= ar->max_bytes)
+            want = c->size * 2;
+        chunk *nc = chunk_new(want);
+        if (!nc) {
+            sr_err_set(err, SR_E_NOMEM, "cannot allocate an arena chunk of %zu bytes", want);
+            return NULL;
+        }
+        nc->next = c;
+        ar->head = nc;
+        ar->held += nc->size;
+        c = nc;
+    }
+    void *p = c->mem + c->used;
+    c->used += need;
+    ar->used_total += need;
+    return p;
+}
+
+void sr_arena_reset(sr_arena *ar)
+{
+    if (!ar->head)
+        return;
+    if (ar->head->next) {
+        /* Merge: one chunk that fits the whole previous use, so the next round does not spill. */
+        size_t want = ar->used_total > ar->head->size ? ar->used_total : ar->head->size;
+        chunks_free(ar->head);
+        ar->head = chunk_new(want);
+        ar->held = ar->head ? ar->head->size : 0;
+    }
+    if (ar->head)
+        ar->head->used = 0;
+    ar->used_total = 0;
+}
+
+size_t sr_arena_used(const sr_arena *ar)
+{
+    return ar->used_total;
+}
+
+size_t sr_arena_capacity(const sr_arena *ar)
+{
+    return ar->held;
+}

@@ -1,0 +1,183 @@
+/* Meta-test of the error table: every code named, classed, described and unique. */
+#include <string.h>
+
+#include "sr_buf.h"
+#include "sr_dtype.h"
+#include "sr_ndarray.h"
+#include "sr_test.h"
+
+START_TEST(every_code_has_name_class_and_doc)
+{
+    ck_assert_uint_gt(sr_code_count(), 10);
+    for (size_t i = 0; i < sr_code_count(); i++) {
+        int c = sr_code_at(i);
+        const char *name = sr_code_name(c);
+        ck_assert_int_lt(c, 0);
+        ck_assert_ptr_nonnull(name);
+        ck_assert_msg(strchr(name, '.') != NULL, "name %s is not dotted", name);
+        for (const char *p = name; *p; p++)
+            ck_assert_msg((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '.' ||
+                              *p == '_',
+                          "name %s has a character outside [a-z0-9._]", name);
+        ck_assert_msg(sr_code_class(c) != SR_CLASS_NONE, "%s has no class", name);
+        ck_assert_msg(sr_code_doc(c) && strlen(sr_code_doc(c)) > 8, "%s has no description",
+                      name);
+        ck_assert_int_eq(sr_code_by_name(name), c);
+        for (size_t j = i + 1; j < sr_code_count(); j++) {
+            int d = sr_code_at(j);
+            ck_assert_msg(c != d, "code %d appears twice", c);
+            ck_assert_msg(strcmp(name, sr_code_name(d)) != 0, "name %s appears twice", name);
+        }
+    }
+}
+END_TEST
+
+START_TEST(unknown_codes_and_ok)
+{
+    ck_assert_str_eq(sr_code_name(SR_OK), "ok");
+    ck_assert_ptr_null(sr_code_name(-99999));
+    ck_assert_int_eq(sr_code_class(-99999), SR_CLASS_NONE);
+    ck_assert_int_eq(sr_code_by_name("no.such_code"), SR_OK);
+    ck_assert_str_eq(sr_class_name(SR_CLASS_TRANSIENT), "transient");
+    ck_assert_str_eq(sr_class_name(SR_CLASS_PROTOCOL), "protocol");
+}
+END_TEST
+
+START_TEST(classes_match_what_callers_do)
+{
+    /* The retry policy depends on these: truncation is transient, drift is protocol. */
+    ck_assert_int_eq(sr_code_class(SR_E_SPLICE_UNTERMINATED), SR_CLASS_TRANSIENT);
+    ck_assert_int_eq(sr_code_class(SR_E_SPLICE_TRUNCATED), SR_CLASS_TRANSIENT);
+    ck_assert_int_eq(sr_code_class(SR_E_SPLICE_DRIFT), SR_CLASS_PROTOCOL);
+    ck_assert_int_eq(sr_code_class(SR_E_ENV_BYTE_COUNT), SR_CLASS_PROTOCOL);
+    ck_assert_int_eq(sr_code_class(SR_E_NOMEM), SR_CLASS_RESOURCE);
+}
+END_TEST
+
+START_TEST(err_set_formats_and_prefixes)
+{
+    sr_err e = SR_ERR_INIT;
+    int rc = sr_err_set_at(&e, SR_E_B64_CHAR, 17, "bad byte 0x%02x", 0x2d);
+    ck_assert_int_eq(rc, SR_E_B64_CHAR);
+    ck_assert_int_eq(e.offset, 17);
+    ck_assert_str_eq(e.msg, "bad byte 0x2d");
+    sr_err_prefix(&e, "field %s: ", "routed_experts");
+    ck_assert_str_eq(e.msg, "field routed_experts: bad byte 0x2d");
+    ck_assert_int_eq(sr_err_set(NULL, SR_E_INVAL, "ignored"), SR_E_INVAL);
+    char big[2000];
+    memset(big, 'x', sizeof(big) - 1);
+    big[sizeof(big) - 1] = 0;
+    sr_err_set(&e, SR_E_INVAL, "%s", big);
+    ck_assert_uint_eq(strlen(e.msg), SR_ERR_MSG_MAX - 1);
+    sr_err_clear(&e);
+    ck_assert_int_eq(e.code, 0);
+    ck_assert_int_eq(e.offset, -1);
+}
+END_TEST
+
+START_TEST(buf_respects_its_maximum)
+{
+    sr_err e = SR_ERR_INIT;
+    sr_buf b = SR_BUF_INIT;
+    b.max = 10;
+    ck_assert_sr_ok(sr_buf_puts(&b, "0123456789", &e), e);
+    ck_assert_sr_code(sr_buf_append(&b, "x", 1, &e), e, SR_E_LIMIT);
+    ck_assert_uint_eq(b.len, 10);
+    ck_assert_str_eq(b.data, "0123456789");
+    sr_buf_reset(&b);
+    ck_assert_sr_ok(sr_buf_put_i64(&b, -1234, &e), e);
+    ck_assert_sr_code(sr_buf_printf(&b, &e, "%s", "567890"), e, SR_E_LIMIT);
+    ck_assert_str_eq(b.data, "-1234");
+    sr_buf_reset(&b);
+    b.max = 0;
+    ck_assert_sr_ok(sr_buf_put_i64(&b, -9223372036854775807LL - 1, &e), e);
+    ck_assert_str_eq(b.data, "-9223372036854775808");
+    sr_buf_release(&b);
+}
+END_TEST
+
+START_TEST(dtype_names_round_trip)
+{
+    sr_err e = SR_ERR_INIT;
+    for (int d = SR_DTYPE_INVALID + 1; d < SR_DTYPE_COUNT; d++) {
+        sr_dtype got;
+        const char *n = sr_dtype_name((sr_dtype)d);
+        ck_assert_sr_ok(sr_dtype_from_name(&got, n, strlen(n), &e), e);
+        ck_assert_int_eq(got, d);
+    }
+    sr_dtype got;
+    ck_assert_sr_code(sr_dtype_from_name(&got, "<f4", 3, &e), e, SR_E_DTYPE_UNKNOWN);
+    ck_assert_sr_code(sr_dtype_from_name(&got, "int", 3, &e), e, SR_E_DTYPE_UNKNOWN);
+    char buf[128];
+    ck_assert_str_eq(sr_dtype_set_str(SR_ROUTE_DTYPES, buf, sizeof(buf)),
+                     "['int16', 'int32', 'uint8']");
+    ck_assert_uint_eq(sr_dtype_size(SR_DTYPE_INT16), 2);
+    ck_assert(sr_dtype_is_signed(SR_DTYPE_INT32));
+    ck_assert(!sr_dtype_is_integer(SR_DTYPE_BOOL));
+}
+END_TEST
+
+START_TEST(shape_product_overflow_is_named)
+{
+    sr_err e = SR_ERR_INIT;
+    size_t nb;
+    uint64_t ne;
+    int64_t ok[3] = {3, 2, 2};
+    ck_assert_sr_ok(sr_shape_bytes(&nb, &ne, ok, 3, 2, &e), e);
+    ck_assert_uint_eq(nb, 24);
+    ck_assert_uint_eq(ne, 12);
+    int64_t big[3] = {INT64_MAX, INT64_MAX, 2};
+    ck_assert_sr_code(sr_shape_bytes(&nb, &ne, big, 3, 1, &e), e, SR_E_ENV_OVERFLOW);
+    int64_t items[2] = {(int64_t)1 << 62, 2};
+    ck_assert_sr_code(sr_shape_bytes(&nb, NULL, items, 2, 4, &e), e, SR_E_ENV_OVERFLOW);
+    int64_t neg[2] = {1, -1};
+    ck_assert_sr_code(sr_shape_bytes(&nb, NULL, neg, 2, 1, &e), e, SR_E_ENV_SHAPE);
+    int64_t zero[3] = {0, INT64_MAX, INT64_MAX};
+    ck_assert_sr_ok(sr_shape_bytes(&nb, &ne, zero, 3, 8, &e), e);
+    ck_assert_uint_eq(nb, 0);
+}
+END_TEST
+
+START_TEST(arena_reuses_memory_and_aligns)
+{
+    sr_err e = SR_ERR_INIT;
+    sr_arena *ar;
+    ck_assert_sr_ok(sr_arena_new(&ar, 64 << 20, &e), e);
+    for (int round = 0; round < 3; round++) {
+        for (int i = 0; i < 10; i++) {
+            unsigned char *p = sr_arena_alloc(ar, (size_t)(i + 1) * 300000 + 7, &e);
+            ck_assert_ptr_nonnull(p);
+            ck_assert_uint_eq((uintptr_t)p % 64, 0);
+            memset(p, i, (size_t)(i + 1) * 300000 + 7);
+        }
+        size_t cap = sr_arena_capacity(ar);
+        sr_arena_reset(ar);
+        if (round > 0)
+            ck_assert_uint_eq(sr_arena_capacity(ar), cap); /* steady state: no new memory */
+    }
+    ck_assert_ptr_null(sr_arena_alloc(ar, (size_t)65 << 20, &e));
+    ck_assert_int_eq(e.code, SR_E_LIMIT);
+    sr_arena_free(ar);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("err");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, every_code_has_name_class_and_doc);
+    tcase_add_test(tc, unknown_codes_and_ok);
+    tcase_add_test(tc, classes_match_what_callers_do);
+    tcase_add_test(tc, err_set_formats_and_prefixes);
+    tcase_add_test(tc, buf_respects_its_maximum);
+    tcase_add_test(tc, dtype_names_round_trip);
+    tcase_add_test(tc, shape_product_overflow_is_named);
+    tcase_add_test(tc, arena_reuses_memory_and_aligns);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return sr_test_run(suite());
+}

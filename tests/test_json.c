@@ -1,0 +1,107 @@
+/* sr_json: positions, line:col errors and typed getters. */
+#include <string.h>
+
+#include "sr_json.h"
+#include "sr_test.h"
+
+static sr_json_doc *parse(const char *text)
+{
+    sr_err e = SR_ERR_INIT;
+    sr_json_doc *d = NULL;
+    ck_assert_sr_ok(sr_json_parse(&d, text, strlen(text), "t.json", 0, &e), e);
+    return d;
+}
+
+START_TEST(syntax_errors_have_line_and_column)
+{
+    sr_err e = SR_ERR_INIT;
+    sr_json_doc *d = NULL;
+    const char *bad = "{\n  \"a\": 1,\n  \"b\": ]\n}";
+    ck_assert_sr_code(sr_json_parse(&d, bad, strlen(bad), "s.json", 0, &e), e, SR_E_JSON_SYNTAX);
+    ck_assert_ptr_null(d);
+    ck_assert_str_eq(e.msg, "s.json:3:8: invalid JSON");
+    const char *trailing = "{\"a\":1} x";
+    ck_assert_sr_code(sr_json_parse(&d, trailing, strlen(trailing), "s.json", 0, &e), e,
+                      SR_E_JSON_SYNTAX);
+    ck_assert_str_eq(e.msg, "s.json:1:9: invalid JSON");
+    ck_assert_sr_code(sr_json_parse(&d, "{}", 2, "s.json", 1, &e), e, SR_E_LIMIT);
+    ck_assert_sr_code(sr_json_load_file(&d, "/nonexistent/x.json", 0, &e), e, SR_E_IO);
+}
+END_TEST
+
+START_TEST(unknown_and_duplicate_keys_are_located)
+{
+    sr_err e = SR_ERR_INIT;
+    sr_json_doc *d = parse("{\n \"model\": {\"layers\": 2,\n   \"expertz\": 8}}");
+    const cJSON *model = cJSON_GetObjectItem(sr_json_root(d), "model");
+    static const char *const allowed[] = {"layers", "experts", NULL};
+    ck_assert_sr_code(sr_json_check_keys(d, model, "model", allowed, &e), e, SR_E_JSON_SCHEMA);
+    ck_assert_str_eq(e.msg, "t.json:3:4: unknown key 'expertz' in model");
+    sr_json_free(d);
+
+    d = parse("{\"layers\": 2, \"layers\": 3}");
+    ck_assert_sr_code(sr_json_check_keys(d, sr_json_root(d), "model", allowed, &e), e,
+                      SR_E_JSON_SCHEMA);
+    ck_assert_str_eq(e.msg, "t.json:1:15: key 'layers' appears twice in model");
+    sr_json_free(d);
+}
+END_TEST
+
+START_TEST(typed_getters)
+{
+    sr_err e = SR_ERR_INIT;
+    sr_json_doc *d = parse("{\"i\": 7, \"f\": 1.0, \"big\": 1e3, \"s\": \"x\", \"b\": true,"
+                           " \"n\": -3, \"arr\": [1, 2.5, \"q\\\"\", {\"k\": [true]}]}");
+    const cJSON *r = sr_json_root(d);
+    int64_t i;
+    double f;
+    int b;
+    const char *s;
+    ck_assert_sr_ok(sr_json_get_int(d, r, "i", 1, 0, 10, 0, &i, &e), e);
+    ck_assert_int_eq(i, 7);
+    ck_assert_sr_code(sr_json_get_int(d, r, "f", 1, 0, 10, 0, &i, &e), e, SR_E_JSON_SCHEMA);
+    ck_assert_str_eq(e.msg, "t.json:1:10: 'f' must be an integer");
+    ck_assert_sr_code(sr_json_get_int(d, r, "big", 1, 0, 10000, 0, &i, &e), e, SR_E_JSON_SCHEMA);
+    ck_assert_sr_code(sr_json_get_int(d, r, "n", 1, 0, 10, 0, &i, &e), e, SR_E_JSON_SCHEMA);
+    ck_assert_msg(strstr(e.msg, "outside [0, 10]") != NULL, "%s", e.msg);
+    ck_assert_sr_code(sr_json_get_int(d, r, "missing", 1, 0, 10, 0, &i, &e), e, SR_E_JSON_SCHEMA);
+    ck_assert_sr_ok(sr_json_get_int(d, r, "missing", 0, 0, 10, 5, &i, &e), e);
+    ck_assert_int_eq(i, 5);
+    ck_assert_sr_ok(sr_json_get_double(d, r, "f", 1, 0, 2, 0, &f, &e), e);
+    ck_assert(f == 1.0);
+    ck_assert_sr_code(sr_json_get_double(d, r, "s", 1, 0, 2, 0, &f, &e), e, SR_E_JSON_SCHEMA);
+    ck_assert_sr_ok(sr_json_get_bool(d, r, "b", 1, 0, &b, &e), e);
+    ck_assert_int_eq(b, 1);
+    ck_assert_sr_code(sr_json_get_bool(d, r, "i", 1, 0, &b, &e), e, SR_E_JSON_SCHEMA);
+    ck_assert_sr_ok(sr_json_get_string(d, r, "s", 1, NULL, &s, &e), e);
+    ck_assert_str_eq(s, "x");
+    /* Positions survive strings with escaped quotes and nesting. */
+    const cJSON *arr = cJSON_GetObjectItem(r, "arr");
+    const cJSON *inner = cJSON_GetObjectItem(cJSON_GetArrayItem(arr, 3), "k")->child;
+    int line, col;
+    ck_assert_int_eq(sr_json_where(d, inner, 0, &line, &col), 0);
+    ck_assert_int_eq(line, 1);
+    const char *text = "{\"i\": 7, \"f\": 1.0, \"big\": 1e3, \"s\": \"x\", \"b\": true,"
+                       " \"n\": -3, \"arr\": [1, 2.5, \"q\\\"\", {\"k\": [true]}]}";
+    ck_assert_int_eq(col, (int)(strstr(text, "true]") - text) + 1);
+    ck_assert(sr_json_is_integer_literal(d, cJSON_GetArrayItem(arr, 0)));
+    ck_assert(!sr_json_is_integer_literal(d, cJSON_GetArrayItem(arr, 1)));
+    sr_json_free(d);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("json");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, syntax_errors_have_line_and_column);
+    tcase_add_test(tc, unknown_and_duplicate_keys_are_located);
+    tcase_add_test(tc, typed_getters);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return sr_test_run(suite());
+}
