@@ -26,7 +26,9 @@
  * Implementations: the scalar path uses 4-byte lookup tables; the AVX2 path implements the
  * published Muła–Lemire vector algorithm (written here). SR_B64_AUTO picks AVX2 when
  * __builtin_cpu_supports("avx2") says so. Forcing SR_B64_SCALAR gives identical results,
- * including error codes and offsets; tests check this on every length 0..2048.
+ * including error codes and offsets; tests check this on every length 0..2048. On the AVX2
+ * path, calls with 8 MiB of input or more write with non-temporal stores (as memcpy does for
+ * large copies), so their output is not left in the cache.
  *
  * The fused decoder (sr_b64_stream) decodes up to the first '"' and reports where it stopped,
  * so the response-body splice locates and decodes a blob in one pass; fed chunk by chunk it

@@ -1,0 +1,764 @@
+/*
+ * unit.base64: strict RFC 4648 base64, scalar and AVX2, plain and fused stop-at-quote decoding.
+ * Every result is checked against a small reference decoder written here from the rules in
+ * sr_base64.h, and the two implementations against each other.
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "sr_base64.h"
+#include "sr_test.h"
+
+#define MAXN 4096
+
+/* Check's ck_assert_* record every passing assertion with a write(2); these loops make
+ * millions of checks, so they report only failures. */
+#define REQ(cond)                                                                                  \
+    do {                                                                                           \
+        if (!(cond))                                                                               \
+            ck_abort_msg("%s:%d: %s", __FILE__, __LINE__, #cond);                                  \
+    } while (0)
+#define REQ_MSG(cond, ...)                                                                         \
+    do {                                                                                           \
+        if (!(cond))                                                                               \
+            ck_abort_msg(__VA_ARGS__);                                                             \
+    } while (0)
+#define REQ_OK(expr, err)                                                                          \
+    do {                                                                                           \
+        int rc_ = (expr);                                                                          \
+        if (rc_ != 0)                                                                              \
+            ck_abort_msg("%s:%d: expected success, got %s: %s", __FILE__, __LINE__,                \
+                         sr_code_name(rc_), (err).msg);                                            \
+    } while (0)
+
+static const char k_alpha[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/* Implementations to test: both when the CPU has AVX2, otherwise scalar only (with a note). */
+static int n_impls(void)
+{
+    return sr_base64_cpu_has_avx2() ? 2 : 1;
+}
+
+static const sr_b64_impl k_impls[2] = {SR_B64_SCALAR, SR_B64_AVX2};
+
+static uint64_t rnd(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+static void fill_random(unsigned char *p, size_t n, uint64_t *seed)
+{
+    for (size_t i = 0; i < n; i++)
+        p[i] = (unsigned char)(rnd(seed) >> 24);
+}
+
+/* ---- reference implementation (slow, written straight from the rules) ---- */
+
+static int ref_val(unsigned char c)
+{
+    if (c >= 'A' && c <= 'Z')
+        return c - 'A';
+    if (c >= 'a' && c <= 'z')
+        return c - 'a' + 26;
+    if (c >= '0' && c <= '9')
+        return c - '0' + 52;
+    return c == '+' ? 62 : c == '/' ? 63 : -1;
+}
+
+static size_t ref_encode(char *dst, const unsigned char *src, size_t n)
+{
+    size_t o = 0;
+    uint32_t acc = 0;
+    int bits = 0;
+    for (size_t i = 0; i < n; i++) {
+        acc = acc << 8 | src[i];
+        bits += 8;
+        while (bits >= 6) {
+            bits -= 6;
+            dst[o++] = k_alpha[(acc >> bits) & 63];
+        }
+    }
+    if (bits > 0)
+        dst[o++] = k_alpha[(acc << (6 - bits)) & 63];
+    while (o % 4)
+        dst[o++] = '=';
+    return o;
+}
+
+/* Returns the code and sets *off; *olen is the number of bytes decoded before any error. */
+static int ref_decode(unsigned char *out, size_t *olen, const char *s, size_t n, int64_t *off)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t o = 0;
+    *olen = 0;
+    *off = -1;
+    for (size_t i = 0; i < n; i += 4) {
+        for (size_t j = 0; j < 4 && i + j < n; j++) {
+            unsigned char c = u[i + j];
+            *off = (int64_t)(i + j);
+            if (ref_val(c) < 0 && c != '=')
+                return SR_E_B64_CHAR;
+            if (i > 0 && u[i - 1] == '=')
+                return SR_E_B64_PADDING;
+            if (c == '=' && j < 2)
+                return SR_E_B64_PADDING;
+            if (j == 3 && u[i + 2] == '=' && c != '=')
+                return SR_E_B64_PADDING;
+        }
+        if (n - i < 4) {
+            *off = (int64_t)n;
+            return SR_E_B64_LENGTH;
+        }
+        int v[4];
+        for (int j = 0; j < 4; j++)
+            v[j] = u[i + j] == '=' ? 0 : ref_val(u[i + j]);
+        int npad = (u[i + 2] == '=') + (u[i + 3] == '=');
+        if ((npad == 2 && (v[1] & 15)) || (npad == 1 && (v[2] & 3))) {
+            *off = (int64_t)(i + 3 - npad);
+            return SR_E_B64_PADDING;
+        }
+        uint32_t x = (uint32_t)(v[0] << 18 | v[1] << 12 | v[2] << 6 | v[3]);
+        unsigned char b[3] = {(unsigned char)(x >> 16), (unsigned char)(x >> 8), (unsigned char)x};
+        memcpy(out + o, b, (size_t)(3 - npad));
+        o += (size_t)(3 - npad);
+        *olen = o;
+    }
+    *off = -1;
+    return 0;
+}
+
+/* The fused decoder's expected result, from ref_decode on the text before the quote. */
+static int ref_until_quote(unsigned char *out, size_t *olen, const char *s, size_t n,
+                           size_t *consumed, int *found, int64_t *off)
+{
+    const char *q = memchr(s, '"', n);
+    size_t k = q ? (size_t)(q - s) : n;
+    int rc = ref_decode(out, olen, s, k, off);
+    *found = q != NULL;
+    *consumed = k;
+    if (!q && rc == SR_E_B64_LENGTH) {
+        *off = -1;
+        rc = 0;
+    }
+    return rc;
+}
+
+/* ---- helpers that run one implementation and compare with the reference ---- */
+
+static void check_decode(const char *s, size_t n, sr_b64_impl impl)
+{
+    static unsigned char want[MAXN], got[MAXN + 3];
+    size_t wlen, glen;
+    int64_t woff;
+    sr_err err = SR_ERR_INIT;
+    REQ((n) <= (MAXN));
+    int wrc = ref_decode(want, &wlen, s, n, &woff);
+    int rc = sr_base64_decode(got, &glen, s, n, impl, &err);
+    REQ_MSG(rc == wrc && err.code == wrc, "%s n=%zu: want %s got %s (%s)",
+            sr_base64_impl_name(impl), n, sr_code_name(wrc), sr_code_name(rc), err.msg);
+    REQ_MSG(err.offset == woff, "%s n=%zu %s: offset want %lld got %lld", sr_base64_impl_name(impl),
+            n, sr_code_name(wrc), (long long)woff, (long long)err.offset);
+    if (wrc == 0) {
+        REQ((glen) == (wlen));
+        REQ(memcmp(got, want, wlen) == 0);
+    }
+}
+
+static void check_fused(const char *s, size_t n, sr_b64_impl impl)
+{
+    static unsigned char want[MAXN], got[MAXN + 3];
+    size_t wlen, glen, wcons, gcons;
+    int wfound, gfound;
+    int64_t woff;
+    sr_err err = SR_ERR_INIT;
+    int wrc = ref_until_quote(want, &wlen, s, n, &wcons, &wfound, &woff);
+    int rc = sr_base64_decode_until_quote(got, &glen, s, n, &gcons, &gfound, impl, &err);
+    REQ_MSG(rc == wrc && err.code == wrc && err.offset == woff,
+            "fused %s n=%zu: want %s@%lld got %s@%lld (%s)", sr_base64_impl_name(impl), n,
+            sr_code_name(wrc), (long long)woff, sr_code_name(rc), (long long)err.offset, err.msg);
+    if (wrc == 0) {
+        REQ((gfound) == (wfound));
+        REQ((gcons) == (wcons));
+        REQ((glen) == (wlen));
+        REQ(memcmp(got, want, wlen) == 0);
+    }
+}
+
+static void check_all(const char *s, size_t n)
+{
+    for (int k = 0; k < n_impls(); k++) {
+        check_decode(s, n, k_impls[k]);
+        check_fused(s, n, k_impls[k]);
+    }
+}
+
+/* ---- known vectors ---- */
+
+static void check_vector(const void *raw, size_t n, const char *text)
+{
+    char enc[64];
+    unsigned char dec[64];
+    size_t len;
+    sr_err err = SR_ERR_INIT;
+    for (int k = 0; k < n_impls(); k++) {
+        REQ((sr_base64_encode(enc, raw, n, k_impls[k])) == (strlen(text)));
+        REQ(memcmp(enc, text, strlen(text)) == 0);
+        REQ_OK(sr_base64_decode(dec, &len, text, strlen(text), k_impls[k], &err), err);
+        REQ((len) == (n));
+        REQ(memcmp(dec, raw, n) == 0);
+    }
+}
+
+START_TEST(test_rfc4648_vectors)
+{
+    check_vector("", 0, "");
+    check_vector("f", 1, "Zg==");
+    check_vector("fo", 2, "Zm8=");
+    check_vector("foo", 3, "Zm9v");
+    check_vector("foob", 4, "Zm9vYg==");
+    check_vector("fooba", 5, "Zm9vYmE=");
+    check_vector("foobar", 6, "Zm9vYmFy");
+}
+END_TEST
+
+START_TEST(test_contract_vectors)
+{
+    unsigned char b[12];
+    for (int i = 0; i < 12; i++)
+        b[i] = (unsigned char)i;
+    check_vector(b, 12, "AAECAwQFBgcICQoL");
+    check_vector("\x01\x02\x03", 3, "AQID");
+    check_vector("\x01", 1, "AQ==");
+    check_vector("\x00\x00\x00\x01", 4, "AAAAAQ==");
+    check_vector("\x00\x00\x00\x00\x00\x80\x00\x00", 8, "AAAAAACAAAA=");
+    check_vector("\xff\xfe\xfb\xef", 4, "//777w==");
+}
+END_TEST
+
+START_TEST(test_sizes_and_dispatch)
+{
+    REQ((sr_base64_encoded_len(0)) == (0));
+    REQ((sr_base64_encoded_len(1)) == (4));
+    REQ((sr_base64_encoded_len(3)) == (4));
+    REQ((sr_base64_encoded_len(4)) == (8));
+    REQ((sr_base64_encoded_len(90u << 20)) == (120u << 20));
+    REQ((sr_base64_decoded_max(0)) == (3));
+    REQ((sr_base64_decoded_max(8)) == (9));
+    REQ((sr_base64_decoded_max(11)) == (9));
+    REQ((sr_base64_resolve(SR_B64_SCALAR)) == (SR_B64_SCALAR));
+    ck_assert_str_eq(sr_base64_impl_name(SR_B64_SCALAR), "scalar");
+    if (sr_base64_cpu_has_avx2()) {
+        REQ((sr_base64_resolve(SR_B64_AUTO)) == (SR_B64_AVX2));
+        REQ((sr_base64_resolve(SR_B64_AVX2)) == (SR_B64_AVX2));
+        ck_assert_str_eq(sr_base64_impl_name(SR_B64_AUTO), "avx2");
+    } else {
+        REQ((sr_base64_resolve(SR_B64_AVX2)) == (SR_B64_SCALAR));
+        ck_assert_str_eq(sr_base64_impl_name(SR_B64_AVX2), "scalar");
+    }
+}
+END_TEST
+
+/* ---- agreement on random data ---- */
+
+START_TEST(test_roundtrip_every_length)
+{
+    static unsigned char raw[2048], dec[2048 + 3];
+    static char want[2736 + 1], got[2736 + 1];
+    uint64_t seed = 0x9e3779b97f4a7c15u;
+    sr_err err = SR_ERR_INIT;
+    for (size_t n = 0; n <= 2048; n++) {
+        fill_random(raw, n, &seed);
+        size_t wn = ref_encode(want, raw, n);
+        for (int k = 0; k < n_impls(); k++) {
+            memset(got, '#', sizeof(got));
+            REQ((sr_base64_encode(got, raw, n, k_impls[k])) == (wn));
+            REQ_MSG(memcmp(got, want, wn) == 0 && got[wn] == '#', "encode %s n=%zu",
+                    sr_base64_impl_name(k_impls[k]), n);
+            size_t len;
+            REQ_OK(sr_base64_decode(dec, &len, got, wn, k_impls[k], &err), err);
+            REQ((len) == (n));
+            REQ(memcmp(dec, raw, n) == 0);
+        }
+        /* The same text with a closing quote and junk after it, and every truncation. */
+        want[wn] = '"';
+        check_all(want, wn + 1);
+        check_all(want, wn - (wn > 0));
+    }
+}
+END_TEST
+
+START_TEST(test_invalid_byte_every_position)
+{
+    static const unsigned char kinds[] = {' ', '\n', '-', '_', '\\', '\0', 0x80, '=', 0xff, '"'};
+    static char text[512];
+    static unsigned char raw[512];
+    uint64_t seed = 12345;
+    fill_random(raw, sizeof(raw), &seed);
+    ref_encode(text, raw, 300);
+    for (size_t n = 1; n <= 304; n++) {
+        for (size_t p = 0; p < n; p++) {
+            for (size_t k = 0; k < sizeof(kinds); k++) {
+                char save = text[p];
+                text[p] = (char)kinds[k];
+                check_all(text, n);
+                text[p] = save;
+            }
+        }
+    }
+    /* The reference is only trusted because of spot checks like these. */
+    sr_err err = SR_ERR_INIT;
+    unsigned char out[16];
+    size_t len;
+    ck_assert_sr_code(sr_base64_decode(out, &len, "AAAA AAA", 8, SR_B64_AUTO, &err), err,
+                      SR_E_B64_CHAR);
+    REQ((err.offset) == (4));
+    ck_assert_sr_code(sr_base64_decode(out, &len, "AA=AAAAA", 8, SR_B64_AUTO, &err), err,
+                      SR_E_B64_PADDING);
+    REQ((err.offset) == (3));
+}
+END_TEST
+
+START_TEST(test_invalid_byte_long_text)
+{
+    static char text[2100];
+    static unsigned char raw[1575];
+    uint64_t seed = 777;
+    fill_random(raw, sizeof(raw), &seed);
+    ref_encode(text, raw, sizeof(raw));
+    for (size_t p = 0; p < 2100; p += 7) {
+        char save = text[p];
+        text[p] = (p & 8) ? '\n' : '=';
+        check_all(text, 2100);
+        text[p] = save;
+    }
+}
+END_TEST
+
+START_TEST(test_misaligned_pointers)
+{
+    static unsigned char raw[300 + 32], dec[400 + 32 + 16];
+    static char enc[400 + 32 + 16];
+    uint64_t seed = 4242;
+    sr_err err = SR_ERR_INIT;
+    const size_t n = 257;
+    for (int k = 0; k < n_impls(); k++) {
+        for (size_t so = 0; so < 32; so++) {
+            for (size_t d = 0; d < 32; d++) {
+                fill_random(raw + so, n, &seed);
+                memset(enc, '#', sizeof(enc));
+                size_t en = sr_base64_encode(enc + d, raw + so, n, k_impls[k]);
+                REQ((en) == (344));
+                REQ(enc[d + en] == '#' && (d == 0 || enc[d - 1] == '#'));
+                memset(dec, 0xa5, sizeof(dec));
+                size_t len;
+                REQ_OK(sr_base64_decode(dec + so, &len, enc + d, en, k_impls[k], &err), err);
+                REQ((len) == (n));
+                REQ(memcmp(dec + so, raw + so, n) == 0);
+                /* Nothing is written outside the decoded bytes. */
+                for (size_t i = so + n; i < sizeof(dec); i++)
+                    REQ((dec[i]) == (0xa5));
+                for (size_t i = 0; i < so; i++)
+                    REQ((dec[i]) == (0xa5));
+            }
+        }
+    }
+}
+END_TEST
+
+/* Inputs above 8 MiB take the AVX2 path's non-temporal stores, after aligning dst. */
+START_TEST(test_large_text)
+{
+    const size_t rawn = ((size_t)8 << 20) + 2;
+    const size_t n = sr_base64_encoded_len(rawn);
+    unsigned char *raw = malloc(rawn), *dec = malloc(sr_base64_decoded_max(n) + 64);
+    char *text = malloc(n + 1), *enc = malloc(n + 64);
+    uint64_t seed = 2718;
+    sr_err err = SR_ERR_INIT;
+    fill_random(raw, rawn, &seed);
+    REQ(ref_encode(text, raw, rawn) == n);
+    for (int k = 0; k < n_impls(); k++) {
+        const sr_b64_impl impl = k_impls[k];
+        static const size_t offs[] = {0, 1, 4, 8, 12, 19, 20, 28, 31};
+        for (size_t j = 0; j < sizeof(offs) / sizeof(offs[0]); j++) {
+            const size_t d = offs[j];
+            memset(enc, '#', n + 64);
+            REQ(sr_base64_encode(enc + d, raw, rawn, impl) == n);
+            REQ(memcmp(enc + d, text, n) == 0 && enc[d + n] == '#' && (!d || enc[d - 1] == '#'));
+            memset(dec, 0xa5, sr_base64_decoded_max(n) + 64);
+            size_t len;
+            REQ_OK(sr_base64_decode(dec + d, &len, text, n, impl, &err), err);
+            REQ(len == rawn && memcmp(dec + d, raw, rawn) == 0);
+            REQ(dec[d + len] == 0xa5 && (!d || dec[d - 1] == 0xa5));
+        }
+        const size_t at[] = {0, 5, 4097, n / 2, n / 2 + 1, n / 2 + 64, n / 2 + 127, n - 200, n - 3};
+        for (size_t j = 0; j < sizeof(at) / sizeof(at[0]); j++) {
+            size_t len, cons;
+            int found;
+            char save = text[at[j]];
+            text[at[j]] = '-';
+            ck_assert_sr_code(sr_base64_decode(dec, &len, text, n, impl, &err), err, SR_E_B64_CHAR);
+            REQ(err.offset == (int64_t)at[j]);
+            text[at[j]] = '"';
+            int rc = sr_base64_decode_until_quote(dec, &len, text, n, &cons, &found, impl, &err);
+            if (at[j] % 4) {
+                ck_assert_sr_code(rc, err, SR_E_B64_LENGTH);
+                REQ(err.offset == (int64_t)at[j]);
+            } else {
+                REQ_OK(rc, err);
+                REQ(found && cons == at[j] && len == at[j] / 4 * 3);
+                REQ(memcmp(dec, raw, len) == 0);
+            }
+            text[at[j]] = save;
+        }
+    }
+    free(raw);
+    free(dec);
+    free(text);
+    free(enc);
+}
+END_TEST
+
+typedef struct pad_case {
+    const char *text;
+    int code;
+    int64_t offset;
+} pad_case;
+
+START_TEST(test_padding_rules)
+{
+    static const pad_case cases[] = {
+        {"A===", SR_E_B64_PADDING, 1},
+        {"AB=C", SR_E_B64_PADDING, 3},
+        {"AR==", SR_E_B64_PADDING, 1},
+        {"AB==", SR_E_B64_PADDING, 1},
+        {"AQ==", 0, -1},
+        {"AAA=", 0, -1},
+        {"AAB=", SR_E_B64_PADDING, 2},
+        {"====", SR_E_B64_PADDING, 0},
+        {"=AAA", SR_E_B64_PADDING, 0},
+        {"AA==AAAA", SR_E_B64_PADDING, 4},
+        {"AA===", SR_E_B64_PADDING, 4},
+        {"AA== ", SR_E_B64_CHAR, 4},
+        {"AA=", SR_E_B64_LENGTH, 3},
+        {"AAAAA", SR_E_B64_LENGTH, 5},
+        {"AAAA=", SR_E_B64_PADDING, 4},
+        {"AA=A", SR_E_B64_PADDING, 3},
+        {"AA= ", SR_E_B64_CHAR, 3},
+        {"A", SR_E_B64_LENGTH, 1},
+        {"AAA\"", SR_E_B64_CHAR, 3},
+        {"AAAAAAA=", 0, -1},
+        {"AR=A", SR_E_B64_PADDING, 3},
+        {"AAAA AAA", SR_E_B64_CHAR, 4},
+        {"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAR==", SR_E_B64_PADDING,
+         65},
+        {"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=AAA", SR_E_B64_PADDING, 40},
+        {"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAQ==AAAA",
+         SR_E_B64_PADDING, 68},
+    };
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        const char *t = cases[c].text;
+        for (int k = 0; k < n_impls(); k++) {
+            unsigned char out[80];
+            size_t len;
+            sr_err err = SR_ERR_INIT;
+            int rc = sr_base64_decode(out, &len, t, strlen(t), k_impls[k], &err);
+            REQ_MSG(rc == cases[c].code && err.offset == cases[c].offset,
+                    "\"%s\" %s: want %s@%lld got %s@%lld", t, sr_base64_impl_name(k_impls[k]),
+                    sr_code_name(cases[c].code), (long long)cases[c].offset, sr_code_name(rc),
+                    (long long)err.offset);
+            if (rc)
+                ck_assert_sr_code(rc, err, cases[c].code);
+        }
+        check_all(t, strlen(t));
+    }
+}
+END_TEST
+
+START_TEST(test_null_arguments)
+{
+    sr_err err = SR_ERR_INIT;
+    unsigned char out[8];
+    size_t len, cons;
+    int found;
+    ck_assert_sr_code(sr_base64_decode(out, NULL, "AAAA", 4, SR_B64_AUTO, &err), err, SR_E_INVAL);
+    ck_assert_sr_code(sr_base64_decode(NULL, &len, "AAAA", 4, SR_B64_AUTO, &err), err, SR_E_INVAL);
+    REQ_OK(sr_base64_decode(NULL, &len, NULL, 0, SR_B64_AUTO, &err), err);
+    REQ((len) == (0));
+    ck_assert_sr_code(
+        sr_base64_decode_until_quote(out, &len, NULL, 4, &cons, &found, SR_B64_AUTO, &err), err,
+        SR_E_INVAL);
+    REQ((sr_base64_encode(NULL, NULL, 0, SR_B64_AUTO)) == (0));
+}
+END_TEST
+
+/* ---- fused stop-at-quote decoding ---- */
+
+static void fused_expect(const char *t, size_t n, int found, size_t consumed, const void *bytes,
+                         size_t len)
+{
+    for (int k = 0; k < n_impls(); k++) {
+        unsigned char out[512];
+        size_t olen, cons;
+        int fnd;
+        sr_err err = SR_ERR_INIT;
+        REQ_OK(sr_base64_decode_until_quote(out, &olen, t, n, &cons, &fnd, k_impls[k], &err), err);
+        REQ((fnd) == (found));
+        REQ((cons) == (consumed));
+        REQ((olen) == (len));
+        REQ(memcmp(out, bytes, len) == 0);
+    }
+}
+
+START_TEST(test_fused_basics)
+{
+    fused_expect("AQID\"rest", 9, 1, 4, "\x01\x02\x03", 3);
+    fused_expect("AQ==\"", 5, 1, 4, "\x01", 1);
+    fused_expect("\"AQID", 5, 1, 0, "", 0);
+    fused_expect("", 0, 0, 0, "", 0);
+    fused_expect("AQIDAQ", 6, 0, 6, "\x01\x02\x03", 3);
+    fused_expect("AQIDAQ=", 7, 0, 7, "\x01\x02\x03", 3);
+    for (int k = 0; k < n_impls(); k++) {
+        unsigned char out[16];
+        size_t olen, cons;
+        int fnd;
+        sr_err err = SR_ERR_INIT;
+        int rc =
+            sr_base64_decode_until_quote(out, &olen, "AQIDA\"", 6, &cons, &fnd, k_impls[k], &err);
+        ck_assert_sr_code(rc, err, SR_E_B64_LENGTH);
+        REQ((err.offset) == (5));
+        rc = sr_base64_decode_until_quote(out, &olen, "AQ==A\"", 6, &cons, &fnd, k_impls[k], &err);
+        ck_assert_sr_code(rc, err, SR_E_B64_PADDING);
+        REQ((err.offset) == (4));
+        rc = sr_base64_decode_until_quote(out, &olen, "AQ==\n\"", 6, &cons, &fnd, k_impls[k], &err);
+        ck_assert_sr_code(rc, err, SR_E_B64_CHAR);
+        REQ((err.offset) == (4));
+    }
+}
+END_TEST
+
+START_TEST(test_fused_quote_every_position)
+{
+    static unsigned char raw[150];
+    static char text[256], s[256];
+    uint64_t seed = 99;
+    fill_random(raw, sizeof(raw), &seed);
+    for (size_t rawn = 148; rawn <= 150; rawn++) {
+        size_t n = ref_encode(text, raw, rawn);
+        for (size_t p = 0; p <= n; p++) {
+            memcpy(s, text, p);
+            s[p] = '"';
+            memcpy(s + p + 1, text + p, n - p);
+            check_all(s, n + 1);
+            if (p % 4 == 0) {
+                unsigned char want[150];
+                size_t wlen;
+                int64_t off;
+                REQ((ref_decode(want, &wlen, text, p, &off)) == (0));
+                fused_expect(s, n + 1, 1, p, want, wlen);
+            }
+        }
+        /* Unterminated: every prefix, complete quads decoded, the rest carried. */
+        for (size_t p = 0; p <= n; p++)
+            check_all(text, p);
+    }
+}
+END_TEST
+
+/* Feeds text in chunks whose sizes cycle through sizes[]; each chunk is copied into its own
+ * heap block, so that a sanitizer build catches any read past a chunk. */
+static int feed_chunks(unsigned char *out, size_t *olen, size_t *consumed, int *found, int64_t *off,
+                       const char *text, size_t n, sr_b64_impl impl, const size_t *sizes,
+                       size_t nsizes)
+{
+    sr_b64_stream st;
+    sr_b64_stream_init(&st, impl);
+    size_t pos = 0, written = 0;
+    sr_err err = SR_ERR_INIT;
+    *found = 0;
+    *off = -1;
+    for (size_t i = 0; pos < n || i == 0; i++) {
+        size_t c = sizes[i % nsizes];
+        c = c < n - pos ? c : n - pos;
+        char *chunk = malloc(c ? c : 1);
+        memcpy(chunk, text + pos, c);
+        size_t cons, before = written, nc = (size_t)st.ncarry;
+        int done;
+        int rc = sr_b64_stream_feed(&st, out + written, &written, chunk, c, &cons, &done, &err);
+        free(chunk);
+        if (rc) {
+            REQ((err.code) == (rc));
+            REQ((written) == (before));
+            *off = err.offset;
+            return rc;
+        }
+        REQ((written - before) <= (sr_base64_decoded_max(nc + c)));
+        REQ((out[written]) == (0xa5));
+        pos += cons;
+        REQ((st.pos) == (pos));
+        REQ((st.written) == (written));
+        if (done) {
+            *found = 1;
+            ck_assert_sr_code(
+                sr_b64_stream_feed(&st, out + written, &written, "AAAA", 4, &cons, &done, &err),
+                err, SR_E_INVAL);
+            break;
+        }
+        REQ((cons) == (c));
+        REQ((st.ncarry) < (4));
+    }
+    *olen = written;
+    *consumed = pos;
+    return 0;
+}
+
+static void check_stream(const char *text, size_t n, const size_t *sizes, size_t nsizes)
+{
+    static unsigned char want[1024], got[1024];
+    for (int k = 0; k < n_impls(); k++) {
+        size_t wlen, wcons, glen = 0, gcons = 0;
+        int wfound, gfound;
+        int64_t woff, goff;
+        sr_err err = SR_ERR_INIT;
+        int wrc =
+            sr_base64_decode_until_quote(want, &wlen, text, n, &wcons, &wfound, k_impls[k], &err);
+        woff = err.offset;
+        memset(got, 0xa5, sizeof(got));
+        int grc =
+            feed_chunks(got, &glen, &gcons, &gfound, &goff, text, n, k_impls[k], sizes, nsizes);
+        REQ_MSG(grc == wrc && goff == woff, "stream %s n=%zu chunk=%zu: %s@%lld vs %s@%lld",
+                sr_base64_impl_name(k_impls[k]), n, sizes[0], sr_code_name(grc), (long long)goff,
+                sr_code_name(wrc), (long long)woff);
+        if (wrc == 0) {
+            REQ((gfound) == (wfound));
+            REQ((gcons) == (wcons));
+            REQ((glen) == (wlen));
+            REQ(memcmp(got, want, wlen) == 0);
+        }
+    }
+}
+
+/* Texts for the chunking tests: valid, padded, erroneous and unterminated, each with the end
+ * of the blob in a different place relative to the 32-character vector blocks. */
+static size_t stream_text(char *t, int which, const unsigned char *raw)
+{
+    size_t n;
+    switch (which) {
+    case 0: /* valid, closed by a quote, junk after it */
+        n = ref_encode(t, raw, 225);
+        memcpy(t + n, "\"}, \"x\": 1", 10);
+        return n + 10;
+    case 1: /* one '=' of padding, then the quote */
+    case 2: /* two '=' of padding, then the quote */
+        n = ref_encode(t, raw, which == 1 ? 224u : 223u);
+        t[n] = '"';
+        return n + 1;
+    case 3: /* a character error in the middle */
+        n = ref_encode(t, raw, 225);
+        t[150] = ' ';
+        t[n] = '"';
+        return n + 1;
+    case 4: /* a stray '=' */
+        n = ref_encode(t, raw, 225);
+        t[77] = '=';
+        t[n] = '"';
+        return n + 1;
+    case 5: /* non-zero trailing bits at the end */
+        n = ref_encode(t, raw, 222);
+        memcpy(t + n, "AR==\"", 5);
+        return n + 5;
+    case 6: /* unterminated */
+        return ref_encode(t, raw, 225) - 1;
+    case 7: /* an incomplete quad before the quote */
+        n = ref_encode(t, raw, 225);
+        t[n - 2] = '"';
+        return n;
+    case 8: /* data after the padding */
+        n = ref_encode(t, raw, 224);
+        memcpy(t + n, "AAAA\"", 5);
+        return n + 5;
+    default: /* the quote first */
+        t[0] = '"';
+        return 1 + ref_encode(t + 1, raw, 30);
+    }
+}
+
+START_TEST(test_stream_every_chunk_size)
+{
+    static unsigned char raw[300];
+    static char text[512];
+    uint64_t seed = 31337;
+    fill_random(raw, sizeof(raw), &seed);
+    for (int which = 0; which < 10; which++) {
+        size_t n = stream_text(text, which, raw);
+        for (size_t c = 1; c <= 70; c++)
+            check_stream(text, n, &c, 1);
+        for (int r = 0; r < 200; r++) {
+            size_t sizes[16];
+            for (int j = 0; j < 16; j++)
+                sizes[j] = (size_t)(rnd(&seed) % (r % 2 ? 9 : 81));
+            sizes[0] |= 1;
+            check_stream(text, n, sizes, 16);
+        }
+    }
+}
+END_TEST
+
+START_TEST(test_stream_padded_quad_at_chunk_end)
+{
+    static const size_t two = 4;
+    check_stream("AQ==\"xyz", 8, &two, 1);
+    check_stream("AQ==A\"", 6, &two, 1);
+    check_stream("AQ==", 4, &two, 1);
+    for (int k = 0; k < n_impls(); k++) {
+        sr_b64_stream st;
+        unsigned char out[16];
+        size_t w = 0, cons;
+        int done;
+        sr_err err = SR_ERR_INIT;
+        sr_b64_stream_init(&st, k_impls[k]);
+        REQ((st.impl) == (sr_base64_resolve(k_impls[k])));
+        REQ_OK(sr_b64_stream_feed(&st, out, &w, "AQ=", 3, &cons, &done, &err), err);
+        REQ(cons == 3 && !done && w == 0 && st.ncarry == 3);
+        REQ_OK(sr_b64_stream_feed(&st, out + w, &w, "=", 1, &cons, &done, &err), err);
+        REQ(cons == 1 && !done && w == 1 && out[0] == 1 && st.closed);
+        REQ_OK(sr_b64_stream_feed(&st, out + w, &w, "", 0, &cons, &done, &err), err);
+        REQ(cons == 0 && !done);
+        REQ_OK(sr_b64_stream_feed(&st, out + w, &w, "\"rest", 5, &cons, &done, &err), err);
+        REQ(cons == 0 && done && w == 1);
+        sr_b64_stream_init(&st, k_impls[k]);
+        w = 0;
+        REQ_OK(sr_b64_stream_feed(&st, out, &w, "AAAAAQ==", 8, &cons, &done, &err), err);
+        ck_assert_sr_code(sr_b64_stream_feed(&st, out + w, &w, "AAAA", 4, &cons, &done, &err), err,
+                          SR_E_B64_PADDING);
+        REQ((err.offset) == (8));
+    }
+}
+END_TEST
+
+int main(void)
+{
+    if (!sr_base64_cpu_has_avx2())
+        printf("note: this CPU lacks AVX2; only the scalar half of unit.base64 runs\n");
+    Suite *s = suite_create("base64");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_rfc4648_vectors);
+    tcase_add_test(tc, test_contract_vectors);
+    tcase_add_test(tc, test_sizes_and_dispatch);
+    tcase_add_test(tc, test_roundtrip_every_length);
+    tcase_add_test(tc, test_invalid_byte_every_position);
+    tcase_add_test(tc, test_invalid_byte_long_text);
+    tcase_add_test(tc, test_misaligned_pointers);
+    tcase_add_test(tc, test_large_text);
+    tcase_add_test(tc, test_padding_rules);
+    tcase_add_test(tc, test_null_arguments);
+    tcase_add_test(tc, test_fused_basics);
+    tcase_add_test(tc, test_fused_quote_every_position);
+    tcase_add_test(tc, test_stream_every_chunk_size);
+    tcase_add_test(tc, test_stream_padded_quad_at_chunk_end);
+    suite_add_tcase(s, tc);
+    return sr_test_run(s);
+}
