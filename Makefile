@@ -12,6 +12,7 @@ FUZZ_DEPS := clang libclang-rt-14-dev
 FUZZ_SECONDS ?= 60
 
 SYNCROLL := $(BUILD)/harness/syncroll
+MAKEFLAGS += --no-print-directory
 
 .PHONY: all deps fuzz-deps build test run bench fuzz sanitize format clean help
 
@@ -55,7 +56,7 @@ test: build
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
 
 run: build
-	@sh .ci/make-run.sh $(SYNCROLL)
+	@sh harness/make_run.sh $(abspath $(SYNCROLL))
 
 bench: build
 	@sh bench/run.sh $(BUILD)

@@ -78,11 +78,13 @@ static size_t skip_string(const char *t, size_t len, size_t i)
     i++; /* opening quote */
     while (i < len && t[i] != '"')
         i += t[i] == '\\' ? 2 : 1;
-    return i + 1;
+    return i < len ? i + 1 : len;
 }
 
 static size_t skip_scalar(const char *t, size_t len, size_t i)
 {
+    if (i >= len)
+        return len;
     if (t[i] == '"')
         return skip_string(t, len, i);
     while (i < len && t[i] != ',' && t[i] != ']' && t[i] != '}' && t[i] != ' ' && t[i] != '\t' &&
@@ -158,6 +160,23 @@ int sr_json_parse(sr_json_doc **out, const char *text, size_t len, const char *n
     memcpy(d->text, text, len);
     d->text[len] = '\0';
     d->len = len;
+    /* cJSON treats every byte <= 0x20 as whitespace and skips a byte-order mark; JSON allows
+     * neither raw control characters nor (RFC 8259 §8.1) a BOM, and the position walk below
+     * relies on the strict grammar, so both are syntax errors here. */
+    for (size_t i = 0; i < len; i++) {
+        unsigned char ch = (unsigned char)text[i];
+        int bom = i == 0 && len >= 3 && ch == 0xEF && (unsigned char)text[1] == 0xBB &&
+                  (unsigned char)text[2] == 0xBF;
+        if ((ch < 0x20 && ch != '\t' && ch != '\n' && ch != '\r') || bom) {
+            int line, col;
+            sr_json_linecol(text, len, i, &line, &col);
+            int rc = sr_err_set_at(err, SR_E_JSON_SYNTAX, (int64_t)i,
+                                   "%s:%d:%d: invalid JSON (%s)", nm, line, col,
+                                   bom ? "byte-order mark" : "raw control character");
+            sr_json_free(d);
+            return rc;
+        }
+    }
     const char *end = NULL;
     d->root = cJSON_ParseWithLengthOpts(d->text, len, &end, 0);
     size_t stop = end ? (size_t)(end - d->text) : 0;

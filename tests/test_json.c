@@ -25,6 +25,15 @@ START_TEST(syntax_errors_have_line_and_column)
                       SR_E_JSON_SYNTAX);
     ck_assert_str_eq(e.msg, "s.json:1:9: invalid JSON");
     ck_assert_sr_code(sr_json_parse(&d, "{}", 2, "s.json", 1, &e), e, SR_E_LIMIT);
+    /* cJSON would skip these as whitespace; strict JSON does not allow them. */
+    const char *ctl = "{\"a\":\n\x1a 1}";
+    ck_assert_sr_code(sr_json_parse(&d, ctl, strlen(ctl), "s.json", 0, &e), e, SR_E_JSON_SYNTAX);
+    ck_assert_str_eq(e.msg, "s.json:2:1: invalid JSON (raw control character)");
+    const char *bom = "\xEF\xBB\xBF{}";
+    ck_assert_sr_code(sr_json_parse(&d, bom, strlen(bom), "s.json", 0, &e), e, SR_E_JSON_SYNTAX);
+    /* The fuzzer's crasher (control bytes around keys) is refused without reading out of bounds. */
+    const char *fz = "\x1a\x1a{\"pe\": [2, 3], \"\t\x01co\": 1}";
+    ck_assert_sr_code(sr_json_parse(&d, fz, strlen(fz), "s.json", 0, &e), e, SR_E_JSON_SYNTAX);
     ck_assert_sr_code(sr_json_load_file(&d, "/nonexistent/x.json", 0, &e), e, SR_E_IO);
 }
 END_TEST

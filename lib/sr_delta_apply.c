@@ -1,0 +1,548 @@
+#include "sr_delta_priv.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <xxhash.h>
+#include <zstd.h>
+
+/* Frames needing a larger window are refused: level <= 19 never does, and it bounds memory. */
+#define WINDOW_LOG_MAX 23
+
+struct sr_delta_receiver {
+    char state_dir[4000];
+    const sr_delta_tensor *local;
+    size_t n;
+    size_t *order;
+    const sr_delta_tensor *base;
+    size_t *base_of; /* base index of each local tensor */
+    sr_delta_receiver_opts opts;
+};
+
+/* One payload file of the version being applied. */
+typedef struct pfile {
+    const char *name;
+    int fd;
+    sr_delta_index index;
+} pfile;
+
+/* One record to apply. */
+typedef struct ajob {
+    const sr_delta_record *rec;
+    const sr_delta_tensor *dst;
+    int fd;
+    const char *file;
+    uint64_t offset;
+} ajob;
+
+typedef struct apply_ctx {
+    ajob *jobs;
+    size_t *by_size;
+} apply_ctx;
+
+typedef struct aworker {
+    ZSTD_DCtx *dctx;
+    unsigned char *scratch;
+    XXH3_state_t *xxh;
+    unsigned char *in;
+    size_t in_cap;
+} aworker;
+
+/* ---- creation ---- */
+
+static int map_base(sr_delta_receiver *rx, const sr_delta_tensor *base, size_t n_base, sr_err *err)
+{
+    size_t *border = NULL;
+    int rc = sr_delta_set_index(&border, base, n_base, "base", err);
+    if (rc)
+        return rc;
+    if (n_base != rx->n)
+        rc = sr_err_set(err, SR_E_DELTA_TENSOR, "the base has %zu tensors, the local set %zu",
+                        n_base, rx->n);
+    rx->base_of = calloc(rx->n ? rx->n : 1, sizeof(size_t));
+    if (!rc && !rx->base_of)
+        rc = sr_err_set(err, SR_E_NOMEM, "cannot map the base");
+    for (size_t i = 0; !rc && i < rx->n; i++) {
+        int64_t b = sr_delta_set_find(border, base, n_base, rx->local[i].name);
+        if (b < 0 || !sr_delta_same_layout(&base[b], &rx->local[i]))
+            rc = sr_err_set_at(err, SR_E_DELTA_TENSOR, (int64_t)i,
+                               "local tensor '%s' is missing from the base or differs from it",
+                               rx->local[i].name);
+        else
+            rx->base_of[i] = (size_t)b;
+    }
+    free(border);
+    return rc;
+}
+
+int sr_delta_receiver_new(sr_delta_receiver **out, const char *state_dir,
+                          const sr_delta_tensor *local, size_t n_local, const sr_delta_tensor *base,
+                          size_t n_base, const sr_delta_receiver_opts *opts, sr_err *err)
+{
+    *out = NULL;
+    sr_delta_receiver_opts o = SR_DELTA_RECEIVER_OPTS_INIT;
+    if (opts)
+        o = *opts;
+    if (!state_dir || strlen(state_dir) >= 3900 || o.max_workers < 1 || (!base && !o.reset))
+        return sr_err_set(err, SR_E_INVAL,
+                          "receiver: bad state_dir, max_workers < 1, or neither base nor reset");
+    sr_delta_receiver *rx = calloc(1, sizeof(*rx));
+    if (!rx)
+        return sr_err_set(err, SR_E_NOMEM, "cannot allocate a receiver");
+    strcpy(rx->state_dir, state_dir);
+    rx->local = local;
+    rx->n = n_local;
+    rx->opts = o;
+    int rc = sr_delta_set_index(&rx->order, local, n_local, "local", err);
+    if (!rc && base) {
+        rx->base = base;
+        rc = map_base(rx, base, n_base, err);
+    }
+    if (!rc && mkdir(state_dir, 0755) != 0 && errno != EEXIST)
+        rc = sr_err_set(err, SR_E_DELTA_IO, "%s: cannot create: %s", state_dir, strerror(errno));
+    if (rc) {
+        sr_delta_receiver_free(rx);
+        return rc;
+    }
+    *out = rx;
+    return 0;
+}
+
+void sr_delta_receiver_free(sr_delta_receiver *rx)
+{
+    if (!rx)
+        return;
+    free(rx->order);
+    free(rx->base_of);
+    free(rx);
+}
+
+/* ---- state ---- */
+
+int sr_delta_receiver_state(sr_delta_state *out, int *exists, const sr_delta_receiver *rx,
+                            sr_err *err)
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/state.json", rx->state_dir);
+    memset(out, 0, sizeof(*out));
+    char *text;
+    size_t len;
+    int missing;
+    int rc =
+        sr_delta_read_file(&text, &len, &missing, path, SR_DELTA_STATE_MAX, SR_E_DELTA_STATE, err);
+    *exists = !rc && !missing;
+    if (!rc && !missing)
+        rc = sr_delta_state_parse(out, text, len, path, err);
+    free(text);
+    return rc;
+}
+
+static int write_state(const sr_delta_receiver *rx, int64_t version, int in_progress,
+                       int64_t target, sr_err *err)
+{
+    sr_delta_state s = {version, in_progress, target};
+    char text[256];
+    size_t n = sr_delta_state_render(text, sizeof(text), &s);
+    return sr_delta_write_file(rx->state_dir, "state.json", text, n, rx->opts.fsync, err);
+}
+
+/* Takes the writer lock; returns its descriptor in *fd (close it to release). */
+static int lock_state(int *fd, const sr_delta_receiver *rx, sr_err *err)
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/lock", rx->state_dir);
+    *fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (*fd < 0)
+        return sr_err_set(err, SR_E_DELTA_IO, "%s: cannot open: %s", path, strerror(errno));
+    if (flock(*fd, LOCK_EX | LOCK_NB) != 0) {
+        int e = errno;
+        close(*fd);
+        *fd = -1;
+        return sr_err_set(err, e == EWOULDBLOCK ? SR_E_DELTA_LOCKED : SR_E_DELTA_IO,
+                          "%s: cannot lock: %s", path, strerror(e));
+    }
+    return 0;
+}
+
+static int copy_base_job(void *ctx, void *w, size_t k, sr_err *err)
+{
+    const sr_delta_receiver *rx = ctx;
+    const sr_delta_tensor *dst = &rx->local[k];
+    if (dst->nbytes)
+        memcpy(dst->data, rx->base[rx->base_of[k]].data, dst->nbytes);
+    return 0;
+}
+
+static int reset_local(sr_delta_receiver *rx, sr_err *err)
+{
+    if (rx->opts.reset) {
+        sr_err e = SR_ERR_INIT;
+        int rc = rx->opts.reset(rx->opts.reset_ctx, &e);
+        if (rc && err)
+            *err = e;
+        return rc;
+    }
+    sr_delta_team t = {NULL, NULL, copy_base_job, rx};
+    int threads;
+    return sr_delta_run(&threads, rx->n, rx->opts.max_workers, &t, err);
+}
+
+int sr_delta_receiver_reset(sr_delta_receiver *rx, sr_err *err)
+{
+    int fd;
+    int rc = lock_state(&fd, rx, err);
+    if (rc)
+        return rc;
+    rc = reset_local(rx, err);
+    rc = rc ? rc : write_state(rx, 0, 0, 0, err);
+    close(fd);
+    return rc;
+}
+
+int sr_delta_receiver_check_ready(const sr_delta_receiver *rx, int64_t target, sr_err *err)
+{
+    sr_delta_state s;
+    int exists;
+    int rc = sr_delta_receiver_state(&s, &exists, rx, err);
+    if (rc)
+        return rc;
+    if (!exists || s.write_in_progress || s.version != target)
+        return sr_err_set(
+            err, SR_E_DELTA_VERSION, "receiver not ready for version %lld: %s (version %lld)",
+            (long long)target,
+            !exists ? "no state" : (s.write_in_progress ? "a write is in progress" : "at"),
+            (long long)s.version);
+    return 0;
+}
+
+/* ---- applying one payload ---- */
+
+static void *aworker_init(void *ctx)
+{
+    aworker *w = calloc(1, sizeof(*w));
+    if (!w)
+        return NULL;
+    w->dctx = ZSTD_createDCtx();
+    w->scratch = malloc(SR_DELTA_CHUNK);
+    w->xxh = XXH3_createState();
+    if (!w->dctx || !w->scratch || !w->xxh ||
+        ZSTD_isError(ZSTD_DCtx_setParameter(w->dctx, ZSTD_d_windowLogMax, WINDOW_LOG_MAX))) {
+        ZSTD_freeDCtx(w->dctx);
+        free(w->scratch);
+        XXH3_freeState(w->xxh);
+        free(w);
+        return NULL;
+    }
+    return w;
+}
+
+static void aworker_fini(void *ctx, void *wp)
+{
+    aworker *w = wp;
+    if (!w)
+        return;
+    ZSTD_freeDCtx(w->dctx);
+    free(w->scratch);
+    XXH3_freeState(w->xxh);
+    free(w->in);
+    free(w);
+}
+
+static int read_blob(aworker *w, const ajob *j, sr_err *err)
+{
+    size_t n = (size_t)j->rec->compressed_num_bytes;
+    if (n > w->in_cap) {
+        unsigned char *b = realloc(w->in, n);
+        if (!b)
+            return sr_err_set(err, SR_E_NOMEM, "cannot allocate %zu bytes for a payload", n);
+        w->in = b;
+        w->in_cap = n;
+    }
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = pread(j->fd, w->in + got, n - got, (off_t)(j->offset + got));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return sr_err_set(err, SR_E_DELTA_IO, "%s: read failed: %s", j->file, strerror(errno));
+        if (r == 0)
+            return sr_err_set(err, SR_E_DELTA_PAYLOAD, "%s: blob of '%s' is truncated", j->file,
+                              j->rec->name);
+        got += (size_t)r;
+    }
+    return 0;
+}
+
+static int bad_frame(sr_err *err, const ajob *j, const char *what)
+{
+    return sr_err_set(err, SR_E_DELTA_PAYLOAD, "%s: payload of '%s': %s", j->file, j->rec->name,
+                      what);
+}
+
+/* Decompresses chunk by chunk, XORing each into place and hashing the result while hot. */
+static int xor_frame(aworker *w, const ajob *j, sr_err *err)
+{
+    unsigned char *dst = j->dst->data;
+    size_t n = j->dst->nbytes, done = 0, len = (size_t)j->rec->compressed_num_bytes;
+    ZSTD_DCtx_reset(w->dctx, ZSTD_reset_session_only);
+    XXH3_128bits_reset(w->xxh);
+    ZSTD_inBuffer in = {w->in, len, 0};
+    for (;;) {
+        ZSTD_outBuffer out = {w->scratch, SR_DELTA_CHUNK, 0};
+        size_t r = ZSTD_decompressStream(w->dctx, &out, &in);
+        if (ZSTD_isError(r))
+            return bad_frame(err, j, ZSTD_getErrorName(r));
+        if (out.pos > n - done)
+            return bad_frame(err, j, "decompresses to more bytes than the tensor holds");
+        sr_delta_xor_into(dst + done, w->scratch, out.pos);
+        XXH3_128bits_update(w->xxh, dst + done, out.pos);
+        done += out.pos;
+        if (r == 0)
+            break;
+        if (in.pos == in.size && out.pos < out.size)
+            return bad_frame(err, j, "the zstd frame is truncated");
+    }
+    if (in.pos != in.size || done != n)
+        return bad_frame(err, j, "stray bytes after the zstd frame, or too few bytes");
+    XXH128_hash_t h = XXH3_128bits_digest(w->xxh);
+    if (h.high64 != j->rec->checksum_hi || h.low64 != j->rec->checksum_lo) {
+        char want[33], got[33];
+        sr_delta_hex128(want, j->rec->checksum_hi, j->rec->checksum_lo);
+        sr_delta_hex128(got, h.high64, h.low64);
+        return sr_err_set(err, SR_E_DELTA_CHECKSUM,
+                          "tensor '%s': checksum mismatch after apply: manifest %s, applied %s",
+                          j->rec->name, want, got);
+    }
+    return 0;
+}
+
+static int apply_job(void *ctx, void *wp, size_t k, sr_err *err)
+{
+    apply_ctx *c = ctx;
+    const ajob *j = &c->jobs[c->by_size[k]];
+    aworker *w = wp;
+    int rc = read_blob(w, j, err);
+    if (rc)
+        return rc;
+    unsigned long long fcs = ZSTD_getFrameContentSize(w->in, (size_t)j->rec->compressed_num_bytes);
+    if (fcs == ZSTD_CONTENTSIZE_ERROR || fcs == ZSTD_CONTENTSIZE_UNKNOWN ||
+        fcs != j->rec->uncompressed_num_bytes)
+        return bad_frame(err, j,
+                         "the zstd frame's content size is missing or differs from "
+                         "uncompressed_num_bytes");
+    return xor_frame(w, j, err);
+}
+
+/* ---- applying one version ---- */
+
+typedef struct version_plan {
+    sr_delta_manifest *m;
+    pfile *files; /* parallel to m->payload_files; fd -1 when not needed */
+    ajob *jobs;
+    size_t njobs;
+} version_plan;
+
+static void plan_free(version_plan *vp)
+{
+    for (size_t i = 0; vp->files && i < vp->m->n_payload_files; i++) {
+        if (vp->files[i].fd >= 0)
+            close(vp->files[i].fd);
+        sr_delta_index_free(&vp->files[i].index);
+    }
+    free(vp->files);
+    free(vp->jobs);
+    sr_delta_manifest_free(vp->m);
+}
+
+static int load_manifest(version_plan *vp, const char *sync_dir, int64_t v, int64_t base,
+                         sr_err *err)
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/delta-%08lld/manifest.json", sync_dir, (long long)v);
+    char *text;
+    size_t len;
+    int missing;
+    int rc = sr_delta_read_file(&text, &len, &missing, path, SR_DELTA_MANIFEST_MAX,
+                                SR_E_DELTA_MANIFEST, err);
+    if (!rc && missing)
+        rc = sr_err_set(err, SR_E_DELTA_MANIFEST, "%s: missing (version %lld not published)", path,
+                        (long long)v);
+    rc = rc ? rc : sr_delta_manifest_parse(&vp->m, text, len, path, err);
+    free(text);
+    if (!rc && (vp->m->version != v || vp->m->base_version != base))
+        rc = sr_err_set(err, SR_E_DELTA_VERSION,
+                        "%s: version %lld base_version %lld, expected version %lld on base %lld",
+                        path, (long long)vp->m->version, (long long)vp->m->base_version,
+                        (long long)v, (long long)base);
+    return rc;
+}
+
+static int open_payload(pfile *f, const char *vdir, sr_err *err)
+{
+    char path[4400];
+    snprintf(path, sizeof(path), "%s/%s", vdir, f->name);
+    f->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* never block on a FIFO */
+    if (f->fd < 0)
+        return sr_err_set(err, errno == ENOENT ? SR_E_DELTA_PAYLOAD : SR_E_DELTA_IO,
+                          "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    uint8_t hdr[SR_DELTA_PAYLOAD_HEADER];
+    if (fstat(f->fd, &st) != 0 || !S_ISREG(st.st_mode))
+        return sr_err_set(err, SR_E_DELTA_PAYLOAD, "%s: not a regular file", path);
+    ssize_t got = pread(f->fd, hdr, sizeof(hdr), 0);
+    uint64_t n, ibytes;
+    int rc = sr_delta_index_header(&n, &ibytes, hdr, got < 0 ? 0 : (size_t)got,
+                                   (uint64_t)st.st_size, path, err);
+    if (rc)
+        return rc;
+    uint8_t *ix = malloc(ibytes ? (size_t)ibytes : 1);
+    if (!ix)
+        return sr_err_set(err, SR_E_NOMEM, "%s: cannot allocate the index", path);
+    got = ibytes ? pread(f->fd, ix, (size_t)ibytes, SR_DELTA_PAYLOAD_HEADER) : 0;
+    if (got < 0 || (uint64_t)got != ibytes)
+        rc = sr_err_set(err, SR_E_DELTA_PAYLOAD, "%s: the index is truncated", path);
+    rc = rc ? rc
+            : sr_delta_index_parse(&f->index, ix, (size_t)ibytes, n, (uint64_t)st.st_size, path,
+                                   err);
+    free(ix);
+    return rc;
+}
+
+/* Checks every applicable record against the local tensor and its blob before any write. */
+static int plan_jobs(version_plan *vp, const sr_delta_receiver *rx, const char *vdir,
+                     size_t *skipped, sr_err *err)
+{
+    const sr_delta_manifest *m = vp->m;
+    vp->files = calloc(m->n_payload_files ? m->n_payload_files : 1, sizeof(pfile));
+    vp->jobs = calloc(m->n_tensors ? m->n_tensors : 1, sizeof(ajob));
+    if (!vp->files || !vp->jobs)
+        return sr_err_set(err, SR_E_NOMEM, "cannot plan %zu records", m->n_tensors);
+    for (size_t i = 0; i < m->n_payload_files; i++)
+        vp->files[i] = (pfile){m->payload_files[i], -1, {NULL, 0, NULL}};
+    for (size_t i = 0; i < m->n_tensors; i++) {
+        const sr_delta_record *r = &m->tensors[i];
+        int64_t li = sr_delta_set_find(rx->order, rx->local, rx->n, r->name);
+        if (li < 0) {
+            (*skipped)++;
+            continue;
+        }
+        const sr_delta_tensor *t = &rx->local[li];
+        sr_delta_tensor as_rec = {r->name, r->dtype, r->ndim,
+                                  {0},     NULL,     (size_t)r->uncompressed_num_bytes};
+        memcpy(as_rec.shape, r->shape, sizeof(as_rec.shape));
+        if (!sr_delta_same_layout(&as_rec, t))
+            return sr_err_set_at(err, SR_E_DELTA_TENSOR, (int64_t)i,
+                                 "tensor '%s': the manifest's dtype, shape or size (%s, %llu "
+                                 "bytes) differ from the local tensor's (%s, %zu bytes)",
+                                 r->name, r->dtype, (unsigned long long)r->uncompressed_num_bytes,
+                                 t->dtype, t->nbytes);
+        pfile *f = &vp->files[r->payload_file_index];
+        int rc = f->fd < 0 ? open_payload(f, vdir, err) : 0;
+        if (rc)
+            return rc;
+        const sr_delta_blob *b = sr_delta_index_find(&f->index, r->payload_key);
+        if (!b || b->length != r->compressed_num_bytes)
+            return sr_err_set(err, SR_E_DELTA_PAYLOAD,
+                              "%s/%s: blob '%s' is %s (manifest: %llu bytes)", vdir, f->name,
+                              r->payload_key, b ? "of another size" : "missing",
+                              (unsigned long long)r->compressed_num_bytes);
+        vp->jobs[vp->njobs++] = (ajob){r, t, f->fd, f->name, b->offset};
+    }
+    return 0;
+}
+
+static int apply_version(sr_delta_fetch_result *res, const sr_delta_receiver *rx,
+                         const char *sync_dir, int64_t v, sr_err *err)
+{
+    version_plan vp = {NULL, NULL, NULL, 0};
+    char vdir[4096];
+    snprintf(vdir, sizeof(vdir), "%s/delta-%08lld", sync_dir, (long long)v);
+    int rc = load_manifest(&vp, sync_dir, v, v - 1, err);
+    rc = rc ? rc : plan_jobs(&vp, rx, vdir, &res->skipped, err);
+    apply_ctx c = {vp.jobs, NULL};
+    size_t *sizes = rc ? NULL : malloc((vp.njobs ? vp.njobs : 1) * sizeof(size_t));
+    if (!rc && !sizes)
+        rc = sr_err_set(err, SR_E_NOMEM, "cannot allocate a schedule");
+    for (size_t i = 0; !rc && i < vp.njobs; i++)
+        sizes[i] = vp.jobs[i].dst->nbytes;
+    rc = rc ? rc : sr_delta_schedule_by_size(&c.by_size, sizes, vp.njobs, err);
+    free(sizes);
+    if (!rc) {
+        /* sr_delta_run starts no team at all for zero jobs: the reference's zero-worker pool
+         * edge cannot happen here. */
+        res->last_payloads = vp.njobs;
+        res->last_workers =
+            vp.njobs < (size_t)rx->opts.max_workers ? (int)vp.njobs : rx->opts.max_workers;
+        sr_delta_team t = {aworker_init, aworker_fini, apply_job, &c};
+        rc = sr_delta_run(&res->last_threads, vp.njobs, rx->opts.max_workers, &t, err);
+        if (!rc)
+            res->applied += vp.njobs;
+    }
+    free(c.by_size);
+    plan_free(&vp);
+    return rc;
+}
+
+/* ---- fetch ---- */
+
+static int fetch_locked(sr_delta_fetch_result *res, sr_delta_receiver *rx, const char *sync_dir,
+                        int64_t target, sr_err *err)
+{
+    sr_delta_state s;
+    int exists;
+    int rc = sr_delta_receiver_state(&s, &exists, rx, err);
+    if (rc)
+        return rc;
+    if (!exists || s.write_in_progress) {
+        rc = reset_local(rx, err);
+        if (rc)
+            return rc;
+        res->reset = 1;
+        s.version = 0;
+    }
+    res->from_version = res->version = s.version;
+    if (s.version == target)
+        return 0;
+    if (s.version > target)
+        return sr_err_set(err, SR_E_DELTA_VERSION, "the receiver is at version %lld, ahead of %lld",
+                          (long long)s.version, (long long)target);
+    rc = write_state(rx, s.version, 1, target, err);
+    for (int64_t v = s.version + 1; !rc && v <= target; v++) {
+        rc = apply_version(res, rx, sync_dir, v, err);
+        if (!rc) {
+            res->version = v;
+            res->versions_applied++;
+        }
+    }
+    return rc ? rc : write_state(rx, target, 0, target, err);
+}
+
+int sr_delta_fetch(sr_delta_fetch_result *res, sr_delta_receiver *rx, const char *sync_dir,
+                   int64_t target, sr_err *err)
+{
+    sr_delta_fetch_result r;
+    memset(&r, 0, sizeof(r));
+    int rc;
+    if (!rx || !sync_dir || target < 1 || target > SR_DELTA_MAX_VERSION) {
+        rc = sr_err_set(err, SR_E_INVAL,
+                        "fetch: NULL receiver or sync_dir, or target %lld "
+                        "outside [1, %d]",
+                        (long long)target, SR_DELTA_MAX_VERSION);
+    } else {
+        int fd;
+        rc = lock_state(&fd, rx, err);
+        if (!rc) {
+            rc = fetch_locked(&r, rx, sync_dir, target, err);
+            close(fd);
+        }
+    }
+    if (res)
+        *res = r;
+    return rc;
+}

@@ -1,0 +1,168 @@
+/*
+ * sr_delta_priv: helpers shared by the sr_delta_*.c files; not part of the public API (the fuzz
+ * target also uses the payload index parser). Same error and thread-safety rules as sr_delta.h.
+ */
+#ifndef SR_DELTA_PRIV_H
+#define SR_DELTA_PRIV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sr_buf.h"
+#include "sr_delta.h"
+
+/* Bytes processed per step when XORing, hashing and (de)compressing, to stay in L2 cache. */
+#define SR_DELTA_CHUNK ((size_t)128 << 10)
+
+#define SR_DELTA_PAYLOAD_MAGIC       "SRDPAY01"
+#define SR_DELTA_PAYLOAD_HEADER      24 /* magic, n, index_bytes */
+#define SR_DELTA_PAYLOAD_ENTRY_FIXED 20 /* offset, length, key_len */
+
+/* ---- sr_delta_set.c: tensor lists ---- */
+
+/*
+ * Checks a caller's tensor list (names, dtypes, sizes, uniqueness; `what` names it in messages)
+ * and returns in *order (caller frees) the indices sorted by name, for sr_delta_set_find.
+ * Errors: SR_E_INVAL, SR_E_NOMEM.
+ */
+int sr_delta_set_index(size_t **order, const sr_delta_tensor *t, size_t n, const char *what,
+                       sr_err *err);
+
+/* Index in t of the tensor called `name` (binary search over `order`), or -1. */
+int64_t sr_delta_set_find(const size_t *order, const sr_delta_tensor *t, size_t n,
+                          const char *name);
+
+/* 1 if a and b have equal dtype names, shapes and byte counts. */
+int sr_delta_same_layout(const sr_delta_tensor *a, const sr_delta_tensor *b);
+
+/* XORs n bytes: dst[i] ^= src[i]. */
+void sr_delta_xor_into(void *dst, const void *src, size_t n);
+
+/*
+ * Work for a team: job(ctx, w, k, err) for k in [0, njobs), where w is the calling worker's
+ * state from init(ctx) (NULL if init is NULL; an init that returns NULL makes that worker's
+ * jobs fail with SR_E_NOMEM) and is released with fini(ctx, w). Jobs must write disjoint
+ * memory.
+ */
+typedef struct sr_delta_team {
+    void *(*init)(void *ctx);
+    void (*fini)(void *ctx, void *w);
+    int (*job)(void *ctx, void *w, size_t k, sr_err *err);
+    void *ctx;
+} sr_delta_team;
+
+/*
+ * Runs every job with min(workers, njobs) threads (serially on the calling thread for one; no
+ * team at all for zero jobs), dynamically scheduled in index order, all jobs even after a
+ * failure. Returns the error of the lowest failing job. *threads = the team size obtained
+ * (0 for zero jobs).
+ */
+int sr_delta_run(int *threads, size_t njobs, int workers, const sr_delta_team *team, sr_err *err);
+
+/* Job indices 0..n-1 ordered by nbytes[i] descending (ties by index), for sr_delta_run. */
+int sr_delta_schedule_by_size(size_t **out, const size_t *nbytes, size_t n, sr_err *err);
+
+/* ---- sr_delta_manifest.c: documents ---- */
+
+/* Writes the 32 lowercase hex digits of an xxh3-128 hash and a NUL into out[33]. */
+void sr_delta_hex128(char out[33], uint64_t hi, uint64_t lo);
+
+/* 1 if `s` is an acceptable payload file name (see sr_delta.h). */
+int sr_delta_valid_file_name(const char *s);
+
+/* One record to render: the tensor, its blob and where the blob went. */
+typedef struct sr_delta_out_record {
+    const sr_delta_tensor *t;
+    uint64_t compressed;
+    uint64_t checksum_hi, checksum_lo;
+    size_t file;
+} sr_delta_out_record;
+
+/* The name of payload file i ("payload-000000.srdp") into out (>= 32 bytes). */
+void sr_delta_payload_name(char *out, size_t cap, size_t i);
+
+/* Appends manifest.json text for these records and n_files payload files to `out`. */
+int sr_delta_manifest_render(sr_buf *out, int64_t version, int64_t base_version,
+                             const sr_delta_out_record *recs, size_t n, size_t n_files,
+                             sr_err *err);
+
+/* Formats a state document into buf; returns its length. */
+size_t sr_delta_state_render(char *buf, size_t cap, const sr_delta_state *s);
+
+/* ---- sr_delta_file.c: files and the payload container ---- */
+
+/*
+ * A file being written atomically: data goes to a temporary name in the same directory and
+ * becomes visible under its final name only on commit.
+ */
+typedef struct sr_delta_afile {
+    int fd;
+    char tmp[4096];
+    char path[4096];
+} sr_delta_afile;
+
+/* Creates {dir}/.{name}.tmp for writing. SR_E_DELTA_IO. */
+int sr_delta_afile_open(sr_delta_afile *f, const char *dir, const char *name, sr_err *err);
+
+/* Writes all n bytes. SR_E_DELTA_IO. */
+int sr_delta_afile_write(sr_delta_afile *f, const void *p, size_t n, sr_err *err);
+
+/* fsync (if do_fsync), close, rename to the final name. On failure the file is removed. */
+int sr_delta_afile_commit(sr_delta_afile *f, int do_fsync, sr_err *err);
+
+/* Closes and removes the temporary file (after a failure). */
+void sr_delta_afile_abort(sr_delta_afile *f);
+
+/* Writes a whole file atomically (open, write, commit). */
+int sr_delta_write_file(const char *dir, const char *name, const void *p, size_t n, int do_fsync,
+                        sr_err *err);
+
+/* fsyncs a directory so renames and creations in it are durable. SR_E_DELTA_IO. */
+int sr_delta_fsync_dir(const char *dir, sr_err *err);
+
+/*
+ * Reads a whole file of at most `max` bytes into *buf (caller frees; NUL-terminated). A missing
+ * file sets *missing = 1 and returns 0 with *buf NULL. A larger file is `too_large_code`.
+ * Other failures are SR_E_DELTA_IO.
+ */
+int sr_delta_read_file(char **buf, size_t *len, int *missing, const char *path, size_t max,
+                       int too_large_code, sr_err *err);
+
+/* One blob of a payload file, as listed in its index. */
+typedef struct sr_delta_blob {
+    const char *key; /* points into the index's key storage; NUL-terminated */
+    uint64_t offset, length;
+} sr_delta_blob;
+
+/* A parsed payload index, blobs sorted by key. */
+typedef struct sr_delta_index {
+    sr_delta_blob *blobs;
+    size_t n;
+    char *keys;
+} sr_delta_index;
+
+/* Appends the header and index of a payload file holding these blobs (keys + lengths). */
+int sr_delta_index_render(sr_buf *out, const char *const *keys, const uint64_t *lengths, size_t n,
+                          sr_err *err);
+
+/*
+ * Reads the 24-byte header `hdr`: the blob count and index size, checked against the file size.
+ * SR_E_DELTA_PAYLOAD (`name` prefixes the message).
+ */
+int sr_delta_index_header(uint64_t *n, uint64_t *index_bytes, const uint8_t *hdr, size_t len,
+                          uint64_t file_size, const char *name, sr_err *err);
+
+/*
+ * Parses `len` index bytes for n blobs of a payload file of file_size bytes: every blob inside
+ * the data area, keys unique and 1..SR_DELTA_NAME_MAX bytes with no NUL. SR_E_DELTA_PAYLOAD,
+ * SR_E_NOMEM. On success the caller frees with sr_delta_index_free.
+ */
+int sr_delta_index_parse(sr_delta_index *out, const uint8_t *index, size_t len, uint64_t n,
+                         uint64_t file_size, const char *name, sr_err *err);
+
+/* Finds a blob by key, or NULL. */
+const sr_delta_blob *sr_delta_index_find(const sr_delta_index *ix, const char *key);
+
+void sr_delta_index_free(sr_delta_index *ix);
+
+#endif /* SR_DELTA_PRIV_H */
