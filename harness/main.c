@@ -7,6 +7,7 @@
 const sr_command sr_commands[] = {
     {"version", "print the version and the base64 kernel in use", sr_cmd_version},
     {"errors", "list every named error with its class and meaning", sr_cmd_errors},
+    {"check-body", "splice and validate a captured response body", sr_cmd_check_body},
     {NULL, NULL, NULL},
 };
 

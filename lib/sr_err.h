@@ -184,7 +184,45 @@ typedef enum sr_class {
     X(SR_E_DELTA_IO, -806, "delta.io", SR_CLASS_RESOURCE,                                          \
       "reading, writing, syncing or renaming a file of the delta store failed")                   \
     X(SR_E_DELTA_LOCKED, -807, "delta.locked", SR_CLASS_TRANSIENT,                                 \
-      "another receiver holds the lock of the delta state directory")
+      "another receiver holds the lock of the delta state directory")                             \
+    /* generate client and rollout loop (-95x, -96x of the -9xx range) */                          \
+    X(SR_E_CLIENT_INVALID, -950, "client.invalid_request", SR_CLASS_USAGE,                         \
+      "a generate request fails the client-side checks of skyrl-contract 1.2 and is never sent")  \
+    X(SR_E_CLIENT_ROUTES_MISSING, -951, "client.routes_missing", SR_CLASS_PROTOCOL,                \
+      "routed experts were requested but the response carries null or no routed_experts")        \
+    X(SR_E_CLIENT_RETRY_EXHAUSTED, -952, "client.retry_exhausted", SR_CLASS_RESOURCE,              \
+      "every allowed attempt of a request failed transiently; the attempt budget is spent")      \
+    X(SR_E_CLIENT_DEADLINE, -953, "client.deadline", SR_CLASS_RESOURCE,                            \
+      "a request (attempts and waits included) did not complete within its total deadline")      \
+    X(SR_E_CLIENT_HTTP_STATUS, -954, "client.http_status", SR_CLASS_PROTOCOL,                      \
+      "the server answered with an HTTP status the client does not retry (4xx, 3xx)")            \
+    X(SR_E_CLIENT_NOT_RETRIED, -955, "client.not_retried", SR_CLASS_TRANSIENT,                     \
+      "a transient failure that the quirk retry_json_decode_only declined to retry")             \
+    X(SR_E_CLIENT_TRANSPORT, -956, "client.transport", SR_CLASS_TRANSIENT,                         \
+      "connecting, sending or receiving failed (refused, reset, closed early, timed out)")       \
+    X(SR_E_CLIENT_BAD_RESPONSE, -957, "client.bad_response", SR_CLASS_PROTOCOL,                    \
+      "a decodable response breaks the response schema (choices, token_ids, finish_reason)")     \
+    X(SR_E_CLIENT_INVALID_JSON, -958, "client.invalid_json", SR_CLASS_TRANSIENT,                   \
+      "an unspliced response body (native generate, control plane) does not parse as JSON")      \
+    X(SR_E_ROLLOUT_CONFIG, -960, "rollout.invalid_config", SR_CLASS_USAGE,                         \
+      "a rollout configuration is invalid or refused (routes with the single-turn template)")    \
+    /* mock engine, faults and child processes (-9xx) */                                          \
+    X(SR_E_FAULT_SPEC, -900, "fault.invalid_spec", SR_CLASS_USAGE,                                 \
+      "a declared fault is malformed (unknown kind, key, endpoint, or a parameter out of range)") \
+    X(SR_E_ENGINE_CONFIG, -901, "engine.invalid_config", SR_CLASS_USAGE,                           \
+      "a mock engine configuration is malformed (model, weights, fields, server limits)")        \
+    X(SR_E_ENGINE_REQUEST, -902, "engine.bad_request", SR_CLASS_PROTOCOL,                          \
+      "a request to the mock engine breaks the contract (answered with HTTP 400)")               \
+    X(SR_E_ENGINE_START, -903, "engine.start_failed", SR_CLASS_RESOURCE,                           \
+      "the mock engine could not bind its address or start its HTTP server")                     \
+    X(SR_E_SYNC_ORDER, -904, "sync.protocol_order", SR_CLASS_PROTOCOL,                             \
+      "a weight-sync phase arrived out of order (start while active, update or finish unstarted)") \
+    X(SR_E_PROC_SPAWN, -910, "proc.spawn", SR_CLASS_RESOURCE,                                      \
+      "a child process could not be started")                                                     \
+    X(SR_E_PROC_READY, -911, "proc.ready_timeout", SR_CLASS_TRANSIENT,                             \
+      "a child process did not report readiness before its deadline")                            \
+    X(SR_E_PROC_EXITED, -912, "proc.exited", SR_CLASS_TRANSIENT,                                   \
+      "a child process exited or closed its readiness pipe before reporting readiness")
 
 typedef enum sr_code {
     SR_OK = 0,

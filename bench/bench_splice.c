@@ -1,0 +1,331 @@
+/*
+ * bench_splice: the response-body splice on the reference body of perf-anchors.md (16 choices,
+ * 122,880 tokens in all, 48 layers, top-8, int16 expert ids below 512, token ids, some text;
+ * `data` first, compact JSON: 121.3 MiB), against memcpy of the body in the same process:
+ *
+ *   splice.oneshot_1t       one-shot, 1 thread, warm splicer (target <= 1.4 x memcpy)
+ *   splice.oneshot_2t       one-shot, 2 threads (stretch <= 1.0 x memcpy)
+ *   splice.stream_64k       streaming in 64 KiB chunks, whole response
+ *   splice.stream_finish    streaming: time after the last chunk (target <= 0.2 x memcpy)
+ *   splice.naive_cjson      cJSON over the whole body, then decode and validate each envelope
+ *
+ * The peak resident memory of streaming is measured in a fresh child process (spawned with
+ * posix_spawn) that generates the body 64 KiB at a time and never holds it: printed as '#' lines,
+ * with the target decoded + remainder + 16 MiB.
+ */
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bench_util.h"
+#include "sr_buf.h"
+#include "sr_envelope.h"
+#include "sr_splice.h"
+
+extern char **environ;
+
+#define CHOICES   16
+#define TOKENS    122880
+#define LAYERS    48
+#define TOPK      8
+#define RAW_BLOCK (3 * 16384) /* raw route bytes encoded per step: 64 KiB of base64 */
+
+/* ---- body generation, streamed through an emit callback ---- */
+
+typedef void (*emit_fn)(void *ctx, const char *p, size_t n);
+
+static uint64_t xs(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+static size_t tokens_of(int c)
+{
+    /* 7,680 on average, varying by choice, 122,880 in all. */
+    return (size_t)(7680 + ((c % 2) ? 1024 * (c % 4) : -1024 * ((c + 1) % 4)));
+}
+
+static void gen_routes(emit_fn emit, void *ctx, size_t t, uint64_t seed)
+{
+    size_t total = t * LAYERS * TOPK * 2;
+    unsigned char *raw = malloc(RAW_BLOCK);
+    char *b64 = malloc(sr_base64_encoded_len(RAW_BLOCK));
+    for (size_t done = 0; done < total;) {
+        size_t n = total - done < RAW_BLOCK ? total - done : RAW_BLOCK;
+        for (size_t i = 0; i < n; i += 2) {
+            uint16_t v = (uint16_t)(xs(&seed) % 512);
+            if (done + i == 0)
+                v = 511;
+            memcpy(raw + i, &v, 2);
+        }
+        emit(ctx, b64, sr_base64_encode(b64, raw, n, SR_B64_AUTO));
+        done += n;
+    }
+    free(raw);
+    free(b64);
+}
+
+static void gen_body(emit_fn emit, void *ctx)
+{
+    sr_buf b = SR_BUF_INIT;
+    uint64_t seed = 0x51ce5eedull;
+    emit(ctx, "{\"choices\":[", 12);
+    for (int c = 0; c < CHOICES; c++) {
+        size_t t = tokens_of(c);
+        sr_buf_reset(&b);
+        sr_buf_puts(&b, c ? ",{\"token_ids\":[" : "{\"token_ids\":[", NULL);
+        for (size_t i = 0; i < t; i++)
+            sr_buf_printf(&b, NULL, i ? ",%u" : "%u", (unsigned)(xs(&seed) % 151936));
+        sr_buf_puts(&b, "],\"finish_reason\":\"stop\",\"logprobs\":null,\"text\":\"", NULL);
+        for (int i = 0; i < 700; i++)
+            sr_buf_puts(&b, "The quick brown fox jumps over the lazy dog. ", NULL);
+        sr_buf_puts(&b, "\",\"routed_experts\":{\"data\":\"", NULL);
+        emit(ctx, b.data, b.len);
+        gen_routes(emit, ctx, t, seed + (uint64_t)c);
+        sr_buf_reset(&b);
+        sr_buf_printf(&b, NULL, "\",\"shape\":[%zu,%d,%d],\"dtype\":\"int16\"}}", t, LAYERS, TOPK);
+        emit(ctx, b.data, b.len);
+    }
+    emit(ctx, "]}", 2);
+    sr_buf_release(&b);
+}
+
+static void emit_buf(void *ctx, const char *p, size_t n)
+{
+    sr_buf_append(ctx, p, n, NULL);
+}
+
+/* ---- timed runs ---- */
+
+typedef struct run_ctx {
+    sr_splicer *s;
+    const char *body;
+    size_t len;
+    double finish_ms;
+} run_ctx;
+
+static void die(const char *what, const sr_err *err)
+{
+    fprintf(stderr, "bench_splice: %s: %s %s\n", what, sr_code_name(err->code), err->msg);
+    exit(1);
+}
+
+static void oneshot(void *p)
+{
+    run_ctx *c = p;
+    sr_err err = SR_ERR_INIT;
+    const sr_splice_result *r;
+    if (sr_splice(c->s, c->body, c->len, (int64_t)c->len, &r, &err))
+        die("one-shot", &err);
+}
+
+static void streamed(void *p)
+{
+    run_ctx *c = p;
+    sr_err err = SR_ERR_INIT;
+    const sr_splice_result *r;
+    if (sr_splice_stream_begin(c->s, (int64_t)c->len, &err))
+        die("begin", &err);
+    for (size_t at = 0; at < c->len; at += 65536) {
+        size_t n = c->len - at < 65536 ? c->len - at : 65536;
+        if (sr_splice_stream_feed(c->s, c->body + at, n, &err))
+            die("feed", &err);
+    }
+    double t0 = bench_now_ms();
+    if (sr_splice_stream_finish(c->s, &r, &err))
+        die("finish", &err);
+    c->finish_ms = bench_now_ms() - t0;
+}
+
+static void naive(void *p)
+{
+    run_ctx *c = p;
+    static sr_arena *arena;
+    sr_err err = SR_ERR_INIT;
+    if (!arena && sr_arena_new(&arena, 0, &err))
+        die("arena", &err);
+    sr_arena_reset(arena);
+    cJSON *doc = cJSON_ParseWithLength(c->body, c->len);
+    if (!doc) {
+        fprintf(stderr, "bench_splice: cJSON rejected the body\n");
+        exit(1);
+    }
+    sr_contract k = sr_contract_routes();
+    for (cJSON *ch = cJSON_GetObjectItem(doc, "choices")->child; ch; ch = ch->next) {
+        sr_ndarray a;
+        if (sr_envelope_unpack(&a, cJSON_GetObjectItem(ch, "routed_experts"), SR_SHAPE_TEXT_UNKNOWN,
+                               &k, arena, &err))
+            die("naive unpack", &err);
+    }
+    cJSON_Delete(doc);
+}
+
+static bench_stats finish_stats(run_ctx *c, int reps)
+{
+    double *t = malloc(sizeof(double) * (size_t)reps);
+    streamed(c);
+    for (int i = 0; i < reps; i++) {
+        streamed(c);
+        t[i] = c->finish_ms;
+    }
+    for (int i = 1; i < reps; i++) {
+        for (int j = i; j > 0 && t[j] < t[j - 1]; j--) {
+            double x = t[j];
+            t[j] = t[j - 1];
+            t[j - 1] = x;
+        }
+    }
+    bench_stats s = {t[reps / 2], t[0], t[reps - 1]};
+    free(t);
+    return s;
+}
+
+static sr_splicer *splicer(const sr_fields *f, int threads)
+{
+    sr_splicer *s;
+    sr_err err = SR_ERR_INIT;
+    sr_splice_opts o = SR_SPLICE_OPTS_INIT;
+    o.threads = threads;
+    if (sr_splicer_new(&s, f, &o, &err))
+        die("splicer", &err);
+    return s;
+}
+
+/* ---- peak RSS of streaming, in a child that never holds the body ---- */
+
+typedef struct feeder {
+    sr_splicer *s;
+    char chunk[65536];
+    size_t used;
+    uint64_t total;
+} feeder;
+
+static void emit_feed(void *ctx, const char *p, size_t n)
+{
+    feeder *f = ctx;
+    while (n) {
+        size_t k = sizeof(f->chunk) - f->used < n ? sizeof(f->chunk) - f->used : n;
+        memcpy(f->chunk + f->used, p, k);
+        f->used += k;
+        p += k;
+        n -= k;
+        if (f->used == sizeof(f->chunk)) {
+            sr_err err = SR_ERR_INIT;
+            if (sr_splice_stream_feed(f->s, f->chunk, f->used, &err))
+                die("child feed", &err);
+            f->total += f->used;
+            f->used = 0;
+        }
+    }
+}
+
+static void count_bytes(void *ctx, const char *p, size_t n)
+{
+    (void)p;
+    *(uint64_t *)ctx += n;
+}
+
+/* VmHWM of this process's address space (getrusage's maxrss would also count the parent's
+ * when posix_spawn shares its memory until exec). */
+static long vm_hwm_kib(void)
+{
+    FILE *fp = fopen("/proc/self/status", "r");
+    char line[256];
+    long kib = -1;
+    while (fp && fgets(line, sizeof(line), fp)) {
+        if (strncmp(line, "VmHWM:", 6) == 0)
+            kib = strtol(line + 6, NULL, 10);
+    }
+    if (fp)
+        fclose(fp);
+    return kib;
+}
+
+static int rss_child(const sr_fields *fields, int known)
+{
+    static feeder f;
+    uint64_t len = 0;
+    sr_err err = SR_ERR_INIT;
+    const sr_splice_result *r;
+    if (known)
+        gen_body(count_bytes, &len);
+    f.s = splicer(fields, 1);
+    if (sr_splice_stream_begin(f.s, known ? (int64_t)len : -1, &err))
+        die("child begin", &err);
+    gen_body(emit_feed, &f);
+    if (f.used && sr_splice_stream_feed(f.s, f.chunk, f.used, &err))
+        die("child feed", &err);
+    if (sr_splice_stream_finish(f.s, &r, &err))
+        die("child finish", &err);
+    double mib = 1024.0 * 1024.0;
+    double peak = (double)vm_hwm_kib() * 1024.0 / mib;
+    double dec = (double)r->stats.decoded_bytes / mib, rem = (double)r->stats.text_bytes / mib;
+    printf("# splice.stream_64k peak_rss_mib=%.1f decoded_mib=%.1f remainder_mib=%.2f "
+           "limit_mib=%.1f length=%s %s\n",
+           peak, dec, rem, dec + rem + 16.0, known ? "known" : "unknown",
+           peak <= dec + rem + 16.0 ? "ok" : "OVER");
+    sr_splicer_free(f.s);
+    return 0;
+}
+
+static void spawn_rss_child(const char *self, const char *mode)
+{
+    pid_t pid;
+    char *argv[] = {(char *)self, "--rss-child", (char *)mode, NULL};
+    fflush(stdout);
+    if (posix_spawn(&pid, "/proc/self/exe", NULL, NULL, argv, environ) != 0) {
+        printf("# splice.stream_64k peak_rss: could not spawn the measuring child\n");
+        return;
+    }
+    int st;
+    waitpid(pid, &st, 0);
+}
+
+int main(int argc, char **argv)
+{
+    sr_fields *fields;
+    sr_err err = SR_ERR_INIT;
+    if (sr_fields_new(&fields, &err) || sr_fields_add_builtins(fields, &err))
+        die("fields", &err);
+    if (argc == 3 && strcmp(argv[1], "--rss-child") == 0)
+        return rss_child(fields, strcmp(argv[2], "known") == 0);
+
+    sr_buf body = SR_BUF_INIT;
+    body.max = (size_t)1 << 30;
+    gen_body(emit_buf, &body);
+    int reps = bench_reps(11);
+    printf("# splice body: %zu bytes (%.1f MiB), %d choices, %d tokens, [T,%d,%d] int16\n",
+           body.len, (double)body.len / 1048576.0, CHOICES, TOKENS, LAYERS, TOPK);
+    bench_stats m = bench_memcpy(body.len, reps);
+    bench_report("splice.memcpy_body", m, m, "memcpy_body");
+
+    run_ctx c = {splicer(fields, 1), body.data, body.len, 0};
+    bench_report("splice.oneshot_1t", bench_measure(oneshot, &c, reps), m, "memcpy_body");
+    const sr_splice_result *r;
+    if (sr_splice(c.s, body.data, body.len, -1, &r, &err))
+        die("check", &err);
+    printf("# one-shot: %zu blobs, %zu integer arrays, %llu decoded bytes, %llu text bytes, "
+           "%d pass(es) over the body\n",
+           r->stats.blobs, r->stats.int_arrays, (unsigned long long)r->stats.decoded_bytes,
+           (unsigned long long)r->stats.text_bytes, r->stats.passes);
+
+    run_ctx c2 = {splicer(fields, 2), body.data, body.len, 0};
+    bench_report("splice.oneshot_2t", bench_measure(oneshot, &c2, reps), m, "memcpy_body");
+    bench_report("splice.stream_64k", bench_measure(streamed, &c, reps), m, "memcpy_body");
+    bench_report("splice.stream_finish", finish_stats(&c, reps), m, "memcpy_body");
+    bench_report("splice.naive_cjson", bench_measure(naive, &c, reps < 11 ? reps : 11), m,
+                 "memcpy_body");
+    sr_splicer_free(c.s);
+    sr_splicer_free(c2.s);
+    sr_buf_release(&body);
+    spawn_rss_child(argv[0], "known");
+    spawn_rss_child(argv[0], "unknown");
+    sr_fields_free(fields);
+    return 0;
+}

@@ -1,0 +1,316 @@
+/* syncroll check-body: splice and validate a captured response body, print what it carries. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "commands.h"
+#include "sr_envelope.h"
+#include "sr_fields.h"
+#include "sr_splice.h"
+
+static const char USAGE[] =
+    "usage: syncroll check-body [options] FILE|-\n"
+    "\n"
+    "Splices and validates a captured /skyrl/v1/generate response body exactly as the client\n"
+    "does (skyrl-contract section 3): packed blobs are cut out and decoded, the rest is parsed,\n"
+    "each envelope is checked against its field's contract. The body is read in 64 KiB chunks\n"
+    "and streamed through the splicer; '-' reads standard input. For every registered key found\n"
+    "it prints the JSON path, field, dtype and shape, byte count, whether the dtype is the\n"
+    "canonical (smallest) one for the values, and min and max.\n"
+    "\n"
+    "options:\n"
+    "  --fields a,b             splice only these registered names (packed fields or integer\n"
+    "                           arrays); the others are left to the JSON parser\n"
+    "  --field-registry F.json  add the definitions of F.json to the built-in registry\n"
+    "                           (routed_experts, rollout_sample_support, token_ids)\n"
+    "  --expected-length N      the announced Content-Length: fewer bytes is\n"
+    "                           splice.short_body, more is splice.long_body\n"
+    "  --json                   print one JSON object on standard output instead of text\n"
+    "  -h, --help               show this help\n"
+    "\n"
+    "exit status: 0 valid; 3 protocol error (layout drift, orphan blob, duplicate field, dtype,\n"
+    "shape, byte count, non-canonical dtype, ...); 4 transient error (body cut inside a blob or\n"
+    "short of its length, JSON that ends early or does not parse); 2 usage (bad option, "
+    "unreadable\n"
+    "file, bad field registry); 1 resource or internal error. On error the error's dotted name\n"
+    "is printed on standard error as 'syncroll check-body: <name>: <message>'.\n";
+
+typedef struct opts {
+    const char *path, *fields, *registry;
+    int json;
+    int64_t expected;
+} opts;
+
+static int parse_args(opts *o, int argc, char **argv)
+{
+    memset(o, 0, sizeof(*o));
+    o->expected = -1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            fputs(USAGE, stdout);
+            return -1;
+        }
+        if (strcmp(a, "--json") == 0) {
+            o->json = 1;
+        } else if ((strcmp(a, "--fields") == 0 || strcmp(a, "--field-registry") == 0 ||
+                    strcmp(a, "--expected-length") == 0) &&
+                   i + 1 < argc) {
+            const char *v = argv[++i];
+            if (strcmp(a, "--fields") == 0)
+                o->fields = v;
+            else if (strcmp(a, "--field-registry") == 0)
+                o->registry = v;
+            else {
+                char *end;
+                errno = 0;
+                long long n = strtoll(v, &end, 10);
+                if (errno || *end || n < 0 || end == v) {
+                    fprintf(stderr, "syncroll check-body: bad --expected-length '%s'\n", v);
+                    return SR_EXIT_USAGE;
+                }
+                o->expected = n;
+            }
+        } else if (a[0] == '-' && a[1] != '\0') {
+            fprintf(stderr, "syncroll check-body: unknown or incomplete option '%s' (see --help)\n",
+                    a);
+            return SR_EXIT_USAGE;
+        } else if (o->path) {
+            fprintf(stderr, "syncroll check-body: more than one input file\n");
+            return SR_EXIT_USAGE;
+        } else {
+            o->path = a;
+        }
+    }
+    if (!o->path) {
+        fprintf(stderr, "syncroll check-body: no input file (use - for standard input)\n");
+        return SR_EXIT_USAGE;
+    }
+    return 0;
+}
+
+static int report_error(const opts *o, const sr_err *err, int exit_code)
+{
+    const char *name = sr_code_name(err->code) ? sr_code_name(err->code) : "internal.bug";
+    fprintf(stderr, "syncroll check-body: %s: %s\n", name, err->msg);
+    if (o->json) {
+        cJSON *root = cJSON_CreateObject(), *e = cJSON_CreateObject();
+        cJSON_AddBoolToObject(root, "valid", 0);
+        cJSON_AddStringToObject(e, "name", name);
+        cJSON_AddStringToObject(e, "class", sr_class_name(sr_code_class(err->code)));
+        cJSON_AddStringToObject(e, "message", err->msg);
+        if (err->offset >= 0)
+            cJSON_AddNumberToObject(e, "offset", (double)err->offset);
+        else
+            cJSON_AddNullToObject(e, "offset");
+        cJSON_AddItemToObject(root, "error", e);
+        char *txt = cJSON_PrintUnformatted(root);
+        if (txt)
+            puts(txt);
+        free(txt);
+        cJSON_Delete(root);
+    }
+    return exit_code;
+}
+
+static int build_registry(sr_fields **out, const opts *o, sr_err *err)
+{
+    sr_fields *f;
+    int rc = sr_fields_new(&f, err);
+    if (rc)
+        return rc;
+    if ((rc = sr_fields_add_builtins(f, err)) ||
+        (o->registry && (rc = sr_fields_load_file(f, o->registry, err)))) {
+        sr_fields_free(f);
+        return rc;
+    }
+    if (o->fields) {
+        char *list = strdup(o->fields);
+        const char *names[SR_FIELDS_MAX + 1];
+        size_t n = 0;
+        for (char *tok = list ? strtok(list, ",") : NULL; tok && n <= SR_FIELDS_MAX;
+             tok = strtok(NULL, ","))
+            names[n++] = tok;
+        sr_fields *narrow = NULL;
+        rc = list ? sr_fields_narrow(&narrow, f, names, n, err)
+                  : sr_err_set(err, SR_E_NOMEM, "cannot copy --fields");
+        free(list);
+        sr_fields_free(f);
+        f = narrow;
+    }
+    *out = f;
+    return rc;
+}
+
+static int feed_file(sr_splicer *s, const char *path, sr_err *err)
+{
+    FILE *fp = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+    if (!fp)
+        return sr_err_set(err, SR_E_IO, "%s: cannot open: %s", path, strerror(errno));
+    static char chunk[64 << 10];
+    int rc = 0;
+    size_t n;
+    while (!rc && (n = fread(chunk, 1, sizeof(chunk), fp)) > 0)
+        rc = sr_splice_stream_feed(s, chunk, n, err);
+    if (!rc && ferror(fp))
+        rc = sr_err_set(err, SR_E_IO, "%s: read error", path);
+    if (fp != stdin)
+        fclose(fp);
+    return rc;
+}
+
+/* Min and max of a float32/float64 array as doubles; 0 if there is none (empty, float16). */
+static int float_range(const sr_ndarray *a, double *lo, double *hi)
+{
+    uint64_t n = sr_ndarray_numel(a);
+    if (n == 0 || (a->dtype != SR_DTYPE_FLOAT32 && a->dtype != SR_DTYPE_FLOAT64))
+        return 0;
+    for (uint64_t i = 0; i < n; i++) {
+        double v;
+        if (a->dtype == SR_DTYPE_FLOAT32) {
+            float f;
+            memcpy(&f, (const char *)a->data + i * 4, 4);
+            v = f;
+        } else {
+            memcpy(&v, (const char *)a->data + i * 8, 8);
+        }
+        if (i == 0 || v < *lo)
+            *lo = v;
+        if (i == 0 || v > *hi)
+            *hi = v;
+    }
+    return 1;
+}
+
+/* Fills min/max (or marks them absent) and the canonical verdict of one integer array. */
+static void describe(const sr_ndarray *a, int64_t *lo, int64_t *hi, int *have, int *canonical)
+{
+    *have = 0;
+    *canonical = -1;
+    if (sr_dtype_is_float(a->dtype) || a->dtype == SR_DTYPE_INVALID)
+        return;
+    if (sr_ndarray_minmax(a, lo, hi, NULL) != 0)
+        return;
+    *have = 1;
+    sr_dtype canon;
+    if (sr_dtype_is_integer(a->dtype) && *lo >= 0)
+        *canonical = sr_routes_canonical_dtype(&canon, *hi, NULL) == 0 && canon == a->dtype;
+}
+
+static const char *kind_name(sr_splice_kind k)
+{
+    return k == SR_SPLICE_ENVELOPE ? "envelope" : k == SR_SPLICE_NULL ? "null" : "int_array";
+}
+
+static cJSON *entry_json(const sr_splice_entry *e)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "path", e->path);
+    cJSON_AddStringToObject(o, "field", e->field->name);
+    cJSON_AddStringToObject(o, "kind", kind_name(e->kind));
+    if (e->kind == SR_SPLICE_NULL)
+        return o;
+    cJSON *shape = cJSON_AddArrayToObject(o, "shape");
+    for (int d = 0; d < e->array.ndim; d++)
+        cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)e->array.shape[d]));
+    cJSON_AddStringToObject(o, "dtype", sr_dtype_name(e->array.dtype));
+    cJSON_AddNumberToObject(o, "bytes", (double)e->array.nbytes);
+    int64_t lo = 0, hi = 0;
+    int have, canon;
+    describe(&e->array, &lo, &hi, &have, &canon);
+    if (e->kind == SR_SPLICE_INT_ARRAY || canon < 0)
+        cJSON_AddNullToObject(o, "canonical");
+    else
+        cJSON_AddBoolToObject(o, "canonical", canon);
+    char num[32];
+    double flo, fhi;
+    if (!have && float_range(&e->array, &flo, &fhi)) {
+        cJSON_AddNumberToObject(o, "min", flo);
+        cJSON_AddNumberToObject(o, "max", fhi);
+    } else {
+        snprintf(num, sizeof(num), "%lld", (long long)lo);
+        cJSON_AddItemToObject(o, "min", have ? cJSON_CreateRaw(num) : cJSON_CreateNull());
+        snprintf(num, sizeof(num), "%lld", (long long)hi);
+        cJSON_AddItemToObject(o, "max", have ? cJSON_CreateRaw(num) : cJSON_CreateNull());
+    }
+    cJSON_AddBoolToObject(o, "spliced", e->spliced);
+    if (e->kind == SR_SPLICE_ENVELOPE)
+        cJSON_AddItemToObject(o, "sidecar",
+                              e->sidecar ? cJSON_Duplicate(e->sidecar, 1) : cJSON_CreateObject());
+    return o;
+}
+
+static void print_json(const sr_splice_result *r)
+{
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddBoolToObject(root, "valid", 1);
+    cJSON_AddNumberToObject(root, "body_bytes", (double)r->stats.body_bytes);
+    cJSON_AddNumberToObject(root, "blobs", (double)r->stats.blobs);
+    cJSON_AddNumberToObject(root, "int_arrays", (double)r->stats.int_arrays);
+    cJSON *list = cJSON_AddArrayToObject(root, "entries");
+    for (size_t i = 0; i < r->count; i++)
+        cJSON_AddItemToArray(list, entry_json(&r->entries[i]));
+    char *txt = cJSON_PrintUnformatted(root);
+    if (txt)
+        puts(txt);
+    free(txt);
+    cJSON_Delete(root);
+}
+
+static void print_text(const sr_splice_result *r)
+{
+    for (size_t i = 0; i < r->count; i++) {
+        const sr_splice_entry *e = &r->entries[i];
+        if (e->kind == SR_SPLICE_NULL) {
+            printf("%s: %s null\n", e->path, e->field->name);
+            continue;
+        }
+        char desc[160];
+        int64_t lo = 0, hi = 0;
+        int have, canon;
+        describe(&e->array, &lo, &hi, &have, &canon);
+        printf("%s: %s %s %zu bytes", e->path, e->field->name,
+               sr_ndarray_desc(e->array.dtype, e->array.ndim, e->array.shape, desc, sizeof(desc)),
+               e->array.nbytes);
+        if (e->kind == SR_SPLICE_ENVELOPE)
+            printf(", %s", canon < 0 ? "canonical n/a" : canon ? "canonical" : "not canonical");
+        double flo, fhi;
+        if (have)
+            printf(", min %lld, max %lld", (long long)lo, (long long)hi);
+        else if (float_range(&e->array, &flo, &fhi))
+            printf(", min %.9g, max %.9g", flo, fhi);
+        printf("\n");
+    }
+    printf("valid: %zu entries, %zu blobs, %zu integer arrays, %llu body bytes\n", r->count,
+           r->stats.blobs, r->stats.int_arrays, (unsigned long long)r->stats.body_bytes);
+}
+
+int sr_cmd_check_body(int argc, char **argv)
+{
+    opts o;
+    int rc = parse_args(&o, argc, argv);
+    if (rc)
+        return rc < 0 ? SR_EXIT_OK : rc;
+    sr_err err = SR_ERR_INIT;
+    sr_fields *f = NULL;
+    sr_splicer *s = NULL;
+    const sr_splice_result *r = NULL;
+    if ((rc = build_registry(&f, &o, &err)) || (rc = sr_splicer_new(&s, f, NULL, &err))) {
+        sr_fields_free(f);
+        return report_error(&o, &err, rc == SR_E_NOMEM ? SR_EXIT_FAIL : SR_EXIT_USAGE);
+    }
+    int status = SR_EXIT_OK;
+    if ((rc = sr_splice_stream_begin(s, o.expected, &err)) || (rc = feed_file(s, o.path, &err)) ||
+        (rc = sr_splice_stream_finish(s, &r, &err)))
+        status = report_error(&o, &err, rc == SR_E_IO ? SR_EXIT_USAGE : sr_exit_for_code(rc));
+    else if (o.json)
+        print_json(r);
+    else
+        print_text(r);
+    sr_splicer_free(s);
+    sr_fields_free(f);
+    return status;
+}

@@ -1,0 +1,119 @@
+/*
+ * sr_fields: the registry of keys that the response-body splice treats specially.
+ *
+ * Two kinds of entries:
+ *   packed fields     keys whose value is a packed-array envelope {"data":"<b64>",...}
+ *                     (skyrl-contract §1.5): the splice cuts the blob out before the JSON parser
+ *                     runs and decodes it. A definition says which dtypes and how many dimensions
+ *                     the array may have, whether its values must use their smallest (canonical)
+ *                     route dtype, whether JSON null is allowed, and whether axis 0 counts token
+ *                     rows.
+ *   integer arrays    keys whose value is a JSON array of integers (token_ids): the splice hands
+ *                     the array text to sr_intarray instead of the JSON parser. A definition gives
+ *                     the accepted value range.
+ *
+ * Built-ins (sr_fields_add_builtins): routed_experts (uint8/int16/int32, ndim 3, canonical,
+ * nullable, token rows), rollout_sample_support (int32, ndim 2, nullable, token rows), and the
+ * integer array token_ids in [0, 2^31 - 1].
+ *
+ * Names: 1..SR_FIELD_NAME_MAX bytes of printable ASCII without '"' or '\' (a name is matched
+ * byte for byte against the raw body, so it must serialise as itself), not "data", "shape" or
+ * "dtype", and unique within a registry.
+ *
+ * JSON definitions (files such as fixtures/fields/logit_topk.json):
+ *   {"fields": [{"name": "logit_topk", "dtypes": ["int32"], "ndim": 2,
+ *                "canonical": false, "nullable": true, "token_rows": true,
+ *                "max_bytes": 1073741824}],
+ *    "int_arrays": [{"name": "prompt_ids", "min": 0, "max": 262143}]}
+ * "name", "dtypes" and "ndim" (1..SR_NDIM_MAX) are required for a field; the rest default to
+ * canonical false, nullable true, token_rows false, max_bytes SR_ENVELOPE_DEFAULT_MAX. For an
+ * integer array, "min" and "max" default to 0 and 2^31 - 1. "canonical" requires integer dtypes.
+ * Every problem is SR_E_FIELD_DEF with "source:line:col: ..." (unparsable JSON, unknown or
+ * duplicate keys, wrong types, bad names, duplicate names); SR_E_IO for an unreadable file.
+ *
+ * Ownership: a registry owns copies of its definitions; pointers returned by sr_fields_at and
+ * sr_fields_find stay valid until the registry is freed or changed.
+ * Thread-safety: a registry may be read from several threads; changes need one owner.
+ */
+#ifndef SR_FIELDS_H
+#define SR_FIELDS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sr_dtype.h"
+#include "sr_envelope.h"
+#include "sr_err.h"
+
+#define SR_FIELD_NAME_MAX 64
+#define SR_FIELDS_MAX     32
+
+typedef enum sr_field_kind { SR_FIELD_PACKED = 1, SR_FIELD_INT_ARRAY = 2 } sr_field_kind;
+
+typedef struct sr_field_def {
+    sr_field_kind kind;
+    char name[SR_FIELD_NAME_MAX + 1];
+    size_t name_len;
+    /* SR_FIELD_PACKED */
+    sr_dtype_set dtypes; /* allowed dtypes (non-empty) */
+    int ndim;            /* 1..SR_NDIM_MAX */
+    int canonical;       /* values must use their smallest route dtype (§2.3) */
+    int nullable;        /* JSON null means "nothing captured" and is accepted */
+    int token_rows;      /* axis 0 counts token rows */
+    size_t max_bytes;    /* maximum decoded bytes; 0: SR_ENVELOPE_DEFAULT_MAX */
+    /* SR_FIELD_INT_ARRAY */
+    int64_t min, max; /* accepted value range */
+} sr_field_def;
+
+typedef struct sr_fields sr_fields;
+
+/* Creates an empty registry. */
+int sr_fields_new(sr_fields **out, sr_err *err);
+
+/* Frees the registry; NULL is a no-op. */
+void sr_fields_free(sr_fields *f);
+
+/* Adds routed_experts, rollout_sample_support and token_ids (see above). */
+int sr_fields_add_builtins(sr_fields *f, sr_err *err);
+
+/*
+ * Validates and copies one definition (name_len is recomputed from name). SR_E_FIELD_DEF for a
+ * bad definition or a duplicate name, SR_E_LIMIT past SR_FIELDS_MAX entries.
+ */
+int sr_fields_add(sr_fields *f, const sr_field_def *def, sr_err *err);
+
+/*
+ * Adds every definition of a JSON document (`len` bytes, need not be NUL-terminated); `source`
+ * names it in messages. All or nothing: on error the registry is unchanged.
+ */
+int sr_fields_load_json(sr_fields *f, const char *text, size_t len, const char *source,
+                        sr_err *err);
+
+/* Reads a file and calls sr_fields_load_json (1 MiB at most). */
+int sr_fields_load_file(sr_fields *f, const char *path, sr_err *err);
+
+/*
+ * A new registry holding only the named entries of `f`, in f's order. An unknown name is
+ * SR_E_FIELD_UNKNOWN. (The reference's `fields=` argument narrows the registry this way.)
+ */
+int sr_fields_narrow(sr_fields **out, const sr_fields *f, const char *const *names, size_t n,
+                     sr_err *err);
+
+size_t sr_fields_count(const sr_fields *f);
+
+/* The i-th definition (registration order), or NULL. */
+const sr_field_def *sr_fields_at(const sr_fields *f, size_t i);
+
+/* The definition named by `len` bytes at `name`, or NULL. */
+const sr_field_def *sr_fields_find(const sr_fields *f, const char *name, size_t len);
+
+/* Index of `def` in its registry (def must come from sr_fields_at/find of `f`). */
+size_t sr_fields_index(const sr_fields *f, const sr_field_def *def);
+
+/*
+ * The envelope contract of a packed field: name (borrowed from def), allowed dtypes, ndim,
+ * canonical_routes and max_bytes. `impl` is SR_B64_AUTO.
+ */
+sr_contract sr_field_contract(const sr_field_def *def);
+
+#endif /* SR_FIELDS_H */

@@ -1,0 +1,580 @@
+#include "sr_splice.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "sr_splice_impl.h"
+
+static const char ANCHOR[] = ":{\"data\":\"";
+#define ANCHOR_LEN 10
+
+/* ---- small helpers shared with the other sr_splice*.c files ---- */
+
+int sr_splice_i_fail(sr_splicer *s, const sr_err *e)
+{
+    s->failed = e->code;
+    s->err = *e;
+    return e->code;
+}
+
+int sr_splice_i_grow(void **arr, size_t *cap, size_t n, size_t size, sr_err *err)
+{
+    if (n < *cap)
+        return 0;
+    size_t nc = *cap ? *cap * 2 : 16;
+    void *p = realloc(*arr, nc * size);
+    if (!p)
+        return sr_err_set(err, SR_E_NOMEM, "splice: cannot grow a record array to %zu items", nc);
+    *arr = p;
+    *cap = nc;
+    return 0;
+}
+
+int sr_splice_i_map(sr_splicer *s, size_t text, uint64_t body, sr_err *err)
+{
+    int rc = sr_splice_i_grow((void **)&s->map, &s->cap_map, s->nmap, sizeof(off_map), err);
+    if (rc)
+        return rc;
+    s->map[s->nmap].text = text;
+    s->map[s->nmap].body = body;
+    s->nmap++;
+    return 0;
+}
+
+uint64_t sr_splice_i_body_of(const sr_splicer *s, size_t text_off)
+{
+    size_t lo = 0, hi = s->nmap;
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (s->map[mid].text <= text_off)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return s->map[lo].body + (text_off - s->map[lo].text);
+}
+
+void sr_splice_i_lane_or(uint32_t *acc, const unsigned char *p, size_t n, size_t pos)
+{
+    uint32_t a = *acc;
+    while (n && (pos & 3)) {
+        a |= (uint32_t)*p++ << (8 * (pos & 3));
+        pos++;
+        n--;
+    }
+    uint64_t all = 0;
+#if defined(__x86_64__) || defined(__i386__)
+    if (n >= 128 && sr_base64_cpu_has_avx2()) {
+        all = sr_splice_i_or_avx2(p, n);
+        p += n - n % 128;
+        n %= 128;
+    }
+#endif
+    /* Portable vector types (SSE2 on any x86-64): four 16-byte accumulators per 64 bytes. */
+    typedef uint64_t v2u64 __attribute__((vector_size(16)));
+    v2u64 w0 = {0, 0}, w1 = w0, w2 = w0, w3 = w0;
+    while (n >= 64) {
+        v2u64 x0, x1, x2, x3;
+        memcpy(&x0, p, 16);
+        memcpy(&x1, p + 16, 16);
+        memcpy(&x2, p + 32, 16);
+        memcpy(&x3, p + 48, 16);
+        w0 |= x0;
+        w1 |= x1;
+        w2 |= x2;
+        w3 |= x3;
+        p += 64;
+        n -= 64;
+    }
+    v2u64 wv = w0 | w1 | w2 | w3;
+    all |= wv[0] | wv[1];
+    a |= (uint32_t)all | (uint32_t)(all >> 32);
+    for (size_t i = 0; i < n; i++)
+        a |= (uint32_t)p[i] << (8 * (i & 3));
+    *acc = a;
+}
+
+/* ---- output region ---- */
+
+static size_t region_bound(size_t len)
+{
+    return len / 4 * 3 + SPLICE_ALIGN_BUDGET + 64;
+}
+
+static int setup_output(sr_splicer *s, int64_t known, sr_err *err)
+{
+    s->cursor = 0;
+    s->budget = SPLICE_ALIGN_BUDGET;
+    if (known >= 0) {
+        s->out_cap = region_bound((size_t)known);
+        s->out = sr_arena_alloc(s->arena, s->out_cap, err);
+        return s->out ? 0 : err->code;
+    }
+    if (!s->resv) {
+        size_t cap = region_bound(s->opts.max_body);
+        cap = (cap + 4095) & ~(size_t)4095;
+        void *p = mmap(NULL, cap, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (p == MAP_FAILED)
+            return sr_err_set(err, SR_E_NOMEM, "splice: cannot reserve %zu bytes of address space",
+                              cap);
+        s->resv = p;
+        s->resv_cap = cap;
+    }
+    s->out = s->resv;
+    s->out_cap = s->resv_cap;
+    return 0;
+}
+
+/* ---- lifecycle ---- */
+
+int sr_splicer_new(sr_splicer **out, const sr_fields *fields, const sr_splice_opts *opts,
+                   sr_err *err)
+{
+    *out = NULL;
+    sr_splicer *s = calloc(1, sizeof(*s));
+    if (!s)
+        return sr_err_set(err, SR_E_NOMEM, "cannot allocate a splicer");
+    sr_splice_opts dflt = SR_SPLICE_OPTS_INIT;
+    s->opts = opts ? *opts : dflt;
+    if (!s->opts.max_body)
+        s->opts.max_body = SR_SPLICE_DEFAULT_MAX_BODY;
+    if (!s->opts.par_window)
+        s->opts.par_window = (size_t)256 << 10;
+    if (s->opts.par_window % 16) {
+        free(s);
+        return sr_err_set(err, SR_E_INVAL, "splice: par_window must be a multiple of 16");
+    }
+    s->impl = sr_base64_resolve(s->opts.impl);
+    s->fields = fields;
+    for (size_t i = 0; i < sr_fields_count(fields); i++) {
+        const sr_field_def *d = sr_fields_at(fields, i);
+        s->has_packed |= d->kind == SR_FIELD_PACKED;
+        s->has_ints |= d->kind == SR_FIELD_INT_ARRAY;
+        s->has_canonical[i] = d->kind == SR_FIELD_PACKED && d->canonical;
+    }
+    s->text.max = s->opts.max_body + 64;
+    s->paths.max = SR_BUF_DEFAULT_MAX;
+    int rc = sr_arena_new(&s->arena, region_bound(s->opts.max_body) + 4096, err);
+    if (rc) {
+        free(s);
+        return rc;
+    }
+    *out = s;
+    return 0;
+}
+
+void sr_splicer_free(sr_splicer *s)
+{
+    if (!s)
+        return;
+    sr_splice_i_clear_result(s);
+    sr_arena_free(s->arena);
+    if (s->resv)
+        munmap(s->resv, s->resv_cap);
+    sr_buf_release(&s->text);
+    sr_buf_release(&s->paths);
+    free(s->blobs);
+    free(s->ints);
+    free(s->ivals);
+    free(s->map);
+    free(s->entries);
+    free(s->entry_ref);
+    free(s->path_off);
+    free(s);
+}
+
+static int begin(sr_splicer *s, int64_t expected, int64_t known, sr_err *err)
+{
+    sr_splice_i_clear_result(s);
+    sr_arena_reset(s->arena);
+    sr_buf_reset(&s->text);
+    s->mode = M_TEXT;
+    s->k = 0;
+    s->pos = 0;
+    s->expected = expected;
+    s->failed = 0;
+    sr_err_clear(&s->err);
+    s->nblobs = s->nints = s->nmap = 0;
+    s->scanned = 0;
+    s->ivals_len = 0;
+    s->active = 0;
+    int rc = sr_splice_i_map(s, 0, 0, err);
+    if (!rc)
+        rc = setup_output(s, known, err);
+    if (!rc)
+        s->active = 1;
+    return rc;
+}
+
+int sr_splice_stream_begin(sr_splicer *s, int64_t expected_len, sr_err *err)
+{
+    int64_t known = -1;
+    if (expected_len >= 0)
+        known =
+            (uint64_t)expected_len < s->opts.max_body ? expected_len : (int64_t)s->opts.max_body;
+    return begin(s, expected_len, known, err);
+}
+
+cJSON *sr_splice_take_doc(sr_splicer *s)
+{
+    cJSON *d = s->doc;
+    s->doc = NULL;
+    s->res.doc = NULL;
+    return d;
+}
+
+int sr_splice_retryable(int code, int retry_json_decode_only)
+{
+    if (retry_json_decode_only)
+        return code == SR_E_SPLICE_JSON || code == SR_E_SPLICE_TRUNCATED;
+    return sr_code_class(code) == SR_CLASS_TRANSIENT;
+}
+
+/* ---- the scan ---- */
+
+/* Number of consecutive backslashes that end text[0, at). */
+static size_t backslashes_before(const sr_buf *t, size_t at)
+{
+    size_t n = 0;
+    while (at > n && t->data[at - n - 1] == '\\')
+        n++;
+    return n;
+}
+
+/*
+ * The registered field whose `"name"` ends at text offset `end` (exclusive), of kind `kind`, or
+ * -1. *escaped tells whether its opening quote is preceded by an odd run of backslashes.
+ */
+static int match_key(const sr_splicer *s, size_t end, sr_field_kind kind, int *escaped)
+{
+    const sr_buf *t = &s->text;
+    if (end < 3 || t->data[end - 1] != '"')
+        return -1;
+    size_t n = sr_fields_count(s->fields);
+    for (size_t i = 0; i < n; i++) {
+        const sr_field_def *d = sr_fields_at(s->fields, i);
+        size_t L = d->name_len;
+        if (d->kind != kind || end < L + 2)
+            continue;
+        size_t q = end - L - 2;
+        if (t->data[q] == '"' && memcmp(t->data + q + 1, d->name, L) == 0) {
+            *escaped = (int)(backslashes_before(t, q) & 1);
+            return (int)i;
+        }
+    }
+    return -1;
+}
+
+static int start_blob(sr_splicer *s, int field, int escaped, const char *p, sr_err *err)
+{
+    int rc = sr_splice_i_grow((void **)&s->blobs, &s->cap_blobs, s->nblobs, sizeof(blob_rec), err);
+    if (rc)
+        return rc;
+    size_t pad = (64 - (s->cursor & 63)) & 63;
+    if (pad <= s->budget)
+        s->budget -= pad;
+    else
+        pad = (8 - (s->cursor & 7)) & 7;
+    blob_rec *b = &s->blobs[s->nblobs++];
+    memset(b, 0, sizeof(*b));
+    b->field = (uint32_t)field;
+    b->escaped = escaped;
+    b->body_off = sp_body_off(s, p);
+    b->out_off = s->cursor + pad;
+    s->cursor = b->out_off;
+    sr_b64_stream_init(&s->st, s->impl);
+    s->mode = s->par ? M_LOCATE : M_BLOB;
+    return 0;
+}
+
+int sr_splice_i_end_blob(sr_splicer *s, const char *q, sr_err *err)
+{
+    blob_rec *b = &s->blobs[s->nblobs - 1];
+    b->chars = sp_body_off(s, q) - b->body_off;
+    b->text_off = s->text.len;
+    s->cursor = b->out_off + b->nbytes;
+    s->mode = M_TEXT;
+    /* The closing quote stays in the text: the parser sees "". */
+    return sr_splice_i_map(s, s->text.len, sp_body_off(s, q), err);
+}
+
+static int start_ints(sr_splicer *s, int field, const char *bracket, sr_err *err)
+{
+    int rc = sr_splice_i_grow((void **)&s->ints, &s->cap_ints, s->nints, sizeof(int_rec), err);
+    if (!rc)
+        rc = sr_splice_i_map(s, s->text.len, sp_body_off(s, bracket), err);
+    if (!rc)
+        rc = sr_buf_append(&s->text, "{}", 2, err);
+    if (rc)
+        return rc;
+    const sr_field_def *d = sr_fields_at(s->fields, (size_t)field);
+    int_rec *r = &s->ints[s->nints++];
+    r->field = (uint32_t)field;
+    r->body_off = sp_body_off(s, bracket);
+    r->val_off = (s->ivals_len + 7) & ~(size_t)7;
+    r->count = 0;
+    sr_intarray_init(&s->ip, d->min, d->max);
+    s->mode = M_INTS;
+    return 0;
+}
+
+/* Text mode: copies text and matches anchors until a blob or integer array starts. */
+static int scan_text(sr_splicer *s, const char **pp, const char *end, sr_err *err)
+{
+    const char *p = *pp;
+    int rc = 0;
+    while (p < end && !rc) {
+        if (s->k == 0) {
+            const char *q = memchr(p, ':', (size_t)(end - p));
+            const char *stop = q ? q + 1 : end;
+            rc = sr_buf_append(&s->text, p, (size_t)(stop - p), err);
+            p = stop;
+            s->k = q ? 1 : 0;
+            continue;
+        }
+        char c = *p;
+        if (s->k == 1 && c == '[' && s->has_ints) {
+            int esc = 0;
+            int f = match_key(s, s->text.len - 1, SR_FIELD_INT_ARRAY, &esc);
+            if (f >= 0 && !esc) {
+                s->k = 0;
+                rc = start_ints(s, f, p, err);
+                p++;
+                break;
+            }
+        }
+        if (c != ANCHOR[s->k]) {
+            /* Only `:` and `:{"data":` end with a prefix of the anchor (its ':'). */
+            s->k = s->k == 9 ? 1 : 0;
+            continue;
+        }
+        size_t want = (size_t)(ANCHOR_LEN - s->k);
+        size_t run = 1;
+        if ((size_t)(end - p) >= want && memcmp(p, ANCHOR + s->k, want) == 0)
+            run = want;
+        rc = sr_buf_append(&s->text, p, run, err);
+        p += run;
+        s->k += (int)run;
+        if (s->k == ANCHOR_LEN) {
+            s->k = 0;
+            int esc = 0;
+            int f =
+                s->has_packed ? match_key(s, s->text.len - ANCHOR_LEN, SR_FIELD_PACKED, &esc) : -1;
+            if (f >= 0 && !rc) {
+                rc = start_blob(s, f, esc, p, err);
+                break;
+            }
+        }
+    }
+    *pp = p;
+    return rc;
+}
+
+/* Blob mode: decodes up to the closing quote, one window at a time. */
+static int scan_blob(sr_splicer *s, const char **pp, const char *end, sr_err *err)
+{
+    const char *p = *pp;
+    blob_rec *b = &s->blobs[s->nblobs - 1];
+    while (p < end) {
+        size_t n = (size_t)(end - p) < SPLICE_WINDOW ? (size_t)(end - p) : SPLICE_WINDOW;
+        unsigned char *dst = s->out + b->out_off + b->nbytes;
+        if (b->out_off + b->nbytes + sr_base64_decoded_max((size_t)s->st.ncarry + n) > s->out_cap)
+            return sr_err_set(err, SR_E_INTERNAL, "splice: output region bound violated");
+        size_t w = 0, used = 0;
+        int done = 0;
+        sr_err e = SR_ERR_INIT;
+        int rc = sr_b64_stream_feed(&s->st, dst, &w, p, n, &used, &done, &e);
+        if (rc) {
+            /* Kept for the envelope: the reference reports bad base64 only when unpacking. */
+            b->err = malloc(sizeof(*b->err));
+            if (!b->err)
+                return sr_err_set(err, SR_E_NOMEM, "splice: cannot record a blob error");
+            *b->err = e;
+            b->err->offset = e.offset >= 0 ? (int64_t)b->body_off + e.offset : -1;
+            s->mode = M_SKIP;
+            break;
+        }
+        if (s->has_canonical[b->field])
+            sr_splice_i_lane_or(&b->lane_or, dst, w, b->nbytes);
+        b->nbytes += w;
+        p += used;
+        if (done) {
+            *pp = p;
+            return sr_splice_i_end_blob(s, p, err);
+        }
+    }
+    *pp = p;
+    return 0;
+}
+
+static int scan_skip(sr_splicer *s, const char **pp, const char *end, sr_err *err)
+{
+    const char *q = memchr(*pp, '"', (size_t)(end - *pp));
+    if (!q) {
+        *pp = end;
+        return 0;
+    }
+    *pp = q;
+    return sr_splice_i_end_blob(s, q, err);
+}
+
+static int scan_ints(sr_splicer *s, const char **pp, const char *end, sr_err *err)
+{
+    int_rec *r = &s->ints[s->nints - 1];
+    size_t n = (size_t)(end - *pp);
+    size_t width = (size_t)s->ip.width;
+    size_t need = r->val_off + ((size_t)s->ip.count + sr_intarray_max_values(n)) * width;
+    if (need > s->ivals_cap) {
+        size_t nc = s->ivals_cap ? s->ivals_cap : 4096;
+        while (nc < need)
+            nc *= 2;
+        unsigned char *v = realloc(s->ivals, nc);
+        if (!v)
+            return sr_err_set(err, SR_E_NOMEM, "splice: cannot grow the integer store to %zu bytes",
+                              nc);
+        s->ivals = v;
+        s->ivals_cap = nc;
+    }
+    size_t used = 0;
+    int done = 0;
+    int rc = sr_intarray_feed(&s->ip, s->ivals + r->val_off, *pp, n, &used, &done, err);
+    if (rc) {
+        if (err && err->offset >= 0)
+            err->offset += (int64_t)r->body_off + 1;
+        sr_err_prefix(err, "%s (body byte %lld): ", sr_fields_at(s->fields, r->field)->name,
+                      err ? (long long)err->offset : -1LL);
+        return rc;
+    }
+    *pp += used;
+    r->count = (size_t)s->ip.count;
+    s->ivals_len = r->val_off + r->count * width;
+    if (done) {
+        s->mode = M_TEXT;
+        return sr_splice_i_map(s, s->text.len, sp_body_off(s, *pp), err);
+    }
+    return 0;
+}
+
+int sr_splice_i_scan(sr_splicer *s, const char *p, const char *end, sr_err *err)
+{
+    int rc = 0;
+    s->scanned += (uint64_t)(end - p);
+    while (p < end && !rc) {
+        switch (s->mode) {
+        case M_TEXT:
+            rc = scan_text(s, &p, end, err);
+            break;
+        case M_BLOB:
+            rc = scan_blob(s, &p, end, err);
+            break;
+        case M_SKIP:
+            rc = scan_skip(s, &p, end, err);
+            break;
+        case M_INTS:
+            rc = scan_ints(s, &p, end, err);
+            break;
+        case M_LOCATE:
+            rc = sr_splice_i_locate(s, &p, end, err);
+            break;
+        default:
+            rc = sr_err_set(err, SR_E_INTERNAL, "splice: bad scan mode");
+        }
+    }
+    return rc;
+}
+
+/* Scans a chunk, stopping at the body's limits so that every chunking fails at the same byte. */
+int sr_splice_i_feed(sr_splicer *s, const char *chunk, size_t n, sr_err *err)
+{
+    if (!s->active)
+        return sr_err_set(err, SR_E_INVAL, "splice: feed without begin");
+    if (s->failed) {
+        if (err)
+            *err = s->err;
+        return s->failed;
+    }
+    uint64_t limit = s->opts.max_body;
+    int over = SR_E_SPLICE_TOO_LARGE;
+    if (s->expected >= 0 && (uint64_t)s->expected <= limit) {
+        limit = (uint64_t)s->expected;
+        over = SR_E_SPLICE_LONG;
+    }
+    size_t take = n;
+    if (s->pos + n > limit)
+        take = (size_t)(limit - s->pos);
+    sr_err e = SR_ERR_INIT;
+    s->chunk = chunk;
+    int rc = take ? sr_splice_i_scan(s, chunk, chunk + take, &e) : 0;
+    s->pos += take;
+    if (!rc && take < n) {
+        if (over == SR_E_SPLICE_LONG)
+            rc = sr_err_set_at(&e, over, (int64_t)limit,
+                               "splice: the body continues past its announced length of %llu bytes",
+                               (unsigned long long)limit);
+        else
+            rc = sr_err_set_at(&e, over, (int64_t)limit,
+                               "splice: the body exceeds the maximum of %llu bytes",
+                               (unsigned long long)limit);
+    }
+    if (rc) {
+        sr_splice_i_fail(s, &e);
+        if (err)
+            *err = e;
+    }
+    return rc;
+}
+
+int sr_splice_stream_feed(sr_splicer *s, const char *chunk, size_t n, sr_err *err)
+{
+    return sr_splice_i_feed(s, chunk, n, err);
+}
+
+int sr_splice_stream_finish(sr_splicer *s, const sr_splice_result **out, sr_err *err)
+{
+    if (out)
+        *out = NULL;
+    if (!s->active)
+        return sr_err_set(err, SR_E_INVAL, "splice: finish without begin");
+    s->active = 0;
+    if (s->failed) {
+        if (err)
+            *err = s->err;
+        return s->failed;
+    }
+    int rc = sr_splice_i_finish(s, err);
+    if (!rc && out)
+        *out = &s->res;
+    return rc;
+}
+
+int sr_splice(sr_splicer *s, const char *body, size_t len, int64_t expected_len,
+              const sr_splice_result **out, sr_err *err)
+{
+    if (out)
+        *out = NULL;
+    size_t known = len < s->opts.max_body ? len : s->opts.max_body;
+    if (expected_len >= 0 && (uint64_t)expected_len < known)
+        known = (size_t)expected_len;
+    int rc = begin(s, expected_len, (int64_t)known, err);
+    if (rc)
+        return rc;
+    if (s->opts.threads > 1 && len > 0) {
+        sr_err e = SR_ERR_INIT;
+        rc = sr_splice_i_scan_parallel(s, body, len, &e);
+        if (rc) {
+            if (err)
+                *err = e;
+            s->active = 0;
+            return rc;
+        }
+    } else {
+        rc = sr_splice_i_feed(s, body, len, err);
+        if (rc) {
+            s->active = 0;
+            return rc;
+        }
+    }
+    return sr_splice_stream_finish(s, out, err);
+}

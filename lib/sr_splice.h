@@ -1,0 +1,182 @@
+/*
+ * sr_splice: parse a generate response body whose packed blobs never reach the JSON parser
+ * (skyrl-contract §3), one-shot or streamed in arbitrary chunks.
+ *
+ * Algorithm (§3.2, in one left-to-right pass over the raw body whatever the number of fields):
+ *   - The anchor is the 10 bytes `:{"data":"`. A registered packed field f matches when the
+ *     bytes `"f"` (opening quote included) end exactly at the anchor; the first match in
+ *     registration order wins. `not_routed_experts` therefore never matches `routed_experts`.
+ *   - The blob runs from after the anchor to the next '"'. It is decoded on the fly (fused
+ *     stop-at-quote base64) into this splicer's output memory and replaced by "" in the text
+ *     handed to the parser (cJSON); no blob ever becomes a string.
+ *   - Registered integer-array keys match `"k":[` the same way (an escaped opening quote does not
+ *     match) and their text goes to sr_intarray instead; the parser sees `{}` in place of the
+ *     array (an empty object: a consumer reading the document instead of the entries fails
+ *     loudly rather than seeing no tokens). An integer array the scan did not match (written
+ *     with spaces) is read from the parsed document instead, with the same range checks; there
+ *     cJSON's doubles cannot tell `1.0` or `1e0` from `1`, which the fast path rejects.
+ *   - After parsing, blobs are re-attached in document order per field: every object member whose
+ *     key is a registered packed field and whose value is an object with a "data" member takes
+ *     the field's next blob. Nothing is recursed into below a re-attached envelope.
+ *   - Each envelope is validated with the field's contract (sr_envelope_unpack_decoded;
+ *     canonical dtypes are checked from statistics gathered while decoding, so no second pass
+ *     over the decoded bytes is needed).
+ *
+ * Errors. While scanning, at the byte where they occur:
+ *   splice.body_too_large  more than max_body bytes (resource)
+ *   splice.long_body       more bytes than the announced expected length (protocol)
+ *   intarray.syntax/range  a spliced integer array is not integers / out of range (protocol)
+ * then, at the end of the body, in this order:
+ *   splice.unterminated    the body ends inside a blob (transient)
+ *   splice.truncated       the body ends inside an integer array, or the JSON text ends before
+ *                          the document does (transient)
+ *   splice.short_body      fewer bytes than the announced expected length (transient)
+ *   splice.invalid_json    the text without its blobs does not parse (transient)
+ * then, walking the document in order:
+ *   splice.duplicate_field a registered key twice in one object (protocol; the reference keeps
+ *                          one silently and then reports an orphan)
+ *   splice.layout_drift    a registered field holds an envelope the scan did not splice:
+ *                          reordered keys, re-spaced JSON, "data":null, a key written with
+ *                          escapes (`routed\u005fexperts`) (protocol)
+ *   splice.orphan_blob     a spliced blob (or integer array) found no envelope of its field; a
+ *                          blob cut at the escaped-quote key `x\"routed_experts` always does (the
+ *                          reference may pair it by count with a reordered envelope) (protocol)
+ *   envelope.*, base64.*, routes.negative, intarray.*   per envelope in document order
+ *                          (protocol); a registered packed key holding a non-envelope value
+ *                          (string, number, array, object without "data") is envelope.not_object
+ *                          or envelope.invalid; null is accepted only if the field is nullable.
+ * err->offset is a byte offset in the raw body where one is known (else -1), and messages name
+ * the JSON path ("choices[0].routed_experts"). After an error the splicer is reusable from
+ * sr_splice / sr_splice_stream_begin.
+ *
+ * Output memory (the design choice for blobs of unknown size): decoded bytes are written once,
+ * at their final address, into one contiguous region per response. Blob i starts 64-byte
+ * aligned (8-byte aligned once 64 blobs have spent the alignment budget), and a region of
+ * len / 4 * 3 + 4160 bytes provably holds every blob of a len-byte body (each blob costs at
+ * least 14 bytes of body beyond its base64 text). When the length is known (one-shot, or a
+ * stream begun with an expected length) the region is one block of this splicer's sr_arena,
+ * reset per response, so a warm splicer touches no fresh pages. When it is not known, the
+ * region is an address-space reservation of the bound for max_body made once with
+ * mmap(MAP_NORESERVE) and kept: pages are committed only as blobs are written, and nothing is
+ * ever copied or moved. Integer arrays go to a separate growable buffer of the splicer.
+ *
+ * Streaming keeps only the text outside blobs and integer arrays (small), never the raw body.
+ * Results and errors are identical to one-shot for every chunking.
+ *
+ * Threads: opts.threads > 1 makes one-shot decode each blob with OpenMP tasks over windows of
+ * opts.par_window characters while one thread scans; windows past the (not yet known) end of a
+ * blob are speculative and stop early. Results and errors are identical to threads = 1. On a
+ * machine whose other cores are busy, the threads wait for each other at every blob and the
+ * threaded path can be slower than one thread: use it on dedicated cores.
+ *
+ * Ownership: the result, its document, entries, paths and arrays belong to the splicer and stay
+ * valid until the next sr_splice / sr_splice_stream_begin or sr_splicer_free (detach the document
+ * with sr_splice_take_doc to keep it longer). The registry must outlive the splicer.
+ * Thread-safety: a splicer belongs to one thread at a time.
+ */
+#ifndef SR_SPLICE_H
+#define SR_SPLICE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "sr_base64.h"
+#include "sr_err.h"
+#include "sr_fields.h"
+#include "sr_ndarray.h"
+
+/* 2 GiB: the default maximum body size. */
+#define SR_SPLICE_DEFAULT_MAX_BODY ((size_t)2 << 30)
+
+typedef struct sr_splice_opts {
+    size_t max_body;   /* maximum body bytes; 0: SR_SPLICE_DEFAULT_MAX_BODY */
+    int threads;       /* one-shot decoding threads; <= 1: fused, single-threaded */
+    sr_b64_impl impl;  /* base64 kernel */
+    size_t par_window; /* threaded decoding window in characters, a multiple of 16; 0: 256 KiB
+                          (tests make it tiny to exercise window boundaries on small bodies) */
+} sr_splice_opts;
+
+#define SR_SPLICE_OPTS_INIT                                                                        \
+    {                                                                                              \
+        0, 1, SR_B64_AUTO, 0                                                                       \
+    }
+
+typedef enum sr_splice_kind {
+    SR_SPLICE_ENVELOPE = 1, /* a packed field's envelope: `array` is the validated array */
+    SR_SPLICE_NULL,         /* a nullable packed field holding null: `array` is empty */
+    SR_SPLICE_INT_ARRAY     /* an integer-array key: `array` is 1-D int32 or int64 */
+} sr_splice_kind;
+
+typedef struct sr_splice_entry {
+    sr_splice_kind kind;
+    const char *path;          /* JSON path, e.g. "choices[0].routed_experts" */
+    const sr_field_def *field; /* the registry entry */
+    sr_ndarray array;          /* a view (owned = 0) into the splicer's memory */
+    const cJSON *node;         /* the value in the document (envelope, null, placeholder, array) */
+    const cJSON *sidecar;      /* an object with copies of the sidecar members, or NULL if none */
+    int spliced;               /* 1: cut from the raw body; 0: read from the parsed document */
+} sr_splice_entry;
+
+typedef struct sr_splice_stats {
+    int passes;             /* left-to-right traversals of the raw body (1) */
+    uint64_t body_bytes;    /* raw bytes received */
+    uint64_t bytes_scanned; /* raw bytes the scan handled, each exactly once (= body_bytes) */
+    uint64_t text_bytes;    /* bytes handed to the JSON parser */
+    uint64_t blob_chars;    /* base64 characters spliced */
+    uint64_t decoded_bytes; /* bytes decoded from them */
+    size_t blobs;           /* blobs spliced */
+    size_t int_arrays;      /* integer arrays spliced */
+} sr_splice_stats;
+
+typedef struct sr_splice_result {
+    cJSON *doc;                     /* the parsed document (blobs as "", int arrays as {}) */
+    const sr_splice_entry *entries; /* every registered key found, in document order */
+    size_t count;
+    sr_splice_stats stats;
+} sr_splice_result;
+
+typedef struct sr_splicer sr_splicer;
+
+/* Creates a splicer for the registry `fields` (borrowed). opts may be NULL. SR_E_INVAL for a
+ * par_window that is not a multiple of 16. */
+int sr_splicer_new(sr_splicer **out, const sr_fields *fields, const sr_splice_opts *opts,
+                   sr_err *err);
+
+/* Frees the splicer, its memory and its last result. NULL is a no-op. */
+void sr_splicer_free(sr_splicer *s);
+
+/*
+ * One-shot: splices `len` bytes of `body` (borrowed for the call only). expected_len >= 0 is the
+ * announced Content-Length (splice.short_body / splice.long_body when len differs); -1 if unknown.
+ * On success *out points at the splicer's result.
+ */
+int sr_splice(sr_splicer *s, const char *body, size_t len, int64_t expected_len,
+              const sr_splice_result **out, sr_err *err);
+
+/* Streaming: starts a response. expected_len as for sr_splice. */
+int sr_splice_stream_begin(sr_splicer *s, int64_t expected_len, sr_err *err);
+
+/*
+ * Feeds the next n bytes (borrowed for the call only; any size, including 0). Errors are sticky:
+ * after one, every feed and the finish return the same code.
+ */
+int sr_splice_stream_feed(sr_splicer *s, const char *chunk, size_t n, sr_err *err);
+
+/* Ends the response: checks, parses, re-attaches and validates. */
+int sr_splice_stream_finish(sr_splicer *s, const sr_splice_result **out, sr_err *err);
+
+/* Detaches the parsed document from the last result; the caller frees it with cJSON_Delete. */
+cJSON *sr_splice_take_doc(sr_splicer *s);
+
+/*
+ * Whether a response that failed with `code` may be retried. Default: exactly the transient
+ * codes. With retry_json_decode_only = 1 (the reference client's behaviour, skyrl-contract §4.2,
+ * kept as the client quirk `retry_json_decode_only`): only what the reference's JSON decoder
+ * raises, splice.invalid_json and splice.truncated; a body cut inside a blob
+ * (splice.unterminated) or short of its Content-Length is then not retried.
+ */
+int sr_splice_retryable(int code, int retry_json_decode_only);
+
+#endif /* SR_SPLICE_H */

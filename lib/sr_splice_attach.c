@@ -1,0 +1,509 @@
+/* The second half of the splice: parse the text, re-attach blobs, validate, build the result. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sr_splice_impl.h"
+
+/* ---- why a parse failed: truncated text or invalid text ---- */
+
+enum { JP_COMPLETE = 0, JP_PREFIX = 1, JP_INVALID = -1 };
+
+static size_t jp_ws(const char *t, size_t n, size_t i)
+{
+    while (i < n && (t[i] == ' ' || t[i] == '\t' || t[i] == '\n' || t[i] == '\r'))
+        i++;
+    return i;
+}
+
+/* Scans a string starting at its opening quote; returns the offset after it, or n if cut. */
+static int jp_string(const char *t, size_t n, size_t *i)
+{
+    size_t j = *i + 1;
+    while (j < n) {
+        unsigned char c = (unsigned char)t[j];
+        if (c == '"') {
+            *i = j + 1;
+            return JP_COMPLETE;
+        }
+        if (c < 0x20) {
+            *i = j;
+            return JP_INVALID;
+        }
+        if (c == '\\') {
+            if (j + 1 >= n)
+                break;
+            char e = t[j + 1];
+            if (e == 'u') {
+                for (size_t h = 2; h < 6; h++) {
+                    if (j + h >= n) {
+                        *i = n;
+                        return JP_PREFIX;
+                    }
+                    char x = t[j + h];
+                    if (!((x >= '0' && x <= '9') || (x >= 'a' && x <= 'f') ||
+                          (x >= 'A' && x <= 'F'))) {
+                        *i = j + h;
+                        return JP_INVALID;
+                    }
+                }
+                j += 6;
+                continue;
+            }
+            if (!strchr("\"\\/bfnrt", e) || e == '\0') {
+                *i = j + 1;
+                return JP_INVALID;
+            }
+            j += 2;
+            continue;
+        }
+        j++;
+    }
+    *i = n;
+    return JP_PREFIX;
+}
+
+/* Scans a number or literal; JP_PREFIX if the text ends where the token could continue. */
+static int jp_scalar(const char *t, size_t n, size_t *i)
+{
+    static const char *const lits[] = {"true", "false", "null"};
+    size_t j = *i;
+    for (int l = 0; l < 3; l++) {
+        size_t L = strlen(lits[l]);
+        if (t[j] != lits[l][0])
+            continue;
+        size_t k = 0;
+        while (k < L && j + k < n && t[j + k] == lits[l][k])
+            k++;
+        *i = j + k;
+        return k == L ? JP_COMPLETE : j + k == n ? JP_PREFIX : JP_INVALID;
+    }
+    /* -?(0|[1-9]d*)(.d+)?([eE][+-]?d+)? as a small state machine; states that may end: 2,3,5,8. */
+    int st = 0;
+    for (; j < n; j++) {
+        char c = t[j];
+        int d = c >= '0' && c <= '9';
+        int nx = -1;
+        switch (st) {
+        case 0:
+            nx = c == '-' ? 1 : c == '0' ? 2 : d ? 3 : -1;
+            break;
+        case 1:
+            nx = c == '0' ? 2 : d ? 3 : -1;
+            break;
+        case 2:
+            nx = c == '.' ? 4 : (c == 'e' || c == 'E') ? 6 : -2;
+            break;
+        case 3:
+            nx = d ? 3 : c == '.' ? 4 : (c == 'e' || c == 'E') ? 6 : -2;
+            break;
+        case 4:
+            nx = d ? 5 : -1;
+            break;
+        case 5:
+            nx = d ? 5 : (c == 'e' || c == 'E') ? 6 : -2;
+            break;
+        case 6:
+            nx = (c == '+' || c == '-') ? 7 : d ? 8 : -1;
+            break;
+        case 7:
+            nx = d ? 8 : -1;
+            break;
+        case 8:
+            nx = d ? 8 : -2;
+            break;
+        }
+        if (nx == -2)
+            break;
+        if (nx == -1) {
+            *i = j;
+            return JP_INVALID;
+        }
+        st = nx;
+    }
+    *i = j;
+    if (j == n)
+        return JP_PREFIX; /* a number may always continue; the caller sees the end next */
+    return (st == 2 || st == 3 || st == 5 || st == 8) ? JP_COMPLETE : JP_INVALID;
+}
+
+/*
+ * Classifies text that cJSON rejected: JP_PREFIX if it could still become valid JSON (the body
+ * was cut), else JP_INVALID with *bad at the first offending byte.
+ */
+static int json_prefix_check(const char *t, size_t n, size_t *bad)
+{
+    char stack[1024];
+    size_t depth = 0, i = 0;
+    enum { V, V_OR_END, K, K_OR_END, COLON, AFTER } st = V;
+    for (;;) {
+        i = jp_ws(t, n, i);
+        if (i >= n)
+            return (st == AFTER && depth == 0) ? JP_COMPLETE : JP_PREFIX;
+        char c = t[i];
+        *bad = i;
+        if (st == AFTER) {
+            if (depth == 0)
+                return JP_INVALID; /* trailing bytes after the document */
+            if (c == ',') {
+                st = stack[depth - 1] == '{' ? K : V;
+                i++;
+            } else if ((c == '}' && stack[depth - 1] == '{') ||
+                       (c == ']' && stack[depth - 1] == '[')) {
+                depth--;
+                i++;
+            } else {
+                return JP_INVALID;
+            }
+            continue;
+        }
+        if (st == COLON) {
+            if (c != ':')
+                return JP_INVALID;
+            st = V;
+            i++;
+            continue;
+        }
+        if (st == K || st == K_OR_END) {
+            if (c == '}' && st == K_OR_END) {
+                depth--;
+                st = AFTER;
+                i++;
+                continue;
+            }
+            if (c != '"')
+                return JP_INVALID;
+            int r = jp_string(t, n, &i);
+            if (r != JP_COMPLETE) {
+                *bad = i;
+                return r;
+            }
+            st = COLON;
+            continue;
+        }
+        if (c == ']' && st == V_OR_END) {
+            depth--;
+            st = AFTER;
+            i++;
+            continue;
+        }
+        if (c == '{' || c == '[') {
+            if (depth == sizeof(stack))
+                return JP_INVALID;
+            stack[depth++] = c;
+            st = c == '{' ? K_OR_END : V_OR_END;
+            i++;
+            continue;
+        }
+        int r = c == '"' ? jp_string(t, n, &i) : jp_scalar(t, n, &i);
+        if (r != JP_COMPLETE) {
+            *bad = i;
+            return r;
+        }
+        st = AFTER;
+    }
+}
+
+/* ---- result bookkeeping ---- */
+
+void sr_splice_i_clear_result(sr_splicer *s)
+{
+    for (size_t i = 0; i < s->nblobs; i++) {
+        free(s->blobs[i].err);
+        s->blobs[i].err = NULL;
+    }
+    for (size_t i = 0; i < s->nentries; i++)
+        cJSON_Delete((cJSON *)s->entries[i].sidecar);
+    s->nentries = 0;
+    cJSON_Delete(s->doc);
+    s->doc = NULL;
+    sr_buf_reset(&s->paths);
+    memset(&s->res, 0, sizeof(s->res));
+}
+
+typedef struct walker {
+    sr_splicer *s;
+    size_t next_blob[SR_FIELDS_MAX];
+    size_t next_int[SR_FIELDS_MAX];
+    sr_buf path;
+} walker;
+
+static int add_entry(walker *w, sr_splice_kind kind, const sr_field_def *d, const cJSON *node,
+                     size_t ref, sr_err *err)
+{
+    sr_splicer *s = w->s;
+    size_t cap = s->cap_entries;
+    int rc = sr_splice_i_grow((void **)&s->entries, &s->cap_entries, s->nentries,
+                              sizeof(sr_splice_entry), err);
+    if (rc)
+        return rc;
+    if (cap != s->cap_entries) {
+        size_t *a = realloc(s->entry_ref, s->cap_entries * sizeof(size_t));
+        if (a)
+            s->entry_ref = a;
+        size_t *b = realloc(s->path_off, s->cap_entries * sizeof(size_t));
+        if (b)
+            s->path_off = b;
+        if (!a || !b)
+            return sr_err_set(err, SR_E_NOMEM, "splice: cannot grow the entry list");
+    }
+    size_t i = s->nentries;
+    sr_splice_entry *e = &s->entries[i];
+    memset(e, 0, sizeof(*e));
+    sr_ndarray none = SR_NDARRAY_INIT;
+    e->array = none;
+    e->kind = kind;
+    e->field = d;
+    e->node = node;
+    s->entry_ref[i] = ref;
+    s->path_off[i] = s->paths.len;
+    rc = sr_buf_append(&s->paths, w->path.data ? w->path.data : "", w->path.len + 1, err);
+    if (rc)
+        return rc;
+    s->nentries++;
+    return 0;
+}
+
+/* Appends ".key" (or `["key"]` for keys that are not identifiers, or `key` at the top). */
+static int push_key(sr_buf *p, const char *key, sr_err *err)
+{
+    int ident = (key[0] != '\0') && !(key[0] >= '0' && key[0] <= '9');
+    for (const char *k = key; *k && ident; k++)
+        ident = (*k >= 'a' && *k <= 'z') || (*k >= 'A' && *k <= 'Z') || (*k >= '0' && *k <= '9') ||
+                *k == '_';
+    if (ident)
+        return p->len ? sr_buf_printf(p, err, ".%s", key) : sr_buf_puts(p, key, err);
+    cJSON tmp = {.type = cJSON_String, .valuestring = (char *)key};
+    char *q = cJSON_PrintUnformatted(&tmp);
+    if (!q)
+        return sr_err_set(err, SR_E_NOMEM, "splice: cannot format a path");
+    int rc = sr_buf_printf(p, err, "[%s]", q);
+    free(q);
+    return rc;
+}
+
+static void pop_path(sr_buf *p, size_t mark)
+{
+    p->len = mark;
+    if (p->data)
+        p->data[mark] = '\0';
+}
+
+/* The next blob of `field` in body order; blobs from escaped keys never find a home (§3.3). */
+static size_t pop_blob(walker *w, uint32_t field)
+{
+    const sr_splicer *s = w->s;
+    size_t i = w->next_blob[field];
+    while (i < s->nblobs && (s->blobs[i].field != field || s->blobs[i].escaped))
+        i++;
+    w->next_blob[field] = i < s->nblobs ? i + 1 : s->nblobs;
+    return i < s->nblobs ? i : SIZE_MAX;
+}
+
+static size_t pop_int(walker *w, uint32_t field)
+{
+    const sr_splicer *s = w->s;
+    size_t i = w->next_int[field];
+    while (i < s->nints && s->ints[i].field != field)
+        i++;
+    w->next_int[field] = i < s->nints ? i + 1 : s->nints;
+    return i < s->nints ? i : SIZE_MAX;
+}
+
+static int walk(walker *w, cJSON *node, sr_err *err);
+
+static int packed_member(walker *w, const sr_field_def *d, size_t f, cJSON *c, sr_err *err)
+{
+    cJSON *data = cJSON_IsObject(c) ? cJSON_GetObjectItemCaseSensitive(c, "data") : NULL;
+    if (data) {
+        size_t bi = pop_blob(w, (uint32_t)f);
+        if (bi == SIZE_MAX || !cJSON_IsString(data) || data->valuestring[0] != '\0')
+            return sr_err_set(err, SR_E_SPLICE_DRIFT,
+                              "%s: packed %s survived the scan unspliced; the response-body "
+                              "layout drifted",
+                              w->path.data, d->name);
+        return add_entry(w, SR_SPLICE_ENVELOPE, d, c, bi, err);
+    }
+    int rc =
+        add_entry(w, cJSON_IsNull(c) ? SR_SPLICE_NULL : SR_SPLICE_ENVELOPE, d, c, SIZE_MAX, err);
+    return rc ? rc : walk(w, c, err);
+}
+
+static int member(walker *w, cJSON *obj, cJSON *c, sr_err *err)
+{
+    sr_splicer *s = w->s;
+    const sr_field_def *d =
+        c->string ? sr_fields_find(s->fields, c->string, strlen(c->string)) : NULL;
+    if (!d)
+        return walk(w, c, err);
+    for (const cJSON *o = obj->child; o != c; o = o->next) {
+        if (o->string && strcmp(o->string, c->string) == 0)
+            return sr_err_set(err, SR_E_SPLICE_DUPLICATE,
+                              "%s: the registered field %s appears twice in one object",
+                              w->path.data, d->name);
+    }
+    size_t f = sr_fields_index(s->fields, d);
+    if (d->kind == SR_FIELD_PACKED)
+        return packed_member(w, d, f, c, err);
+    if (cJSON_IsObject(c) && !c->child) {
+        size_t ii = pop_int(w, (uint32_t)f);
+        if (ii == SIZE_MAX)
+            return sr_err_set(err, SR_E_INTARRAY_SYNTAX,
+                              "%s: %s holds an object, not an integer array", w->path.data,
+                              d->name);
+        return add_entry(w, SR_SPLICE_INT_ARRAY, d, c, ii, err);
+    }
+    if (cJSON_IsArray(c))
+        return add_entry(w, SR_SPLICE_INT_ARRAY, d, c, SIZE_MAX, err);
+    return walk(w, c, err);
+}
+
+static int walk(walker *w, cJSON *node, sr_err *err)
+{
+    int rc = 0;
+    int i = 0;
+    for (cJSON *c = node->child; c && !rc; c = c->next, i++) {
+        size_t mark = w->path.len;
+        if (cJSON_IsArray(node)) {
+            rc = sr_buf_printf(&w->path, err, "[%d]", i);
+            if (!rc)
+                rc = walk(w, c, err);
+        } else if (cJSON_IsObject(node)) {
+            rc = push_key(&w->path, c->string ? c->string : "", err);
+            if (!rc)
+                rc = member(w, node, c, err);
+        }
+        pop_path(&w->path, mark);
+    }
+    return rc;
+}
+
+/* Blobs that found no envelope: unpopped ones and every escaped-key blob (§3.3). */
+static int check_orphans(walker *w, sr_err *err)
+{
+    sr_splicer *s = w->s;
+    size_t nf = sr_fields_count(s->fields);
+    size_t orphans[SR_FIELDS_MAX] = {0}, int_orphans[SR_FIELDS_MAX] = {0};
+    int64_t first = -1, first_int = -1;
+    for (size_t i = 0; i < s->nblobs; i++) {
+        const blob_rec *b = &s->blobs[i];
+        if (i >= w->next_blob[b->field] || b->escaped) {
+            orphans[b->field]++;
+            if (first < 0)
+                first = (int64_t)b->body_off;
+        }
+    }
+    for (size_t i = 0; i < s->nints; i++) {
+        if (i >= w->next_int[s->ints[i].field]) {
+            int_orphans[s->ints[i].field]++;
+            if (first_int < 0)
+                first_int = (int64_t)s->ints[i].body_off;
+        }
+    }
+    if (first < 0 && first_int < 0)
+        return 0;
+    size_t *counts = first >= 0 ? orphans : int_orphans;
+    char list[512];
+    size_t used = 0;
+    for (size_t f = 0; f < nf && used < sizeof(list); f++) {
+        if (counts[f])
+            used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%s: %zu",
+                                     used ? ", " : "", sr_fields_at(s->fields, f)->name, counts[f]);
+    }
+    if (first >= 0)
+        return sr_err_set_at(err, SR_E_SPLICE_ORPHAN, first,
+                             "spliced packed blobs found no envelope in the response body: {%s}",
+                             list);
+    return sr_err_set_at(err, SR_E_SPLICE_ORPHAN, first_int,
+                         "spliced integer arrays found no key in the response body: {%s}", list);
+}
+
+static int check_end(sr_splicer *s, sr_err *err)
+{
+    if (s->mode == M_BLOB || s->mode == M_SKIP || s->mode == M_LOCATE) {
+        const blob_rec *b = &s->blobs[s->nblobs - 1];
+        return sr_err_set_at(err, SR_E_SPLICE_UNTERMINATED, (int64_t)b->body_off,
+                             "unterminated base64 data for %s in the response body",
+                             sr_fields_at(s->fields, b->field)->name);
+    }
+    if (s->mode == M_INTS) {
+        const int_rec *r = &s->ints[s->nints - 1];
+        return sr_err_set_at(err, SR_E_SPLICE_TRUNCATED, (int64_t)s->pos,
+                             "the body ends inside the integer array %s that starts at byte %llu",
+                             sr_fields_at(s->fields, r->field)->name,
+                             (unsigned long long)r->body_off);
+    }
+    if (s->expected >= 0 && s->pos < (uint64_t)s->expected)
+        return sr_err_set_at(err, SR_E_SPLICE_SHORT, (int64_t)s->pos,
+                             "the body ended after %llu of its announced %lld bytes",
+                             (unsigned long long)s->pos, (long long)s->expected);
+    return 0;
+}
+
+static int parse(sr_splicer *s, sr_err *err)
+{
+    const char *t = s->text.data ? s->text.data : "";
+    size_t n = s->text.len;
+    const char *end = NULL;
+    s->doc = n ? cJSON_ParseWithLengthOpts(t, n + 1, &end, 1) : NULL;
+    if (s->doc)
+        return 0;
+    size_t bad = 0;
+    int why = json_prefix_check(t, n, &bad);
+    uint64_t at = sr_splice_i_body_of(s, bad);
+    if (why == JP_PREFIX)
+        return sr_err_set_at(err, SR_E_SPLICE_TRUNCATED, (int64_t)s->pos,
+                             "the response body ends before its JSON document does (%llu bytes)",
+                             (unsigned long long)s->pos);
+    if (why == JP_COMPLETE)
+        return sr_err_set(err, SR_E_SPLICE_JSON,
+                          "the response body is valid JSON that the parser rejects (nesting)");
+    return sr_err_set_at(err, SR_E_SPLICE_JSON, (int64_t)at,
+                         "the response body is not valid JSON at byte %llu",
+                         (unsigned long long)at);
+}
+
+int sr_splice_i_finish(sr_splicer *s, sr_err *err)
+{
+    sr_err e = SR_ERR_INIT;
+    walker *w = calloc(1, sizeof(*w));
+    if (!w)
+        return sr_err_set(err, SR_E_NOMEM, "splice: cannot allocate a walker");
+    w->s = s;
+    int rc = check_end(s, &e);
+    if (!rc)
+        rc = parse(s, &e);
+    if (!rc)
+        rc = sr_buf_reserve(&w->path, 64, &e);
+    if (!rc) {
+        w->path.data[0] = '\0';
+        rc = walk(w, s->doc, &e);
+    }
+    if (!rc)
+        rc = check_orphans(w, &e);
+    sr_buf_release(&w->path);
+    free(w);
+    if (!rc)
+        rc = sr_splice_i_validate(s, &e);
+    if (rc) {
+        if (err)
+            *err = e;
+        return rc;
+    }
+    sr_splice_result *r = &s->res;
+    r->doc = s->doc;
+    r->entries = s->entries;
+    r->count = s->nentries;
+    r->stats.passes = s->scanned ? 1 : 0;
+    r->stats.body_bytes = s->pos;
+    r->stats.bytes_scanned = s->scanned;
+    r->stats.text_bytes = s->text.len;
+    r->stats.blobs = s->nblobs;
+    r->stats.int_arrays = s->nints;
+    for (size_t i = 0; i < s->nblobs; i++) {
+        r->stats.blob_chars += s->blobs[i].chars;
+        r->stats.decoded_bytes += s->blobs[i].nbytes;
+    }
+    return 0;
+}

@@ -1,0 +1,146 @@
+/*
+ * Private to sr_splice*.c: the splicer's state, shared by the scan (sr_splice.c), the
+ * re-attachment and validation (sr_splice_attach.c) and the threaded one-shot decoder
+ * (sr_splice_par.c). Not installed, not part of the library's contract.
+ */
+#ifndef SR_SPLICE_IMPL_H
+#define SR_SPLICE_IMPL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sr_buf.h"
+#include "sr_intarray.h"
+#include "sr_splice.h"
+
+/* Base64 characters decoded per feed: small enough that the decoded bytes are still in cache
+ * when the canonical-dtype statistics read them. */
+#define SPLICE_WINDOW ((size_t)64 << 10)
+/* Bytes of 64-byte alignment padding a response may spend before blobs fall back to 8. */
+#define SPLICE_ALIGN_BUDGET ((size_t)64 * 64)
+
+enum { M_TEXT = 0, M_BLOB, M_SKIP, M_INTS, M_LOCATE };
+
+typedef struct blob_rec {
+    uint32_t field;    /* registry index */
+    int escaped;       /* the key's opening quote was escaped (a false positive, §3.3) */
+    uint64_t body_off; /* offset of the first base64 character in the body */
+    uint64_t chars;    /* base64 characters */
+    size_t out_off;    /* offset of the decoded bytes in the output region */
+    size_t nbytes;     /* decoded bytes */
+    size_t text_off;   /* offset of the closing quote in the parser text */
+    uint32_t lane_or;  /* OR of decoded byte i into bits 8 * (i % 4) */
+    sr_err *err;       /* the blob's base64 error, reported if it meets its envelope; or NULL */
+} blob_rec;
+
+typedef struct int_rec {
+    uint32_t field;
+    uint64_t body_off; /* offset of '[' */
+    size_t val_off;    /* byte offset of the values in the integer store */
+    size_t count;
+} int_rec;
+
+typedef struct off_map {
+    size_t text;   /* offset in the parser text */
+    uint64_t body; /* the body offset it corresponds to */
+} off_map;
+
+typedef struct par_ctx par_ctx;
+
+struct sr_splicer {
+    const sr_fields *fields;
+    sr_splice_opts opts;
+    sr_b64_impl impl;
+    int has_packed, has_ints; /* the registry has entries of each kind */
+    int has_canonical[SR_FIELDS_MAX];
+
+    /* Output region of the current response (arena block or reservation). */
+    sr_arena *arena;
+    unsigned char *resv; /* mmap reservation, made on first need and kept */
+    size_t resv_cap;
+    unsigned char *out;
+    size_t out_cap, cursor, budget;
+
+    /* Scan state. */
+    sr_buf text;       /* the parser's text: everything but blobs and integer arrays */
+    int mode, k;       /* mode and anchor bytes matched */
+    int active;        /* a response is in progress */
+    int64_t expected;  /* announced length or -1 */
+    uint64_t pos;      /* body bytes consumed before the current chunk */
+    const char *chunk; /* the chunk being scanned */
+    sr_b64_stream st;  /* decoder of the current blob */
+    sr_intarray_parser ip;
+    uint64_t scanned; /* raw bytes handed to the scan (each exactly once) */
+    int failed;       /* sticky error in `err` */
+    sr_err err;
+    par_ctx *par; /* threaded one-shot in progress, or NULL */
+
+    /* Records of the current response. */
+    blob_rec *blobs;
+    size_t nblobs, cap_blobs;
+    int_rec *ints;
+    size_t nints, cap_ints;
+    unsigned char *ivals; /* integer store (8-byte aligned per array) */
+    size_t ivals_len, ivals_cap;
+    off_map *map;
+    size_t nmap, cap_map;
+
+    /* Result. */
+    cJSON *doc;
+    sr_splice_entry *entries;
+    size_t nentries, cap_entries;
+    size_t *entry_ref; /* per entry: blob or int_rec index, or SIZE_MAX */
+    size_t *path_off;  /* per entry: offset of its path in `paths` */
+    sr_buf paths;
+    sr_splice_result res;
+};
+
+/* Body offset of a pointer into the chunk being scanned. */
+static inline uint64_t sp_body_off(const sr_splicer *s, const char *p)
+{
+    return s->pos + (uint64_t)(p - s->chunk);
+}
+
+/* Records `code` as the splicer's sticky error (copying `e`) and returns it. */
+int sr_splice_i_fail(sr_splicer *s, const sr_err *e);
+
+/* Grows a record array of `size`-byte items to hold one more; SR_E_NOMEM. */
+int sr_splice_i_grow(void **arr, size_t *cap, size_t n, size_t size, sr_err *err);
+
+/* Appends a text-to-body offset pair. */
+int sr_splice_i_map(sr_splicer *s, size_t text, uint64_t body, sr_err *err);
+
+/* Body offset of a parser-text offset. */
+uint64_t sr_splice_i_body_of(const sr_splicer *s, size_t text_off);
+
+/* ORs n decoded bytes that start at byte `pos` of their blob into *acc (lanes by pos % 4). */
+void sr_splice_i_lane_or(uint32_t *acc, const unsigned char *p, size_t n, size_t pos);
+
+/* OR of the 64-bit words of p[0, n - n % 128) (sr_splice_avx2.c; only on AVX2 CPUs). */
+uint64_t sr_splice_i_or_avx2(const unsigned char *p, size_t n);
+
+/* Scans the chunk [p, end) in the current mode. */
+int sr_splice_i_scan(sr_splicer *s, const char *p, const char *end, sr_err *err);
+
+/* Feeds a chunk: checks the body limits, scans, and records a sticky error. */
+int sr_splice_i_feed(sr_splicer *s, const char *chunk, size_t n, sr_err *err);
+
+/* Closes the current blob at the '"' at q (or with its error recorded). */
+int sr_splice_i_end_blob(sr_splicer *s, const char *q, sr_err *err);
+
+/* After the scan: parses, re-attaches, validates and fills s->res (sr_splice_attach.c). */
+int sr_splice_i_finish(sr_splicer *s, sr_err *err);
+
+/* Validates every entry in document order and sets the views (sr_splice_check.c). */
+int sr_splice_i_validate(sr_splicer *s, sr_err *err);
+
+/* Releases the result of the previous response (document, sidecars, blob errors). */
+void sr_splice_i_clear_result(sr_splicer *s);
+
+/* The threaded one-shot scan and decode (sr_splice_par.c). */
+int sr_splice_i_scan_parallel(sr_splicer *s, const char *body, size_t len, sr_err *err);
+
+/* Locate-mode handler called by the scan when s->par is set (sr_splice_par.c). */
+int sr_splice_i_locate(sr_splicer *s, const char **pp, const char *end, sr_err *err);
+
+#endif /* SR_SPLICE_IMPL_H */

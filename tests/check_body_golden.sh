@@ -1,0 +1,46 @@
+#!/bin/sh
+# Golden bodies: `syncroll check-body --json` on every fixtures/bodies/NAME.body (with the extra
+# arguments of NAME.args, if any, run from the source directory) must give NAME.expected:
+#   exit <status>
+#   <the --json output>         when the status is 0
+#   error <dotted.name>         otherwise (the name printed on standard error)
+# GOLDEN_UPDATE=1 rewrites the .expected files instead of comparing (review the diff!).
+set -u
+S=${SYNCROLL:?SYNCROLL must point at the syncroll executable}
+SRC=${SYNCROLL_SOURCE_DIR:?SYNCROLL_SOURCE_DIR must point at the source tree}
+cd "$SRC" || exit 2
+tmp=$(mktemp -d) || exit 2
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+count=0
+for body in fixtures/bodies/*.body; do
+    name=${body%.body}
+    args=""
+    [ -f "$name.args" ] && args=$(cat "$name.args")
+    # shellcheck disable=SC2086 # args are split on purpose
+    "$S" check-body --json $args "$body" >"$tmp/out" 2>"$tmp/err"
+    status=$?
+    {
+        echo "exit $status"
+        if [ "$status" -eq 0 ]; then
+            cat "$tmp/out"
+        else
+            sed -n 's/^syncroll check-body: \([a-z0-9_.]*\): .*/error \1/p' "$tmp/err" | head -n 1
+        fi
+    } >"$tmp/got"
+    count=$((count + 1))
+    if [ "${GOLDEN_UPDATE:-0}" = 1 ]; then
+        cp "$tmp/got" "$name.expected"
+    elif ! diff -u "$name.expected" "$tmp/got" >"$tmp/diff" 2>&1; then
+        echo "FAIL: $body"
+        cat "$tmp/diff"
+        fail=1
+    else
+        echo "ok: $body"
+    fi
+done
+if [ "$count" -lt 14 ]; then
+    echo "FAIL: only $count golden bodies found"
+    fail=1
+fi
+exit $fail

@@ -1,0 +1,288 @@
+/* sr_intarray: grammar, range checks, offsets, chunk invariance and a property test vs cJSON. */
+#include <cjson/cJSON.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "sr_intarray.h"
+#include "sr_test.h"
+
+#define MAXV 4096
+
+typedef struct parsed {
+    int rc;
+    int64_t offset;
+    size_t count, end;
+    int64_t v[MAXV];
+} parsed;
+
+static int64_t value_at(const void *dst, int width, size_t i)
+{
+    if (width == 4) {
+        int32_t x;
+        memcpy(&x, (const char *)dst + i * 4, 4);
+        return x;
+    }
+    int64_t x;
+    memcpy(&x, (const char *)dst + i * 8, 8);
+    return x;
+}
+
+static parsed *parse_text(const char *s, int64_t min, int64_t max)
+{
+    static parsed p;
+    static int64_t buf[MAXV + 8];
+    memset(&p, 0, sizeof(p));
+    size_t n = strlen(s);
+    ck_assert_uint_le(sr_intarray_max_values(n), MAXV);
+    sr_err err = SR_ERR_INIT;
+    p.rc = sr_intarray_parse(buf, &p.count, &p.end, s, n, min, max, &err);
+    ck_assert_int_eq(p.rc, err.code);
+    p.offset = err.offset;
+    int width = sr_intarray_dtype(min, max) == SR_DTYPE_INT32 ? 4 : 8;
+    for (size_t i = 0; i < p.count; i++)
+        p.v[i] = value_at(buf, width, i);
+    return &p;
+}
+
+START_TEST(valid_arrays)
+{
+    parsed *p = parse_text("[]", 0, INT32_MAX);
+    ck_assert_sr_ok(p->rc, (sr_err){0});
+    ck_assert_uint_eq(p->count, 0);
+    ck_assert_uint_eq(p->end, 2);
+    p = parse_text(" [ \t\n\r]", 0, INT32_MAX);
+    ck_assert_int_eq(p->rc, 0);
+    ck_assert_uint_eq(p->end, 7);
+    p = parse_text("[10,11,0,7]tail", 0, INT32_MAX);
+    ck_assert_int_eq(p->rc, 0);
+    ck_assert_uint_eq(p->count, 4);
+    ck_assert_uint_eq(p->end, 11);
+    ck_assert_int_eq(p->v[0], 10);
+    ck_assert_int_eq(p->v[1], 11);
+    ck_assert_int_eq(p->v[2], 0);
+    ck_assert_int_eq(p->v[3], 7);
+    p = parse_text("[ -5 , -0,\n2147483647 ]", INT32_MIN, INT32_MAX);
+    ck_assert_int_eq(p->rc, 0);
+    ck_assert_int_eq(p->v[0], -5);
+    ck_assert_int_eq(p->v[1], 0);
+    ck_assert_int_eq(p->v[2], INT32_MAX);
+    p = parse_text("[-9223372036854775808,9223372036854775807]", INT64_MIN, INT64_MAX);
+    ck_assert_int_eq(p->rc, 0);
+    ck_assert_int_eq(p->v[0], INT64_MIN);
+    ck_assert_int_eq(p->v[1], INT64_MAX);
+    ck_assert_int_eq(sr_intarray_dtype(0, INT32_MAX), SR_DTYPE_INT32);
+    ck_assert_int_eq(sr_intarray_dtype(0, (int64_t)INT32_MAX + 1), SR_DTYPE_INT64);
+}
+END_TEST
+
+START_TEST(syntax_errors_are_named_with_offsets)
+{
+    static const struct {
+        const char *text;
+        int64_t offset;
+    } cases[] = {
+        {"[1,]", 3},   {"[,1]", 1},  {"[01]", 2},   {"[1.0]", 2},    {"[1e3]", 2},
+        {"[+1]", 1},   {"[-]", 2},   {"[1 2]", 3},  {"[\"1\"]", 1},  {"[[1]]", 1},
+        {"[1,,2]", 3}, {"[-01]", 3}, {"[1", 2},     {"1]", 0},       {"", 0},
+        {"[true]", 1}, {"[1}", 2},   {"[0x10]", 2}, {"[1,\x01]", 3},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        parsed *p = parse_text(cases[i].text, INT32_MIN, INT32_MAX);
+        ck_assert_msg(p->rc == SR_E_INTARRAY_SYNTAX, "case %zu '%s': got %s", i, cases[i].text,
+                      sr_code_name(p->rc));
+        ck_assert_msg(p->offset == cases[i].offset, "case %zu '%s': offset %lld, want %lld", i,
+                      cases[i].text, (long long)p->offset, (long long)cases[i].offset);
+    }
+}
+END_TEST
+
+START_TEST(range_errors_are_named_with_offsets)
+{
+    parsed *p = parse_text("[1, 2147483648]", 0, INT32_MAX);
+    ck_assert_int_eq(p->rc, SR_E_INTARRAY_RANGE);
+    ck_assert_int_eq(p->offset, 4);
+    p = parse_text("[0,-1]", 0, INT32_MAX);
+    ck_assert_int_eq(p->rc, SR_E_INTARRAY_RANGE);
+    ck_assert_int_eq(p->offset, 3);
+    p = parse_text("[99999999999999999999]", INT64_MIN, INT64_MAX);
+    ck_assert_int_eq(p->rc, SR_E_INTARRAY_RANGE);
+    p = parse_text("[9223372036854775808]", INT64_MIN, INT64_MAX);
+    ck_assert_int_eq(p->rc, SR_E_INTARRAY_RANGE);
+    p = parse_text("[-9223372036854775809]", INT64_MIN, INT64_MAX);
+    ck_assert_int_eq(p->rc, SR_E_INTARRAY_RANGE);
+    p = parse_text("[123456789012345678901234567890]", INT64_MIN, INT64_MAX);
+    ck_assert_int_eq(p->rc, SR_E_INTARRAY_RANGE);
+    ck_assert_int_eq(p->offset, 1);
+}
+END_TEST
+
+/* Feeds `s` after its '[' in pieces cut at `cuts` and returns the verdict. */
+static void feed_split(parsed *out, const char *s, size_t n, const size_t *cuts, size_t ncuts)
+{
+    static int32_t buf[MAXV + 8];
+    memset(out, 0, sizeof(*out));
+    sr_intarray_parser p;
+    sr_intarray_init(&p, 0, INT32_MAX);
+    size_t at = 0;
+    int done = 0;
+    sr_err err = SR_ERR_INIT;
+    for (size_t c = 0; c <= ncuts && !done && out->rc == 0; c++) {
+        size_t to = c < ncuts ? cuts[c] : n;
+        size_t used = 0;
+        out->rc = sr_intarray_feed(&p, buf, s + at, to - at, &used, &done, &err);
+        at += used;
+    }
+    out->offset = err.offset;
+    out->count = (size_t)p.count;
+    out->end = done ? at : SIZE_MAX;
+    for (size_t i = 0; i < out->count; i++)
+        out->v[i] = buf[i];
+}
+
+START_TEST(every_split_gives_the_same_result)
+{
+    static const char *texts[] = {"1, 22 ,333,\n4444 ]x",
+                                  "0,1,-0]",
+                                  "12,01]",
+                                  "7, 2147483648]",
+                                  " ]",
+                                  "5,6",
+                                  "1.5]",
+                                  "1 ,, 2]"};
+    for (size_t t = 0; t < sizeof(texts) / sizeof(texts[0]); t++) {
+        const char *s = texts[t];
+        size_t n = strlen(s);
+        parsed whole, split;
+        feed_split(&whole, s, n, NULL, 0);
+        for (size_t a = 0; a <= n; a++) {
+            for (size_t b = a; b <= n; b++) {
+                size_t cuts[2] = {a, b};
+                feed_split(&split, s, n, cuts, 2);
+                ck_assert_msg(split.rc == whole.rc && split.offset == whole.offset &&
+                                  split.count == whole.count && split.end == whole.end,
+                              "text %zu split %zu/%zu differs", t, a, b);
+                ck_assert_mem_eq(split.v, whole.v, whole.count * sizeof(int64_t));
+            }
+        }
+    }
+}
+END_TEST
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+static uint64_t rnd(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return rng_state;
+}
+
+static void put_ws(char *buf, size_t *n)
+{
+    static const char ws[] = " \t\n\r";
+    if (rnd() % 3 == 0) {
+        size_t k = rnd() % 3 + 1;
+        for (size_t i = 0; i < k; i++)
+            buf[(*n)++] = ws[rnd() % 4];
+    }
+}
+
+/* Random arrays of integers below 2^53 in magnitude: the fast parser and cJSON agree exactly. */
+START_TEST(property_matches_cjson_on_valid_arrays)
+{
+    static char text[1 << 16];
+    static int64_t want[MAXV];
+    for (int iter = 0; iter < 400; iter++) {
+        size_t n = 0, k = rnd() % 200;
+        int64_t lo = (rnd() & 1) ? 0 : -((int64_t)1 << 53), hi = (int64_t)1 << 53;
+        put_ws(text, &n);
+        text[n++] = '[';
+        for (size_t i = 0; i < k; i++) {
+            put_ws(text, &n);
+            int64_t v;
+            switch (rnd() % 4) {
+            case 0:
+                v = (int64_t)(rnd() % 10);
+                break;
+            case 1:
+                v = (int64_t)(rnd() % 600000);
+                break;
+            case 2:
+                v = (int64_t)(rnd() % ((uint64_t)1 << 53));
+                break;
+            default:
+                v = INT32_MAX - (int64_t)(rnd() % 3);
+                break;
+            }
+            if (lo < 0 && (rnd() & 1))
+                v = -v;
+            want[i] = v;
+            n += (size_t)snprintf(text + n, sizeof(text) - n, "%lld", (long long)v);
+            put_ws(text, &n);
+            if (i + 1 < k)
+                text[n++] = ',';
+        }
+        put_ws(text, &n);
+        text[n++] = ']';
+        text[n] = '\0';
+        parsed *p = parse_text(text, lo, hi);
+        ck_assert_msg(p->rc == 0, "iteration %d: %s", iter, sr_code_name(p->rc));
+        cJSON *ref = cJSON_Parse(text);
+        ck_assert_ptr_nonnull(ref);
+        ck_assert_uint_eq((size_t)cJSON_GetArraySize(ref), p->count);
+        size_t i = 0;
+        for (cJSON *it = ref->child; it; it = it->next, i++) {
+            ck_assert_msg(cJSON_IsNumber(it) && (int64_t)it->valuedouble == p->v[i],
+                          "iteration %d item %zu", iter, i);
+            ck_assert_int_eq(p->v[i], want[i]);
+        }
+        cJSON_Delete(ref);
+    }
+}
+END_TEST
+
+/* Mutations that make the text invalid JSON: cJSON rejects them, and so does the fast parser. */
+START_TEST(property_rejects_what_cjson_rejects)
+{
+    static const char *bad[] = {",", "[", "}", "x", "1 2", "-", "\"", ",,"};
+    static char text[4096];
+    for (int iter = 0; iter < 400; iter++) {
+        size_t n = 0, k = rnd() % 20 + 1, at = rnd() % k;
+        text[n++] = '[';
+        for (size_t i = 0; i < k; i++) {
+            if (i == at)
+                n += (size_t)snprintf(text + n, sizeof(text) - n, "%s", bad[rnd() % 8]);
+            else
+                n += (size_t)snprintf(text + n, sizeof(text) - n, "%u", (unsigned)(rnd() % 1000));
+            if (i + 1 < k)
+                text[n++] = ',';
+        }
+        text[n++] = ']';
+        text[n] = '\0';
+        cJSON *ref = cJSON_Parse(text);
+        parsed *p = parse_text(text, 0, INT32_MAX);
+        if (!ref)
+            ck_assert_msg(p->rc == SR_E_INTARRAY_SYNTAX, "'%s' accepted", text);
+        cJSON_Delete(ref);
+    }
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("intarray");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, valid_arrays);
+    tcase_add_test(tc, syntax_errors_are_named_with_offsets);
+    tcase_add_test(tc, range_errors_are_named_with_offsets);
+    tcase_add_test(tc, every_split_gives_the_same_result);
+    tcase_add_test(tc, property_matches_cjson_on_valid_arrays);
+    tcase_add_test(tc, property_rejects_what_cjson_rejects);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return sr_test_run(suite());
+}

@@ -1,0 +1,215 @@
+/*
+ * sr_splice on random and mutated bodies: one-shot, threaded and streamed in random chunkings
+ * agree on every result and error (splice_harness.h); integer arrays equal cJSON's reading of the
+ * whole body; envelopes equal the slow path (cJSON + sr_envelope_unpack); the OR-based canonical
+ * check equals sr_routes_check_canonical.
+ */
+#include "splice_harness.h"
+
+/* ---- random bodies ---- */
+
+static void put_ws(sr_buf *b)
+{
+    if (rnd() % 4 == 0)
+        sr_buf_puts(b, rnd() % 2 ? " " : "\n ", NULL);
+}
+
+/* Appends a routes envelope of t rows x 4 x 2 in a random route dtype with canonical values. */
+static void put_routes(sr_buf *b, size_t t, const char *key)
+{
+    static const sr_dtype dts[] = {SR_DTYPE_UINT8, SR_DTYPE_INT16, SR_DTYPE_INT32};
+    static const int64_t hi[] = {255, 32767, 100000};
+    int k = (int)(rnd() % 3);
+    size_t isz = sr_dtype_size(dts[k]), n = t * 8;
+    unsigned char *raw = calloc(n * isz + 1, 1);
+    for (size_t i = 0; i < n; i++) {
+        int64_t v = (int64_t)(rnd() % (uint64_t)(hi[k] + 1));
+        if (i == 0)
+            v = hi[k];
+        memcpy(raw + i * isz, &v, isz);
+    }
+    size_t enc = sr_base64_encoded_len(n * isz);
+    char *txt = malloc(enc + 1);
+    sr_base64_encode(txt, raw, n * isz, SR_B64_AUTO);
+    sr_buf_printf(b, NULL, "\"%s\":{\"data\":\"", key);
+    sr_buf_append(b, txt, enc, NULL);
+    sr_buf_printf(b, NULL, "\",\"shape\":[%zu,4,2],\"dtype\":\"%s\"}", t, sr_dtype_name(dts[k]));
+    free(raw);
+    free(txt);
+}
+
+static void put_ids(sr_buf *b, size_t n)
+{
+    sr_buf_puts(b, rnd() % 5 ? "\"token_ids\":[" : "\"token_ids\": [", NULL);
+    for (size_t i = 0; i < n; i++) {
+        put_ws(b);
+        sr_buf_printf(b, NULL, "%s%u", i ? "," : "", (unsigned)(rnd() % 200000));
+    }
+    put_ws(b);
+    sr_buf_puts(b, "]", NULL);
+}
+
+static void gen_body(sr_buf *b, int big)
+{
+    sr_buf_reset(b);
+    sr_buf_puts(b, "{\"choices\":[", NULL);
+    int nc = (int)(rnd() % 4) + 1;
+    for (int c = 0; c < nc; c++) {
+        sr_buf_puts(b, c ? ",{" : "{", NULL);
+        put_ids(b, rnd() % 300);
+        sr_buf_puts(b, ",\"finish_reason\":\"stop\",\"text\":\"a:{\\\"data\\\":\\\"q\\\"}\",",
+                    NULL);
+        switch (rnd() % 4) {
+        case 0:
+            sr_buf_puts(b, "\"routed_experts\":null", NULL);
+            break;
+        default:
+            put_routes(b, big && c == 0 ? 20000 + rnd() % 5000 : 1 + rnd() % 400, "routed_experts");
+        }
+        if (rnd() % 2) {
+            sr_buf_puts(b, ",", NULL);
+            put_routes(b, rnd() % 50, rnd() % 3 ? "other_packed" : "routed_experts_x");
+        }
+        sr_buf_puts(b, "}", NULL);
+    }
+    sr_buf_puts(b, "]}", NULL);
+}
+
+/* Walks the reference parse of the original body and collects token_ids arrays in order. */
+static void ref_ids(const cJSON *n, int32_t *out, size_t *k, size_t *arrays)
+{
+    for (const cJSON *c = n ? n->child : NULL; c; c = c->next) {
+        if (c->string && strcmp(c->string, "token_ids") == 0 && cJSON_IsArray(c)) {
+            (*arrays)++;
+            for (const cJSON *v = c->child; v; v = v->next)
+                out[(*k)++] = (int32_t)v->valuedouble;
+        } else {
+            ref_ids(c, out, k, arrays);
+        }
+    }
+}
+
+START_TEST(random_bodies_agree_every_way_and_with_cjson)
+{
+    sr_buf b = SR_BUF_INIT;
+    static int32_t want[1 << 14];
+    for (int iter = 0; iter < 40; iter++) {
+        gen_body(&b, iter % 8 == 7);
+        ck_assert_sr_ok(check_len(b.data, b.len, iter % 2 ? (int64_t)b.len : -1), g_err);
+        cJSON *ref = cJSON_Parse(b.data);
+        ck_assert_ptr_nonnull(ref);
+        size_t k = 0, arrays = 0, got = 0, garrays = 0;
+        ref_ids(ref, want, &k, &arrays);
+        for (size_t i = 0; i < g_res->count; i++) {
+            const sr_splice_entry *e = &g_res->entries[i];
+            if (e->kind != SR_SPLICE_INT_ARRAY)
+                continue;
+            garrays++;
+            ck_assert_mem_eq(e->array.data, want + got, e->array.nbytes);
+            got += (size_t)e->array.shape[0];
+        }
+        ck_assert_uint_eq(got, k);
+        ck_assert_uint_eq(garrays, arrays);
+        /* Every routes envelope decodes to what the slow path (cJSON + unpack) gives. */
+        sr_contract c = sr_contract_routes();
+        size_t j = 0;
+        for (cJSON *ch = cJSON_GetObjectItem(ref, "choices")->child; ch; ch = ch->next) {
+            cJSON *env = cJSON_GetObjectItem(ch, "routed_experts");
+            while (j < g_res->count && g_res->entries[j].kind == SR_SPLICE_INT_ARRAY)
+                j++;
+            ck_assert_uint_lt(j, g_res->count);
+            if (cJSON_IsObject(env)) {
+                sr_ndarray a;
+                sr_err err = SR_ERR_INIT;
+                ck_assert_sr_ok(sr_envelope_unpack(&a, env, SR_SHAPE_TEXT_UNKNOWN, &c, NULL, &err),
+                                err);
+                ck_assert(sr_ndarray_equal(&a, &g_res->entries[j].array));
+                sr_ndarray_release(&a);
+            }
+            j++;
+        }
+        cJSON_Delete(ref);
+    }
+    sr_buf_release(&b);
+}
+END_TEST
+
+START_TEST(mutated_bodies_agree_every_way)
+{
+    sr_buf b = SR_BUF_INIT;
+    static const char junk[] = "\"\\:{}[],=!A0 ";
+    for (int iter = 0; iter < 150; iter++) {
+        gen_body(&b, 0);
+        size_t len = b.len;
+        switch (rnd() % 3) {
+        case 0:
+            len = (size_t)(rnd() % (b.len + 1));
+            break;
+        case 1:
+            b.data[rnd() % b.len] = junk[rnd() % (sizeof(junk) - 1)];
+            break;
+        default:
+            for (int m = 0; m < 3; m++)
+                b.data[rnd() % b.len] = junk[rnd() % (sizeof(junk) - 1)];
+        }
+        check_len(b.data, len, -1);
+    }
+    sr_buf_release(&b);
+}
+END_TEST
+
+/* The OR-based canonical check agrees with the min/max check of sr_envelope. */
+START_TEST(canonical_statistics_match_minmax)
+{
+    static const char *names[] = {"uint8", "int16", "int32"};
+    for (int iter = 0; iter < 300; iter++) {
+        int k = (int)(rnd() % 3);
+        size_t isz = (size_t)1 << k, t = rnd() % 9, n = t * 4;
+        int64_t lim[] = {1, 255, 256, 32767, 32768, 70000};
+        int64_t hi = lim[rnd() % 6];
+        unsigned char raw[64 * 4] = {0};
+        for (size_t i = 0; i < n; i++) {
+            int64_t v = (int64_t)(rnd() % (uint64_t)(hi + 1));
+            if (rnd() % 20 == 0)
+                v = -v - 1;
+            memcpy(raw + i * isz, &v, isz);
+        }
+        char b64[400], q[600];
+        b64[sr_base64_encode(b64, raw, n * isz, SR_B64_SCALAR)] = '\0';
+        snprintf(q, sizeof(q), "{'routed_experts':{'data':'%s','shape':[%zu,2,2],'dtype':'%s'}}",
+                 b64, t, names[k]);
+        int rc = checkq(q);
+        sr_ndarray a = SR_NDARRAY_INIT;
+        a.dtype = k == 0 ? SR_DTYPE_UINT8 : k == 1 ? SR_DTYPE_INT16 : SR_DTYPE_INT32;
+        a.ndim = 3;
+        a.shape[0] = (int64_t)t;
+        a.shape[1] = a.shape[2] = 2;
+        a.data = raw;
+        a.nbytes = n * isz;
+        sr_err err = SR_ERR_INIT;
+        int want = sr_routes_check_canonical(&a, "routed_experts", &err);
+        ck_assert_msg(rc == want, "iteration %d: splice %s, minmax %s", iter, sr_code_name(rc),
+                      sr_code_name(want));
+        if (want == SR_E_ENV_NON_CANONICAL)
+            ck_assert_str_eq(strstr(g_err.msg, "packed routed_experts"), err.msg);
+    }
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("splice_stream");
+    TCase *eq = tcase_create("equivalence");
+    tcase_add_checked_fixture(eq, setup, teardown);
+    tcase_set_timeout(eq, 240);
+    tcase_add_test(eq, random_bodies_agree_every_way_and_with_cjson);
+    tcase_add_test(eq, mutated_bodies_agree_every_way);
+    tcase_add_test(eq, canonical_statistics_match_minmax);
+    suite_add_tcase(s, eq);
+    return s;
+}
+
+int main(void)
+{
+    return sr_test_run(suite());
+}
