@@ -2,11 +2,15 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <curl/curl.h>
+
 #include "commands.h"
 
 const sr_command sr_commands[] = {
     {"version", "print the version and the base64 kernel in use", sr_cmd_version},
     {"errors", "list every named error with its class and meaning", sr_cmd_errors},
+    {"engine", "run one mock inference engine (HTTP) until SIGTERM", sr_cmd_engine},
+    {"serve", "start a scenario's mock engines for external clients", sr_cmd_serve},
     {"check-body", "splice and validate a captured response body", sr_cmd_check_body},
     {NULL, NULL, NULL},
 };
@@ -37,8 +41,16 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "--version") == 0)
         return sr_cmd_version(1, argv + 1);
     for (const sr_command *c = sr_commands; c->name; c++) {
-        if (strcmp(c->name, cmd) == 0)
-            return c->run(argc - 1, argv + 1);
+        if (strcmp(c->name, cmd) == 0) {
+            /* libcurl's one process-wide initialisation, before any thread starts. */
+            if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+                fprintf(stderr, "syncroll: curl_global_init failed\n");
+                return SR_EXIT_FAIL;
+            }
+            int rc = c->run(argc - 1, argv + 1);
+            curl_global_cleanup();
+            return rc;
+        }
     }
     fprintf(stderr, "syncroll: unknown command '%s' (see syncroll --help)\n", cmd);
     return SR_EXIT_USAGE;

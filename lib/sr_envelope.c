@@ -318,9 +318,12 @@ int sr_envelope_unpack(sr_ndarray *out, const cJSON *payload, int shape_text,
         return sr_err_set(err, SR_E_ENV_TOO_LARGE,
                           "packed %s data of %zu base64 characters exceeds the maximum of %zu bytes",
                           field_name(c), n, max_bytes_of(c));
-    void *mem = arena ? sr_arena_alloc(arena, cap, err) : aligned_alloc(64, (cap + 63) & ~(size_t)63);
+    /* err may be NULL, so the arena's code is read from a local record. */
+    sr_err ae = SR_ERR_INIT;
+    void *mem = arena ? sr_arena_alloc(arena, cap, &ae) : aligned_alloc(64, (cap + 63) & ~(size_t)63);
     if (!mem)
-        return arena ? err->code : sr_err_set(err, SR_E_NOMEM, "cannot allocate %zu bytes", cap);
+        return arena ? sr_err_set(err, ae.code, "%s", ae.msg)
+                     : sr_err_set(err, SR_E_NOMEM, "cannot allocate %zu bytes", cap);
     size_t got = 0;
     rc = sr_base64_decode(mem, &got, b64, n, c->impl, err);
     if (rc) {

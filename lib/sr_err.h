@@ -217,12 +217,27 @@ typedef enum sr_class {
       "the mock engine could not bind its address or start its HTTP server")                     \
     X(SR_E_SYNC_ORDER, -904, "sync.protocol_order", SR_CLASS_PROTOCOL,                             \
       "a weight-sync phase arrived out of order (start while active, update or finish unstarted)") \
+    X(SR_E_SYNC_DEADLINE, -905, "sync.deadline", SR_CLASS_TRANSIENT,                               \
+      "a weight-sync phase did not complete on an engine within its deadline")                   \
+    X(SR_E_SYNC_PARTIAL, -906, "sync.partial_update", SR_CLASS_PROTOCOL,                           \
+      "after a sync an engine holds bytes that differ from the published ones (layers, tensors)") \
+    X(SR_E_SYNC_VERSION_SKEW, -907, "sync.version_skew", SR_CLASS_PROTOCOL,                        \
+      "after a sync an engine reports a weight version other than the published one")            \
+    X(SR_E_SYNC_CHECKSUM, -908, "sync.checksum", SR_CLASS_PROTOCOL,                                \
+      "an engine refused a weight payload whose checksum did not match (corrupted in transit)")  \
+    X(SR_E_SYNC_FAILED, -909, "sync.engine_failed", SR_CLASS_PROTOCOL,                             \
+      "a weight-sync phase failed on an engine for another reason (status, transport, refusal)") \
     X(SR_E_PROC_SPAWN, -910, "proc.spawn", SR_CLASS_RESOURCE,                                      \
       "a child process could not be started")                                                     \
     X(SR_E_PROC_READY, -911, "proc.ready_timeout", SR_CLASS_TRANSIENT,                             \
       "a child process did not report readiness before its deadline")                            \
     X(SR_E_PROC_EXITED, -912, "proc.exited", SR_CLASS_TRANSIENT,                                   \
-      "a child process exited or closed its readiness pipe before reporting readiness")
+      "a child process exited or closed its readiness pipe before reporting readiness")          \
+    /* scenarios and the runner (-10xx) */                                                        \
+    X(SR_E_SCENARIO, -1000, "scenario.invalid", SR_CLASS_USAGE,                                    \
+      "a scenario breaks a rule of scenarios/FORMAT.md beyond key types (reference, combination)") \
+    X(SR_E_NOT_IMPLEMENTED, -1001, "harness.not_implemented", SR_CLASS_INTERNAL,                   \
+      "a scenario asks for a step this build of syncroll cannot execute yet")
 
 typedef enum sr_code {
     SR_OK = 0,

@@ -107,9 +107,11 @@ static int setup_output(sr_splicer *s, int64_t known, sr_err *err)
     s->cursor = 0;
     s->budget = SPLICE_ALIGN_BUDGET;
     if (known >= 0) {
+        /* err may be NULL, so the arena's code is read from a local record. */
+        sr_err ae = SR_ERR_INIT;
         s->out_cap = region_bound((size_t)known);
-        s->out = sr_arena_alloc(s->arena, s->out_cap, err);
-        return s->out ? 0 : err->code;
+        s->out = sr_arena_alloc(s->arena, s->out_cap, &ae);
+        return s->out ? 0 : sr_err_set(err, ae.code, "splice: %s", ae.msg);
     }
     if (!s->resv) {
         size_t cap = region_bound(s->opts.max_body);

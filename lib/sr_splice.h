@@ -28,10 +28,13 @@
  *   intarray.syntax/range  a spliced integer array is not integers / out of range (protocol)
  * then, at the end of the body, in this order:
  *   splice.unterminated    the body ends inside a blob (transient)
+ *   splice.short_body      fewer bytes than the announced expected length (transient)
  *   splice.truncated       the body ends inside an integer array, or the JSON text ends before
  *                          the document does (transient)
- *   splice.short_body      fewer bytes than the announced expected length (transient)
- *   splice.invalid_json    the text without its blobs does not parse (transient)
+ *   splice.invalid_json    the text without its blobs is not RFC 8259 JSON, as the reference's
+ *                          parser requires (cJSON's leniencies, such as control characters, a
+ *                          byte-order mark or leading zeros, are refused; UTF-8 is not checked)
+ *                          (transient)
  * then, walking the document in order:
  *   splice.duplicate_field a registered key twice in one object (protocol; the reference keeps
  *                          one silently and then reports an orphan)

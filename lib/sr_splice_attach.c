@@ -245,8 +245,11 @@ static int add_entry(walker *w, sr_splice_kind kind, const sr_field_def *d, cons
         size_t *b = realloc(s->path_off, s->cap_entries * sizeof(size_t));
         if (b)
             s->path_off = b;
-        if (!a || !b)
+        if (!a || !b) {
+            /* Keep the recorded capacity that all three arrays still have. */
+            s->cap_entries = cap;
             return sr_err_set(err, SR_E_NOMEM, "splice: cannot grow the entry list");
+        }
     }
     size_t i = s->nentries;
     sr_splice_entry *e = &s->entries[i];
@@ -427,6 +430,12 @@ static int check_end(sr_splicer *s, sr_err *err)
                              "unterminated base64 data for %s in the response body",
                              sr_fields_at(s->fields, b->field)->name);
     }
+    /* A short body is short wherever it was cut: inside an integer array as in the JSON text
+     * (the reference's client never retries a body short of its Content-Length). */
+    if (s->expected >= 0 && s->pos < (uint64_t)s->expected)
+        return sr_err_set_at(err, SR_E_SPLICE_SHORT, (int64_t)s->pos,
+                             "the body ended after %llu of its announced %lld bytes",
+                             (unsigned long long)s->pos, (long long)s->expected);
     if (s->mode == M_INTS) {
         const int_rec *r = &s->ints[s->nints - 1];
         return sr_err_set_at(err, SR_E_SPLICE_TRUNCATED, (int64_t)s->pos,
@@ -434,10 +443,6 @@ static int check_end(sr_splicer *s, sr_err *err)
                              sr_fields_at(s->fields, r->field)->name,
                              (unsigned long long)r->body_off);
     }
-    if (s->expected >= 0 && s->pos < (uint64_t)s->expected)
-        return sr_err_set_at(err, SR_E_SPLICE_SHORT, (int64_t)s->pos,
-                             "the body ended after %llu of its announced %lld bytes",
-                             (unsigned long long)s->pos, (long long)s->expected);
     return 0;
 }
 
@@ -447,10 +452,15 @@ static int parse(sr_splicer *s, sr_err *err)
     size_t n = s->text.len;
     const char *end = NULL;
     s->doc = n ? cJSON_ParseWithLengthOpts(t, n + 1, &end, 1) : NULL;
-    if (s->doc)
-        return 0;
+    /* cJSON also accepts what RFC 8259 and the reference's parser refuse (control characters
+     * taken as whitespace or inside strings, a byte-order mark, leading zeros, "-.5"), so its
+     * successes are held to the grammar too. PREFIX after a success is a top-level number. */
     size_t bad = 0;
     int why = json_prefix_check(t, n, &bad);
+    if (s->doc && why != JP_INVALID)
+        return 0;
+    cJSON_Delete(s->doc);
+    s->doc = NULL;
     uint64_t at = sr_splice_i_body_of(s, bad);
     if (why == JP_PREFIX)
         return sr_err_set_at(err, SR_E_SPLICE_TRUNCATED, (int64_t)s->pos,

@@ -5,7 +5,19 @@
 
 #include "sr_splice_impl.h"
 
-/* The reference sees a float dimension as text; cJSON only keeps doubles (sr_envelope.h). */
+static size_t skip_ws(const char *t, size_t n, size_t i)
+{
+    while (i < n && (t[i] == ' ' || t[i] == '\t' || t[i] == '\n' || t[i] == '\r'))
+        i++;
+    return i;
+}
+
+/*
+ * The reference sees a float dimension as text; cJSON only keeps doubles (sr_envelope.h). The
+ * shape normally follows the blob, but the reference also takes it after dtype or a sidecar (or
+ * spaced), so otherwise the envelope's own members are searched for the first "shape" key, the
+ * one cJSON's lookup returns.
+ */
 static int shape_text_of(const sr_splicer *s, const blob_rec *b)
 {
     static const char key[] = ",\"shape\":";
@@ -13,6 +25,26 @@ static int shape_text_of(const sr_splicer *s, const blob_rec *b)
     size_t n = s->text.len, i = b->text_off + 1;
     if (i + 9 <= n && memcmp(t + i, key, 9) == 0)
         return sr_envelope_shape_text(t + i + 9, n - i - 9);
+    for (int depth = 0; i < n; i++) {
+        if (t[i] == '"') {
+            size_t k = i + 1;
+            while (k < n && t[k] != '"')
+                k += t[k] == '\\' ? 2 : 1;
+            if (k >= n)
+                break;
+            size_t j = skip_ws(t, n, k + 1);
+            if (depth == 0 && k - i == 6 && memcmp(t + i + 1, "shape", 5) == 0 && j < n &&
+                t[j] == ':') {
+                j = skip_ws(t, n, j + 1);
+                return sr_envelope_shape_text(t + j, n - j);
+            }
+            i = k;
+        } else if (t[i] == '{' || t[i] == '[') {
+            depth++;
+        } else if ((t[i] == '}' || t[i] == ']') && depth-- == 0) {
+            break;
+        }
+    }
     return SR_SHAPE_TEXT_UNKNOWN;
 }
 
@@ -189,7 +221,7 @@ int sr_splice_i_validate(sr_splicer *s, sr_err *err)
     /* Integer views are set last: converting re-spaced arrays may move the store. */
     for (size_t i = 0; i < s->nentries && !rc; i++) {
         if (s->entries[i].kind == SR_SPLICE_INT_ARRAY)
-            s->entries[i].array.data = s->ivals + val_off[i];
+            s->entries[i].array.data = s->ivals ? s->ivals + val_off[i] : NULL;
     }
     free(val_off);
     return rc;

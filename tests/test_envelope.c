@@ -414,6 +414,32 @@ START_TEST(arena_decoding_is_a_view)
 }
 END_TEST
 
+/* Review regression: a full arena with err == NULL returned the arena's code through a NULL
+ * pointer (crash) instead of returning it. */
+START_TEST(arena_limit_with_null_err_is_named)
+{
+    sr_err e = SR_ERR_INIT;
+    sr_arena *ar;
+    ck_assert_sr_ok(sr_arena_new(&ar, 128, &e), e);
+    sr_contract c = sr_contract_routes();
+    char text[400];
+    char data[169];
+    memset(data, 'A', 168);
+    data[168] = '\0';
+    snprintf(text, sizeof(text), "{\"data\":\"%s\",\"shape\":[126,1,1],\"dtype\":\"uint8\"}",
+             data);
+    cJSON *doc = cJSON_Parse(text);
+    sr_ndarray out;
+    ck_assert_sr_code(sr_envelope_unpack(&out, doc, SR_SHAPE_TEXT_INTEGERS, &c, ar, &e), e,
+                      SR_E_LIMIT);
+    ck_assert_int_eq(sr_envelope_unpack(&out, doc, SR_SHAPE_TEXT_INTEGERS, &c, ar, NULL),
+                     SR_E_LIMIT);
+    ck_assert_ptr_null(out.data);
+    cJSON_Delete(doc);
+    sr_arena_free(ar);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("envelope");
@@ -431,6 +457,7 @@ static Suite *suite(void)
     tcase_add_test(tc, unpack_decoded_validates_spliced_blobs);
     tcase_add_test(tc, shape_text_classifier);
     tcase_add_test(tc, arena_decoding_is_a_view);
+    tcase_add_test(tc, arena_limit_with_null_err_is_named);
     suite_add_tcase(s, tc);
     return s;
 }

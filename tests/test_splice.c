@@ -382,6 +382,102 @@ START_TEST(retry_classification)
 }
 END_TEST
 
+/* ---- review regressions ---- */
+
+/* A float dimension is refused wherever the shape sits after the blob (dtype first, spaced),
+ * as the reference's unpack refuses it; only the envelope's own "shape" key counts. */
+START_TEST(float_shape_after_dtype_is_refused)
+{
+    expect_error("{'routed_experts':{'data':'AQID','dtype':'uint8','shape':[1.0,1,3]}}",
+                 SR_E_ENV_SHAPE, "is not 3 non-negative dimensions");
+    expect_error("{'routed_experts':{'data':'AQID', 'shape' : [1,1e0,3], 'dtype':'uint8'}}",
+                 SR_E_ENV_SHAPE, "is not 3 non-negative dimensions");
+    expect_error("{'routed_experts':{'data':'AQID','dtype':'uint8','note':'shape','x':{'shape':"
+                 "[1]},'shape':[1,1,3.0]}}",
+                 SR_E_ENV_SHAPE, NULL);
+    ck_assert_sr_ok(checkq("{'routed_experts':{'data':'AQID','dtype':'uint8','note':'shape','x':{"
+                           "'shape':[1.5]},'shape':[1,1,3]}}"),
+                    g_err);
+    ck_assert_int_eq(entry(0)->array.shape[2], 3);
+}
+END_TEST
+
+/* An empty integer array read from the document by a splicer that has no integer store yet:
+ * its view was NULL + 0 (undefined behaviour, reported by clang's -fsanitize=undefined). */
+START_TEST(unspliced_empty_integer_array_on_a_fresh_splicer)
+{
+    ck_assert_sr_ok(checkq("{'token_ids': []}"), g_err);
+    ck_assert_uint_eq(g_res->count, 1);
+    ck_assert_int_eq(entry(0)->kind, SR_SPLICE_INT_ARRAY);
+    ck_assert_int_eq(entry(0)->spliced, 0);
+    ck_assert_int_eq(entry(0)->array.shape[0], 0);
+    ck_assert_uint_eq(entry(0)->array.nbytes, 0);
+}
+END_TEST
+
+/* A body short of its Content-Length is splice.short_body wherever it was cut, inside the
+ * token ids too (it was splice.truncated there), so the retry_json_decode_only quirk declines it
+ * as the reference's client does (sr_splice_retryable). */
+START_TEST(short_body_cut_inside_integer_array)
+{
+    const char *full = J("{'choices':[{'token_ids':[10,11]," ROUTES_12 "}]}");
+    size_t n = strlen(full);
+    size_t cut = (size_t)(strstr(full, "11") - full);
+    ck_assert_sr_code(check_len(full, cut, (int64_t)n), g_err, SR_E_SPLICE_SHORT);
+    ck_assert_int_eq(g_err.offset, (int64_t)cut);
+    ck_assert(!sr_splice_retryable(g_err.code, 1));
+    ck_assert_sr_code(check_len(full, cut, -1), g_err, SR_E_SPLICE_TRUNCATED);
+}
+END_TEST
+
+/* The test below needs an impossible allocation to fail instead of aborting the process under
+ * AddressSanitizer; without a sanitizer this hook is never called. */
+const char *__asan_default_options(void);
+const char *__asan_default_options(void)
+{
+    return "allocator_may_return_null=1";
+}
+
+/* An output region that cannot be allocated is resource.nomem, also with err == NULL (which
+ * was dereferenced). */
+START_TEST(begin_without_memory_is_named_with_null_err)
+{
+    sr_splicer *s;
+    sr_err err = SR_ERR_INIT;
+    sr_splice_opts o = SR_SPLICE_OPTS_INIT;
+    o.max_body = (size_t)1 << 62;
+    ck_assert_sr_ok(sr_splicer_new(&s, g_fields, &o, &err), err);
+    ck_assert_sr_code(sr_splice_stream_begin(s, (int64_t)1 << 61, &err), err, SR_E_NOMEM);
+    ck_assert_int_eq(sr_splice_stream_begin(s, (int64_t)1 << 61, NULL), SR_E_NOMEM);
+    ck_assert_sr_ok(sr_splice_stream_begin(s, 16, &err), err);
+    sr_splicer_free(s);
+}
+END_TEST
+
+/* What cJSON tolerates but RFC 8259 and the reference's parser refuse is splice.invalid_json
+ * (transient, as the reference retries its decoder's errors), at the offending body byte. */
+START_TEST(lenient_json_is_refused)
+{
+    static const struct {
+        const char *q;
+        int64_t at;
+    } rows[] = {
+        {"{'a':\x01 1}", 5}, {"{'a':'x\x01y'}", 7},
+        {"{'a':01}", 6},     {"\xEF\xBB\xBF{'a':1}", 0},
+        {"{'a':-.5}", 6},    {"{'a':1.}", 7},
+        {"{'a':1}\x0b", 7},  {"{'token_ids':[1],\x01'a':1}", 17},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        expect_error(rows[i].q, SR_E_SPLICE_JSON, "not valid JSON at byte");
+        ck_assert_int_eq(g_err.offset, rows[i].at);
+    }
+    ck_assert_sr_code(check_len("{\"a\":1}\0", 8, -1), g_err, SR_E_SPLICE_JSON);
+    ck_assert_int_eq(g_err.offset, 7);
+    ck_assert_sr_ok(checkq("{'a':[1, -0, 2.5e-3, 1E+2, true, null],\r\n\t'b':'\\u0001'}"), g_err);
+    ck_assert_sr_ok(check("123"), g_err);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("splice");
@@ -403,6 +499,11 @@ static Suite *suite(void)
     tcase_add_test(tc, custom_fields_and_nullability);
     tcase_add_test(tc, integer_arrays);
     tcase_add_test(tc, retry_classification);
+    tcase_add_test(tc, float_shape_after_dtype_is_refused);
+    tcase_add_test(tc, unspliced_empty_integer_array_on_a_fresh_splicer);
+    tcase_add_test(tc, short_body_cut_inside_integer_array);
+    tcase_add_test(tc, begin_without_memory_is_named_with_null_err);
+    tcase_add_test(tc, lenient_json_is_refused);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1,0 +1,95 @@
+/*
+ * libFuzzer target for the mock engine's request handler, without sockets: any bytes are parsed
+ * and validated as a /skyrl/v1/generate body (sr_gen_request_parse); an accepted request runs
+ * through generation and serialisation with a small model (the work an HTTP handler does after
+ * parsing), and the reply must be one JSON document. A rejected request must carry
+ * engine.bad_request (or resource.nomem) and leave nothing allocated.
+ *
+ * The engine sources live in harness/, which the fuzz library does not build; they are compiled
+ * into this target directly.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "../harness/engine/faults.c"
+#include "../harness/engine/faults_parse.c"
+#include "../harness/engine/gen.c"
+#include "../harness/engine/gen_body.c"
+#include "../harness/engine/jsonw.c"
+#include "../harness/engine/request.c"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static sr_oracle *model(void)
+{
+    static sr_oracle *o;
+    if (!o) {
+        static const int32_t layers[3] = {0, 2, 5};
+        sr_oracle_model m = SR_ORACLE_MODEL_INIT;
+        m.seed = 1;
+        m.vocab = 1000;
+        m.num_layers = 3;
+        m.layer_indices = layers;
+        m.experts = 300;
+        m.topk = 4;
+        m.eos_id = 2;
+        m.eos_rate = 0.1;
+        m.nonfinite_rate = 0.1;
+        if (sr_oracle_new(&o, &m, NULL))
+            abort();
+    }
+    return o;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    sr_gen_limits lim = {1000, 8, 512};
+    sr_gen_request q;
+    sr_err err = SR_ERR_INIT;
+    int rc = sr_gen_request_parse(&q, (const char *)data, size, &lim, &err);
+    if (rc) {
+        if ((rc != SR_E_ENGINE_REQUEST && rc != SR_E_NOMEM) || err.code != rc || q.tokens)
+            abort();
+        return 0;
+    }
+    if (q.P < 1 || q.route_start < 0 || q.route_start > (int64_t)q.P || q.max_tokens < 1 ||
+        (int64_t)q.P + q.max_tokens > lim.max_seq)
+        abort();
+    sr_oracle *o = model();
+    sr_gen_job j;
+    /* The first input byte picks a model fault and a body fault, so they are fuzzed too. */
+    static sr_fault fm, fb;
+    memset(&fm, 0, sizeof(fm));
+    memset(&fb, 0, sizeof(fb));
+    fm.kind = (sr_fault_kind)(SR_FK_ROUTES_ALL_ZERO + data[0] % 8);
+    fb.kind = (sr_fault_kind)(SR_FK_BAD_BASE64 + (size > 1 ? data[1] : 0) % 10);
+    strcpy(fb.field, "routed_experts");
+    strcpy(fb.key, "extra");
+    int faulty = size > 2 && (data[2] & 1);
+    rc = sr_gen_job_init(&j, &q, o, 0, 1, faulty ? &fm : NULL, faulty ? &fb : NULL, 1 << 24, &err);
+    uint64_t fps[3] = {1, 2, 3};
+    sr_gen_weights w = {0, 7, fps};
+    if (!rc)
+        rc = sr_gen_run(&j, o, &w, &w, &err);
+    if (!rc && j.G > 1) {
+        sr_gen_weights w2 = {1, 8, fps};
+        rc = sr_gen_continue(&j, o, &w2, j.G / 2, &err);
+    }
+    sr_buf body = SR_BUF_INIT;
+    sr_gen_ctx ctx = {o, "fuzz", 1, 1, 3, 1, 1 << 26};
+    if (!rc)
+        rc = sr_gen_body(&body, &j, &ctx, &err);
+    if (!rc && !faulty) {
+        cJSON *d = cJSON_ParseWithLength(body.data, body.len);
+        if (!d)
+            abort();
+        cJSON_Delete(d);
+    }
+    sr_buf_release(&body);
+    sr_gen_job_release(&j);
+    sr_gen_request_release(&q);
+    return 0;
+}

@@ -1,0 +1,287 @@
+/*
+ * client: the generate client (skyrl-contract §1.1, §1.2, §1.7, §4) over a list of engine URLs,
+ * on libcurl.
+ *
+ * Data plane. One POST per generate, to ONE engine chosen stickily by the session id (FNV-1a of
+ * its bytes, mixed, modulo the engine count; a request without a session id goes where the empty
+ * id goes), as SkyRL's router does; the id travels as the header `X-Session-ID`. Retries stay on
+ * the same engine (the reference retries against the same router). The path is
+ * /skyrl/v1/generate when routes are requested, else /inference/v1/generate. The request body is
+ * exactly §1.2: {"sampling_params":{<the caller's members in order>,
+ * "routed_experts_prompt_start":s},"model":"...","token_ids":[...],"cache_salt":"..."} (the start
+ * only when given, the salt only when not NULL).
+ *
+ * Client-side checks, before anything is sent (SR_E_CLIENT_INVALID, message as the reference):
+ *   token_ids empty, or an id negative;
+ *   prompt_start given (>= 0) without return_routes ("routed_experts_prompt_start requires
+ *   return_routed_experts=True");
+ *   prompt_start < -1 or > len(token_ids) ("... must be an integer within the prompt");
+ *   sampling_params not an object; its "n" not a number or > 1 ("n > 1 is not supported");
+ *   sampling_params already holding routed_experts_prompt_start (the request field carries it);
+ *   cache_salt "" (vLLM rejects an empty salt; the reference would forward it);
+ *   session_id longer than SR_CLIENT_SESSION_MAX or holding bytes outside 0x21..0x7e (it becomes
+ *   a header line).
+ *
+ * The /skyrl/v1/generate response is spliced WHILE IT STREAMS: curl's write callback feeds
+ * sr_splice_stream_feed, the stream having been begun with the Content-Length (or -1 when the
+ * body is chunked), so blobs are decoded as they arrive. The native response is read into a
+ * bounded buffer and parsed with cJSON (the splice is not used there). Then (§1.7): exactly one
+ * choice; token_ids required; finish_reason required (string or null); logprobs null or
+ * {"content":[{"logprob":x},..]} with one entry per token; routes requested but null or absent
+ * -> SR_E_CLIENT_ROUTES_MISSING (never retried). The mock engine's extra per-choice key
+ * "syncroll" ({"engine":id,"weight_version":v,"rows":[[lo,hi,v],..]}) is read when present.
+ *
+ * Attempt outcomes and the retry policy (every attempt is recorded in the result):
+ *   transport failure (refused, reset, closed early, per-attempt timeout) -> client.transport,
+ *     retried;
+ *   2xx whose body fails the splice with a transient code (splice.unterminated, .truncated,
+ *     .short_body, .invalid_json) or a native body that is not JSON (client.invalid_json),
+ *     retried;
+ *   2xx whose body breaks the contract (splice.layout_drift, envelope.*, client.bad_response,
+ *     client.routes_missing, ...) -> that code at once, never retried;
+ *   429 -> retried after max(Retry-After, backoff);
+ *   5xx -> retried, whatever the body (POLICY for JSON-bodied 5xx: a 5xx says the server failed,
+ *     not the request; a deterministic 500 costs `max_attempts` tries and ends in
+ *     client.retry_exhausted naming the status and the server's message);
+ *   other statuses (4xx, 3xx) -> client.http_status at once, never retried, with the server's
+ *     text or error.message.
+ * Backoff before attempt k+1: min(backoff_max_ms, backoff_initial_ms * 2^(k-1)) scaled by
+ * (1 - jitter * u), u in [0, 1) drawn from (seed, session id, turn, k) with splitmix64, so a
+ * request's waits do not depend on scheduling. Every request has a total deadline (attempts and
+ * waits included): a wait or an attempt that would pass it ends the request with client.deadline.
+ * All attempts failing transiently -> client.retry_exhausted naming the last outcome.
+ *
+ * Quirks (legacy behaviours, off by default; bug-catalog rows):
+ *   retry_json_decode_only  the reference's classification (§4.2): only transport failures and
+ *                           bodies the JSON decoder rejects (splice.invalid_json,
+ *                           splice.truncated, client.invalid_json) on a non-4xx status are
+ *                           retried. A body cut inside a blob (splice.unterminated) or short of
+ *                           its Content-Length then fails at once with client.not_retried
+ *                           (skyrl-retry-unterminated); a JSON-bodied 5xx or a 429 fails at once
+ *                           with client.http_status (json-5xx-not-retried).
+ *   no_prompt_start         routed_experts_prompt_start is never sent (the engine then returns
+ *                           every row from 0 and the trace's row count breaks on turn 2).
+ *
+ * Hidden re-sends: libcurl re-sends a request once, by itself, when a kept-alive connection dies
+ * before any byte of the answer arrives (e.g. the engine's reset fault on a reused connection).
+ * The engine then counts one more request than there are attempts; the attempt records it in
+ * `resent` (counted with CURLOPT_PREREQFUNCTION), so attempts + resent = requests the engine
+ * saw. A request that got any answer is never re-sent, so a protocol fault is hit exactly once.
+ *
+ * Control plane: sr_client_control sends one request to every engine (or one) concurrently with
+ * curl's multi interface, without retries (as the reference), each bounded by control_timeout_ms.
+ *
+ * Concurrency: an sr_client is immutable after sr_client_new and may be shared by any number of
+ * threads. An sr_client_conn (one curl easy handle, its kept-alive connections to the engines,
+ * one splicer and reused buffers) belongs to one thread at a time; sr_client_parallel runs jobs
+ * on a bounded set of threads, one conn each. No global mutable state: the process must call
+ * curl_global_init(CURL_GLOBAL_DEFAULT) once, from main() before any thread starts and before
+ * the first client (the client test suites do so in theirs), and curl_global_cleanup at exit.
+ *
+ * Ownership: everything an sr_client_result points to belongs to the conn and stays valid until
+ * the next request on that conn or sr_client_conn_free. Units: times in milliseconds, sizes in
+ * bytes.
+ */
+#ifndef SR_CLIENT_CLIENT_H
+#define SR_CLIENT_CLIENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "sr_err.h"
+#include "sr_fields.h"
+#include "sr_ndarray.h"
+
+#define SR_CLIENT_MAX_ENGINES   64
+#define SR_CLIENT_MAX_ATTEMPTS  64
+#define SR_CLIENT_URL_MAX       512 /* bytes of a base URL, including the NUL */
+#define SR_CLIENT_SESSION_MAX   256 /* bytes of a session id */
+#define SR_CLIENT_ENGINE_ID_MAX 64  /* bytes of the engine id kept from "syncroll", with NUL */
+
+/* Legacy behaviours, each reproducing a catalogued defect. */
+typedef struct sr_client_quirks {
+    int retry_json_decode_only;
+    int no_prompt_start;
+} sr_client_quirks;
+
+/* Options. Plain struct: start from SR_CLIENT_OPTS_INIT. */
+typedef struct sr_client_opts {
+    int max_attempts;           /* 1 .. SR_CLIENT_MAX_ATTEMPTS attempts in all (5) */
+    int64_t backoff_initial_ms; /* wait after the first failure, before jitter (50) */
+    int64_t backoff_max_ms;     /* cap of the exponential wait (2000) */
+    double jitter;              /* 0 .. 1: fraction of the wait that is randomised (0.5) */
+    uint64_t seed;              /* jitter seed (normally the scenario seed) */
+    int64_t deadline_ms;        /* total per generate, waits included (60000) */
+    int64_t attempt_timeout_ms; /* per attempt; 0: only the deadline bounds an attempt */
+    int64_t connect_timeout_ms; /* per connection attempt (5000) */
+    int64_t control_timeout_ms; /* per control-plane call (30000) */
+    size_t max_body;            /* largest response body; 0: SR_SPLICE_DEFAULT_MAX_BODY */
+    size_t max_error_body;      /* bytes of a non-2xx body kept for the message (65536) */
+    sr_client_quirks quirks;
+} sr_client_opts;
+
+#define SR_CLIENT_OPTS_INIT                                                                        \
+    {                                                                                              \
+        5, 50, 2000, 0.5, 0, 60000, 0, 5000, 30000, 0, 65536,                                      \
+        {                                                                                          \
+            0, 0                                                                                   \
+        }                                                                                          \
+    }
+
+/* One generate request. Plain struct: start from SR_CLIENT_REQ_INIT. Everything is borrowed. */
+typedef struct sr_client_req {
+    const int32_t *token_ids; /* the full prompt */
+    size_t n_tokens;
+    const cJSON *sampling_params; /* an object (copied into the body in member order) or NULL */
+    const char *model;            /* NULL or "": "default" */
+    const char *cache_salt;       /* NULL: omitted */
+    const char *session_id;       /* NULL or "": no X-Session-ID header */
+    int return_routes;            /* 1: /skyrl/v1/generate, routes required */
+    int64_t prompt_start;         /* -1: not given; else 0 .. n_tokens */
+    int64_t turn;                 /* enters the jitter seed together with the session id */
+} sr_client_req;
+
+#define SR_CLIENT_REQ_INIT                                                                         \
+    {                                                                                              \
+        NULL, 0, NULL, NULL, NULL, NULL, 0, -1, 0                                                  \
+    }
+
+/* One attempt of a request. */
+typedef struct sr_client_attempt {
+    int code;           /* 0 or the outcome's sr_code (client.transport, splice.*, ...) */
+    int http_status;    /* 0 when no status line arrived */
+    int curl_code;      /* CURLcode of the transfer */
+    int retried;        /* 1 if another attempt followed */
+    int new_connection; /* 1: a new connection was opened; 0: a kept-alive one was reused */
+    double start_ms;    /* since the request began */
+    double elapsed_ms;  /* duration of the attempt */
+    double wait_ms;     /* backoff / Retry-After wait after it */
+    uint64_t bytes;     /* response body bytes received */
+    int resent;         /* times libcurl re-sent the request on its own (see below) */
+    int chunks;         /* pieces the body arrived in (each fed to the splice as it came) */
+} sr_client_attempt;
+
+/* A half-open span of token positions [lo, hi) computed with weight version `version`. */
+typedef struct sr_client_span {
+    int64_t lo, hi, version;
+} sr_client_span;
+
+/* The outcome of sr_client_generate: filled on success and (attempts, timing) on failure. */
+typedef struct sr_client_result {
+    int engine;                /* index of the engine that was addressed, -1 before routing */
+    const char *url;           /* its base URL (owned by the client) */
+    const char *path;          /* "/skyrl/v1/generate" or "/inference/v1/generate" */
+    int64_t prompt_start_sent; /* the start the body carried, -1 if none */
+    /* decoded response */
+    const int32_t *token_ids;
+    size_t n_tokens;
+    const double *logprobs; /* n_tokens entries when has_logprobs */
+    int has_logprobs;
+    const char *finish_reason; /* "stop", "length", "abort", ...; NULL for JSON null */
+    int has_routes;
+    sr_ndarray routes; /* [rows, L, K] view into the conn's splicer */
+    /* the engine's "syncroll" key; engine_id "" and weight_version -1 when absent */
+    char engine_id[SR_CLIENT_ENGINE_ID_MAX];
+    int64_t weight_version;
+    const sr_client_span *spans;
+    size_t n_spans;
+    /* attempts */
+    sr_client_attempt attempts[SR_CLIENT_MAX_ATTEMPTS];
+    int n_attempts;
+    int http_status; /* of the last attempt */
+    /* timing (ms) and sizes (bytes) */
+    double request_ms;       /* first attempt start to return, waits included */
+    double splice_ms;        /* inside the splice (feeds + finish) or JSON parse, last attempt */
+    double decode_ms;        /* reading the parsed response into this result, last attempt */
+    double wait_ms;          /* sum of waits between attempts */
+    uint64_t bytes_sent;     /* request body of one attempt */
+    uint64_t bytes_received; /* response body of the last attempt */
+    uint64_t bytes_total;    /* response bodies of all attempts */
+} sr_client_result;
+
+typedef struct sr_client sr_client;
+typedef struct sr_client_conn sr_client_conn;
+
+/*
+ * Creates a client over `n_urls` engine base URLs ("http://127.0.0.1:40123", copied; a trailing
+ * '/' is dropped), 1 .. SR_CLIENT_MAX_ENGINES. `fields` is the splice registry (borrowed; must
+ * outlive the client); NULL uses the built-ins. opts may be NULL. Errors: SR_E_INVAL (no URLs,
+ * too many, one too long or empty, bad options), SR_E_NOMEM.
+ */
+int sr_client_new(sr_client **out, const char *const *urls, size_t n_urls, const sr_fields *fields,
+                  const sr_client_opts *opts, sr_err *err);
+
+void sr_client_free(sr_client *c);
+
+const sr_client_opts *sr_client_options(const sr_client *c);
+size_t sr_client_engine_count(const sr_client *c);
+const char *sr_client_engine_url(const sr_client *c, size_t i);
+
+/* The engine a session id is routed to (NULL is the empty id). */
+int sr_client_engine_for(const sr_client *c, const char *session_id);
+
+/* A connection context for one thread (curl handle, splicer, buffers). SR_E_NOMEM. */
+int sr_client_conn_new(sr_client_conn **out, const sr_client *c, sr_err *err);
+void sr_client_conn_free(sr_client_conn *k);
+
+/*
+ * Sends a generate with retries (policy above) and fills *out. Returns 0 or the final error:
+ * SR_E_CLIENT_INVALID, SR_E_CLIENT_ROUTES_MISSING, SR_E_CLIENT_BAD_RESPONSE,
+ * SR_E_CLIENT_HTTP_STATUS, SR_E_CLIENT_DEADLINE, SR_E_CLIENT_RETRY_EXHAUSTED,
+ * SR_E_CLIENT_NOT_RETRIED, a protocol code of the splice or envelope, SR_E_NOMEM/SR_E_LIMIT.
+ */
+int sr_client_generate(sr_client_result *out, sr_client_conn *k, const sr_client_req *req,
+                       sr_err *err);
+
+/*
+ * Best effort POST /finish_session?session_id=<id> to the session's engine (bounded by
+ * control_timeout_ms); a NULL or empty id is a no-op. Errors are swallowed as the reference does;
+ * the return value is 0 or what happened (for logs), never worth failing a rollout for.
+ */
+int sr_client_finish_session(sr_client_conn *k, const char *session_id);
+
+/* ---- control plane ---- */
+
+/* One engine's answer to a control-plane call. */
+typedef struct sr_client_reply {
+    int code;        /* 0, SR_E_CLIENT_TRANSPORT, _DEADLINE, _HTTP_STATUS or _INVALID_JSON */
+    int http_status; /* 0 if none arrived */
+    cJSON *body;     /* parsed JSON body (owned), NULL if empty or not JSON */
+    char msg[SR_ERR_MSG_MAX];
+} sr_client_reply;
+
+/*
+ * Sends `method` (GET or POST) to `path` ("/pause?mode=keep", with its query) on engine
+ * `engine` (0 .. n-1) or on every engine (-1), concurrently; `json_body` (may be NULL) is sent
+ * as application/json. replies[] needs one slot per engine addressed (n_replies; slot i is
+ * engine i, or slot 0 for a single engine). No retries. Returns 0 when every engine answered
+ * 2xx, else the first failing engine's code (in engine order) with its message in err; every
+ * reply is filled either way. Release the replies with sr_client_reply_release.
+ */
+int sr_client_control(sr_client_reply *replies, size_t n_replies, const sr_client *c, int engine,
+                      const char *method, const char *path, const char *json_body, sr_err *err);
+
+void sr_client_reply_release(sr_client_reply *r);
+
+/* The monotonic clock every timing of the client uses, in ms (CLOCK_MONOTONIC). */
+double sr_client_now_ms(void);
+
+/* ---- concurrency ---- */
+
+/* A job of sr_client_parallel; its return value is stored for the caller (see below). */
+typedef int (*sr_client_job_fn)(sr_client_conn *k, size_t index, void *ctx);
+
+/*
+ * Runs fn(conn, i, ctx) for every i in 0 .. n_jobs-1 on min(limit, n_jobs) threads (limit >= 1),
+ * each with its own conn (so keep-alive connections are reused across that thread's jobs). Jobs
+ * are claimed in index order; a job must write only its own slot of any shared output. rcs (may
+ * be NULL) receives every job's return value. If a thread cannot be started the others (or the
+ * calling thread) take its share. Returns 0, or SR_E_INVAL (no fn, limit < 1) / SR_E_NOMEM
+ * (conns could not be created; then no job has run).
+ */
+int sr_client_parallel(const sr_client *c, size_t n_jobs, int limit, sr_client_job_fn fn, void *ctx,
+                       int *rcs, sr_err *err);
+
+#endif /* SR_CLIENT_CLIENT_H */

@@ -1,0 +1,77 @@
+/* Private to harness/client: the client and conn layouts and the helpers the .c files share. */
+#ifndef SR_CLIENT_PRIV_H
+#define SR_CLIENT_PRIV_H
+
+#include <curl/curl.h>
+
+#include "client/client.h"
+#include "sr_buf.h"
+#include "sr_splice.h"
+
+struct sr_client {
+    size_t n;
+    char urls[SR_CLIENT_MAX_ENGINES][SR_CLIENT_URL_MAX];
+    sr_client_opts opts;
+    const sr_fields *fields;
+    sr_fields *own_fields; /* the built-ins when the caller gave none */
+};
+
+struct sr_client_conn {
+    const sr_client *c;
+    CURL *easy;
+    sr_splicer *splicer;
+    sr_buf req_body;   /* the request body of the current generate */
+    sr_buf body;       /* a native or non-2xx response body */
+    sr_buf url;        /* base URL + path */
+    cJSON *native_doc; /* the parsed native body of the last attempt */
+    int32_t *tokens;
+    size_t tokens_cap;
+    double *logprobs;
+    size_t logprobs_cap;
+    sr_client_span *spans;
+    size_t spans_cap;
+    char finish[32];
+    char errbuf[CURL_ERROR_SIZE];
+};
+
+/* What one attempt produced besides its sr_client_attempt record. */
+typedef struct sr_xfer_out {
+    const sr_splice_result *spliced; /* 2xx on the splice path */
+    const cJSON *native;             /* 2xx on the native path (owned by the conn) */
+    int body_json;                   /* non-2xx: the body parsed as JSON */
+    int timed_out;                   /* curl's timeout fired */
+    int64_t retry_after_ms;          /* Retry-After of a 429/503, -1 if none */
+    double splice_ms;
+} sr_xfer_out;
+
+/* Sleeps ms milliseconds (restarting after signals). */
+void sr_client_sleep_ms(int64_t ms);
+
+/* Applies the options every transfer shares (no signals, no Expect, HTTP/1.1, timeouts). */
+void sr_client_easy_common(CURL *e, const sr_client_opts *o, char *errbuf);
+
+/*
+ * Runs one attempt: POST k->req_body to k->url with `headers`, the response spliced while it
+ * streams (splice = 1) or read into k->body. timeout_ms bounds the whole attempt. Fills `att`
+ * (code, status, curl code, bytes, new_connection) and `out`; returns att->code with a message
+ * in err.
+ */
+int sr_client_attempt_run(sr_client_conn *k, int splice, const struct curl_slist *headers,
+                          int64_t timeout_ms, sr_client_attempt *att, sr_xfer_out *out,
+                          sr_err *err);
+
+/* Reads a spliced response into `out` (see client.h §1.7 rules). */
+int sr_client_decode_spliced(sr_client_result *out, sr_client_conn *k, const sr_splice_result *r,
+                             int want_routes, sr_err *err);
+
+/* Reads a parsed native response into `out`. */
+int sr_client_decode_native(sr_client_result *out, sr_client_conn *k, const cJSON *doc,
+                            sr_err *err);
+
+/* Appends s as a JSON string literal (quotes and escapes included). */
+int sr_client_json_str(sr_buf *b, const char *s, sr_err *err);
+
+/* The message of a non-2xx body: error.message of a JSON body, else its text (cut, one line). */
+void sr_client_status_text(char *out, size_t cap, const char *body, size_t len, const cJSON *doc);
+
+#endif /* SR_CLIENT_PRIV_H */

@@ -1,0 +1,173 @@
+/* syncroll engine: one mock inference engine process (harness/engine/). */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "engine/config.h"
+#include "engine/engine.h"
+#include "engine/server.h"
+
+static void usage(FILE *f)
+{
+    fprintf(
+        f,
+        "usage: syncroll engine [--config FILE.json] [--index I] [--port P] [--listen ADDR]\n"
+        "                       [--ready-fd N] [--lifetime SECONDS]\n\n"
+        "Runs one mock inference engine: /skyrl/v1/generate, /inference/v1/generate, the\n"
+        "control plane and /syncroll/v1/state, with the faults the config declares.\n\n"
+        "  --config FILE   engine config or scenario JSON (see README, \"Mock engines\")\n"
+        "  --index I       engine index in the scenario (fault targeting, default id)\n"
+        "  --port P        TCP port, 0 for any free port (default 0)\n"
+        "  --listen ADDR   numeric address to bind (default 127.0.0.1)\n"
+        "  --ready-fd N    write the bound port and a newline to descriptor N, then close it\n"
+        "  --lifetime S    watchdog: stop after S seconds even if nobody asks (default: none)\n\n"
+        "SIGTERM or SIGINT stop the engine cleanly (exit 0); the watchdog exits 1.\n");
+}
+
+typedef struct engine_args {
+    const char *config, *listen;
+    int index, port, ready_fd;
+    double lifetime;
+} engine_args;
+
+static int parse_num(const char *s, double lo, double hi, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || v < lo || v > hi)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_args(engine_args *a, int argc, char **argv)
+{
+    memset(a, 0, sizeof(*a));
+    a->ready_fd = -1;
+    for (int i = 1; i < argc; i++) {
+        const char *o = argv[i];
+        double v;
+        if (i + 1 >= argc) {
+            fprintf(stderr, "syncroll engine: unknown or incomplete option '%s'\n", o);
+            return -1;
+        }
+        const char *val = argv[++i];
+        if (strcmp(o, "--config") == 0)
+            a->config = val;
+        else if (strcmp(o, "--listen") == 0)
+            a->listen = val;
+        else if (strcmp(o, "--index") == 0 && !parse_num(val, 0, 63, &v))
+            a->index = (int)v;
+        else if (strcmp(o, "--port") == 0 && !parse_num(val, 0, 65535, &v))
+            a->port = (int)v;
+        else if (strcmp(o, "--ready-fd") == 0 && !parse_num(val, 0, 1 << 20, &v))
+            a->ready_fd = (int)v;
+        else if (strcmp(o, "--lifetime") == 0 && !parse_num(val, 0.001, 1e7, &v))
+            a->lifetime = v;
+        else {
+            fprintf(stderr, "syncroll engine: bad option or value: %s %s\n", o, val);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Serves until a signal or the watchdog; returns the exit status. */
+static int serve_loop(sr_server *srv, int sfd, double lifetime)
+{
+    int64_t deadline = lifetime > 0 ? mono_ms() + (int64_t)(lifetime * 1000) : -1;
+    int64_t tick = -1;
+    for (;;) {
+        int64_t wait = -1;
+        if (deadline >= 0)
+            wait = deadline - mono_ms();
+        if (tick >= 0 && (wait < 0 || tick < wait))
+            wait = tick;
+        if (deadline >= 0 && deadline - mono_ms() <= 0) {
+            fprintf(stderr, "syncroll engine: lifetime of %g s reached, stopping\n", lifetime);
+            return SR_EXIT_FAIL;
+        }
+        struct pollfd p[2] = {{sfd, POLLIN, 0}, {sr_server_wake_fd(srv), POLLIN, 0}};
+        int r = poll(p, 2, wait < 0 ? -1 : (int)(wait > 1000000 ? 1000000 : wait));
+        if (r < 0 && errno != EINTR)
+            return SR_EXIT_FAIL;
+        if (r > 0 && (p[0].revents & POLLIN))
+            return SR_EXIT_OK;
+        tick = sr_server_tick(srv);
+    }
+}
+
+static int report_ready(int fd, int port)
+{
+    if (fd < 0)
+        return 0;
+    char line[32];
+    int n = snprintf(line, sizeof(line), "%d\n", port);
+    ssize_t w = write(fd, line, (size_t)n);
+    close(fd);
+    return w == n ? 0 : -1;
+}
+
+int sr_cmd_engine(int argc, char **argv)
+{
+    if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+        usage(stdout);
+        return SR_EXIT_OK;
+    }
+    engine_args a;
+    if (parse_args(&a, argc, argv)) {
+        usage(stderr);
+        return SR_EXIT_USAGE;
+    }
+    /* Signals are taken through a signalfd; block them before any thread starts. */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigprocmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    int sfd = signalfd(-1, &set, SFD_CLOEXEC);
+    sr_err err = SR_ERR_INIT;
+    sr_engine_config cfg;
+    int rc = a.config ? sr_engine_config_load(&cfg, a.config, a.index, &err) : 0;
+    if (!a.config) {
+        sr_engine_config_defaults(&cfg);
+        cfg.index = a.index;
+        snprintf(cfg.id, sizeof(cfg.id), "engine-%d", a.index);
+    }
+    sr_engine *e = NULL;
+    sr_server *srv = NULL;
+    if (!rc)
+        rc = sr_engine_new(&e, &cfg, &err);
+    if (!rc)
+        rc = sr_server_start(&srv, e, a.listen, a.port, &err);
+    sr_engine_config_release(&cfg);
+    if (rc || sfd < 0) {
+        fprintf(stderr, "syncroll engine: %s: %s\n", sr_code_name(rc), err.msg);
+        sr_engine_free(e);
+        if (a.ready_fd >= 0)
+            close(a.ready_fd);
+        return sr_exit_for_code(rc ? rc : SR_E_ENGINE_START);
+    }
+    int status = report_ready(a.ready_fd, sr_server_port(srv)) ? SR_EXIT_FAIL
+                                                               : serve_loop(srv, sfd, a.lifetime);
+    sr_server_stop(srv);
+    sr_engine_free(e);
+    close(sfd);
+    return status;
+}

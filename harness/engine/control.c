@@ -1,0 +1,317 @@
+/* The control plane of the mock engine (skyrl-contract §4.4, §8): pause/resume, sleep, caches,
+ * sessions, weight-sync phases, state. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "server_priv.h"
+
+static const char *arg(req *r, const char *name)
+{
+    return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
+/* Parses the body as a JSON object ({} when empty). NULL after an error response was queued. */
+static cJSON *body_object(req *r, enum MHD_Result *ret)
+{
+    if (!r->body.len)
+        return cJSON_CreateObject();
+    cJSON *o = cJSON_ParseWithLength(r->body.data, r->body.len);
+    if (!o || !cJSON_IsObject(o)) {
+        cJSON_Delete(o);
+        *ret = sr_srv_error(r, 400, "BadRequestError", SR_E_ENGINE_REQUEST,
+                            "the request body must be a JSON object");
+        return NULL;
+    }
+    return o;
+}
+
+static enum MHD_Result ok_empty(req *r)
+{
+    return sr_srv_respond_text(r, 200, NULL, "");
+}
+
+static enum MHD_Result ok_json(req *r, const char *json)
+{
+    return sr_srv_respond_text(r, 200, "application/json", json);
+}
+
+static enum MHD_Result bad(req *r, const char *msg)
+{
+    return sr_srv_error(r, 400, "BadRequestError", SR_E_ENGINE_REQUEST, msg);
+}
+
+/* ---- pause / resume ---- */
+
+static void freeze_or_abort_running_locked(sr_server *s, int keep)
+{
+    size_t n = 0;
+    req **run = malloc((s->nheap ? s->nheap : 1) * sizeof(*run));
+    if (!run)
+        return;
+    for (size_t i = 0; i < s->nheap; i++)
+        if (s->heap[i]->state == RS_RUNNING)
+            run[n++] = s->heap[i];
+    int64_t now = sr_srv_now_ns();
+    for (size_t i = 0; i < n; i++) {
+        req *r = run[i];
+        sr_srv_unschedule_locked(r);
+        sr_srv_running_dec_locked(s);
+        r->k_done = sr_srv_tokens_at(r, now);
+        if (keep) {
+            r->t_frozen_ns = now;
+            r->state = RS_FROZEN;
+            sr_srv_list_add_locked(&s->held, r, RL_HELD);
+        } else {
+            r->state = RS_ABORTING;
+            sr_srv_resume_locked(r);
+        }
+    }
+    free(run);
+    if (keep)
+        return;
+    for (req *r = s->held.head, *next; r; r = next) {
+        next = r->lnext;
+        if (r->state != RS_FROZEN)
+            continue;
+        sr_srv_list_remove_locked(r);
+        r->state = RS_ABORTING;
+        sr_srv_resume_locked(r);
+    }
+}
+
+static enum MHD_Result do_pause(req *r)
+{
+    sr_server *s = r->srv;
+    const char *m = arg(r, "mode");
+    const char *mode = !m || strcmp(m, "abort") == 0 ? "abort"
+                       : strcmp(m, "keep") == 0      ? "keep"
+                       : strcmp(m, "wait") == 0      ? "wait"
+                                                     : NULL;
+    if (!mode)
+        return bad(r, "mode must be keep, abort or wait");
+    const char *cc = arg(r, "clear_cache");
+    if (cc && strcmp(cc, "true") == 0)
+        sr_engine_prefix_reset(s->e);
+    pthread_mutex_lock(&s->mu);
+    s->paused = 1;
+    s->pmode = mode;
+    if (strcmp(mode, "wait") != 0)
+        freeze_or_abort_running_locked(s, strcmp(mode, "keep") == 0);
+    else if (s->running > 0) {
+        r->state = RS_WAITING;
+        if (sr_srv_suspend_locked(r))
+            sr_srv_list_add_locked(&s->waiters, r, RL_WAITERS);
+        pthread_mutex_unlock(&s->mu);
+        return MHD_YES;
+    }
+    pthread_mutex_unlock(&s->mu);
+    return ok_empty(r);
+}
+
+static enum MHD_Result do_resume(req *r)
+{
+    sr_server *s = r->srv;
+    pthread_mutex_lock(&s->mu);
+    s->paused = 0;
+    s->pmode = NULL;
+    int64_t now = sr_srv_now_ns();
+    while (s->held.head) {
+        req *h = s->held.head;
+        sr_srv_list_remove_locked(h);
+        if (h->state == RS_FROZEN)
+            h->t_start_ns += now - h->t_frozen_ns;
+        h->state = RS_RESUMING;
+        sr_srv_resume_locked(h);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return ok_empty(r);
+}
+
+/* ---- weight sync ---- */
+
+static enum MHD_Result sync_error(req *r, int rc, const sr_err *err)
+{
+    unsigned status = rc == SR_E_ENGINE_REQUEST ? 400 : 500;
+    return sr_srv_error(r, status, status == 400 ? "BadRequestError" : "RuntimeError", rc,
+                        err->msg);
+}
+
+static int get_version(const cJSON *o, const char *a, const char *b, int64_t *v)
+{
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, a);
+    if (!x && b)
+        x = cJSON_GetObjectItemCaseSensitive(o, b);
+    if (!x)
+        return 0;
+    if (!cJSON_IsNumber(x) || x->valuedouble != floor(x->valuedouble) || x->valuedouble < 0 ||
+        x->valuedouble > 1e9)
+        return -1;
+    *v = (int64_t)x->valuedouble;
+    return 1;
+}
+
+static enum MHD_Result apply(req *r, int64_t target)
+{
+    sr_err err = SR_ERR_INIT;
+    int64_t v;
+    int rc = sr_engine_apply_version(r->srv->e, target, r->pick.f[SR_FL_WEIGHTS], &v, &err);
+    if (rc)
+        return sync_error(r, rc, &err);
+    char out[64];
+    snprintf(out, sizeof(out), "{\"version\":%lld}", (long long)v);
+    return ok_json(r, out);
+}
+
+static enum MHD_Result do_collective(req *r, const cJSON *b)
+{
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(b, "method");
+    const cJSON *kw = cJSON_GetObjectItemCaseSensitive(b, "kwargs");
+    if (!cJSON_IsString(m))
+        return bad(r, "collective_rpc needs a string \"method\"");
+    if (kw && !cJSON_IsObject(kw) && !cJSON_IsNull(kw))
+        return bad(r, "collective_rpc \"kwargs\" must be an object");
+    const char *name = m->valuestring;
+    sr_err err = SR_ERR_INIT;
+    int rc = 0;
+    if (strcmp(name, "skyrl_start_weight_update") == 0) {
+        rc = sr_engine_sync_start(r->srv->e, &err);
+    } else if (strcmp(name, "update_weights_nccl") == 0 ||
+               strcmp(name, "update_weights_ipc") == 0) {
+        const cJSON *ui = kw ? cJSON_GetObjectItemCaseSensitive(kw, "update_info") : NULL;
+        if (!cJSON_IsObject(ui))
+            return bad(r, "update_weights needs kwargs.update_info (an object)");
+        rc = sr_engine_sync_phase(r->srv->e, 0, name, &err);
+        int64_t v;
+        int has = rc ? 0 : get_version(ui, "syncroll_version", NULL, &v);
+        if (has < 0)
+            return bad(r, "update_info.syncroll_version must be a non-negative integer");
+        if (has)
+            return apply(r, v);
+    } else if (strcmp(name, "skyrl_finish_weight_update") == 0) {
+        rc = sr_engine_sync_phase(r->srv->e, 1, name, &err);
+    } else if (strcmp(name, "skyrl_sleep_for_weight_sync") == 0) {
+        sr_engine_set_sleeping(r->srv->e, 1, 1);
+    } else if (strcmp(name, "skyrl_wake_for_weight_sync") == 0) {
+        sr_engine_set_sleeping(r->srv->e, 0, 0);
+    } else {
+        return bad(r, "unknown collective_rpc method");
+    }
+    return rc ? sync_error(r, rc, &err) : ok_json(r, "{\"results\":[null]}");
+}
+
+static enum MHD_Result do_weights(req *r, const cJSON *b)
+{
+    int64_t v = -1;
+    if (r->ep == SR_EP_INIT_TRANSFER) {
+        const cJSON *ii = cJSON_GetObjectItemCaseSensitive(b, "init_info");
+        if (!cJSON_IsObject(ii))
+            return bad(r, "init_weight_transfer_engine needs \"init_info\" (an object)");
+        char *txt = cJSON_PrintUnformatted(ii);
+        sr_engine_set_init_info(r->srv->e, txt);
+        free(txt);
+        return ok_empty(r);
+    }
+    if (r->ep == SR_EP_FETCH_WEIGHTS) {
+        /* Until delta transport lands (weight-sync issue), fetching is a validated no-op. */
+        if (get_version(b, "target_version", NULL, &v) <= 0)
+            return bad(r, "fetch_weights needs a non-negative integer \"target_version\"");
+        char out[64];
+        snprintf(out, sizeof(out), "{\"version\":%lld}", (long long)sr_engine_version(r->srv->e));
+        return ok_json(r, out);
+    }
+    const cJSON *ui = cJSON_GetObjectItemCaseSensitive(b, "update_info");
+    if (!cJSON_IsObject(ui) || get_version(ui, "target_version", "version", &v) <= 0)
+        return bad(r, "update_weights needs update_info.target_version (a non-negative integer)");
+    return apply(r, v);
+}
+
+/* ---- dispatch ---- */
+
+static enum MHD_Result with_body(req *r)
+{
+    enum MHD_Result ret = MHD_NO;
+    cJSON *b = body_object(r, &ret);
+    if (!b)
+        return ret;
+    switch (r->ep) {
+    case SR_EP_RESET_PREFIX: {
+        const cJSON *x = cJSON_GetObjectItemCaseSensitive(b, "reset_running_requests");
+        if (x && !cJSON_IsBool(x))
+            ret = bad(r, "reset_running_requests must be a boolean");
+        else {
+            sr_engine_prefix_reset(r->srv->e);
+            ret = ok_empty(r);
+        }
+        break;
+    }
+    case SR_EP_FINISH_SESSION: {
+        const char *sid = arg(r, "session_id");
+        const cJSON *x = cJSON_GetObjectItemCaseSensitive(b, "session_id");
+        if (!sid && cJSON_IsString(x))
+            sid = x->valuestring;
+        sr_engine_session_finish(r->srv->e, sid);
+        ret = ok_empty(r);
+        break;
+    }
+    case SR_EP_COLLECTIVE_RPC:
+        ret = do_collective(r, b);
+        break;
+    default:
+        ret = do_weights(r, b);
+        break;
+    }
+    cJSON_Delete(b);
+    return ret;
+}
+
+static enum MHD_Result do_state(req *r)
+{
+    sr_server *s = r->srv;
+    sr_engine_live live;
+    pthread_mutex_lock(&s->mu);
+    live.paused = s->paused;
+    live.pause_mode = s->pmode;
+    live.inflight = s->running;
+    live.held = s->held.n;
+    live.stalled = s->stalled.n;
+    pthread_mutex_unlock(&s->mu);
+    sr_buf b = SR_BUF_INIT;
+    sr_err err = SR_ERR_INIT;
+    if (sr_engine_state_json(&b, s->e, &live, &err)) {
+        sr_buf_release(&b);
+        return sr_srv_error(r, 500, "InternalServerError", err.code, err.msg);
+    }
+    return sr_srv_respond(r, 200, "application/json", &b, 1);
+}
+
+enum MHD_Result sr_srv_control(req *r)
+{
+    char tmp[64];
+    switch (r->ep) {
+    case SR_EP_HEALTH:
+        return ok_empty(r);
+    case SR_EP_WORLD_SIZE:
+        snprintf(tmp, sizeof(tmp), "{\"world_size\":%d}", r->srv->cfg->world_size);
+        return ok_json(r, tmp);
+    case SR_EP_STATE:
+        return do_state(r);
+    case SR_EP_PAUSE:
+        return do_pause(r);
+    case SR_EP_RESUME:
+        return do_resume(r);
+    case SR_EP_SLEEP: {
+        const char *lv = arg(r, "level");
+        sr_engine_set_sleeping(r->srv->e, 1, lv ? atoll(lv) : 1);
+        return ok_empty(r);
+    }
+    case SR_EP_WAKE_UP:
+        sr_engine_set_sleeping(r->srv->e, 0, 0);
+        return ok_empty(r);
+    default:
+        return with_body(r);
+    }
+}

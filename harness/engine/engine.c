@@ -1,0 +1,476 @@
+#include "engine.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "jsonw.h"
+#include "sr_weights.h"
+
+#define SESSION_SLOTS 8192 /* a power of two above SR_ENGINE_MAX_SESSIONS */
+#define TOMBSTONE     ((char *)1)
+
+typedef struct session_slot {
+    char *key; /* NULL: empty; TOMBSTONE: deleted */
+    int64_t turns;
+} session_slot;
+
+struct sr_engine {
+    sr_engine_config cfg;
+    sr_oracle *oracle;
+    sr_weights *weights;
+    sr_faults *faults;
+    pthread_mutex_t mu;    /* everything below */
+    pthread_mutex_t apply; /* serialises weight applies (sr_weights needs exclusive writers) */
+    int64_t version;       /* reported */
+    uint64_t global_fp, prev_global_fp;
+    uint64_t *layer_fps, *prev_layer_fps;
+    int64_t prev_version;
+    int has_prev;
+    int sync_active;
+    int64_t sync_starts, sync_finishes, sync_applies, sync_order_errors;
+    int sleeping;
+    int64_t sleep_level;
+    int64_t prefix_resets;
+    char *init_info;
+    session_slot *sessions;
+    size_t n_sessions, n_used; /* live, and live + tombstones */
+    int64_t session_resets;
+    _Atomic int64_t requests[SR_EP_COUNT];
+    _Atomic int64_t clamped;
+};
+
+int sr_engine_new(sr_engine **out, const sr_engine_config *cfg, sr_err *err)
+{
+    *out = NULL;
+    sr_engine *e = calloc(1, sizeof(*e));
+    if (!e)
+        return sr_err_set(err, SR_E_NOMEM, "cannot allocate an engine");
+    e->cfg = *cfg;
+    e->cfg.faults = NULL;
+    pthread_mutex_init(&e->mu, NULL);
+    pthread_mutex_init(&e->apply, NULL);
+    int L = cfg->num_layers;
+    sr_oracle_model m = sr_engine_config_model(&e->cfg);
+    int rc = sr_oracle_new(&e->oracle, &m, err);
+    sr_weights_spec ws = SR_WEIGHTS_SPEC_INIT;
+    ws.seed = cfg->seed;
+    ws.num_layers = L;
+    ws.layer_indices = e->cfg.layer_indices;
+    ws.experts = cfg->experts;
+    ws.expert_tensors = cfg->expert_tensors;
+    ws.total_bytes = cfg->weight_bytes;
+    ws.tensor_change_rate = cfg->tensor_change_rate;
+    ws.block_change_rate = cfg->block_change_rate;
+    if (!rc)
+        rc = sr_weights_new(&e->weights, &ws, cfg->weight_version, err);
+    if (!rc)
+        rc = sr_faults_parse(&e->faults, cfg->faults, cfg->seed, err);
+    e->layer_fps = calloc((size_t)L, sizeof(uint64_t));
+    e->prev_layer_fps = calloc((size_t)L, sizeof(uint64_t));
+    e->sessions = calloc(SESSION_SLOTS, sizeof(session_slot));
+    if (!rc && (!e->layer_fps || !e->prev_layer_fps || !e->sessions))
+        rc = sr_err_set(err, SR_E_NOMEM, "cannot allocate engine state");
+    if (rc) {
+        sr_engine_free(e);
+        return rc;
+    }
+    sr_weights_fingerprints(&e->global_fp, e->layer_fps, e->weights);
+    e->version = cfg->weight_version;
+    *out = e;
+    return 0;
+}
+
+static void sessions_clear(sr_engine *e)
+{
+    for (size_t i = 0; i < SESSION_SLOTS; i++) {
+        if (e->sessions[i].key && e->sessions[i].key != TOMBSTONE)
+            free(e->sessions[i].key);
+        e->sessions[i].key = NULL;
+    }
+    e->n_sessions = e->n_used = 0;
+}
+
+void sr_engine_free(sr_engine *e)
+{
+    if (!e)
+        return;
+    if (e->sessions)
+        sessions_clear(e);
+    free(e->sessions);
+    free(e->layer_fps);
+    free(e->prev_layer_fps);
+    free(e->init_info);
+    sr_oracle_free(e->oracle);
+    sr_weights_free(e->weights);
+    sr_faults_free(e->faults);
+    pthread_mutex_destroy(&e->mu);
+    pthread_mutex_destroy(&e->apply);
+    free(e);
+}
+
+const sr_engine_config *sr_engine_cfg(const sr_engine *e)
+{
+    return &e->cfg;
+}
+
+const sr_oracle *sr_engine_oracle(const sr_engine *e)
+{
+    return e->oracle;
+}
+
+sr_faults *sr_engine_faults(sr_engine *e)
+{
+    return e->faults;
+}
+
+int sr_engine_weights_now(sr_engine *e, sr_gen_weights *cur, sr_gen_weights *prev, int *has_prev,
+                          sr_err *err)
+{
+    size_t L = (size_t)e->cfg.num_layers;
+    cur->layer_fps = malloc(L * sizeof(uint64_t));
+    prev->layer_fps = malloc(L * sizeof(uint64_t));
+    if (!cur->layer_fps || !prev->layer_fps) {
+        sr_gen_weights_release(cur);
+        sr_gen_weights_release(prev);
+        return sr_err_set(err, SR_E_NOMEM, "cannot copy fingerprints");
+    }
+    pthread_mutex_lock(&e->mu);
+    cur->version = e->version;
+    cur->global_fp = e->global_fp;
+    memcpy(cur->layer_fps, e->layer_fps, L * sizeof(uint64_t));
+    prev->version = e->prev_version;
+    prev->global_fp = e->prev_global_fp;
+    memcpy(prev->layer_fps, e->prev_layer_fps, L * sizeof(uint64_t));
+    *has_prev = e->has_prev;
+    pthread_mutex_unlock(&e->mu);
+    return 0;
+}
+
+/* FNV-1a: session ids are short strings chosen by the client. */
+static size_t session_hash(const char *s)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
+    return (size_t)(h ^ (h >> 29));
+}
+
+/* The slot holding `key`, or the insertion slot (first tombstone or empty) when absent. */
+static session_slot *session_find(sr_engine *e, const char *key, int *found)
+{
+    size_t mask = SESSION_SLOTS - 1, i = session_hash(key) & mask;
+    session_slot *ins = NULL;
+    for (size_t probe = 0; probe < SESSION_SLOTS; probe++, i = (i + 1) & mask) {
+        session_slot *s = &e->sessions[i];
+        if (!s->key) {
+            *found = 0;
+            return ins ? ins : s;
+        }
+        if (s->key == TOMBSTONE) {
+            if (!ins)
+                ins = s;
+        } else if (strcmp(s->key, key) == 0) {
+            *found = 1;
+            return s;
+        }
+    }
+    *found = 0;
+    return ins;
+}
+
+int64_t sr_engine_session_turn(sr_engine *e, const char *session)
+{
+    if (!session || !*session)
+        return 0;
+    pthread_mutex_lock(&e->mu);
+    int found;
+    session_slot *s = session_find(e, session, &found);
+    if (!found &&
+        (e->n_sessions >= SR_ENGINE_MAX_SESSIONS || e->n_used >= SESSION_SLOTS * 7 / 8 || !s)) {
+        sessions_clear(e);
+        e->session_resets++;
+        s = session_find(e, session, &found);
+    }
+    int64_t turn = 0;
+    if (found) {
+        turn = ++s->turns;
+    } else {
+        char *k = strndup(session, SR_ENGINE_SESSION_MAX);
+        if (k) {
+            if (!s->key)
+                e->n_used++;
+            s->key = k;
+            s->turns = 1;
+            e->n_sessions++;
+            turn = 1;
+        }
+    }
+    pthread_mutex_unlock(&e->mu);
+    return turn;
+}
+
+int sr_engine_session_finish(sr_engine *e, const char *session)
+{
+    if (!session || !*session)
+        return 0;
+    pthread_mutex_lock(&e->mu);
+    int found;
+    session_slot *s = session_find(e, session, &found);
+    if (found) {
+        free(s->key);
+        s->key = TOMBSTONE;
+        e->n_sessions--;
+    }
+    pthread_mutex_unlock(&e->mu);
+    return found;
+}
+
+int64_t sr_engine_count(sr_engine *e, sr_endpoint ep)
+{
+    return atomic_fetch_add(&e->requests[ep], 1) + 1;
+}
+
+void sr_engine_add_clamped(sr_engine *e, int64_t n)
+{
+    atomic_fetch_add(&e->clamped, n);
+}
+
+void sr_engine_set_sleeping(sr_engine *e, int sleeping, int64_t level)
+{
+    pthread_mutex_lock(&e->mu);
+    e->sleeping = sleeping;
+    if (sleeping)
+        e->sleep_level = level;
+    pthread_mutex_unlock(&e->mu);
+}
+
+int sr_engine_sleeping(sr_engine *e)
+{
+    pthread_mutex_lock(&e->mu);
+    int s = e->sleeping;
+    pthread_mutex_unlock(&e->mu);
+    return s;
+}
+
+void sr_engine_prefix_reset(sr_engine *e)
+{
+    pthread_mutex_lock(&e->mu);
+    e->prefix_resets++;
+    pthread_mutex_unlock(&e->mu);
+}
+
+void sr_engine_set_init_info(sr_engine *e, const char *json)
+{
+    char *copy = json ? strdup(json) : NULL;
+    pthread_mutex_lock(&e->mu);
+    free(e->init_info);
+    e->init_info = copy;
+    pthread_mutex_unlock(&e->mu);
+}
+
+int sr_engine_sync_start(sr_engine *e, sr_err *err)
+{
+    pthread_mutex_lock(&e->mu);
+    int active = e->sync_active;
+    if (active)
+        e->sync_order_errors++;
+    else
+        e->sync_active = 1, e->sync_starts++;
+    pthread_mutex_unlock(&e->mu);
+    if (active)
+        return sr_err_set(err, SR_E_SYNC_ORDER,
+                          "skyrl_start_weight_update called while a weight update is already "
+                          "active");
+    return 0;
+}
+
+int sr_engine_sync_phase(sr_engine *e, int finish, const char *method, sr_err *err)
+{
+    pthread_mutex_lock(&e->mu);
+    int active = e->sync_active;
+    if (!active)
+        e->sync_order_errors++;
+    else if (finish)
+        e->sync_active = 0, e->sync_finishes++;
+    pthread_mutex_unlock(&e->mu);
+    if (!active)
+        return sr_err_set(err, SR_E_SYNC_ORDER,
+                          "%s called without skyrl_start_weight_update (no weight update is "
+                          "active)",
+                          method);
+    return 0;
+}
+
+int64_t sr_engine_version(sr_engine *e)
+{
+    pthread_mutex_lock(&e->mu);
+    int64_t v = e->version;
+    pthread_mutex_unlock(&e->mu);
+    return v;
+}
+
+/* Tensors of the layer slots a partial_weight_apply fault leaves stale, saved across a reset. */
+typedef struct saved_tensor {
+    size_t index;
+    void *bytes;
+    size_t n;
+} saved_tensor;
+
+static int layer_skipped(const sr_fault *f, int layer, int num_layers)
+{
+    if (!f || f->kind != SR_FK_PARTIAL_WEIGHT_APPLY || layer < 0)
+        return 0;
+    if (f->n_layers == 0)
+        return layer == num_layers - 1;
+    for (int i = 0; i < f->n_layers; i++)
+        if (f->layers[i] == layer)
+            return 1;
+    return 0;
+}
+
+static int reset_keeping(sr_engine *e, int64_t target, const sr_fault *f, sr_err *err)
+{
+    size_t count = sr_weights_count(e->weights), nsaved = 0;
+    saved_tensor *saved = calloc(count ? count : 1, sizeof(*saved));
+    if (!saved)
+        return sr_err_set(err, SR_E_NOMEM, "cannot allocate the apply plan");
+    int rc = 0;
+    for (size_t i = 0; !rc && i < count; i++) {
+        sr_weights_info info;
+        rc = sr_weights_tensor(&info, e->weights, i, err);
+        if (rc || !layer_skipped(f, info.layer, e->cfg.num_layers))
+            continue;
+        saved[nsaved].bytes = malloc(info.nbytes);
+        if (!saved[nsaved].bytes) {
+            rc = sr_err_set(err, SR_E_NOMEM, "cannot save %zu bytes", info.nbytes);
+            break;
+        }
+        memcpy(saved[nsaved].bytes, info.data, info.nbytes);
+        saved[nsaved].index = i;
+        saved[nsaved++].n = info.nbytes;
+    }
+    if (!rc)
+        rc = sr_weights_reset(e->weights, target, err);
+    for (size_t i = 0; i < nsaved; i++) {
+        if (!rc)
+            rc = sr_weights_write(e->weights, saved[i].index, saved[i].bytes, saved[i].n, err);
+        free(saved[i].bytes);
+    }
+    free(saved);
+    return rc;
+}
+
+int sr_engine_apply_version(sr_engine *e, int64_t target, const sr_fault *f, int64_t *version,
+                            sr_err *err)
+{
+    if (target < 0 || target > SR_WEIGHTS_MAX_VERSION)
+        return sr_err_set(err, SR_E_ENGINE_REQUEST, "target version %lld is outside 0..%d",
+                          (long long)target, SR_WEIGHTS_MAX_VERSION);
+    if (f && f->kind == SR_FK_CHECKSUM_MISMATCH) {
+        *version = sr_engine_version(e);
+        return sr_err_set(err, SR_E_DELTA_CHECKSUM,
+                          "Checksum mismatch while applying version %lld; the engine stays on "
+                          "version %lld",
+                          (long long)target, (long long)*version);
+    }
+    size_t L = (size_t)e->cfg.num_layers;
+    uint64_t *fps = malloc(L * sizeof(uint64_t));
+    if (!fps)
+        return sr_err_set(err, SR_E_NOMEM, "cannot allocate fingerprints");
+    uint64_t global;
+    pthread_mutex_lock(&e->apply);
+    int rc = reset_keeping(e, target, f, err);
+    sr_weights_fingerprints(&global, fps, e->weights);
+    pthread_mutex_unlock(&e->apply);
+    if (rc) {
+        free(fps);
+        return rc;
+    }
+    pthread_mutex_lock(&e->mu);
+    e->prev_version = e->version;
+    e->prev_global_fp = e->global_fp;
+    memcpy(e->prev_layer_fps, e->layer_fps, L * sizeof(uint64_t));
+    e->has_prev = 1;
+    e->global_fp = global;
+    memcpy(e->layer_fps, fps, L * sizeof(uint64_t));
+    if (!f || f->kind != SR_FK_VERSION_NOT_BUMPED)
+        e->version = target;
+    e->sync_applies++;
+    *version = e->version;
+    pthread_mutex_unlock(&e->mu);
+    free(fps);
+    return 0;
+}
+
+static int state_sync(sr_buf *b, sr_engine *e, sr_err *err)
+{
+    return sr_buf_printf(b, err,
+                         ",\"sync\":{\"active\":%s,\"starts\":%lld,\"finishes\":%lld,"
+                         "\"applies\":%lld,\"protocol_errors\":%lld}",
+                         e->sync_active ? "true" : "false", (long long)e->sync_starts,
+                         (long long)e->sync_finishes, (long long)e->sync_applies,
+                         (long long)e->sync_order_errors);
+}
+
+static int state_locked(sr_buf *b, sr_engine *e, sr_err *err)
+{
+    int rc = sr_buf_printf(b, err,
+                           ",\"weight_version\":%lld,\"weights_content_version\":%lld,"
+                           "\"fingerprints\":{\"global\":",
+                           (long long)e->version, (long long)sr_weights_version(e->weights));
+    if (!rc)
+        rc = sr_jw_hex64(b, e->global_fp, err);
+    if (!rc)
+        rc = sr_buf_puts(b, ",\"layers\":[", err);
+    for (int i = 0; !rc && i < e->cfg.num_layers; i++) {
+        if (i)
+            rc = sr_buf_puts(b, ",", err);
+        if (!rc)
+            rc = sr_jw_hex64(b, e->layer_fps[i], err);
+    }
+    if (!rc)
+        rc =
+            sr_buf_printf(b, err,
+                          "]},\"sleeping\":%s,\"sleep_level\":%lld,\"prefix_cache_resets\":%lld,"
+                          "\"sessions\":%zu,\"session_resets\":%lld",
+                          e->sleeping ? "true" : "false", (long long)e->sleep_level,
+                          (long long)e->prefix_resets, e->n_sessions, (long long)e->session_resets);
+    if (!rc)
+        rc = state_sync(b, e, err);
+    if (!rc && e->init_info)
+        rc = sr_buf_printf(b, err, ",\"init_info\":%s", e->init_info);
+    return rc;
+}
+
+int sr_engine_state_json(sr_buf *b, sr_engine *e, const sr_engine_live *live, sr_err *err)
+{
+    int rc = sr_buf_puts(b, "{\"engine\":", err);
+    if (!rc)
+        rc = sr_jw_str(b, e->cfg.id, err);
+    if (!rc)
+        rc = sr_buf_printf(b, err, ",\"index\":%d,\"pid\":%ld", e->cfg.index, (long)getpid());
+    pthread_mutex_lock(&e->mu);
+    if (!rc)
+        rc = state_locked(b, e, err);
+    pthread_mutex_unlock(&e->mu);
+    if (!rc)
+        rc = sr_buf_printf(b, err,
+                           ",\"paused\":%s,\"pause_mode\":%s%s%s,\"inflight\":%lld,\"held\":%lld,"
+                           "\"stalled\":%lld,\"clamped_logprobs\":%lld,\"requests\":{",
+                           live->paused ? "true" : "false", live->pause_mode ? "\"" : "",
+                           live->pause_mode ? live->pause_mode : "null",
+                           live->pause_mode ? "\"" : "", (long long)live->inflight,
+                           (long long)live->held, (long long)live->stalled,
+                           (long long)atomic_load(&e->clamped));
+    for (int i = 0; !rc && i < SR_EP_COUNT; i++)
+        rc = sr_buf_printf(b, err, "%s\"%s\":%lld", i ? "," : "", sr_endpoint_name(i),
+                           (long long)atomic_load(&e->requests[i]));
+    if (!rc)
+        rc = sr_buf_puts(b, "},\"faults\":", err);
+    if (!rc)
+        rc = sr_faults_state_json(b, e->faults, err);
+    return rc ? rc : sr_buf_puts(b, "}", err);
+}

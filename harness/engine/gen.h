@@ -1,0 +1,149 @@
+/*
+ * gen: one generate request of the mock engine, from the oracle to the response body.
+ *
+ * A job runs the routing oracle (sr_oracle) for a parsed request with the weight fingerprints
+ * the engine holds, can be cut short (pause mode "abort") or continued after a weight update
+ * (pause mode "keep": tokens already sampled stay, the rest is generated with the new weights,
+ * so a request may straddle two versions), applies the engine-side model faults, and serialises
+ * the reply exactly as the reference server does (skyrl-contract §1.3, §1.4): compact JSON,
+ * keys in reference order, logprobs clamped to -9999.0, routes rows [start, P+G-1) as a
+ * canonical-dtype envelope, then the extra key "syncroll".
+ *
+ * /skyrl/v1/generate body:
+ *   {"choices":[{"token_ids":[..],"finish_reason":"stop"|"length"|"abort",
+ *                "logprobs":{"content":[{"logprob":-0.1},..]}|null,
+ *                "routed_experts":{"data":..,"shape":[rows,L,K],"dtype":..}|null,
+ *                "rollout_sample_support":{..,"shape":[G,S],"dtype":"int32"}|null  (if enabled)
+ *                "syncroll":{"engine":"engine-0","weight_version":v,
+ *                            "rows":[[lo,hi,version],..],"faults":["kind",..]}}]}
+ * "rows" lists the weight version of every forward pass the reply depends on, as half-open
+ * spans of token positions: position i covers route row i and the token sampled from it
+ * (token i+1). The spans cover [min(start, P-1), P+G-1). "faults" is present only when a model
+ * or body fault fired.
+ * /inference/v1/generate body (vLLM-like; clients read token_ids, finish_reason, logprobs):
+ *   {"request_id":"<engine>-<n>","choices":[{"index":0,"token_ids":[..],"finish_reason":..,
+ *    "logprobs":..,"syncroll":{..}}]}
+ *
+ * Sample support (rollout_sample_support), row j for generated token j, S = support_k: with
+ * h = the oracle's prefix hash of tokens 0..P+j-1 and mix/draw/below as in sr_oracle.h,
+ *   s = mix(h ^ 0x737570706F727431); entry 0 = token j;
+ *   entry m (1..S-1) = below(draw(s, m - 1), vocab), or -1 (padding) if it equals an earlier entry.
+ *
+ * Model faults (faults.h), applied to the rows before packing:
+ *   routes_all_zero        every expert id 0 (valid shape)
+ *   rows_p_plus_g          one extra row P+G-1 (the forward pass on the last sampled token)
+ *   prompt_start_ignored   rows [0, P+G-1) whatever the request's start
+ *   duplicated_output_rows each output-token row at position p >= P+1 with (p-P) odd repeats
+ *                          row p-1 (needs G >= 3)
+ *   expert_out_of_range    row `row` (of those returned, clamped), layer `layer`: slot 0 = E
+ *   expert_duplicate       same place: slot 1 = slot 0 (needs K >= 2)
+ *   routes_dropped         "routed_experts":null
+ *   stale_prefix_cache     prompt rows [start, P) computed with the fingerprints the engine held
+ *                          before its last weight update (while "rows" claims the new version)
+ *
+ * Ownership: a job owns its request (moved in), buffers and weight copies; sr_gen_job_release.
+ * Thread-safety: a job belongs to one thread at a time; the oracle may be shared.
+ */
+#ifndef SR_ENGINE_GEN_H
+#define SR_ENGINE_GEN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "faults.h"
+#include "request.h"
+#include "sr_buf.h"
+#include "sr_dtype.h"
+#include "sr_err.h"
+#include "sr_oracle.h"
+
+/* A weight state as the oracle sees it: reported version and fingerprints. */
+typedef struct sr_gen_weights {
+    int64_t version;
+    uint64_t global_fp;
+    uint64_t *layer_fps; /* num_layers entries; owned by whoever filled the struct */
+} sr_gen_weights;
+
+typedef enum sr_gen_finish { SR_GEN_STOP = 0, SR_GEN_LENGTH, SR_GEN_ABORT } sr_gen_finish;
+
+#define SR_GEN_MAX_SPANS 16
+
+typedef struct sr_gen_span {
+    int64_t lo, hi, version;
+} sr_gen_span;
+
+/* What the body builder needs besides the job. */
+typedef struct sr_gen_ctx {
+    const sr_oracle *oracle;
+    const char *engine_id;
+    int routes;    /* emit routed_experts */
+    int support;   /* emit rollout_sample_support */
+    int support_k; /* S */
+    int64_t request_ordinal;
+    size_t max_body; /* bound of the body buffer */
+} sr_gen_ctx;
+
+typedef struct sr_gen_job {
+    sr_gen_request req; /* owned */
+    int native;         /* /inference/v1/generate */
+    int want_routes;
+    int64_t row_lo; /* first computed row */
+    int32_t *tokens;
+    double *logprobs;
+    int64_t G;
+    sr_gen_finish finish;
+    unsigned char *routes; /* rows [row_lo, row_hi) of gen_dtype, [rows, L, K] */
+    size_t routes_cap;
+    int64_t row_hi;
+    sr_dtype gen_dtype;
+    sr_gen_span spans[SR_GEN_MAX_SPANS];
+    int nspans;
+    sr_gen_weights last; /* the weights of the latest forward pass (owned copy) */
+    sr_gen_weights prev; /* the engine's previous weights at start, for stale_prefix_cache */
+    int has_prev;
+    int64_t clamped; /* logprobs clamped when the body was built */
+    const sr_fault *model_fault;
+    const sr_fault *body_fault;
+} sr_gen_job;
+
+/*
+ * Prepares a job: takes ownership of *req (reset to SR_GEN_REQUEST_INIT), sizes the buffers.
+ * `model_fault` (may be NULL) is the model-layer fault picked for the request;
+ * `max_response` bounds the routes buffer (SR_E_ENGINE_REQUEST when the request could exceed it).
+ */
+int sr_gen_job_init(sr_gen_job *j, sr_gen_request *req, const sr_oracle *o, int native,
+                    int want_routes, const sr_fault *model_fault, const sr_fault *body_fault,
+                    size_t max_response, sr_err *err);
+
+void sr_gen_job_release(sr_gen_job *j);
+
+/*
+ * Generates from scratch with `w` (prev: the engine's previous weights or NULL). Replaces any
+ * earlier result.
+ */
+int sr_gen_run(sr_gen_job *j, const sr_oracle *o, const sr_gen_weights *w,
+               const sr_gen_weights *prev, sr_err *err);
+
+/*
+ * Keeps the first k tokens (1 <= k < G) and generates the rest with `w` (a weight update
+ * happened while the request was held). k outside that range: nothing to redo for k >= G; a
+ * fresh run for k <= 0.
+ */
+int sr_gen_continue(sr_gen_job *j, const sr_oracle *o, const sr_gen_weights *w, int64_t k,
+                    sr_err *err);
+
+/* Cuts the result to the first k tokens (0 <= k <= G) with finish_reason "abort". */
+void sr_gen_abort(sr_gen_job *j, int64_t k);
+
+/* Serialises the reply (model and body faults applied) into `out` (reset first). */
+int sr_gen_body(sr_buf *out, sr_gen_job *j, const sr_gen_ctx *ctx, sr_err *err);
+
+/* "stop", "length" or "abort". */
+const char *sr_gen_finish_name(sr_gen_finish f);
+
+/* Copies a weight state (allocating layer_fps); release with sr_gen_weights_release. */
+int sr_gen_weights_copy(sr_gen_weights *dst, const sr_gen_weights *src, int num_layers,
+                        sr_err *err);
+void sr_gen_weights_release(sr_gen_weights *w);
+
+#endif /* SR_ENGINE_GEN_H */

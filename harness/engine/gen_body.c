@@ -1,0 +1,483 @@
+/* The reply serialiser of gen.h: model faults, canonical packing, body faults, JSON. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gen_priv.h"
+#include "jsonw.h"
+#include "sr_base64.h"
+
+#define CLAMPED_LOGPROB -9999.0
+
+static int64_t get_el(const void *p, sr_dtype dt, size_t i)
+{
+    switch (dt) {
+    case SR_DTYPE_UINT8:
+        return ((const uint8_t *)p)[i];
+    case SR_DTYPE_INT16:
+        return ((const int16_t *)p)[i];
+    case SR_DTYPE_INT32:
+        return ((const int32_t *)p)[i];
+    case SR_DTYPE_INT64:
+        return ((const int64_t *)p)[i];
+    default:
+        return 0;
+    }
+}
+
+static void set_el(void *p, sr_dtype dt, size_t i, int64_t v)
+{
+    switch (dt) {
+    case SR_DTYPE_UINT8:
+        ((uint8_t *)p)[i] = (uint8_t)v;
+        break;
+    case SR_DTYPE_INT16:
+        ((int16_t *)p)[i] = (int16_t)v;
+        break;
+    case SR_DTYPE_INT32:
+        ((int32_t *)p)[i] = (int32_t)v;
+        break;
+    case SR_DTYPE_INT64:
+        ((int64_t *)p)[i] = v;
+        break;
+    default:
+        break;
+    }
+}
+
+static int64_t max_el(const void *p, sr_dtype dt, size_t n)
+{
+    int64_t m = 0;
+    if (dt == SR_DTYPE_UINT8) {
+        uint8_t x = 0;
+        for (size_t i = 0; i < n; i++)
+            x = ((const uint8_t *)p)[i] > x ? ((const uint8_t *)p)[i] : x;
+        return x;
+    }
+    for (size_t i = 0; i < n; i++) {
+        int64_t v = get_el(p, dt, i);
+        m = v > m ? v : m;
+    }
+    return m;
+}
+
+/* A packed array ready to serialise. */
+typedef struct payload {
+    const void *bytes;
+    size_t nbytes;
+    int64_t shape[3];
+    int ndim;
+    sr_dtype dt;
+    void *owned;
+} payload;
+
+/* Re-types n elements from (src, sdt) into the payload's canonical dtype (or one wider). */
+static int make_payload(payload *pl, const void *src, sr_dtype sdt, size_t n, int canonical,
+                        int widen, sr_err *err)
+{
+    sr_dtype dt = sdt;
+    /* uint8 is already the narrowest route dtype: no need to scan for the maximum. */
+    if (canonical && sdt != SR_DTYPE_UINT8)
+        dt = sr_gen_dtype_holding(max_el(src, sdt, n));
+    if (widen)
+        dt = dt == SR_DTYPE_UINT8   ? SR_DTYPE_INT16
+             : dt == SR_DTYPE_INT16 ? SR_DTYPE_INT32
+                                    : SR_DTYPE_INT64;
+    pl->dt = dt;
+    pl->nbytes = n * sr_dtype_size(dt);
+    pl->owned = NULL;
+    if (dt == sdt) {
+        pl->bytes = src;
+        return 0;
+    }
+    pl->owned = malloc(pl->nbytes ? pl->nbytes : 1);
+    if (!pl->owned)
+        return sr_err_set(err, SR_E_NOMEM, "cannot allocate %zu bytes", pl->nbytes);
+    for (size_t i = 0; i < n; i++)
+        set_el(pl->owned, dt, i, get_el(src, sdt, i));
+    pl->bytes = pl->owned;
+    return 0;
+}
+
+enum env_variant { ENV_NORMAL = 0, ENV_REORDERED, ENV_DATA_NULL, ENV_BAD_B64, ENV_BYTE_COUNT };
+
+static int emit_data(sr_buf *b, const payload *pl, int variant, int64_t bad_off, sr_err *err)
+{
+    if (variant == ENV_DATA_NULL)
+        return sr_buf_puts(b, "\"data\":null", err);
+    size_t enc = sr_base64_encoded_len(pl->nbytes);
+    int rc = sr_buf_reserve(b, enc + 16, err);
+    if (rc)
+        return rc;
+    sr_buf_puts(b, "\"data\":\"", NULL);
+    char *at = b->data + b->len;
+    sr_base64_encode(at, pl->bytes, pl->nbytes, SR_B64_AUTO);
+    b->len += enc;
+    if (variant == ENV_BAD_B64) {
+        if (enc == 0) {
+            sr_buf_puts(b, "!!!!", NULL);
+        } else {
+            size_t i = bad_off < 0 || (size_t)bad_off >= enc ? enc - 1 : (size_t)bad_off;
+            at[i] = '!';
+        }
+    }
+    return sr_buf_puts(b, "\"", err);
+}
+
+static int emit_env(sr_buf *b, const payload *pl, int variant, int64_t bad_off, sr_err *err)
+{
+    int rc = sr_buf_puts(b, "{", err);
+    if (!rc && variant != ENV_REORDERED)
+        rc = emit_data(b, pl, variant, bad_off, err);
+    if (!rc && variant == ENV_REORDERED)
+        rc = sr_buf_printf(b, err, "\"dtype\":\"%s\",", sr_dtype_name(pl->dt));
+    if (!rc)
+        rc = sr_buf_puts(b, variant == ENV_REORDERED ? "\"shape\":[" : ",\"shape\":[", err);
+    for (int i = 0; !rc && i < pl->ndim; i++) {
+        int64_t d = pl->shape[i] + (i == 0 && variant == ENV_BYTE_COUNT ? 1 : 0);
+        rc = sr_buf_printf(b, err, i ? ",%lld" : "%lld", (long long)d);
+    }
+    if (!rc)
+        rc = sr_buf_puts(b, "]", err);
+    if (!rc && variant == ENV_REORDERED) {
+        rc = sr_buf_puts(b, ",", err);
+        if (!rc)
+            rc = emit_data(b, pl, variant, bad_off, err);
+    } else if (!rc) {
+        rc = sr_buf_printf(b, err, ",\"dtype\":\"%s\"", sr_dtype_name(pl->dt));
+    }
+    return rc ? rc : sr_buf_puts(b, "}", err);
+}
+
+static int variant_of(const sr_fault *bf)
+{
+    switch (bf ? bf->kind : SR_FK_COUNT) {
+    case SR_FK_REORDERED_ENVELOPE:
+        return ENV_REORDERED;
+    case SR_FK_DATA_NULL:
+        return ENV_DATA_NULL;
+    case SR_FK_BAD_BASE64:
+        return ENV_BAD_B64;
+    case SR_FK_BYTE_COUNT_OFF:
+        return ENV_BYTE_COUNT;
+    default:
+        return ENV_NORMAL;
+    }
+}
+
+/*
+ * Emits `,"name":<envelope or null>` plus the extra keys a body fault aimed at this field adds:
+ * a look-alike key before it; an escaped-quote key, a duplicate or an unregistered key after.
+ * `alt` is the look-alike's differing payload.
+ */
+static int emit_field(sr_buf *b, const char *name, const payload *pl, const payload *alt,
+                      const sr_fault *bf, sr_err *err)
+{
+    int hit = bf && pl && strcmp(bf->field, name) == 0;
+    int rc = 0;
+    if (hit && bf->kind == SR_FK_LOOKALIKE_FIELD && alt) {
+        rc = sr_buf_printf(b, err, ",\"not_%s\":", name);
+        if (!rc)
+            rc = emit_env(b, alt, ENV_NORMAL, 0, err);
+    }
+    if (!rc)
+        rc = sr_buf_printf(b, err, ",\"%s\":", name);
+    if (!rc)
+        rc = pl ? emit_env(b, pl, hit ? variant_of(bf) : ENV_NORMAL, bf ? bf->bytes : 0, err)
+                : sr_buf_puts(b, "null", err);
+    if (rc || !hit)
+        return rc;
+    if (bf->kind == SR_FK_ESCAPED_QUOTE_KEY)
+        rc = sr_buf_printf(b, err, ",\"x\\\"%s\":", name);
+    else if (bf->kind == SR_FK_DUPLICATE_FIELD)
+        rc = sr_buf_printf(b, err, ",\"%s\":", name);
+    else if (bf->kind == SR_FK_EXTRA_ENVELOPE)
+        rc = sr_buf_printf(b, err, ",\"%s\":", bf->key);
+    else
+        return 0;
+    return rc ? rc : emit_env(b, pl, ENV_NORMAL, 0, err);
+}
+
+/* ---- model faults ---- */
+
+static int apply_model_fault(sr_gen_job *j, const sr_oracle *o, int *routes_null, sr_err *err)
+{
+    const sr_fault *f = j->model_fault;
+    if (!f || !j->want_routes)
+        return 0;
+    const sr_oracle_model *m = sr_oracle_model_of(o);
+    size_t L = (size_t)m->num_layers, K = (size_t)m->topk, rb = sr_gen_row_bytes(j, o);
+    int64_t rows = j->row_hi - j->row_lo;
+    int64_t P = (int64_t)j->req.P;
+    switch (f->kind) {
+    case SR_FK_ROUTES_ALL_ZERO:
+        memset(j->routes, 0, (size_t)rows * rb);
+        break;
+    case SR_FK_ROWS_P_PLUS_G: {
+        if (j->G < 1 || j->row_hi != P + j->G - 1)
+            break;
+        size_t n = (size_t)(P + j->G);
+        int32_t *all = malloc(n * sizeof(*all));
+        if (!all)
+            return sr_err_set(err, SR_E_NOMEM, "cannot allocate %zu tokens", n);
+        memcpy(all, j->req.tokens, (size_t)P * sizeof(*all));
+        memcpy(all + P, j->tokens, (size_t)j->G * sizeof(*all));
+        size_t off = (size_t)rows * rb;
+        int rc = sr_oracle_routes(j->routes + off, j->routes_cap - off, NULL, j->gen_dtype, o,
+                                  j->last.layer_fps, all, n, n - 1, n, err);
+        free(all);
+        if (rc)
+            return rc;
+        j->row_hi++;
+        if (j->nspans)
+            j->spans[j->nspans - 1].hi++;
+        break;
+    }
+    case SR_FK_DUPLICATED_OUTPUT_ROWS:
+        for (int64_t p = P + 1; p < j->row_hi; p += 2)
+            if (p - 1 >= j->row_lo)
+                memcpy(j->routes + (size_t)(p - j->row_lo) * rb,
+                       j->routes + (size_t)(p - 1 - j->row_lo) * rb, rb);
+        break;
+    case SR_FK_EXPERT_OUT_OF_RANGE:
+    case SR_FK_EXPERT_DUPLICATE: {
+        if (rows < 1 || (f->kind == SR_FK_EXPERT_DUPLICATE && K < 2))
+            break;
+        size_t r = (size_t)(f->row < rows ? f->row : rows - 1);
+        size_t l = (size_t)f->layer < L ? (size_t)f->layer : L - 1;
+        size_t at = (r * L + l) * K;
+        if (f->kind == SR_FK_EXPERT_OUT_OF_RANGE)
+            set_el(j->routes, j->gen_dtype, at, m->experts);
+        else
+            set_el(j->routes, j->gen_dtype, at + 1, get_el(j->routes, j->gen_dtype, at));
+        break;
+    }
+    case SR_FK_ROUTES_DROPPED:
+        *routes_null = 1;
+        break;
+    case SR_FK_STALE_PREFIX_CACHE: {
+        int64_t hi = j->row_hi < P ? j->row_hi : P;
+        if (!j->has_prev || hi <= j->row_lo)
+            break;
+        return sr_oracle_routes(j->routes, (size_t)(hi - j->row_lo) * rb, NULL, j->gen_dtype, o,
+                                j->prev.layer_fps, j->req.tokens, j->req.P, (size_t)j->row_lo,
+                                (size_t)hi, err);
+    }
+    default:
+        break;
+    }
+    return 0;
+}
+
+/* ---- payloads ---- */
+
+static int routes_payloads(payload *pl, payload *alt, const sr_gen_job *j, const sr_oracle *o,
+                           int want_alt, sr_err *err)
+{
+    const sr_oracle_model *m = sr_oracle_model_of(o);
+    size_t n = (size_t)(j->row_hi - j->row_lo) * (size_t)m->num_layers * (size_t)m->topk;
+    int widen = j->body_fault && j->body_fault->kind == SR_FK_NON_CANONICAL_DTYPE;
+    pl->ndim = alt->ndim = 3;
+    pl->shape[0] = alt->shape[0] = j->row_hi - j->row_lo;
+    pl->shape[1] = alt->shape[1] = m->num_layers;
+    pl->shape[2] = alt->shape[2] = m->topk;
+    int rc = make_payload(pl, j->routes, j->gen_dtype, n, 1, widen, err);
+    if (rc || !want_alt)
+        return rc;
+    size_t bytes = n * sr_dtype_size(j->gen_dtype);
+    void *shifted = malloc(bytes ? bytes : 1);
+    if (!shifted)
+        return sr_err_set(err, SR_E_NOMEM, "cannot allocate %zu bytes", bytes);
+    for (size_t i = 0; i < n; i++)
+        set_el(shifted, j->gen_dtype, i, (get_el(j->routes, j->gen_dtype, i) + 1) % m->experts);
+    rc = make_payload(alt, shifted, j->gen_dtype, n, 1, 0, err);
+    if (!rc && !alt->owned) {
+        alt->owned = shifted;
+        return 0;
+    }
+    free(shifted);
+    return rc;
+}
+
+static uint64_t support_mix(uint64_t z)
+{
+    z ^= z >> 30;
+    z *= 0xBF58476D1CE4E5B9ULL;
+    z ^= z >> 27;
+    z *= 0x94D049BB133111EBULL;
+    z ^= z >> 31;
+    return z;
+}
+
+static int support_payloads(payload *pl, payload *alt, const sr_gen_job *j, const sr_gen_ctx *c,
+                            int want_alt, sr_err *err)
+{
+    const sr_oracle_model *m = sr_oracle_model_of(c->oracle);
+    size_t S = (size_t)c->support_k, G = (size_t)j->G;
+    size_t cells = G * S > 0 ? G * S : 1;
+    int32_t *rows = malloc(cells * 2 * sizeof(*rows));
+    if (!rows)
+        return sr_err_set(err, SR_E_NOMEM, "cannot allocate sample support");
+    uint64_t h = sr_oracle_prefix_empty(c->oracle);
+    for (size_t i = 0; i < j->req.P; i++)
+        h = sr_oracle_prefix_push(h, j->req.tokens[i]);
+    for (size_t g = 0; g < G; g++) {
+        int32_t *row = rows + g * S;
+        uint64_t s = support_mix(h ^ 0x737570706F727431ULL);
+        row[0] = j->tokens[g];
+        for (size_t e = 1; e < S; e++) {
+            uint64_t x = support_mix(s + 0x9E3779B97F4A7C15ULL * e);
+            int32_t v = (int32_t)(((unsigned __int128)x * (uint64_t)m->vocab) >> 64);
+            for (size_t q = 0; q < e; q++)
+                if (row[q] == v)
+                    v = -1;
+            row[e] = v;
+        }
+        h = sr_oracle_prefix_push(h, j->tokens[g]);
+    }
+    int32_t *shift = rows + G * S;
+    for (size_t i = 0; i < G * S; i++)
+        shift[i] = rows[i] < 0 ? rows[i] : (int32_t)((rows[i] + 1) % m->vocab);
+    pl->ndim = alt->ndim = 2;
+    pl->shape[0] = alt->shape[0] = (int64_t)G;
+    pl->shape[1] = alt->shape[1] = (int64_t)S;
+    pl->dt = alt->dt = SR_DTYPE_INT32;
+    pl->nbytes = alt->nbytes = G * S * sizeof(int32_t);
+    pl->bytes = rows;
+    pl->owned = rows;
+    alt->bytes = want_alt ? shift : NULL;
+    alt->owned = NULL;
+    return 0;
+}
+
+/* ---- the body ---- */
+
+static int emit_logprobs(sr_buf *b, sr_gen_job *j, sr_err *err)
+{
+    if (j->req.logprobs < 0)
+        return sr_buf_puts(b, ",\"logprobs\":null", err);
+    int rc = sr_buf_reserve(b, (size_t)j->G * 40 + 32, err);
+    if (!rc)
+        rc = sr_buf_puts(b, ",\"logprobs\":{\"content\":[", err);
+    for (int64_t i = 0; !rc && i < j->G; i++) {
+        double v = j->logprobs[i];
+        if (!isfinite(v)) {
+            v = CLAMPED_LOGPROB;
+            j->clamped++;
+        }
+        rc = sr_buf_puts(b, i ? ",{\"logprob\":" : "{\"logprob\":", err);
+        if (!rc)
+            rc = sr_jw_double(b, v, err);
+        if (!rc)
+            rc = sr_buf_puts(b, "}", err);
+    }
+    return rc ? rc : sr_buf_puts(b, "]}", err);
+}
+
+static int emit_syncroll(sr_buf *b, const sr_gen_job *j, const sr_gen_ctx *c, sr_err *err)
+{
+    int rc = sr_buf_puts(b, ",\"syncroll\":{\"engine\":", err);
+    if (!rc)
+        rc = sr_jw_str(b, c->engine_id, err);
+    if (!rc)
+        rc = sr_buf_printf(b, err, ",\"weight_version\":%lld,\"rows\":[",
+                           (long long)j->last.version);
+    for (int i = 0; !rc && i < j->nspans; i++)
+        rc = sr_buf_printf(b, err, "%s[%lld,%lld,%lld]", i ? "," : "", (long long)j->spans[i].lo,
+                           (long long)j->spans[i].hi, (long long)j->spans[i].version);
+    if (!rc)
+        rc = sr_buf_puts(b, "]", err);
+    int nf = 0;
+    const sr_fault *fs[2] = {j->model_fault, j->body_fault};
+    for (int i = 0; !rc && i < 2; i++)
+        if (fs[i])
+            rc = sr_buf_printf(b, err, "%s\"%s\"", nf++ ? "," : ",\"faults\":[",
+                               sr_fault_kind_name(fs[i]->kind));
+    if (!rc && nf)
+        rc = sr_buf_puts(b, "]", err);
+    return rc ? rc : sr_buf_puts(b, "}", err);
+}
+
+/* Python's json.dumps separators: ", " and ": " outside strings. */
+static int respace(sr_buf *b, sr_err *err)
+{
+    sr_buf o = SR_BUF_INIT;
+    o.max = b->max;
+    int rc = sr_buf_reserve(&o, b->len + b->len / 4 + 16, err);
+    int in_str = 0, esc = 0;
+    for (size_t i = 0; !rc && i < b->len; i++) {
+        char ch = b->data[i];
+        rc = sr_buf_append(&o, &ch, 1, err);
+        if (in_str) {
+            if (esc)
+                esc = 0;
+            else if (ch == '\\')
+                esc = 1;
+            else if (ch == '"')
+                in_str = 0;
+        } else if (ch == '"') {
+            in_str = 1;
+        } else if (!rc && (ch == ',' || ch == ':')) {
+            rc = sr_buf_append(&o, " ", 1, err);
+        }
+    }
+    if (rc) {
+        sr_buf_release(&o);
+        return rc;
+    }
+    sr_buf_release(b);
+    *b = o;
+    return 0;
+}
+
+static int emit_choice_fields(sr_buf *b, sr_gen_job *j, const sr_gen_ctx *c, sr_err *err)
+{
+    int routes_null = 0;
+    int rc = apply_model_fault(j, c->oracle, &routes_null, err);
+    const sr_fault *bf = j->body_fault;
+    payload rp = {0}, ra = {0}, sp = {0}, sa = {0};
+    int has_routes = c->routes && j->want_routes && !routes_null;
+    int alt = bf && bf->kind == SR_FK_LOOKALIKE_FIELD;
+    if (!rc && has_routes)
+        rc = routes_payloads(&rp, &ra, j, c->oracle, alt, err);
+    if (!rc && c->support)
+        rc = support_payloads(&sp, &sa, j, c, alt, err);
+    if (!rc)
+        rc = emit_field(b, "routed_experts", has_routes ? &rp : NULL, alt ? &ra : NULL, bf, err);
+    if (!rc && c->support)
+        rc = emit_field(b, "rollout_sample_support", &sp, alt ? &sa : NULL, bf, err);
+    free(rp.owned);
+    free(ra.owned);
+    free(sp.owned);
+    return rc;
+}
+
+int sr_gen_body(sr_buf *out, sr_gen_job *j, const sr_gen_ctx *c, sr_err *err)
+{
+    sr_buf_reset(out);
+    out->max = c->max_body;
+    j->clamped = 0;
+    int rc;
+    if (j->native)
+        rc = sr_buf_printf(out, err, "{\"request_id\":\"%s-%lld\",\"choices\":[{\"index\":0,",
+                           c->engine_id, (long long)c->request_ordinal);
+    else
+        rc = sr_buf_puts(out, "{\"choices\":[{", err);
+    if (!rc)
+        rc = sr_buf_puts(out, "\"token_ids\":", err);
+    if (!rc)
+        rc = sr_jw_i32_array(out, j->tokens, (size_t)j->G, err);
+    if (!rc)
+        rc = sr_buf_printf(out, err, ",\"finish_reason\":\"%s\"", sr_gen_finish_name(j->finish));
+    if (!rc)
+        rc = emit_logprobs(out, j, err);
+    if (!rc && !j->native)
+        rc = emit_choice_fields(out, j, c, err);
+    if (!rc)
+        rc = emit_syncroll(out, j, c, err);
+    if (!rc)
+        rc = sr_buf_puts(out, "}]}", err);
+    if (!rc && j->body_fault && j->body_fault->kind == SR_FK_RESPACED_JSON)
+        rc = respace(out, err);
+    return rc;
+}

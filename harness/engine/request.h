@@ -1,0 +1,65 @@
+/*
+ * request: parsing and validation of a generate request body (skyrl-contract §1.2, §1.3).
+ *
+ * Accepted body: a JSON object with
+ *   "token_ids"        required, 1.. integers in [0, vocab) (integer literals only)
+ *   "sampling_params"  optional object of vLLM SamplingParams fields. Unknown field names are
+ *                      rejected (vLLM raises TypeError for them). Used here: max_tokens (null or
+ *                      >= 1; default from the config), logprobs (null or >= 0), n (1 only),
+ *                      ignore_eos (bool), stop_token_ids (null or ids in [0, vocab)),
+ *                      routed_experts_prompt_start (null or an integer, not a bool, in [0, P]).
+ *                      The others are type-checked loosely and ignored (no tokenizer: `stop`
+ *                      strings cannot match).
+ *   "model"            optional string; "cache_salt" optional non-empty string (vLLM rejects an
+ *                      empty salt); "features" optional object or null (ignored).
+ * Other top-level keys are ignored, as the reference handler ignores them. P + max_tokens must
+ * not exceed max_seq.
+ *
+ * Every violation is SR_E_ENGINE_REQUEST with a message naming the key (and line:col), which the
+ * server returns as HTTP 400 {"error":{"message":...,"type":"BadRequestError","code":400}}.
+ * The parser never trusts sizes from the body: the body length is bounded by the caller and
+ * every array is bounded by max_seq.
+ *
+ * Ownership: sr_gen_request owns its arrays and strings; release with sr_gen_request_release.
+ * Thread-safety: reentrant.
+ */
+#ifndef SR_ENGINE_REQUEST_H
+#define SR_ENGINE_REQUEST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sr_err.h"
+
+typedef struct sr_gen_limits {
+    int64_t vocab;              /* token ids must be in [0, vocab) */
+    int64_t max_tokens_default; /* when max_tokens is absent or null */
+    int64_t max_seq;            /* bound on P + max_tokens */
+} sr_gen_limits;
+
+typedef struct sr_gen_request {
+    int32_t *tokens; /* owned, P entries */
+    size_t P;
+    int64_t max_tokens;
+    int64_t logprobs; /* -1: null (no logprobs) */
+    int ignore_eos;
+    int32_t *stop_ids; /* owned */
+    size_t n_stop_ids;
+    int64_t route_start; /* 0 unless routed_experts_prompt_start was given */
+    int has_route_start;
+    char *model;      /* owned, NULL if absent */
+    char *cache_salt; /* owned, NULL if absent */
+} sr_gen_request;
+
+#define SR_GEN_REQUEST_INIT                                                                        \
+    {                                                                                              \
+        NULL, 0, 0, -1, 0, NULL, 0, 0, 0, NULL, NULL                                               \
+    }
+
+/* Parses and validates `len` bytes. On error `out` is SR_GEN_REQUEST_INIT. */
+int sr_gen_request_parse(sr_gen_request *out, const char *body, size_t len,
+                         const sr_gen_limits *lim, sr_err *err);
+
+void sr_gen_request_release(sr_gen_request *r);
+
+#endif /* SR_ENGINE_REQUEST_H */

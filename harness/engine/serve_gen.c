@@ -1,0 +1,157 @@
+/* The generate endpoints of the mock engine: parse, hold while paused, run, time, deliver. */
+#include <stdio.h>
+#include <string.h>
+
+#include "server_priv.h"
+
+/* Tokens sampled by time t of a job whose forward passes started at r->t_start_ns. */
+int64_t sr_srv_tokens_at(const req *r, int64_t t)
+{
+    const sr_engine_config *c = r->srv->cfg;
+    double el_ms = (double)(t - r->t_start_ns) / 1e6;
+    if (el_ms < c->prefill_ms)
+        return 0;
+    if (c->decode_ms <= 0)
+        return r->job.G;
+    int64_t k = 1 + (int64_t)((el_ms - c->prefill_ms) / c->decode_ms);
+    return k < r->job.G ? k : r->job.G;
+}
+
+/* When the last token of the job is sampled (token 0 ends the prefill). */
+static int64_t done_at(const req *r)
+{
+    const sr_engine_config *c = r->srv->cfg;
+    double ms = c->prefill_ms + (r->job.G > 1 ? (double)(r->job.G - 1) * c->decode_ms : 0.0);
+    return r->t_start_ns + (int64_t)(ms * 1e6);
+}
+
+enum MHD_Result sr_srv_deliver(req *r)
+{
+    sr_server *s = r->srv;
+    sr_gen_ctx ctx;
+    memset(&ctx, 0, sizeof(ctx));
+    ctx.oracle = sr_engine_oracle(s->e);
+    ctx.engine_id = s->cfg->id;
+    ctx.routes = s->cfg->routes;
+    ctx.support = s->cfg->support;
+    ctx.support_k = s->cfg->support_k;
+    ctx.request_ordinal = r->ordinal;
+    ctx.max_body = s->cfg->max_response_bytes;
+    sr_err err = SR_ERR_INIT;
+    if (sr_gen_body(&r->resp, &r->job, &ctx, &err))
+        return sr_srv_error(r, 500, "InternalServerError", err.code, err.msg);
+    sr_engine_add_clamped(s->e, r->job.clamped);
+    return sr_srv_respond(r, 200, "application/json", &r->resp, 0);
+}
+
+/* After a run: deliver now, or wait for the simulated end of the forward passes. */
+static enum MHD_Result schedule_or_deliver(req *r)
+{
+    sr_server *s = r->srv;
+    int64_t now = sr_srv_now_ns(), done = done_at(r);
+    pthread_mutex_lock(&s->mu);
+    const char *mode = s->paused ? s->pmode : NULL;
+    if (done <= now || (mode && strcmp(mode, "abort") == 0)) {
+        pthread_mutex_unlock(&s->mu);
+        if (done > now)
+            sr_gen_abort(&r->job, sr_srv_tokens_at(r, now));
+        return sr_srv_deliver(r);
+    }
+    if (mode && strcmp(mode, "keep") == 0) {
+        r->k_done = sr_srv_tokens_at(r, now);
+        r->t_frozen_ns = now;
+        r->state = RS_FROZEN;
+        if (sr_srv_suspend_locked(r))
+            sr_srv_list_add_locked(&s->held, r, RL_HELD);
+    } else {
+        r->state = RS_RUNNING;
+        if (sr_srv_suspend_locked(r)) {
+            s->running++;
+            sr_srv_heap_push_locked(s, r, done);
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+    return MHD_YES;
+}
+
+static enum MHD_Result run(req *r, int fresh)
+{
+    sr_server *s = r->srv;
+    sr_gen_weights cur = {0}, prev = {0};
+    int has_prev = 0;
+    sr_err err = SR_ERR_INIT;
+    int rc = sr_engine_weights_now(s->e, &cur, &prev, &has_prev, &err);
+    if (!rc && fresh)
+        rc = sr_gen_run(&r->job, sr_engine_oracle(s->e), &cur, has_prev ? &prev : NULL, &err);
+    else if (!rc)
+        rc = sr_gen_continue(&r->job, sr_engine_oracle(s->e), &cur, r->k_done, &err);
+    sr_gen_weights_release(&cur);
+    sr_gen_weights_release(&prev);
+    if (rc)
+        return sr_srv_error(r, 500, "InternalServerError", rc, err.msg);
+    if (fresh || r->k_done <= 0)
+        r->t_start_ns = sr_srv_now_ns();
+    return schedule_or_deliver(r);
+}
+
+static enum MHD_Result start(req *r)
+{
+    sr_server *s = r->srv;
+    const sr_engine_config *c = s->cfg;
+    sr_err err = SR_ERR_INIT;
+    sr_gen_limits lim = {c->vocab, c->max_tokens_default, c->max_seq};
+    sr_gen_request q = SR_GEN_REQUEST_INIT;
+    if (r->ep == SR_EP_GENERATE && c->lora)
+        return sr_srv_error(r, 400, "BadRequestError", SR_E_ENGINE_REQUEST,
+                            "/skyrl/v1/generate does not support LoRA.");
+    if (sr_gen_request_parse(&q, r->body.data ? r->body.data : "", r->body.len, &lim, &err))
+        return sr_srv_error(r, err.code == SR_E_NOMEM ? 500 : 400,
+                            err.code == SR_E_NOMEM ? "InternalServerError" : "BadRequestError",
+                            err.code, err.msg);
+    if (sr_engine_sleeping(s->e)) {
+        sr_gen_request_release(&q);
+        return sr_srv_error(r, 503, "ServiceUnavailableError", 0, "the engine is sleeping");
+    }
+    int rc =
+        sr_gen_job_init(&r->job, &q, sr_engine_oracle(s->e), r->ep == SR_EP_NATIVE, c->routes,
+                        r->pick.f[SR_FL_MODEL], r->pick.f[SR_FL_BODY], c->max_response_bytes, &err);
+    r->has_job = 1;
+    sr_gen_request_release(&q);
+    if (rc)
+        return sr_srv_error(r, rc == SR_E_ENGINE_REQUEST ? 400 : 500,
+                            rc == SR_E_ENGINE_REQUEST ? "BadRequestError" : "InternalServerError",
+                            rc, err.msg);
+    pthread_mutex_lock(&s->mu);
+    if (s->paused) {
+        r->state = RS_HELD;
+        r->k_done = -1;
+        if (sr_srv_suspend_locked(r))
+            sr_srv_list_add_locked(&s->held, r, RL_HELD);
+        pthread_mutex_unlock(&s->mu);
+        return MHD_YES;
+    }
+    pthread_mutex_unlock(&s->mu);
+    return run(r, 1);
+}
+
+enum MHD_Result sr_srv_generate(req *r)
+{
+    sr_server *s = r->srv;
+    pthread_mutex_lock(&s->mu);
+    req_state st = r->state;
+    pthread_mutex_unlock(&s->mu);
+    switch (st) {
+    case RS_NEW:
+    case RS_DELAY:
+        return start(r);
+    case RS_RESUMING:
+        return run(r, r->k_done < 0);
+    case RS_ABORTING:
+        sr_gen_abort(&r->job, r->k_done);
+        return sr_srv_deliver(r);
+    case RS_DUE:
+        return sr_srv_deliver(r);
+    default:
+        return MHD_NO;
+    }
+}

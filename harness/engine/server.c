@@ -1,0 +1,554 @@
+#include "server.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "jsonw.h"
+#include "server_priv.h"
+
+int64_t sr_srv_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* ---- scheduler heap (min-heap on wake_ns) ---- */
+
+static void heap_set(sr_server *s, size_t i, req *r)
+{
+    s->heap[i] = r;
+    r->heap_pos = i + 1;
+}
+
+static void heap_up(sr_server *s, size_t i)
+{
+    req *r = s->heap[i];
+    while (i > 0) {
+        size_t p = (i - 1) / 2;
+        if (s->heap[p]->wake_ns <= r->wake_ns)
+            break;
+        heap_set(s, i, s->heap[p]);
+        i = p;
+    }
+    heap_set(s, i, r);
+}
+
+static void heap_down(sr_server *s, size_t i)
+{
+    req *r = s->heap[i];
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= s->nheap)
+            break;
+        if (c + 1 < s->nheap && s->heap[c + 1]->wake_ns < s->heap[c]->wake_ns)
+            c++;
+        if (s->heap[c]->wake_ns >= r->wake_ns)
+            break;
+        heap_set(s, i, s->heap[c]);
+        i = c;
+    }
+    heap_set(s, i, r);
+}
+
+void sr_srv_heap_push_locked(sr_server *s, req *r, int64_t wake_ns)
+{
+    /* The heap was sized for every connection all daemons can hold; see sr_server_start. */
+    r->wake_ns = wake_ns;
+    s->heap[s->nheap++] = r;
+    heap_up(s, s->nheap - 1);
+    pthread_cond_signal(&s->cv);
+}
+
+int sr_srv_unschedule_locked(req *r)
+{
+    sr_server *s = r->srv;
+    if (!r->heap_pos)
+        return 0;
+    size_t i = r->heap_pos - 1;
+    r->heap_pos = 0;
+    req *last = s->heap[--s->nheap];
+    if (i < s->nheap) {
+        heap_set(s, i, last);
+        heap_up(s, i);
+        heap_down(s, last->heap_pos - 1);
+    }
+    return 1;
+}
+
+int sr_srv_suspend_locked(req *r)
+{
+    if (r->srv->stopping) {
+        r->state = RS_SHUTDOWN;
+        return 0;
+    }
+    MHD_suspend_connection(r->conn);
+    return 1;
+}
+
+void sr_srv_schedule_locked(req *r, int64_t wake_ns)
+{
+    if (sr_srv_suspend_locked(r))
+        sr_srv_heap_push_locked(r->srv, r, wake_ns);
+}
+
+void sr_srv_list_add_locked(req_dlist *l, req *r, req_list which)
+{
+    r->list = which;
+    r->lprev = NULL;
+    r->lnext = l->head;
+    if (l->head)
+        l->head->lprev = r;
+    l->head = r;
+    l->n++;
+}
+
+static req_dlist *list_of(sr_server *s, req_list which)
+{
+    switch (which) {
+    case RL_HELD:
+        return &s->held;
+    case RL_WAITERS:
+        return &s->waiters;
+    case RL_STALLED:
+        return &s->stalled;
+    case RL_NONE:
+        break;
+    }
+    return NULL;
+}
+
+void sr_srv_list_remove_locked(req *r)
+{
+    req_dlist *l = list_of(r->srv, r->list);
+    if (!l)
+        return;
+    if (r->lprev)
+        r->lprev->lnext = r->lnext;
+    else
+        l->head = r->lnext;
+    if (r->lnext)
+        r->lnext->lprev = r->lprev;
+    r->lprev = r->lnext = NULL;
+    r->list = RL_NONE;
+    l->n--;
+}
+
+void sr_srv_resume_locked(req *r)
+{
+    MHD_resume_connection(r->conn);
+}
+
+void sr_srv_running_dec_locked(sr_server *s)
+{
+    if (--s->running > 0)
+        return;
+    while (s->waiters.head) {
+        req *w = s->waiters.head;
+        sr_srv_list_remove_locked(w);
+        w->state = RS_WAIT_DONE;
+        sr_srv_resume_locked(w);
+    }
+}
+
+static void *sched_main(void *arg)
+{
+    sr_server *s = arg;
+    pthread_mutex_lock(&s->mu);
+    while (!s->stopping) {
+        if (s->nheap == 0) {
+            pthread_cond_wait(&s->cv, &s->mu);
+            continue;
+        }
+        req *top = s->heap[0];
+        int64_t now = sr_srv_now_ns();
+        if (top->wake_ns <= now) {
+            sr_srv_unschedule_locked(top);
+            if (top->state == RS_RUNNING) {
+                top->state = RS_DUE;
+                sr_srv_running_dec_locked(s);
+            }
+            sr_srv_resume_locked(top);
+            continue;
+        }
+        struct timespec ts = {(time_t)(top->wake_ns / 1000000000),
+                              (long)(top->wake_ns % 1000000000)};
+        pthread_cond_timedwait(&s->cv, &s->mu, &ts);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
+/* ---- request flow ---- */
+
+static enum MHD_Result after_delay(req *r)
+{
+    const sr_fault *t = r->pick.f[SR_FL_TRANSPORT];
+    if (t && t->kind == SR_FK_RESET)
+        return sr_srv_reset(r);
+    if (t && t->kind == SR_FK_REFUSE)
+        return sr_srv_refuse(r, t);
+    if (t && t->kind == SR_FK_STALL) {
+        sr_server *s = r->srv;
+        pthread_mutex_lock(&s->mu);
+        r->state = RS_STALLED;
+        if (sr_srv_suspend_locked(r))
+            sr_srv_list_add_locked(&s->stalled, r, RL_STALLED);
+        pthread_mutex_unlock(&s->mu);
+        return MHD_YES;
+    }
+    if (r->pick.f[SR_FL_HTTP])
+        return sr_srv_http_fault(r, r->pick.f[SR_FL_HTTP]);
+    if (r->ep == SR_EP_GENERATE || r->ep == SR_EP_NATIVE)
+        return sr_srv_generate(r);
+    return sr_srv_control(r);
+}
+
+static enum MHD_Result first_final(req *r)
+{
+    sr_server *s = r->srv;
+    if (r->ep < 0)
+        return r->bad_method
+                   ? sr_srv_error(r, 405, "MethodNotAllowedError", 0, "Method Not Allowed")
+                   : sr_srv_error(r, 404, "NotFoundError", 0, "Not Found");
+    if (r->too_large) {
+        char msg[128];
+        snprintf(msg, sizeof(msg), "request body larger than the engine's limit of %zu bytes",
+                 s->cfg->max_body_bytes);
+        return sr_srv_error(r, 413, "RequestTooLargeError", SR_E_LIMIT, msg);
+    }
+    r->ordinal = sr_engine_count(s->e, (sr_endpoint)r->ep);
+    if (r->ep == SR_EP_GENERATE || r->ep == SR_EP_NATIVE) {
+        const char *sid = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "X-Session-ID");
+        if (sid)
+            snprintf(r->session, sizeof(r->session), "%s", sid);
+        r->turn = sr_engine_session_turn(s->e, r->session);
+    }
+    sr_faults_pick(&r->pick, sr_engine_faults(s->e), s->cfg->index, (sr_endpoint)r->ep, r->turn);
+    if (r->pick.f[SR_FL_DELAY] && r->pick.delay_ms > 0) {
+        pthread_mutex_lock(&s->mu);
+        r->state = RS_DELAY;
+        sr_srv_schedule_locked(r, sr_srv_now_ns() + (int64_t)(r->pick.delay_ms * 1e6));
+        pthread_mutex_unlock(&s->mu);
+        return MHD_YES;
+    }
+    return after_delay(r);
+}
+
+static int path_known(const char *url)
+{
+    for (int i = 0; i < SR_EP_COUNT; i++)
+        if (strcmp(url, sr_endpoint_path((sr_endpoint)i)) == 0)
+            return 1;
+    return 0;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_size, void **con_cls)
+{
+    sr_server *s = cls;
+    req *r = *con_cls;
+    (void)version;
+    if (!r) {
+        r = calloc(1, sizeof(*r));
+        if (!r)
+            return MHD_NO;
+        r->srv = s;
+        r->conn = conn;
+        r->ep = sr_endpoint_lookup(method, url);
+        r->bad_method = r->ep < 0 && path_known(url);
+        r->body.max = s->cfg->max_body_bytes;
+        pthread_mutex_lock(&s->mu);
+        s->live_reqs++;
+        pthread_mutex_unlock(&s->mu);
+        *con_cls = r;
+        return MHD_YES;
+    }
+    if (*upload_size) {
+        if (!r->too_large && sr_buf_append(&r->body, upload_data, *upload_size, NULL)) {
+            r->too_large = 1;
+            sr_buf_release(&r->body);
+        }
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    pthread_mutex_lock(&s->mu);
+    req_state st = r->state;
+    pthread_mutex_unlock(&s->mu);
+    switch (st) {
+    case RS_NEW:
+        return first_final(r);
+    case RS_DELAY:
+        return after_delay(r);
+    case RS_WAIT_DONE:
+        return sr_srv_respond_text(r, 200, NULL, "");
+    case RS_SHUTDOWN:
+    case RS_STALLED:
+    case RS_SENDING:
+        return MHD_NO;
+    default:
+        return sr_srv_generate(r);
+    }
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    sr_server *s = cls;
+    req *r = *con_cls;
+    (void)conn;
+    (void)toe;
+    if (!r)
+        return;
+    pthread_mutex_lock(&s->mu);
+    /* Defensive: a request is only in the heap or a list while suspended, and suspended
+     * connections are not completed, so normally there is nothing to remove here. */
+    if (sr_srv_unschedule_locked(r) && r->state == RS_RUNNING)
+        sr_srv_running_dec_locked(s);
+    sr_srv_list_remove_locked(r);
+    s->live_reqs--;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    if (r->has_job)
+        sr_gen_job_release(&r->job);
+    sr_buf_release(&r->body);
+    sr_buf_release(&r->resp);
+    free(r);
+    *con_cls = NULL;
+}
+
+/* ---- listener and daemons ---- */
+
+static int make_listener(const struct sockaddr *sa, socklen_t len, sr_err *err)
+{
+    int fd = socket(sa->sa_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0)
+        return sr_err_set(err, SR_E_ENGINE_START, "socket: %s", strerror(errno));
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (bind(fd, sa, len) != 0 || listen(fd, 1024) != 0) {
+        int e = errno;
+        close(fd);
+        return sr_err_set(err, SR_E_ENGINE_START, "cannot listen: %s", strerror(e));
+    }
+    return fd;
+}
+
+static struct MHD_Daemon *start_daemon(sr_server *s, int fd)
+{
+    unsigned flags =
+        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ITC;
+    if (s->sa.ss_family == AF_INET6)
+        flags |= MHD_USE_IPv6;
+    return MHD_start_daemon(flags, 0, NULL, NULL, on_request, s, MHD_OPTION_LISTEN_SOCKET,
+                            (MHD_socket)fd, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)s->cfg->threads,
+                            MHD_OPTION_CONNECTION_LIMIT, (unsigned)s->cfg->max_connections,
+                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
+                            MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_END);
+}
+
+static int parse_addr(sr_server *s, const char *addr, int port, sr_err *err)
+{
+    struct addrinfo hints, *res = NULL;
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV | AI_PASSIVE;
+    hints.ai_socktype = SOCK_STREAM;
+    char ps[16];
+    snprintf(ps, sizeof(ps), "%d", port);
+    if (getaddrinfo(addr, ps, &hints, &res) != 0 || !res)
+        return sr_err_set(err, SR_E_ENGINE_START, "cannot parse listen address '%s'", addr);
+    memcpy(&s->sa, res->ai_addr, res->ai_addrlen);
+    s->salen = res->ai_addrlen;
+    freeaddrinfo(res);
+    return 0;
+}
+
+static int init_server(sr_server *s, sr_engine *e, sr_err *err)
+{
+    s->e = e;
+    s->cfg = sr_engine_cfg(e);
+    s->wake[0] = s->wake[1] = -1;
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&s->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    /* Every connection of every daemon (the listening one and those quiesced by refuse faults)
+     * can be in the heap at most once. */
+    s->capheap = (size_t)s->cfg->max_connections * (SR_SERVER_MAX_DAEMONS + 1) + 16;
+    s->heap = calloc(s->capheap, sizeof(*s->heap));
+    if (!s->heap || pipe2(s->wake, O_CLOEXEC | O_NONBLOCK) != 0)
+        return sr_err_set(err, SR_E_ENGINE_START, "cannot allocate the server state");
+    return 0;
+}
+
+int sr_server_start(sr_server **out, sr_engine *e, const char *addr, int port, sr_err *err)
+{
+    *out = NULL;
+    sr_server *s = calloc(1, sizeof(*s));
+    if (!s)
+        return sr_err_set(err, SR_E_NOMEM, "cannot allocate the server");
+    int rc = init_server(s, e, err);
+    if (!rc)
+        rc = parse_addr(s, addr ? addr : "127.0.0.1", port, err);
+    int fd = rc ? -1 : make_listener((struct sockaddr *)&s->sa, s->salen, err);
+    if (fd < 0 && !rc)
+        rc = fd;
+    if (!rc) {
+        getsockname(fd, (struct sockaddr *)&s->sa, &s->salen);
+        s->port = ntohs(s->sa.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&s->sa)->sin6_port
+                                                    : ((struct sockaddr_in *)&s->sa)->sin_port);
+        char host[INET6_ADDRSTRLEN] = "";
+        getnameinfo((struct sockaddr *)&s->sa, s->salen, host, sizeof(host), NULL, 0,
+                    NI_NUMERICHOST);
+        snprintf(s->url, sizeof(s->url),
+                 s->sa.ss_family == AF_INET6 ? "http://[%s]:%d" : "http://%s:%d", host, s->port);
+        if (pthread_create(&s->sched, NULL, sched_main, s) != 0)
+            rc = sr_err_set(err, SR_E_ENGINE_START, "cannot start the scheduler thread");
+        else
+            s->sched_started = 1;
+    }
+    /* Under the lock, so handler threads (which take it) see everything the start did. */
+    pthread_mutex_lock(&s->mu);
+    if (!rc && !(s->d = start_daemon(s, fd)))
+        rc = sr_err_set(err, SR_E_ENGINE_START, "libmicrohttpd could not start");
+    pthread_mutex_unlock(&s->mu);
+    if (rc) {
+        if (fd >= 0)
+            close(fd);
+        sr_server_stop(s);
+        return rc;
+    }
+    *out = s;
+    return 0;
+}
+
+int sr_server_port(const sr_server *s)
+{
+    return s->port;
+}
+
+const char *sr_server_url(const sr_server *s)
+{
+    return s->url;
+}
+
+int sr_server_wake_fd(const sr_server *s)
+{
+    return s->wake[0];
+}
+
+/* Retires quiesced daemons (refuse faults) whose last connection is gone; returns how many are
+ * still draining. Stopping joins their threads, so it happens outside the lock. */
+static int reap_old(sr_server *s)
+{
+    struct MHD_Daemon *done[SR_SERVER_MAX_DAEMONS];
+    int ndone = 0, left;
+    pthread_mutex_lock(&s->mu);
+    for (int i = 0; i < s->nold;) {
+        const union MHD_DaemonInfo *di =
+            MHD_get_daemon_info(s->old[i], MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+        if (!s->stopping && di && di->num_connections == 0) {
+            done[ndone++] = s->old[i];
+            s->old[i] = s->old[--s->nold];
+        } else {
+            i++;
+        }
+    }
+    left = s->nold;
+    pthread_mutex_unlock(&s->mu);
+    for (int i = 0; i < ndone; i++)
+        MHD_stop_daemon(done[i]);
+    return left;
+}
+
+int64_t sr_server_tick(sr_server *s)
+{
+    char tmp[64];
+    while (read(s->wake[0], tmp, sizeof(tmp)) > 0)
+        ;
+    int draining = reap_old(s);
+    pthread_mutex_lock(&s->mu);
+    int64_t ret = draining ? 1000 : -1;
+    if (s->refusing && !s->stopping) {
+        int64_t now = sr_srv_now_ns();
+        if (now < s->refuse_until_ns) {
+            int64_t ms = (s->refuse_until_ns - now + 999999) / 1000000;
+            ret = ret < 0 || ms < ret ? ms : ret;
+        } else {
+            int fd = make_listener((struct sockaddr *)&s->sa, s->salen, NULL);
+            struct MHD_Daemon *d = fd >= 0 ? start_daemon(s, fd) : NULL;
+            if (d) {
+                s->d = d;
+                s->refusing = 0;
+            } else {
+                if (fd >= 0)
+                    close(fd);
+                ret = 10; /* the port is briefly unavailable; try again shortly */
+            }
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+    return ret;
+}
+
+static void release_all_locked(sr_server *s)
+{
+    while (s->nheap) {
+        req *r = s->heap[0];
+        sr_srv_unschedule_locked(r);
+        r->state = RS_SHUTDOWN;
+        sr_srv_resume_locked(r);
+    }
+    req_dlist *lists[] = {&s->held, &s->waiters, &s->stalled};
+    for (size_t i = 0; i < 3; i++)
+        while (lists[i]->head) {
+            req *r = lists[i]->head;
+            sr_srv_list_remove_locked(r);
+            r->state = RS_SHUTDOWN;
+            sr_srv_resume_locked(r);
+        }
+    s->running = 0;
+}
+
+void sr_server_stop(sr_server *s)
+{
+    if (!s)
+        return;
+    struct MHD_Daemon *ds[SR_SERVER_MAX_DAEMONS + 1];
+    int nd = 0;
+    pthread_mutex_lock(&s->mu);
+    s->stopping = 1;
+    release_all_locked(s);
+    pthread_cond_broadcast(&s->cv);
+    if (s->d)
+        ds[nd++] = s->d;
+    for (int i = 0; i < s->nold; i++)
+        ds[nd++] = s->old[i];
+    s->d = NULL;
+    s->nold = 0;
+    pthread_mutex_unlock(&s->mu);
+    if (s->sched_started)
+        pthread_join(s->sched, NULL);
+    for (int i = 0; i < nd; i++)
+        MHD_stop_daemon(ds[i]);
+    if (s->wake[0] >= 0)
+        close(s->wake[0]);
+    if (s->wake[1] >= 0)
+        close(s->wake[1]);
+    free(s->heap);
+    pthread_cond_destroy(&s->cv);
+    pthread_mutex_destroy(&s->mu);
+    free(s);
+}

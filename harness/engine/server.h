@@ -1,0 +1,55 @@
+/*
+ * server: the mock engine's HTTP server on libmicrohttpd.
+ *
+ * A thread pool (cfg->threads workers, epoll) serves at most cfg->max_connections connections;
+ * request bodies above cfg->max_body_bytes are answered 413 without being kept; unknown paths
+ * 404, known paths with another method 405, malformed requests 400, all with a JSON error body
+ * {"error":{"message":..,"type":..,"code":N,"check":"<sr_err name>"}}.
+ *
+ * Nothing blocks a worker thread: waits (latency faults, simulated decode time, pauses, stalls,
+ * dribbling) suspend the connection, and a scheduler thread resumes it at its deadline. Keep-mode
+ * pauses freeze in-flight generates and continue them after /resume with the weights current then.
+ *
+ * The listener is created here (loopback unless told otherwise) so port 0 yields a real port.
+ * The `refuse` fault stops listening for its window (connections are refused by the kernel) and
+ * sr_server_tick, called from the owner's loop, listens again on the same port when it ends.
+ *
+ * Ownership: the server borrows the engine, which must outlive it. Thread-safety: start, tick and
+ * stop belong to one thread (the owner's main loop); the rest runs on MHD's and the scheduler's.
+ */
+#ifndef SR_ENGINE_SERVER_H
+#define SR_ENGINE_SERVER_H
+
+#include <stdint.h>
+
+#include "engine.h"
+#include "sr_err.h"
+
+typedef struct sr_server sr_server;
+
+/*
+ * Binds `addr` (numeric IPv4 or IPv6; NULL means 127.0.0.1) port `port` (0: any free port) and
+ * starts serving. SR_E_ENGINE_START on bind/listen/daemon failure.
+ */
+int sr_server_start(sr_server **out, sr_engine *e, const char *addr, int port, sr_err *err);
+
+/* The bound port, and the base URL ("http://127.0.0.1:PORT"). */
+int sr_server_port(const sr_server *s);
+const char *sr_server_url(const sr_server *s);
+
+/* A descriptor that becomes readable when sr_server_tick has work; drain it by calling tick. */
+int sr_server_wake_fd(const sr_server *s);
+
+/*
+ * Housekeeping outside the handler threads (listening again after a refuse window). Returns the
+ * number of milliseconds after which it wants to be called again, or -1 if it needs nothing.
+ */
+int64_t sr_server_tick(sr_server *s);
+
+/*
+ * Stops serving: every held, stalled or scheduled connection is closed, the scheduler joined,
+ * the daemons stopped. NULL is a no-op.
+ */
+void sr_server_stop(sr_server *s);
+
+#endif /* SR_ENGINE_SERVER_H */

@@ -1,0 +1,266 @@
+/* Responses of the mock engine's server and the transport and HTTP faults that shape them. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "jsonw.h"
+#include "server_priv.h"
+
+/* Offsets of the first blob's start and the last blob's closing quote, or -1. */
+static void find_blobs(const sr_buf *b, int64_t *first_start, int64_t *first_end, int64_t *last_end)
+{
+    *first_start = *first_end = *last_end = -1;
+    const char *p = b->data, *end = b->data + b->len;
+    while (p && p < end) {
+        const char *k = memmem(p, (size_t)(end - p), "\"data\":", 7);
+        if (!k)
+            break;
+        const char *q = k + 7;
+        if (q < end && *q == ' ')
+            q++;
+        if (q >= end || *q != '"') {
+            p = k + 7;
+            continue;
+        }
+        const char *close = memchr(q + 1, '"', (size_t)(end - q - 1));
+        if (!close)
+            break;
+        if (*first_start < 0) {
+            *first_start = q + 1 - b->data;
+            *first_end = close - b->data;
+        }
+        *last_end = close - b->data;
+        p = close + 1;
+    }
+}
+
+static size_t cut_for(const req *r, const sr_fault *t)
+{
+    size_t len = r->resp.len;
+    int64_t fs, fe, le;
+    switch (t->kind) {
+    case SR_FK_TRUNCATE:
+        return (size_t)t->bytes < len ? (size_t)t->bytes : len;
+    case SR_FK_STALL_MID_BODY:
+        if (t->has_bytes)
+            return (size_t)t->bytes < len ? (size_t)t->bytes : len;
+        return len / 2;
+    case SR_FK_TRUNCATE_IN_BLOB:
+        find_blobs(&r->resp, &fs, &fe, &le);
+        if (fs < 0)
+            return len / 2;
+        int64_t in = t->has_bytes ? t->bytes : (fe - fs) / 2;
+        return (size_t)(fs + (in < fe - fs ? in : (fe > fs ? fe - fs - 1 : 0)));
+    case SR_FK_TRUNCATE_AFTER_BLOBS:
+        find_blobs(&r->resp, &fs, &fe, &le);
+        int64_t at = (le < 0 ? 0 : le + 1) + (t->has_bytes ? t->bytes : 0);
+        return (size_t)at < len ? (size_t)at : (len ? len - 1 : 0);
+    default:
+        return len;
+    }
+}
+
+static ssize_t read_body(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    req *r = cls;
+    sr_server *s = r->srv;
+    const sr_fault *t = r->transport;
+    pthread_mutex_lock(&s->mu);
+    int down = s->stopping || r->state == RS_SHUTDOWN;
+    pthread_mutex_unlock(&s->mu);
+    if (down)
+        return MHD_CONTENT_READER_END_WITH_ERROR;
+    size_t limit = t->kind == SR_FK_DRIBBLE ? r->resp.len : r->cut;
+    if (pos >= limit) {
+        if (t->kind != SR_FK_STALL_MID_BODY || pos >= r->resp.len)
+            return pos >= r->resp.len ? MHD_CONTENT_READER_END_OF_STREAM
+                                      : MHD_CONTENT_READER_END_WITH_ERROR;
+        pthread_mutex_lock(&s->mu);
+        r->state = RS_STALLED;
+        int held = sr_srv_suspend_locked(r);
+        if (held)
+            sr_srv_list_add_locked(&s->stalled, r, RL_STALLED);
+        pthread_mutex_unlock(&s->mu);
+        return held ? 0 : MHD_CONTENT_READER_END_WITH_ERROR;
+    }
+    size_t n = limit - (size_t)pos < max ? limit - (size_t)pos : max;
+    if (t->kind == SR_FK_DRIBBLE) {
+        int64_t now = sr_srv_now_ns();
+        if (now < r->next_send_ns) {
+            pthread_mutex_lock(&s->mu);
+            r->state = RS_SENDING;
+            sr_srv_schedule_locked(r, r->next_send_ns);
+            int down2 = r->state == RS_SHUTDOWN;
+            pthread_mutex_unlock(&s->mu);
+            return down2 ? MHD_CONTENT_READER_END_WITH_ERROR : 0;
+        }
+        /* Twenty slices a second keep the rate smooth without waking too often. */
+        size_t chunk = (size_t)(t->bytes_per_second / 20.0);
+        chunk = chunk ? chunk : 1;
+        n = n < chunk ? n : chunk;
+        r->next_send_ns = now + (int64_t)((double)n * 1e9 / t->bytes_per_second);
+    }
+    memcpy(buf, r->resp.data + pos, n);
+    return (ssize_t)n;
+}
+
+static int is_delivery_fault(const sr_fault *t)
+{
+    return t && (t->kind == SR_FK_TRUNCATE || t->kind == SR_FK_TRUNCATE_IN_BLOB ||
+                 t->kind == SR_FK_TRUNCATE_AFTER_BLOBS || t->kind == SR_FK_STALL_MID_BODY ||
+                 t->kind == SR_FK_DRIBBLE);
+}
+
+static enum MHD_Result queue(req *r, unsigned status, const char *ctype, const char *hname,
+                             const char *hval)
+{
+    const sr_fault *t = r->pick.f[SR_FL_TRANSPORT];
+    struct MHD_Response *resp;
+    if (is_delivery_fault(t)) {
+        r->transport = t;
+        r->cut = cut_for(r, t);
+        int clean_cut =
+            t->kind != SR_FK_DRIBBLE && t->kind != SR_FK_STALL_MID_BODY && !t->keep_length;
+        if (clean_cut)
+            resp = MHD_create_response_from_buffer(r->cut, r->resp.data, MHD_RESPMEM_PERSISTENT);
+        else
+            resp = MHD_create_response_from_callback(r->resp.len, 64 * 1024, read_body, r, NULL);
+    } else {
+        resp = MHD_create_response_from_buffer(r->resp.len, r->resp.data, MHD_RESPMEM_PERSISTENT);
+    }
+    if (!resp)
+        return MHD_NO;
+    if (ctype)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+    if (hname)
+        MHD_add_response_header(resp, hname, hval);
+    pthread_mutex_lock(&r->srv->mu);
+    r->state = RS_SENDING;
+    pthread_mutex_unlock(&r->srv->mu);
+    enum MHD_Result ret = MHD_queue_response(r->conn, status, resp);
+    MHD_destroy_response(resp);
+    return ret;
+}
+
+enum MHD_Result sr_srv_respond(req *r, unsigned status, const char *ctype, sr_buf *body, int take)
+{
+    if (body != &r->resp) {
+        sr_buf_reset(&r->resp);
+        r->resp.max = 0;
+        if (take) {
+            sr_buf_release(&r->resp);
+            r->resp = *body;
+            sr_buf z = SR_BUF_INIT;
+            *body = z;
+        } else if (body && body->len && sr_buf_append(&r->resp, body->data, body->len, NULL)) {
+            return MHD_NO;
+        }
+    }
+    if (!r->resp.data && sr_buf_append(&r->resp, "", 0, NULL))
+        return MHD_NO;
+    return queue(r, status, ctype, NULL, NULL);
+}
+
+enum MHD_Result sr_srv_respond_text(req *r, unsigned status, const char *ctype, const char *text)
+{
+    sr_buf_reset(&r->resp);
+    r->resp.max = 0;
+    if (sr_buf_puts(&r->resp, text, NULL))
+        return MHD_NO;
+    return queue(r, status, ctype, NULL, NULL);
+}
+
+static int error_json(sr_buf *b, unsigned status, const char *type, int code, const char *msg)
+{
+    sr_buf_reset(b);
+    b->max = 0;
+    int rc = sr_buf_puts(b, "{\"error\":{\"message\":", NULL);
+    if (!rc)
+        rc = sr_jw_str(b, msg, NULL);
+    if (!rc)
+        rc = sr_buf_printf(b, NULL, ",\"type\":\"%s\",\"code\":%u", type, status);
+    if (!rc && code)
+        rc = sr_buf_printf(b, NULL, ",\"check\":\"%s\"", sr_code_name(code));
+    return rc ? rc : sr_buf_puts(b, "}}", NULL);
+}
+
+enum MHD_Result sr_srv_error(req *r, unsigned status, const char *type, int code, const char *msg)
+{
+    if (error_json(&r->resp, status, type, code, msg))
+        return MHD_NO;
+    return queue(r, status, "application/json", NULL, NULL);
+}
+
+/* ---- HTTP-layer faults ---- */
+
+enum MHD_Result sr_srv_http_fault(req *r, const sr_fault *h)
+{
+    char num[32];
+    switch (h->kind) {
+    case SR_FK_HTTP_502_HTML:
+        sr_buf_reset(&r->resp);
+        if (sr_buf_printf(&r->resp, NULL,
+                          "<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n"
+                          "<center><h1>502 Bad Gateway</h1></center>\r\n<hr><center>%s</center>\r\n"
+                          "</body>\r\n</html>\r\n",
+                          h->text[0] ? h->text : "nginx"))
+            return MHD_NO;
+        return queue(r, 502, "text/html", NULL, NULL);
+    case SR_FK_HTTP_503_JSON:
+        if (error_json(&r->resp, 503, "ServiceUnavailableError", 0,
+                       h->text[0] ? h->text : "The engine is overloaded; try again later."))
+            return MHD_NO;
+        return queue(r, 503, "application/json", NULL, NULL);
+    case SR_FK_HTTP_429:
+        if (error_json(&r->resp, 429, "RateLimitError", 0,
+                       h->text[0] ? h->text : "Too many requests; retry later."))
+            return MHD_NO;
+        snprintf(num, sizeof(num), "%lld", (long long)h->retry_after);
+        return queue(r, 429, "application/json", MHD_HTTP_HEADER_RETRY_AFTER, num);
+    default:
+        sr_buf_reset(&r->resp);
+        if (sr_buf_puts(&r->resp, h->text[0] ? h->text : "prompt too long", NULL))
+            return MHD_NO;
+        return queue(r, 400, "text/plain", NULL, NULL);
+    }
+}
+
+/* Sends a TCP reset: connect(AF_UNSPEC) disconnects the socket with an RST at once, before MHD
+ * gets to close it gracefully (it would send a FIN first). */
+enum MHD_Result sr_srv_reset(req *r)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (ci) {
+        struct linger lg = {1, 0};
+        setsockopt(ci->connect_fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+        struct sockaddr sa;
+        memset(&sa, 0, sizeof(sa));
+        sa.sa_family = AF_UNSPEC;
+        (void)connect(ci->connect_fd, &sa, sizeof(sa));
+    }
+    return MHD_NO;
+}
+
+enum MHD_Result sr_srv_refuse(req *r, const sr_fault *t)
+{
+    sr_server *s = r->srv;
+    int64_t until = sr_srv_now_ns() + (int64_t)(t->ms * 1e6);
+    pthread_mutex_lock(&s->mu);
+    if (!s->refusing && !s->stopping && s->d && s->nold < SR_SERVER_MAX_DAEMONS) {
+        MHD_socket fd = MHD_quiesce_daemon(s->d);
+        if (fd != MHD_INVALID_SOCKET)
+            close(fd);
+        s->old[s->nold++] = s->d;
+        s->d = NULL;
+        s->refusing = 1;
+    }
+    if (s->refusing && until > s->refuse_until_ns)
+        s->refuse_until_ns = until;
+    pthread_mutex_unlock(&s->mu);
+    ssize_t w = write(s->wake[1], "r", 1);
+    (void)w;
+    return sr_srv_reset(r);
+}

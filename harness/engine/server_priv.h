@@ -1,0 +1,151 @@
+/*
+ * Internal state of the mock engine's HTTP server, shared by server.c (daemon, scheduler,
+ * delivery, transport faults), control.c (control plane) and serve_gen.c (generate path).
+ * Not an interface: nothing outside harness/engine includes it.
+ *
+ * Locking: one mutex, srv->mu, guards the scheduler heap, the wait lists, the pause state and
+ * every req field marked (mu). A req is in at most one of the heap and the lists, and only
+ * while its connection is suspended; whoever removes it resumes the connection, exactly once.
+ * Lock order: srv->mu, then MHD's internal locks (MHD_suspend/resume_connection are called with
+ * srv->mu held); MHD callbacks never run with an MHD lock that we would need.
+ */
+#ifndef SR_ENGINE_SERVER_PRIV_H
+#define SR_ENGINE_SERVER_PRIV_H
+
+#include <microhttpd.h>
+#include <pthread.h>
+#include <stdint.h>
+
+#include "engine.h"
+#include "gen.h"
+#include "server.h"
+
+typedef enum req_state {
+    RS_NEW = 0,   /* body being received, or first final call */
+    RS_DELAY,     /* waiting out a latency fault (heap) */
+    RS_HELD,      /* arrived while paused, generation not started (list held) */
+    RS_RUNNING,   /* generation computed, delivery scheduled at its simulated end (heap) */
+    RS_FROZEN,    /* in flight when a keep-mode pause came (list held) */
+    RS_ABORTING,  /* in flight when an abort-mode pause came: resumed to answer "abort" */
+    RS_RESUMING,  /* released by /resume: continue generating with the current weights */
+    RS_DUE,       /* scheduled time reached: deliver */
+    RS_WAITING,   /* a pause?mode=wait request waiting for in-flight requests (list waiters) */
+    RS_WAIT_DONE, /* the wait is over: answer 200 */
+    RS_STALLED,   /* stall fault: never answers (list stalled) */
+    RS_SENDING,   /* response queued; the content reader may still suspend (dribble, stall) */
+    RS_SHUTDOWN   /* the server is stopping: close */
+} req_state;
+
+typedef enum req_list { RL_NONE = 0, RL_HELD, RL_WAITERS, RL_STALLED } req_list;
+
+typedef struct req req;
+struct req {
+    sr_server *srv;
+    struct MHD_Connection *conn;
+    int ep; /* sr_endpoint, or -1 for an unknown path */
+    int bad_method;
+    sr_buf body;
+    int too_large;
+    char session[SR_ENGINE_SESSION_MAX + 1];
+    int64_t turn, ordinal;
+    sr_fault_pick pick;
+    req_state state;    /* (mu) */
+    int64_t wake_ns;    /* (mu) heap key */
+    size_t heap_pos;    /* (mu) index in the heap + 1; 0 when not in it */
+    req_list list;      /* (mu) */
+    req *lprev, *lnext; /* (mu) */
+    int has_job;
+    sr_gen_job job;
+    int64_t t_start_ns;  /* simulated start of the forward passes (shifted by pauses) */
+    int64_t t_frozen_ns; /* when a keep-mode pause froze it */
+    int64_t k_done;      /* tokens sampled when frozen or aborted */
+    /* response delivery */
+    sr_buf resp;
+    size_t cut;           /* transport faults: bytes to send before stopping */
+    int64_t next_send_ns; /* dribble */
+    const sr_fault *transport;
+};
+
+typedef struct req_dlist {
+    req *head;
+    int64_t n;
+} req_dlist;
+
+#define SR_SERVER_MAX_DAEMONS 16
+
+struct sr_server {
+    sr_engine *e;
+    const sr_engine_config *cfg;
+    struct sockaddr_storage sa;
+    socklen_t salen;
+    int port;
+    char url[96];
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    struct MHD_Daemon *d;                          /* (mu) the listening daemon */
+    struct MHD_Daemon *old[SR_SERVER_MAX_DAEMONS]; /* (mu) quiesced by refuse faults */
+    int nold;                                      /* (mu) */
+    int refusing;                                  /* (mu) */
+    int64_t refuse_until_ns;                       /* (mu) */
+    int wake[2];                                   /* pipe: handlers -> main loop */
+    /* scheduler */
+    req **heap; /* (mu) */
+    size_t nheap, capheap;
+    pthread_t sched;
+    int sched_started;
+    int stopping; /* (mu) */
+    /* pause */
+    int paused;        /* (mu) */
+    const char *pmode; /* (mu) */
+    req_dlist held;    /* (mu) */
+    req_dlist waiters; /* (mu) */
+    req_dlist stalled; /* (mu) */
+    int64_t running;   /* (mu) reqs in RS_RUNNING */
+    int64_t live_reqs; /* (mu) reqs allocated and not completed */
+};
+
+/* Monotonic nanoseconds. */
+int64_t sr_srv_now_ns(void);
+
+/* Queues a complete response (status, content type, body bytes; the body is copied or, when
+ * take is 1, its buffer is handed to MHD). Returns the MHD result for the handler. */
+enum MHD_Result sr_srv_respond(req *r, unsigned status, const char *ctype, sr_buf *body, int take);
+enum MHD_Result sr_srv_respond_text(req *r, unsigned status, const char *ctype, const char *text);
+
+/* {"error":{"message":..,"type":..,"code":status,"check":name}} with status. */
+enum MHD_Result sr_srv_error(req *r, unsigned status, const char *type, int code, const char *msg);
+
+/* Suspends r's connection unless the server is stopping (then r becomes RS_SHUTDOWN and
+ * 0 is returned; the caller returns MHD_YES and the next call closes it). */
+int sr_srv_suspend_locked(req *r);
+/* Suspends r's connection and schedules its resumption at wake_ns (state set by caller). */
+void sr_srv_schedule_locked(req *r, int64_t wake_ns);
+/* Adds an already suspended r to the heap. */
+void sr_srv_heap_push_locked(sr_server *s, req *r, int64_t wake_ns);
+/* Removes r from the heap if it is there (1) or not (0). */
+int sr_srv_unschedule_locked(req *r);
+/* Suspends r into a list / takes it out (the caller resumes it). */
+void sr_srv_list_add_locked(req_dlist *l, req *r, req_list which);
+void sr_srv_list_remove_locked(req *r);
+void sr_srv_resume_locked(req *r);
+
+/* Tokens a running job has sampled by time t (serve_gen.c). */
+int64_t sr_srv_tokens_at(const req *r, int64_t t);
+/* The generate endpoints (serve_gen.c). */
+enum MHD_Result sr_srv_generate(req *r);
+/* The control endpoints (control.c). */
+enum MHD_Result sr_srv_control(req *r);
+
+/* Called when a RUNNING request leaves that state: wakes pause?mode=wait requests at zero. */
+void sr_srv_running_dec_locked(sr_server *s);
+
+/* The HTTP-layer fault response, a TCP reset, and a refuse window followed by a reset
+ * (server_io.c). Each returns what the access handler returns. */
+enum MHD_Result sr_srv_http_fault(req *r, const sr_fault *h);
+enum MHD_Result sr_srv_reset(req *r);
+enum MHD_Result sr_srv_refuse(req *r, const sr_fault *t);
+
+/* Delivery of a finished generate reply with its transport fault (server.c). */
+enum MHD_Result sr_srv_deliver(req *r);
+
+#endif /* SR_ENGINE_SERVER_PRIV_H */

@@ -1,0 +1,305 @@
+#include "rollout.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rollout_priv.h"
+
+/* Longest trajectory a rollout may build, in tokens (the oracle's sequence bound). */
+#define MAX_TOKENS ((size_t)1 << 24)
+
+int sr_rollout_grow(void **p, size_t *cap, size_t need, size_t item, sr_err *err)
+{
+    if (need <= *cap)
+        return 0;
+    if (need > MAX_TOKENS)
+        return sr_err_set(err, SR_E_LIMIT, "rollout: more than %zu tokens", MAX_TOKENS);
+    size_t n = *cap ? *cap : 256;
+    while (n < need)
+        n *= 2;
+    void *q = realloc(*p, n * item);
+    if (!q)
+        return sr_err_set(err, SR_E_NOMEM, "rollout: cannot grow to %zu entries", n);
+    *p = q;
+    *cap = n;
+    return 0;
+}
+
+static uint64_t mix64(uint64_t z)
+{
+    z ^= z >> 30;
+    z *= 0xBF58476D1CE4E5B9ull;
+    z ^= z >> 27;
+    z *= 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    return z;
+}
+
+static uint64_t below(uint64_t x, uint64_t n)
+{
+    return (uint64_t)(((unsigned __int128)x * n) >> 64);
+}
+
+int sr_rollout_env_obs(sr_rollout_state *s, int turn, sr_err *err)
+{
+    const sr_rollout_env *env = &s->cfg->env;
+    s->obs_n = 0;
+    if (turn >= env->max_turns)
+        return 0;
+    uint64_t st = mix64(env->seed ^ mix64((uint64_t)turn + 0x9E3779B97F4A7C15ull));
+    uint64_t span = (uint64_t)(env->obs_max - env->obs_min) + 1;
+    size_t n = (size_t)env->obs_min + below(mix64(st + 0x9E3779B97F4A7C15ull), span);
+    int rc = sr_rollout_grow((void **)&s->obs, &s->obs_cap, n ? n : 1, sizeof(int32_t), err);
+    for (size_t j = 0; !rc && j < n; j++)
+        s->obs[j] =
+            (int32_t)below(mix64(st + 0x9E3779B97F4A7C15ull * (j + 2)), (uint64_t)env->vocab);
+    s->obs_n = rc ? 0 : n;
+    return rc;
+}
+
+static int check_config(const sr_rollout_config *c, sr_err *err)
+{
+    const sr_rollout_env *e = &c->env;
+    if (!c->prompt || c->prompt_len == 0)
+        return sr_err_set(err, SR_E_ROLLOUT_CONFIG, "rollout: the prompt must not be empty");
+    if (e->max_turns < 1 || e->max_turns > 1024)
+        return sr_err_set(err, SR_E_ROLLOUT_CONFIG, "rollout: env.max_turns must be 1..1024");
+    if (e->obs_min < 0 || e->obs_max < e->obs_min || e->obs_max > 65536 ||
+        (e->obs_max > 0 && e->vocab < 1) || e->vocab > INT32_MAX)
+        return sr_err_set(err, SR_E_ROLLOUT_CONFIG,
+                          "rollout: env needs 0 <= obs_min <= obs_max <= 65536 and a vocab");
+    if (c->append_eos_after_stop && c->eos_id < 0)
+        return sr_err_set(err, SR_E_ROLLOUT_CONFIG,
+                          "rollout: append_eos_after_stop needs an eos_id");
+    if (c->eos_id > INT32_MAX)
+        return sr_err_set(err, SR_E_ROLLOUT_CONFIG, "rollout: eos_id out of range");
+    if (!c->multi_turn && c->routes && !c->quirks.synthetic_eos_loss_active)
+        return sr_err_set(err, SR_E_ROLLOUT_CONFIG,
+                          "rollout: routed experts with the single-turn chat template are "
+                          "refused: the agent loop appends a synthetic EOS that is loss-active "
+                          "but that the inference engine never evaluated (use multi_turn, or "
+                          "the quirk synthetic_eos_loss_active to reproduce the defect)");
+    return 0;
+}
+
+static int wants_logprobs(const cJSON *sp)
+{
+    const cJSON *l = sp ? cJSON_GetObjectItemCaseSensitive(sp, "logprobs") : NULL;
+    return l && !cJSON_IsNull(l);
+}
+
+/* Appends n entries to a growable array of `item`-sized elements. */
+static int push(void **arr, size_t *len, size_t *cap, const void *src, size_t n, size_t item,
+                sr_err *err)
+{
+    int rc = sr_rollout_grow(arr, cap, *len + n + 1, item, err);
+    if (!rc && n) {
+        memcpy((char *)*arr + *len * item, src, n * item);
+        *len += n;
+    }
+    return rc;
+}
+
+int sr_rollout_push_ids(sr_rollout_state *s, const int32_t *ids, size_t n, sr_err *err)
+{
+    return push((void **)&s->ids, &s->ids_n, &s->ids_cap, ids, n, sizeof(int32_t), err);
+}
+
+/* Appends n loss-mask entries of `value` and n logprobs (lp, or 0.0 each when lp is NULL). */
+int sr_rollout_push_mask(sr_rollout_state *s, uint8_t value, const double *lp, size_t n,
+                         sr_err *err)
+{
+    size_t m0 = s->mask_n;
+    int rc = sr_rollout_grow((void **)&s->mask, &s->mask_cap, m0 + n + 1, 1, err);
+    if (!rc)
+        rc = sr_rollout_grow((void **)&s->lp, &s->lp_cap, m0 + n + 1, sizeof(double), err);
+    for (size_t i = 0; !rc && i < n; i++) {
+        s->mask[m0 + i] = value;
+        s->lp[m0 + i] = lp ? lp[i] : 0.0;
+    }
+    if (!rc)
+        s->mask_n += n;
+    return rc;
+}
+
+static void turn_from_client(sr_rollout_turn *t, const sr_client_result *r)
+{
+    t->engine = r->engine;
+    snprintf(t->engine_id, sizeof t->engine_id, "%s", r->engine_id);
+    t->http_status = r->http_status;
+    t->start_sent = r->prompt_start_sent;
+    t->weight_version = r->weight_version;
+    t->request_ms = r->request_ms;
+    t->splice_ms = r->splice_ms;
+    t->decode_ms = r->decode_ms;
+    t->wait_ms = r->wait_ms;
+    t->bytes_sent = r->bytes_sent;
+    t->bytes_received = r->bytes_received;
+    t->bytes_total = r->bytes_total;
+    t->n_attempts = r->n_attempts;
+    t->attempts = r->n_attempts ? malloc((size_t)r->n_attempts * sizeof *t->attempts) : NULL;
+    if (t->attempts)
+        memcpy(t->attempts, r->attempts, (size_t)r->n_attempts * sizeof *t->attempts);
+    else
+        t->n_attempts = 0;
+    if (r->has_routes)
+        t->route_rows = r->routes.ndim ? r->routes.shape[0] : 0;
+    snprintf(t->finish_reason, sizeof t->finish_reason, "%s",
+             r->finish_reason ? r->finish_reason : "");
+}
+
+/* Sends turn k's generate into *r and records what the client did in the result's turn log. */
+static int request_turn(sr_rollout_state *s, int turn, sr_client_result *r, sr_err *err)
+{
+    const sr_rollout_config *c = s->cfg;
+    sr_rollout_result *res = s->res;
+    sr_rollout_turn *t = &res->turns[res->n_turns++];
+    memset(t, 0, sizeof *t);
+    t->prompt_len = (int64_t)s->ids_n;
+    sr_client_req q = SR_CLIENT_REQ_INIT;
+    q.token_ids = s->ids;
+    q.n_tokens = s->ids_n;
+    q.sampling_params = c->sampling_params;
+    q.model = c->model;
+    q.cache_salt = c->cache_salt;
+    q.session_id = c->session_id;
+    q.turn = turn;
+    q.return_routes = c->routes;
+    if (c->routes)
+        q.prompt_start =
+            c->quirks.overwrite_trace_each_turn ? 0 : sr_route_trace_prompt_start(s->trace);
+    int rc = sr_client_generate(r, s->k, &q, err);
+    turn_from_client(t, r);
+    if (rc)
+        return rc;
+    t->generated = (int64_t)r->n_tokens;
+    if (s->collect_lp && !r->has_logprobs && r->n_tokens)
+        return sr_err_set(err, SR_E_CLIENT_BAD_RESPONSE,
+                          "logprobs were requested but the response carries none");
+    return 0;
+}
+
+static int one_turn(sr_rollout_state *s, int turn, sr_err *err)
+{
+    const sr_rollout_config *c = s->cfg;
+    sr_client_result r;
+    int rc = request_turn(s, turn, &r, err);
+    sr_rollout_turn *t = &s->res->turns[s->res->n_turns - 1];
+    if (!rc && c->routes) {
+        double t0 = sr_client_now_ms();
+        rc = sr_rollout_record(s, &r, err);
+        t->record_ms = sr_client_now_ms() - t0;
+    }
+    if (!rc)
+        rc = sr_rollout_env_obs(s, turn, err);
+    if (!rc)
+        rc = c->multi_turn ? sr_rollout_update_multi(s, &r, t, err)
+                           : sr_rollout_update_single(s, &r, t, err);
+    if (!rc)
+        t->obs_tokens = (int64_t)s->obs_n;
+    if (!rc && c->after_turn)
+        rc = c->after_turn(c->hook_ctx, turn, err);
+    return rc;
+}
+
+static int loop(sr_rollout_state *s, sr_err *err)
+{
+    const sr_rollout_config *c = s->cfg;
+    sr_rollout_result *res = s->res;
+    for (int turn = 1; turn <= c->env.max_turns; turn++) {
+        if (c->max_input_length > 0 && (int64_t)s->ids_n > c->max_input_length) {
+            snprintf(res->stop_reason, sizeof res->stop_reason, "length");
+            break;
+        }
+        int rc = one_turn(s, turn, err);
+        if (rc) {
+            res->failed_turn = turn;
+            return rc;
+        }
+        const sr_rollout_turn *t = &res->turns[res->n_turns - 1];
+        snprintf(res->stop_reason, sizeof res->stop_reason, "%s", t->finish_reason);
+    }
+    return 0;
+}
+
+static int setup(sr_rollout_state *s, sr_err *err)
+{
+    const sr_rollout_config *c = s->cfg;
+    s->collect_lp = wants_logprobs(c->sampling_params);
+    s->response_end = (int64_t)c->prompt_len - 1;
+    s->res->turns = calloc((size_t)c->env.max_turns, sizeof *s->res->turns);
+    if (!s->res->turns)
+        return sr_err_set(err, SR_E_NOMEM, "rollout: cannot allocate the turn log");
+    int rc = sr_rollout_push_ids(s, c->prompt, c->prompt_len, err);
+    for (size_t i = 0; !rc && i < c->prompt_len; i++)
+        if (c->prompt[i] < 0)
+            rc = sr_err_set(err, SR_E_ROLLOUT_CONFIG, "rollout: prompt[%zu] is negative", i);
+    if (!rc && c->routes)
+        rc = sr_route_trace_new(&s->trace, &c->trace_opts, err);
+    return rc;
+}
+
+static void state_free(sr_rollout_state *s)
+{
+    sr_route_trace_free(s->trace);
+    free(s->ids);
+    free(s->mask);
+    free(s->lp);
+    free(s->obs);
+    free(s->row_ver);
+    free(s->held_ver);
+}
+
+int sr_rollout_run(sr_rollout_result *res, sr_client_conn *k, const sr_rollout_config *cfg,
+                   sr_err *err)
+{
+    memset(res, 0, sizeof *res);
+    res->failed_turn = -1;
+    res->err = (sr_err)SR_ERR_INIT;
+    res->routes = (sr_ndarray)SR_NDARRAY_INIT;
+    double t0 = sr_client_now_ms();
+    sr_rollout_state s;
+    memset(&s, 0, sizeof s);
+    s.cfg = cfg;
+    s.k = k;
+    s.res = res;
+    int rc = check_config(cfg, &res->err);
+    if (!rc)
+        rc = setup(&s, &res->err);
+    if (rc)
+        res->failed_turn = 0;
+    if (!rc)
+        rc = loop(&s, &res->err);
+    /* The outputs are cut even after a failure, so a report can show how far the rollout got. */
+    sr_err scratch = SR_ERR_INIT;
+    int rc2 = sr_rollout_finish(&s, rc == 0, rc ? &scratch : &res->err);
+    if (!rc && rc2)
+        res->failed_turn = 0;
+    rc = rc ? rc : rc2;
+    if (cfg->finish_session && res->n_turns > 0)
+        sr_client_finish_session(k, cfg->session_id);
+    state_free(&s);
+    res->total_ms = sr_client_now_ms() - t0;
+    res->code = rc;
+    if (rc && err)
+        *err = res->err;
+    return rc;
+}
+
+void sr_rollout_result_release(sr_rollout_result *r)
+{
+    if (!r)
+        return;
+    free(r->prompt_ids);
+    free(r->response_ids);
+    free(r->loss_mask);
+    free(r->logprobs);
+    sr_ndarray_release(&r->routes);
+    free(r->row_version);
+    free(r->held_version);
+    for (int i = 0; r->turns && i < r->n_turns; i++)
+        free(r->turns[i].attempts);
+    free(r->turns);
+    memset(r, 0, sizeof *r);
+}

@@ -1,0 +1,42 @@
+#!/bin/sh
+# `syncroll serve` end to end: two engines as child processes, one JSON line of URLs, a curl
+# POST to each that `syncroll check-body` accepts, a clean stop on SIGTERM that takes the
+# engines down too. No fixed ports and no sleeps: the URL line is read from a FIFO.
+set -u
+S=${SYNCROLL:?SYNCROLL must point at the syncroll executable}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; [ -f "$tmp/err" ] && cat "$tmp/err"; exit 1; }
+
+cat >"$tmp/cfg.json" <<'JSON'
+{"count": 2, "seed": 3,
+ "model": {"vocab": 500, "layers": 2, "experts": 16, "topk": 2, "eos_id": -1},
+ "fields": ["routed_experts"]}
+JSON
+mkfifo "$tmp/fifo"
+"$S" serve --stop-grace 5 "$tmp/cfg.json" >"$tmp/fifo" 2>"$tmp/err" &
+pid=$!
+exec 3<"$tmp/fifo"
+IFS= read -r line <&3 || fail "serve printed no line"
+echo "serve: $line"
+urls=$(printf '%s\n' "$line" | grep -o '"url":"[^"]*"' | sed 's/"url":"//; s/"$//')
+pids=$(printf '%s\n' "$line" | grep -o '"pid":[0-9]*' | sed 's/"pid"://')
+[ "$(printf '%s\n' "$urls" | wc -l)" -eq 2 ] || fail "expected two URLs in: $line"
+printf '%s\n' "$line" | grep -q '"id":"engine-1","index":1' || fail "engine ids: $line"
+for u in $urls; do
+    case "$u" in http://127.0.0.1:[0-9]*) ;; *) fail "not a loopback URL: $u" ;; esac
+    curl -sS -X POST -H 'Content-Type: application/json' -H 'X-Session-ID: 1_0' \
+        -d '{"sampling_params":{"max_tokens":6,"logprobs":0,"routed_experts_prompt_start":2},"model":"default","token_ids":[1,2,3,4,5]}' \
+        -o "$tmp/body.json" "$u/skyrl/v1/generate" || fail "POST to $u"
+    "$S" check-body "$tmp/body.json" >"$tmp/check.txt" 2>&1 || { cat "$tmp/check.txt"; fail "check-body rejected the body from $u"; }
+    grep -q 'routed_experts' "$tmp/check.txt" || fail "check-body saw no routes"
+    grep -q '"shape":\[8,2,2\]' "$tmp/body.json" || fail "routes are not rows [2, P+G-1)"
+done
+kill -TERM "$pid"
+wait "$pid"
+st=$?
+[ "$st" -eq 0 ] || fail "serve exited with $st after SIGTERM"
+for p in $pids; do
+    kill -0 "$p" 2>/dev/null && fail "engine $p still running after serve stopped"
+done
+echo "ok: serve"

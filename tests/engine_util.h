@@ -1,0 +1,255 @@
+/*
+ * Helpers for the mock-engine suites: engines run as real child processes (this test binary
+ * re-executed as `<test> engine ...`, which calls sr_cmd_engine) on port 0 with a readiness
+ * pipe, and are talked to over real HTTP with libcurl. Nothing here sleeps to synchronise:
+ * waits poll /syncroll/v1/state with a deadline.
+ */
+#ifndef SR_TEST_ENGINE_UTIL_H
+#define SR_TEST_ENGINE_UTIL_H
+
+#include <check.h>
+#include <curl/curl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "commands.h"
+#include "engine/config.h"
+#include "procs.h"
+#include "sr_buf.h"
+#include "sr_fields.h"
+#include "sr_oracle.h"
+#include "sr_splice.h"
+#include "sr_test.h"
+#include "sr_weights.h"
+
+/* Every engine suite's main: the binary doubles as the engine executable. */
+#define ENGINE_TEST_MAIN(make_suite)                                                               \
+    int main(int argc, char **argv)                                                                \
+    {                                                                                              \
+        if (argc > 1 && strcmp(argv[1], "engine") == 0)                                            \
+            return sr_cmd_engine(argc - 1, argv + 1);                                              \
+        curl_global_init(CURL_GLOBAL_DEFAULT);                                                     \
+        int rc_ = sr_test_run(make_suite());                                                       \
+        curl_global_cleanup();                                                                     \
+        return rc_;                                                                                \
+    }
+
+typedef struct eng {
+    sr_proc p;
+    char cfg[64];
+    char url[96];
+    int port;
+} eng;
+
+static inline void eng_start(eng *e, const char *config_json)
+{
+    memset(e, 0, sizeof(*e));
+    snprintf(e->cfg, sizeof(e->cfg), "/tmp/sr-engine-test-XXXXXX.json");
+    int fd = mkstemps(e->cfg, 5);
+    ck_assert_int_ge(fd, 0);
+    size_t n = strlen(config_json);
+    ck_assert_int_eq(write(fd, config_json, n), (ssize_t)n);
+    close(fd);
+    char self[4096];
+    sr_err err = SR_ERR_INIT;
+    ck_assert_sr_ok(sr_proc_self_exe(self, sizeof(self), &err), err);
+    char *argv[] = {"engine-under-test", "engine", "--config",   e->cfg, "--port", "0",
+                    "--ready-fd",        "3",      "--lifetime", "120",  NULL};
+    ck_assert_sr_ok(sr_proc_spawn(&e->p, self, argv, &err), err);
+    ck_assert_sr_ok(sr_procs_wait_ready(&e->p, 1, 20000, &err), err);
+    e->port = atoi(e->p.line);
+    ck_assert_int_gt(e->port, 0);
+    snprintf(e->url, sizeof(e->url), "http://127.0.0.1:%d", e->port);
+}
+
+/* Stops the engine and asserts it exited cleanly (status 0 on SIGTERM). */
+static inline void eng_stop(eng *e)
+{
+    int killed = sr_procs_stop(&e->p, 1, 10000);
+    unlink(e->cfg);
+    ck_assert_int_eq(killed, 0);
+    ck_assert_msg(WIFEXITED(e->p.status) && WEXITSTATUS(e->p.status) == 0,
+                  "engine did not exit cleanly (wait status %d)", e->p.status);
+}
+
+typedef struct hresp {
+    CURLcode cc;
+    long status;
+    sr_buf body;
+    sr_buf hdr;
+    int chunks;
+    char errbuf[CURL_ERROR_SIZE];
+} hresp;
+
+static inline size_t hresp_body_cb(char *p, size_t sz, size_t n, void *ud)
+{
+    hresp *r = ud;
+    r->chunks++;
+    sr_buf_append(&r->body, p, sz * n, NULL);
+    return sz * n;
+}
+
+static inline size_t hresp_hdr_cb(char *p, size_t sz, size_t n, void *ud)
+{
+    hresp *r = ud;
+    sr_buf_append(&r->hdr, p, sz * n, NULL);
+    return sz * n;
+}
+
+static inline void hresp_free(hresp *r)
+{
+    sr_buf_release(&r->body);
+    sr_buf_release(&r->hdr);
+}
+
+/*
+ * One request on handle `c` (NULL: a fresh handle and connection). `path` is appended to the
+ * engine URL; body NULL means GET (unless method says otherwise); session sets X-Session-ID.
+ */
+static inline void http_req(hresp *r, CURL *c, const eng *e, const char *method, const char *path,
+                            const char *body, const char *session, long timeout_ms)
+{
+    memset(r, 0, sizeof(*r));
+    CURL *h = c ? c : curl_easy_init();
+    char url[256];
+    snprintf(url, sizeof(url), "%s%s", e->url, path);
+    struct curl_slist *hd = curl_slist_append(NULL, "Content-Type: application/json");
+    char sh[300];
+    if (session) {
+        snprintf(sh, sizeof(sh), "X-Session-ID: %s", session);
+        hd = curl_slist_append(hd, sh);
+    }
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hd);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, hresp_body_cb);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, r);
+    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, hresp_hdr_cb);
+    curl_easy_setopt(h, CURLOPT_HEADERDATA, r);
+    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, r->errbuf);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms > 0 ? timeout_ms : 30000L);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    if (body) {
+        curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+    } else {
+        curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+    }
+    curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+    r->cc = curl_easy_perform(h);
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &r->status);
+    sr_buf_append(&r->body, "", 0, NULL);
+    sr_buf_append(&r->hdr, "", 0, NULL);
+    curl_slist_free_all(hd);
+    if (!c)
+        curl_easy_cleanup(h);
+}
+
+static inline void http_post(hresp *r, const eng *e, const char *path, const char *body)
+{
+    http_req(r, NULL, e, "POST", path, body ? body : "", NULL, 0);
+}
+
+static inline void http_get(hresp *r, const eng *e, const char *path)
+{
+    http_req(r, NULL, e, "GET", path, NULL, NULL, 0);
+}
+
+/* Reads an integer member of the engine state. */
+static inline long long eng_state_int(const eng *e, const char *key)
+{
+    hresp r;
+    http_get(&r, e, "/syncroll/v1/state");
+    ck_assert_int_eq(r.status, 200);
+    cJSON *s = cJSON_Parse(r.body.data);
+    ck_assert_ptr_nonnull(s);
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(s, key);
+    ck_assert_msg(cJSON_IsNumber(v), "state has no number '%s'", key);
+    long long x = (long long)v->valuedouble;
+    cJSON_Delete(s);
+    hresp_free(&r);
+    return x;
+}
+
+/* Polls the state until `key` equals want, failing after 20 s. */
+static inline void eng_wait_state(const eng *e, const char *key, long long want)
+{
+    for (int i = 0; i < 20000; i++) {
+        if (eng_state_int(e, key) == want)
+            return;
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    ck_abort_msg("engine state '%s' never reached %lld", key, want);
+}
+
+/* A generate request running on its own thread. */
+typedef struct bg_req {
+    pthread_t t;
+    const eng *e;
+    const char *path, *body;
+    hresp r;
+} bg_req;
+
+static inline void *bg_main(void *arg)
+{
+    bg_req *b = arg;
+    http_req(&b->r, NULL, b->e, "POST", b->path, b->body, NULL, 60000);
+    return NULL;
+}
+
+static inline void bg_start(bg_req *b, const eng *e, const char *path, const char *body)
+{
+    b->e = e;
+    b->path = path;
+    b->body = body;
+    ck_assert_int_eq(pthread_create(&b->t, NULL, bg_main, b), 0);
+}
+
+static inline void bg_join(bg_req *b)
+{
+    pthread_join(b->t, NULL);
+}
+
+/* Splices a body with the built-in registry; returns the code, *res valid until sp is freed. */
+static inline int splice_body(sr_splicer **sp, sr_fields **reg, const sr_buf *body,
+                              const sr_splice_result **res, sr_err *err)
+{
+    ck_assert_int_eq(sr_fields_new(reg, NULL), 0);
+    ck_assert_int_eq(sr_fields_add_builtins(*reg, NULL), 0);
+    ck_assert_int_eq(sr_splicer_new(sp, *reg, NULL, NULL), 0);
+    return sr_splice(*sp, body->data, body->len, -1, res, err);
+}
+
+static inline const sr_splice_entry *splice_find(const sr_splice_result *res, const char *field)
+{
+    for (size_t i = 0; i < res->count; i++)
+        if (strcmp(res->entries[i].field->name, field) == 0)
+            return &res->entries[i];
+    return NULL;
+}
+
+/* Expected fingerprints of `cfg`'s weights at `version` (into global and layers[]). */
+static inline void expected_fps(const sr_engine_config *c, int64_t version, uint64_t *global,
+                                uint64_t *layers)
+{
+    sr_weights_spec ws = SR_WEIGHTS_SPEC_INIT;
+    ws.seed = c->seed;
+    ws.num_layers = c->num_layers;
+    ws.layer_indices = c->layer_indices;
+    ws.experts = c->experts;
+    ws.expert_tensors = c->expert_tensors;
+    ws.total_bytes = c->weight_bytes;
+    ws.tensor_change_rate = c->tensor_change_rate;
+    ws.block_change_rate = c->block_change_rate;
+    sr_err err = SR_ERR_INIT;
+    ck_assert_sr_ok(sr_weights_expected(global, layers, &ws, version, &err), err);
+}
+
+#endif /* SR_TEST_ENGINE_UTIL_H */

@@ -1,0 +1,426 @@
+/*
+ * The generate client against real mock-engine processes and a one-shot capture server: request
+ * body and headers, §1.2 validation, the §1.7 response schema, routing, keep-alive, streaming
+ * splice, backoff and the control plane. Faults and retries: test_client_faults.c.
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <sys/socket.h>
+
+#include <curl/curl.h>
+
+#include "client/retry.h"
+#include "client_gen.h"
+
+typedef struct capture {
+    sr_client *cl;
+    sr_client_conn *k; /* kept until capture_done: the result points into it */
+    int lfd, port;
+    char req[8192];
+    size_t len;
+    const char *reply;
+    pthread_t th;
+} capture;
+
+static void *capture_run(void *arg)
+{
+    capture *c = arg;
+    int fd = accept(c->lfd, NULL, NULL);
+    if (fd < 0)
+        return NULL;
+    size_t want = SIZE_MAX;
+    while (c->len < sizeof c->req - 1 && c->len < want) {
+        ssize_t n = read(fd, c->req + c->len, sizeof c->req - 1 - c->len);
+        if (n <= 0)
+            break;
+        c->len += (size_t)n;
+        c->req[c->len] = '\0';
+        char *end = strstr(c->req, "\r\n\r\n");
+        char *cl = strcasestr(c->req, "Content-Length:");
+        if (end && cl)
+            want = (size_t)(end + 4 - c->req) + strtoul(cl + 15, NULL, 10);
+    }
+    char head[256];
+    int hn = snprintf(head, sizeof head,
+                      "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
+                      "Connection: close\r\n\r\n",
+                      strlen(c->reply));
+    ck_assert_int_eq((int)write(fd, head, (size_t)hn), hn);
+    ck_assert_int_eq((int)write(fd, c->reply, strlen(c->reply)), (int)strlen(c->reply));
+    close(fd);
+    return NULL;
+}
+
+static void capture_start(capture *c, const char *reply)
+{
+    memset(c, 0, sizeof *c);
+    c->reply = reply;
+    c->lfd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {0};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ck_assert_int_eq(bind(c->lfd, (struct sockaddr *)&a, sizeof a), 0);
+    ck_assert_int_eq(listen(c->lfd, 4), 0);
+    socklen_t al = sizeof a;
+    getsockname(c->lfd, (struct sockaddr *)&a, &al);
+    c->port = ntohs(a.sin_port);
+    pthread_create(&c->th, NULL, capture_run, c);
+}
+
+static void capture_join(capture *c)
+{
+    pthread_join(c->th, NULL);
+    close(c->lfd);
+}
+
+static const char *body_of(const capture *c)
+{
+    const char *b = strstr(c->req, "\r\n\r\n");
+    return b ? b + 4 : "";
+}
+
+#define APPENDIX_REPLY                                                                             \
+    "{\"choices\":[{\"token_ids\":[10,11],\"finish_reason\":\"stop\",\"logprobs\":{\"content\":"   \
+    "[{\"logprob\":-0.1},{\"logprob\":-9999.0}]},\"routed_experts\":{\"data\":\"AAEC\",\"shape\":" \
+    "[3,1,1],\"dtype\":\"uint8\"}}]}"
+
+static int capture_try(capture *c, const sr_client_opts *o, sr_client_req *q, sr_client_result *r,
+                       const char *reply, sr_err *e)
+{
+    capture_start(c, reply);
+    char url[64];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/", c->port);
+    const char *urls[] = {url};
+    ck_assert_sr_ok(sr_client_new(&c->cl, urls, 1, NULL, o, e), *e);
+    ck_assert_sr_ok(sr_client_conn_new(&c->k, c->cl, e), *e);
+    int rc = sr_client_generate(r, c->k, q, e);
+    capture_join(c);
+    return rc;
+}
+
+static void capture_generate(capture *c, const sr_client_opts *o, sr_client_req *q,
+                             sr_client_result *r, const char *reply)
+{
+    sr_err e = SR_ERR_INIT;
+    ck_assert_sr_ok(capture_try(c, o, q, r, reply, &e), e);
+}
+
+static void capture_done(capture *c)
+{
+    sr_client_conn_free(c->k);
+    sr_client_free(c->cl);
+}
+
+START_TEST(body_headers_and_reply_are_exact)
+{
+    static const int32_t ids[] = {1, 2, 3, 4, 5, 6, 7};
+    cJSON *s = cJSON_Parse("{\"temperature\":1.5,\"max_tokens\":512,\"logprobs\":0}");
+    sr_client_req q = SR_CLIENT_REQ_INIT;
+    q.token_ids = ids;
+    q.n_tokens = 7;
+    q.sampling_params = s;
+    q.cache_salt = "policy@3";
+    q.session_id = "17_0";
+    q.return_routes = 1;
+    q.prompt_start = 5;
+    capture c;
+    sr_client_result r;
+    capture_generate(&c, NULL, &q, &r, APPENDIX_REPLY);
+    ck_assert_str_eq(body_of(&c),
+                     "{\"sampling_params\":{\"temperature\":1.5,\"max_tokens\":512,\"logprobs\":0,"
+                     "\"routed_experts_prompt_start\":5},\"model\":\"default\",\"token_ids\":[1,2,"
+                     "3,4,5,6,7],\"cache_salt\":\"policy@3\"}");
+    ck_assert_msg(strncmp(c.req, "POST /skyrl/v1/generate HTTP/1.1\r\n", 34) == 0, "%s", c.req);
+    ck_assert_ptr_nonnull(strstr(c.req, "\r\nX-Session-ID: 17_0\r\n"));
+    ck_assert_ptr_nonnull(strstr(c.req, "\r\nContent-Type: application/json\r\n"));
+    ck_assert_int_eq(r.n_tokens, 2);
+    ck_assert_int_eq(r.token_ids[1], 11);
+    ck_assert_str_eq(r.finish_reason, "stop");
+    ck_assert(r.has_logprobs && r.logprobs[1] == -9999.0);
+    ck_assert(r.has_routes && r.routes.shape[0] == 3 && ((uint8_t *)r.routes.data)[2] == 2);
+    ck_assert_int_eq(r.weight_version, -1);
+    ck_assert_int_eq(r.prompt_start_sent, 5);
+    capture_done(&c);
+
+    /* Quirk no_prompt_start; no session id; an explicit model. */
+    sr_client_opts o = SR_CLIENT_OPTS_INIT;
+    o.quirks.no_prompt_start = 1;
+    q.session_id = NULL;
+    q.model = "lora-a";
+    q.cache_salt = NULL;
+    capture_generate(&c, &o, &q, &r, APPENDIX_REPLY);
+    ck_assert_str_eq(body_of(&c), "{\"sampling_params\":{\"temperature\":1.5,\"max_tokens\":512,"
+                                  "\"logprobs\":0},\"model\":\"lora-a\",\"token_ids\":[1,2,3,4,5,"
+                                  "6,7]}");
+    ck_assert_ptr_null(strstr(c.req, "X-Session-ID"));
+    ck_assert_int_eq(r.prompt_start_sent, -1);
+    capture_done(&c);
+
+    /* Without routes: the native path, no start, no splice. */
+    q.return_routes = 0;
+    q.prompt_start = -1;
+    capture_generate(&c, NULL, &q, &r,
+                     "{\"request_id\":\"x\",\"choices\":[{\"index\":0,\"token_ids\":[3],"
+                     "\"finish_reason\":\"length\",\"logprobs\":null}]}");
+    ck_assert_msg(strncmp(c.req, "POST /inference/v1/generate ", 28) == 0, "%s", c.req);
+    ck_assert_int_eq(r.n_tokens, 1);
+    ck_assert(!r.has_routes && !r.has_logprobs);
+    capture_done(&c);
+    cJSON_Delete(s);
+}
+END_TEST
+
+/* A decodable reply that breaks the §1.7 schema is client.bad_response, never retried. */
+START_TEST(schema_violations_are_bad_responses)
+{
+    static const int32_t ids[] = {1, 2, 3};
+    static const char *replies[] = {
+        "{\"choices\":[]}",
+        "{\"choices\":[{\"token_ids\":[1],\"finish_reason\":\"stop\"},{\"token_ids\":[2],"
+        "\"finish_reason\":\"stop\"}]}",
+        "{\"choices\":[{\"token_ids\":[1],\"logprobs\":null,\"routed_experts\":null}]}",
+        "{\"choices\":[{\"token_ids\":[1,2],\"finish_reason\":\"stop\",\"logprobs\":"
+        "{\"content\":[{\"logprob\":-1.0}]}}]}",
+        "{\"choices\":[{\"finish_reason\":\"stop\"}]}",
+        "{\"choices\":[{\"token_ids\":[1],\"finish_reason\":\"stop\",\"syncroll\":"
+        "{\"engine\":\"e\",\"weight_version\":0,\"rows\":[[3,1,0]]}}]}",
+    };
+    for (size_t i = 0; i < sizeof replies / sizeof replies[0]; i++) {
+        sr_client_req q = SR_CLIENT_REQ_INIT;
+        q.token_ids = ids;
+        q.n_tokens = 3;
+        q.return_routes = i % 2;
+        capture c;
+        sr_client_result r;
+        sr_err e = SR_ERR_INIT;
+        int rc = capture_try(&c, NULL, &q, &r, replies[i], &e);
+        ck_assert_msg(rc == SR_E_CLIENT_BAD_RESPONSE, "reply %zu: %s (%s)", i, sr_code_name(rc),
+                      e.msg);
+        ck_assert_int_eq(r.n_attempts, 1);
+        capture_done(&c);
+    }
+}
+END_TEST
+
+/* Each §1.2 violation is a named error and nothing is sent (the URL is a closed port). */
+START_TEST(request_validation_is_client_side)
+{
+    const char *urls[] = {"http://127.0.0.1:9"};
+    sr_client *cl;
+    sr_client_conn *k;
+    sr_err e = SR_ERR_INIT;
+    sr_client_opts o = SR_CLIENT_OPTS_INIT;
+    o.max_attempts = 1;
+    ck_assert_sr_ok(sr_client_new(&cl, urls, 1, NULL, &o, &e), e);
+    ck_assert_sr_ok(sr_client_conn_new(&k, cl, &e), e);
+    static const int32_t ids[] = {1, 2, 3};
+    static const int32_t neg[] = {1, -2, 3};
+    cJSON *n2 = cJSON_Parse("{\"n\":2}");
+    cJSON *inj = cJSON_Parse("{\"routed_experts_prompt_start\":1}");
+    cJSON *arr = cJSON_Parse("[1]");
+    struct {
+        const int32_t *ids;
+        size_t n;
+        int routes;
+        int64_t start;
+        const cJSON *sp;
+        const char *salt, *session;
+    } bad[] = {
+        {ids, 0, 1, -1, NULL, NULL, NULL}, {ids, 3, 0, 1, NULL, NULL, NULL},
+        {ids, 3, 1, 4, NULL, NULL, NULL},  {ids, 3, 1, -2, NULL, NULL, NULL},
+        {ids, 3, 1, 0, n2, NULL, NULL},    {ids, 3, 1, 0, inj, NULL, NULL},
+        {ids, 3, 1, 0, arr, NULL, NULL},   {ids, 3, 1, 0, NULL, "", NULL},
+        {neg, 3, 1, 0, NULL, NULL, NULL},  {ids, 3, 1, 0, NULL, NULL, "a b"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        sr_client_req q = SR_CLIENT_REQ_INIT;
+        q.token_ids = bad[i].ids;
+        q.n_tokens = bad[i].n;
+        q.return_routes = bad[i].routes;
+        q.prompt_start = bad[i].start;
+        q.sampling_params = bad[i].sp;
+        q.cache_salt = bad[i].salt;
+        q.session_id = bad[i].session;
+        sr_client_result r;
+        sr_err_clear(&e);
+        ck_assert_sr_code(sr_client_generate(&r, k, &q, &e), e, SR_E_CLIENT_INVALID);
+        ck_assert_int_eq(r.n_attempts, 0);
+    }
+    /* The inclusive upper bound start == len(prompt) is valid (it is then sent and refused). */
+    sr_client_req q = SR_CLIENT_REQ_INIT;
+    q.token_ids = ids;
+    q.n_tokens = 3;
+    q.return_routes = 1;
+    q.prompt_start = 3;
+    sr_client_result r;
+    ck_assert_int_ne(sr_client_generate(&r, k, &q, &e), SR_E_CLIENT_INVALID);
+    ck_assert_int_ge(r.n_attempts, 1);
+    cJSON_Delete(n2);
+    cJSON_Delete(inj);
+    cJSON_Delete(arr);
+    sr_client_conn_free(k);
+    sr_client_free(cl);
+}
+END_TEST
+
+START_TEST(r3_generate_is_spliced_and_verified)
+{
+    fx f;
+    fx_start(&f, 1, CFG_CLEAN, NULL);
+    sr_client_result r;
+    sr_err e = SR_ERR_INIT;
+    ck_assert_sr_ok(gen(&f, "s-1", 2, &r, &e), e);
+    ck_assert_int_eq(r.n_attempts, 1);
+    ck_assert_int_eq(r.prompt_start_sent, 2);
+    ck_assert_str_eq(r.path, "/skyrl/v1/generate");
+    ck_assert_str_eq(r.engine_id, "engine-0");
+    ck_assert_int_eq(r.weight_version, 0);
+    ck_assert(r.has_logprobs);
+    ck_assert(r.n_spans >= 1 && r.spans[0].lo == 2);
+    ck_assert_int_eq(r.spans[r.n_spans - 1].hi, PROMPT_LEN + (int64_t)r.n_tokens - 1);
+    ck_assert(r.bytes_received > 0 && r.bytes_received == r.bytes_total);
+    verify_routes(CFG_CLEAN, &r, 2);
+    /* The same session on the same conn reuses the kept-alive connection. */
+    ck_assert_int_eq(r.attempts[0].new_connection, 1);
+    ck_assert_sr_ok(gen(&f, "s-1", 0, &r, &e), e);
+    ck_assert_int_eq(r.attempts[0].new_connection, 0);
+    verify_routes(CFG_CLEAN, &r, 0);
+    /* Without routes: the native endpoint. */
+    ck_assert_sr_ok(gen(&f, "s-1", -2, &r, &e), e);
+    ck_assert(!r.has_routes);
+    ck_assert_str_eq(r.path, "/inference/v1/generate");
+    ck_assert_int_eq(fx_count(&f, 0, "generate"), 2);
+    ck_assert_int_eq(fx_count(&f, 0, "native_generate"), 1);
+    fx_stop(&f);
+}
+END_TEST
+
+START_TEST(sessions_stick_to_one_engine)
+{
+    fx f;
+    fx_start(&f, 2, CFG_CLEAN, NULL);
+    sr_err e = SR_ERR_INIT;
+    int64_t sent[2] = {0, 0};
+    for (int i = 0; i < 8; i++) {
+        char sid[16];
+        snprintf(sid, sizeof sid, "%d_0", i);
+        int want = sr_client_engine_for(f.client, sid);
+        for (int rep = 0; rep < 2; rep++) {
+            sr_client_result r;
+            ck_assert_sr_ok(gen(&f, sid, 0, &r, &e), e);
+            char id[16];
+            snprintf(id, sizeof id, "engine-%d", want);
+            ck_assert_int_eq(r.engine, want);
+            ck_assert_str_eq(r.engine_id, id);
+            sent[want]++;
+        }
+    }
+    ck_assert(sent[0] > 0 && sent[1] > 0);
+    ck_assert_int_eq(fx_count(&f, 0, "generate"), sent[0]);
+    ck_assert_int_eq(fx_count(&f, 1, "generate"), sent[1]);
+    /* finish_session goes to the session's engine. */
+    int eng = sr_client_engine_for(f.client, "3_0");
+    ck_assert_int_eq(sr_client_finish_session(f.conn, "3_0"), 0);
+    ck_assert_int_eq(fx_count(&f, eng, "finish_session"), 1);
+    ck_assert_int_eq(fx_count(&f, 1 - eng, "finish_session"), 0);
+    fx_stop(&f);
+}
+END_TEST
+
+/* One transient fault, its expected first-attempt outcome. */
+START_TEST(backoff_is_capped_jittered_and_seeded)
+{
+    uint64_t s = sr_retry_seed(7, "17_0", 2);
+    ck_assert(s == sr_retry_seed(7, "17_0", 2));
+    ck_assert(s != sr_retry_seed(7, "17_0", 3) && s != sr_retry_seed(8, "17_0", 2));
+    /* No jitter: 50, 100, 200, 400, then capped at 300. */
+    ck_assert_int_eq(sr_retry_backoff_ms(50, 300, 0, s, 1, -1), 50);
+    ck_assert_int_eq(sr_retry_backoff_ms(50, 300, 0, s, 2, -1), 100);
+    ck_assert_int_eq(sr_retry_backoff_ms(50, 300, 0, s, 3, -1), 200);
+    ck_assert_int_eq(sr_retry_backoff_ms(50, 300, 0, s, 4, -1), 300);
+    ck_assert_int_eq(sr_retry_backoff_ms(50, 300, 0, s, 60, -1), 300);
+    /* Jitter 0.5 keeps every wait in [b/2, b] and is a function of (seed, failures). */
+    int differ = 0;
+    for (int k = 1; k <= 8; k++) {
+        int64_t w = sr_retry_backoff_ms(1000, 1000, 0.5, s, k, -1);
+        ck_assert(w >= 500 && w <= 1000);
+        ck_assert_int_eq(w, sr_retry_backoff_ms(1000, 1000, 0.5, s, k, -1));
+        differ += w != sr_retry_backoff_ms(1000, 1000, 0.5, s + 1, k, -1);
+    }
+    ck_assert_int_gt(differ, 0);
+    /* Retry-After raises the wait. */
+    ck_assert_int_eq(sr_retry_backoff_ms(50, 300, 0, s, 1, 2000), 2000);
+    /* Classification of the default policy and the quirk. */
+    sr_client_quirks none = {0, 0}, ref = {1, 0};
+    sr_retry_facts f = {SR_E_CLIENT_HTTP_STATUS, 500, 1};
+    ck_assert_int_eq(sr_retry_classify(&f, &none), SR_RETRY_YES);
+    ck_assert_int_eq(sr_retry_classify(&f, &ref), SR_RETRY_NO);
+    f.http_status = 404;
+    ck_assert_int_eq(sr_retry_classify(&f, &none), SR_RETRY_NO);
+    f = (sr_retry_facts){SR_E_SPLICE_SHORT, 200, 0};
+    ck_assert_int_eq(sr_retry_classify(&f, &none), SR_RETRY_YES);
+    ck_assert_int_eq(sr_retry_classify(&f, &ref), SR_RETRY_DECLINED);
+    f.code = SR_E_SPLICE_DRIFT;
+    ck_assert_int_eq(sr_retry_classify(&f, &none), SR_RETRY_NO);
+    ck_assert_int_eq(sr_retry_classify(&f, &ref), SR_RETRY_NO);
+}
+END_TEST
+
+START_TEST(control_plane_fans_out)
+{
+    fx f;
+    fx_start(&f, 2, CFG_CLEAN, NULL);
+    sr_client_reply r[2];
+    sr_err e = SR_ERR_INIT;
+    ck_assert_sr_ok(sr_client_control(r, 2, f.client, -1, "GET", "/syncroll/v1/state", NULL, &e),
+                    e);
+    for (int i = 0; i < 2; i++) {
+        char id[16];
+        snprintf(id, sizeof id, "engine-%d", i);
+        const cJSON *eng = cJSON_GetObjectItemCaseSensitive(r[i].body, "engine");
+        ck_assert(cJSON_IsString(eng));
+        ck_assert_str_eq(eng->valuestring, id);
+        sr_client_reply_release(&r[i]);
+    }
+    ck_assert_sr_ok(sr_client_control(r, 2, f.client, -1, "POST", "/reset_prefix_cache",
+                                      "{\"reset_running_requests\":true}", &e),
+                    e);
+    sr_client_reply_release(&r[0]);
+    sr_client_reply_release(&r[1]);
+    ck_assert_int_eq(fx_count(&f, 0, "reset_prefix_cache"), 1);
+    ck_assert_int_eq(fx_count(&f, 1, "reset_prefix_cache"), 1);
+    ck_assert_sr_code(sr_client_control(r, 2, f.client, -1, "GET", "/no/such/path", NULL, &e), e,
+                      SR_E_CLIENT_HTTP_STATUS);
+    ck_assert_int_eq(r[0].http_status, 404);
+    ck_assert_int_eq(r[1].http_status, 404);
+    sr_client_reply_release(&r[0]);
+    sr_client_reply_release(&r[1]);
+    fx_stop(&f);
+}
+END_TEST
+
+static Suite *client_suite(void)
+{
+    Suite *s = suite_create("client");
+    TCase *tc = tcase_create("client");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, body_headers_and_reply_are_exact);
+    tcase_add_test(tc, request_validation_is_client_side);
+    tcase_add_test(tc, schema_violations_are_bad_responses);
+    tcase_add_test(tc, r3_generate_is_spliced_and_verified);
+    tcase_add_test(tc, sessions_stick_to_one_engine);
+    tcase_add_test(tc, backoff_is_capped_jittered_and_seeded);
+    tcase_add_test(tc, control_plane_fans_out);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    /* The one process-wide initialisation the client needs (client.h). */
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    int rc = sr_test_run(client_suite());
+    curl_global_cleanup();
+    return rc;
+}

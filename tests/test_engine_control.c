@@ -1,0 +1,275 @@
+/* The mock engine's control plane over real HTTP: pause modes, sleep, weight-sync order, state. */
+#include "engine_util.h"
+
+/* 40 tokens at 25 ms each: long enough to be caught in flight by a pause. */
+#define SLOW_CFG                                                                                   \
+    "{\"id\":\"c0\",\"seed\":5,\"model\":{\"vocab\":2000,\"layers\":2,\"experts\":32,\"topk\":2,"  \
+    "\"eos_id\":-1},\"timing\":{\"prefill_ms\":0,\"decode_ms_per_token\":25}}"
+#define SLOW_REQ                                                                                   \
+    "{\"token_ids\":[9,8,7,6],\"sampling_params\":{\"max_tokens\":40,\"logprobs\":0,"              \
+    "\"routed_experts_prompt_start\":1}}"
+
+static cJSON *choice_of(const hresp *r)
+{
+    cJSON *d = cJSON_Parse(r->body.data);
+    ck_assert_msg(d != NULL, "not JSON: %s", r->body.data);
+    return d;
+}
+
+static const cJSON *choice0(const cJSON *d)
+{
+    return cJSON_GetArrayItem(cJSON_GetObjectItem(d, "choices"), 0);
+}
+
+START_TEST(test_keep_pause_straddles_a_weight_update)
+{
+    eng e;
+    eng_start(&e, SLOW_CFG);
+    bg_req b;
+    bg_start(&b, &e, "/skyrl/v1/generate", SLOW_REQ);
+    eng_wait_state(&e, "inflight", 1);
+    hresp r;
+    http_post(&r, &e, "/pause?mode=keep", NULL);
+    ck_assert_int_eq(r.status, 200);
+    hresp_free(&r);
+    ck_assert_int_eq(eng_state_int(&e, "held"), 1);
+    http_post(&r, &e, "/update_weights", "{\"update_info\":{\"target_version\":1}}");
+    ck_assert_msg(r.status == 200, "%s", r.body.data);
+    ck_assert_str_eq(r.body.data, "{\"version\":1}");
+    hresp_free(&r);
+    http_post(&r, &e, "/resume", NULL);
+    ck_assert_int_eq(r.status, 200);
+    hresp_free(&r);
+    bg_join(&b);
+    ck_assert_int_eq(b.r.status, 200);
+    cJSON *d = choice_of(&b.r);
+    const cJSON *ch = choice0(d);
+    const cJSON *rows = cJSON_GetObjectItem(cJSON_GetObjectItem(ch, "syncroll"), "rows");
+    ck_assert_int_eq(cJSON_GetArraySize(rows), 2);
+    const cJSON *s0 = cJSON_GetArrayItem(rows, 0), *s1 = cJSON_GetArrayItem(rows, 1);
+    int cut = cJSON_GetArrayItem(s0, 1)->valueint; /* = P + k - 1 */
+    ck_assert_int_eq(cJSON_GetArrayItem(s0, 0)->valueint, 1);
+    ck_assert_int_eq(cJSON_GetArrayItem(s0, 2)->valueint, 0);
+    ck_assert_int_eq(cJSON_GetArrayItem(s1, 0)->valueint, cut);
+    ck_assert_int_eq(cJSON_GetArrayItem(s1, 1)->valueint, 4 + 40 - 1);
+    ck_assert_int_eq(cJSON_GetArrayItem(s1, 2)->valueint, 1);
+    int k = cut - 3;
+    ck_assert(k >= 1 && k < 40);
+    /* Recompute: k tokens with version 0, the rest continued with version 1. */
+    sr_engine_config c;
+    sr_err err = SR_ERR_INIT;
+    ck_assert_sr_ok(sr_engine_config_parse(&c, SLOW_CFG, strlen(SLOW_CFG), "t", 0, &err), err);
+    sr_oracle_model m = sr_engine_config_model(&c);
+    sr_oracle *o;
+    ck_assert_sr_ok(sr_oracle_new(&o, &m, &err), err);
+    uint64_t g0, l0[2], g1, l1[2];
+    expected_fps(&c, 0, &g0, l0);
+    expected_fps(&c, 1, &g1, l1);
+    int32_t prompt[44] = {9, 8, 7, 6}, tok[40];
+    double lp[40];
+    uint8_t routes[64 * 4];
+    sr_oracle_request q = SR_ORACLE_REQUEST_INIT;
+    q.prompt = prompt;
+    q.prompt_len = 4;
+    q.max_tokens = k;
+    q.route_start = 1;
+    q.route_dtype = SR_DTYPE_UINT8;
+    sr_oracle_output out = SR_ORACLE_OUTPUT_INIT;
+    out.tokens = tok;
+    out.logprobs = lp;
+    out.routes = routes;
+    out.routes_cap = sizeof(routes);
+    ck_assert_sr_ok(sr_oracle_generate(&out, o, g0, l0, &q, &err), err);
+    memcpy(prompt + 4, tok, (size_t)k * sizeof(int32_t));
+    q.prompt_len = 4 + (size_t)k;
+    q.max_tokens = 40 - k;
+    q.prior_generated = (size_t)k;
+    q.route_start = 4 + k - 1;
+    out.tokens = tok + k;
+    out.logprobs = lp + k;
+    out.routes = routes + (size_t)(4 + k - 1 - 1) * 4;
+    out.routes_cap = sizeof(routes) - (size_t)(4 + k - 2) * 4;
+    ck_assert_sr_ok(sr_oracle_generate(&out, o, g1, l1, &q, &err), err);
+    sr_splicer *sp;
+    sr_fields *reg;
+    const sr_splice_result *res;
+    ck_assert_sr_ok(splice_body(&sp, &reg, &b.r.body, &res, &err), err);
+    const sr_splice_entry *ids = splice_find(res, "token_ids");
+    const sr_splice_entry *re = splice_find(res, "routed_experts");
+    for (int i = 0; i < 40; i++)
+        ck_assert_int_eq(sr_ndarray_get_i64(&ids->array, (uint64_t)i), tok[i]);
+    ck_assert_int_eq(re->array.shape[0], 4 + 40 - 1 - 1);
+    ck_assert_mem_eq(re->array.data, routes, (size_t)(4 + 40 - 2) * 4);
+    sr_splicer_free(sp);
+    sr_fields_free(reg);
+    sr_oracle_free(o);
+    sr_engine_config_release(&c);
+    cJSON_Delete(d);
+    hresp_free(&b.r);
+    eng_stop(&e);
+}
+END_TEST
+
+START_TEST(test_abort_pause_cuts_in_flight)
+{
+    eng e;
+    eng_start(&e, SLOW_CFG);
+    bg_req b;
+    bg_start(&b, &e, "/skyrl/v1/generate", SLOW_REQ);
+    eng_wait_state(&e, "inflight", 1);
+    hresp r;
+    http_post(&r, &e, "/pause?mode=abort", NULL);
+    ck_assert_int_eq(r.status, 200);
+    hresp_free(&r);
+    bg_join(&b);
+    ck_assert_int_eq(b.r.status, 200);
+    cJSON *d = choice_of(&b.r);
+    const cJSON *ch = choice0(d);
+    ck_assert_str_eq(cJSON_GetObjectItem(ch, "finish_reason")->valuestring, "abort");
+    int G = cJSON_GetArraySize(cJSON_GetObjectItem(ch, "token_ids"));
+    ck_assert(G >= 1 && G < 40);
+    const cJSON *shape = cJSON_GetObjectItem(cJSON_GetObjectItem(ch, "routed_experts"), "shape");
+    ck_assert_int_eq(cJSON_GetArrayItem(shape, 0)->valueint, 4 + G - 1 - 1);
+    cJSON_Delete(d);
+    hresp_free(&b.r);
+    /* While paused, a new generate is held until resume. */
+    bg_start(&b, &e, "/skyrl/v1/generate",
+             "{\"token_ids\":[1],\"sampling_params\":{\"max_tokens\":2}}");
+    eng_wait_state(&e, "held", 1);
+    http_post(&r, &e, "/resume", NULL);
+    hresp_free(&r);
+    bg_join(&b);
+    ck_assert_int_eq(b.r.status, 200);
+    ck_assert_ptr_nonnull(strstr(b.r.body.data, "\"finish_reason\":\"length\""));
+    hresp_free(&b.r);
+    eng_stop(&e);
+}
+END_TEST
+
+START_TEST(test_wait_pause_drains_in_flight)
+{
+    eng e;
+    eng_start(&e, SLOW_CFG);
+    bg_req b;
+    bg_start(&b, &e, "/skyrl/v1/generate", SLOW_REQ);
+    eng_wait_state(&e, "inflight", 1);
+    hresp r;
+    http_post(&r, &e, "/pause?mode=wait", NULL);
+    ck_assert_int_eq(r.status, 200);
+    hresp_free(&r);
+    /* The pause returned only once nothing was in flight any more. */
+    ck_assert_int_eq(eng_state_int(&e, "inflight"), 0);
+    bg_join(&b);
+    ck_assert_int_eq(b.r.status, 200);
+    ck_assert_ptr_nonnull(strstr(b.r.body.data, "\"finish_reason\":\"length\""));
+    hresp_free(&b.r);
+    http_post(&r, &e, "/pause?mode=bogus", NULL);
+    ck_assert_int_eq(r.status, 400);
+    hresp_free(&r);
+    eng_stop(&e);
+}
+END_TEST
+
+static void expect_status(const eng *e, const char *method, const char *path, const char *body,
+                          long status, const char *needle)
+{
+    hresp r;
+    http_req(&r, NULL, e, method, path, body, NULL, 0);
+    ck_assert_msg(r.status == status, "%s %s: status %ld, body %s", method, path, r.status,
+                  r.body.data);
+    if (needle)
+        ck_assert_msg(strstr(r.body.data, needle), "'%s' not in %s", needle, r.body.data);
+    hresp_free(&r);
+}
+
+START_TEST(test_control_endpoints)
+{
+    eng e;
+    eng_start(&e, "{\"id\":\"k\",\"server\":{\"world_size\":4}}");
+    expect_status(&e, "GET", "/health", NULL, 200, NULL);
+    expect_status(&e, "GET", "/get_world_size", NULL, 200, "{\"world_size\":4}");
+    expect_status(&e, "POST", "/sleep?level=2&tags=weights", "", 200, NULL);
+    ck_assert_int_eq(eng_state_int(&e, "sleep_level"), 2);
+    expect_status(&e, "POST", "/skyrl/v1/generate", "{\"token_ids\":[1]}", 503, "sleeping");
+    expect_status(&e, "POST", "/wake_up?tags=weights", "", 200, NULL);
+    expect_status(&e, "POST", "/skyrl/v1/generate", "{\"token_ids\":[1]}", 200, NULL);
+    expect_status(&e, "POST", "/reset_prefix_cache", "{\"reset_running_requests\":true}", 200,
+                  NULL);
+    expect_status(&e, "POST", "/reset_prefix_cache", "{\"reset_running_requests\":1}", 400, NULL);
+    expect_status(&e, "POST", "/reset_prefix_cache", "not json", 400, NULL);
+    ck_assert_int_eq(eng_state_int(&e, "prefix_cache_resets"), 1);
+    expect_status(&e, "POST", "/finish_session?session_id=nobody", "", 200, NULL);
+    expect_status(&e, "POST", "/init_weight_transfer_engine",
+                  "{\"init_info\":{\"master_address\":\"127.0.0.1\",\"world_size\":2}}", 200, NULL);
+    expect_status(&e, "POST", "/init_weight_transfer_engine", "{\"init_info\":3}", 400, NULL);
+    expect_status(&e, "POST", "/fetch_weights", "{\"target_version\":1,\"sync_dir\":\"/x\"}", 200,
+                  "{\"version\":0}");
+    expect_status(&e, "POST", "/fetch_weights", "{}", 400, NULL);
+    expect_status(&e, "POST", "/update_weights", "{\"update_info\":{}}", 400, NULL);
+    expect_status(&e, "GET", "/syncroll/v1/state", NULL, 200, "\"init_info\":{\"master_address\"");
+    eng_stop(&e);
+}
+END_TEST
+
+START_TEST(test_weight_sync_protocol_order)
+{
+    eng e;
+    eng_start(&e, "{\"model\":{\"layers\":2}}");
+    const char *start = "{\"method\":\"skyrl_start_weight_update\",\"kwargs\":"
+                        "{\"is_checkpoint_format\":true}}";
+    const char *upd = "{\"method\":\"update_weights_nccl\",\"kwargs\":{\"update_info\":"
+                      "{\"names\":[],\"dtype_names\":[],\"shapes\":[],\"packed\":true}}}";
+    const char *fin = "{\"method\":\"skyrl_finish_weight_update\"}";
+    expect_status(&e, "POST", "/collective_rpc", upd, 500, "\"check\":\"sync.protocol_order\"");
+    expect_status(&e, "POST", "/collective_rpc", fin, 500, "\"check\":\"sync.protocol_order\"");
+    expect_status(&e, "POST", "/collective_rpc", start, 200, "{\"results\":[null]}");
+    expect_status(&e, "POST", "/collective_rpc", start, 500,
+                  "called while a weight update is already active");
+    /* The engine keeps serving through a protocol error. */
+    expect_status(&e, "POST", "/skyrl/v1/generate", "{\"token_ids\":[1]}", 200, NULL);
+    expect_status(&e, "POST", "/collective_rpc", upd, 200, NULL);
+    expect_status(&e, "POST", "/collective_rpc", fin, 200, NULL);
+    expect_status(&e, "POST", "/collective_rpc", "{\"method\":\"frob\"}", 400, NULL);
+    expect_status(&e, "POST", "/collective_rpc", "{\"kwargs\":{}}", 400, NULL);
+    hresp r;
+    http_get(&r, &e, "/syncroll/v1/state");
+    ck_assert_ptr_nonnull(strstr(r.body.data,
+                                 "\"sync\":{\"active\":false,\"starts\":1,"
+                                 "\"finishes\":1,\"applies\":0,\"protocol_errors\":3}"));
+    hresp_free(&r);
+    /* A synthetic apply moves the version and the fingerprints to the expected ones. */
+    expect_status(&e, "POST", "/update_weights", "{\"update_info\":{\"target_version\":3}}", 200,
+                  "{\"version\":3}");
+    sr_engine_config c;
+    sr_err err = SR_ERR_INIT;
+    const char *t = "{\"model\":{\"layers\":2}}";
+    ck_assert_sr_ok(sr_engine_config_parse(&c, t, strlen(t), "t", 0, &err), err);
+    uint64_t g, l[2];
+    expected_fps(&c, 3, &g, l);
+    char want[128];
+    snprintf(want, sizeof(want), "\"fingerprints\":{\"global\":\"%016llx\",\"layers\":[\"%016llx\"",
+             (unsigned long long)g, (unsigned long long)l[0]);
+    http_get(&r, &e, "/syncroll/v1/state");
+    ck_assert_msg(strstr(r.body.data, want), "%s not in %s", want, r.body.data);
+    ck_assert_ptr_nonnull(strstr(r.body.data, "\"weight_version\":3"));
+    hresp_free(&r);
+    sr_engine_config_release(&c);
+    eng_stop(&e);
+}
+END_TEST
+
+static Suite *control_suite(void)
+{
+    Suite *s = suite_create("engine_control");
+    TCase *tc = tcase_create("control");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_keep_pause_straddles_a_weight_update);
+    tcase_add_test(tc, test_abort_pause_cuts_in_flight);
+    tcase_add_test(tc, test_wait_pause_drains_in_flight);
+    tcase_add_test(tc, test_control_endpoints);
+    tcase_add_test(tc, test_weight_sync_protocol_order);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+ENGINE_TEST_MAIN(control_suite)

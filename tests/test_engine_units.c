@@ -1,0 +1,360 @@
+/* In-process units of the mock engine: JSON writer, fault plans, request parsing, config, body. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/config.h"
+#include "engine/faults.h"
+#include "engine/gen.h"
+#include "engine/jsonw.h"
+#include "engine/request.h"
+#include "sr_envelope.h"
+#include "sr_test.h"
+
+START_TEST(test_floats_like_orjson)
+{
+    struct {
+        double v;
+        const char *s;
+    } g[] = {
+        {-0.1, "-0.1"},
+        {-9999.0, "-9999.0"},
+        {0.0, "0.0"},
+        {-0.0, "-0.0"},
+        {1.0, "1.0"},
+        {1e-5, "0.00001"},
+        {1.5e-5, "0.000015"},
+        {1e-6, "1e-6"},
+        {-1.25e-7, "-1.25e-7"},
+        {123.456, "123.456"},
+        {1e15, "1000000000000000.0"},
+        {1e16, "1e16"},
+        {1.5e16, "1.5e16"},
+        {0.1 + 0.2, "0.30000000000000004"},
+        {5e-324, "5e-324"},
+        {1.7976931348623157e308, "1.7976931348623157e308"},
+        {-1.101633146222965, "-1.101633146222965"},
+        {NAN, "null"},
+        {INFINITY, "null"},
+        {-INFINITY, "null"},
+    };
+    for (size_t i = 0; i < sizeof(g) / sizeof(g[0]); i++) {
+        char buf[SR_JW_DOUBLE_MAX];
+        sr_jw_format_double(buf, g[i].v);
+        ck_assert_str_eq(buf, g[i].s);
+    }
+    /* Every formatted value reads back as itself. */
+    uint64_t x = 0x9E3779B97F4A7C15ULL;
+    for (int i = 0; i < 20000; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        double v;
+        memcpy(&v, &x, sizeof(v));
+        if (!isfinite(v))
+            continue;
+        char buf[SR_JW_DOUBLE_MAX];
+        sr_jw_format_double(buf, v);
+        ck_assert_msg(strtod(buf, NULL) == v, "%s", buf);
+    }
+}
+END_TEST
+
+START_TEST(test_strings_and_arrays)
+{
+    sr_buf b = SR_BUF_INIT;
+    ck_assert_int_eq(sr_jw_string(&b, "a\"b\\c\n\x01/\xc3\xa9", 10, NULL), 0);
+    ck_assert_str_eq(b.data, "\"a\\\"b\\\\c\\n\\u0001/\xc3\xa9\"");
+    sr_buf_reset(&b);
+    int32_t v[] = {0, -1, 2147483647, (int32_t)-2147483647 - 1};
+    ck_assert_int_eq(sr_jw_i32_array(&b, v, 4, NULL), 0);
+    ck_assert_str_eq(b.data, "[0,-1,2147483647,-2147483648]");
+    sr_buf_reset(&b);
+    ck_assert_int_eq(sr_jw_i32_array(&b, v, 0, NULL), 0);
+    ck_assert_str_eq(b.data, "[]");
+    sr_buf_release(&b);
+}
+END_TEST
+
+static int parse_plan(const char *text, sr_faults **fs, sr_err *err)
+{
+    return sr_faults_parse_text(fs, text, strlen(text), 1, err);
+}
+
+START_TEST(test_fault_plan_errors_are_named)
+{
+    const char *bad[] = {
+        "{}",
+        "[1]",
+        "[{}]",
+        "[{\"kind\":\"frobnicate\"}]",
+        "[{\"kind\":\"truncate\"}]",
+        "[{\"kind\":\"truncate\",\"bytes\":-1}]",
+        "[{\"kind\":\"truncate\",\"bytes\":1,\"bogus\":2}]",
+        "[{\"kind\":\"reset\",\"bytes\":3}]",
+        "[{\"kind\":\"reset\",\"endpoints\":[\"nowhere\"]}]",
+        "[{\"kind\":\"reordered_envelope\",\"endpoints\":[\"health\"]}]",
+        "[{\"kind\":\"version_not_bumped\",\"endpoints\":[\"generate\"]}]",
+        "[{\"kind\":\"reset\",\"probability\":1.5}]",
+        "[{\"kind\":\"reset\",\"nth\":0}]",
+        "[{\"kind\":\"reset\",\"nth\":[]}]",
+        "[{\"kind\":\"reset\",\"engines\":[64]}]",
+        "[{\"kind\":\"reset\",\"turn\":\"2\"}]",
+        "[{\"kind\":\"latency\"}]",
+        "[{\"kind\":\"latency\",\"dist\":\"uniform\",\"min_ms\":5,\"max_ms\":1}]",
+        "[{\"kind\":\"latency\",\"dist\":\"pareto\",\"ms\":1}]",
+        "[{\"kind\":\"refuse\"}]",
+        "[{\"kind\":\"dribble\",\"bytes_per_second\":0}]",
+        "[{\"kind\":\"reset\",\"id\":\"x\"},{\"kind\":\"stall\",\"id\":\"x\"}]",
+        "[{\"kind\":\"reset\",\"count\":1,\"count\":2}]",
+        "not json",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        sr_faults *fs = NULL;
+        sr_err err = SR_ERR_INIT;
+        int rc = parse_plan(bad[i], &fs, &err);
+        ck_assert_msg(rc == SR_E_FAULT_SPEC && err.code == SR_E_FAULT_SPEC, "%s: %s (%s)", bad[i],
+                      sr_code_name(rc), err.msg);
+        ck_assert_ptr_null(fs);
+    }
+    /* Every kind has a stable name and parses with its required parameters. */
+    for (int k = 0; k < SR_FK_COUNT; k++) {
+        const char *name = sr_fault_kind_name((sr_fault_kind)k);
+        ck_assert_ptr_nonnull(name);
+        char text[256];
+        const char *extra = k == SR_FK_TRUNCATE  ? ",\"bytes\":1"
+                            : k == SR_FK_LATENCY ? ",\"ms\":1"
+                            : k == SR_FK_REFUSE  ? ",\"ms\":1"
+                            : k == SR_FK_DRIBBLE ? ",\"bytes_per_second\":10"
+                                                 : "";
+        snprintf(text, sizeof(text), "[{\"kind\":\"%s\"%s}]", name, extra);
+        sr_faults *fs = NULL;
+        sr_err err = SR_ERR_INIT;
+        ck_assert_sr_ok(parse_plan(text, &fs, &err), err);
+        char id[80];
+        snprintf(id, sizeof(id), "%s#0", name);
+        ck_assert_str_eq(sr_faults_at(fs, 0)->id, id);
+        sr_faults_free(fs);
+    }
+}
+END_TEST
+
+START_TEST(test_fault_picking)
+{
+    sr_faults *fs = NULL;
+    sr_err err = SR_ERR_INIT;
+    ck_assert_sr_ok(parse_plan("[{\"kind\":\"reset\",\"nth\":[2,4]},"
+                               "{\"kind\":\"stall\",\"count\":2},"
+                               "{\"kind\":\"latency\",\"dist\":\"uniform\",\"min_ms\":10,"
+                               "\"max_ms\":20,\"engines\":[0]},"
+                               "{\"kind\":\"rows_p_plus_g\",\"turn\":[3]}]",
+                               &fs, &err),
+                    err);
+    const char *want[] = {"stall", "reset", "stall", "reset", NULL, NULL};
+    for (int i = 0; i < 6; i++) {
+        sr_fault_pick p;
+        sr_faults_pick(&p, fs, 0, SR_EP_GENERATE, i + 1);
+        const sr_fault *t = p.f[SR_FL_TRANSPORT];
+        if (want[i])
+            ck_assert_str_eq(sr_fault_kind_name(t->kind), want[i]);
+        else
+            ck_assert_ptr_null(t);
+        ck_assert_ptr_nonnull(p.f[SR_FL_DELAY]);
+        ck_assert(p.delay_ms >= 10 && p.delay_ms <= 20);
+        ck_assert((p.f[SR_FL_MODEL] != NULL) == (i + 1 == 3));
+    }
+    int64_t seen, fired;
+    sr_faults_counters(fs, 1, &seen, &fired);
+    /* stall saw 6 requests, fired on the 2 it had (1 and 3; reset took the layer on 2 and 4). */
+    ck_assert_int_eq(seen, 6);
+    ck_assert_int_eq(fired, 2);
+    sr_fault_pick p;
+    sr_faults_pick(&p, fs, 1, SR_EP_GENERATE, 0);
+    ck_assert_ptr_null(p.f[SR_FL_DELAY]);
+    sr_faults_pick(&p, fs, 0, SR_EP_HEALTH, 0);
+    ck_assert_ptr_null(p.f[SR_FL_TRANSPORT]);
+    sr_faults_free(fs);
+    /* Lognormal delays: positive, bounded, and the same for the same seed and ordinal. */
+    const char *ln = "[{\"kind\":\"latency\",\"dist\":\"lognormal\",\"median_ms\":50,"
+                     "\"sigma\":1}]";
+    sr_faults *a = NULL, *b = NULL;
+    ck_assert_sr_ok(parse_plan(ln, &a, &err), err);
+    ck_assert_sr_ok(parse_plan(ln, &b, &err), err);
+    int below = 0;
+    for (int i = 0; i < 200; i++) {
+        sr_fault_pick pa, pb;
+        sr_faults_pick(&pa, a, 0, SR_EP_GENERATE, 0);
+        sr_faults_pick(&pb, b, 0, SR_EP_GENERATE, 0);
+        ck_assert(pa.delay_ms == pb.delay_ms);
+        ck_assert(pa.delay_ms > 0 && pa.delay_ms <= SR_FAULT_MAX_MS);
+        below += pa.delay_ms < 50;
+    }
+    ck_assert_msg(below > 60 && below < 140, "%d of 200 below the median", below);
+    sr_faults_free(a);
+    sr_faults_free(b);
+}
+END_TEST
+
+static sr_gen_limits LIM = {100, 16, 64};
+
+START_TEST(test_request_parse)
+{
+    sr_gen_request r;
+    sr_err err = SR_ERR_INIT;
+    const char *ok = "{\"sampling_params\":{\"max_tokens\":5,\"logprobs\":0,\"ignore_eos\":true,"
+                     "\"stop_token_ids\":[3,4],\"routed_experts_prompt_start\":3},"
+                     "\"model\":\"m\",\"token_ids\":[1,2,3],\"cache_salt\":\"s@1\"}";
+    ck_assert_sr_ok(sr_gen_request_parse(&r, ok, strlen(ok), &LIM, &err), err);
+    ck_assert_int_eq(r.P, 3);
+    ck_assert_int_eq(r.max_tokens, 5);
+    ck_assert_int_eq(r.logprobs, 0);
+    ck_assert_int_eq(r.ignore_eos, 1);
+    ck_assert_int_eq(r.n_stop_ids, 2);
+    ck_assert_int_eq(r.route_start, 3);
+    ck_assert_str_eq(r.model, "m");
+    ck_assert_str_eq(r.cache_salt, "s@1");
+    sr_gen_request_release(&r);
+    const char *defaults = "{\"token_ids\":[0]}";
+    ck_assert_sr_ok(sr_gen_request_parse(&r, defaults, strlen(defaults), &LIM, &err), err);
+    ck_assert_int_eq(r.max_tokens, 16);
+    ck_assert_int_eq(r.logprobs, -1);
+    ck_assert_int_eq(r.route_start, 0);
+    ck_assert_ptr_null(r.cache_salt);
+    sr_gen_request_release(&r);
+    const char *bad[] = {"",
+                         "{",
+                         "[]",
+                         "{\"token_ids\":{}}",
+                         "{\"token_ids\":[1e0]}",
+                         "{\"token_ids\":[1],\"sampling_params\":{\"ignore_eos\":1}}",
+                         "{\"token_ids\":[1],\"sampling_params\":{\"stop_token_ids\":[100]}}",
+                         "{\"token_ids\":[1],\"sampling_params\":{\"stop\":[1]}}",
+                         "{\"token_ids\":[1],\"sampling_params\":{\"temperature\":\"hot\"}}",
+                         "{\"token_ids\":[1],\"features\":[]}"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        sr_err e2 = SR_ERR_INIT;
+        ck_assert_sr_code(sr_gen_request_parse(&r, bad[i], strlen(bad[i]), &LIM, &e2), e2,
+                          SR_E_ENGINE_REQUEST);
+        ck_assert_ptr_null(r.tokens);
+    }
+}
+END_TEST
+
+START_TEST(test_config_parse)
+{
+    sr_engine_config c;
+    sr_err err = SR_ERR_INIT;
+    const char *ok =
+        "{\"id\":\"x\",\"count\":3,\"seed\":4,\"model\":{\"layer_indices\":[1,3,5],"
+        "\"experts\":300,\"topk\":8,\"stop_sequences\":[[1,2],[3]]},"
+        "\"fields\":[\"rollout_sample_support\"],\"timing\":{\"decode_ms_per_token\":2},"
+        "\"faults\":[{\"kind\":\"reset\"}]}";
+    ck_assert_sr_ok(sr_engine_config_parse(&c, ok, strlen(ok), "ok.json", 2, &err), err);
+    ck_assert_str_eq(c.id, "x-2");
+    ck_assert_int_eq(c.num_layers, 3);
+    ck_assert_int_eq(c.layer_indices[2], 5);
+    ck_assert_int_eq(c.num_stops, 2);
+    ck_assert_int_eq(c.stops[0].len, 2);
+    ck_assert_int_eq(c.routes, 0);
+    ck_assert_int_eq(c.support, 1);
+    ck_assert_ptr_nonnull(c.faults);
+    sr_engine_config_release(&c);
+    /* A scenario-like document: engines.* and unknown scenario keys. */
+    const char *sc = "{\"id\":\"scn\",\"steps\":[],\"seed\":2,\"engines\":{\"count\":2,"
+                     "\"faults\":[{\"kind\":\"stall\"}]}}";
+    ck_assert_sr_ok(sr_engine_config_parse(&c, sc, strlen(sc), "s.json", 1, &err), err);
+    ck_assert_str_eq(c.id, "engine-1");
+    ck_assert_int_eq(c.count, 2);
+    ck_assert_ptr_nonnull(c.faults);
+    sr_engine_config_release(&c);
+    const char *bad[] = {"[]",
+                         "{\"bogus\":1}",
+                         "{\"model\":{\"vocab\":0}}",
+                         "{\"model\":{\"layers\":2,\"layer_indices\":[1]}}",
+                         "{\"fields\":[\"x\"]}",
+                         "{\"server\":{\"threads\":0}}",
+                         "{",
+                         "{\"weights\":{\"total_bytes\":10}}"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        sr_err e2 = SR_ERR_INIT;
+        ck_assert_sr_code(sr_engine_config_parse(&c, bad[i], strlen(bad[i]), "b.json", 0, &e2), e2,
+                          SR_E_ENGINE_CONFIG);
+    }
+}
+END_TEST
+
+/* skyrl-contract Appendix A: the reply body, byte for byte, up to the syncroll key. */
+START_TEST(test_body_is_reference_bytes)
+{
+    sr_oracle_model m = SR_ORACLE_MODEL_INIT;
+    int32_t li[2] = {0, 1};
+    m.vocab = 100;
+    m.num_layers = 2;
+    m.layer_indices = li;
+    m.experts = 8;
+    m.topk = 2;
+    sr_oracle *o;
+    sr_err err = SR_ERR_INIT;
+    ck_assert_sr_ok(sr_oracle_new(&o, &m, &err), err);
+    sr_gen_request q = SR_GEN_REQUEST_INIT;
+    const char *text = "{\"sampling_params\":{\"temperature\":1.0,\"max_tokens\":2,\"logprobs\":0,"
+                       "\"routed_experts_prompt_start\":5},\"model\":\"default\","
+                       "\"token_ids\":[1,2,3,4,5,6,7],\"cache_salt\":\"policy@3\"}";
+    sr_gen_limits lim = {100, 16, 1024};
+    ck_assert_sr_ok(sr_gen_request_parse(&q, text, strlen(text), &lim, &err), err);
+    sr_gen_job j;
+    ck_assert_sr_ok(sr_gen_job_init(&j, &q, o, 0, 1, NULL, NULL, 1 << 20, &err), err);
+    /* Stand in for a generation: tokens [10,11], logprobs [-0.1, NaN], rows [5, 8). */
+    j.tokens[0] = 10, j.tokens[1] = 11;
+    j.logprobs[0] = -0.1, j.logprobs[1] = NAN;
+    j.G = 2;
+    j.finish = SR_GEN_STOP;
+    j.row_hi = 8;
+    uint8_t routes[12] = {0, 1, 2, 3, 4, 5, 6, 7, 0, 2, 4, 6};
+    memcpy(j.routes, routes, sizeof(routes));
+    uint64_t fps[2] = {0, 0};
+    j.last.layer_fps = malloc(sizeof(fps));
+    memcpy(j.last.layer_fps, fps, sizeof(fps));
+    sr_gen_ctx ctx = {o, "e", 1, 0, 4, 1, 1 << 20};
+    sr_buf body = SR_BUF_INIT;
+    ck_assert_sr_ok(sr_gen_body(&body, &j, &ctx, &err), err);
+    sr_ndarray a = SR_NDARRAY_INIT;
+    a.dtype = SR_DTYPE_UINT8;
+    a.ndim = 3;
+    a.shape[0] = 3, a.shape[1] = 2, a.shape[2] = 2;
+    a.data = routes;
+    a.nbytes = 12;
+    sr_buf want = SR_BUF_INIT;
+    sr_buf_puts(&want,
+                "{\"choices\":[{\"token_ids\":[10,11],\"finish_reason\":\"stop\",\"logprobs\":"
+                "{\"content\":[{\"logprob\":-0.1},{\"logprob\":-9999.0}]},"
+                "\"routed_experts\":",
+                NULL);
+    ck_assert_sr_ok(sr_routes_pack(&want, &a, NULL, SR_B64_AUTO, &err), err);
+    sr_buf_puts(&want, ",\"syncroll\":", NULL);
+    ck_assert_int_eq(strncmp(body.data, want.data, want.len), 0);
+    ck_assert_int_eq(j.clamped, 1);
+    sr_buf_release(&want);
+    sr_buf_release(&body);
+    sr_gen_job_release(&j);
+    sr_oracle_free(o);
+}
+END_TEST
+
+static Suite *units_suite(void)
+{
+    Suite *s = suite_create("engine_units");
+    TCase *tc = tcase_create("units");
+    tcase_add_test(tc, test_floats_like_orjson);
+    tcase_add_test(tc, test_strings_and_arrays);
+    tcase_add_test(tc, test_fault_plan_errors_are_named);
+    tcase_add_test(tc, test_fault_picking);
+    tcase_add_test(tc, test_request_parse);
+    tcase_add_test(tc, test_config_parse);
+    tcase_add_test(tc, test_body_is_reference_bytes);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return sr_test_run(units_suite());
+}
