@@ -268,9 +268,20 @@ static int add_entry(walker *w, sr_splice_kind kind, const sr_field_def *d, cons
     return 0;
 }
 
+/* Keys longer than this appear abbreviated in paths (`["<first bytes>..."]`), so a body with
+ * huge keys cannot make the path table grow far beyond the body itself. */
+#define PATH_KEY_MAX 64
+
 /* Appends ".key" (or `["key"]` for keys that are not identifiers, or `key` at the top). */
 static int push_key(sr_buf *p, const char *key, sr_err *err)
 {
+    size_t klen = strlen(key);
+    char shortkey[PATH_KEY_MAX + 4];
+    if (klen > PATH_KEY_MAX) {
+        memcpy(shortkey, key, PATH_KEY_MAX);
+        memcpy(shortkey + PATH_KEY_MAX, "...", 4);
+        key = shortkey;
+    }
     int ident = (key[0] != '\0') && !(key[0] >= '0' && key[0] <= '9');
     for (const char *k = key; *k && ident; k++)
         ident = (*k >= 'a' && *k <= 'z') || (*k >= 'A' && *k <= 'Z') || (*k >= '0' && *k <= '9') ||
@@ -481,6 +492,11 @@ int sr_splice_i_finish(sr_splicer *s, sr_err *err)
     if (!w)
         return sr_err_set(err, SR_E_NOMEM, "splice: cannot allocate a walker");
     w->s = s;
+    /* Paths of legitimate bodies are a few times shorter than the non-blob text; a bound
+     * proportional to it turns a pathological body (thousands of entries nested a thousand
+     * deep) into resource.limit instead of a gigabyte of path strings. */
+    size_t bound = ((size_t)64 << 10) + 64 * s->text.len;
+    s->paths.max = bound < SR_BUF_DEFAULT_MAX && bound > s->text.len ? bound : SR_BUF_DEFAULT_MAX;
     int rc = check_end(s, &e);
     if (!rc)
         rc = parse(s, &e);

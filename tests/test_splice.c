@@ -478,6 +478,37 @@ START_TEST(lenient_json_is_refused)
 }
 END_TEST
 
+/* Paths stay proportional to the body: a long key is abbreviated, and thousands of entries
+ * nested deep fail with resource.limit instead of growing the path table to a gigabyte. */
+START_TEST(paths_are_bounded_by_the_body)
+{
+    char key[301];
+    memset(key, 'k', 300);
+    key[300] = '\0';
+    char body[512];
+    snprintf(body, sizeof(body), "{\"%s\":{\"token_ids\":[1]}}", key);
+    ck_assert_sr_ok(check(body), g_err);
+    ck_assert_uint_eq(g_res->count, 1);
+    char want[128];
+    snprintf(want, sizeof(want), "[\"%.64s...\"].token_ids", key);
+    ck_assert_str_eq(entry(0)->path, want);
+
+    const int depth = 900, entries = 20000;
+    sr_buf b = SR_BUF_INIT;
+    sr_err e = SR_ERR_INIT;
+    for (int i = 0; i < depth; i++)
+        ck_assert_sr_ok(sr_buf_puts(&b, "[", &e), e);
+    for (int i = 0; i < entries; i++)
+        ck_assert_sr_ok(sr_buf_puts(&b, i ? ",{\"token_ids\":[]}" : "{\"token_ids\":[]}", &e), e);
+    for (int i = 0; i < depth; i++)
+        ck_assert_sr_ok(sr_buf_puts(&b, "]", &e), e);
+    sr_err_clear(&g_err);
+    int rc = sr_splice(g_one, b.data, b.len, -1, &g_res, &g_err);
+    ck_assert_sr_code(rc, g_err, SR_E_LIMIT);
+    sr_buf_release(&b);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("splice");
@@ -485,6 +516,7 @@ static Suite *suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, one_routes_envelope);
+    tcase_add_test(tc, paths_are_bounded_by_the_body);
     tcase_add_test(tc, both_fields_several_choices_one_pass);
     tcase_add_test(tc, null_and_absent_fields_pass_through);
     tcase_add_test(tc, layout_drift_is_named);
