@@ -14,6 +14,10 @@ for t in "$build"/fuzz/fuzz_*; do
     mkdir -p "$work"
     seeds=""
     [ -d "fuzz/corpus/$name" ] && seeds="fuzz/corpus/$name"
+    case $name in
+    fuzz_splice | fuzz_envelope | fuzz_json) seeds="$seeds fixtures/bodies" ;;
+    fuzz_fields) seeds="$seeds fixtures/fields" ;;
+    esac
     echo "== $name for ${seconds}s"
     if ! "$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 \
             -artifact_prefix="fuzz/crash-$name-" -print_final_stats=1 \
