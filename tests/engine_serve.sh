@@ -1,9 +1,10 @@
 #!/bin/sh
 # `syncroll serve` end to end: two engines as child processes, one JSON line of URLs, a curl
-# POST to each that `syncroll check-body` accepts, a clean stop on SIGTERM that takes the
+# POST to each that `syncroll check-body` accepts and whose routes equal the oracle's, a clean stop on SIGTERM that takes the
 # engines down too. No fixed ports and no sleeps: the URL line is read from a FIFO.
 set -u
 S=${SYNCROLL:?SYNCROLL must point at the syncroll executable}
+O=${ORACLE_CHECK:?ORACLE_CHECK must point at serve_oracle_check}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; [ -f "$tmp/err" ] && cat "$tmp/err"; exit 1; }
@@ -31,6 +32,7 @@ for u in $urls; do
     "$S" check-body "$tmp/body.json" >"$tmp/check.txt" 2>&1 || { cat "$tmp/check.txt"; fail "check-body rejected the body from $u"; }
     grep -q 'routed_experts' "$tmp/check.txt" || fail "check-body saw no routes"
     grep -q '"shape":\[8,2,2\]' "$tmp/body.json" || fail "routes are not rows [2, P+G-1)"
+    "$O" "$tmp/cfg.json" "$tmp/body.json" 2 1 2 3 4 5 || fail "routes from $u differ from the oracle"
 done
 kill -TERM "$pid"
 wait "$pid"
