@@ -6,7 +6,7 @@ JOBS    ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 # Debian packages the build and tests need (make deps installs the missing ones).
 DEPS    := gcc make cmake pkg-config libcurl4-openssl-dev libcjson-dev check libmicrohttpd-dev \
-           libxxhash-dev libzstd-dev
+           libxxhash-dev libzstd-dev libxml2-utils
 # Extra packages for fuzzing (clang's libFuzzer runtime).
 FUZZ_DEPS := clang libclang-rt-14-dev
 FUZZ_SECONDS ?= 60
@@ -14,18 +14,19 @@ FUZZ_SECONDS ?= 60
 SYNCROLL := $(BUILD)/harness/syncroll
 MAKEFLAGS += --no-print-directory
 
-.PHONY: all deps fuzz-deps build test run bench fuzz sanitize format clean help
+.PHONY: all deps fuzz-deps build test run bench fuzz sanitize format clean help report-shot
 
 all: build
 
 help:
-	@echo "make run       install deps, build, run the main job and write a report under reports/"
+	@echo "make run       install deps, build, run scenarios/nightly (else scenarios/examples) into reports/"
 	@echo "make test      install deps, build, run every test (ctest)"
 	@echo "make bench     run the benchmarks; lines go to reports/bench/latest.txt"
 	@echo "make fuzz      build and run every fuzz target for FUZZ_SECONDS (default 60) each"
 	@echo "make sanitize  build with address+undefined sanitizers into build-sanitize and run ctest"
 	@echo "make deps      install missing Debian packages (as root), or print the command"
 	@echo "make format    clang-format every C file in place"
+	@echo "make report-shot  render reports/latest/report.html to report.png (headless Chromium)"
 
 # Installs what is missing with apt-get when root; otherwise prints the exact command and fails.
 define install_missing
@@ -55,8 +56,11 @@ build: deps
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
 
+# The nightly suite once scenarios/nightly/ holds scenarios; until then FORMAT.md's examples.
 run: build
-	@sh harness/make_run.sh $(abspath $(SYNCROLL))
+	@if ls scenarios/nightly/*.json >/dev/null 2>&1; then dir=scenarios/nightly; \
+	else dir=scenarios/examples; echo "scenarios/nightly/ has no scenarios yet: running $$dir"; fi; \
+	$(SYNCROLL) run -j$(JOBS) $$dir
 
 bench: build
 	@sh bench/run.sh $(BUILD)
@@ -70,6 +74,22 @@ sanitize: deps
 	@cmake -S . -B build-sanitize -DSYNCROLL_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
 	@cmake --build build-sanitize -j$(JOBS)
 	cd build-sanitize && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j$(JOBS)
+
+# Renders a run's report.html to report.png beside it with headless Chromium (installed here
+# only: nothing else needs it). REPORT_RUN names another run folder.
+REPORT_RUN ?= reports/latest
+report-shot:
+	$(call install_missing,chromium)
+	@test -f $(REPORT_RUN)/report.html || { echo "no $(REPORT_RUN)/report.html: run make run first"; exit 1; }
+	@d=$$(mktemp -d); \
+	chromium --headless --no-sandbox --disable-gpu --disable-background-networking \
+	  --disable-component-update --disable-sync --no-first-run --user-data-dir="$$d" \
+	  --hide-scrollbars --window-size=1280,2000 --screenshot="$(abspath $(REPORT_RUN))/report.png" \
+	  "file://$(abspath $(REPORT_RUN))/report.html" >"$$d.log" 2>&1; rc=$$?; \
+	rm -rf "$$d"; \
+	if [ $$rc -ne 0 ] || [ ! -s "$(REPORT_RUN)/report.png" ]; then cat "$$d.log"; rm -f "$$d.log"; \
+	  echo "report-shot: chromium failed ($$rc)"; exit 1; fi; \
+	rm -f "$$d.log"; echo "report-shot: $(REPORT_RUN)/report.png"
 
 format:
 	clang-format -i lib/*.[ch] harness/*.[ch] tests/*.[ch] bench/*.[ch] fuzz/*.c

@@ -12,6 +12,9 @@ const sr_command sr_commands[] = {
     {"engine", "run one mock inference engine (HTTP) until SIGTERM", sr_cmd_engine},
     {"serve", "start a scenario's mock engines for external clients", sr_cmd_serve},
     {"check-body", "splice and validate a captured response body", sr_cmd_check_body},
+    {"run", "run scenario files against mock engines and report", sr_cmd_run},
+    {"lint", "validate scenario files without running them", sr_cmd_lint},
+    {"report", "re-render a run's reports; compare p99 with a baseline run", sr_cmd_report},
     {NULL, NULL, NULL},
 };
 

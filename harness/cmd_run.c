@@ -1,0 +1,166 @@
+/* syncroll run: select, run and report scenarios (runner.h, result.h, report/report.h). */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cmd_run_priv.h"
+#include "commands.h"
+#include "report/report.h"
+
+static void usage(FILE *f)
+{
+    fprintf(
+        f, "usage: syncroll run [options] [PATH...]\n\n"
+           "Runs scenario files (a file, or every *.json under a directory, recursively; default:\n"
+           "scenarios), each against its own mock engines, and prints one line per scenario, a\n"
+           "repro command per failure and the line `N passed, N failed[, N skipped]`.\n\n"
+           "  --tag T          run only scenarios tagged T (repeatable: any of them)\n"
+           "  --exclude-tag T  skip scenarios tagged T (repeatable)\n"
+           "  --seed N         override every scenario's seed\n"
+           "  -j, --jobs N     run N scenarios in parallel (default 1)\n"
+           "  --repeat N       run every selected scenario N times (default 1)\n"
+           "  --until-fail     repeat until a scenario fails (at most --repeat rounds if given)\n"
+           "  --shard K/N      run only shard K of N (a stable partition by scenario id)\n"
+           "  --out DIR        write the run folder under DIR (default reports)\n"
+           "  --keep           keep the work folders (engine logs) of passing scenarios too\n"
+           "  --report LIST    reports to write: any of text,json,junit,html (default all)\n\n"
+           "The run folder DIR/<run-id>/ holds summary.txt, results.json, junit.xml, report.html,\n"
+           "scenarios/<id>.json (every scenario expanded with its defaults) and artifacts/<id>/\n"
+           "(engine config and logs of failures); DIR/latest\n"
+           "points at it. Exit status: 0 all passed, 1 a scenario failed or errored, 2 usage\n"
+           "error or a malformed scenario (nothing runs then).\n");
+}
+
+static int parse_uint(const char *s, long long lo, long long hi, long long *out)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int add_tag(char ***v, size_t *n, const char *t)
+{
+    char **x = realloc(*v, (*n + 1) * sizeof(char *));
+    if (!x)
+        return -1;
+    *v = x;
+    return (x[(*n)++] = strdup(t)) ? 0 : -1;
+}
+
+/* One option with a value; returns 1 if consumed, 0 if unknown, -1 on a bad value. */
+static int value_opt(run_args *a, const char *o, const char *v)
+{
+    long long x;
+    if (strcmp(o, "--tag") == 0)
+        return add_tag(&a->tags, &a->n_tags, v) ? -1 : 1;
+    if (strcmp(o, "--exclude-tag") == 0)
+        return add_tag(&a->exclude, &a->n_exclude, v) ? -1 : 1;
+    if (strcmp(o, "--seed") == 0) {
+        a->has_seed = 1;
+        return parse_uint(v, 0, (long long)1 << 53, &x) ? -1 : (a->seed = (uint64_t)x, 1);
+    }
+    if (strcmp(o, "-j") == 0 || strcmp(o, "--jobs") == 0)
+        return parse_uint(v, 1, 256, &x) ? -1 : (a->jobs = (int)x, 1);
+    if (strcmp(o, "--repeat") == 0)
+        return parse_uint(v, 1, 1000000, &x) ? -1 : (a->repeat = (int)x, a->has_repeat = 1, 1);
+    if (strcmp(o, "--out") == 0)
+        return *v ? (a->out = v, 1) : -1;
+    if (strcmp(o, "--report") == 0)
+        return sr_report_parse_list(&a->reports, v, NULL) ? -1 : 1;
+    if (strcmp(o, "--shard") == 0) {
+        int k, n, used = 0;
+        if (sscanf(v, "%d/%d%n", &k, &n, &used) != 2 || v[used] || n < 1 || k < 1 || k > n)
+            return -1;
+        a->shard_k = k;
+        a->shard_n = n;
+        return 1;
+    }
+    return 0;
+}
+
+/* 0 ok, 1 help printed, -1 usage error. */
+static int parse_args(run_args *a, int argc, char **argv)
+{
+    memset(a, 0, sizeof(*a));
+    a->jobs = 1;
+    a->repeat = 1;
+    a->out = "reports";
+    a->reports = SR_REPORT_ALL;
+    a->paths = calloc((size_t)argc + 1, sizeof(char *));
+    if (!a->paths)
+        return -1;
+    for (int i = 1; i < argc; i++) {
+        const char *o = argv[i];
+        if (strcmp(o, "--help") == 0 || strcmp(o, "-h") == 0)
+            return 1;
+        if (strcmp(o, "--until-fail") == 0) {
+            a->until_fail = 1;
+        } else if (strcmp(o, "--keep") == 0) {
+            a->keep = 1;
+        } else if (o[0] != '-') {
+            a->paths[a->n_paths++] = argv[i];
+        } else {
+            /* "-j4" and "--opt=value" carry their value; otherwise it is the next argument. */
+            char name[64];
+            const char *eq = strchr(o, '=');
+            const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+            int attached = 1;
+            if (strncmp(o, "-j", 2) == 0 && o[2]) {
+                snprintf(name, sizeof(name), "-j");
+                val = o + 2;
+            } else if (strncmp(o, "--", 2) == 0 && eq && (size_t)(eq - o) < sizeof(name)) {
+                snprintf(name, sizeof(name), "%.*s", (int)(eq - o), o);
+                val = eq + 1;
+            } else {
+                snprintf(name, sizeof(name), "%s", o);
+                attached = 0;
+            }
+            int r = val ? value_opt(a, name, val) : 0;
+            if (r <= 0) {
+                fprintf(stderr, "syncroll run: %s option '%s'%s%s\n",
+                        r < 0 ? "bad value for" : "unknown or incomplete", name, r < 0 ? ": " : "",
+                        r < 0 ? val : "");
+                return -1;
+            }
+            i += attached ? 0 : 1;
+        }
+    }
+    if (!a->n_paths)
+        a->paths[a->n_paths++] = "scenarios";
+    return 0;
+}
+
+static void free_args(run_args *a)
+{
+    for (size_t i = 0; i < a->n_tags; i++)
+        free(a->tags[i]);
+    for (size_t i = 0; i < a->n_exclude; i++)
+        free(a->exclude[i]);
+    free(a->tags);
+    free(a->exclude);
+    free(a->paths);
+}
+
+int sr_cmd_run(int argc, char **argv)
+{
+    run_args a;
+    int p = parse_args(&a, argc, argv);
+    if (p) {
+        usage(p > 0 ? stdout : stderr);
+        free_args(&a);
+        return p > 0 ? SR_EXIT_OK : SR_EXIT_USAGE;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    /* libcurl's global state was initialised by main() before any thread started. */
+    int status = sr_run_main(&a, argc, argv);
+    free_args(&a);
+    return status;
+}

@@ -1,0 +1,375 @@
+/* syncroll run, after the options: loading, selection, the run folder, rounds, reports. */
+#include <dirent.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cmd_run_priv.h"
+#include "commands.h"
+#include "report/report.h"
+#include "report/term.h"
+#include "runner.h"
+
+uint64_t sr_run_shard_hash(const char *id)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (const unsigned char *p = (const unsigned char *)id; *p; p++) {
+        h ^= *p;
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+static int mkdir_p(const char *path)
+{
+    char tmp[8192];
+    snprintf(tmp, sizeof(tmp), "%s", path);
+    for (char *p = tmp + 1; *p; p++)
+        if (*p == '/') {
+            *p = '\0';
+            if (mkdir(tmp, 0777) != 0 && errno != EEXIST)
+                return -1;
+            *p = '/';
+        }
+    return mkdir(tmp, 0777) != 0 && errno != EEXIST ? -1 : 0;
+}
+
+/* Removes a work folder and the files in it (work folders hold no subfolders). */
+static void remove_folder(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        char p[8192];
+        snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
+        unlink(p);
+    }
+    closedir(d);
+    rmdir(dir);
+}
+
+/* ---- loading and selection ---- */
+
+typedef struct loaded {
+    sr_scenario **v;
+    size_t n;
+} loaded;
+
+static int load_all(loaded *l, const run_args *a)
+{
+    char **files = NULL;
+    size_t n = 0;
+    sr_err err = SR_ERR_INIT;
+    if (sr_scenario_files(&files, &n, a->paths, a->n_paths, &err)) {
+        fprintf(stderr, "syncroll run: %s\n", err.msg);
+        return -1;
+    }
+    l->v = calloc(n + 1, sizeof(*l->v));
+    int bad = !l->v;
+    for (size_t i = 0; l->v && i < n; i++) {
+        sr_err e = SR_ERR_INIT;
+        int rc = sr_scenario_load(&l->v[l->n], files[i], &e);
+        if (rc) {
+            fprintf(stderr, "%s [%s]\n", e.msg, sr_code_name(rc));
+            bad = 1;
+            continue;
+        }
+        for (size_t j = 0; j < l->n; j++)
+            if (strcmp(l->v[j]->id, l->v[l->n]->id) == 0) {
+                fprintf(stderr, "%s: id '%s' is also the id of %s [scenario.invalid]\n", files[i],
+                        l->v[l->n]->id, l->v[j]->path);
+                bad = 1;
+            }
+        l->n++;
+    }
+    sr_scenario_files_free(files, n);
+    return bad ? -1 : 0;
+}
+
+static int has_tag(const sr_scenario *s, const char *t)
+{
+    for (int i = 0; i < s->n_tags; i++)
+        if (strcmp(s->tags[i], t) == 0)
+            return 1;
+    return 0;
+}
+
+static int selected(const sr_scenario *s, const run_args *a)
+{
+    int any = a->n_tags == 0;
+    for (size_t i = 0; i < a->n_tags; i++)
+        any |= has_tag(s, a->tags[i]);
+    for (size_t i = 0; i < a->n_exclude; i++)
+        if (has_tag(s, a->exclude[i]))
+            return 0;
+    if (a->shard_n && sr_run_shard_hash(s->id) % (uint64_t)a->shard_n != (uint64_t)a->shard_k - 1)
+        return 0;
+    return any;
+}
+
+/* ---- the run header ---- */
+
+static void git_rev(sr_run_header *h)
+{
+    char path[4096], line[256];
+    snprintf(path, sizeof(path), "%s/.git/HEAD", SYNCROLL_SOURCE_DIR);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return;
+    int ok = fgets(line, sizeof(line), f) != NULL;
+    fclose(f);
+    if (!ok)
+        return;
+    line[strcspn(line, "\r\n")] = '\0';
+    if (strncmp(line, "ref: ", 5) != 0) {
+        sr_result_set_str(&h->git_rev, line, NULL);
+        return;
+    }
+    snprintf(path, sizeof(path), "%s/.git/%s", SYNCROLL_SOURCE_DIR, line + 5);
+    if ((f = fopen(path, "r")) != NULL) {
+        if (fgets(line, sizeof(line), f)) {
+            line[strcspn(line, "\r\n")] = '\0';
+            sr_result_set_str(&h->git_rev, line, NULL);
+        }
+        fclose(f);
+    }
+}
+
+static void fill_header(sr_run_header *h, const run_args *a, int argc, char **argv,
+                        const char *run_id, const char *dir)
+{
+    struct utsname u;
+    char buf[4096] = "";
+    sr_result_set_str(&h->version, SYNCROLL_VERSION, NULL);
+    git_rev(h);
+    sr_result_set_str(&h->run_id, run_id, NULL);
+    sr_result_set_str(&h->out_dir, dir, NULL);
+    if (uname(&u) == 0) {
+        sr_result_set_str(&h->hostname, u.nodename, NULL);
+        snprintf(buf, sizeof(buf), "%s %s", u.sysname, u.release);
+        sr_result_set_str(&h->kernel, buf, NULL);
+        sr_result_set_str(&h->arch, u.machine, NULL);
+    }
+    h->cpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    buf[0] = '\0';
+    snprintf(buf, sizeof(buf), "syncroll");
+    for (int i = 0; i < argc; i++)
+        snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf), " %s", argv[i]);
+    sr_result_set_str(&h->command, buf, NULL);
+    h->has_seed = a->has_seed;
+    h->seed = a->seed;
+    h->jobs = a->jobs;
+    h->repeat = a->repeat;
+    h->until_fail = a->until_fail;
+    h->shard_k = a->shard_k;
+    h->shard_n = a->shard_n;
+    h->keep = a->keep;
+    h->tags = calloc(a->n_tags + 1, sizeof(char *));
+    h->exclude_tags = calloc(a->n_exclude + 1, sizeof(char *));
+    for (size_t i = 0; h->tags && i < a->n_tags; i++)
+        sr_result_set_str(&h->tags[h->n_tags++], a->tags[i], NULL);
+    for (size_t i = 0; h->exclude_tags && i < a->n_exclude; i++)
+        sr_result_set_str(&h->exclude_tags[h->n_exclude_tags++], a->exclude[i], NULL);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    h->start_unix_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    struct tm tm;
+    gmtime_r(&ts.tv_sec, &tm);
+    strftime(h->start_iso, sizeof(h->start_iso), "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/* Creates <out>/<run-id>/{scenarios,artifacts} and points <out>/latest at it. */
+static int make_run_dir(char *dir, size_t cap, char *run_id, size_t idcap, const char *out)
+{
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    char stamp[32];
+    strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &tm);
+    snprintf(run_id, idcap, "%s-%ld", stamp, (long)getpid());
+    snprintf(dir, cap, "%s/%s", out, run_id);
+    char sub[4200];
+    int rc = mkdir_p(dir);
+    snprintf(sub, sizeof(sub), "%s/scenarios", dir);
+    rc = rc ? rc : mkdir_p(sub);
+    snprintf(sub, sizeof(sub), "%s/artifacts", dir);
+    rc = rc ? rc : mkdir_p(sub);
+    if (rc)
+        return rc;
+    char tmp[4200], latest[4200];
+    snprintf(tmp, sizeof(tmp), "%s/.latest-%ld", out, (long)getpid());
+    snprintf(latest, sizeof(latest), "%s/latest", out);
+    unlink(tmp);
+    if (symlink(run_id, tmp) != 0 || rename(tmp, latest) != 0)
+        fprintf(stderr, "syncroll run: warning: cannot point %s at %s\n", latest, run_id);
+    return 0;
+}
+
+/* ---- executing rounds ---- */
+
+typedef struct job {
+    const sr_scenario *scn;
+    sr_scenario_result *res;
+    int repeat;
+} job;
+
+typedef struct pool {
+    job *jobs;
+    size_t n;
+    atomic_size_t next;
+    const char *dir, *self;
+    double t0;
+    int keep;
+    pthread_mutex_t print;
+    sr_term *term;
+} pool;
+
+static void run_job(pool *p, const job *j)
+{
+    char work[4300], expanded[4300], repro[4400];
+    if (j->repeat > 1)
+        snprintf(work, sizeof(work), "%s/artifacts/%s.%d", p->dir, j->scn->id, j->repeat);
+    else
+        snprintf(work, sizeof(work), "%s/artifacts/%s", p->dir, j->scn->id);
+    snprintf(expanded, sizeof(expanded), "%s/scenarios/%s.json", p->dir, j->scn->id);
+    snprintf(repro, sizeof(repro), "syncroll run %s --seed %llu", j->scn->path,
+             (unsigned long long)j->scn->seed);
+    if (mkdir_p(work) != 0) {
+        sr_result_set_str(&j->res->id, j->scn->id, NULL);
+        sr_scenario_set_verdict(j->res, SR_VERDICT_ERROR, "cannot create %s", work);
+    } else {
+        sr_run_opts o = {p->self, work, expanded, repro, j->repeat, p->t0};
+        sr_run_scenario(j->res, j->scn, &o);
+        if ((j->res->verdict == SR_VERDICT_PASS || j->res->verdict == SR_VERDICT_SKIP) &&
+            !p->keep) {
+            remove_folder(work);
+            sr_result_set_str(&j->res->artifacts, NULL, NULL);
+        }
+    }
+    pthread_mutex_lock(&p->print);
+    sr_term_scenario_done(p->term, j->res);
+    pthread_mutex_unlock(&p->print);
+}
+
+static void *worker(void *arg)
+{
+    pool *p = arg;
+    for (;;) {
+        size_t i = atomic_fetch_add(&p->next, 1);
+        if (i >= p->n)
+            return NULL;
+        run_job(p, &p->jobs[i]);
+    }
+}
+
+static void run_round(pool *p, int jobs)
+{
+    size_t nt = (size_t)jobs < p->n ? (size_t)jobs : p->n;
+    pthread_t th[256];
+    size_t started = 0;
+    atomic_store(&p->next, 0);
+    for (size_t i = 1; i < nt; i++)
+        if (pthread_create(&th[started], NULL, worker, p) == 0)
+            started++;
+    worker(p);
+    for (size_t i = 0; i < started; i++)
+        pthread_join(th[i], NULL);
+}
+
+/* Runs the rounds; returns 1 if any scenario failed or errored. */
+static int run_rounds(sr_run_result *run, const loaded *l, const run_args *a, pool *p)
+{
+    int any_fail = 0;
+    p->jobs = calloc(l->n + 1, sizeof(job));
+    if (!p->jobs)
+        return 1;
+    for (int round = 1; !a->until_fail || !any_fail; round++) {
+        if (round > a->repeat && (!a->until_fail || a->has_repeat))
+            break;
+        p->n = 0;
+        for (size_t i = 0; i < l->n; i++) {
+            if (!selected(l->v[i], a))
+                continue;
+            job *j = &p->jobs[p->n++];
+            j->scn = l->v[i];
+            j->repeat = round;
+            if (sr_run_result_add_scenario(&j->res, run, NULL))
+                return 1;
+        }
+        if (!p->n)
+            break;
+        sr_term_add_total(p->term, p->n);
+        run_round(p, a->jobs);
+        for (size_t i = 0; i < p->n; i++)
+            any_fail |= p->jobs[i].res->verdict == SR_VERDICT_FAIL ||
+                        p->jobs[i].res->verdict == SR_VERDICT_ERROR;
+    }
+    free(p->jobs);
+    return any_fail;
+}
+
+int sr_run_main(const run_args *a, int argc, char **argv)
+{
+    loaded l = {NULL, 0};
+    if (load_all(&l, a)) {
+        for (size_t i = 0; i < l.n; i++)
+            sr_scenario_free(l.v[i]);
+        free(l.v);
+        return SR_EXIT_USAGE;
+    }
+    for (size_t i = 0; a->has_seed && i < l.n; i++)
+        sr_scenario_set_seed(l.v[i], a->seed);
+    char dir[4096], run_id[64], self[4096];
+    sr_err err = SR_ERR_INIT;
+    sr_run_result *run = NULL;
+    int status = SR_EXIT_USAGE;
+    if (make_run_dir(dir, sizeof(dir), run_id, sizeof(run_id), a->out) != 0)
+        fprintf(stderr, "syncroll run: cannot create the run folder under %s\n", a->out);
+    else if (sr_proc_self_exe(self, sizeof(self), &err) || sr_run_result_new(&run, &err))
+        fprintf(stderr, "syncroll run: %s\n", err.msg);
+    else {
+        fill_header(&run->header, a, argc, argv, run_id, dir);
+        pool p;
+        memset(&p, 0, sizeof(p));
+        p.dir = dir;
+        p.self = self;
+        p.keep = a->keep;
+        p.t0 = sr_client_now_ms();
+        pthread_mutex_init(&p.print, NULL);
+        if (sr_term_start(&p.term, stdout, 0, NULL, &err)) {
+            fprintf(stderr, "syncroll run: %s\n", err.msg);
+            pthread_mutex_destroy(&p.print);
+            sr_run_result_free(run);
+            for (size_t i = 0; i < l.n; i++)
+                sr_scenario_free(l.v[i]);
+            free(l.v);
+            return SR_EXIT_FAIL;
+        }
+        int failed = run_rounds(run, &l, a, &p);
+        pthread_mutex_destroy(&p.print);
+        sr_run_result_finish(run, sr_client_now_ms() - p.t0);
+        if (sr_report_write(run, dir, a->reports, &err))
+            fprintf(stderr, "syncroll run: %s\n", err.msg);
+        char note[4200];
+        snprintf(note, sizeof(note), "run folder: %s", dir);
+        sr_term_note(p.term, note);
+        sr_term_finish(p.term, run);
+        status = failed ? SR_EXIT_FAIL : SR_EXIT_OK;
+    }
+    sr_run_result_free(run);
+    for (size_t i = 0; i < l.n; i++)
+        sr_scenario_free(l.v[i]);
+    free(l.v);
+    return status;
+}

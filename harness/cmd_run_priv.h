@@ -1,0 +1,27 @@
+/* Private to cmd_run*.c: the parsed options of `syncroll run`. */
+#ifndef SR_CMD_RUN_PRIV_H
+#define SR_CMD_RUN_PRIV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct run_args {
+    char **paths;
+    size_t n_paths;
+    char **tags, **exclude;
+    size_t n_tags, n_exclude;
+    int has_seed;
+    uint64_t seed;
+    int jobs, repeat, has_repeat, until_fail, keep;
+    int shard_k, shard_n; /* 0/0: no sharding */
+    const char *out;
+    unsigned reports; /* SR_REPORT_* bits (report/report.h) */
+} run_args;
+
+/* Loads, selects, runs and reports; returns the exit status. */
+int sr_run_main(const run_args *a, int argc, char **argv);
+
+/* FNV-1a 64 of a scenario id: the stable key of --shard. */
+uint64_t sr_run_shard_hash(const char *id);
+
+#endif /* SR_CMD_RUN_PRIV_H */

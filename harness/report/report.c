@@ -1,0 +1,136 @@
+/* The reporter table, the list parser and atomic writing of report files (report.h). */
+#include "report_priv.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const sr_reporter reporters[] = {
+    {"text", SR_REPORT_TEXT, "summary.txt", sr_report_text},
+    {"json", SR_REPORT_JSON, "results.json", sr_report_json},
+    {"junit", SR_REPORT_JUNIT, "junit.xml", sr_report_junit},
+    {"html", SR_REPORT_HTML, "report.html", sr_report_html},
+};
+#define N_REPORTERS (sizeof(reporters) / sizeof(reporters[0]))
+
+static const sr_reporter *by_bit(unsigned bit)
+{
+    for (size_t i = 0; i < N_REPORTERS; i++)
+        if (reporters[i].bit == bit)
+            return &reporters[i];
+    return NULL;
+}
+
+const char *sr_report_file_name(unsigned bit)
+{
+    const sr_reporter *r = by_bit(bit);
+    return r ? r->file : NULL;
+}
+
+int sr_report_parse_list(unsigned *out, const char *list, sr_err *err)
+{
+    if (!out || !list)
+        return sr_err_set(err, SR_E_INVAL, "no reporter list");
+    unsigned bits = 0;
+    const char *p = list;
+    for (;;) {
+        while (isspace((unsigned char)*p))
+            p++;
+        size_t n = strcspn(p, ",");
+        size_t m = n;
+        while (m > 0 && isspace((unsigned char)p[m - 1]))
+            m--;
+        if (m == 0)
+            return sr_err_set(err, SR_E_INVAL, "empty entry in reporter list '%s'", list);
+        unsigned bit = 0;
+        if (m == 3 && strncmp(p, "all", 3) == 0)
+            bit = SR_REPORT_ALL;
+        for (size_t i = 0; i < N_REPORTERS && !bit; i++)
+            if (strlen(reporters[i].name) == m && strncmp(p, reporters[i].name, m) == 0)
+                bit = reporters[i].bit;
+        if (!bit)
+            return sr_err_set(err, SR_E_INVAL,
+                              "unknown reporter '%.*s' (known: text, json, junit, html, all)",
+                              (int)m, p);
+        bits |= bit;
+        if (!p[n])
+            break;
+        p += n + 1;
+    }
+    *out = bits;
+    return 0;
+}
+
+int sr_report_render(sr_buf *out, const sr_run_result *run, unsigned bit, sr_err *err)
+{
+    const sr_reporter *r = by_bit(bit);
+    if (!out || !run || !r)
+        return sr_err_set(err, SR_E_INVAL, "sr_report_render: bad argument");
+    if (!out->max || out->max > SR_REPORT_MAX_BYTES)
+        out->max = SR_REPORT_MAX_BYTES;
+    sr_rw w = {out, 0, err};
+    r->render(&w, run);
+    return w.rc;
+}
+
+/* Writes `len` bytes to dir/name through a temporary file and a rename. */
+static int write_atomic(const char *dir, const char *name, const char *data, size_t len,
+                        sr_err *err)
+{
+    char path[4096], tmp[4200];
+    if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, name) >= sizeof(path))
+        return sr_err_set(err, SR_E_INVAL, "report path too long: %s/%s", dir, name);
+    snprintf(tmp, sizeof(tmp), "%s/.%s.tmp-%ld", dir, name, (long)getpid());
+    FILE *f = fopen(tmp, "wb");
+    if (!f)
+        return sr_err_set(err, SR_E_IO, "%s: cannot create: %s", tmp, strerror(errno));
+    int bad = len && fwrite(data, 1, len, f) != len;
+    bad |= fclose(f) != 0;
+    if (bad || rename(tmp, path) != 0) {
+        int e = errno;
+        unlink(tmp);
+        return sr_err_set(err, SR_E_IO, "%s: cannot write: %s", path, strerror(e));
+    }
+    return 0;
+}
+
+int sr_report_write(const sr_run_result *run, const char *dir, unsigned which, sr_err *err)
+{
+    if (!run || !dir || !(which & SR_REPORT_ALL))
+        return sr_err_set(err, SR_E_INVAL, "sr_report_write: no run, folder or reporter");
+    int first = 0;
+    for (size_t i = 0; i < N_REPORTERS; i++) {
+        if (!(which & reporters[i].bit))
+            continue;
+        sr_buf b = SR_BUF_INIT;
+        sr_err e = SR_ERR_INIT;
+        int rc = sr_report_render(&b, run, reporters[i].bit, &e);
+        if (!rc)
+            rc = write_atomic(dir, reporters[i].file, b.data ? b.data : "", b.len, &e);
+        sr_buf_release(&b);
+        if (rc && !first) {
+            first = rc;
+            if (err)
+                *err = e;
+        }
+    }
+    return first;
+}
+
+void sr_report_latency(sr_latency_row *out, const sr_hist *h)
+{
+    memset(out, 0, sizeof(*out));
+    if (!h || !sr_hist_count(h))
+        return;
+    out->count = sr_hist_count(h);
+    out->min = sr_hist_min(h);
+    out->p50 = sr_hist_percentile(h, 50);
+    out->p90 = sr_hist_percentile(h, 90);
+    out->p99 = sr_hist_percentile(h, 99);
+    out->p999 = sr_hist_percentile(h, 99.9);
+    out->max = sr_hist_max(h);
+    out->mean = sr_hist_mean(h);
+}

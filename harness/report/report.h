@@ -1,0 +1,116 @@
+/*
+ * report: the reporters of a run (DESIGN.md §7, issue 9) over the result model of result.h.
+ *
+ * Four reporters, each a separate file behind one table (report.c), each writing one file into
+ * the run folder <out>/<run-id>/:
+ *   text   summary.txt   one line per scenario, failures with checks, repro and artifacts, the
+ *                        latency table per phase, counters, and the last line
+ *                        "N passed, N failed[, N skipped]" (errors count as failed);
+ *   json   results.json  the whole model, with every phase histogram as sparse buckets so that
+ *                        `syncroll report` re-renders (and merges) exactly; the schema is
+ *                        documented in reports/README.md (schema 1);
+ *   junit  junit.xml     testsuites -> one testsuite per scenario folder -> one testcase per
+ *                        scenario execution; failure / error / skipped; properties; valid
+ *                        against tests/junit.xsd;
+ *   html   report.html   one self-contained page (no external assets, no script): verdict table,
+ *                        failures (message, checks, repro, links to artifacts), latency table
+ *                        and an inline SVG histogram per phase, a per-scenario step timeline.
+ * Every output is valid UTF-8: bytes that are not (they may come from captured bodies) are
+ * replaced by U+FFFD; XML outputs also drop the control characters XML 1.0 forbids.
+ *
+ * Latencies: the model's histograms hold nanoseconds (sr_hist); tables show count, min, p50,
+ * p90, p99, p99.9, max and mean (sr_report_latency); text and JSON tables are in milliseconds.
+ *
+ * Files are written atomically (a temporary file in the same folder, then rename), so a reader
+ * never sees half a report. `<out>/latest` is pointed at the newest run by the runner
+ * (cmd_run_exec.c) when it creates the run folder; re-rendering does not move it.
+ *
+ * Errors: SR_E_INVAL (NULL argument, unknown reporter name, empty `which`), SR_E_NOMEM,
+ * SR_E_LIMIT (an output above SR_REPORT_MAX_BYTES), SR_E_IO (cannot write or rename);
+ * sr_report_load: SR_E_IO, SR_E_JSON_SYNTAX, SR_E_JSON_SCHEMA (wrong type, unsupported schema,
+ * a histogram whose buckets disagree with its count, min or max), SR_E_LIMIT (file too large).
+ *
+ * Thread-safety: every function reads the run only; the run must not change meanwhile (call
+ * after sr_run_result_finish). Distinct runs may be reported from distinct threads.
+ */
+#ifndef SR_REPORT_H
+#define SR_REPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "result.h"
+#include "sr_buf.h"
+#include "sr_err.h"
+#include "sr_hist.h"
+
+/* Reporter bits for `which`. */
+#define SR_REPORT_TEXT  (1u << 0)
+#define SR_REPORT_JSON  (1u << 1)
+#define SR_REPORT_JUNIT (1u << 2)
+#define SR_REPORT_HTML  (1u << 3)
+#define SR_REPORT_ALL   (SR_REPORT_TEXT | SR_REPORT_JSON | SR_REPORT_JUNIT | SR_REPORT_HTML)
+
+/* Largest output one reporter may produce, and the largest results.json sr_report_load reads. */
+#define SR_REPORT_MAX_BYTES ((size_t)256 << 20)
+
+/*
+ * Parses a comma-separated list of reporter names ("text,json,junit,html", or "all") into bits.
+ * Spaces around names are ignored. SR_E_INVAL names the unknown entry; an empty list is
+ * SR_E_INVAL too.
+ */
+int sr_report_parse_list(unsigned *out, const char *list, sr_err *err);
+
+/* The file name of one reporter bit ("results.json"), NULL if `bit` is not exactly one. */
+const char *sr_report_file_name(unsigned bit);
+
+/*
+ * Writes the reports selected by `which` into the existing folder `dir` (normally the run's
+ * header.out_dir). Every selected reporter is attempted; the first error is returned.
+ */
+int sr_report_write(const sr_run_result *run, const char *dir, unsigned which, sr_err *err);
+
+/* Renders one reporter (exactly one bit) into `out` (appended), without touching the disk. */
+int sr_report_render(sr_buf *out, const sr_run_result *run, unsigned bit, sr_err *err);
+
+/*
+ * Reads a results.json written by the json reporter back into a new run (*out, the caller's,
+ * freed with sr_run_result_free), histograms included, and calls sr_run_result_finish. Keys it
+ * does not know are ignored (a newer writer); missing ones take empty values. Rendering the
+ * loaded run gives the same reports, results.json included, byte for byte (integers up to 2^53
+ * are exact; JSON numbers are doubles).
+ */
+int sr_report_load(sr_run_result **out, const char *path, sr_err *err);
+
+/* One row of a latency table, in nanoseconds. */
+typedef struct sr_latency_row {
+    uint64_t count, min, p50, p90, p99, p999, max;
+    double mean;
+} sr_latency_row;
+
+/* Fills a latency row from a histogram (all zero when it is empty). */
+void sr_report_latency(sr_latency_row *out, const sr_hist *h);
+
+/* One phase whose p99 regressed against a baseline. */
+typedef struct sr_regression {
+    char scope[128]; /* "run" or a scenario id */
+    sr_phase phase;
+    uint64_t base_p99, cur_p99; /* nanoseconds */
+    double pct;                 /* (cur - base) / base * 100 */
+} sr_regression;
+
+/*
+ * Compares p99 per phase of `cur` against `base`: for the whole run, and for every scenario id
+ * present in both (repeats merged). A phase regresses when both sides recorded at least one
+ * sample, base p99 > 0 and cur p99 exceeds it by more than threshold_pct percent. Writes every
+ * regression to *out (the caller frees it with free(); NULL when there is none) and their
+ * number to *n. SR_E_INVAL for a negative or non-finite threshold; SR_E_NOMEM.
+ */
+int sr_report_compare(sr_regression **out, size_t *n, const sr_run_result *cur,
+                      const sr_run_result *base, double threshold_pct, sr_err *err);
+
+/* The default threshold of `syncroll report --baseline`, in percent. */
+#define SR_REPORT_DEFAULT_THRESHOLD 20.0
+
+#endif /* SR_REPORT_H */

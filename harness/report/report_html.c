@@ -1,0 +1,290 @@
+/*
+ * The html reporter: report.html (report.h). One self-contained page, written as well-formed
+ * XHTML (so an XML parser checks it) that browsers read as HTML5: inline CSS, inline SVG, no
+ * script, no external reference; links point only inside the run folder or the page.
+ */
+#include "report_priv.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const char css[] =
+    "body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;margin:24px 32px;"
+    "color:#1d232a;background:#fff;max-width:1200px}\n"
+    "h1{font-size:21px;margin:0 0 6px}h2{font-size:16px;margin:30px 0 10px;padding-bottom:4px;"
+    "border-bottom:1px solid #dde2e8}h3{font-size:14px;margin:0 0 6px}\n"
+    ".meta{color:#5b6670;font-size:12px;margin:2px 0}\n"
+    ".badge{display:inline-block;padding:2px 9px;border-radius:10px;font-weight:600;"
+    "font-size:12px}\n"
+    ".big{font-size:14px;padding:4px 12px;margin:8px 8px 8px 0}\n"
+    ".pass{background:#e3f4e8;color:#17692f}.fail{background:#fde4e4;color:#a4161a}"
+    ".error{background:#f6e3f7;color:#7a1f84}.skip{background:#fff3d6;color:#8a5a00}\n"
+    "table{border-collapse:collapse;font-size:13px;margin:4px 0}th,td{padding:4px 10px;"
+    "border-bottom:1px solid #eceff3;text-align:left;vertical-align:top}th{background:#f5f7f9;"
+    "font-weight:600}td.n,th.n{text-align:right;font-variant-numeric:tabular-nums;white-space:"
+    "nowrap}\n"
+    "code,pre{font:12px ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}"
+    "code{background:#f2f4f7;padding:1px 4px;border-radius:3px}\n"
+    "pre{background:#f5f7f9;padding:8px 10px;white-space:pre-wrap;word-break:break-all;"
+    "margin:6px 0}\n"
+    ".failure{border-left:4px solid #a4161a;padding:6px 14px;margin:14px 0;background:#fffafa}"
+    ".failure.error{border-left-color:#7a1f84;background:#fffaff;color:inherit}\n"
+    ".charts{display:flex;flex-wrap:wrap;gap:14px}"
+    ".charts svg{border:1px solid #eceff3;border-radius:4px}\n"
+    "svg text{font:11px system-ui,sans-serif;fill:#3b4650}svg .ct{font-weight:600;fill:#1d232a}"
+    "svg .ax{stroke:#9aa5b1;stroke-width:1}svg .bar{fill:#4c78a8}"
+    "svg .mk{stroke:#e45756;stroke-dasharray:3 2}svg .mkt{fill:#c0392b}"
+    "svg .err{stroke:#a4161a;stroke-width:2}\n"
+    "svg .bg-pass{fill:#f1f8f3}svg .bg-fail{fill:#fdf0f0}svg .bg-error{fill:#f9f0fa}"
+    "svg .bg-skip{fill:#fff9ea}\n"
+    "a{color:#1f5fa8}footer{margin-top:36px;color:#8a949e;font-size:12px}\n";
+
+static void text(sr_rw *w, const char *s)
+{
+    sr_rw_xml(w, s, 0);
+}
+
+static void tag_text(sr_rw *w, const char *open, const char *s, const char *close)
+{
+    sr_rw_puts(w, open);
+    text(w, s);
+    sr_rw_puts(w, close);
+}
+
+static void badge(sr_rw *w, sr_verdict v, const char *extra)
+{
+    sr_rw_printf(w, "<span class=\"badge %s%s\">%s</span>", sr_verdict_name(v), extra,
+                 sr_verdict_name(v));
+}
+
+static void header(sr_rw *w, const sr_run_result *run)
+{
+    const sr_run_header *h = &run->header;
+    char t[32];
+    tag_text(w, "<h1>syncroll run ", h->run_id ? h->run_id : "?", "</h1>\n<div>");
+    for (int v = 0; v < SR_VERDICT_COUNT; v++) {
+        sr_rw_printf(w, "<span class=\"badge big %s\">%zu %s</span>",
+                     sr_verdict_name((sr_verdict)v), run->counts[v],
+                     sr_verdict_name((sr_verdict)v));
+    }
+    sr_rw_puts(w, "</div>\n<p class=\"meta\">started ");
+    text(w, h->start_iso[0] ? h->start_iso : "?");
+    sr_rw_printf(w, ", wall %s, syncroll ", sr_report_fmt_ns(t, sizeof(t), run->wall_ms * 1e6));
+    text(w, h->version ? h->version : "?");
+    if (h->git_rev) {
+        sr_rw_puts(w, " (git ");
+        text(w, h->git_rev);
+        sr_rw_puts(w, ")");
+    }
+    sr_rw_puts(w, ", ");
+    text(w, h->hostname ? h->hostname : "?");
+    sr_rw_puts(w, " (");
+    text(w, h->arch ? h->arch : "?");
+    sr_rw_printf(w, ", %d CPUs, ", h->cpus);
+    text(w, h->kernel ? h->kernel : "?");
+    sr_rw_puts(w, ")</p>\n<p class=\"meta\">command: <code>");
+    text(w, h->command ? h->command : "?");
+    sr_rw_puts(w, "</code>");
+    if (h->has_seed)
+        sr_rw_printf(w, " seed %llu", (unsigned long long)h->seed);
+    sr_rw_printf(w, ", jobs %d, repeat %d</p>\n", h->jobs, h->repeat);
+}
+
+static void fired_list(sr_rw *w, const sr_scenario_result *s)
+{
+    for (size_t i = 0; i < s->n_fired; i++) {
+        sr_rw_puts(w, i ? "<br/>" : "");
+        tag_text(w, "<code>", s->fired[i].name, "</code>");
+        if (s->fired[i].count > 1)
+            sr_rw_printf(w, " x%llu", (unsigned long long)s->fired[i].count);
+        if (s->fired[i].expected)
+            sr_rw_puts(w, " (expected)");
+    }
+}
+
+static void verdict_table(sr_rw *w, const sr_run_result *run)
+{
+    sr_rw_puts(w, "<h2 id=\"verdicts\">Verdicts</h2>\n<table>\n<tr><th>verdict</th>"
+                  "<th>scenario</th><th>folder</th><th class=\"n\">wall</th>"
+                  "<th>checks fired</th><th>reason</th></tr>\n");
+    for (size_t i = 0; i < run->n_scenarios; i++) {
+        const sr_scenario_result *s = run->scenarios[i];
+        char id[160], suite[256], t[32];
+        sr_report_display_id(id, sizeof(id), s);
+        sr_report_suite(suite, sizeof(suite), s->file);
+        sr_rw_puts(w, "<tr><td>");
+        badge(w, s->verdict, "");
+        sr_rw_puts(w, "</td><td>");
+        int failed = s->verdict == SR_VERDICT_FAIL || s->verdict == SR_VERDICT_ERROR;
+        if (failed)
+            sr_rw_printf(w, "<a href=\"#f-%zu\">", i);
+        text(w, id);
+        sr_rw_puts(w, failed ? "</a>" : "");
+        tag_text(w, "</td><td>", suite, "</td>");
+        sr_rw_printf(
+            w, "<td class=\"n\">%s</td><td>",
+            s->verdict == SR_VERDICT_SKIP ? "" : sr_report_fmt_ns(t, sizeof(t), s->wall_ms * 1e6));
+        fired_list(w, s);
+        tag_text(w, "</td><td>", s->reason, "</td></tr>\n");
+    }
+    sr_rw_puts(w, "</table>\n");
+}
+
+static void where(sr_rw *w, const sr_check_where *x)
+{
+    static const char *const names[] = {"step", "engine", "sample", "turn", "row", "layer"};
+    const int64_t v[] = {x->step, x->engine, x->sample, x->turn, x->row, x->layer};
+    int any = 0;
+    for (size_t i = 0; i < 6; i++)
+        if (v[i] >= 0) {
+            sr_rw_printf(w, "%s%s %lld", any ? ", " : "", names[i], (long long)v[i]);
+            any = 1;
+        }
+}
+
+static void link(sr_rw *w, const sr_run_result *run, const char *label, const char *path)
+{
+    if (!path)
+        return;
+    const char *rel = sr_report_relpath(run, path);
+    sr_rw_printf(w, "%s: <a href=\"", label);
+    sr_rw_xml(w, rel, 1);
+    sr_rw_puts(w, "\">");
+    text(w, rel);
+    sr_rw_puts(w, "</a> ");
+}
+
+static void failure(sr_rw *w, const sr_run_result *run, size_t i)
+{
+    const sr_scenario_result *s = run->scenarios[i];
+    char id[160];
+    sr_rw_printf(w, "<div class=\"failure%s\" id=\"f-%zu\">\n<h3>",
+                 s->verdict == SR_VERDICT_ERROR ? " error" : "", i);
+    badge(w, s->verdict, "");
+    sr_rw_puts(w, " ");
+    text(w, sr_report_display_id(id, sizeof(id), s));
+    tag_text(w, "</h3>\n<p>", s->reason, "</p>\n");
+    if (s->n_checks) {
+        sr_rw_puts(w, "<table>\n<tr><th>check</th><th>class</th><th>where</th><th>message</th>"
+                      "</tr>\n");
+        for (size_t k = 0; k < s->n_checks; k++) {
+            const sr_check *c = &s->checks[k];
+            tag_text(w, "<tr><td><code>", c->name, "</code>");
+            sr_rw_puts(w, c->expected ? " (expected)" : "");
+            tag_text(w, "</td><td>", c->classification, "</td><td>");
+            where(w, &c->where);
+            tag_text(w, "</td><td>", c->message, "</td></tr>\n");
+        }
+        sr_rw_puts(w, "</table>\n");
+        if (s->checks_dropped)
+            sr_rw_printf(w, "<p>... %llu more firings not kept</p>\n",
+                         (unsigned long long)s->checks_dropped);
+    }
+    for (size_t k = 0; k < s->n_expect_checks; k++)
+        if (!sr_report_fired(s, s->expect_checks[k]))
+            tag_text(w, "<p>expected check did not fire: <code>", s->expect_checks[k],
+                     "</code></p>\n");
+    tag_text(w, "<pre>", s->repro ? s->repro : "?", "</pre>\n<p class=\"meta\">");
+    link(w, run, "artifacts", s->artifacts);
+    link(w, run, "expanded scenario", s->expanded);
+    for (size_t k = 0; k < s->n_engines; k++) {
+        char label[32];
+        snprintf(label, sizeof(label), "engine %d log", s->engines[k].index);
+        link(w, run, label, s->engines[k].log);
+    }
+    sr_rw_puts(w, "</p>\n</div>\n");
+}
+
+static void failures(sr_rw *w, const sr_run_result *run)
+{
+    size_t n = run->counts[SR_VERDICT_FAIL] + run->counts[SR_VERDICT_ERROR];
+    sr_rw_printf(w, "<h2 id=\"failures\">Failures (%zu)</h2>\n", n);
+    if (!n)
+        sr_rw_puts(w, "<p>None.</p>\n");
+    for (size_t i = 0; i < run->n_scenarios; i++) {
+        sr_verdict v = run->scenarios[i]->verdict;
+        if (v == SR_VERDICT_FAIL || v == SR_VERDICT_ERROR)
+            failure(w, run, i);
+    }
+}
+
+static void latency(sr_rw *w, const sr_run_result *run)
+{
+    static const char *const cols[] = {"count", "min", "p50", "p90", "p99", "p99.9", "max", "mean"};
+    sr_rw_puts(w, "<h2 id=\"latency\">Latency per phase (all scenarios)</h2>\n<table>\n"
+                  "<tr><th>phase</th>");
+    for (size_t c = 0; c < 8; c++)
+        sr_rw_printf(w, "<th class=\"n\">%s</th>", cols[c]);
+    sr_rw_puts(w, "</tr>\n");
+    int any = 0;
+    for (int p = 0; p < SR_PHASE_COUNT; p++) {
+        sr_latency_row r;
+        sr_report_latency(&r, run->phase[p]);
+        if (!r.count)
+            continue;
+        any = 1;
+        const double v[] = {(double)r.min,  (double)r.p50, (double)r.p90, (double)r.p99,
+                            (double)r.p999, (double)r.max, r.mean};
+        sr_rw_printf(w, "<tr><td>%s</td><td class=\"n\">%llu</td>", sr_phase_name((sr_phase)p),
+                     (unsigned long long)r.count);
+        for (size_t c = 0; c < 7; c++) {
+            char t[32];
+            sr_rw_printf(w, "<td class=\"n\">%s</td>", sr_report_fmt_ns(t, sizeof(t), v[c]));
+        }
+        sr_rw_puts(w, "</tr>\n");
+    }
+    sr_rw_puts(w, "</table>\n");
+    if (!any)
+        sr_rw_puts(w, "<p>No phase recorded a sample.</p>\n");
+    sr_rw_puts(w, "<div class=\"charts\">\n");
+    for (int p = 0; p < SR_PHASE_COUNT; p++)
+        sr_report_svg_hist(w, run->phase[p], sr_phase_name((sr_phase)p));
+    sr_rw_puts(w, "</div>\n");
+}
+
+static void counters(sr_rw *w, const sr_counters *c)
+{
+    const struct {
+        const char *name;
+        long long v;
+    } rows[] = {
+        {"rollouts requested", (long long)c->rollouts_requested},
+        {"rollouts verified", (long long)c->rollouts_verified},
+        {"rollouts failed", (long long)c->rollouts_failed},
+        {"turns", (long long)c->turns},
+        {"HTTP attempts", (long long)c->attempts},
+        {"retries", (long long)c->retries},
+        {"bytes sent", (long long)c->bytes_sent},
+        {"bytes received", (long long)c->bytes_received},
+        {"tokens verified", (long long)c->tokens_verified},
+        {"route rows verified", (long long)c->rows_verified},
+        {"collations", (long long)c->collations},
+        {"weight syncs", (long long)c->syncs},
+    };
+    sr_rw_puts(w, "<h2 id=\"counters\">Counters</h2>\n<table>\n");
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+        sr_rw_printf(w, "<tr><td>%s</td><td class=\"n\">%lld</td></tr>\n", rows[i].name, rows[i].v);
+    sr_rw_puts(w, "</table>\n");
+}
+
+void sr_report_html(sr_rw *w, const sr_run_result *run)
+{
+    sr_rw_puts(w, "<!DOCTYPE html>\n<html xmlns=\"http://www.w3.org/1999/xhtml\" lang=\"en\">\n"
+                  "<head>\n<meta charset=\"utf-8\"/>\n<meta name=\"viewport\" "
+                  "content=\"width=device-width, initial-scale=1\"/>\n");
+    tag_text(w, "<title>syncroll run ", run->header.run_id ? run->header.run_id : "?",
+             "</title>\n");
+    sr_rw_printf(w, "<style>\n%s</style>\n</head>\n<body>\n", css);
+    header(w, run);
+    verdict_table(w, run);
+    failures(w, run);
+    latency(w, run);
+    sr_rw_puts(w, "<h2 id=\"timeline\">Timeline (each row scaled to its scenario's wall time)"
+                  "</h2>\n");
+    sr_report_svg_timeline(w, run);
+    counters(w, &run->counters);
+    sr_rw_puts(w, "<footer>Written by syncroll ");
+    text(w, run->header.version ? run->header.version : "?");
+    sr_rw_puts(w, "; the run folder also holds results.json, junit.xml and summary.txt."
+                  "</footer>\n</body>\n</html>\n");
+}

@@ -1,0 +1,527 @@
+/* Reads results.json back into a run (sr_report_load, report.h). */
+#include "report_priv.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sr_json.h"
+
+/* The loader's state: the document and the first error (later failures are ignored). */
+typedef struct ld {
+    const sr_json_doc *doc;
+    sr_err *err;
+    int rc;
+} ld;
+
+static void fail(ld *l, const cJSON *node, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void fail(ld *l, const cJSON *node, const char *fmt, ...)
+{
+    if (l->rc)
+        return;
+    char msg[SR_ERR_MSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    l->rc = sr_json_error(l->doc, node, l->err, SR_E_JSON_SCHEMA, "%s", msg);
+}
+
+static void nomem(ld *l)
+{
+    if (!l->rc)
+        l->rc = sr_err_set(l->err, SR_E_NOMEM, "cannot load results.json");
+}
+
+/* Member k of o, or NULL when o is not an object, k is absent or its value is null. */
+static const cJSON *get(const cJSON *o, const char *k)
+{
+    const cJSON *x = cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, k) : NULL;
+    return cJSON_IsNull(x) ? NULL : x;
+}
+
+static void str_owned(ld *l, const cJSON *o, const char *k, char **dst)
+{
+    const cJSON *x = get(o, k);
+    if (!x)
+        return;
+    if (!cJSON_IsString(x)) {
+        fail(l, x, "'%s' must be a string or null", k);
+        return;
+    }
+    if (sr_result_set_str(dst, x->valuestring, NULL))
+        nomem(l);
+}
+
+static void str_fixed(ld *l, const cJSON *o, const char *k, char *buf, size_t cap)
+{
+    const cJSON *x = get(o, k);
+    if (x && !cJSON_IsString(x))
+        fail(l, x, "'%s' must be a string or null", k);
+    else if (x)
+        snprintf(buf, cap, "%s", x->valuestring);
+}
+
+static void num(ld *l, const cJSON *o, const char *k, double *out)
+{
+    const cJSON *x = get(o, k);
+    if (x && !cJSON_IsNumber(x))
+        fail(l, x, "'%s' must be a number", k);
+    else if (x)
+        *out = x->valuedouble;
+}
+
+/* An integer in [lo, hi]; null or absent leaves *out unchanged. */
+static void integer(ld *l, const cJSON *o, const char *k, double lo, double hi, double *out)
+{
+    const cJSON *x = get(o, k);
+    if (!x)
+        return;
+    if (!cJSON_IsNumber(x) || x->valuedouble != floor(x->valuedouble) || x->valuedouble < lo ||
+        x->valuedouble > hi)
+        fail(l, x, "'%s' must be an integer in [%.0f, %.0f]", k, lo, hi);
+    else
+        *out = x->valuedouble;
+}
+
+#define U64_MAX_D 18446744073709549568.0 /* the largest double below 2^64 */
+
+static uint64_t get_u64(ld *l, const cJSON *o, const char *k)
+{
+    double v = 0;
+    integer(l, o, k, 0, U64_MAX_D, &v);
+    return (uint64_t)v;
+}
+
+/* Signed; null or absent is -1 (the model's "not applicable"). */
+static int64_t get_opt(ld *l, const cJSON *o, const char *k)
+{
+    double v = -1;
+    integer(l, o, k, -9.2e18, 9.2e18, &v);
+    return (int64_t)v;
+}
+
+static int get_int(ld *l, const cJSON *o, const char *k)
+{
+    double v = 0;
+    integer(l, o, k, -2147483648.0, 2147483647.0, &v);
+    return (int)v;
+}
+
+static int get_bool(ld *l, const cJSON *o, const char *k)
+{
+    const cJSON *x = get(o, k);
+    if (x && !cJSON_IsBool(x))
+        fail(l, x, "'%s' must be true or false", k);
+    return cJSON_IsTrue(x);
+}
+
+static const cJSON *get_typed(ld *l, const cJSON *o, const char *k, int array)
+{
+    const cJSON *x = get(o, k);
+    if (x && (array ? !cJSON_IsArray(x) : !cJSON_IsObject(x))) {
+        fail(l, x, "'%s' must be an %s", k, array ? "array" : "object");
+        return NULL;
+    }
+    return x;
+}
+
+static void strv(ld *l, const cJSON *o, const char *k, char ***v, size_t *n)
+{
+    const cJSON *a = get_typed(l, o, k, 1);
+    int len = a ? cJSON_GetArraySize(a) : 0;
+    if (!(*v = calloc((size_t)len + 1, sizeof(char *)))) {
+        nomem(l);
+        return;
+    }
+    const cJSON *x;
+    cJSON_ArrayForEach(x, a)
+    {
+        if (!cJSON_IsString(x)) {
+            fail(l, x, "'%s' must hold strings", k);
+            return;
+        }
+        if (sr_result_set_str(&(*v)[(*n)++], x->valuestring, NULL)) {
+            nomem(l);
+            return;
+        }
+    }
+}
+
+static void counters(ld *l, const cJSON *o, sr_counters *c)
+{
+    c->rollouts_requested = (int64_t)get_u64(l, o, "rollouts_requested");
+    c->rollouts_verified = (int64_t)get_u64(l, o, "rollouts_verified");
+    c->rollouts_failed = (int64_t)get_u64(l, o, "rollouts_failed");
+    c->turns = (int64_t)get_u64(l, o, "turns");
+    c->attempts = (int64_t)get_u64(l, o, "attempts");
+    c->retries = (int64_t)get_u64(l, o, "retries");
+    c->bytes_sent = get_u64(l, o, "bytes_sent");
+    c->bytes_received = get_u64(l, o, "bytes_received");
+    c->tokens_verified = (int64_t)get_u64(l, o, "tokens_verified");
+    c->rows_verified = (int64_t)get_u64(l, o, "rows_verified");
+    c->collations = (int64_t)get_u64(l, o, "collations");
+    c->syncs = (int64_t)get_u64(l, o, "syncs");
+}
+
+/* ---- histograms ---- */
+
+typedef struct bk {
+    uint64_t lo, hi, c;
+} bk;
+
+/* The bucket whose lower bound is exactly v, or -1. */
+static long bucket_at(uint64_t v)
+{
+    size_t a = 0, b = sr_hist_buckets();
+    while (b - a > 1) {
+        size_t m = a + (b - a) / 2;
+        uint64_t lo, hi;
+        sr_hist_bucket_range(m, &lo, &hi);
+        if (lo <= v)
+            a = m;
+        else
+            b = m;
+    }
+    uint64_t lo, hi;
+    sr_hist_bucket_range(a, &lo, &hi);
+    return lo == v ? (long)a : -1;
+}
+
+/*
+ * Records values that reproduce the buckets, min, max and sum exactly: min and max once each,
+ * then every other value at its bucket's lower end (within [min, max]), raised towards the
+ * bucket's upper end bucket by bucket until the values add up to `sum`. At most three distinct
+ * values per bucket, so this costs O(buckets).
+ */
+static void hist_fill(sr_hist *h, bk *b, size_t nb, uint64_t mn, uint64_t mx, uint64_t sum,
+                      uint64_t count)
+{
+    for (size_t i = 0; i < nb; i++) {
+        b[i].lo = b[i].lo < mn ? mn : b[i].lo;
+        b[i].hi = b[i].hi > mx ? mx : b[i].hi;
+    }
+    unsigned __int128 fixed = mn;
+    sr_hist_record(h, mn);
+    b[0].c--;
+    if (count > 1) {
+        sr_hist_record(h, mx);
+        b[nb - 1].c--;
+        fixed += mx;
+    }
+    unsigned __int128 base = fixed;
+    for (size_t i = 0; i < nb; i++)
+        base += (unsigned __int128)b[i].c * b[i].lo;
+    unsigned __int128 d = sum > base ? sum - base : 0;
+    for (size_t i = 0; i < nb; i++) {
+        uint64_t w = b[i].hi - b[i].lo, c = b[i].c;
+        unsigned __int128 room = (unsigned __int128)c * w;
+        unsigned __int128 take = d < room ? d : room;
+        uint64_t k = w ? (uint64_t)(take / w) : 0, r = w ? (uint64_t)(take % w) : 0;
+        sr_hist_record_n(h, b[i].hi, k);
+        if (r)
+            sr_hist_record(h, b[i].lo + r);
+        sr_hist_record_n(h, b[i].lo, c - k - (r ? 1 : 0));
+        d -= take;
+    }
+}
+
+static void load_hist(ld *l, const cJSON *phase, sr_hist *h)
+{
+    uint64_t count = get_u64(l, phase, "count");
+    const cJSON *hj = get_typed(l, phase, "hist", 0);
+    const cJSON *arr = hj ? get_typed(l, hj, "buckets", 1) : NULL;
+    if (l->rc || count == 0)
+        return;
+    if (!arr) {
+        fail(l, phase, "a phase with samples needs its histogram (hist.buckets)");
+        return;
+    }
+    uint64_t mn = get_u64(l, hj, "min_ns"), mx = get_u64(l, hj, "max_ns");
+    uint64_t sum = get_u64(l, hj, "sum_ns");
+    size_t nb = (size_t)cJSON_GetArraySize(arr), k = 0;
+    bk *b = nb ? calloc(nb, sizeof(bk)) : NULL;
+    if (!b) {
+        if (nb)
+            nomem(l);
+        else
+            fail(l, arr, "no buckets for %llu samples", (unsigned long long)count);
+        return;
+    }
+    uint64_t total = 0;
+    long prev = -1;
+    const cJSON *x;
+    cJSON_ArrayForEach(x, arr)
+    {
+        const cJSON *lo = cJSON_GetArrayItem(x, 0), *c = cJSON_GetArrayItem(x, 1);
+        long idx = -1;
+        if (cJSON_GetArraySize(x) == 2 && cJSON_IsNumber(lo) && cJSON_IsNumber(c) &&
+            lo->valuedouble >= 0 && lo->valuedouble <= U64_MAX_D && c->valuedouble >= 1 &&
+            c->valuedouble <= U64_MAX_D && c->valuedouble == floor(c->valuedouble))
+            idx = bucket_at((uint64_t)lo->valuedouble);
+        if (idx <= prev) {
+            fail(l, x, "a bucket must be [lower bound, count > 0], in increasing order");
+            break;
+        }
+        prev = idx;
+        sr_hist_bucket_range((size_t)idx, &b[k].lo, &b[k].hi);
+        b[k].c = (uint64_t)c->valuedouble;
+        total += b[k++].c;
+    }
+    if (!l->rc && (total != count || mn > mx || mn < b[0].lo || mn > b[0].hi || mx < b[nb - 1].lo ||
+                   mx > b[nb - 1].hi))
+        fail(l, hj, "buckets disagree with count %llu, min_ns or max_ns",
+             (unsigned long long)count);
+    if (!l->rc)
+        hist_fill(h, b, nb, mn, mx, sum, count);
+    free(b);
+}
+
+static void load_phases(ld *l, const cJSON *o, sr_hist *const *h)
+{
+    const cJSON *ph = get_typed(l, o, "phases", 0);
+    for (int p = 0; ph && p < SR_PHASE_COUNT && !l->rc; p++) {
+        const cJSON *e = get_typed(l, ph, sr_phase_name((sr_phase)p), 0);
+        if (e)
+            load_hist(l, e, h[p]);
+    }
+}
+
+/* ---- scenarios ---- */
+
+static sr_verdict verdict(ld *l, const cJSON *o, const char *k, sr_verdict dflt)
+{
+    char v[16] = "";
+    str_fixed(l, o, k, v, sizeof(v));
+    for (int i = 0; i < SR_VERDICT_COUNT && v[0]; i++)
+        if (strcmp(v, sr_verdict_name((sr_verdict)i)) == 0)
+            return (sr_verdict)i;
+    if (v[0])
+        fail(l, get(o, k), "unknown verdict '%s'", v);
+    return dflt;
+}
+
+static int expected(const sr_scenario_result *s, const char *name)
+{
+    for (size_t i = 0; i < s->n_expect_checks; i++)
+        if (strcmp(s->expect_checks[i], name) == 0)
+            return 1;
+    return 0;
+}
+
+static void load_checks(ld *l, const cJSON *o, sr_scenario_result *s)
+{
+    const cJSON *a = get_typed(l, o, "checks", 1), *x;
+    if (a && cJSON_GetArraySize(a) > 0 &&
+        !(s->checks = calloc(SR_RESULT_MAX_CHECKS, sizeof(sr_check)))) {
+        nomem(l);
+        return;
+    }
+    cJSON_ArrayForEach(x, a)
+    {
+        if (s->n_checks == SR_RESULT_MAX_CHECKS)
+            break;
+        sr_check *c = &s->checks[s->n_checks++];
+        str_fixed(l, x, "name", c->name, sizeof(c->name));
+        str_fixed(l, x, "classification", c->classification, sizeof(c->classification));
+        str_fixed(l, x, "message", c->message, sizeof(c->message));
+        c->expected = get_bool(l, x, "expected");
+        const cJSON *w = get_typed(l, x, "where", 0);
+        c->where.step = get_opt(l, w, "step");
+        c->where.engine = get_opt(l, w, "engine");
+        c->where.sample = get_opt(l, w, "sample");
+        c->where.turn = get_opt(l, w, "turn");
+        c->where.row = get_opt(l, w, "row");
+        c->where.layer = get_opt(l, w, "layer");
+    }
+}
+
+static void load_counts(ld *l, const cJSON *o, const char *k, sr_check_count **v, size_t *n,
+                        const sr_scenario_result *s)
+{
+    const cJSON *m = get_typed(l, o, k, 0), *x;
+    int len = m ? cJSON_GetArraySize(m) : 0;
+    if (len && !(*v = calloc((size_t)len, sizeof(sr_check_count)))) {
+        nomem(l);
+        return;
+    }
+    cJSON_ArrayForEach(x, m)
+    {
+        sr_check_count *c = &(*v)[(*n)++];
+        snprintf(c->name, sizeof(c->name), "%s", x->string);
+        c->count = get_u64(l, m, x->string);
+        c->expected = s ? expected(s, c->name) : 0;
+    }
+}
+
+static void load_steps(ld *l, const cJSON *o, sr_scenario_result *s)
+{
+    const cJSON *a = get_typed(l, o, "steps", 1), *x;
+    int len = a ? cJSON_GetArraySize(a) : 0;
+    if (len && !(s->steps = calloc((size_t)len, sizeof(sr_step_timing)))) {
+        nomem(l);
+        return;
+    }
+    cJSON_ArrayForEach(x, a)
+    {
+        sr_step_timing *t = &s->steps[s->n_steps++];
+        char code[SR_RESULT_NAME_MAX] = "";
+        t->index = get_int(l, x, "index");
+        str_fixed(l, x, "kind", t->kind, sizeof(t->kind));
+        str_fixed(l, x, "name", t->name, sizeof(t->name));
+        num(l, x, "start_ms", &t->start_ms);
+        num(l, x, "end_ms", &t->end_ms);
+        str_fixed(l, x, "error", code, sizeof(code));
+        t->code = code[0] ? sr_code_by_name(code) : 0;
+        if (code[0] && !t->code)
+            t->code = SR_E_INTERNAL;
+    }
+}
+
+static void load_engines(ld *l, const cJSON *o, sr_scenario_result *s)
+{
+    const cJSON *a = get_typed(l, o, "engines", 1), *x;
+    int len = a ? cJSON_GetArraySize(a) : 0;
+    if (len && !(s->engines = calloc((size_t)len, sizeof(sr_engine_run)))) {
+        nomem(l);
+        return;
+    }
+    cJSON_ArrayForEach(x, a)
+    {
+        sr_engine_run *e = &s->engines[s->n_engines++];
+        e->index = get_int(l, x, "index");
+        e->pid = (long)get_opt(l, x, "pid");
+        str_owned(l, x, "url", &e->url);
+        str_owned(l, x, "log", &e->log);
+        str_owned(l, x, "exit", &e->exit);
+    }
+}
+
+static void load_scenario(ld *l, const cJSON *o, sr_scenario_result *s)
+{
+    if (!cJSON_IsObject(o)) {
+        fail(l, o, "a scenario must be an object");
+        return;
+    }
+    str_owned(l, o, "id", &s->id);
+    str_owned(l, o, "file", &s->file);
+    str_owned(l, o, "description", &s->description);
+    strv(l, o, "tags", &s->tags, &s->n_tags);
+    s->seed = get_u64(l, o, "seed");
+    double rep = 1;
+    integer(l, o, "repeat", 1, 2147483647.0, &rep);
+    s->repeat = (int)rep;
+    s->external = get_bool(l, o, "external_engines");
+    s->verdict = verdict(l, o, "verdict", SR_VERDICT_PASS);
+    str_fixed(l, o, "reason", s->reason, sizeof(s->reason));
+    const cJSON *ex = get_typed(l, o, "expect", 0);
+    s->expect_verdict = verdict(l, ex, "verdict", SR_VERDICT_PASS);
+    strv(l, ex, "checks", &s->expect_checks, &s->n_expect_checks);
+    load_checks(l, o, s);
+    s->checks_dropped = get_u64(l, o, "checks_dropped");
+    load_counts(l, o, "fired", &s->fired, &s->n_fired, s);
+    load_counts(l, o, "classifications", &s->fired_classes, &s->n_fired_classes, NULL);
+    const cJSON *sk = get_typed(l, o, "skipped_checks", 1), *x;
+    int nsk = sk ? cJSON_GetArraySize(sk) : 0;
+    if (nsk && !(s->skipped = calloc((size_t)nsk, sizeof(sr_skipped_check))))
+        nomem(l);
+    const cJSON *sk_list = s->skipped ? sk : NULL;
+    cJSON_ArrayForEach(x, sk_list)
+    {
+        sr_skipped_check *c = &s->skipped[s->n_skipped++];
+        str_fixed(l, x, "name", c->name, sizeof(c->name));
+        str_fixed(l, x, "reason", c->reason, sizeof(c->reason));
+    }
+    str_owned(l, o, "repro", &s->repro);
+    str_owned(l, o, "expanded", &s->expanded);
+    str_owned(l, o, "artifacts", &s->artifacts);
+    num(l, o, "start_ms", &s->start_ms);
+    num(l, o, "wall_ms", &s->wall_ms);
+    load_steps(l, o, s);
+    load_engines(l, o, s);
+    counters(l, get_typed(l, o, "counters", 0), &s->counters);
+    load_phases(l, o, s->phase);
+}
+
+static void load_header(ld *l, const cJSON *o, sr_run_header *h)
+{
+    str_owned(l, o, "version", &h->version);
+    str_owned(l, o, "git_rev", &h->git_rev);
+    str_owned(l, o, "run_id", &h->run_id);
+    str_owned(l, o, "out_dir", &h->out_dir);
+    const cJSON *m = get_typed(l, o, "machine", 0);
+    str_owned(l, m, "hostname", &h->hostname);
+    str_owned(l, m, "kernel", &h->kernel);
+    str_owned(l, m, "arch", &h->arch);
+    h->cpus = get_int(l, m, "cpus");
+    str_owned(l, o, "command", &h->command);
+    h->has_seed = get(o, "seed") != NULL;
+    h->seed = get_u64(l, o, "seed");
+    const cJSON *op = get_typed(l, o, "options", 0);
+    h->jobs = get_int(l, op, "jobs");
+    h->repeat = get_int(l, op, "repeat");
+    h->until_fail = get_bool(l, op, "until_fail");
+    char shard[32] = "";
+    str_fixed(l, op, "shard", shard, sizeof(shard));
+    if (shard[0] && sscanf(shard, "%d/%d", &h->shard_k, &h->shard_n) != 2)
+        fail(l, get(op, "shard"), "'shard' must be \"K/N\"");
+    strv(l, op, "tags", &h->tags, &h->n_tags);
+    strv(l, op, "exclude_tags", &h->exclude_tags, &h->n_exclude_tags);
+    h->keep = get_bool(l, op, "keep");
+    const cJSON *t = get_typed(l, o, "start", 0);
+    str_fixed(l, t, "iso", h->start_iso, sizeof(h->start_iso));
+    h->start_unix_ms = get_opt(l, t, "unix_ms");
+}
+
+int sr_report_load(sr_run_result **out, const char *path, sr_err *err)
+{
+    if (!out || !path)
+        return sr_err_set(err, SR_E_INVAL, "sr_report_load: no path");
+    *out = NULL;
+    sr_json_doc *doc = NULL;
+    int rc = sr_json_load_file(&doc, path, SR_REPORT_MAX_BYTES, err);
+    if (rc)
+        return rc;
+    ld l = {doc, err, 0};
+    const cJSON *root = sr_json_root(doc);
+    double schema = 0;
+    if (!cJSON_IsObject(root))
+        fail(&l, root, "results.json must be an object");
+    integer(&l, root, "schema", 0, 1e9, &schema);
+    if (!l.rc && schema != SR_RESULT_SCHEMA_VERSION)
+        fail(&l, get(root, "schema"), "unsupported schema %.0f (this syncroll reads %d)", schema,
+             SR_RESULT_SCHEMA_VERSION);
+    const cJSON *run_j = get_typed(&l, root, "run", 0);
+    const cJSON *scs = get_typed(&l, root, "scenarios", 1);
+    sr_run_result *run = NULL;
+    if (!l.rc && sr_run_result_new(&run, err))
+        l.rc = SR_E_NOMEM;
+    if (!l.rc)
+        load_header(&l, run_j, &run->header);
+    double wall = 0;
+    num(&l, run_j, "wall_ms", &wall);
+    const cJSON *x, *list = l.rc ? NULL : scs;
+    cJSON_ArrayForEach(x, list)
+    {
+        sr_scenario_result *s;
+        if (sr_run_result_add_scenario(&s, run, err)) {
+            l.rc = SR_E_NOMEM;
+            break;
+        }
+        load_scenario(&l, x, s);
+        if (l.rc)
+            break;
+    }
+    sr_json_free(doc);
+    if (l.rc) {
+        sr_run_result_free(run);
+        return l.rc;
+    }
+    sr_run_result_finish(run, wall);
+    *out = run;
+    return 0;
+}

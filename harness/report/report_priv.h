@@ -1,0 +1,98 @@
+/*
+ * Private to harness/report: the reporter table entry, a sticky-error text writer, escaping and
+ * the small formatting helpers the reporters share.
+ */
+#ifndef SR_REPORT_PRIV_H
+#define SR_REPORT_PRIV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "report.h"
+
+/* A text writer over an sr_buf whose first error sticks: later calls do nothing. */
+typedef struct sr_rw {
+    sr_buf *b;
+    int rc;
+    sr_err *err;
+} sr_rw;
+
+void sr_rw_puts(sr_rw *w, const char *s);
+void sr_rw_printf(sr_rw *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/*
+ * Appends s (NULL: nothing) as one-line-safe text: valid UTF-8, with invalid bytes and control
+ * characters (C0 but tab, and DEL: they could drive a terminal) replaced by U+FFFD.
+ */
+void sr_rw_utf8(sr_rw *w, const char *s);
+
+/*
+ * Appends s escaped for XML character data (attr 0) or a double- or single-quoted attribute
+ * value (attr 1: also quotes, tab and LF as character references; CR always is). Invalid
+ * UTF-8, control characters XML 1.0 forbids and U+FFFE/U+FFFF become U+FFFD.
+ */
+void sr_rw_xml(sr_rw *w, const char *s, int attr);
+
+/*
+ * Copies s into a new string (caller frees) that is valid UTF-8 (invalid bytes -> U+FFFD;
+ * control characters are kept, for JSON escapes them). NULL for NULL s or out of memory.
+ */
+char *sr_report_utf8_dup(const char *s);
+
+/* One reporter of the table in report.c. */
+typedef struct sr_reporter {
+    const char *name; /* "text" */
+    unsigned bit;     /* SR_REPORT_TEXT */
+    const char *file; /* "summary.txt" */
+    void (*render)(sr_rw *w, const sr_run_result *run);
+} sr_reporter;
+
+void sr_report_text(sr_rw *w, const sr_run_result *run);
+void sr_report_json(sr_rw *w, const sr_run_result *run);
+void sr_report_junit(sr_rw *w, const sr_run_result *run);
+void sr_report_html(sr_rw *w, const sr_run_result *run);
+
+/* HTML pieces drawn in report_svg.c. */
+void sr_report_svg_hist(sr_rw *w, const sr_hist *h, const char *title);
+void sr_report_svg_timeline(sr_rw *w, const sr_run_result *run);
+
+/*
+ * The scenario's line(s) as the terminal and summary.txt print them (newline-terminated):
+ * "PASS  <id>  <wall> s", "FAIL  <id>  <wall> s  <reason>" + "      repro: <cmd>" +
+ * "      artifacts: <dir>" (when kept), "ERROR ...", "SKIP  <id>  <reason>". A repeat adds
+ * " #<k>" to the id. `color` wraps the label in ANSI colours.
+ */
+void sr_report_line(sr_rw *w, const sr_scenario_result *s, int color);
+
+/* The last line: "N passed, N failed[, N skipped]\n" (errors count as failed). */
+void sr_report_summary_line(sr_rw *w, const size_t counts[SR_VERDICT_COUNT]);
+
+/* Formats a duration in ns with a unit that keeps 3 significant digits: "812 ns", "1.05 ms". */
+const char *sr_report_fmt_ns(char *buf, size_t cap, double ns);
+
+/*
+ * The JUnit suite (scenario folder) of a scenario file: its directory with everything up to and
+ * including a "scenarios/" component removed ("scenarios/faults/http/x.json" -> "faults/http");
+ * "scenarios" when nothing is left.
+ */
+void sr_report_suite(char *buf, size_t cap, const char *file);
+
+/* `id` or "id #k" for repeats beyond the first. */
+const char *sr_report_display_id(char *buf, size_t cap, const sr_scenario_result *s);
+
+/*
+ * A path of the run folder relative to the run folder: `path` without the header's out_dir
+ * prefix when it has it, else `path` unchanged; NULL stays NULL.
+ */
+const char *sr_report_relpath(const sr_run_result *run, const char *path);
+
+/* sr_code_name(code), or "unknown.error" for a code the table does not name. */
+const char *sr_report_code_name(int code);
+
+/* 1 if a check called `name` fired in s (reads `fired`; no lock: the run is finished). */
+int sr_report_fired(const sr_scenario_result *s, const char *name);
+
+/* The first fired check that was not expected, or NULL. */
+const sr_check *sr_report_first_unexpected(const sr_scenario_result *s);
+
+#endif /* SR_REPORT_PRIV_H */

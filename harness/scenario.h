@@ -1,0 +1,277 @@
+/*
+ * scenario: the scenario file (scenarios/FORMAT.md is the normative spec) — loading with
+ * `file:line:col` errors, defaults, and the expanded writer.
+ *
+ * Loading. sr_scenario_load parses a JSON scenario with sr_json and checks every object against
+ * the key table (sr_scenario_keys): an unknown key, a key of the wrong type, a value out of
+ * range, a bad reference (a step name that does not exist), an unknown check, quirk or phase
+ * name, or a fault plan the engine would refuse (sr_faults_parse) is an error whose message
+ * starts with "FILE:LINE:COL: ". Every key that is absent gets its default (FORMAT.md), so the
+ * loaded struct says everything the run will do.
+ *
+ * Key table. sr_scenario_keys lists every key path the loader accepts, with its JSON type.
+ * Paths are dotted from the top level; array elements add no component ("budgets.phase" is the
+ * `phase` of each `budgets` entry); step keys are "steps.*.<key>" for keys every step kind
+ * takes and "steps.<kind>.<key>" for the others. A key of type "map" has free-form member
+ * names (endpoint or fault ids) and "plan"/"definition" values are checked by another module
+ * (engines.faults by harness/engine/faults.h, inline field definitions by lib/sr_fields.h).
+ * The allowed members of an object at path P are exactly the table's entries "P.<name>", so
+ * the table and the loader cannot disagree; tests/test_scenario.c checks the table against
+ * FORMAT.md (every key documented there is in the table and the reverse).
+ *
+ * Expanded writer. sr_scenario_write_expanded writes the scenario with every default filled in
+ * (every key of the table that applies, in table order) as pretty-printed JSON; loading that
+ * file gives the same scenario, so a failure replays byte for byte. sr_scenario_write_engine
+ * writes the engine config (harness/engine/config.h, shape 1) that `syncroll engine --config`
+ * reads for this scenario.
+ *
+ * Errors: SR_E_JSON_SYNTAX (not JSON), SR_E_JSON_SCHEMA (unknown key, wrong type, out of range),
+ * SR_E_SCENARIO (a rule beyond types: references, combinations, names), SR_E_IO, SR_E_NOMEM.
+ * Ownership: a loaded scenario owns everything it points to; free with sr_scenario_free.
+ * Thread-safety: a loaded scenario is immutable and may be read by any number of threads.
+ */
+#ifndef SR_SCENARIO_H
+#define SR_SCENARIO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "client/client.h"
+#include "engine/config.h"
+#include "engine/faults.h"
+#include "result.h"
+#include "sr_buf.h"
+#include "sr_err.h"
+#include "sr_fields.h"
+
+#define SR_SCN_ID_MAX      64  /* id bytes, including the NUL */
+#define SR_SCN_NAME_MAX    64  /* step names, including the NUL */
+#define SR_SCN_MAX_STEPS   256 /* steps in one scenario */
+#define SR_SCN_MAX_LIST    64  /* entries of tags, urls, step-name and check-name lists */
+#define SR_SCN_MAX_BUDGETS 64
+#define SR_SCN_MAX_BATCH   4096      /* rollouts in one rollout step */
+#define SR_SCN_MAX_TIMEOUT 86400000  /* one day, in ms: the longest timeout a scenario may ask */
+#define SR_SCN_MAX_FILE    (4 << 20) /* bytes of a scenario file */
+
+/* ---- the key table ---- */
+
+typedef struct sr_scenario_key {
+    const char *path; /* "model.vocab", "steps.*.kind", "steps.rollout.batch", ... */
+    const char *type; /* "string", "integer", "number", "boolean", "object", "array",
+                         "map", "plan", "string|definition", "integer|null", ... */
+} sr_scenario_key;
+
+size_t sr_scenario_key_count(void);
+const sr_scenario_key *sr_scenario_key_at(size_t i);
+
+/* ---- quirks: switchable legacy behaviours of our own modules (bug-catalog.md) ---- */
+
+typedef enum sr_quirk {
+    SR_QUIRK_RETRY_JSON_DECODE_ONLY = 0, /* client */
+    SR_QUIRK_NO_PROMPT_START,            /* client */
+    SR_QUIRK_LOCK_FIRST_DTYPE,           /* trace */
+    SR_QUIRK_PADDING_AS_CAPTURED,        /* trace */
+    SR_QUIRK_SYNTHETIC_EOS_LOSS_ACTIVE,  /* rollout */
+    SR_QUIRK_OVERWRITE_TRACE_EACH_TURN,  /* rollout */
+    SR_QUIRK_AFFINITY_ERROR_FATAL,       /* pool */
+    SR_QUIRK_VPP1_REJECTED,              /* config (sr_replay_config) */
+    SR_QUIRK_COUNT
+} sr_quirk;
+
+typedef struct sr_quirk_info {
+    const char *name;   /* as written in client.quirks */
+    const char *module; /* "client", "trace", "rollout", "pool", "config" */
+    const char *bug;    /* bug-catalog id */
+} sr_quirk_info;
+
+/* The quirk's description, or NULL outside the enum. */
+const sr_quirk_info *sr_quirk_info_of(sr_quirk q);
+
+/* ---- the loaded scenario ---- */
+
+typedef enum sr_step_kind {
+    SR_STEP_ROLLOUT = 0,
+    SR_STEP_SYNC_WEIGHTS,
+    SR_STEP_COLLATE,
+    SR_STEP_PAUSE,
+    SR_STEP_RESUME,
+    SR_STEP_WAIT,
+    SR_STEP_CHECK_STATE,
+    SR_STEP_KILL_ENGINE,
+    SR_STEP_KIND_COUNT
+} sr_step_kind;
+
+/* "rollout", "sync_weights", ...; NULL outside the enum. */
+const char *sr_step_kind_name(sr_step_kind k);
+
+typedef struct sr_scn_rollout {
+    int64_t batch, turns;
+    int64_t prompt_min, prompt_max; /* prompt tokens per sample */
+    int64_t obs_min, obs_max;       /* observation tokens per turn */
+    int64_t max_tokens;             /* sampling_params.max_tokens */
+    int multi_turn;                 /* mode "multi_turn" (1) or "single_turn" (0) */
+    int routes, logprobs, ignore_eos, append_eos_after_stop, finish_session;
+    int64_t max_input_length; /* 0: no limit */
+    int32_t stop_ids[SR_SCN_MAX_LIST];
+    int n_stop_ids;
+} sr_scn_rollout;
+
+typedef struct sr_scn_sync {
+    int64_t version; /* target version; -1: the current version + 1 */
+    int64_t deadline_ms;
+} sr_scn_sync;
+
+typedef struct sr_scn_collate {
+    int rollouts[SR_SCN_MAX_LIST]; /* step indices of rollout steps */
+    int n_rollouts;
+    int explicit_rollouts; /* 0: the default (the last rollout step before this one) */
+    int64_t workers;       /* 0: sized by sr_pool_workers(cap, reserved_cores) */
+    int64_t cap, reserved_cores;
+} sr_scn_collate;
+
+typedef struct sr_scn_pause {
+    int64_t engine; /* -1: every engine */
+    char mode[8];   /* "keep", "abort", "wait" */
+    int clear_cache;
+} sr_scn_pause;
+
+typedef struct sr_scn_wait {
+    int for_steps[SR_SCN_MAX_LIST]; /* step indices of async steps */
+    int n_for;
+    int has_for;   /* 0: `for` is null */
+    int has_until; /* 0: `until` is null */
+    int64_t engine;
+    int64_t min_inflight, min_held, min_generate; /* -1: not a condition */
+    int64_t timeout_ms, poll_ms;
+} sr_scn_wait;
+
+#define SR_SCN_UNCHECKED INT64_MIN
+
+typedef struct sr_scn_fault_count {
+    char id[SR_FAULT_ID_MAX];
+    int64_t fired;
+} sr_scn_fault_count;
+
+typedef struct sr_scn_check_state {
+    int64_t engine; /* -1: every engine */
+    /* SR_SCN_UNCHECKED: not checked; booleans 0/1 */
+    int64_t weight_version, paused, sleeping, sessions, inflight, held;
+    int64_t requests[SR_EP_COUNT]; /* by sr_endpoint; SR_SCN_UNCHECKED where not given */
+    sr_scn_fault_count faults_fired[SR_FAULT_MAX];
+    int n_faults_fired;
+} sr_scn_check_state;
+
+typedef struct sr_scn_kill {
+    int64_t engine;
+    int sig;          /* SIGKILL, SIGTERM, SIGSEGV or SIGABRT */
+    char sig_name[8]; /* "KILL", ... */
+} sr_scn_kill;
+
+typedef struct sr_scn_step {
+    sr_step_kind kind;
+    char name[SR_SCN_NAME_MAX];
+    int async; /* rollout and sync_weights only */
+    int line;  /* line of the step in the file, for messages */
+    sr_scn_rollout rollout;
+    sr_scn_sync sync;
+    sr_scn_collate collate;
+    sr_scn_pause pause;
+    int64_t resume_engine; /* resume: -1 every engine */
+    sr_scn_wait wait;
+    sr_scn_check_state check;
+    sr_scn_kill kill;
+} sr_scn_step;
+
+typedef struct sr_scn_budget {
+    sr_phase phase;
+    double percentile; /* 0..100 */
+    double max_ms;
+} sr_scn_budget;
+
+typedef struct sr_scenario {
+    char *path; /* the file it was loaded from */
+    char id[SR_SCN_ID_MAX];
+    char *description;
+    char *tags[SR_SCN_MAX_LIST];
+    int n_tags;
+    uint64_t seed;
+    int64_t timeout_ms;
+    char *skip; /* NULL: run it */
+    /* model, weights, emitted fields, engines' timing/server/faults/sample_support_k and the
+     * seed, exactly as the engines will be configured */
+    sr_engine_config engine;
+    sr_fields *fields;  /* the client's splice registry: built-ins + inline definitions */
+    cJSON *fields_json; /* `fields` as written (names and definitions), owned */
+    /* engines */
+    char *urls[SR_SCN_MAX_LIST]; /* external engines (engines.urls), else none */
+    int n_urls;
+    int64_t ready_timeout_ms, stop_grace_ms;
+    /* weights beyond the engine config */
+    char transport[16]; /* "delta" or "broadcast" */
+    int64_t workers_cap, workers_reserved;
+    /* client */
+    sr_client_opts client;
+    int64_t concurrency;
+    int quirks[SR_QUIRK_COUNT];
+    /* pool */
+    int64_t pool_cores; /* -1: detect */
+    int affinity_fails; /* pool.affinity "error" */
+    /* trainer */
+    int routing_replay;
+    int vpp_set;
+    int64_t vpp;
+    char role[16];
+    /* steps, expectations, budgets */
+    sr_scn_step *steps;
+    int n_steps;
+    sr_verdict expect_verdict; /* PASS or FAIL */
+    char *expect_checks[SR_SCN_MAX_LIST];
+    int n_expect_checks;
+    char *expect_classes[SR_SCN_MAX_LIST];
+    int n_expect_classes;
+    sr_scn_budget budgets[SR_SCN_MAX_BUDGETS];
+    int n_budgets;
+} sr_scenario;
+
+/* Loads and validates a scenario file (contract above). *out is freed with sr_scenario_free. */
+int sr_scenario_load(sr_scenario **out, const char *path, sr_err *err);
+
+/* The same from text in memory; `name` names it in messages. */
+int sr_scenario_parse(sr_scenario **out, const char *text, size_t len, const char *name,
+                      sr_err *err);
+
+void sr_scenario_free(sr_scenario *s);
+
+/*
+ * Overrides the seed (syncroll run --seed): the scenario's seed, the engines' seed and the
+ * client's jitter seed.
+ */
+void sr_scenario_set_seed(sr_scenario *s, uint64_t seed);
+
+/* The expanded scenario as JSON text (appended to b). */
+int sr_scenario_expanded_json(sr_buf *b, const sr_scenario *s, sr_err *err);
+
+/* Writes the expanded scenario to `path`. */
+int sr_scenario_write_expanded(const sr_scenario *s, const char *path, sr_err *err);
+
+/* Writes the engine config of the scenario (config.h shape 1) to `path`. */
+int sr_scenario_write_engine(const sr_scenario *s, const char *path, sr_err *err);
+
+/*
+ * Collects scenario files from paths: a file is taken as given; a directory is searched
+ * recursively for files ending in ".json" (names starting with '.' are skipped), each directory's
+ * files in strcmp order. *out (n entries) is freed with sr_scenario_files_free. SR_E_IO for a
+ * path that does not exist or a directory that cannot be read.
+ */
+int sr_scenario_files(char ***out, size_t *n, char *const *paths, size_t n_paths, sr_err *err);
+void sr_scenario_files_free(char **v, size_t n);
+
+/* 1 if `name` is a check a scenario may expect (verify.h's names or any sr_err name). */
+int sr_scenario_known_check(const char *name);
+
+/* 1 if `name` is a classification of trace.row_mismatch. */
+int sr_scenario_known_class(const char *name);
+
+#endif /* SR_SCENARIO_H */

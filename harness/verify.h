@@ -1,0 +1,150 @@
+/*
+ * verify: judges what a scenario produced against the routing oracle and the contracts, and
+ * records every failure as a named check in the result model (result.h).
+ *
+ * Check names. Errors raised by lower modules (the client, the splice, the trace, collation,
+ * pool sizing, the replay-config check) become checks with the same dotted name as the error
+ * (lib/sr_err.h; `syncroll errors` lists them). The verifier and the runner add their own, in
+ * sr_check_info_at(): trace.row_mismatch, trace.token_mismatch, trace.logprob_mismatch,
+ * trace.padding_row, trace.version_unknown, collate.alignment, collate.padding_rows,
+ * collate.padding_mask, engine.crashed, engine.state, engine.control, step.deadline,
+ * budget.latency, budget.no_samples. scenarios/FORMAT.md documents them.
+ *
+ * Rollouts (sr_verify_rollout). A rollout that failed is recorded as the check named by its
+ * error, with the turn (and, for trace.missing_route, the token row) where it failed. A rollout
+ * that completed is checked, position by position of prompt + response:
+ *   - every loss-active response token (the engine's outputs; observations and added EOS are
+ *     loss 0) against the oracle's next token after its prefix, with the global fingerprint of
+ *     the weight version that sampled it (the version of row q-1 for token q);
+ *   - its logprob, when logprobs were collected, against the oracle's (non-finite values as the
+ *     engine's clamp, -9999.0), exactly;
+ *   - every captured route row (rows [0, C) where C = P + G - 1 of the last turn, the rows the
+ *     engine delivered) at every MoE layer against the oracle with the layer fingerprint of the
+ *     version that FIRST computed the row (row_version in rollout.h);
+ *   - the padding rows [C, T) of the finalized trace against the padding row 0, 1, ..., K-1;
+ *   - (a contract, also for external engines) every captured row holds K distinct expert ids in
+ *     [0, experts): a row that does not is routes.invalid and is not compared with the oracle.
+ * A mismatching route row is classified (sr_row_class), in this order: all-zero capture (every
+ * expert id 0); duplicated row (equals the row held before it); overwritten prefix (equals the
+ * oracle at the version of the pass whose routes the result holds, held_version, which differs
+ * from row_version); off by one (equals the oracle's row of a neighbour, i-1 or i+1); stale
+ * weights / newer weights (equals the oracle at another weight version w < v / w > v, nearest
+ * first; the message names w and k = v - w); else unclassified. One check is recorded per
+ * rollout and classification (the first row of that class, with the count of mismatching
+ * (row, layer) pairs of the class); messages name scenario, step, sample, turn, token row and
+ * layer.
+ *
+ * Collation (sr_verify_collation): for every sample, the route rows sit at columns pad + r
+ * (collate.alignment), every other column is the padding row (collate.padding_rows), and the
+ * mask is 1 exactly on the left padding and the columns past the CAPTURED rows, as the engine
+ * delivered them (collate.padding_mask) — so a trace that reports padding as captured is caught.
+ *
+ * Without a verifier (external engines, engines.urls), the oracle checks (tokens, logprobs,
+ * route rows) are skipped and recorded as skipped with the reason; contract checks (errors of
+ * the modules, padding rows, collation) still run.
+ *
+ * Thread-safety: an sr_verifier may be used by any number of threads at once (its fingerprint
+ * cache is locked). Ownership: sr_verifier_new copies what it needs from the config.
+ * Errors: SR_E_NOMEM; SR_E_ORACLE_MODEL / SR_E_WEIGHTS_SPEC for a config the oracle refuses.
+ */
+#ifndef SR_VERIFY_H
+#define SR_VERIFY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/config.h"
+#include "result.h"
+#include "rollout.h"
+#include "sr_collate.h"
+#include "sr_err.h"
+
+/* The clamp the engine writes for a non-finite logprob (skyrl-contract §1.3). */
+#define SR_VERIFY_CLAMPED_LOGPROB (-9999.0)
+
+/* Weight versions tried when classifying a row as stale or newer, nearest first. */
+#define SR_VERIFY_MAX_CANDIDATES 64
+
+/* ---- check names ---- */
+
+typedef struct sr_check_info {
+    const char *name;
+    const char *doc;
+} sr_check_info;
+
+/* The verifier's and runner's own checks (not the module errors). */
+size_t sr_check_info_count(void);
+const sr_check_info *sr_check_info_at(size_t i);
+
+/* 1 if `name` is one of those or the dotted name of an sr_err code. */
+int sr_check_known(const char *name);
+
+typedef enum sr_row_class {
+    SR_ROW_ALL_ZERO = 0,
+    SR_ROW_DUPLICATED,
+    SR_ROW_OVERWRITTEN,
+    SR_ROW_OFF_BY_ONE,
+    SR_ROW_STALE,
+    SR_ROW_NEWER,
+    SR_ROW_UNCLASSIFIED,
+    SR_ROW_CLASS_COUNT
+} sr_row_class;
+
+/* "all_zero_capture", "duplicated_row", "overwritten_prefix", "off_by_one", "stale_weights",
+ * "newer_weights", "unclassified"; NULL outside the enum. */
+const char *sr_row_class_name(sr_row_class c);
+
+/* The class called `name`, or -1. */
+int sr_row_class_lookup(const char *name);
+
+/* ---- the verifier ---- */
+
+typedef struct sr_verifier sr_verifier;
+
+/* Builds the oracle and the weight spec of the engines' config (`cfg` is copied). */
+int sr_verifier_new(sr_verifier **out, const sr_engine_config *cfg, sr_err *err);
+void sr_verifier_free(sr_verifier *v);
+
+/* The oracle (borrowed). */
+const sr_oracle *sr_verifier_oracle(const sr_verifier *v);
+
+/*
+ * The fingerprints weight version `version` has (sr_weights_expected, cached): *global and
+ * layers[0..num_layers). Either may be NULL.
+ */
+int sr_verifier_fingerprints(uint64_t *global, uint64_t *layers, sr_verifier *v, int64_t version,
+                             sr_err *err);
+
+/* Tells the verifier a version exists (published or applied): classification tries up to it. */
+void sr_verifier_note_version(sr_verifier *v, int64_t version);
+
+/* Where a rollout or collation came from, for messages and the result. */
+typedef struct sr_verify_ctx {
+    const char *scenario;  /* id */
+    int64_t step;          /* step index */
+    const char *step_name; /* step name */
+    int multi_turn;        /* the rollout's mode (single-turn appends a synthetic EOS) */
+    int64_t experts;       /* model.experts, for the expert-id range check; 0: unknown */
+    sr_scenario_result *res;
+} sr_verify_ctx;
+
+/* The route rows the engine delivered for a rollout (P + G - 1 of its last turn), 0 if none. */
+int64_t sr_verify_captured_rows(const sr_rollout_result *r);
+
+/*
+ * Verifies rollout `sample` (contract above), recording checks in ctx->res. *ok = 1 when nothing
+ * fired. `v` NULL skips the oracle checks (recorded as skipped). Returns 0 or SR_E_NOMEM /
+ * a fingerprint error (a harness error, not a check).
+ */
+int sr_verify_rollout(int *ok, sr_verifier *v, const sr_rollout_result *r, int64_t sample,
+                      const sr_verify_ctx *ctx, sr_err *err);
+
+/*
+ * Verifies a collated batch of n samples: samples[i] is the rollout collated as row i, with
+ * sample_ids[i] its index within its own step (for messages). *ok = 1 when nothing fired.
+ */
+int sr_verify_collation(int *ok, const sr_collate_result *c,
+                        const sr_rollout_result *const *samples, const int64_t *sample_ids,
+                        size_t n, const sr_verify_ctx *ctx, sr_err *err);
+
+#endif /* SR_VERIFY_H */
