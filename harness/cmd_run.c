@@ -32,7 +32,10 @@ static void usage(FILE *f)
            "scenarios/<id>.json (every scenario expanded with its defaults) and artifacts/<id>/\n"
            "(engine config and logs of failures); DIR/latest\n"
            "points at it. Exit status: 0 all passed, 1 a scenario failed or errored, 2 usage\n"
-           "error or a malformed scenario (nothing runs then).\n");
+           "error or a malformed scenario (nothing runs then).\n\n"
+           "Environment: SYNCROLL_ENGINE=PATH runs the mock engines as `PATH engine ...` (another\n"
+           "syncroll build) instead of this executable; one that cannot be executed makes each\n"
+           "scenario's verdict error (proc.spawn).\n");
 }
 
 static int parse_uint(const char *s, long long lo, long long hi, long long *out)

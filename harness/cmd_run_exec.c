@@ -343,7 +343,9 @@ int sr_run_main(const run_args *a, int argc, char **argv)
         pool p;
         memset(&p, 0, sizeof(p));
         p.dir = dir;
-        p.self = self;
+        /* SYNCROLL_ENGINE runs the mock engines from another syncroll build. */
+        const char *engine = getenv("SYNCROLL_ENGINE");
+        p.self = engine && *engine ? engine : self;
         p.keep = a->keep;
         p.t0 = sr_client_now_ms();
         pthread_mutex_init(&p.print, NULL);

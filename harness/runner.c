@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "sr_replay_config.h"
 
@@ -78,6 +79,11 @@ static int spawn_one(sr_scn_run *run, int i, const char *cfg, sr_err *err)
                     "--lifetime",
                     life,
                     NULL};
+    /* sh would report a missing engine only as an early exit (engine.crashed); an engine that
+     * cannot be executed at all is the harness's problem, so it is checked here. */
+    if (!rc && access(run->opts->self_exe, X_OK) != 0)
+        rc = sr_err_set(err, SR_E_PROC_SPAWN, "cannot execute the engine %s",
+                        run->opts->self_exe);
     if (!rc)
         rc = sr_proc_spawn(&run->procs[i], "/bin/sh", argv, err);
     if (!rc) {

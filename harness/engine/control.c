@@ -166,6 +166,13 @@ static enum MHD_Result apply(req *r, int64_t target)
     return ok_json(r, out);
 }
 
+static int64_t finish_target(const cJSON *kw)
+{
+    const cJSON *sy = kw ? cJSON_GetObjectItemCaseSensitive(kw, "syncroll") : NULL;
+    int64_t v = -1;
+    return sy && get_version(sy, "target_version", NULL, &v) > 0 ? v : -1;
+}
+
 static enum MHD_Result do_collective(req *r, const cJSON *b)
 {
     const cJSON *m = cJSON_GetObjectItemCaseSensitive(b, "method");
@@ -175,24 +182,29 @@ static enum MHD_Result do_collective(req *r, const cJSON *b)
     if (kw && !cJSON_IsObject(kw) && !cJSON_IsNull(kw))
         return bad(r, "collective_rpc \"kwargs\" must be an object");
     const char *name = m->valuestring;
+    const sr_fault *wf = r->pick.f[SR_FL_WEIGHTS];
     sr_err err = SR_ERR_INIT;
     int rc = 0;
+    int64_t v;
     if (strcmp(name, "skyrl_start_weight_update") == 0) {
         rc = sr_engine_sync_start(r->srv->e, &err);
+        if (!rc)
+            sr_engine_note_fault(r->srv->e, wf);
     } else if (strcmp(name, "update_weights_nccl") == 0 ||
                strcmp(name, "update_weights_ipc") == 0) {
         const cJSON *ui = kw ? cJSON_GetObjectItemCaseSensitive(kw, "update_info") : NULL;
         if (!cJSON_IsObject(ui))
             return bad(r, "update_weights needs kwargs.update_info (an object)");
         rc = sr_engine_sync_phase(r->srv->e, 0, name, &err);
-        int64_t v;
         int has = rc ? 0 : get_version(ui, "syncroll_version", NULL, &v);
         if (has < 0)
             return bad(r, "update_info.syncroll_version must be a non-negative integer");
         if (has)
             return apply(r, v);
+        if (!rc)
+            sr_engine_note_fault(r->srv->e, wf);
     } else if (strcmp(name, "skyrl_finish_weight_update") == 0) {
-        rc = sr_engine_sync_phase(r->srv->e, 1, name, &err);
+        rc = sr_engine_sync_finish(r->srv->e, finish_target(kw), wf, &v, &err);
     } else if (strcmp(name, "skyrl_sleep_for_weight_sync") == 0) {
         sr_engine_set_sleeping(r->srv->e, 1, 1);
     } else if (strcmp(name, "skyrl_wake_for_weight_sync") == 0) {
@@ -201,6 +213,33 @@ static enum MHD_Result do_collective(req *r, const cJSON *b)
         return bad(r, "unknown collective_rpc method");
     }
     return rc ? sync_error(r, rc, &err) : ok_json(r, "{\"results\":[null]}");
+}
+
+static enum MHD_Result do_bucket(req *r)
+{
+    sr_err err = SR_ERR_INIT;
+    int rc = r->brx ? sr_engine_bucket_end(r->brx, r->pick.f[SR_FL_WEIGHTS], &err)
+                    : sr_err_set(&err, SR_E_NOMEM, "cannot receive a bucket");
+    r->brx = NULL;
+    return rc ? sync_error(r, rc, &err) : ok_json(r, "{\"results\":[null]}");
+}
+
+static enum MHD_Result do_fetch(req *r, const cJSON *b)
+{
+    int64_t v = -1, fetched = -1;
+    const cJSON *d = cJSON_GetObjectItemCaseSensitive(b, "sync_dir");
+    if (get_version(b, "target_version", NULL, &v) <= 0 || !cJSON_IsString(d))
+        return bad(r, "fetch_weights needs a non-negative integer \"target_version\" and a "
+                      "string \"sync_dir\"");
+    sr_err err = SR_ERR_INIT;
+    int rc =
+        sr_engine_fetch(r->srv->e, v, d->valuestring, r->pick.f[SR_FL_WEIGHTS], &fetched, &err);
+    if (rc)
+        return sync_error(r, rc, &err);
+    char out[96];
+    snprintf(out, sizeof(out), "{\"version\":%lld,\"fetched_version\":%lld}",
+             (long long)sr_engine_version(r->srv->e), (long long)fetched);
+    return ok_json(r, out);
 }
 
 static enum MHD_Result do_weights(req *r, const cJSON *b)
@@ -215,25 +254,40 @@ static enum MHD_Result do_weights(req *r, const cJSON *b)
         free(txt);
         return ok_empty(r);
     }
-    if (r->ep == SR_EP_FETCH_WEIGHTS) {
-        /* Until delta transport lands (weight-sync issue), fetching is a validated no-op. */
-        if (get_version(b, "target_version", NULL, &v) <= 0)
-            return bad(r, "fetch_weights needs a non-negative integer \"target_version\"");
-        char out[64];
-        snprintf(out, sizeof(out), "{\"version\":%lld}", (long long)sr_engine_version(r->srv->e));
-        return ok_json(r, out);
-    }
+    if (r->ep == SR_EP_FETCH_WEIGHTS)
+        return do_fetch(r, b);
     const cJSON *ui = cJSON_GetObjectItemCaseSensitive(b, "update_info");
     if (!cJSON_IsObject(ui) || get_version(ui, "target_version", "version", &v) <= 0)
         return bad(r, "update_weights needs update_info.target_version (a non-negative integer)");
-    return apply(r, v);
+    const cJSON *d = cJSON_GetObjectItemCaseSensitive(ui, "sync_dir");
+    if (d && !cJSON_IsString(d))
+        return bad(r, "update_info.sync_dir must be a string");
+    if (!d)
+        return apply(r, v);
+    sr_err err = SR_ERR_INIT;
+    int64_t now;
+    int rc =
+        sr_engine_update_delta(r->srv->e, v, d->valuestring, r->pick.f[SR_FL_WEIGHTS], &now, &err);
+    if (rc)
+        return sync_error(r, rc, &err);
+    char out[64];
+    snprintf(out, sizeof(out), "{\"version\":%lld}", (long long)now);
+    return ok_json(r, out);
 }
 
 /* ---- dispatch ---- */
 
+static int is_bucket(req *r)
+{
+    const char *ct = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Content-Type");
+    return ct && strncmp(ct, SR_ENGINE_BUCKET_CTYPE, strlen(SR_ENGINE_BUCKET_CTYPE)) == 0;
+}
+
 static enum MHD_Result with_body(req *r)
 {
     enum MHD_Result ret = MHD_NO;
+    if (r->ep == SR_EP_COLLECTIVE_RPC && is_bucket(r))
+        return do_bucket(r);
     cJSON *b = body_object(r, &ret);
     if (!b)
         return ret;
@@ -279,6 +333,8 @@ static enum MHD_Result do_state(req *r)
     live.held = s->held.n;
     live.stalled = s->stalled.n;
     pthread_mutex_unlock(&s->mu);
+    const char *t = arg(r, "tensors");
+    live.tensors = t && strcmp(t, "1") == 0;
     sr_buf b = SR_BUF_INIT;
     sr_err err = SR_ERR_INIT;
     if (sr_engine_state_json(&b, s->e, &live, &err)) {

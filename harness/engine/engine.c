@@ -6,40 +6,16 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "engine_priv.h"
 #include "jsonw.h"
 #include "sr_weights.h"
 
 #define SESSION_SLOTS 8192 /* a power of two above SR_ENGINE_MAX_SESSIONS */
 #define TOMBSTONE     ((char *)1)
 
-typedef struct session_slot {
+struct session_slot {
     char *key; /* NULL: empty; TOMBSTONE: deleted */
     int64_t turns;
-} session_slot;
-
-struct sr_engine {
-    sr_engine_config cfg;
-    sr_oracle *oracle;
-    sr_weights *weights;
-    sr_faults *faults;
-    pthread_mutex_t mu;    /* everything below */
-    pthread_mutex_t apply; /* serialises weight applies (sr_weights needs exclusive writers) */
-    int64_t version;       /* reported */
-    uint64_t global_fp, prev_global_fp;
-    uint64_t *layer_fps, *prev_layer_fps;
-    int64_t prev_version;
-    int has_prev;
-    int sync_active;
-    int64_t sync_starts, sync_finishes, sync_applies, sync_order_errors;
-    int sleeping;
-    int64_t sleep_level;
-    int64_t prefix_resets;
-    char *init_info;
-    session_slot *sessions;
-    size_t n_sessions, n_used; /* live, and live + tombstones */
-    int64_t session_resets;
-    _Atomic int64_t requests[SR_EP_COUNT];
-    _Atomic int64_t clamped;
 };
 
 int sr_engine_new(sr_engine **out, const sr_engine_config *cfg, sr_err *err)
@@ -68,6 +44,8 @@ int sr_engine_new(sr_engine **out, const sr_engine_config *cfg, sr_err *err)
         rc = sr_weights_new(&e->weights, &ws, cfg->weight_version, err);
     if (!rc)
         rc = sr_faults_parse(&e->faults, cfg->faults, cfg->seed, err);
+    if (!rc)
+        rc = sr_engine_sync_init(e, err);
     e->layer_fps = calloc((size_t)L, sizeof(uint64_t));
     e->prev_layer_fps = calloc((size_t)L, sizeof(uint64_t));
     e->sessions = calloc(SESSION_SLOTS, sizeof(session_slot));
@@ -103,6 +81,7 @@ void sr_engine_free(sr_engine *e)
     free(e->layer_fps);
     free(e->prev_layer_fps);
     free(e->init_info);
+    sr_engine_sync_release(e);
     sr_oracle_free(e->oracle);
     sr_weights_free(e->weights);
     sr_faults_free(e->faults);
@@ -277,8 +256,10 @@ int sr_engine_sync_start(sr_engine *e, sr_err *err)
     int active = e->sync_active;
     if (active)
         e->sync_order_errors++;
-    else
+    else {
         e->sync_active = 1, e->sync_starts++;
+        sr_engine_bcast_begin_locked(e);
+    }
     pthread_mutex_unlock(&e->mu);
     if (active)
         return sr_err_set(err, SR_E_SYNC_ORDER,
@@ -319,19 +300,7 @@ typedef struct saved_tensor {
     size_t n;
 } saved_tensor;
 
-static int layer_skipped(const sr_fault *f, int layer, int num_layers)
-{
-    if (!f || f->kind != SR_FK_PARTIAL_WEIGHT_APPLY || layer < 0)
-        return 0;
-    if (f->n_layers == 0)
-        return layer == num_layers - 1;
-    for (int i = 0; i < f->n_layers; i++)
-        if (f->layers[i] == layer)
-            return 1;
-    return 0;
-}
-
-static int reset_keeping(sr_engine *e, int64_t target, const sr_fault *f, sr_err *err)
+static int reset_keeping(sr_engine *e, int64_t target, const sr_skip_set *skip, sr_err *err)
 {
     size_t count = sr_weights_count(e->weights), nsaved = 0;
     saved_tensor *saved = calloc(count ? count : 1, sizeof(*saved));
@@ -341,7 +310,7 @@ static int reset_keeping(sr_engine *e, int64_t target, const sr_fault *f, sr_err
     for (size_t i = 0; !rc && i < count; i++) {
         sr_weights_info info;
         rc = sr_weights_tensor(&info, e->weights, i, err);
-        if (rc || !layer_skipped(f, info.layer, e->cfg.num_layers))
+        if (rc || info.layer < 0 || !sr_skip_has(skip, info.layer))
             continue;
         saved[nsaved].bytes = malloc(info.nbytes);
         if (!saved[nsaved].bytes) {
@@ -369,6 +338,9 @@ int sr_engine_apply_version(sr_engine *e, int64_t target, const sr_fault *f, int
     if (target < 0 || target > SR_WEIGHTS_MAX_VERSION)
         return sr_err_set(err, SR_E_ENGINE_REQUEST, "target version %lld is outside 0..%d",
                           (long long)target, SR_WEIGHTS_MAX_VERSION);
+    sr_skip_set skip;
+    int not_bumped;
+    sr_engine_take_pending(e, f, &skip, &not_bumped);
     if (f && f->kind == SR_FK_CHECKSUM_MISMATCH) {
         *version = sr_engine_version(e);
         return sr_err_set(err, SR_E_DELTA_CHECKSUM,
@@ -376,33 +348,13 @@ int sr_engine_apply_version(sr_engine *e, int64_t target, const sr_fault *f, int
                           "version %lld",
                           (long long)target, (long long)*version);
     }
-    size_t L = (size_t)e->cfg.num_layers;
-    uint64_t *fps = malloc(L * sizeof(uint64_t));
-    if (!fps)
-        return sr_err_set(err, SR_E_NOMEM, "cannot allocate fingerprints");
-    uint64_t global;
     pthread_mutex_lock(&e->apply);
-    int rc = reset_keeping(e, target, f, err);
-    sr_weights_fingerprints(&global, fps, e->weights);
+    int rc = reset_keeping(e, target, &skip, err);
+    if (!rc)
+        sr_engine_publish_model(e, target, not_bumped, "synthetic");
     pthread_mutex_unlock(&e->apply);
-    if (rc) {
-        free(fps);
-        return rc;
-    }
-    pthread_mutex_lock(&e->mu);
-    e->prev_version = e->version;
-    e->prev_global_fp = e->global_fp;
-    memcpy(e->prev_layer_fps, e->layer_fps, L * sizeof(uint64_t));
-    e->has_prev = 1;
-    e->global_fp = global;
-    memcpy(e->layer_fps, fps, L * sizeof(uint64_t));
-    if (!f || f->kind != SR_FK_VERSION_NOT_BUMPED)
-        e->version = target;
-    e->sync_applies++;
-    *version = e->version;
-    pthread_mutex_unlock(&e->mu);
-    free(fps);
-    return 0;
+    *version = sr_engine_version(e);
+    return rc;
 }
 
 static int state_sync(sr_buf *b, sr_engine *e, sr_err *err)
@@ -440,6 +392,8 @@ static int state_locked(sr_buf *b, sr_engine *e, sr_err *err)
                           (long long)e->prefix_resets, e->n_sessions, (long long)e->session_resets);
     if (!rc)
         rc = state_sync(b, e, err);
+    if (!rc)
+        rc = sr_engine_apply_state_locked(b, e, err);
     if (!rc && e->init_info)
         rc = sr_buf_printf(b, err, ",\"init_info\":%s", e->init_info);
     return rc;
@@ -472,5 +426,7 @@ int sr_engine_state_json(sr_buf *b, sr_engine *e, const sr_engine_live *live, sr
         rc = sr_buf_puts(b, "},\"faults\":", err);
     if (!rc)
         rc = sr_faults_state_json(b, e->faults, err);
+    if (!rc && live->tensors)
+        rc = sr_engine_tensors_state(b, e, err);
     return rc ? rc : sr_buf_puts(b, "}", err);
 }

@@ -6,13 +6,15 @@
  * stale_prefix_cache fault), the fault plan, session turn counters (from X-Session-ID), request
  * counters and the weight-sync protocol state.
  *
- * Weight sync now: the protocol-order guards of skyrl-contract §8.3 (start while an update is
- * active, update or finish without start: SR_E_SYNC_ORDER, and the engine keeps serving), and a
- * synthetic apply that regenerates the weight set at a target version (sr_weights_reset), with
- * the weights-layer faults partial_weight_apply (the listed MoE layer slots keep their old bytes,
- * so exactly their fingerprints stay old), version_not_bumped (bytes change, the reported
- * version does not) and checksum_mismatch (the apply is refused with SR_E_DELTA_CHECKSUM and the
- * engine stays on its version). Delta and broadcast transports are the weight-sync issue's.
+ * Weight sync: the protocol-order guards of skyrl-contract §8.3 (start while an update is
+ * active, update or finish without start: SR_E_SYNC_ORDER, and the engine keeps serving); the
+ * real receiver of both transports (weights.c, described below at sr_engine_fetch); and a
+ * synthetic apply that regenerates the weight set at a target version (sr_weights_reset), kept
+ * for requests that name no sync_dir and carry no payload. Weights-layer faults act on every
+ * path: partial_weight_apply (the listed MoE layer slots keep their old bytes, so exactly their
+ * fingerprints stay old), version_not_bumped (bytes change, the reported version does not) and
+ * checksum_mismatch (a payload is corrupted, or the apply refused, with SR_E_DELTA_CHECKSUM; the
+ * engine stays on its version).
  *
  * Sessions: at most SR_ENGINE_MAX_SESSIONS are remembered; past that the table is cleared and
  * turn counting restarts (documented, not silent: the state reports session_resets).
@@ -89,11 +91,94 @@ int sr_engine_apply_version(sr_engine *e, int64_t target, const sr_fault *f, int
 /* The version the engine reports. */
 int64_t sr_engine_version(sr_engine *e);
 
+/*
+ * ---- The real receiver (weights.c, bucket.c) ----
+ *
+ * The engine holds two copies of its weights: the model (what it serves; its fingerprints feed
+ * the oracle and the state document) and a stage, the local checkpoint, allocated at the first
+ * real sync at content version 0. Applies write the stage while the engine keeps serving; a
+ * commit then copies every stage tensor whose bytes differ into the model, except those of the
+ * MoE layers a partial_weight_apply fault names, and the model's digests and fingerprints are
+ * recomputed from the bytes it now holds. Only a successful commit changes the model, the
+ * fingerprints and the reported version (unless version_not_bumped), so a failed sync leaves
+ * the engine entirely on its old version.
+ *
+ * Delta (skyrl-contract §8.2):
+ *   POST /fetch_weights {"target_version": v, "sync_dir": d}: sr_delta_fetch into the stage with
+ *     a receiver whose state lives in {d}/receiver-<engine id>/ (created, and reset to version
+ *     0, on the first fetch from d; a broadcast that wrote the stage forces another reset). The
+ *     apply team is min(#payloads, pool_workers(cap 32, reserved 0)).
+ *   POST /update_weights {"update_info": {"target_version": v, "version": v, "sync_dir": d}}:
+ *     the receiver's validate_ready (SR_E_DELTA_VERSION unless it holds v), then the commit.
+ *     Without "sync_dir" the synthetic apply above runs instead.
+ * Broadcast (§8.3), between skyrl_start_weight_update and skyrl_finish_weight_update:
+ *   POST /collective_rpc with Content-Type SR_ENGINE_BUCKET_CTYPE and the body
+ *     <header>\n<bytes>
+ *   where <header> is one line of JSON (at most SR_BUCKET_HEADER_MAX bytes):
+ *     {"method":"update_weights_nccl","kwargs":{"update_info":{"names":[..],"dtype_names":[..],
+ *      "shapes":[[..],..],"packed":true,"syncroll":{"target_version":v,"bucket":i,
+ *      "sizes":[bytes,..],"checksums":["<xxh3-128, 32 hex>",..]}}}}
+ *   and <bytes> the tensors' raw bytes concatenated in that order (exactly sum(sizes) bytes).
+ *   Every name must be a tensor of the engine's set with the same dtype, shape and size, at
+ *   most once per update. The body is not buffered: it streams into the stage as it arrives
+ *   (like an NCCL receive, one stream per bucket; concurrent buckets are received in parallel,
+ *   "threads" in the state then counts the most at once) and each tensor's checksum is verified
+ *   at the end (SR_E_DELTA_CHECKSUM otherwise). Any failed bucket spoils the update. The
+ *   engine's max_body_bytes does not bound a bucket: its tensors do.
+ *   skyrl_finish_weight_update (kwargs may carry {"syncroll":{"target_version":v}}) ends the
+ *   update in every case, and commits the tensors received only if no bucket failed; otherwise
+ *   it answers the first failure (the engine stays on its version).
+ * Faults: a weights fault that fires on any sync request is remembered until the next commit
+ * (partial_weight_apply, version_not_bumped). checksum_mismatch flips one bit of a payload: on
+ * /fetch_weights in the first tensor the next manifest patches (the receiver's checksum fails,
+ * its state stays in progress, and the next fetch resets and replays); on a bucket in its first
+ * tensor; fired on start it corrupts the next bucket; on /update_weights or on a finish after
+ * buckets it refuses the commit. A stall of a phase is the transport fault `stall` aimed at the
+ * endpoint (and `nth` of the phase's request).
+ *
+ * /syncroll/v1/state gains "apply": {"transport", "max_workers" (pool_workers(32, 0)),
+ * "publish_workers" (pool_workers(8, 0)), "payloads", "workers" and "threads" of the last
+ * apply, "receiver_version", counters, "fetch_ms", "commit_ms"}; with ?tensors=1 also
+ * "tensors": [{"name", "layer", "digest"}] of the model.
+ */
+#define SR_ENGINE_BUCKET_CTYPE "application/x-syncroll-bucket"
+#define SR_BUCKET_HEADER_MAX   ((size_t)16 << 20)
+
+/* Remembers a weights fault that fired on a sync request without a payload (start, or an update
+ * of the synthetic kind) for the next commit or bucket. f NULL is a no-op. */
+void sr_engine_note_fault(sr_engine *e, const sr_fault *f);
+
+/* POST /fetch_weights; *fetched receives the receiver's version afterwards. */
+int sr_engine_fetch(sr_engine *e, int64_t target, const char *sync_dir, const sr_fault *f,
+                    int64_t *fetched, sr_err *err);
+
+/* POST /update_weights with a sync_dir; *version receives the reported version. */
+int sr_engine_update_delta(sr_engine *e, int64_t target, const char *sync_dir, const sr_fault *f,
+                           int64_t *version, sr_err *err);
+
+/*
+ * One broadcast bucket, received as it streams: begin when the request starts, feed every piece
+ * of the body (errors are remembered and the rest is drained), end when the body is complete
+ * (f: the weights fault picked for the request; returns the bucket's outcome and frees it), or
+ * abort if the connection goes away first. The tensors are claimed and copied into the stage as
+ * the bytes arrive, each hashed while hot, and verified at the end.
+ */
+typedef struct sr_bucket_rx sr_bucket_rx;
+int sr_engine_bucket_begin(sr_bucket_rx **out, sr_engine *e, sr_err *err);
+void sr_engine_bucket_feed(sr_bucket_rx *b, const char *p, size_t n);
+int sr_engine_bucket_end(sr_bucket_rx *b, const sr_fault *f, sr_err *err);
+void sr_engine_bucket_abort(sr_bucket_rx *b);
+
+/* skyrl_finish_weight_update; target -1 when the request names none. */
+int sr_engine_sync_finish(sr_engine *e, int64_t target, const sr_fault *f, int64_t *version,
+                          sr_err *err);
+
 /* What the HTTP layer knows, for the state document. */
 typedef struct sr_engine_live {
     int paused;
     const char *pause_mode; /* "keep", "abort", "wait" or NULL */
     int64_t inflight, held, stalled;
+    int tensors; /* 1: add every model tensor's name, layer and digest (?tensors=1) */
 } sr_engine_live;
 
 /* Appends the /syncroll/v1/state document. */

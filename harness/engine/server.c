@@ -268,6 +268,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         r->ep = sr_endpoint_lookup(method, url);
         r->bad_method = r->ep < 0 && path_known(url);
         r->body.max = s->cfg->max_body_bytes;
+        const char *ct = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Type");
+        if (r->ep == SR_EP_COLLECTIVE_RPC && ct &&
+            strncmp(ct, SR_ENGINE_BUCKET_CTYPE, strlen(SR_ENGINE_BUCKET_CTYPE)) == 0)
+            sr_engine_bucket_begin(&r->brx, s->e, NULL); /* NULL: answered 500 at the end */
         pthread_mutex_lock(&s->mu);
         s->live_reqs++;
         pthread_mutex_unlock(&s->mu);
@@ -275,7 +279,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return MHD_YES;
     }
     if (*upload_size) {
-        if (!r->too_large && sr_buf_append(&r->body, upload_data, *upload_size, NULL)) {
+        if (r->brx)
+            sr_engine_bucket_feed(r->brx, upload_data, *upload_size);
+        else if (!r->too_large && sr_buf_append(&r->body, upload_data, *upload_size, NULL)) {
             r->too_large = 1;
             sr_buf_release(&r->body);
         }
@@ -321,6 +327,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     pthread_mutex_unlock(&s->mu);
     if (r->has_job)
         sr_gen_job_release(&r->job);
+    sr_engine_bucket_abort(r->brx);
     sr_buf_release(&r->body);
     sr_buf_release(&r->resp);
     free(r);

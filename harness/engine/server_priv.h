@@ -45,6 +45,7 @@ struct req {
     int ep; /* sr_endpoint, or -1 for an unknown path */
     int bad_method;
     sr_buf body;
+    sr_bucket_rx *brx; /* a broadcast bucket streaming into the stage instead of `body` */
     int too_large;
     char session[SR_ENGINE_SESSION_MAX + 1];
     int64_t turn, ordinal;

@@ -1,0 +1,450 @@
+/* Broadcast over HTTP on the engine side: update_weights_nccl buckets with their bytes, and the
+ * finish that commits them (engine.h, "Broadcast buckets"). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+#include <xxhash.h>
+
+#include "engine_priv.h"
+#include "sr_pool.h"
+
+typedef struct bucket_item {
+    size_t index;  /* tensor index in the model and the stage */
+    size_t offset; /* into the payload */
+    size_t nbytes;
+    uint64_t hi, lo; /* xxh3-128 the sender computed */
+} bucket_item;
+
+typedef struct bucket_plan {
+    bucket_item *items;
+    size_t n;
+    int64_t target, index;
+    size_t payload_len; /* bytes the tensors need after the header */
+} bucket_plan;
+
+static int bad(sr_err *err, const char *what)
+{
+    return sr_err_set(err, SR_E_ENGINE_REQUEST, "update_weights_nccl bucket: %s", what);
+}
+
+static int hex128(uint64_t *hi, uint64_t *lo, const char *s)
+{
+    uint64_t w[2] = {0, 0};
+    if (strlen(s) != 32)
+        return -1;
+    for (int i = 0; i < 32; i++) {
+        char c = s[i];
+        int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+        if (v < 0)
+            return -1;
+        w[i / 16] = w[i / 16] << 4 | (uint64_t)v;
+    }
+    *hi = w[0];
+    *lo = w[1];
+    return 0;
+}
+
+static int get_count(int64_t *out, const cJSON *x, int64_t max)
+{
+    if (!cJSON_IsNumber(x) || x->valuedouble < 0 || x->valuedouble > (double)max ||
+        x->valuedouble != (double)(int64_t)x->valuedouble)
+        return -1;
+    *out = (int64_t)x->valuedouble;
+    return 0;
+}
+
+/* The header's five parallel lists, walked together (cJSON arrays are linked lists). */
+typedef struct cursor {
+    const cJSON *name, *dtype, *shape, *size, *checksum;
+} cursor;
+
+static void cursor_next(cursor *c)
+{
+    c->name = c->name ? c->name->next : NULL;
+    c->dtype = c->dtype ? c->dtype->next : NULL;
+    c->shape = c->shape ? c->shape->next : NULL;
+    c->size = c->size ? c->size->next : NULL;
+    c->checksum = c->checksum ? c->checksum->next : NULL;
+}
+
+/* Checks item i of the header against the model's tensor of that name. */
+static int parse_item(bucket_plan *bp, sr_engine *e, const cursor *c, unsigned char *seen, size_t i,
+                      size_t *offset, sr_err *err)
+{
+    bucket_item *it = &bp->items[i];
+    sr_weights_info t;
+    int64_t nb, d0, d1;
+    if (!cJSON_IsString(c->name) || !cJSON_IsString(c->dtype) || !cJSON_IsArray(c->shape) ||
+        !cJSON_IsString(c->checksum) || get_count(&nb, c->size, (int64_t)SR_WEIGHTS_MAX_BYTES))
+        return bad(err, "names, dtype_names, shapes, sizes and checksums need one valid entry "
+                        "per tensor");
+    const char *name = c->name->valuestring;
+    if (sr_weights_find(&it->index, e->weights, name, NULL) ||
+        sr_weights_tensor(&t, e->weights, it->index, err))
+        return sr_err_set(err, SR_E_ENGINE_REQUEST, "update_weights_nccl: unknown tensor '%.200s'",
+                          name);
+    const cJSON *s0 = c->shape->child, *s1 = s0 ? s0->next : NULL;
+    if (strcmp(c->dtype->valuestring, sr_dtype_name(t.dtype)) != 0 || !s1 || s1->next ||
+        get_count(&d0, s0, INT64_MAX / 2) || get_count(&d1, s1, INT64_MAX / 2) ||
+        d0 != t.shape[0] || d1 != t.shape[1] || (size_t)nb != t.nbytes)
+        return sr_err_set(err, SR_E_ENGINE_REQUEST,
+                          "update_weights_nccl: tensor '%s' is %s [%lld, %lld] (%zu bytes) here; "
+                          "the bucket's dtype, shape or size differ",
+                          t.name, sr_dtype_name(t.dtype), (long long)t.shape[0],
+                          (long long)t.shape[1], t.nbytes);
+    if (hex128(&it->hi, &it->lo, c->checksum->valuestring))
+        return bad(err, "a checksum is not 32 lowercase hex digits (xxh3-128)");
+    if (seen[it->index]++)
+        return sr_err_set(err, SR_E_ENGINE_REQUEST,
+                          "update_weights_nccl: tensor '%s' appears twice in the bucket", t.name);
+    it->offset = *offset;
+    it->nbytes = t.nbytes;
+    *offset += t.nbytes;
+    return 0;
+}
+
+static int parse_items(bucket_plan *bp, sr_engine *e, const cJSON *ui, const cJSON *sy, sr_err *err)
+{
+    cursor c = {cJSON_GetObjectItemCaseSensitive(ui, "names"),
+                cJSON_GetObjectItemCaseSensitive(ui, "dtype_names"),
+                cJSON_GetObjectItemCaseSensitive(ui, "shapes"),
+                cJSON_GetObjectItemCaseSensitive(sy, "sizes"),
+                cJSON_GetObjectItemCaseSensitive(sy, "checksums")};
+    if (!cJSON_IsArray(c.dtype) || !cJSON_IsArray(c.shape) || !cJSON_IsArray(c.size) ||
+        !cJSON_IsArray(c.checksum))
+        return bad(err, "dtype_names, shapes, sizes and checksums must be arrays");
+    c = (cursor){c.name->child, c.dtype->child, c.shape->child, c.size->child, c.checksum->child};
+    unsigned char *seen = calloc(sr_weights_count(e->weights) + 1, 1);
+    if (!seen)
+        return sr_err_set(err, SR_E_NOMEM, "cannot plan a bucket");
+    size_t offset = 0;
+    int rc = 0;
+    for (size_t i = 0; !rc && i < bp->n; i++, cursor_next(&c))
+        rc = parse_item(bp, e, &c, seen, i, &offset, err);
+    if (!rc && (c.dtype || c.shape || c.size || c.checksum))
+        rc = bad(err, "dtype_names, shapes, sizes and checksums have more entries than names");
+    bp->payload_len = offset;
+    free(seen);
+    return rc;
+}
+
+/* Parses the header line (without its '\n') and checks every tensor it names. */
+static int parse_header(bucket_plan *bp, sr_engine *e, const char *text, size_t len, sr_err *err)
+{
+    cJSON *h = cJSON_ParseWithLength(text, len);
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(h, "method");
+    const cJSON *ui = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(h, "kwargs"), "update_info");
+    const cJSON *sy = cJSON_GetObjectItemCaseSensitive(ui, "syncroll");
+    const cJSON *names = cJSON_GetObjectItemCaseSensitive(ui, "names");
+    int rc = 0;
+    int64_t cnt = cJSON_GetArraySize(names);
+    if (!cJSON_IsString(m) || strcmp(m->valuestring, "update_weights_nccl") != 0)
+        rc = bad(err, "the header's method must be update_weights_nccl");
+    else if (!cJSON_IsObject(sy) || !cJSON_IsArray(names) ||
+             cnt > (int64_t)sr_weights_count(e->weights) ||
+             get_count(&bp->target, cJSON_GetObjectItem(sy, "target_version"),
+                       SR_WEIGHTS_MAX_VERSION) ||
+             get_count(&bp->index, cJSON_GetObjectItem(sy, "bucket"), INT32_MAX))
+        rc = bad(err, "update_info needs names (at most one per tensor) and syncroll "
+                      "{target_version, bucket, sizes, checksums}");
+    bp->n = rc ? 0 : (size_t)cnt;
+    bp->items = calloc(bp->n ? bp->n : 1, sizeof(bucket_item));
+    if (!rc && !bp->items)
+        rc = sr_err_set(err, SR_E_NOMEM, "cannot plan a bucket of %zu tensors", bp->n);
+    if (!rc)
+        rc = parse_items(bp, e, ui, sy, err);
+    cJSON_Delete(h);
+    return rc;
+}
+
+/* The protocol checks and the claim of the bucket's tensors, under mu. */
+static int claim(sr_engine *e, const bucket_plan *bp, int *corrupt, sr_err *err)
+{
+    int rc = 0;
+    pthread_mutex_lock(&e->mu);
+    if (!e->sync_active) {
+        e->sync_order_errors++;
+        rc = sr_err_set(err, SR_E_SYNC_ORDER,
+                        "update_weights_nccl called without skyrl_start_weight_update (no weight "
+                        "update is active)");
+    } else if (e->bc.target >= 0 && e->bc.target != bp->target) {
+        rc = sr_err_set(
+            err, SR_E_ENGINE_REQUEST,
+            "update_weights_nccl: bucket %lld targets version %lld, earlier buckets %lld",
+            (long long)bp->index, (long long)bp->target, (long long)e->bc.target);
+    }
+    for (size_t i = 0; !rc && i < bp->n; i++)
+        if (e->bc.received[bp->items[i].index])
+            rc = sr_err_set(err, SR_E_ENGINE_REQUEST,
+                            "update_weights_nccl: tensor '%s' was already sent in this update",
+                            e->stage_view[bp->items[i].index].name);
+    if (!rc) {
+        for (size_t i = 0; i < bp->n; i++)
+            e->bc.received[bp->items[i].index] = 1;
+        e->bc.target = bp->target;
+        *corrupt = e->bc.corrupt && bp->n > 0;
+        if (bp->n)
+            e->bc.corrupt = 0;
+        /* "threads" of a broadcast: the most buckets received at once in this update. */
+        if (e->bc.buckets == 0 && e->bc.streams == 0)
+            e->st.threads = 0;
+        e->bc.streams++;
+        if (e->bc.streams > e->st.threads)
+            e->st.threads = (int)e->bc.streams;
+    }
+    pthread_mutex_unlock(&e->mu);
+    return rc;
+}
+
+/* ---- streaming ---- */
+
+struct sr_bucket_rx {
+    sr_engine *e;
+    sr_buf head;    /* the header line while it arrives */
+    int in_payload; /* the header was parsed and the tensors claimed */
+    bucket_plan bp;
+    size_t item;     /* tensor being received */
+    size_t item_off; /* bytes of it received */
+    uint64_t extra;  /* bytes beyond the last tensor */
+    XXH3_state_t *h;
+    XXH128_hash_t *got; /* digest of each tensor as received */
+    int corrupt;        /* a checksum_mismatch fault fired on start */
+    int claimed;        /* the tensors were claimed in the update */
+    int rc;             /* the first error; the rest of the body is drained */
+    sr_err err;
+};
+
+int sr_engine_bucket_begin(sr_bucket_rx **out, sr_engine *e, sr_err *err)
+{
+    sr_bucket_rx *b = calloc(1, sizeof(*b));
+    if (!b || !(b->h = XXH3_createState())) {
+        free(b);
+        *out = NULL;
+        return sr_err_set(err, SR_E_NOMEM, "cannot receive a bucket");
+    }
+    b->e = e;
+    b->head.max = SR_BUCKET_HEADER_MAX;
+    b->err = (sr_err)SR_ERR_INIT;
+    *out = b;
+    return 0;
+}
+
+/* The header is complete: plan, claim the tensors, make sure the stage exists. */
+static int begin_payload(sr_bucket_rx *b)
+{
+    sr_engine *e = b->e;
+    int rc = parse_header(&b->bp, e, b->head.data, b->head.len, &b->err);
+    b->got = rc ? NULL : calloc(b->bp.n ? b->bp.n : 1, sizeof(XXH128_hash_t));
+    if (!rc && !b->got)
+        rc = sr_err_set(&b->err, SR_E_NOMEM, "cannot receive a bucket");
+    pthread_mutex_lock(&e->apply);
+    if (!rc)
+        rc = sr_engine_stage_ensure(e, &b->err);
+    if (!rc)
+        rc = claim(e, &b->bp, &b->corrupt, &b->err);
+    b->claimed = rc == 0;
+    if (!rc) {
+        e->stage_pristine = 0;
+        e->stage_foreign = 1;
+    }
+    pthread_mutex_unlock(&e->apply);
+    b->in_payload = 1;
+    XXH3_128bits_reset(b->h);
+    return rc;
+}
+
+/* Copies payload bytes into the stage, hashing each piece while it is hot. */
+static void feed_payload(sr_bucket_rx *b, const unsigned char *p, size_t n)
+{
+    sr_engine *e = b->e;
+    pthread_mutex_lock(&e->apply);
+    while (n && b->item < b->bp.n) {
+        const bucket_item *it = &b->bp.items[b->item];
+        unsigned char *dst = (unsigned char *)e->stage_view[it->index].data + b->item_off;
+        size_t c = it->nbytes - b->item_off < n ? it->nbytes - b->item_off : n;
+        memcpy(dst, p, c);
+        XXH3_128bits_update(b->h, dst, c);
+        b->item_off += c;
+        p += c;
+        n -= c;
+        if (b->item_off == it->nbytes) {
+            b->got[b->item++] = XXH3_128bits_digest(b->h);
+            b->item_off = 0;
+            XXH3_128bits_reset(b->h);
+        }
+    }
+    pthread_mutex_unlock(&e->apply);
+    b->extra += n;
+}
+
+void sr_engine_bucket_feed(sr_bucket_rx *b, const char *p, size_t n)
+{
+    if (!b->in_payload) {
+        const char *nl = memchr(p, '\n', n);
+        size_t take = nl ? (size_t)(nl - p) : n;
+        if (!b->rc && sr_buf_append(&b->head, p, take, NULL))
+            b->rc = bad(&b->err, "no header line (a JSON object, then '\\n', then the bytes) "
+                                 "within SR_BUCKET_HEADER_MAX bytes");
+        if (!nl)
+            return;
+        int rc = b->rc ? b->rc : begin_payload(b);
+        if (!b->rc)
+            b->rc = rc;
+        p = nl + 1;
+        n -= take + 1;
+        b->in_payload = 1;
+    }
+    if (!b->rc)
+        feed_payload(b, (const unsigned char *)p, n);
+}
+
+/* The received digests against the sent ones; a checksum fault flips one received bit. */
+static int verify(sr_bucket_rx *b, int corrupt, sr_err *err)
+{
+    sr_engine *e = b->e;
+    for (size_t i = 0; i < b->bp.n; i++) {
+        const bucket_item *it = &b->bp.items[i];
+        const sr_delta_tensor *t = &e->stage_view[it->index];
+        XXH128_hash_t h = b->got[i];
+        if (i == 0 && corrupt && it->nbytes) {
+            pthread_mutex_lock(&e->apply);
+            ((unsigned char *)t->data)[0] ^= 1; /* one bit flipped in transit */
+            h = XXH3_128bits(t->data, t->nbytes);
+            pthread_mutex_unlock(&e->apply);
+        }
+        if (h.high64 != it->hi || h.low64 != it->lo)
+            return sr_err_set(err, SR_E_DELTA_CHECKSUM,
+                              "Checksum mismatch: tensor '%s' of bucket %lld arrived as "
+                              "%016llx%016llx, sent as %016llx%016llx",
+                              t->name, (long long)b->bp.index, (unsigned long long)h.high64,
+                              (unsigned long long)h.low64, (unsigned long long)it->hi,
+                              (unsigned long long)it->lo);
+    }
+    return 0;
+}
+
+static void bucket_free(sr_bucket_rx *b)
+{
+    sr_buf_release(&b->head);
+    XXH3_freeState(b->h);
+    free(b->bp.items);
+    free(b->got);
+    free(b);
+}
+
+int sr_engine_bucket_end(sr_bucket_rx *b, const sr_fault *f, sr_err *err)
+{
+    sr_engine *e = b->e;
+    int rc = b->rc;
+    if (rc && err)
+        *err = b->err;
+    if (!rc && !b->in_payload)
+        rc = bad(err, "no header line (a JSON object, then '\\n', then the bytes)");
+    if (!rc && (b->item < b->bp.n || b->extra))
+        rc = sr_err_set(err, SR_E_ENGINE_REQUEST,
+                        "update_weights_nccl: the tensors need %zu bytes after the header, the "
+                        "body carries %s",
+                        b->bp.payload_len, b->extra ? "more" : "fewer");
+    if (!rc && f && f->kind != SR_FK_CHECKSUM_MISMATCH)
+        sr_engine_note_fault(e, f);
+    if (!rc)
+        rc = verify(b, b->corrupt || (f && f->kind == SR_FK_CHECKSUM_MISMATCH), err);
+    pthread_mutex_lock(&e->mu);
+    e->st.buckets++;
+    if (b->claimed) {
+        e->bc.streams--;
+        e->st.payloads = (int64_t)b->bp.n;
+        e->st.workers = 1;
+    }
+    if (rc) {
+        e->st.bucket_failures++;
+        /* A bucket that reached the update spoils it: finish will refuse to commit. */
+        if (rc != SR_E_SYNC_ORDER && e->sync_active && !e->bc.failed) {
+            e->bc.failed = 1;
+            e->bc.fail_code = rc;
+            snprintf(e->bc.fail_msg, sizeof(e->bc.fail_msg), "%s", err ? err->msg : "");
+        }
+    } else {
+        e->bc.buckets++;
+    }
+    pthread_mutex_unlock(&e->mu);
+    bucket_free(b);
+    return rc;
+}
+
+void sr_engine_bucket_abort(sr_bucket_rx *b)
+{
+    if (!b)
+        return;
+    sr_err err = SR_ERR_INIT;
+    sr_err_set(&err, SR_E_ENGINE_REQUEST, "update_weights_nccl: the connection closed mid-body");
+    if (!b->rc) {
+        b->rc = err.code;
+        b->err = err;
+    }
+    sr_engine_bucket_end(b, NULL, NULL);
+}
+
+int sr_engine_sync_finish(sr_engine *e, int64_t target, const sr_fault *f, int64_t *version,
+                          sr_err *err)
+{
+    size_t n = sr_weights_count(e->weights);
+    unsigned char *got = malloc(n ? n : 1);
+    if (!got)
+        return sr_err_set(err, SR_E_NOMEM, "cannot snapshot the broadcast session");
+    if (f && f->kind != SR_FK_CHECKSUM_MISMATCH)
+        sr_engine_note_fault(e, f);
+    int rc = 0;
+    int64_t buckets = 0;
+    pthread_mutex_lock(&e->mu);
+    if (!e->sync_active) {
+        e->sync_order_errors++;
+        rc = sr_err_set(err, SR_E_SYNC_ORDER,
+                        "skyrl_finish_weight_update called without skyrl_start_weight_update (no "
+                        "weight update is active)");
+    } else {
+        buckets = e->bc.buckets;
+        if (!e->bc.failed && buckets &&
+            (e->bc.corrupt || (f && f->kind == SR_FK_CHECKSUM_MISMATCH)))
+            rc = sr_err_set(err, SR_E_DELTA_CHECKSUM,
+                            "Checksum mismatch found while finishing the update");
+        else if (e->bc.failed)
+            rc = sr_err_set(err, e->bc.fail_code, "%s", e->bc.fail_msg);
+        else if (target >= 0 && e->bc.target >= 0 && target != e->bc.target)
+            rc = sr_err_set(err, SR_E_ENGINE_REQUEST,
+                            "finish targets version %lld, the buckets %lld", (long long)target,
+                            (long long)e->bc.target);
+        if (target < 0)
+            target = e->bc.target;
+        memcpy(got, e->bc.received, n);
+        /* The update ends here whatever happened, so a failed one never blocks the next start. */
+        e->sync_active = 0;
+        e->sync_finishes++;
+    }
+    int64_t cur = e->version;
+    pthread_mutex_unlock(&e->mu);
+    if (rc == SR_E_SYNC_ORDER) {
+        free(got);
+        *version = cur;
+        return rc;
+    }
+    if (rc)
+        sr_err_prefix(err, "the update to version %lld is discarded, the engine stays on %lld: ",
+                      (long long)target, (long long)cur);
+    sr_skip_set skip;
+    int not_bumped;
+    sr_engine_take_pending(e, NULL, &skip, &not_bumped);
+    if (!rc && buckets) {
+        pthread_mutex_lock(&e->apply);
+        rc = sr_engine_commit_locked(e, got, &skip, err);
+        if (!rc)
+            sr_engine_publish_model(e, target, not_bumped, "broadcast");
+        pthread_mutex_unlock(&e->apply);
+    }
+    free(got);
+    *version = sr_engine_version(e);
+    return rc;
+}

@@ -1,0 +1,145 @@
+/*
+ * Internal state of one mock engine, shared by engine.c (sessions, counters, protocol guards,
+ * synthetic apply, state document) and weights.c (the real weight receiver: staging copy, delta
+ * receiver, broadcast buckets, commit). Not an interface: nothing outside harness/engine
+ * includes it.
+ *
+ * Weight copies. `weights` is the model: the bytes the engine serves from, whose fingerprints
+ * (global_fp, layer_fps) generation uses and the state document reports. `stage` is the local
+ * checkpoint (allocated at the first real sync, at content version 0): the delta receiver
+ * patches it while the engine keeps serving, broadcast buckets are written into it, and a
+ * commit copies it into the model (skipping the layers a partial_weight_apply fault names) and
+ * recomputes the model's fingerprints from the bytes it now holds.
+ *
+ * Locking: `mu` guards every member marked (mu); `apply` serialises every writer of `weights`,
+ * `stage` and the receiver (fetch, bucket, commit, synthetic apply). Buckets therefore apply one
+ * at a time, but a bucket's body is received (by its own HTTP thread) while another applies.
+ * Lock order: apply, then mu.
+ */
+#ifndef SR_ENGINE_ENGINE_PRIV_H
+#define SR_ENGINE_ENGINE_PRIV_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "engine.h"
+#include "sr_delta.h"
+#include "sr_weights.h"
+
+#define SR_ENGINE_SKIP_WORDS (SR_WEIGHTS_MAX_LAYERS / 64)
+
+/* MoE layer slots a commit leaves stale (partial_weight_apply). */
+typedef struct sr_skip_set {
+    int any;
+    uint64_t bits[SR_ENGINE_SKIP_WORDS];
+} sr_skip_set;
+
+typedef struct session_slot session_slot;
+
+/* What the receiver and the last apply did, for the state document. (mu) */
+typedef struct sr_apply_stats {
+    int max_workers;       /* pool_workers(cap 32, reserved 0): the apply ceiling */
+    int publish_workers;   /* pool_workers(cap 8, reserved 0): the reference publisher's pool */
+    const char *transport; /* "delta", "broadcast", "synthetic" or NULL before any apply */
+    int64_t payloads;      /* payloads of the last fetch's last version, or tensors of the last
+                              bucket */
+    int workers;           /* min(payloads, max_workers) used for it; 0 when nothing applied */
+    int threads;           /* team size actually obtained */
+    int64_t fetches, fetch_failures, buckets, bucket_failures, commits, committed_tensors;
+    int64_t receiver_version; /* -1 before the first fetch */
+    int64_t resets;           /* receiver resets (failure recovery, first use) */
+    double fetch_ms, commit_ms;
+} sr_apply_stats;
+
+/* The broadcast update in progress (between start and finish). (mu) */
+typedef struct sr_bcast {
+    unsigned char *received; /* per tensor: 1 once a bucket delivered it in this update */
+    int64_t target;          /* -1 until a bucket names it */
+    int64_t buckets;
+    int64_t streams; /* buckets being received now */
+    int failed;      /* a bucket failed: finish refuses to commit */
+    int fail_code;   /* its sr_code */
+    char fail_msg[SR_ERR_MSG_MAX];
+    int corrupt; /* a checksum_mismatch fault fired on a request without a payload */
+} sr_bcast;
+
+struct sr_engine {
+    sr_engine_config cfg;
+    sr_oracle *oracle;
+    sr_weights *weights; /* the model */
+    sr_faults *faults;
+    pthread_mutex_t mu;                   /* everything marked (mu) */
+    pthread_mutex_t apply;                /* serialises weight writers */
+    int64_t version;                      /* (mu) reported */
+    uint64_t global_fp, prev_global_fp;   /* (mu) */
+    uint64_t *layer_fps, *prev_layer_fps; /* (mu) */
+    int64_t prev_version;                 /* (mu) */
+    int has_prev;                         /* (mu) */
+    int sync_active;                      /* (mu) */
+    int64_t sync_starts, sync_finishes, sync_applies, sync_order_errors; /* (mu) */
+    int sleeping;                                                        /* (mu) */
+    int64_t sleep_level;                                                 /* (mu) */
+    int64_t prefix_resets;                                               /* (mu) */
+    char *init_info;                                                     /* (mu) */
+    session_slot *sessions;                                              /* (mu) */
+    size_t n_sessions, n_used;
+    int64_t session_resets;
+    _Atomic int64_t requests[SR_EP_COUNT];
+    _Atomic int64_t clamped;
+    /* the real receiver (apply) */
+    sr_weights *stage;           /* NULL until the first real sync */
+    sr_delta_tensor *stage_view; /* the stage's tensors as the delta receiver sees them */
+    int stage_pristine;          /* 1 while the stage holds content version 0 untouched */
+    int stage_foreign;           /* a broadcast wrote the stage: the receiver must reset */
+    sr_delta_receiver *rx;
+    char *rx_sync_dir;     /* the sync_dir the receiver was made for */
+    sr_skip_set pend_skip; /* (mu) weights faults waiting for the next commit */
+    int pend_not_bumped;   /* (mu) */
+    sr_bcast bc;           /* (mu) */
+    sr_apply_stats st;     /* (mu) */
+};
+
+/* ---- weights.c ---- */
+
+/* Sets up the apply statistics (pool sizes) at engine creation. */
+int sr_engine_sync_init(sr_engine *e, sr_err *err);
+
+/* Frees the stage, the receiver and the broadcast session. */
+void sr_engine_sync_release(sr_engine *e);
+
+/* Allocates the stage (content version 0) and its receiver view if needed. Called with apply
+ * held. */
+int sr_engine_stage_ensure(sr_engine *e, sr_err *err);
+
+/* Adds fault f's layers (partial_weight_apply; none = the last slot) to `s`. */
+void sr_skip_add_fault(sr_skip_set *s, const sr_fault *f, int num_layers);
+
+/* 1 if MoE layer slot `layer` (>= 0) is in `s`. */
+int sr_skip_has(const sr_skip_set *s, int layer);
+
+/* Takes the pending commit faults, merged with `f`, and clears them. (takes mu) */
+void sr_engine_take_pending(sr_engine *e, const sr_fault *f, sr_skip_set *skip, int *not_bumped);
+
+/* Starts a broadcast session: clears the received set. Called with mu held. */
+void sr_engine_bcast_begin_locked(sr_engine *e);
+
+/* Publishes the model's fingerprints and `target` (unless not_bumped) after a commit: the old
+ * ones become the previous weights. Called with apply held; takes mu. */
+void sr_engine_publish_model(sr_engine *e, int64_t target, int not_bumped, const char *transport);
+
+/*
+ * Copies every stage tensor whose bytes differ from the model's into the model (only those with
+ * only[i] set, when `only` is not NULL), except the tensors of the layers in `skip`; the model
+ * recomputes each written tensor's digest and its layer's fingerprint. Called with apply held.
+ */
+int sr_engine_commit_locked(sr_engine *e, const unsigned char *only, const sr_skip_set *skip,
+                            sr_err *err);
+
+/* Appends the "apply" member of the state document (",\"apply\":{...}"). Called with mu held. */
+int sr_engine_apply_state_locked(sr_buf *b, sr_engine *e, sr_err *err);
+
+/* Appends ",\"tensors\":[{name,layer,digest},...]" of the model. Takes apply. */
+int sr_engine_tensors_state(sr_buf *b, sr_engine *e, sr_err *err);
+
+#endif /* SR_ENGINE_ENGINE_PRIV_H */

@@ -1,0 +1,490 @@
+/* Trainer-side weight-sync orchestration (sync.h). */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "sync_priv.h"
+
+static const char *const PHASES[SR_SYNC_PHASE_COUNT] = {"gather", "publish",     "init",  "fetch",
+                                                        "pause",  "reset_cache", "start", "update",
+                                                        "finish", "resume",      "verify"};
+
+const char *sr_sync_phase_name(sr_sync_phase p)
+{
+    return (unsigned)p < SR_SYNC_PHASE_COUNT ? PHASES[p] : NULL;
+}
+
+int sr_sync_transport_parse(sr_sync_transport *out, const char *name, sr_err *err)
+{
+    if (name && strcmp(name, "delta") == 0)
+        *out = SR_SYNC_DELTA;
+    else if (name && strcmp(name, "broadcast") == 0)
+        *out = SR_SYNC_BROADCAST;
+    else
+        return sr_err_set(err, SR_E_INVAL, "sync: transport must be delta or broadcast, got '%s'",
+                          name ? name : "(null)");
+    return 0;
+}
+
+void sync_check(sr_sync_result *res, int code, int engine, int layer, const char *fmt, ...)
+{
+    const char *name = sr_code_name(code) ? sr_code_name(code) : "?";
+    /* One finding per engine and name: a spoiled update also fails its finish, say, and the
+     * first message is the one that explains it. */
+    for (size_t i = 0; engine >= 0 && i < res->n_checks; i++)
+        if (res->checks[i].where.engine == engine && strcmp(res->checks[i].name, name) == 0)
+            return;
+    if (res->n_checks >= SR_SYNC_MAX_CHECKS) {
+        res->checks_dropped++;
+        return;
+    }
+    sr_check *c = &res->checks[res->n_checks++];
+    memset(c, 0, sizeof(*c));
+    snprintf(c->name, sizeof(c->name), "%s", name);
+    c->where = (sr_check_where)SR_CHECK_WHERE_NONE;
+    c->where.engine = engine;
+    c->where.layer = layer;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->message, sizeof(c->message), fmt, ap);
+    va_end(ap);
+}
+
+int64_t sync_deadline(const sr_sync *s, sr_sync_phase p)
+{
+    return s->o.phase_deadline_ms[p] > 0 ? s->o.phase_deadline_ms[p] : s->o.deadline_ms;
+}
+
+double sync_phase_end(const sr_sync *s, sr_sync_phase p, int64_t *budget_ms)
+{
+    *budget_ms = sync_deadline(s, p);
+    double end = sync_now_ms() + (double)*budget_ms;
+    int closing = p == SR_SYNC_FINISH || p == SR_SYNC_RESUME || p == SR_SYNC_VERIFY;
+    if (!closing && s->o.total_deadline_ms > 0 && s->t0_ms + (double)s->o.total_deadline_ms < end) {
+        end = s->t0_ms + (double)s->o.total_deadline_ms;
+        *budget_ms = s->o.total_deadline_ms;
+    }
+    return end;
+}
+
+/* Copies s into out as the body of a JSON string (quotes and backslashes escaped). */
+static void json_body_str(char *out, size_t cap, const char *s)
+{
+    size_t n = 0;
+    for (; *s && n + 7 < cap; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') {
+            out[n++] = '\\';
+            out[n++] = (char)c;
+        } else if (c < 0x20) {
+            n += (size_t)snprintf(out + n, cap - n, "\\u%04x", c);
+        } else {
+            out[n++] = (char)c;
+        }
+    }
+    out[n] = '\0';
+}
+
+static void set_salt(sr_sync *s)
+{
+    snprintf(s->salt, sizeof(s->salt), "%s@%lld", s->model, (long long)s->version);
+}
+
+/* ---- creation ---- */
+
+static int check_opts(const sr_sync_opts *o, size_t n_urls, sr_err *err)
+{
+    if (n_urls < 1 || n_urls > SR_CLIENT_MAX_ENGINES)
+        return sr_err_set(err, SR_E_INVAL, "sync: 1..%d engines, got %zu", SR_CLIENT_MAX_ENGINES,
+                          n_urls);
+    if ((o->transport != SR_SYNC_DELTA && o->transport != SR_SYNC_BROADCAST) ||
+        o->deadline_ms < 1 || o->total_deadline_ms < 0 || o->bucket_bytes < 1 ||
+        o->send_workers < 0 || o->send_workers > SR_SYNC_MAX_INFLIGHT || o->initial_version < 0 ||
+        o->initial_version > SR_WEIGHTS_MAX_VERSION)
+        return sr_err_set(err, SR_E_INVAL,
+                          "sync: bad options (transport, deadline_ms >= 1, bucket_bytes >= 1, "
+                          "send_workers 0..%d, initial_version)",
+                          SR_SYNC_MAX_INFLIGHT);
+    for (int p = 0; p < SR_SYNC_PHASE_COUNT; p++)
+        if (o->phase_deadline_ms[p] < 0)
+            return sr_err_set(err, SR_E_INVAL, "sync: negative deadline for phase %s", PHASES[p]);
+    if (o->transport == SR_SYNC_DELTA && (!o->sync_dir || !*o->sync_dir))
+        return sr_err_set(err, SR_E_INVAL, "sync: the delta transport needs a sync_dir");
+    return 0;
+}
+
+/* A publisher-view of a weight set (pointers into it). */
+static int make_view(sr_delta_tensor **out, const sr_weights *w, sr_err *err)
+{
+    size_t n = sr_weights_count(w);
+    sr_delta_tensor *v = calloc(n ? n : 1, sizeof(*v));
+    if (!v)
+        return sr_err_set(err, SR_E_NOMEM, "sync: cannot allocate a tensor view");
+    for (size_t i = 0; i < n; i++) {
+        sr_weights_info t;
+        int rc = sr_weights_tensor(&t, w, i, err);
+        if (rc) {
+            free(v);
+            return rc;
+        }
+        v[i] = (sr_delta_tensor){
+            t.name, sr_dtype_name(t.dtype), 2, {t.shape[0], t.shape[1]}, (void *)t.data, t.nbytes};
+    }
+    *out = v;
+    return 0;
+}
+
+/* The delta publisher, whose base is content version 0 (the receivers' base). */
+static int make_publisher(sr_sync *s, const sr_weights_spec *spec, sr_err *err)
+{
+    if (mkdir(s->sync_dir, 0755) != 0 && errno != EEXIST)
+        return sr_err_set(err, SR_E_DELTA_IO, "sync: cannot create %s: %s", s->sync_dir,
+                          strerror(errno));
+    sr_weights *base0 = NULL;
+    int rc = s->o.initial_version ? sr_weights_new(&base0, spec, 0, err) : 0;
+    sr_delta_tensor *bv = NULL;
+    if (!rc && base0)
+        rc = make_view(&bv, base0, err);
+    sr_delta_publish_opts po = SR_DELTA_PUBLISH_OPTS_INIT;
+    po.fsync = s->o.fsync;
+    if (!rc)
+        rc = sr_delta_publisher_new(&s->pub, s->sync_dir, bv ? bv : s->view, sr_weights_count(s->w),
+                                    &po, err);
+    free(bv);
+    sr_weights_free(base0);
+    return rc;
+}
+
+int sr_sync_new(sr_sync **out, const char *const *urls, size_t n_urls, const sr_weights_spec *spec,
+                const sr_sync_opts *opts, sr_err *err)
+{
+    *out = NULL;
+    sr_sync_opts o = SR_SYNC_OPTS_INIT;
+    if (opts)
+        o = *opts;
+    int rc = !urls || !spec ? sr_err_set(err, SR_E_INVAL, "sync: NULL urls or spec")
+                            : check_opts(&o, n_urls, err);
+    if (rc)
+        return rc;
+    sr_sync *s = calloc(1, sizeof(*s));
+    if (!s)
+        return sr_err_set(err, SR_E_NOMEM, "sync: cannot allocate");
+    s->o = o;
+    s->n = n_urls;
+    s->model = strdup(o.model ? o.model : "default");
+    s->sync_dir = o.sync_dir ? strdup(o.sync_dir) : NULL;
+    s->o.model = s->model;
+    s->o.sync_dir = s->sync_dir;
+    size_t L = (size_t)(spec->num_layers > 0 ? spec->num_layers : 1);
+    s->known_version = calloc(n_urls, sizeof(int64_t));
+    s->known_fp = calloc(n_urls * (L + 1), sizeof(uint64_t));
+    if (!s->model || (o.sync_dir && !s->sync_dir) || !s->known_version || !s->known_fp)
+        rc = sr_err_set(err, SR_E_NOMEM, "sync: cannot allocate");
+    if (!rc)
+        rc = sr_pool_workers(&s->pool, o.workers_cap, o.workers_reserved, o.cores, NULL, err);
+    if (!rc)
+        rc = sync_http_new(&s->http, urls, n_urls, err);
+    if (!rc)
+        rc = sr_weights_new(&s->w, spec, o.initial_version, err);
+    if (!rc)
+        rc = make_view(&s->view, s->w, err);
+    if (!rc && o.transport == SR_SYNC_DELTA)
+        rc = make_publisher(s, spec, err);
+    if (rc) {
+        sr_sync_free(s);
+        return rc;
+    }
+    s->content = o.initial_version;
+    s->version = o.initial_version;
+    s->last_target = o.initial_version;
+    for (size_t i = 0; i < n_urls; i++) {
+        s->known_version[i] = o.initial_version;
+        sr_weights_fingerprints(&s->known_fp[i * (L + 1) + L], &s->known_fp[i * (L + 1)], s->w);
+    }
+    set_salt(s);
+    *out = s;
+    return 0;
+}
+
+void sr_sync_free(sr_sync *s)
+{
+    if (!s)
+        return;
+    sync_bcast_free(s);
+    sr_delta_publisher_free(s->pub);
+    free(s->view);
+    sr_weights_free(s->w);
+    sync_http_free(s->http);
+    free(s->known_version);
+    free(s->known_fp);
+    free(s->model);
+    free(s->sync_dir);
+    free(s);
+}
+
+int64_t sr_sync_version(const sr_sync *s)
+{
+    return s->version;
+}
+
+int64_t sr_sync_last_target(const sr_sync *s)
+{
+    return s->last_target;
+}
+
+const char *sr_sync_cache_salt(const sr_sync *s)
+{
+    return s->salt;
+}
+
+const sr_weights *sr_sync_weights(const sr_sync *s)
+{
+    return s->w;
+}
+
+/* ---- trainer-side phases ---- */
+
+static void phase_done(sr_sync *s, sr_sync_result *res, sr_sync_phase p, double t0)
+{
+    double now = sync_now_ms(), ms = now - t0;
+    res->phase_ns[p] += (uint64_t)(ms * 1e6);
+    res->phase_ran[p] = 1;
+    int64_t dl = sync_deadline(s, p), total = s->o.total_deadline_ms;
+    if (p <= SR_SYNC_PUBLISH && ms > (double)dl)
+        sync_check(res, SR_E_SYNC_DEADLINE, -1, -1,
+                   "the trainer's %s phase took %.0f ms, over its deadline of %lld ms", PHASES[p],
+                   ms, (long long)dl);
+    else if (p <= SR_SYNC_PUBLISH && total > 0 && now - s->t0_ms > (double)total)
+        sync_check(res, SR_E_SYNC_DEADLINE, -1, -1,
+                   "the trainer's %s phase ended %.0f ms into the sync, past its deadline of %lld "
+                   "ms",
+                   PHASES[p], now - s->t0_ms, (long long)total);
+}
+
+/* Sets the trainer's bytes to content version c (no-op for SR_SYNC_SAME_BYTES). */
+static int gather(sr_sync *s, sr_sync_result *res, int64_t c, sr_err *err)
+{
+    double t0 = sync_now_ms();
+    int rc = 0;
+    if (c >= 0 && c != s->content) {
+        rc = sr_weights_reset(s->w, c, err);
+        s->content = rc ? -1 : c;
+    }
+    phase_done(s, res, SR_SYNC_GATHER, t0);
+    return rc;
+}
+
+/* Publishes every delta version P+1 .. target. */
+static int publish_delta(sr_sync *s, sr_sync_result *res, int64_t target, int64_t content,
+                         sr_err *err)
+{
+    int64_t P = sr_delta_publisher_version(s->pub);
+    if (target < 1 || target < P)
+        return sr_err_set(err, SR_E_INVAL,
+                          "sync: delta target %lld must be >= 1 and not below the last published "
+                          "version %lld",
+                          (long long)target, (long long)P);
+    if (target == P && content >= 0 && content != s->content)
+        return sr_err_set(err, SR_E_INVAL,
+                          "sync: version %lld is already published with other bytes",
+                          (long long)target);
+    int rc = 0;
+    res->phase_ran[SR_SYNC_GATHER] = res->phase_ran[SR_SYNC_PUBLISH] = 1;
+    for (int64_t v = P + 1; !rc && v <= target; v++) {
+        rc = gather(s, res, content < 0 ? content : (v == target ? content : v), err);
+        double t0 = sync_now_ms();
+        sr_delta_publish_result pr;
+        if (!rc)
+            rc = sr_delta_publish(&pr, s->pub, s->view, sr_weights_count(s->w), s->pool, err);
+        if (!rc) {
+            res->versions_published++;
+            res->records += pr.records;
+            res->bytes_changed += pr.uncompressed_bytes;
+            res->bytes_compressed += pr.compressed_bytes;
+        }
+        phase_done(s, res, SR_SYNC_PUBLISH, t0);
+    }
+    return rc;
+}
+
+/* ---- engine phases ---- */
+
+/*
+ * Sends the same request to every engine with on[i] set. A failure becomes a check and clears
+ * ok[i]. *failures receives how many engines failed.
+ */
+static int phase_http(sr_sync *s, sr_sync_result *res, sr_sync_phase p, const char *path,
+                      const char *body, const int *on, int *ok, int *failures, sr_err *err)
+{
+    sync_req reqs[SR_CLIENT_MAX_ENGINES];
+    sync_seg seg = {body, body ? strlen(body) : 0};
+    size_t n = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        if (!on[i])
+            continue;
+        sync_req *r = &reqs[n++];
+        memset(r, 0, sizeof(*r));
+        r->engine = (int)i;
+        r->get = body == NULL;
+        snprintf(r->path, sizeof(r->path), "%s", path);
+        r->segs = &seg;
+        r->nseg = body ? 1 : 0;
+    }
+    double t0 = sync_now_ms();
+    int64_t budget;
+    double end = sync_phase_end(s, p, &budget);
+    int rc = sync_http_run(s->http, reqs, n, 1, end, budget, err);
+    *failures = 0;
+    for (size_t k = 0; !rc && k < n; k++) {
+        int i = reqs[k].engine;
+        if (p == SR_SYNC_FETCH)
+            res->engines[i].apply_ns = (uint64_t)((reqs[k].end_ms - reqs[k].start_ms) * 1e6);
+        if (!reqs[k].code)
+            continue;
+        ok[i] = 0;
+        (*failures)++;
+        sync_check(res, reqs[k].code, i, -1, "engine %d (%s): %s %s (phase %s): %s", i,
+                   sync_http_url(s->http, i), body ? "POST" : "GET", path, PHASES[p], reqs[k].msg);
+    }
+    sync_reqs_release(reqs, n);
+    res->phase_ns[p] += (uint64_t)((sync_now_ms() - t0) * 1e6);
+    res->phase_ran[p] = 1;
+    return rc;
+}
+
+/* Runs phase p on the engines in `on`; returns 1 if every one of them succeeded. */
+static int step(sr_sync *s, sr_sync_result *res, sr_sync_phase p, const char *path,
+                const char *body, const int *on, int *ok, int *rc, sr_err *err)
+{
+    int failures = 0;
+    if (!*rc)
+        *rc = phase_http(s, res, p, path, body, on, ok, &failures, err);
+    return !*rc && failures == 0;
+}
+
+static int run_protocol(sr_sync *s, sr_sync_result *res, int64_t target, int *ok, sr_err *err)
+{
+    int all[SR_CLIENT_MAX_ENGINES], started[SR_CLIENT_MAX_ENGINES];
+    for (size_t i = 0; i < s->n; i++)
+        all[i] = 1;
+    char body[4400], dir[4096] = "";
+    int rc = 0, good = 1;
+    int delta = s->o.transport == SR_SYNC_DELTA;
+    if (delta) {
+        json_body_str(dir, sizeof(dir), s->sync_dir);
+        snprintf(body, sizeof(body), "{\"target_version\":%lld,\"sync_dir\":\"%s\"}",
+                 (long long)target, dir);
+        good = step(s, res, SR_SYNC_FETCH, "/fetch_weights", body, all, ok, &rc, err);
+    } else if (!s->inited) {
+        good = 1;
+        for (size_t i = 0; good && i < s->n; i++) {
+            int one[SR_CLIENT_MAX_ENGINES] = {0};
+            one[i] = 1;
+            snprintf(body, sizeof(body),
+                     "{\"init_info\":{\"master_address\":\"127.0.0.1\",\"master_port\":0,"
+                     "\"rank_offset\":%zu,\"world_size\":%zu}}",
+                     i + 1, s->n + 1);
+            good =
+                step(s, res, SR_SYNC_INIT, "/init_weight_transfer_engine", body, one, ok, &rc, err);
+        }
+        s->inited = good;
+    }
+    if (good)
+        good = step(s, res, SR_SYNC_PAUSE, "/pause?mode=keep", "", all, ok, &rc, err);
+    if (good)
+        good = step(s, res, SR_SYNC_RESET_CACHE, "/reset_prefix_cache",
+                    "{\"reset_running_requests\":true}", all, ok, &rc, err);
+    memset(started, 0, sizeof(started));
+    if (good) {
+        memcpy(started, ok, s->n * sizeof(int));
+        good = step(s, res, SR_SYNC_START, "/collective_rpc",
+                    "{\"method\":\"skyrl_start_weight_update\",\"kwargs\":"
+                    "{\"is_checkpoint_format\":true}}",
+                    all, started, &rc, err);
+        for (size_t i = 0; i < s->n; i++)
+            ok[i] = ok[i] && started[i];
+    }
+    if (good && delta) {
+        snprintf(body, sizeof(body),
+                 "{\"update_info\":{\"target_version\":%lld,\"version\":%lld,\"sync_dir\":\"%s\"}}",
+                 (long long)target, (long long)target, dir);
+        good = step(s, res, SR_SYNC_UPDATE, "/update_weights", body, started, ok, &rc, err);
+    } else if (good && !rc) {
+        double t0 = sync_now_ms();
+        rc = sync_bcast_send(s, ok, res, err);
+        for (size_t i = 0; i < s->n; i++)
+            good = good && ok[i];
+        res->phase_ns[SR_SYNC_UPDATE] += (uint64_t)((sync_now_ms() - t0) * 1e6);
+        res->phase_ran[SR_SYNC_UPDATE] = 1;
+    }
+    int any_started = 0;
+    for (size_t i = 0; i < s->n; i++)
+        any_started |= started[i];
+    if (any_started) {
+        snprintf(body, sizeof(body),
+                 "{\"method\":\"skyrl_finish_weight_update\",\"kwargs\":{\"syncroll\":"
+                 "{\"target_version\":%lld}}}",
+                 (long long)target);
+        int fin = step(s, res, SR_SYNC_FINISH, "/collective_rpc", body, started, ok, &rc, err);
+        good = good && fin;
+    }
+    /* Always, whatever failed: an engine left paused would hang every later rollout. */
+    int rc2 = 0;
+    int resumed = step(s, res, SR_SYNC_RESUME, "/resume", "", all, ok, &rc2, err);
+    res->completed = good && resumed && !rc && !rc2;
+    return rc ? rc : rc2;
+}
+
+int sr_sync_run(sr_sync_result *res, sr_sync *s, int64_t target, int64_t content, sr_err *err)
+{
+    memset(res, 0, sizeof(*res));
+    res->target_version = target;
+    res->version = s->version;
+    res->n_engines = s->n;
+    res->publish_workers = s->pool;
+    for (size_t i = 0; i < s->n; i++) {
+        res->engines[i].version = -1;
+        res->engines[i].apply_payloads = -1;
+        res->engines[i].ok = 1;
+    }
+    if (target < 0 || target > SR_WEIGHTS_MAX_VERSION || content < SR_SYNC_SAME_BYTES ||
+        content > SR_WEIGHTS_MAX_VERSION)
+        return sr_err_set(err, SR_E_INVAL, "sync: target %lld or content %lld out of range",
+                          (long long)target, (long long)content);
+    double t0 = sync_now_ms();
+    s->t0_ms = t0;
+    if (target > s->last_target)
+        s->last_target = target;
+    int rc;
+    if (s->o.transport == SR_SYNC_DELTA) {
+        rc = publish_delta(s, res, target, content, err);
+    } else {
+        rc = gather(s, res, content, err);
+        double t1 = sync_now_ms();
+        if (!rc)
+            rc = sync_bcast_plan(s, target, res, err);
+        phase_done(s, res, SR_SYNC_PUBLISH, t1);
+    }
+    int ok[SR_CLIENT_MAX_ENGINES];
+    for (size_t i = 0; i < s->n; i++)
+        ok[i] = 1;
+    if (!rc)
+        rc = run_protocol(s, res, target, ok, err);
+    if (!rc && s->o.verify) {
+        double t1 = sync_now_ms();
+        rc = sync_verify(s, res, target, err);
+        phase_done(s, res, SR_SYNC_VERIFY, t1);
+    }
+    for (size_t i = 0; i < s->n; i++)
+        res->engines[i].ok = res->engines[i].ok && ok[i];
+    if (!rc && res->completed) {
+        s->version = target;
+        set_salt(s);
+    }
+    res->version = s->version;
+    res->total_ns = (uint64_t)((sync_now_ms() - t0) * 1e6);
+    return rc;
+}

@@ -1,0 +1,202 @@
+/* Broadcast over HTTP, trainer side: planning buckets and sending them (sync.h, engine.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/engine.h"
+#include "sync_priv.h"
+
+void sync_bcast_free(sr_sync *s)
+{
+    for (size_t b = 0; b < s->n_buckets; b++) {
+        sr_buf_release(&s->buckets[b].header);
+        free(s->buckets[b].segs);
+    }
+    free(s->buckets);
+    s->buckets = NULL;
+    s->n_buckets = 0;
+}
+
+/* Appends a JSON string (tensor names are plain, but nothing here relies on it). */
+static int put_str(sr_buf *b, const char *s, sr_err *err)
+{
+    int rc = sr_buf_puts(b, "\"", err);
+    for (; !rc && *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            rc = sr_buf_printf(b, err, "\\%c", c);
+        else if (c < 0x20)
+            rc = sr_buf_printf(b, err, "\\u%04x", c);
+        else
+            rc = sr_buf_append(b, s, 1, err);
+    }
+    return rc ? rc : sr_buf_puts(b, "\"", err);
+}
+
+/* One list of the header: `key`:[item(t0), item(t1), ...]. */
+typedef int (*item_fn)(sr_buf *b, const sr_weights_info *t, sr_err *err);
+
+static int item_name(sr_buf *b, const sr_weights_info *t, sr_err *err)
+{
+    return put_str(b, t->name, err);
+}
+
+static int item_dtype(sr_buf *b, const sr_weights_info *t, sr_err *err)
+{
+    return sr_buf_printf(b, err, "\"%s\"", sr_dtype_name(t->dtype));
+}
+
+static int item_shape(sr_buf *b, const sr_weights_info *t, sr_err *err)
+{
+    return sr_buf_printf(b, err, "[%lld,%lld]", (long long)t->shape[0], (long long)t->shape[1]);
+}
+
+static int item_size(sr_buf *b, const sr_weights_info *t, sr_err *err)
+{
+    return sr_buf_printf(b, err, "%zu", t->nbytes);
+}
+
+static int item_checksum(sr_buf *b, const sr_weights_info *t, sr_err *err)
+{
+    return sr_buf_printf(b, err, "\"%016llx%016llx\"", (unsigned long long)t->digest_hi,
+                         (unsigned long long)t->digest_lo);
+}
+
+static int put_list(sr_buf *b, const char *key, const sr_weights *w, const sync_bucket *k,
+                    item_fn fn, sr_err *err)
+{
+    int rc = sr_buf_printf(b, err, "\"%s\":[", key);
+    for (size_t i = 0; !rc && i < k->count; i++) {
+        sr_weights_info t;
+        rc = sr_weights_tensor(&t, w, k->first + i, err);
+        if (!rc && i)
+            rc = sr_buf_puts(b, ",", err);
+        if (!rc)
+            rc = fn(b, &t, err);
+    }
+    return rc ? rc : sr_buf_puts(b, "]", err);
+}
+
+static int build_bucket(sync_bucket *k, const sr_weights *w, int64_t target, size_t index,
+                        sr_err *err)
+{
+    sr_buf *b = &k->header;
+    b->max = SR_BUCKET_HEADER_MAX - 1;
+    int rc =
+        sr_buf_puts(b, "{\"method\":\"update_weights_nccl\",\"kwargs\":{\"update_info\":{", err);
+    if (!rc)
+        rc = put_list(b, "names", w, k, item_name, err);
+    if (!rc)
+        rc = sr_buf_puts(b, ",", err);
+    if (!rc)
+        rc = put_list(b, "dtype_names", w, k, item_dtype, err);
+    if (!rc)
+        rc = sr_buf_puts(b, ",", err);
+    if (!rc)
+        rc = put_list(b, "shapes", w, k, item_shape, err);
+    if (!rc)
+        rc = sr_buf_printf(b, err,
+                           ",\"packed\":true,\"syncroll\":{\"target_version\":%lld,"
+                           "\"bucket\":%zu,",
+                           (long long)target, index);
+    if (!rc)
+        rc = put_list(b, "sizes", w, k, item_size, err);
+    if (!rc)
+        rc = sr_buf_puts(b, ",", err);
+    if (!rc)
+        rc = put_list(b, "checksums", w, k, item_checksum, err);
+    if (!rc)
+        rc = sr_buf_puts(b, "}}}}\n", err);
+    k->segs = rc ? NULL : calloc(k->count + 1, sizeof(sync_seg));
+    if (!rc && !k->segs)
+        rc = sr_err_set(err, SR_E_NOMEM, "sync: cannot allocate bucket segments");
+    if (rc)
+        return rc;
+    k->segs[0] = (sync_seg){b->data, b->len};
+    for (size_t i = 0; i < k->count; i++) {
+        sr_weights_info t;
+        sr_weights_tensor(&t, w, k->first + i, NULL);
+        k->segs[i + 1] = (sync_seg){t.data, t.nbytes};
+        k->bytes += t.nbytes;
+    }
+    return 0;
+}
+
+int sync_bcast_plan(sr_sync *s, int64_t target, sr_sync_result *res, sr_err *err)
+{
+    sync_bcast_free(s);
+    size_t n = sr_weights_count(s->w);
+    s->buckets = calloc(n ? n : 1, sizeof(sync_bucket));
+    if (!s->buckets)
+        return sr_err_set(err, SR_E_NOMEM, "sync: cannot plan buckets");
+    int rc = 0;
+    for (size_t i = 0; !rc && i < n;) {
+        sync_bucket *k = &s->buckets[s->n_buckets++];
+        k->first = i;
+        size_t bytes = 0;
+        while (i < n) {
+            sr_weights_info t;
+            sr_weights_tensor(&t, s->w, i, NULL);
+            if (k->count && bytes + t.nbytes > s->o.bucket_bytes)
+                break;
+            bytes += t.nbytes;
+            k->count++;
+            i++;
+        }
+        rc = build_bucket(k, s->w, target, s->n_buckets - 1, err);
+    }
+    res->buckets = s->n_buckets;
+    for (size_t b = 0; b < s->n_buckets; b++)
+        res->bytes_sent += s->buckets[b].bytes;
+    return rc;
+}
+
+int sync_bcast_send(sr_sync *s, int *ok, sr_sync_result *res, sr_err *err)
+{
+    size_t nb = s->n_buckets, n = 0;
+    sync_req *reqs = calloc(s->n * (nb ? nb : 1), sizeof(sync_req));
+    if (!reqs)
+        return sr_err_set(err, SR_E_NOMEM, "sync: cannot allocate %zu requests", s->n * nb);
+    for (size_t i = 0; i < s->n; i++)
+        for (size_t b = 0; ok[i] && b < nb; b++) {
+            sync_req *r = &reqs[n++];
+            r->engine = (int)i;
+            snprintf(r->path, sizeof(r->path), "/collective_rpc");
+            r->ctype = SR_ENGINE_BUCKET_CTYPE;
+            r->segs = s->buckets[b].segs;
+            r->nseg = s->buckets[b].count + 1;
+        }
+    int inflight = s->o.send_workers ? s->o.send_workers : s->pool;
+    if (inflight > SR_SYNC_MAX_INFLIGHT)
+        inflight = SR_SYNC_MAX_INFLIGHT;
+    int64_t budget;
+    double end = sync_phase_end(s, SR_SYNC_UPDATE, &budget);
+    int rc = sync_http_run(s->http, reqs, n, inflight, end, budget, err);
+    double first[SR_CLIENT_MAX_ENGINES], last[SR_CLIENT_MAX_ENGINES];
+    int reported[SR_CLIENT_MAX_ENGINES] = {0};
+    for (size_t i = 0; i < s->n; i++)
+        first[i] = last[i] = -1;
+    for (size_t k = 0; !rc && k < n; k++) {
+        sync_req *r = &reqs[k];
+        int i = r->engine;
+        if (r->started && (first[i] < 0 || r->start_ms < first[i]))
+            first[i] = r->start_ms;
+        if (r->done && r->end_ms > last[i])
+            last[i] = r->end_ms;
+        if (!r->code)
+            continue;
+        ok[i] = 0;
+        if (reported[i]++)
+            continue;
+        sync_check(res, r->code, i, -1,
+                   "engine %d (%s): POST /collective_rpc update_weights_nccl bucket %zu of %zu "
+                   "(phase update): %s",
+                   i, sync_http_url(s->http, i), (size_t)(k % (nb ? nb : 1)), nb, r->msg);
+    }
+    for (size_t i = 0; i < s->n; i++)
+        if (first[i] >= 0 && last[i] >= first[i])
+            res->engines[i].apply_ns = (uint64_t)((last[i] - first[i]) * 1e6);
+    sync_reqs_release(reqs, n);
+    free(reqs);
+    return rc;
+}

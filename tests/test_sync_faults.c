@@ -1,0 +1,277 @@
+/*
+ * Weight-sync failures, each a named check from real engine processes: a corrupted payload
+ * (sync.checksum, the engine stays on its old version and the next sync recovers) over both
+ * transports, a partial apply (sync.partial_update naming the skipped layers and tensors), an
+ * unbumped version (sync.version_skew), a stalled finish (sync.deadline within the deadline),
+ * start while an update is active (sync.protocol_order, the engine keeps serving), and a
+ * malformed bucket.
+ */
+#include <curl/curl.h>
+
+#include "sync_fixture.h"
+
+static const sr_sync_transport BOTH[2] = {SR_SYNC_DELTA, SR_SYNC_BROADCAST};
+
+START_TEST(corrupted_payload_keeps_the_old_version_and_the_next_sync_recovers)
+{
+    /* Delta: the fetch's payload is corrupted; broadcast: the first bucket's. */
+    const char *cfg = _i == 0 ? SYNC_CFG_FAULTS("{\"kind\":\"checksum_mismatch\",\"endpoints\":"
+                                                "[\"fetch_weights\"],\"count\":1}")
+                              : SYNC_CFG_FAULTS("{\"kind\":\"checksum_mismatch\",\"endpoints\":"
+                                                "[\"collective_rpc\"],\"count\":1}");
+    sr_sync_opts o = SR_SYNC_OPTS_INIT;
+    o.bucket_bytes = 128 << 10;
+    sfx x;
+    sfx_start(&x, 1, cfg, BOTH[_i], &o);
+    sfx_sync(&x, 1, 1);
+    const sr_check *c = sfx_check(&x, "sync.checksum");
+    ck_assert_msg(c, "no sync.checksum (%zu checks)", x.r.n_checks);
+    ck_assert_int_eq(c->where.engine, 0);
+    ck_assert_ptr_nonnull(strstr(c->message, "hecksum mismatch"));
+    ck_assert_int_eq(x.r.n_checks, 1); /* verification accepts the old state */
+    ck_assert(!x.r.completed);
+    ck_assert_int_eq(sr_sync_version(x.s), 0);
+    ck_assert_int_eq(x.r.engines[0].version, 0);
+    ck_assert(x.r.phase_ran[SR_SYNC_RESUME]);
+    sfx_assert_fps(&x, 0, 0);
+    sfx_assert_serves(&x, 0);
+    /* The next sync (the fault fired once) recovers: the delta receiver resets and replays. */
+    sfx_sync(&x, 1, 1);
+    sfx_assert_clean(&x);
+    sfx_assert_fps(&x, 0, 1);
+    sfx_sync(&x, 2, 2);
+    sfx_assert_clean(&x);
+    if (_i == 0)
+        ck_assert_int_ge((int)sfx_state_num(&x, 0, "apply", "receiver_resets"), 2);
+    sfx_stop(&x);
+}
+END_TEST
+
+/* The engine's routes after a partial apply are version 1's exactly at the layers it applied. */
+static void assert_stale_layers_only(sfx *x, int stale_a, int stale_b)
+{
+    static const int32_t prompt[] = {3, 4, 5, 6, 7, 8, 9};
+    cJSON *sp = cJSON_Parse("{\"max_tokens\":4}");
+    sr_client_req q = SR_CLIENT_REQ_INIT;
+    q.token_ids = prompt;
+    q.n_tokens = 7;
+    q.sampling_params = sp;
+    q.return_routes = 1;
+    q.prompt_start = 0;
+    sr_client_result r;
+    sr_err e = SR_ERR_INIT;
+    ck_assert_sr_ok(sr_client_generate(&r, x->f.conn, &q, &e), e);
+    ck_assert_int_eq(r.weight_version, 1);
+    size_t rows = (size_t)r.routes.shape[0], L = (size_t)x->m.cfg.num_layers;
+    size_t K = (size_t)x->m.cfg.topk, isz = sr_dtype_size(r.routes.dtype);
+    /* Prompt rows only: the sampled tokens already depend on the (partly stale) weights. */
+    uint8_t *want = fx_oracle_rows(&x->m, 1, prompt, 7, 6, r.routes.dtype);
+    ck_assert_uint_ge(rows, 6);
+    for (size_t l = 0; l < L; l++) {
+        int same = 1;
+        for (size_t i = 0; i < 6; i++)
+            same &= memcmp(want + (i * L + l) * K * isz,
+                           (const uint8_t *)r.routes.data + (i * L + l) * K * isz, K * isz) == 0;
+        ck_assert_msg(same == !((int)l == stale_a || (int)l == stale_b),
+                      "layer %zu: routes %s version 1's", l, same ? "equal" : "differ from");
+    }
+    free(want);
+    cJSON_Delete(sp);
+}
+
+START_TEST(partial_apply_names_the_skipped_layers_and_tensors)
+{
+    /* On the broadcast path the fault must name collective_rpc (there is no update_weights). */
+    const char *cfg = _i == 0
+                          ? SYNC_CFG_FAULTS("{\"kind\":\"partial_weight_apply\",\"layers\":[1,2]}")
+                          : SYNC_CFG_FAULTS("{\"kind\":\"partial_weight_apply\",\"layers\":[1,2],"
+                                            "\"endpoints\":[\"collective_rpc\"],\"count\":1}");
+    sfx x;
+    sfx_start(&x, 1, cfg, BOTH[_i], NULL);
+    sfx_sync(&x, 1, 1);
+    ck_assert(x.r.completed); /* the protocol succeeded: only verification can tell */
+    ck_assert(!x.r.verified);
+    ck_assert_int_eq(x.r.n_checks, 1);
+    const sr_check *c = sfx_check(&x, "sync.partial_update");
+    ck_assert_ptr_nonnull(c);
+    ck_assert_int_eq(c->where.engine, 0);
+    ck_assert_int_eq(c->where.layer, 1);
+    ck_assert_msg(strstr(c->message, "slots 1 (layers.1), 2 (layers.2);"), "%s", c->message);
+    ck_assert_msg(strstr(c->message, "layers.1.mlp.") && strstr(c->message, "layers.2.mlp."), "%s",
+                  c->message);
+    ck_assert_msg(!strstr(c->message, "layers.0.") && !strstr(c->message, "layers.3."), "%s",
+                  c->message);
+    ck_assert_msg(!strstr(c->message, "global"), "%s", c->message);
+    ck_assert_int_eq(x.r.engines[0].version, 1);
+    assert_stale_layers_only(&x, 1, 2);
+    sfx_stop(&x);
+}
+END_TEST
+
+START_TEST(unbumped_version_is_version_skew)
+{
+    sfx x;
+    sfx_start(&x, 1, SYNC_CFG_FAULTS("{\"kind\":\"version_not_bumped\",\"count\":1}"),
+              SR_SYNC_DELTA, NULL);
+    sfx_sync(&x, 1, 1);
+    ck_assert_int_eq(x.r.n_checks, 1);
+    const sr_check *c = sfx_check(&x, "sync.version_skew");
+    ck_assert_ptr_nonnull(c);
+    ck_assert_msg(strstr(c->message, "reports weight version 0 after the sync to version 1") &&
+                      strstr(c->message, "those of the new version"),
+                  "%s", c->message);
+    sfx_assert_fps(&x, 0, 1);
+    sfx_stop(&x);
+}
+END_TEST
+
+START_TEST(stalled_finish_is_a_deadline_within_the_deadline)
+{
+    /* Delta: collective_rpc #1 is start, #2 finish. */
+    sr_sync_opts o = SR_SYNC_OPTS_INIT;
+    o.phase_deadline_ms[SR_SYNC_FINISH] = 300;
+    sfx x;
+    sfx_start(&x, 1,
+              SYNC_CFG_FAULTS("{\"kind\":\"stall\",\"endpoints\":[\"collective_rpc\"],"
+                              "\"nth\":[2]}"),
+              SR_SYNC_DELTA, &o);
+    sfx_sync(&x, 1, 1);
+    const sr_check *c = sfx_check(&x, "sync.deadline");
+    ck_assert_ptr_nonnull(c);
+    ck_assert_msg(strstr(c->message, "(phase finish)") && strstr(c->message, "300 ms"), "%s",
+                  c->message);
+    ck_assert_int_eq(x.r.n_checks, 1); /* update_weights had switched it: the new state is whole */
+    ck_assert(!x.r.completed);
+    /* Cut at its deadline, not hung: a generous bound, not a timing measurement. */
+    ck_assert_uint_lt(x.r.phase_ns[SR_SYNC_FINISH], 10ull * 1000000000ull);
+    ck_assert(x.r.phase_ran[SR_SYNC_RESUME]);
+    sfx_assert_serves(&x, 0);
+    /* The finish never arrived, so the update is still active: the next start is refused
+     * (SkyRL #1605's symptom), and the engine still serves. */
+    sfx_sync(&x, 2, 2);
+    ck_assert_int_eq(x.r.n_checks, 1); /* the engine is wholly on version 1: no mixture */
+    c = sfx_check(&x, "sync.protocol_order");
+    ck_assert_ptr_nonnull(c);
+    ck_assert_ptr_nonnull(strstr(c->message, "already active"));
+    sfx_assert_serves(&x, 0);
+    sfx_stop(&x);
+}
+END_TEST
+
+START_TEST(start_while_active_is_protocol_order_and_the_engine_serves)
+{
+    sfx x;
+    sfx_start(&x, 2, SYNC_CFG, SR_SYNC_BROADCAST, NULL);
+    sr_client_reply r;
+    sr_err e = SR_ERR_INIT;
+    ck_assert_sr_ok(sr_client_control(&r, 1, x.f.client, 0, "POST", "/collective_rpc",
+                                      "{\"method\":\"skyrl_start_weight_update\"}", &e),
+                    e);
+    sr_client_reply_release(&r);
+    sfx_sync(&x, 1, 1);
+    ck_assert_int_eq(x.r.n_checks, 1);
+    const sr_check *c = sfx_check(&x, "sync.protocol_order");
+    ck_assert_ptr_nonnull(c);
+    ck_assert_int_eq(c->where.engine, 0);
+    ck_assert_msg(strstr(c->message, "(phase start)"), "%s", c->message);
+    ck_assert(!x.r.completed);
+    ck_assert(!x.r.phase_ran[SR_SYNC_UPDATE]);
+    ck_assert(x.r.phase_ran[SR_SYNC_FINISH]);
+    /* rogue start, refused start; engine 1: start and finish only. */
+    ck_assert_int_eq(fx_count(&x.f, 0, "collective_rpc"), 2);
+    ck_assert_int_eq(fx_count(&x.f, 1, "collective_rpc"), 2);
+    /* Engine 1 started, so it got its finish: no update is left active there. */
+    ck_assert_int_eq((int)sfx_state_num(&x, 1, "sync", "active"), 0);
+    for (int i = 0; i < 2; i++) {
+        ck_assert_int_eq(x.r.engines[i].version, 0);
+        sfx_assert_serves(&x, i);
+    }
+    sfx_stop(&x);
+}
+END_TEST
+
+static size_t sink(char *p, size_t size, size_t n, void *ud)
+{
+    (void)p;
+    (void)ud;
+    return size * n;
+}
+
+START_TEST(malformed_buckets_are_named_errors)
+{
+    sfx x;
+    sfx_start(&x, 1, SYNC_CFG, SR_SYNC_BROADCAST, NULL);
+    CURL *h = curl_easy_init();
+    char url[256];
+    snprintf(url, sizeof(url), "%s/collective_rpc", x.f.urls[0]);
+    struct curl_slist *hd = curl_slist_append(NULL, "Content-Type: application/x-syncroll-bucket");
+    static const char *const bodies[] = {
+        "no header line",
+        "{\"method\":\"update_weights_nccl\",\"kwargs\":{\"update_info\":{\"names\":[\"nope\"],"
+        "\"dtype_names\":[\"float16\"],\"shapes\":[[1,64]],\"syncroll\":{\"target_version\":1,"
+        "\"bucket\":0,\"sizes\":[128],\"checksums\":[\"00000000000000000000000000000000\"]}}}}\n",
+        "{\"method\":\"update_weights_nccl\",\"kwargs\":{\"update_info\":{\"names\":[],"
+        "\"dtype_names\":[],\"shapes\":[],\"syncroll\":{\"target_version\":1,\"bucket\":0,"
+        "\"sizes\":[],\"checksums\":[]}}}}\nstray"};
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hd);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sink);
+    /* Without an active update even a well-formed header is out of order. */
+    curl_easy_setopt(h, CURLOPT_POSTFIELDS, bodies[2]);
+    ck_assert_int_eq(curl_easy_perform(h), CURLE_OK);
+    long st = 0;
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &st);
+    ck_assert_int_eq(st, 500);
+    sr_client_reply rep;
+    sr_err e = SR_ERR_INIT;
+    ck_assert_sr_ok(sr_client_control(&rep, 1, x.f.client, 0, "POST", "/collective_rpc",
+                                      "{\"method\":\"skyrl_start_weight_update\"}", &e),
+                    e);
+    sr_client_reply_release(&rep);
+    for (size_t i = 0; i < 3; i++) {
+        curl_easy_setopt(h, CURLOPT_POSTFIELDS, bodies[i]);
+        ck_assert_int_eq(curl_easy_perform(h), CURLE_OK);
+        long status = 0;
+        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+        ck_assert_int_eq(status, 400);
+    }
+    curl_slist_free_all(hd);
+    curl_easy_cleanup(h);
+    /* The spoiled update is discarded by its finish, which ends it. */
+    ck_assert_int_eq(sr_client_control(&rep, 1, x.f.client, 0, "POST", "/collective_rpc",
+                                       "{\"method\":\"skyrl_finish_weight_update\"}", &e),
+                     SR_E_CLIENT_HTTP_STATUS);
+    ck_assert_int_eq(rep.http_status, 400);
+    sr_client_reply_release(&rep);
+    ck_assert_int_eq((int)sfx_state_num(&x, 0, "sync", "active"), 0);
+    ck_assert_int_eq((int)sfx_state_num(&x, 0, "weight_version", NULL), 0);
+    sfx_assert_serves(&x, 0);
+    sfx_sync(&x, 1, 1);
+    sfx_assert_clean(&x);
+    sfx_stop(&x);
+}
+END_TEST
+
+static Suite *faults_suite(void)
+{
+    Suite *s = suite_create("sync_faults");
+    TCase *tc = tcase_create("sync_faults");
+    tcase_set_timeout(tc, 60);
+    tcase_add_loop_test(tc, corrupted_payload_keeps_the_old_version_and_the_next_sync_recovers, 0,
+                        2);
+    tcase_add_loop_test(tc, partial_apply_names_the_skipped_layers_and_tensors, 0, 2);
+    tcase_add_test(tc, unbumped_version_is_version_skew);
+    tcase_add_test(tc, stalled_finish_is_a_deadline_within_the_deadline);
+    tcase_add_test(tc, start_while_active_is_protocol_order_and_the_engine_serves);
+    tcase_add_test(tc, malformed_buckets_are_named_errors);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    int rc = sr_test_run(faults_suite());
+    curl_global_cleanup();
+    return rc;
+}
