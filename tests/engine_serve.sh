@@ -42,3 +42,21 @@ for p in $pids; do
     kill -0 "$p" 2>/dev/null && fail "engine $p still running after serve stopped"
 done
 echo "ok: serve"
+
+# The same with an example scenario file (serve takes the scenario's model, seed and engines).
+SCN=${SYNCROLL_SOURCE_DIR:?SYNCROLL_SOURCE_DIR must point at the source tree}/scenarios/examples/r3-two-turns.json
+rm -f "$tmp/fifo"
+mkfifo "$tmp/fifo"
+"$S" serve --stop-grace 5 "$SCN" >"$tmp/fifo" 2>"$tmp/err" &
+pid=$!
+exec 3<"$tmp/fifo"
+IFS= read -r line <&3 || fail "serve printed no line for $SCN"
+u=$(printf '%s\n' "$line" | grep -o '"url":"[^"]*"' | head -n 1 | sed 's/"url":"//; s/"$//')
+curl -sS -X POST -H 'Content-Type: application/json' \
+    -d '{"sampling_params":{"max_tokens":5,"logprobs":0,"routed_experts_prompt_start":0},"model":"default","token_ids":[3,1,4,1,5,9]}' \
+    -o "$tmp/body2.json" "$u/skyrl/v1/generate" || fail "POST to $u"
+"$S" check-body "$tmp/body2.json" >/dev/null 2>&1 || fail "check-body rejected the scenario engine's body"
+"$O" "$SCN" "$tmp/body2.json" 0 3 1 4 1 5 9 || fail "routes of the scenario engine differ from the oracle"
+kill -TERM "$pid"
+wait "$pid" || fail "serve of $SCN exited with $? after SIGTERM"
+echo "ok: serve of an example scenario"
