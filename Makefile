@@ -6,7 +6,7 @@ JOBS    ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 # Debian packages the build and tests need (make deps installs the missing ones).
 DEPS    := gcc make cmake pkg-config libcurl4-openssl-dev libcjson-dev check libmicrohttpd-dev \
-           libxxhash-dev libzstd-dev libxml2-utils
+           libxxhash-dev libzstd-dev libxml2-utils python3 python3-numpy
 # Extra packages for fuzzing (clang's libFuzzer runtime).
 FUZZ_DEPS := clang libclang-rt-14-dev
 FUZZ_SECONDS ?= 60
@@ -21,9 +21,11 @@ all: build
 help:
 	@echo "make run       install deps, build, run scenarios/nightly (else scenarios/examples) into reports/"
 	@echo "make test      install deps, build, run every test (ctest)"
-	@echo "make bench     run the benchmarks; lines go to reports/bench/latest.txt"
+	@echo "make bench     run the benchmarks into reports/bench/latest.{txt,json}; print the targets table"
 	@echo "make fuzz      build and run every fuzz target for FUZZ_SECONDS (default 60) each"
 	@echo "make sanitize  build with address+undefined sanitizers into build-sanitize and run ctest"
+	@echo "make soak      run scenarios/soak/ for SOAK_SECONDS (default 600) each, alone (-j 1)"
+	@echo "make memcheck  unit suites and smoke scenarios (harness and engines) under valgrind"
 	@echo "make deps      install missing Debian packages (as root), or print the command"
 	@echo "make format    clang-format every C file in place"
 	@echo "make report-shot  render reports/latest/report.html to report.png (headless Chromium)"
@@ -96,3 +98,17 @@ format:
 
 clean:
 	rm -rf $(BUILD) build-sanitize build-fuzz
+
+# The long soak: every scenario of scenarios/soak/ for SOAK_SECONDS each, one after the other
+# (-j 1: the runner's descriptor and memory samples must be the soak's own); see README
+# "Reliability". The short one runs in ctest (scenarios.soak).
+SOAK_SECONDS ?= 600
+.PHONY: soak memcheck
+soak: build
+	$(SYNCROLL) run -j 1 --duration $(SOAK_SECONDS) scenarios/soak
+
+# Unit suites and smoke scenarios (harness and engines) under valgrind memcheck
+# (tests/memcheck.sh; suppressions with their reasons in tests/valgrind.supp).
+memcheck: build
+	$(call install_missing,valgrind)
+	@sh tests/memcheck.sh $(BUILD)

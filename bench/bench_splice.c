@@ -10,8 +10,16 @@
  *   splice.naive_cjson      cJSON over the whole body, then decode and validate each envelope
  *
  * The peak resident memory of streaming is measured in a fresh child process (spawned with
- * posix_spawn) that generates the body 64 KiB at a time and never holds it: printed as '#' lines,
- * with the target decoded + remainder + 16 MiB.
+ * posix_spawn) that generates the body 64 KiB at a time and never holds it:
+ * splice.stream_64k.peak_rss.{known,unknown} (Content-Length known or not), ratio = peak RSS /
+ * (decoded + remainder + 16 MiB), target <= 1.
+ *
+ * Python baselines (issue 12): the body is written to a temporary file and
+ * bench/reference_splice.py runs on it with Debian's python3 + numpy (BENCH_PYTHON overrides the
+ * interpreter, BENCH_NO_PYTHON=1 skips it); its pysplice.* lines are passed through, then
+ *   splice.oneshot_1t.vs_py_reference   ratio = syncroll one-shot / Python splice path
+ *   splice.oneshot_1t.vs_py_naive       ratio = syncroll one-shot / Python json.loads + decode
+ * each with speedup = 1 / ratio (target: speedup >= 15 over the reference path).
  */
 #include <spawn.h>
 #include <stdio.h>
@@ -266,10 +274,11 @@ static int rss_child(const sr_fields *fields, int known)
     double mib = 1024.0 * 1024.0;
     double peak = (double)vm_hwm_kib() * 1024.0 / mib;
     double dec = (double)r->stats.decoded_bytes / mib, rem = (double)r->stats.text_bytes / mib;
-    printf("# splice.stream_64k peak_rss_mib=%.1f decoded_mib=%.1f remainder_mib=%.2f "
-           "limit_mib=%.1f length=%s %s\n",
-           peak, dec, rem, dec + rem + 16.0, known ? "known" : "unknown",
-           peak <= dec + rem + 16.0 ? "ok" : "OVER");
+    char name[64];
+    snprintf(name, sizeof(name), "splice.stream_64k.peak_rss.%s", known ? "known" : "unknown");
+    bench_report_value(name, peak / (dec + rem + 16.0), "decoded+remainder+16MiB",
+                       "peak_mib=%.1f decoded_mib=%.1f remainder_mib=%.2f limit_mib=%.1f", peak,
+                       dec, rem, dec + rem + 16.0);
     sr_splicer_free(f.s);
     return 0;
 }
@@ -287,6 +296,98 @@ static void spawn_rss_child(const char *self, const char *mode)
     waitpid(pid, &st, 0);
 }
 
+/* ---- the Python baselines on the same body ---- */
+
+/* Writes the body to a fresh temporary file; its path goes to `path`. */
+static int write_body(char *path, size_t cap, const sr_buf *body)
+{
+    const char *tmp = getenv("TMPDIR");
+    snprintf(path, cap, "%s/bench_splice_body_XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    int fd = mkstemp(path);
+    if (fd < 0)
+        return -1;
+    size_t done = 0;
+    while (done < body->len) {
+        ssize_t w = write(fd, body->data + done, body->len - done);
+        if (w <= 0) {
+            close(fd);
+            unlink(path);
+            return -1;
+        }
+        done += (size_t)w;
+    }
+    close(fd);
+    return 0;
+}
+
+/* Parses `bench: <want> median_ms=.. min_ms=.. max_ms=..` into *s; 1 if the line is that one. */
+static int parse_line(const char *line, const char *want, bench_stats *s)
+{
+    char name[128];
+    bench_stats t;
+    if (sscanf(line, "bench: %127s median_ms=%lf min_ms=%lf max_ms=%lf", name, &t.median_ms,
+               &t.min_ms, &t.max_ms) != 4 ||
+        strcmp(name, want) != 0)
+        return 0;
+    *s = t;
+    return 1;
+}
+
+/* Runs reference_splice.py on the body; its lines are echoed. 0 when both paths were timed. */
+static int run_python(const sr_buf *body, int reps, bench_stats *ref, bench_stats *naive)
+{
+    const char *py = getenv("BENCH_PYTHON");
+    const char *script = getenv("BENCH_REFERENCE_SPLICE");
+    char path[512], reps_s[16], script_buf[600];
+    if (!py || !*py)
+        py = "/usr/bin/python3";
+    if (!script || !*script) {
+        snprintf(script_buf, sizeof(script_buf), "%s/bench/reference_splice.py", SR_SOURCE_DIR);
+        script = script_buf;
+    }
+    if (write_body(path, sizeof(path), body)) {
+        printf("# python baseline: cannot write the body to a temporary file\n");
+        return -1;
+    }
+    snprintf(reps_s, sizeof(reps_s), "%d", reps);
+    int fds[2];
+    pid_t pid = -1;
+    int found = 0;
+    if (pipe(fds) == 0) {
+        posix_spawn_file_actions_t fa;
+        posix_spawn_file_actions_init(&fa);
+        posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+        posix_spawn_file_actions_addclose(&fa, fds[0]);
+        char *argv[] = {(char *)py, (char *)script, path, reps_s, NULL};
+        fflush(stdout);
+        if (posix_spawn(&pid, py, &fa, NULL, argv, environ) != 0)
+            pid = -1;
+        posix_spawn_file_actions_destroy(&fa);
+        close(fds[1]);
+        FILE *in = fdopen(fds[0], "r");
+        char line[512];
+        while (in && fgets(line, sizeof(line), in)) {
+            fputs(line, stdout);
+            found |= parse_line(line, "pysplice.reference", ref) ? 1 : 0;
+            found |= parse_line(line, "pysplice.naive", naive) ? 2 : 0;
+        }
+        fflush(stdout);
+        if (in)
+            fclose(in);
+    }
+    int st = 0;
+    if (pid > 0)
+        waitpid(pid, &st, 0);
+    unlink(path);
+    if (pid <= 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0 || found != 3) {
+        printf("# python baseline: %s %s did not give both timings (needs Debian's python3 and "
+               "python3-numpy: make deps)\n",
+               py, script);
+        return -1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     sr_fields *fields;
@@ -302,11 +403,15 @@ int main(int argc, char **argv)
     int reps = bench_reps(11);
     printf("# splice body: %zu bytes (%.1f MiB), %d choices, %d tokens, [T,%d,%d] int16\n",
            body.len, (double)body.len / 1048576.0, CHOICES, TOKENS, LAYERS, TOPK);
-    bench_stats m = bench_memcpy(body.len, reps);
-    bench_report("splice.memcpy_body", m, m, "memcpy_body");
-
+    /* One-shot and memcpy alternate (bench_measure_vs_memcpy); the one-shot samples are kept and
+     * pooled with a second set taken after the Python baseline, so a load change on this shared
+     * machine favours neither side. */
     run_ctx c = {splicer(fields, 1), body.data, body.len, 0};
-    bench_report("splice.oneshot_1t", bench_measure(oneshot, &c, reps), m, "memcpy_body");
+    double *one_ms = malloc(sizeof(double) * 2 * (size_t)reps);
+    bench_stats m, one;
+    bench_measure_vs_memcpy(&one, &m, one_ms, oneshot, &c, body.len, reps);
+    bench_report("splice.memcpy_body", m, m, "memcpy_body");
+    bench_report("splice.oneshot_1t", one, m, "memcpy_body");
     const sr_splice_result *r;
     if (sr_splice(c.s, body.data, body.len, -1, &r, &err))
         die("check", &err);
@@ -321,6 +426,19 @@ int main(int argc, char **argv)
     bench_report("splice.stream_finish", finish_stats(&c, reps), m, "memcpy_body");
     bench_report("splice.naive_cjson", bench_measure(naive, &c, reps < 11 ? reps : 11), m,
                  "memcpy_body");
+    const char *nopy = getenv("BENCH_NO_PYTHON");
+    bench_stats py_ref, py_naive;
+    if (!(nopy && *nopy && strcmp(nopy, "0") != 0) &&
+        run_python(&body, reps, &py_ref, &py_naive) == 0) {
+        oneshot(&c);
+        bench_samples(one_ms + reps, oneshot, &c, reps);
+        one = bench_stats_of(one_ms, 2 * reps);
+        bench_report_ex("splice.oneshot_1t.vs_py_reference", one, py_ref, "pysplice.reference",
+                        "speedup=%.1f", py_ref.median_ms / one.median_ms);
+        bench_report_ex("splice.oneshot_1t.vs_py_naive", one, py_naive, "pysplice.naive",
+                        "speedup=%.1f", py_naive.median_ms / one.median_ms);
+    }
+    free(one_ms);
     sr_splicer_free(c.s);
     sr_splicer_free(c2.s);
     sr_buf_release(&body);

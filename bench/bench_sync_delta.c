@@ -17,6 +17,8 @@
  * Workers: 1 and 2 (the publish and apply team sizes; this machine has 2 cores).
  * delta.publish.full.w2.nofsync repeats one case with fsync off, to show what fsync costs.
  * Files go to a fresh directory under $TMPDIR (default /tmp), removed at the end.
+ * Every publish and apply line carries gbps= (10^9 bytes of weights per second; targets: apply
+ * full w2 >= 1, publish >= 0.5).
  */
 #include <ftw.h>
 #include <stdio.h>
@@ -264,7 +266,7 @@ int main(void)
             bench_stats s = bench_publish(&c, reps);
             char name[64];
             snprintf(name, sizeof(name), "delta.publish.%s.w%d", kind[k], w);
-            bench_report(name, s, mc, base_name);
+            bench_report_ex(name, s, mc, base_name, "gbps=%.3f", gbps(total, s));
             printf("# %s: %.2f GB/s of weights, %.1f MiB compressed\n", name, gbps(total, s),
                    (double)c.compressed / (1 << 20));
         }
@@ -273,7 +275,8 @@ int main(void)
     /* The share of fsync in the full publish: the same run with fsync off. */
     pub_case nf = {sync, a.t, full, a.n, 2, 0, 0};
     bench_stats s_nf = bench_publish(&nf, reps);
-    bench_report("delta.publish.full.w2.nofsync", s_nf, mc, base_name);
+    bench_report_ex("delta.publish.full.w2.nofsync", s_nf, mc, base_name, "gbps=%.3f",
+                    gbps(total, s_nf));
     printf("# delta.publish.full.w2.nofsync: %.2f GB/s of weights (fsync off: not a product "
            "setting, shows what fsync costs)\n",
            gbps(total, s_nf));
@@ -290,7 +293,7 @@ int main(void)
             bench_stats s = bench_apply(sync, state, local, a.t, a.n, w, reps, &threads);
             char name[64];
             snprintf(name, sizeof(name), "delta.apply.%s.w%d", kind[k], w);
-            bench_report(name, s, mc, base_name);
+            bench_report_ex(name, s, mc, base_name, "gbps=%.3f", gbps(total, s));
             printf("# %s: %.2f GB/s of weights (%d threads)\n", name, gbps(total, s), threads);
             for (size_t i = 0; i < a.n; i++) {
                 if (memcmp(local[i].data, next[k][i].data, TENSOR_BYTES) != 0) {

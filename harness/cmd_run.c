@@ -24,6 +24,10 @@ static void usage(FILE *f)
            "  -j, --jobs N     run N scenarios in parallel (default 1)\n"
            "  --repeat N       run every selected scenario N times (default 1)\n"
            "  --until-fail     repeat until a scenario fails (at most --repeat rounds if given)\n"
+           "  --duration S     soak: run each scenario's steps again and again, on the same\n"
+           "                   engines, until S seconds have passed (sets soak.duration_ms;\n"
+           "                   checks that nothing is lost and that the harness's descriptors\n"
+           "                   and memory stop growing; see scenarios/FORMAT.md §15)\n"
            "  --shard K/N      run only shard K of N (a stable partition by scenario id)\n"
            "  --out DIR        write the run folder under DIR (default reports)\n"
            "  --keep           keep the work folders (engine logs) of passing scenarios too\n"
@@ -76,6 +80,8 @@ static int value_opt(run_args *a, const char *o, const char *v)
         return parse_uint(v, 1, 1000000, &x) ? -1 : (a->repeat = (int)x, a->has_repeat = 1, 1);
     if (strcmp(o, "--out") == 0)
         return *v ? (a->out = v, 1) : -1;
+    if (strcmp(o, "--duration") == 0)
+        return parse_uint(v, 1, 86400, &x) ? -1 : (a->duration_ms = x * 1000, 1);
     if (strcmp(o, "--report") == 0)
         return sr_report_parse_list(&a->reports, v, NULL) ? -1 : 1;
     if (strcmp(o, "--shard") == 0) {

@@ -231,6 +231,8 @@ typedef struct pool {
     const char *dir, *self;
     double t0;
     int keep;
+    int n_jobs;          /* min(-j, scenarios in the round), for sr_run_opts */
+    int64_t duration_ms; /* --duration, for the repro line */
     pthread_mutex_t print;
     sr_term *term;
 } pool;
@@ -245,11 +247,14 @@ static void run_job(pool *p, const job *j)
     snprintf(expanded, sizeof(expanded), "%s/scenarios/%s.json", p->dir, j->scn->id);
     snprintf(repro, sizeof(repro), "syncroll run %s --seed %llu", j->scn->path,
              (unsigned long long)j->scn->seed);
+    if (p->duration_ms)
+        snprintf(repro + strlen(repro), sizeof(repro) - strlen(repro), " --duration %lld",
+                 (long long)(p->duration_ms / 1000));
     if (mkdir_p(work) != 0) {
         sr_result_set_str(&j->res->id, j->scn->id, NULL);
         sr_scenario_set_verdict(j->res, SR_VERDICT_ERROR, "cannot create %s", work);
     } else {
-        sr_run_opts o = {p->self, work, expanded, repro, j->repeat, p->t0};
+        sr_run_opts o = {p->self, work, expanded, repro, j->repeat, p->t0, p->n_jobs};
         sr_run_scenario(j->res, j->scn, &o);
         if ((j->res->verdict == SR_VERDICT_PASS || j->res->verdict == SR_VERDICT_SKIP) &&
             !p->keep) {
@@ -310,6 +315,8 @@ static int run_rounds(sr_run_result *run, const loaded *l, const run_args *a, po
         if (!p->n)
             break;
         sr_term_add_total(p->term, p->n);
+        /* Scenarios that really run side by side in this round (the soak's resource check). */
+        p->n_jobs = (size_t)a->jobs < p->n ? a->jobs : (int)p->n;
         run_round(p, a->jobs);
         for (size_t i = 0; i < p->n; i++)
             any_fail |= p->jobs[i].res->verdict == SR_VERDICT_FAIL ||
@@ -330,6 +337,8 @@ int sr_run_main(const run_args *a, int argc, char **argv)
     }
     for (size_t i = 0; a->has_seed && i < l.n; i++)
         sr_scenario_set_seed(l.v[i], a->seed);
+    for (size_t i = 0; a->duration_ms && i < l.n; i++)
+        l.v[i]->soak_duration_ms = a->duration_ms;
     char dir[4096], run_id[64], self[4096];
     sr_err err = SR_ERR_INIT;
     sr_run_result *run = NULL;
@@ -347,6 +356,7 @@ int sr_run_main(const run_args *a, int argc, char **argv)
         const char *engine = getenv("SYNCROLL_ENGINE");
         p.self = engine && *engine ? engine : self;
         p.keep = a->keep;
+        p.duration_ms = a->duration_ms;
         p.t0 = sr_client_now_ms();
         pthread_mutex_init(&p.print, NULL);
         if (sr_term_start(&p.term, stdout, 0, NULL, &err)) {

@@ -13,6 +13,7 @@ typedef struct run_args {
     int has_seed;
     uint64_t seed;
     int jobs, repeat, has_repeat, until_fail, keep;
+    int64_t duration_ms;  /* --duration: every scenario's soak.duration_ms; 0: as the files say */
     int shard_k, shard_n; /* 0/0: no sharding */
     const char *out;
     unsigned reports; /* SR_REPORT_* bits (report/report.h) */

@@ -15,6 +15,8 @@ const sr_command sr_commands[] = {
     {"run", "run scenario files against mock engines and report", sr_cmd_run},
     {"lint", "validate scenario files without running them", sr_cmd_lint},
     {"report", "re-render a run's reports; compare p99 with a baseline run", sr_cmd_report},
+    {"validate-field", "validate a new packed side-channel field before it ships",
+     sr_cmd_validate_field},
     {NULL, NULL, NULL},
 };
 

@@ -55,7 +55,8 @@ static int spawn_one(sr_scn_run *run, int i, const char *cfg, sr_err *err)
     char log[4096], idx[16], life[32];
     snprintf(log, sizeof(log), "%s/engine-%d.log", run->opts->work_dir, i);
     snprintf(idx, sizeof(idx), "%d", i);
-    snprintf(life, sizeof(life), "%.3f", (double)s->timeout_ms / 1000.0);
+    /* A soak keeps its engines for its whole duration, so the watchdog allows for it. */
+    snprintf(life, sizeof(life), "%.3f", (double)(s->timeout_ms + s->soak_duration_ms) / 1000.0);
     sr_engine_run *er = &run->res->engines[i];
     er->index = i;
     er->pid = -1;
@@ -262,6 +263,7 @@ static int make_client(sr_scn_run *run, sr_err *err)
     o.seed = s->seed;
     o.quirks.retry_json_decode_only = s->quirks[SR_QUIRK_RETRY_JSON_DECODE_ONLY];
     o.quirks.no_prompt_start = s->quirks[SR_QUIRK_NO_PROMPT_START];
+    o.quirks.prefix_without_quote = s->quirks[SR_QUIRK_PREFIX_WITHOUT_QUOTE];
     int rc = sr_client_new(&run->client, (const char *const *)run->urls, (size_t)run->n_engines,
                            s->fields, &o, err);
     if (!rc && !s->n_urls)
@@ -385,7 +387,7 @@ static void execute(sr_scn_run *run)
     if (!rc && up == 1)
         rc = make_client(run, &err);
     if (!rc && up == 1 && !trainer_check(run))
-        rc = run_steps(run, &err);
+        rc = sr_run_iterations(run, run_steps, &err);
     stop_engines(run);
     /* The scenario phase ends here so that a budget can hold it too. */
     sr_scenario_record(res, SR_PHASE_SCENARIO, (uint64_t)(sr_run_now_ms(run) * 1e6));

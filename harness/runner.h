@@ -8,6 +8,16 @@
  * the steps in order; join every async step still running; check the budgets; stop the engines
  * (SIGTERM, SIGKILL after engines.stop_grace_ms); judge the verdict against `expect`.
  *
+ * Soak (soak.duration_ms > 0, FORMAT.md §15; runner_soak.c): the steps run again and again on
+ * the same engines, a new iteration starting while less than the duration has passed. Iteration
+ * k > 0 draws its prompts and environments from (seed, k) and names its sessions
+ * "<id>/<step>.<k>/<i>", so no two iterations send the same requests. After each iteration the
+ * runner samples the process's open descriptors and resident memory (/proc/self); at the end it
+ * fires soak.resource_growth if either grew past its allowance after the warm-up iterations,
+ * reads every engine's state (engine.control if one does not answer) and prints one summary
+ * line on standard error. Iterations stop early once a check the scenario does not expect has
+ * fired or an engine has crashed. The engines' watchdog is timeout_ms + soak.duration_ms.
+ *
  * Steps run on the calling thread, except steps with "async": true, which run on a thread of
  * their own until a `wait` step (or a step that needs their result, such as `collate`, or the
  * end of the scenario) joins them. After every step the runner polls the engines: one that has
@@ -42,6 +52,9 @@ typedef struct sr_run_opts {
     const char *repro;    /* the repro command line to record */
     int repeat;           /* 1-based execution number */
     double run_t0_ms;     /* sr_client_now_ms() when the run started */
+    int jobs;             /* scenarios running side by side in this process (min(-j, scenarios));
+                             soak resource checks measure the whole process, so they need 1 (0
+                             counts as 1) */
 } sr_run_opts;
 
 /* The runtime of one step. */
@@ -73,6 +86,7 @@ typedef struct sr_scn_run {
     int64_t weight_version; /* the version the trainer last published (weights.version first) */
     sr_step_state *steps;   /* one per scenario step */
     struct sr_sync *sync;   /* the weight-sync state of step_sync.c, NULL until a sync runs */
+    int64_t iteration;      /* 0-based pass over the steps (soak, runner_soak.c) */
 } sr_scn_run;
 
 /* A step executor: 0 when the step ran (its checks are in the result), else a harness error. */
@@ -99,6 +113,10 @@ double sr_run_now_ms(const sr_scn_run *run);
 
 /* Fires engine.crashed for every spawned engine that has exited since the last poll. */
 void sr_run_poll_engines(sr_scn_run *run, int step);
+
+/* Runs the steps once, or repeatedly for a soak (runner_soak.c); the steps of one iteration
+ * through run_once (runner.c's pass over the steps, async ones joined). */
+int sr_run_iterations(sr_scn_run *run, int (*run_once)(sr_scn_run *, sr_err *), sr_err *err);
 
 /* Sets the verdict of a scenario whose steps ran, from its fired checks and `expect`. */
 void sr_run_judge(sr_scenario_result *res, const sr_scenario *s);

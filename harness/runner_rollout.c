@@ -49,14 +49,21 @@ static int make_configs(rbatch *b, sr_err *err)
     const sr_scn_rollout *r = &s->steps[b->step].rollout;
     for (int64_t i = 0; i < r->batch; i++) {
         uint64_t ss = sample_seed(s->seed, b->step, i);
+        /* Soak iterations after the first draw new prompts and environments (runner.h). */
+        if (b->run->iteration > 0)
+            ss = draw(ss, 0x100 + (uint64_t)b->run->iteration);
         int64_t P = r->prompt_min +
                     (int64_t)below(draw(ss, 0), (uint64_t)(r->prompt_max - r->prompt_min + 1));
         if (!(b->prompts[i] = malloc((size_t)P * sizeof(int32_t))))
             return sr_err_set(err, SR_E_NOMEM, "cannot allocate a prompt");
         for (int64_t j = 0; j < P; j++)
             b->prompts[i][j] = (int32_t)below(draw(ss, (uint64_t)j + 2), (uint64_t)s->engine.vocab);
-        snprintf(b->sessions[i], SR_CLIENT_SESSION_MAX, "%s/%s/%lld", s->id, s->steps[b->step].name,
-                 (long long)i);
+        if (b->run->iteration > 0)
+            snprintf(b->sessions[i], SR_CLIENT_SESSION_MAX, "%s/%s.%lld/%lld", s->id,
+                     s->steps[b->step].name, (long long)b->run->iteration, (long long)i);
+        else
+            snprintf(b->sessions[i], SR_CLIENT_SESSION_MAX, "%s/%s/%lld", s->id,
+                     s->steps[b->step].name, (long long)i);
         sr_rollout_config c = SR_ROLLOUT_CONFIG_INIT;
         c.prompt = b->prompts[i];
         c.prompt_len = (size_t)P;

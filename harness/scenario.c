@@ -449,6 +449,7 @@ static void defaults(sr_scenario *s)
     s->routing_replay = 1;
     snprintf(s->role, sizeof(s->role), "policy");
     s->expect_verdict = SR_VERDICT_PASS;
+    sr_scn_soak_defaults(s);
 }
 
 static int parse_top(scn_parse *p, const cJSON *root)
@@ -492,13 +493,15 @@ static int parse_top(scn_parse *p, const cJSON *root)
         rc = sr_scn_parse_expect(p, root);
     if (!rc)
         rc = sr_scn_parse_budgets(p, root);
+    if (!rc)
+        rc = sr_scn_parse_soak(p, root);
     if (rc == SR_E_NOMEM)
         sr_err_set(p->err, rc, "out of memory while loading a scenario");
     return rc;
 }
 
-int sr_scenario_parse(sr_scenario **out, const char *text, size_t len, const char *name,
-                      sr_err *err)
+static int parse_max(sr_scenario **out, const char *text, size_t len, const char *name,
+                     size_t max_bytes, sr_err *err)
 {
     *out = NULL;
     sr_scenario *s = calloc(1, sizeof(*s));
@@ -512,7 +515,7 @@ int sr_scenario_parse(sr_scenario **out, const char *text, size_t len, const cha
     if (!rc)
         rc = sr_fields_add_builtins(s->fields, err);
     if (!rc)
-        rc = sr_json_parse(&doc, text, len, s->path, SR_SCN_MAX_FILE, err);
+        rc = sr_json_parse(&doc, text, len, s->path, max_bytes, err);
     if (!rc) {
         scn_parse p = {doc, s, err};
         rc = parse_top(&p, sr_json_root(doc));
@@ -528,14 +531,26 @@ int sr_scenario_parse(sr_scenario **out, const char *text, size_t len, const cha
     return 0;
 }
 
+int sr_scenario_parse(sr_scenario **out, const char *text, size_t len, const char *name,
+                      sr_err *err)
+{
+    return parse_max(out, text, len, name, SR_SCN_MAX_FILE, err);
+}
+
 int sr_scenario_load(sr_scenario **out, const char *path, sr_err *err)
 {
+    return sr_scenario_load_max(out, path, SR_SCN_MAX_FILE, err);
+}
+
+int sr_scenario_load_max(sr_scenario **out, const char *path, size_t max_bytes, sr_err *err)
+{
     *out = NULL;
+    max_bytes = max_bytes ? max_bytes : SR_SCN_MAX_FILE;
     FILE *f = fopen(path, "rb");
     if (!f)
         return sr_err_set(err, SR_E_IO, "%s: cannot open", path);
     sr_buf b = SR_BUF_INIT;
-    b.max = SR_SCN_MAX_FILE;
+    b.max = max_bytes;
     char chunk[65536];
     size_t n;
     int rc = 0;
@@ -545,9 +560,9 @@ int sr_scenario_load(sr_scenario **out, const char *path, sr_err *err)
         rc = sr_err_set(err, SR_E_IO, "%s: read error", path);
     fclose(f);
     if (rc == SR_E_LIMIT)
-        sr_err_set(err, rc, "%s: larger than %d bytes", path, SR_SCN_MAX_FILE);
+        sr_err_set(err, rc, "%s: larger than %zu bytes", path, max_bytes);
     if (!rc)
-        rc = sr_scenario_parse(out, b.data ? b.data : "", b.len, path, err);
+        rc = parse_max(out, b.data ? b.data : "", b.len, path, max_bytes, err);
     sr_buf_release(&b);
     return rc;
 }

@@ -77,12 +77,13 @@ typedef enum sr_quirk {
     SR_QUIRK_OVERWRITE_TRACE_EACH_TURN,  /* rollout */
     SR_QUIRK_AFFINITY_ERROR_FATAL,       /* pool */
     SR_QUIRK_VPP1_REJECTED,              /* config (sr_replay_config) */
+    SR_QUIRK_PREFIX_WITHOUT_QUOTE,       /* splice (through the client) */
     SR_QUIRK_COUNT
 } sr_quirk;
 
 typedef struct sr_quirk_info {
     const char *name;   /* as written in client.quirks */
-    const char *module; /* "client", "trace", "rollout", "pool", "config" */
+    const char *module; /* "client", "trace", "rollout", "pool", "config", "splice" */
     const char *bug;    /* bug-catalog id */
 } sr_quirk_info;
 
@@ -233,10 +234,22 @@ typedef struct sr_scenario {
     int n_expect_classes;
     sr_scn_budget budgets[SR_SCN_MAX_BUDGETS];
     int n_budgets;
+    /* soak (FORMAT.md §15): 0 runs the steps once; `syncroll run --duration` overrides it */
+    int64_t soak_duration_ms;
+    int64_t soak_warmup_iterations;
+    int64_t soak_max_fd_growth;
+    int64_t soak_max_rss_growth; /* bytes */
 } sr_scenario;
 
 /* Loads and validates a scenario file (contract above). *out is freed with sr_scenario_free. */
 int sr_scenario_load(sr_scenario **out, const char *path, sr_err *err);
+
+/*
+ * sr_scenario_load with another bound on the file's size: max_bytes (0: SR_SCN_MAX_FILE) bounds
+ * both the bytes read and the JSON parser's input. A larger file is SR_E_LIMIT (resource.limit)
+ * naming the path and the bound, before anything is parsed.
+ */
+int sr_scenario_load_max(sr_scenario **out, const char *path, size_t max_bytes, sr_err *err);
 
 /* The same from text in memory; `name` names it in messages. */
 int sr_scenario_parse(sr_scenario **out, const char *text, size_t len, const char *name,
@@ -261,9 +274,11 @@ int sr_scenario_write_engine(const sr_scenario *s, const char *path, sr_err *err
 
 /*
  * Collects scenario files from paths: a file is taken as given; a directory is searched
- * recursively for files ending in ".json" (names starting with '.' are skipped), each directory's
- * files in strcmp order. *out (n entries) is freed with sr_scenario_files_free. SR_E_IO for a
- * path that does not exist or a directory that cannot be read.
+ * recursively for files ending in ".json" (names starting with '.' are skipped, and so are names
+ * ending in ".field.json": packed-field definitions for `syncroll validate-field`, not
+ * scenarios), each directory's files in strcmp order. *out (n entries) is freed with
+ * sr_scenario_files_free. SR_E_IO for a path that does not exist or a directory that cannot be
+ * read.
  */
 int sr_scenario_files(char ***out, size_t *n, char *const *paths, size_t n_paths, sr_err *err);
 void sr_scenario_files_free(char **v, size_t n);

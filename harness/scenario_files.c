@@ -69,7 +69,7 @@ static int walk(flist *l, const char *dir, int depth, sr_err *err)
             rc = sr_err_set(err, SR_E_IO, "%s: cannot stat", path);
         else if (S_ISDIR(st.st_mode))
             rc = walk(l, path, depth + 1, err);
-        else if (S_ISREG(st.st_mode) && ends_with(path, ".json"))
+        else if (S_ISREG(st.st_mode) && ends_with(path, ".json") && !ends_with(path, ".field.json"))
             rc = push(l, path, err);
     }
     sr_scenario_files_free(here.v, here.n);

@@ -135,6 +135,11 @@ static const sr_scenario_key keys[] = {
     {"budgets.phase", "string"},
     {"budgets.percentile", "number"},
     {"budgets.max_ms", "number"},
+    {"soak", "object"},
+    {"soak.duration_ms", "integer"},
+    {"soak.warmup_iterations", "integer"},
+    {"soak.max_fd_growth", "integer"},
+    {"soak.max_rss_growth_bytes", "integer"},
 };
 
 size_t sr_scenario_key_count(void)
@@ -159,6 +164,7 @@ static const sr_quirk_info quirks[SR_QUIRK_COUNT] = {
                                             "skyrl-overwrite-not-append"},
     [SR_QUIRK_AFFINITY_ERROR_FATAL] = {"affinity_error_fatal", "pool", "skyrl-affinity-oserror"},
     [SR_QUIRK_VPP1_REJECTED] = {"vpp1_rejected", "config", "skyrl-vpp1"},
+    [SR_QUIRK_PREFIX_WITHOUT_QUOTE] = {"prefix_without_quote", "splice", "skyrl-lookalike-suffix"},
 };
 
 const sr_quirk_info *sr_quirk_info_of(sr_quirk q)

@@ -45,4 +45,9 @@ int sr_scn_parse_budgets(scn_parse *p, const cJSON *root);
 /* Writers of the step, expect and budget sections (scenario_write.c). */
 cJSON *sr_scn_steps_json(const sr_scenario *s);
 
+/* The `soak` object: defaults, parser and writer (scenario_soak.c). */
+void sr_scn_soak_defaults(sr_scenario *s);
+int sr_scn_parse_soak(scn_parse *p, const cJSON *root);
+cJSON *sr_scn_soak_json(const sr_scenario *s);
+
 #endif /* SR_SCENARIO_PRIV_H */

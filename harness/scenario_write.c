@@ -200,6 +200,7 @@ static cJSON *expanded(const sr_scenario *s)
     cJSON_AddItemToObject(r, "steps", sr_scn_steps_json(s));
     cJSON_AddItemToObject(r, "expect", expect_json(s));
     cJSON_AddItemToObject(r, "budgets", budgets_json(s));
+    cJSON_AddItemToObject(r, "soak", sr_scn_soak_json(s));
     return r;
 }
 

@@ -8,7 +8,7 @@
  * sr_check_info_at(): trace.row_mismatch, trace.token_mismatch, trace.logprob_mismatch,
  * trace.padding_row, trace.version_unknown, collate.alignment, collate.padding_rows,
  * collate.padding_mask, engine.crashed, engine.state, engine.control, step.deadline,
- * budget.latency, budget.no_samples. scenarios/FORMAT.md documents them.
+ * budget.latency, budget.no_samples, soak.resource_growth. scenarios/FORMAT.md documents them.
  *
  * Rollouts (sr_verify_rollout). A rollout that failed is recorded as the check named by its
  * error, with the turn (and, for trace.missing_route, the token row) where it failed. A rollout

@@ -22,6 +22,8 @@ static const sr_check_info checks[] = {
     {"step.deadline", "a wait step's condition did not hold before its timeout"},
     {"budget.latency", "a phase's latency percentile exceeds its budget"},
     {"budget.no_samples", "a budget names a phase that recorded nothing"},
+    {"soak.resource_growth", "the harness's open descriptors or resident memory kept growing "
+                             "after a soak's warm-up iterations"},
 };
 
 size_t sr_check_info_count(void)

@@ -105,6 +105,8 @@ typedef enum sr_class {
       "the body ended before its announced Content-Length")                                       \
     X(SR_E_SPLICE_LONG, -408, "splice.long_body", SR_CLASS_PROTOCOL,                               \
       "the body continued past its announced Content-Length")                                     \
+    X(SR_E_SPLICE_MISATTRIBUTED, -409, "splice.misattributed", SR_CLASS_PROTOCOL,                 \
+      "a blob cut at a look-alike key (quirk prefix_without_quote) went to a registered field")   \
     X(SR_E_FIELD_DEF, -410, "fields.invalid_definition", SR_CLASS_USAGE,                           \
       "a packed-field definition is malformed")                                                   \
     X(SR_E_FIELD_UNKNOWN, -411, "fields.unknown", SR_CLASS_USAGE,                                  \

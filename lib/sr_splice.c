@@ -247,9 +247,12 @@ static size_t backslashes_before(const sr_buf *t, size_t at)
 
 /*
  * The registered field whose `"name"` ends at text offset `end` (exclusive), of kind `kind`, or
- * -1. *escaped tells whether its opening quote is preceded by an odd run of backslashes.
+ * -1. *escaped tells whether its opening quote is preceded by an odd run of backslashes. With
+ * `lookalike` non-NULL (the quirk prefix_without_quote) a name whose opening quote is missing
+ * also matches, and *lookalike tells which kind of match it was.
  */
-static int match_key(const sr_splicer *s, size_t end, sr_field_kind kind, int *escaped)
+static int match_key(const sr_splicer *s, size_t end, sr_field_kind kind, int *escaped,
+                     int *lookalike)
 {
     const sr_buf *t = &s->text;
     if (end < 3 || t->data[end - 1] != '"')
@@ -261,15 +264,18 @@ static int match_key(const sr_splicer *s, size_t end, sr_field_kind kind, int *e
         if (d->kind != kind || end < L + 2)
             continue;
         size_t q = end - L - 2;
-        if (t->data[q] == '"' && memcmp(t->data + q + 1, d->name, L) == 0) {
-            *escaped = (int)(backslashes_before(t, q) & 1);
-            return (int)i;
-        }
+        if (memcmp(t->data + q + 1, d->name, L) != 0 || (t->data[q] != '"' && !lookalike))
+            continue;
+        *escaped = t->data[q] == '"' && (backslashes_before(t, q) & 1);
+        if (lookalike)
+            *lookalike = t->data[q] != '"';
+        return (int)i;
     }
     return -1;
 }
 
-static int start_blob(sr_splicer *s, int field, int escaped, const char *p, sr_err *err)
+static int start_blob(sr_splicer *s, int field, int escaped, int lookalike, const char *p,
+                      sr_err *err)
 {
     int rc = sr_splice_i_grow((void **)&s->blobs, &s->cap_blobs, s->nblobs, sizeof(blob_rec), err);
     if (rc)
@@ -283,6 +289,7 @@ static int start_blob(sr_splicer *s, int field, int escaped, const char *p, sr_e
     memset(b, 0, sizeof(*b));
     b->field = (uint32_t)field;
     b->escaped = escaped;
+    b->lookalike = lookalike;
     b->body_off = sp_body_off(s, p);
     b->out_off = s->cursor + pad;
     s->cursor = b->out_off;
@@ -339,7 +346,7 @@ static int scan_text(sr_splicer *s, const char **pp, const char *end, sr_err *er
         char c = *p;
         if (s->k == 1 && c == '[' && s->has_ints) {
             int esc = 0;
-            int f = match_key(s, s->text.len - 1, SR_FIELD_INT_ARRAY, &esc);
+            int f = match_key(s, s->text.len - 1, SR_FIELD_INT_ARRAY, &esc, NULL);
             if (f >= 0 && !esc) {
                 s->k = 0;
                 rc = start_ints(s, f, p, err);
@@ -361,11 +368,12 @@ static int scan_text(sr_splicer *s, const char **pp, const char *end, sr_err *er
         s->k += (int)run;
         if (s->k == ANCHOR_LEN) {
             s->k = 0;
-            int esc = 0;
-            int f =
-                s->has_packed ? match_key(s, s->text.len - ANCHOR_LEN, SR_FIELD_PACKED, &esc) : -1;
+            int esc = 0, look = 0;
+            int f = s->has_packed ? match_key(s, s->text.len - ANCHOR_LEN, SR_FIELD_PACKED, &esc,
+                                              s->opts.prefix_without_quote ? &look : NULL)
+                                  : -1;
             if (f >= 0 && !rc) {
-                rc = start_blob(s, f, esc, p, err);
+                rc = start_blob(s, f, esc, look, p, err);
                 break;
             }
         }

@@ -5,7 +5,8 @@
  * Algorithm (§3.2, in one left-to-right pass over the raw body whatever the number of fields):
  *   - The anchor is the 10 bytes `:{"data":"`. A registered packed field f matches when the
  *     bytes `"f"` (opening quote included) end exactly at the anchor; the first match in
- *     registration order wins. `not_routed_experts` therefore never matches `routed_experts`.
+ *     registration order wins. `not_routed_experts` therefore never matches `routed_experts`
+ *     (unless opts.prefix_without_quote restores the reference's defect, see below).
  *   - The blob runs from after the anchor to the next '"'. It is decoded on the fly (fused
  *     stop-at-quote base64) into this splicer's output memory and replaced by "" in the text
  *     handed to the parser (cJSON); no blob ever becomes a string.
@@ -41,6 +42,8 @@
  *   splice.layout_drift    a registered field holds an envelope the scan did not splice:
  *                          reordered keys, re-spaced JSON, "data":null, a key written with
  *                          escapes (`routed\u005fexperts`) (protocol)
+ *   splice.misattributed   (opts.prefix_without_quote only) a blob cut at a look-alike key was
+ *                          taken by a registered field's envelope, or found none (protocol)
  *   splice.orphan_blob     a spliced blob (or integer array) found no envelope of its field; a
  *                          blob cut at the escaped-quote key `x\"routed_experts` always does (the
  *                          reference may pair it by count with a reordered envelope) (protocol)
@@ -99,11 +102,19 @@ typedef struct sr_splice_opts {
     sr_b64_impl impl;  /* base64 kernel */
     size_t par_window; /* threaded decoding window in characters, a multiple of 16; 0: 256 KiB
                           (tests make it tiny to exercise window boundaries on small bodies) */
+    /*
+     * Quirk (bug skyrl-lookalike-suffix; default 0): match a packed field's key without its
+     * opening quote, as the reference's prefix `name":{"data":"` did, so the blob of a key that
+     * merely ends in the name (`not_routed_experts`) is spliced for the field. The splicer still
+     * records where each blob was cut: a look-alike blob that an envelope of the field takes, or
+     * that finds no envelope, is splice.misattributed. Never use it outside bug scenarios.
+     */
+    int prefix_without_quote;
 } sr_splice_opts;
 
 #define SR_SPLICE_OPTS_INIT                                                                        \
     {                                                                                              \
-        0, 1, SR_B64_AUTO, 0                                                                       \
+        0, 1, SR_B64_AUTO, 0, 0                                                                    \
     }
 
 typedef enum sr_splice_kind {

@@ -337,6 +337,12 @@ static int packed_member(walker *w, const sr_field_def *d, size_t f, cJSON *c, s
                               "%s: packed %s survived the scan unspliced; the response-body "
                               "layout drifted",
                               w->path.data, d->name);
+        if (w->s->blobs[bi].lookalike)
+            return sr_err_set_at(err, SR_E_SPLICE_MISATTRIBUTED, (int64_t)w->s->blobs[bi].body_off,
+                                 "%s: took the blob at body byte %llu, cut at a key that only "
+                                 "ends in \"%s\" (matched without its opening quote)",
+                                 w->path.data, (unsigned long long)w->s->blobs[bi].body_off,
+                                 d->name);
         return add_entry(w, SR_SPLICE_ENVELOPE, d, c, bi, err);
     }
     int rc =
@@ -402,6 +408,12 @@ static int check_orphans(walker *w, sr_err *err)
     int64_t first = -1, first_int = -1;
     for (size_t i = 0; i < s->nblobs; i++) {
         const blob_rec *b = &s->blobs[i];
+        if (i >= w->next_blob[b->field] && b->lookalike)
+            return sr_err_set_at(err, SR_E_SPLICE_MISATTRIBUTED, (int64_t)b->body_off,
+                                 "the blob at body byte %llu was cut for %s at a key that only "
+                                 "ends in its name (matched without its opening quote)",
+                                 (unsigned long long)b->body_off,
+                                 sr_fields_at(s->fields, b->field)->name);
         if (i >= w->next_blob[b->field] || b->escaped) {
             orphans[b->field]++;
             if (first < 0)

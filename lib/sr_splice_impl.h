@@ -24,6 +24,7 @@ enum { M_TEXT = 0, M_BLOB, M_SKIP, M_INTS, M_LOCATE };
 typedef struct blob_rec {
     uint32_t field;    /* registry index */
     int escaped;       /* the key's opening quote was escaped (a false positive, §3.3) */
+    int lookalike;     /* matched without an opening quote (opts.prefix_without_quote only) */
     uint64_t body_off; /* offset of the first base64 character in the body */
     uint64_t chars;    /* base64 characters */
     size_t out_off;    /* offset of the decoded bytes in the output region */

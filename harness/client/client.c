@@ -105,6 +105,7 @@ int sr_client_conn_new(sr_client_conn **out, const sr_client *c, sr_err *err)
     if (!rc) {
         sr_splice_opts so = SR_SPLICE_OPTS_INIT;
         so.max_body = c->opts.max_body;
+        so.prefix_without_quote = c->opts.quirks.prefix_without_quote;
         rc = sr_splicer_new(&k->splicer, c->fields, &so, err);
     }
     if (rc) {
@@ -230,6 +231,23 @@ static int put_sampling(sr_buf *b, const cJSON *sp, int64_t start, sr_err *err)
     return rc ? rc : sr_buf_puts(b, "}", err);
 }
 
+/* Writes v in decimal at p (at most 11 bytes) and returns the byte count. */
+static size_t put_int32(char *p, int32_t v)
+{
+    char digits[10];
+    size_t n = 0, len = 0;
+    uint32_t u = v < 0 ? 0u - (uint32_t)v : (uint32_t)v;
+    do {
+        digits[n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0)
+        p[len++] = '-';
+    while (n)
+        p[len++] = digits[--n];
+    return len;
+}
+
 /* The §1.2 body: sampling_params (start injected), model, token_ids, cache_salt, in that order. */
 static int build_body(sr_buf *b, const sr_client_req *r, int64_t start, sr_err *err)
 {
@@ -239,15 +257,22 @@ static int build_body(sr_buf *b, const sr_client_req *r, int64_t start, sr_err *
         rc = sr_buf_puts(b, ",\"model\":", err);
     if (!rc)
         rc = sr_client_json_str(b, r->model && r->model[0] ? r->model : "default", err);
+    if (!rc && r->n_tokens > (SIZE_MAX - 32) / 12)
+        rc = sr_err_set(err, SR_E_LIMIT, "client: %zu token ids do not fit a request body",
+                        r->n_tokens);
     if (!rc)
-        rc = sr_buf_reserve(b, r->n_tokens * 11 + 16, err);
+        rc = sr_buf_reserve(b, r->n_tokens * 12 + 32, err);
     if (!rc)
         rc = sr_buf_puts(b, ",\"token_ids\":[", err);
+    /* The reserve holds every id (at most 11 bytes and a comma each), so ids are written in
+     * place: snprintf per id was 8 % of the client's CPU per request (bench/README.md). */
     for (size_t i = 0; !rc && i < r->n_tokens; i++) {
-        char tmp[16];
-        int n = snprintf(tmp, sizeof tmp, i ? ",%d" : "%d", r->token_ids[i]);
-        rc = sr_buf_append(b, tmp, (size_t)n, err);
+        if (i)
+            b->data[b->len++] = ',';
+        b->len += put_int32(b->data + b->len, r->token_ids[i]);
     }
+    if (!rc)
+        b->data[b->len] = '\0';
     if (!rc)
         rc = sr_buf_puts(b, "]", err);
     if (!rc && r->cache_salt) {

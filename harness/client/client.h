@@ -104,6 +104,7 @@
 typedef struct sr_client_quirks {
     int retry_json_decode_only;
     int no_prompt_start;
+    int prefix_without_quote; /* the splice's quirk of the same name (sr_splice.h) */
 } sr_client_quirks;
 
 /* Options. Plain struct: start from SR_CLIENT_OPTS_INIT. */
@@ -126,7 +127,7 @@ typedef struct sr_client_opts {
     {                                                                                              \
         5, 50, 2000, 0.5, 0, 60000, 0, 5000, 30000, 0, 65536,                                      \
         {                                                                                          \
-            0, 0                                                                                   \
+            0, 0, 0                                                                                \
         }                                                                                          \
     }
 

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gen_extra.h"
 #include "sr_buf.h"
 #include "sr_json.h"
 #include "sr_weights.h"
@@ -198,22 +199,70 @@ static int parse_weights(sr_engine_config *c, const sr_json_doc *d, const cJSON 
     return rc;
 }
 
-static int parse_fields(sr_engine_config *c, const sr_json_doc *d, const cJSON *f, sr_err *err)
+/* One definition object of `fields`: validated by the registry, then kept as an extra field. */
+static int parse_extra(sr_engine_config *c, const sr_json_doc *d, const cJSON *e, sr_err *err)
+{
+    if (c->n_extra == SR_ENGINE_MAX_EXTRA)
+        return sr_json_error(d, e, err, SR_E_ENGINE_CONFIG,
+                             "at most %d fields may be emitted from a definition",
+                             SR_ENGINE_MAX_EXTRA);
+    char *txt = cJSON_PrintUnformatted(e);
+    sr_buf b = SR_BUF_INIT;
+    sr_fields *reg = NULL;
+    sr_err e2 = SR_ERR_INIT;
+    int rc = txt ? sr_buf_printf(&b, &e2, "{\"fields\":[%s]}", txt)
+                 : sr_err_set(&e2, SR_E_NOMEM, "cannot print a field definition");
+    free(txt);
+    if (!rc)
+        rc = sr_fields_new(&reg, &e2);
+    if (!rc)
+        rc = sr_fields_load_json(reg, b.data, b.len, "definition", &e2);
+    const sr_field_def *def = rc ? NULL : sr_fields_at(reg, 0);
+    if (!rc && (!def || def->kind != SR_FIELD_PACKED))
+        rc = sr_err_set(&e2, SR_E_FIELD_DEF, "the engine emits packed fields only");
+    if (!rc &&
+        (strcmp(def->name, "routed_experts") == 0 ||
+         strcmp(def->name, "rollout_sample_support") == 0 || strcmp(def->name, "token_ids") == 0))
+        rc = sr_err_set(&e2, SR_E_FIELD_DEF, "%s is a built-in; list it by name", def->name);
+    for (int i = 0; !rc && i < c->n_extra; i++)
+        if (strcmp(c->extra[i].name, def->name) == 0)
+            rc = sr_err_set(&e2, SR_E_FIELD_DEF, "%s is listed twice", def->name);
+    if (!rc && !sr_gen_extra_dtypes(def))
+        rc = sr_err_set(&e2, SR_E_FIELD_DEF,
+                        "%s is canonical but allows none of uint8, int16, int32", def->name);
+    if (!rc)
+        c->extra[c->n_extra++] = *def;
+    sr_fields_free(reg);
+    sr_buf_release(&b);
+    if (rc == SR_E_NOMEM)
+        return sr_err_set(err, rc, "%s", e2.msg);
+    return rc ? sr_json_error(d, e, err, SR_E_ENGINE_CONFIG, "%s", e2.msg) : 0;
+}
+
+static int parse_fields(sr_engine_config *c, const sr_json_doc *d, const cJSON *f, int scenario,
+                        sr_err *err)
 {
     if (!cJSON_IsArray(f))
-        return sr_json_error(d, f, err, SR_E_ENGINE_CONFIG, "fields must be an array of names");
+        return sr_json_error(d, f, err, SR_E_ENGINE_CONFIG,
+                             "fields must be an array of names or definitions");
     c->routes = c->support = 0;
+    c->n_extra = 0;
     const cJSON *e;
     cJSON_ArrayForEach(e, f)
     {
+        int rc = 0;
         if (cJSON_IsString(e) && strcmp(e->valuestring, "routed_experts") == 0)
             c->routes = 1;
         else if (cJSON_IsString(e) && strcmp(e->valuestring, "rollout_sample_support") == 0)
             c->support = 1;
+        else if (cJSON_IsObject(e))
+            rc = scenario ? 0 : parse_extra(c, d, e, err);
         else
-            return sr_json_error(d, e, err, SR_E_ENGINE_CONFIG,
-                                 "the mock engine emits only routed_experts and "
-                                 "rollout_sample_support");
+            rc = sr_json_error(d, e, err, SR_E_ENGINE_CONFIG,
+                               "the mock engine emits routed_experts, rollout_sample_support and "
+                               "fields given by a definition object");
+        if (rc)
+            return rc;
     }
     return 0;
 }
@@ -269,7 +318,7 @@ static int parse_server(sr_engine_config *c, const sr_json_doc *d, const cJSON *
 }
 
 static int parse_sections(sr_engine_config *c, const sr_json_doc *d, const cJSON *root,
-                          const cJSON *eng, sr_err *err)
+                          const cJSON *eng, int scenario, sr_err *err)
 {
     int rc = 0;
     int64_t v;
@@ -279,7 +328,7 @@ static int parse_sections(sr_engine_config *c, const sr_json_doc *d, const cJSON
     if (!rc && (x = cJSON_GetObjectItemCaseSensitive(root, "weights")))
         rc = parse_weights(c, d, x, err);
     if (!rc && (x = cJSON_GetObjectItemCaseSensitive(root, "fields")))
-        rc = parse_fields(c, d, x, err);
+        rc = parse_fields(c, d, x, scenario, err);
     if (!rc &&
         !(rc = sr_json_get_int(d, root, "sample_support_k", 0, 1, 1024, c->support_k, &v, err)))
         c->support_k = (int)v;
@@ -343,7 +392,7 @@ int sr_engine_config_parse(sr_engine_config *c, const char *text, size_t len, co
         }
     }
     if (!rc)
-        rc = parse_sections(c, d, root, eng, err);
+        rc = parse_sections(c, d, root, eng, scenario, err);
     sr_engine_config_id_for(c->id, sizeof(c->id), c, c->index);
     sr_json_free(d);
     if (rc) {

@@ -19,9 +19,16 @@
  *    `count` is read by `syncroll serve` only (number of engines; engine i gets index i and the
  *    id sr_engine_config_id_for gives).
  *
+ *    A `fields` entry may also be a packed-field definition object in the registry format of
+ *    lib/sr_fields.h ({"name": "logit_topk", "dtypes": ["float32"], "ndim": 2, ...}): the engine
+ *    then emits that field in every /skyrl/v1/generate choice, after the built-ins, with the
+ *    seeded values of gen_extra.h (at most SR_ENGINE_MAX_EXTRA; the name must not be a built-in;
+ *    body faults target it by its name in their "field").
+ *
  * 2. A scenario-like document: the same top-level `seed`, `model`, `weights`, `fields`, plus an
  *    `engines` object holding `count`, `faults`, `timing` and `server`; every other top-level key
- *    (steps, expect, client, ...) is ignored here, the scenario loader owns them.
+ *    (steps, expect, client, ...) is ignored here, the scenario loader owns them. Definition
+ *    objects in a scenario's `fields` are the client's (scenarios/FORMAT.md §4) and are ignored.
  *
  * Defaults are those shown above, except layer_indices 0..layers-1 (layers default 4).
  * Ownership: sr_engine_config is a plain struct owning its fault plan (cJSON, deep copy);
@@ -36,9 +43,11 @@
 #include <cjson/cJSON.h>
 
 #include "sr_err.h"
+#include "sr_fields.h"
 #include "sr_oracle.h"
 
 #define SR_ENGINE_ID_MAX    64
+#define SR_ENGINE_MAX_EXTRA 8  /* packed fields emitted from a definition */
 #define SR_ENGINE_MAX_COUNT 64 /* engines one `serve` may start */
 
 typedef struct sr_engine_config {
@@ -72,6 +81,8 @@ typedef struct sr_engine_config {
     int routes;  /* routed_experts (on by default) */
     int support; /* rollout_sample_support */
     int support_k;
+    sr_field_def extra[SR_ENGINE_MAX_EXTRA]; /* emitted from their definition (gen_extra.h) */
+    int n_extra;
     /* timing of the simulated forward passes */
     double prefill_ms;
     double decode_ms;

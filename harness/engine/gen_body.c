@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gen_extra.h"
 #include "gen_priv.h"
 #include "jsonw.h"
 #include "sr_base64.h"
@@ -65,7 +66,7 @@ static int64_t max_el(const void *p, sr_dtype dt, size_t n)
 typedef struct payload {
     const void *bytes;
     size_t nbytes;
-    int64_t shape[3];
+    int64_t shape[SR_NDIM_MAX];
     int ndim;
     sr_dtype dt;
     void *owned;
@@ -350,6 +351,37 @@ static int support_payloads(payload *pl, payload *alt, const sr_gen_job *j, cons
     return 0;
 }
 
+/*
+ * A field emitted from its definition (gen_extra.h); its look-alike, when a body fault asks for
+ * one, holds the same array with every byte's lowest bit flipped.
+ */
+static int emit_extra(sr_buf *b, const sr_gen_job *j, const sr_gen_ctx *c, const sr_field_def *d,
+                      int want_alt, sr_err *err)
+{
+    sr_gen_extra x;
+    int rc = sr_gen_extra_make(&x, d, c->seed, j->req.tokens, j->req.P, j->tokens, (size_t)j->G,
+                               d->max_bytes, err);
+    unsigned char *flipped = NULL;
+    if (!rc && want_alt && !(flipped = malloc(x.nbytes ? x.nbytes : 1)))
+        rc = sr_err_set(err, SR_E_NOMEM, "cannot allocate %zu bytes", x.nbytes);
+    payload pl = {0}, alt = {0};
+    if (!rc) {
+        pl.bytes = x.bytes;
+        pl.nbytes = x.nbytes;
+        pl.ndim = x.ndim;
+        memcpy(pl.shape, x.shape, sizeof(pl.shape));
+        pl.dt = x.dtype;
+        alt = pl;
+        for (size_t i = 0; flipped && i < x.nbytes; i++)
+            flipped[i] = x.bytes[i] ^ 1u;
+        alt.bytes = flipped;
+        rc = emit_field(b, d->name, &pl, flipped ? &alt : NULL, j->body_fault, err);
+    }
+    free(flipped);
+    sr_gen_extra_release(&x);
+    return rc;
+}
+
 /* ---- the body ---- */
 
 static int emit_logprobs(sr_buf *b, sr_gen_job *j, sr_err *err)
@@ -449,6 +481,8 @@ static int emit_choice_fields(sr_buf *b, sr_gen_job *j, const sr_gen_ctx *c, sr_
     free(rp.owned);
     free(ra.owned);
     free(sp.owned);
+    for (int i = 0; !rc && i < c->n_extra; i++)
+        rc = emit_extra(b, j, c, &c->extra[i], alt, err);
     return rc;
 }
 

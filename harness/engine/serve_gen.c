@@ -35,6 +35,9 @@ enum MHD_Result sr_srv_deliver(req *r)
     ctx.routes = s->cfg->routes;
     ctx.support = s->cfg->support;
     ctx.support_k = s->cfg->support_k;
+    ctx.extra = s->cfg->extra;
+    ctx.n_extra = s->cfg->n_extra;
+    ctx.seed = s->cfg->seed;
     ctx.request_ordinal = r->ordinal;
     ctx.max_body = s->cfg->max_response_bytes;
     sr_err err = SR_ERR_INIT;

@@ -351,10 +351,17 @@ static int make_listener(const struct sockaddr *sa, socklen_t len, sr_err *err)
     return fd;
 }
 
+/*
+ * poll, not epoll: with a thread pool and epoll, MHD_quiesce_daemon (the refuse fault) removes
+ * the listen socket from every worker's epoll set from the calling thread while each worker may
+ * remove it itself, and the loser's ENOENT is a libmicrohttpd panic (abort). With poll the
+ * workers are told through their inter-thread channel and drop the socket themselves. The soak
+ * (scenarios/soak) hit it about once per thousand refuse faults.
+ */
 static struct MHD_Daemon *start_daemon(sr_server *s, int fd)
 {
     unsigned flags =
-        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ITC;
+        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ITC;
     if (s->sa.ss_family == AF_INET6)
         flags |= MHD_USE_IPv6;
     return MHD_start_daemon(flags, 0, NULL, NULL, on_request, s, MHD_OPTION_LISTEN_SOCKET,

@@ -1,0 +1,426 @@
+/*
+ * syncroll validate-field: runs the new-field battery (validate_field.h) on every packed field of
+ * a field-definition file, against bodies a mock engine produces with the field beside the
+ * routes, and says whether each field is ready to ship.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+#include <curl/curl.h>
+
+#include "commands.h"
+#include "procs.h"
+#include "sr_buf.h"
+#include "sr_fields.h"
+#include "validate_field.h"
+
+static const char USAGE[] =
+    "usage: syncroll validate-field [--seed N] [--rows N] FIELD.json\n"
+    "\n"
+    "Validates new packed side-channel fields before they ship. FIELD.json holds their\n"
+    "definitions in the registry format of lib/sr_fields.h ({\"fields\": [{\"name\": ...,\n"
+    "\"dtypes\": [...], \"ndim\": N, ...}]}, as `check-body --field-registry` reads). A mock "
+    "engine\n"
+    "is started that emits every field beside routed_experts (a field it does not know from\n"
+    "its definition, with seeded values inside the contract; rollout_sample_support from its own\n"
+    "generator), and for each packed field the battery checks: emit (every response carries it,\n"
+    "in a listed dtype), round-trip (splice + decode give the engine's values, one-shot and\n"
+    "streamed; every listed dtype survives pack -> splice -> decode), null (accepted exactly\n"
+    "when nullable), fault (every packed-corruption fault of the engine aimed at the field gives\n"
+    "its named error), one-pass (one pass over each body with the field registered), and\n"
+    "reports decode throughput and bytes per token.\n"
+    "\n"
+    "options:\n"
+    "  --seed N   the engine's seed (default 1)\n"
+    "  --rows N   token rows of the throughput body (default 30000)\n"
+    "  -h, --help show this help\n"
+    "\n"
+    "exit status: 0 every field is ready; 1 a check failed (or the engine could not run);\n"
+    "2 usage error or a malformed definition file.\n";
+
+#define N_CLEAN 8
+
+typedef struct vf_args {
+    const char *path;
+    uint64_t seed;
+    size_t rows;
+} vf_args;
+
+static int parse_num(const char *s, long long lo, long long hi, long long *out)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_args(vf_args *a, int argc, char **argv)
+{
+    a->path = NULL;
+    a->seed = 1;
+    a->rows = 30000;
+    for (int i = 1; i < argc; i++) {
+        long long v;
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            fputs(USAGE, stdout);
+            return -1;
+        } else if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc &&
+                   parse_num(argv[i + 1], 0, (1LL << 53), &v) == 0) {
+            a->seed = (uint64_t)v;
+            i++;
+        } else if (strcmp(argv[i], "--rows") == 0 && i + 1 < argc &&
+                   parse_num(argv[i + 1], 1, 1 << 24, &v) == 0) {
+            a->rows = (size_t)v;
+            i++;
+        } else if (argv[i][0] == '-' || a->path) {
+            fprintf(stderr, "syncroll validate-field: bad argument '%s' (see --help)\n", argv[i]);
+            return SR_EXIT_USAGE;
+        } else {
+            a->path = argv[i];
+        }
+    }
+    if (!a->path) {
+        fprintf(stderr, "syncroll validate-field: no FIELD.json given (see --help)\n");
+        return SR_EXIT_USAGE;
+    }
+    return 0;
+}
+
+/* The client's registry: the file's definitions, then the built-ins it does not redefine. */
+static int build_registry(sr_fields **out, const sr_fields *file, sr_err *err)
+{
+    sr_fields *reg = NULL, *bi = NULL;
+    int rc = sr_fields_new(&reg, err);
+    if (!rc)
+        rc = sr_fields_new(&bi, err);
+    if (!rc)
+        rc = sr_fields_add_builtins(bi, err);
+    for (size_t i = 0; !rc && i < sr_fields_count(file); i++)
+        rc = sr_fields_add(reg, sr_fields_at(file, i), err);
+    for (size_t i = 0; !rc && i < sr_fields_count(bi); i++) {
+        const sr_field_def *d = sr_fields_at(bi, i);
+        if (!sr_fields_find(reg, d->name, d->name_len))
+            rc = sr_fields_add(reg, d, err);
+    }
+    sr_fields_free(bi);
+    if (rc) {
+        sr_fields_free(reg);
+        reg = NULL;
+    }
+    *out = reg;
+    return rc;
+}
+
+/* A field the engine emits from its own generator rather than from the definition. */
+static int engine_native(const sr_field_def *d)
+{
+    return strcmp(d->name, "routed_experts") == 0 || strcmp(d->name, "rollout_sample_support") == 0;
+}
+
+static cJSON *def_json(const sr_field_def *d)
+{
+    cJSON *o = cJSON_CreateObject(), *dt = cJSON_AddArrayToObject(o, "dtypes");
+    cJSON_AddStringToObject(o, "name", d->name);
+    for (int t = 1; t < SR_DTYPE_COUNT; t++)
+        if (d->dtypes >> t & 1)
+            cJSON_AddItemToArray(dt, cJSON_CreateString(sr_dtype_name((sr_dtype)t)));
+    cJSON_AddNumberToObject(o, "ndim", d->ndim);
+    cJSON_AddBoolToObject(o, "canonical", d->canonical);
+    cJSON_AddBoolToObject(o, "nullable", d->nullable);
+    cJSON_AddBoolToObject(o, "token_rows", d->token_rows);
+    if (d->max_bytes)
+        cJSON_AddNumberToObject(o, "max_bytes", (double)d->max_bytes);
+    return o;
+}
+
+/* Request ordinal (1-based) of fault k aimed at packed field f. */
+static int fault_ordinal(size_t f, size_t k)
+{
+    size_t nk;
+    sr_vf_faults(&nk);
+    return (int)(N_CLEAN + f * nk + k + 1);
+}
+
+/* The engine config: the fields beside the routes and one fault per (field, kind). */
+static char *engine_config(const sr_field_def *const *defs, size_t n, uint64_t seed)
+{
+    cJSON *r = cJSON_CreateObject();
+    cJSON_AddNumberToObject(r, "seed", (double)seed);
+    cJSON *m = cJSON_AddObjectToObject(r, "model");
+    cJSON_AddNumberToObject(m, "vocab", 1000);
+    cJSON_AddNumberToObject(m, "layers", 2);
+    cJSON_AddNumberToObject(m, "experts", 16);
+    cJSON_AddNumberToObject(m, "topk", 4);
+    cJSON *fl = cJSON_AddArrayToObject(r, "fields"), *fa = cJSON_AddArrayToObject(r, "faults");
+    cJSON_AddItemToArray(fl, cJSON_CreateString("routed_experts"));
+    size_t nk;
+    const sr_vf_fault *fs = sr_vf_faults(&nk);
+    for (size_t f = 0; f < n; f++) {
+        if (strcmp(defs[f]->name, "rollout_sample_support") == 0)
+            cJSON_AddItemToArray(fl, cJSON_CreateString(defs[f]->name));
+        else if (!engine_native(defs[f]))
+            cJSON_AddItemToArray(fl, def_json(defs[f]));
+        for (size_t k = 0; k < nk; k++) {
+            cJSON *x = cJSON_CreateObject();
+            cJSON_AddStringToObject(x, "kind", fs[k].kind);
+            if (strcmp(fs[k].kind, "respaced_json") != 0)
+                cJSON_AddStringToObject(x, "field", defs[f]->name);
+            if (strcmp(fs[k].kind, "extra_envelope") == 0)
+                cJSON_AddStringToObject(x, "key", "unregistered_side_channel");
+            cJSON *nth = cJSON_AddArrayToObject(x, "nth");
+            cJSON_AddItemToArray(nth, cJSON_CreateNumber(fault_ordinal(f, k)));
+            cJSON_AddItemToArray(fa, x);
+        }
+    }
+    char *txt = cJSON_PrintUnformatted(r);
+    cJSON_Delete(r);
+    return txt;
+}
+
+static size_t on_body(char *p, size_t size, size_t n, void *ctx)
+{
+    return sr_buf_append(ctx, p, size * n, NULL) == 0 ? size * n : 0;
+}
+
+/* One generate: prompt -> body (HTTP 200 required). */
+static int generate(sr_buf *body, CURL *h, const char *url, const int32_t *prompt, size_t P,
+                    int max_tokens, sr_err *err)
+{
+    sr_buf req = SR_BUF_INIT;
+    int rc = sr_buf_printf(&req, err,
+                           "{\"sampling_params\":{\"max_tokens\":%d,\"logprobs\":0,\"ignore_eos\":"
+                           "true,\"routed_experts_prompt_start\":0},\"model\":\"default\","
+                           "\"token_ids\":[",
+                           max_tokens);
+    for (size_t i = 0; !rc && i < P; i++)
+        rc = sr_buf_printf(&req, err, i ? ",%d" : "%d", prompt[i]);
+    if (!rc)
+        rc = sr_buf_puts(&req, "]}", err);
+    sr_buf_reset(body);
+    struct curl_slist *hd = curl_slist_append(NULL, "Content-Type: application/json");
+    char full[600];
+    snprintf(full, sizeof(full), "%s/skyrl/v1/generate", url);
+    long status = 0;
+    if (!rc) {
+        curl_easy_setopt(h, CURLOPT_URL, full);
+        curl_easy_setopt(h, CURLOPT_HTTPHEADER, hd);
+        curl_easy_setopt(h, CURLOPT_POSTFIELDS, req.data);
+        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)req.len);
+        curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+        curl_easy_setopt(h, CURLOPT_WRITEDATA, body);
+        curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 30000L);
+        CURLcode cc = curl_easy_perform(h);
+        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+        if (cc != CURLE_OK || status != 200)
+            rc = sr_err_set(err, SR_E_CLIENT_TRANSPORT, "POST %s: %s (HTTP %ld)", full,
+                            curl_easy_strerror(cc), status);
+    }
+    curl_slist_free_all(hd);
+    sr_buf_release(&req);
+    return rc;
+}
+
+typedef struct capture {
+    sr_buf *bodies;
+    int32_t *prompts; /* 64 tokens per request */
+    size_t *P;
+    size_t n;
+} capture;
+
+#define PROMPT_MAX 64
+
+/* Clean requests first (prompts of 1..36 tokens, 1..15 generated), then one per fault. */
+static int capture_all(capture *cap, const char *url, sr_err *err)
+{
+    CURL *h = curl_easy_init();
+    if (!h)
+        return sr_err_set(err, SR_E_NOMEM, "curl_easy_init failed");
+    int rc = 0;
+    for (size_t i = 0; !rc && i < cap->n; i++) {
+        size_t P = i < N_CLEAN ? 1 + 5 * i : 4;
+        int32_t *p = cap->prompts + i * PROMPT_MAX;
+        for (size_t j = 0; j < P; j++)
+            p[j] = (int32_t)((i * 31 + j * 7 + 3) % 1000);
+        cap->P[i] = P;
+        rc = generate(&cap->bodies[i], h, url, p, P, i < N_CLEAN ? 1 + 2 * (int)i : 4, err);
+    }
+    curl_easy_cleanup(h);
+    return rc;
+}
+
+/* Starts the engine on `cfg` (its output into `log`), returns its URL in url. */
+static int start_engine(sr_proc *p, const char *cfg, const char *log, char *url, size_t cap,
+                        sr_err *err)
+{
+    char self[4096];
+    int rc = sr_proc_self_exe(self, sizeof(self), err);
+    char *argv[] = {"sh",         "-c",       "exec \"$@\" >>\"$0\" 2>&1",
+                    (char *)log,  self,       "engine",
+                    "--port",     "0",        "--ready-fd",
+                    "3",          "--config", (char *)cfg,
+                    "--lifetime", "600",      NULL};
+    if (!rc)
+        rc = sr_proc_spawn(p, "/bin/sh", argv, err);
+    if (!rc)
+        rc = sr_procs_wait_ready(p, 1, 20000, err);
+    if (!rc)
+        snprintf(url, cap, "http://127.0.0.1:%s", p->line);
+    return rc;
+}
+
+static int write_text(const char *path, const char *text, sr_err *err)
+{
+    FILE *f = fopen(path, "w");
+    if (!f || fputs(text, f) == EOF || fclose(f) != 0)
+        return sr_err_set(err, SR_E_IO, "%s: cannot write: %s", path, strerror(errno));
+    return 0;
+}
+
+static void describe(FILE *out, const sr_field_def *d)
+{
+    char dts[160];
+    fprintf(out, "%s  %s, ndim %d, %s, %s, %s\n", d->name,
+            sr_dtype_set_str(d->dtypes, dts, sizeof(dts)), d->ndim,
+            d->nullable ? "nullable" : "not nullable",
+            d->token_rows ? "token rows" : "no token rows",
+            d->canonical ? "canonical" : "not canonical");
+}
+
+/* Runs the battery on every packed field; returns the exit status. */
+static int battery(const vf_args *a, const sr_fields *reg, const sr_field_def *const *defs,
+                   size_t n, const capture *cap, sr_err *err)
+{
+    size_t nk;
+    sr_vf_faults(&nk);
+    sr_vf_body *bodies = calloc(cap->n, sizeof(*bodies));
+    if (!bodies) {
+        sr_err_set(err, SR_E_NOMEM, "cannot allocate the body list");
+        return SR_EXIT_FAIL;
+    }
+    for (size_t i = 0; i < cap->n; i++) {
+        bodies[i].data = cap->bodies[i].data;
+        bodies[i].len = cap->bodies[i].len;
+        bodies[i].prompt = cap->prompts + i * PROMPT_MAX;
+        bodies[i].P = cap->P[i];
+    }
+    size_t ready = 0;
+    int rc = 0;
+    for (size_t f = 0; !rc && f < n; f++) {
+        const sr_field_def *d = sr_fields_find(reg, defs[f]->name, defs[f]->name_len);
+        sr_vf_input in = {reg,
+                          d,
+                          !engine_native(d),
+                          a->seed,
+                          bodies,
+                          N_CLEAN,
+                          bodies + fault_ordinal(f, 0) - 1,
+                          a->rows,
+                          stdout};
+        int failed = 0;
+        describe(stdout, d);
+        rc = sr_vf_run(&failed, &in, err);
+        if (!rc) {
+            printf("%s %s\n", failed ? "NOT READY" : "READY", d->name);
+            ready += failed == 0;
+        }
+    }
+    free(bodies);
+    if (rc)
+        return SR_EXIT_FAIL;
+    printf("%s: %zu of %zu packed fields ready\n", a->path, ready, n);
+    return ready == n ? SR_EXIT_OK : SR_EXIT_FAIL;
+}
+
+static int run(const vf_args *a, const sr_fields *reg, const sr_field_def *const *defs, size_t n,
+               sr_err *err)
+{
+    char dir[] = "/tmp/syncroll-validate-field-XXXXXX", cfg[128], log[128], url[160];
+    if (!mkdtemp(dir)) {
+        sr_err_set(err, SR_E_IO, "cannot create a work directory: %s", strerror(errno));
+        return SR_EXIT_FAIL;
+    }
+    snprintf(cfg, sizeof(cfg), "%s/engine.json", dir);
+    snprintf(log, sizeof(log), "%s/engine.log", dir);
+    size_t nk;
+    sr_vf_faults(&nk);
+    capture cap = {NULL, NULL, NULL, N_CLEAN + n * nk};
+    cap.bodies = calloc(cap.n, sizeof(*cap.bodies));
+    cap.prompts = calloc(cap.n * PROMPT_MAX, sizeof(*cap.prompts));
+    cap.P = calloc(cap.n, sizeof(*cap.P));
+    char *text = engine_config(defs, n, a->seed);
+    sr_proc p = SR_PROC_INIT;
+    int rc = cap.bodies && cap.prompts && cap.P && text
+                 ? 0
+                 : sr_err_set(err, SR_E_NOMEM, "cannot allocate the captures");
+    if (!rc)
+        rc = write_text(cfg, text, err);
+    if (!rc)
+        rc = start_engine(&p, cfg, log, url, sizeof(url), err);
+    if (!rc)
+        printf("validate-field: %s: %zu packed field(s); engine %s (seed %llu) emits them beside "
+               "routed_experts; %d clean responses, %zu faulted\n",
+               a->path, n, url, (unsigned long long)a->seed, N_CLEAN, n * nk);
+    if (!rc)
+        rc = capture_all(&cap, url, err);
+    if (p.pid > 0)
+        sr_procs_stop(&p, 1, 2000);
+    int status = SR_EXIT_FAIL;
+    if (!rc)
+        status = battery(a, reg, defs, n, &cap, err);
+    else
+        fprintf(stderr,
+                "syncroll validate-field: the engine could not run; its config and log are in %s\n",
+                dir);
+    if (!rc) {
+        unlink(cfg);
+        unlink(log);
+        rmdir(dir);
+    }
+    for (size_t i = 0; cap.bodies && i < cap.n; i++)
+        sr_buf_release(&cap.bodies[i]);
+    free(cap.bodies);
+    free(cap.prompts);
+    free(cap.P);
+    cJSON_free(text);
+    return status;
+}
+
+int sr_cmd_validate_field(int argc, char **argv)
+{
+    vf_args a;
+    int rc = parse_args(&a, argc, argv);
+    if (rc)
+        return rc < 0 ? SR_EXIT_OK : rc;
+    sr_err err = SR_ERR_INIT;
+    sr_fields *file = NULL, *reg = NULL;
+    if ((rc = sr_fields_new(&file, &err)) || (rc = sr_fields_load_file(file, a.path, &err)) ||
+        (rc = build_registry(&reg, file, &err))) {
+        fprintf(stderr, "syncroll validate-field: %s: %s\n", sr_code_name(rc), err.msg);
+        sr_fields_free(file);
+        return rc == SR_E_NOMEM ? SR_EXIT_FAIL : SR_EXIT_USAGE;
+    }
+    const sr_field_def *defs[SR_FIELDS_MAX];
+    size_t n = 0;
+    for (size_t i = 0; i < sr_fields_count(file); i++)
+        if (sr_fields_at(file, i)->kind == SR_FIELD_PACKED)
+            defs[n++] = sr_fields_at(file, i);
+    int status;
+    if (n == 0) {
+        fprintf(stderr, "syncroll validate-field: %s defines no packed field\n", a.path);
+        status = SR_EXIT_USAGE;
+    } else {
+        status = run(&a, reg, defs, n, &err);
+        if (err.code)
+            fprintf(stderr, "syncroll validate-field: %s: %s\n", sr_code_name(err.code), err.msg);
+    }
+    sr_fields_free(reg);
+    sr_fields_free(file);
+    return status;
+}

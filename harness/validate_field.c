@@ -1,0 +1,480 @@
+/* The battery of `syncroll validate-field` (validate_field.h). */
+#include "validate_field.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "engine/gen_extra.h"
+#include "sr_buf.h"
+#include "sr_envelope.h"
+#include "sr_splice.h"
+
+static const sr_vf_fault FAULTS[] = {
+    {"bad_base64", SR_E_B64_CHAR},
+    {"byte_count_off", SR_E_ENV_BYTE_COUNT},
+    {"reordered_envelope", SR_E_SPLICE_DRIFT},
+    {"respaced_json", SR_E_SPLICE_DRIFT},
+    {"data_null", SR_E_SPLICE_DRIFT},
+    {"escaped_quote_key", SR_E_SPLICE_ORPHAN},
+    {"duplicate_field", SR_E_SPLICE_DUPLICATE},
+    {"lookalike_field", 0},
+    {"extra_envelope", 0},
+};
+
+const sr_vf_fault *sr_vf_faults(size_t *n)
+{
+    *n = sizeof(FAULTS) / sizeof(FAULTS[0]);
+    return FAULTS;
+}
+
+/* Timed repetitions of the throughput measurement (the median is reported). */
+#define REPS 11
+/* Chunk size of the streamed splice in the round trip: small and odd, so chunk edges fall
+ * inside keys, anchors and blobs. */
+#define CHUNK 7
+
+typedef struct vf {
+    const sr_vf_input *in;
+    sr_splicer *one, *two; /* one-shot and streamed: two results alive at once */
+    int failed;
+    size_t emitted, onepass, blobs; /* from the clean bodies, for one-pass */
+} vf;
+
+static void line(vf *v, const char *status, const char *check, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void line(vf *v, const char *status, const char *check, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(v->in->out, "  %-4s  %-10s  ", status, check);
+    vfprintf(v->in->out, fmt, ap);
+    fputc('\n', v->in->out);
+    va_end(ap);
+    if (strcmp(status, "FAIL") == 0)
+        v->failed++;
+}
+
+static const char *code_name(int code)
+{
+    return code ? (sr_code_name(code) ? sr_code_name(code) : "?") : "valid";
+}
+
+static const sr_splice_entry *find(const sr_splice_result *r, const char *name)
+{
+    for (size_t i = 0; r && i < r->count; i++)
+        if (strcmp(r->entries[i].field->name, name) == 0)
+            return &r->entries[i];
+    return NULL;
+}
+
+static int splice_chunked(sr_splicer *s, const char *b, size_t n, const sr_splice_result **r,
+                          sr_err *err)
+{
+    int rc = sr_splice_stream_begin(s, (int64_t)n, err);
+    for (size_t at = 0; !rc && at < n; at += CHUNK)
+        rc = sr_splice_stream_feed(s, b + at, n - at < CHUNK ? n - at : CHUNK, err);
+    return rc ? rc : sr_splice_stream_finish(s, r, err);
+}
+
+/* The engine's array for a clean or look-alike body: recomputed from the definition. */
+static int expected_of(sr_gen_extra *x, const vf *v, const sr_vf_body *b, const sr_splice_result *r,
+                       sr_err *err)
+{
+    const sr_splice_entry *t = find(r, "token_ids");
+    size_t G = t ? (size_t)sr_ndarray_numel(&t->array) : 0;
+    int32_t *gen = malloc((G ? G : 1) * sizeof(*gen));
+    if (!gen)
+        return sr_err_set(err, SR_E_NOMEM, "cannot copy %zu tokens", G);
+    for (size_t i = 0; i < G; i++)
+        gen[i] = (int32_t)sr_ndarray_get_i64(&t->array, i);
+    int rc = sr_gen_extra_make(x, v->in->def, v->in->seed, b->prompt, b->P, gen, G, 0, err);
+    free(gen);
+    return rc;
+}
+
+static int equal_extra(const sr_ndarray *a, const sr_gen_extra *x)
+{
+    return a->dtype == x->dtype && a->ndim == x->ndim &&
+           memcmp(a->shape, x->shape, (size_t)x->ndim * sizeof(int64_t)) == 0 &&
+           a->nbytes == x->nbytes && (x->nbytes == 0 || memcmp(a->data, x->bytes, x->nbytes) == 0);
+}
+
+/* emit, the engine half of round-trip, and one-pass over the clean bodies. */
+static int check_clean(vf *v, sr_err *err)
+{
+    const sr_vf_input *in = v->in;
+    const char *name = in->def->name;
+    size_t emitted = 0, equal = 0, onepass = 0, blobs = 0;
+    sr_dtype_set seen = 0;
+    int rc = 0;
+    for (size_t i = 0; !rc && i < in->n_clean; i++) {
+        const sr_vf_body *b = &in->clean[i];
+        const sr_splice_result *r1 = NULL, *r2 = NULL;
+        sr_err e = SR_ERR_INIT;
+        int c1 = sr_splice(v->one, b->data, b->len, -1, &r1, &e);
+        const sr_splice_entry *f = c1 ? NULL : find(r1, name);
+        const sr_splice_entry *routes = c1 ? NULL : find(r1, "routed_experts");
+        if (c1 || !f || f->kind != SR_SPLICE_ENVELOPE || !routes ||
+            routes->kind != SR_SPLICE_ENVELOPE) {
+            /* The first failing response is shown; the count comes after the loop. */
+            if (emitted == i)
+                line(v, "FAIL", "emit", "response %zu: %s%s%s", i + 1, c1 ? code_name(c1) : "",
+                     c1 ? ": " : "",
+                     c1        ? e.msg
+                     : !f      ? "the field is missing"
+                     : !routes ? "no routed_experts"
+                               : "null instead of an "
+                                 "envelope");
+            continue;
+        }
+        emitted++;
+        seen |= SR_DTYPE_BIT(f->array.dtype);
+        onepass += r1->stats.passes == 1 && r1->stats.bytes_scanned == b->len &&
+                   r1->stats.body_bytes == b->len;
+        blobs = r1->stats.blobs;
+        int c2 = splice_chunked(v->two, b->data, b->len, &r2, &e);
+        const sr_splice_entry *f2 = c2 ? NULL : find(r2, name);
+        int same = f2 && sr_ndarray_equal(&f->array, &f2->array);
+        if (same && in->from_definition) {
+            sr_gen_extra x;
+            if ((rc = expected_of(&x, v, b, r1, err)))
+                break;
+            same = equal_extra(&f->array, &x);
+            sr_gen_extra_release(&x);
+        }
+        equal += same;
+    }
+    if (rc)
+        return rc;
+    char dts[160];
+    if (emitted == in->n_clean)
+        line(v, "PASS", "emit", "%zu/%zu responses carry %s beside routed_experts (dtypes %s)",
+             emitted, in->n_clean, name, sr_dtype_set_str(seen, dts, sizeof(dts)));
+    else
+        line(v, "FAIL", "emit", "%zu of %zu responses did not carry a valid %s",
+             in->n_clean - emitted, in->n_clean, name);
+    if (emitted && equal == emitted)
+        line(v, "PASS", "round-trip",
+             "%zu bodies: %s after splice + decode, one-shot and in %d-byte chunks", equal,
+             in->from_definition ? "exactly the engine's values" : "identical arrays", CHUNK);
+    else if (emitted)
+        line(v, "FAIL", "round-trip", "%zu of %zu bodies decoded to other values", emitted - equal,
+             emitted);
+    v->emitted = emitted;
+    v->onepass = onepass;
+    v->blobs = blobs;
+    return 0;
+}
+
+static void check_onepass(vf *v)
+{
+    if (v->emitted && v->onepass == v->emitted)
+        line(v, "PASS", "one-pass",
+             "%zu/%zu bodies spliced in 1 pass, each byte scanned once (%zu blobs, %zu keys "
+             "registered)",
+             v->onepass, v->emitted, v->blobs, sr_fields_count(v->in->registry));
+    else if (v->emitted)
+        line(v, "FAIL", "one-pass", "%zu of %zu bodies needed more than one pass",
+             v->emitted - v->onepass, v->emitted);
+}
+
+/* `{"choices":[{"token_ids":[...],"finish_reason":"stop","logprobs":null,"<name>":<env>}]}` */
+static int body_with(sr_buf *b, const char *name, const sr_ndarray *a, size_t *env_len, sr_err *err)
+{
+    sr_buf_reset(b);
+    int rc = sr_buf_printf(b, err,
+                           "{\"choices\":[{\"token_ids\":[4,5,6],\"finish_reason\":"
+                           "\"stop\",\"logprobs\":null,\"%s\":",
+                           name);
+    size_t at = b->len;
+    if (!rc)
+        rc = sr_envelope_pack(b, a, 0, NULL, SR_B64_AUTO, err);
+    if (env_len)
+        *env_len = b->len - at;
+    return rc ? rc : sr_buf_puts(b, "}]}", err);
+}
+
+/* A definition of one dtype with token rows, for arrays built on this side. */
+static sr_field_def single(const sr_field_def *d, sr_dtype t)
+{
+    sr_field_def s = *d;
+    s.dtypes = SR_DTYPE_BIT(t);
+    s.token_rows = 1;
+    s.max_bytes = 0;
+    return s;
+}
+
+static void view(sr_ndarray *a, const sr_gen_extra *x)
+{
+    memset(a, 0, sizeof(*a));
+    a->dtype = x->dtype;
+    a->ndim = x->ndim;
+    memcpy(a->shape, x->shape, sizeof(a->shape));
+    a->data = x->bytes;
+    a->nbytes = x->nbytes;
+}
+
+/* The packing half of round-trip: every listed dtype through pack, splice and decode. */
+static int check_dtypes(vf *v, sr_err *err)
+{
+    const sr_field_def *d = v->in->def;
+    static const int32_t prompt[3] = {1, 2, 3}, gen[3] = {4, 5, 6};
+    sr_buf b = SR_BUF_INIT;
+    int rc = 0, bad = 0;
+    char ok[160] = "", *w = ok;
+    for (int t = 1; !rc && t < SR_DTYPE_COUNT; t++) {
+        if (!(d->dtypes >> t & 1))
+            continue;
+        if (!(sr_gen_extra_dtypes(d) >> t & 1)) {
+            line(v, "FAIL", "round-trip",
+                 "dtype %s is listed, but no canonical array can use it (canonical values use "
+                 "uint8, int16 or int32)",
+                 sr_dtype_name((sr_dtype)t));
+            bad = 1;
+            continue;
+        }
+        sr_field_def s = single(d, (sr_dtype)t);
+        sr_gen_extra x;
+        if ((rc = sr_gen_extra_make(&x, &s, v->in->seed, prompt, 3, gen, 3, 0, err)))
+            break;
+        sr_ndarray a;
+        view(&a, &x);
+        const sr_splice_result *r = NULL;
+        sr_err e = SR_ERR_INIT;
+        rc = body_with(&b, d->name, &a, NULL, err);
+        int c = rc ? 0 : sr_splice(v->one, b.data, b.len, -1, &r, &e);
+        const sr_splice_entry *f = c ? NULL : find(r, d->name);
+        if (!rc && (c || !f || !sr_ndarray_equal(&f->array, &a))) {
+            line(v, "FAIL", "round-trip", "a packed %s array does not come back: %s",
+                 sr_dtype_name((sr_dtype)t), c ? e.msg : "the decoded array differs");
+            bad = 1;
+        } else if (!rc) {
+            w += snprintf(w, sizeof(ok) - (size_t)(w - ok), "%s%s", w == ok ? "" : ", ",
+                          sr_dtype_name((sr_dtype)t));
+        }
+        sr_gen_extra_release(&x);
+    }
+    if (!rc && !bad)
+        line(v, "PASS", "round-trip", "pack -> splice -> decode returns every listed dtype: %s",
+             ok);
+    sr_buf_release(&b);
+    return rc;
+}
+
+static const char *find_bytes(const char *hay, size_t n, const char *needle, size_t m)
+{
+    for (size_t i = 0; m && i + m <= n; i++)
+        if (hay[i] == needle[0] && memcmp(hay + i, needle, m) == 0)
+            return hay + i;
+    return NULL;
+}
+
+/* `"<name>":{...}` of the first clean body replaced by `"<name>":null`. */
+static int check_null(vf *v, sr_err *err)
+{
+    const sr_vf_input *in = v->in;
+    const char *name = in->def->name;
+    if (!in->n_clean)
+        return 0;
+    const sr_vf_body *b = &in->clean[0];
+    sr_buf key = SR_BUF_INIT, body = SR_BUF_INIT;
+    int rc = sr_buf_printf(&key, err, "\"%s\":{", name);
+    const char *k = rc ? NULL : find_bytes(b->data, b->len, key.data, key.len);
+    const char *end = k ? memchr(k, '}', b->len - (size_t)(k - b->data)) : NULL;
+    if (!rc && !end) {
+        line(v, "FAIL", "null", "no %s envelope in the first response to replace", name);
+    } else if (!rc) {
+        size_t pre = (size_t)(k - b->data) + key.len - 1;
+        rc = sr_buf_append(&body, b->data, pre, err);
+        if (!rc)
+            rc = sr_buf_puts(&body, "null", err);
+        if (!rc)
+            rc = sr_buf_append(&body, end + 1, b->len - (size_t)(end + 1 - b->data), err);
+    }
+    if (!rc && end) {
+        const sr_splice_result *r = NULL;
+        sr_err e = SR_ERR_INIT;
+        int c = sr_splice(v->one, body.data, body.len, -1, &r, &e);
+        const sr_splice_entry *f = c ? NULL : find(r, name);
+        if (in->def->nullable && !c && f && f->kind == SR_SPLICE_NULL)
+            line(v, "PASS", "null", "\"%s\":null is accepted as nothing captured", name);
+        else if (!in->def->nullable && c == SR_E_ENV_NOT_OBJECT)
+            line(v, "PASS", "null", "\"%s\":null is refused as %s (the field is not nullable)",
+                 name, code_name(c));
+        else
+            line(v, "FAIL", "null", "\"%s\":null gave %s%s%s", name, code_name(c), c ? ": " : "",
+                 c ? e.msg : "");
+    }
+    sr_buf_release(&key);
+    sr_buf_release(&body);
+    return rc;
+}
+
+static int check_faults(vf *v, sr_err *err)
+{
+    const sr_vf_input *in = v->in;
+    size_t n;
+    const sr_vf_fault *fs = sr_vf_faults(&n);
+    for (size_t i = 0; i < n; i++) {
+        const sr_vf_body *b = &in->faulted[i];
+        const sr_splice_result *r = NULL;
+        sr_err e = SR_ERR_INIT;
+        int c = sr_splice(v->one, b->data, b->len, -1, &r, &e);
+        const sr_splice_entry *f = c ? NULL : find(r, in->def->name);
+        int ok = c == fs[i].expect;
+        if (ok && !c) {
+            ok = f && f->kind == SR_SPLICE_ENVELOPE;
+            if (ok && in->from_definition) {
+                sr_gen_extra x;
+                int rc = expected_of(&x, v, b, r, err);
+                if (rc)
+                    return rc;
+                ok = equal_extra(&f->array, &x);
+                sr_gen_extra_release(&x);
+            }
+        }
+        if (ok)
+            line(v, "PASS", "fault", "%-20s -> %s", fs[i].kind,
+                 c ? code_name(c) : "valid, the field's true values kept");
+        else
+            line(v, "FAIL", "fault", "%-20s -> %s, expected %s%s%s", fs[i].kind, code_name(c),
+                 code_name(fs[i].expect), c ? ": " : "", c ? e.msg : "");
+    }
+    (void)err;
+    return 0;
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int by_value(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *t, int n)
+{
+    qsort(t, (size_t)n, sizeof(*t), by_value);
+    return t[n / 2];
+}
+
+/* Median ms of splicing `b` and of copying it, over REPS runs each (after one warm-up). */
+static int time_splice(vf *v, const sr_buf *b, double *splice_ms, double *copy_ms, sr_err *err)
+{
+    char *dst = malloc(b->len);
+    if (!dst)
+        return sr_err_set(err, SR_E_NOMEM, "cannot allocate %zu bytes", b->len);
+    double ts[REPS], tc[REPS];
+    int rc = 0;
+    for (int i = -1; !rc && i < REPS; i++) {
+        const sr_splice_result *r = NULL;
+        double t0 = now_ms();
+        rc = sr_splice(v->one, b->data, b->len, -1, &r, err);
+        double t1 = now_ms();
+        memcpy(dst, b->data, b->len);
+        __asm__ volatile("" : : "r"(dst) : "memory");
+        double t2 = now_ms();
+        if (i >= 0) {
+            ts[i] = t1 - t0;
+            tc[i] = t2 - t1;
+        }
+    }
+    free(dst);
+    if (!rc) {
+        *splice_ms = median(ts, REPS);
+        *copy_ms = median(tc, REPS);
+    }
+    return rc;
+}
+
+static int check_throughput(vf *v, sr_err *err)
+{
+    const sr_field_def *d = v->in->def;
+    sr_dtype_set can = sr_gen_extra_dtypes(d) & d->dtypes;
+    sr_buf b = SR_BUF_INIT;
+    int rc = 0;
+    for (int t = 1; !rc && t < SR_DTYPE_COUNT; t++) {
+        if (!(can >> t & 1))
+            continue;
+        sr_field_def s = single(d, (sr_dtype)t);
+        /* One row's bytes, from a one-token array of the same field. */
+        sr_gen_extra probe;
+        static const int32_t one[1] = {0};
+        if ((rc = sr_gen_extra_make(&probe, &s, v->in->seed, one, 1, one, 1, 0, err)))
+            break;
+        size_t row = probe.nbytes;
+        sr_gen_extra_release(&probe);
+        size_t rows = v->in->rows;
+        size_t cap = d->max_bytes ? d->max_bytes : SR_ENVELOPE_DEFAULT_MAX;
+        if (row && rows * row > cap)
+            rows = cap / row ? cap / row : 1;
+        int32_t *gen = calloc(rows ? rows : 1, sizeof(*gen));
+        if (!gen) {
+            rc = sr_err_set(err, SR_E_NOMEM, "cannot allocate %zu tokens", rows);
+            break;
+        }
+        sr_gen_extra x;
+        rc = sr_gen_extra_make(&x, &s, v->in->seed, one, 1, gen, rows, 0, err);
+        free(gen);
+        if (rc)
+            break;
+        sr_ndarray a;
+        view(&a, &x);
+        size_t env_len = 0;
+        double sms = 0, cms = 0;
+        char desc[96];
+        rc = body_with(&b, d->name, &a, &env_len, err);
+        if (!rc)
+            rc = time_splice(v, &b, &sms, &cms, err);
+        if (!rc) {
+            line(v, "INFO", "throughput",
+                 "%s: %zu decoded bytes from a %zu-byte body in %.3f ms: %.0f MB/s, %.2fx the "
+                 "time of memcpy of the body",
+                 sr_ndarray_desc(a.dtype, a.ndim, a.shape, desc, sizeof(desc)), a.nbytes, b.len,
+                 sms, sms > 0 ? (double)a.nbytes / (sms * 1e3) : 0.0, cms > 0 ? sms / cms : 0.0);
+            line(v, "INFO", "size",
+                 "%s: %.2f wire bytes (envelope text) and %.2f decoded bytes per token row",
+                 sr_dtype_name((sr_dtype)t), rows ? (double)env_len / (double)rows : 0.0,
+                 rows ? (double)a.nbytes / (double)rows : 0.0);
+        }
+        sr_gen_extra_release(&x);
+    }
+    sr_buf_release(&b);
+    return rc;
+}
+
+int sr_vf_run(int *failed, const sr_vf_input *in, sr_err *err)
+{
+    vf v;
+    memset(&v, 0, sizeof(v));
+    v.in = in;
+    *failed = 0;
+    sr_splice_opts o = SR_SPLICE_OPTS_INIT;
+    int rc = sr_splicer_new(&v.one, in->registry, &o, err);
+    if (!rc)
+        rc = sr_splicer_new(&v.two, in->registry, &o, err);
+    if (!rc)
+        rc = check_clean(&v, err);
+    if (!rc)
+        rc = check_dtypes(&v, err);
+    if (!rc)
+        rc = check_null(&v, err);
+    if (!rc)
+        rc = check_faults(&v, err);
+    if (!rc)
+        check_onepass(&v);
+    if (!rc)
+        rc = check_throughput(&v, err);
+    sr_splicer_free(v.one);
+    sr_splicer_free(v.two);
+    *failed = v.failed;
+    return rc;
+}

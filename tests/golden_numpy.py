@@ -1,0 +1,386 @@
+#!/usr/bin/env python3
+"""Cross-language check of the golden bodies (ctest cli.golden_numpy).
+
+Every fixtures/bodies/NAME.body (with the options of NAME.args) is spliced and decoded here
+independently of syncroll -- its own byte scan for packed blobs and integer arrays, the standard
+library's base64 and json, and numpy for the arrays -- following skyrl-contract section 3 and the
+check order of lib/sr_envelope.h. The result is compared with `syncroll check-body --json` on the
+same body: for a valid body every entry (path, field, kind, shape, dtype, bytes, canonical, min,
+max, spliced, sidecar) and the counts; for an invalid one the dotted error name.
+
+Usage: golden_numpy.py SYNCROLL SOURCE_DIR. Exit 0 all agree, 1 a mismatch, 77 (ctest's skip
+code) with a printed reason when numpy cannot be imported (`make deps` installs python3-numpy).
+"""
+import base64
+import json
+import os
+import re
+import subprocess
+import sys
+
+try:
+    import numpy as np
+except ImportError as e:  # pragma: no cover - depends on the machine
+    print(f"SKIP: numpy is not available to {sys.executable} ({e}); "
+          "install python3-numpy (make deps)")
+    sys.exit(77)
+
+ANCHOR = b':{"data":"'
+B64 = set(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
+ROUTE_DTYPES = ["uint8", "int16", "int32"]
+DTYPES = {"bool": "?", "int8": "i1", "uint8": "u1", "int16": "<i2", "uint16": "<u2",
+          "int32": "<i4", "uint32": "<u4", "int64": "<i8", "uint64": "<u8",
+          "float16": "<f2", "float32": "<f4", "float64": "<f8"}
+
+
+class Fail(Exception):
+    """A splice or validation error, named as syncroll names it."""
+
+    def __init__(self, name):
+        super().__init__(name)
+        self.name = name
+
+
+def builtins():
+    return [
+        {"name": "routed_experts", "kind": "packed", "dtypes": ROUTE_DTYPES, "ndim": 3,
+         "canonical": True, "nullable": True},
+        {"name": "rollout_sample_support", "kind": "packed", "dtypes": ["int32"], "ndim": 2,
+         "canonical": False, "nullable": True},
+        {"name": "token_ids", "kind": "ints", "min": 0, "max": 2**31 - 1},
+    ]
+
+
+def load_registry(args, src):
+    reg = builtins()
+    words = args.split()
+    i = 0
+    narrow = None
+    while i < len(words):
+        if words[i] == "--field-registry":
+            doc = json.load(open(os.path.join(src, words[i + 1])))
+            for f in doc.get("fields", []):
+                reg.append({"name": f["name"], "kind": "packed", "dtypes": f["dtypes"],
+                            "ndim": f["ndim"], "canonical": f.get("canonical", False),
+                            "nullable": f.get("nullable", True)})
+            for f in doc.get("int_arrays", []):
+                reg.append({"name": f["name"], "kind": "ints", "min": f.get("min", 0),
+                            "max": f.get("max", 2**31 - 1)})
+            i += 2
+        elif words[i] == "--fields":
+            narrow = words[i + 1].split(",")
+            i += 2
+        else:
+            raise SystemExit(f"golden_numpy.py: unsupported option {words[i]}")
+    if narrow is not None:
+        reg = [f for f in reg if f["name"] in narrow]
+    return reg
+
+
+def key_before(raw, end, name):
+    """Whether `"name"` ends at raw[end], and whether its opening quote is escaped."""
+    k = b'"' + name.encode() + b'"'
+    start = end - len(k)
+    if start < 0 or raw[start:end] != k:
+        return None
+    n = 0
+    while start - n - 1 >= 0 and raw[start - n - 1] == ord("\\"):
+        n += 1
+    return n % 2 == 1
+
+
+def scan(raw, reg):
+    """The byte scan: cuts blobs and integer arrays out, returns (text, blobs, ints)."""
+    packed = [f for f in reg if f["kind"] == "packed"]
+    ints = [f for f in reg if f["kind"] == "ints"]
+    out, blobs, arrays = bytearray(), [], []
+    pos = 0
+    while True:
+        a = raw.find(ANCHOR, pos)
+        b = raw.find(b":[", pos) if ints else -1
+        cands = [x for x in (a, b) if x >= 0]
+        if not cands:
+            out += raw[pos:]
+            return bytes(out), blobs, arrays
+        j = min(cands)
+        if j == b and j != a:
+            hit = next((f for f in ints if key_before(raw, j, f["name"]) is False), None)
+            if hit is None:
+                out += raw[pos:j + 1]
+                pos = j + 1
+                continue
+            close = raw.find(b"]", j + 2)
+            if close < 0:
+                raise Fail("splice.truncated")
+            out += raw[pos:j + 1] + b"{}"
+            arrays.append((hit, raw[j + 2:close]))
+            pos = close + 1
+            continue
+        hit = None
+        for f in packed:
+            esc = key_before(raw, j, f["name"])
+            if esc is not None:
+                hit = (f, esc)
+                break
+        start = j + len(ANCHOR)
+        if hit is None:
+            out += raw[pos:start]
+            pos = start
+            continue
+        close = raw.find(b'"', start)
+        if close < 0:
+            raise Fail("splice.unterminated")
+        out += raw[pos:start]
+        blobs.append({"field": hit[0], "escaped": hit[1], "chars": raw[start:close]})
+        pos = close
+
+
+def parse_ints(text, f):
+    vals = []
+    for tok in text.split(b","):
+        tok = tok.strip()
+        if not re.fullmatch(rb"-?(0|[1-9][0-9]*)", tok):
+            raise Fail("intarray.syntax")
+        v = int(tok)
+        if v < f["min"] or v > f["max"]:
+            raise Fail("intarray.range")
+        vals.append(v)
+    return vals
+
+
+def b64decode_strict(chars):
+    if any(c not in B64 and c != ord("=") for c in chars):
+        raise Fail("base64.invalid_char")
+    if len(chars) % 4:
+        raise Fail("base64.bad_length")
+    body = chars.rstrip(b"=")
+    pad = len(chars) - len(body)
+    if pad > 2 or b"=" in body:
+        raise Fail("base64.bad_padding")
+    data = base64.b64decode(chars, validate=True)
+    if base64.b64encode(data) != chars:
+        raise Fail("base64.bad_padding")  # non-zero trailing bits
+    return data
+
+
+def key_path(path, key):
+    if key and not key[0].isdigit() and re.fullmatch(r"[A-Za-z0-9_]+", key):
+        return f"{path}.{key}" if path else key
+    return f"{path}[{json.dumps(key)}]"
+
+
+class Walker:
+    def __init__(self, reg, blobs, arrays):
+        self.reg = {f["name"]: f for f in reg}
+        self.blobs = blobs
+        self.arrays = arrays
+        self.used = set()
+        self.used_ints = set()
+        self.entries = []
+
+    def pop_blob(self, field):
+        """The field's next blob in body order; blobs cut at escaped keys have no home."""
+        for i, x in enumerate(self.blobs):
+            if i not in self.used and x["field"]["name"] == field["name"] and not x["escaped"]:
+                self.used.add(i)
+                return i
+        return None
+
+    def pop_ints(self, field):
+        for i, (f, _) in enumerate(self.arrays):
+            if i not in self.used_ints and f["name"] == field["name"]:
+                self.used_ints.add(i)
+                return i
+        return None
+
+    def walk(self, node, path):
+        if isinstance(node, list):
+            for i, x in enumerate(node):
+                self.walk(x, f"{path}[{i}]")
+        elif isinstance(node, Obj):
+            seen = set()
+            for key, val in node.pairs:
+                p = key_path(path, key)
+                f = self.reg.get(key)
+                if f is None:
+                    self.walk(val, p)
+                    continue
+                if key in seen:
+                    raise Fail("splice.duplicate_field")
+                seen.add(key)
+                self.member(f, val, p)
+
+    def member(self, f, val, p):
+        if f["kind"] == "packed":
+            if isinstance(val, Obj) and "data" in val.d:
+                bi = self.pop_blob(f)
+                if bi is None or val.d["data"] != "":
+                    raise Fail("splice.layout_drift")
+                self.entries.append(("envelope", f, p, val, bi))
+                return
+            self.entries.append(("null" if val is None else "bad", f, p, val, None))
+            self.walk(val, p)
+            return
+        if isinstance(val, Obj) and not val.pairs:
+            ii = self.pop_ints(f)
+            if ii is None:
+                raise Fail("intarray.syntax")
+            self.entries.append(("ints", f, p, val, ii))
+        elif isinstance(val, list):
+            self.entries.append(("ints_doc", f, p, val, None))
+        else:
+            self.walk(val, p)
+
+    def orphans(self):
+        for i, b in enumerate(self.blobs):
+            if i not in self.used or b["escaped"]:
+                raise Fail("splice.orphan_blob")
+        if len(self.used_ints) != len(self.arrays):
+            raise Fail("splice.orphan_blob")
+
+
+class Obj:
+    """A JSON object that keeps its members' order and duplicates."""
+
+    def __init__(self, pairs):
+        self.pairs = pairs
+        self.d = dict(pairs)
+
+
+def minmax_canonical(arr, dtype):
+    if arr.dtype.kind == "f":
+        if arr.size == 0 or dtype == "float16":
+            return None, None, None
+        return float(arr.min()), float(arr.max()), None
+    lo = int(arr.min()) if arr.size else 0
+    hi = int(arr.max()) if arr.size else 0
+    canon = None
+    if dtype != "bool" and lo >= 0:
+        want = "uint8" if hi < 256 else "int16" if hi < 32768 else "int32"
+        canon = want == dtype
+    return lo, hi, canon
+
+
+def envelope(f, val, blob):
+    d = val.d
+    if not isinstance(d.get("shape"), list) or not isinstance(d.get("dtype"), str):
+        raise Fail("envelope.invalid")
+    data = b64decode_strict(blob["chars"])
+    dtype = d["dtype"]
+    if dtype not in f["dtypes"]:
+        raise Fail("envelope.dtype")
+    shape = d["shape"]
+    if len(shape) != f["ndim"] or any(
+            isinstance(x, bool) or not isinstance(x, int) or x < 0 for x in shape):
+        raise Fail("envelope.shape")
+    arr = np.frombuffer(data, dtype=np.dtype(DTYPES[dtype])) if dtype in DTYPES else None
+    if arr is None:
+        raise Fail("envelope.dtype")
+    numel = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    if arr.size != numel or len(data) != numel * arr.itemsize:
+        raise Fail("envelope.byte_count")
+    arr = arr.reshape(shape)
+    lo, hi, canon = minmax_canonical(arr, dtype)
+    if f["canonical"]:
+        if arr.size and lo < 0:
+            raise Fail("routes.negative")
+        if canon is False:
+            raise Fail("envelope.non_canonical")
+    side = {k: v for k, v in val.pairs if k not in ("data", "shape", "dtype")}
+    return {"kind": "envelope", "shape": list(shape), "dtype": dtype, "bytes": len(data),
+            "canonical": canon, "min": lo, "max": hi, "spliced": True,
+            "sidecar": plain(side)}
+
+
+def plain(v):
+    if isinstance(v, Obj):
+        return {k: plain(x) for k, x in v.pairs}
+    if isinstance(v, list):
+        return [plain(x) for x in v]
+    if isinstance(v, dict):
+        return {k: plain(x) for k, x in v.items()}
+    return v
+
+
+def int_entry(vals, f, spliced):
+    wide = f["min"] < -2**31 or f["max"] > 2**31 - 1
+    arr = np.array(vals, dtype=np.int64 if wide else np.int32)
+    return {"kind": "int_array", "shape": [len(vals)], "dtype": "int64" if wide else "int32",
+            "bytes": int(arr.nbytes), "canonical": None,
+            "min": int(arr.min()) if arr.size else 0, "max": int(arr.max()) if arr.size else 0,
+            "spliced": spliced}
+
+
+def splice(raw, reg):
+    text, blobs, arrays = scan(raw, reg)
+    try:
+        doc = json.loads(text.decode("utf-8"), object_pairs_hook=Obj)
+    except json.JSONDecodeError as e:
+        raise Fail("splice.truncated" if e.pos >= len(text.rstrip()) else "splice.invalid_json")
+    w = Walker(reg, blobs, arrays)
+    w.walk(doc, "")
+    w.orphans()
+    entries = []
+    for kind, f, p, val, ref in w.entries:
+        e = {"path": p, "field": f["name"]}
+        if kind == "null":
+            if not f["nullable"]:
+                raise Fail("envelope.not_object")
+            e["kind"] = "null"
+        elif kind == "bad":
+            raise Fail("envelope.not_object" if not isinstance(val, Obj) else "envelope.invalid")
+        elif kind == "envelope":
+            e.update(envelope(f, val, blobs[ref]))
+        elif kind == "ints":
+            e.update(int_entry(parse_ints(arrays[ref][1], f), f, True))
+        else:
+            if any(isinstance(x, bool) or not isinstance(x, int) for x in val):
+                raise Fail("intarray.syntax")
+            e.update(int_entry(val, f, False))
+        entries.append(e)
+    return {"valid": True, "body_bytes": len(raw), "blobs": len(blobs),
+            "int_arrays": len(arrays), "entries": entries}
+
+
+def same(a, b):
+    """Equal JSON values, numbers compared by value (1 == 1.0), key order ignored."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b
+    return a == b
+
+
+def main():
+    if len(sys.argv) != 3:
+        raise SystemExit("usage: golden_numpy.py SYNCROLL SOURCE_DIR")
+    syncroll, src = sys.argv[1], sys.argv[2]
+    bodies_dir = os.path.join(src, "fixtures", "bodies")
+    names = sorted(n[:-5] for n in os.listdir(bodies_dir) if n.endswith(".body"))
+    failed = 0
+    for name in names:
+        base = os.path.join(bodies_dir, name)
+        args = open(base + ".args").read().strip() if os.path.exists(base + ".args") else ""
+        raw = open(base + ".body", "rb").read()
+        try:
+            mine = splice(raw, load_registry(args, src))
+        except Fail as e:
+            mine = {"valid": False, "error": e.name}
+        run = subprocess.run([syncroll, "check-body", "--json", *args.split(), base + ".body"],
+                             cwd=src, capture_output=True, text=True)
+        theirs = json.loads(run.stdout)
+        if not theirs["valid"]:
+            theirs = {"valid": False, "error": theirs["error"]["name"]}
+        if same(mine, theirs):
+            print(f"ok: {name} ({'valid' if mine['valid'] else mine['error']})")
+        else:
+            failed += 1
+            print(f"FAIL: {name}\n  numpy:    {json.dumps(mine)}\n  syncroll: {json.dumps(theirs)}")
+    print(f"{len(names) - failed} of {len(names)} golden bodies agree")
+    return 1 if failed or not names else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
