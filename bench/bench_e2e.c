@@ -368,7 +368,7 @@ static void hb_batch(hb_totals *t, hb *h, const sr_client *c, size_t n, int limi
     free(rcs);
 }
 
-static void start_engines(sr_proc *ps, char (*urls)[64], int n, const char *syncroll,
+static void start_engines(sr_proc *ps, char (*urls)[160], int n, const char *syncroll,
                           const char *cfg)
 {
     sr_err e = SR_ERR_INIT;
@@ -382,7 +382,7 @@ static void start_engines(sr_proc *ps, char (*urls)[64], int n, const char *sync
     if (sr_procs_wait_ready(ps, (size_t)n, 30000, &e))
         die("engines not ready", &e);
     for (int i = 0; i < n; i++)
-        snprintf(urls[i], 64, "http://127.0.0.1:%s", ps[i].line);
+        snprintf(urls[i], sizeof(urls[i]), "http://127.0.0.1:%s", ps[i].line);
 }
 
 static void bench_harness(const sr_scenario *s, const char *syncroll, const char *tmp, int reps)
@@ -400,7 +400,7 @@ static void bench_harness(const sr_scenario *s, const char *syncroll, const char
         die("engine config", &e);
     int ne = s->engine.count;
     sr_proc ps[8];
-    char urls[8][64];
+    char urls[8][160];
     const char *url_p[8];
     if (ne < 1 || ne > 8)
         die("the scenario needs 1..8 engines", NULL);
