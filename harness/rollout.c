@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "rollout_priv.h"
+#include "sr_mix.h"
 
 /* Longest trajectory a rollout may build, in tokens (the oracle's sequence bound). */
 #define MAX_TOKENS ((size_t)1 << 24)
@@ -26,16 +27,6 @@ int sr_rollout_grow(void **p, size_t *cap, size_t need, size_t item, sr_err *err
     return 0;
 }
 
-static uint64_t mix64(uint64_t z)
-{
-    z ^= z >> 30;
-    z *= 0xBF58476D1CE4E5B9ull;
-    z ^= z >> 27;
-    z *= 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    return z;
-}
-
 static uint64_t below(uint64_t x, uint64_t n)
 {
     return (uint64_t)(((unsigned __int128)x * n) >> 64);
@@ -47,13 +38,13 @@ int sr_rollout_env_obs(sr_rollout_state *s, int turn, sr_err *err)
     s->obs_n = 0;
     if (turn >= env->max_turns)
         return 0;
-    uint64_t st = mix64(env->seed ^ mix64((uint64_t)turn + 0x9E3779B97F4A7C15ull));
+    uint64_t st = sr_mix64(env->seed ^ sr_mix64((uint64_t)turn + 0x9E3779B97F4A7C15ull));
     uint64_t span = (uint64_t)(env->obs_max - env->obs_min) + 1;
-    size_t n = (size_t)env->obs_min + below(mix64(st + 0x9E3779B97F4A7C15ull), span);
+    size_t n = (size_t)env->obs_min + below(sr_mix64(st + 0x9E3779B97F4A7C15ull), span);
     int rc = sr_rollout_grow((void **)&s->obs, &s->obs_cap, n ? n : 1, sizeof(int32_t), err);
     for (size_t j = 0; !rc && j < n; j++)
         s->obs[j] =
-            (int32_t)below(mix64(st + 0x9E3779B97F4A7C15ull * (j + 2)), (uint64_t)env->vocab);
+            (int32_t)below(sr_mix64(st + 0x9E3779B97F4A7C15ull * (j + 2)), (uint64_t)env->vocab);
     s->obs_n = rc ? 0 : n;
     return rc;
 }

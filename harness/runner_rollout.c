@@ -5,22 +5,13 @@
 
 #include "runner.h"
 #include "runner_priv.h"
+#include "sr_mix.h"
 
 #define GOLDEN 0x9E3779B97F4A7C15ull
 
-static uint64_t mix64(uint64_t z)
-{
-    z ^= z >> 30;
-    z *= 0xBF58476D1CE4E5B9ull;
-    z ^= z >> 27;
-    z *= 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    return z;
-}
-
 static uint64_t draw(uint64_t s, uint64_t k)
 {
-    return mix64(s + GOLDEN * (k + 1));
+    return sr_mix64(s + GOLDEN * (k + 1));
 }
 
 static uint64_t below(uint64_t x, uint64_t n)

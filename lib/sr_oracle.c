@@ -1,4 +1,5 @@
 #include "sr_oracle.h"
+#include "sr_mix.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -15,18 +16,9 @@ struct sr_oracle {
     int32_t *stop_tokens;
 };
 
-static inline uint64_t mix64(uint64_t z)
-{
-    z ^= z >> 30;
-    z *= 0xBF58476D1CE4E5B9ull;
-    z ^= z >> 27;
-    z *= 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
 static inline uint64_t draw(uint64_t s, uint64_t k)
 {
-    return mix64(s + GOLDEN * (k + 1));
+    return sr_mix64(s + GOLDEN * (k + 1));
 }
 
 static inline double unit(uint64_t x)
@@ -165,12 +157,12 @@ const sr_oracle_model *sr_oracle_model_of(const sr_oracle *o)
 
 uint64_t sr_oracle_prefix_empty(const sr_oracle *o)
 {
-    return mix64(o->model.seed ^ PREFIX_DOMAIN);
+    return sr_mix64(o->model.seed ^ PREFIX_DOMAIN);
 }
 
 uint64_t sr_oracle_prefix_push(uint64_t h, int32_t token)
 {
-    return mix64(h ^ mix64((uint64_t)(uint32_t)token + GOLDEN));
+    return sr_mix64(h ^ sr_mix64((uint64_t)(uint32_t)token + GOLDEN));
 }
 
 void sr_oracle_route_row(int32_t *experts, const sr_oracle *o, int layer, uint64_t layer_fp,
@@ -178,7 +170,7 @@ void sr_oracle_route_row(int32_t *experts, const sr_oracle *o, int layer, uint64
 {
     const uint64_t E = (uint64_t)o->model.experts;
     const int K = o->model.topk;
-    uint64_t s = mix64(mix64(h ^ layer_fp) + GOLDEN * ((uint64_t)o->layers[layer] + 1));
+    uint64_t s = sr_mix64(sr_mix64(h ^ layer_fp) + GOLDEN * ((uint64_t)o->layers[layer] + 1));
     /* The draws do not depend on each other: computing them first lets them pipeline. */
     uint64_t r[SR_ORACLE_MAX_TOPK];
     for (int j = 0; j < K; j++)
@@ -221,7 +213,7 @@ void sr_oracle_next(int32_t *token, double *logprob, const sr_oracle *o, uint64_
                     uint64_t h)
 {
     const sr_oracle_model *m = &o->model;
-    uint64_t z = mix64(h ^ global_fp ^ NEXT_DOMAIN);
+    uint64_t z = sr_mix64(h ^ global_fp ^ NEXT_DOMAIN);
     uint64_t u0 = draw(z, 0), u1 = draw(z, 1), u2 = draw(z, 2), u3 = draw(z, 3);
     int is_eos = m->eos_id >= 0 && unit(u0) < m->eos_rate;
     uint64_t t;

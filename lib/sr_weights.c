@@ -1,4 +1,5 @@
 #include "sr_weights.h"
+#include "sr_mix.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -47,15 +48,6 @@ struct sr_weights {
     size_t alloc_bytes;
     uint64_t *fp; /* num_layers layer fingerprints, then the global one */
 };
-
-static inline uint64_t mix64(uint64_t z)
-{
-    z ^= z >> 30;
-    z *= 0xBF58476D1CE4E5B9ull;
-    z ^= z >> 27;
-    z *= 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
 
 static inline uint64_t below(uint64_t x, uint64_t n)
 {
@@ -237,12 +229,12 @@ static void changes_of(change_list *c, const tensor_rec *t, const sr_weights_spe
     uint64_t thr = rate_threshold(s->tensor_change_rate), nblocks = t->nbytes / 64;
     c->n = 0;
     for (int64_t u = version; u >= 1; u--) {
-        uint64_t tch = mix64(t->tkey ^ mix64(TENSOR_DOMAIN + (uint64_t)u));
+        uint64_t tch = sr_mix64(t->tkey ^ sr_mix64(TENSOR_DOMAIN + (uint64_t)u));
         if (t->layer >= 0 && (tch >> 11) >= thr)
             continue;
         c->u[c->n] = u;
         c->tch[c->n] = tch;
-        c->pick[c->n] = below(mix64(tch), nblocks);
+        c->pick[c->n] = below(sr_mix64(tch), nblocks);
         c->n++;
     }
 }
@@ -258,15 +250,15 @@ static void gen_tensor(unsigned char *dst, const tensor_rec *t, const sr_weights
     for (uint64_t b = 0; b < nblocks; b++) {
         uint64_t gen = 0;
         for (size_t k = 0; k < c->n; k++) {
-            if (b == c->pick[k] || (mix64(c->tch[k] + GOLDEN * (b + 1)) >> 11) < thr) {
+            if (b == c->pick[k] || (sr_mix64(c->tch[k] + GOLDEN * (b + 1)) >> 11) < thr) {
                 gen = (uint64_t)c->u[k];
                 break;
             }
         }
-        uint64_t key = mix64(mix64(t->tkey + GOLDEN * (b + 1)) + GOLDEN * (gen + 1));
+        uint64_t key = sr_mix64(sr_mix64(t->tkey + GOLDEN * (b + 1)) + GOLDEN * (gen + 1));
         uint64_t words[8];
         for (uint64_t j = 0; j < 8; j++)
-            words[j] = (mix64(key + GOLDEN * (j + 1)) & and_m) | or_m;
+            words[j] = (sr_mix64(key + GOLDEN * (j + 1)) & and_m) | or_m;
         memcpy(dst + b * 64, words, sizeof words);
     }
 }

@@ -3,18 +3,9 @@
 #include <math.h>
 
 #include "sr_splice.h"
+#include "sr_mix.h"
 
 #define GOLDEN 0x9E3779B97F4A7C15ull
-
-static uint64_t mix64(uint64_t z)
-{
-    z ^= z >> 30;
-    z *= 0xBF58476D1CE4E5B9ull;
-    z ^= z >> 27;
-    z *= 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    return z;
-}
 
 uint64_t sr_client_hash(const char *s)
 {
@@ -23,13 +14,13 @@ uint64_t sr_client_hash(const char *s)
         h ^= *p;
         h *= 0x100000001b3ull;
     }
-    return mix64(h);
+    return sr_mix64(h);
 }
 
 uint64_t sr_retry_seed(uint64_t client_seed, const char *session_id, int64_t turn)
 {
-    return mix64(mix64(client_seed ^ 0x7265747279736564ull) ^ sr_client_hash(session_id) ^
-                 mix64((uint64_t)turn + GOLDEN));
+    return sr_mix64(sr_mix64(client_seed ^ 0x7265747279736564ull) ^ sr_client_hash(session_id) ^
+                 sr_mix64((uint64_t)turn + GOLDEN));
 }
 
 static int is_splice_code(int code)
@@ -79,7 +70,7 @@ int64_t sr_retry_backoff_ms(int64_t initial_ms, int64_t max_ms, double jitter, u
         w = max_ms;
     if (jitter > 0) {
         double j = jitter > 1 ? 1 : jitter;
-        uint64_t x = mix64(seed + GOLDEN * (uint64_t)(failures + 1));
+        uint64_t x = sr_mix64(seed + GOLDEN * (uint64_t)(failures + 1));
         double u = (double)(x >> 11) * 0x1.0p-53;
         w = (int64_t)floor((double)w * (1.0 - j * u));
     }

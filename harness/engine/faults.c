@@ -8,6 +8,7 @@
 
 #include "faults_priv.h"
 #include "jsonw.h"
+#include "sr_mix.h"
 
 const kind_info sr_fault_kinds[SR_FK_COUNT] = {
     [SR_FK_LATENCY] = {"latency", SR_FL_DELAY, EPB(SR_EP_GENERATE), ~0u, P_LAT},
@@ -139,21 +140,11 @@ const sr_fault *sr_faults_at(const sr_faults *fs, size_t i)
 
 /* ---- picking ---- */
 
-static uint64_t fault_mix(uint64_t z)
-{
-    z ^= z >> 30;
-    z *= 0xBF58476D1CE4E5B9ULL;
-    z ^= z >> 27;
-    z *= 0x94D049BB133111EBULL;
-    z ^= z >> 31;
-    return z;
-}
-
 /* A uniform double in [0, 1) for draw `stream` of fault i at ordinal n. */
 static double unit_draw(uint64_t seed, size_t i, int64_t n, uint64_t stream)
 {
-    uint64_t z = fault_mix(seed ^ fault_mix(0x6661756C74000000ULL + i) ^
-                           fault_mix((uint64_t)n * 4 + stream));
+    uint64_t z = sr_mix64(seed ^ sr_mix64(0x6661756C74000000ULL + i) ^
+                           sr_mix64((uint64_t)n * 4 + stream));
     return (double)(z >> 11) * 0x1.0p-53;
 }
 

@@ -7,6 +7,7 @@
 #include "gen_priv.h"
 #include "jsonw.h"
 #include "sr_base64.h"
+#include "sr_mix.h"
 
 #define CLAMPED_LOGPROB -9999.0
 
@@ -300,16 +301,6 @@ static int routes_payloads(payload *pl, payload *alt, const sr_gen_job *j, const
     return rc;
 }
 
-static uint64_t support_mix(uint64_t z)
-{
-    z ^= z >> 30;
-    z *= 0xBF58476D1CE4E5B9ULL;
-    z ^= z >> 27;
-    z *= 0x94D049BB133111EBULL;
-    z ^= z >> 31;
-    return z;
-}
-
 static int support_payloads(payload *pl, payload *alt, const sr_gen_job *j, const sr_gen_ctx *c,
                             int want_alt, sr_err *err)
 {
@@ -324,10 +315,10 @@ static int support_payloads(payload *pl, payload *alt, const sr_gen_job *j, cons
         h = sr_oracle_prefix_push(h, j->req.tokens[i]);
     for (size_t g = 0; g < G; g++) {
         int32_t *row = rows + g * S;
-        uint64_t s = support_mix(h ^ 0x737570706F727431ULL);
+        uint64_t s = sr_mix64(h ^ 0x737570706F727431ULL);
         row[0] = j->tokens[g];
         for (size_t e = 1; e < S; e++) {
-            uint64_t x = support_mix(s + 0x9E3779B97F4A7C15ULL * e);
+            uint64_t x = sr_mix64(s + 0x9E3779B97F4A7C15ULL * e);
             int32_t v = (int32_t)(((unsigned __int128)x * (uint64_t)m->vocab) >> 64);
             for (size_t q = 0; q < e; q++)
                 if (row[q] == v)
