@@ -65,15 +65,7 @@ static void engine_start(engine *g, const char *json)
     close(fd);
     if (sr_engine_config_parse(&g->c, json, strlen(json), "bench", 0, &e))
         die("config", &e);
-    g->spec = (sr_weights_spec)SR_WEIGHTS_SPEC_INIT;
-    g->spec.seed = g->c.seed;
-    g->spec.num_layers = g->c.num_layers;
-    g->spec.layer_indices = g->c.layer_indices;
-    g->spec.experts = g->c.experts;
-    g->spec.expert_tensors = g->c.expert_tensors;
-    g->spec.total_bytes = g->c.weight_bytes;
-    g->spec.tensor_change_rate = g->c.tensor_change_rate;
-    g->spec.block_change_rate = g->c.block_change_rate;
+    g->spec = sr_engine_config_weights(&g->c);
     char self[4096], exe[4200];
     if (sr_proc_self_exe(self, sizeof(self), &e))
         die("self", &e);

@@ -39,15 +39,7 @@ static int make_state(sr_sync **out, const sr_scenario *scn, const sr_scn_step *
                       const char *const *urls, size_t n_urls, const char *run_dir, sr_err *err)
 {
     const sr_engine_config *c = &scn->engine;
-    sr_weights_spec spec = SR_WEIGHTS_SPEC_INIT;
-    spec.seed = c->seed;
-    spec.num_layers = c->num_layers;
-    spec.layer_indices = c->layer_indices;
-    spec.experts = c->experts;
-    spec.expert_tensors = c->expert_tensors;
-    spec.total_bytes = c->weight_bytes;
-    spec.tensor_change_rate = c->tensor_change_rate;
-    spec.block_change_rate = c->block_change_rate;
+    sr_weights_spec spec = sr_engine_config_weights(c);
     sr_sync_opts o = SR_SYNC_OPTS_INIT;
     int rc = sr_sync_transport_parse(&o.transport, scn->transport, err);
     char dir[4096];

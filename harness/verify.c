@@ -45,15 +45,8 @@ int sr_verifier_new(sr_verifier **out, const sr_engine_config *cfg, sr_err *err)
     v->L = cfg->num_layers;
     v->K = cfg->topk;
     memcpy(v->layer_indices, cfg->layer_indices, (size_t)v->L * sizeof(int32_t));
-    sr_weights_spec ws = SR_WEIGHTS_SPEC_INIT;
-    ws.seed = cfg->seed;
-    ws.num_layers = v->L;
+    sr_weights_spec ws = sr_engine_config_weights(cfg);
     ws.layer_indices = v->layer_indices;
-    ws.experts = cfg->experts;
-    ws.expert_tensors = cfg->expert_tensors;
-    ws.total_bytes = cfg->weight_bytes;
-    ws.tensor_change_rate = cfg->tensor_change_rate;
-    ws.block_change_rate = cfg->block_change_rate;
     v->spec = ws;
     v->max_version = cfg->weight_version;
     *out = v;

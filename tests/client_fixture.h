@@ -112,16 +112,7 @@ static void fx_model_load(fx_model *m, const char *json)
     ck_assert_sr_ok(sr_engine_config_parse(&m->cfg, json, strlen(json), "test", 0, &e), e);
     sr_oracle_model om = sr_engine_config_model(&m->cfg);
     ck_assert_sr_ok(sr_oracle_new(&m->oracle, &om, &e), e);
-    sr_weights_spec ws = SR_WEIGHTS_SPEC_INIT;
-    ws.seed = m->cfg.seed;
-    ws.num_layers = m->cfg.num_layers;
-    ws.layer_indices = m->cfg.layer_indices;
-    ws.experts = m->cfg.experts;
-    ws.expert_tensors = m->cfg.expert_tensors;
-    ws.total_bytes = m->cfg.weight_bytes;
-    ws.tensor_change_rate = m->cfg.tensor_change_rate;
-    ws.block_change_rate = m->cfg.block_change_rate;
-    m->spec = ws;
+    m->spec = sr_engine_config_weights(&m->cfg);
 }
 
 static void fx_model_free(fx_model *m)

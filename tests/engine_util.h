@@ -239,15 +239,7 @@ static inline const sr_splice_entry *splice_find(const sr_splice_result *res, co
 static inline void expected_fps(const sr_engine_config *c, int64_t version, uint64_t *global,
                                 uint64_t *layers)
 {
-    sr_weights_spec ws = SR_WEIGHTS_SPEC_INIT;
-    ws.seed = c->seed;
-    ws.num_layers = c->num_layers;
-    ws.layer_indices = c->layer_indices;
-    ws.experts = c->experts;
-    ws.expert_tensors = c->expert_tensors;
-    ws.total_bytes = c->weight_bytes;
-    ws.tensor_change_rate = c->tensor_change_rate;
-    ws.block_change_rate = c->block_change_rate;
+    sr_weights_spec ws = sr_engine_config_weights(c);
     sr_err err = SR_ERR_INIT;
     ck_assert_sr_ok(sr_weights_expected(global, layers, &ws, version, &err), err);
 }

@@ -87,15 +87,7 @@ int main(int argc, char **argv)
 
     sr_oracle_model m = sr_engine_config_model(&cfg);
     sr_oracle *o;
-    sr_weights_spec ws = SR_WEIGHTS_SPEC_INIT;
-    ws.seed = cfg.seed;
-    ws.num_layers = cfg.num_layers;
-    ws.layer_indices = cfg.layer_indices;
-    ws.experts = cfg.experts;
-    ws.expert_tensors = cfg.expert_tensors;
-    ws.total_bytes = cfg.weight_bytes;
-    ws.tensor_change_rate = cfg.tensor_change_rate;
-    ws.block_change_rate = cfg.block_change_rate;
+    sr_weights_spec ws = sr_engine_config_weights(&cfg);
     uint64_t global, layers[SR_ORACLE_MAX_LAYERS];
     if (sr_oracle_new(&o, &m, &e) || sr_weights_expected(&global, layers, &ws, 0, &e))
         return fail("oracle", &e);

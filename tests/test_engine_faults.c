@@ -295,7 +295,13 @@ START_TEST(test_reset_and_refuse)
     http_post(&bad, &e, "/skyrl/v1/generate", REQ);
     ck_assert_int_eq(bad.cc, CURLE_RECV_ERROR);
     http_get(&good, &e, "/health");
-    ck_assert_msg(good.cc == CURLE_COULDNT_CONNECT, "cc %d: %s", good.cc, good.errbuf);
+    /* Nothing is served in the window. Usually the connection is refused outright; under heavy
+     * load a connection can reach the listen queue in the instant before the listener closes
+     * and is then reset by the kernel, which a client sees as a reset, not a refusal. */
+    ck_assert_msg(good.cc == CURLE_COULDNT_CONNECT ||
+                      (good.cc == CURLE_RECV_ERROR && strstr(good.errbuf, "reset")),
+                  "cc %d: %s", good.cc, good.errbuf);
+    ck_assert_int_eq(good.status, 0);
     hresp_free(&bad), hresp_free(&good);
     /* The engine listens again on the same port once the window is over. */
     int ok = 0;

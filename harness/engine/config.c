@@ -423,3 +423,17 @@ int sr_engine_config_load(sr_engine_config *c, const char *path, int index, sr_e
     sr_buf_release(&b);
     return rc;
 }
+
+sr_weights_spec sr_engine_config_weights(const sr_engine_config *c)
+{
+    sr_weights_spec ws = SR_WEIGHTS_SPEC_INIT;
+    ws.seed = c->seed;
+    ws.num_layers = c->num_layers;
+    ws.layer_indices = c->layer_indices;
+    ws.experts = c->experts;
+    ws.expert_tensors = c->expert_tensors;
+    ws.total_bytes = c->weight_bytes;
+    ws.tensor_change_rate = c->tensor_change_rate;
+    ws.block_change_rate = c->block_change_rate;
+    return ws;
+}

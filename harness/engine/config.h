@@ -45,6 +45,7 @@
 #include "sr_err.h"
 #include "sr_fields.h"
 #include "sr_oracle.h"
+#include "sr_weights.h"
 
 #define SR_ENGINE_ID_MAX    64
 #define SR_ENGINE_MAX_EXTRA 8  /* packed fields emitted from a definition */
@@ -120,5 +121,9 @@ void sr_engine_config_release(sr_engine_config *c);
 
 /* The oracle model of the config (pointers into c). */
 sr_oracle_model sr_engine_config_model(const sr_engine_config *c);
+
+/* The synthetic weight spec of the config (layer_indices points into c): the engine, the
+ * verifier and the weight-sync trainer all derive their weights from it. */
+sr_weights_spec sr_engine_config_weights(const sr_engine_config *c);
 
 #endif /* SR_ENGINE_CONFIG_H */

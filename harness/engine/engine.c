@@ -31,15 +31,7 @@ int sr_engine_new(sr_engine **out, const sr_engine_config *cfg, sr_err *err)
     int L = cfg->num_layers;
     sr_oracle_model m = sr_engine_config_model(&e->cfg);
     int rc = sr_oracle_new(&e->oracle, &m, err);
-    sr_weights_spec ws = SR_WEIGHTS_SPEC_INIT;
-    ws.seed = cfg->seed;
-    ws.num_layers = L;
-    ws.layer_indices = e->cfg.layer_indices;
-    ws.experts = cfg->experts;
-    ws.expert_tensors = cfg->expert_tensors;
-    ws.total_bytes = cfg->weight_bytes;
-    ws.tensor_change_rate = cfg->tensor_change_rate;
-    ws.block_change_rate = cfg->block_change_rate;
+    sr_weights_spec ws = sr_engine_config_weights(&e->cfg);
     if (!rc)
         rc = sr_weights_new(&e->weights, &ws, cfg->weight_version, err);
     if (!rc)
