@@ -57,7 +57,8 @@ if ls "$out"/engine.*.log >/dev/null 2>&1 && grep -l '^==[0-9]*==' "$out"/engine
     status=1
 fi
 if [ $status -eq 0 ]; then
-    echo "memcheck: clean (logs in $out)"
+    echo "memcheck: clean"
+    rm -rf "$out"
 else
     echo "memcheck: FAILED (logs in $out)"
 fi
