@@ -17,6 +17,7 @@ for t in "$build"/fuzz/fuzz_*; do
     case $name in
     fuzz_splice | fuzz_envelope | fuzz_json) seeds="$seeds fixtures/bodies" ;;
     fuzz_fields) seeds="$seeds fixtures/fields" ;;
+    fuzz_scenario) seeds="$seeds scenarios/examples scenarios/nightly" ;;
     esac
     echo "== $name for ${seconds}s"
     if ! "$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 \
