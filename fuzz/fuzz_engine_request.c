@@ -18,6 +18,7 @@
 #include "../harness/engine/faults_parse.c"
 #include "../harness/engine/gen.c"
 #include "../harness/engine/gen_body.c"
+#include "../harness/engine/gen_extra.c"
 #include "../harness/engine/jsonw.c"
 #include "../harness/engine/request.c"
 
