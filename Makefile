@@ -8,7 +8,7 @@ CMAKE_FLAGS ?=
 DEPS    := gcc make cmake pkg-config libcurl4-openssl-dev libcjson-dev check libmicrohttpd-dev \
            libxxhash-dev libzstd-dev libxml2-utils python3 python3-numpy
 # Extra packages for fuzzing (clang's libFuzzer runtime).
-FUZZ_DEPS := clang libclang-rt-14-dev
+FUZZ_DEPS := clang libclang-rt-14-dev libomp-dev
 FUZZ_SECONDS ?= 60
 
 SYNCROLL := $(BUILD)/harness/syncroll
