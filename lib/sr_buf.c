@@ -80,6 +80,20 @@ int sr_buf_put_i64(sr_buf *b, long long v, sr_err *err)
     return sr_buf_append(b, p, (size_t)(e - p), err);
 }
 
+int sr_buf_put_json_string(sr_buf *b, const char *s, sr_err *err)
+{
+    int rc = sr_buf_puts(b, "\"", err);
+    for (const unsigned char *p = (const unsigned char *)s; !rc && *p; p++) {
+        if (*p == '"' || *p == '\\')
+            rc = sr_buf_printf(b, err, "\\%c", *p);
+        else if (*p < 0x20)
+            rc = sr_buf_printf(b, err, "\\u%04x", *p);
+        else
+            rc = sr_buf_append(b, p, 1, err);
+    }
+    return rc ? rc : sr_buf_puts(b, "\"", err);
+}
+
 void sr_buf_reset(sr_buf *b)
 {
     b->len = 0;

@@ -42,6 +42,12 @@ int sr_buf_printf(sr_buf *b, sr_err *err, const char *fmt, ...) __attribute__((f
 /* Appends the decimal text of a signed 64-bit integer. */
 int sr_buf_put_i64(sr_buf *b, long long v, sr_err *err);
 
+/*
+ * Appends `s` (NUL-terminated) as a JSON string literal: quotes, `\"` and `\\` escaped,
+ * control bytes as `\u00XX`, every other byte (UTF-8 included) verbatim, as orjson writes.
+ */
+int sr_buf_put_json_string(sr_buf *b, const char *s, sr_err *err);
+
 /* Sets len to 0 and keeps the allocation. */
 void sr_buf_reset(sr_buf *b);
 

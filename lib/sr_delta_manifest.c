@@ -64,27 +64,13 @@ void sr_delta_payload_name(char *out, size_t cap, size_t i)
 
 /* ---- rendering ---- */
 
-static int put_json_string(sr_buf *b, const char *s, sr_err *err)
-{
-    int rc = sr_buf_puts(b, "\"", err);
-    for (const unsigned char *p = (const unsigned char *)s; !rc && *p; p++) {
-        if (*p == '"' || *p == '\\')
-            rc = sr_buf_printf(b, err, "\\%c", *p);
-        else if (*p < 0x20)
-            rc = sr_buf_printf(b, err, "\\u%04x", *p);
-        else
-            rc = sr_buf_append(b, p, 1, err);
-    }
-    return rc ? rc : sr_buf_puts(b, "\"", err);
-}
-
 static int render_record(sr_buf *b, const sr_delta_out_record *r, sr_err *err)
 {
     char file[64], hex[33];
     sr_delta_payload_name(file, sizeof(file), r->file);
     sr_delta_hex128(hex, r->checksum_hi, r->checksum_lo);
     int rc = sr_buf_puts(b, "    {\"name\": ", err);
-    rc = rc ? rc : put_json_string(b, r->t->name, err);
+    rc = rc ? rc : sr_buf_put_json_string(b, r->t->name, err);
     rc = rc ? rc : sr_buf_printf(b, err, ", \"dtype\": \"%s\", \"shape\": [", r->t->dtype);
     for (int d = 0; !rc && d < r->t->ndim; d++)
         rc = sr_buf_printf(b, err, "%s%lld", d ? ", " : "", (long long)r->t->shape[d]);
@@ -93,7 +79,7 @@ static int render_record(sr_buf *b, const sr_delta_out_record *r, sr_err *err)
                             "], \"uncompressed_num_bytes\": %zu, \"compressed_num_bytes\": %llu, "
                             "\"payload_file\": \"%s\", \"payload_key\": ",
                             r->t->nbytes, (unsigned long long)r->compressed, file);
-    rc = rc ? rc : put_json_string(b, r->t->name, err);
+    rc = rc ? rc : sr_buf_put_json_string(b, r->t->name, err);
     return rc ? rc
               : sr_buf_printf(b, err, ", \"checksum\": \"%s\", \"checksum_algorithm\": \"%s\"}",
                               hex, SR_DELTA_CHECKSUM_ALGORITHM);

@@ -92,6 +92,9 @@ START_TEST(buf_respects_its_maximum)
     b.max = 0;
     ck_assert_sr_ok(sr_buf_put_i64(&b, -9223372036854775807LL - 1, &e), e);
     ck_assert_str_eq(b.data, "-9223372036854775808");
+    sr_buf_reset(&b);
+    ck_assert_sr_ok(sr_buf_put_json_string(&b, "a\"b\\c\n\x01/\xc3\xa9", &e), e);
+    ck_assert_str_eq(b.data, "\"a\\\"b\\\\c\\u000a\\u0001/\xc3\xa9\"");
     sr_buf_release(&b);
 }
 END_TEST

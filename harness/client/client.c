@@ -193,20 +193,6 @@ static int check_request(const sr_client_req *r, sr_err *err)
     return rc ? rc : check_session(r->session_id, err);
 }
 
-int sr_client_json_str(sr_buf *b, const char *s, sr_err *err)
-{
-    int rc = sr_buf_puts(b, "\"", err);
-    for (const unsigned char *p = (const unsigned char *)s; !rc && *p; p++) {
-        if (*p == '"' || *p == '\\')
-            rc = sr_buf_printf(b, err, "\\%c", *p);
-        else if (*p < 0x20)
-            rc = sr_buf_printf(b, err, "\\u%04x", *p);
-        else
-            rc = sr_buf_append(b, p, 1, err);
-    }
-    return rc ? rc : sr_buf_puts(b, "\"", err);
-}
-
 static int put_sampling(sr_buf *b, const cJSON *sp, int64_t start, sr_err *err)
 {
     int rc = sr_buf_puts(b, "{\"sampling_params\":{", err), first = 1;
@@ -219,7 +205,7 @@ static int put_sampling(sr_buf *b, const cJSON *sp, int64_t start, sr_err *err)
         if (!rc && !first)
             rc = sr_buf_puts(b, ",", err);
         if (!rc)
-            rc = sr_client_json_str(b, m->string, err);
+            rc = sr_buf_put_json_string(b, m->string, err);
         if (!rc)
             rc = sr_buf_printf(b, err, ":%s", v);
         free(v);
@@ -256,7 +242,7 @@ static int build_body(sr_buf *b, const sr_client_req *r, int64_t start, sr_err *
     if (!rc)
         rc = sr_buf_puts(b, ",\"model\":", err);
     if (!rc)
-        rc = sr_client_json_str(b, r->model && r->model[0] ? r->model : "default", err);
+        rc = sr_buf_put_json_string(b, r->model && r->model[0] ? r->model : "default", err);
     if (!rc && r->n_tokens > (SIZE_MAX - 32) / 12)
         rc = sr_err_set(err, SR_E_LIMIT, "client: %zu token ids do not fit a request body",
                         r->n_tokens);
@@ -278,7 +264,7 @@ static int build_body(sr_buf *b, const sr_client_req *r, int64_t start, sr_err *
     if (!rc && r->cache_salt) {
         rc = sr_buf_puts(b, ",\"cache_salt\":", err);
         if (!rc)
-            rc = sr_client_json_str(b, r->cache_salt, err);
+            rc = sr_buf_put_json_string(b, r->cache_salt, err);
     }
     return rc ? rc : sr_buf_puts(b, "}", err);
 }

@@ -68,9 +68,6 @@ int sr_client_decode_spliced(sr_client_result *out, sr_client_conn *k, const sr_
 int sr_client_decode_native(sr_client_result *out, sr_client_conn *k, const cJSON *doc,
                             sr_err *err);
 
-/* Appends s as a JSON string literal (quotes and escapes included). */
-int sr_client_json_str(sr_buf *b, const char *s, sr_err *err);
-
 /* The message of a non-2xx body: error.message of a JSON body, else its text (cut, one line). */
 void sr_client_status_text(char *out, size_t cap, const char *body, size_t len, const cJSON *doc);
 
