@@ -214,6 +214,22 @@ static int loop(sr_rollout_state *s, sr_err *err)
     return 0;
 }
 
+/* Rows a rollout holds at most when every turn generates max_tokens: the trace's capacity hint
+ * (capped: a huge max_tokens should not allocate up front what EOS usually makes unused). */
+static int64_t rows_hint(const sr_rollout_config *c)
+{
+    const cJSON *m = c->sampling_params
+                         ? cJSON_GetObjectItemCaseSensitive(c->sampling_params, "max_tokens")
+                         : NULL;
+    if (!cJSON_IsNumber(m) || !(m->valuedouble >= 1 && m->valuedouble <= 1e6) ||
+        c->env.max_turns < 1 || c->env.max_turns > 10000)
+        return 0;
+    int64_t obs = c->env.obs_max > 0 ? c->env.obs_max : 0;
+    int64_t rows =
+        (int64_t)c->prompt_len + (int64_t)c->env.max_turns * ((int64_t)m->valuedouble + obs);
+    return rows < ((int64_t)1 << 18) ? rows : ((int64_t)1 << 18);
+}
+
 static int setup(sr_rollout_state *s, sr_err *err)
 {
     const sr_rollout_config *c = s->cfg;
@@ -226,8 +242,12 @@ static int setup(sr_rollout_state *s, sr_err *err)
     for (size_t i = 0; !rc && i < c->prompt_len; i++)
         if (c->prompt[i] < 0)
             rc = sr_err_set(err, SR_E_ROLLOUT_CONFIG, "rollout: prompt[%zu] is negative", i);
-    if (!rc && c->routes)
-        rc = sr_route_trace_new(&s->trace, &c->trace_opts, err);
+    if (!rc && c->routes) {
+        sr_trace_opts o = c->trace_opts;
+        if (!o.reserve_rows)
+            o.reserve_rows = rows_hint(c);
+        rc = sr_route_trace_new(&s->trace, &o, err);
+    }
     return rc;
 }
 

@@ -163,6 +163,9 @@ void sr_trace_meta_init(sr_meta_trace *t, const sr_trace_opts *opts)
     t->max_rows = opts && opts->max_rows > 0 ? opts->max_rows : SR_TRACE_DEFAULT_MAX_ROWS;
     t->max_bytes = opts && opts->max_bytes ? opts->max_bytes : SR_TRACE_DEFAULT_MAX_BYTES;
     t->lock_first_dtype = opts ? opts->lock_first_dtype : 0;
+    t->reserve_rows = opts && opts->reserve_rows > 0 ? opts->reserve_rows : 0;
+    if (t->reserve_rows > t->max_rows)
+        t->reserve_rows = t->max_rows;
 }
 
 int sr_meta_trace_new(sr_meta_trace **out, const sr_trace_opts *opts, sr_err *err)
@@ -336,6 +339,12 @@ int sr_trace_meta_append_as(sr_meta_trace *t, const sr_ndarray *rows, sr_dtype d
     size_t bytes;
     int64_t total = t->rows + expected_rows;
     rc = sr_trace_meta_bytes_for(&bytes, &probe, total, dtype, err);
+    /* The first append allocates the hinted capacity at once (one allocation instead of a
+     * realloc per turn); a hint past the bounds is not used. */
+    size_t hint;
+    if (!rc && !t->cap && t->reserve_rows > total &&
+        sr_trace_meta_bytes_for(&hint, &probe, t->reserve_rows, dtype, NULL) == 0 && hint > bytes)
+        bytes = hint;
     if (!rc)
         rc = sr_trace_meta_reserve(&probe, dtype, bytes, err);
     if (rc)

@@ -90,11 +90,13 @@ typedef struct sr_trace_opts {
     size_t max_bytes;        /* most bytes of row data; 0: SR_TRACE_DEFAULT_MAX_BYTES */
     int lock_first_dtype;    /* quirk skyrl-dtype-lock: no widening, any dtype change fails */
     int padding_as_captured; /* quirk skyrl-padding-as-captured: finalize reports T captured */
+    int64_t reserve_rows;    /* capacity hint: rows to allocate at the first append (0: grow as
+                                needed); clamped to the bounds, changes no result */
 } sr_trace_opts;
 
 #define SR_TRACE_OPTS_INIT                                                                         \
     {                                                                                              \
-        0, 0, 0, 0                                                                                 \
+        0, 0, 0, 0, 0                                                                              \
     }
 
 /* ---- token-metadata trace ---- */

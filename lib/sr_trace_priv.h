@@ -12,6 +12,7 @@ struct sr_meta_trace {
     int64_t max_rows;
     size_t max_bytes;
     int lock_first_dtype;
+    int64_t reserve_rows; /* the opts' capacity hint, used at the first append */
     int has_schema;
     sr_dtype dtype;
     int row_ndim;

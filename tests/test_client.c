@@ -115,7 +115,9 @@ static void capture_done(capture *c)
 START_TEST(body_headers_and_reply_are_exact)
 {
     static const int32_t ids[] = {1, 2, 3, 4, 5, 6, 7};
-    cJSON *s = cJSON_Parse("{\"temperature\":1.5,\"max_tokens\":512,\"logprobs\":0}");
+    cJSON *s = cJSON_Parse("{\"temperature\":1.5,\"max_tokens\":512,\"logprobs\":0,\"seed\":-7,"
+                           "\"big\":3000000000,\"skip\":true,\"echo\":false,\"stop\":null,"
+                           "\"tags\":[\"a\",1]}");
     sr_client_req q = SR_CLIENT_REQ_INIT;
     q.token_ids = ids;
     q.n_tokens = 7;
@@ -129,7 +131,9 @@ START_TEST(body_headers_and_reply_are_exact)
     capture_generate(&c, NULL, &q, &r, APPENDIX_REPLY);
     ck_assert_str_eq(body_of(&c),
                      "{\"sampling_params\":{\"temperature\":1.5,\"max_tokens\":512,\"logprobs\":0,"
-                     "\"routed_experts_prompt_start\":5},\"model\":\"default\",\"token_ids\":[1,2,"
+                     "\"seed\":-7,\"big\":3000000000,\"skip\":true,\"echo\":false,\"stop\":null,"
+                     "\"tags\":[\"a\",1],\"routed_experts_prompt_start\":5},\"model\":\"default\","
+                     "\"token_ids\":[1,2,"
                      "3,4,5,6,7],\"cache_salt\":\"policy@3\"}");
     ck_assert_msg(strncmp(c.req, "POST /skyrl/v1/generate HTTP/1.1\r\n", 34) == 0, "%s", c.req);
     ck_assert_ptr_nonnull(strstr(c.req, "\r\nX-Session-ID: 17_0\r\n"));
@@ -150,9 +154,10 @@ START_TEST(body_headers_and_reply_are_exact)
     q.model = "lora-a";
     q.cache_salt = NULL;
     capture_generate(&c, &o, &q, &r, APPENDIX_REPLY);
-    ck_assert_str_eq(body_of(&c), "{\"sampling_params\":{\"temperature\":1.5,\"max_tokens\":512,"
-                                  "\"logprobs\":0},\"model\":\"lora-a\",\"token_ids\":[1,2,3,4,5,"
-                                  "6,7]}");
+    ck_assert_str_eq(body_of(&c),
+                     "{\"sampling_params\":{\"temperature\":1.5,\"max_tokens\":512,\"logprobs\":0,"
+                     "\"seed\":-7,\"big\":3000000000,\"skip\":true,\"echo\":false,\"stop\":null,"
+                     "\"tags\":[\"a\",1]},\"model\":\"lora-a\",\"token_ids\":[1,2,3,4,5,6,7]}");
     ck_assert_ptr_null(strstr(c.req, "X-Session-ID"));
     ck_assert_int_eq(r.prompt_start_sent, -1);
     capture_done(&c);
@@ -296,6 +301,55 @@ START_TEST(r3_generate_is_spliced_and_verified)
 }
 END_TEST
 
+/* One generate per job on the job's conn; records whether its first attempt connected anew. */
+typedef struct pool_ctx {
+    int new_conn[8];
+    sr_client_conn *conn[8];
+} pool_ctx;
+
+static int pool_job(sr_client_conn *k, size_t i, void *ctx)
+{
+    pool_ctx *p = ctx;
+    cJSON *s = sampling(2);
+    sr_client_req q = SR_CLIENT_REQ_INIT;
+    q.token_ids = PROMPT;
+    q.n_tokens = PROMPT_LEN;
+    q.sampling_params = s;
+    q.session_id = "pool";
+    q.return_routes = 1;
+    q.prompt_start = 0;
+    sr_client_result r;
+    int rc = sr_client_generate(&r, k, &q, NULL);
+    p->new_conn[i] = rc ? -1 : r.attempts[0].new_connection;
+    p->conn[i] = k;
+    cJSON_Delete(s);
+    return rc;
+}
+
+/* sr_client_parallel keeps its conns (and their kept-alive connections) for the next call. */
+START_TEST(parallel_reuses_conns_across_calls)
+{
+    fx f;
+    fx_start(&f, 1, CFG_CLEAN, NULL);
+    sr_err e = SR_ERR_INIT;
+    pool_ctx a = {{0}, {0}}, b = {{0}, {0}};
+    int rcs[8];
+    /* One thread, so both jobs of the first call run on one conn: one connection opened. */
+    ck_assert_sr_ok(sr_client_parallel(f.client, 2, 1, pool_job, &a, rcs, &e), e);
+    ck_assert_int_eq(rcs[0], 0);
+    ck_assert_int_eq(a.new_conn[0], 1);
+    ck_assert_int_eq(a.new_conn[1], 0);
+    ck_assert_ptr_eq(a.conn[0], a.conn[1]);
+    /* The next call takes that conn from the pool: its connection is reused. */
+    ck_assert_sr_ok(sr_client_parallel(f.client, 1, 1, pool_job, &b, rcs, &e), e);
+    ck_assert_int_eq(rcs[0], 0);
+    ck_assert_ptr_eq(b.conn[0], a.conn[0]);
+    ck_assert_int_eq(b.new_conn[0], 0);
+    ck_assert_int_eq(fx_count(&f, 0, "generate"), 3);
+    fx_stop(&f);
+}
+END_TEST
+
 START_TEST(sessions_stick_to_one_engine)
 {
     fx f;
@@ -410,6 +464,7 @@ static Suite *client_suite(void)
     tcase_add_test(tc, schema_violations_are_bad_responses);
     tcase_add_test(tc, r3_generate_is_spliced_and_verified);
     tcase_add_test(tc, sessions_stick_to_one_engine);
+    tcase_add_test(tc, parallel_reuses_conns_across_calls);
     tcase_add_test(tc, backoff_is_capped_jittered_and_seeded);
     tcase_add_test(tc, control_plane_fans_out);
     suite_add_tcase(s, tc);

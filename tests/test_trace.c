@@ -298,6 +298,37 @@ START_TEST(meta_limits)
 }
 END_TEST
 
+/* The capacity hint changes no result: the same rows, and the limits hold (a hint past them is
+ * not used). */
+START_TEST(meta_reserve_hint_changes_nothing)
+{
+    int64_t s[2] = {3, 2};
+    sr_ndarray a = make(SR_DTYPE_INT16, 2, s, iota);
+    sr_err err = SR_ERR_INIT;
+    sr_ndarray out[3];
+    int64_t hints[3] = {0, 100, (int64_t)1 << 40};
+    for (int h = 0; h < 3; h++) {
+        sr_trace_opts o = SR_TRACE_OPTS_INIT;
+        o.reserve_rows = hints[h];
+        o.max_rows = 9;
+        sr_meta_trace *t = meta_new(&o);
+        for (int k = 0; k < 3; k++)
+            ck_assert_sr_ok(sr_meta_trace_append(t, &a, 3, &err), err);
+        ck_assert_sr_code(sr_meta_trace_append(t, &a, 3, &err), err, SR_E_LIMIT);
+        ck_assert_sr_ok(sr_meta_trace_finalize(&out[h], t, 9, &err), err);
+        sr_meta_trace_free(t);
+    }
+    for (int h = 1; h < 3; h++) {
+        ck_assert_int_eq((long)out[h].nbytes, (long)out[0].nbytes);
+        ck_assert_int_eq(out[h].shape[0], 9);
+        ck_assert(memcmp(out[h].data, out[0].data, out[0].nbytes) == 0);
+    }
+    for (int h = 0; h < 3; h++)
+        sr_ndarray_release(&out[h]);
+    sr_ndarray_release(&a);
+}
+END_TEST
+
 /* ---- routed-expert trace (§5.7 test_routed_expert_trace_*) ---- */
 
 /* Asserts that row `r` of [T, L, K] routes is the padding row 0..K-1 on every layer. */
@@ -772,6 +803,7 @@ static Suite *trace_suite(void)
     tcase_add_test(m, meta_widening_rules);
     tcase_add_test(m, meta_widening_converts_held_rows);
     tcase_add_test(m, meta_limits);
+    tcase_add_test(m, meta_reserve_hint_changes_nothing);
     suite_add_tcase(s, m);
     TCase *r = tcase_create("routes");
     tcase_add_test(r, route_multiturn_suffix_and_terminal_gap);

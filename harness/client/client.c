@@ -51,7 +51,8 @@ int sr_client_new(sr_client **out, const char *const *urls, size_t n_urls, const
         memcpy(c->urls[i], urls[i], len);
     }
     c->fields = fields;
-    if (!fields) {
+    rc = sr_client_pool_new(&c->pool, err);
+    if (!rc && !fields) {
         rc = sr_fields_new(&c->own_fields, err);
         if (!rc)
             rc = sr_fields_add_builtins(c->own_fields, err);
@@ -69,6 +70,7 @@ void sr_client_free(sr_client *c)
 {
     if (!c)
         return;
+    sr_client_pool_free(c->pool);
     sr_fields_free(c->own_fields);
     free(c);
 }
@@ -193,30 +195,6 @@ static int check_request(const sr_client_req *r, sr_err *err)
     return rc ? rc : check_session(r->session_id, err);
 }
 
-static int put_sampling(sr_buf *b, const cJSON *sp, int64_t start, sr_err *err)
-{
-    int rc = sr_buf_puts(b, "{\"sampling_params\":{", err), first = 1;
-    const cJSON *m;
-    cJSON_ArrayForEach(m, sp)
-    {
-        char *v = rc ? NULL : cJSON_PrintUnformatted(m);
-        if (!rc && !v)
-            rc = sr_err_set(err, SR_E_NOMEM, "client: cannot print sampling_params");
-        if (!rc && !first)
-            rc = sr_buf_puts(b, ",", err);
-        if (!rc)
-            rc = sr_buf_put_json_string(b, m->string, err);
-        if (!rc)
-            rc = sr_buf_printf(b, err, ":%s", v);
-        free(v);
-        first = 0;
-    }
-    if (!rc && start >= 0)
-        rc = sr_buf_printf(b, err, "%s\"routed_experts_prompt_start\":%lld", first ? "" : ",",
-                           (long long)start);
-    return rc ? rc : sr_buf_puts(b, "}", err);
-}
-
 /* Writes v in decimal at p (at most 11 bytes) and returns the byte count. */
 static size_t put_int32(char *p, int32_t v)
 {
@@ -232,6 +210,47 @@ static size_t put_int32(char *p, int32_t v)
     while (n)
         p[len++] = digits[--n];
     return len;
+}
+
+/* Appends a member's value as cJSON prints it; integers (cJSON's "%d" case) and the literals
+ * without cJSON's allocation and printf, which showed in the per-request profile. */
+static int put_value(sr_buf *b, const cJSON *m, sr_err *err)
+{
+    if (cJSON_IsNumber(m) && m->valuedouble == (double)m->valueint) {
+        char num[16];
+        size_t n = put_int32(num, (int32_t)m->valueint);
+        return sr_buf_append(b, num, n, err);
+    }
+    if (cJSON_IsTrue(m) || cJSON_IsFalse(m) || cJSON_IsNull(m))
+        return sr_buf_puts(b, cJSON_IsTrue(m) ? "true" : cJSON_IsFalse(m) ? "false" : "null", err);
+    char *v = cJSON_PrintUnformatted(m);
+    if (!v)
+        return sr_err_set(err, SR_E_NOMEM, "client: cannot print sampling_params");
+    int rc = sr_buf_puts(b, v, err);
+    free(v);
+    return rc;
+}
+
+static int put_sampling(sr_buf *b, const cJSON *sp, int64_t start, sr_err *err)
+{
+    int rc = sr_buf_puts(b, "{\"sampling_params\":{", err), first = 1;
+    const cJSON *m;
+    cJSON_ArrayForEach(m, sp)
+    {
+        if (!rc && !first)
+            rc = sr_buf_puts(b, ",", err);
+        if (!rc)
+            rc = sr_buf_put_json_string(b, m->string, err);
+        if (!rc)
+            rc = sr_buf_puts(b, ":", err);
+        if (!rc)
+            rc = put_value(b, m, err);
+        first = 0;
+    }
+    if (!rc && start >= 0)
+        rc = sr_buf_printf(b, err, "%s\"routed_experts_prompt_start\":%lld", first ? "" : ",",
+                           (long long)start);
+    return rc ? rc : sr_buf_puts(b, "}", err);
 }
 
 /* The §1.2 body: sampling_params (start injected), model, token_ids, cache_salt, in that order. */

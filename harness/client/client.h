@@ -71,10 +71,13 @@
  * Control plane: sr_client_control sends one request to every engine (or one) concurrently with
  * curl's multi interface, without retries (as the reference), each bounded by control_timeout_ms.
  *
- * Concurrency: an sr_client is immutable after sr_client_new and may be shared by any number of
- * threads. An sr_client_conn (one curl easy handle, its kept-alive connections to the engines,
- * one splicer and reused buffers) belongs to one thread at a time; sr_client_parallel runs jobs
- * on a bounded set of threads, one conn each. No global mutable state: the process must call
+ * Concurrency: an sr_client is immutable after sr_client_new (but for its pool of idle conns,
+ * guarded by a mutex) and may be shared by any number of threads. An sr_client_conn (one curl
+ * easy handle, its kept-alive connections to the engines, one splicer and reused buffers) belongs
+ * to one thread at a time; sr_client_parallel runs jobs on a bounded set of threads, one conn
+ * each, taken from the client's pool and given back to it, so the kept-alive connections and
+ * warm buffers of one batch serve the next (at most SR_CLIENT_POOL_MAX idle conns are kept; they
+ * and their sockets are released by sr_client_free). No global mutable state: the process must call
  * curl_global_init(CURL_GLOBAL_DEFAULT) once, from main() before any thread starts and before
  * the first client (the client test suites do so in theirs), and curl_global_cleanup at exit.
  *
@@ -99,6 +102,7 @@
 #define SR_CLIENT_URL_MAX       512 /* bytes of a base URL, including the NUL */
 #define SR_CLIENT_SESSION_MAX   256 /* bytes of a session id */
 #define SR_CLIENT_ENGINE_ID_MAX 64  /* bytes of the engine id kept from "syncroll", with NUL */
+#define SR_CLIENT_POOL_MAX      256 /* idle conns a client keeps between sr_client_parallel calls */
 
 /* Legacy behaviours, each reproducing a catalogued defect. */
 typedef struct sr_client_quirks {
@@ -276,7 +280,8 @@ typedef int (*sr_client_job_fn)(sr_client_conn *k, size_t index, void *ctx);
 
 /*
  * Runs fn(conn, i, ctx) for every i in 0 .. n_jobs-1 on min(limit, n_jobs) threads (limit >= 1),
- * each with its own conn (so keep-alive connections are reused across that thread's jobs). Jobs
+ * each with its own conn (so keep-alive connections are reused across that thread's jobs; the
+ * conns come from and return to the client's idle pool, so also across calls). Jobs
  * are claimed in index order; a job must write only its own slot of any shared output. rcs (may
  * be NULL) receives every job's return value. If a thread cannot be started the others (or the
  * calling thread) take its share. Returns 0, or SR_E_INVAL (no fn, limit < 1) / SR_E_NOMEM

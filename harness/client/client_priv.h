@@ -2,6 +2,8 @@
 #ifndef SR_CLIENT_PRIV_H
 #define SR_CLIENT_PRIV_H
 
+#include <pthread.h>
+
 #include <curl/curl.h>
 
 #include "client/client.h"
@@ -13,8 +15,20 @@ struct sr_client {
     char urls[SR_CLIENT_MAX_ENGINES][SR_CLIENT_URL_MAX];
     sr_client_opts opts;
     const sr_fields *fields;
-    sr_fields *own_fields; /* the built-ins when the caller gave none */
+    sr_fields *own_fields;     /* the built-ins when the caller gave none */
+    struct sr_conn_pool *pool; /* idle conns kept for the next sr_client_parallel (parallel.c) */
 };
+
+/* Idle conns of a client; the only part of an sr_client that changes after sr_client_new. */
+typedef struct sr_conn_pool {
+    pthread_mutex_t mu;
+    sr_client_conn *idle[SR_CLIENT_POOL_MAX];
+    size_t n;
+} sr_conn_pool;
+
+/* Creates / frees a client's pool (freeing the idle conns). */
+int sr_client_pool_new(sr_conn_pool **out, sr_err *err);
+void sr_client_pool_free(sr_conn_pool *p);
 
 struct sr_client_conn {
     const sr_client *c;
