@@ -11,6 +11,8 @@
 #include "commands.h"
 #include "engine/config.h"
 #include "procs.h"
+#include "scenario.h"
+#include "sr_json.h"
 
 static void usage(FILE *f)
 {
@@ -18,16 +20,31 @@ static void usage(FILE *f)
         f,
         "usage: syncroll serve [--listen ADDR] [--ready-timeout SECONDS]\n"
         "                      [--stop-grace SECONDS] SCENARIO_OR_CONFIG.json\n\n"
-        "Starts the engines the file declares (engines.count, or count) as `syncroll engine`\n"
-        "child processes on free ports, prints one JSON line\n"
+        "Starts the mock engines the file declares as `syncroll engine` child processes on free\n"
+        "ports, prints one JSON line\n"
         "  {\"engines\":[{\"id\":..,\"index\":0,\"url\":\"http://127.0.0.1:PORT\",\"pid\":N},..]}\n"
-        "and runs until SIGINT or SIGTERM, then stops them (SIGTERM, then SIGKILL after the\n"
-        "grace period). If an engine dies, the others are stopped and the exit status is 1.\n");
+        "and runs until SIGINT, SIGTERM or SIGHUP, then stops them (SIGTERM, then SIGKILL after\n"
+        "the grace period). If an engine dies, the others are stopped and the exit status is 1.\n\n"
+        "A scenario (scenarios/FORMAT.md; any file with a top-level key only scenarios have, such\n"
+        "as steps or description) is loaded and checked as `syncroll run` loads it, and its\n"
+        "engines.count engines get the engine config `syncroll run` gives them: seed, model,\n"
+        "weights, fields, timing, server limits and engines.faults. That config is written to a\n"
+        "private temporary directory ($TMPDIR or /tmp) that is removed once the engines are up,\n"
+        "or when serve fails. The steps, client and timeout_ms are not used: the engines run "
+        "until\n"
+        "serve stops. A scenario with engines.urls has no engines to start (scenario.invalid).\n"
+        "Any other file is an engine config; its count key is the number of engines.\n\n"
+        "  --listen ADDR        address the engines bind (default 127.0.0.1)\n"
+        "  --ready-timeout S    deadline for every engine to report its port (default: the\n"
+        "                       scenario's engines.ready_timeout_ms, else 10)\n"
+        "  --stop-grace S       SIGTERM to SIGKILL (default: the scenario's\n"
+        "                       engines.stop_grace_ms, else 5)\n");
 }
 
 typedef struct serve_args {
     const char *file, *listen;
     int ready_ms, grace_ms;
+    int ready_set, grace_set; /* given on the command line: they win over the scenario's */
 } serve_args;
 
 static int parse_args(serve_args *a, int argc, char **argv)
@@ -36,6 +53,7 @@ static int parse_args(serve_args *a, int argc, char **argv)
     a->listen = "127.0.0.1";
     a->ready_ms = 10000;
     a->grace_ms = 5000;
+    a->ready_set = a->grace_set = 0;
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i];
         if (o[0] != '-' && !a->file) {
@@ -47,26 +65,130 @@ static int parse_args(serve_args *a, int argc, char **argv)
         const char *v = argv[++i];
         char *end;
         double d = strtod(v, &end);
-        if (strcmp(o, "--listen") == 0)
+        if (strcmp(o, "--listen") == 0) {
             a->listen = v;
-        else if (strcmp(o, "--ready-timeout") == 0 && !*end && d > 0 && d < 3600)
+        } else if (strcmp(o, "--ready-timeout") == 0 && !*end && d > 0 && d < 3600) {
             a->ready_ms = (int)(d * 1000);
-        else if (strcmp(o, "--stop-grace") == 0 && !*end && d >= 0 && d < 3600)
+            a->ready_set = 1;
+        } else if (strcmp(o, "--stop-grace") == 0 && !*end && d >= 0 && d < 3600) {
             a->grace_ms = (int)(d * 1000);
-        else
+            a->grace_set = 1;
+        } else {
             return -1;
+        }
     }
     return a->file ? 0 : -1;
 }
 
-static int spawn_all(sr_proc *ps, int n, const serve_args *a, const char *self, sr_err *err)
+/* The engine config the engines are started with. */
+typedef struct serve_plan {
+    const char *config; /* the file given as is, or `path` */
+    char dir[2048];     /* private temporary directory holding `path`; "" when there is none */
+    char path[2560];
+} serve_plan;
+
+/* 1 for a top-level key of scenarios/FORMAT.md §2 that no engine config (engine/config.h, either
+ * shape) has. `engines` is not one: config.h's second shape has it too. */
+static int only_in_scenarios(const char *key)
+{
+    static const char *const shared[] = {"id",     "seed",    "model", "weights",
+                                         "fields", "engines", NULL};
+    for (int i = 0; shared[i]; i++)
+        if (strcmp(key, shared[i]) == 0)
+            return 0;
+    for (size_t i = 0; i < sr_scenario_key_count(); i++) {
+        const char *p = sr_scenario_key_at(i)->path;
+        if (!strchr(p, '.') && strcmp(p, key) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* *out = 1 when the file is a scenario. A file that is not JSON at all is reported here with
+ * sr_json's error (json.syntax, file:line:col), the code the scenario loader gives too. */
+static int is_scenario(int *out, const char *file, sr_err *err)
+{
+    *out = 0;
+    sr_json_doc *d = NULL;
+    int rc = sr_json_load_file(&d, file, 0, err);
+    if (rc)
+        return rc;
+    const cJSON *root = sr_json_root(d);
+    const cJSON *m;
+    if (cJSON_IsObject(root)) {
+        cJSON_ArrayForEach(m, root)
+        {
+            if (m->string && only_in_scenarios(m->string))
+                *out = 1;
+        }
+    }
+    sr_json_free(d);
+    return 0;
+}
+
+static int make_dir(serve_plan *p, sr_err *err)
+{
+    const char *t = getenv("TMPDIR");
+    if (!t || !*t)
+        t = "/tmp";
+    int n = snprintf(p->dir, sizeof(p->dir), "%s/syncroll-serve-XXXXXX", t);
+    if (n < 0 || (size_t)n >= sizeof(p->dir)) {
+        p->dir[0] = '\0';
+        return sr_err_set(err, SR_E_IO, "TMPDIR is longer than %zu bytes", sizeof(p->dir) - 24);
+    }
+    if (!mkdtemp(p->dir)) {
+        int e = errno;
+        p->dir[0] = '\0';
+        return sr_err_set(err, SR_E_IO, "cannot create a temporary directory in %s: %s", t,
+                          strerror(e));
+    }
+    snprintf(p->path, sizeof(p->path), "%s/engine.json", p->dir);
+    p->config = p->path;
+    return 0;
+}
+
+static void remove_dir(serve_plan *p)
+{
+    if (!p->dir[0])
+        return;
+    unlink(p->path);
+    rmdir(p->dir);
+    p->dir[0] = '\0';
+}
+
+/* Loads the scenario and writes the engine config the runner would give its engines. */
+static int plan_scenario(serve_plan *p, serve_args *a, sr_err *err)
+{
+    sr_scenario *s = NULL;
+    int rc = sr_scenario_load(&s, a->file, err);
+    if (rc)
+        return rc;
+    if (s->n_urls)
+        rc = sr_err_set(err, SR_E_SCENARIO,
+                        "%s: engines.urls names external engines, so the scenario has no mock "
+                        "engines to start",
+                        a->file);
+    if (!rc && !a->ready_set)
+        a->ready_ms = (int)s->ready_timeout_ms;
+    if (!rc && !a->grace_set)
+        a->grace_ms = (int)s->stop_grace_ms;
+    if (!rc)
+        rc = make_dir(p, err);
+    if (!rc)
+        rc = sr_scenario_write_engine(s, p->path, err);
+    sr_scenario_free(s);
+    return rc;
+}
+
+static int spawn_all(sr_proc *ps, int n, const serve_args *a, const char *config, const char *self,
+                     sr_err *err)
 {
     for (int i = 0; i < n; i++) {
         char idx[16];
         snprintf(idx, sizeof(idx), "%d", i);
-        char *argv[] = {
-            "syncroll",      "engine",  "--port", "0",        "--ready-fd",      "3", "--config",
-            (char *)a->file, "--index", idx,      "--listen", (char *)a->listen, NULL};
+        char *argv[] = {"syncroll", "engine",       "--port",  "0", "--ready-fd", "3",
+                        "--config", (char *)config, "--index", idx, "--listen",   (char *)a->listen,
+                        NULL};
         int rc = sr_proc_spawn(&ps[i], self, argv, err);
         if (rc)
             return rc;
@@ -89,7 +211,7 @@ static void print_urls(const sr_proc *ps, int n, const sr_engine_config *c, cons
     fflush(stdout);
 }
 
-/* Waits for SIGINT/SIGTERM (0) or a child's death (1). */
+/* Waits for SIGINT/SIGTERM/SIGHUP (0) or a child's death (1). */
 static int wait_for_end(int sfd, sr_proc *ps, int n)
 {
     for (;;) {
@@ -112,6 +234,44 @@ static int wait_for_end(int sfd, sr_proc *ps, int n)
     }
 }
 
+/* Starts the engines, serves until a stop signal or an engine's death, stops them. */
+static int run_engines(const serve_args *a, serve_plan *p, const sr_engine_config *cfg,
+                       const sigset_t *set)
+{
+    sr_err err = SR_ERR_INIT;
+    int sfd = signalfd(-1, set, SFD_CLOEXEC);
+    char self[4096];
+    sr_proc ps[SR_ENGINE_MAX_COUNT];
+    int n = cfg->count;
+    for (int i = 0; i < n; i++) {
+        sr_proc z = SR_PROC_INIT;
+        ps[i] = z;
+    }
+    int rc = sfd < 0 ? sr_err_set(&err, SR_E_PROC_SPAWN, "signalfd failed") : 0;
+    if (!rc)
+        rc = sr_proc_self_exe(self, sizeof(self), &err);
+    if (!rc)
+        rc = spawn_all(ps, n, a, p->config, self, &err);
+    if (!rc)
+        rc = sr_procs_wait_ready(ps, (size_t)n, a->ready_ms, &err);
+    int status = SR_EXIT_OK;
+    if (rc) {
+        fprintf(stderr, "syncroll serve: %s: %s\n", sr_code_name(rc), err.msg);
+        status = SR_EXIT_FAIL;
+    } else {
+        /* Every engine has read its config, so nothing is left behind even if serve is killed. */
+        remove_dir(p);
+        print_urls(ps, n, cfg, a->listen);
+        status = wait_for_end(sfd, ps, n) ? SR_EXIT_FAIL : SR_EXIT_OK;
+    }
+    int killed = sr_procs_stop(ps, (size_t)n, a->grace_ms);
+    if (killed)
+        fprintf(stderr, "syncroll serve: %d engine(s) needed SIGKILL\n", killed);
+    if (sfd >= 0)
+        close(sfd);
+    return status;
+}
+
 int sr_cmd_serve(int argc, char **argv)
 {
     if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
@@ -123,47 +283,34 @@ int sr_cmd_serve(int argc, char **argv)
         usage(stderr);
         return SR_EXIT_USAGE;
     }
-    sr_err err = SR_ERR_INIT;
-    sr_engine_config cfg;
-    int rc = sr_engine_config_load(&cfg, a.file, 0, &err);
-    if (rc) {
-        fprintf(stderr, "syncroll serve: %s: %s\n", sr_code_name(rc), err.msg);
-        return sr_exit_for_code(rc);
-    }
+    /* Stop signals are blocked (and later read from a signalfd) before the temporary directory
+     * exists, so none can end serve without it being removed. */
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
     sigaddset(&set, SIGCHLD);
     sigprocmask(SIG_BLOCK, &set, NULL);
-    int sfd = signalfd(-1, &set, SFD_CLOEXEC);
-    char self[4096];
-    sr_proc ps[SR_ENGINE_MAX_COUNT];
-    int n = cfg.count;
-    for (int i = 0; i < n; i++) {
-        sr_proc z = SR_PROC_INIT;
-        ps[i] = z;
-    }
-    rc = sfd < 0 ? sr_err_set(&err, SR_E_PROC_SPAWN, "signalfd failed") : 0;
+    serve_plan p;
+    p.config = a.file;
+    p.dir[0] = '\0';
+    sr_err err = SR_ERR_INIT;
+    sr_engine_config cfg;
+    sr_engine_config_defaults(&cfg);
+    int scenario = 0;
+    int rc = is_scenario(&scenario, a.file, &err);
+    if (!rc && scenario)
+        rc = plan_scenario(&p, &a, &err);
     if (!rc)
-        rc = sr_proc_self_exe(self, sizeof(self), &err);
-    if (!rc)
-        rc = spawn_all(ps, n, &a, self, &err);
-    if (!rc)
-        rc = sr_procs_wait_ready(ps, (size_t)n, a.ready_ms, &err);
-    int status = SR_EXIT_OK;
+        rc = sr_engine_config_load(&cfg, p.config, 0, &err);
     if (rc) {
+        remove_dir(&p);
         fprintf(stderr, "syncroll serve: %s: %s\n", sr_code_name(rc), err.msg);
-        status = SR_EXIT_FAIL;
-    } else {
-        print_urls(ps, n, &cfg, a.listen);
-        status = wait_for_end(sfd, ps, n) ? SR_EXIT_FAIL : SR_EXIT_OK;
+        return sr_exit_for_code(rc);
     }
-    int killed = sr_procs_stop(ps, (size_t)n, a.grace_ms);
-    if (killed)
-        fprintf(stderr, "syncroll serve: %d engine(s) needed SIGKILL\n", killed);
+    int status = run_engines(&a, &p, &cfg, &set);
+    remove_dir(&p);
     sr_engine_config_release(&cfg);
-    if (sfd >= 0)
-        close(sfd);
     return status;
 }
