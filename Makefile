@@ -10,11 +10,15 @@ DEPS    := gcc make cmake pkg-config libcurl4-openssl-dev libcjson-dev check lib
 # Extra packages for fuzzing (clang's libFuzzer runtime).
 FUZZ_DEPS := clang libclang-rt-14-dev libomp-dev
 FUZZ_SECONDS ?= 60
+FUZZ_BUILD ?= build-fuzz
+# Seconds per fuzz target in the CI smoke (make fuzz-smoke, run by .ci/run).
+FUZZ_SMOKE_SECONDS ?= 10
 
 SYNCROLL := $(BUILD)/harness/syncroll
 MAKEFLAGS += --no-print-directory
 
-.PHONY: all deps fuzz-deps build test run bench fuzz sanitize format clean help report-shot
+.PHONY: all deps fuzz-deps build test run bench fuzz fuzz-smoke sanitize format clean help \
+        report-shot
 
 all: build
 
@@ -23,6 +27,7 @@ help:
 	@echo "make test      install deps, build, run every test (ctest)"
 	@echo "make bench     run the benchmarks into reports/bench/latest.{txt,json}; print the targets table"
 	@echo "make fuzz      build and run every fuzz target for FUZZ_SECONDS (default 60) each"
+	@echo "make fuzz-smoke  the same for FUZZ_SMOKE_SECONDS (default 10) each, as CI runs it"
 	@echo "make sanitize  build with address+undefined sanitizers into build-sanitize and run ctest"
 	@echo "make soak      run scenarios/soak/ for SOAK_SECONDS (default 600) each, alone (-j 1)"
 	@echo "make memcheck  unit suites and smoke scenarios (harness and engines) under valgrind"
@@ -67,10 +72,16 @@ run: build
 bench: build
 	@sh bench/run.sh $(BUILD)
 
-fuzz: fuzz-deps
-	@CC=clang cmake -S . -B build-fuzz -DSYNCROLL_BUILD_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-	@cmake --build build-fuzz -j$(JOBS) --target fuzz_all
-	@sh fuzz/run.sh build-fuzz $(FUZZ_SECONDS)
+# The fuzz build needs the project's libraries (deps) as well as clang's runtimes (fuzz-deps).
+# fuzz/run.sh fails on any crash, leak, timeout or sanitizer report.
+fuzz: deps fuzz-deps
+	@CC=clang cmake -S . -B $(FUZZ_BUILD) -DSYNCROLL_BUILD_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	@cmake --build $(FUZZ_BUILD) -j$(JOBS) --target fuzz_all
+	@sh fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
+
+# CI's guard that the fuzz build and targets do not rot: every target, a few seconds each.
+fuzz-smoke:
+	@$(MAKE) fuzz FUZZ_SECONDS=$(FUZZ_SMOKE_SECONDS)
 
 sanitize: deps
 	@cmake -S . -B build-sanitize -DSYNCROLL_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
@@ -97,7 +108,7 @@ format:
 	clang-format -i lib/*.[ch] harness/*.[ch] tests/*.[ch] bench/*.[ch] fuzz/*.c
 
 clean:
-	rm -rf $(BUILD) build-sanitize build-fuzz
+	rm -rf $(BUILD) build-sanitize $(FUZZ_BUILD)
 
 # The long soak: every scenario of scenarios/soak/ for SOAK_SECONDS each, one after the other
 # (-j 1: the runner's descriptor and memory samples must be the soak's own); see README

@@ -5,8 +5,9 @@
  * parsing), and the reply must be one JSON document. A rejected request must carry
  * engine.bad_request (or resource.nomem) and leave nothing allocated.
  *
- * The engine sources live in harness/, which the fuzz library does not build; they are compiled
- * into this target directly.
+ * The engine comes from syncroll_fuzzharness (the harness built with the fuzzer's
+ * instrumentation), linked like fuzz_scenario, so a change to the engine that breaks its link
+ * breaks this target's build rather than going unnoticed.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -14,13 +15,12 @@
 
 #include <cjson/cJSON.h>
 
-#include "../harness/engine/faults.c"
-#include "../harness/engine/faults_parse.c"
-#include "../harness/engine/gen.c"
-#include "../harness/engine/gen_body.c"
-#include "../harness/engine/gen_extra.c"
-#include "../harness/engine/jsonw.c"
-#include "../harness/engine/request.c"
+#include "engine/faults.h"
+#include "engine/gen.h"
+#include "engine/request.h"
+#include "sr_buf.h"
+#include "sr_err.h"
+#include "sr_oracle.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,4 +1,5 @@
 /* syncroll lint: validate scenario files without running them. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,11 +9,14 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: syncroll lint [PATH...]\n\n"
+    fprintf(f, "usage: syncroll lint [--max-scenario-bytes N] [PATH...]\n\n"
                "Loads every scenario (a file, or every *.json under a directory, recursively;\n"
                "default: scenarios) exactly as `syncroll run` would, without running it, and\n"
                "reports each problem as FILE:LINE:COL: message [error name]. Two scenarios\n"
-               "with the same id are an error too. Exit status: 0 all valid, 2 otherwise.\n");
+               "with the same id are an error too. Exit status: 0 all valid, 2 otherwise.\n\n"
+               "  --max-scenario-bytes N\n"
+               "                   refuse scenario files larger than N bytes (default 4194304,\n"
+               "                   at most 1073741824) with scenario.too_large, before parsing\n");
 }
 
 /* Reports a duplicate id among the first n loaded scenarios; 1 if there was one. */
@@ -28,25 +32,63 @@ static int duplicate_id(sr_scenario *const *scn, size_t n)
     return 0;
 }
 
+/* N of --max-scenario-bytes: 1..1 GiB; 0 if it is not a number in range. */
+static size_t parse_max_bytes(const char *s)
+{
+    char *end;
+    errno = 0;
+    long long v = s ? strtoll(s, &end, 10) : 0;
+    if (!s || errno || end == s || *end || v < 1 || v > (1LL << 30))
+        return 0;
+    return (size_t)v;
+}
+
+/* Options and paths: 0 to go on, 1 after --help, -1 on a usage error (reported). */
+static int parse_args(int argc, char **argv, char **paths, size_t *n_paths, size_t *max_bytes)
+{
+    static const char opt[] = "--max-scenario-bytes";
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            usage(stdout);
+            return 1;
+        }
+        if (strncmp(a, opt, sizeof(opt) - 1) == 0 &&
+            (!a[sizeof(opt) - 1] || a[sizeof(opt) - 1] == '=')) {
+            const char *v =
+                a[sizeof(opt) - 1] ? a + sizeof(opt) : (i + 1 < argc ? argv[++i] : NULL);
+            if (!(*max_bytes = parse_max_bytes(v))) {
+                fprintf(stderr, "syncroll lint: bad value for option '%s': %s\n", opt,
+                        v ? v : "(missing)");
+                return -1;
+            }
+        } else if (a[0] == '-') {
+            fprintf(stderr, "syncroll lint: unknown option '%s'\n", a);
+            usage(stderr);
+            return -1;
+        } else {
+            paths[(*n_paths)++] = argv[i];
+        }
+    }
+    return 0;
+}
+
 int sr_cmd_lint(int argc, char **argv)
 {
     char *dflt[] = {"scenarios"};
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            usage(stdout);
-            return SR_EXIT_OK;
-        }
-        if (argv[i][0] == '-') {
-            fprintf(stderr, "syncroll lint: unknown option '%s'\n", argv[i]);
-            usage(stderr);
-            return SR_EXIT_USAGE;
-        }
+    char **paths = calloc((size_t)argc + 1, sizeof(*paths));
+    size_t n_paths = 0, max_bytes = 0;
+    int st = paths ? parse_args(argc, argv, paths, &n_paths, &max_bytes) : -1;
+    if (st) {
+        free(paths);
+        return st > 0 ? SR_EXIT_OK : SR_EXIT_USAGE;
     }
     char **files = NULL;
     size_t n = 0;
     sr_err err = SR_ERR_INIT;
-    int rc = argc > 1 ? sr_scenario_files(&files, &n, argv + 1, (size_t)argc - 1, &err)
-                      : sr_scenario_files(&files, &n, dflt, 1, &err);
+    int rc = n_paths ? sr_scenario_files(&files, &n, paths, n_paths, &err)
+                     : sr_scenario_files(&files, &n, dflt, 1, &err);
+    free(paths);
     if (rc) {
         fprintf(stderr, "syncroll lint: %s\n", err.msg);
         return SR_EXIT_USAGE;
@@ -55,7 +97,7 @@ int sr_cmd_lint(int argc, char **argv)
     size_t bad = 0;
     for (size_t i = 0; scn && i < n; i++) {
         sr_err e = SR_ERR_INIT;
-        int r = sr_scenario_load(&scn[i], files[i], &e);
+        int r = sr_scenario_load_max(&scn[i], files[i], max_bytes, &e);
         if (r) {
             fprintf(stderr, "%s [%s]\n", e.msg, sr_code_name(r));
             bad++;

@@ -31,7 +31,10 @@ static void usage(FILE *f)
            "  --shard K/N      run only shard K of N (a stable partition by scenario id)\n"
            "  --out DIR        write the run folder under DIR (default reports)\n"
            "  --keep           keep the work folders (engine logs) of passing scenarios too\n"
-           "  --report LIST    reports to write: any of text,json,junit,html (default all)\n\n"
+           "  --report LIST    reports to write: any of text,json,junit,html (default all)\n"
+           "  --max-scenario-bytes N\n"
+           "                   refuse scenario files larger than N bytes (default 4194304,\n"
+           "                   at most 1073741824) with scenario.too_large, before parsing\n\n"
            "The run folder DIR/<run-id>/ holds summary.txt, results.json, junit.xml, report.html,\n"
            "scenarios/<id>.json (every scenario expanded with its defaults) and artifacts/<id>/\n"
            "(engine config and logs of failures); DIR/latest\n"
@@ -82,6 +85,9 @@ static int value_opt(run_args *a, const char *o, const char *v)
         return *v ? (a->out = v, 1) : -1;
     if (strcmp(o, "--duration") == 0)
         return parse_uint(v, 1, 86400, &x) ? -1 : (a->duration_ms = x * 1000, 1);
+    if (strcmp(o, "--max-scenario-bytes") == 0)
+        return parse_uint(v, 1, (long long)1 << 30, &x) ? -1
+                                                        : (a->max_scenario_bytes = (size_t)x, 1);
     if (strcmp(o, "--report") == 0)
         return sr_report_parse_list(&a->reports, v, NULL) ? -1 : 1;
     if (strcmp(o, "--shard") == 0) {

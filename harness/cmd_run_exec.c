@@ -79,7 +79,7 @@ static int load_all(loaded *l, const run_args *a)
     int bad = !l->v;
     for (size_t i = 0; l->v && i < n; i++) {
         sr_err e = SR_ERR_INIT;
-        int rc = sr_scenario_load(&l->v[l->n], files[i], &e);
+        int rc = sr_scenario_load_max(&l->v[l->n], files[i], a->max_scenario_bytes, &e);
         if (rc) {
             fprintf(stderr, "%s [%s]\n", e.msg, sr_code_name(rc));
             bad = 1;
@@ -231,8 +231,9 @@ typedef struct pool {
     const char *dir, *self;
     double t0;
     int keep;
-    int n_jobs;          /* min(-j, scenarios in the round), for sr_run_opts */
-    int64_t duration_ms; /* --duration, for the repro line */
+    int n_jobs;                /* min(-j, scenarios in the round), for sr_run_opts */
+    int64_t duration_ms;       /* --duration, for the repro line */
+    size_t max_scenario_bytes; /* --max-scenario-bytes, likewise */
     pthread_mutex_t print;
     sr_term *term;
 } pool;
@@ -250,6 +251,9 @@ static void run_job(pool *p, const job *j)
     if (p->duration_ms)
         snprintf(repro + strlen(repro), sizeof(repro) - strlen(repro), " --duration %lld",
                  (long long)(p->duration_ms / 1000));
+    if (p->max_scenario_bytes)
+        snprintf(repro + strlen(repro), sizeof(repro) - strlen(repro), " --max-scenario-bytes %zu",
+                 p->max_scenario_bytes);
     if (mkdir_p(work) != 0) {
         sr_result_set_str(&j->res->id, j->scn->id, NULL);
         sr_scenario_set_verdict(j->res, SR_VERDICT_ERROR, "cannot create %s", work);
@@ -357,6 +361,7 @@ int sr_run_main(const run_args *a, int argc, char **argv)
         p.self = engine && *engine ? engine : self;
         p.keep = a->keep;
         p.duration_ms = a->duration_ms;
+        p.max_scenario_bytes = a->max_scenario_bytes;
         p.t0 = sr_client_now_ms();
         pthread_mutex_init(&p.print, NULL);
         if (sr_term_start(&p.term, stdout, 0, NULL, &err)) {

@@ -92,8 +92,32 @@ static int push(void **arr, size_t *len, size_t *cap, const void *src, size_t n,
     return rc;
 }
 
+static int64_t token_limit(const sr_rollout_config *c)
+{
+    return c->trace_opts.max_rows > 0 ? c->trace_opts.max_rows : SR_TRACE_DEFAULT_MAX_ROWS;
+}
+
+int sr_rollout_token_limit(const sr_rollout_state *s, int rc, sr_err *err)
+{
+    if (rc != SR_E_LIMIT)
+        return rc;
+    const sr_trace_opts *o = &s->cfg->trace_opts;
+    sr_err_prefix(err, "rollout past its token limit (%lld tokens, %zu route-trace bytes): ",
+                  (long long)token_limit(s->cfg),
+                  o->max_bytes ? o->max_bytes : SR_TRACE_DEFAULT_MAX_BYTES);
+    if (err)
+        err->code = SR_E_ROLLOUT_TOKEN_LIMIT;
+    return SR_E_ROLLOUT_TOKEN_LIMIT;
+}
+
 int sr_rollout_push_ids(sr_rollout_state *s, const int32_t *ids, size_t n, sr_err *err)
 {
+    int64_t limit = token_limit(s->cfg);
+    if (n > (size_t)limit || s->ids_n > (size_t)limit - n)
+        return sr_err_set(err, SR_E_ROLLOUT_TOKEN_LIMIT,
+                          "rollout past its token limit: the conversation would hold %zu tokens, "
+                          "more than %lld",
+                          s->ids_n + n, (long long)limit);
     return push((void **)&s->ids, &s->ids_n, &s->ids_cap, ids, n, sizeof(int32_t), err);
 }
 

@@ -46,9 +46,16 @@
  * checks routes against the oracle at row_version and classifies a match at held_version as an
  * overwritten prefix.
  *
- * Errors: SR_E_ROLLOUT_CONFIG for a bad or refused configuration; otherwise the first failure
- * of a turn (client.*, splice.*, envelope.*, trace.*), with result->failed_turn set, or of the
- * finalize (trace.*). The result keeps everything gathered up to the failure.
+ * Tokens per rollout: trace_opts.max_rows (<= 0: SR_TRACE_DEFAULT_MAX_ROWS) bounds the
+ * conversation's tokens (input_ids: prompt, outputs, added EOS, observations), with or without
+ * routes, and the route trace's rows; trace_opts.max_bytes bounds the trace's bytes. Past either,
+ * the rollout fails with SR_E_ROLLOUT_TOKEN_LIMIT naming the count and the limit (the trace's own
+ * resource.limit is reported as that).
+ *
+ * Errors: SR_E_ROLLOUT_CONFIG for a bad or refused configuration; SR_E_ROLLOUT_TOKEN_LIMIT
+ * (above); otherwise the first failure of a turn (client.*, splice.*, envelope.*, trace.*), with
+ * result->failed_turn set, or of the finalize (trace.*). The result keeps everything gathered up
+ * to the failure.
  *
  * Ownership: a result owns its arrays; release with sr_rollout_result_release. Configs are
  * borrowed for the call. Thread-safety: a rollout runs on one conn (one thread); batches run
@@ -98,7 +105,7 @@ typedef struct sr_rollout_config {
     int64_t max_input_length;  /* stop before a turn whose prompt is longer; <= 0: no limit */
     int finish_session;        /* POST /finish_session at the end (default 1) */
     sr_rollout_env env;
-    sr_trace_opts trace_opts;
+    sr_trace_opts trace_opts; /* max_rows, max_bytes: the tokens-per-rollout limit (above) */
     sr_rollout_quirks quirks;
     sr_rollout_hook after_turn; /* may be NULL */
     void *hook_ctx;

@@ -23,7 +23,10 @@ typedef struct sr_rollout_state {
 } sr_rollout_state;
 
 int sr_rollout_grow(void **p, size_t *cap, size_t need, size_t item, sr_err *err);
+/* Appends to input_ids; past the token limit (trace_opts.max_rows) SR_E_ROLLOUT_TOKEN_LIMIT. */
 int sr_rollout_push_ids(sr_rollout_state *s, const int32_t *ids, size_t n, sr_err *err);
+/* A trace's SR_E_LIMIT (rows or bytes past trace_opts) as SR_E_ROLLOUT_TOKEN_LIMIT; else rc. */
+int sr_rollout_token_limit(const sr_rollout_state *s, int rc, sr_err *err);
 int sr_rollout_push_mask(sr_rollout_state *s, uint8_t value, const double *lp, size_t n,
                          sr_err *err);
 

@@ -40,6 +40,7 @@ int sr_rollout_record(sr_rollout_state *s, const sr_client_result *r, sr_err *er
     if (!c->quirks.overwrite_trace_each_turn) {
         int64_t first = sr_route_trace_prompt_start(s->trace);
         int rc = sr_route_trace_record(s->trace, P, G, &r->routes, NULL, 0, err);
+        rc = sr_rollout_token_limit(s, rc, err);
         return rc ? rc : note_versions(s, r, first, sr_route_trace_prompt_start(s->trace), err);
     }
     /* Before #1912: the whole conversation's routes replace whatever the trace held. */
@@ -47,6 +48,7 @@ int sr_rollout_record(sr_rollout_state *s, const sr_client_result *r, sr_err *er
     int rc = sr_route_trace_new(&t, &c->trace_opts, err);
     if (!rc)
         rc = sr_route_trace_record(t, P, G, &r->routes, NULL, 0, err);
+    rc = sr_rollout_token_limit(s, rc, err);
     if (rc) {
         sr_route_trace_free(t);
         return rc;
@@ -164,7 +166,7 @@ static int finalize_routes(sr_rollout_state *s, sr_err *err)
     res->finalize_ms = sr_client_now_ms() - t0;
     free(full);
     if (rc)
-        return rc;
+        return sr_rollout_token_limit(s, rc, err);
     size_t rows = (size_t)res->routes.shape[0];
     res->row_version = malloc((rows ? rows : 1) * sizeof(int64_t));
     res->held_version = malloc((rows ? rows : 1) * sizeof(int64_t));

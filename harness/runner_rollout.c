@@ -72,6 +72,8 @@ static int make_configs(rbatch *b, sr_err *err)
         c.env.obs_min = (int)r->obs_min;
         c.env.obs_max = (int)r->obs_max;
         c.env.vocab = s->engine.vocab;
+        c.trace_opts.max_rows = r->max_rollout_tokens;
+        c.trace_opts.max_bytes = (size_t)r->max_trace_bytes;
         c.trace_opts.lock_first_dtype = s->quirks[SR_QUIRK_LOCK_FIRST_DTYPE];
         c.trace_opts.padding_as_captured = s->quirks[SR_QUIRK_PADDING_AS_CAPTURED];
         c.quirks.synthetic_eos_loss_active = s->quirks[SR_QUIRK_SYNTHETIC_EOS_LOSS_ACTIVE];

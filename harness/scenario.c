@@ -514,6 +514,10 @@ static int parse_max(sr_scenario **out, const char *text, size_t len, const char
         rc = sr_fields_new(&s->fields, err);
     if (!rc)
         rc = sr_fields_add_builtins(s->fields, err);
+    if (!rc && len > max_bytes)
+        rc = sr_err_set(err, SR_E_SCENARIO_TOO_LARGE,
+                        "%s: %zu bytes, larger than the limit of %zu bytes", s->path, len,
+                        max_bytes);
     if (!rc)
         rc = sr_json_parse(&doc, text, len, s->path, max_bytes, err);
     if (!rc) {
@@ -546,21 +550,11 @@ int sr_scenario_load_max(sr_scenario **out, const char *path, size_t max_bytes, 
 {
     *out = NULL;
     max_bytes = max_bytes ? max_bytes : SR_SCN_MAX_FILE;
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return sr_err_set(err, SR_E_IO, "%s: cannot open", path);
     sr_buf b = SR_BUF_INIT;
-    b.max = max_bytes;
-    char chunk[65536];
-    size_t n;
-    int rc = 0;
-    while (!rc && (n = fread(chunk, 1, sizeof(chunk), f)) > 0)
-        rc = sr_buf_append(&b, chunk, n, err);
-    if (!rc && ferror(f))
-        rc = sr_err_set(err, SR_E_IO, "%s: read error", path);
-    fclose(f);
+    int rc = sr_buf_read_file(&b, path, max_bytes, err);
+    /* Its message already names the file, its size and the bound. */
     if (rc == SR_E_LIMIT)
-        sr_err_set(err, rc, "%s: larger than %zu bytes", path, max_bytes);
+        rc = err ? (err->code = SR_E_SCENARIO_TOO_LARGE) : SR_E_SCENARIO_TOO_LARGE;
     if (!rc)
         rc = parse_max(out, b.data ? b.data : "", b.len, path, max_bytes, err);
     sr_buf_release(&b);

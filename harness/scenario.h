@@ -114,7 +114,9 @@ typedef struct sr_scn_rollout {
     int64_t max_tokens;             /* sampling_params.max_tokens */
     int multi_turn;                 /* mode "multi_turn" (1) or "single_turn" (0) */
     int routes, logprobs, ignore_eos, append_eos_after_stop, finish_session;
-    int64_t max_input_length; /* 0: no limit */
+    int64_t max_input_length;   /* 0: no limit */
+    int64_t max_rollout_tokens; /* tokens per rollout (trace_opts.max_rows of each rollout) */
+    int64_t max_trace_bytes;    /* route-trace bytes per rollout (trace_opts.max_bytes) */
     int32_t stop_ids[SR_SCN_MAX_LIST];
     int n_stop_ids;
 } sr_scn_rollout;
@@ -246,8 +248,10 @@ int sr_scenario_load(sr_scenario **out, const char *path, sr_err *err);
 
 /*
  * sr_scenario_load with another bound on the file's size: max_bytes (0: SR_SCN_MAX_FILE) bounds
- * both the bytes read and the JSON parser's input. A larger file is SR_E_LIMIT (resource.limit)
- * naming the path and the bound, before anything is parsed.
+ * both the bytes read and the JSON parser's input (`syncroll run/lint --max-scenario-bytes`). A
+ * larger file is SR_E_SCENARIO_TOO_LARGE (scenario.too_large) naming the path, its size ("more
+ * than" the bound for a stream) and the bound, before anything is parsed. sr_scenario_load and
+ * sr_scenario_parse use SR_SCN_MAX_FILE and fail alike.
  */
 int sr_scenario_load_max(sr_scenario **out, const char *path, size_t max_bytes, sr_err *err);
 

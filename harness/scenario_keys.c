@@ -97,6 +97,8 @@ static const sr_scenario_key keys[] = {
     {"steps.rollout.append_eos_after_stop", "boolean"},
     {"steps.rollout.max_input_length", "integer"},
     {"steps.rollout.finish_session", "boolean"},
+    {"steps.rollout.max_rollout_tokens", "integer"},
+    {"steps.rollout.max_trace_bytes", "integer"},
     {"steps.sync_weights.async", "boolean"},
     {"steps.sync_weights.version", "integer|null"},
     {"steps.sync_weights.deadline_ms", "integer"},

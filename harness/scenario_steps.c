@@ -6,6 +6,7 @@
 
 #include "scenario_priv.h"
 #include "sr_oracle.h"
+#include "sr_trace.h"
 #include "sr_weights.h"
 #include "verify.h"
 
@@ -107,6 +108,12 @@ static int parse_rollout(scn_parse *p, const cJSON *st, sr_scn_step *step)
             sr_scn_int(p, st, "max_input_length", 0, SR_ORACLE_MAX_SEQ, 0, 0, &r->max_input_length);
     if (!rc)
         rc = sr_scn_bool(p, st, "finish_session", 1, 0, &r->finish_session);
+    if (!rc)
+        rc = sr_scn_int(p, st, "max_rollout_tokens", 1, SR_ORACLE_MAX_SEQ,
+                        SR_TRACE_DEFAULT_MAX_ROWS, 0, &r->max_rollout_tokens);
+    if (!rc)
+        rc = sr_scn_int(p, st, "max_trace_bytes", 1, (int64_t)1 << 40,
+                        (int64_t)SR_TRACE_DEFAULT_MAX_BYTES, 0, &r->max_trace_bytes);
     /* The longest trajectory must fit the engines' sequence bound, or the run fails for a
      * reason the scenario did not mean to test. */
     int64_t longest = r->prompt_max + r->turns * (r->max_tokens + 1 + r->obs_max);

@@ -67,6 +67,8 @@ static void rollout(cJSON *o, const sr_scn_step *st)
     cJSON_AddBoolToObject(o, "append_eos_after_stop", r->append_eos_after_stop);
     add_int(o, "max_input_length", r->max_input_length);
     cJSON_AddBoolToObject(o, "finish_session", r->finish_session);
+    add_int(o, "max_rollout_tokens", r->max_rollout_tokens);
+    add_int(o, "max_trace_bytes", r->max_trace_bytes);
 }
 
 static void wait_step(cJSON *o, const sr_scenario *s, const sr_scn_wait *w)

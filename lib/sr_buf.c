@@ -1,9 +1,11 @@
 #include "sr_buf.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static size_t limit_of(const sr_buf *b)
 {
@@ -14,8 +16,8 @@ int sr_buf_reserve(sr_buf *b, size_t extra, sr_err *err)
 {
     size_t max = limit_of(b);
     if (extra > max || b->len > max - extra)
-        return sr_err_set(err, SR_E_LIMIT, "buffer would grow to more than its maximum of %zu bytes",
-                          max);
+        return sr_err_set(err, SR_E_LIMIT,
+                          "buffer would grow to more than its maximum of %zu bytes", max);
     size_t need = b->len + extra + 1;
     if (need <= b->cap)
         return 0;
@@ -92,6 +94,102 @@ int sr_buf_put_json_string(sr_buf *b, const char *s, sr_err *err)
             rc = sr_buf_append(b, p, 1, err);
     }
     return rc ? rc : sr_buf_puts(b, "\"", err);
+}
+
+/* Bytes asked of the allocator at a time when the stream's size is not known. */
+#define READ_STEP ((size_t)64 << 10)
+
+static int read_limit(const char *name, const char *size, size_t max, sr_err *err)
+{
+    return sr_err_set(err, SR_E_LIMIT, "%s: %s bytes, larger than the limit of %zu bytes", name,
+                      size, max);
+}
+
+/* Reads into the free room of `out` directly; `out->max` is the bound. */
+static int read_all(sr_buf *out, FILE *f, const char *name, sr_err *err)
+{
+    size_t max = out->max;
+    errno = 0;
+    for (;;) {
+        if (out->len == max || out->cap <= out->len + 1) {
+            /* Full: probe for end-of-file before growing, as a regular file's size was exact
+             * and only end-of-file here proves that a stream of exactly `max` bytes fits. */
+            int c = fgetc(f);
+            if (c == EOF)
+                break;
+            if (out->len == max) {
+                char more[48];
+                snprintf(more, sizeof(more), "more than %zu", max);
+                return read_limit(name, more, max, err);
+            }
+            int rc =
+                sr_buf_reserve(out, max - out->len < READ_STEP ? max - out->len : READ_STEP, err);
+            if (rc)
+                return rc;
+            out->data[out->len++] = (char)c;
+            out->data[out->len] = '\0';
+            continue;
+        }
+        size_t room = out->cap - out->len - 1;
+        if (room > max - out->len)
+            room = max - out->len;
+        size_t n = fread(out->data + out->len, 1, room, f);
+        out->len += n;
+        out->data[out->len] = '\0';
+        if (n < room)
+            break;
+    }
+    if (ferror(f))
+        return sr_err_set(err, SR_E_IO, "%s: read error: %s", name, strerror(errno ? errno : EIO));
+    return 0;
+}
+
+/* Sizes the buffer from fstat when `f` is a regular file, refusing one that is too big. */
+static int read_prepare(sr_buf *out, FILE *f, const char *name, size_t max, sr_err *err)
+{
+    sr_buf_release(out);
+    out->max = max ? max : SR_BUF_DEFAULT_MAX;
+    size_t hint = 0;
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+        if ((unsigned long long)st.st_size > out->max) {
+            char size[32];
+            snprintf(size, sizeof(size), "%lld", (long long)st.st_size);
+            return read_limit(name, size, out->max, err);
+        }
+        hint = (size_t)st.st_size;
+    }
+    /* Exactly the file's size (sr_buf_reserve would round up to a power of two), and at least
+     * the NUL so that an empty file still gives data == "". */
+    out->data = malloc(hint + 1);
+    if (!out->data)
+        return sr_err_set(err, SR_E_NOMEM, "%s: cannot allocate %zu bytes", name, hint + 1);
+    out->cap = hint + 1;
+    out->data[0] = '\0';
+    return 0;
+}
+
+int sr_buf_read_stream(sr_buf *out, FILE *f, const char *name, size_t max, sr_err *err)
+{
+    int rc = read_prepare(out, f, name, max, err);
+    if (!rc)
+        rc = read_all(out, f, name, err);
+    if (rc)
+        sr_buf_release(out);
+    return rc;
+}
+
+int sr_buf_read_file(sr_buf *out, const char *path, size_t max, sr_err *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        int e = errno;
+        sr_buf_release(out);
+        return sr_err_set(err, SR_E_IO, "%s: cannot open: %s", path, strerror(e));
+    }
+    int rc = sr_buf_read_stream(out, f, path, max, err);
+    fclose(f);
+    return rc;
 }
 
 void sr_buf_reset(sr_buf *b)

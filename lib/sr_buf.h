@@ -12,6 +12,7 @@
 #define SR_BUF_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "sr_err.h"
 
@@ -25,7 +26,10 @@ typedef struct sr_buf {
 /* 1 GiB: the default ceiling for a buffer whose owner did not choose one. */
 #define SR_BUF_DEFAULT_MAX ((size_t)1 << 30)
 
-#define SR_BUF_INIT {NULL, 0, 0, 0}
+#define SR_BUF_INIT                                                                                \
+    {                                                                                              \
+        NULL, 0, 0, 0                                                                              \
+    }
 
 /* Makes room for `extra` more bytes (plus the NUL). SR_E_LIMIT past max, SR_E_NOMEM. */
 int sr_buf_reserve(sr_buf *b, size_t extra, sr_err *err);
@@ -37,7 +41,8 @@ int sr_buf_append(sr_buf *b, const void *p, size_t n, sr_err *err);
 int sr_buf_puts(sr_buf *b, const char *s, sr_err *err);
 
 /* Appends printf-style text. */
-int sr_buf_printf(sr_buf *b, sr_err *err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int sr_buf_printf(sr_buf *b, sr_err *err, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* Appends the decimal text of a signed 64-bit integer. */
 int sr_buf_put_i64(sr_buf *b, long long v, sr_err *err);
@@ -47,6 +52,24 @@ int sr_buf_put_i64(sr_buf *b, long long v, sr_err *err);
  * control bytes as `\u00XX`, every other byte (UTF-8 included) verbatim, as orjson writes.
  */
 int sr_buf_put_json_string(sr_buf *b, const char *s, sr_err *err);
+
+/*
+ * Reads the whole file at `path` into `out` (initialised: SR_BUF_INIT or a buffer in use), which
+ * is released first and whose `max` becomes `max` (0: SR_BUF_DEFAULT_MAX). A file of exactly
+ * `max` bytes fits. On success `out` holds the bytes, NUL-terminated with `data` never NULL (an
+ * empty file gives ""); the caller releases it with sr_buf_release. On failure `out` holds
+ * nothing (data NULL, len 0).
+ * Errors: SR_E_IO "<path>: cannot open: <errno text>" or "<path>: read error: <errno text>";
+ * SR_E_LIMIT "<path>: <size> bytes, larger than the limit of <max> bytes" (a stream whose size
+ * is not known beforehand gives its size as "more than <max>"); SR_E_NOMEM.
+ */
+int sr_buf_read_file(sr_buf *out, const char *path, size_t max, sr_err *err);
+
+/*
+ * As sr_buf_read_file for an open stream (e.g. stdin), read to its end and not closed; `name`
+ * stands for the path in messages.
+ */
+int sr_buf_read_stream(sr_buf *out, FILE *f, const char *name, size_t max, sr_err *err);
 
 /* Sets len to 0 and keeps the allocation. */
 void sr_buf_reset(sr_buf *b);

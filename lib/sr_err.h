@@ -40,206 +40,212 @@ typedef enum sr_class {
  */
 #define SR_ERR_TABLE(X)                                                                            \
     /* generic (-1xx) */                                                                           \
-    X(SR_E_NOMEM, -100, "resource.nomem", SR_CLASS_RESOURCE, "memory allocation failed")          \
+    X(SR_E_NOMEM, -100, "resource.nomem", SR_CLASS_RESOURCE, "memory allocation failed")           \
     X(SR_E_LIMIT, -101, "resource.limit", SR_CLASS_RESOURCE,                                       \
-      "a configured maximum size or count was exceeded")                                          \
+      "a configured maximum size or count was exceeded")                                           \
     X(SR_E_INVAL, -102, "usage.invalid_argument", SR_CLASS_USAGE,                                  \
-      "a function or command was called with an invalid argument")                                \
+      "a function or command was called with an invalid argument")                                 \
     X(SR_E_IO, -103, "io.error", SR_CLASS_RESOURCE, "reading or writing a file failed")            \
     X(SR_E_INTERNAL, -104, "internal.bug", SR_CLASS_INTERNAL,                                      \
-      "an internal invariant was violated (a bug in syncroll)")                                   \
+      "an internal invariant was violated (a bug in syncroll)")                                    \
     X(SR_E_JSON_SYNTAX, -105, "json.syntax", SR_CLASS_USAGE,                                       \
-      "a JSON document given by the user is not valid JSON")                                      \
+      "a JSON document given by the user is not valid JSON")                                       \
     X(SR_E_JSON_SCHEMA, -106, "json.schema", SR_CLASS_USAGE,                                       \
-      "a JSON document given by the user has a missing, unknown or mistyped key")                 \
+      "a JSON document given by the user has a missing, unknown or mistyped key")                  \
     /* base64 (-2xx) */                                                                            \
     X(SR_E_B64_CHAR, -200, "base64.invalid_char", SR_CLASS_PROTOCOL,                               \
-      "a byte outside the RFC 4648 standard alphabet (whitespace, url-safe, backslash, ...)")     \
+      "a byte outside the RFC 4648 standard alphabet (whitespace, url-safe, backslash, ...)")      \
     X(SR_E_B64_PADDING, -201, "base64.bad_padding", SR_CLASS_PROTOCOL,                             \
-      "'=' padding in the wrong place, too much of it, or non-zero trailing bits")                \
+      "'=' padding in the wrong place, too much of it, or non-zero trailing bits")                 \
     X(SR_E_B64_LENGTH, -202, "base64.bad_length", SR_CLASS_PROTOCOL,                               \
-      "the encoded length is not a multiple of 4")                                                \
+      "the encoded length is not a multiple of 4")                                                 \
     /* dtype and envelope (-3xx) */                                                                \
     X(SR_E_DTYPE_UNKNOWN, -300, "dtype.unknown", SR_CLASS_PROTOCOL,                                \
-      "a dtype name that is not a known NumPy dtype name")                                        \
+      "a dtype name that is not a known NumPy dtype name")                                         \
     X(SR_E_ENV_NOT_OBJECT, -301, "envelope.not_object", SR_CLASS_PROTOCOL,                         \
-      "a packed array payload is not a JSON object")                                              \
+      "a packed array payload is not a JSON object")                                               \
     X(SR_E_ENV_INVALID, -302, "envelope.invalid", SR_CLASS_PROTOCOL,                               \
-      "a packed array envelope lacks data/shape/dtype or has one of the wrong JSON type")         \
+      "a packed array envelope lacks data/shape/dtype or has one of the wrong JSON type")          \
     X(SR_E_ENV_DTYPE, -303, "envelope.dtype", SR_CLASS_PROTOCOL,                                   \
-      "the envelope's dtype is not one the field allows")                                         \
+      "the envelope's dtype is not one the field allows")                                          \
     X(SR_E_ENV_SHAPE, -304, "envelope.shape", SR_CLASS_PROTOCOL,                                   \
-      "the envelope's shape is not ndim non-negative integer dimensions")                         \
+      "the envelope's shape is not ndim non-negative integer dimensions")                          \
     X(SR_E_ENV_BYTE_COUNT, -305, "envelope.byte_count", SR_CLASS_PROTOCOL,                         \
-      "the decoded byte count differs from prod(shape) * itemsize")                               \
+      "the decoded byte count differs from prod(shape) * itemsize")                                \
     X(SR_E_ENV_OVERFLOW, -306, "envelope.shape_overflow", SR_CLASS_PROTOCOL,                       \
-      "the product of the shape (times the item size) overflows 64 bits")                         \
+      "the product of the shape (times the item size) overflows 64 bits")                          \
     X(SR_E_ENV_TOO_LARGE, -307, "envelope.too_large", SR_CLASS_RESOURCE,                           \
-      "the array is larger than the configured maximum array size")                               \
+      "the array is larger than the configured maximum array size")                                \
     X(SR_E_ENV_SIDECAR, -308, "envelope.sidecar_collision", SR_CLASS_USAGE,                        \
-      "a sidecar key collides with data, shape or dtype")                                         \
+      "a sidecar key collides with data, shape or dtype")                                          \
     X(SR_E_ENV_NON_CANONICAL, -309, "envelope.non_canonical", SR_CLASS_PROTOCOL,                   \
-      "routes are not in their smallest canonical dtype")                                         \
+      "routes are not in their smallest canonical dtype")                                          \
     X(SR_E_ROUTES_INVALID, -310, "routes.invalid", SR_CLASS_PROTOCOL,                              \
-      "routes are not an integer [tokens, layers, topk] array")                                   \
+      "routes are not an integer [tokens, layers, topk] array")                                    \
     X(SR_E_ROUTES_NEGATIVE, -311, "routes.negative", SR_CLASS_PROTOCOL,                            \
-      "a routed expert index is negative")                                                        \
+      "a routed expert index is negative")                                                         \
     X(SR_E_ROUTES_TOO_WIDE, -312, "routes.too_wide", SR_CLASS_PROTOCOL,                            \
-      "a routed expert index exceeds signed int32")                                               \
+      "a routed expert index exceeds signed int32")                                                \
     /* splice, fields and integer arrays (-4xx) */                                                 \
     X(SR_E_SPLICE_DRIFT, -400, "splice.layout_drift", SR_CLASS_PROTOCOL,                           \
-      "a registered field holds an envelope that the scan did not splice (reordered, re-spaced)") \
+      "a registered field holds an envelope that the scan did not splice (reordered, re-spaced)")  \
     X(SR_E_SPLICE_UNTERMINATED, -401, "splice.unterminated", SR_CLASS_TRANSIENT,                   \
-      "the body ends inside a packed blob")                                                       \
+      "the body ends inside a packed blob")                                                        \
     X(SR_E_SPLICE_ORPHAN, -402, "splice.orphan_blob", SR_CLASS_PROTOCOL,                           \
-      "a spliced blob found no envelope of its field in the parsed body")                         \
+      "a spliced blob found no envelope of its field in the parsed body")                          \
     X(SR_E_SPLICE_DUPLICATE, -403, "splice.duplicate_field", SR_CLASS_PROTOCOL,                    \
-      "the same registered field appears twice in one JSON object")                               \
+      "the same registered field appears twice in one JSON object")                                \
     X(SR_E_SPLICE_TRUNCATED, -404, "splice.truncated", SR_CLASS_TRANSIENT,                         \
-      "the body is shorter than announced or ends before the JSON document does")                 \
+      "the body is shorter than announced or ends before the JSON document does")                  \
     X(SR_E_SPLICE_JSON, -405, "splice.invalid_json", SR_CLASS_TRANSIENT,                           \
-      "the body with its blobs removed does not parse as JSON")                                   \
+      "the body with its blobs removed does not parse as JSON")                                    \
     X(SR_E_SPLICE_TOO_LARGE, -406, "splice.body_too_large", SR_CLASS_RESOURCE,                     \
-      "the response body exceeds the configured maximum body size")                               \
-    X(SR_E_SPLICE_SHORT, -407, "splice.short_body", SR_CLASS_TRANSIENT,                           \
-      "the body ended before its announced Content-Length")                                       \
+      "the response body exceeds the configured maximum body size")                                \
+    X(SR_E_SPLICE_SHORT, -407, "splice.short_body", SR_CLASS_TRANSIENT,                            \
+      "the body ended before its announced Content-Length")                                        \
     X(SR_E_SPLICE_LONG, -408, "splice.long_body", SR_CLASS_PROTOCOL,                               \
-      "the body continued past its announced Content-Length")                                     \
-    X(SR_E_SPLICE_MISATTRIBUTED, -409, "splice.misattributed", SR_CLASS_PROTOCOL,                 \
-      "a blob cut at a look-alike key (quirk prefix_without_quote) went to a registered field")   \
+      "the body continued past its announced Content-Length")                                      \
+    X(SR_E_SPLICE_MISATTRIBUTED, -409, "splice.misattributed", SR_CLASS_PROTOCOL,                  \
+      "a blob cut at a look-alike key (quirk prefix_without_quote) went to a registered field")    \
     X(SR_E_FIELD_DEF, -410, "fields.invalid_definition", SR_CLASS_USAGE,                           \
-      "a packed-field definition is malformed")                                                   \
+      "a packed-field definition is malformed")                                                    \
     X(SR_E_FIELD_UNKNOWN, -411, "fields.unknown", SR_CLASS_USAGE,                                  \
-      "a packed-field name is not in the registry")                                               \
+      "a packed-field name is not in the registry")                                                \
     X(SR_E_INTARRAY_SYNTAX, -420, "intarray.syntax", SR_CLASS_PROTOCOL,                            \
-      "a spliced integer array is not a JSON array of integers")                                  \
+      "a spliced integer array is not a JSON array of integers")                                   \
     X(SR_E_INTARRAY_RANGE, -421, "intarray.range", SR_CLASS_PROTOCOL,                              \
-      "an integer in a spliced integer array is out of range")                                    \
+      "an integer in a spliced integer array is out of range")                                     \
     /* traces (-5xx) */                                                                            \
     X(SR_E_TRACE_FINALIZED, -500, "trace.finalized", SR_CLASS_USAGE,                               \
-      "the trace was already finalized")                                                          \
+      "the trace was already finalized")                                                           \
     X(SR_E_TRACE_EXPECTED_ROWS, -501, "trace.expected_rows", SR_CLASS_USAGE,                       \
-      "expected_rows is not a non-negative integer")                                              \
+      "expected_rows is not a non-negative integer")                                               \
     X(SR_E_TRACE_NO_TOKEN_DIM, -502, "trace.no_token_dim", SR_CLASS_USAGE,                         \
-      "token metadata has no token-row dimension")                                                \
+      "token metadata has no token-row dimension")                                                 \
     X(SR_E_TRACE_ROW_COUNT, -503, "trace.row_count", SR_CLASS_PROTOCOL,                            \
-      "a chunk or a finalized trace has a different number of rows than expected")               \
+      "a chunk or a finalized trace has a different number of rows than expected")                 \
     X(SR_E_TRACE_SCHEMA, -504, "trace.schema_changed", SR_CLASS_PROTOCOL,                          \
-      "a chunk's row shape or dtype differs from the trace's schema")                             \
+      "a chunk's row shape or dtype differs from the trace's schema")                              \
     X(SR_E_TRACE_NO_CHUNKS, -505, "trace.no_chunks", SR_CLASS_USAGE,                               \
-      "the trace was finalized before any chunk was appended")                                    \
+      "the trace was finalized before any chunk was appended")                                     \
     X(SR_E_TRACE_PROMPT_START, -506, "trace.prompt_start", SR_CLASS_PROTOCOL,                      \
-      "the routed-expert prompt start exceeds the prompt length")                                 \
+      "the routed-expert prompt start exceeds the prompt length")                                  \
     X(SR_E_TRACE_NO_GENERATION, -507, "trace.no_generation", SR_CLASS_PROTOCOL,                    \
-      "a routed-expert generation produced no token")                                             \
+      "a routed-expert generation produced no token")                                              \
     X(SR_E_TRACE_LOSS_MASK, -508, "trace.loss_mask", SR_CLASS_USAGE,                               \
-      "the loss mask length differs from the token count")                                        \
+      "the loss mask length differs from the token count")                                         \
     X(SR_E_TRACE_TOO_MANY_ROWS, -509, "trace.too_many_rows", SR_CLASS_PROTOCOL,                    \
-      "the trace holds more route rows than the trajectory has tokens")                           \
+      "the trace holds more route rows than the trajectory has tokens")                            \
     X(SR_E_TRACE_MISSING_ROUTE, -510, "trace.missing_route", SR_CLASS_PROTOCOL,                    \
-      "a loss-active target token has no captured route row")                                     \
+      "a loss-active target token has no captured route row")                                      \
     X(SR_E_TRACE_EMPTY, -511, "trace.empty", SR_CLASS_PROTOCOL,                                    \
-      "the routed-expert trace is finalized or padded before any routes were captured")           \
+      "the routed-expert trace is finalized or padded before any routes were captured")            \
     X(SR_E_TRACE_LAYERS, -512, "trace.layer_indices", SR_CLASS_PROTOCOL,                           \
-      "layer indices are invalid or changed mid-trajectory")                                      \
+      "layer indices are invalid or changed mid-trajectory")                                       \
     /* collation, pools and configuration (-6xx) */                                                \
     X(SR_E_COLLATE_INPUT, -600, "collate.input", SR_CLASS_USAGE,                                   \
-      "the routes to collate are missing, of a non-canonical dtype or of mismatched shape")       \
+      "the routes to collate are missing, of a non-canonical dtype or of mismatched shape")        \
     X(SR_E_COLLATE_ROWS, -601, "collate.rows", SR_CLASS_PROTOCOL,                                  \
-      "a sample has more route rows than real tokens, or none")                                   \
+      "a sample has more route rows than real tokens, or none")                                    \
     X(SR_E_POOL_ARG, -610, "pool.invalid_argument", SR_CLASS_USAGE,                                \
-      "a pool cap, reserve, worker count or row count is out of range")                           \
+      "a pool cap, reserve, worker count or row count is out of range")                            \
     X(SR_E_POOL_AFFINITY, -611, "pool.affinity", SR_CLASS_RESOURCE,                                \
-      "the CPU affinity of the process could not be read")                                        \
+      "the CPU affinity of the process could not be read")                                         \
     X(SR_E_POOL_ROW, -612, "pool.row_failed", SR_CLASS_INTERNAL,                                   \
-      "a parallel row-fill callback failed")                                                      \
+      "a parallel row-fill callback failed")                                                       \
     X(SR_E_CONFIG_VPP, -620, "config.vpp_incompatible", SR_CLASS_USAGE,                            \
       "routing replay is enabled with interleaved virtual pipeline parallelism")                   \
     X(SR_E_CONFIG_INCONSISTENT, -621, "config.inconsistent", SR_CLASS_INTERNAL,                    \
       "the config-level and worker-level routing-replay checks disagree on one configuration")     \
     /* routing oracle and synthetic weights (-7xx) */                                              \
     X(SR_E_ORACLE_MODEL, -700, "oracle.invalid_model", SR_CLASS_USAGE,                             \
-      "a model shape is invalid (vocab, layers, experts, top-k, EOS, stop sequences, rates)")     \
+      "a model shape is invalid (vocab, layers, experts, top-k, EOS, stop sequences, rates)")      \
     X(SR_E_ORACLE_TOKEN, -701, "oracle.invalid_token", SR_CLASS_PROTOCOL,                          \
-      "a token id is outside [0, vocab)")                                                         \
+      "a token id is outside [0, vocab)")                                                          \
     X(SR_E_ORACLE_REQUEST, -702, "oracle.invalid_request", SR_CLASS_USAGE,                         \
-      "a generate request is invalid (empty prompt, max_tokens, route start, dtype, buffer)")     \
+      "a generate request is invalid (empty prompt, max_tokens, route start, dtype, buffer)")      \
     X(SR_E_WEIGHTS_SPEC, -750, "weights.invalid_spec", SR_CLASS_USAGE,                             \
-      "a weight-set spec is invalid (budget, layers, expert tensors, rates, version)")            \
+      "a weight-set spec is invalid (budget, layers, expert tensors, rates, version)")             \
     X(SR_E_WEIGHTS_UNKNOWN, -751, "weights.unknown_tensor", SR_CLASS_PROTOCOL,                     \
-      "a tensor name or index is not in the weight set")                                          \
+      "a tensor name or index is not in the weight set")                                           \
     X(SR_E_WEIGHTS_SIZE, -752, "weights.size_mismatch", SR_CLASS_PROTOCOL,                         \
       "received tensor bytes differ in length from the tensor's byte size")                        \
     /* delta store (-8xx) */                                                                       \
     X(SR_E_DELTA_MANIFEST, -800, "delta.manifest", SR_CLASS_PROTOCOL,                              \
-      "a delta manifest is missing, not JSON, too large, or breaks its schema or bounds")         \
+      "a delta manifest is missing, not JSON, too large, or breaks its schema or bounds")          \
     X(SR_E_DELTA_PAYLOAD, -801, "delta.payload", SR_CLASS_PROTOCOL,                                \
-      "a delta payload file or blob is missing, malformed, or differs in size from the manifest") \
+      "a delta payload file or blob is missing, malformed, or differs in size from the manifest")  \
     X(SR_E_DELTA_CHECKSUM, -802, "delta.checksum", SR_CLASS_PROTOCOL,                              \
-      "tensor bytes after applying a delta differ from the manifest's xxh3-128 checksum")         \
+      "tensor bytes after applying a delta differ from the manifest's xxh3-128 checksum")          \
     X(SR_E_DELTA_VERSION, -803, "delta.version", SR_CLASS_PROTOCOL,                                \
-      "a delta's version or base_version does not follow the receiver's, or it is ahead")         \
+      "a delta's version or base_version does not follow the receiver's, or it is ahead")          \
     X(SR_E_DELTA_STATE, -804, "delta.state", SR_CLASS_PROTOCOL,                                    \
-      "the delta receiver's state file is corrupt (reset the receiver to recover)")               \
+      "the delta receiver's state file is corrupt (reset the receiver to recover)")                \
     X(SR_E_DELTA_TENSOR, -805, "delta.tensor_mismatch", SR_CLASS_PROTOCOL,                         \
-      "a tensor's dtype, shape or byte count differs from the base, local or manifest tensor")    \
+      "a tensor's dtype, shape or byte count differs from the base, local or manifest tensor")     \
     X(SR_E_DELTA_IO, -806, "delta.io", SR_CLASS_RESOURCE,                                          \
-      "reading, writing, syncing or renaming a file of the delta store failed")                   \
+      "reading, writing, syncing or renaming a file of the delta store failed")                    \
     X(SR_E_DELTA_LOCKED, -807, "delta.locked", SR_CLASS_TRANSIENT,                                 \
-      "another receiver holds the lock of the delta state directory")                             \
+      "another receiver holds the lock of the delta state directory")                              \
     /* generate client and rollout loop (-95x, -96x of the -9xx range) */                          \
     X(SR_E_CLIENT_INVALID, -950, "client.invalid_request", SR_CLASS_USAGE,                         \
-      "a generate request fails the client-side checks of skyrl-contract 1.2 and is never sent")  \
+      "a generate request fails the client-side checks of skyrl-contract 1.2 and is never sent")   \
     X(SR_E_CLIENT_ROUTES_MISSING, -951, "client.routes_missing", SR_CLASS_PROTOCOL,                \
-      "routed experts were requested but the response carries null or no routed_experts")        \
+      "routed experts were requested but the response carries null or no routed_experts")          \
     X(SR_E_CLIENT_RETRY_EXHAUSTED, -952, "client.retry_exhausted", SR_CLASS_RESOURCE,              \
-      "every allowed attempt of a request failed transiently; the attempt budget is spent")      \
+      "every allowed attempt of a request failed transiently; the attempt budget is spent")        \
     X(SR_E_CLIENT_DEADLINE, -953, "client.deadline", SR_CLASS_RESOURCE,                            \
-      "a request (attempts and waits included) did not complete within its total deadline")      \
+      "a request (attempts and waits included) did not complete within its total deadline")        \
     X(SR_E_CLIENT_HTTP_STATUS, -954, "client.http_status", SR_CLASS_PROTOCOL,                      \
-      "the server answered with an HTTP status the client does not retry (4xx, 3xx)")            \
+      "the server answered with an HTTP status the client does not retry (4xx, 3xx)")              \
     X(SR_E_CLIENT_NOT_RETRIED, -955, "client.not_retried", SR_CLASS_TRANSIENT,                     \
-      "a transient failure that the quirk retry_json_decode_only declined to retry")             \
+      "a transient failure that the quirk retry_json_decode_only declined to retry")               \
     X(SR_E_CLIENT_TRANSPORT, -956, "client.transport", SR_CLASS_TRANSIENT,                         \
-      "connecting, sending or receiving failed (refused, reset, closed early, timed out)")       \
+      "connecting, sending or receiving failed (refused, reset, closed early, timed out)")         \
     X(SR_E_CLIENT_BAD_RESPONSE, -957, "client.bad_response", SR_CLASS_PROTOCOL,                    \
-      "a decodable response breaks the response schema (choices, token_ids, finish_reason)")     \
+      "a decodable response breaks the response schema (choices, token_ids, finish_reason)")       \
     X(SR_E_CLIENT_INVALID_JSON, -958, "client.invalid_json", SR_CLASS_TRANSIENT,                   \
-      "an unspliced response body (native generate, control plane) does not parse as JSON")      \
+      "an unspliced response body (native generate, control plane) does not parse as JSON")        \
     X(SR_E_ROLLOUT_CONFIG, -960, "rollout.invalid_config", SR_CLASS_USAGE,                         \
-      "a rollout configuration is invalid or refused (routes with the single-turn template)")    \
-    /* mock engine, faults and child processes (-9xx) */                                          \
+      "a rollout configuration is invalid or refused (routes with the single-turn template)")      \
+    X(SR_E_ROLLOUT_TOKEN_LIMIT, -961, "rollout.token_limit", SR_CLASS_RESOURCE,                    \
+      "a rollout passed its token limit (steps.rollout.max_rollout_tokens, route-trace bytes)")    \
+    /* mock engine, faults and child processes (-9xx) */                                           \
     X(SR_E_FAULT_SPEC, -900, "fault.invalid_spec", SR_CLASS_USAGE,                                 \
-      "a declared fault is malformed (unknown kind, key, endpoint, or a parameter out of range)") \
+      "a declared fault is malformed (unknown kind, key, endpoint, or a parameter out of range)")  \
     X(SR_E_ENGINE_CONFIG, -901, "engine.invalid_config", SR_CLASS_USAGE,                           \
-      "a mock engine configuration is malformed (model, weights, fields, server limits)")        \
+      "a mock engine configuration is malformed (model, weights, fields, server limits)")          \
     X(SR_E_ENGINE_REQUEST, -902, "engine.bad_request", SR_CLASS_PROTOCOL,                          \
-      "a request to the mock engine breaks the contract (answered with HTTP 400)")               \
+      "a request to the mock engine breaks the contract (answered with HTTP 400)")                 \
     X(SR_E_ENGINE_START, -903, "engine.start_failed", SR_CLASS_RESOURCE,                           \
-      "the mock engine could not bind its address or start its HTTP server")                     \
+      "the mock engine could not bind its address or start its HTTP server")                       \
     X(SR_E_SYNC_ORDER, -904, "sync.protocol_order", SR_CLASS_PROTOCOL,                             \
       "a weight-sync phase arrived out of order (start while active, update or finish unstarted)") \
     X(SR_E_SYNC_DEADLINE, -905, "sync.deadline", SR_CLASS_TRANSIENT,                               \
-      "a weight-sync phase did not complete on an engine within its deadline")                   \
+      "a weight-sync phase did not complete on an engine within its deadline")                     \
     X(SR_E_SYNC_PARTIAL, -906, "sync.partial_update", SR_CLASS_PROTOCOL,                           \
-      "after a sync an engine holds bytes that differ from the published ones (layers, tensors)") \
+      "after a sync an engine holds bytes that differ from the published ones (layers, tensors)")  \
     X(SR_E_SYNC_VERSION_SKEW, -907, "sync.version_skew", SR_CLASS_PROTOCOL,                        \
-      "after a sync an engine reports a weight version other than the published one")            \
+      "after a sync an engine reports a weight version other than the published one")              \
     X(SR_E_SYNC_CHECKSUM, -908, "sync.checksum", SR_CLASS_PROTOCOL,                                \
-      "an engine refused a weight payload whose checksum did not match (corrupted in transit)")  \
+      "an engine refused a weight payload whose checksum did not match (corrupted in transit)")    \
     X(SR_E_SYNC_FAILED, -909, "sync.engine_failed", SR_CLASS_PROTOCOL,                             \
-      "a weight-sync phase failed on an engine for another reason (status, transport, refusal)") \
+      "a weight-sync phase failed on an engine for another reason (status, transport, refusal)")   \
     X(SR_E_PROC_SPAWN, -910, "proc.spawn", SR_CLASS_RESOURCE,                                      \
-      "a child process could not be started")                                                     \
+      "a child process could not be started")                                                      \
     X(SR_E_PROC_READY, -911, "proc.ready_timeout", SR_CLASS_TRANSIENT,                             \
-      "a child process did not report readiness before its deadline")                            \
+      "a child process did not report readiness before its deadline")                              \
     X(SR_E_PROC_EXITED, -912, "proc.exited", SR_CLASS_TRANSIENT,                                   \
-      "a child process exited or closed its readiness pipe before reporting readiness")          \
-    /* scenarios and the runner (-10xx) */                                                        \
+      "a child process exited or closed its readiness pipe before reporting readiness")            \
+    X(SR_E_ENGINE_CONN_LIMIT, -913, "engine.connection_limit", SR_CLASS_RESOURCE,                  \
+      "an engine answered 503: the connection came over engines.server.max_connections")           \
+    /* scenarios and the runner (-10xx) */                                                         \
     X(SR_E_SCENARIO, -1000, "scenario.invalid", SR_CLASS_USAGE,                                    \
       "a scenario breaks a rule of scenarios/FORMAT.md beyond key types (reference, combination)") \
     X(SR_E_NOT_IMPLEMENTED, -1001, "harness.not_implemented", SR_CLASS_INTERNAL,                   \
-      "a scenario asks for a step this build of syncroll cannot execute yet")
+      "a scenario asks for a step this build of syncroll cannot execute yet")                      \
+    X(SR_E_SCENARIO_TOO_LARGE, -1002, "scenario.too_large", SR_CLASS_RESOURCE,                     \
+      "a scenario file is larger than its bound (4 MiB, or --max-scenario-bytes)")
 
 typedef enum sr_code {
     SR_OK = 0,
@@ -257,14 +263,19 @@ typedef struct sr_err {
     char msg[SR_ERR_MSG_MAX]; /* human-readable, with context; "" when code == 0 */
 } sr_err;
 
-#define SR_ERR_INIT {0, -1, {0}}
+#define SR_ERR_INIT                                                                                \
+    {                                                                                              \
+        0, -1,                                                                                     \
+        {                                                                                          \
+            0                                                                                      \
+        }                                                                                          \
+    }
 
 /*
  * Records `code` and a printf-style message in `err` (if not NULL) and returns `code`, so that
  * callers can write `return sr_err_set(err, SR_E_..., "...")`. The offset is reset to -1.
  */
-int sr_err_set(sr_err *err, int code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+int sr_err_set(sr_err *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* As sr_err_set, and records `offset` (a byte offset or row index). */
 int sr_err_set_at(sr_err *err, int code, int64_t offset, const char *fmt, ...)

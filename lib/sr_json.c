@@ -1,11 +1,12 @@
 #include "sr_json.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "sr_buf.h"
 
 typedef struct pos_slot {
     const cJSON *node; /* NULL: empty slot */
@@ -151,7 +152,8 @@ int sr_json_parse(sr_json_doc **out, const char *text, size_t len, const char *n
     size_t max = max_bytes ? max_bytes : SR_JSON_DEFAULT_MAX;
     const char *nm = name ? name : "<input>";
     if (len > max)
-        return sr_err_set(err, SR_E_LIMIT, "%s: %zu bytes exceeds the maximum of %zu", nm, len, max);
+        return sr_err_set(err, SR_E_LIMIT, "%s: %zu bytes exceeds the maximum of %zu", nm, len,
+                          max);
     sr_json_doc *d = calloc(1, sizeof(*d));
     if (!d || !(d->text = malloc(len + 1)) || !(d->name = strdup(nm))) {
         sr_json_free(d);
@@ -170,9 +172,9 @@ int sr_json_parse(sr_json_doc **out, const char *text, size_t len, const char *n
         if ((ch < 0x20 && ch != '\t' && ch != '\n' && ch != '\r') || bom) {
             int line, col;
             sr_json_linecol(text, len, i, &line, &col);
-            int rc = sr_err_set_at(err, SR_E_JSON_SYNTAX, (int64_t)i,
-                                   "%s:%d:%d: invalid JSON (%s)", nm, line, col,
-                                   bom ? "byte-order mark" : "raw control character");
+            int rc =
+                sr_err_set_at(err, SR_E_JSON_SYNTAX, (int64_t)i, "%s:%d:%d: invalid JSON (%s)", nm,
+                              line, col, bom ? "byte-order mark" : "raw control character");
             sr_json_free(d);
             return rc;
         }
@@ -214,43 +216,12 @@ int sr_json_load_file(sr_json_doc **out, const char *path, size_t max_bytes, sr_
 {
     *out = NULL;
     size_t max = max_bytes ? max_bytes : SR_JSON_DEFAULT_MAX;
-    int is_stdin = strcmp(path, "-") == 0;
-    FILE *f = is_stdin ? stdin : fopen(path, "rb");
-    if (!f)
-        return sr_err_set(err, SR_E_IO, "%s: cannot open: %s", path, strerror(errno));
-    size_t cap = 4096, len = 0;
-    char *buf = malloc(cap);
-    int rc = 0;
-    while (buf) {
-        size_t got = fread(buf + len, 1, cap - len, f);
-        len += got;
-        if (len > max) {
-            rc = sr_err_set(err, SR_E_LIMIT, "%s: larger than the maximum of %zu bytes", path, max);
-            break;
-        }
-        if (got == 0) {
-            if (ferror(f))
-                rc = sr_err_set(err, SR_E_IO, "%s: read error", path);
-            break;
-        }
-        if (len == cap) {
-            char *nb = realloc(buf, cap * 2);
-            if (!nb) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = nb;
-            cap *= 2;
-        }
-    }
-    if (!is_stdin)
-        fclose(f);
-    if (!buf)
-        return sr_err_set(err, SR_E_NOMEM, "%s: cannot read into memory", path);
+    sr_buf b = SR_BUF_INIT;
+    int rc = strcmp(path, "-") == 0 ? sr_buf_read_stream(&b, stdin, path, max, err)
+                                    : sr_buf_read_file(&b, path, max, err);
     if (!rc)
-        rc = sr_json_parse(out, buf, len, path, max, err);
-    free(buf);
+        rc = sr_json_parse(out, b.data, b.len, path, max, err);
+    sr_buf_release(&b);
     return rc;
 }
 
@@ -366,9 +337,8 @@ int sr_json_get_int(const sr_json_doc *d, const cJSON *obj, const char *key, int
         return sr_json_error(d, it, err, SR_E_JSON_SCHEMA, "'%s' must be an integer", key);
     int64_t x = (int64_t)v;
     if (x < min || x > max)
-        return sr_json_error(d, it, err, SR_E_JSON_SCHEMA,
-                             "'%s' is %lld, outside [%lld, %lld]", key, (long long)x,
-                             (long long)min, (long long)max);
+        return sr_json_error(d, it, err, SR_E_JSON_SCHEMA, "'%s' is %lld, outside [%lld, %lld]",
+                             key, (long long)x, (long long)min, (long long)max);
     *out = x;
     return 0;
 }

@@ -42,6 +42,18 @@ run 2 "run refuses malformed files" run --out "$W/r" "$T/malformed" "$T/pass/bas
 if printf '%s\n' "$OUT" | grep -q "passed"; then echo "FAIL: a malformed file still ran"; fail=1; fi
 run 0 "lint: every valid test scenario" lint "$T/pass" "$T/fail" "$T/error" "$T/skip"
 
+# Scenario file size: --max-scenario-bytes of lint and run; a larger file is scenario.too_large
+# naming the file, its size and the limit, and nothing runs.
+B=$(wc -c < "$T/pass/basic.json" | tr -d ' ')
+run 2 "lint: file over --max-scenario-bytes" lint --max-scenario-bytes 64 "$T/pass/basic.json"
+has "lint: file over --max-scenario-bytes" \
+    "$T/pass/basic.json: $B bytes, larger than the limit of 64 bytes [scenario.too_large]"
+run 0 "lint: file within --max-scenario-bytes" lint --max-scenario-bytes="$B" "$T/pass/basic.json"
+run 2 "run: file over --max-scenario-bytes" run --out "$W/r" --max-scenario-bytes 64 "$T/pass/basic.json"
+has "run: file over --max-scenario-bytes" "[scenario.too_large]"
+if printf '%s\n' "$OUT" | grep -q "passed"; then echo "FAIL: a file over the limit still ran"; fail=1; fi
+run 2 "lint: bad --max-scenario-bytes" lint --max-scenario-bytes 0 "$T/pass/basic.json"
+
 # Verdicts and the last line.
 run 0 "pass folder" run --out "$W/r" -j2 "$T/pass"
 last "pass folder" "$NPASS passed, 0 failed"

@@ -1,5 +1,7 @@
 /* Meta-test of the error table: every code named, classed, described and unique. */
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "sr_buf.h"
 #include "sr_dtype.h"
@@ -20,8 +22,7 @@ START_TEST(every_code_has_name_class_and_doc)
                               *p == '_',
                           "name %s has a character outside [a-z0-9._]", name);
         ck_assert_msg(sr_code_class(c) != SR_CLASS_NONE, "%s has no class", name);
-        ck_assert_msg(sr_code_doc(c) && strlen(sr_code_doc(c)) > 8, "%s has no description",
-                      name);
+        ck_assert_msg(sr_code_doc(c) && strlen(sr_code_doc(c)) > 8, "%s has no description", name);
         ck_assert_int_eq(sr_code_by_name(name), c);
         for (size_t j = i + 1; j < sr_code_count(); j++) {
             int d = sr_code_at(j);
@@ -95,6 +96,98 @@ START_TEST(buf_respects_its_maximum)
     sr_buf_reset(&b);
     ck_assert_sr_ok(sr_buf_put_json_string(&b, "a\"b\\c\n\x01/\xc3\xa9", &e), e);
     ck_assert_str_eq(b.data, "\"a\\\"b\\\\c\\u000a\\u0001/\xc3\xa9\"");
+    sr_buf_release(&b);
+}
+END_TEST
+
+/* Writes `n` bytes of a pattern to dir/name and returns the path in `path`. */
+static void write_file(char *path, size_t cap, const char *dir, const char *name, size_t n)
+{
+    snprintf(path, cap, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    ck_assert_ptr_nonnull(f);
+    for (size_t i = 0; i < n; i++)
+        ck_assert_int_ne(fputc('a' + (int)(i % 26), f), EOF);
+    ck_assert_int_eq(fclose(f), 0);
+}
+
+START_TEST(buf_reads_a_file_within_its_limit)
+{
+    char dir[] = "/tmp/syncroll-buf-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char path[256], empty[256], big[256];
+    sr_err e = SR_ERR_INIT;
+    sr_buf b = SR_BUF_INIT;
+
+    write_file(path, sizeof(path), dir, "ten", 10);
+    ck_assert_sr_ok(sr_buf_read_file(&b, path, 10, &e), e);
+    ck_assert_uint_eq(b.len, 10);
+    ck_assert_str_eq(b.data, "abcdefghij");
+    ck_assert_uint_eq(b.max, 10);
+
+    ck_assert_sr_code(sr_buf_read_file(&b, path, 9, &e), e, SR_E_LIMIT);
+    ck_assert_ptr_null(b.data);
+    ck_assert_uint_eq(b.len, 0);
+    ck_assert_ptr_nonnull(strstr(e.msg, path));
+    ck_assert_ptr_nonnull(strstr(e.msg, " 10 bytes"));
+    ck_assert_ptr_nonnull(strstr(e.msg, "limit of 9 bytes"));
+
+    write_file(empty, sizeof(empty), dir, "empty", 0);
+    ck_assert_sr_ok(sr_buf_read_file(&b, empty, 1, &e), e);
+    ck_assert_uint_eq(b.len, 0);
+    ck_assert_ptr_nonnull(b.data);
+    ck_assert_str_eq(b.data, "");
+
+    /* Larger than one allocation step, under the default maximum. */
+    write_file(big, sizeof(big), dir, "big", 200000);
+    ck_assert_sr_ok(sr_buf_read_file(&b, big, 0, &e), e);
+    ck_assert_uint_eq(b.len, 200000);
+    ck_assert_int_eq(b.data[199999], 'a' + 199999 % 26);
+
+    char missing[256];
+    snprintf(missing, sizeof(missing), "%s/missing", dir);
+    ck_assert_sr_code(sr_buf_read_file(&b, missing, 10, &e), e, SR_E_IO);
+    ck_assert_ptr_null(b.data);
+    ck_assert_ptr_nonnull(strstr(e.msg, missing));
+    ck_assert_ptr_nonnull(strstr(e.msg, "No such file"));
+
+    /* A directory opens on Linux but cannot be read. */
+    ck_assert_sr_code(sr_buf_read_file(&b, dir, 10, &e), e, SR_E_IO);
+    ck_assert_ptr_nonnull(strstr(e.msg, "read error"));
+
+    unlink(path);
+    unlink(empty);
+    unlink(big);
+    rmdir(dir);
+    sr_buf_release(&b);
+}
+END_TEST
+
+/* A pipe has no size beforehand, so only reading past the limit can refuse it. */
+static int read_pipe(sr_buf *b, const char *bytes, size_t max, sr_err *e)
+{
+    int fds[2];
+    ck_assert_int_eq(pipe(fds), 0);
+    ck_assert_int_eq((int)write(fds[1], bytes, strlen(bytes)), (int)strlen(bytes));
+    close(fds[1]);
+    FILE *f = fdopen(fds[0], "rb");
+    ck_assert_ptr_nonnull(f);
+    int rc = sr_buf_read_stream(b, f, "<pipe>", max, e);
+    fclose(f);
+    return rc;
+}
+
+START_TEST(buf_reads_a_stream_within_its_limit)
+{
+    sr_err e = SR_ERR_INIT;
+    sr_buf b = SR_BUF_INIT;
+    ck_assert_sr_ok(read_pipe(&b, "0123456789", 10, &e), e);
+    ck_assert_str_eq(b.data, "0123456789");
+    ck_assert_sr_code(read_pipe(&b, "0123456789", 9, &e), e, SR_E_LIMIT);
+    ck_assert_ptr_nonnull(strstr(e.msg, "<pipe>: more than 9 bytes"));
+    ck_assert_ptr_null(b.data);
+    ck_assert_sr_ok(read_pipe(&b, "", 10, &e), e);
+    ck_assert_str_eq(b.data, "");
     sr_buf_release(&b);
 }
 END_TEST
@@ -173,6 +266,8 @@ static Suite *suite(void)
     tcase_add_test(tc, classes_match_what_callers_do);
     tcase_add_test(tc, err_set_formats_and_prefixes);
     tcase_add_test(tc, buf_respects_its_maximum);
+    tcase_add_test(tc, buf_reads_a_file_within_its_limit);
+    tcase_add_test(tc, buf_reads_a_stream_within_its_limit);
     tcase_add_test(tc, dtype_names_round_trip);
     tcase_add_test(tc, shape_product_overflow_is_named);
     tcase_add_test(tc, arena_reuses_memory_and_aligns);

@@ -1,14 +1,17 @@
 /*
  * Every resource limit of README "Limits" exists, is configurable, and a violation is its named
  * error: response body bytes (splice and client), decoded array bytes and shape products
- * (envelope, field registry), tokens per rollout (trace rows), scenario file size, request body
- * size at the engine (413), concurrent connections at the engine, artifact bytes (cut, not an
- * error). Library limits are table-driven; engine limits run against real engine processes.
+ * (envelope, field registry), tokens per rollout (rollout.token_limit), scenario file size
+ * (scenario.too_large), request body size at the engine (413), concurrent connections at the
+ * engine (503 engine.connection_limit), artifact bytes (cut, not an error). Library limits are
+ * table-driven; engine limits run against real engine processes.
  */
 #include <arpa/inet.h>
 #include <curl/curl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
 
 /* This suite uses only the engine-process part of the shared fixture. */
 #pragma GCC diagnostic push
@@ -141,7 +144,8 @@ static int registry_field_bytes(sr_err *err)
     return rc;
 }
 
-/* Tokens per rollout: the route trace's max_rows (a rollout's trace_opts.max_rows). */
+/* Route-trace rows in the library: the trace's own max_rows is resource.limit (a rollout reports
+ * it as rollout.token_limit, below). */
 static int trace_rows(sr_err *err)
 {
     sr_trace_opts o = SR_TRACE_OPTS_INIT;
@@ -175,11 +179,29 @@ static int scenario_size(sr_err *err)
     sr_scenario *s = NULL;
     int rc = sr_scenario_load_max(&s, path, 32, err);
     sr_scenario_free(s);
+    ck_assert_msg(strstr(err->msg, path) && strstr(err->msg, " bytes") && strstr(err->msg, "32"),
+                  "message names the file, its size and the limit: %s", err->msg);
     /* The same file loads under the default bound, so only the bound refused it. */
     sr_err e2 = SR_ERR_INIT;
     ck_assert_sr_ok(sr_scenario_load(&s, path, &e2), e2);
     sr_scenario_free(s);
     unlink(path);
+    return rc;
+}
+
+/* Scenario text in memory over the bound (sr_scenario_parse, 4 MiB): the same error. */
+static int scenario_text_size(sr_err *err)
+{
+    size_t len = (size_t)SR_SCN_MAX_FILE + 1;
+    char *text = malloc(len);
+    ck_assert_ptr_nonnull(text);
+    memset(text, ' ', len);
+    text[0] = '{';
+    text[len - 1] = '}';
+    sr_scenario *s = NULL;
+    int rc = sr_scenario_parse(&s, text, len, "big.json", err);
+    sr_scenario_free(s);
+    free(text);
     return rc;
 }
 
@@ -209,9 +231,10 @@ static const limit_case CASES[] = {
     {"decoded array bytes", envelope_bytes, SR_E_ENV_TOO_LARGE},
     {"shape product", envelope_shape_product, SR_E_ENV_OVERFLOW},
     {"field registry max_bytes", registry_field_bytes, SR_E_ENV_TOO_LARGE},
-    {"tokens per rollout (trace rows)", trace_rows, SR_E_LIMIT},
-    {"scenario file size (configured)", scenario_size, SR_E_LIMIT},
-    {"scenario file size (default 4 MiB)", scenario_size_default, SR_E_LIMIT},
+    {"route-trace rows (library trace)", trace_rows, SR_E_LIMIT},
+    {"scenario file size (configured)", scenario_size, SR_E_SCENARIO_TOO_LARGE},
+    {"scenario file size (default 4 MiB)", scenario_size_default, SR_E_SCENARIO_TOO_LARGE},
+    {"scenario text size (default 4 MiB)", scenario_text_size, SR_E_SCENARIO_TOO_LARGE},
 };
 
 START_TEST(library_limit_is_its_named_error)
@@ -315,29 +338,91 @@ START_TEST(client_response_over_max_body_is_body_too_large)
 }
 END_TEST
 
-/* Tokens per rollout, end to end: a rollout whose trace would pass trace_opts.max_rows fails
- * with resource.limit (and is reported as that check by the verifier). */
-START_TEST(rollout_over_its_token_bound_is_resource_limit)
+/* Tokens per rollout, end to end: a rollout whose conversation or route trace would pass its
+ * token limit (trace_opts.max_rows, scenario steps.rollout.max_rollout_tokens) or whose trace
+ * would pass its bytes (trace_opts.max_bytes, steps.rollout.max_trace_bytes) fails with
+ * rollout.token_limit naming the limit; with routes or without. */
+START_TEST(rollout_over_its_token_bound_is_token_limit)
 {
+    static const struct {
+        int routes;
+        int64_t max_rows;
+        size_t max_bytes;
+        const char *names;
+    } cases[] = {
+        {1, 6, 0, "6 tokens"},        /* the trace's rows: 5 + 6 - 1 > 6 */
+        {0, 6, 0, "more than 6"},     /* the conversation without a trace: 5 + 6 > 6 */
+        {1, 0, 64, "64 route-trace"}, /* the trace's bytes: 10 rows of 4 x 8 bytes > 64 */
+    };
     fx f;
     fx_start(&f, 1, "{" MODEL "}", NULL);
     int32_t prompt[5] = {9, 8, 7, 6, 5};
     cJSON *sp = sampling(6);
+    cJSON_AddBoolToObject(sp, "ignore_eos", 1);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        sr_rollout_config c = SR_ROLLOUT_CONFIG_INIT;
+        c.prompt = prompt;
+        c.prompt_len = 5;
+        c.session_id = "limits_0";
+        c.sampling_params = sp;
+        c.routes = cases[i].routes;
+        c.env = (sr_rollout_env){3, 2, 2, 4, 64};
+        c.trace_opts.max_rows = cases[i].max_rows;
+        c.trace_opts.max_bytes = cases[i].max_bytes;
+        sr_rollout_result r;
+        sr_err err = SR_ERR_INIT;
+        ck_assert_sr_code(sr_rollout_run(&r, f.conn, &c, &err), err, SR_E_ROLLOUT_TOKEN_LIMIT);
+        ck_assert_int_eq(r.code, SR_E_ROLLOUT_TOKEN_LIMIT);
+        ck_assert_int_eq(r.failed_turn, 1);
+        ck_assert_msg(strstr(err.msg, cases[i].names), "case %zu: message names the limit: %s", i,
+                      err.msg);
+        sr_rollout_result_release(&r);
+    }
+    /* The same rollout within its limits completes. */
     sr_rollout_config c = SR_ROLLOUT_CONFIG_INIT;
     c.prompt = prompt;
     c.prompt_len = 5;
-    c.session_id = "limits_0";
+    c.session_id = "limits_1";
     c.sampling_params = sp;
-    c.routes = 1;
     c.env = (sr_rollout_env){3, 2, 2, 4, 64};
-    c.trace_opts.max_rows = 6;
+    c.trace_opts.max_rows = 64;
     sr_rollout_result r;
     sr_err err = SR_ERR_INIT;
-    ck_assert_sr_code(sr_rollout_run(&r, f.conn, &c, &err), err, SR_E_LIMIT);
-    ck_assert_int_eq(r.code, SR_E_LIMIT);
+    ck_assert_sr_ok(sr_rollout_run(&r, f.conn, &c, &err), err);
     sr_rollout_result_release(&r);
     cJSON_Delete(sp);
     fx_stop(&f);
+}
+END_TEST
+
+/* The scenario key: steps.rollout.max_rollout_tokens and max_trace_bytes load, default to the
+ * trace's defaults, are range-checked, and round-trip through the expanded form. */
+START_TEST(scenario_sets_the_rollout_token_limit)
+{
+    static const char doc[] =
+        "{\"id\":\"tok\",\"description\":\"a rollout token limit\",\"steps\":["
+        "{\"kind\":\"rollout\",\"max_rollout_tokens\":12,\"max_trace_bytes\":4096},"
+        "{\"kind\":\"rollout\"}]}";
+    sr_scenario *s = NULL;
+    sr_err err = SR_ERR_INIT;
+    ck_assert_sr_ok(sr_scenario_parse(&s, doc, sizeof(doc) - 1, "tok.json", &err), err);
+    ck_assert_int_eq(s->steps[0].rollout.max_rollout_tokens, 12);
+    ck_assert_int_eq(s->steps[0].rollout.max_trace_bytes, 4096);
+    ck_assert_int_eq(s->steps[1].rollout.max_rollout_tokens, SR_TRACE_DEFAULT_MAX_ROWS);
+    ck_assert_int_eq(s->steps[1].rollout.max_trace_bytes, (int64_t)SR_TRACE_DEFAULT_MAX_BYTES);
+    sr_buf expanded = SR_BUF_INIT;
+    ck_assert_sr_ok(sr_scenario_expanded_json(&expanded, s, &err), err);
+    sr_scenario *t = NULL;
+    ck_assert_sr_ok(sr_scenario_parse(&t, expanded.data, expanded.len, "x.json", &err), err);
+    ck_assert_int_eq(t->steps[0].rollout.max_rollout_tokens, 12);
+    ck_assert_int_eq(t->steps[0].rollout.max_trace_bytes, 4096);
+    sr_buf_release(&expanded);
+    sr_scenario_free(t);
+    sr_scenario_free(s);
+    static const char bad[] = "{\"id\":\"tok\",\"description\":\"d\",\"steps\":["
+                              "{\"kind\":\"rollout\",\"max_rollout_tokens\":0}]}";
+    ck_assert_sr_code(sr_scenario_parse(&s, bad, sizeof(bad) - 1, "bad.json", &err), err,
+                      SR_E_JSON_SCHEMA);
 }
 END_TEST
 
@@ -363,16 +448,53 @@ static int hold_connection(const char *url)
     return fd;
 }
 
-/* Concurrent connections at the engine: at server.max_connections the engine stops accepting,
- * so a new connection waits in the kernel's listen backlog until one closes; the client's
- * deadline bounds the wait (client.deadline), and the engine serves again once one closes. */
-START_TEST(engine_connections_over_their_bound_are_refused)
+/* A connection over the engine's limit: GET /health is answered 503 with "Connection: close"
+ * and the check engine.connection_limit in its JSON body, and then the engine closes it. */
+static void assert_refused_on_the_wire(const char *url)
+{
+    int port = atoi(strrchr(url, ':') + 1);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    ck_assert_int_ge(fd, 0);
+    struct timeval tv = {30, 0}; /* a bound against a hang, not a timing assertion */
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof(a));
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ck_assert_int_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    static const char req[] = "GET /health HTTP/1.1\r\nHost: x\r\n\r\n";
+    ck_assert_int_eq((long)write(fd, req, sizeof(req) - 1), (long)sizeof(req) - 1);
+    char buf[2048];
+    size_t len = 0;
+    ssize_t n;
+    while (len < sizeof(buf) - 1 && (n = read(fd, buf + len, sizeof(buf) - 1 - len)) > 0)
+        len += (size_t)n;
+    buf[len] = '\0';
+    ck_assert_msg(strncmp(buf, "HTTP/1.1 503", 12) == 0, "answer: %s", buf);
+    ck_assert_msg(strcasestr(buf, "\r\nConnection: close\r\n"), "no Connection: close: %s", buf);
+    ck_assert_msg(strstr(buf, "\"check\":\"engine.connection_limit\""), "no check: %s", buf);
+    ck_assert_msg(strstr(buf, "engines.server.max_connections"), "no limit named: %s", buf);
+    /* The read loop ended at end of stream: the engine closed the connection. */
+    ck_assert_int_eq((long)read(fd, buf, 1), 0L);
+    close(fd);
+}
+
+/* Concurrent connections at the engine: with server.max_connections (2) connections open, a
+ * request on a further connection is answered 503 engine.connection_limit and that connection
+ * closed; the client retries it as the 503 it is, records every attempt as
+ * engine.connection_limit and names it as the last outcome of client.retry_exhausted. Once a
+ * held connection closes, the engine serves new connections again. */
+START_TEST(engine_connections_over_their_bound_are_named)
 {
     sr_client_opts o = SR_CLIENT_OPTS_INIT;
-    o.deadline_ms = 400;
+    o.max_attempts = 3;
+    o.backoff_initial_ms = 1;
+    o.backoff_max_ms = 2;
     fx f;
-    fx_start(&f, 1, "{" MODEL ",\"server\":{\"threads\":1,\"max_connections\":1}}", &o);
-    int held = hold_connection(f.urls[0]);
+    fx_start(&f, 1, "{" MODEL ",\"server\":{\"threads\":1,\"max_connections\":2}}", &o);
+    int held[2] = {hold_connection(f.urls[0]), hold_connection(f.urls[0])};
+    assert_refused_on_the_wire(f.urls[0]);
     int32_t prompt[4] = {9, 8, 7, 6};
     cJSON *sp = sampling(2);
     sr_client_req q = SR_CLIENT_REQ_INIT;
@@ -382,16 +504,27 @@ START_TEST(engine_connections_over_their_bound_are_refused)
     q.return_routes = 1;
     sr_client_result r;
     sr_err err = SR_ERR_INIT;
-    ck_assert_sr_code(sr_client_generate(&r, f.conn, &q, &err), err, SR_E_CLIENT_DEADLINE);
-    ck_assert_int_eq(r.http_status, 0);
-    /* With the connection released, the engine serves again. */
-    close(held);
-    sr_client_conn_free(f.conn);
-    ck_assert_sr_ok(sr_client_conn_new(&f.conn, f.client, &err), err);
+    ck_assert_sr_code(sr_client_generate(&r, f.conn, &q, &err), err, SR_E_CLIENT_RETRY_EXHAUSTED);
+    ck_assert_int_eq(r.http_status, 503);
+    ck_assert_int_eq(r.n_attempts, 3);
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(r.attempts[i].code, SR_E_ENGINE_CONN_LIMIT);
+    ck_assert_msg(strstr(err.msg, "last engine.connection_limit") &&
+                      strstr(err.msg, "[engine.connection_limit]"),
+                  "message: %s", err.msg);
+    /* With a held connection released, the engine serves again. The engine notices the close
+     * asynchronously, so the first tries may still find it full. */
+    close(held[0]);
     int ok = -1;
-    for (int i = 0; i < 50 && ok != 0; i++)
+    for (int i = 0; i < 100 && ok != 0; i++) {
         ok = sr_client_generate(&r, f.conn, &q, &err);
+        if (ok) {
+            ck_assert_sr_code(ok, err, SR_E_CLIENT_RETRY_EXHAUSTED);
+            usleep(10000);
+        }
+    }
     ck_assert_sr_ok(ok, err);
+    close(held[1]);
     cJSON_Delete(sp);
     fx_stop(&f);
 }
@@ -404,13 +537,14 @@ static Suite *limits_suite(void)
     tcase_add_loop_test(tc, library_limit_is_its_named_error, 0,
                         (int)(sizeof(CASES) / sizeof(CASES[0])));
     tcase_add_test(tc, artifact_bytes_are_cut_to_their_bound);
+    tcase_add_test(tc, scenario_sets_the_rollout_token_limit);
     suite_add_tcase(s, tc);
     tc = tcase_create("engines");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, engine_request_body_over_its_bound_is_413);
     tcase_add_test(tc, client_response_over_max_body_is_body_too_large);
-    tcase_add_test(tc, rollout_over_its_token_bound_is_resource_limit);
-    tcase_add_test(tc, engine_connections_over_their_bound_are_refused);
+    tcase_add_test(tc, rollout_over_its_token_bound_is_token_limit);
+    tcase_add_test(tc, engine_connections_over_their_bound_are_named);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -42,7 +42,12 @@
  *   429 -> retried after max(Retry-After, backoff);
  *   5xx -> retried, whatever the body (POLICY for JSON-bodied 5xx: a 5xx says the server failed,
  *     not the request; a deterministic 500 costs `max_attempts` tries and ends in
- *     client.retry_exhausted naming the status and the server's message);
+ *     client.retry_exhausted naming the status and the server's message); a 503 whose JSON
+ *     body names the check engine.connection_limit (a mock engine over its
+ *     engines.server.max_connections) is the outcome engine.connection_limit instead of
+ *     client.http_status, retried alike, so the final error names it (client.retry_exhausted
+ *     "last engine.connection_limit"; engine.connection_limit itself where the quirk
+ *     retry_json_decode_only declines to retry a JSON-bodied 5xx);
  *   other statuses (4xx, 3xx) -> client.http_status at once, never retried, with the server's
  *     text or error.message.
  * Backoff before attempt k+1: min(backoff_max_ms, backoff_initial_ms * 2^(k-1)) scaled by
@@ -235,7 +240,9 @@ void sr_client_conn_free(sr_client_conn *k);
  * Sends a generate with retries (policy above) and fills *out. Returns 0 or the final error:
  * SR_E_CLIENT_INVALID, SR_E_CLIENT_ROUTES_MISSING, SR_E_CLIENT_BAD_RESPONSE,
  * SR_E_CLIENT_HTTP_STATUS, SR_E_CLIENT_DEADLINE, SR_E_CLIENT_RETRY_EXHAUSTED,
- * SR_E_CLIENT_NOT_RETRIED, a protocol code of the splice or envelope, SR_E_NOMEM/SR_E_LIMIT.
+ * SR_E_CLIENT_NOT_RETRIED, SR_E_ENGINE_CONN_LIMIT, a protocol code of the splice or envelope,
+ * SR_E_NOMEM/SR_E_LIMIT. A non-2xx message is the server's text or error.message, followed by
+ * " [check]" when its JSON body names one (error.check, as the mock engine's do).
  */
 int sr_client_generate(sr_client_result *out, sr_client_conn *k, const sr_client_req *req,
                        sr_err *err);

@@ -20,7 +20,7 @@ uint64_t sr_client_hash(const char *s)
 uint64_t sr_retry_seed(uint64_t client_seed, const char *session_id, int64_t turn)
 {
     return sr_mix64(sr_mix64(client_seed ^ 0x7265747279736564ull) ^ sr_client_hash(session_id) ^
-                 sr_mix64((uint64_t)turn + GOLDEN));
+                    sr_mix64((uint64_t)turn + GOLDEN));
 }
 
 static int is_splice_code(int code)
@@ -45,6 +45,7 @@ sr_retry_verdict sr_retry_classify(const sr_retry_facts *f, const sr_client_quir
     case SR_E_CLIENT_INVALID_JSON:
         return SR_RETRY_YES;
     case SR_E_CLIENT_HTTP_STATUS:
+    case SR_E_ENGINE_CONN_LIMIT:
         return classify_status(f, q);
     default:
         break;

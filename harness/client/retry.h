@@ -27,8 +27,9 @@ typedef struct sr_retry_facts {
 
 /*
  * Classifies a failed attempt. Default policy: client.transport, client.invalid_json and the
- * transient splice codes are retried; client.http_status is retried for 429 and 5xx only;
- * everything else is final. With retry_json_decode_only: transport failures, splice.invalid_json,
+ * transient splice codes are retried; client.http_status is retried for 429 and 5xx only, and
+ * engine.connection_limit (a 503 naming that check) like the 503 it is; everything else is
+ * final. With retry_json_decode_only: transport failures, splice.invalid_json,
  * splice.truncated and client.invalid_json are retried; other transient splice codes are
  * DECLINED; an HTTP status is retried only if its body was not JSON and the status is not 4xx.
  */

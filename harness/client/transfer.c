@@ -113,12 +113,24 @@ static int on_prereq(void *ud, char *conn_primary_ip, char *conn_local_ip, int c
     return CURL_PREREQFUNC_OK;
 }
 
+/* error.check of a JSON error body (the mock engine names its check there), or NULL. */
+static const char *body_check(const cJSON *doc)
+{
+    const cJSON *e = doc ? cJSON_GetObjectItemCaseSensitive(doc, "error") : NULL;
+    const cJSON *c = cJSON_IsObject(e) ? cJSON_GetObjectItemCaseSensitive(e, "check") : NULL;
+    return cJSON_IsString(c) ? c->valuestring : NULL;
+}
+
 void sr_client_status_text(char *out, size_t cap, const char *body, size_t len, const cJSON *doc)
 {
     const cJSON *e = doc ? cJSON_GetObjectItemCaseSensitive(doc, "error") : NULL;
     const cJSON *m = cJSON_IsObject(e) ? cJSON_GetObjectItemCaseSensitive(e, "message") : NULL;
+    const char *check = body_check(doc);
     if (cJSON_IsString(m)) {
-        snprintf(out, cap, "%s", m->valuestring);
+        if (check)
+            snprintf(out, cap, "%s [%s]", m->valuestring, check);
+        else
+            snprintf(out, cap, "%s", m->valuestring);
         return;
     }
     size_t j = 0;
@@ -139,8 +151,13 @@ static int finish_error_body(xfer *x, sr_client_attempt *att, sr_xfer_out *out, 
         out->retry_after_ms = (int64_t)ra * 1000;
     char text[256];
     sr_client_status_text(text, sizeof text, k->body.data ? k->body.data : "", k->body.len, doc);
+    /* An engine over its connection limit says so by name; retry.c retries it as the 503 it is. */
+    const char *check = body_check(doc);
+    int code = x->status == 503 && check && strcmp(check, "engine.connection_limit") == 0
+                   ? SR_E_ENGINE_CONN_LIMIT
+                   : SR_E_CLIENT_HTTP_STATUS;
     cJSON_Delete(doc);
-    att->code = sr_err_set(err, SR_E_CLIENT_HTTP_STATUS, "HTTP %ld: %s", x->status, text);
+    att->code = sr_err_set(err, code, "HTTP %ld: %s", x->status, text);
     return att->code;
 }
 

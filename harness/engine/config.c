@@ -405,20 +405,11 @@ int sr_engine_config_parse(sr_engine_config *c, const char *text, size_t len, co
 int sr_engine_config_load(sr_engine_config *c, const char *path, int index, sr_err *err)
 {
     sr_engine_config_defaults(c);
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return sr_err_set(err, SR_E_IO, "cannot open engine config %s", path);
     sr_buf b = SR_BUF_INIT;
-    b.max = SR_JSON_DEFAULT_MAX;
-    char chunk[65536];
-    size_t n;
-    int rc = 0;
-    while (!rc && (n = fread(chunk, 1, sizeof(chunk), f)) > 0)
-        rc = sr_buf_append(&b, chunk, n, err);
-    if (!rc && ferror(f))
-        rc = sr_err_set(err, SR_E_IO, "cannot read engine config %s", path);
-    fclose(f);
-    if (!rc)
+    int rc = sr_buf_read_file(&b, path, SR_JSON_DEFAULT_MAX, err);
+    if (rc)
+        sr_err_prefix(err, "engine config ");
+    else
         rc = sr_engine_config_parse(c, b.data ? b.data : "", b.len, path, index, err);
     sr_buf_release(&b);
     return rc;

@@ -216,6 +216,14 @@ static enum MHD_Result after_delay(req *r)
 static enum MHD_Result first_final(req *r)
 {
     sr_server *s = r->srv;
+    if (r->over_limit) {
+        char msg[160];
+        snprintf(msg, sizeof(msg),
+                 "the engine already holds its limit of %d connections "
+                 "(engines.server.max_connections); this connection is closed",
+                 s->cfg->max_connections);
+        return sr_srv_error_close(r, 503, "ServiceUnavailableError", SR_E_ENGINE_CONN_LIMIT, msg);
+    }
     if (r->ep < 0)
         return r->bad_method
                    ? sr_srv_error(r, 405, "MethodNotAllowedError", 0, "Method Not Allowed")
@@ -268,8 +276,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         r->ep = sr_endpoint_lookup(method, url);
         r->bad_method = r->ep < 0 && path_known(url);
         r->body.max = s->cfg->max_body_bytes;
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+        r->over_limit = ci && ci->socket_context == s;
         const char *ct = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Type");
-        if (r->ep == SR_EP_COLLECTIVE_RPC && ct &&
+        if (!r->over_limit && r->ep == SR_EP_COLLECTIVE_RPC && ct &&
             strncmp(ct, SR_ENGINE_BUCKET_CTYPE, strlen(SR_ENGINE_BUCKET_CTYPE)) == 0)
             sr_engine_bucket_begin(&r->brx, s->e, NULL); /* NULL: answered 500 at the end */
         pthread_mutex_lock(&s->mu);
@@ -281,7 +292,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     if (*upload_size) {
         if (r->brx)
             sr_engine_bucket_feed(r->brx, upload_data, *upload_size);
-        else if (!r->too_large && sr_buf_append(&r->body, upload_data, *upload_size, NULL)) {
+        else if (!r->too_large && !r->over_limit &&
+                 sr_buf_append(&r->body, upload_data, *upload_size, NULL)) {
             r->too_large = 1;
             sr_buf_release(&r->body);
         }
@@ -334,6 +346,37 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     *con_cls = NULL;
 }
 
+/*
+ * Counts the connections within cfg->max_connections over every daemon. A connection that
+ * arrives when they are all taken is not counted; its socket context is set to the server, which
+ * marks it over the limit, and every request on it is answered 503 engine.connection_limit.
+ */
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe)
+{
+    sr_server *s = cls;
+    (void)conn;
+    if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
+        if (*socket_context != s)
+            atomic_fetch_sub(&s->conns, 1);
+        return;
+    }
+    int_fast64_t n = atomic_load(&s->conns);
+    do {
+        if (n >= s->cfg->max_connections) {
+            *socket_context = s;
+            return;
+        }
+    } while (!atomic_compare_exchange_weak(&s->conns, &n, n + 1));
+    *socket_context = NULL;
+}
+
+/* The daemon's own bound: the configured connections plus the headroom answered 503. */
+static unsigned conn_hard_limit(const sr_server *s)
+{
+    return (unsigned)s->cfg->max_connections + SR_SERVER_CONN_HEADROOM;
+}
+
 /* ---- listener and daemons ---- */
 
 static int make_listener(const struct sockaddr *sa, socklen_t len, sr_err *err)
@@ -366,9 +409,10 @@ static struct MHD_Daemon *start_daemon(sr_server *s, int fd)
         flags |= MHD_USE_IPv6;
     return MHD_start_daemon(flags, 0, NULL, NULL, on_request, s, MHD_OPTION_LISTEN_SOCKET,
                             (MHD_socket)fd, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)s->cfg->threads,
-                            MHD_OPTION_CONNECTION_LIMIT, (unsigned)s->cfg->max_connections,
+                            MHD_OPTION_CONNECTION_LIMIT, conn_hard_limit(s),
                             MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
-                            MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_END);
+                            MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+                            MHD_OPTION_NOTIFY_CONNECTION, on_connection, s, MHD_OPTION_END);
 }
 
 static int parse_addr(sr_server *s, const char *addr, int port, sr_err *err)
@@ -392,6 +436,7 @@ static int init_server(sr_server *s, sr_engine *e, sr_err *err)
     s->e = e;
     s->cfg = sr_engine_cfg(e);
     s->wake[0] = s->wake[1] = -1;
+    atomic_init(&s->conns, 0);
     pthread_mutex_init(&s->mu, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
@@ -400,7 +445,7 @@ static int init_server(sr_server *s, sr_engine *e, sr_err *err)
     pthread_condattr_destroy(&ca);
     /* Every connection of every daemon (the listening one and those quiesced by refuse faults)
      * can be in the heap at most once. */
-    s->capheap = (size_t)s->cfg->max_connections * (SR_SERVER_MAX_DAEMONS + 1) + 16;
+    s->capheap = (size_t)conn_hard_limit(s) * (SR_SERVER_MAX_DAEMONS + 1) + 16;
     s->heap = calloc(s->capheap, sizeof(*s->heap));
     if (!s->heap || pipe2(s->wake, O_CLOEXEC | O_NONBLOCK) != 0)
         return sr_err_set(err, SR_E_ENGINE_START, "cannot allocate the server state");

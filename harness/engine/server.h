@@ -1,9 +1,12 @@
 /*
  * server: the mock engine's HTTP server on libmicrohttpd.
  *
- * A thread pool (cfg->threads workers, epoll) serves at most cfg->max_connections connections;
- * request bodies above cfg->max_body_bytes are answered 413 without being kept; unknown paths
- * 404, known paths with another method 405, malformed requests 400, all with a JSON error body
+ * A thread pool (cfg->threads workers, poll) serves at most cfg->max_connections connections at
+ * once. Up to SR_SERVER_CONN_HEADROOM (16) connections beyond that are still accepted, but every
+ * request on one is answered 503 with "Connection: close" and the check engine.connection_limit;
+ * past the headroom a new connection waits in the kernel's listen backlog. Request bodies above
+ * cfg->max_body_bytes are answered 413 without being kept; unknown paths 404, known paths with
+ * another method 405, malformed requests 400, all with a JSON error body
  * {"error":{"message":..,"type":..,"code":N,"check":"<sr_err name>"}}.
  *
  * Nothing blocks a worker thread: waits (latency faults, simulated decode time, pauses, stalls,

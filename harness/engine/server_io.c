@@ -193,6 +193,14 @@ enum MHD_Result sr_srv_error(req *r, unsigned status, const char *type, int code
     return queue(r, status, "application/json", NULL, NULL);
 }
 
+enum MHD_Result sr_srv_error_close(req *r, unsigned status, const char *type, int code,
+                                   const char *msg)
+{
+    if (error_json(&r->resp, status, type, code, msg))
+        return MHD_NO;
+    return queue(r, status, "application/json", MHD_HTTP_HEADER_CONNECTION, "close");
+}
+
 /* ---- HTTP-layer faults ---- */
 
 enum MHD_Result sr_srv_http_fault(req *r, const sr_fault *h)

@@ -14,6 +14,7 @@
 
 #include <microhttpd.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "engine.h"
@@ -47,6 +48,7 @@ struct req {
     sr_buf body;
     sr_bucket_rx *brx; /* a broadcast bucket streaming into the stage instead of `body` */
     int too_large;
+    int over_limit; /* its connection came over cfg->max_connections: answered 503 */
     char session[SR_ENGINE_SESSION_MAX + 1];
     int64_t turn, ordinal;
     sr_fault_pick pick;
@@ -73,6 +75,13 @@ typedef struct req_dlist {
 } req_dlist;
 
 #define SR_SERVER_MAX_DAEMONS 16
+
+/*
+ * Connections a daemon accepts beyond cfg->max_connections only to answer them 503
+ * (engine.connection_limit) and close them; past that headroom, libmicrohttpd stops accepting
+ * and a new connection waits in the kernel's listen backlog.
+ */
+#define SR_SERVER_CONN_HEADROOM 16
 
 struct sr_server {
     sr_engine *e;
@@ -103,6 +112,9 @@ struct sr_server {
     req_dlist stalled; /* (mu) */
     int64_t running;   /* (mu) reqs in RS_RUNNING */
     int64_t live_reqs; /* (mu) reqs allocated and not completed */
+    /* Open connections within cfg->max_connections, over every daemon (the listening one and
+     * those draining after a refuse fault); counted by the connection notifier, lock-free. */
+    atomic_int_fast64_t conns;
 };
 
 /* Monotonic nanoseconds. */
@@ -115,6 +127,9 @@ enum MHD_Result sr_srv_respond_text(req *r, unsigned status, const char *ctype, 
 
 /* {"error":{"message":..,"type":..,"code":status,"check":name}} with status. */
 enum MHD_Result sr_srv_error(req *r, unsigned status, const char *type, int code, const char *msg);
+/* The same with "Connection: close": the connection is closed once the answer is sent. */
+enum MHD_Result sr_srv_error_close(req *r, unsigned status, const char *type, int code,
+                                   const char *msg);
 
 /* Suspends r's connection unless the server is stopping (then r becomes RS_SHUTDOWN and
  * 0 is returned; the caller returns MHD_YES and the next call closes it). */
