@@ -23,6 +23,11 @@
  *    in other processes, so none of their time is counted; waiting is not CPU time.
  *      e2e.harness_per_request  ratio = that time / (50 us + 1.2 x memcpy of the mean response
  *                               body), issue 12's target (<= 1)
+ *    After each batch its requests are replayed with bare libcurl on as many threads
+ *    (e2e_floor.h: kept-alive handles, bodies built beforehand, responses discarded unread):
+ *      e2e.curl_floor_per_request  the thread CPU per request of that replay against the same
+ *                               budget: what libcurl and the kernel's loopback TCP cost before
+ *                               syncroll touches a byte (harness_minus_floor_us: the rest)
  * 3. Nightly suite: `syncroll run -j<cpus> scenarios/nightly` once (BENCH_NIGHTLY=0 skips it):
  *      e2e.nightly_suite        wall time; ratio against the 3-minute target
  * BENCH_E2E_ONLY=throughput, harness or nightly runs only that part (for profiling).
@@ -40,6 +45,7 @@
 #include <unistd.h>
 
 #include "bench_util.h"
+#include "e2e_floor.h"
 #include "procs.h"
 #include "result.h"
 #include "rollout.h"
@@ -344,8 +350,9 @@ typedef struct hb_totals {
     double cpu_ms, requests, bytes, splice_ms, record_ms;
 } hb_totals;
 
-/* One batch; adds its totals. */
-static void hb_batch(hb_totals *t, hb *h, const sr_client *c, size_t n, int limit)
+/* One batch, then its requests replayed by the libcurl floor; adds the totals of both. */
+static void hb_batch(hb_totals *t, e2e_floor_totals *ft, hb *h, const sr_client *c, size_t n,
+                     int limit, e2e_floor *floor, const cJSON *sp)
 {
     sr_err e = SR_ERR_INIT;
     int *rcs = calloc(n, sizeof(int));
@@ -363,8 +370,11 @@ static void hb_batch(hb_totals *t, hb *h, const sr_client *c, size_t n, int limi
             t->splice_ms += tu->splice_ms;
             t->record_ms += tu->record_ms;
         }
-        sr_rollout_result_release(&h->res[i]);
     }
+    if (e2e_floor_batch(floor, ft, h->res, h->cfgs, n, sp))
+        die("the libcurl floor's replay failed", NULL);
+    for (size_t i = 0; i < n; i++)
+        sr_rollout_result_release(&h->res[i]);
     free(rcs);
 }
 
@@ -420,12 +430,25 @@ static void bench_harness(const sr_scenario *s, const char *syncroll, const char
     int32_t **prompts = calloc(n, sizeof(int32_t *));
     char(*sessions)[64] = calloc(n, 64);
     double *per_req = malloc(sizeof(double) * (size_t)(reps + 1));
+    double *floor_req = malloc(sizeof(double) * (size_t)(reps + 1));
+    e2e_floor *floor =
+        e2e_floor_new(url_p, ne, (int)s->concurrency < (int)n ? (int)s->concurrency : (int)n);
+    if (!floor)
+        die("the libcurl floor", NULL);
     hb_totals all = {0, 0, 0, 0, 0};
+    e2e_floor_totals fall = {0, 0, 0};
     for (int rep = 0; rep <= reps; rep++) {
         hb_totals t = {0, 0, 0, 0, 0};
+        e2e_floor_totals ft = {0, 0, 0};
         make_configs(h.cfgs, prompts, sessions, s, r, sp, rep);
-        hb_batch(&t, &h, c, n, (int)s->concurrency);
+        hb_batch(&t, &ft, &h, c, n, (int)s->concurrency, floor, sp);
         per_req[rep] = t.cpu_ms / t.requests;
+        floor_req[rep] = ft.cpu_ms / ft.requests;
+        if (rep > 0) {
+            fall.cpu_ms += ft.cpu_ms;
+            fall.requests += ft.requests;
+            fall.bytes += ft.bytes;
+        }
         if (rep > 0) { /* the first batch opens the connections and warms the engines */
             all.cpu_ms += t.cpu_ms;
             all.requests += t.requests;
@@ -449,6 +472,12 @@ static void bench_harness(const sr_scenario *s, const char *syncroll, const char
                     "splice_wall_us=%.1f record_wall_us=%.1f",
                     budget.median_ms * 1e3, copy_ms * 1e3, mean_bytes, all.requests,
                     all.splice_ms * 1e3 / all.requests, all.record_ms * 1e3 / all.requests);
+    bench_stats hs = bench_stats_of(per_req + 1, reps), fs = bench_stats_of(floor_req + 1, reps);
+    bench_report_ex("e2e.curl_floor_per_request", fs, budget, bname,
+                    "mean_response_bytes=%.0f requests=%.0f harness_minus_floor_us=%.1f",
+                    fall.bytes / fall.requests, fall.requests, (hs.median_ms - fs.median_ms) * 1e3);
+    e2e_floor_free(floor);
+    free(floor_req);
     free(src);
     free(dst);
     free(per_req);

@@ -1,0 +1,239 @@
+#include "e2e_floor.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <curl/curl.h>
+
+#include "sr_buf.h"
+
+#define FLOOR_MAX_ENGINES 8
+
+struct e2e_floor {
+    int n_urls, threads;
+    char urls[FLOOR_MAX_ENGINES][256];
+    CURL **easy; /* one per thread, kept across batches (kept-alive connections) */
+};
+
+/* One request of the replay, built before the clock starts. */
+typedef struct floor_req {
+    sr_buf body;
+    char url[300];
+    char session[300];
+} floor_req;
+
+typedef struct floor_run {
+    e2e_floor *f;
+    floor_req *reqs;
+    size_t n_reqs;
+    atomic_size_t next;
+    double *cpu_ms; /* per thread */
+    double *bytes;  /* per thread */
+    atomic_int failed;
+} floor_run;
+
+typedef struct floor_worker {
+    floor_run *run;
+    int index;
+} floor_worker;
+
+static double thread_cpu_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static size_t discard(char *p, size_t size, size_t nmemb, void *ud)
+{
+    (void)p;
+    *(double *)ud += (double)(size * nmemb);
+    return size * nmemb;
+}
+
+e2e_floor *e2e_floor_new(const char *const *urls, int n_urls, int threads)
+{
+    if (n_urls < 1 || n_urls > FLOOR_MAX_ENGINES || threads < 1)
+        return NULL;
+    e2e_floor *f = calloc(1, sizeof *f);
+    if (!f)
+        return NULL;
+    f->n_urls = n_urls;
+    f->threads = threads;
+    for (int i = 0; i < n_urls; i++)
+        snprintf(f->urls[i], sizeof f->urls[i], "%s", urls[i]);
+    f->easy = calloc((size_t)threads, sizeof *f->easy);
+    for (int i = 0; f->easy && i < threads; i++) {
+        f->easy[i] = curl_easy_init();
+        if (!f->easy[i]) {
+            e2e_floor_free(f);
+            return NULL;
+        }
+    }
+    if (!f->easy) {
+        free(f);
+        return NULL;
+    }
+    return f;
+}
+
+void e2e_floor_free(e2e_floor *f)
+{
+    if (!f)
+        return;
+    for (int i = 0; f->easy && i < f->threads; i++)
+        if (f->easy[i])
+            curl_easy_cleanup(f->easy[i]);
+    free(f->easy);
+    free(f);
+}
+
+/* The client's request body for turn k of result r (client.h §1.2 layout). */
+static int build_body(sr_buf *b, const sr_rollout_result *r, const sr_rollout_turn *tu,
+                      const char *model, const char *sp_text)
+{
+    size_t sp_len = strlen(sp_text);
+    int rc = sr_buf_puts(b, "{\"sampling_params\":", NULL);
+    if (!rc && tu->start_sent >= 0) {
+        /* sp_text is "{...}": the start goes in before its closing brace. */
+        rc = sr_buf_append(b, sp_text, sp_len - 1, NULL);
+        if (!rc)
+            rc = sr_buf_printf(b, NULL, "%s\"routed_experts_prompt_start\":%lld}",
+                               sp_len > 2 ? "," : "", (long long)tu->start_sent);
+    } else if (!rc) {
+        rc = sr_buf_puts(b, sp_text, NULL);
+    }
+    if (!rc)
+        rc = sr_buf_printf(b, NULL, ",\"model\":\"%s\",\"token_ids\":[", model);
+    for (int64_t i = 0; !rc && i < tu->prompt_len; i++) {
+        size_t j = (size_t)i;
+        int32_t id = j < r->prompt_len ? r->prompt_ids[j] : r->response_ids[j - r->prompt_len];
+        rc = sr_buf_printf(b, NULL, i ? ",%d" : "%d", (int)id);
+    }
+    return rc ? rc : sr_buf_puts(b, "]}", NULL);
+}
+
+static void *work(void *arg)
+{
+    floor_worker *w = arg;
+    floor_run *run = w->run;
+    CURL *e = run->f->easy[w->index];
+    double bytes = 0;
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+    curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
+    curl_easy_setopt(e, CURLOPT_PROXY, "");
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, discard);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, &bytes);
+    double t0 = thread_cpu_ms();
+    for (;;) {
+        size_t i = atomic_fetch_add(&run->next, 1);
+        if (i >= run->n_reqs)
+            break;
+        floor_req *q = &run->reqs[i];
+        struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
+        h = curl_slist_append(h, "Expect:");
+        h = curl_slist_append(h, q->session);
+        curl_easy_setopt(e, CURLOPT_URL, q->url);
+        curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
+        curl_easy_setopt(e, CURLOPT_POSTFIELDS, q->body.data);
+        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)q->body.len);
+        long status = 0;
+        if (curl_easy_perform(e) != CURLE_OK ||
+            curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status) != CURLE_OK || status != 200)
+            atomic_store(&run->failed, 1);
+        curl_easy_setopt(e, CURLOPT_HTTPHEADER, NULL);
+        curl_slist_free_all(h);
+    }
+    run->cpu_ms[w->index] = thread_cpu_ms() - t0;
+    run->bytes[w->index] = bytes;
+    return NULL;
+}
+
+/* Builds every turn's request of the batch; returns the count or -1. */
+static long build_all(floor_req **out, e2e_floor *f, const sr_rollout_result *results,
+                      const sr_rollout_config *cfgs, size_t n, const char *sp_text)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++)
+        total += (size_t)results[i].n_turns;
+    floor_req *reqs = calloc(total ? total : 1, sizeof *reqs);
+    if (!reqs)
+        return -1;
+    size_t k = 0;
+    int bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        for (int t = 0; t < results[i].n_turns; t++, k++) {
+            const sr_rollout_turn *tu = &results[i].turns[t];
+            floor_req *q = &reqs[k];
+            q->body = (sr_buf)SR_BUF_INIT;
+            bad |= tu->engine < 0 || tu->engine >= f->n_urls;
+            snprintf(q->url, sizeof q->url, "%s/skyrl/v1/generate",
+                     f->urls[tu->engine >= 0 && tu->engine < f->n_urls ? tu->engine : 0]);
+            snprintf(q->session, sizeof q->session, "X-Session-ID: %s",
+                     cfgs[i].session_id ? cfgs[i].session_id : "");
+            const char *model = cfgs[i].model && cfgs[i].model[0] ? cfgs[i].model : "default";
+            bad |= build_body(&q->body, &results[i], tu, model, sp_text) != 0;
+        }
+    }
+    if (bad) {
+        for (size_t i = 0; i < total; i++)
+            sr_buf_release(&reqs[i].body);
+        free(reqs);
+        return -1;
+    }
+    *out = reqs;
+    return (long)total;
+}
+
+int e2e_floor_batch(e2e_floor *f, e2e_floor_totals *t, const sr_rollout_result *results,
+                    const sr_rollout_config *cfgs, size_t n, const cJSON *sp)
+{
+    char *sp_text = cJSON_PrintUnformatted(sp);
+    floor_req *reqs = NULL;
+    long nr = sp_text ? build_all(&reqs, f, results, cfgs, n, sp_text) : -1;
+    free(sp_text);
+    floor_run run = {f,
+                     reqs,
+                     nr > 0 ? (size_t)nr : 0,
+                     0,
+                     calloc((size_t)f->threads, sizeof(double)),
+                     calloc((size_t)f->threads, sizeof(double)),
+                     0};
+    int rc = nr < 0 || !run.cpu_ms || !run.bytes ? -1 : 0;
+    int nt = f->threads < (int)run.n_reqs ? f->threads : (int)run.n_reqs;
+    floor_worker *ws = calloc((size_t)(nt > 0 ? nt : 1), sizeof *ws);
+    pthread_t *th = calloc((size_t)(nt > 0 ? nt : 1), sizeof *th);
+    if (!ws || !th)
+        rc = -1;
+    int started = 0;
+    for (int i = 0; !rc && i < nt; i++, started++) {
+        ws[i] = (floor_worker){&run, i};
+        if (pthread_create(&th[i], NULL, work, &ws[i]) != 0) {
+            rc = -1;
+            break;
+        }
+    }
+    for (int i = 0; i < started; i++)
+        pthread_join(th[i], NULL);
+    if (!rc && atomic_load(&run.failed))
+        rc = -1;
+    for (int i = 0; !rc && i < nt; i++) {
+        t->cpu_ms += run.cpu_ms[i];
+        t->bytes += run.bytes[i];
+    }
+    if (!rc)
+        t->requests += (double)run.n_reqs;
+    for (size_t i = 0; i < run.n_reqs; i++)
+        sr_buf_release(&reqs[i].body);
+    free(reqs);
+    free(run.cpu_ms);
+    free(run.bytes);
+    free(ws);
+    free(th);
+    return rc;
+}

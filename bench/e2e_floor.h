@@ -1,0 +1,41 @@
+/*
+ * The libcurl floor of bench_e2e's harness time per request: the generate requests of finished
+ * rollouts replayed with bare libcurl (a kept-alive easy handle per thread, the response
+ * discarded unread), on as many threads as the harness used. What one request costs this process
+ * before syncroll does anything with the answer: libcurl, its system calls and the kernel's
+ * loopback TCP. Request bodies are built before the clock starts.
+ *
+ * Not thread-safe; one floor per bench. Ownership: the floor owns its easy handles and bodies.
+ */
+#ifndef BENCH_E2E_FLOOR_H
+#define BENCH_E2E_FLOOR_H
+
+#include <stddef.h>
+
+#include <cjson/cJSON.h>
+
+#include "rollout.h"
+
+typedef struct e2e_floor e2e_floor;
+
+/* A floor over `n_urls` engine URLs with `threads` kept-alive easy handles. NULL on failure. */
+e2e_floor *e2e_floor_new(const char *const *urls, int n_urls, int threads);
+void e2e_floor_free(e2e_floor *f);
+
+/* What one replay of a batch cost. */
+typedef struct e2e_floor_totals {
+    double cpu_ms;   /* thread CPU time summed over the threads, curl calls only */
+    double requests; /* requests sent (every turn of every rollout) */
+    double bytes;    /* response bytes received */
+} e2e_floor_totals;
+
+/*
+ * Replays every turn of results[0 .. n-1] (their configs in cfgs: session, model) with the
+ * sampling parameters `sp`: turn k sends the first turns[k].prompt_len tokens of the
+ * conversation with turns[k].start_sent to turns[k].engine. Returns 0, or -1 when a request
+ * failed or did not answer 200 (the floor would then not be one).
+ */
+int e2e_floor_batch(e2e_floor *f, e2e_floor_totals *t, const sr_rollout_result *results,
+                    const sr_rollout_config *cfgs, size_t n, const cJSON *sp);
+
+#endif /* BENCH_E2E_FLOOR_H */
