@@ -1,6 +1,8 @@
 /*
- * Internal state of the mock engine's HTTP server, shared by server.c (daemon, scheduler,
- * delivery, transport faults), control.c (control plane) and serve_gen.c (generate path).
+ * Internal state of the mock engine's HTTP server, shared by server.c (request flow, connection
+ * accounting, listener and daemons), server_sched.c (scheduler heap, wait lists, scheduler
+ * thread), server_io.c (responses, transport and HTTP faults), control.c (control plane) and
+ * serve_gen.c (generate path and delivery).
  * Not an interface: nothing outside harness/engine includes it.
  *
  * Locking: one mutex, srv->mu, guards the scheduler heap, the wait lists, the pause state and
@@ -117,7 +119,7 @@ struct sr_server {
     atomic_int_fast64_t conns;
 };
 
-/* Monotonic nanoseconds. */
+/* Monotonic nanoseconds (server_sched.c). */
 int64_t sr_srv_now_ns(void);
 
 /* Queues a complete response (status, content type, body bytes; the body is copied or, when
@@ -130,6 +132,8 @@ enum MHD_Result sr_srv_error(req *r, unsigned status, const char *type, int code
 /* The same with "Connection: close": the connection is closed once the answer is sent. */
 enum MHD_Result sr_srv_error_close(req *r, unsigned status, const char *type, int code,
                                    const char *msg);
+
+/* The scheduler (server_sched.c). */
 
 /* Suspends r's connection unless the server is stopping (then r becomes RS_SHUTDOWN and
  * 0 is returned; the caller returns MHD_YES and the next call closes it). */
@@ -144,6 +148,10 @@ int sr_srv_unschedule_locked(req *r);
 void sr_srv_list_add_locked(req_dlist *l, req *r, req_list which);
 void sr_srv_list_remove_locked(req *r);
 void sr_srv_resume_locked(req *r);
+/* The scheduler thread (arg: the sr_server): resumes each heap entry at its wake time, marking
+ * RS_RUNNING ones RS_DUE, until srv->stopping. Started by sr_server_start, joined by
+ * sr_server_stop. */
+void *sr_srv_sched_main(void *arg);
 
 /* Tokens a running job has sampled by time t (serve_gen.c). */
 int64_t sr_srv_tokens_at(const req *r, int64_t t);
@@ -152,7 +160,8 @@ enum MHD_Result sr_srv_generate(req *r);
 /* The control endpoints (control.c). */
 enum MHD_Result sr_srv_control(req *r);
 
-/* Called when a RUNNING request leaves that state: wakes pause?mode=wait requests at zero. */
+/* Called when a RUNNING request leaves that state: wakes pause?mode=wait requests at zero
+ * (server_sched.c). */
 void sr_srv_running_dec_locked(sr_server *s);
 
 /* The HTTP-layer fault response, a TCP reset, and a refuse window followed by a reset
@@ -161,7 +170,7 @@ enum MHD_Result sr_srv_http_fault(req *r, const sr_fault *h);
 enum MHD_Result sr_srv_reset(req *r);
 enum MHD_Result sr_srv_refuse(req *r, const sr_fault *t);
 
-/* Delivery of a finished generate reply with its transport fault (server.c). */
+/* Delivery of a finished generate reply with its transport fault (serve_gen.c). */
 enum MHD_Result sr_srv_deliver(req *r);
 
 #endif /* SR_ENGINE_SERVER_PRIV_H */

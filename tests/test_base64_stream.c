@@ -1,0 +1,195 @@
+/*
+ * unit.base64_stream: the streaming stop-at-quote decoder (sr_b64_stream), scalar and AVX2, fed
+ * in every chunking and compared with the one-shot fused decoder of the same implementation.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base64_util.h"
+#include "sr_base64.h"
+#include "sr_test.h"
+
+/* Feeds text in chunks whose sizes cycle through sizes[]; each chunk is copied into its own
+ * heap block, so that a sanitizer build catches any read past a chunk. */
+static int feed_chunks(unsigned char *out, size_t *olen, size_t *consumed, int *found, int64_t *off,
+                       const char *text, size_t n, sr_b64_impl impl, const size_t *sizes,
+                       size_t nsizes)
+{
+    sr_b64_stream st;
+    sr_b64_stream_init(&st, impl);
+    size_t pos = 0, written = 0;
+    sr_err err = SR_ERR_INIT;
+    *found = 0;
+    *off = -1;
+    for (size_t i = 0; pos < n || i == 0; i++) {
+        size_t c = sizes[i % nsizes];
+        c = c < n - pos ? c : n - pos;
+        char *chunk = malloc(c ? c : 1);
+        memcpy(chunk, text + pos, c);
+        size_t cons, before = written, nc = (size_t)st.ncarry;
+        int done;
+        int rc = sr_b64_stream_feed(&st, out + written, &written, chunk, c, &cons, &done, &err);
+        free(chunk);
+        if (rc) {
+            REQ((err.code) == (rc));
+            REQ((written) == (before));
+            *off = err.offset;
+            return rc;
+        }
+        REQ((written - before) <= (sr_base64_decoded_max(nc + c)));
+        REQ((out[written]) == (0xa5));
+        pos += cons;
+        REQ((st.pos) == (pos));
+        REQ((st.written) == (written));
+        if (done) {
+            *found = 1;
+            ck_assert_sr_code(
+                sr_b64_stream_feed(&st, out + written, &written, "AAAA", 4, &cons, &done, &err),
+                err, SR_E_INVAL);
+            break;
+        }
+        REQ((cons) == (c));
+        REQ((st.ncarry) < (4));
+    }
+    *olen = written;
+    *consumed = pos;
+    return 0;
+}
+
+static void check_stream(const char *text, size_t n, const size_t *sizes, size_t nsizes)
+{
+    static unsigned char want[1024], got[1024];
+    for (int k = 0; k < n_impls(); k++) {
+        size_t wlen, wcons, glen = 0, gcons = 0;
+        int wfound, gfound;
+        int64_t woff, goff;
+        sr_err err = SR_ERR_INIT;
+        int wrc =
+            sr_base64_decode_until_quote(want, &wlen, text, n, &wcons, &wfound, k_impls[k], &err);
+        woff = err.offset;
+        memset(got, 0xa5, sizeof(got));
+        int grc =
+            feed_chunks(got, &glen, &gcons, &gfound, &goff, text, n, k_impls[k], sizes, nsizes);
+        REQ_MSG(grc == wrc && goff == woff, "stream %s n=%zu chunk=%zu: %s@%lld vs %s@%lld",
+                sr_base64_impl_name(k_impls[k]), n, sizes[0], sr_code_name(grc), (long long)goff,
+                sr_code_name(wrc), (long long)woff);
+        if (wrc == 0) {
+            REQ((gfound) == (wfound));
+            REQ((gcons) == (wcons));
+            REQ((glen) == (wlen));
+            REQ(memcmp(got, want, wlen) == 0);
+        }
+    }
+}
+
+/* Texts for the chunking tests: valid, padded, erroneous and unterminated, each with the end
+ * of the blob in a different place relative to the 32-character vector blocks. */
+static size_t stream_text(char *t, int which, const unsigned char *raw)
+{
+    size_t n;
+    switch (which) {
+    case 0: /* valid, closed by a quote, junk after it */
+        n = ref_encode(t, raw, 225);
+        memcpy(t + n, "\"}, \"x\": 1", 10);
+        return n + 10;
+    case 1: /* one '=' of padding, then the quote */
+    case 2: /* two '=' of padding, then the quote */
+        n = ref_encode(t, raw, which == 1 ? 224u : 223u);
+        t[n] = '"';
+        return n + 1;
+    case 3: /* a character error in the middle */
+        n = ref_encode(t, raw, 225);
+        t[150] = ' ';
+        t[n] = '"';
+        return n + 1;
+    case 4: /* a stray '=' */
+        n = ref_encode(t, raw, 225);
+        t[77] = '=';
+        t[n] = '"';
+        return n + 1;
+    case 5: /* non-zero trailing bits at the end */
+        n = ref_encode(t, raw, 222);
+        memcpy(t + n, "AR==\"", 5);
+        return n + 5;
+    case 6: /* unterminated */
+        return ref_encode(t, raw, 225) - 1;
+    case 7: /* an incomplete quad before the quote */
+        n = ref_encode(t, raw, 225);
+        t[n - 2] = '"';
+        return n;
+    case 8: /* data after the padding */
+        n = ref_encode(t, raw, 224);
+        memcpy(t + n, "AAAA\"", 5);
+        return n + 5;
+    default: /* the quote first */
+        t[0] = '"';
+        return 1 + ref_encode(t + 1, raw, 30);
+    }
+}
+
+START_TEST(test_stream_every_chunk_size)
+{
+    static unsigned char raw[300];
+    static char text[512];
+    uint64_t seed = 31337;
+    fill_random(raw, sizeof(raw), &seed);
+    for (int which = 0; which < 10; which++) {
+        size_t n = stream_text(text, which, raw);
+        for (size_t c = 1; c <= 70; c++)
+            check_stream(text, n, &c, 1);
+        for (int r = 0; r < 200; r++) {
+            size_t sizes[16];
+            for (int j = 0; j < 16; j++)
+                sizes[j] = (size_t)(rnd(&seed) % (r % 2 ? 9 : 81));
+            sizes[0] |= 1;
+            check_stream(text, n, sizes, 16);
+        }
+    }
+}
+END_TEST
+
+START_TEST(test_stream_padded_quad_at_chunk_end)
+{
+    static const size_t two = 4;
+    check_stream("AQ==\"xyz", 8, &two, 1);
+    check_stream("AQ==A\"", 6, &two, 1);
+    check_stream("AQ==", 4, &two, 1);
+    for (int k = 0; k < n_impls(); k++) {
+        sr_b64_stream st;
+        unsigned char out[16];
+        size_t w = 0, cons;
+        int done;
+        sr_err err = SR_ERR_INIT;
+        sr_b64_stream_init(&st, k_impls[k]);
+        REQ((st.impl) == (sr_base64_resolve(k_impls[k])));
+        REQ_OK(sr_b64_stream_feed(&st, out, &w, "AQ=", 3, &cons, &done, &err), err);
+        REQ(cons == 3 && !done && w == 0 && st.ncarry == 3);
+        REQ_OK(sr_b64_stream_feed(&st, out + w, &w, "=", 1, &cons, &done, &err), err);
+        REQ(cons == 1 && !done && w == 1 && out[0] == 1 && st.closed);
+        REQ_OK(sr_b64_stream_feed(&st, out + w, &w, "", 0, &cons, &done, &err), err);
+        REQ(cons == 0 && !done);
+        REQ_OK(sr_b64_stream_feed(&st, out + w, &w, "\"rest", 5, &cons, &done, &err), err);
+        REQ(cons == 0 && done && w == 1);
+        sr_b64_stream_init(&st, k_impls[k]);
+        w = 0;
+        REQ_OK(sr_b64_stream_feed(&st, out, &w, "AAAAAQ==", 8, &cons, &done, &err), err);
+        ck_assert_sr_code(sr_b64_stream_feed(&st, out + w, &w, "AAAA", 4, &cons, &done, &err), err,
+                          SR_E_B64_PADDING);
+        REQ((err.offset) == (8));
+    }
+}
+END_TEST
+
+int main(void)
+{
+    if (!sr_base64_cpu_has_avx2())
+        printf("note: this CPU lacks AVX2; only the scalar half of unit.base64_stream runs\n");
+    Suite *s = suite_create("base64_stream");
+    TCase *tc = tcase_create("stream");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_stream_every_chunk_size);
+    tcase_add_test(tc, test_stream_padded_quad_at_chunk_end);
+    suite_add_tcase(s, tc);
+    return sr_test_run(s);
+}
