@@ -9,6 +9,12 @@
  *   splice.stream_finish    streaming: time after the last chunk (target <= 0.2 x memcpy)
  *   splice.naive_cjson      cJSON over the whole body, then decode and validate each envelope
  *
+ * and on a small body like the mock engine's reply in the end-to-end benchmark (one choice, 64
+ * generated tokens with logprobs, 120 route rows of [24, 8] int16, ~60 KB), streamed in 16 KiB
+ * chunks as libcurl delivers them, against memcpy of that body (warm, in cache), per response:
+ *   splice.small_stream_60k  begin + feeds + finish (harness time per request is the target)
+ *   splice.small_finish      the finish alone (parse, re-attach, validate)
+ *
  * The peak resident memory of streaming is measured in a fresh child process (spawned with
  * posix_spawn) that generates the body 64 KiB at a time and never holds it:
  * splice.stream_64k.peak_rss.{known,unknown} (Content-Length known or not), ratio = peak RSS /
@@ -205,6 +211,114 @@ static sr_splicer *splicer(const sr_fields *f, int threads)
     return s;
 }
 
+/* ---- a small body like the mock engine's reply (bench_e2e's requests) ---- */
+
+#define SMALL_ROWS   120 /* prompt + generated tokens with routes */
+#define SMALL_GEN    64  /* generated tokens: token ids and logprobs */
+#define SMALL_LAYERS 24
+#define SMALL_CHUNK  16384 /* libcurl's write-callback size */
+#define SMALL_LOOP   200   /* responses per timed sample */
+
+static void gen_small_body(sr_buf *b)
+{
+    uint64_t seed = 0x5a11b0d7ull;
+    sr_buf_puts(b, "{\"choices\":[{\"token_ids\":[", NULL);
+    for (int i = 0; i < SMALL_GEN; i++)
+        sr_buf_printf(b, NULL, i ? ",%u" : "%u", (unsigned)(xs(&seed) % 32000));
+    sr_buf_puts(b, "],\"finish_reason\":\"stop\",\"logprobs\":{\"content\":[", NULL);
+    for (int i = 0; i < SMALL_GEN; i++)
+        sr_buf_printf(b, NULL, "%s{\"logprob\":%.17g}", i ? "," : "",
+                      -8.0 * (double)(xs(&seed) >> 11) / 9007199254740992.0);
+    sr_buf_puts(b, "]},\"routed_experts\":{\"data\":\"", NULL);
+    size_t raw_n = (size_t)SMALL_ROWS * SMALL_LAYERS * TOPK * 2;
+    unsigned char *raw = malloc(raw_n);
+    char *b64 = malloc(sr_base64_encoded_len(raw_n));
+    for (size_t i = 0; i < raw_n; i += 2) {
+        uint16_t v = (uint16_t)(xs(&seed) % 512);
+        memcpy(raw + i, &v, 2);
+    }
+    sr_buf_append(b, b64, sr_base64_encode(b64, raw, raw_n, SR_B64_AUTO), NULL);
+    sr_buf_printf(b, NULL,
+                  "\",\"shape\":[%d,%d,%d],\"dtype\":\"int16\"},\"syncroll\":{\"engine\":"
+                  "\"engine-0\",\"weight_version\":0,\"rows\":[[0,%d,0]]}}]}",
+                  SMALL_ROWS, SMALL_LAYERS, TOPK, SMALL_ROWS);
+    free(raw);
+    free(b64);
+}
+
+typedef struct small_ctx {
+    sr_splicer *s;
+    const char *body;
+    size_t len;
+    char *dst;
+    double finish_ms; /* finish time of the last sample, summed over its responses */
+} small_ctx;
+
+static void small_streams(void *p)
+{
+    small_ctx *c = p;
+    sr_err err = SR_ERR_INIT;
+    const sr_splice_result *r;
+    c->finish_ms = 0;
+    for (int k = 0; k < SMALL_LOOP; k++) {
+        if (sr_splice_stream_begin(c->s, (int64_t)c->len, &err))
+            die("small begin", &err);
+        for (size_t at = 0; at < c->len; at += SMALL_CHUNK) {
+            size_t n = c->len - at < SMALL_CHUNK ? c->len - at : SMALL_CHUNK;
+            if (sr_splice_stream_feed(c->s, c->body + at, n, &err))
+                die("small feed", &err);
+        }
+        double t0 = bench_now_ms();
+        if (sr_splice_stream_finish(c->s, &r, &err))
+            die("small finish", &err);
+        c->finish_ms += bench_now_ms() - t0;
+    }
+}
+
+static void small_copies(void *p)
+{
+    small_ctx *c = p;
+    for (int k = 0; k < SMALL_LOOP; k++) {
+        memcpy(c->dst, c->body, c->len);
+        bench_sink(c->dst, c->len);
+    }
+}
+
+/* Streams and memcpy alternate, one sample of SMALL_LOOP responses each in turn; times are per
+ * response. */
+static void bench_small(const sr_fields *fields, int reps)
+{
+    sr_buf body = SR_BUF_INIT;
+    gen_small_body(&body);
+    small_ctx c = {splicer(fields, 1), body.data, body.len, malloc(body.len), 0};
+    double *t = malloc(sizeof(double) * 3 * (size_t)reps);
+    small_copies(&c);
+    small_streams(&c);
+    for (int i = 0; i < reps; i++) {
+        bench_samples(t + i, small_copies, &c, 1);
+        bench_samples(t + reps + i, small_streams, &c, 1);
+        t[2 * reps + i] = c.finish_ms;
+    }
+    for (int i = 0; i < 3 * reps; i++)
+        t[i] /= SMALL_LOOP;
+    bench_stats m = bench_stats_of(t, reps), st = bench_stats_of(t + reps, reps),
+                fi = bench_stats_of(t + 2 * reps, reps);
+    const sr_splice_result *r;
+    sr_err err = SR_ERR_INIT;
+    if (sr_splice(c.s, body.data, body.len, -1, &r, &err))
+        die("small check", &err);
+    printf("# small body: %zu bytes, %llu text bytes, %zu blobs, %zu integer arrays\n", body.len,
+           (unsigned long long)r->stats.text_bytes, r->stats.blobs, r->stats.int_arrays);
+    bench_report_ex("splice.small_stream_60k", st, m, "memcpy_small_body", "us=%.2f memcpy_us=%.3f",
+                    st.median_ms * 1e3, m.median_ms * 1e3);
+    bench_report_ex("splice.small_finish", fi, m, "memcpy_small_body", "us=%.2f",
+                    fi.median_ms * 1e3);
+    free(t);
+    free(c.dst);
+    sr_splicer_free(c.s);
+    sr_buf_release(&body);
+}
+
 /* ---- peak RSS of streaming, in a child that never holds the body ---- */
 
 typedef struct feeder {
@@ -396,6 +510,13 @@ int main(int argc, char **argv)
         die("fields", &err);
     if (argc == 3 && strcmp(argv[1], "--rss-child") == 0)
         return rss_child(fields, strcmp(argv[2], "known") == 0);
+    /* BENCH_SPLICE_ONLY=small runs only the small-body lines (for profiling). */
+    const char *only = getenv("BENCH_SPLICE_ONLY");
+    if (only && strcmp(only, "small") == 0) {
+        bench_small(fields, bench_reps(11));
+        sr_fields_free(fields);
+        return 0;
+    }
 
     sr_buf body = SR_BUF_INIT;
     body.max = (size_t)1 << 30;
@@ -439,6 +560,7 @@ int main(int argc, char **argv)
                         "speedup=%.1f", py_naive.median_ms / one.median_ms);
     }
     free(one_ms);
+    bench_small(fields, reps);
     sr_splicer_free(c.s);
     sr_splicer_free(c2.s);
     sr_buf_release(&body);

@@ -6,205 +6,6 @@
 
 #include "sr_splice_impl.h"
 
-/* ---- why a parse failed: truncated text or invalid text ---- */
-
-enum { JP_COMPLETE = 0, JP_PREFIX = 1, JP_INVALID = -1 };
-
-static size_t jp_ws(const char *t, size_t n, size_t i)
-{
-    while (i < n && (t[i] == ' ' || t[i] == '\t' || t[i] == '\n' || t[i] == '\r'))
-        i++;
-    return i;
-}
-
-/* Scans a string starting at its opening quote; returns the offset after it, or n if cut. */
-static int jp_string(const char *t, size_t n, size_t *i)
-{
-    size_t j = *i + 1;
-    while (j < n) {
-        unsigned char c = (unsigned char)t[j];
-        if (c == '"') {
-            *i = j + 1;
-            return JP_COMPLETE;
-        }
-        if (c < 0x20) {
-            *i = j;
-            return JP_INVALID;
-        }
-        if (c == '\\') {
-            if (j + 1 >= n)
-                break;
-            char e = t[j + 1];
-            if (e == 'u') {
-                for (size_t h = 2; h < 6; h++) {
-                    if (j + h >= n) {
-                        *i = n;
-                        return JP_PREFIX;
-                    }
-                    char x = t[j + h];
-                    if (!((x >= '0' && x <= '9') || (x >= 'a' && x <= 'f') ||
-                          (x >= 'A' && x <= 'F'))) {
-                        *i = j + h;
-                        return JP_INVALID;
-                    }
-                }
-                j += 6;
-                continue;
-            }
-            if (!strchr("\"\\/bfnrt", e) || e == '\0') {
-                *i = j + 1;
-                return JP_INVALID;
-            }
-            j += 2;
-            continue;
-        }
-        j++;
-    }
-    *i = n;
-    return JP_PREFIX;
-}
-
-/* Scans a number or literal; JP_PREFIX if the text ends where the token could continue. */
-static int jp_scalar(const char *t, size_t n, size_t *i)
-{
-    static const char *const lits[] = {"true", "false", "null"};
-    size_t j = *i;
-    for (int l = 0; l < 3; l++) {
-        size_t L = strlen(lits[l]);
-        if (t[j] != lits[l][0])
-            continue;
-        size_t k = 0;
-        while (k < L && j + k < n && t[j + k] == lits[l][k])
-            k++;
-        *i = j + k;
-        return k == L ? JP_COMPLETE : j + k == n ? JP_PREFIX : JP_INVALID;
-    }
-    /* -?(0|[1-9]d*)(.d+)?([eE][+-]?d+)? as a small state machine; states that may end: 2,3,5,8. */
-    int st = 0;
-    for (; j < n; j++) {
-        char c = t[j];
-        int d = c >= '0' && c <= '9';
-        int nx = -1;
-        switch (st) {
-        case 0:
-            nx = c == '-' ? 1 : c == '0' ? 2 : d ? 3 : -1;
-            break;
-        case 1:
-            nx = c == '0' ? 2 : d ? 3 : -1;
-            break;
-        case 2:
-            nx = c == '.' ? 4 : (c == 'e' || c == 'E') ? 6 : -2;
-            break;
-        case 3:
-            nx = d ? 3 : c == '.' ? 4 : (c == 'e' || c == 'E') ? 6 : -2;
-            break;
-        case 4:
-            nx = d ? 5 : -1;
-            break;
-        case 5:
-            nx = d ? 5 : (c == 'e' || c == 'E') ? 6 : -2;
-            break;
-        case 6:
-            nx = (c == '+' || c == '-') ? 7 : d ? 8 : -1;
-            break;
-        case 7:
-            nx = d ? 8 : -1;
-            break;
-        case 8:
-            nx = d ? 8 : -2;
-            break;
-        }
-        if (nx == -2)
-            break;
-        if (nx == -1) {
-            *i = j;
-            return JP_INVALID;
-        }
-        st = nx;
-    }
-    *i = j;
-    if (j == n)
-        return JP_PREFIX; /* a number may always continue; the caller sees the end next */
-    return (st == 2 || st == 3 || st == 5 || st == 8) ? JP_COMPLETE : JP_INVALID;
-}
-
-/*
- * Classifies text that cJSON rejected: JP_PREFIX if it could still become valid JSON (the body
- * was cut), else JP_INVALID with *bad at the first offending byte.
- */
-static int json_prefix_check(const char *t, size_t n, size_t *bad)
-{
-    char stack[1024];
-    size_t depth = 0, i = 0;
-    enum { V, V_OR_END, K, K_OR_END, COLON, AFTER } st = V;
-    for (;;) {
-        i = jp_ws(t, n, i);
-        if (i >= n)
-            return (st == AFTER && depth == 0) ? JP_COMPLETE : JP_PREFIX;
-        char c = t[i];
-        *bad = i;
-        if (st == AFTER) {
-            if (depth == 0)
-                return JP_INVALID; /* trailing bytes after the document */
-            if (c == ',') {
-                st = stack[depth - 1] == '{' ? K : V;
-                i++;
-            } else if ((c == '}' && stack[depth - 1] == '{') ||
-                       (c == ']' && stack[depth - 1] == '[')) {
-                depth--;
-                i++;
-            } else {
-                return JP_INVALID;
-            }
-            continue;
-        }
-        if (st == COLON) {
-            if (c != ':')
-                return JP_INVALID;
-            st = V;
-            i++;
-            continue;
-        }
-        if (st == K || st == K_OR_END) {
-            if (c == '}' && st == K_OR_END) {
-                depth--;
-                st = AFTER;
-                i++;
-                continue;
-            }
-            if (c != '"')
-                return JP_INVALID;
-            int r = jp_string(t, n, &i);
-            if (r != JP_COMPLETE) {
-                *bad = i;
-                return r;
-            }
-            st = COLON;
-            continue;
-        }
-        if (c == ']' && st == V_OR_END) {
-            depth--;
-            st = AFTER;
-            i++;
-            continue;
-        }
-        if (c == '{' || c == '[') {
-            if (depth == sizeof(stack))
-                return JP_INVALID;
-            stack[depth++] = c;
-            st = c == '{' ? K_OR_END : V_OR_END;
-            i++;
-            continue;
-        }
-        int r = c == '"' ? jp_string(t, n, &i) : jp_scalar(t, n, &i);
-        if (r != JP_COMPLETE) {
-            *bad = i;
-            return r;
-        }
-        st = AFTER;
-    }
-}
-
 /* ---- result bookkeeping ---- */
 
 void sr_splice_i_clear_result(sr_splicer *s)
@@ -222,12 +23,91 @@ void sr_splice_i_clear_result(sr_splicer *s)
     memset(&s->res, 0, sizeof(s->res));
 }
 
+/*
+ * One level of the walk: the member or element being visited. Paths are formatted from this
+ * chain only when an entry or an error needs one, and each level's part at most once while it
+ * visits the same item: w->path keeps the formatted levels (a prefix of the chain, ending at
+ * each formatted level's `end`), so deep paths cost no more than when they were built eagerly.
+ */
+typedef struct path_frame {
+    struct path_frame *up;
+    const cJSON *item; /* the member (its key) or element */
+    int index;         /* the element's index, or -1 for an object member */
+    int formatted;     /* w->path holds this level's path up to `end` */
+    size_t end;
+} path_frame;
+
 typedef struct walker {
     sr_splicer *s;
     size_t next_blob[SR_FIELDS_MAX];
     size_t next_int[SR_FIELDS_MAX];
-    sr_buf path;
+    uint64_t name_lens; /* bit L - 1 set: some registered name is L bytes long */
+    path_frame *top;    /* the innermost level, or NULL at the root */
+    sr_buf path;        /* the path of `top`, valid after make_path */
 } walker;
+
+/* Keys longer than this appear abbreviated in paths (`["<first bytes>..."]`), so a body with
+ * huge keys cannot make the path table grow far beyond the body itself. */
+#define PATH_KEY_MAX 64
+
+/* Appends ".key" (or `["key"]` for keys that are not identifiers, or `key` at the top). */
+static int push_key(sr_buf *p, const char *key, sr_err *err)
+{
+    size_t klen = strlen(key);
+    char shortkey[PATH_KEY_MAX + 4];
+    if (klen > PATH_KEY_MAX) {
+        memcpy(shortkey, key, PATH_KEY_MAX);
+        memcpy(shortkey + PATH_KEY_MAX, "...", 4);
+        key = shortkey;
+    }
+    int ident = (key[0] != '\0') && !(key[0] >= '0' && key[0] <= '9');
+    for (const char *k = key; *k && ident; k++)
+        ident = (*k >= 'a' && *k <= 'z') || (*k >= 'A' && *k <= 'Z') || (*k >= '0' && *k <= '9') ||
+                *k == '_';
+    if (ident) {
+        int rc = p->len ? sr_buf_append(p, ".", 1, err) : 0;
+        return rc ? rc : sr_buf_puts(p, key, err);
+    }
+    cJSON tmp = {.type = cJSON_String, .valuestring = (char *)key};
+    char *q = cJSON_PrintUnformatted(&tmp);
+    if (!q)
+        return sr_err_set(err, SR_E_NOMEM, "splice: cannot format a path");
+    int rc = sr_buf_printf(p, err, "[%s]", q);
+    free(q);
+    return rc;
+}
+
+/* Makes w->path the path of the chain ending at f, formatting the levels not yet formatted. */
+static int put_frames(walker *w, path_frame *f, sr_err *err)
+{
+    sr_buf *p = &w->path;
+    if (!f || f->formatted) {
+        p->len = f ? f->end : 0;
+        p->data[p->len] = '\0';
+        return 0;
+    }
+    int rc = put_frames(w, f->up, err);
+    if (rc)
+        return rc;
+    if (f->index >= 0) {
+        if (!(rc = sr_buf_append(p, "[", 1, err)) && !(rc = sr_buf_put_i64(p, f->index, err)))
+            rc = sr_buf_append(p, "]", 1, err);
+    } else {
+        rc = push_key(p, f->item->string ? f->item->string : "", err);
+    }
+    if (rc)
+        return rc;
+    f->formatted = 1;
+    f->end = p->len;
+    return 0;
+}
+
+/* Formats the path of the current level into w->path (NUL-terminated). */
+static int make_path(walker *w, sr_err *err)
+{
+    int rc = sr_buf_reserve(&w->path, 64, err);
+    return rc ? rc : put_frames(w, w->top, err);
+}
 
 static int add_entry(walker *w, sr_splice_kind kind, const sr_field_def *d, const cJSON *node,
                      size_t ref, sr_err *err)
@@ -261,47 +141,13 @@ static int add_entry(walker *w, sr_splice_kind kind, const sr_field_def *d, cons
     e->node = node;
     s->entry_ref[i] = ref;
     s->path_off[i] = s->paths.len;
-    rc = sr_buf_append(&s->paths, w->path.data ? w->path.data : "", w->path.len + 1, err);
+    rc = make_path(w, err);
+    if (!rc)
+        rc = sr_buf_append(&s->paths, w->path.data, w->path.len + 1, err);
     if (rc)
         return rc;
     s->nentries++;
     return 0;
-}
-
-/* Keys longer than this appear abbreviated in paths (`["<first bytes>..."]`), so a body with
- * huge keys cannot make the path table grow far beyond the body itself. */
-#define PATH_KEY_MAX 64
-
-/* Appends ".key" (or `["key"]` for keys that are not identifiers, or `key` at the top). */
-static int push_key(sr_buf *p, const char *key, sr_err *err)
-{
-    size_t klen = strlen(key);
-    char shortkey[PATH_KEY_MAX + 4];
-    if (klen > PATH_KEY_MAX) {
-        memcpy(shortkey, key, PATH_KEY_MAX);
-        memcpy(shortkey + PATH_KEY_MAX, "...", 4);
-        key = shortkey;
-    }
-    int ident = (key[0] != '\0') && !(key[0] >= '0' && key[0] <= '9');
-    for (const char *k = key; *k && ident; k++)
-        ident = (*k >= 'a' && *k <= 'z') || (*k >= 'A' && *k <= 'Z') || (*k >= '0' && *k <= '9') ||
-                *k == '_';
-    if (ident)
-        return p->len ? sr_buf_printf(p, err, ".%s", key) : sr_buf_puts(p, key, err);
-    cJSON tmp = {.type = cJSON_String, .valuestring = (char *)key};
-    char *q = cJSON_PrintUnformatted(&tmp);
-    if (!q)
-        return sr_err_set(err, SR_E_NOMEM, "splice: cannot format a path");
-    int rc = sr_buf_printf(p, err, "[%s]", q);
-    free(q);
-    return rc;
-}
-
-static void pop_path(sr_buf *p, size_t mark)
-{
-    p->len = mark;
-    if (p->data)
-        p->data[mark] = '\0';
 }
 
 /* The next blob of `field` in body order; blobs from escaped keys never find a home (§3.3). */
@@ -330,48 +176,71 @@ static int walk(walker *w, cJSON *node, sr_err *err);
 static int packed_member(walker *w, const sr_field_def *d, size_t f, cJSON *c, sr_err *err)
 {
     cJSON *data = cJSON_IsObject(c) ? cJSON_GetObjectItemCaseSensitive(c, "data") : NULL;
+    int rc = 0;
     if (data) {
         size_t bi = pop_blob(w, (uint32_t)f);
-        if (bi == SIZE_MAX || !cJSON_IsString(data) || data->valuestring[0] != '\0')
+        if (bi == SIZE_MAX || !cJSON_IsString(data) || data->valuestring[0] != '\0') {
+            if ((rc = make_path(w, err)))
+                return rc;
             return sr_err_set(err, SR_E_SPLICE_DRIFT,
                               "%s: packed %s survived the scan unspliced; the response-body "
                               "layout drifted",
                               w->path.data, d->name);
-        if (w->s->blobs[bi].lookalike)
+        }
+        if (w->s->blobs[bi].lookalike) {
+            if ((rc = make_path(w, err)))
+                return rc;
             return sr_err_set_at(err, SR_E_SPLICE_MISATTRIBUTED, (int64_t)w->s->blobs[bi].body_off,
                                  "%s: took the blob at body byte %llu, cut at a key that only "
                                  "ends in \"%s\" (matched without its opening quote)",
                                  w->path.data, (unsigned long long)w->s->blobs[bi].body_off,
                                  d->name);
+        }
         return add_entry(w, SR_SPLICE_ENVELOPE, d, c, bi, err);
     }
-    int rc =
-        add_entry(w, cJSON_IsNull(c) ? SR_SPLICE_NULL : SR_SPLICE_ENVELOPE, d, c, SIZE_MAX, err);
+    rc = add_entry(w, cJSON_IsNull(c) ? SR_SPLICE_NULL : SR_SPLICE_ENVELOPE, d, c, SIZE_MAX, err);
     return rc ? rc : walk(w, c, err);
+}
+
+/* The registered field named `key`, or NULL; most keys are told apart by their length alone. */
+static const sr_field_def *registered(const walker *w, const char *key)
+{
+    if (!key)
+        return NULL;
+    size_t n = strnlen(key, SR_FIELD_NAME_MAX + 1);
+    if (n == 0 || n > SR_FIELD_NAME_MAX || !((w->name_lens >> (n - 1)) & 1))
+        return NULL;
+    return sr_fields_find(w->s->fields, key, n);
 }
 
 static int member(walker *w, cJSON *obj, cJSON *c, sr_err *err)
 {
     sr_splicer *s = w->s;
-    const sr_field_def *d =
-        c->string ? sr_fields_find(s->fields, c->string, strlen(c->string)) : NULL;
+    const sr_field_def *d = registered(w, c->string);
     if (!d)
         return walk(w, c, err);
+    int rc = 0;
     for (const cJSON *o = obj->child; o != c; o = o->next) {
-        if (o->string && strcmp(o->string, c->string) == 0)
+        if (o->string && strcmp(o->string, c->string) == 0) {
+            if ((rc = make_path(w, err)))
+                return rc;
             return sr_err_set(err, SR_E_SPLICE_DUPLICATE,
                               "%s: the registered field %s appears twice in one object",
                               w->path.data, d->name);
+        }
     }
     size_t f = sr_fields_index(s->fields, d);
     if (d->kind == SR_FIELD_PACKED)
         return packed_member(w, d, f, c, err);
     if (cJSON_IsObject(c) && !c->child) {
         size_t ii = pop_int(w, (uint32_t)f);
-        if (ii == SIZE_MAX)
+        if (ii == SIZE_MAX) {
+            if ((rc = make_path(w, err)))
+                return rc;
             return sr_err_set(err, SR_E_INTARRAY_SYNTAX,
                               "%s: %s holds an object, not an integer array", w->path.data,
                               d->name);
+        }
         return add_entry(w, SR_SPLICE_INT_ARRAY, d, c, ii, err);
     }
     if (cJSON_IsArray(c))
@@ -381,21 +250,24 @@ static int member(walker *w, cJSON *obj, cJSON *c, sr_err *err)
 
 static int walk(walker *w, cJSON *node, sr_err *err)
 {
+    int arr = cJSON_IsArray(node);
+    if ((!arr && !cJSON_IsObject(node)) || !node->child)
+        return 0;
+    path_frame f = {w->top, NULL, -1, 0, 0};
+    w->top = &f;
     int rc = 0;
     int i = 0;
     for (cJSON *c = node->child; c && !rc; c = c->next, i++) {
-        size_t mark = w->path.len;
-        if (cJSON_IsArray(node)) {
-            rc = sr_buf_printf(&w->path, err, "[%d]", i);
-            if (!rc)
-                rc = walk(w, c, err);
-        } else if (cJSON_IsObject(node)) {
-            rc = push_key(&w->path, c->string ? c->string : "", err);
-            if (!rc)
-                rc = member(w, node, c, err);
+        f.item = c;
+        f.formatted = 0;
+        if (arr) {
+            f.index = i;
+            rc = walk(w, c, err);
+        } else {
+            rc = member(w, node, c, err);
         }
-        pop_path(&w->path, mark);
     }
+    w->top = f.up;
     return rc;
 }
 
@@ -479,17 +351,17 @@ static int parse(sr_splicer *s, sr_err *err)
      * taken as whitespace or inside strings, a byte-order mark, leading zeros, "-.5"), so its
      * successes are held to the grammar too. PREFIX after a success is a top-level number. */
     size_t bad = 0;
-    int why = json_prefix_check(t, n, &bad);
-    if (s->doc && why != JP_INVALID)
+    int why = sr_splice_i_json_check(t, n, &bad);
+    if (s->doc && why != SR_SPLICE_JSON_INVALID)
         return 0;
     cJSON_Delete(s->doc);
     s->doc = NULL;
     uint64_t at = sr_splice_i_body_of(s, bad);
-    if (why == JP_PREFIX)
+    if (why == SR_SPLICE_JSON_PREFIX)
         return sr_err_set_at(err, SR_E_SPLICE_TRUNCATED, (int64_t)s->pos,
                              "the response body ends before its JSON document does (%llu bytes)",
                              (unsigned long long)s->pos);
-    if (why == JP_COMPLETE)
+    if (why == SR_SPLICE_JSON_COMPLETE)
         return sr_err_set(err, SR_E_SPLICE_JSON,
                           "the response body is valid JSON that the parser rejects (nesting)");
     return sr_err_set_at(err, SR_E_SPLICE_JSON, (int64_t)at,
@@ -504,6 +376,8 @@ int sr_splice_i_finish(sr_splicer *s, sr_err *err)
     if (!w)
         return sr_err_set(err, SR_E_NOMEM, "splice: cannot allocate a walker");
     w->s = s;
+    for (size_t i = 0; i < sr_fields_count(s->fields); i++)
+        w->name_lens |= (uint64_t)1 << (sr_fields_at(s->fields, i)->name_len - 1);
     /* Paths of legitimate bodies are a few times shorter than the non-blob text; a bound
      * proportional to it turns a pathological body (thousands of entries nested a thousand
      * deep) into resource.limit instead of a gigabyte of path strings. */
@@ -513,11 +387,7 @@ int sr_splice_i_finish(sr_splicer *s, sr_err *err)
     if (!rc)
         rc = parse(s, &e);
     if (!rc)
-        rc = sr_buf_reserve(&w->path, 64, &e);
-    if (!rc) {
-        w->path.data[0] = '\0';
         rc = walk(w, s->doc, &e);
-    }
     if (!rc)
         rc = check_orphans(w, &e);
     sr_buf_release(&w->path);

@@ -1,7 +1,8 @@
 /*
  * Private to sr_splice*.c: the splicer's state, shared by the scan (sr_splice.c), the
- * re-attachment and validation (sr_splice_attach.c) and the threaded one-shot decoder
- * (sr_splice_par.c). Not installed, not part of the library's contract.
+ * re-attachment and validation (sr_splice_attach.c, sr_splice_check.c), the grammar check of
+ * the parser text (sr_splice_json.c) and the threaded one-shot decoder (sr_splice_par.c). Not
+ * installed, not part of the library's contract.
  */
 #ifndef SR_SPLICE_IMPL_H
 #define SR_SPLICE_IMPL_H
@@ -128,6 +129,17 @@ int sr_splice_i_feed(sr_splicer *s, const char *chunk, size_t n, sr_err *err);
 
 /* Closes the current blob at the '"' at q (or with its error recorded). */
 int sr_splice_i_end_blob(sr_splicer *s, const char *q, sr_err *err);
+
+enum { SR_SPLICE_JSON_COMPLETE = 0, SR_SPLICE_JSON_PREFIX = 1, SR_SPLICE_JSON_INVALID = -1 };
+
+/*
+ * Classifies the parser text t[0, n) by RFC 8259 (sr_splice_json.c): COMPLETE for one JSON
+ * document, PREFIX if it could still become one (the body was cut, or it is a top-level number
+ * that could continue), else INVALID with *bad at the first offending byte. cJSON accepts more
+ * (control characters, a byte-order mark, leading zeros, "-.5"), so its successes are held to
+ * this too.
+ */
+int sr_splice_i_json_check(const char *t, size_t n, size_t *bad);
 
 /* After the scan: parses, re-attaches, validates and fills s->res (sr_splice_attach.c). */
 int sr_splice_i_finish(sr_splicer *s, sr_err *err);
