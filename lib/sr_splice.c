@@ -159,7 +159,13 @@ int sr_splicer_new(sr_splicer **out, const sr_fields *fields, const sr_splice_op
     s->text.max = s->opts.max_body + 64;
     s->paths.max = SR_BUF_DEFAULT_MAX;
     int rc = sr_arena_new(&s->arena, region_bound(s->opts.max_body) + 4096, err);
+    /* A remainder's tree takes at most ~33 bytes per byte of text ("[0,0,...]": a 64-byte node
+     * per two bytes); the default maximum makes a pathological body resource.limit rather than
+     * tens of gigabytes. */
+    if (!rc)
+        rc = sr_jdom_new(&s->jdom, 0, err);
     if (rc) {
+        sr_arena_free(s->arena);
         free(s);
         return rc;
     }
@@ -172,6 +178,7 @@ void sr_splicer_free(sr_splicer *s)
     if (!s)
         return;
     sr_splice_i_clear_result(s);
+    sr_jdom_free(s->jdom);
     sr_arena_free(s->arena);
     if (s->resv)
         munmap(s->resv, s->resv_cap);
@@ -221,7 +228,8 @@ int sr_splice_stream_begin(sr_splicer *s, int64_t expected_len, sr_err *err)
 
 cJSON *sr_splice_take_doc(sr_splicer *s)
 {
-    cJSON *d = s->doc;
+    /* The splicer's tree lives in its jdom arena: the caller gets an ordinary copy. */
+    cJSON *d = s->doc ? cJSON_Duplicate(s->doc, 1) : NULL;
     s->doc = NULL;
     s->res.doc = NULL;
     return d;

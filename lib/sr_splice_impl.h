@@ -12,6 +12,7 @@
 
 #include "sr_buf.h"
 #include "sr_intarray.h"
+#include "sr_jdom.h"
 #include "sr_splice.h"
 
 /* Base64 characters decoded per feed: small enough that the decoded bytes are still in cache
@@ -88,7 +89,8 @@ struct sr_splicer {
     size_t nmap, cap_map;
 
     /* Result. */
-    cJSON *doc;
+    cJSON *doc;    /* the parsed remainder, in jdom's arena (never cJSON_Delete'd) */
+    sr_jdom *jdom; /* parses the remainder; its arena is kept across responses */
     sr_splice_entry *entries;
     size_t nentries, cap_entries;
     size_t *entry_ref; /* per entry: blob or int_rec index, or SIZE_MAX */

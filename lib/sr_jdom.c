@@ -1,0 +1,611 @@
+/* Strict JSON into cJSON nodes carved from a reusable arena (see sr_jdom.h). */
+#include <float.h>
+#include <limits.h>
+#include <locale.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sr_jdom.h"
+
+/* A chunk's bytes follow its header; 16 header bytes keep them as aligned as malloc's. */
+typedef struct chunk {
+    struct chunk *next;
+    size_t size;
+} chunk;
+
+#define CHUNK_DATA(c) ((unsigned char *)(c) + sizeof(chunk))
+
+/* The first chunk's size: the non-blob remainder of a typical response body fits in it. */
+#define CHUNK_MIN ((size_t)32 << 10)
+
+struct sr_jdom {
+    chunk *head, *tail;
+    chunk *cur;         /* the chunk being filled; NULL until a parse takes its first bytes */
+    uintptr_t pos, lim; /* the free bytes of cur; both 0 when cur is NULL */
+    size_t behind;      /* bytes of the chunks this parse has moved past */
+    size_t capacity;    /* sum of the chunks' sizes */
+    size_t nchunks;
+    size_t max;
+    locale_t c_locale; /* numbers are converted in the "C" locale whatever the process's is */
+    cJSON *stack[SR_JDOM_MAX_DEPTH];
+};
+
+typedef struct parser {
+    sr_jdom *j;
+    const unsigned char *t;   /* the text */
+    const unsigned char *end; /* t + n, where the NUL sentinel is */
+    sr_err *err;
+    int rc; /* the error of a function that returned NULL */
+} parser;
+
+/* ---- the arena ---- */
+
+/* Moves to a chunk with `size` free bytes: the next one kept from earlier parses, or a new one. */
+static int arena_grow(parser *p, size_t size)
+{
+    sr_jdom *j = p->j;
+    chunk *c = j->cur ? j->cur->next : j->head;
+    if (j->cur)
+        j->behind += j->cur->size;
+    while (c && c->size < size) {
+        j->behind += c->size;
+        c = c->next;
+    }
+    if (!c) {
+        size_t room = j->max - j->capacity;
+        size_t want = j->capacity > CHUNK_MIN ? j->capacity : CHUNK_MIN;
+        want = want < size ? size : want;
+        want = want > room ? room : want;
+        if (want < size)
+            return p->rc = sr_err_set(p->err, SR_E_LIMIT,
+                                      "json: the parsed tree needs more than the arena's "
+                                      "maximum of %zu bytes",
+                                      j->max);
+        c = want <= SIZE_MAX - sizeof(chunk) ? malloc(sizeof(chunk) + want) : NULL;
+        if (!c)
+            return p->rc = sr_err_set(p->err, SR_E_NOMEM,
+                                      "json: cannot allocate an arena chunk of %zu bytes", want);
+        c->next = NULL;
+        c->size = want;
+        if (j->tail)
+            j->tail->next = c;
+        else
+            j->head = c;
+        j->tail = c;
+        j->capacity += want;
+        j->nchunks++;
+    }
+    j->cur = c;
+    j->pos = (uintptr_t)CHUNK_DATA(c);
+    j->lim = j->pos + c->size;
+    return 0;
+}
+
+/* `size` bytes aligned to `align` (a power of two up to 16), or NULL with p->rc set. */
+static inline void *take(parser *p, size_t size, size_t align)
+{
+    sr_jdom *j = p->j;
+    uintptr_t a = (j->pos + (align - 1)) & ~(uintptr_t)(align - 1);
+    if (a > j->lim || size > j->lim - a) {
+        if (arena_grow(p, size))
+            return NULL;
+        a = j->pos;
+    }
+    j->pos = a + size;
+    return (void *)a;
+}
+
+static cJSON *new_node(parser *p)
+{
+    cJSON *c = take(p, sizeof(cJSON), _Alignof(cJSON));
+    if (c)
+        memset(c, 0, sizeof(*c));
+    return c;
+}
+
+/* Appends a child; the first child's prev always points at the last, as cJSON leaves it. */
+static cJSON *new_child(parser *p, cJSON *parent)
+{
+    cJSON *c = new_node(p);
+    if (!c)
+        return NULL;
+    cJSON *first = parent->child;
+    if (!first) {
+        parent->child = c;
+        c->prev = c;
+    } else {
+        cJSON *last = first->prev;
+        last->next = c;
+        c->prev = last;
+        first->prev = c;
+    }
+    return c;
+}
+
+/* ---- lexical pieces ---- */
+
+static int syntax(parser *p, const unsigned char *at, const char *what)
+{
+    size_t off = (size_t)(at - p->t);
+    return p->rc = sr_err_set_at(p->err, SR_E_JSON_SYNTAX, (int64_t)off, "json: %s at byte %zu",
+                                 what, off);
+}
+
+static const unsigned char *skip_ws(const unsigned char *s)
+{
+    while (*s <= ' ' && (*s == ' ' || *s == '\n' || *s == '\r' || *s == '\t'))
+        s++;
+    return s;
+}
+
+static int hexval(unsigned char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+static unsigned hex4(const unsigned char *s)
+{
+    return (unsigned)(hexval(s[0]) << 12 | hexval(s[1]) << 8 | hexval(s[2]) << 4 | hexval(s[3]));
+}
+
+/*
+ * Finds the closing quote of a string that has escapes, checking every escape and byte on the
+ * way. The NUL after the text stops every loop, so no read passes it.
+ */
+static int string_end(parser *p, const unsigned char *s, const unsigned char **q)
+{
+    for (s++;;) {
+        unsigned char c = *s;
+        if (c == '"') {
+            *q = s;
+            return 0;
+        }
+        if (c == '\\') {
+            unsigned char e = s[1];
+            if (e == 'u') {
+                for (int i = 2; i < 6; i++)
+                    if (hexval(s[i]) < 0)
+                        return syntax(p, s + i, "a \\u escape needs four hex digits");
+                s += 6;
+            } else if (e != '\0' && strchr("\"\\/bfnrt", e)) {
+                s += 2;
+            } else {
+                return syntax(p, s + 1, "invalid escape in a string");
+            }
+        } else if (c < 0x20) {
+            return syntax(p, s,
+                          s == p->end ? "the text ends inside a string"
+                                      : "a raw control character in a string");
+        } else {
+            s++;
+        }
+    }
+}
+
+/*
+ * Writes the UTF-8 of the \u escape at *ps (two for a surrogate pair). Like cJSON, a lone low
+ * surrogate or a high one not followed by a \u escape of a low one is an error; \u0000 gives a
+ * NUL byte. string_end has checked the hex digits of every escape already.
+ */
+static int put_utf16(parser *p, const unsigned char **ps, unsigned char **po)
+{
+    const unsigned char *s = *ps;
+    unsigned long cp = hex4(s + 2);
+    if (cp >= 0xDC00 && cp <= 0xDFFF)
+        return syntax(p, s, "a \\u escape of a lone low surrogate");
+    *ps = s + 6;
+    if (cp >= 0xD800 && cp <= 0xDBFF) {
+        if (s[6] != '\\' || s[7] != 'u')
+            return syntax(p, s, "a high surrogate \\u escape without a low one after it");
+        unsigned lo = hex4(s + 8);
+        if (lo < 0xDC00 || lo > 0xDFFF)
+            return syntax(p, s + 6, "a high surrogate \\u escape followed by no low one");
+        cp = 0x10000 + (((cp & 0x3FF) << 10) | (lo & 0x3FF));
+        *ps = s + 12;
+    }
+    unsigned char *o = *po;
+    if (cp < 0x80) {
+        *o++ = (unsigned char)cp;
+    } else if (cp < 0x800) {
+        *o++ = (unsigned char)(0xC0 | cp >> 6);
+        *o++ = (unsigned char)(0x80 | (cp & 0x3F));
+    } else if (cp < 0x10000) {
+        *o++ = (unsigned char)(0xE0 | cp >> 12);
+        *o++ = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
+        *o++ = (unsigned char)(0x80 | (cp & 0x3F));
+    } else {
+        *o++ = (unsigned char)(0xF0 | cp >> 18);
+        *o++ = (unsigned char)(0x80 | ((cp >> 12) & 0x3F));
+        *o++ = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
+        *o++ = (unsigned char)(0x80 | (cp & 0x3F));
+    }
+    *po = o;
+    return 0;
+}
+
+/* Unescapes s[0 .. q) into o, which has room for q - s + 1 bytes (no escape grows). */
+static int unescape(parser *p, const unsigned char *s, const unsigned char *q, unsigned char *o)
+{
+    static const char from[] = "bfnrt", to[] = "\b\f\n\r\t";
+    while (s < q) {
+        if (*s != '\\') {
+            *o++ = *s++;
+            continue;
+        }
+        if (s[1] == 'u') {
+            int rc = put_utf16(p, &s, &o);
+            if (rc)
+                return rc;
+            continue;
+        }
+        const char *k = strchr(from, s[1]);
+        *o++ = k ? (unsigned char)to[k - from] : s[1];
+        s += 2;
+    }
+    *o = '\0';
+    return 0;
+}
+
+/* Parses the string whose opening quote is at *ps into a NUL-terminated arena copy. */
+static int parse_string(parser *p, const unsigned char **ps, char **out)
+{
+    const unsigned char *s = *ps + 1, *q = s;
+    while (*q >= 0x20 && *q != '"' && *q != '\\')
+        q++;
+    int plain = *q == '"';
+    if (!plain && string_end(p, *ps, &q))
+        return p->rc;
+    size_t len = (size_t)(q - s);
+    unsigned char *dst = take(p, len + 1, 1);
+    if (!dst)
+        return p->rc;
+    if (plain) {
+        memcpy(dst, s, len);
+        dst[len] = '\0';
+    } else if (unescape(p, s, q, dst)) {
+        return p->rc;
+    }
+    *out = (char *)dst;
+    *ps = q + 1;
+    return 0;
+}
+
+/* ---- numbers ---- */
+
+/* Powers of ten that doubles hold exactly. */
+static const double k_pow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                 1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+/* The fast path needs each double operation rounded once, straight to double precision. */
+#if FLT_EVAL_METHOD == 0
+static const int k_exact_ops = 1;
+#else
+static const int k_exact_ops = 0;
+#endif
+
+__extension__ typedef unsigned __int128 u128;
+
+/* The double with bits mant * 2^e2 for mant < 2^53 and a normal result (both exact). */
+static double scale2(uint64_t mant, int e2)
+{
+    uint64_t bits = (uint64_t)(1023 + e2) << 52;
+    double p2;
+    memcpy(&p2, &bits, sizeof(p2));
+    return (double)mant * p2;
+}
+
+/*
+ * Rounds q * 2^e2 to the nearest double, ties to even; `sticky` says that nonzero bits below q
+ * were cut off. q has at least 54 bits when sticky is set, so the round bit is in q.
+ */
+static double round_u128(u128 q, int sticky, int e2)
+{
+    uint64_t hi = (uint64_t)(q >> 64), lo = (uint64_t)q;
+    int bits = hi ? 128 - __builtin_clzll(hi) : lo ? 64 - __builtin_clzll(lo) : 0;
+    if (bits <= 53)
+        return scale2(lo, e2);
+    int sh = bits - 53;
+    uint64_t mant = (uint64_t)(q >> sh);
+    u128 rest = q & (((u128)1 << sh) - 1), half = (u128)1 << (sh - 1);
+    mant += rest > half || (rest == half && (sticky || (mant & 1)));
+    if (mant == (uint64_t)1 << 53) {
+        mant >>= 1;
+        sh++;
+    }
+    return scale2(mant, e2 + sh);
+}
+
+/*
+ * m * 10^e10 correctly rounded, with exact 128-bit integer arithmetic, for the ranges where
+ * that is possible: 10^e10 < 2^64 for a product, and a quotient of at least 54 bits for a
+ * division of m (shifted to the top of 128 bits) by 10^-e10 < 2^74. Returns 0 outside them.
+ */
+static int convert_exact(uint64_t m, int e10, double *out)
+{
+    if (m == 0 || e10 > 19 || e10 < -22)
+        return 0;
+    int k = e10 < 0 ? -e10 : e10;
+    /* The doubles of k_pow10 are exact, and 10^19 < 2^64. */
+    u128 p =
+        k <= 19 ? (uint64_t)k_pow10[k] : (u128)(uint64_t)k_pow10[19] * (uint64_t)k_pow10[k - 19];
+    if (e10 >= 0) {
+        *out = round_u128((u128)m * p, 0, 0);
+        return 1;
+    }
+    int s = 64 + __builtin_clzll(m);
+    u128 n = (u128)m << s;
+    *out = round_u128(n / p, n % p != 0, -s);
+    return 1;
+}
+
+/*
+ * strtod of the token's characters (in the "C" locale), which is what cJSON stores. Long tokens
+ * are copied into the arena for the call and the bytes given back afterwards.
+ */
+static int convert_slow(parser *p, const unsigned char *s, size_t len, double *out)
+{
+    sr_jdom *j = p->j;
+    char small[64], *buf = small;
+    chunk *cur = j->cur;
+    uintptr_t pos = j->pos, lim = j->lim;
+    size_t behind = j->behind;
+    if (len >= sizeof(small) && !(buf = take(p, len + 1, 1)))
+        return p->rc;
+    memcpy(buf, s, len);
+    buf[len] = '\0';
+    char *e = NULL;
+    *out = strtod_l(buf, &e, j->c_locale);
+    j->cur = cur;
+    j->pos = pos;
+    j->lim = lim;
+    j->behind = behind;
+    if (e != buf + len)
+        return p->rc = sr_err_set_at(p->err, SR_E_INTERNAL, (int64_t)(s - p->t),
+                                     "json: strtod read %td of the %zu characters of a number",
+                                     e - buf, len);
+    return 0;
+}
+
+/*
+ * Parses -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)? at *ps. Up to 19 digits are gathered
+ * into an integer mantissa m, and value = m * 10^e10 is rounded exactly as strtod rounds it:
+ * by one double operation when m and the power of ten are exact doubles (Clinger's fast path),
+ * else by 128-bit integer arithmetic (convert_exact), else by strtod itself.
+ */
+static int parse_number(parser *p, const unsigned char **ps, cJSON *node)
+{
+    const unsigned char *s = *ps, *q = s;
+    uint64_t m = 0;
+    size_t nd = 0, frac = 0;
+    int exp = 0, eneg = 0, neg = *q == '-';
+    q += neg;
+    if (*q == '0') {
+        q++;
+    } else if (*q >= '1' && *q <= '9') {
+        for (; *q >= '0' && *q <= '9'; q++, nd++)
+            m = nd < 19 ? m * 10 + (uint64_t)(*q - '0') : m;
+    } else {
+        return syntax(p, q, "a number needs a digit here");
+    }
+    if (*q == '.') {
+        if (!(*++q >= '0' && *q <= '9'))
+            return syntax(p, q, "a digit must follow the decimal point");
+        for (; *q >= '0' && *q <= '9'; q++, nd++, frac++)
+            m = nd < 19 ? m * 10 + (uint64_t)(*q - '0') : m;
+    }
+    if (*q == 'e' || *q == 'E') {
+        q++;
+        if (*q == '+' || *q == '-')
+            eneg = *q++ == '-';
+        if (!(*q >= '0' && *q <= '9'))
+            return syntax(p, q, "an exponent needs a digit");
+        for (; *q >= '0' && *q <= '9'; q++)
+            exp = exp < 100000 ? exp * 10 + (*q - '0') : exp;
+    }
+    /* nd <= 19 bounds frac, so e10 cannot overflow. */
+    int e10 = nd <= 19 ? (eneg ? -exp : exp) - (int)frac : INT_MAX;
+    double d = 0;
+    if (k_exact_ops && m <= ((uint64_t)1 << 53) && e10 >= -22 && e10 <= 22) {
+        d = (double)m;
+        d = e10 < 0 ? d / k_pow10[-e10] : d * k_pow10[e10];
+    } else if (e10 == INT_MAX || !convert_exact(m, e10, &d)) {
+        if (convert_slow(p, s, (size_t)(q - s), &d))
+            return p->rc;
+        neg = 0; /* strtod read the sign */
+    }
+    d = neg ? -d : d;
+    node->type = cJSON_Number;
+    node->valuedouble = d;
+    node->valueint = d >= INT_MAX ? INT_MAX : d <= (double)INT_MIN ? INT_MIN : (int)d;
+    *ps = q;
+    return 0;
+}
+
+/* ---- values ---- */
+
+static int literal(parser *p, const unsigned char **ps, const char *lit, size_t len)
+{
+    const unsigned char *s = *ps;
+    for (size_t i = 0; i < len; i++)
+        if (s[i] != (unsigned char)lit[i])
+            return syntax(p, s + i, "invalid literal (true, false and null are the only ones)");
+    *ps = s + len;
+    return 0;
+}
+
+/* A value other than an array or object, at *ps. */
+static int parse_scalar(parser *p, const unsigned char **ps, cJSON *node)
+{
+    switch (**ps) {
+    case '"':
+        node->type = cJSON_String;
+        return parse_string(p, ps, &node->valuestring);
+    case 't':
+        node->type = cJSON_True;
+        node->valueint = 1;
+        return literal(p, ps, "true", 4);
+    case 'f':
+        node->type = cJSON_False;
+        return literal(p, ps, "false", 5);
+    case 'n':
+        node->type = cJSON_NULL;
+        return literal(p, ps, "null", 4);
+    default:
+        if (**ps == '-' || (**ps >= '0' && **ps <= '9'))
+            return parse_number(p, ps, node);
+        return syntax(p, *ps,
+                      *ps == p->end ? "the text ends where a value should start"
+                                    : "a value cannot start with this byte");
+    }
+}
+
+/* An object member's key and colon, at *ps (whitespace skipped), into node->string. */
+static int parse_key(parser *p, const unsigned char **ps, cJSON *node)
+{
+    if (**ps != '"')
+        return syntax(p, *ps, "expected a string key");
+    if (parse_string(p, ps, &node->string))
+        return p->rc;
+    const unsigned char *s = skip_ws(*ps);
+    if (*s != ':')
+        return syntax(p, s, "expected ':' after a key");
+    *ps = skip_ws(s + 1);
+    return 0;
+}
+
+/*
+ * The whole text, iteratively: j->stack holds the open arrays and objects. Each turn of the
+ * loop fills `node` with the value at s, then closes containers until a comma continues one.
+ */
+static int parse_tree(parser *p, cJSON **root)
+{
+    cJSON **stack = p->j->stack;
+    size_t depth = 0;
+    const unsigned char *s = skip_ws(p->t);
+    cJSON *parent = NULL, *node = new_node(p);
+    if (!(*root = node))
+        return p->rc;
+    for (;;) {
+        unsigned char c = *s;
+        if (c == '{' || c == '[') {
+            if (depth == SR_JDOM_MAX_DEPTH)
+                return syntax(p, s, "arrays and objects nested deeper than 1000");
+            node->type = c == '{' ? cJSON_Object : cJSON_Array;
+            s = skip_ws(s + 1);
+            if (*s != (c == '{' ? '}' : ']')) {
+                stack[depth++] = parent = node;
+                if (!(node = new_child(p, parent)))
+                    return p->rc;
+                if (c == '{' && parse_key(p, &s, node))
+                    return p->rc;
+                continue;
+            }
+            s++;
+        } else if (parse_scalar(p, &s, node)) {
+            return p->rc;
+        }
+        for (;;) {
+            s = skip_ws(s);
+            if (depth == 0)
+                return s == p->end ? 0 : syntax(p, s, "bytes after the JSON value");
+            parent = stack[depth - 1];
+            int obj = parent->type == cJSON_Object;
+            if (*s == ',')
+                break;
+            if (*s != (obj ? '}' : ']'))
+                return syntax(p, s, obj ? "expected ',' or '}'" : "expected ',' or ']'");
+            s++;
+            depth--;
+        }
+        s = skip_ws(s + 1);
+        if (!(node = new_child(p, parent)))
+            return p->rc;
+        if (parent->type == cJSON_Object && parse_key(p, &s, node))
+            return p->rc;
+    }
+}
+
+/* ---- public ---- */
+
+int sr_jdom_new(sr_jdom **out, size_t max_bytes, sr_err *err)
+{
+    if (!out)
+        return sr_err_set(err, SR_E_INVAL, "sr_jdom_new: out is NULL");
+    *out = NULL;
+    sr_jdom *j = calloc(1, sizeof(*j));
+    if (!j)
+        return sr_err_set(err, SR_E_NOMEM, "json: cannot allocate a parser");
+    j->max = max_bytes ? max_bytes : SR_JDOM_DEFAULT_MAX;
+    j->c_locale = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
+    if (!j->c_locale) {
+        free(j);
+        return sr_err_set(err, SR_E_NOMEM, "json: cannot create the C locale for numbers");
+    }
+    *out = j;
+    return 0;
+}
+
+void sr_jdom_free(sr_jdom *j)
+{
+    if (!j)
+        return;
+    for (chunk *c = j->head, *next; c; c = next) {
+        next = c->next;
+        free(c);
+    }
+    freelocale(j->c_locale);
+    free(j);
+}
+
+void sr_jdom_reset(sr_jdom *j)
+{
+    if (!j)
+        return;
+    j->cur = NULL;
+    j->pos = j->lim = 0;
+    j->behind = 0;
+}
+
+int sr_jdom_parse(sr_jdom *j, const char *t, size_t n, cJSON **out, sr_err *err)
+{
+    if (out)
+        *out = NULL;
+    if (!j || !t || !out)
+        return sr_err_set(err, SR_E_INVAL, "sr_jdom_parse: NULL argument");
+    if (t[n] != '\0')
+        return sr_err_set(err, SR_E_INVAL, "sr_jdom_parse: the text is not followed by a NUL");
+    sr_jdom_reset(j);
+    parser p = {j, (const unsigned char *)t, (const unsigned char *)t + n, err, 0};
+    cJSON *root = NULL;
+    if (parse_tree(&p, &root)) {
+        sr_jdom_reset(j);
+        return p.rc;
+    }
+    *out = root;
+    return 0;
+}
+
+size_t sr_jdom_arena_bytes(const sr_jdom *j)
+{
+    return j ? j->capacity : 0;
+}
+
+size_t sr_jdom_arena_chunks(const sr_jdom *j)
+{
+    return j ? j->nchunks : 0;
+}
+
+size_t sr_jdom_arena_used(const sr_jdom *j)
+{
+    if (!j || !j->cur)
+        return 0;
+    return j->behind + (size_t)(j->pos - (uintptr_t)CHUNK_DATA(j->cur));
+}
