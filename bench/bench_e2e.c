@@ -567,6 +567,8 @@ int main(int argc, char **argv)
     snprintf(tmp, sizeof(tmp), "%s/bench_e2e_XXXXXX", t && *t ? t : "/tmp");
     if (!mkdtemp(tmp))
         die("mkdtemp", NULL);
+    /* The process set-up of harness/main.c, so part 2 measures the harness as syncroll runs it. */
+    sr_proc_tune_malloc();
     curl_global_init(CURL_GLOBAL_DEFAULT);
     int reps = bench_reps(11);
     /* BENCH_E2E_ONLY=throughput|harness|nightly runs one part (for profiling). */

@@ -5,6 +5,7 @@
 #include <curl/curl.h>
 
 #include "commands.h"
+#include "procs.h"
 
 const sr_command sr_commands[] = {
     {"version", "print the version and the base64 kernel in use", sr_cmd_version},
@@ -22,10 +23,11 @@ const sr_command sr_commands[] = {
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: syncroll <command> [options]\n"
-               "       syncroll <command> --help\n\n"
-               "syncroll is a weight-sync and rollout integration test harness for RL post-training\n"
-               "of Mixture-of-Experts models (routing replay).\n\ncommands:\n");
+    fprintf(f,
+            "usage: syncroll <command> [options]\n"
+            "       syncroll <command> --help\n\n"
+            "syncroll is a weight-sync and rollout integration test harness for RL post-training\n"
+            "of Mixture-of-Experts models (routing replay).\n\ncommands:\n");
     for (const sr_command *c = sr_commands; c->name; c++)
         fprintf(f, "  %-12s %s\n", c->name, c->summary);
     fprintf(f, "\nexit codes: 0 success, 1 a check failed, 2 usage or malformed input,\n"
@@ -47,7 +49,8 @@ int main(int argc, char **argv)
         return sr_cmd_version(1, argv + 1);
     for (const sr_command *c = sr_commands; c->name; c++) {
         if (strcmp(c->name, cmd) == 0) {
-            /* libcurl's one process-wide initialisation, before any thread starts. */
+            /* The process-wide set-up, before any thread starts: malloc policy, libcurl. */
+            sr_proc_tune_malloc();
             if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
                 fprintf(stderr, "syncroll: curl_global_init failed\n");
                 return SR_EXIT_FAIL;

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
@@ -268,4 +269,10 @@ int sr_proc_self_exe(char *buf, size_t cap, sr_err *err)
         return sr_err_set(err, SR_E_PROC_SPAWN, "cannot find the running executable");
     buf[n] = '\0';
     return 0;
+}
+
+void sr_proc_tune_malloc(void)
+{
+    mallopt(M_MMAP_THRESHOLD, SR_PROC_MMAP_THRESHOLD);
+    mallopt(M_TRIM_THRESHOLD, SR_PROC_TRIM_THRESHOLD);
 }

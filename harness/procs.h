@@ -67,4 +67,17 @@ const char *sr_proc_describe(const sr_proc *p, char *buf, size_t cap);
 /* The path of the running executable (for spawning itself), into buf. */
 int sr_proc_self_exe(char *buf, size_t cap, sr_err *err);
 
+/*
+ * The malloc policy of syncroll's processes; main() calls it once, before any thread starts.
+ * Blocks up to SR_PROC_MMAP_THRESHOLD come from the heap and freed heap memory is kept for
+ * reuse (up to SR_PROC_TRIM_THRESHOLD at the top of a heap) instead of going back to the kernel
+ * after every batch: each rollout's result buffers (route traces of tens to hundreds of KiB) then
+ * reuse the previous batch's pages instead of page-faulting fresh ones (bench/README.md,
+ * "Profile findings"). Resident memory settles at the working set's peak. Process-wide by
+ * nature (glibc's mallopt); a no-op under valgrind.
+ */
+#define SR_PROC_MMAP_THRESHOLD ((int)64 << 20)
+#define SR_PROC_TRIM_THRESHOLD ((int)512 << 20)
+void sr_proc_tune_malloc(void);
+
 #endif /* SR_PROCS_H */
