@@ -19,7 +19,8 @@ static void usage(FILE *f)
     fprintf(
         f,
         "usage: syncroll serve [--listen ADDR] [--ready-timeout SECONDS]\n"
-        "                      [--stop-grace SECONDS] SCENARIO_OR_CONFIG.json\n\n"
+        "                      [--stop-grace SECONDS] [--max-scenario-bytes N]\n"
+        "                      SCENARIO_OR_CONFIG.json\n\n"
         "Starts the mock engines the file declares as `syncroll engine` child processes on free\n"
         "ports, prints one JSON line\n"
         "  {\"engines\":[{\"id\":..,\"index\":0,\"url\":\"http://127.0.0.1:PORT\",\"pid\":N},..]}\n"
@@ -38,13 +39,16 @@ static void usage(FILE *f)
         "  --ready-timeout S    deadline for every engine to report its port (default: the\n"
         "                       scenario's engines.ready_timeout_ms, else 10)\n"
         "  --stop-grace S       SIGTERM to SIGKILL (default: the scenario's\n"
-        "                       engines.stop_grace_ms, else 5)\n");
+        "                       engines.stop_grace_ms, else 5)\n"
+        "  --max-scenario-bytes N  refuse a larger scenario file (scenario.too_large; default\n"
+        "                       4 MiB, at most 1 GiB), as run and lint do\n");
 }
 
 typedef struct serve_args {
     const char *file, *listen;
     int ready_ms, grace_ms;
-    int ready_set, grace_set; /* given on the command line: they win over the scenario's */
+    int ready_set, grace_set;  /* given on the command line: they win over the scenario's */
+    size_t max_scenario_bytes; /* 0: the loader's default */
 } serve_args;
 
 static int parse_args(serve_args *a, int argc, char **argv)
@@ -54,6 +58,7 @@ static int parse_args(serve_args *a, int argc, char **argv)
     a->ready_ms = 10000;
     a->grace_ms = 5000;
     a->ready_set = a->grace_set = 0;
+    a->max_scenario_bytes = 0;
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i];
         if (o[0] != '-' && !a->file) {
@@ -73,6 +78,9 @@ static int parse_args(serve_args *a, int argc, char **argv)
         } else if (strcmp(o, "--stop-grace") == 0 && !*end && d >= 0 && d < 3600) {
             a->grace_ms = (int)(d * 1000);
             a->grace_set = 1;
+        } else if (strcmp(o, "--max-scenario-bytes") == 0 && !*end && d >= 1 &&
+                   d <= (double)(1 << 30) && d == (double)(size_t)d) {
+            a->max_scenario_bytes = (size_t)d;
         } else {
             return -1;
         }
@@ -160,7 +168,7 @@ static void remove_dir(serve_plan *p)
 static int plan_scenario(serve_plan *p, serve_args *a, sr_err *err)
 {
     sr_scenario *s = NULL;
-    int rc = sr_scenario_load(&s, a->file, err);
+    int rc = sr_scenario_load_max(&s, a->file, a->max_scenario_bytes, err);
     if (rc)
         return rc;
     if (s->n_urls)
@@ -307,7 +315,8 @@ int sr_cmd_serve(int argc, char **argv)
     if (rc) {
         remove_dir(&p);
         fprintf(stderr, "syncroll serve: %s: %s\n", sr_code_name(rc), err.msg);
-        return sr_exit_for_code(rc);
+        /* A scenario file over the size limit is malformed input, as for run and lint. */
+        return rc == SR_E_SCENARIO_TOO_LARGE ? SR_EXIT_USAGE : sr_exit_for_code(rc);
     }
     int status = run_engines(&a, &p, &cfg, &set);
     remove_dir(&p);

@@ -122,6 +122,15 @@ printf '{"id": "x", "description": "d",\n "engines": {"faults": [{"kind": "nope"
 expect_error "$tmp/fault.json" scenario.invalid "2:25: engines.faults: fault 0 (nope): unknown fault kind"
 printf '{"id": "x", "steps": [\n' >"$tmp/cut.json"
 expect_error "$tmp/cut.json" json.syntax "1:23: invalid JSON"
+# --max-scenario-bytes as run and lint take it: a larger file is scenario.too_large, unparsed.
+cp "$SRC/scenarios/examples/r3-two-turns.json" "$tmp/big.json"
+size=$(wc -c <"$tmp/big.json")
+"$S" serve --max-scenario-bytes 64 "$tmp/big.json" >"$tmp/out" 2>"$tmp/err"
+st=$?
+[ "$st" -eq 2 ] || fail "serve --max-scenario-bytes 64 exited with $st: $(cat "$tmp/err")"
+grep -q -F "syncroll serve: scenario.too_large: $tmp/big.json: $size bytes, larger than the limit of 64 bytes" "$tmp/err" ||
+    fail "serve --max-scenario-bytes 64: $(cat "$tmp/err")"
+[ -z "$(ls -A "$TMPDIR")" ] || fail "serve --max-scenario-bytes left $(ls -A "$TMPDIR")"
 # The same through `syncroll lint`: serve's message is the loader's.
 "$S" lint "$tmp/typo.json" >"$tmp/lint" 2>&1
 grep -q -F "$tmp/typo.json:2:3: unknown key 'modle'" "$tmp/lint" || fail "lint says: $(cat "$tmp/lint")"
