@@ -51,6 +51,7 @@
 #include "rollout.h"
 #include "scenario.h"
 #include "sr_buf.h"
+#include "sr_mix.h"
 
 extern char **environ;
 
@@ -309,10 +310,7 @@ static void copy_1000(void *p)
 
 static uint64_t splitmix(uint64_t *s)
 {
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
+    return sr_mix64(*s += SR_MIX_GOLDEN);
 }
 
 /* The first rollout step's batch as rollout configs (prompts seeded per repetition). */

@@ -9,16 +9,13 @@
 #include "sr_replay_config.h"
 #include "sr_test.h"
 #include "sr_trace.h"
+#include "sr_mix.h"
 
 /* ---- helpers ---- */
 
 static uint64_t rng_next(uint64_t *s)
 {
-    /* splitmix64 */
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
+    return sr_mix64(*s += SR_MIX_GOLDEN);
 }
 
 static int64_t rng_range(uint64_t *s, int64_t lo, int64_t hi)

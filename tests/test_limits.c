@@ -427,30 +427,8 @@ START_TEST(scenario_sets_the_rollout_token_limit)
 END_TEST
 
 /* One kept-alive connection to the engine, proven accepted by an answered GET /health. */
-static int hold_connection(const char *url)
-{
-    int port = atoi(strrchr(url, ':') + 1);
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    ck_assert_int_ge(fd, 0);
-    struct sockaddr_in a;
-    memset(&a, 0, sizeof(a));
-    a.sin_family = AF_INET;
-    a.sin_port = htons((uint16_t)port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ck_assert_int_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-    static const char req[] = "GET /health HTTP/1.1\r\nHost: x\r\n\r\n";
-    ck_assert_int_eq((long)write(fd, req, sizeof(req) - 1), (long)sizeof(req) - 1);
-    char buf[512];
-    ssize_t n = read(fd, buf, sizeof(buf) - 1);
-    ck_assert_int_gt(n, 12);
-    buf[n] = '\0';
-    ck_assert_msg(strncmp(buf, "HTTP/1.1 200", 12) == 0, "health: %s", buf);
-    return fd;
-}
-
-/* A connection over the engine's limit: GET /health is answered 503 with "Connection: close"
- * and the check engine.connection_limit in its JSON body, and then the engine closes it. */
-static void assert_refused_on_the_wire(const char *url)
+/* A raw loopback connection to the engine at `url` that has sent GET /health; the socket. */
+static int send_health(const char *url)
 {
     int port = atoi(strrchr(url, ':') + 1);
     int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -465,6 +443,25 @@ static void assert_refused_on_the_wire(const char *url)
     ck_assert_int_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
     static const char req[] = "GET /health HTTP/1.1\r\nHost: x\r\n\r\n";
     ck_assert_int_eq((long)write(fd, req, sizeof(req) - 1), (long)sizeof(req) - 1);
+    return fd;
+}
+
+static int hold_connection(const char *url)
+{
+    int fd = send_health(url);
+    char buf[512];
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    ck_assert_int_gt(n, 12);
+    buf[n] = '\0';
+    ck_assert_msg(strncmp(buf, "HTTP/1.1 200", 12) == 0, "health: %s", buf);
+    return fd;
+}
+
+/* A connection over the engine's limit: GET /health is answered 503 with "Connection: close"
+ * and the check engine.connection_limit in its JSON body, and then the engine closes it. */
+static void assert_refused_on_the_wire(const char *url)
+{
+    int fd = send_health(url);
     char buf[2048];
     size_t len = 0;
     ssize_t n;
