@@ -349,8 +349,9 @@ typedef struct hb_totals {
 } hb_totals;
 
 /* One batch, then its requests replayed by the libcurl floor; adds the totals of both. */
-static void hb_batch(hb_totals *t, e2e_floor_totals *ft, hb *h, const sr_client *c, size_t n,
-                     int limit, e2e_floor *floor, const cJSON *sp)
+static void hb_batch(hb_totals *t, e2e_floor_totals *ft, e2e_floor_totals *mt, hb *h,
+                     const sr_client *c, size_t n, int limit, e2e_floor *floor, e2e_floor *mfloor,
+                     const cJSON *sp)
 {
     sr_err e = SR_ERR_INIT;
     int *rcs = calloc(n, sizeof(int));
@@ -371,6 +372,8 @@ static void hb_batch(hb_totals *t, e2e_floor_totals *ft, hb *h, const sr_client 
     }
     if (e2e_floor_batch(floor, ft, h->res, h->cfgs, n, sp))
         die("the libcurl floor's replay failed", NULL);
+    if (e2e_floor_batch(mfloor, mt, h->res, h->cfgs, n, sp))
+        die("the libcurl multi floor's replay failed", NULL);
     for (size_t i = 0; i < n; i++)
         sr_rollout_result_release(&h->res[i]);
     free(rcs);
@@ -431,17 +434,24 @@ static void bench_harness(const sr_scenario *s, const char *syncroll, const char
     double *floor_req = malloc(sizeof(double) * (size_t)(reps + 1));
     e2e_floor *floor =
         e2e_floor_new(url_p, ne, (int)s->concurrency < (int)n ? (int)s->concurrency : (int)n);
-    if (!floor)
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    int mthreads = cpus > 1 ? (int)cpus : 1;
+    int slots = (int)s->concurrency < (int)n ? (int)s->concurrency : (int)n;
+    e2e_floor *mfloor =
+        e2e_floor_new_multi(url_p, ne, slots < mthreads ? mthreads : slots, mthreads);
+    if (!floor || !mfloor)
         die("the libcurl floor", NULL);
+    double *mfloor_req = malloc(sizeof(double) * (size_t)(reps + 1));
     hb_totals all = {0, 0, 0, 0, 0};
     e2e_floor_totals fall = {0, 0, 0};
     for (int rep = 0; rep <= reps; rep++) {
         hb_totals t = {0, 0, 0, 0, 0};
-        e2e_floor_totals ft = {0, 0, 0};
+        e2e_floor_totals ft = {0, 0, 0}, mt = {0, 0, 0};
         make_configs(h.cfgs, prompts, sessions, s, r, sp, rep);
-        hb_batch(&t, &ft, &h, c, n, (int)s->concurrency, floor, sp);
+        hb_batch(&t, &ft, &mt, &h, c, n, (int)s->concurrency, floor, mfloor, sp);
         per_req[rep] = t.cpu_ms / t.requests;
         floor_req[rep] = ft.cpu_ms / ft.requests;
+        mfloor_req[rep] = mt.cpu_ms / mt.requests;
         if (rep > 0) {
             fall.cpu_ms += ft.cpu_ms;
             fall.requests += ft.requests;
@@ -474,8 +484,12 @@ static void bench_harness(const sr_scenario *s, const char *syncroll, const char
     bench_report_ex("e2e.curl_floor_per_request", fs, budget, bname,
                     "mean_response_bytes=%.0f requests=%.0f harness_minus_floor_us=%.1f",
                     fall.bytes / fall.requests, fall.requests, (hs.median_ms - fs.median_ms) * 1e3);
+    bench_report_ex("e2e.curl_multi_floor_per_request", bench_stats_of(mfloor_req + 1, reps),
+                    budget, bname, "threads=%d in_flight=%d", mthreads, slots - slots % mthreads);
     e2e_floor_free(floor);
+    e2e_floor_free(mfloor);
     free(floor_req);
+    free(mfloor_req);
     free(src);
     free(dst);
     free(per_req);

@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +17,10 @@
 struct e2e_floor {
     int n_urls, threads;
     char urls[FLOOR_MAX_ENGINES][256];
-    CURL **easy; /* one per thread, kept across batches (kept-alive connections) */
+    CURL **easy;   /* one per thread (multi mode: per slot), kept across batches */
+    CURLM **multi; /* multi mode: one per thread, NULL otherwise */
+    int slots;     /* multi mode: easy handles in use (a multiple of threads) */
+    int n_easy;    /* easy handles made */
 };
 
 /* One request of the replay, built before the clock starts. */
@@ -67,6 +71,7 @@ e2e_floor *e2e_floor_new(const char *const *urls, int n_urls, int threads)
     for (int i = 0; i < n_urls; i++)
         snprintf(f->urls[i], sizeof f->urls[i], "%s", urls[i]);
     f->easy = calloc((size_t)threads, sizeof *f->easy);
+    f->n_easy = threads;
     for (int i = 0; f->easy && i < threads; i++) {
         f->easy[i] = curl_easy_init();
         if (!f->easy[i]) {
@@ -81,13 +86,37 @@ e2e_floor *e2e_floor_new(const char *const *urls, int n_urls, int threads)
     return f;
 }
 
+e2e_floor *e2e_floor_new_multi(const char *const *urls, int n_urls, int slots, int threads)
+{
+    if (threads < 1 || slots < threads)
+        return NULL;
+    e2e_floor *f = e2e_floor_new(urls, n_urls, slots);
+    if (!f)
+        return NULL;
+    f->multi = calloc((size_t)threads, sizeof *f->multi);
+    f->slots = slots - slots % threads; /* every thread drives the same number */
+    f->threads = threads;
+    for (int i = 0; f->multi && i < threads; i++)
+        if (!(f->multi[i] = curl_multi_init()))
+            break;
+    if (!f->multi || !f->multi[threads - 1]) {
+        e2e_floor_free(f);
+        return NULL;
+    }
+    return f;
+}
+
 void e2e_floor_free(e2e_floor *f)
 {
     if (!f)
         return;
-    for (int i = 0; f->easy && i < f->threads; i++)
+    for (int i = 0; f->easy && i < f->n_easy; i++)
         if (f->easy[i])
             curl_easy_cleanup(f->easy[i]);
+    for (int i = 0; f->multi && i < f->threads; i++)
+        if (f->multi[i])
+            curl_multi_cleanup(f->multi[i]);
+    free(f->multi);
     free(f->easy);
     free(f);
 }
@@ -154,6 +183,90 @@ static void *work(void *arg)
     return NULL;
 }
 
+static void easy_setup(CURL *e, double *bytes)
+{
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+    curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
+    curl_easy_setopt(e, CURLOPT_PROXY, "");
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, discard);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, bytes);
+}
+
+/* Starts request q on slot easy e of multi m; the headers list is the slot's until done. */
+static void start_multi(CURLM *m, CURL *e, const floor_req *q, struct curl_slist **h)
+{
+    *h = curl_slist_append(NULL, "Content-Type: application/json");
+    *h = curl_slist_append(*h, "Expect:");
+    *h = curl_slist_append(*h, q->session);
+    curl_easy_setopt(e, CURLOPT_URL, q->url);
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, *h);
+    curl_easy_setopt(e, CURLOPT_POSTFIELDS, q->body.data);
+    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)q->body.len);
+    curl_multi_add_handle(m, e);
+}
+
+/* Multi mode: this thread's multi handle keeps up to its share of the slots in flight. */
+static void *work_multi(void *arg)
+{
+    floor_worker *w = arg;
+    floor_run *run = w->run;
+    e2e_floor *f = run->f;
+    CURLM *m = f->multi[w->index];
+    int per = f->slots / f->threads;
+    CURL **easy = f->easy + (size_t)w->index * (size_t)per;
+    struct curl_slist *hdr[256] = {0};
+    int free_slots[256], n_free = 0;
+    double bytes = 0;
+    if (per > 256)
+        per = 256;
+    for (int k = per - 1; k >= 0; k--) {
+        easy_setup(easy[k], &bytes);
+        curl_easy_setopt(easy[k], CURLOPT_PRIVATE, (void *)(intptr_t)k);
+        free_slots[n_free++] = k;
+    }
+    double t0 = thread_cpu_ms();
+    int active = 0, drained = 0;
+    for (;;) {
+        while (n_free && !drained) {
+            size_t i = atomic_fetch_add(&run->next, 1);
+            if (i >= run->n_reqs) {
+                drained = 1;
+                break;
+            }
+            int k = free_slots[--n_free];
+            start_multi(m, easy[k], &run->reqs[i], &hdr[k]);
+            active++;
+        }
+        if (!active)
+            break;
+        int running = 0, left = 0;
+        curl_multi_perform(m, &running);
+        CURLMsg *msg;
+        while ((msg = curl_multi_info_read(m, &left))) {
+            if (msg->msg != CURLMSG_DONE)
+                continue;
+            CURL *e = msg->easy_handle;
+            long status = 0;
+            intptr_t k = 0;
+            curl_easy_getinfo(e, CURLINFO_PRIVATE, (char **)&k);
+            if (msg->data.result != CURLE_OK ||
+                curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status) != CURLE_OK || status != 200)
+                atomic_store(&run->failed, 1);
+            curl_multi_remove_handle(m, e);
+            curl_slist_free_all(hdr[k]);
+            hdr[k] = NULL;
+            free_slots[n_free++] = (int)k;
+            active--;
+        }
+        if (active && running)
+            curl_multi_poll(m, NULL, 0, 1000, NULL);
+    }
+    run->cpu_ms[w->index] = thread_cpu_ms() - t0;
+    run->bytes[w->index] = bytes;
+    return NULL;
+}
+
 /* Builds every turn's request of the batch; returns the count or -1. */
 static long build_all(floor_req **out, e2e_floor *f, const sr_rollout_result *results,
                       const sr_rollout_config *cfgs, size_t n, const char *sp_text)
@@ -213,7 +326,7 @@ int e2e_floor_batch(e2e_floor *f, e2e_floor_totals *t, const sr_rollout_result *
     int started = 0;
     for (int i = 0; !rc && i < nt; i++, started++) {
         ws[i] = (floor_worker){&run, i};
-        if (pthread_create(&th[i], NULL, work, &ws[i]) != 0) {
+        if (pthread_create(&th[i], NULL, f->multi ? work_multi : work, &ws[i]) != 0) {
             rc = -1;
             break;
         }

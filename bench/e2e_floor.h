@@ -20,6 +20,14 @@ typedef struct e2e_floor e2e_floor;
 
 /* A floor over `n_urls` engine URLs with `threads` kept-alive easy handles. NULL on failure. */
 e2e_floor *e2e_floor_new(const char *const *urls, int n_urls, int threads);
+
+/*
+ * The same replay through libcurl's multi interface: `threads` threads, each driving one multi
+ * handle with up to slots / threads transfers in flight (slots: the harness's concurrency), so
+ * the requests are just as concurrent but need no thread each. An experiment, to see what an
+ * event-driven client could save; not what syncroll's client does.
+ */
+e2e_floor *e2e_floor_new_multi(const char *const *urls, int n_urls, int slots, int threads);
 void e2e_floor_free(e2e_floor *f);
 
 /* What one replay of a batch cost. */

@@ -114,11 +114,13 @@ static int only_in_scenarios(const char *key)
 
 /* *out = 1 when the file is a scenario. A file that is not JSON at all is reported here with
  * sr_json's error (json.syntax, file:line:col), the code the scenario loader gives too. */
-static int is_scenario(int *out, const char *file, sr_err *err)
+static int is_scenario(int *out, const char *file, size_t max_bytes, sr_err *err)
 {
     *out = 0;
     sr_json_doc *d = NULL;
-    int rc = sr_json_load_file(&d, file, 0, err);
+    /* Read under the larger of the JSON layer's default and --max-scenario-bytes, so the
+     * scenario loader, not this peek, is what refuses a file over the latter. */
+    int rc = sr_json_load_file(&d, file, max_bytes > SR_JSON_DEFAULT_MAX ? max_bytes : 0, err);
     if (rc)
         return rc;
     const cJSON *root = sr_json_root(d);
@@ -307,7 +309,7 @@ int sr_cmd_serve(int argc, char **argv)
     sr_engine_config cfg;
     sr_engine_config_defaults(&cfg);
     int scenario = 0;
-    int rc = is_scenario(&scenario, a.file, &err);
+    int rc = is_scenario(&scenario, a.file, a.max_scenario_bytes, &err);
     if (!rc && scenario)
         rc = plan_scenario(&p, &a, &err);
     if (!rc)

@@ -49,8 +49,10 @@ int main(int argc, char **argv)
         return sr_cmd_version(1, argv + 1);
     for (const sr_command *c = sr_commands; c->name; c++) {
         if (strcmp(c->name, cmd) == 0) {
-            /* The process-wide set-up, before any thread starts: malloc policy, libcurl. */
-            sr_proc_tune_malloc();
+            /* The process-wide set-up, before any thread starts: the harness's malloc policy
+             * (not the engines': they would keep every weight-sync bucket's heap), libcurl. */
+            if (strcmp(c->name, "engine") != 0)
+                sr_proc_tune_malloc();
             if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
                 fprintf(stderr, "syncroll: curl_global_init failed\n");
                 return SR_EXIT_FAIL;

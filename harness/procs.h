@@ -68,7 +68,8 @@ const char *sr_proc_describe(const sr_proc *p, char *buf, size_t cap);
 int sr_proc_self_exe(char *buf, size_t cap, sr_err *err);
 
 /*
- * The malloc policy of syncroll's processes; main() calls it once, before any thread starts.
+ * The malloc policy of the harness process (every command but `engine`); main() calls it once,
+ * before any thread starts.
  * Blocks up to SR_PROC_MMAP_THRESHOLD come from the heap and freed heap memory is kept for
  * reuse (up to SR_PROC_TRIM_THRESHOLD at the top of a heap) instead of going back to the kernel
  * after every batch: each rollout's result buffers (route traces of tens to hundreds of KiB) then

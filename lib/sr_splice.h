@@ -76,8 +76,10 @@
  * threaded path can be slower than one thread: use it on dedicated cores.
  *
  * Ownership: the result, its document, entries, paths and arrays belong to the splicer and stay
- * valid until the next sr_splice / sr_splice_stream_begin or sr_splicer_free (detach the document
- * with sr_splice_take_doc to keep it longer). The registry must outlive the splicer.
+ * valid until the next sr_splice / sr_splice_stream_begin or sr_splicer_free. The document is a
+ * tree of cJSON nodes in the splicer's arena (sr_jdom.h): read it with cJSON's readers, never
+ * change or cJSON_Delete it or any node of it (entries' `node`s point into it); sr_splice_take_doc
+ * gives an ordinary copy to keep longer. The registry must outlive the splicer.
  * Thread-safety: a splicer belongs to one thread at a time.
  */
 #ifndef SR_SPLICE_H
@@ -181,7 +183,8 @@ int sr_splice_stream_feed(sr_splicer *s, const char *chunk, size_t n, sr_err *er
 /* Ends the response: checks, parses, re-attaches and validates. */
 int sr_splice_stream_finish(sr_splicer *s, const sr_splice_result **out, sr_err *err);
 
-/* Detaches the parsed document from the last result; the caller frees it with cJSON_Delete. */
+/* A copy of the last result's document (NULL if none) that the caller frees with cJSON_Delete;
+ * the result's doc is NULL afterwards (its entries' nodes stay valid until the next parse). */
 cJSON *sr_splice_take_doc(sr_splicer *s);
 
 /*

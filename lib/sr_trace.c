@@ -390,8 +390,15 @@ int sr_meta_trace_finalize(sr_ndarray *out, sr_meta_trace *t, int64_t expected_r
     out->ndim = 1 + t->row_ndim;
     out->shape[0] = t->rows;
     memcpy(out->shape + 1, t->row_shape, sizeof(int64_t) * (size_t)t->row_ndim);
-    out->data = t->data;
     out->nbytes = (size_t)t->rows * t->row_elems * sr_dtype_size(t->dtype);
+    /* Storage reserved for more rows than came (reserve_rows, or doubling) is given back: the
+     * array may live as long as its run. A failed shrink keeps the larger block. */
+    if (t->cap > 2 * out->nbytes + 4096) {
+        unsigned char *p = realloc(t->data, out->nbytes ? out->nbytes : 1);
+        if (p)
+            t->data = p;
+    }
+    out->data = t->data;
     out->owned = 1;
     t->data = NULL;
     t->cap = 0;

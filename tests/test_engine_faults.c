@@ -1,5 +1,10 @@
 /* Every mock-engine fault produces exactly its declared effect, seen by a real HTTP client. */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
 
 #include "engine_util.h"
 
@@ -280,6 +285,35 @@ START_TEST(test_truncate_at_byte_n)
 }
 END_TEST
 
+/* GET /health on the raw kept-alive connection fd; the answer's head (status line, headers). */
+static void raw_health(int fd, char *buf, size_t cap)
+{
+    static const char req[] = "GET /health HTTP/1.1\r\nHost: x\r\n\r\n";
+    ck_assert_int_eq((long)write(fd, req, sizeof(req) - 1), (long)sizeof(req) - 1);
+    ssize_t n = read(fd, buf, cap - 1);
+    ck_assert_int_gt(n, 12);
+    buf[n] = '\0';
+}
+
+/* A kept-alive connection to the engine (the socket), its first /health answered 200. */
+static int raw_keepalive(const eng *e, char *buf, size_t cap)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    ck_assert_int_ge(fd, 0);
+    struct timeval tv = {30, 0}; /* a bound against a hang, not a timing assertion */
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof(a));
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)e->port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ck_assert_int_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    raw_health(fd, buf, cap);
+    ck_assert_msg(strncmp(buf, "HTTP/1.1 200", 12) == 0, "health: %s", buf);
+    ck_assert_msg(!strcasestr(buf, "\r\nConnection: close\r\n"), "closed at once: %s", buf);
+    return fd;
+}
+
 START_TEST(test_reset_and_refuse)
 {
     eng e;
@@ -292,8 +326,16 @@ START_TEST(test_reset_and_refuse)
     hresp_free(&bad), hresp_free(&good), eng_stop(&e);
 
     start_with(&e, "{\"kind\":\"refuse\",\"nth\":1,\"ms\":1500}");
+    char head[1024];
+    int kept = raw_keepalive(&e, head, sizeof head);
     http_post(&bad, &e, "/skyrl/v1/generate", REQ);
     ck_assert_int_eq(bad.cc, CURLE_RECV_ERROR);
+    /* The quiesced daemon still answers the connection it had, and closes it after: a client
+     * that keeps connections alive would otherwise pin the old daemon forever. */
+    raw_health(kept, head, sizeof head);
+    ck_assert_msg(strncmp(head, "HTTP/1.1 200", 12) == 0, "old daemon: %s", head);
+    ck_assert_msg(strcasestr(head, "\r\nConnection: close\r\n"), "kept open: %s", head);
+    close(kept);
     http_get(&good, &e, "/health");
     /* Nothing is served in the window. Usually the connection is refused outright; under heavy
      * load a connection can reach the listen queue in the instant before the listener closes

@@ -426,9 +426,8 @@ START_TEST(scenario_sets_the_rollout_token_limit)
 }
 END_TEST
 
-/* One kept-alive connection to the engine, proven accepted by an answered GET /health. */
-/* A raw loopback connection to the engine at `url` that has sent GET /health; the socket. */
-static int send_health(const char *url)
+/* A raw loopback connection to the engine at `url` that has sent `req`; the socket. */
+static int send_raw(const char *url, const char *req)
 {
     int port = atoi(strrchr(url, ':') + 1);
     int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -441,47 +440,75 @@ static int send_health(const char *url)
     a.sin_port = htons((uint16_t)port);
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     ck_assert_int_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-    static const char req[] = "GET /health HTTP/1.1\r\nHost: x\r\n\r\n";
-    ck_assert_int_eq((long)write(fd, req, sizeof(req) - 1), (long)sizeof(req) - 1);
+    size_t len = strlen(req);
+    ck_assert_int_eq((long)write(fd, req, len), (long)len);
     return fd;
 }
 
-static int hold_connection(const char *url)
+/* A connection busy with a request: a generate whose body never finishes arriving. */
+static int hold_busy(const char *url)
 {
-    int fd = send_health(url);
-    char buf[512];
-    ssize_t n = read(fd, buf, sizeof(buf) - 1);
-    ck_assert_int_gt(n, 12);
-    buf[n] = '\0';
-    ck_assert_msg(strncmp(buf, "HTTP/1.1 200", 12) == 0, "health: %s", buf);
-    return fd;
+    return send_raw(url, "POST /skyrl/v1/generate HTTP/1.1\r\nHost: x\r\n"
+                         "Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{");
 }
 
-/* A connection over the engine's limit: GET /health is answered 503 with "Connection: close"
- * and the check engine.connection_limit in its JSON body, and then the engine closes it. */
-static void assert_refused_on_the_wire(const char *url)
+/* GET /health on a new connection: the whole answer (the engine closes the connection after a
+ * 503; after a 200 the answer is read up to its end and the connection closed here). */
+static void get_health(const char *url, char *buf, size_t cap)
 {
-    int fd = send_health(url);
-    char buf[2048];
+    int fd = send_raw(url, "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
     size_t len = 0;
     ssize_t n;
-    while (len < sizeof(buf) - 1 && (n = read(fd, buf + len, sizeof(buf) - 1 - len)) > 0)
+    while (len < cap - 1 && (n = read(fd, buf + len, cap - 1 - len)) > 0)
         len += (size_t)n;
     buf[len] = '\0';
+    close(fd);
+}
+
+/* A request over the engine's limit: GET /health is answered 503 with "Connection: close" and
+ * the check engine.connection_limit in its JSON body, and then the engine closes it. The held
+ * connections reach the engine asynchronously, so the first tries may still be answered. */
+static void assert_refused_on_the_wire(const char *url)
+{
+    char buf[2048];
+    for (int i = 0; i < 200; i++) {
+        get_health(url, buf, sizeof buf);
+        if (strncmp(buf, "HTTP/1.1 200", 12) != 0)
+            break;
+        usleep(10000);
+    }
     ck_assert_msg(strncmp(buf, "HTTP/1.1 503", 12) == 0, "answer: %s", buf);
     ck_assert_msg(strcasestr(buf, "\r\nConnection: close\r\n"), "no Connection: close: %s", buf);
     ck_assert_msg(strstr(buf, "\"check\":\"engine.connection_limit\""), "no check: %s", buf);
     ck_assert_msg(strstr(buf, "engines.server.max_connections"), "no limit named: %s", buf);
-    /* The read loop ended at end of stream: the engine closed the connection. */
-    ck_assert_int_eq((long)read(fd, buf, 1), 0L);
-    close(fd);
 }
 
-/* Concurrent connections at the engine: with server.max_connections (2) connections open, a
- * request on a further connection is answered 503 engine.connection_limit and that connection
- * closed; the client retries it as the 503 it is, records every attempt as
- * engine.connection_limit and names it as the last outcome of client.retry_exhausted. Once a
- * held connection closes, the engine serves new connections again. */
+/* Idle kept-alive connections hold no slot: with max_connections (2) idle connections open,
+ * requests on two more are answered. */
+static void assert_idle_connections_are_free(const char *url)
+{
+    int idle[2];
+    char buf[512];
+    for (int k = 0; k < 2; k++) {
+        idle[k] = send_raw(url, "GET /health HTTP/1.1\r\nHost: x\r\n\r\n");
+        ssize_t n = read(idle[k], buf, sizeof(buf) - 1);
+        ck_assert_int_gt(n, 12);
+        buf[n] = '\0';
+        ck_assert_msg(strncmp(buf, "HTTP/1.1 200", 12) == 0, "health: %s", buf);
+    }
+    for (int k = 0; k < 2; k++) {
+        get_health(url, buf, sizeof buf);
+        ck_assert_msg(strncmp(buf, "HTTP/1.1 200", 12) == 0, "with idle connections: %s", buf);
+    }
+    close(idle[0]);
+    close(idle[1]);
+}
+
+/* Concurrent connections at the engine: idle kept-alive ones hold no slot; with
+ * server.max_connections (2) connections busy with a request, a request on a further connection
+ * is answered 503 engine.connection_limit and that connection closed; the client retries it as
+ * the 503 it is, records every attempt as engine.connection_limit and names it as the last
+ * outcome of client.retry_exhausted. Once a busy connection closes, the engine serves again. */
 START_TEST(engine_connections_over_their_bound_are_named)
 {
     sr_client_opts o = SR_CLIENT_OPTS_INIT;
@@ -490,7 +517,8 @@ START_TEST(engine_connections_over_their_bound_are_named)
     o.backoff_max_ms = 2;
     fx f;
     fx_start(&f, 1, "{" MODEL ",\"server\":{\"threads\":1,\"max_connections\":2}}", &o);
-    int held[2] = {hold_connection(f.urls[0]), hold_connection(f.urls[0])};
+    assert_idle_connections_are_free(f.urls[0]);
+    int held[2] = {hold_busy(f.urls[0]), hold_busy(f.urls[0])};
     assert_refused_on_the_wire(f.urls[0]);
     int32_t prompt[4] = {9, 8, 7, 6};
     cJSON *sp = sampling(2);

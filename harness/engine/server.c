@@ -89,6 +89,24 @@ static int path_known(const char *url)
     return 0;
 }
 
+/*
+ * Takes one of the cfg->max_connections slots for a request that has arrived (its headers read),
+ * or returns 0 when all are taken: that request is answered 503 engine.connection_limit and its
+ * connection closed. A connection holds a slot while it has a request in progress (until
+ * on_completed), so the bound is on connections that are busy, over every daemon: kept-alive
+ * connections waiting idle between requests do not hold one (libmicrohttpd's own limit,
+ * conn_hard_limit, bounds the sockets). Lock-free.
+ */
+static int take_slot(sr_server *s)
+{
+    int_fast64_t n = atomic_load(&s->conns);
+    do {
+        if (n >= s->cfg->max_connections)
+            return 0;
+    } while (!atomic_compare_exchange_weak(&s->conns, &n, n + 1));
+    return 1;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                   const char *method, const char *version, const char *upload_data,
                                   size_t *upload_size, void **con_cls)
@@ -105,9 +123,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         r->ep = sr_endpoint_lookup(method, url);
         r->bad_method = r->ep < 0 && path_known(url);
         r->body.max = s->cfg->max_body_bytes;
-        const union MHD_ConnectionInfo *ci =
-            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-        r->over_limit = ci && ci->socket_context == s;
+        r->over_limit = !take_slot(s);
+        r->counted = !r->over_limit;
         const char *ct = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Type");
         if (!r->over_limit && r->ep == SR_EP_COLLECTIVE_RPC && ct &&
             strncmp(ct, SR_ENGINE_BUCKET_CTYPE, strlen(SR_ENGINE_BUCKET_CTYPE)) == 0)
@@ -166,6 +183,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     s->live_reqs--;
     pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mu);
+    if (r->counted)
+        atomic_fetch_sub(&s->conns, 1);
     if (r->has_job)
         sr_gen_job_release(&r->job);
     sr_engine_bucket_abort(r->brx);
@@ -175,29 +194,18 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     *con_cls = NULL;
 }
 
-/*
- * Counts the connections within cfg->max_connections over every daemon. A connection that
- * arrives when they are all taken is not counted; its socket context is set to the server, which
- * marks it over the limit, and every request on it is answered 503 engine.connection_limit.
- */
+/* Tags each new connection with 1 + the daemon generation it was accepted in (server_io.c's
+ * queue closes connections of a quiesced daemon after their answer). */
 static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
                           enum MHD_ConnectionNotificationCode toe)
 {
     sr_server *s = cls;
     (void)conn;
-    if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
-        if (*socket_context != s)
-            atomic_fetch_sub(&s->conns, 1);
+    if (toe != MHD_CONNECTION_NOTIFY_STARTED)
         return;
-    }
-    int_fast64_t n = atomic_load(&s->conns);
-    do {
-        if (n >= s->cfg->max_connections) {
-            *socket_context = s;
-            return;
-        }
-    } while (!atomic_compare_exchange_weak(&s->conns, &n, n + 1));
-    *socket_context = NULL;
+    pthread_mutex_lock(&s->mu);
+    *socket_context = (void *)(uintptr_t)(s->daemon_gen + 1);
+    pthread_mutex_unlock(&s->mu);
 }
 
 /* The daemon's own bound: the configured connections plus the headroom answered 503. */

@@ -1,10 +1,13 @@
 /*
  * server: the mock engine's HTTP server on libmicrohttpd.
  *
- * A thread pool (cfg->threads workers, poll) serves at most cfg->max_connections connections at
- * once. Up to SR_SERVER_CONN_HEADROOM (16) connections beyond that are still accepted, but every
- * request on one is answered 503 with "Connection: close" and the check engine.connection_limit;
- * past the headroom a new connection waits in the kernel's listen backlog. Request bodies above
+ * A thread pool (cfg->threads workers, poll) serves at most cfg->max_connections connections busy
+ * with a request at once: a request that arrives when that many are in progress is answered 503
+ * with "Connection: close" and the check engine.connection_limit. Kept-alive connections idle
+ * between requests hold no slot; the sockets are bounded by libmicrohttpd's own limit,
+ * max_connections + SR_SERVER_CONN_HEADROOM (16), past which a new connection waits in the
+ * kernel's listen backlog. After a refuse fault the quiesced daemon answers its open connections
+ * with "Connection: close", so kept-alive clients move to the new listener. Request bodies above
  * cfg->max_body_bytes are answered 413 without being kept; unknown paths 404, known paths with
  * another method 405, malformed requests 400, all with a JSON error body
  * {"error":{"message":..,"type":..,"code":N,"check":"<sr_err name>"}}.

@@ -1,7 +1,9 @@
 /* Responses of the mock engine's server and the transport and HTTP faults that shape them. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -136,9 +138,19 @@ static enum MHD_Result queue(req *r, unsigned status, const char *ctype, const c
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
     if (hname)
         MHD_add_response_header(resp, hname, hval);
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
     pthread_mutex_lock(&r->srv->mu);
     r->state = RS_SENDING;
+    /* A daemon quiesced by a refuse fault serves its open connections to the end, but closes
+     * each after its answer: clients that keep connections alive (the client's conn pool) would
+     * otherwise hold it, and its threads, forever, and it could never be retired. A connection's
+     * socket context is 1 + the daemon generation it was accepted in (server.c). */
+    int old_daemon = ci && ci->socket_context &&
+                     (uint64_t)(uintptr_t)ci->socket_context - 1 != r->srv->daemon_gen;
     pthread_mutex_unlock(&r->srv->mu);
+    if (old_daemon && !(hname && strcasecmp(hname, MHD_HTTP_HEADER_CONNECTION) == 0))
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
     enum MHD_Result ret = MHD_queue_response(r->conn, status, resp);
     MHD_destroy_response(resp);
     return ret;
@@ -263,6 +275,7 @@ enum MHD_Result sr_srv_refuse(req *r, const sr_fault *t)
             close(fd);
         s->old[s->nold++] = s->d;
         s->d = NULL;
+        s->daemon_gen++;
         s->refusing = 1;
     }
     if (s->refusing && until > s->refuse_until_ns)

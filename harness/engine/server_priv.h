@@ -50,7 +50,8 @@ struct req {
     sr_buf body;
     sr_bucket_rx *brx; /* a broadcast bucket streaming into the stage instead of `body` */
     int too_large;
-    int over_limit; /* its connection came over cfg->max_connections: answered 503 */
+    int over_limit; /* arrived with cfg->max_connections requests in progress: answered 503 */
+    int counted;    /* holds one of those slots until on_completed */
     char session[SR_ENGINE_SESSION_MAX + 1];
     int64_t turn, ordinal;
     sr_fault_pick pick;
@@ -114,9 +115,13 @@ struct sr_server {
     req_dlist stalled; /* (mu) */
     int64_t running;   /* (mu) reqs in RS_RUNNING */
     int64_t live_reqs; /* (mu) reqs allocated and not completed */
-    /* Open connections within cfg->max_connections, over every daemon (the listening one and
-     * those draining after a refuse fault); counted by the connection notifier, lock-free. */
+    /* Connections with a request in progress, at most cfg->max_connections, over every daemon
+     * (the listening one and those draining after a refuse fault); see take_slot, lock-free. */
     atomic_int_fast64_t conns;
+    /* Incremented (under mu) when a refuse fault quiesces the listening daemon; each connection
+     * records the generation it was accepted in (on_connection), so answers on connections of a
+     * quiesced daemon can close them. */
+    uint64_t daemon_gen;
 };
 
 /* Monotonic nanoseconds (server_sched.c). */
