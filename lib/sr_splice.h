@@ -147,7 +147,7 @@ typedef struct sr_splice_stats {
 } sr_splice_stats;
 
 typedef struct sr_splice_result {
-    cJSON *doc;                     /* the parsed document (blobs as "", int arrays as {}) */
+    const cJSON *doc;               /* the parsed document (blobs as "", int arrays as {}) */
     const sr_splice_entry *entries; /* every registered key found, in document order */
     size_t count;
     sr_splice_stats stats;
