@@ -105,7 +105,7 @@ report-shot:
 	rm -f "$$d.log"; echo "report-shot: $(REPORT_RUN)/report.png"
 
 format:
-	clang-format -i lib/*.[ch] harness/*.[ch] tests/*.[ch] bench/*.[ch] fuzz/*.c
+	clang-format -i lib/*.[ch] $$(find harness -name "*.[ch]") tests/*.[ch] bench/*.[ch] fuzz/*.c
 
 clean:
 	rm -rf $(BUILD) build-sanitize $(FUZZ_BUILD)

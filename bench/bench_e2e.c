@@ -46,10 +46,10 @@
 
 #include "bench_util.h"
 #include "e2e_floor.h"
-#include "procs.h"
-#include "result.h"
-#include "rollout.h"
-#include "scenario.h"
+#include "run/procs.h"
+#include "report/result.h"
+#include "run/rollout.h"
+#include "scenario/scenario.h"
 #include "sr_buf.h"
 #include "sr_mix.h"
 

@@ -21,8 +21,8 @@
 #include <sys/wait.h>
 
 #include "bench_util.h"
-#include "commands.h"
-#include "procs.h"
+#include "cli/commands.h"
+#include "run/procs.h"
 #include "sr_buf.h"
 
 #define CFG                                                                                        \

@@ -28,8 +28,8 @@
 
 #include "bench_util.h"
 #include "engine/config.h"
-#include "procs.h"
-#include "sync.h"
+#include "run/procs.h"
+#include "sync/sync.h"
 
 #define GIB ((size_t)1 << 30)
 

@@ -14,7 +14,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "rollout.h"
+#include "run/rollout.h"
 
 typedef struct e2e_floor e2e_floor;
 

@@ -4,8 +4,8 @@
 
 #include <curl/curl.h>
 
-#include "commands.h"
-#include "procs.h"
+#include "cli/commands.h"
+#include "run/procs.h"
 
 const sr_command sr_commands[] = {
     {"version", "print the version and the base64 kernel in use", sr_cmd_version},

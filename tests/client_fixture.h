@@ -16,7 +16,7 @@
 
 #include "client/client.h"
 #include "engine/config.h"
-#include "procs.h"
+#include "run/procs.h"
 #include "sr_oracle.h"
 #include "sr_test.h"
 #include "sr_weights.h"

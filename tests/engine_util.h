@@ -19,9 +19,9 @@
 
 #include <cjson/cJSON.h>
 
-#include "commands.h"
+#include "cli/commands.h"
 #include "engine/config.h"
-#include "procs.h"
+#include "run/procs.h"
 #include "sr_buf.h"
 #include "sr_fields.h"
 #include "sr_oracle.h"

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "result.h"
+#include "report/result.h"
 
 #define SYNTH_HOSTILE_ID "row-mismatch <&>\"'"
 

@@ -9,7 +9,7 @@
 #include <stdio.h>
 
 #include "client_fixture.h"
-#include "sync.h"
+#include "sync/sync.h"
 
 #define SYNC_MODEL                                                                                 \
     "\"seed\":7,\"model\":{\"vocab\":64,\"layers\":4,\"experts\":8,\"topk\":2,\"eos_id\":2,"       \

@@ -11,7 +11,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 
-#include "runner.h"
+#include "run/runner.h"
 
 /* This suite uses the engine-process part of the shared fixtures only. */
 #pragma GCC diagnostic push

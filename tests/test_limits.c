@@ -19,8 +19,8 @@
 #include "client_fixture.h"
 #pragma GCC diagnostic pop
 #include "report/artifacts.h"
-#include "rollout.h"
-#include "scenario.h"
+#include "run/rollout.h"
+#include "scenario/scenario.h"
 #include "sr_envelope.h"
 #include "sr_splice.h"
 #include "sr_trace.h"

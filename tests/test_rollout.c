@@ -6,7 +6,7 @@
 #include <curl/curl.h>
 
 #include "client_fixture.h"
-#include "rollout.h"
+#include "run/rollout.h"
 
 #define MODEL_JSON                                                                                 \
     "\"seed\":23,\"model\":{\"vocab\":64,\"layers\":2,\"experts\":16,\"topk\":2,\"eos_id\":2,"     \

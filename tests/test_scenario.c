@@ -9,13 +9,13 @@
 #include <string.h>
 
 #include "client/client.h"
-#include "rollout.h"
-#include "scenario.h"
+#include "run/rollout.h"
+#include "scenario/scenario.h"
 #include "sr_pool.h"
 #include "sr_replay_config.h"
 #include "sr_test.h"
 #include "sr_trace.h"
-#include "verify.h"
+#include "run/verify.h"
 
 /* Every quirk field of the code base: a new one makes these fail until FORMAT.md and the quirk
  * table list it. */

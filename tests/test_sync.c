@@ -8,8 +8,8 @@
 #include <pthread.h>
 #include <time.h>
 
-#include "rollout.h"
-#include "scenario.h"
+#include "run/rollout.h"
+#include "scenario/scenario.h"
 #include "sr_hist.h"
 #include "sync_fixture.h"
 

@@ -10,12 +10,12 @@
 #include <string.h>
 
 #include "engine_util.h"
-#include "result.h"
-#include "rollout.h"
+#include "report/result.h"
+#include "run/rollout.h"
 #include "sr_collate.h"
 #include "sr_oracle.h"
 #include "sr_test.h"
-#include "verify.h"
+#include "run/verify.h"
 
 typedef struct fx {
     sr_engine_config cfg;

@@ -1,11 +1,11 @@
-#include "client/client.h"
+#include "client.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "client/client_priv.h"
-#include "client/retry.h"
+#include "client_priv.h"
+#include "retry.h"
 
 static int check_opts(const sr_client_opts *o, sr_err *err)
 {

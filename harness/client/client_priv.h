@@ -6,7 +6,7 @@
 
 #include <curl/curl.h>
 
-#include "client/client.h"
+#include "client.h"
 #include "sr_buf.h"
 #include "sr_splice.h"
 

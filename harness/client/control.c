@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client/client_priv.h"
+#include "client_priv.h"
 
 /* One engine's transfer of a control-plane call. */
 typedef struct ctl {

@@ -2,7 +2,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
-#include "client/client_priv.h"
+#include "client_priv.h"
 
 /* ---- the client's idle conns ---- */
 

@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client/client_priv.h"
+#include "client_priv.h"
 
 static int grow(void **p, size_t *cap, size_t need, size_t item, sr_err *err)
 {

@@ -1,4 +1,4 @@
-#include "client/retry.h"
+#include "retry.h"
 
 #include <math.h>
 

@@ -9,7 +9,7 @@
 
 #include <stdint.h>
 
-#include "client/client.h"
+#include "client.h"
 
 /* What to do after a failed attempt. */
 typedef enum sr_retry_verdict {

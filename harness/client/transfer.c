@@ -3,7 +3,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "client/client_priv.h"
+#include "client_priv.h"
 
 double sr_client_now_ms(void)
 {

@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cmd_run_priv.h"
+#include "run_priv.h"
 #include "commands.h"
 #include "report/report.h"
 

@@ -54,7 +54,7 @@
 #include <stdint.h>
 
 #include "engine/config.h"
-#include "result.h"
+#include "report/result.h"
 #include "rollout.h"
 #include "sr_collate.h"
 #include "sr_err.h"

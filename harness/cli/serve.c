@@ -10,8 +10,8 @@
 
 #include "commands.h"
 #include "engine/config.h"
-#include "procs.h"
-#include "scenario.h"
+#include "run/procs.h"
+#include "scenario/scenario.h"
 #include "sr_json.h"
 
 static void usage(FILE *f)

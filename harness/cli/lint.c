@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "commands.h"
-#include "scenario.h"
+#include "scenario/scenario.h"
 
 static void usage(FILE *f)
 {

@@ -11,11 +11,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cmd_run_priv.h"
+#include "run_priv.h"
 #include "commands.h"
 #include "report/report.h"
 #include "report/term.h"
-#include "runner.h"
+#include "run/runner.h"
 
 uint64_t sr_run_shard_hash(const char *id)
 {

@@ -26,7 +26,7 @@
  * expected.
  *
  * Step executors share sr_scn_run. The dispatch table is runner_steps.c's; sync_weights is
- * executed by sr_step_sync_weights (step_sync.c) — the weight-sync module plugs in there.
+ * executed by sr_step_sync_weights (runner_steps.c) — the weight-sync module plugs in there.
  *
  * Thread-safety: a runner call owns its sr_scn_run; async step threads read it and write only
  * their own sr_step_state and the result entry (through its locked functions). Engines, client
@@ -40,9 +40,9 @@
 
 #include "client/client.h"
 #include "procs.h"
-#include "result.h"
+#include "report/result.h"
 #include "rollout.h"
-#include "scenario.h"
+#include "scenario/scenario.h"
 #include "verify.h"
 
 typedef struct sr_run_opts {

@@ -41,7 +41,7 @@
 #include "client/client.h"
 #include "engine/config.h"
 #include "engine/faults.h"
-#include "result.h"
+#include "report/result.h"
 #include "sr_buf.h"
 #include "sr_err.h"
 #include "sr_fields.h"

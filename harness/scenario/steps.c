@@ -8,7 +8,7 @@
 #include "sr_oracle.h"
 #include "sr_trace.h"
 #include "sr_weights.h"
-#include "verify.h"
+#include "run/verify.h"
 
 #define DAY_MS SR_SCN_MAX_TIMEOUT
 

@@ -74,7 +74,7 @@
 #include <stdint.h>
 
 #include "client/client.h"
-#include "result.h"
+#include "report/result.h"
 #include "sr_err.h"
 #include "sr_pool.h"
 #include "sr_weights.h"

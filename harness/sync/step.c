@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "scenario.h"
+#include "scenario/scenario.h"
 #include "sync_priv.h"
 
 void sr_sync_report(sr_scenario_result *sc, const sr_sync_result *res, int64_t step)

@@ -13,10 +13,10 @@
 #include <curl/curl.h>
 
 #include "commands.h"
-#include "procs.h"
+#include "run/procs.h"
 #include "sr_buf.h"
 #include "sr_fields.h"
-#include "validate_field.h"
+#include "run/validate_field.h"
 
 static const char USAGE[] =
     "usage: syncroll validate-field [--seed N] [--rows N] FIELD.json\n"

@@ -8,6 +8,7 @@
 
 #include "runner_priv.h"
 #include "sr_pool.h"
+#include "sync/sync.h"
 
 static const sr_step_fn executors[SR_STEP_KIND_COUNT] = {
     [SR_STEP_ROLLOUT] = sr_step_rollout,         [SR_STEP_SYNC_WEIGHTS] = sr_step_sync_weights,
@@ -340,4 +341,24 @@ int sr_step_kill_engine(sr_scn_run *run, int step, sr_err *err)
     /* sr_proc_poll_exit reaped it; the poll after this step reports it as engine.crashed. */
     p->reaped = 1;
     return 0;
+}
+
+/*
+ * The sync_weights step: runs the weight-sync module (sync/sync.h) for one step and tells the
+ * verifier the version the engines hold afterwards, so rows of later generates (and stale rows)
+ * are checked against the right fingerprints.
+ */
+int sr_step_sync_weights(sr_scn_run *run, int step, sr_err *err)
+{
+    int rc = sr_sync_step(&run->sync, run->res, run->scn, step, (const char *const *)run->urls,
+                          (size_t)run->n_engines, run->opts->work_dir, err);
+    if (run->sync && run->verifier)
+        sr_verifier_note_version(run->verifier, sr_sync_version(run->sync));
+    return rc;
+}
+
+void sr_step_sync_release(sr_scn_run *run)
+{
+    sr_sync_free(run->sync);
+    run->sync = NULL;
 }

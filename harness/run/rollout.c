@@ -1,0 +1,581 @@
+#include "rollout.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sr_mix.h"
+
+/* The state of one running rollout and the steps of a turn (defined after the agent loop). */
+typedef struct rollout_state {
+    const sr_rollout_config *cfg;
+    sr_client_conn *k;
+    sr_rollout_result *res;
+    int32_t *ids; /* input_ids */
+    size_t ids_n, ids_cap;
+    uint8_t *mask; /* loss mask of input_ids[P0:] */
+    double *lp;    /* logprobs of input_ids[P0:] */
+    size_t mask_n, mask_cap, lp_cap;
+    int32_t *obs; /* this turn's observation */
+    size_t obs_n, obs_cap;
+    int64_t *row_ver, *held_ver; /* per captured row */
+    size_t ver_n, ver_cap, held_cap;
+    sr_route_trace *trace;
+    int64_t response_end; /* index in input_ids of the last response token */
+    int collect_lp;
+} rollout_state;
+
+static int rollout_grow(void **p, size_t *cap, size_t need, size_t item, sr_err *err);
+/* Appends to input_ids; past the token limit (trace_opts.max_rows) SR_E_ROLLOUT_TOKEN_LIMIT. */
+static int rollout_push_ids(rollout_state *s, const int32_t *ids, size_t n, sr_err *err);
+/* A trace's SR_E_LIMIT (rows or bytes past trace_opts) as SR_E_ROLLOUT_TOKEN_LIMIT; else rc. */
+static int rollout_token_limit(const rollout_state *s, int rc, sr_err *err);
+static int rollout_push_mask(rollout_state *s, uint8_t value, const double *lp, size_t n,
+                             sr_err *err);
+
+/* The environment's answer to turn `turn` into s->obs (empty once done). */
+static int rollout_env_obs(rollout_state *s, int turn, sr_err *err);
+
+/* Records the turn's routes in the trace and the per-row versions. */
+static int rollout_record(rollout_state *s, const sr_client_result *r, sr_err *err);
+
+/* The state updates of the multi-turn (§6) and single-turn template (§5.5) paths. */
+static int rollout_update_multi(rollout_state *s, const sr_client_result *r, sr_rollout_turn *t,
+                                sr_err *err);
+static int rollout_update_single(rollout_state *s, const sr_client_result *r, sr_rollout_turn *t,
+                                 sr_err *err);
+
+/*
+ * Cuts prompt/response/mask/logprobs into the result and (if `finalize` and rows were
+ * captured) finalizes the trace into result->routes with the per-row versions.
+ */
+static int rollout_finish(rollout_state *s, int finalize, sr_err *err);
+
+/* Longest trajectory a rollout may build, in tokens (the oracle's sequence bound). */
+#define MAX_TOKENS ((size_t)1 << 24)
+
+static int rollout_grow(void **p, size_t *cap, size_t need, size_t item, sr_err *err)
+{
+    if (need <= *cap)
+        return 0;
+    if (need > MAX_TOKENS)
+        return sr_err_set(err, SR_E_LIMIT, "rollout: more than %zu tokens", MAX_TOKENS);
+    size_t n = *cap ? *cap : 256;
+    while (n < need)
+        n *= 2;
+    void *q = realloc(*p, n * item);
+    if (!q)
+        return sr_err_set(err, SR_E_NOMEM, "rollout: cannot grow to %zu entries", n);
+    *p = q;
+    *cap = n;
+    return 0;
+}
+
+static uint64_t below(uint64_t x, uint64_t n)
+{
+    return (uint64_t)(((unsigned __int128)x * n) >> 64);
+}
+
+static int rollout_env_obs(rollout_state *s, int turn, sr_err *err)
+{
+    const sr_rollout_env *env = &s->cfg->env;
+    s->obs_n = 0;
+    if (turn >= env->max_turns)
+        return 0;
+    uint64_t st = sr_mix64(env->seed ^ sr_mix64((uint64_t)turn + 0x9E3779B97F4A7C15ull));
+    uint64_t span = (uint64_t)(env->obs_max - env->obs_min) + 1;
+    size_t n = (size_t)env->obs_min + below(sr_mix64(st + 0x9E3779B97F4A7C15ull), span);
+    int rc = rollout_grow((void **)&s->obs, &s->obs_cap, n ? n : 1, sizeof(int32_t), err);
+    for (size_t j = 0; !rc && j < n; j++)
+        s->obs[j] =
+            (int32_t)below(sr_mix64(st + 0x9E3779B97F4A7C15ull * (j + 2)), (uint64_t)env->vocab);
+    s->obs_n = rc ? 0 : n;
+    return rc;
+}
+
+static int check_config(const sr_rollout_config *c, sr_err *err)
+{
+    const sr_rollout_env *e = &c->env;
+    if (!c->prompt || c->prompt_len == 0)
+        return sr_err_set(err, SR_E_ROLLOUT_CONFIG, "rollout: the prompt must not be empty");
+    if (e->max_turns < 1 || e->max_turns > 1024)
+        return sr_err_set(err, SR_E_ROLLOUT_CONFIG, "rollout: env.max_turns must be 1..1024");
+    if (e->obs_min < 0 || e->obs_max < e->obs_min || e->obs_max > 65536 ||
+        (e->obs_max > 0 && e->vocab < 1) || e->vocab > INT32_MAX)
+        return sr_err_set(err, SR_E_ROLLOUT_CONFIG,
+                          "rollout: env needs 0 <= obs_min <= obs_max <= 65536 and a vocab");
+    if (c->append_eos_after_stop && c->eos_id < 0)
+        return sr_err_set(err, SR_E_ROLLOUT_CONFIG,
+                          "rollout: append_eos_after_stop needs an eos_id");
+    if (c->eos_id > INT32_MAX)
+        return sr_err_set(err, SR_E_ROLLOUT_CONFIG, "rollout: eos_id out of range");
+    if (!c->multi_turn && c->routes && !c->quirks.synthetic_eos_loss_active)
+        return sr_err_set(err, SR_E_ROLLOUT_CONFIG,
+                          "rollout: routed experts with the single-turn chat template are "
+                          "refused: the agent loop appends a synthetic EOS that is loss-active "
+                          "but that the inference engine never evaluated (use multi_turn, or "
+                          "the quirk synthetic_eos_loss_active to reproduce the defect)");
+    return 0;
+}
+
+static int wants_logprobs(const cJSON *sp)
+{
+    const cJSON *l = sp ? cJSON_GetObjectItemCaseSensitive(sp, "logprobs") : NULL;
+    return l && !cJSON_IsNull(l);
+}
+
+/* Appends n entries to a growable array of `item`-sized elements. */
+static int push(void **arr, size_t *len, size_t *cap, const void *src, size_t n, size_t item,
+                sr_err *err)
+{
+    int rc = rollout_grow(arr, cap, *len + n + 1, item, err);
+    if (!rc && n) {
+        memcpy((char *)*arr + *len * item, src, n * item);
+        *len += n;
+    }
+    return rc;
+}
+
+static int64_t token_limit(const sr_rollout_config *c)
+{
+    return c->trace_opts.max_rows > 0 ? c->trace_opts.max_rows : SR_TRACE_DEFAULT_MAX_ROWS;
+}
+
+static int rollout_token_limit(const rollout_state *s, int rc, sr_err *err)
+{
+    if (rc != SR_E_LIMIT)
+        return rc;
+    const sr_trace_opts *o = &s->cfg->trace_opts;
+    sr_err_prefix(err, "rollout past its token limit (%lld tokens, %zu route-trace bytes): ",
+                  (long long)token_limit(s->cfg),
+                  o->max_bytes ? o->max_bytes : SR_TRACE_DEFAULT_MAX_BYTES);
+    if (err)
+        err->code = SR_E_ROLLOUT_TOKEN_LIMIT;
+    return SR_E_ROLLOUT_TOKEN_LIMIT;
+}
+
+static int rollout_push_ids(rollout_state *s, const int32_t *ids, size_t n, sr_err *err)
+{
+    int64_t limit = token_limit(s->cfg);
+    if (n > (size_t)limit || s->ids_n > (size_t)limit - n)
+        return sr_err_set(err, SR_E_ROLLOUT_TOKEN_LIMIT,
+                          "rollout past its token limit: the conversation would hold %zu tokens, "
+                          "more than %lld",
+                          s->ids_n + n, (long long)limit);
+    return push((void **)&s->ids, &s->ids_n, &s->ids_cap, ids, n, sizeof(int32_t), err);
+}
+
+/* Appends n loss-mask entries of `value` and n logprobs (lp, or 0.0 each when lp is NULL). */
+static int rollout_push_mask(rollout_state *s, uint8_t value, const double *lp, size_t n,
+                             sr_err *err)
+{
+    size_t m0 = s->mask_n;
+    int rc = rollout_grow((void **)&s->mask, &s->mask_cap, m0 + n + 1, 1, err);
+    if (!rc)
+        rc = rollout_grow((void **)&s->lp, &s->lp_cap, m0 + n + 1, sizeof(double), err);
+    for (size_t i = 0; !rc && i < n; i++) {
+        s->mask[m0 + i] = value;
+        s->lp[m0 + i] = lp ? lp[i] : 0.0;
+    }
+    if (!rc)
+        s->mask_n += n;
+    return rc;
+}
+
+static void turn_from_client(sr_rollout_turn *t, const sr_client_result *r)
+{
+    t->engine = r->engine;
+    snprintf(t->engine_id, sizeof t->engine_id, "%s", r->engine_id);
+    t->http_status = r->http_status;
+    t->start_sent = r->prompt_start_sent;
+    t->weight_version = r->weight_version;
+    t->request_ms = r->request_ms;
+    t->splice_ms = r->splice_ms;
+    t->decode_ms = r->decode_ms;
+    t->wait_ms = r->wait_ms;
+    t->bytes_sent = r->bytes_sent;
+    t->bytes_received = r->bytes_received;
+    t->bytes_total = r->bytes_total;
+    t->n_attempts = r->n_attempts;
+    t->attempts = r->n_attempts ? malloc((size_t)r->n_attempts * sizeof *t->attempts) : NULL;
+    if (t->attempts)
+        memcpy(t->attempts, r->attempts, (size_t)r->n_attempts * sizeof *t->attempts);
+    else
+        t->n_attempts = 0;
+    if (r->has_routes)
+        t->route_rows = r->routes.ndim ? r->routes.shape[0] : 0;
+    snprintf(t->finish_reason, sizeof t->finish_reason, "%s",
+             r->finish_reason ? r->finish_reason : "");
+}
+
+/* Sends turn k's generate into *r and records what the client did in the result's turn log. */
+static int request_turn(rollout_state *s, int turn, sr_client_result *r, sr_err *err)
+{
+    const sr_rollout_config *c = s->cfg;
+    sr_rollout_result *res = s->res;
+    sr_rollout_turn *t = &res->turns[res->n_turns++];
+    memset(t, 0, sizeof *t);
+    t->prompt_len = (int64_t)s->ids_n;
+    sr_client_req q = SR_CLIENT_REQ_INIT;
+    q.token_ids = s->ids;
+    q.n_tokens = s->ids_n;
+    q.sampling_params = c->sampling_params;
+    q.model = c->model;
+    q.cache_salt = c->cache_salt;
+    q.session_id = c->session_id;
+    q.turn = turn;
+    q.return_routes = c->routes;
+    if (c->routes)
+        q.prompt_start =
+            c->quirks.overwrite_trace_each_turn ? 0 : sr_route_trace_prompt_start(s->trace);
+    int rc = sr_client_generate(r, s->k, &q, err);
+    turn_from_client(t, r);
+    if (rc)
+        return rc;
+    t->generated = (int64_t)r->n_tokens;
+    if (s->collect_lp && !r->has_logprobs && r->n_tokens)
+        return sr_err_set(err, SR_E_CLIENT_BAD_RESPONSE,
+                          "logprobs were requested but the response carries none");
+    return 0;
+}
+
+static int one_turn(rollout_state *s, int turn, sr_err *err)
+{
+    const sr_rollout_config *c = s->cfg;
+    sr_client_result r;
+    int rc = request_turn(s, turn, &r, err);
+    sr_rollout_turn *t = &s->res->turns[s->res->n_turns - 1];
+    if (!rc && c->routes) {
+        double t0 = sr_client_now_ms();
+        rc = rollout_record(s, &r, err);
+        t->record_ms = sr_client_now_ms() - t0;
+    }
+    if (!rc)
+        rc = rollout_env_obs(s, turn, err);
+    if (!rc)
+        rc = c->multi_turn ? rollout_update_multi(s, &r, t, err)
+                           : rollout_update_single(s, &r, t, err);
+    if (!rc)
+        t->obs_tokens = (int64_t)s->obs_n;
+    if (!rc && c->after_turn)
+        rc = c->after_turn(c->hook_ctx, turn, err);
+    return rc;
+}
+
+static int loop(rollout_state *s, sr_err *err)
+{
+    const sr_rollout_config *c = s->cfg;
+    sr_rollout_result *res = s->res;
+    for (int turn = 1; turn <= c->env.max_turns; turn++) {
+        if (c->max_input_length > 0 && (int64_t)s->ids_n > c->max_input_length) {
+            snprintf(res->stop_reason, sizeof res->stop_reason, "length");
+            break;
+        }
+        int rc = one_turn(s, turn, err);
+        if (rc) {
+            res->failed_turn = turn;
+            return rc;
+        }
+        const sr_rollout_turn *t = &res->turns[res->n_turns - 1];
+        snprintf(res->stop_reason, sizeof res->stop_reason, "%s", t->finish_reason);
+    }
+    return 0;
+}
+
+/* Rows a rollout holds at most when every turn generates max_tokens: the trace's capacity hint
+ * (capped: a huge max_tokens should not allocate up front what EOS usually makes unused). */
+static int64_t rows_hint(const sr_rollout_config *c)
+{
+    const cJSON *m = c->sampling_params
+                         ? cJSON_GetObjectItemCaseSensitive(c->sampling_params, "max_tokens")
+                         : NULL;
+    if (!cJSON_IsNumber(m) || !(m->valuedouble >= 1 && m->valuedouble <= 1e6) ||
+        c->env.max_turns < 1 || c->env.max_turns > 10000)
+        return 0;
+    int64_t obs = c->env.obs_max > 0 ? c->env.obs_max : 0;
+    int64_t rows =
+        (int64_t)c->prompt_len + (int64_t)c->env.max_turns * ((int64_t)m->valuedouble + obs);
+    return rows < ((int64_t)1 << 18) ? rows : ((int64_t)1 << 18);
+}
+
+static int setup(rollout_state *s, sr_err *err)
+{
+    const sr_rollout_config *c = s->cfg;
+    s->collect_lp = wants_logprobs(c->sampling_params);
+    s->response_end = (int64_t)c->prompt_len - 1;
+    s->res->turns = calloc((size_t)c->env.max_turns, sizeof *s->res->turns);
+    if (!s->res->turns)
+        return sr_err_set(err, SR_E_NOMEM, "rollout: cannot allocate the turn log");
+    int rc = rollout_push_ids(s, c->prompt, c->prompt_len, err);
+    for (size_t i = 0; !rc && i < c->prompt_len; i++)
+        if (c->prompt[i] < 0)
+            rc = sr_err_set(err, SR_E_ROLLOUT_CONFIG, "rollout: prompt[%zu] is negative", i);
+    if (!rc && c->routes) {
+        sr_trace_opts o = c->trace_opts;
+        if (!o.reserve_rows)
+            o.reserve_rows = rows_hint(c);
+        rc = sr_route_trace_new(&s->trace, &o, err);
+    }
+    return rc;
+}
+
+static void state_free(rollout_state *s)
+{
+    sr_route_trace_free(s->trace);
+    free(s->ids);
+    free(s->mask);
+    free(s->lp);
+    free(s->obs);
+    free(s->row_ver);
+    free(s->held_ver);
+}
+
+int sr_rollout_run(sr_rollout_result *res, sr_client_conn *k, const sr_rollout_config *cfg,
+                   sr_err *err)
+{
+    memset(res, 0, sizeof *res);
+    res->failed_turn = -1;
+    res->err = (sr_err)SR_ERR_INIT;
+    res->routes = (sr_ndarray)SR_NDARRAY_INIT;
+    double t0 = sr_client_now_ms();
+    rollout_state s;
+    memset(&s, 0, sizeof s);
+    s.cfg = cfg;
+    s.k = k;
+    s.res = res;
+    int rc = check_config(cfg, &res->err);
+    if (!rc)
+        rc = setup(&s, &res->err);
+    if (rc)
+        res->failed_turn = 0;
+    if (!rc)
+        rc = loop(&s, &res->err);
+    /* The outputs are cut even after a failure, so a report can show how far the rollout got. */
+    sr_err scratch = SR_ERR_INIT;
+    int rc2 = rollout_finish(&s, rc == 0, rc ? &scratch : &res->err);
+    if (!rc && rc2)
+        res->failed_turn = 0;
+    rc = rc ? rc : rc2;
+    if (cfg->finish_session && res->n_turns > 0)
+        sr_client_finish_session(k, cfg->session_id);
+    state_free(&s);
+    res->total_ms = sr_client_now_ms() - t0;
+    res->code = rc;
+    if (rc && err)
+        *err = res->err;
+    return rc;
+}
+
+void sr_rollout_result_release(sr_rollout_result *r)
+{
+    if (!r)
+        return;
+    free(r->prompt_ids);
+    free(r->response_ids);
+    free(r->loss_mask);
+    free(r->logprobs);
+    sr_ndarray_release(&r->routes);
+    free(r->row_version);
+    free(r->held_version);
+    for (int i = 0; r->turns && i < r->n_turns; i++)
+        free(r->turns[i].attempts);
+    free(r->turns);
+    memset(r, 0, sizeof *r);
+}
+
+/* The per-turn state updates, trace recording and the end of a rollout. */
+
+static int64_t span_version(const sr_client_result *r, int64_t row)
+{
+    for (size_t i = 0; i < r->n_spans; i++)
+        if (r->spans[i].lo <= row && row < r->spans[i].hi)
+            return r->spans[i].version;
+    return -1;
+}
+
+/* Rows [first, last) arrived in `r`: their held version, and the first version of new ones. */
+static int note_versions(rollout_state *s, const sr_client_result *r, int64_t first, int64_t last,
+                         sr_err *err)
+{
+    size_t need = last > 0 ? (size_t)last : 1;
+    int rc = rollout_grow((void **)&s->row_ver, &s->ver_cap, need, sizeof(int64_t), err);
+    if (!rc)
+        rc = rollout_grow((void **)&s->held_ver, &s->held_cap, need, sizeof(int64_t), err);
+    if (rc)
+        return rc;
+    for (int64_t i = first; i < last; i++) {
+        int64_t v = span_version(r, i);
+        s->held_ver[i] = v;
+        if ((size_t)i >= s->ver_n)
+            s->row_ver[i] = v;
+    }
+    if ((size_t)last > s->ver_n)
+        s->ver_n = (size_t)last;
+    return 0;
+}
+
+static int rollout_record(rollout_state *s, const sr_client_result *r, sr_err *err)
+{
+    const sr_rollout_config *c = s->cfg;
+    int64_t P = (int64_t)s->ids_n, G = (int64_t)r->n_tokens;
+    if (!c->quirks.overwrite_trace_each_turn) {
+        int64_t first = sr_route_trace_prompt_start(s->trace);
+        int rc = sr_route_trace_record(s->trace, P, G, &r->routes, NULL, 0, err);
+        rc = rollout_token_limit(s, rc, err);
+        return rc ? rc : note_versions(s, r, first, sr_route_trace_prompt_start(s->trace), err);
+    }
+    /* Before #1912: the whole conversation's routes replace whatever the trace held. */
+    sr_route_trace *t = NULL;
+    int rc = sr_route_trace_new(&t, &c->trace_opts, err);
+    if (!rc)
+        rc = sr_route_trace_record(t, P, G, &r->routes, NULL, 0, err);
+    rc = rollout_token_limit(s, rc, err);
+    if (rc) {
+        sr_route_trace_free(t);
+        return rc;
+    }
+    sr_route_trace_free(s->trace);
+    s->trace = t;
+    return note_versions(s, r, 0, sr_route_trace_prompt_start(t), err);
+}
+
+static int is_stop(const sr_client_result *r)
+{
+    return r->finish_reason && strcmp(r->finish_reason, "stop") == 0;
+}
+
+static int rollout_update_multi(rollout_state *s, const sr_client_result *r, sr_rollout_turn *t,
+                                sr_err *err)
+{
+    const sr_rollout_config *c = s->cfg;
+    size_t G = r->n_tokens, P = s->ids_n;
+    const double *lp = s->collect_lp && r->has_logprobs ? r->logprobs : NULL;
+    int added = c->append_eos_after_stop && is_stop(r) &&
+                (G == 0 || r->token_ids[G - 1] != (int32_t)c->eos_id);
+    int32_t eos = (int32_t)c->eos_id;
+    int rc = rollout_push_ids(s, r->token_ids, G, err);
+    if (!rc)
+        rc = rollout_push_mask(s, 1, lp, G, err);
+    if (!rc && added)
+        rc = rollout_push_ids(s, &eos, 1, err);
+    if (!rc && added)
+        rc = rollout_push_mask(s, 0, NULL, 1, err);
+    s->response_end = (int64_t)(P + G + (size_t)added) - 1;
+    if (!rc)
+        rc = rollout_push_ids(s, s->obs, s->obs_n, err);
+    if (!rc)
+        rc = rollout_push_mask(s, 0, NULL, s->obs_n, err);
+    t->added_eos = added;
+    return rc;
+}
+
+static int rollout_update_single(rollout_state *s, const sr_client_result *r, sr_rollout_turn *t,
+                                 sr_err *err)
+{
+    const sr_rollout_config *c = s->cfg;
+    size_t G = r->n_tokens, P = s->ids_n;
+    const double *lp = s->collect_lp && r->has_logprobs ? r->logprobs : NULL;
+    /* The template path strips the model's EOS; it is re-added after the loop (§5.5). */
+    size_t kept = G && c->eos_id >= 0 && r->token_ids[G - 1] == (int32_t)c->eos_id ? G - 1 : G;
+    int rc = rollout_push_ids(s, r->token_ids, kept, err);
+    if (!rc)
+        rc = rollout_push_mask(s, 1, lp, kept, err);
+    s->response_end = (int64_t)(P + kept) - 1;
+    if (!rc)
+        rc = rollout_push_ids(s, s->obs, s->obs_n, err);
+    if (!rc)
+        rc = rollout_push_mask(s, 0, NULL, s->obs_n, err);
+    t->added_eos = 0;
+    return rc;
+}
+
+/* The single-turn template's synthetic EOS (loss mask 1, logprob 0.0) after the response. */
+static int synthetic_eos(rollout_state *s, size_t *resp_len, sr_err *err)
+{
+    const sr_rollout_config *c = s->cfg;
+    size_t P0 = c->prompt_len, n = *resp_len;
+    int32_t eos = (int32_t)c->eos_id;
+    if (c->multi_turn || c->eos_id < 0 || strcmp(s->res->stop_reason, "length") == 0 ||
+        (n && s->ids[P0 + n - 1] == eos))
+        return 0;
+    s->ids_n = P0 + n;
+    s->mask_n = n;
+    int rc = rollout_push_ids(s, &eos, 1, err);
+    if (!rc)
+        rc = rollout_push_mask(s, 1, NULL, 1, err);
+    if (!rc)
+        *resp_len = n + 1;
+    return rc;
+}
+
+static void *dup_bytes(const void *p, size_t n)
+{
+    void *q = malloc(n ? n : 1);
+    if (q && n)
+        memcpy(q, p, n);
+    return q;
+}
+
+static int cut_outputs(rollout_state *s, size_t resp_len, sr_err *err)
+{
+    sr_rollout_result *res = s->res;
+    size_t P0 = s->cfg->prompt_len;
+    res->prompt_len = P0;
+    res->response_len = resp_len;
+    res->prompt_ids = dup_bytes(s->ids, P0 * sizeof(int32_t));
+    res->response_ids = dup_bytes(s->ids + P0, resp_len * sizeof(int32_t));
+    res->loss_mask = dup_bytes(s->mask, resp_len);
+    if (s->collect_lp)
+        res->logprobs = dup_bytes(s->lp, resp_len * sizeof(double));
+    if (!res->prompt_ids || !res->response_ids || !res->loss_mask ||
+        (s->collect_lp && !res->logprobs))
+        return sr_err_set(err, SR_E_NOMEM, "rollout: cannot copy the outputs");
+    return 0;
+}
+
+static int finalize_routes(rollout_state *s, sr_err *err)
+{
+    sr_rollout_result *res = s->res;
+    size_t P0 = s->cfg->prompt_len, T = P0 + res->response_len;
+    uint8_t *full = calloc(T ? T : 1, 1);
+    if (!full)
+        return sr_err_set(err, SR_E_NOMEM, "rollout: cannot build the loss mask");
+    memcpy(full + P0, res->loss_mask, res->response_len);
+    double t0 = sr_client_now_ms();
+    int rc = sr_route_trace_finalize(&res->routes, &res->captured_rows, s->trace, (int64_t)T, full,
+                                     (int64_t)T, err);
+    res->finalize_ms = sr_client_now_ms() - t0;
+    free(full);
+    if (rc)
+        return rollout_token_limit(s, rc, err);
+    size_t rows = (size_t)res->routes.shape[0];
+    res->row_version = malloc((rows ? rows : 1) * sizeof(int64_t));
+    res->held_version = malloc((rows ? rows : 1) * sizeof(int64_t));
+    if (!res->row_version || !res->held_version)
+        return sr_err_set(err, SR_E_NOMEM, "rollout: cannot allocate row versions");
+    for (size_t i = 0; i < rows; i++) {
+        int captured = i < s->ver_n && (int64_t)i < res->captured_rows;
+        res->row_version[i] = captured ? s->row_ver[i] : -1;
+        res->held_version[i] = captured ? s->held_ver[i] : -1;
+    }
+    return 0;
+}
+
+static int rollout_finish(rollout_state *s, int finalize, sr_err *err)
+{
+    size_t P0 = s->cfg->prompt_len;
+    if (s->ids_n < P0 || !s->ids)
+        return 0; /* refused or failed before the prompt was in place: nothing to cut */
+    size_t resp_len = s->response_end + 1 > (int64_t)P0 ? (size_t)(s->response_end + 1) - P0 : 0;
+    /* After a failed turn the arrays may be shorter than the last response end claims. */
+    if (resp_len > s->mask_n)
+        resp_len = s->mask_n;
+    if (resp_len > s->ids_n - P0)
+        resp_len = s->ids_n - P0;
+    int rc = finalize ? synthetic_eos(s, &resp_len, err) : 0;
+    if (!rc)
+        rc = cut_outputs(s, resp_len, err);
+    if (!rc && finalize && s->trace && sr_route_trace_prompt_start(s->trace) > 0)
+        rc = finalize_routes(s, err);
+    return rc;
+}
