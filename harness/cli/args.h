@@ -1,0 +1,15 @@
+/*
+ * The command line's number parsing, shared by every subcommand: a whole string must be one
+ * number inside [lo, hi]; anything else (empty, trailing text, out of range, overflow) is
+ * refused, so `--port 8080x` or `--rows 1e99` never become a silent value.
+ */
+#ifndef SR_CLI_ARGS_H
+#define SR_CLI_ARGS_H
+
+/* A decimal integer in [lo, hi] into *out: 0, or -1 (and *out untouched) if `s` is not one. */
+int sr_arg_int(const char *s, long long lo, long long hi, long long *out);
+
+/* A finite decimal number in [lo, hi] into *out: 0, or -1 (and *out untouched). */
+int sr_arg_double(const char *s, double lo, double hi, double *out);
+
+#endif /* SR_CLI_ARGS_H */

@@ -1,0 +1,26 @@
+/*
+ * The one monotonic clock of syncroll (CLOCK_MONOTONIC): every timing, deadline and latency
+ * sample in the library and the harness reads it through these functions, so all of them
+ * measure on the same clock. Thread-safe; no state.
+ */
+#ifndef SR_CLOCK_H
+#define SR_CLOCK_H
+
+#include <stdint.h>
+#include <time.h>
+
+/* Nanoseconds since an arbitrary fixed point (CLOCK_MONOTONIC). */
+static inline int64_t sr_clock_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* The same clock in milliseconds, with sub-millisecond fraction. */
+static inline double sr_clock_ms(void)
+{
+    return (double)sr_clock_ns() / 1e6;
+}
+
+#endif /* SR_CLOCK_H */
