@@ -9,92 +9,6 @@
 static const char ANCHOR[] = ":{\"data\":\"";
 #define ANCHOR_LEN 10
 
-/* ---- small helpers shared with the other sr_splice*.c files ---- */
-
-int sr_splice_i_fail(sr_splicer *s, const sr_err *e)
-{
-    s->failed = e->code;
-    s->err = *e;
-    return e->code;
-}
-
-int sr_splice_i_grow(void **arr, size_t *cap, size_t n, size_t size, sr_err *err)
-{
-    if (n < *cap)
-        return 0;
-    size_t nc = *cap ? *cap * 2 : 16;
-    void *p = realloc(*arr, nc * size);
-    if (!p)
-        return sr_err_set(err, SR_E_NOMEM, "splice: cannot grow a record array to %zu items", nc);
-    *arr = p;
-    *cap = nc;
-    return 0;
-}
-
-int sr_splice_i_map(sr_splicer *s, size_t text, uint64_t body, sr_err *err)
-{
-    int rc = sr_splice_i_grow((void **)&s->map, &s->cap_map, s->nmap, sizeof(off_map), err);
-    if (rc)
-        return rc;
-    s->map[s->nmap].text = text;
-    s->map[s->nmap].body = body;
-    s->nmap++;
-    return 0;
-}
-
-uint64_t sr_splice_i_body_of(const sr_splicer *s, size_t text_off)
-{
-    size_t lo = 0, hi = s->nmap;
-    while (hi - lo > 1) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (s->map[mid].text <= text_off)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    return s->map[lo].body + (text_off - s->map[lo].text);
-}
-
-void sr_splice_i_lane_or(uint32_t *acc, const unsigned char *p, size_t n, size_t pos)
-{
-    uint32_t a = *acc;
-    while (n && (pos & 3)) {
-        a |= (uint32_t)*p++ << (8 * (pos & 3));
-        pos++;
-        n--;
-    }
-    uint64_t all = 0;
-#if defined(__x86_64__) || defined(__i386__)
-    if (n >= 128 && sr_base64_cpu_has_avx2()) {
-        all = sr_splice_i_or_avx2(p, n);
-        p += n - n % 128;
-        n %= 128;
-    }
-#endif
-    /* Portable vector types (SSE2 on any x86-64): four 16-byte accumulators per 64 bytes. */
-    typedef uint64_t v2u64 __attribute__((vector_size(16)));
-    v2u64 w0 = {0, 0}, w1 = w0, w2 = w0, w3 = w0;
-    while (n >= 64) {
-        v2u64 x0, x1, x2, x3;
-        memcpy(&x0, p, 16);
-        memcpy(&x1, p + 16, 16);
-        memcpy(&x2, p + 32, 16);
-        memcpy(&x3, p + 48, 16);
-        w0 |= x0;
-        w1 |= x1;
-        w2 |= x2;
-        w3 |= x3;
-        p += 64;
-        n -= 64;
-    }
-    v2u64 wv = w0 | w1 | w2 | w3;
-    all |= wv[0] | wv[1];
-    a |= (uint32_t)all | (uint32_t)(all >> 32);
-    for (size_t i = 0; i < n; i++)
-        a |= (uint32_t)p[i] << (8 * (i & 3));
-    *acc = a;
-}
-
 /* ---- output region ---- */
 
 static size_t region_bound(size_t len)
@@ -495,6 +409,8 @@ int sr_splice_i_scan(sr_splicer *s, const char *p, const char *end, sr_err *err)
             break;
         case M_LOCATE:
             rc = sr_splice_i_locate(s, &p, end, err);
+            if (rc == 1)
+                rc = sr_splice_i_end_blob(s, p, err);
             break;
         default:
             rc = sr_err_set(err, SR_E_INTERNAL, "splice: bad scan mode");
@@ -564,6 +480,21 @@ int sr_splice_stream_finish(sr_splicer *s, const sr_splice_result **out, sr_err 
     int rc = sr_splice_i_finish(s, err);
     if (!rc && out)
         *out = &s->res;
+    return rc;
+}
+
+int sr_splice_i_scan_parallel(sr_splicer *s, const char *body, size_t len, sr_err *err)
+{
+    par_ctx ctx = {0};
+    s->par = &ctx;
+    int rc = 0;
+    sr_err e = SR_ERR_INIT;
+#pragma omp parallel num_threads(s->opts.threads)
+#pragma omp single
+    rc = sr_splice_i_feed(s, body, len, &e);
+    s->par = NULL;
+    if (rc && err)
+        *err = e;
     return rc;
 }
 

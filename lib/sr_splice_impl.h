@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "sr_buf.h"
 #include "sr_intarray.h"
@@ -48,7 +49,10 @@ typedef struct off_map {
     uint64_t body; /* the body offset it corresponds to */
 } off_map;
 
-typedef struct par_ctx par_ctx;
+/* The threaded one-shot's shared state (sr_splice_par.c's tasks read and write it). */
+typedef struct par_ctx {
+    int stop; /* lowest window index of the batch that ended the blob; read atomically */
+} par_ctx;
 
 struct sr_splicer {
     const sr_fields *fields;
@@ -105,20 +109,59 @@ static inline uint64_t sp_body_off(const sr_splicer *s, const char *p)
     return s->pos + (uint64_t)(p - s->chunk);
 }
 
+/* ---- small helpers of every sr_splice*.c file (inline: the scan loops call them) ---- */
+
 /* Records `code` as the splicer's sticky error (copying `e`) and returns it. */
-int sr_splice_i_fail(sr_splicer *s, const sr_err *e);
+static inline int sr_splice_i_fail(sr_splicer *s, const sr_err *e)
+{
+    s->failed = e->code;
+    s->err = *e;
+    return e->code;
+}
 
 /* Grows a record array of `size`-byte items to hold one more; SR_E_NOMEM. */
-int sr_splice_i_grow(void **arr, size_t *cap, size_t n, size_t size, sr_err *err);
+static inline int sr_splice_i_grow(void **arr, size_t *cap, size_t n, size_t size, sr_err *err)
+{
+    if (n < *cap)
+        return 0;
+    size_t nc = *cap ? *cap * 2 : 16;
+    void *p = realloc(*arr, nc * size);
+    if (!p)
+        return sr_err_set(err, SR_E_NOMEM, "splice: cannot grow a record array to %zu items", nc);
+    *arr = p;
+    *cap = nc;
+    return 0;
+}
 
 /* Appends a text-to-body offset pair. */
-int sr_splice_i_map(sr_splicer *s, size_t text, uint64_t body, sr_err *err);
+static inline int sr_splice_i_map(sr_splicer *s, size_t text, uint64_t body, sr_err *err)
+{
+    int rc = sr_splice_i_grow((void **)&s->map, &s->cap_map, s->nmap, sizeof(off_map), err);
+    if (rc)
+        return rc;
+    s->map[s->nmap].text = text;
+    s->map[s->nmap].body = body;
+    s->nmap++;
+    return 0;
+}
 
 /* Body offset of a parser-text offset. */
-uint64_t sr_splice_i_body_of(const sr_splicer *s, size_t text_off);
+static inline uint64_t sr_splice_i_body_of(const sr_splicer *s, size_t text_off)
+{
+    size_t lo = 0, hi = s->nmap;
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (s->map[mid].text <= text_off)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return s->map[lo].body + (text_off - s->map[lo].text);
+}
 
 /* ORs n decoded bytes that start at byte `pos` of their blob into *acc (lanes by pos % 4). */
-void sr_splice_i_lane_or(uint32_t *acc, const unsigned char *p, size_t n, size_t pos);
+void sr_splice_i_lane_or(uint32_t *acc, const unsigned char *p, size_t n,
+                         size_t pos); /* sr_splice_lanes.c */
 
 /* OR of the 64-bit words of p[0, n - n % 128) (sr_splice_avx2.c; only on AVX2 CPUs). */
 uint64_t sr_splice_i_or_avx2(const unsigned char *p, size_t n);
@@ -152,10 +195,15 @@ int sr_splice_i_validate(sr_splicer *s, sr_err *err);
 /* Releases the result of the previous response (document, sidecars, blob errors). */
 void sr_splice_i_clear_result(sr_splicer *s);
 
-/* The threaded one-shot scan and decode (sr_splice_par.c). */
+/* The threaded one-shot scan and decode (sr_splice.c: the scan in an OpenMP team). */
 int sr_splice_i_scan_parallel(sr_splicer *s, const char *body, size_t len, sr_err *err);
 
-/* Locate-mode handler called by the scan when s->par is set (sr_splice_par.c). */
+/*
+ * Locate-mode handler called by the scan when s->par is set (sr_splice_par.c): decodes the blob
+ * from *pp on in parallel windows; returns 1 with *pp at its closing '"' (the scan then closes
+ * the blob with sr_splice_i_end_blob), 0 with *pp = end when the chunk ends inside it, or an
+ * error.
+ */
 int sr_splice_i_locate(sr_splicer *s, const char **pp, const char *end, sr_err *err);
 
 #endif /* SR_SPLICE_IMPL_H */

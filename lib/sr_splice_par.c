@@ -30,10 +30,6 @@ typedef struct win_res {
     uint32_t lane_or;
 } win_res;
 
-struct par_ctx {
-    int stop; /* lowest window index of the batch that ended the blob; read atomically */
-};
-
 static void decode_window(const char *src, size_t n, unsigned char *dst, win_res *r, int idx,
                           int *stop, int want_or, sr_b64_impl impl)
 {
@@ -180,21 +176,6 @@ int sr_splice_i_locate(sr_splicer *s, const char **pp, const char *end, sr_err *
         b->chars = (size_t)(q - start);
         int rc = bad ? redo_blob(s, b, start, err) : 0;
         *pp = q;
-        return rc ? rc : sr_splice_i_end_blob(s, q, err);
+        return rc ? rc : 1;
     }
-}
-
-int sr_splice_i_scan_parallel(sr_splicer *s, const char *body, size_t len, sr_err *err)
-{
-    par_ctx ctx = {0};
-    s->par = &ctx;
-    int rc = 0;
-    sr_err e = SR_ERR_INIT;
-#pragma omp parallel num_threads(s->opts.threads)
-#pragma omp single
-    rc = sr_splice_i_feed(s, body, len, &e);
-    s->par = NULL;
-    if (rc && err)
-        *err = e;
-    return rc;
 }

@@ -119,18 +119,3 @@ int sr_report_write(const sr_run_result *run, const char *dir, unsigned which, s
     }
     return first;
 }
-
-void sr_report_latency(sr_latency_row *out, const sr_hist *h)
-{
-    memset(out, 0, sizeof(*out));
-    if (!h || !sr_hist_count(h))
-        return;
-    out->count = sr_hist_count(h);
-    out->min = sr_hist_min(h);
-    out->p50 = sr_hist_percentile(h, 50);
-    out->p90 = sr_hist_percentile(h, 90);
-    out->p99 = sr_hist_percentile(h, 99);
-    out->p999 = sr_hist_percentile(h, 99.9);
-    out->max = sr_hist_max(h);
-    out->mean = sr_hist_mean(h);
-}

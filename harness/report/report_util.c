@@ -328,3 +328,19 @@ void sr_report_summary_line(sr_rw *w, const size_t counts[SR_VERDICT_COUNT])
         sr_rw_printf(w, ", %zu skipped", counts[SR_VERDICT_SKIP]);
     sr_rw_puts(w, "\n");
 }
+
+/* The latency row of a histogram (report.h); every reporter prints its phases with it. */
+void sr_report_latency(sr_latency_row *out, const sr_hist *h)
+{
+    memset(out, 0, sizeof(*out));
+    if (!h || !sr_hist_count(h))
+        return;
+    out->count = sr_hist_count(h);
+    out->min = sr_hist_min(h);
+    out->p50 = sr_hist_percentile(h, 50);
+    out->p90 = sr_hist_percentile(h, 90);
+    out->p99 = sr_hist_percentile(h, 99);
+    out->p999 = sr_hist_percentile(h, 99.9);
+    out->max = sr_hist_max(h);
+    out->mean = sr_hist_mean(h);
+}
