@@ -1,0 +1,222 @@
+#!/usr/bin/env python3
+"""The architecture's rules, checked from the sources (ctest arch.include_rules).
+
+Reads every #include "..." of lib/ and harness/ and every non-static function that a .c file
+defines and another .c file calls, and fails, naming file:line, when:
+
+1. a folder includes a folder it may not (the table LAYERS below: arrows point one way, down);
+2. two .c files of one folder call each other's functions, directly or around a longer circle
+   (a folder's files must form a caller -> callee order, cut by idea, not by length);
+3. an #include "..." names no file of the tree (a stale path after a move).
+
+Usage: include_rules.py SOURCE_DIR [--explain]. Exit 0 when every rule holds, 1 otherwise.
+See ARCHITECTURE.md for the module map these rules encode.
+"""
+import os
+import re
+import sys
+
+# Which folders each folder may include (besides itself). lib/ is the ground floor; harness
+# folders are listed from the bottom up. "." is harness/ itself (main.c).
+LAYERS = {
+    "lib": set(),
+    "harness/spec": {"lib"},
+    "harness/report": {"lib"},
+    "harness/client": {"lib", "harness/spec"},
+    "harness/engine": {"lib", "harness/spec"},
+    "harness/scenario": {"lib", "harness/spec", "harness/client", "harness/report"},
+    "harness/sync": {"lib", "harness/spec", "harness/client", "harness/report",
+                     "harness/scenario"},
+    "harness/run": {"lib", "harness/spec", "harness/client", "harness/report",
+                    "harness/scenario", "harness/sync"},
+    "harness/cli": {"lib", "harness/spec", "harness/client", "harness/report",
+                    "harness/scenario", "harness/sync", "harness/run", "harness/engine"},
+    "harness": {"harness/cli", "lib", "harness/run"},
+}
+# The commands that start engines are the only trainer-side files that may include engine/.
+ENGINE_COMMANDS = {"harness/cli/engine.c", "harness/cli/serve.c"}
+
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
+FUNC_DEF = re.compile(r'^(?!static\b)(?:[A-Za-z_][\w \t\*]*?[\s\*])?([A-Za-z_]\w*)\s*\(([^;]*)$')
+IDENT = re.compile(r'[A-Za-z_]\w*')
+
+
+def strip_c(text):
+    """Comments, strings and char literals blanked (newlines kept, so line numbers hold)."""
+    out, i, n = [], 0, len(text)
+    while i < n:
+        c = text[i]
+        if text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+            out.append(re.sub(r"[^\n]", " ", text[i:j]))
+            i = j
+        elif text.startswith("//", i):
+            j = text.find("\n", i)
+            j = n if j < 0 else j
+            out.append(" " * (j - i))
+            i = j
+        elif c in "\"'":
+            j = i + 1
+            while j < n and text[j] != c and text[j] != "\n":
+                j += 2 if text[j] == "\\" else 1
+            out.append(c + " " * (min(j, n) - i - 1) + (c if j < n else ""))
+            i = j + 1
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+def folder_of(path):
+    d = os.path.dirname(path)
+    return d if d else "."
+
+
+def sources(root):
+    for top in ("lib", "harness"):
+        for dirpath, _, names in os.walk(os.path.join(root, top)):
+            for name in sorted(names):
+                if name.endswith((".c", ".h")):
+                    full = os.path.join(dirpath, name)
+                    yield os.path.relpath(full, root)
+
+
+def resolve(root, includer, inc):
+    for base in (os.path.dirname(includer), "harness", "lib"):
+        cand = os.path.normpath(os.path.join(base, inc))
+        if os.path.isfile(os.path.join(root, cand)):
+            return cand
+    return None
+
+
+def check_layers(root, files, problems):
+    for f in files:
+        src_folder = folder_of(f)
+        allowed = LAYERS.get(src_folder)
+        with open(os.path.join(root, f), encoding="utf-8") as fh:
+            for lineno, line in enumerate(fh, 1):
+                m = INCLUDE.match(line)
+                if not m:
+                    continue
+                target = resolve(root, f, m.group(1))
+                if target is None:
+                    problems.append(f'{f}:{lineno}: #include "{m.group(1)}" names no file of '
+                                    "lib/ or harness/ (stale path?)")
+                    continue
+                dst_folder = folder_of(target)
+                if dst_folder == src_folder:
+                    continue
+                if allowed is None:
+                    problems.append(f"{f}:{lineno}: folder {src_folder}/ is not in the module "
+                                    "map (tests/include_rules.py LAYERS, ARCHITECTURE.md)")
+                    break
+                ok = dst_folder in allowed
+                if dst_folder == "harness/engine" and src_folder == "harness/cli":
+                    ok = f in ENGINE_COMMANDS
+                if not ok:
+                    problems.append(f'{f}:{lineno}: #include "{m.group(1)}": {src_folder}/ may '
+                                    f"not include {dst_folder}/ ({target})")
+
+
+def defined_functions(text):
+    """Non-static functions defined at file scope (name -> line)."""
+    defs, lines, depth = {}, text.split("\n"), 0
+    for i, line in enumerate(lines):
+        if depth == 0 and not line.startswith((" ", "\t", "#", "}")):
+            m = FUNC_DEF.match(line)
+            if m and m.group(1) not in ("if", "while", "for", "switch", "return", "sizeof"):
+                # A definition: the next brace after the parameter list opens a body, no ';'.
+                rest = "\n".join(lines[i:i + 12])
+                close = rest.find(")")
+                brace, semi = rest.find("{", close), rest.find(";", close)
+                if brace >= 0 and (semi < 0 or brace < semi):
+                    defs.setdefault(m.group(1), i + 1)
+        depth += line.count("{") - line.count("}")
+    return defs
+
+
+def check_circles(root, files, problems, explain):
+    by_folder = {}
+    for f in files:
+        if f.endswith(".c"):
+            by_folder.setdefault(folder_of(f), []).append(f)
+    for folder, cfiles in sorted(by_folder.items()):
+        text = {f: strip_c(open(os.path.join(root, f), encoding="utf-8").read()) for f in cfiles}
+        owner = {}
+        for f in cfiles:
+            for name in defined_functions(text[f]):
+                owner.setdefault(name, f)
+        uses = {f: {} for f in cfiles}
+        for f in cfiles:
+            for m in IDENT.finditer(text[f]):
+                g = owner.get(m.group(0))
+                if g and g != f:
+                    uses[f].setdefault(g, set()).add(m.group(0))
+        for scc in strongly_connected(cfiles, uses):
+            if len(scc) < 2:
+                continue
+            ring = sorted(scc)
+            detail = []
+            for a in ring:
+                for b in ring:
+                    if b in uses[a]:
+                        names = sorted(uses[a][b])
+                        detail.append(f"  {a} -> {b}: {', '.join(names[:4])}"
+                                      + (f" and {len(names) - 4} more" if len(names) > 4 else ""))
+            problems.append(f"{folder}/: files call each other in a circle: {', '.join(ring)}\n"
+                            + "\n".join(detail))
+        if explain:
+            for a in sorted(uses):
+                for b in sorted(uses[a]):
+                    print(f"{a} -> {b}")
+
+
+def strongly_connected(nodes, uses):
+    index, low, stack, on, out, counter = {}, {}, [], set(), [], [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in uses[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = set()
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.add(w)
+                if w == v:
+                    break
+            out.append(comp)
+
+    for v in nodes:
+        if v not in index:
+            visit(v)
+    return out
+
+
+def main():
+    if len(sys.argv) < 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    root = sys.argv[1]
+    explain = "--explain" in sys.argv[2:]
+    files = sorted(sources(root))
+    problems = []
+    check_layers(root, files, problems)
+    check_circles(root, files, problems, explain)
+    for p in problems:
+        print(p)
+    print(f"include rules: {len(files)} files, {len(problems)} problem(s)")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
