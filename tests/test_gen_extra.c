@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "engine/config.h"
-#include "engine/gen_extra.h"
+#include "sr_gen_extra.h"
 #include "sr_envelope.h"
 #include "sr_test.h"
 

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gen_extra.h"
+#include "sr_gen_extra.h"
 #include "sr_buf.h"
 #include "sr_json.h"
 #include "sr_weights.h"

@@ -22,7 +22,7 @@
  *    A `fields` entry may also be a packed-field definition object in the registry format of
  *    lib/sr_fields.h ({"name": "logit_topk", "dtypes": ["float32"], "ndim": 2, ...}): the engine
  *    then emits that field in every /skyrl/v1/generate choice, after the built-ins, with the
- *    seeded values of gen_extra.h (at most SR_ENGINE_MAX_EXTRA; the name must not be a built-in;
+ *    seeded values of lib/sr_gen_extra.h (at most SR_ENGINE_MAX_EXTRA; the name must not be a built-in;
  *    body faults target it by its name in their "field").
  *
  * 2. A scenario-like document: the same top-level `seed`, `model`, `weights`, `fields`, plus an
@@ -82,7 +82,7 @@ typedef struct sr_engine_config {
     int routes;  /* routed_experts (on by default) */
     int support; /* rollout_sample_support */
     int support_k;
-    sr_field_def extra[SR_ENGINE_MAX_EXTRA]; /* emitted from their definition (gen_extra.h) */
+    sr_field_def extra[SR_ENGINE_MAX_EXTRA]; /* emitted from their definition (lib/sr_gen_extra.h) */
     int n_extra;
     /* timing of the simulated forward passes */
     double prefill_ms;

@@ -41,6 +41,7 @@
 #include "client/client.h"
 #include "engine/config.h"
 #include "engine/faults.h"
+#include "spec/endpoints.h"
 #include "report/result.h"
 #include "sr_buf.h"
 #include "sr_err.h"
