@@ -6,7 +6,7 @@
  */
 #include <string.h>
 
-#include "engine/config.h"
+#include "spec/engine_config.h"
 #include "sr_gen_extra.h"
 #include "sr_envelope.h"
 #include "sr_test.h"

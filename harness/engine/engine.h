@@ -28,7 +28,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "config.h"
+#include "spec/engine_config.h"
 #include "faults.h"
 #include "gen.h"
 #include "spec/endpoints.h"

@@ -57,7 +57,7 @@
 #include "report/result.h"
 #include "rollout.h"
 #include "spec/checks.h"
-#include "engine/config.h"
+#include "spec/engine_config.h"
 #include "sr_collate.h"
 #include "sr_err.h"
 
