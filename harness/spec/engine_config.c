@@ -207,7 +207,7 @@ static int recode(int rc, sr_err *err)
 
 /*
  * The sections of either shape: `eng` is the root for an engine config, the `engines` object
- * for a scenario, whose other keys (and weights.transport/workers) the scenario loader owns.
+ * for a scenario, whose other keys the scenario loader owns.
  */
 static int parse_sections(sr_engine_config *c, const sr_spec_ctx *x, const cJSON *root,
                           const cJSON *eng, int scenario)
@@ -219,7 +219,7 @@ static int parse_sections(sr_engine_config *c, const sr_spec_ctx *x, const cJSON
     if ((n = cJSON_GetObjectItemCaseSensitive(root, "model")))
         rc = sr_spec_parse_model(c, x, n, "model");
     if (!rc && (n = cJSON_GetObjectItemCaseSensitive(root, "weights")))
-        rc = sr_spec_parse_weights(c, x, n, scenario ? NULL : "weights");
+        rc = sr_spec_parse_weights(c, x, n, "weights");
     if (!rc && (n = cJSON_GetObjectItemCaseSensitive(root, "fields")))
         rc =
             sr_spec_parse_fields(c, x, n, scenario ? SR_SPEC_DEFS_IGNORE : SR_SPEC_DEFS_EMIT, NULL);

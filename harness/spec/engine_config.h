@@ -28,9 +28,9 @@
  *    seeded values of lib/sr_gen_extra.h (at most SR_ENGINE_MAX_EXTRA; the name must not be a
  *    built-in; body faults target it by its name in their "field").
  *
- * 2. A scenario-like document: the same top-level `seed`, `model`, `weights`, `fields`, plus an
- *    `engines` object holding `count`, `faults`, `timing`, `server` and `sample_support_k`;
- *    every other key (steps, expect, client, weights.transport, engines.urls, ...) is ignored
+ * 2. A scenario-like document: the same top-level `seed`, `model`, `weights` (the engine's keys
+ *    only), `fields`, plus an `engines` object holding `count`, `faults`, `timing`, `server` and
+ *    `sample_support_k`; every other key (steps, expect, client, engines.urls, ...) is ignored
  *    here, the scenario loader owns them. Definition objects in a scenario's `fields` are the
  *    client's (scenarios/FORMAT.md §4) and are ignored.
  *
