@@ -5,9 +5,7 @@
 #include <string.h>
 
 #include "scenario_priv.h"
-#include "sr_oracle.h"
 #include "sr_splice.h"
-#include "sr_weights.h"
 
 #define HOUR_MS 3600000
 

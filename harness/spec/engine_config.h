@@ -211,8 +211,9 @@ typedef enum sr_spec_defs {
 /*
  * The `fields` array: at most SR_FIELDS_MAX entries, each "routed_experts",
  * "rollout_sample_support" or a definition object (lib/sr_fields.h) handled as `defs` says
- * (`client` is used with SR_SPEC_DEFS_CLIENT only; a definition it refuses is an error at the
- * entry). Sets c->routes and c->support to what the array lists.
+ * (`client` is used with SR_SPEC_DEFS_CLIENT only, and must then not be NULL: SR_E_INVAL; a
+ * definition it refuses is an error at the entry). Sets c->routes and c->support to what the array
+ * lists.
  */
 int sr_spec_parse_fields(sr_engine_config *c, const sr_spec_ctx *x, const cJSON *fields,
                          sr_spec_defs defs, sr_fields *client);

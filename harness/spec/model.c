@@ -236,6 +236,8 @@ static int add_client_definition(sr_fields *client, const sr_spec_ctx *x, const 
 int sr_spec_parse_fields(sr_engine_config *c, const sr_spec_ctx *x, const cJSON *f,
                          sr_spec_defs defs, sr_fields *client)
 {
+    if (defs == SR_SPEC_DEFS_CLIENT && !client)
+        return sr_err_set(x->err, SR_E_INVAL, "fields: no client registry to add definitions to");
     if (!cJSON_IsArray(f) || cJSON_GetArraySize(f) > SR_FIELDS_MAX)
         return sr_spec_fail(x, f, "fields must be an array of at most %d names or definitions",
                             SR_FIELDS_MAX);
