@@ -27,7 +27,7 @@
 #include <unistd.h>
 
 #include "bench_util.h"
-#include "engine/config.h"
+#include "spec/engine_config.h"
 #include "run/procs.h"
 #include "sync/sync.h"
 

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "client/client.h"
-#include "engine/config.h"
+#include "spec/engine_config.h"
 #include "run/procs.h"
 #include "sr_oracle.h"
 #include "sr_test.h"

@@ -20,7 +20,7 @@
 #include <cjson/cJSON.h>
 
 #include "cli/commands.h"
-#include "engine/config.h"
+#include "spec/engine_config.h"
 #include "run/procs.h"
 #include "sr_buf.h"
 #include "sr_fields.h"

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/config.h"
+#include "spec/engine_config.h"
 #include "sr_fields.h"
 #include "sr_oracle.h"
 #include "sr_splice.h"

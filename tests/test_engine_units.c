@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/config.h"
+#include "spec/engine_config.h"
 #include "engine/faults.h"
 #include "engine/gen.h"
 #include "engine/jsonw.h"

@@ -1,13 +1,13 @@
 /*
- * engine/gen_extra: arrays of fields emitted from their definition stay inside the contract
+ * sr_gen_extra: arrays of fields emitted from their definition stay inside the contract
  * (dtype list, ndim, token rows, canonical ranges), are pure functions of their inputs, cover
  * every emittable dtype over requests; and the engine config accepts definition objects in
  * `fields` with named errors for the ones it cannot emit.
  */
 #include <string.h>
 
-#include "engine/config.h"
-#include "engine/gen_extra.h"
+#include "spec/engine_config.h"
+#include "sr_gen_extra.h"
 #include "sr_envelope.h"
 #include "sr_test.h"
 

@@ -15,7 +15,7 @@
 #include "sr_replay_config.h"
 #include "sr_test.h"
 #include "sr_trace.h"
-#include "run/verify.h"
+#include "spec/checks.h"
 
 /* Every quirk field of the code base: a new one makes these fail until FORMAT.md and the quirk
  * table list it. */

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "commands.h"
-#include "engine/config.h"
+#include "spec/engine_config.h"
 #include "engine/engine.h"
 #include "engine/server.h"
 

@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "commands.h"
-#include "engine/config.h"
+#include "spec/engine_config.h"
 #include "run/procs.h"
 #include "scenario/scenario.h"
 #include "sr_json.h"
@@ -95,8 +95,8 @@ typedef struct serve_plan {
     char path[2560];
 } serve_plan;
 
-/* 1 for a top-level key of scenarios/FORMAT.md §2 that no engine config (engine/config.h, either
- * shape) has. `engines` is not one: config.h's second shape has it too. */
+/* 1 for a top-level key of scenarios/FORMAT.md §2 that no engine config (spec/engine_config.h,
+ * either shape) has. `engines` is not one: engine_config.h's second shape has it too. */
 static int only_in_scenarios(const char *key)
 {
     static const char *const shared[] = {"id",     "seed",    "model", "weights",

@@ -28,9 +28,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "config.h"
+#include "spec/engine_config.h"
 #include "faults.h"
 #include "gen.h"
+#include "spec/endpoints.h"
 #include "sr_buf.h"
 #include "sr_err.h"
 #include "sr_oracle.h"
@@ -140,9 +141,9 @@ int64_t sr_engine_version(sr_engine *e);
  * "publish_workers" (pool_workers(8, 0)), "payloads", "workers" and "threads" of the last
  * apply, "receiver_version", counters, "fetch_ms", "commit_ms"}; with ?tensors=1 also
  * "tensors": [{"name", "layer", "digest"}] of the model.
+ * (SR_ENGINE_BUCKET_CTYPE and SR_BUCKET_HEADER_MAX live in spec/endpoints.h: the trainer writes
+ * buckets too.)
  */
-#define SR_ENGINE_BUCKET_CTYPE "application/x-syncroll-bucket"
-#define SR_BUCKET_HEADER_MAX   ((size_t)16 << 20)
 
 /* Remembers a weights fault that fired on a sync request without a payload (start, or an update
  * of the synthetic kind) for the next commit or bucket. f NULL is a no-op. */

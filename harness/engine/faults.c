@@ -72,47 +72,6 @@ const kind_info sr_fault_kinds[SR_FK_COUNT] = {
 static const char *const LAYER_NAMES[SR_FL_COUNT] = {"delay", "model",     "body",
                                                      "http",  "transport", "weights"};
 
-const ep_info sr_endpoints[SR_EP_COUNT] = {
-    [SR_EP_GENERATE] = {"generate", "POST", "/skyrl/v1/generate"},
-    [SR_EP_NATIVE] = {"native_generate", "POST", "/inference/v1/generate"},
-    [SR_EP_HEALTH] = {"health", "GET", "/health"},
-    [SR_EP_WORLD_SIZE] = {"get_world_size", "GET", "/get_world_size"},
-    [SR_EP_PAUSE] = {"pause", "POST", "/pause"},
-    [SR_EP_RESUME] = {"resume", "POST", "/resume"},
-    [SR_EP_SLEEP] = {"sleep", "POST", "/sleep"},
-    [SR_EP_WAKE_UP] = {"wake_up", "POST", "/wake_up"},
-    [SR_EP_RESET_PREFIX] = {"reset_prefix_cache", "POST", "/reset_prefix_cache"},
-    [SR_EP_FINISH_SESSION] = {"finish_session", "POST", "/finish_session"},
-    [SR_EP_INIT_TRANSFER] = {"init_weight_transfer_engine", "POST", "/init_weight_transfer_engine"},
-    [SR_EP_COLLECTIVE_RPC] = {"collective_rpc", "POST", "/collective_rpc"},
-    [SR_EP_FETCH_WEIGHTS] = {"fetch_weights", "POST", "/fetch_weights"},
-    [SR_EP_UPDATE_WEIGHTS] = {"update_weights", "POST", "/update_weights"},
-    [SR_EP_STATE] = {"state", "GET", "/syncroll/v1/state"},
-};
-
-const char *sr_endpoint_name(sr_endpoint ep)
-{
-    return (unsigned)ep < SR_EP_COUNT ? sr_endpoints[ep].name : NULL;
-}
-
-const char *sr_endpoint_method(sr_endpoint ep)
-{
-    return (unsigned)ep < SR_EP_COUNT ? sr_endpoints[ep].method : NULL;
-}
-
-const char *sr_endpoint_path(sr_endpoint ep)
-{
-    return (unsigned)ep < SR_EP_COUNT ? sr_endpoints[ep].path : NULL;
-}
-
-int sr_endpoint_lookup(const char *method, const char *path)
-{
-    for (int i = 0; i < SR_EP_COUNT; i++)
-        if (strcmp(path, sr_endpoints[i].path) == 0 && strcmp(method, sr_endpoints[i].method) == 0)
-            return i;
-    return -1;
-}
-
 const char *sr_fault_kind_name(sr_fault_kind k)
 {
     return (unsigned)k < SR_FK_COUNT ? sr_fault_kinds[k].name : NULL;
@@ -143,8 +102,8 @@ const sr_fault *sr_faults_at(const sr_faults *fs, size_t i)
 /* A uniform double in [0, 1) for draw `stream` of fault i at ordinal n. */
 static double unit_draw(uint64_t seed, size_t i, int64_t n, uint64_t stream)
 {
-    uint64_t z = sr_mix64(seed ^ sr_mix64(0x6661756C74000000ULL + i) ^
-                           sr_mix64((uint64_t)n * 4 + stream));
+    uint64_t z =
+        sr_mix64(seed ^ sr_mix64(0x6661756C74000000ULL + i) ^ sr_mix64((uint64_t)n * 4 + stream));
     return (double)(z >> 11) * 0x1.0p-53;
 }
 

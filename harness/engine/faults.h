@@ -43,38 +43,9 @@
 
 #include <cjson/cJSON.h>
 
+#include "spec/endpoints.h"
 #include "sr_buf.h"
 #include "sr_err.h"
-
-/* Endpoints of the mock engine (bit positions in an endpoint mask). */
-typedef enum sr_endpoint {
-    SR_EP_GENERATE = 0,   /* POST /skyrl/v1/generate */
-    SR_EP_NATIVE,         /* POST /inference/v1/generate */
-    SR_EP_HEALTH,         /* GET /health */
-    SR_EP_WORLD_SIZE,     /* GET /get_world_size */
-    SR_EP_PAUSE,          /* POST /pause */
-    SR_EP_RESUME,         /* POST /resume */
-    SR_EP_SLEEP,          /* POST /sleep */
-    SR_EP_WAKE_UP,        /* POST /wake_up */
-    SR_EP_RESET_PREFIX,   /* POST /reset_prefix_cache */
-    SR_EP_FINISH_SESSION, /* POST /finish_session */
-    SR_EP_INIT_TRANSFER,  /* POST /init_weight_transfer_engine */
-    SR_EP_COLLECTIVE_RPC, /* POST /collective_rpc */
-    SR_EP_FETCH_WEIGHTS,  /* POST /fetch_weights */
-    SR_EP_UPDATE_WEIGHTS, /* POST /update_weights */
-    SR_EP_STATE,          /* GET /syncroll/v1/state */
-    SR_EP_COUNT
-} sr_endpoint;
-
-/* Short name used in fault JSON and in the state document ("generate", "pause", ...). */
-const char *sr_endpoint_name(sr_endpoint ep);
-
-/* Method and path of an endpoint ("POST", "/skyrl/v1/generate"). */
-const char *sr_endpoint_method(sr_endpoint ep);
-const char *sr_endpoint_path(sr_endpoint ep);
-
-/* The endpoint for a method and path (path without query), or -1. */
-int sr_endpoint_lookup(const char *method, const char *path);
 
 typedef enum sr_fault_layer {
     SR_FL_DELAY = 0,

@@ -118,14 +118,14 @@ static int parse_endpoints(const pctx *pc, const cJSON *obj, const kind_info *ki
         }
         int found = -1;
         for (int i = 0; i < SR_EP_COUNT; i++)
-            if (strcmp(e->valuestring, sr_endpoints[i].name) == 0 ||
-                strcmp(e->valuestring, sr_endpoints[i].path) == 0)
+            if (strcmp(e->valuestring, sr_endpoint_name((sr_endpoint)i)) == 0 ||
+                strcmp(e->valuestring, sr_endpoint_path((sr_endpoint)i)) == 0)
                 found = i;
         if (found < 0)
             return FAIL(pc, "unknown endpoint \"%s\"", e->valuestring);
         if (!(ki->allowed_eps & EPB(found)))
             return FAIL(pc, "kind %s does not apply to endpoint %s", ki->name,
-                        sr_endpoints[found].name);
+                        sr_endpoint_name((sr_endpoint)found));
         *out |= EPB(found);
     }
     return 0;

@@ -37,13 +37,6 @@ typedef struct kind_info {
 /* One entry per sr_fault_kind (faults.c). */
 extern const kind_info sr_fault_kinds[SR_FK_COUNT];
 
-typedef struct ep_info {
-    const char *name, *method, *path;
-} ep_info;
-
-/* One entry per sr_endpoint (faults.c). */
-extern const ep_info sr_endpoints[SR_EP_COUNT];
-
 struct sr_faults {
     size_t n;
     uint64_t seed;

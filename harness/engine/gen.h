@@ -14,8 +14,8 @@
  *                "logprobs":{"content":[{"logprob":-0.1},..]}|null,
  *                "routed_experts":{"data":..,"shape":[rows,L,K],"dtype":..}|null,
  *                "rollout_sample_support":{..,"shape":[G,S],"dtype":"int32"}|null  (if enabled)
- *                "<extra>":{..}  one per field emitted from a definition (gen_extra.h), in order
- *                "syncroll":{"engine":"engine-0","weight_version":v,
+ *                "<extra>":{..}  one per field emitted from a definition (lib/sr_gen_extra.h), in
+ * order "syncroll":{"engine":"engine-0","weight_version":v,
  *                            "rows":[[lo,hi,version],..],"faults":["kind",..]}}]}
  * "rows" lists the weight version of every forward pass the reply depends on, as half-open
  * spans of token positions: position i covers route row i and the token sampled from it
@@ -82,8 +82,9 @@ typedef struct sr_gen_ctx {
     int support;   /* emit rollout_sample_support */
     int support_k; /* S */
     int64_t request_ordinal;
-    size_t max_body;           /* bound of the body buffer */
-    const sr_field_def *extra; /* fields emitted from their definition (gen_extra.h), or NULL */
+    size_t max_body; /* bound of the body buffer */
+    const sr_field_def
+        *extra; /* fields emitted from their definition (lib/sr_gen_extra.h), or NULL */
     int n_extra;
     uint64_t seed; /* the engine's seed, for the extra fields' values */
 } sr_gen_ctx;

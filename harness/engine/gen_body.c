@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gen_extra.h"
+#include "sr_gen_extra.h"
 #include "gen_priv.h"
 #include "jsonw.h"
 #include "sr_base64.h"
@@ -343,8 +343,8 @@ static int support_payloads(payload *pl, payload *alt, const sr_gen_job *j, cons
 }
 
 /*
- * A field emitted from its definition (gen_extra.h); its look-alike, when a body fault asks for
- * one, holds the same array with every byte's lowest bit flipped.
+ * A field emitted from its definition (lib/sr_gen_extra.h); its look-alike, when a body fault asks
+ * for one, holds the same array with every byte's lowest bit flipped.
  */
 static int emit_extra(sr_buf *b, const sr_gen_job *j, const sr_gen_ctx *c, const sr_field_def *d,
                       int want_alt, sr_err *err)

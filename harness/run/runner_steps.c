@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "runner_priv.h"
+#include "spec/endpoints.h"
 #include "sr_pool.h"
 #include "sync/sync.h"
 

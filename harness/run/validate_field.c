@@ -6,7 +6,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "engine/gen_extra.h"
+#include "sr_gen_extra.h"
 #include "sr_buf.h"
 #include "sr_envelope.h"
 #include "sr_splice.h"

@@ -1,7 +1,7 @@
 /*
  * validate_field: the battery `syncroll validate-field` runs against one packed-field definition
  * (lib/sr_fields.h), on response bodies that a mock engine produced with the field beside the
- * routes (harness/engine/gen_extra.h), before the field ships.
+ * routes (lib/sr_gen_extra.h), before the field ships.
  *
  * Checks, each printed as one line `  PASS|FAIL|INFO  <check>  <detail>`:
  *   emit        every clean body splices with the registry (built-ins + the file's definitions)

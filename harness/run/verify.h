@@ -5,10 +5,11 @@
  * Check names. Errors raised by lower modules (the client, the splice, the trace, collation,
  * pool sizing, the replay-config check) become checks with the same dotted name as the error
  * (lib/sr_err.h; `syncroll errors` lists them). The verifier and the runner add their own, in
- * sr_check_info_at(): trace.row_mismatch, trace.token_mismatch, trace.logprob_mismatch,
- * trace.padding_row, trace.version_unknown, collate.alignment, collate.padding_rows,
- * collate.padding_mask, engine.crashed, engine.state, engine.control, step.deadline,
- * budget.latency, budget.no_samples, soak.resource_growth. scenarios/FORMAT.md documents them.
+ * sr_check_info_at() (harness/spec/checks.h): trace.row_mismatch, trace.token_mismatch,
+ * trace.logprob_mismatch, trace.padding_row, trace.version_unknown, collate.alignment,
+ * collate.padding_rows, collate.padding_mask, engine.crashed, engine.state, engine.control,
+ * step.deadline, budget.latency, budget.no_samples, soak.resource_growth. scenarios/FORMAT.md
+ * documents them.
  *
  * Rollouts (sr_verify_rollout). A rollout that failed is recorded as the check named by its
  * error, with the turn (and, for trace.missing_route, the token row) where it failed. A rollout
@@ -53,9 +54,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "engine/config.h"
 #include "report/result.h"
 #include "rollout.h"
+#include "spec/checks.h"
+#include "spec/engine_config.h"
 #include "sr_collate.h"
 #include "sr_err.h"
 
@@ -64,38 +66,6 @@
 
 /* Weight versions tried when classifying a row as stale or newer, nearest first. */
 #define SR_VERIFY_MAX_CANDIDATES 64
-
-/* ---- check names ---- */
-
-typedef struct sr_check_info {
-    const char *name;
-    const char *doc;
-} sr_check_info;
-
-/* The verifier's and runner's own checks (not the module errors). */
-size_t sr_check_info_count(void);
-const sr_check_info *sr_check_info_at(size_t i);
-
-/* 1 if `name` is one of those or the dotted name of an sr_err code. */
-int sr_check_known(const char *name);
-
-typedef enum sr_row_class {
-    SR_ROW_ALL_ZERO = 0,
-    SR_ROW_DUPLICATED,
-    SR_ROW_OVERWRITTEN,
-    SR_ROW_OFF_BY_ONE,
-    SR_ROW_STALE,
-    SR_ROW_NEWER,
-    SR_ROW_UNCLASSIFIED,
-    SR_ROW_CLASS_COUNT
-} sr_row_class;
-
-/* "all_zero_capture", "duplicated_row", "overwritten_prefix", "off_by_one", "stale_weights",
- * "newer_weights", "unclassified"; NULL outside the enum. */
-const char *sr_row_class_name(sr_row_class c);
-
-/* The class called `name`, or -1. */
-int sr_row_class_lookup(const char *name);
 
 /* ---- the verifier ---- */
 

@@ -5,192 +5,39 @@
 #include <string.h>
 
 #include "scenario_priv.h"
-#include "sr_oracle.h"
 #include "sr_splice.h"
-#include "sr_weights.h"
 
-/* Largest seed: integers above 2^53 do not survive a JSON number exactly. */
-#define SEED_MAX ((int64_t)1 << 53)
-#define HOUR_MS  3600000
+#define HOUR_MS 3600000
 
-static int parse_stops(scn_parse *p, const cJSON *ss)
+/* The sections the engine config shares are parsed by the one schema (spec/engine_config.h):
+ * type and range errors stay json.schema, rules beyond types are scenario.invalid. */
+static sr_spec_ctx spec_ctx(const scn_parse *p)
 {
-    sr_engine_config *c = &p->s->engine;
-    if (!ss)
-        return 0;
-    if (!cJSON_IsArray(ss) || cJSON_GetArraySize(ss) > SR_ORACLE_MAX_STOPS)
-        return sr_scn_fail(p, ss, "model.stop_sequences must be an array of at most %d arrays",
-                           SR_ORACLE_MAX_STOPS);
-    const cJSON *e;
-    cJSON_ArrayForEach(e, ss)
-    {
-        int32_t *dst = c->stop_tokens + c->num_stops * SR_ORACLE_MAX_STOP_LEN;
-        int n = 0;
-        if (!cJSON_IsArray(e) || cJSON_GetArraySize(e) < 1 ||
-            cJSON_GetArraySize(e) > SR_ORACLE_MAX_STOP_LEN)
-            return sr_scn_fail(p, e, "a stop sequence must be an array of 1..%d token ids",
-                               SR_ORACLE_MAX_STOP_LEN);
-        const cJSON *t;
-        cJSON_ArrayForEach(t, e)
-        {
-            if (!cJSON_IsNumber(t) || !sr_json_is_integer_literal(p->doc, t) ||
-                t->valuedouble < 0 || t->valuedouble >= (double)c->vocab)
-                return sr_scn_fail(p, t, "stop sequence token ids must be in [0, vocab)");
-            dst[n++] = (int32_t)t->valuedouble;
-        }
-        c->stops[c->num_stops].ids = dst;
-        c->stops[c->num_stops++].len = n;
-    }
-    return 0;
+    sr_spec_ctx x = {p->doc, SR_E_SCENARIO, p->err};
+    return x;
 }
 
-static int parse_model(scn_parse *p, const cJSON *m)
+static int load_model(scn_parse *p, const cJSON *m)
 {
-    sr_engine_config *c = &p->s->engine;
-    int rc = m ? sr_scn_check_object(p, m, "model") : 0;
-    const char *name;
-    int64_t v;
     if (!m)
         return 0;
-    if (!rc && !(rc = sr_scn_str(p, m, "name", "default", NULL, &name))) {
-        if (!*name || strlen(name) >= sizeof(c->model_name))
-            return sr_scn_fail(p, sr_scn_member(m, "name"), "model.name must be 1..%zu bytes",
-                               sizeof(c->model_name) - 1);
-        snprintf(c->model_name, sizeof(c->model_name), "%s", name);
-    }
-    if (!rc)
-        rc = sr_scn_int(p, m, "vocab", 2, SR_ORACLE_MAX_VOCAB, c->vocab, 0, &c->vocab);
-    if (!rc && !(rc = sr_scn_int(p, m, "layers", 1, SR_ORACLE_MAX_LAYERS, c->num_layers, 0, &v))) {
-        c->num_layers = (int)v;
-        for (int i = 0; i < c->num_layers; i++)
-            c->layer_indices[i] = i;
-    }
-    const cJSON *li = sr_scn_member(m, "layer_indices");
-    if (!rc && li) {
-        if (!cJSON_IsArray(li) || cJSON_GetArraySize(li) < 1 ||
-            cJSON_GetArraySize(li) > SR_ORACLE_MAX_LAYERS)
-            return sr_scn_fail(p, li, "model.layer_indices must be an array of 1..%d integers",
-                               SR_ORACLE_MAX_LAYERS);
-        if (sr_scn_member(m, "layers") && cJSON_GetArraySize(li) != c->num_layers)
-            return sr_scn_fail(p, li, "model.layer_indices has %d entries but model.layers is %d",
-                               cJSON_GetArraySize(li), c->num_layers);
-        int n = 0;
-        const cJSON *e;
-        cJSON_ArrayForEach(e, li)
-        {
-            if (!cJSON_IsNumber(e) || !sr_json_is_integer_literal(p->doc, e) ||
-                e->valuedouble < 0 || e->valuedouble > INT32_MAX ||
-                (n > 0 && e->valuedouble <= c->layer_indices[n - 1]))
-                return sr_scn_fail(p, e,
-                                   "model.layer_indices must be strictly increasing integers "
-                                   "in [0, 2^31-1]");
-            c->layer_indices[n++] = (int32_t)e->valuedouble;
-        }
-        c->num_layers = n;
-    }
-    if (!rc)
-        rc = sr_scn_int(p, m, "experts", 1, SR_ORACLE_MAX_EXPERTS, c->experts, 0, &c->experts);
-    if (!rc && !(rc = sr_scn_int(p, m, "topk", 1, SR_ORACLE_MAX_TOPK, c->topk, 0, &v)))
-        c->topk = (int)v;
-    if (!rc)
-        rc = sr_scn_int(p, m, "eos_id", -1, SR_ORACLE_MAX_VOCAB - 1, c->eos_id, 0, &c->eos_id);
-    if (!rc)
-        rc = sr_scn_num(p, m, "eos_rate", 0, 1, c->eos_rate, &c->eos_rate);
-    if (!rc)
-        rc = sr_scn_num(p, m, "logprob_scale", 0, SR_ORACLE_MAX_LP_SCALE, c->logprob_scale,
-                        &c->logprob_scale);
-    if (!rc)
-        rc = sr_scn_num(p, m, "nonfinite_rate", 0, 1, c->nonfinite_rate, &c->nonfinite_rate);
-    if (!rc)
-        rc = parse_stops(p, sr_scn_member(m, "stop_sequences"));
-    if (rc)
-        return rc;
-    /* The oracle is the judge of a model's consistency (top-k vs experts, EOS vs vocab). */
-    sr_oracle_model om = sr_engine_config_model(c);
-    sr_oracle *o = NULL;
-    sr_err e2 = SR_ERR_INIT;
-    rc = sr_oracle_new(&o, &om, &e2);
-    sr_oracle_free(o);
-    return rc ? sr_scn_fail(p, m, "model: %s", e2.msg) : 0;
+    sr_spec_ctx x = spec_ctx(p);
+    int rc = sr_scn_check_object(p, m, "model");
+    return rc ? rc : sr_spec_parse_model(&p->s->engine, &x, m, NULL);
 }
 
-static int parse_field_def(scn_parse *p, const cJSON *e, int index)
+/* Definitions go into the client's registry; the array as written is kept for the writer. */
+static int load_fields(scn_parse *p, const cJSON *f)
 {
-    char *txt = cJSON_PrintUnformatted(e);
-    if (!txt)
-        return sr_err_set(p->err, SR_E_NOMEM, "cannot print a field definition");
-    sr_buf b = SR_BUF_INIT;
-    char src[32];
-    snprintf(src, sizeof(src), "fields[%d]", index);
-    sr_err e2 = SR_ERR_INIT;
-    int rc = sr_buf_printf(&b, p->err, "{\"fields\":[%s]}", txt);
-    free(txt);
-    if (!rc)
-        rc = sr_fields_load_json(p->s->fields, b.data, b.len, src, &e2);
-    sr_buf_release(&b);
-    if (rc == SR_E_NOMEM)
-        return sr_err_set(p->err, rc, "%s", e2.msg);
-    return rc ? sr_scn_fail(p, e, "%s", e2.msg) : 0;
-}
-
-static int parse_fields(scn_parse *p, const cJSON *f)
-{
-    sr_engine_config *c = &p->s->engine;
     if (!f)
         return 0;
-    if (!cJSON_IsArray(f) || cJSON_GetArraySize(f) > SR_FIELDS_MAX)
-        return sr_scn_fail(p, f, "fields must be an array of at most %d names or definitions",
-                           SR_FIELDS_MAX);
-    c->routes = c->support = 0;
-    const cJSON *e;
-    int i = 0;
-    cJSON_ArrayForEach(e, f)
-    {
-        int rc = 0;
-        if (cJSON_IsString(e) && strcmp(e->valuestring, "routed_experts") == 0)
-            c->routes = 1;
-        else if (cJSON_IsString(e) && strcmp(e->valuestring, "rollout_sample_support") == 0)
-            c->support = 1;
-        else if (cJSON_IsObject(e))
-            rc = parse_field_def(p, e, i);
-        else
-            rc = sr_scn_fail(p, e,
-                             "a fields entry is \"routed_experts\", \"rollout_sample_support\" or "
-                             "a packed-field definition object (lib/sr_fields.h)");
-        if (rc)
-            return rc;
-        i++;
-    }
+    sr_spec_ctx x = spec_ctx(p);
+    int rc = sr_spec_parse_fields(&p->s->engine, &x, f, SR_SPEC_DEFS_CLIENT, p->s->fields);
+    if (rc)
+        return rc;
     cJSON_Delete(p->s->fields_json);
     p->s->fields_json = cJSON_Duplicate(f, 1);
     return p->s->fields_json ? 0 : sr_err_set(p->err, SR_E_NOMEM, "cannot copy fields");
-}
-
-static int parse_server(scn_parse *p, const cJSON *s)
-{
-    sr_engine_config *c = &p->s->engine;
-    int64_t v;
-    int rc = sr_scn_check_object(p, s, "engines.server");
-    if (!rc && !(rc = sr_scn_int(p, s, "threads", 1, 64, c->threads, 0, &v)))
-        c->threads = (int)v;
-    if (!rc && !(rc = sr_scn_int(p, s, "max_connections", 1, 65536, c->max_connections, 0, &v)))
-        c->max_connections = (int)v;
-    if (!rc && !(rc = sr_scn_int(p, s, "max_body_bytes", 1024, (int64_t)1 << 32,
-                                 (int64_t)c->max_body_bytes, 0, &v)))
-        c->max_body_bytes = (size_t)v;
-    if (!rc && !(rc = sr_scn_int(p, s, "max_response_bytes", 4096, (int64_t)1 << 34,
-                                 (int64_t)c->max_response_bytes, 0, &v)))
-        c->max_response_bytes = (size_t)v;
-    if (!rc)
-        rc = sr_scn_int(p, s, "max_tokens_default", 1, SR_ORACLE_MAX_SEQ, c->max_tokens_default, 0,
-                        &c->max_tokens_default);
-    if (!rc)
-        rc = sr_scn_int(p, s, "max_seq", 2, SR_ORACLE_MAX_SEQ, c->max_seq, 0, &c->max_seq);
-    if (!rc && !(rc = sr_scn_int(p, s, "world_size", 1, 1 << 20, c->world_size, 0, &v)))
-        c->world_size = (int)v;
-    if (!rc)
-        rc = sr_scn_bool(p, s, "lora", c->lora, 0, &c->lora);
-    return rc;
 }
 
 /* Each fault is checked on its own so an error points at the fault that has it. */
@@ -260,18 +107,17 @@ static int parse_engines(scn_parse *p, const cJSON *en)
         c->count = s->n_urls;
     }
     const cJSON *x;
-    if (!rc && (x = sr_scn_member(en, "timing"))) {
-        rc = sr_scn_check_object(p, x, "engines.timing");
-        if (!rc)
-            rc = sr_scn_num(p, x, "prefill_ms", 0, HOUR_MS, c->prefill_ms, &c->prefill_ms);
-        if (!rc)
-            rc = sr_scn_num(p, x, "decode_ms_per_token", 0, HOUR_MS, c->decode_ms, &c->decode_ms);
-    }
-    if (!rc && (x = sr_scn_member(en, "server")))
-        rc = parse_server(p, x);
+    sr_spec_ctx sx = spec_ctx(p);
+    if (!rc && (x = sr_scn_member(en, "timing")) &&
+        !(rc = sr_scn_check_object(p, x, "engines.timing")))
+        rc = sr_spec_parse_timing(c, &sx, x, NULL);
+    if (!rc && (x = sr_scn_member(en, "server")) &&
+        !(rc = sr_scn_check_object(p, x, "engines.server")))
+        rc = sr_spec_parse_server(c, &sx, x, NULL);
     if (!rc && (x = sr_scn_member(en, "faults")))
         rc = parse_faults(p, x);
-    if (!rc && !(rc = sr_scn_int(p, en, "sample_support_k", 1, 1024, c->support_k, 0, &v)))
+    if (!rc && !(rc = sr_scn_int(p, en, "sample_support_k", 1, SR_ENGINE_MAX_SUPPORT_K,
+                                 c->support_k, 0, &v)))
         c->support_k = (int)v;
     if (!rc)
         rc = sr_scn_int(p, en, "ready_timeout_ms", 100, HOUR_MS, s->ready_timeout_ms, 0,
@@ -346,40 +192,27 @@ static int parse_client(scn_parse *p, const cJSON *cl)
     return rc;
 }
 
-static int parse_weights(scn_parse *p, const cJSON *w)
+static int load_weights(scn_parse *p, const cJSON *w)
 {
     sr_scenario *s = p->s;
     sr_engine_config *c = &s->engine;
     static const char *const transports[] = {"delta", "broadcast", NULL};
-    int64_t v;
     const char *t;
     if (!w)
         return 0;
+    sr_spec_ctx x = spec_ctx(p);
     int rc = sr_scn_check_object(p, w, "weights");
-    if (!rc && !(rc = sr_scn_int(p, w, "total_bytes", (int64_t)SR_WEIGHTS_MIN_BYTES,
-                                 (int64_t)SR_WEIGHTS_MAX_BYTES, (int64_t)c->weight_bytes, 0, &v)))
-        c->weight_bytes = (size_t)v;
-    if (!rc && !(rc = sr_scn_int(p, w, "expert_tensors", 1, SR_WEIGHTS_MAX_EXPERTS,
-                                 c->expert_tensors, 0, &v)))
-        c->expert_tensors = (int)v;
     if (!rc)
-        rc = sr_scn_int(p, w, "version", 0, SR_WEIGHTS_MAX_VERSION, c->weight_version, 0,
-                        &c->weight_version);
-    if (!rc)
-        rc = sr_scn_num(p, w, "tensor_change_rate", 0, 1, c->tensor_change_rate,
-                        &c->tensor_change_rate);
-    if (!rc)
-        rc = sr_scn_num(p, w, "block_change_rate", 0, 1, c->block_change_rate,
-                        &c->block_change_rate);
+        rc = sr_spec_parse_weights(c, &x, w, NULL);
     if (!rc && !(rc = sr_scn_str(p, w, "transport", "delta", transports, &t)))
         snprintf(s->transport, sizeof(s->transport), "%s", t);
-    const cJSON *x = sr_scn_member(w, "workers");
-    if (!rc && x) {
-        rc = sr_scn_check_object(p, x, "weights.workers");
+    const cJSON *k = sr_scn_member(w, "workers");
+    if (!rc && k) {
+        rc = sr_scn_check_object(p, k, "weights.workers");
         if (!rc)
-            rc = sr_scn_int(p, x, "cap", 1, 1024, s->workers_cap, 0, &s->workers_cap);
+            rc = sr_scn_int(p, k, "cap", 1, 1024, s->workers_cap, 0, &s->workers_cap);
         if (!rc)
-            rc = sr_scn_int(p, x, "reserved_cores", 0, 1024, s->workers_reserved, 0,
+            rc = sr_scn_int(p, k, "reserved_cores", 0, 1024, s->workers_reserved, 0,
                             &s->workers_reserved);
     }
     return rc;
@@ -464,7 +297,7 @@ static int parse_top(scn_parse *p, const cJSON *root)
         rc = (s->description = strdup(str)) ? 0 : SR_E_NOMEM;
     if (!rc)
         rc = sr_scn_strlist(p, root, "tags", SR_SCN_NAME_MAX, s->tags, &s->n_tags);
-    if (!rc && !(rc = sr_scn_int(p, root, "seed", 0, SEED_MAX, (int64_t)s->seed, 0, &v)))
+    if (!rc && !(rc = sr_scn_int(p, root, "seed", 0, SR_SPEC_SEED_MAX, (int64_t)s->seed, 0, &v)))
         s->seed = s->engine.seed = s->client.seed = (uint64_t)v;
     if (!rc)
         rc = sr_scn_int(p, root, "timeout_ms", 1000, SR_SCN_MAX_TIMEOUT, s->timeout_ms, 0,
@@ -476,15 +309,15 @@ static int parse_top(scn_parse *p, const cJSON *root)
         rc = (s->skip = strdup(sk->valuestring)) ? 0 : SR_E_NOMEM;
     }
     if (!rc)
-        rc = parse_model(p, sr_scn_member(root, "model"));
+        rc = load_model(p, sr_scn_member(root, "model"));
     if (!rc)
-        rc = parse_fields(p, sr_scn_member(root, "fields"));
+        rc = load_fields(p, sr_scn_member(root, "fields"));
     if (!rc)
         rc = parse_engines(p, sr_scn_member(root, "engines"));
     if (!rc)
         rc = parse_client(p, sr_scn_member(root, "client"));
     if (!rc)
-        rc = parse_weights(p, sr_scn_member(root, "weights"));
+        rc = load_weights(p, sr_scn_member(root, "weights"));
     if (!rc)
         rc = parse_pool_trainer(p, sr_scn_member(root, "pool"), sr_scn_member(root, "trainer"));
     if (!rc)

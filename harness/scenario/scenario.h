@@ -22,7 +22,7 @@
  * Expanded writer. sr_scenario_write_expanded writes the scenario with every default filled in
  * (every key of the table that applies, in table order) as pretty-printed JSON; loading that
  * file gives the same scenario, so a failure replays byte for byte. sr_scenario_write_engine
- * writes the engine config (harness/engine/config.h, shape 1) that `syncroll engine --config`
+ * writes the engine config (harness/spec/engine_config.h, shape 1) that `syncroll engine --config`
  * reads for this scenario.
  *
  * Errors: SR_E_JSON_SYNTAX (not JSON), SR_E_JSON_SCHEMA (unknown key, wrong type, out of range),
@@ -39,8 +39,9 @@
 #include <cjson/cJSON.h>
 
 #include "client/client.h"
-#include "engine/config.h"
+#include "spec/engine_config.h"
 #include "engine/faults.h"
+#include "spec/endpoints.h"
 #include "report/result.h"
 #include "sr_buf.h"
 #include "sr_err.h"
@@ -273,7 +274,7 @@ int sr_scenario_expanded_json(sr_buf *b, const sr_scenario *s, sr_err *err);
 /* Writes the expanded scenario to `path`. */
 int sr_scenario_write_expanded(const sr_scenario *s, const char *path, sr_err *err);
 
-/* Writes the engine config of the scenario (config.h shape 1) to `path`. */
+/* Writes the engine config of the scenario (spec/engine_config.h shape 1) to `path`. */
 int sr_scenario_write_engine(const sr_scenario *s, const char *path, sr_err *err);
 
 /*

@@ -5,10 +5,10 @@
 #include <string.h>
 
 #include "scenario_priv.h"
+#include "spec/checks.h"
 #include "sr_oracle.h"
 #include "sr_trace.h"
 #include "sr_weights.h"
-#include "run/verify.h"
 
 #define DAY_MS SR_SCN_MAX_TIMEOUT
 

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/engine.h"
+#include "spec/endpoints.h"
 #include "sync_priv.h"
 
 void sync_bcast_free(sr_sync *s)

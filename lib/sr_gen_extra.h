@@ -1,5 +1,5 @@
 /*
- * gen_extra: packed fields beyond the built-ins, emitted by the mock engine from a field
+ * sr_gen_extra: packed fields beyond the built-ins, emitted by the mock engine from a field
  * definition (lib/sr_fields.h) with seeded values inside the definition's contract, so that a new
  * side channel can be exercised end to end before a real engine produces it
  * (`syncroll validate-field`, engine config `fields` entries that are definition objects).
@@ -23,8 +23,8 @@
  * Errors: SR_E_NOMEM; SR_E_ENGINE_CONFIG for a definition that cannot be emitted; SR_E_LIMIT
  * when the array would exceed max_bytes. Pure functions of their arguments; thread-safe.
  */
-#ifndef SR_ENGINE_GEN_EXTRA_H
-#define SR_ENGINE_GEN_EXTRA_H
+#ifndef SR_GEN_EXTRA_H
+#define SR_GEN_EXTRA_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -55,4 +55,4 @@ int sr_gen_extra_make(sr_gen_extra *out, const sr_field_def *d, uint64_t seed,
 
 void sr_gen_extra_release(sr_gen_extra *x);
 
-#endif /* SR_ENGINE_GEN_EXTRA_H */
+#endif /* SR_GEN_EXTRA_H */

@@ -1,5 +1,5 @@
-/* Seeded arrays for packed fields given by definition (gen_extra.h). */
-#include "gen_extra.h"
+/* Seeded arrays for packed fields given by definition (sr_gen_extra.h). */
+#include "sr_gen_extra.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,0 +1,64 @@
+/* The check-name and row-class tables (checks.h). */
+#include "checks.h"
+
+#include <string.h>
+
+#include "sr_err.h"
+
+static const sr_check_info checks[] = {
+    {"trace.row_mismatch", "a captured route row differs from the oracle at a layer "
+                           "(classified)"},
+    {"trace.token_mismatch", "a generated token id differs from the oracle's next token"},
+    {"trace.logprob_mismatch", "a logprob differs from the oracle's (or from the clamp -9999.0)"},
+    {"trace.padding_row", "a padded row of a finalized trace is not the padding row 0..K-1"},
+    {"trace.version_unknown", "the engine did not say which weight version computed a row"},
+    {"collate.alignment", "a sample's route rows are not at columns pad + r of the batch"},
+    {"collate.padding_rows", "a padding column of the batch does not hold the padding row"},
+    {"collate.padding_mask", "the router padding mask is not 1 exactly on padding and "
+                             "uncaptured columns"},
+    {"engine.crashed", "an engine exited, was killed or never became ready during the scenario"},
+    {"engine.state", "/syncroll/v1/state differs from a check_state step"},
+    {"engine.control", "a control-plane call (pause, resume, state) failed"},
+    {"step.deadline", "a wait step's condition did not hold before its timeout"},
+    {"budget.latency", "a phase's latency percentile exceeds its budget"},
+    {"budget.no_samples", "a budget names a phase that recorded nothing"},
+    {"soak.resource_growth", "the harness's open descriptors or resident memory kept growing "
+                             "after a soak's warm-up iterations"},
+};
+
+size_t sr_check_info_count(void)
+{
+    return sizeof(checks) / sizeof(checks[0]);
+}
+
+const sr_check_info *sr_check_info_at(size_t i)
+{
+    return i < sr_check_info_count() ? &checks[i] : NULL;
+}
+
+int sr_check_known(const char *name)
+{
+    if (!name)
+        return 0;
+    for (size_t i = 0; i < sr_check_info_count(); i++)
+        if (strcmp(checks[i].name, name) == 0)
+            return 1;
+    return sr_code_by_name(name) != 0;
+}
+
+static const char *const classes[SR_ROW_CLASS_COUNT] = {
+    "all_zero_capture", "duplicated_row", "overwritten_prefix", "off_by_one",
+    "stale_weights",    "newer_weights",  "unclassified"};
+
+const char *sr_row_class_name(sr_row_class c)
+{
+    return (unsigned)c < SR_ROW_CLASS_COUNT ? classes[c] : NULL;
+}
+
+int sr_row_class_lookup(const char *name)
+{
+    for (int i = 0; name && i < SR_ROW_CLASS_COUNT; i++)
+        if (strcmp(classes[i], name) == 0)
+            return i;
+    return -1;
+}

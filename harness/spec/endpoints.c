@@ -1,0 +1,49 @@
+/* The endpoint table of the mock engine (endpoints.h). */
+#include "endpoints.h"
+
+#include <string.h>
+
+typedef struct ep_row {
+    const char *name, *method, *path;
+} ep_row;
+
+static const ep_row rows[SR_EP_COUNT] = {
+    [SR_EP_GENERATE] = {"generate", "POST", "/skyrl/v1/generate"},
+    [SR_EP_NATIVE] = {"native_generate", "POST", "/inference/v1/generate"},
+    [SR_EP_HEALTH] = {"health", "GET", "/health"},
+    [SR_EP_WORLD_SIZE] = {"get_world_size", "GET", "/get_world_size"},
+    [SR_EP_PAUSE] = {"pause", "POST", "/pause"},
+    [SR_EP_RESUME] = {"resume", "POST", "/resume"},
+    [SR_EP_SLEEP] = {"sleep", "POST", "/sleep"},
+    [SR_EP_WAKE_UP] = {"wake_up", "POST", "/wake_up"},
+    [SR_EP_RESET_PREFIX] = {"reset_prefix_cache", "POST", "/reset_prefix_cache"},
+    [SR_EP_FINISH_SESSION] = {"finish_session", "POST", "/finish_session"},
+    [SR_EP_INIT_TRANSFER] = {"init_weight_transfer_engine", "POST", "/init_weight_transfer_engine"},
+    [SR_EP_COLLECTIVE_RPC] = {"collective_rpc", "POST", "/collective_rpc"},
+    [SR_EP_FETCH_WEIGHTS] = {"fetch_weights", "POST", "/fetch_weights"},
+    [SR_EP_UPDATE_WEIGHTS] = {"update_weights", "POST", "/update_weights"},
+    [SR_EP_STATE] = {"state", "GET", "/syncroll/v1/state"},
+};
+
+const char *sr_endpoint_name(sr_endpoint ep)
+{
+    return (unsigned)ep < SR_EP_COUNT ? rows[ep].name : NULL;
+}
+
+const char *sr_endpoint_method(sr_endpoint ep)
+{
+    return (unsigned)ep < SR_EP_COUNT ? rows[ep].method : NULL;
+}
+
+const char *sr_endpoint_path(sr_endpoint ep)
+{
+    return (unsigned)ep < SR_EP_COUNT ? rows[ep].path : NULL;
+}
+
+int sr_endpoint_lookup(const char *method, const char *path)
+{
+    for (int i = 0; method && path && i < SR_EP_COUNT; i++)
+        if (strcmp(path, rows[i].path) == 0 && strcmp(method, rows[i].method) == 0)
+            return i;
+    return -1;
+}

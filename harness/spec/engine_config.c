@@ -1,0 +1,316 @@
+/* The engine config: defaults, the engine-side sections and the loader (engine_config.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine_config.h"
+#include "sr_buf.h"
+#include "sr_weights.h"
+
+void sr_engine_config_defaults(sr_engine_config *c)
+{
+    memset(c, 0, sizeof(*c));
+    snprintf(c->id, sizeof(c->id), "engine-0");
+    c->count = 1;
+    c->seed = 1;
+    snprintf(c->model_name, sizeof(c->model_name), "default");
+    c->vocab = 32000;
+    c->num_layers = 4;
+    for (int i = 0; i < c->num_layers; i++)
+        c->layer_indices[i] = i;
+    c->experts = 64;
+    c->topk = 8;
+    c->eos_id = 2;
+    c->eos_rate = 0.05;
+    c->logprob_scale = 8.0;
+    c->nonfinite_rate = 0.0;
+    c->weight_bytes = SR_WEIGHTS_MIN_BYTES;
+    c->expert_tensors = 8;
+    c->tensor_change_rate = 0.75;
+    c->block_change_rate = 0.125;
+    c->routes = 1;
+    c->support_k = 4;
+    c->threads = 2;
+    c->max_connections = 256;
+    c->max_body_bytes = (size_t)16 << 20;
+    c->max_response_bytes = (size_t)1 << 30;
+    c->max_tokens_default = 16;
+    c->max_seq = (int64_t)1 << 20;
+    c->world_size = 1;
+}
+
+void sr_engine_config_id_for(char *out, size_t cap, const sr_engine_config *c, int index)
+{
+    if (!c->has_id)
+        snprintf(out, cap, "engine-%d", index);
+    else if (c->count > 1)
+        snprintf(out, cap, "%.40s-%d", c->base_id, index);
+    else
+        snprintf(out, cap, "%s", c->base_id);
+}
+
+void sr_engine_config_release(sr_engine_config *c)
+{
+    cJSON_Delete(c->faults);
+    sr_engine_config_defaults(c);
+}
+
+sr_oracle_model sr_engine_config_model(const sr_engine_config *c)
+{
+    sr_oracle_model m = SR_ORACLE_MODEL_INIT;
+    m.seed = c->seed;
+    m.vocab = c->vocab;
+    m.num_layers = c->num_layers;
+    m.layer_indices = c->layer_indices;
+    m.experts = c->experts;
+    m.topk = c->topk;
+    m.eos_id = c->eos_id;
+    m.eos_rate = c->eos_rate;
+    m.num_stops = c->num_stops;
+    m.stops = c->stops;
+    m.logprob_scale = c->logprob_scale;
+    m.nonfinite_rate = c->nonfinite_rate;
+    return m;
+}
+
+sr_weights_spec sr_engine_config_weights(const sr_engine_config *c)
+{
+    sr_weights_spec ws = SR_WEIGHTS_SPEC_INIT;
+    ws.seed = c->seed;
+    ws.num_layers = c->num_layers;
+    ws.layer_indices = c->layer_indices;
+    ws.experts = c->experts;
+    ws.expert_tensors = c->expert_tensors;
+    ws.total_bytes = c->weight_bytes;
+    ws.tensor_change_rate = c->tensor_change_rate;
+    ws.block_change_rate = c->block_change_rate;
+    return ws;
+}
+
+const char *const *sr_spec_section_keys(const char *section)
+{
+    static const char *const model[] = {
+        "name",   "vocab",    "layers",         "layer_indices", "experts",        "topk",
+        "eos_id", "eos_rate", "stop_sequences", "logprob_scale", "nonfinite_rate", NULL};
+    static const char *const weights[] = {"total_bytes",        "expert_tensors",    "version",
+                                          "tensor_change_rate", "block_change_rate", NULL};
+    static const char *const timing[] = {"prefill_ms", "decode_ms_per_token", NULL};
+    static const char *const server[] = {"threads",
+                                         "max_connections",
+                                         "max_body_bytes",
+                                         "max_response_bytes",
+                                         "max_tokens_default",
+                                         "max_seq",
+                                         "world_size",
+                                         "lora",
+                                         NULL};
+    static const char *const top[] = {"id",     "index",   "seed",   "count",
+                                      "model",  "weights", "fields", "sample_support_k",
+                                      "timing", "server",  "faults", NULL};
+    static const struct {
+        const char *name;
+        const char *const *keys;
+    } sections[] = {
+        {"model", model}, {"weights", weights}, {"timing", timing}, {"server", server}, {"", top}};
+    for (size_t i = 0; section && i < sizeof(sections) / sizeof(sections[0]); i++)
+        if (strcmp(section, sections[i].name) == 0)
+            return sections[i].keys;
+    return NULL;
+}
+
+static int check_section(const sr_spec_ctx *x, const cJSON *obj, const char *section,
+                         const char *what)
+{
+    return what ? sr_json_check_keys(x->doc, obj, what, sr_spec_section_keys(section), x->err) : 0;
+}
+
+int sr_spec_parse_weights(sr_engine_config *c, const sr_spec_ctx *x, const cJSON *w,
+                          const char *what)
+{
+    const sr_json_doc *d = x->doc;
+    sr_err *err = x->err;
+    int rc = check_section(x, w, "weights", what);
+    int64_t v;
+    if (!rc &&
+        !(rc = sr_json_get_int(d, w, "total_bytes", 0, (int64_t)SR_WEIGHTS_MIN_BYTES,
+                               (int64_t)SR_WEIGHTS_MAX_BYTES, (int64_t)c->weight_bytes, &v, err)))
+        c->weight_bytes = (size_t)v;
+    if (!rc && !(rc = sr_json_get_int(d, w, "expert_tensors", 0, 1, SR_WEIGHTS_MAX_EXPERTS,
+                                      c->expert_tensors, &v, err)))
+        c->expert_tensors = (int)v;
+    if (!rc)
+        rc = sr_json_get_int(d, w, "version", 0, 0, SR_WEIGHTS_MAX_VERSION, c->weight_version,
+                             &c->weight_version, err);
+    if (!rc)
+        rc = sr_json_get_double(d, w, "tensor_change_rate", 0, 0, 1, c->tensor_change_rate,
+                                &c->tensor_change_rate, err);
+    if (!rc)
+        rc = sr_json_get_double(d, w, "block_change_rate", 0, 0, 1, c->block_change_rate,
+                                &c->block_change_rate, err);
+    return rc;
+}
+
+int sr_spec_parse_timing(sr_engine_config *c, const sr_spec_ctx *x, const cJSON *t,
+                         const char *what)
+{
+    int rc = check_section(x, t, "timing", what);
+    if (!rc)
+        rc = sr_json_get_double(x->doc, t, "prefill_ms", 0, 0, SR_ENGINE_MAX_TIMING_MS,
+                                c->prefill_ms, &c->prefill_ms, x->err);
+    if (!rc)
+        rc = sr_json_get_double(x->doc, t, "decode_ms_per_token", 0, 0, SR_ENGINE_MAX_TIMING_MS,
+                                c->decode_ms, &c->decode_ms, x->err);
+    return rc;
+}
+
+int sr_spec_parse_server(sr_engine_config *c, const sr_spec_ctx *x, const cJSON *s,
+                         const char *what)
+{
+    const sr_json_doc *d = x->doc;
+    sr_err *err = x->err;
+    int rc = check_section(x, s, "server", what);
+    int64_t v;
+    if (!rc && !(rc = sr_json_get_int(d, s, "threads", 0, 1, 64, c->threads, &v, err)))
+        c->threads = (int)v;
+    if (!rc &&
+        !(rc = sr_json_get_int(d, s, "max_connections", 0, 1, 65536, c->max_connections, &v, err)))
+        c->max_connections = (int)v;
+    if (!rc && !(rc = sr_json_get_int(d, s, "max_body_bytes", 0, 1024, (int64_t)1 << 32,
+                                      (int64_t)c->max_body_bytes, &v, err)))
+        c->max_body_bytes = (size_t)v;
+    if (!rc && !(rc = sr_json_get_int(d, s, "max_response_bytes", 0, 4096, (int64_t)1 << 34,
+                                      (int64_t)c->max_response_bytes, &v, err)))
+        c->max_response_bytes = (size_t)v;
+    if (!rc)
+        rc = sr_json_get_int(d, s, "max_tokens_default", 0, 1, SR_ORACLE_MAX_SEQ,
+                             c->max_tokens_default, &c->max_tokens_default, err);
+    if (!rc)
+        rc =
+            sr_json_get_int(d, s, "max_seq", 0, 2, SR_ORACLE_MAX_SEQ, c->max_seq, &c->max_seq, err);
+    if (!rc && !(rc = sr_json_get_int(d, s, "world_size", 0, 1, 1 << 20, c->world_size, &v, err)))
+        c->world_size = (int)v;
+    if (!rc)
+        rc = sr_json_get_bool(d, s, "lora", 0, c->lora, &c->lora, err);
+    return rc;
+}
+
+/* A config problem of any kind is engine.invalid_config, as the engine has always said. */
+static int recode(int rc, sr_err *err)
+{
+    if (rc && rc != SR_E_NOMEM) {
+        if (err)
+            err->code = SR_E_ENGINE_CONFIG;
+        return SR_E_ENGINE_CONFIG;
+    }
+    return rc;
+}
+
+/*
+ * The sections of either shape: `eng` is the root for an engine config, the `engines` object
+ * for a scenario, whose other keys the scenario loader owns.
+ */
+static int parse_sections(sr_engine_config *c, const sr_spec_ctx *x, const cJSON *root,
+                          const cJSON *eng, int scenario)
+{
+    const sr_json_doc *d = x->doc;
+    int rc = 0;
+    int64_t v;
+    const cJSON *n;
+    if ((n = cJSON_GetObjectItemCaseSensitive(root, "model")))
+        rc = sr_spec_parse_model(c, x, n, "model");
+    if (!rc && (n = cJSON_GetObjectItemCaseSensitive(root, "weights")))
+        rc = sr_spec_parse_weights(c, x, n, "weights");
+    if (!rc && (n = cJSON_GetObjectItemCaseSensitive(root, "fields")))
+        rc =
+            sr_spec_parse_fields(c, x, n, scenario ? SR_SPEC_DEFS_IGNORE : SR_SPEC_DEFS_EMIT, NULL);
+    if (!rc && !(rc = sr_json_get_int(d, eng, "sample_support_k", 0, 1, SR_ENGINE_MAX_SUPPORT_K,
+                                      c->support_k, &v, x->err)))
+        c->support_k = (int)v;
+    if (!rc &&
+        !(rc = sr_json_get_int(d, eng, "count", 0, 1, SR_ENGINE_MAX_COUNT, c->count, &v, x->err)))
+        c->count = (int)v;
+    if (!rc && (n = cJSON_GetObjectItemCaseSensitive(eng, "timing")))
+        rc = sr_spec_parse_timing(c, x, n, "timing");
+    if (!rc && (n = cJSON_GetObjectItemCaseSensitive(eng, "server")))
+        rc = sr_spec_parse_server(c, x, n, "server");
+    if (!rc && (n = cJSON_GetObjectItemCaseSensitive(eng, "faults"))) {
+        c->faults = cJSON_Duplicate(n, 1);
+        if (!c->faults)
+            rc = sr_err_set(x->err, SR_E_NOMEM, "cannot copy the fault plan");
+    }
+    return rc;
+}
+
+/* The top-level keys of an engine config besides the sections. */
+static int parse_identity(sr_engine_config *c, const sr_spec_ctx *x, const cJSON *root,
+                          int scenario, int index)
+{
+    int64_t v;
+    const char *s;
+    int rc =
+        sr_json_get_int(x->doc, root, "seed", 0, 0, SR_SPEC_SEED_MAX, (int64_t)c->seed, &v, x->err);
+    if (!rc)
+        c->seed = (uint64_t)v;
+    c->index = index;
+    if (scenario || rc)
+        return rc;
+    if (!(rc = sr_json_get_int(x->doc, root, "index", 0, 0, 63, index, &v, x->err)))
+        c->index = (int)v;
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(root, "id");
+    if (rc || !id)
+        return rc;
+    rc = sr_json_get_string(x->doc, root, "id", 1, NULL, &s, x->err);
+    if (!rc && (strlen(s) == 0 || strlen(s) >= sizeof(c->id)))
+        rc = sr_spec_fail(x, id, "id must be 1..%zu bytes", sizeof(c->id) - 1);
+    if (!rc) {
+        snprintf(c->base_id, sizeof(c->base_id), "%s", s);
+        c->has_id = 1;
+    }
+    return rc;
+}
+
+int sr_engine_config_parse(sr_engine_config *c, const char *text, size_t len, const char *source,
+                           int index, sr_err *err)
+{
+    sr_engine_config_defaults(c);
+    if (index < 0 || index > 63)
+        return sr_err_set(err, SR_E_ENGINE_CONFIG, "engine index %d is outside 0..63", index);
+    sr_json_doc *d = NULL;
+    int rc = sr_json_parse(&d, text, len, source, 0, err);
+    if (rc)
+        return recode(rc, err);
+    sr_spec_ctx x = {d, SR_E_ENGINE_CONFIG, err};
+    const cJSON *root = sr_json_root(d);
+    const cJSON *eng = cJSON_GetObjectItemCaseSensitive(root, "engines");
+    int scenario = eng && cJSON_IsObject(eng);
+    if (!cJSON_IsObject(root))
+        rc = sr_spec_fail(&x, root, "an engine config must be an object");
+    else if (!scenario)
+        rc = check_section(&x, root, "", "engine config");
+    if (!scenario)
+        eng = root;
+    if (!rc)
+        rc = parse_identity(c, &x, root, scenario, index);
+    if (!rc)
+        rc = parse_sections(c, &x, root, eng, scenario);
+    sr_engine_config_id_for(c->id, sizeof(c->id), c, c->index);
+    sr_json_free(d);
+    if (rc) {
+        cJSON_Delete(c->faults);
+        c->faults = NULL;
+    }
+    return recode(rc, err);
+}
+
+int sr_engine_config_load(sr_engine_config *c, const char *path, int index, sr_err *err)
+{
+    sr_engine_config_defaults(c);
+    sr_buf b = SR_BUF_INIT;
+    int rc = sr_buf_read_file(&b, path, SR_JSON_DEFAULT_MAX, err);
+    if (rc)
+        sr_err_prefix(err, "engine config ");
+    else
+        rc = sr_engine_config_parse(c, b.data ? b.data : "", b.len, path, index, err);
+    sr_buf_release(&b);
+    return rc;
+}
