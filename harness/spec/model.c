@@ -13,16 +13,6 @@ static const cJSON *member(const cJSON *obj, const char *key)
     return obj ? cJSON_GetObjectItemCaseSensitive(obj, key) : NULL;
 }
 
-int sr_spec_fail(const sr_spec_ctx *x, const cJSON *node, const char *fmt, ...)
-{
-    char msg[SR_ERR_MSG_MAX];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    return sr_json_error(x->doc, node, x->err, x->code, "%s", msg);
-}
-
 /* A name is copied only when given: the default is the buffer itself, and copying a string onto
  * itself is undefined. */
 static int parse_name(sr_engine_config *c, const sr_spec_ctx *x, const cJSON *m)
