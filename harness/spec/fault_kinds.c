@@ -87,9 +87,9 @@ static const sr_fault_kind_info KINDS[SR_FK_COUNT] = {
     WEIGHTS(SR_FK_PARTIAL_WEIGHT_APPLY, "partial_weight_apply", P("layers"),
             "the update skips the MoE layer slots `layers` (default: the last)"),
     WEIGHTS(SR_FK_VERSION_NOT_BUMPED, "version_not_bumped", NONE,
-            "the update applies but the version stays"),
+            "the update commits, but the reported version does not move"),
     WEIGHTS(SR_FK_CHECKSUM_MISMATCH, "checksum_mismatch", NONE,
-            "the engine reports a checksum that differs from the bytes sent"),
+            "the update fails its checksum (a payload bit flipped); the version stays"),
 };
 
 static const char *const LAYER_NAMES[SR_FL_COUNT] = {"delay", "model",     "body",
