@@ -2,7 +2,8 @@
  * The fault plan's schema (harness/spec/faults.h): the kind table is whole and drives name
  * lookup, layers and key validation; parse errors are named; and the meta-test: the fault-kind
  * tables of scenarios/FORMAT.md and README.md list exactly the table's kinds, with its layers
- * and parameter keys (FORMAT.md also its required keys and descriptions).
+ * and parameter keys (FORMAT.md also its required keys and descriptions), and the engine's
+ * fault suite fires every kind.
  */
 #include <check.h>
 #include <stdio.h>
@@ -373,6 +374,24 @@ START_TEST(test_readme_lists_the_kinds)
 }
 END_TEST
 
+/* The engine's dispatch: tests/test_engine_faults.c fires every kind of the table at a real
+ * engine and checks its effect, so a kind without such a test is a kind the engine may ignore. */
+START_TEST(test_engine_suite_fires_every_kind)
+{
+    char *src = read_all(SYNCROLL_SOURCE_DIR "/tests/test_engine_faults.c");
+    for (int k = 0; k < SR_FK_COUNT; k++) {
+        char tight[96], spaced[96];
+        const char *name = sr_fault_kind_name((sr_fault_kind)k);
+        snprintf(tight, sizeof(tight), "\\\"kind\\\":\\\"%s\\\"", name);
+        snprintf(spaced, sizeof(spaced), "\\\"kind\\\": \\\"%s\\\"", name);
+        ck_assert_msg(strstr(src, tight) || strstr(src, spaced),
+                      "the kind table has `%s`, which tests/test_engine_faults.c never fires",
+                      name);
+    }
+    free(src);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("spec_faults");
@@ -385,6 +404,7 @@ static Suite *suite(void)
     TCase *doc = tcase_create("docs");
     tcase_add_test(doc, test_format_md_lists_the_kinds);
     tcase_add_test(doc, test_readme_lists_the_kinds);
+    tcase_add_test(doc, test_engine_suite_fires_every_kind);
     suite_add_tcase(s, doc);
     return s;
 }
