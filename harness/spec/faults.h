@@ -13,12 +13,14 @@
  *    "probability": 0.5,                          Bernoulli, seeded (default 1)
  *    "count": 1}                                  maximum firings (default unlimited)
  *
- * The kind table (sr_fault_kind_info_of) is the one list of fault kinds: each entry gives the
- * stable name, the layer, the parameter keys the kind accepts and requires, its endpoints and a
- * one-line description. Name lookup, the layer, key validation and the endpoint defaults are
- * all read from it, and tests/test_spec_faults.c checks scenarios/FORMAT.md and README.md
- * against it. Adding a kind: one enum value and one table row here, the code that applies it in
- * its layer of the engine, one row in FORMAT.md and in README.md, and a test.
+ * SR_FAULT_KIND_TABLE below is the one list of fault kinds: each row gives the enum value, the
+ * stable name, the layer, the endpoints it reaches, the parameter keys the kind accepts and
+ * requires, and a one-line description. The enum, name lookup, the layer, key validation and
+ * the endpoint defaults are all derived from it, and tests/test_spec_faults.c checks
+ * scenarios/FORMAT.md, README.md and the engine's fault suite (tests/test_engine_faults.c)
+ * against it. Adding a kind: one row here, the code that applies it in its layer of the engine
+ * (engine/), one row in FORMAT.md and in README.md, a case in tests/test_engine_faults.c, and a
+ * scenario that uses it.
  *
  * Each kind belongs to one layer, and a request gets at most one fault per layer (the first
  * matching one in declaration order). Model and body kinds apply to the generate endpoints
@@ -48,44 +50,104 @@ typedef enum sr_fault_layer {
     SR_FL_COUNT
 } sr_fault_layer;
 
-/* One value per row of the kind table (spec/fault_kinds.c), in the same order. */
-typedef enum sr_fault_kind {
-    SR_FK_LATENCY = 0,
-    SR_FK_ROUTES_ALL_ZERO,
-    SR_FK_ROWS_P_PLUS_G,
-    SR_FK_PROMPT_START_IGNORED,
-    SR_FK_DUPLICATED_OUTPUT_ROWS,
-    SR_FK_EXPERT_OUT_OF_RANGE,
-    SR_FK_EXPERT_DUPLICATE,
-    SR_FK_ROUTES_DROPPED,
-    SR_FK_STALE_PREFIX_CACHE,
-    SR_FK_BAD_BASE64,
-    SR_FK_BYTE_COUNT_OFF,
-    SR_FK_NON_CANONICAL_DTYPE,
-    SR_FK_REORDERED_ENVELOPE,
-    SR_FK_RESPACED_JSON,
-    SR_FK_DATA_NULL,
-    SR_FK_LOOKALIKE_FIELD,
-    SR_FK_ESCAPED_QUOTE_KEY,
-    SR_FK_DUPLICATE_FIELD,
-    SR_FK_EXTRA_ENVELOPE,
-    SR_FK_HTTP_502_HTML,
-    SR_FK_HTTP_503_JSON,
-    SR_FK_HTTP_429,
-    SR_FK_HTTP_400_TEXT,
-    SR_FK_TRUNCATE,
-    SR_FK_TRUNCATE_IN_BLOB,
-    SR_FK_TRUNCATE_AFTER_BLOBS,
-    SR_FK_RESET,
-    SR_FK_REFUSE,
-    SR_FK_STALL,
-    SR_FK_STALL_MID_BODY,
-    SR_FK_DRIBBLE,
-    SR_FK_PARTIAL_WEIGHT_APPLY,
-    SR_FK_VERSION_NOT_BUMPED,
-    SR_FK_CHECKSUM_MISMATCH,
-    SR_FK_COUNT
-} sr_fault_kind;
+/* Which endpoints a kind may name, and the one it targets when the fault names none. */
+typedef enum sr_fault_reach {
+    SR_FR_ANY = 0,     /* any endpoint; default generate */
+    SR_FR_GENERATE,    /* generate only */
+    SR_FR_GENERATES,   /* generate and native_generate; default generate */
+    SR_FR_WEIGHT_SYNC, /* update_weights (the default), collective_rpc, fetch_weights */
+} sr_fault_reach;
+
+/* A list of parameter keys as one argument of X. */
+/* clang-format off */
+#define SR_FK_KEYS(...) {__VA_ARGS__}
+#define SR_FK_NONE      {NULL}
+/* clang-format on */
+#define SR_FK_LATENCY_KEYS SR_FK_KEYS("dist", "ms", "min_ms", "max_ms", "median_ms", "sigma")
+
+/*
+ * The kind table, the one list of fault kinds:
+ * X(symbol, "name", layer, reach, accepted keys, required keys, "description")
+ * The description is FORMAT.md's "effect" cell, word for word.
+ */
+#define SR_FAULT_KIND_TABLE(X)                                                                     \
+    X(SR_FK_LATENCY, "latency", SR_FL_DELAY, SR_FR_ANY, SR_FK_LATENCY_KEYS, SR_FK_NONE,            \
+      "answer delayed (fixed, uniform or lognormal), bytes unchanged")                             \
+    X(SR_FK_ROUTES_ALL_ZERO, "routes_all_zero", SR_FL_MODEL, SR_FR_GENERATE, SR_FK_NONE,           \
+      SR_FK_NONE, "every routed expert id is 0")                                                   \
+    X(SR_FK_ROWS_P_PLUS_G, "rows_p_plus_g", SR_FL_MODEL, SR_FR_GENERATE, SR_FK_NONE, SR_FK_NONE,   \
+      "one extra routes row, for the last sampled token")                                          \
+    X(SR_FK_PROMPT_START_IGNORED, "prompt_start_ignored", SR_FL_MODEL, SR_FR_GENERATE, SR_FK_NONE, \
+      SR_FK_NONE, "routes rows from 0 whatever the request's prompt start")                        \
+    X(SR_FK_DUPLICATED_OUTPUT_ROWS, "duplicated_output_rows", SR_FL_MODEL, SR_FR_GENERATE,         \
+      SR_FK_NONE, SR_FK_NONE, "every other output-token row repeats the row before it")            \
+    X(SR_FK_EXPERT_OUT_OF_RANGE, "expert_out_of_range", SR_FL_MODEL, SR_FR_GENERATE,               \
+      SR_FK_KEYS("row", "layer"), SR_FK_NONE,                                                      \
+      "one expert id (at `row`, `layer`) equals the expert count")                                 \
+    X(SR_FK_EXPERT_DUPLICATE, "expert_duplicate", SR_FL_MODEL, SR_FR_GENERATE,                     \
+      SR_FK_KEYS("row", "layer"), SR_FK_NONE,                                                      \
+      "one row's second expert (at `row`, `layer`) repeats its first")                             \
+    X(SR_FK_ROUTES_DROPPED, "routes_dropped", SR_FL_MODEL, SR_FR_GENERATE, SR_FK_NONE, SR_FK_NONE, \
+      "`routed_experts` is null")                                                                  \
+    X(SR_FK_STALE_PREFIX_CACHE, "stale_prefix_cache", SR_FL_MODEL, SR_FR_GENERATE, SR_FK_NONE,     \
+      SR_FK_NONE, "prompt rows computed with the weights before the last update")                  \
+    X(SR_FK_BAD_BASE64, "bad_base64", SR_FL_BODY, SR_FR_GENERATE, SR_FK_KEYS("field", "offset"),   \
+      SR_FK_NONE, "a `!` in the field's base64 blob")                                              \
+    X(SR_FK_BYTE_COUNT_OFF, "byte_count_off", SR_FL_BODY, SR_FR_GENERATE, SR_FK_KEYS("field"),     \
+      SR_FK_NONE, "the shape declares one row more than the data holds")                           \
+    X(SR_FK_NON_CANONICAL_DTYPE, "non_canonical_dtype", SR_FL_BODY, SR_FR_GENERATE, SR_FK_NONE,    \
+      SR_FK_NONE, "routes in the next wider dtype")                                                \
+    X(SR_FK_REORDERED_ENVELOPE, "reordered_envelope", SR_FL_BODY, SR_FR_GENERATE,                  \
+      SR_FK_KEYS("field"), SR_FK_NONE, "the envelope's keys in the order dtype, shape, data")      \
+    X(SR_FK_RESPACED_JSON, "respaced_json", SR_FL_BODY, SR_FR_GENERATES, SR_FK_NONE, SR_FK_NONE,   \
+      "the whole body with `\", \"` and `\": \"` separators")                                      \
+    X(SR_FK_DATA_NULL, "data_null", SR_FL_BODY, SR_FR_GENERATE, SR_FK_KEYS("field"), SR_FK_NONE,   \
+      "the field's envelope has `\"data\":null`")                                                  \
+    X(SR_FK_LOOKALIKE_FIELD, "lookalike_field", SR_FL_BODY, SR_FR_GENERATE, SR_FK_KEYS("field"),   \
+      SR_FK_NONE, "a `not_<field>` envelope with other values before the real one")                \
+    X(SR_FK_ESCAPED_QUOTE_KEY, "escaped_quote_key", SR_FL_BODY, SR_FR_GENERATE,                    \
+      SR_FK_KEYS("field"), SR_FK_NONE, "an extra `x\\\"<field>` envelope after the real one")      \
+    X(SR_FK_DUPLICATE_FIELD, "duplicate_field", SR_FL_BODY, SR_FR_GENERATE, SR_FK_KEYS("field"),   \
+      SR_FK_NONE, "the field twice in the choice")                                                 \
+    X(SR_FK_EXTRA_ENVELOPE, "extra_envelope", SR_FL_BODY, SR_FR_GENERATE,                          \
+      SR_FK_KEYS("field", "key"), SR_FK_NONE, "an unregistered key holding an envelope")           \
+    X(SR_FK_HTTP_502_HTML, "http_502_html", SR_FL_HTTP, SR_FR_ANY, SR_FK_KEYS("text"), SR_FK_NONE, \
+      "a 502 with an HTML body")                                                                   \
+    X(SR_FK_HTTP_503_JSON, "http_503_json", SR_FL_HTTP, SR_FR_ANY, SR_FK_KEYS("text"), SR_FK_NONE, \
+      "a 503 with a JSON error body")                                                              \
+    X(SR_FK_HTTP_429, "http_429", SR_FL_HTTP, SR_FR_ANY, SR_FK_KEYS("text", "retry_after"),        \
+      SR_FK_NONE, "a 429 with `Retry-After` (seconds)")                                            \
+    X(SR_FK_HTTP_400_TEXT, "http_400_text", SR_FL_HTTP, SR_FR_ANY, SR_FK_KEYS("text"), SR_FK_NONE, \
+      "a 400 with a plain-text body")                                                              \
+    X(SR_FK_TRUNCATE, "truncate", SR_FL_TRANSPORT, SR_FR_ANY, SR_FK_KEYS("bytes", "keep_length"),  \
+      SR_FK_KEYS("bytes"), "body cut at byte `bytes`")                                             \
+    X(SR_FK_TRUNCATE_IN_BLOB, "truncate_in_blob", SR_FL_TRANSPORT, SR_FR_GENERATE,                 \
+      SR_FK_KEYS("offset", "keep_length"), SR_FK_NONE,                                             \
+      "body cut inside the first base64 blob (default: its middle)")                               \
+    X(SR_FK_TRUNCATE_AFTER_BLOBS, "truncate_after_blobs", SR_FL_TRANSPORT, SR_FR_GENERATE,         \
+      SR_FK_KEYS("offset", "keep_length"), SR_FK_NONE,                                             \
+      "body cut just after the last blob's closing quote")                                         \
+    X(SR_FK_RESET, "reset", SR_FL_TRANSPORT, SR_FR_ANY, SR_FK_NONE, SR_FK_NONE,                    \
+      "TCP reset before any byte")                                                                 \
+    X(SR_FK_REFUSE, "refuse", SR_FL_TRANSPORT, SR_FR_ANY, SR_FK_KEYS("ms"), SR_FK_KEYS("ms"),      \
+      "TCP reset, then the port refuses connections for `ms`")                                     \
+    X(SR_FK_STALL, "stall", SR_FL_TRANSPORT, SR_FR_ANY, SR_FK_NONE, SR_FK_NONE,                    \
+      "never answers (until the engine stops)")                                                    \
+    X(SR_FK_STALL_MID_BODY, "stall_mid_body", SR_FL_TRANSPORT, SR_FR_ANY, SR_FK_KEYS("bytes"),     \
+      SR_FK_NONE, "sends `bytes` of the body (default half), then stalls")                         \
+    X(SR_FK_DRIBBLE, "dribble", SR_FL_TRANSPORT, SR_FR_ANY, SR_FK_KEYS("bytes_per_second"),        \
+      SR_FK_KEYS("bytes_per_second"), "body sent in 1/20 s slices at `bytes_per_second`")          \
+    X(SR_FK_PARTIAL_WEIGHT_APPLY, "partial_weight_apply", SR_FL_WEIGHTS, SR_FR_WEIGHT_SYNC,        \
+      SR_FK_KEYS("layers"), SR_FK_NONE,                                                            \
+      "the update skips the MoE layer slots `layers` (default: the last)")                         \
+    X(SR_FK_VERSION_NOT_BUMPED, "version_not_bumped", SR_FL_WEIGHTS, SR_FR_WEIGHT_SYNC,            \
+      SR_FK_NONE, SR_FK_NONE, "the update commits, but the reported version does not move")        \
+    X(SR_FK_CHECKSUM_MISMATCH, "checksum_mismatch", SR_FL_WEIGHTS, SR_FR_WEIGHT_SYNC, SR_FK_NONE,  \
+      SR_FK_NONE, "the update fails its checksum (a payload bit flipped); the version stays")
+
+#define SR_FK_ENUM_(sym, ...) sym,
+typedef enum sr_fault_kind { SR_FAULT_KIND_TABLE(SR_FK_ENUM_) SR_FK_COUNT } sr_fault_kind;
+#undef SR_FK_ENUM_
 
 #define SR_FAULT_MAX_PARAMS 8 /* parameter keys of one kind, including the NULL end */
 
@@ -94,10 +156,11 @@ typedef struct sr_fault_kind_info {
     sr_fault_kind kind;
     const char *name; /* stable name in plans and reports ("truncate_in_blob") */
     sr_fault_layer layer;
+    sr_fault_reach reach;
     const char *params[SR_FAULT_MAX_PARAMS];   /* keys it accepts besides the targeting ones */
     const char *required[SR_FAULT_MAX_PARAMS]; /* of those, the ones it requires */
     uint32_t default_endpoints; /* endpoint mask (bit = sr_endpoint) when the fault names none */
-    uint32_t allowed_endpoints; /* endpoints it may name */
+    uint32_t allowed_endpoints; /* endpoints it may name (from reach) */
     const char *doc;            /* one line: what the engine does (FORMAT.md's "effect") */
 } sr_fault_kind_info;
 
