@@ -102,7 +102,7 @@ START_TEST(test_keys_follow_the_table)
                               "%s with %s: %s", ki->name, *p, err.msg);
             }
         }
-        for (const char *const *r = ki->required; *r; r++) {
+        if (ki->required[0]) {
             snprintf(text, sizeof(text), "{\"kind\": \"%s\"}", ki->name);
             ck_assert_sr_code(parse_one(text, &f, &err), err, SR_E_FAULT_SPEC);
             ck_assert_msg(strstr(err.msg, "is required") != NULL, "%s", err.msg);
@@ -118,7 +118,7 @@ START_TEST(test_errors_are_named)
     ck_assert_sr_code(parse_one("{\"kind\": \"truncate\", \"bytes\": -1}", &f, &err), err,
                       SR_E_FAULT_SPEC);
     ck_assert_str_eq(err.msg,
-                     "fault 0 (truncate): 'bytes' is -1, outside [0, 4611686018427387904]");
+                     "fault 0 (truncate): 'bytes' is -1, outside [0, 4611686018427387903]");
     ck_assert_sr_code(parse_one("{\"kind\": \"reset\", \"bytes\": 3}", &f, &err), err,
                       SR_E_FAULT_SPEC);
     ck_assert_str_eq(err.msg, "fault 0 (reset): unknown key 'bytes' in this kind of fault");

@@ -79,8 +79,9 @@ typedef enum ptype { T_INT, T_NUM, T_BOOL, T_STR, T_DIST, T_LAYERS } ptype;
 typedef struct param {
     const char *key;
     ptype type;
-    double lo, hi; /* range of T_INT, T_NUM and T_LAYERS entries */
-    size_t off;    /* of the member of sr_fault that receives it */
+    int64_t ilo, ihi; /* range of T_INT and of T_LAYERS entries */
+    double lo, hi;    /* range of T_NUM */
+    size_t off;       /* of the member of sr_fault that receives it */
     size_t size;
 } param;
 
@@ -90,26 +91,31 @@ typedef struct param {
     offsetof(sr_fault, m) + 0 * sizeof(&((sr_fault *)0)->m == (T *)0), sizeof(((sr_fault *)0)->m)
 #define ATA(m, T)                                                                                  \
     offsetof(sr_fault, m) + 0 * sizeof(((sr_fault *)0)->m + 0 == (T *)0), sizeof(((sr_fault *)0)->m)
-#define BIG ((double)(INT64_MAX / 2))
+/* clang-format off */
+#define INT(k, lo, hi, m) {k, T_INT, lo, hi, 0, 0, AT(m, int64_t)}
+#define NUM(k, lo, hi, m) {k, T_NUM, 0, 0, lo, hi, AT(m, double)}
+#define STR(k, m)         {k, T_STR, 0, 0, 0, 0, ATA(m, char)}
+/* clang-format on */
+#define BIG (INT64_MAX / 2)
 
 static const param PARAMS[] = {
-    {"dist", T_DIST, 0, 0, AT(dist, sr_latency_dist)},
-    {"ms", T_NUM, 0, SR_FAULT_MAX_MS, AT(ms, double)},
-    {"min_ms", T_NUM, 0, SR_FAULT_MAX_MS, AT(min_ms, double)},
-    {"max_ms", T_NUM, 0, SR_FAULT_MAX_MS, AT(max_ms, double)},
-    {"median_ms", T_NUM, 0, SR_FAULT_MAX_MS, AT(median_ms, double)},
-    {"sigma", T_NUM, 0, 4, AT(sigma, double)},
-    {"bytes", T_INT, 0, BIG, AT(bytes, int64_t)},
-    {"offset", T_INT, 0, BIG, AT(bytes, int64_t)},
-    {"keep_length", T_BOOL, 0, 0, AT(keep_length, int)},
-    {"bytes_per_second", T_NUM, 1, 1e12, AT(bytes_per_second, double)},
-    {"retry_after", T_INT, 0, 86400, AT(retry_after, int64_t)},
-    {"text", T_STR, 0, 0, ATA(text, char)},
-    {"row", T_INT, 0, INT32_MAX, AT(row, int64_t)},
-    {"layer", T_INT, 0, INT32_MAX, AT(layer, int64_t)},
-    {"field", T_STR, 0, 0, ATA(field, char)},
-    {"key", T_STR, 0, 0, ATA(key, char)},
-    {"layers", T_LAYERS, 0, 1023, ATA(layers, int)},
+    {"dist", T_DIST, 0, 0, 0, 0, AT(dist, sr_latency_dist)},
+    NUM("ms", 0, SR_FAULT_MAX_MS, ms),
+    NUM("min_ms", 0, SR_FAULT_MAX_MS, min_ms),
+    NUM("max_ms", 0, SR_FAULT_MAX_MS, max_ms),
+    NUM("median_ms", 0, SR_FAULT_MAX_MS, median_ms),
+    NUM("sigma", 0, 4, sigma),
+    INT("bytes", 0, BIG, bytes),
+    INT("offset", 0, BIG, bytes),
+    {"keep_length", T_BOOL, 0, 0, 0, 0, AT(keep_length, int)},
+    NUM("bytes_per_second", 1, 1e12, bytes_per_second),
+    INT("retry_after", 0, 86400, retry_after),
+    STR("text", text),
+    INT("row", 0, INT32_MAX, row),
+    INT("layer", 0, INT32_MAX, layer),
+    STR("field", field),
+    STR("key", key),
+    {"layers", T_LAYERS, 0, 1023, 0, 0, ATA(layers, int)},
 };
 
 static const param *param_of(const char *key)
@@ -141,8 +147,7 @@ static int parse_param(const pctx *pc, const cJSON *obj, const param *p, sr_faul
     int rc = 0, n = 0;
     switch (p->type) {
     case T_INT:
-        rc =
-            sr_json_get_int(NULL, obj, p->key, 0, (int64_t)p->lo, (int64_t)p->hi, 0, &i64, pc->err);
+        rc = sr_json_get_int(NULL, obj, p->key, 0, p->ilo, p->ihi, 0, &i64, pc->err);
         if (!rc)
             memcpy(dst, &i64, sizeof(i64));
         return relabel(pc, rc);
@@ -156,7 +161,7 @@ static int parse_param(const pctx *pc, const cJSON *obj, const param *p, sr_faul
     case T_DIST:
         return parse_dist(pc, obj, (sr_latency_dist *)(void *)dst);
     case T_LAYERS:
-        rc = get_list(pc, obj, p->key, (int64_t)p->lo, (int64_t)p->hi, list, &n);
+        rc = get_list(pc, obj, p->key, p->ilo, p->ihi, list, &n);
         for (int k = 0; !rc && k < n; k++)
             ((int *)(void *)dst)[k] = (int)list[k];
         f->n_layers = rc ? 0 : n;
