@@ -248,7 +248,7 @@ const char *sr_json_name(const sr_json_doc *d)
 
 int sr_json_where(const sr_json_doc *d, const cJSON *node, int at_key, int *line, int *col)
 {
-    const pos_slot *s = node ? slot_get(d, node) : NULL;
+    const pos_slot *s = d && node ? slot_get(d, node) : NULL;
     if (!s) {
         *line = 0;
         *col = 0;
@@ -268,6 +268,8 @@ int sr_json_error(const sr_json_doc *d, const cJSON *node, sr_err *err, int code
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
+    if (!d)
+        return sr_err_set(err, code, "%s", msg);
     int line, col;
     sr_json_where(d, node, 1, &line, &col);
     const pos_slot *s = node ? slot_get(d, node) : NULL;
@@ -298,6 +300,9 @@ int sr_json_check_keys(const sr_json_doc *d, const cJSON *obj, const char *what,
 
 int sr_json_is_integer_literal(const sr_json_doc *d, const cJSON *node)
 {
+    if (!d)
+        return cJSON_IsNumber(node) && isfinite(node->valuedouble) &&
+               node->valuedouble == floor(node->valuedouble);
     const pos_slot *s = slot_get(d, node);
     if (!s || !cJSON_IsNumber(node))
         return 0;
@@ -324,6 +329,21 @@ static int member(const sr_json_doc *d, const cJSON *obj, const char *key, int r
     return 0;
 }
 
+/* Checks one integer value; `what` names it in the message ("'nth'", "'nth' entries"). */
+static int int_value(const sr_json_doc *d, const cJSON *it, const char *what, int64_t min,
+                     int64_t max, int64_t *out, sr_err *err)
+{
+    double v = it->valuedouble;
+    if (!cJSON_IsNumber(it) || !sr_json_is_integer_literal(d, it) || fabs(v) > 9.2e18)
+        return sr_json_error(d, it, err, SR_E_JSON_SCHEMA, "%s must be an integer", what);
+    int64_t x = (int64_t)v;
+    if (x < min || x > max)
+        return sr_json_error(d, it, err, SR_E_JSON_SCHEMA, "%s is %lld, outside [%lld, %lld]", what,
+                             (long long)x, (long long)min, (long long)max);
+    *out = x;
+    return 0;
+}
+
 int sr_json_get_int(const sr_json_doc *d, const cJSON *obj, const char *key, int required,
                     int64_t min, int64_t max, int64_t dflt, int64_t *out, sr_err *err)
 {
@@ -332,14 +352,39 @@ int sr_json_get_int(const sr_json_doc *d, const cJSON *obj, const char *key, int
     *out = dflt;
     if (!member(d, obj, key, required, &it, err, &rc))
         return rc;
-    double v = it->valuedouble;
-    if (!cJSON_IsNumber(it) || !sr_json_is_integer_literal(d, it) || fabs(v) > 9.2e18)
-        return sr_json_error(d, it, err, SR_E_JSON_SCHEMA, "'%s' must be an integer", key);
-    int64_t x = (int64_t)v;
-    if (x < min || x > max)
-        return sr_json_error(d, it, err, SR_E_JSON_SCHEMA, "'%s' is %lld, outside [%lld, %lld]",
-                             key, (long long)x, (long long)min, (long long)max);
-    *out = x;
+    char what[96];
+    snprintf(what, sizeof(what), "'%s'", key);
+    return int_value(d, it, what, min, max, out, err);
+}
+
+int sr_json_get_int_list(const sr_json_doc *d, const cJSON *obj, const char *key, int required,
+                         int64_t min, int64_t max, int64_t *out, size_t max_n, size_t *n,
+                         sr_err *err)
+{
+    const cJSON *it;
+    int rc;
+    char what[96];
+    *n = 0;
+    if (!member(d, obj, key, required, &it, err, &rc))
+        return rc;
+    snprintf(what, sizeof(what), "'%s'", key);
+    if (cJSON_IsNumber(it) && max_n > 0) {
+        rc = int_value(d, it, what, min, max, out, err);
+        *n = rc ? 0 : 1;
+        return rc;
+    }
+    int size = cJSON_IsArray(it) ? cJSON_GetArraySize(it) : 0;
+    if (size < 1 || (size_t)size > max_n)
+        return sr_json_error(d, it, err, SR_E_JSON_SCHEMA,
+                             "'%s' must be an integer or an array of 1..%zu integers", key, max_n);
+    snprintf(what, sizeof(what), "'%s' entries", key);
+    for (const cJSON *e = it->child; e; e = e->next) {
+        if ((rc = int_value(d, e, what, min, max, &out[*n], err)) != 0) {
+            *n = 0;
+            return rc;
+        }
+        (*n)++;
+    }
     return 0;
 }
 

@@ -15,6 +15,11 @@
  * SR_E_JSON_SCHEMA (a getter's key is missing, mistyped, out of range or unknown),
  * SR_E_LIMIT (document larger than max_bytes), SR_E_IO (file unreadable), SR_E_NOMEM.
  *
+ * Detached trees: every getter, sr_json_check_keys and sr_json_error also accept doc == NULL,
+ * for a cJSON tree that did not come from sr_json_parse (a copy, a tree built in memory). Their
+ * messages then carry no "name:line:col: " prefix, and an integer is any integral number (the
+ * source text is unknown, so 2.0 counts as 2).
+ *
  * Thread-safety: a document may be read from several threads; parse and free are not shared.
  */
 #ifndef SR_JSON_H
@@ -65,8 +70,8 @@ void sr_json_linecol(const char *text, size_t len, size_t offset, int *line, int
  * Sets err to `code` with "name:line:col: " + message, positioned at `node` (its key when it is
  * an object member). Returns code.
  */
-int sr_json_error(const sr_json_doc *doc, const cJSON *node, sr_err *err, int code,
-                  const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+int sr_json_error(const sr_json_doc *doc, const cJSON *node, sr_err *err, int code, const char *fmt,
+                  ...) __attribute__((format(printf, 5, 6)));
 
 /*
  * Fails with SR_E_JSON_SCHEMA at the first member of object `obj` whose key is not in `allowed`
@@ -92,7 +97,19 @@ int sr_json_get_bool(const sr_json_doc *doc, const cJSON *obj, const char *key, 
 int sr_json_get_string(const sr_json_doc *doc, const cJSON *obj, const char *key, int required,
                        const char *dflt, const char **out, sr_err *err);
 
-/* 1 if the node was written as an integer literal (no '.', 'e', 'E') in the source text. */
+/*
+ * Integer-list getter: member `key` holds one integer or an array of 1..max_n integers, each in
+ * [min, max]; they are stored in out[0..*n). An absent key gives *n = 0 and 0 (or
+ * SR_E_JSON_SCHEMA when `required`). The error names the offending entry's position.
+ */
+int sr_json_get_int_list(const sr_json_doc *doc, const cJSON *obj, const char *key, int required,
+                         int64_t min, int64_t max, int64_t *out, size_t max_n, size_t *n,
+                         sr_err *err);
+
+/*
+ * 1 if the node was written as an integer literal (no '.', 'e', 'E') in the source text; with
+ * doc == NULL, 1 if it is a finite integral number.
+ */
 int sr_json_is_integer_literal(const sr_json_doc *doc, const cJSON *node);
 
 #endif /* SR_JSON_H */

@@ -99,6 +99,64 @@ START_TEST(typed_getters)
 }
 END_TEST
 
+/* An integer or a list of integers, located at the offending entry. */
+START_TEST(int_lists)
+{
+    sr_err e = SR_ERR_INIT;
+    sr_json_doc *d = parse("{\"one\": 3, \"many\": [1, 2, 3], \"empty\": [],\n"
+                           " \"bad\": [1, 99], \"frac\": [1.5], \"str\": \"2\"}");
+    const cJSON *r = sr_json_root(d);
+    int64_t v[4];
+    size_t n = 9;
+    ck_assert_sr_ok(sr_json_get_int_list(d, r, "one", 1, 0, 10, v, 4, &n, &e), e);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_int_eq(v[0], 3);
+    ck_assert_sr_ok(sr_json_get_int_list(d, r, "many", 1, 0, 10, v, 4, &n, &e), e);
+    ck_assert_uint_eq(n, 3);
+    ck_assert_int_eq(v[2], 3);
+    ck_assert_sr_ok(sr_json_get_int_list(d, r, "absent", 0, 0, 10, v, 4, &n, &e), e);
+    ck_assert_uint_eq(n, 0);
+    ck_assert_sr_code(sr_json_get_int_list(d, r, "absent", 1, 0, 10, v, 4, &n, &e), e,
+                      SR_E_JSON_SCHEMA);
+    ck_assert_sr_code(sr_json_get_int_list(d, r, "many", 1, 0, 10, v, 2, &n, &e), e,
+                      SR_E_JSON_SCHEMA);
+    ck_assert_str_eq(e.msg, "t.json:1:12: 'many' must be an integer or an array of 1..2 integers");
+    ck_assert_sr_code(sr_json_get_int_list(d, r, "empty", 1, 0, 10, v, 4, &n, &e), e,
+                      SR_E_JSON_SCHEMA);
+    ck_assert_sr_code(sr_json_get_int_list(d, r, "bad", 1, 0, 10, v, 4, &n, &e), e,
+                      SR_E_JSON_SCHEMA);
+    ck_assert_str_eq(e.msg, "t.json:2:13: 'bad' entries is 99, outside [0, 10]");
+    ck_assert_uint_eq(n, 0);
+    ck_assert_sr_code(sr_json_get_int_list(d, r, "frac", 1, 0, 10, v, 4, &n, &e), e,
+                      SR_E_JSON_SCHEMA);
+    ck_assert_sr_code(sr_json_get_int_list(d, r, "str", 1, 0, 10, v, 4, &n, &e), e,
+                      SR_E_JSON_SCHEMA);
+    sr_json_free(d);
+}
+END_TEST
+
+/* A tree that sr_json_parse did not build: no positions, integral numbers are integers. */
+START_TEST(detached_trees)
+{
+    sr_err e = SR_ERR_INIT;
+    cJSON *r = cJSON_Parse("{\"i\": 2.0, \"f\": 2.5, \"l\": [1.0, 2], \"x\": 1}");
+    int64_t i, v[4];
+    size_t n;
+    ck_assert_sr_ok(sr_json_get_int(NULL, r, "i", 1, 0, 10, 0, &i, &e), e);
+    ck_assert_int_eq(i, 2);
+    ck_assert_sr_code(sr_json_get_int(NULL, r, "f", 1, 0, 10, 0, &i, &e), e, SR_E_JSON_SCHEMA);
+    ck_assert_str_eq(e.msg, "'f' must be an integer");
+    ck_assert_sr_ok(sr_json_get_int_list(NULL, r, "l", 1, 0, 10, v, 4, &n, &e), e);
+    ck_assert_uint_eq(n, 2);
+    static const char *const allowed[] = {"i", "f", "l", NULL};
+    ck_assert_sr_code(sr_json_check_keys(NULL, r, "obj", allowed, &e), e, SR_E_JSON_SCHEMA);
+    ck_assert_str_eq(e.msg, "unknown key 'x' in obj");
+    int line, col;
+    ck_assert_int_eq(sr_json_where(NULL, r, 0, &line, &col), -1);
+    cJSON_Delete(r);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("json");
@@ -106,6 +164,8 @@ static Suite *suite(void)
     tcase_add_test(tc, syntax_errors_have_line_and_column);
     tcase_add_test(tc, unknown_and_duplicate_keys_are_located);
     tcase_add_test(tc, typed_getters);
+    tcase_add_test(tc, int_lists);
+    tcase_add_test(tc, detached_trees);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1,3 +1,4 @@
+/* Applying a fault plan (faults.h): picking, counters, the state document. */
 #include "faults.h"
 
 #include <math.h>
@@ -6,80 +7,52 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "faults_priv.h"
 #include "jsonw.h"
 #include "sr_mix.h"
 
-const kind_info sr_fault_kinds[SR_FK_COUNT] = {
-    [SR_FK_LATENCY] = {"latency", SR_FL_DELAY, EPB(SR_EP_GENERATE), ~0u, P_LAT},
-    [SR_FK_ROUTES_ALL_ZERO] = {"routes_all_zero", SR_FL_MODEL, EPB(SR_EP_GENERATE),
-                               EPB(SR_EP_GENERATE), 0},
-    [SR_FK_ROWS_P_PLUS_G] = {"rows_p_plus_g", SR_FL_MODEL, EPB(SR_EP_GENERATE), EPB(SR_EP_GENERATE),
-                             0},
-    [SR_FK_PROMPT_START_IGNORED] = {"prompt_start_ignored", SR_FL_MODEL, EPB(SR_EP_GENERATE),
-                                    EPB(SR_EP_GENERATE), 0},
-    [SR_FK_DUPLICATED_OUTPUT_ROWS] = {"duplicated_output_rows", SR_FL_MODEL, EPB(SR_EP_GENERATE),
-                                      EPB(SR_EP_GENERATE), 0},
-    [SR_FK_EXPERT_OUT_OF_RANGE] = {"expert_out_of_range", SR_FL_MODEL, EPB(SR_EP_GENERATE),
-                                   EPB(SR_EP_GENERATE), P_ROWL},
-    [SR_FK_EXPERT_DUPLICATE] = {"expert_duplicate", SR_FL_MODEL, EPB(SR_EP_GENERATE),
-                                EPB(SR_EP_GENERATE), P_ROWL},
-    [SR_FK_ROUTES_DROPPED] = {"routes_dropped", SR_FL_MODEL, EPB(SR_EP_GENERATE),
-                              EPB(SR_EP_GENERATE), 0},
-    [SR_FK_STALE_PREFIX_CACHE] = {"stale_prefix_cache", SR_FL_MODEL, EPB(SR_EP_GENERATE),
-                                  EPB(SR_EP_GENERATE), 0},
-    [SR_FK_BAD_BASE64] = {"bad_base64", SR_FL_BODY, EPB(SR_EP_GENERATE), EPB(SR_EP_GENERATE),
-                          P_FIELD | P_OFFSET},
-    [SR_FK_BYTE_COUNT_OFF] = {"byte_count_off", SR_FL_BODY, EPB(SR_EP_GENERATE),
-                              EPB(SR_EP_GENERATE), P_FIELD},
-    [SR_FK_NON_CANONICAL_DTYPE] = {"non_canonical_dtype", SR_FL_BODY, EPB(SR_EP_GENERATE),
-                                   EPB(SR_EP_GENERATE), 0},
-    [SR_FK_REORDERED_ENVELOPE] = {"reordered_envelope", SR_FL_BODY, EPB(SR_EP_GENERATE),
-                                  EPB(SR_EP_GENERATE), P_FIELD},
-    [SR_FK_RESPACED_JSON] = {"respaced_json", SR_FL_BODY, EPB(SR_EP_GENERATE), EP_GEN, 0},
-    [SR_FK_DATA_NULL] = {"data_null", SR_FL_BODY, EPB(SR_EP_GENERATE), EPB(SR_EP_GENERATE),
-                         P_FIELD},
-    [SR_FK_LOOKALIKE_FIELD] = {"lookalike_field", SR_FL_BODY, EPB(SR_EP_GENERATE),
-                               EPB(SR_EP_GENERATE), P_FIELD},
-    [SR_FK_ESCAPED_QUOTE_KEY] = {"escaped_quote_key", SR_FL_BODY, EPB(SR_EP_GENERATE),
-                                 EPB(SR_EP_GENERATE), P_FIELD},
-    [SR_FK_DUPLICATE_FIELD] = {"duplicate_field", SR_FL_BODY, EPB(SR_EP_GENERATE),
-                               EPB(SR_EP_GENERATE), P_FIELD},
-    [SR_FK_EXTRA_ENVELOPE] = {"extra_envelope", SR_FL_BODY, EPB(SR_EP_GENERATE),
-                              EPB(SR_EP_GENERATE), P_FIELD | P_KEY},
-    [SR_FK_HTTP_502_HTML] = {"http_502_html", SR_FL_HTTP, EPB(SR_EP_GENERATE), ~0u, P_TEXT},
-    [SR_FK_HTTP_503_JSON] = {"http_503_json", SR_FL_HTTP, EPB(SR_EP_GENERATE), ~0u, P_TEXT},
-    [SR_FK_HTTP_429] = {"http_429", SR_FL_HTTP, EPB(SR_EP_GENERATE), ~0u, P_TEXT | P_RETRY},
-    [SR_FK_HTTP_400_TEXT] = {"http_400_text", SR_FL_HTTP, EPB(SR_EP_GENERATE), ~0u, P_TEXT},
-    [SR_FK_TRUNCATE] = {"truncate", SR_FL_TRANSPORT, EPB(SR_EP_GENERATE), ~0u, P_BYTES | P_KEEP},
-    [SR_FK_TRUNCATE_IN_BLOB] = {"truncate_in_blob", SR_FL_TRANSPORT, EPB(SR_EP_GENERATE),
-                                EPB(SR_EP_GENERATE), P_OFFSET | P_KEEP},
-    [SR_FK_TRUNCATE_AFTER_BLOBS] = {"truncate_after_blobs", SR_FL_TRANSPORT, EPB(SR_EP_GENERATE),
-                                    EPB(SR_EP_GENERATE), P_OFFSET | P_KEEP},
-    [SR_FK_RESET] = {"reset", SR_FL_TRANSPORT, EPB(SR_EP_GENERATE), ~0u, 0},
-    [SR_FK_REFUSE] = {"refuse", SR_FL_TRANSPORT, EPB(SR_EP_GENERATE), ~0u, P_MS},
-    [SR_FK_STALL] = {"stall", SR_FL_TRANSPORT, EPB(SR_EP_GENERATE), ~0u, 0},
-    [SR_FK_STALL_MID_BODY] = {"stall_mid_body", SR_FL_TRANSPORT, EPB(SR_EP_GENERATE), ~0u, P_BYTES},
-    [SR_FK_DRIBBLE] = {"dribble", SR_FL_TRANSPORT, EPB(SR_EP_GENERATE), ~0u, P_BPS},
-    [SR_FK_PARTIAL_WEIGHT_APPLY] = {"partial_weight_apply", SR_FL_WEIGHTS,
-                                    EPB(SR_EP_UPDATE_WEIGHTS), EP_SYNC, P_LAYERS},
-    [SR_FK_VERSION_NOT_BUMPED] = {"version_not_bumped", SR_FL_WEIGHTS, EPB(SR_EP_UPDATE_WEIGHTS),
-                                  EP_SYNC, 0},
-    [SR_FK_CHECKSUM_MISMATCH] = {"checksum_mismatch", SR_FL_WEIGHTS, EPB(SR_EP_UPDATE_WEIGHTS),
-                                 EP_SYNC, 0},
+#define EPB(e) (1u << (e))
+
+struct sr_faults {
+    size_t n;
+    uint64_t seed;
+    sr_fault f[SR_FAULT_MAX];
+    _Atomic int64_t seen[SR_FAULT_MAX];
+    _Atomic int64_t fired[SR_FAULT_MAX];
 };
 
-static const char *const LAYER_NAMES[SR_FL_COUNT] = {"delay", "model",     "body",
-                                                     "http",  "transport", "weights"};
 
-const char *sr_fault_kind_name(sr_fault_kind k)
+int sr_faults_new(sr_faults **out, const sr_fault_plan *plan, uint64_t seed, sr_err *err)
 {
-    return (unsigned)k < SR_FK_COUNT ? sr_fault_kinds[k].name : NULL;
+    *out = calloc(1, sizeof(**out));
+    if (!*out)
+        return sr_err_set(err, SR_E_NOMEM, "cannot allocate the engine's faults");
+    (*out)->seed = seed;
+    (*out)->n = sr_fault_plan_count(plan);
+    for (size_t i = 0; i < (*out)->n; i++)
+        (*out)->f[i] = *sr_fault_plan_at(plan, i);
+    return 0;
 }
 
-sr_fault_layer sr_fault_kind_layer(sr_fault_kind k)
+int sr_faults_parse(sr_faults **out, const cJSON *plan, uint64_t seed, sr_err *err)
 {
-    return (unsigned)k < SR_FK_COUNT ? sr_fault_kinds[k].layer : SR_FL_COUNT;
+    sr_fault_plan *p = NULL;
+    *out = NULL;
+    int rc = sr_fault_plan_parse(&p, plan, err);
+    if (!rc)
+        rc = sr_faults_new(out, p, seed, err);
+    sr_fault_plan_free(p);
+    return rc;
+}
+
+int sr_faults_parse_text(sr_faults **out, const char *text, size_t len, uint64_t seed, sr_err *err)
+{
+    sr_fault_plan *p = NULL;
+    *out = NULL;
+    int rc = sr_fault_plan_parse_text(&p, text, len, err);
+    if (!rc)
+        rc = sr_faults_new(out, p, seed, err);
+    sr_fault_plan_free(p);
+    return rc;
 }
 
 void sr_faults_free(sr_faults *fs)
@@ -162,7 +135,7 @@ void sr_faults_pick(sr_fault_pick *out, sr_faults *fs, int engine_index, sr_endp
         if (f->n_turns && !in_list(f->turns, f->n_turns, turn))
             continue;
         int64_t n = atomic_fetch_add(&fs->seen[i], 1) + 1;
-        sr_fault_layer layer = sr_fault_kinds[f->kind].layer;
+        sr_fault_layer layer = sr_fault_kind_layer(f->kind);
         if (out->f[layer])
             continue;
         if (f->n_nth && !in_list(f->nth, f->n_nth, n))
@@ -198,8 +171,8 @@ int sr_faults_state_json(sr_buf *b, const sr_faults *fs, sr_err *err)
             rc = sr_buf_printf(b, err,
                                ",\"kind\":\"%s\",\"layer\":\"%s\",\"seen\":%lld,"
                                "\"fired\":%lld}",
-                               sr_fault_kinds[f->kind].name,
-                               LAYER_NAMES[sr_fault_kinds[f->kind].layer], (long long)seen,
+                               sr_fault_kind_name(f->kind),
+                               sr_fault_layer_name(sr_fault_kind_layer(f->kind)), (long long)seen,
                                (long long)fired);
     }
     return rc ? rc : sr_buf_puts(b, "]", err);

@@ -40,7 +40,7 @@
 
 /* A packed-corruption fault of the engine and the outcome the splice must give (0: valid). */
 typedef struct sr_vf_fault {
-    const char *kind; /* engine fault kind (harness/engine/faults.h) */
+    const char *kind; /* engine fault kind (harness/spec/faults.h) */
     int expect;       /* sr_code, or 0 when the body must splice with the field's true values */
 } sr_vf_fault;
 

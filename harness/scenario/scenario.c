@@ -47,21 +47,12 @@ static int parse_faults(scn_parse *p, const cJSON *f)
         return sr_scn_fail(p, f, "engines.faults must be an array of at most %d faults",
                            SR_FAULT_MAX);
     const cJSON *e;
+    size_t i = 0;
     cJSON_ArrayForEach(e, f)
     {
-        cJSON *one = cJSON_CreateArray();
-        cJSON *dup = cJSON_Duplicate(e, 1);
-        if (!one || !dup || !cJSON_AddItemToArray(one, dup)) {
-            cJSON_Delete(one);
-            cJSON_Delete(dup);
-            return sr_err_set(p->err, SR_E_NOMEM, "cannot copy a fault");
-        }
-        sr_faults *fs = NULL;
+        sr_fault one;
         sr_err e2 = SR_ERR_INIT;
-        int rc = sr_faults_parse(&fs, one, p->s->seed, &e2);
-        sr_faults_free(fs);
-        cJSON_Delete(one);
-        if (rc)
+        if (sr_fault_parse(&one, e, i++, &e2))
             return sr_scn_fail(p, e, "engines.faults: %s", e2.msg);
     }
     cJSON_Delete(p->s->engine.faults);

@@ -14,7 +14,7 @@
  * `phase` of each `budgets` entry); step keys are "steps.*.<key>" for keys every step kind
  * takes and "steps.<kind>.<key>" for the others. A key of type "map" has free-form member
  * names (endpoint or fault ids) and "plan"/"definition" values are checked by another module
- * (engines.faults by harness/engine/faults.h, inline field definitions by lib/sr_fields.h).
+ * (engines.faults by harness/spec/faults.h, inline field definitions by lib/sr_fields.h).
  * The allowed members of an object at path P are exactly the table's entries "P.<name>", so
  * the table and the loader cannot disagree; tests/test_scenario.c checks the table against
  * FORMAT.md (every key documented there is in the table and the reverse).
@@ -39,10 +39,10 @@
 #include <cjson/cJSON.h>
 
 #include "client/client.h"
-#include "spec/engine_config.h"
-#include "engine/faults.h"
 #include "spec/endpoints.h"
+#include "spec/engine_config.h"
 #include "report/result.h"
+#include "spec/faults.h"
 #include "sr_buf.h"
 #include "sr_err.h"
 #include "sr_fields.h"

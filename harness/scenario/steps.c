@@ -242,7 +242,7 @@ static int fault_exists(const cJSON *plan, const char *id)
         const cJSON *x = cJSON_GetObjectItemCaseSensitive(f, "id");
         const cJSON *k = cJSON_GetObjectItemCaseSensitive(f, "kind");
         char dflt[SR_FAULT_ID_MAX];
-        snprintf(dflt, sizeof(dflt), "%s#%d", cJSON_IsString(k) ? k->valuestring : "?", i++);
+        sr_fault_default_id(dflt, sizeof(dflt), cJSON_IsString(k) ? k->valuestring : "?", i++);
         if ((cJSON_IsString(x) && strcmp(x->valuestring, id) == 0) || (!x && strcmp(dflt, id) == 0))
             return 1;
     }

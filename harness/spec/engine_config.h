@@ -18,7 +18,7 @@
  *     "server": {"threads": 2, "max_connections": 256, "max_body_bytes": 16777216,
  *                "max_response_bytes": 1073741824, "max_tokens_default": 16,
  *                "max_seq": 1048576, "world_size": 1, "lora": false},
- *     "faults": [ ... see engine/faults.h ... ]}
+ *     "faults": [ ... see spec/faults.h ... ]}
  *    `count` is read by `syncroll serve` only (number of engines; engine i gets index i and the
  *    id sr_engine_config_id_for gives).
  *

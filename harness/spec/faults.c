@@ -1,0 +1,387 @@
+/* Parsing of fault objects and plans (spec/faults.h); the kinds are in fault_kinds.c. */
+#include "faults.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "endpoints.h"
+#include "sr_json.h"
+
+struct sr_fault_plan {
+    size_t n;
+    sr_fault f[SR_FAULT_MAX];
+};
+
+/* The fault being parsed, for messages. */
+typedef struct pctx {
+    size_t index;
+    const char *kind;
+    sr_err *err;
+} pctx;
+
+__attribute__((format(printf, 2, 3))) static int fail(const pctx *pc, const char *fmt, ...)
+{
+    char msg[384];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    return sr_err_set(pc->err, SR_E_FAULT_SPEC, "fault %zu (%s): %s", pc->index,
+                      pc->kind ? pc->kind : "?", msg);
+}
+
+/* The JSON getters report SR_E_JSON_SCHEMA; a plan's errors are this fault's SR_E_FAULT_SPEC. */
+static int relabel(const pctx *pc, int rc)
+{
+    if (rc != SR_E_JSON_SCHEMA)
+        return rc;
+    if (pc->err) {
+        sr_err_prefix(pc->err, "fault %zu (%s): ", pc->index, pc->kind ? pc->kind : "?");
+        pc->err->code = SR_E_FAULT_SPEC;
+    }
+    return SR_E_FAULT_SPEC;
+}
+
+static int has(const cJSON *obj, const char *key)
+{
+    return cJSON_GetObjectItemCaseSensitive(obj, key) != NULL;
+}
+
+/* A present string key must be non-empty and fit `cap` bytes with its NUL. */
+static int get_str(const pctx *pc, const cJSON *obj, const char *key, char *out, size_t cap)
+{
+    const char *s = NULL;
+    int rc = relabel(pc, sr_json_get_string(NULL, obj, key, 0, NULL, &s, pc->err));
+    if (rc || !s)
+        return rc;
+    if (!s[0] || strlen(s) >= cap)
+        return fail(pc, "\"%s\" must be a non-empty string shorter than %zu bytes", key, cap);
+    memcpy(out, s, strlen(s) + 1);
+    return 0;
+}
+
+static int get_list(const pctx *pc, const cJSON *obj, const char *key, int64_t lo, int64_t hi,
+                    int64_t *out, int *n)
+{
+    size_t got = 0;
+    int rc = sr_json_get_int_list(NULL, obj, key, 0, lo, hi, out, SR_FAULT_MAX_LIST, &got, pc->err);
+    *n = (int)got;
+    return relabel(pc, rc);
+}
+
+/* ---- kind parameters: one row per key; a kind's row of the table names the keys it takes ---- */
+
+typedef enum ptype { T_INT, T_NUM, T_BOOL, T_STR, T_DIST, T_LAYERS } ptype;
+
+typedef struct param {
+    const char *key;
+    ptype type;
+    int64_t ilo, ihi; /* range of T_INT and of T_LAYERS entries */
+    double lo, hi;    /* range of T_NUM */
+    size_t off;       /* of the member of sr_fault that receives it */
+    size_t size;
+} param;
+
+/* Offset and size of member m of sr_fault, which must have type T (AT) or be an array of T
+ * (ATA): comparing pointers of distinct types is diagnosed at compile time. */
+#define AT(m, T)                                                                                   \
+    offsetof(sr_fault, m) + 0 * sizeof(&((sr_fault *)0)->m == (T *)0), sizeof(((sr_fault *)0)->m)
+#define ATA(m, T)                                                                                  \
+    offsetof(sr_fault, m) + 0 * sizeof(((sr_fault *)0)->m + 0 == (T *)0), sizeof(((sr_fault *)0)->m)
+/* clang-format off */
+#define INT(k, lo, hi, m) {k, T_INT, lo, hi, 0, 0, AT(m, int64_t)}
+#define NUM(k, lo, hi, m) {k, T_NUM, 0, 0, lo, hi, AT(m, double)}
+#define STR(k, m)         {k, T_STR, 0, 0, 0, 0, ATA(m, char)}
+/* clang-format on */
+#define BIG (INT64_MAX / 2)
+
+static const param PARAMS[] = {
+    {"dist", T_DIST, 0, 0, 0, 0, AT(dist, sr_latency_dist)},
+    NUM("ms", 0, SR_FAULT_MAX_MS, ms),
+    NUM("min_ms", 0, SR_FAULT_MAX_MS, min_ms),
+    NUM("max_ms", 0, SR_FAULT_MAX_MS, max_ms),
+    NUM("median_ms", 0, SR_FAULT_MAX_MS, median_ms),
+    NUM("sigma", 0, 4, sigma),
+    INT("bytes", 0, BIG, bytes),
+    INT("offset", 0, BIG, bytes),
+    {"keep_length", T_BOOL, 0, 0, 0, 0, AT(keep_length, int)},
+    NUM("bytes_per_second", 1, 1e12, bytes_per_second),
+    INT("retry_after", 0, 86400, retry_after),
+    STR("text", text),
+    INT("row", 0, INT32_MAX, row),
+    INT("layer", 0, INT32_MAX, layer),
+    STR("field", field),
+    STR("key", key),
+    {"layers", T_LAYERS, 0, 1023, 0, 0, ATA(layers, int)},
+};
+
+static const param *param_of(const char *key)
+{
+    for (size_t i = 0; i < sizeof(PARAMS) / sizeof(PARAMS[0]); i++)
+        if (strcmp(PARAMS[i].key, key) == 0)
+            return &PARAMS[i];
+    return NULL;
+}
+
+static int parse_dist(const pctx *pc, const cJSON *obj, sr_latency_dist *out)
+{
+    static const char *const NAMES[] = {"fixed", "uniform", "lognormal"};
+    const char *s = NULL;
+    int rc = relabel(pc, sr_json_get_string(NULL, obj, "dist", 0, NULL, &s, pc->err));
+    for (int i = 0; !rc && s && i < 3; i++)
+        if (strcmp(s, NAMES[i]) == 0) {
+            *out = (sr_latency_dist)i;
+            return 0;
+        }
+    return rc ? rc : fail(pc, "\"dist\" must be fixed, uniform or lognormal");
+}
+
+/* Parses present key p->key into its member of f. */
+static int parse_param(const pctx *pc, const cJSON *obj, const param *p, sr_fault *f)
+{
+    char *dst = (char *)f + p->off;
+    int64_t i64, list[SR_FAULT_MAX_LIST];
+    int rc = 0, n = 0;
+    switch (p->type) {
+    case T_INT:
+        rc = sr_json_get_int(NULL, obj, p->key, 0, p->ilo, p->ihi, 0, &i64, pc->err);
+        if (!rc)
+            memcpy(dst, &i64, sizeof(i64));
+        return relabel(pc, rc);
+    case T_NUM:
+        return relabel(pc, sr_json_get_double(NULL, obj, p->key, 0, p->lo, p->hi, 0,
+                                              (double *)(void *)dst, pc->err));
+    case T_BOOL:
+        return relabel(pc, sr_json_get_bool(NULL, obj, p->key, 0, 0, (int *)(void *)dst, pc->err));
+    case T_STR:
+        return get_str(pc, obj, p->key, dst, p->size);
+    case T_DIST:
+        return parse_dist(pc, obj, (sr_latency_dist *)(void *)dst);
+    case T_LAYERS:
+        rc = get_list(pc, obj, p->key, p->ilo, p->ihi, list, &n);
+        for (int k = 0; !rc && k < n; k++)
+            ((int *)(void *)dst)[k] = (int)list[k];
+        f->n_layers = rc ? 0 : n;
+        return rc;
+    }
+    return sr_err_set(pc->err, SR_E_INTERNAL, "parameter type %d", (int)p->type);
+}
+
+static int check_latency(const pctx *pc, const cJSON *obj, const sr_fault *f)
+{
+    switch (f->dist) {
+    case SR_LAT_FIXED:
+        return has(obj, "ms") ? 0 : fail(pc, "dist fixed needs \"ms\"");
+    case SR_LAT_UNIFORM:
+        if (!has(obj, "min_ms") || !has(obj, "max_ms") || f->min_ms > f->max_ms)
+            return fail(pc, "dist uniform needs \"min_ms\" <= \"max_ms\"");
+        return 0;
+    case SR_LAT_LOGNORMAL:
+        if (!has(obj, "median_ms"))
+            return fail(pc, "dist lognormal needs \"median_ms\" (and optionally \"sigma\")");
+        return 0;
+    }
+    return 0;
+}
+
+static int parse_params(const pctx *pc, const cJSON *obj, const sr_fault_kind_info *ki, sr_fault *f)
+{
+    int rc = 0;
+    for (const char *const *k = ki->params; !rc && *k; k++) {
+        const param *p = param_of(*k);
+        if (!p)
+            return sr_err_set(pc->err, SR_E_INTERNAL, "kind %s: no parser for \"%s\"", ki->name,
+                              *k);
+        if (has(obj, *k))
+            rc = parse_param(pc, obj, p, f);
+    }
+    for (const char *const *k = ki->required; !rc && *k; k++)
+        if (!has(obj, *k))
+            rc = fail(pc, "\"%s\" is required", *k);
+    f->has_bytes = has(obj, "bytes") || has(obj, "offset");
+    if (!rc && f->kind == SR_FK_LATENCY)
+        rc = check_latency(pc, obj, f);
+    return rc;
+}
+
+/* ---- targeting ---- */
+
+static int endpoint_bit(const pctx *pc, const char *name, const sr_fault_kind_info *ki,
+                        uint32_t *mask)
+{
+    if (strcmp(name, "any") == 0) {
+        *mask |= ki->allowed_endpoints & ((1u << SR_EP_COUNT) - 1);
+        return 0;
+    }
+    for (int i = 0; i < SR_EP_COUNT; i++) {
+        if (strcmp(name, sr_endpoint_name((sr_endpoint)i)) != 0 &&
+            strcmp(name, sr_endpoint_path((sr_endpoint)i)) != 0)
+            continue;
+        if (!(ki->allowed_endpoints & (1u << i)))
+            return fail(pc, "kind %s does not apply to endpoint %s", ki->name,
+                        sr_endpoint_name((sr_endpoint)i));
+        *mask |= 1u << i;
+        return 0;
+    }
+    return fail(pc, "unknown endpoint \"%s\"", name);
+}
+
+static int parse_endpoints(const pctx *pc, const cJSON *obj, const sr_fault_kind_info *ki,
+                           uint32_t *out)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, "endpoints");
+    if (!v) {
+        *out = ki->default_endpoints;
+        return 0;
+    }
+    if (cJSON_IsArray(v) && cJSON_GetArraySize(v) < 1)
+        return fail(pc, "\"endpoints\" must not be empty");
+    if (!cJSON_IsArray(v) && !cJSON_IsString(v))
+        return fail(pc, "\"endpoints\" must be a name or an array of names");
+    *out = 0;
+    if (cJSON_IsString(v))
+        return endpoint_bit(pc, v->valuestring, ki, out);
+    const cJSON *e;
+    cJSON_ArrayForEach(e, v)
+    {
+        if (!cJSON_IsString(e))
+            return fail(pc, "\"endpoints\" entries must be strings");
+        int rc = endpoint_bit(pc, e->valuestring, ki, out);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+static int parse_targeting(const pctx *pc, const cJSON *obj, const sr_fault_kind_info *ki,
+                           sr_fault *f)
+{
+    int64_t list[SR_FAULT_MAX_LIST];
+    int n = 0;
+    int rc = get_str(pc, obj, "id", f->id, sizeof(f->id));
+    if (!rc)
+        rc = get_list(pc, obj, "engines", 0, 63, list, &n);
+    f->engines = n ? 0 : ~(uint64_t)0;
+    for (int i = 0; !rc && i < n; i++)
+        f->engines |= (uint64_t)1 << list[i];
+    if (!rc)
+        rc = parse_endpoints(pc, obj, ki, &f->endpoints);
+    if (!rc)
+        rc = get_list(pc, obj, "nth", 1, INT64_MAX / 2, f->nth, &f->n_nth);
+    if (!rc)
+        rc = get_list(pc, obj, "turn", 1, INT32_MAX, f->turns, &f->n_turns);
+    if (!rc)
+        rc = relabel(pc, sr_json_get_double(NULL, obj, "probability", 0, 0, 1, 1.0, &f->probability,
+                                            pc->err));
+    if (!rc)
+        rc = relabel(
+            pc, sr_json_get_int(NULL, obj, "count", 0, 0, INT64_MAX / 2, -1, &f->count, pc->err));
+    return rc;
+}
+
+/* The targeting keys and the kind's parameters, and no key twice. */
+static int check_keys(const pctx *pc, const cJSON *obj, const sr_fault_kind_info *ki)
+{
+    const char *allowed[16 + SR_FAULT_MAX_PARAMS];
+    size_t n = 0;
+    for (const char *const *k = sr_fault_common_keys(); *k && n < 16; k++)
+        allowed[n++] = *k;
+    for (const char *const *k = ki->params; *k; k++)
+        allowed[n++] = *k;
+    allowed[n] = NULL;
+    return relabel(pc, sr_json_check_keys(NULL, obj, "this kind of fault", allowed, pc->err));
+}
+
+static void defaults(sr_fault *f, const sr_fault_kind_info *ki, size_t index)
+{
+    sr_fault_default_id(f->id, sizeof(f->id), ki->name, index);
+    f->probability = 1.0;
+    f->count = -1;
+    f->dist = SR_LAT_FIXED;
+    f->sigma = 0.5;
+    f->retry_after = 1;
+    memcpy(f->field, "routed_experts", sizeof("routed_experts"));
+    memcpy(f->key, "debug_routes", sizeof("debug_routes"));
+}
+
+int sr_fault_parse(sr_fault *f, const cJSON *obj, size_t index, sr_err *err)
+{
+    pctx pc = {index, NULL, err};
+    memset(f, 0, sizeof(*f));
+    f->kind = SR_FK_COUNT;
+    if (!cJSON_IsObject(obj))
+        return fail(&pc, "a fault must be a JSON object");
+    const cJSON *k = cJSON_GetObjectItemCaseSensitive(obj, "kind");
+    if (!cJSON_IsString(k))
+        return fail(&pc, "\"kind\" (a string) is required");
+    pc.kind = k->valuestring;
+    int kind = sr_fault_kind_lookup(k->valuestring);
+    if (kind < 0)
+        return fail(&pc, "unknown fault kind (scenarios/FORMAT.md lists the kinds)");
+    const sr_fault_kind_info *ki = sr_fault_kind_info_of((sr_fault_kind)kind);
+    f->kind = ki->kind;
+    defaults(f, ki, index);
+    int rc = check_keys(&pc, obj, ki);
+    if (!rc)
+        rc = parse_targeting(&pc, obj, ki, f);
+    if (!rc)
+        rc = parse_params(&pc, obj, ki, f);
+    return rc;
+}
+
+/* ---- plans ---- */
+
+int sr_fault_plan_parse(sr_fault_plan **out, const cJSON *plan, sr_err *err)
+{
+    *out = NULL;
+    if (plan && !cJSON_IsArray(plan) && !cJSON_IsNull(plan))
+        return sr_err_set(err, SR_E_FAULT_SPEC, "faults must be a JSON array of fault objects");
+    int n = plan && cJSON_IsArray(plan) ? cJSON_GetArraySize(plan) : 0;
+    if (n > SR_FAULT_MAX)
+        return sr_err_set(err, SR_E_FAULT_SPEC, "at most %d faults may be declared, got %d",
+                          SR_FAULT_MAX, n);
+    sr_fault_plan *p = calloc(1, sizeof(*p));
+    if (!p)
+        return sr_err_set(err, SR_E_NOMEM, "cannot allocate a fault plan");
+    for (const cJSON *e = n ? plan->child : NULL; e; e = e->next, p->n++) {
+        int rc = sr_fault_parse(&p->f[p->n], e, p->n, err);
+        for (size_t j = 0; !rc && j < p->n; j++)
+            if (strcmp(p->f[j].id, p->f[p->n].id) == 0)
+                rc = sr_err_set(err, SR_E_FAULT_SPEC, "fault %zu: id \"%s\" is used twice", p->n,
+                                p->f[p->n].id);
+        if (rc) {
+            free(p);
+            return rc;
+        }
+    }
+    *out = p;
+    return 0;
+}
+
+int sr_fault_plan_parse_text(sr_fault_plan **out, const char *text, size_t len, sr_err *err)
+{
+    *out = NULL;
+    cJSON *doc = cJSON_ParseWithLength(text, len);
+    if (!doc)
+        return sr_err_set(err, SR_E_FAULT_SPEC, "the fault plan is not valid JSON");
+    int rc = sr_fault_plan_parse(out, doc, err);
+    cJSON_Delete(doc);
+    return rc;
+}
+
+void sr_fault_plan_free(sr_fault_plan *plan)
+{
+    free(plan);
+}
+
+size_t sr_fault_plan_count(const sr_fault_plan *plan)
+{
+    return plan ? plan->n : 0;
+}
+
+const sr_fault *sr_fault_plan_at(const sr_fault_plan *plan, size_t i)
+{
+    return plan && i < plan->n ? &plan->f[i] : NULL;
+}

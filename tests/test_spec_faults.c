@@ -1,0 +1,415 @@
+/*
+ * The fault plan's schema (harness/spec/faults.h): the kind table is whole and drives name
+ * lookup, layers and key validation; parse errors are named; and the meta-test: the fault-kind
+ * tables of scenarios/FORMAT.md and README.md list exactly the table's kinds, with its layers
+ * and parameter keys (FORMAT.md also its required keys and descriptions), and the engine's
+ * fault suite fires every kind.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "spec/faults.h"
+#include "sr_test.h"
+
+/* ---- the table ---- */
+
+static int in_list(const char *const *list, const char *s)
+{
+    for (; *list; list++)
+        if (strcmp(*list, s) == 0)
+            return 1;
+    return 0;
+}
+
+/* Parses one fault from JSON text. */
+static int parse_one(const char *text, sr_fault *f, sr_err *err)
+{
+    cJSON *obj = cJSON_Parse(text);
+    ck_assert_msg(obj != NULL, "bad test JSON: %s", text);
+    int rc = sr_fault_parse(f, obj, 0, err);
+    cJSON_Delete(obj);
+    return rc;
+}
+
+/* {"kind": K, <its required keys with valid values>, <extra>} */
+static void minimal_fault(char *out, size_t cap, const sr_fault_kind_info *ki, const char *extra)
+{
+    snprintf(out, cap, "{\"kind\": \"%s\"", ki->name);
+    for (const char *const *r = ki->required; *r; r++)
+        snprintf(out + strlen(out), cap - strlen(out), ", \"%s\": 1", *r);
+    if (ki->kind == SR_FK_LATENCY)
+        snprintf(out + strlen(out), cap - strlen(out), ", \"ms\": 1");
+    snprintf(out + strlen(out), cap - strlen(out), "%s}", extra);
+}
+
+START_TEST(test_table_is_whole)
+{
+    for (int k = 0; k < SR_FK_COUNT; k++) {
+        const sr_fault_kind_info *ki = sr_fault_kind_info_of((sr_fault_kind)k);
+        ck_assert_ptr_nonnull(ki);
+        ck_assert_int_eq(ki->kind, k);
+        ck_assert_msg(ki->name && ki->name[0], "kind %d has no name", k);
+        ck_assert_int_eq(sr_fault_kind_lookup(ki->name), k);
+        ck_assert_str_eq(sr_fault_kind_name((sr_fault_kind)k), ki->name);
+        ck_assert_int_lt(ki->layer, SR_FL_COUNT);
+        ck_assert_int_eq(sr_fault_kind_layer((sr_fault_kind)k), ki->layer);
+        ck_assert_msg(ki->doc && ki->doc[0], "%s has no description", ki->name);
+        ck_assert_msg((ki->default_endpoints & ~ki->allowed_endpoints) == 0,
+                      "%s: a default endpoint it may not name", ki->name);
+        for (const char *const *r = ki->required; *r; r++)
+            ck_assert_msg(in_list(ki->params, *r), "%s requires %s, which it does not accept",
+                          ki->name, *r);
+        for (const char *const *p = ki->params; *p; p++)
+            ck_assert_msg(!in_list(sr_fault_common_keys(), *p), "%s: %s is a targeting key",
+                          ki->name, *p);
+    }
+    ck_assert_ptr_null(sr_fault_kind_info_of(SR_FK_COUNT));
+    ck_assert_int_eq(sr_fault_kind_lookup("frobnicate"), -1);
+    ck_assert_int_eq(sr_fault_kind_lookup(NULL), -1);
+    for (int l = 0; l < SR_FL_COUNT; l++)
+        for (int m = 0; m < l; m++)
+            ck_assert_str_ne(sr_fault_layer_name((sr_fault_layer)l),
+                             sr_fault_layer_name((sr_fault_layer)m));
+    ck_assert_ptr_null(sr_fault_layer_name(SR_FL_COUNT));
+}
+END_TEST
+
+/* Every key a kind lists reaches a parser (a null value is a type error, not an unknown key);
+ * every parameter of other kinds is an unknown key; a kind parses with just its required keys. */
+START_TEST(test_keys_follow_the_table)
+{
+    char text[512];
+    sr_fault f;
+    for (int k = 0; k < SR_FK_COUNT; k++) {
+        const sr_fault_kind_info *ki = sr_fault_kind_info_of((sr_fault_kind)k);
+        sr_err err = SR_ERR_INIT;
+        minimal_fault(text, sizeof(text), ki, "");
+        ck_assert_sr_ok(parse_one(text, &f, &err), err);
+        ck_assert_int_eq(f.kind, k);
+        for (int o = 0; o < SR_FK_COUNT; o++) {
+            const sr_fault_kind_info *other = sr_fault_kind_info_of((sr_fault_kind)o);
+            for (const char *const *p = other->params; *p; p++) {
+                char extra[64];
+                snprintf(extra, sizeof(extra), ", \"%s\": null", *p);
+                minimal_fault(text, sizeof(text), ki, extra);
+                if (in_list(ki->required, *p) || (k == SR_FK_LATENCY && !strcmp(*p, "ms")))
+                    continue; /* the key is already there: a duplicate */
+                int rc = parse_one(text, &f, &err);
+                ck_assert_sr_code(rc, err, SR_E_FAULT_SPEC);
+                ck_assert_msg((strstr(err.msg, "unknown key") != NULL) != in_list(ki->params, *p),
+                              "%s with %s: %s", ki->name, *p, err.msg);
+            }
+        }
+        if (ki->required[0]) {
+            snprintf(text, sizeof(text), "{\"kind\": \"%s\"}", ki->name);
+            ck_assert_sr_code(parse_one(text, &f, &err), err, SR_E_FAULT_SPEC);
+            ck_assert_msg(strstr(err.msg, "is required") != NULL, "%s", err.msg);
+        }
+    }
+}
+END_TEST
+
+START_TEST(test_errors_are_named)
+{
+    sr_fault f;
+    sr_err err = SR_ERR_INIT;
+    ck_assert_sr_code(parse_one("{\"kind\": \"truncate\", \"bytes\": -1}", &f, &err), err,
+                      SR_E_FAULT_SPEC);
+    ck_assert_str_eq(err.msg,
+                     "fault 0 (truncate): 'bytes' is -1, outside [0, 4611686018427387903]");
+    ck_assert_sr_code(parse_one("{\"kind\": \"reset\", \"bytes\": 3}", &f, &err), err,
+                      SR_E_FAULT_SPEC);
+    ck_assert_str_eq(err.msg, "fault 0 (reset): unknown key 'bytes' in this kind of fault");
+    ck_assert_sr_code(parse_one("{\"kind\": \"teleport\"}", &f, &err), err, SR_E_FAULT_SPEC);
+    ck_assert_msg(strncmp(err.msg, "fault 0 (teleport): unknown fault kind", 38) == 0, "%s",
+                  err.msg);
+    ck_assert_sr_code(parse_one("{\"kind\": \"reset\", \"nth\": [1, 0]}", &f, &err), err,
+                      SR_E_FAULT_SPEC);
+    ck_assert_str_eq(err.msg,
+                     "fault 0 (reset): 'nth' entries is 0, outside [1, 4611686018427387903]");
+    ck_assert_sr_code(parse_one("{\"kind\": \"stall\", \"endpoints\": \"nowhere\"}", &f, &err), err,
+                      SR_E_FAULT_SPEC);
+    ck_assert_str_eq(err.msg, "fault 0 (stall): unknown endpoint \"nowhere\"");
+    /* Defaults and parsed values. */
+    ck_assert_sr_ok(parse_one("{\"kind\": \"truncate_in_blob\", \"offset\": 7, \"nth\": 2,"
+                              " \"engines\": [1, 3], \"keep_length\": true}",
+                              &f, &err),
+                    err);
+    ck_assert_str_eq(f.id, "truncate_in_blob#0");
+    ck_assert_int_eq(f.bytes, 7);
+    ck_assert_int_eq(f.has_bytes, 1);
+    ck_assert_int_eq(f.keep_length, 1);
+    ck_assert_int_eq(f.n_nth, 1);
+    ck_assert_int_eq(f.nth[0], 2);
+    ck_assert_uint_eq(f.engines, 0xA);
+    ck_assert_int_eq(f.count, -1);
+    ck_assert(f.probability == 1.0);
+    ck_assert_str_eq(f.field, "routed_experts");
+    ck_assert_sr_ok(parse_one("{\"kind\": \"partial_weight_apply\", \"layers\": [1, 5]}", &f, &err),
+                    err);
+    ck_assert_int_eq(f.n_layers, 2);
+    ck_assert_int_eq(f.layers[1], 5);
+}
+END_TEST
+
+START_TEST(test_default_ids_and_plans)
+{
+    char id[SR_FAULT_ID_MAX];
+    sr_fault_default_id(id, sizeof(id), "reset", 3);
+    ck_assert_str_eq(id, "reset#3");
+    const char *text = "[{\"kind\": \"reset\"}, {\"kind\": \"stall\", \"id\": \"s\"},"
+                       " {\"kind\": \"reset\"}]";
+    sr_fault_plan *plan = NULL;
+    sr_err err = SR_ERR_INIT;
+    ck_assert_sr_ok(sr_fault_plan_parse_text(&plan, text, strlen(text), &err), err);
+    ck_assert_uint_eq(sr_fault_plan_count(plan), 3);
+    ck_assert_str_eq(sr_fault_plan_at(plan, 0)->id, "reset#0");
+    ck_assert_str_eq(sr_fault_plan_at(plan, 1)->id, "s");
+    ck_assert_str_eq(sr_fault_plan_at(plan, 2)->id, "reset#2");
+    ck_assert_ptr_null(sr_fault_plan_at(plan, 3));
+    sr_fault_plan_free(plan);
+    const char *dup = "[{\"kind\": \"reset\"}, {\"kind\": \"stall\", \"id\": \"reset#0\"}]";
+    ck_assert_sr_code(sr_fault_plan_parse_text(&plan, dup, strlen(dup), &err), err,
+                      SR_E_FAULT_SPEC);
+    ck_assert_ptr_null(plan);
+    ck_assert_sr_ok(sr_fault_plan_parse(&plan, NULL, &err), err);
+    ck_assert_uint_eq(sr_fault_plan_count(plan), 0);
+    sr_fault_plan_free(plan);
+}
+END_TEST
+
+/* ---- the documentation ---- */
+
+#define MAX_ROWS  256
+#define MAX_CELLS 8
+
+/* One table of a Markdown file: its body rows, split into trimmed cells. */
+typedef struct md_table {
+    char *text; /* owns the cells */
+    char *cell[MAX_ROWS][MAX_CELLS];
+    int n_cells[MAX_ROWS];
+    int n;
+} md_table;
+
+static char *read_all(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    ck_assert_msg(f != NULL, "cannot open %s", path);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = malloc((size_t)n + 1);
+    ck_assert_uint_eq(fread(b, 1, (size_t)n, f), (size_t)n);
+    b[n] = '\0';
+    fclose(f);
+    return b;
+}
+
+static char *trim(char *s)
+{
+    while (*s == ' ')
+        s++;
+    size_t n = strlen(s);
+    while (n && s[n - 1] == ' ')
+        s[--n] = '\0';
+    return s;
+}
+
+/* Splits a row "| a | b |" in place at the pipes that are not escaped. */
+static int split_row(char *line, char **cells)
+{
+    int n = 0;
+    char *start = line + 1;
+    for (char *c = line + 1; *c; c++) {
+        if (*c != '|' || c[-1] == '\\')
+            continue;
+        *c = '\0';
+        if (n < MAX_CELLS)
+            cells[n++] = trim(start);
+        start = c + 1;
+    }
+    return n;
+}
+
+/* The body rows of the one table of `path` whose header line starts with `header`. */
+static void md_read(md_table *t, const char *path, const char *header)
+{
+    t->text = read_all(path);
+    t->n = 0;
+    int tables = 0, in_table = 0;
+    for (char *line = strtok(t->text, "\n"); line; line = strtok(NULL, "\n")) {
+        if (line[0] != '|') {
+            in_table = 0;
+            continue;
+        }
+        if (strncmp(line, header, strlen(header)) == 0) {
+            in_table = 1;
+            tables++;
+            continue;
+        }
+        if (!in_table || strncmp(line, "|---", 4) == 0)
+            continue;
+        ck_assert_int_lt(t->n, MAX_ROWS);
+        t->n_cells[t->n] = split_row(line, t->cell[t->n]);
+        t->n++;
+    }
+    ck_assert_msg(tables == 1, "%s: %d tables with the header \"%s\", expected 1", path, tables,
+                  header);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The words between backticks in a cell, each once, sorted and joined by spaces. */
+static void ticked(const char *cell, char *out, size_t cap)
+{
+    char *w[32];
+    int n = 0;
+    for (const char *c = strchr(cell, '`'); c && n < 32; c = strchr(c + 1, '`')) {
+        const char *end = strchr(c + 1, '`');
+        if (!end)
+            break;
+        w[n++] = strndup(c + 1, (size_t)(end - c - 1));
+        c = end;
+    }
+    qsort(w, (size_t)n, sizeof(w[0]), cmp_str);
+    out[0] = '\0';
+    for (int i = 0; i < n; i++) {
+        if (i == 0 || strcmp(w[i], w[i - 1]) != 0)
+            snprintf(out + strlen(out), cap - strlen(out), "%s%s", out[0] ? " " : "", w[i]);
+    }
+    for (int i = 0; i < n; i++)
+        free(w[i]);
+}
+
+/* The table's parameter keys in the same form: sorted, joined by spaces. */
+static void table_params(const sr_fault_kind_info *ki, char *out, size_t cap)
+{
+    char cell[512] = "";
+    for (const char *const *p = ki->params; *p; p++)
+        snprintf(cell + strlen(cell), sizeof(cell) - strlen(cell), " `%s`", *p);
+    ticked(cell, out, cap);
+}
+
+/* The kind named by a first or second cell: exactly one word in backticks. */
+static int kind_of_cell(const char *cell, const char *where)
+{
+    size_t n = strlen(cell);
+    ck_assert_msg(n > 2 && cell[0] == '`' && cell[n - 1] == '`' && !memchr(cell + 1, '`', n - 2),
+                  "%s: the kind cell \"%s\" must be one name in backticks", where, cell);
+    char name[64];
+    snprintf(name, sizeof(name), "%.*s", (int)(n - 2), cell + 1);
+    int k = sr_fault_kind_lookup(name);
+    ck_assert_msg(k >= 0, "%s documents the fault kind `%s`, which the kind table lacks", where,
+                  name);
+    return k;
+}
+
+START_TEST(test_format_md_lists_the_kinds)
+{
+    md_table t;
+    int seen[SR_FK_COUNT] = {0};
+    md_read(&t, SYNCROLL_SOURCE_DIR "/scenarios/FORMAT.md", "| fault | layer | parameters |");
+    for (int i = 0; i < t.n; i++) {
+        ck_assert_int_eq(t.n_cells[i], 4);
+        int k = kind_of_cell(t.cell[i][0], "FORMAT.md");
+        const sr_fault_kind_info *ki = sr_fault_kind_info_of((sr_fault_kind)k);
+        ck_assert_msg(!seen[k]++, "FORMAT.md lists `%s` twice", ki->name);
+        ck_assert_msg(strcmp(t.cell[i][1], sr_fault_layer_name(ki->layer)) == 0,
+                      "FORMAT.md: `%s` is in layer %s, not %s", ki->name,
+                      sr_fault_layer_name(ki->layer), t.cell[i][1]);
+        char doc[256], want[256];
+        ticked(t.cell[i][2], doc, sizeof(doc));
+        table_params(ki, want, sizeof(want));
+        ck_assert_msg(strcmp(doc, want) == 0, "FORMAT.md: `%s` takes [%s], the table says [%s]",
+                      ki->name, doc, want);
+        for (const char *const *p = ki->params; *p; p++) {
+            char req[80];
+            snprintf(req, sizeof(req), "`%s` (required)", *p);
+            ck_assert_msg((strstr(t.cell[i][2], req) != NULL) == in_list(ki->required, *p),
+                          "FORMAT.md: `%s`'s key %s is %srequired", ki->name, *p,
+                          in_list(ki->required, *p) ? "" : "not ");
+        }
+        ck_assert_msg(strcmp(t.cell[i][3], ki->doc) == 0,
+                      "FORMAT.md: `%s` is described as \"%s\", the table says \"%s\"", ki->name,
+                      t.cell[i][3], ki->doc);
+    }
+    for (int k = 0; k < SR_FK_COUNT; k++)
+        ck_assert_msg(seen[k], "the kind table has `%s`, which FORMAT.md does not describe",
+                      sr_fault_kind_name((sr_fault_kind)k));
+    free(t.text);
+}
+END_TEST
+
+START_TEST(test_readme_lists_the_kinds)
+{
+    md_table t;
+    int seen[SR_FK_COUNT] = {0};
+    const char *layer = "";
+    md_read(&t, SYNCROLL_SOURCE_DIR "/README.md", "| layer | kind | parameters |");
+    for (int i = 0; i < t.n; i++) {
+        ck_assert_int_eq(t.n_cells[i], 4);
+        int k = kind_of_cell(t.cell[i][1], "README.md");
+        const sr_fault_kind_info *ki = sr_fault_kind_info_of((sr_fault_kind)k);
+        ck_assert_msg(!seen[k]++, "README.md lists `%s` twice", ki->name);
+        if (t.cell[i][0][0])
+            layer = t.cell[i][0]; /* an empty layer cell continues the one above */
+        ck_assert_msg(strcmp(layer, sr_fault_layer_name(ki->layer)) == 0,
+                      "README.md: `%s` is in layer %s, not %s", ki->name,
+                      sr_fault_layer_name(ki->layer), layer);
+        char doc[256], want[256];
+        ticked(t.cell[i][2], doc, sizeof(doc));
+        table_params(ki, want, sizeof(want));
+        ck_assert_msg(strcmp(doc, want) == 0, "README.md: `%s` takes [%s], the table says [%s]",
+                      ki->name, doc, want);
+    }
+    for (int k = 0; k < SR_FK_COUNT; k++)
+        ck_assert_msg(seen[k], "the kind table has `%s`, which README.md does not describe",
+                      sr_fault_kind_name((sr_fault_kind)k));
+    free(t.text);
+}
+END_TEST
+
+/* The engine's dispatch: tests/test_engine_faults.c fires every kind of the table at a real
+ * engine and checks its effect, so a kind without such a test is a kind the engine may ignore. */
+START_TEST(test_engine_suite_fires_every_kind)
+{
+    char *src = read_all(SYNCROLL_SOURCE_DIR "/tests/test_engine_faults.c");
+    for (int k = 0; k < SR_FK_COUNT; k++) {
+        char tight[96], spaced[96];
+        const char *name = sr_fault_kind_name((sr_fault_kind)k);
+        snprintf(tight, sizeof(tight), "\\\"kind\\\":\\\"%s\\\"", name);
+        snprintf(spaced, sizeof(spaced), "\\\"kind\\\": \\\"%s\\\"", name);
+        ck_assert_msg(strstr(src, tight) || strstr(src, spaced),
+                      "the kind table has `%s`, which tests/test_engine_faults.c never fires",
+                      name);
+    }
+    free(src);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("spec_faults");
+    TCase *tc = tcase_create("table");
+    tcase_add_test(tc, test_table_is_whole);
+    tcase_add_test(tc, test_keys_follow_the_table);
+    tcase_add_test(tc, test_errors_are_named);
+    tcase_add_test(tc, test_default_ids_and_plans);
+    suite_add_tcase(s, tc);
+    TCase *doc = tcase_create("docs");
+    tcase_add_test(doc, test_format_md_lists_the_kinds);
+    tcase_add_test(doc, test_readme_lists_the_kinds);
+    tcase_add_test(doc, test_engine_suite_fires_every_kind);
+    suite_add_tcase(s, doc);
+    return s;
+}
+
+int main(void)
+{
+    return sr_test_run(suite());
+}
