@@ -1,9 +1,10 @@
-/* The verifier's check table, row classes and the collation checks (verify.h). */
+/* The verifier's check table, row classes, captured rows and the collation checks
+ * (verify_checks.h). */
+#include "verify_checks.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include "verify.h"
 
 static const sr_check_info checks[] = {
     {"trace.row_mismatch", "a captured route row differs from the oracle at a layer "
@@ -61,6 +62,16 @@ int sr_row_class_lookup(const char *name)
         if (strcmp(classes[i], name) == 0)
             return i;
     return -1;
+}
+
+/* ---- what both verifications share ---- */
+
+int64_t sr_verify_captured_rows(const sr_rollout_result *r)
+{
+    for (int k = r->n_turns - 1; k >= 0; k--)
+        if (r->turns[k].generated > 0)
+            return r->turns[k].prompt_len + r->turns[k].generated - 1;
+    return 0;
 }
 
 /* ---- collation ---- */
