@@ -7,7 +7,7 @@
 #include <cjson/cJSON.h>
 #include <xxhash.h>
 
-#include "engine_priv.h"
+#include "engine_state.h"
 #include "sr_pool.h"
 
 typedef struct bucket_item {

@@ -1,8 +1,11 @@
 /*
- * Internal state of one mock engine, shared by engine.c (sessions, counters, protocol guards,
- * synthetic apply, state document) and weights.c (the real weight receiver: staging copy, delta
- * receiver, broadcast buckets, commit). Not an interface: nothing outside harness/engine
- * includes it.
+ * engine_state: the state of one mock engine (struct sr_engine) and the transitions of its
+ * weights that every update path shares: the stage, pending weights faults, the commit of the
+ * stage into the model and the publication of the model's fingerprints and version. The lowest
+ * layer of the engine: engine.c (lifecycle, sessions, protocol guards, synthetic apply, state
+ * document), weights.c (the delta receiver) and bucket.c (broadcast buckets) build on it, and it
+ * uses none of them. Not an interface: nothing outside harness/engine includes it. The public
+ * functions it defines (sr_engine_version, sr_engine_note_fault) are declared in engine.h.
  *
  * Weight copies. `weights` is the model: the bytes the engine serves from, whose fingerprints
  * (global_fp, layer_fps) generation uses and the state document reports. `stage` is the local
@@ -16,8 +19,8 @@
  * at a time, but a bucket's body is received (by its own HTTP thread) while another applies.
  * Lock order: apply, then mu.
  */
-#ifndef SR_ENGINE_ENGINE_PRIV_H
-#define SR_ENGINE_ENGINE_PRIV_H
+#ifndef SR_ENGINE_ENGINE_STATE_H
+#define SR_ENGINE_ENGINE_STATE_H
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -100,7 +103,7 @@ struct sr_engine {
     sr_apply_stats st;     /* (mu) */
 };
 
-/* ---- weights.c ---- */
+/* ---- the transitions every update path shares (engine_state.c) ---- */
 
 /* Sets up the apply statistics (pool sizes) at engine creation. */
 int sr_engine_sync_init(sr_engine *e, sr_err *err);
@@ -136,10 +139,4 @@ void sr_engine_publish_model(sr_engine *e, int64_t target, int not_bumped, const
 int sr_engine_commit_locked(sr_engine *e, const unsigned char *only, const sr_skip_set *skip,
                             sr_err *err);
 
-/* Appends the "apply" member of the state document (",\"apply\":{...}"). Called with mu held. */
-int sr_engine_apply_state_locked(sr_buf *b, sr_engine *e, sr_err *err);
-
-/* Appends ",\"tensors\":[{name,layer,digest},...]" of the model. Takes apply. */
-int sr_engine_tensors_state(sr_buf *b, sr_engine *e, sr_err *err);
-
-#endif /* SR_ENGINE_ENGINE_PRIV_H */
+#endif /* SR_ENGINE_ENGINE_STATE_H */
