@@ -7,6 +7,7 @@
 #include <cjson/cJSON.h>
 #include <xxhash.h>
 
+#include "engine.h"
 #include "engine_state.h"
 #include "sr_pool.h"
 

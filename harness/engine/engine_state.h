@@ -4,8 +4,9 @@
  * stage into the model and the publication of the model's fingerprints and version. The lowest
  * layer of the engine: engine.c (lifecycle, sessions, protocol guards, synthetic apply, state
  * document), weights.c (the delta receiver) and bucket.c (broadcast buckets) build on it, and it
- * uses none of them. Not an interface: nothing outside harness/engine includes it. The public
- * functions it defines (sr_engine_version, sr_engine_note_fault) are declared in engine.h.
+ * uses none of them, nor their headers (engine.h included). Not an interface: nothing outside
+ * harness/engine includes it. sr_engine_version and sr_engine_note_fault are declared here for
+ * the engine's own files and again in engine.h for its HTTP layer.
  *
  * Weight copies. `weights` is the model: the bytes the engine serves from, whose fingerprints
  * (global_fp, layer_fps) generation uses and the state document reports. `stage` is the local
@@ -26,8 +27,11 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#include "engine.h"
+#include "config.h"
+#include "faults.h"
 #include "sr_delta.h"
+#include "sr_err.h"
+#include "sr_oracle.h"
 #include "sr_weights.h"
 
 #define SR_ENGINE_SKIP_WORDS (SR_WEIGHTS_MAX_LAYERS / 64)
@@ -38,6 +42,10 @@ typedef struct sr_skip_set {
     uint64_t bits[SR_ENGINE_SKIP_WORDS];
 } sr_skip_set;
 
+/* The same opaque type as engine.h's (C11 allows the repeated typedef). */
+typedef struct sr_engine sr_engine;
+
+/* A remembered X-Session-ID (engine.c). */
 typedef struct session_slot session_slot;
 
 /* What the receiver and the last apply did, for the state document. (mu) */
@@ -104,6 +112,13 @@ struct sr_engine {
 };
 
 /* ---- the transitions every update path shares (engine_state.c) ---- */
+
+/* The version the engine reports. (takes mu) */
+int64_t sr_engine_version(sr_engine *e);
+
+/* Remembers a weights fault that fired on a sync request without a payload (start, or an update
+ * of the synthetic kind) for the next commit or bucket. f NULL is a no-op. (takes mu) */
+void sr_engine_note_fault(sr_engine *e, const sr_fault *f);
 
 /* Sets up the apply statistics (pool sizes) at engine creation. */
 int sr_engine_sync_init(sr_engine *e, sr_err *err);

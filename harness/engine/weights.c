@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "engine.h"
 #include "engine_state.h"
 
 /* The receiver's state lives in {sync_dir}/receiver-<engine id>; the id is made file-safe. */
