@@ -7,7 +7,8 @@
 #include <cjson/cJSON.h>
 #include <xxhash.h>
 
-#include "engine_priv.h"
+#include "engine.h"
+#include "engine_state.h"
 #include "sr_pool.h"
 
 typedef struct bucket_item {

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "engine_priv.h"
+#include "engine_state.h"
 #include "jsonw.h"
 #include "sr_weights.h"
 
@@ -277,14 +277,6 @@ int sr_engine_sync_phase(sr_engine *e, int finish, const char *method, sr_err *e
     return 0;
 }
 
-int64_t sr_engine_version(sr_engine *e)
-{
-    pthread_mutex_lock(&e->mu);
-    int64_t v = e->version;
-    pthread_mutex_unlock(&e->mu);
-    return v;
-}
-
 /* Tensors of the layer slots a partial_weight_apply fault leaves stale, saved across a reset. */
 typedef struct saved_tensor {
     size_t index;
@@ -359,6 +351,54 @@ static int state_sync(sr_buf *b, sr_engine *e, sr_err *err)
                          (long long)e->sync_order_errors);
 }
 
+/* The "apply" member: what the receiver and the last apply did. Called with mu held. */
+static int state_apply(sr_buf *b, sr_engine *e, sr_err *err)
+{
+    const sr_apply_stats *s = &e->st;
+    int rc = sr_buf_printf(
+        b, err,
+        ",\"apply\":{\"transport\":%s%s%s,\"max_workers\":%d,"
+        "\"publish_workers\":%d,\"payloads\":%lld,\"workers\":%d,\"threads\":%d,"
+        "\"receiver_version\":%lld,\"fetches\":%lld,\"fetch_failures\":%lld,"
+        "\"receiver_resets\":%lld,\"buckets\":%lld,\"bucket_failures\":%lld,"
+        "\"commits\":%lld,\"committed_tensors\":%lld,",
+        s->transport ? "\"" : "", s->transport ? s->transport : "null", s->transport ? "\"" : "",
+        s->max_workers, s->publish_workers, (long long)s->payloads, s->workers, s->threads,
+        (long long)s->receiver_version, (long long)s->fetches, (long long)s->fetch_failures,
+        (long long)s->resets, (long long)s->buckets, (long long)s->bucket_failures,
+        (long long)s->commits, (long long)s->committed_tensors);
+    if (!rc)
+        rc = sr_buf_puts(b, "\"fetch_ms\":", err);
+    if (!rc)
+        rc = sr_jw_double(b, s->fetch_ms, err);
+    if (!rc)
+        rc = sr_buf_puts(b, ",\"commit_ms\":", err);
+    if (!rc)
+        rc = sr_jw_double(b, s->commit_ms, err);
+    return rc ? rc : sr_buf_puts(b, "}", err);
+}
+
+/* The model's tensors (?tensors=1). Takes apply, so it reads no half-written tensor. */
+static int state_tensors(sr_buf *b, sr_engine *e, sr_err *err)
+{
+    pthread_mutex_lock(&e->apply);
+    int rc = sr_buf_puts(b, ",\"tensors\":[", err);
+    size_t n = sr_weights_count(e->weights);
+    for (size_t i = 0; !rc && i < n; i++) {
+        sr_weights_info t;
+        rc = sr_weights_tensor(&t, e->weights, i, err);
+        if (!rc)
+            rc = sr_buf_puts(b, i ? ",{\"name\":" : "{\"name\":", err);
+        if (!rc)
+            rc = sr_jw_str(b, t.name, err);
+        if (!rc)
+            rc = sr_buf_printf(b, err, ",\"layer\":%d,\"digest\":\"%016llx%016llx\"}", t.layer,
+                               (unsigned long long)t.digest_hi, (unsigned long long)t.digest_lo);
+    }
+    pthread_mutex_unlock(&e->apply);
+    return rc ? rc : sr_buf_puts(b, "]", err);
+}
+
 static int state_locked(sr_buf *b, sr_engine *e, sr_err *err)
 {
     int rc = sr_buf_printf(b, err,
@@ -385,7 +425,7 @@ static int state_locked(sr_buf *b, sr_engine *e, sr_err *err)
     if (!rc)
         rc = state_sync(b, e, err);
     if (!rc)
-        rc = sr_engine_apply_state_locked(b, e, err);
+        rc = state_apply(b, e, err);
     if (!rc && e->init_info)
         rc = sr_buf_printf(b, err, ",\"init_info\":%s", e->init_info);
     return rc;
@@ -419,6 +459,6 @@ int sr_engine_state_json(sr_buf *b, sr_engine *e, const sr_engine_live *live, sr
     if (!rc)
         rc = sr_faults_state_json(b, e->faults, err);
     if (!rc && live->tensors)
-        rc = sr_engine_tensors_state(b, e, err);
+        rc = state_tensors(b, e, err);
     return rc ? rc : sr_buf_puts(b, "}", err);
 }

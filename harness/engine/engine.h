@@ -8,7 +8,7 @@
  *
  * Weight sync: the protocol-order guards of skyrl-contract §8.3 (start while an update is
  * active, update or finish without start: SR_E_SYNC_ORDER, and the engine keeps serving); the
- * real receiver of both transports (weights.c, described below at sr_engine_fetch); and a
+ * real receiver of both transports (described below at sr_engine_fetch); and a
  * synthetic apply that regenerates the weight set at a target version (sr_weights_reset), kept
  * for requests that name no sync_dir and carry no payload. Weights-layer faults act on every
  * path: partial_weight_apply (the listed MoE layer slots keep their old bytes, so exactly their
@@ -18,6 +18,13 @@
  *
  * Sessions: at most SR_ENGINE_MAX_SESSIONS are remembered; past that the table is cleared and
  * turn counting restarts (documented, not silent: the state reports session_resets).
+ *
+ * This header is the engine module's interface to its HTTP layer (server*.c, control.c,
+ * serve_gen.c). Its functions live in the engine's layered files: engine_state.c (the state and
+ * the weight transitions every update path shares: sr_engine_version, sr_engine_note_fault),
+ * weights.c (the delta transport: sr_engine_fetch, sr_engine_update_delta) and bucket.c (the
+ * broadcast transport: sr_engine_bucket_*, sr_engine_sync_finish) build on engine_state.c;
+ * engine.c (everything else) on top.
  *
  * Ownership: sr_engine_new copies the config (not its fault cJSON, which it parses).
  * Thread-safety: every function may be called from any thread (internal locks), except new/free.
@@ -93,7 +100,7 @@ int sr_engine_apply_version(sr_engine *e, int64_t target, const sr_fault *f, int
 int64_t sr_engine_version(sr_engine *e);
 
 /*
- * ---- The real receiver (weights.c, bucket.c) ----
+ * ---- The real receiver (engine_state.c, weights.c, bucket.c) ----
  *
  * The engine holds two copies of its weights: the model (what it serves; its fingerprints feed
  * the oracle and the state document) and a stage, the local checkpoint, allocated at the first

@@ -1,35 +1,27 @@
 /* Running one scenario: engines, steps, budgets, verdict (runner.h). */
 #include "runner.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "runner_soak.h"
+#include "runner_steps.h"
+#include "runner_verdict.h"
 #include "sr_replay_config.h"
 
-double sr_run_now_ms(const sr_scn_run *run)
+/* Milliseconds since the scenario started. */
+static double elapsed_ms(const sr_scn_run *run)
 {
     return sr_client_now_ms() - run->t0_ms;
 }
 
-int sr_run_check(sr_scn_run *run, int step, const char *name, const char *fmt, ...)
-{
-    char msg[SR_ERR_MSG_MAX];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    sr_check_where w = SR_CHECK_WHERE_NONE;
-    w.step = step;
-    return sr_scenario_check(run->res, name, NULL, &w, "scenario %s%s%s: %s", run->scn->id,
-                             step >= 0 ? " step " : "", step >= 0 ? run->scn->steps[step].name : "",
-                             msg);
-}
+/* ---- engines ---- */
 
-void sr_run_poll_engines(sr_scn_run *run, int step)
+/* Fires engine.crashed for every spawned engine that has exited since the last poll. */
+static void poll_engines(sr_scn_run *run, int step)
 {
     for (int i = 0; i < run->n_procs; i++) {
         if (run->crashed[i] || !sr_proc_poll_exit(&run->procs[i]))
@@ -46,8 +38,6 @@ void sr_run_poll_engines(sr_scn_run *run, int step)
                           run->res->engines[i].log);
     }
 }
-
-/* ---- engines ---- */
 
 static int spawn_one(sr_scn_run *run, int i, const char *cfg, sr_err *err)
 {
@@ -83,8 +73,7 @@ static int spawn_one(sr_scn_run *run, int i, const char *cfg, sr_err *err)
     /* sh would report a missing engine only as an early exit (engine.crashed); an engine that
      * cannot be executed at all is the harness's problem, so it is checked here. */
     if (!rc && access(run->opts->self_exe, X_OK) != 0)
-        rc = sr_err_set(err, SR_E_PROC_SPAWN, "cannot execute the engine %s",
-                        run->opts->self_exe);
+        rc = sr_err_set(err, SR_E_PROC_SPAWN, "cannot execute the engine %s", run->opts->self_exe);
     if (!rc)
         rc = sr_proc_spawn(&run->procs[i], "/bin/sh", argv, err);
     if (!rc) {
@@ -145,7 +134,7 @@ static void stop_engines(sr_scn_run *run)
 {
     if (!run->n_procs)
         return;
-    sr_run_poll_engines(run, -1);
+    poll_engines(run, -1);
     int alive[SR_ENGINE_MAX_COUNT];
     for (int i = 0; i < run->n_procs; i++)
         alive[i] = !run->procs[i].reaped;
@@ -176,25 +165,9 @@ static void *async_main(void *p)
     async_arg *a = p;
     sr_step_state *st = &a->run->steps[a->step];
     st->rc = sr_step_executor(a->run->scn->steps[a->step].kind)(a->run, a->step, &st->err);
-    st->end_ms = sr_run_now_ms(a->run);
+    st->end_ms = elapsed_ms(a->run);
     free(a);
     return NULL;
-}
-
-int sr_step_join(sr_scn_run *run, int step, sr_err *err)
-{
-    sr_step_state *st = &run->steps[step];
-    if (st->async_started && !st->joined) {
-        pthread_join(st->thread, NULL);
-        st->joined = 1;
-        sr_step_timing *t = &run->res->steps[step];
-        t->end_ms = st->end_ms;
-        t->code = st->rc;
-        if (st->rc && err)
-            *err = st->err;
-        return st->rc;
-    }
-    return 0;
 }
 
 static int run_step(sr_scn_run *run, int i, sr_err *err)
@@ -202,7 +175,7 @@ static int run_step(sr_scn_run *run, int i, sr_err *err)
     const sr_scn_step *step = &run->scn->steps[i];
     sr_step_state *st = &run->steps[i];
     sr_step_timing *t = &run->res->steps[i];
-    st->start_ms = t->start_ms = sr_run_now_ms(run);
+    st->start_ms = t->start_ms = elapsed_ms(run);
     if (step->async) {
         async_arg *a = malloc(sizeof(*a));
         if (!a)
@@ -217,7 +190,7 @@ static int run_step(sr_scn_run *run, int i, sr_err *err)
         return 0;
     }
     int rc = sr_step_executor(step->kind)(run, i, err);
-    st->end_ms = t->end_ms = sr_run_now_ms(run);
+    st->end_ms = t->end_ms = elapsed_ms(run);
     st->joined = 1;
     t->code = rc;
     return rc;
@@ -308,7 +281,7 @@ static int run_steps(sr_scn_run *run, sr_err *err)
     int rc = 0;
     for (int i = 0; !rc && i < run->scn->n_steps; i++) {
         rc = run_step(run, i, err);
-        sr_run_poll_engines(run, i);
+        poll_engines(run, i);
     }
     sr_err e2 = SR_ERR_INIT;
     int rc2 = join_all(run, &e2);
@@ -390,7 +363,7 @@ static void execute(sr_scn_run *run)
         rc = sr_run_iterations(run, run_steps, &err);
     stop_engines(run);
     /* The scenario phase ends here so that a budget can hold it too. */
-    sr_scenario_record(res, SR_PHASE_SCENARIO, (uint64_t)(sr_run_now_ms(run) * 1e6));
+    sr_scenario_record(res, SR_PHASE_SCENARIO, (uint64_t)(elapsed_ms(run) * 1e6));
     if (!rc && up == 1)
         check_budgets(run);
     if (!rc)
@@ -422,5 +395,5 @@ void sr_run_scenario(sr_scenario_result *res, const sr_scenario *scn, const sr_r
     else
         execute(&run);
     run_free(&run);
-    res->wall_ms = sr_run_now_ms(&run);
+    res->wall_ms = elapsed_ms(&run);
 }

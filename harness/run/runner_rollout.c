@@ -1,10 +1,10 @@
-/* The rollout step: prompts, rollouts on the client's threads, per-rollout verification. */
+/* The rollout step: prompts, rollouts on the client's threads, per-rollout verification
+ * (runner_rollout.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "runner.h"
-#include "runner_priv.h"
+#include "runner_rollout.h"
 #include "sr_mix.h"
 
 #define GOLDEN 0x9E3779B97F4A7C15ull
@@ -40,7 +40,7 @@ static int make_configs(rbatch *b, sr_err *err)
     const sr_scn_rollout *r = &s->steps[b->step].rollout;
     for (int64_t i = 0; i < r->batch; i++) {
         uint64_t ss = sample_seed(s->seed, b->step, i);
-        /* Soak iterations after the first draw new prompts and environments (runner.h). */
+        /* Soak iterations after the first draw new prompts and environments (runner.h, soak). */
         if (b->run->iteration > 0)
             ss = draw(ss, 0x100 + (uint64_t)b->run->iteration);
         int64_t P = r->prompt_min +

@@ -1,13 +1,12 @@
 /* Soak: the steps of a scenario again and again for a bounded time, with resource samples of
- * the harness process and a final look at every engine (runner.h, FORMAT.md §15). */
+ * the harness process and a final look at every engine (runner_soak.h, FORMAT.md §15). */
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "runner.h"
-#include "runner_priv.h"
+#include "runner_soak.h"
 
 /* AddressSanitizer's quarantine keeps freed memory resident on purpose (up to 256 MiB), so the
  * resident size of a sanitized build says nothing about leaks; only descriptors are compared. */

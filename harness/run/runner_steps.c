@@ -1,4 +1,4 @@
-/* The step dispatch table and the control-plane, collation and waiting steps (runner.h). */
+/* The step dispatch table and the executors of every step but rollout (runner_steps.h). */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -6,22 +6,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "runner_priv.h"
+#include "runner_rollout.h"
+#include "runner_steps.h"
 #include "spec/endpoints.h"
 #include "sr_pool.h"
 #include "sync/sync.h"
-
-static const sr_step_fn executors[SR_STEP_KIND_COUNT] = {
-    [SR_STEP_ROLLOUT] = sr_step_rollout,         [SR_STEP_SYNC_WEIGHTS] = sr_step_sync_weights,
-    [SR_STEP_COLLATE] = sr_step_collate,         [SR_STEP_PAUSE] = sr_step_pause,
-    [SR_STEP_RESUME] = sr_step_resume,           [SR_STEP_WAIT] = sr_step_wait,
-    [SR_STEP_CHECK_STATE] = sr_step_check_state, [SR_STEP_KILL_ENGINE] = sr_step_kill_engine,
-};
-
-sr_step_fn sr_step_executor(sr_step_kind kind)
-{
-    return executors[kind];
-}
+#include "verify_checks.h"
 
 static void sleep_ms(int64_t ms)
 {
@@ -102,7 +92,7 @@ static int pick_samples(picked *pk, sr_scn_run *run, int step, sr_err *err)
     return 0;
 }
 
-int sr_step_collate(sr_scn_run *run, int step, sr_err *err)
+static int step_collate(sr_scn_run *run, int step, sr_err *err)
 {
     picked pk = {NULL, NULL, NULL, 0};
     int rc = pick_samples(&pk, run, step, err);
@@ -158,7 +148,7 @@ static int control(sr_scn_run *run, int step, int64_t engine, const char *method
     return 0;
 }
 
-int sr_step_pause(sr_scn_run *run, int step, sr_err *err)
+static int step_pause(sr_scn_run *run, int step, sr_err *err)
 {
     const sr_scn_pause *p = &run->scn->steps[step].pause;
     char path[96];
@@ -168,27 +158,10 @@ int sr_step_pause(sr_scn_run *run, int step, sr_err *err)
     return rc ? sr_err_set(err, rc, "out of memory in a pause step") : 0;
 }
 
-int sr_step_resume(sr_scn_run *run, int step, sr_err *err)
+static int step_resume(sr_scn_run *run, int step, sr_err *err)
 {
     int rc = control(run, step, run->scn->steps[step].resume_engine, "POST", "/resume");
     return rc ? sr_err_set(err, rc, "out of memory in a resume step") : 0;
-}
-
-int sr_run_engine_state(cJSON **out, sr_scn_run *run, int engine, sr_err *err)
-{
-    sr_client_reply rep;
-    memset(&rep, 0, sizeof(rep));
-    *out = NULL;
-    int rc =
-        sr_client_control(&rep, 1, run->client, engine, "GET", "/syncroll/v1/state", NULL, err);
-    if (!rc && !cJSON_IsObject(rep.body))
-        rc = sr_err_set(err, SR_E_CLIENT_INVALID_JSON, "the state is not a JSON object");
-    if (!rc) {
-        *out = rep.body;
-        rep.body = NULL;
-    }
-    sr_client_reply_release(&rep);
-    return rc;
 }
 
 static int64_t num_at(const cJSON *o, const char *key, const char *sub)
@@ -250,7 +223,7 @@ static void check_one(sr_scn_run *run, int step, int engine, const cJSON *st)
     }
 }
 
-int sr_step_check_state(sr_scn_run *run, int step, sr_err *err)
+static int step_check_state(sr_scn_run *run, int step, sr_err *err)
 {
     int64_t one = run->scn->steps[step].check.engine;
     (void)err;
@@ -301,7 +274,7 @@ static int wait_until(sr_scn_run *run, int step)
     }
 }
 
-int sr_step_wait(sr_scn_run *run, int step, sr_err *err)
+static int step_wait(sr_scn_run *run, int step, sr_err *err)
 {
     const sr_scn_wait *w = &run->scn->steps[step].wait;
     if (w->has_until)
@@ -324,7 +297,7 @@ int sr_step_wait(sr_scn_run *run, int step, sr_err *err)
 
 /* ---- kill_engine ---- */
 
-int sr_step_kill_engine(sr_scn_run *run, int step, sr_err *err)
+static int step_kill_engine(sr_scn_run *run, int step, sr_err *err)
 {
     const sr_scn_kill *k = &run->scn->steps[step].kill;
     sr_proc *p = &run->procs[k->engine];
@@ -344,12 +317,14 @@ int sr_step_kill_engine(sr_scn_run *run, int step, sr_err *err)
     return 0;
 }
 
+/* ---- sync_weights ---- */
+
 /*
  * The sync_weights step: runs the weight-sync module (sync/sync.h) for one step and tells the
  * verifier the version the engines hold afterwards, so rows of later generates (and stale rows)
  * are checked against the right fingerprints.
  */
-int sr_step_sync_weights(sr_scn_run *run, int step, sr_err *err)
+static int step_sync_weights(sr_scn_run *run, int step, sr_err *err)
 {
     int rc = sr_sync_step(&run->sync, run->res, run->scn, step, (const char *const *)run->urls,
                           (size_t)run->n_engines, run->opts->work_dir, err);
@@ -362,4 +337,18 @@ void sr_step_sync_release(sr_scn_run *run)
 {
     sr_sync_free(run->sync);
     run->sync = NULL;
+}
+
+/* ---- dispatch ---- */
+
+static const sr_step_fn executors[SR_STEP_KIND_COUNT] = {
+    [SR_STEP_ROLLOUT] = sr_step_rollout,      [SR_STEP_SYNC_WEIGHTS] = step_sync_weights,
+    [SR_STEP_COLLATE] = step_collate,         [SR_STEP_PAUSE] = step_pause,
+    [SR_STEP_RESUME] = step_resume,           [SR_STEP_WAIT] = step_wait,
+    [SR_STEP_CHECK_STATE] = step_check_state, [SR_STEP_KILL_ENGINE] = step_kill_engine,
+};
+
+sr_step_fn sr_step_executor(sr_step_kind kind)
+{
+    return executors[kind];
 }

@@ -1,8 +1,8 @@
-/* The verdict of a scenario from the checks that fired and its `expect` (runner.h). */
+/* The verdict of a scenario from the checks that fired and its `expect` (runner_verdict.h). */
+#include "runner_verdict.h"
+
 #include <stdio.h>
 #include <string.h>
-
-#include "runner.h"
 
 static int in_list(char *const *v, int n, const char *s)
 {

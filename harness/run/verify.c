@@ -163,14 +163,6 @@ int sr_verifier_fingerprints(uint64_t *global, uint64_t *layers, sr_verifier *v,
     return 0;
 }
 
-int64_t sr_verify_captured_rows(const sr_rollout_result *r)
-{
-    for (int k = r->n_turns - 1; k >= 0; k--)
-        if (r->turns[k].generated > 0)
-            return r->turns[k].prompt_len + r->turns[k].generated - 1;
-    return 0;
-}
-
 /* ---- one rollout ---- */
 
 typedef struct rv {

@@ -2,14 +2,8 @@
  * verify: judges what a scenario produced against the routing oracle and the contracts, and
  * records every failure as a named check in the result model (result.h).
  *
- * Check names. Errors raised by lower modules (the client, the splice, the trace, collation,
- * pool sizing, the replay-config check) become checks with the same dotted name as the error
- * (lib/sr_err.h; `syncroll errors` lists them). The verifier and the runner add their own, in
- * sr_check_info_at() (harness/spec/checks.h): trace.row_mismatch, trace.token_mismatch,
- * trace.logprob_mismatch, trace.padding_row, trace.version_unknown, collate.alignment,
- * collate.padding_rows, collate.padding_mask, engine.crashed, engine.state, engine.control,
- * step.deadline, budget.latency, budget.no_samples, soak.resource_growth. scenarios/FORMAT.md
- * documents them.
+ * The check names and row classes are spec/checks.h's; the context of a verification and the
+ * collation checks are verify_checks.h's (included below); this header is the rollout verifier's.
  *
  * Rollouts (sr_verify_rollout). A rollout that failed is recorded as the check named by its
  * error, with the turn (and, for trace.missing_route, the token row) where it failed. A rollout
@@ -35,14 +29,9 @@
  * (row, layer) pairs of the class); messages name scenario, step, sample, turn, token row and
  * layer.
  *
- * Collation (sr_verify_collation): for every sample, the route rows sit at columns pad + r
- * (collate.alignment), every other column is the padding row (collate.padding_rows), and the
- * mask is 1 exactly on the left padding and the columns past the CAPTURED rows, as the engine
- * delivered them (collate.padding_mask) — so a trace that reports padding as captured is caught.
- *
  * Without a verifier (external engines, engines.urls), the oracle checks (tokens, logprobs,
  * route rows) are skipped and recorded as skipped with the reason; contract checks (errors of
- * the modules, padding rows, collation) still run.
+ * the modules, padding rows, collation in verify_checks.h) still run.
  *
  * Thread-safety: an sr_verifier may be used by any number of threads at once (its fingerprint
  * cache is locked). Ownership: sr_verifier_new copies what it needs from the config.
@@ -56,10 +45,10 @@
 
 #include "report/result.h"
 #include "rollout.h"
-#include "spec/checks.h"
 #include "spec/engine_config.h"
 #include "sr_collate.h"
 #include "sr_err.h"
+#include "verify_checks.h"
 
 /* The clamp the engine writes for a non-finite logprob (skyrl-contract §1.3). */
 #define SR_VERIFY_CLAMPED_LOGPROB (-9999.0)
@@ -88,19 +77,6 @@ int sr_verifier_fingerprints(uint64_t *global, uint64_t *layers, sr_verifier *v,
 /* Tells the verifier a version exists (published or applied): classification tries up to it. */
 void sr_verifier_note_version(sr_verifier *v, int64_t version);
 
-/* Where a rollout or collation came from, for messages and the result. */
-typedef struct sr_verify_ctx {
-    const char *scenario;  /* id */
-    int64_t step;          /* step index */
-    const char *step_name; /* step name */
-    int multi_turn;        /* the rollout's mode (single-turn appends a synthetic EOS) */
-    int64_t experts;       /* model.experts, for the expert-id range check; 0: unknown */
-    sr_scenario_result *res;
-} sr_verify_ctx;
-
-/* The route rows the engine delivered for a rollout (P + G - 1 of its last turn), 0 if none. */
-int64_t sr_verify_captured_rows(const sr_rollout_result *r);
-
 /*
  * Verifies rollout `sample` (contract above), recording checks in ctx->res. *ok = 1 when nothing
  * fired. `v` NULL skips the oracle checks (recorded as skipped). Returns 0 or SR_E_NOMEM /
@@ -108,13 +84,5 @@ int64_t sr_verify_captured_rows(const sr_rollout_result *r);
  */
 int sr_verify_rollout(int *ok, sr_verifier *v, const sr_rollout_result *r, int64_t sample,
                       const sr_verify_ctx *ctx, sr_err *err);
-
-/*
- * Verifies a collated batch of n samples: samples[i] is the rollout collated as row i, with
- * sample_ids[i] its index within its own step (for messages). *ok = 1 when nothing fired.
- */
-int sr_verify_collation(int *ok, const sr_collate_result *c,
-                        const sr_rollout_result *const *samples, const int64_t *sample_ids,
-                        size_t n, const sr_verify_ctx *ctx, sr_err *err);
 
 #endif /* SR_VERIFY_H */

@@ -1,9 +1,19 @@
-/* The collation checks (verify.h). */
+/* Captured rows and the collation checks (verify_checks.h). */
+#include "verify_checks.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "verify.h"
+/* ---- what both verifications share ---- */
+
+int64_t sr_verify_captured_rows(const sr_rollout_result *r)
+{
+    for (int k = r->n_turns - 1; k >= 0; k--)
+        if (r->turns[k].generated > 0)
+            return r->turns[k].prompt_len + r->turns[k].generated - 1;
+    return 0;
+}
 
 /* ---- collation ---- */
 

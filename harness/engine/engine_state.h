@@ -1,8 +1,12 @@
 /*
- * Internal state of one mock engine, shared by engine.c (sessions, counters, protocol guards,
- * synthetic apply, state document) and weights.c (the real weight receiver: staging copy, delta
- * receiver, broadcast buckets, commit). Not an interface: nothing outside harness/engine
- * includes it.
+ * engine_state: the state of one mock engine (struct sr_engine) and the transitions of its
+ * weights that every update path shares: the stage, pending weights faults, the commit of the
+ * stage into the model and the publication of the model's fingerprints and version. The lowest
+ * layer of the engine: engine.c (lifecycle, sessions, protocol guards, synthetic apply, state
+ * document), weights.c (the delta receiver) and bucket.c (broadcast buckets) build on it, and it
+ * uses none of them, nor their headers (engine.h included). Not an interface: nothing outside
+ * harness/engine includes it. sr_engine_version and sr_engine_note_fault are declared here for
+ * the engine's own files and again in engine.h for its HTTP layer.
  *
  * Weight copies. `weights` is the model: the bytes the engine serves from, whose fingerprints
  * (global_fp, layer_fps) generation uses and the state document reports. `stage` is the local
@@ -16,15 +20,18 @@
  * at a time, but a bucket's body is received (by its own HTTP thread) while another applies.
  * Lock order: apply, then mu.
  */
-#ifndef SR_ENGINE_ENGINE_PRIV_H
-#define SR_ENGINE_ENGINE_PRIV_H
+#ifndef SR_ENGINE_ENGINE_STATE_H
+#define SR_ENGINE_ENGINE_STATE_H
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 
-#include "engine.h"
+#include "spec/engine_config.h"
+#include "faults.h"
 #include "sr_delta.h"
+#include "sr_err.h"
+#include "sr_oracle.h"
 #include "sr_weights.h"
 
 #define SR_ENGINE_SKIP_WORDS (SR_WEIGHTS_MAX_LAYERS / 64)
@@ -35,6 +42,10 @@ typedef struct sr_skip_set {
     uint64_t bits[SR_ENGINE_SKIP_WORDS];
 } sr_skip_set;
 
+/* The same opaque type as engine.h's (C11 allows the repeated typedef). */
+typedef struct sr_engine sr_engine;
+
+/* A remembered X-Session-ID (engine.c). */
 typedef struct session_slot session_slot;
 
 /* What the receiver and the last apply did, for the state document. (mu) */
@@ -100,9 +111,16 @@ struct sr_engine {
     sr_apply_stats st;     /* (mu) */
 };
 
-/* ---- weights.c ---- */
+/* ---- the transitions every update path shares (engine_state.c) ---- */
 
-/* Sets up the apply statistics (pool sizes) at engine creation. */
+/* The version the engine reports. (takes mu) */
+int64_t sr_engine_version(sr_engine *e);
+
+/* Remembers a weights fault that fired on a sync request without a payload (start, or an update
+ * of the synthetic kind) for the next commit or bucket. f NULL is a no-op. (takes mu) */
+void sr_engine_note_fault(sr_engine *e, const sr_fault *f);
+
+/* Sets up the apply statistics (pool sizes) and the broadcast session at engine creation. */
 int sr_engine_sync_init(sr_engine *e, sr_err *err);
 
 /* Frees the stage, the receiver and the broadcast session. */
@@ -136,10 +154,4 @@ void sr_engine_publish_model(sr_engine *e, int64_t target, int not_bumped, const
 int sr_engine_commit_locked(sr_engine *e, const unsigned char *only, const sr_skip_set *skip,
                             sr_err *err);
 
-/* Appends the "apply" member of the state document (",\"apply\":{...}"). Called with mu held. */
-int sr_engine_apply_state_locked(sr_buf *b, sr_engine *e, sr_err *err);
-
-/* Appends ",\"tensors\":[{name,layer,digest},...]" of the model. Takes apply. */
-int sr_engine_tensors_state(sr_buf *b, sr_engine *e, sr_err *err);
-
-#endif /* SR_ENGINE_ENGINE_PRIV_H */
+#endif /* SR_ENGINE_ENGINE_STATE_H */

@@ -1,0 +1,180 @@
+/* The engine's state and the weight transitions every update path shares (engine_state.h). */
+#include "engine_state.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "sr_clock.h"
+
+/* ---- set-up ---- */
+
+int sr_engine_sync_init(sr_engine *e, sr_err *err)
+{
+    int rc = sr_delta_apply_workers(&e->st.max_workers, NULL, err);
+    if (!rc)
+        rc = sr_delta_publish_workers(&e->st.publish_workers, NULL, err);
+    e->st.receiver_version = -1;
+    e->bc.target = -1;
+    size_t n = sr_weights_count(e->weights);
+    e->bc.received = calloc(n ? n : 1, 1);
+    if (!rc && !e->bc.received)
+        rc = sr_err_set(err, SR_E_NOMEM, "cannot allocate the broadcast session");
+    return rc;
+}
+
+void sr_engine_sync_release(sr_engine *e)
+{
+    sr_delta_receiver_free(e->rx);
+    free(e->rx_sync_dir);
+    free(e->stage_view);
+    sr_weights_free(e->stage);
+    free(e->bc.received);
+}
+
+/* ---- skip sets and pending faults ---- */
+
+void sr_skip_add_fault(sr_skip_set *s, const sr_fault *f, int num_layers)
+{
+    if (!f || f->kind != SR_FK_PARTIAL_WEIGHT_APPLY || num_layers < 1)
+        return;
+    if (f->n_layers == 0) {
+        s->bits[(num_layers - 1) / 64] |= 1ull << ((num_layers - 1) % 64);
+        s->any = 1;
+    }
+    for (int i = 0; i < f->n_layers; i++)
+        if (f->layers[i] >= 0 && f->layers[i] < num_layers) {
+            s->bits[f->layers[i] / 64] |= 1ull << (f->layers[i] % 64);
+            s->any = 1;
+        }
+}
+
+int sr_skip_has(const sr_skip_set *s, int layer)
+{
+    return s->any && layer >= 0 && layer < SR_WEIGHTS_MAX_LAYERS &&
+           (s->bits[layer / 64] >> (layer % 64) & 1);
+}
+
+void sr_engine_note_fault(sr_engine *e, const sr_fault *f)
+{
+    if (!f)
+        return;
+    pthread_mutex_lock(&e->mu);
+    sr_skip_add_fault(&e->pend_skip, f, e->cfg.num_layers);
+    if (f->kind == SR_FK_VERSION_NOT_BUMPED)
+        e->pend_not_bumped = 1;
+    if (f->kind == SR_FK_CHECKSUM_MISMATCH)
+        e->bc.corrupt = 1;
+    pthread_mutex_unlock(&e->mu);
+}
+
+void sr_engine_take_pending(sr_engine *e, const sr_fault *f, sr_skip_set *skip, int *not_bumped)
+{
+    pthread_mutex_lock(&e->mu);
+    *skip = e->pend_skip;
+    *not_bumped = e->pend_not_bumped;
+    memset(&e->pend_skip, 0, sizeof(e->pend_skip));
+    e->pend_not_bumped = 0;
+    pthread_mutex_unlock(&e->mu);
+    sr_skip_add_fault(skip, f, e->cfg.num_layers);
+    if (f && f->kind == SR_FK_VERSION_NOT_BUMPED)
+        *not_bumped = 1;
+}
+
+/* ---- the broadcast session ---- */
+
+void sr_engine_bcast_begin_locked(sr_engine *e)
+{
+    memset(e->bc.received, 0, sr_weights_count(e->weights));
+    e->bc.target = -1;
+    e->bc.buckets = 0;
+    e->bc.failed = 0;
+    e->bc.fail_code = 0;
+    e->bc.fail_msg[0] = '\0';
+    e->bc.corrupt = 0;
+}
+
+/* ---- the model ---- */
+
+void sr_engine_publish_model(sr_engine *e, int64_t target, int not_bumped, const char *transport)
+{
+    size_t L = (size_t)e->cfg.num_layers;
+    pthread_mutex_lock(&e->mu);
+    e->prev_version = e->version;
+    e->prev_global_fp = e->global_fp;
+    memcpy(e->prev_layer_fps, e->layer_fps, L * sizeof(uint64_t));
+    e->has_prev = 1;
+    sr_weights_fingerprints(&e->global_fp, e->layer_fps, e->weights);
+    if (!not_bumped)
+        e->version = target;
+    e->sync_applies++;
+    e->st.transport = transport;
+    pthread_mutex_unlock(&e->mu);
+}
+
+int64_t sr_engine_version(sr_engine *e)
+{
+    pthread_mutex_lock(&e->mu);
+    int64_t v = e->version;
+    pthread_mutex_unlock(&e->mu);
+    return v;
+}
+
+/* ---- the stage ---- */
+
+int sr_engine_stage_ensure(sr_engine *e, sr_err *err)
+{
+    if (e->stage)
+        return 0;
+    size_t n = sr_weights_count(e->weights);
+    int rc = sr_weights_new(&e->stage, sr_weights_spec_of(e->weights), 0, err);
+    e->stage_view = rc ? NULL : calloc(n ? n : 1, sizeof(sr_delta_tensor));
+    if (!rc && !e->stage_view)
+        rc = sr_err_set(err, SR_E_NOMEM, "cannot allocate the staging view");
+    for (size_t i = 0; !rc && i < n; i++) {
+        sr_weights_info t;
+        rc = sr_weights_tensor(&t, e->stage, i, err);
+        /* The stage is the receiver's local checkpoint: it owns these bytes, and nothing reads
+         * the stage's own digests (commits hash the model), so patching them in place is safe. */
+        e->stage_view[i] = (sr_delta_tensor){
+            t.name, sr_dtype_name(t.dtype), 2, {t.shape[0], t.shape[1]}, (void *)t.data, t.nbytes};
+    }
+    if (rc) {
+        free(e->stage_view);
+        sr_weights_free(e->stage);
+        e->stage_view = NULL;
+        e->stage = NULL;
+        return rc;
+    }
+    e->stage_pristine = 1;
+    return 0;
+}
+
+/* ---- commit ---- */
+
+int sr_engine_commit_locked(sr_engine *e, const unsigned char *only, const sr_skip_set *skip,
+                            sr_err *err)
+{
+    double t0 = sr_clock_ms();
+    size_t n = sr_weights_count(e->weights);
+    int64_t committed = 0;
+    int rc = 0;
+    for (size_t i = 0; !rc && i < n; i++) {
+        sr_weights_info m;
+        if (only && !only[i])
+            continue;
+        rc = sr_weights_tensor(&m, e->weights, i, err);
+        if (rc || (m.layer >= 0 && sr_skip_has(skip, m.layer)))
+            continue;
+        const sr_delta_tensor *s = &e->stage_view[i];
+        if (memcmp(m.data, s->data, m.nbytes) == 0)
+            continue;
+        rc = sr_weights_write(e->weights, i, s->data, s->nbytes, err);
+        committed++;
+    }
+    pthread_mutex_lock(&e->mu);
+    e->st.commits++;
+    e->st.committed_tensors = committed;
+    e->st.commit_ms = sr_clock_ms() - t0;
+    pthread_mutex_unlock(&e->mu);
+    return rc;
+}

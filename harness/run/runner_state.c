@@ -1,0 +1,53 @@
+/* The state of one running scenario and its shared helpers (runner_state.h). */
+#include "runner_state.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+int sr_run_check(sr_scn_run *run, int step, const char *name, const char *fmt, ...)
+{
+    char msg[SR_ERR_MSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    sr_check_where w = SR_CHECK_WHERE_NONE;
+    w.step = step;
+    return sr_scenario_check(run->res, name, NULL, &w, "scenario %s%s%s: %s", run->scn->id,
+                             step >= 0 ? " step " : "", step >= 0 ? run->scn->steps[step].name : "",
+                             msg);
+}
+
+int sr_step_join(sr_scn_run *run, int step, sr_err *err)
+{
+    sr_step_state *st = &run->steps[step];
+    if (st->async_started && !st->joined) {
+        pthread_join(st->thread, NULL);
+        st->joined = 1;
+        sr_step_timing *t = &run->res->steps[step];
+        t->end_ms = st->end_ms;
+        t->code = st->rc;
+        if (st->rc && err)
+            *err = st->err;
+        return st->rc;
+    }
+    return 0;
+}
+
+int sr_run_engine_state(cJSON **out, sr_scn_run *run, int engine, sr_err *err)
+{
+    sr_client_reply rep;
+    memset(&rep, 0, sizeof(rep));
+    *out = NULL;
+    int rc =
+        sr_client_control(&rep, 1, run->client, engine, "GET", "/syncroll/v1/state", NULL, err);
+    if (!rc && !cJSON_IsObject(rep.body))
+        rc = sr_err_set(err, SR_E_CLIENT_INVALID_JSON, "the state is not a JSON object");
+    if (!rc) {
+        *out = rep.body;
+        rep.body = NULL;
+    }
+    sr_client_reply_release(&rep);
+    return rc;
+}

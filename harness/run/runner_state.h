@@ -1,0 +1,91 @@
+/*
+ * runner_state: the state of one running scenario (sr_scn_run) and the small helpers every
+ * part of the runner uses on it: recording a check, joining an async step, reading an engine's
+ * state. The lowest layer of the runner: the step executors (runner_rollout.c, runner_steps.c)
+ * and the soak loop (runner_soak.c) build on it, the scenario lifecycle (runner.c) on top of
+ * those; it uses none of them.
+ *
+ * Thread-safety: a runner call owns its sr_scn_run; async step threads read it and write only
+ * their own sr_step_state and the result entry (through its locked functions). Engines, client
+ * and verifier are shared read-only (the client and verifier are thread-safe). sr_run_check and
+ * sr_run_engine_state may be called from any step thread; sr_step_join only from the thread
+ * running the scenario's steps.
+ */
+#ifndef SR_RUNNER_STATE_H
+#define SR_RUNNER_STATE_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "client/client.h"
+#include "procs.h"
+#include "report/result.h"
+#include "rollout.h"
+#include "scenario/scenario.h"
+#include "verify.h"
+
+/* How to run one scenario (runner.h, sr_run_scenario). */
+typedef struct sr_run_opts {
+    const char *self_exe; /* the syncroll executable that engines are spawned from */
+    const char *work_dir; /* this scenario's folder (exists; the runner writes into it) */
+    const char *expanded; /* where to write the expanded scenario */
+    const char *repro;    /* the repro command line to record */
+    int repeat;           /* 1-based execution number */
+    double run_t0_ms;     /* sr_client_now_ms() when the run started */
+    int jobs;             /* scenarios running side by side in this process (min(-j, scenarios));
+                             soak resource checks measure the whole process, so they need 1 (0
+                             counts as 1) */
+} sr_run_opts;
+
+/* The runtime of one step. */
+typedef struct sr_step_state {
+    pthread_t thread;
+    int async_started; /* a thread runs it */
+    int joined;        /* finished and accounted for */
+    int rc;            /* its harness error, 0 if none */
+    sr_err err;
+    double start_ms, end_ms;     /* since the scenario started */
+    sr_rollout_result *rollouts; /* rollout steps: batch results (owned) */
+    int64_t n_rollouts;
+} sr_step_state;
+
+/* Everything the steps of one running scenario share. */
+typedef struct sr_scn_run {
+    const sr_scenario *scn;
+    sr_scenario_result *res;
+    const sr_run_opts *opts;
+    sr_proc procs[SR_ENGINE_MAX_COUNT];
+    int n_procs;                      /* spawned engines (0 for external ones) */
+    int crashed[SR_ENGINE_MAX_COUNT]; /* engine.crashed already fired for engine i */
+    char *urls[SR_ENGINE_MAX_COUNT];
+    int n_engines;
+    sr_client *client;
+    sr_verifier *verifier;  /* NULL for external engines */
+    double t0_ms;           /* scenario start, sr_client_now_ms() */
+    pthread_mutex_t mu;     /* guards weight_version */
+    int64_t weight_version; /* the version the trainer last published (weights.version first) */
+    sr_step_state *steps;   /* one per scenario step */
+    struct sr_sync *sync;   /* the weight-sync state of the sync_weights step (runner_steps.c),
+                               NULL until a sync runs */
+    int64_t iteration;      /* 0-based pass over the steps (soak, runner_soak.c) */
+} sr_scn_run;
+
+/* A step executor: 0 when the step ran (its checks are in the result), else a harness error. */
+typedef int (*sr_step_fn)(sr_scn_run *run, int step, sr_err *err);
+
+/* A check at step `step` (-1: none; no sample/turn/row/layer), message printf-style. Returns
+ * what sr_scenario_check returns (0, or SR_E_NOMEM when it could not be recorded). */
+int sr_run_check(sr_scn_run *run, int step, const char *name, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* Joins step `step` if it runs asynchronously and is not joined yet (no-op otherwise), records
+ * its end and code in the result, and returns its harness error (copied into err if not NULL). */
+int sr_step_join(sr_scn_run *run, int step, sr_err *err);
+
+/* GET /syncroll/v1/state of engine `engine` into *out (owned; cJSON_Delete). 0, or the
+ * control-plane error with its message in err. */
+int sr_run_engine_state(cJSON **out, sr_scn_run *run, int engine, sr_err *err);
+
+#endif /* SR_RUNNER_STATE_H */

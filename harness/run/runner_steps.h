@@ -1,0 +1,18 @@
+/*
+ * runner_steps: the step dispatch table, and the executors of every step kind but rollout
+ * (runner_rollout.h): sync_weights (the weight-sync module, sync/sync.h, plugs in here),
+ * collate, pause, resume, wait, check_state and kill_engine. scenarios/FORMAT.md describes what
+ * each step does; runner.h how steps are run (in order, async ones on their own threads).
+ */
+#ifndef SR_RUNNER_STEPS_H
+#define SR_RUNNER_STEPS_H
+
+#include "runner_state.h"
+
+/* The executor of a step kind (never NULL for a kind below SR_STEP_KIND_COUNT). */
+sr_step_fn sr_step_executor(sr_step_kind kind);
+
+/* Frees what the sync_weights steps kept in run->sync (called once, at the scenario's end). */
+void sr_step_sync_release(sr_scn_run *run);
+
+#endif /* SR_RUNNER_STEPS_H */

@@ -1,0 +1,54 @@
+/*
+ * verify_checks: what both verifications share about a rollout (where it came from, the rows
+ * the engine delivered), and the collation checks. The lower half of the verifier: it uses
+ * nothing of verify.c, whose rollout checks build on it. The check names and route-row classes
+ * both record are spec/checks.h's.
+ *
+ * Collation (sr_verify_collation): for every sample, the route rows sit at columns pad + r
+ * (collate.alignment), every other column is the padding row (collate.padding_rows), and the
+ * mask is 1 exactly on the left padding and the columns past the CAPTURED rows, as the engine
+ * delivered them (collate.padding_mask) — so a trace that reports padding as captured is caught.
+ * These are contract checks: they need no oracle and run for external engines too.
+ *
+ * Thread-safety: every function may be called from any thread; the tables are constant.
+ */
+#ifndef SR_VERIFY_CHECKS_H
+#define SR_VERIFY_CHECKS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "report/result.h"
+#include "rollout.h"
+#include "spec/checks.h"
+#include "sr_collate.h"
+#include "sr_err.h"
+
+/* ---- what both verifications share ---- */
+
+/* Where a rollout or collation came from, for messages and the result. */
+typedef struct sr_verify_ctx {
+    const char *scenario;  /* id */
+    int64_t step;          /* step index */
+    const char *step_name; /* step name */
+    int multi_turn;        /* the rollout's mode (single-turn appends a synthetic EOS) */
+    int64_t experts;       /* model.experts, for the expert-id range check; 0: unknown */
+    sr_scenario_result *res;
+} sr_verify_ctx;
+
+/* The route rows the engine delivered for a rollout (P + G - 1 of its last turn), 0 if none. */
+int64_t sr_verify_captured_rows(const sr_rollout_result *r);
+
+/* ---- collation ---- */
+
+/*
+ * Verifies a collated batch of n samples (contract above): samples[i] is the rollout collated as
+ * row i, with sample_ids[i] its index within its own step (for messages). Checks are recorded in
+ * ctx->res; *ok = 1 when nothing fired. Returns 0, SR_E_INTERNAL for a result of the wrong
+ * shape, or the error of recording a check (a harness error, not a check).
+ */
+int sr_verify_collation(int *ok, const sr_collate_result *c,
+                        const sr_rollout_result *const *samples, const int64_t *sample_ids,
+                        size_t n, const sr_verify_ctx *ctx, sr_err *err);
+
+#endif /* SR_VERIFY_CHECKS_H */
