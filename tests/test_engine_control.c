@@ -21,6 +21,21 @@ static const cJSON *choice0(const cJSON *d)
     return cJSON_GetArrayItem(cJSON_GetObjectItem(d, "choices"), 0);
 }
 
+/* Starts the slow engine, sends SLOW_REQ in the background and, once it is in flight, pauses the
+ * engine in `mode` (keep, abort or wait). */
+static void pause_in_flight(eng *e, bg_req *b, const char *mode)
+{
+    eng_start(e, SLOW_CFG);
+    bg_start(b, e, "/skyrl/v1/generate", SLOW_REQ);
+    eng_wait_state(e, "inflight", 1);
+    char path[32];
+    snprintf(path, sizeof(path), "/pause?mode=%s", mode);
+    hresp r;
+    http_post(&r, e, path, NULL);
+    ck_assert_int_eq(r.status, 200);
+    hresp_free(&r);
+}
+
 /* The version spans of a straddling response: [1, cut) at version 0, [cut, P+G-1) at version 1.
  * Returns k, the number of tokens generated before the update (cut = P + k - 1). */
 static int straddle_tokens_before(const hresp *r)
@@ -86,14 +101,9 @@ static void straddle_expected(int k, int32_t tok[40], uint8_t routes[64 * 4])
 START_TEST(test_keep_pause_straddles_a_weight_update)
 {
     eng e;
-    eng_start(&e, SLOW_CFG);
     bg_req b;
-    bg_start(&b, &e, "/skyrl/v1/generate", SLOW_REQ);
-    eng_wait_state(&e, "inflight", 1);
     hresp r;
-    http_post(&r, &e, "/pause?mode=keep", NULL);
-    ck_assert_int_eq(r.status, 200);
-    hresp_free(&r);
+    pause_in_flight(&e, &b, "keep");
     ck_assert_int_eq(eng_state_int(&e, "held"), 1);
     http_post(&r, &e, "/update_weights", "{\"update_info\":{\"target_version\":1}}");
     ck_assert_msg(r.status == 200, "%s", r.body.data);
@@ -128,14 +138,9 @@ END_TEST
 START_TEST(test_abort_pause_cuts_in_flight)
 {
     eng e;
-    eng_start(&e, SLOW_CFG);
     bg_req b;
-    bg_start(&b, &e, "/skyrl/v1/generate", SLOW_REQ);
-    eng_wait_state(&e, "inflight", 1);
     hresp r;
-    http_post(&r, &e, "/pause?mode=abort", NULL);
-    ck_assert_int_eq(r.status, 200);
-    hresp_free(&r);
+    pause_in_flight(&e, &b, "abort");
     bg_join(&b);
     ck_assert_int_eq(b.r.status, 200);
     cJSON *d = choice_of(&b.r);
@@ -164,14 +169,9 @@ END_TEST
 START_TEST(test_wait_pause_drains_in_flight)
 {
     eng e;
-    eng_start(&e, SLOW_CFG);
     bg_req b;
-    bg_start(&b, &e, "/skyrl/v1/generate", SLOW_REQ);
-    eng_wait_state(&e, "inflight", 1);
     hresp r;
-    http_post(&r, &e, "/pause?mode=wait", NULL);
-    ck_assert_int_eq(r.status, 200);
-    hresp_free(&r);
+    pause_in_flight(&e, &b, "wait");
     /* The pause returned only once nothing was in flight any more. */
     ck_assert_int_eq(eng_state_int(&e, "inflight"), 0);
     bg_join(&b);

@@ -217,75 +217,82 @@ static sr_oracle *stopseq_model(void)
     return make(&s);
 }
 
+/* Prompt [1, 2], up to 64 tokens, uint8 routes from row 0, on the stop-sequence model. rq and
+ * out point into the struct, so a stop_case is not copied once set up. */
+typedef struct stop_case {
+    sr_oracle *o;
+    int32_t prompt[2], toks[64];
+    uint8_t routes[65 * 2];
+    sr_oracle_request rq;
+    sr_oracle_output out;
+} stop_case;
+
+static void stop_case_init(stop_case *c)
+{
+    c->o = stopseq_model();
+    c->prompt[0] = 1;
+    c->prompt[1] = 2;
+    sr_oracle_request rq = SR_ORACLE_REQUEST_INIT;
+    c->rq = rq;
+    c->rq.prompt = c->prompt;
+    c->rq.prompt_len = 2;
+    c->rq.max_tokens = 64;
+    c->rq.route_start = 0;
+    c->rq.route_dtype = SR_DTYPE_UINT8;
+    sr_oracle_output out = SR_ORACLE_OUTPUT_INIT;
+    c->out = out;
+    c->out.tokens = c->toks;
+    c->out.routes = c->routes;
+    c->out.routes_cap = sizeof(c->routes);
+}
+
+static const uint64_t fp77[1] = {0x77};
+
 /* A model stop sequence and request stop ids. */
 START_TEST(test_stop_sequences)
 {
-    static const uint64_t fp77[1] = {0x77};
-    sr_oracle *o = stopseq_model();
-    int32_t prompt[2] = {1, 2}, toks[64];
-    sr_oracle_request rq = SR_ORACLE_REQUEST_INIT;
-    rq.prompt = prompt;
-    rq.prompt_len = 2;
-    rq.max_tokens = 64;
-    rq.route_start = 0;
-    rq.route_dtype = SR_DTYPE_UINT8;
-    uint8_t routes[65 * 2];
-    sr_oracle_output out = SR_ORACLE_OUTPUT_INIT;
-    out.tokens = toks;
-    out.routes = routes;
-    out.routes_cap = sizeof routes;
-    gen_ok(&out, o, 0x99, fp77, &rq);
+    stop_case c;
+    stop_case_init(&c);
+    gen_ok(&c.out, c.o, 0x99, fp77, &c.rq);
     static const int32_t want[4] = {3, 2, 3, 4};
-    ck_assert_int_eq(out.num_tokens, 4);
-    ck_assert_mem_eq(toks, want, sizeof want);
-    ck_assert_int_eq(out.finish, SR_ORACLE_FINISH_STOP);
-    ck_assert_int_eq(out.num_rows, 5);
-    ck_assert_int_eq(routes[8], 5);
-    ck_assert_int_eq(routes[9], 1);
+    ck_assert_int_eq(c.out.num_tokens, 4);
+    ck_assert_mem_eq(c.toks, want, sizeof want);
+    ck_assert_int_eq(c.out.finish, SR_ORACLE_FINISH_STOP);
+    ck_assert_int_eq(c.out.num_rows, 5);
+    ck_assert_int_eq(c.routes[8], 5);
+    ck_assert_int_eq(c.routes[9], 1);
     int32_t stop2 = 2;
-    rq.stop_ids = &stop2;
-    rq.num_stop_ids = 1;
-    gen_ok(&out, o, 0x99, fp77, &rq);
-    ck_assert_int_eq(out.num_tokens, 2);
-    ck_assert_int_eq(out.finish, SR_ORACLE_FINISH_STOP);
-    sr_oracle_free(o);
+    c.rq.stop_ids = &stop2;
+    c.rq.num_stop_ids = 1;
+    gen_ok(&c.out, c.o, 0x99, fp77, &c.rq);
+    ck_assert_int_eq(c.out.num_tokens, 2);
+    ck_assert_int_eq(c.out.finish, SR_ORACLE_FINISH_STOP);
+    sr_oracle_free(c.o);
 }
 END_TEST
 
 /* A generation split in two calls (prior_generated) stops where one call does. */
 START_TEST(test_stop_across_calls)
 {
-    static const uint64_t fp77[1] = {0x77};
-    sr_oracle *o = stopseq_model();
-    int32_t prompt[2] = {1, 2}, toks[64];
-    sr_oracle_request rq = SR_ORACLE_REQUEST_INIT;
-    rq.prompt = prompt;
-    rq.prompt_len = 2;
-    rq.max_tokens = 64;
-    rq.route_start = 0;
-    rq.route_dtype = SR_DTYPE_UINT8;
-    uint8_t routes[65 * 2];
-    sr_oracle_output out = SR_ORACLE_OUTPUT_INIT;
-    out.tokens = toks;
-    out.routes = routes;
-    out.routes_cap = sizeof routes;
-    gen_ok(&out, o, 0x99, fp77, &rq);
-    int32_t cont[5] = {1, 2, 3, 2, 3}, c[64];
-    rq.prompt = cont;
-    rq.prompt_len = 5;
-    rq.prior_generated = 3;
-    rq.route_start = -1;
-    out.tokens = c;
-    gen_ok(&out, o, 0x99, fp77, &rq);
-    ck_assert_int_eq(out.num_tokens, 1);
-    ck_assert_int_eq(c[0], 4);
-    ck_assert_int_eq(out.finish, SR_ORACLE_FINISH_STOP);
+    stop_case c;
+    stop_case_init(&c);
+    gen_ok(&c.out, c.o, 0x99, fp77, &c.rq);
+    int32_t cont[5] = {1, 2, 3, 2, 3}, t[64];
+    c.rq.prompt = cont;
+    c.rq.prompt_len = 5;
+    c.rq.prior_generated = 3;
+    c.rq.route_start = -1;
+    c.out.tokens = t;
+    gen_ok(&c.out, c.o, 0x99, fp77, &c.rq);
+    ck_assert_int_eq(c.out.num_tokens, 1);
+    ck_assert_int_eq(t[0], 4);
+    ck_assert_int_eq(c.out.finish, SR_ORACLE_FINISH_STOP);
     /* Without prior_generated the prompt's 3 is not output, so the same 4 does not stop. */
-    rq.prior_generated = 0;
-    gen_ok(&out, o, 0x99, fp77, &rq);
-    ck_assert_int_eq(c[0], 4);
-    ck_assert_int_gt(out.num_tokens, 1);
-    sr_oracle_free(o);
+    c.rq.prior_generated = 0;
+    gen_ok(&c.out, c.o, 0x99, fp77, &c.rq);
+    ck_assert_int_eq(t[0], 4);
+    ck_assert_int_gt(c.out.num_tokens, 1);
+    sr_oracle_free(c.o);
 }
 END_TEST
 

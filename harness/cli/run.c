@@ -1,4 +1,5 @@
 /* syncroll run: select, run and report scenarios (runner.h, result.h, report/report.h). */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,11 +78,16 @@ static int value_opt(run_args *a, const char *o, const char *v)
     if (strcmp(o, "--report") == 0)
         return sr_report_parse_list(&a->reports, v, NULL) ? -1 : 1;
     if (strcmp(o, "--shard") == 0) {
-        int k, n, used = 0;
-        if (sscanf(v, "%d/%d%n", &k, &n, &used) != 2 || v[used] || n < 1 || k < 1 || k > n)
+        const char *slash = strchr(v, '/');
+        char k_text[24];
+        long long k, n;
+        if (!slash || (size_t)(slash - v) >= sizeof(k_text))
             return -1;
-        a->shard_k = k;
-        a->shard_n = n;
+        snprintf(k_text, sizeof(k_text), "%.*s", (int)(slash - v), v);
+        if (sr_arg_int(slash + 1, 1, INT_MAX, &n) || sr_arg_int(k_text, 1, n, &k))
+            return -1;
+        a->shard_k = (int)k;
+        a->shard_n = (int)n;
         return 1;
     }
     return 0;
