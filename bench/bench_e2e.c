@@ -396,14 +396,106 @@ static void start_engines(sr_proc *ps, char (*urls)[160], int n, const char *syn
         snprintf(urls[i], sizeof(urls[i]), "http://127.0.0.1:%s", ps[i].line);
 }
 
+static const sr_scn_rollout *first_rollout(const sr_scenario *s)
+{
+    for (int i = 0; i < s->n_steps; i++)
+        if (s->steps[i].kind == SR_STEP_ROLLOUT)
+            return &s->steps[i].rollout;
+    die("the scenario has no rollout step", NULL);
+    return NULL;
+}
+
+/* Per-request CPU ms of every batch (index 0 is the warm-up batch) for the harness, the libcurl
+ * floor and the multi floor, and the totals of the measured batches. */
+typedef struct hb_series {
+    double *harness, *floor, *multi;
+    hb_totals all;
+    e2e_floor_totals fall;
+} hb_series;
+
+/* The floors replaying the harness's requests: one easy handle a slot, and libcurl multi. */
+typedef struct hb_floors {
+    e2e_floor *easy, *multi;
+    int threads, slots;
+} hb_floors;
+
+static void hb_floors_open(hb_floors *f, const char *const *urls, int ne, int concurrency, size_t n)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    f->threads = cpus > 1 ? (int)cpus : 1;
+    f->slots = concurrency < (int)n ? concurrency : (int)n;
+    f->easy = e2e_floor_new(urls, ne, f->slots);
+    f->multi =
+        e2e_floor_new_multi(urls, ne, f->slots < f->threads ? f->threads : f->slots, f->threads);
+    if (!f->easy || !f->multi)
+        die("the libcurl floor", NULL);
+}
+
+static void hb_measure(hb_series *m, hb *h, const sr_client *c, const sr_scenario *s,
+                       const sr_scn_rollout *r, const cJSON *sp, const hb_floors *fl, int reps)
+{
+    size_t n = (size_t)r->batch;
+    int32_t **prompts = calloc(n, sizeof(int32_t *));
+    char(*sessions)[64] = calloc(n, 64);
+    for (int rep = 0; rep <= reps; rep++) {
+        hb_totals t = {0, 0, 0, 0, 0};
+        e2e_floor_totals ft = {0, 0, 0}, mt = {0, 0, 0};
+        make_configs(h->cfgs, prompts, sessions, s, r, sp, rep);
+        hb_batch(&t, &ft, &mt, h, c, n, (int)s->concurrency, fl->easy, fl->multi, sp);
+        m->harness[rep] = t.cpu_ms / t.requests;
+        m->floor[rep] = ft.cpu_ms / ft.requests;
+        m->multi[rep] = mt.cpu_ms / mt.requests;
+        if (rep > 0) { /* the first batch opens the connections and warms the engines */
+            m->fall.cpu_ms += ft.cpu_ms;
+            m->fall.requests += ft.requests;
+            m->fall.bytes += ft.bytes;
+            m->all.cpu_ms += t.cpu_ms;
+            m->all.requests += t.requests;
+            m->all.bytes += t.bytes;
+            m->all.splice_ms += t.splice_ms;
+            m->all.record_ms += t.record_ms;
+        }
+    }
+    for (size_t i = 0; i < n; i++)
+        free(prompts[i]);
+    free(prompts);
+    free(sessions);
+}
+
+/* The budget: 50 us plus 1.2 memcpy of the mean response, per request. */
+static void hb_report(const hb_series *m, const hb_floors *fl, int reps)
+{
+    const hb_totals *all = &m->all;
+    size_t mean_bytes = (size_t)(all->bytes / all->requests);
+    char *src = malloc(mean_bytes + 1), *dst = malloc(mean_bytes + 1);
+    memset(src, 'A', mean_bytes + 1);
+    memset(dst, 0, mean_bytes + 1);
+    copy_ctx cc = {dst, src, mean_bytes};
+    bench_stats mc = bench_measure(copy_1000, &cc, reps);
+    double copy_ms = mc.median_ms / 1000.0;
+    bench_stats budget = {0.050 + 1.2 * copy_ms, 0, 0};
+    char bname[96];
+    snprintf(bname, sizeof(bname), "budget_50us+1.2xmemcpy_%zuB", mean_bytes);
+    bench_report_ex("e2e.harness_per_request", bench_stats_of(m->harness + 1, reps), budget, bname,
+                    "budget_us=%.2f memcpy_us=%.3f mean_response_bytes=%zu requests=%.0f "
+                    "splice_wall_us=%.1f record_wall_us=%.1f",
+                    budget.median_ms * 1e3, copy_ms * 1e3, mean_bytes, all->requests,
+                    all->splice_ms * 1e3 / all->requests, all->record_ms * 1e3 / all->requests);
+    bench_stats hs = bench_stats_of(m->harness + 1, reps), fs = bench_stats_of(m->floor + 1, reps);
+    bench_report_ex("e2e.curl_floor_per_request", fs, budget, bname,
+                    "mean_response_bytes=%.0f requests=%.0f harness_minus_floor_us=%.1f",
+                    m->fall.bytes / m->fall.requests, m->fall.requests,
+                    (hs.median_ms - fs.median_ms) * 1e3);
+    bench_report_ex("e2e.curl_multi_floor_per_request", bench_stats_of(m->multi + 1, reps), budget,
+                    bname, "threads=%d in_flight=%d", fl->threads,
+                    fl->slots - fl->slots % fl->threads);
+    free(src);
+    free(dst);
+}
+
 static void bench_harness(const sr_scenario *s, const char *syncroll, const char *tmp, int reps)
 {
-    const sr_scn_rollout *r = NULL;
-    for (int i = 0; i < s->n_steps && !r; i++)
-        if (s->steps[i].kind == SR_STEP_ROLLOUT)
-            r = &s->steps[i].rollout;
-    if (!r)
-        die("the scenario has no rollout step", NULL);
+    const sr_scn_rollout *r = first_rollout(s);
     char cfg[600];
     snprintf(cfg, sizeof(cfg), "%s/engine.json", tmp);
     sr_err e = SR_ERR_INIT;
@@ -428,75 +520,20 @@ static void bench_harness(const sr_scenario *s, const char *syncroll, const char
     size_t n = (size_t)r->batch;
     hb h = {calloc(n, sizeof(sr_rollout_config)), calloc(n, sizeof(sr_rollout_result)),
             calloc(n, sizeof(double))};
-    int32_t **prompts = calloc(n, sizeof(int32_t *));
-    char(*sessions)[64] = calloc(n, 64);
-    double *per_req = malloc(sizeof(double) * (size_t)(reps + 1));
-    double *floor_req = malloc(sizeof(double) * (size_t)(reps + 1));
-    e2e_floor *floor =
-        e2e_floor_new(url_p, ne, (int)s->concurrency < (int)n ? (int)s->concurrency : (int)n);
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    int mthreads = cpus > 1 ? (int)cpus : 1;
-    int slots = (int)s->concurrency < (int)n ? (int)s->concurrency : (int)n;
-    e2e_floor *mfloor =
-        e2e_floor_new_multi(url_p, ne, slots < mthreads ? mthreads : slots, mthreads);
-    if (!floor || !mfloor)
-        die("the libcurl floor", NULL);
-    double *mfloor_req = malloc(sizeof(double) * (size_t)(reps + 1));
-    hb_totals all = {0, 0, 0, 0, 0};
-    e2e_floor_totals fall = {0, 0, 0};
-    for (int rep = 0; rep <= reps; rep++) {
-        hb_totals t = {0, 0, 0, 0, 0};
-        e2e_floor_totals ft = {0, 0, 0}, mt = {0, 0, 0};
-        make_configs(h.cfgs, prompts, sessions, s, r, sp, rep);
-        hb_batch(&t, &ft, &mt, &h, c, n, (int)s->concurrency, floor, mfloor, sp);
-        per_req[rep] = t.cpu_ms / t.requests;
-        floor_req[rep] = ft.cpu_ms / ft.requests;
-        mfloor_req[rep] = mt.cpu_ms / mt.requests;
-        if (rep > 0) {
-            fall.cpu_ms += ft.cpu_ms;
-            fall.requests += ft.requests;
-            fall.bytes += ft.bytes;
-        }
-        if (rep > 0) { /* the first batch opens the connections and warms the engines */
-            all.cpu_ms += t.cpu_ms;
-            all.requests += t.requests;
-            all.bytes += t.bytes;
-            all.splice_ms += t.splice_ms;
-            all.record_ms += t.record_ms;
-        }
-    }
-    size_t mean_bytes = (size_t)(all.bytes / all.requests);
-    char *src = malloc(mean_bytes + 1), *dst = malloc(mean_bytes + 1);
-    memset(src, 'A', mean_bytes + 1);
-    memset(dst, 0, mean_bytes + 1);
-    copy_ctx cc = {dst, src, mean_bytes};
-    bench_stats mc = bench_measure(copy_1000, &cc, reps);
-    double copy_ms = mc.median_ms / 1000.0;
-    bench_stats budget = {0.050 + 1.2 * copy_ms, 0, 0};
-    char bname[96];
-    snprintf(bname, sizeof(bname), "budget_50us+1.2xmemcpy_%zuB", mean_bytes);
-    bench_report_ex("e2e.harness_per_request", bench_stats_of(per_req + 1, reps), budget, bname,
-                    "budget_us=%.2f memcpy_us=%.3f mean_response_bytes=%zu requests=%.0f "
-                    "splice_wall_us=%.1f record_wall_us=%.1f",
-                    budget.median_ms * 1e3, copy_ms * 1e3, mean_bytes, all.requests,
-                    all.splice_ms * 1e3 / all.requests, all.record_ms * 1e3 / all.requests);
-    bench_stats hs = bench_stats_of(per_req + 1, reps), fs = bench_stats_of(floor_req + 1, reps);
-    bench_report_ex("e2e.curl_floor_per_request", fs, budget, bname,
-                    "mean_response_bytes=%.0f requests=%.0f harness_minus_floor_us=%.1f",
-                    fall.bytes / fall.requests, fall.requests, (hs.median_ms - fs.median_ms) * 1e3);
-    bench_report_ex("e2e.curl_multi_floor_per_request", bench_stats_of(mfloor_req + 1, reps),
-                    budget, bname, "threads=%d in_flight=%d", mthreads, slots - slots % mthreads);
-    e2e_floor_free(floor);
-    e2e_floor_free(mfloor);
-    free(floor_req);
-    free(mfloor_req);
-    free(src);
-    free(dst);
-    free(per_req);
-    for (size_t i = 0; i < n; i++)
-        free(prompts[i]);
-    free(prompts);
-    free(sessions);
+    hb_floors fl;
+    hb_floors_open(&fl, url_p, ne, (int)s->concurrency, n);
+    hb_series m = {calloc((size_t)reps + 1, sizeof(double)),
+                   calloc((size_t)reps + 1, sizeof(double)),
+                   calloc((size_t)reps + 1, sizeof(double)),
+                   {0, 0, 0, 0, 0},
+                   {0, 0, 0}};
+    hb_measure(&m, &h, c, s, r, sp, &fl, reps);
+    hb_report(&m, &fl, reps);
+    e2e_floor_free(fl.easy);
+    e2e_floor_free(fl.multi);
+    free(m.harness);
+    free(m.floor);
+    free(m.multi);
     free(h.cfgs);
     free(h.res);
     free(h.cpu_ms);

@@ -210,106 +210,132 @@ static double gbps(size_t bytes, bench_stats s)
     return s.median_ms > 0 ? (double)bytes / (s.median_ms * 1e6) : 0.0;
 }
 
-int main(void)
-{
-    const char *mib_env = getenv("BENCH_DELTA_MIB");
-    size_t mib = mib_env && atoi(mib_env) >= 8 ? (size_t)atoi(mib_env) : 1024;
-    size_t total = mib << 20;
-    int reps = bench_reps(11);
-
+/* The benchmark's weights: version A, and the two next versions it publishes and applies. */
+typedef struct delta_bench {
     wset a;
-    wset_alloc(&a, total);
-    total = a.n * TENSOR_BYTES;
+    size_t total;
+    unsigned char *b;         /* version B: 1/8 of the blocks of every tensor regenerated */
+    sr_delta_tensor *next[2]; /* "full" (all of B) and "10pct" (every tenth tensor from B) */
+    char dir[512], sync[600], state[600];
+    bench_stats mc; /* memcpy of the whole set: the baseline of every figure */
+    char base_name[64];
+    int reps;
+} delta_bench;
+
+static const char *const kind[2] = {"full", "10pct"};
+
+static void make_versions(delta_bench *d, size_t total)
+{
+    wset_alloc(&d->a, total);
+    d->total = total = d->a.n * TENSOR_BYTES;
     uint64_t seed = 1;
     for (size_t off = 0; off < total; off += BLOCK)
-        fill_block(a.bytes + off, &seed);
-    /* Version B: 1/8 of the blocks of every tensor regenerated. */
-    unsigned char *b = aligned_alloc(64, total);
-    memcpy(b, a.bytes, total);
+        fill_block(d->a.bytes + off, &seed);
+    d->b = aligned_alloc(64, total);
+    memcpy(d->b, d->a.bytes, total);
     for (size_t off = 0; off < total; off += BLOCK) {
         if (mix(&seed) % 8 == 0)
-            fill_block(b + off, &seed);
+            fill_block(d->b + off, &seed);
     }
-    sr_delta_tensor *full = view(&a, b);
-    /* The 10% case: every tenth tensor from B, the rest equal to A. */
-    sr_delta_tensor *tenth = view(&a, a.bytes);
-    for (size_t i = 0; i < a.n; i += 10)
+    sr_delta_tensor *full = view(&d->a, d->b);
+    sr_delta_tensor *tenth = view(&d->a, d->a.bytes);
+    for (size_t i = 0; i < d->a.n; i += 10)
         tenth[i].data = full[i].data;
+    d->next[0] = full;
+    d->next[1] = tenth;
+}
 
-    char root[] = "/tmp/bench_sync_delta_XXXXXX";
+/* A private directory under $TMPDIR (or /tmp) holding sync/ and state/; 0, or -1 (reported). */
+static int make_dirs(delta_bench *d)
+{
     const char *tmp = getenv("TMPDIR");
-    char rootbuf[512];
-    snprintf(rootbuf, sizeof(rootbuf), "%s/bench_sync_delta_XXXXXX", tmp ? tmp : "/tmp");
-    char *dir = mkdtemp(tmp ? rootbuf : root);
-    if (!dir) {
+    snprintf(d->dir, sizeof(d->dir), "%s/bench_sync_delta_XXXXXX", tmp ? tmp : "/tmp");
+    if (!mkdtemp(d->dir)) {
         perror("mkdtemp");
-        return 1;
+        return -1;
     }
-    char sync[600], state[600];
-    snprintf(sync, sizeof(sync), "%s/sync", dir);
-    snprintf(state, sizeof(state), "%s/state", dir);
-    mkdir(sync, 0755);
+    snprintf(d->sync, sizeof(d->sync), "%s/sync", d->dir);
+    snprintf(d->state, sizeof(d->state), "%s/state", d->dir);
+    mkdir(d->sync, 0755);
+    return 0;
+}
 
-    char base_name[64];
-    snprintf(base_name, sizeof(base_name), "memcpy_%zuMiB", total >> 20);
-    bench_stats mc = bench_memcpy(total, reps);
-    bench_report("delta.memcpy", mc, mc, base_name);
-    printf("# delta: %zu float16 tensors, %zu MiB; changed tensors have 1/8 of their 64-byte "
-           "blocks new; fsync on; %.2f GB/s memcpy\n",
-           a.n, total >> 20, gbps(total, mc));
-
-    static const char *const kind[2] = {"full", "10pct"};
-    const sr_delta_tensor *next[2] = {full, tenth};
+static void run_publish(const delta_bench *d)
+{
     for (int k = 0; k < 2; k++) {
         for (int w = 1; w <= 2; w++) {
-            pub_case c = {sync, a.t, next[k], a.n, w, 1, 0};
-            bench_stats s = bench_publish(&c, reps);
+            pub_case c = {d->sync, d->a.t, d->next[k], d->a.n, w, 1, 0};
+            bench_stats s = bench_publish(&c, d->reps);
             char name[64];
             snprintf(name, sizeof(name), "delta.publish.%s.w%d", kind[k], w);
-            bench_report_ex(name, s, mc, base_name, "gbps=%.3f", gbps(total, s));
-            printf("# %s: %.2f GB/s of weights, %.1f MiB compressed\n", name, gbps(total, s),
+            bench_report_ex(name, s, d->mc, d->base_name, "gbps=%.3f", gbps(d->total, s));
+            printf("# %s: %.2f GB/s of weights, %.1f MiB compressed\n", name, gbps(d->total, s),
                    (double)c.compressed / (1 << 20));
         }
     }
-
     /* The share of fsync in the full publish: the same run with fsync off. */
-    pub_case nf = {sync, a.t, full, a.n, 2, 0, 0};
-    bench_stats s_nf = bench_publish(&nf, reps);
-    bench_report_ex("delta.publish.full.w2.nofsync", s_nf, mc, base_name, "gbps=%.3f",
-                    gbps(total, s_nf));
+    pub_case nf = {d->sync, d->a.t, d->next[0], d->a.n, 2, 0, 0};
+    bench_stats s_nf = bench_publish(&nf, d->reps);
+    bench_report_ex("delta.publish.full.w2.nofsync", s_nf, d->mc, d->base_name, "gbps=%.3f",
+                    gbps(d->total, s_nf));
     printf("# delta.publish.full.w2.nofsync: %.2f GB/s of weights (fsync off: not a product "
            "setting, shows what fsync costs)\n",
-           gbps(total, s_nf));
+           gbps(d->total, s_nf));
+}
 
-    unsigned char *local_bytes = aligned_alloc(64, total);
-    memcpy(local_bytes, a.bytes, total);
-    sr_delta_tensor *local = view(&a, local_bytes);
-    for (int k = 0; k < 2; k++) {
-        rm_tree(sync);
-        mkdir(sync, 0755);
-        publish_once(sync, a.t, next[k], a.n);
-        for (int w = 1; w <= 2; w++) {
+/* Applies each next version onto a copy of A; 0, or 1 if a result differs from the version. */
+static int run_apply(const delta_bench *d)
+{
+    unsigned char *local_bytes = aligned_alloc(64, d->total);
+    memcpy(local_bytes, d->a.bytes, d->total);
+    sr_delta_tensor *local = view(&d->a, local_bytes);
+    int bad = 0;
+    for (int k = 0; k < 2 && !bad; k++) {
+        rm_tree(d->sync);
+        mkdir(d->sync, 0755);
+        publish_once(d->sync, d->a.t, d->next[k], d->a.n);
+        for (int w = 1; w <= 2 && !bad; w++) {
             int threads = 0;
-            bench_stats s = bench_apply(sync, state, local, a.t, a.n, w, reps, &threads);
+            bench_stats s =
+                bench_apply(d->sync, d->state, local, d->a.t, d->a.n, w, d->reps, &threads);
             char name[64];
             snprintf(name, sizeof(name), "delta.apply.%s.w%d", kind[k], w);
-            bench_report_ex(name, s, mc, base_name, "gbps=%.3f", gbps(total, s));
-            printf("# %s: %.2f GB/s of weights (%d threads)\n", name, gbps(total, s), threads);
-            for (size_t i = 0; i < a.n; i++) {
-                if (memcmp(local[i].data, next[k][i].data, TENSOR_BYTES) != 0) {
+            bench_report_ex(name, s, d->mc, d->base_name, "gbps=%.3f", gbps(d->total, s));
+            printf("# %s: %.2f GB/s of weights (%d threads)\n", name, gbps(d->total, s), threads);
+            for (size_t i = 0; i < d->a.n && !bad; i++) {
+                if (memcmp(local[i].data, d->next[k][i].data, TENSOR_BYTES) != 0) {
                     fprintf(stderr, "bench_sync_delta: %s: tensor %zu differs\n", name, i);
-                    return 1;
+                    bad = 1;
                 }
             }
         }
     }
-
-    rm_tree(dir);
     free(local);
     free(local_bytes);
-    free(full);
-    free(tenth);
-    free(b);
-    wset_free(&a);
-    return 0;
+    return bad;
+}
+
+int main(void)
+{
+    const char *mib_env = getenv("BENCH_DELTA_MIB");
+    size_t mib = mib_env && atoi(mib_env) >= 8 ? (size_t)atoi(mib_env) : 1024;
+    delta_bench d;
+    d.reps = bench_reps(11);
+    make_versions(&d, mib << 20);
+    if (make_dirs(&d))
+        return 1;
+    snprintf(d.base_name, sizeof(d.base_name), "memcpy_%zuMiB", d.total >> 20);
+    d.mc = bench_memcpy(d.total, d.reps);
+    bench_report("delta.memcpy", d.mc, d.mc, d.base_name);
+    printf("# delta: %zu float16 tensors, %zu MiB; changed tensors have 1/8 of their 64-byte "
+           "blocks new; fsync on; %.2f GB/s memcpy\n",
+           d.a.n, d.total >> 20, gbps(d.total, d.mc));
+    run_publish(&d);
+    int bad = run_apply(&d);
+    rm_tree(d.dir);
+    free(d.next[0]);
+    free(d.next[1]);
+    free(d.b);
+    wset_free(&d.a);
+    return bad;
 }

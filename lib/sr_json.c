@@ -432,3 +432,76 @@ int sr_json_get_string(const sr_json_doc *d, const cJSON *obj, const char *key, 
     *out = it->valuestring;
     return 0;
 }
+
+/* The value of an integer literal, digit by digit from the source: 0, or -1 on a sign or on
+ * overflow past 2^64 - 1. */
+static int literal_u64(const sr_json_doc *d, const cJSON *node, uint64_t *out)
+{
+    const pos_slot *s = slot_get(d, node);
+    uint64_t v = 0;
+    size_t i = s ? s->val_off : d->len;
+    if (i >= d->len || d->text[i] == '-')
+        return -1;
+    for (; i < d->len && d->text[i] >= '0' && d->text[i] <= '9'; i++) {
+        unsigned digit = (unsigned)(d->text[i] - '0');
+        if (v > (UINT64_MAX - digit) / 10)
+            return -1;
+        v = v * 10 + digit;
+    }
+    *out = v;
+    return 0;
+}
+
+int sr_json_get_u64(const sr_json_doc *d, const cJSON *obj, const char *key, int required,
+                    uint64_t min, uint64_t max, uint64_t dflt, uint64_t *out, sr_err *err)
+{
+    const cJSON *it;
+    int rc;
+    *out = dflt;
+    if (!member(d, obj, key, required, &it, err, &rc))
+        return rc;
+    uint64_t x = 0;
+    int ok;
+    if (sr_json_is_integer_literal(d, it)) {
+        ok = literal_u64(d, it, &x) == 0;
+    } else {
+        double v = it->valuedouble;
+        ok = cJSON_IsNumber(it) && v >= 0 && v < 0x1p64 && v == floor(v);
+        x = ok ? (uint64_t)v : 0;
+    }
+    if (!ok)
+        return sr_json_error(d, it, err, SR_E_JSON_SCHEMA, "'%s' must be an unsigned integer", key);
+    if (x < min || x > max)
+        return sr_json_error(d, it, err, SR_E_JSON_SCHEMA, "'%s' is %llu, outside [%llu, %llu]",
+                             key, (unsigned long long)x, (unsigned long long)min,
+                             (unsigned long long)max);
+    *out = x;
+    return 0;
+}
+
+/* A member of cJSON type `type` (cJSON_Object or cJSON_Array), named `what` in errors. */
+static int get_container(const sr_json_doc *d, const cJSON *obj, const char *key, int required,
+                         int type, const char *what, const cJSON **out, sr_err *err)
+{
+    const cJSON *it;
+    int rc;
+    *out = NULL;
+    if (!member(d, obj, key, required, &it, err, &rc))
+        return rc;
+    if ((it->type & 0xFF) != type)
+        return sr_json_error(d, it, err, SR_E_JSON_SCHEMA, "'%s' must be %s", key, what);
+    *out = it;
+    return 0;
+}
+
+int sr_json_get_object(const sr_json_doc *d, const cJSON *obj, const char *key, int required,
+                       const cJSON **out, sr_err *err)
+{
+    return get_container(d, obj, key, required, cJSON_Object, "an object", out, err);
+}
+
+int sr_json_get_array(const sr_json_doc *d, const cJSON *obj, const char *key, int required,
+                      const cJSON **out, sr_err *err)
+{
+    return get_container(d, obj, key, required, cJSON_Array, "an array", out, err);
+}

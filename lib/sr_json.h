@@ -112,4 +112,20 @@ int sr_json_get_int_list(const sr_json_doc *doc, const cJSON *obj, const char *k
  */
 int sr_json_is_integer_literal(const sr_json_doc *doc, const cJSON *node);
 
+/*
+ * An unsigned 64-bit member (counters, byte totals, nanosecond sums, seeds), absent, mistyped or
+ * out of [min, max] as for sr_json_get_int. An integer literal is read from the source text, so
+ * values above 2^53 are exact; a number written with a fraction or an exponent counts when its
+ * value is whole and below 2^64, as cJSON prints integers of more than 15 digits that way.
+ */
+int sr_json_get_u64(const sr_json_doc *doc, const cJSON *obj, const char *key, int required,
+                    uint64_t min, uint64_t max, uint64_t dflt, uint64_t *out, sr_err *err);
+
+/* An object member, or an array member: *out is borrowed from the document (NULL when absent
+ * and not required); any other type is SR_E_JSON_SCHEMA at its position. */
+int sr_json_get_object(const sr_json_doc *doc, const cJSON *obj, const char *key, int required,
+                       const cJSON **out, sr_err *err);
+int sr_json_get_array(const sr_json_doc *doc, const cJSON *obj, const char *key, int required,
+                      const cJSON **out, sr_err *err);
+
 #endif /* SR_JSON_H */

@@ -4,18 +4,9 @@
 # ID.fixed.json (expects pass); the README's catalogue table names both files; and
 # `syncroll run scenarios/bugs` passes, i.e. every expected failure fired exactly and every
 # fixed variant passed.
-set -u
-S=${SYNCROLL:?SYNCROLL must point at the syncroll executable}
-SRC=${SYNCROLL_SOURCE_DIR:?SYNCROLL_SOURCE_DIR must point at the source tree}
+. "$(dirname "$0")/lib.sh"
 cd "$SRC" || exit 2
-tmp=$(mktemp -d) || exit 2
-trap 'rm -rf "$tmp"' EXIT
-fail=0
 pairs=0
-bad() {
-    echo "FAIL: $*"
-    fail=1
-}
 for f in scenarios/bugs/*.json; do
     base=$(basename "$f")
     case "$base" in
@@ -47,5 +38,5 @@ fi
 want="$((pairs * 2)) passed, 0 failed"
 last=$(tail -n 1 "$tmp/out")
 [ "$last" = "$want" ] || bad "last line '$last', want '$want'"
-[ "$fail" -eq 0 ] && echo "ok: $pairs pairs, every defect caught by its named checks, every fix passing"
-exit $fail
+[ "$fail" -eq 0 ] && ok "$pairs pairs, every defect caught by its named checks, every fix passing"
+finish

@@ -5,13 +5,8 @@
 #   <the --json output>         when the status is 0
 #   error <dotted.name>         otherwise (the name printed on standard error)
 # GOLDEN_UPDATE=1 rewrites the .expected files instead of comparing (review the diff!).
-set -u
-S=${SYNCROLL:?SYNCROLL must point at the syncroll executable}
-SRC=${SYNCROLL_SOURCE_DIR:?SYNCROLL_SOURCE_DIR must point at the source tree}
+. "$(dirname "$0")/lib.sh"
 cd "$SRC" || exit 2
-tmp=$(mktemp -d) || exit 2
-trap 'rm -rf "$tmp"' EXIT
-fail=0
 count=0
 for body in fixtures/bodies/*.body; do
     name=${body%.body}
@@ -32,15 +27,11 @@ for body in fixtures/bodies/*.body; do
     if [ "${GOLDEN_UPDATE:-0}" = 1 ]; then
         cp "$tmp/got" "$name.expected"
     elif ! diff -u "$name.expected" "$tmp/got" >"$tmp/diff" 2>&1; then
-        echo "FAIL: $body"
+        bad "$body"
         cat "$tmp/diff"
-        fail=1
     else
-        echo "ok: $body"
+        ok "$body"
     fi
 done
-if [ "$count" -lt 14 ]; then
-    echo "FAIL: only $count golden bodies found"
-    fail=1
-fi
-exit $fail
+[ "$count" -ge 14 ] || bad "only $count golden bodies found"
+finish

@@ -2,12 +2,11 @@
 # `syncroll serve` end to end: two engines as child processes, one JSON line of URLs, a curl
 # POST to each that `syncroll check-body` accepts and whose routes equal the oracle's, a clean stop on SIGTERM that takes the
 # engines down too. No fixed ports and no sleeps: the URL line is read from a FIFO.
-set -u
-S=${SYNCROLL:?SYNCROLL must point at the syncroll executable}
+. "$(dirname "$0")/lib.sh"
 O=${ORACLE_CHECK:?ORACLE_CHECK must point at serve_oracle_check}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*"; [ -f "$tmp/err" ] && cat "$tmp/err"; exit 1; }
+DIE_LOG="$tmp/err"
+pid=
+at_exit '[ -n "$pid" ] && kill "$pid" 2>/dev/null' # a check that dies leaves no serve behind
 
 cat >"$tmp/cfg.json" <<'JSON'
 {"count": 2, "seed": 3,
@@ -18,45 +17,47 @@ mkfifo "$tmp/fifo"
 "$S" serve --stop-grace 5 "$tmp/cfg.json" >"$tmp/fifo" 2>"$tmp/err" &
 pid=$!
 exec 3<"$tmp/fifo"
-IFS= read -r line <&3 || fail "serve printed no line"
+IFS= read -r line <&3 || die "serve printed no line"
 echo "serve: $line"
 urls=$(printf '%s\n' "$line" | grep -o '"url":"[^"]*"' | sed 's/"url":"//; s/"$//')
 pids=$(printf '%s\n' "$line" | grep -o '"pid":[0-9]*' | sed 's/"pid"://')
-[ "$(printf '%s\n' "$urls" | wc -l)" -eq 2 ] || fail "expected two URLs in: $line"
-printf '%s\n' "$line" | grep -q '"id":"engine-1","index":1' || fail "engine ids: $line"
+[ "$(printf '%s\n' "$urls" | wc -l)" -eq 2 ] || die "expected two URLs in: $line"
+printf '%s\n' "$line" | grep -q '"id":"engine-1","index":1' || die "engine ids: $line"
 for u in $urls; do
-    case "$u" in http://127.0.0.1:[0-9]*) ;; *) fail "not a loopback URL: $u" ;; esac
+    case "$u" in http://127.0.0.1:[0-9]*) ;; *) die "not a loopback URL: $u" ;; esac
     curl -sS -X POST -H 'Content-Type: application/json' -H 'X-Session-ID: 1_0' \
         -d '{"sampling_params":{"max_tokens":6,"logprobs":0,"routed_experts_prompt_start":2},"model":"default","token_ids":[1,2,3,4,5]}' \
-        -o "$tmp/body.json" "$u/skyrl/v1/generate" || fail "POST to $u"
-    "$S" check-body "$tmp/body.json" >"$tmp/check.txt" 2>&1 || { cat "$tmp/check.txt"; fail "check-body rejected the body from $u"; }
-    grep -q 'routed_experts' "$tmp/check.txt" || fail "check-body saw no routes"
-    grep -q '"shape":\[8,2,2\]' "$tmp/body.json" || fail "routes are not rows [2, P+G-1)"
-    "$O" "$tmp/cfg.json" "$tmp/body.json" 2 1 2 3 4 5 || fail "routes from $u differ from the oracle"
+        -o "$tmp/body.json" "$u/skyrl/v1/generate" || die "POST to $u"
+    "$S" check-body "$tmp/body.json" >"$tmp/check.txt" 2>&1 || { cat "$tmp/check.txt"; die "check-body rejected the body from $u"; }
+    grep -q 'routed_experts' "$tmp/check.txt" || die "check-body saw no routes"
+    grep -q '"shape":\[8,2,2\]' "$tmp/body.json" || die "routes are not rows [2, P+G-1)"
+    "$O" "$tmp/cfg.json" "$tmp/body.json" 2 1 2 3 4 5 || die "routes from $u differ from the oracle"
 done
 kill -TERM "$pid"
 wait "$pid"
 st=$?
-[ "$st" -eq 0 ] || fail "serve exited with $st after SIGTERM"
+pid=
+[ "$st" -eq 0 ] || die "serve exited with $st after SIGTERM"
 for p in $pids; do
-    kill -0 "$p" 2>/dev/null && fail "engine $p still running after serve stopped"
+    kill -0 "$p" 2>/dev/null && die "engine $p still running after serve stopped"
 done
-echo "ok: serve"
+ok "serve"
 
 # The same with an example scenario file (serve takes the scenario's model, seed and engines).
-SCN=${SYNCROLL_SOURCE_DIR:?SYNCROLL_SOURCE_DIR must point at the source tree}/scenarios/examples/r3-two-turns.json
+SCN=$SRC/scenarios/examples/r3-two-turns.json
 rm -f "$tmp/fifo"
 mkfifo "$tmp/fifo"
 "$S" serve --stop-grace 5 "$SCN" >"$tmp/fifo" 2>"$tmp/err" &
 pid=$!
 exec 3<"$tmp/fifo"
-IFS= read -r line <&3 || fail "serve printed no line for $SCN"
+IFS= read -r line <&3 || die "serve printed no line for $SCN"
 u=$(printf '%s\n' "$line" | grep -o '"url":"[^"]*"' | head -n 1 | sed 's/"url":"//; s/"$//')
 curl -sS -X POST -H 'Content-Type: application/json' \
     -d '{"sampling_params":{"max_tokens":5,"logprobs":0,"routed_experts_prompt_start":0},"model":"default","token_ids":[3,1,4,1,5,9]}' \
-    -o "$tmp/body2.json" "$u/skyrl/v1/generate" || fail "POST to $u"
-"$S" check-body "$tmp/body2.json" >/dev/null 2>&1 || fail "check-body rejected the scenario engine's body"
-"$O" "$SCN" "$tmp/body2.json" 0 3 1 4 1 5 9 || fail "routes of the scenario engine differ from the oracle"
+    -o "$tmp/body2.json" "$u/skyrl/v1/generate" || die "POST to $u"
+"$S" check-body "$tmp/body2.json" >/dev/null 2>&1 || die "check-body rejected the scenario engine's body"
+"$O" "$SCN" "$tmp/body2.json" 0 3 1 4 1 5 9 || die "routes of the scenario engine differ from the oracle"
 kill -TERM "$pid"
-wait "$pid" || fail "serve of $SCN exited with $? after SIGTERM"
-echo "ok: serve of an example scenario"
+wait "$pid" || die "serve of $SCN exited with $? after SIGTERM"
+pid=
+ok "serve of an example scenario"

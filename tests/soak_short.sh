@@ -5,26 +5,24 @@
 # on a lost rollout (accounting), soak.resource_growth, engine.crashed or an engine that does not
 # answer at the end; this script also checks that the summary lines say so and that the resource
 # check really ran (was not skipped).
-set -u
-: "${SYNCROLL:?SYNCROLL must name the syncroll executable}"
-: "${SYNCROLL_SOURCE_DIR:?}"
+. "$(dirname "$0")/lib.sh"
 seconds=${SOAK_SECONDS:-15}
-out=${SOAK_OUT:-$(mktemp -d)}
+out=${SOAK_OUT:-$tmp}
 err="$out/soak.stderr"
 mkdir -p "$out"
-fail() {
-    echo "soak_short: $*" >&2
-    cat "$err" >&2
-    exit 1
+DIE_LOG=$err
+# A failed soak keeps its run folder for a look at results.json and the engine logs.
+soak_fail() {
+    keep_tmp
+    die "$@"
 }
 
-"$SYNCROLL" run -j 1 --duration "$seconds" --out "$out" "$SYNCROLL_SOURCE_DIR/scenarios/soak" \
-    2>"$err"
+"$S" run -j 1 --duration "$seconds" --out "$out" "$SRC/scenarios/soak" 2>"$err"
 rc=$?
-[ $rc -eq 0 ] || fail "syncroll run exited $rc"
-n=$(find "$SYNCROLL_SOURCE_DIR/scenarios/soak" -name '*.json' | wc -l)
+[ $rc -eq 0 ] || soak_fail "syncroll run exited $rc"
+n=$(find "$SRC/scenarios/soak" -name '*.json' | wc -l)
 lines=$(grep -c '^syncroll run: soak ' "$err")
-[ "$lines" -eq "$n" ] || fail "expected $n soak summary lines, got $lines"
+[ "$lines" -eq "$n" ] || soak_fail "expected $n soak summary lines, got $lines"
 # Nothing lost: requested = verified, no failed rollout, every engine answering.
 grep '^syncroll run: soak ' "$err" | while read -r line; do
     echo "$line"
@@ -33,10 +31,10 @@ grep '^syncroll run: soak ' "$err" | while read -r line; do
     echo "$line" | grep -q ' verified, 0 failed)' || exit 1
     [ -n "$req" ] && [ "$req" = "$ver" ] && [ "$req" -gt 0 ] || exit 1
     echo "$line" | grep -Eq '; ([0-9]+)/\1 engines answering$' || exit 1
-done || fail "a summary line shows a lost or failed rollout or a silent engine"
+done || soak_fail "a summary line shows a lost or failed rollout or a silent engine"
 # The resource check ran in every scenario (it is skipped when too few iterations ran).
 if grep -q '"name":[[:space:]]*"soak.resource_growth"' "$out/latest/results.json"; then
-    fail "soak.resource_growth was skipped or fired: see $out/latest/results.json"
+    soak_fail "soak.resource_growth was skipped or fired: see $out/latest/results.json"
 fi
-[ -n "${SOAK_OUT:-}" ] || rm -rf "$out"
-exit 0
+ok "$n soak scenario(s): nothing lost, no growth, every engine answering"
+finish

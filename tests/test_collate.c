@@ -201,6 +201,33 @@ START_TEST(non_canonical_dtypes_rejected)
 }
 END_TEST
 
+/* A call that must fail: its code, error offset and a phrase of its message. */
+typedef struct bad_call {
+    sr_collate_sample s[2];
+    int64_t n;
+    int code;
+    int64_t offset;
+    const char *text;
+} bad_call;
+
+/* Runs every call on one buffer, which validation never allocates. */
+static void expect_bad_calls(const bad_call *c, size_t n)
+{
+    sr_collate_buf buf = SR_COLLATE_BUF_INIT;
+    sr_collate_result r;
+    for (size_t i = 0; i < n; i++) {
+        sr_err err = SR_ERR_INIT;
+        int rc = sr_collate_routes(&r, &buf, c[i].s, c[i].n, 1, &err);
+        ck_assert_sr_code(rc, err, c[i].code);
+        ck_assert_int_eq(err.offset, c[i].offset);
+        ck_assert_msg(strstr(err.msg, c[i].text) != NULL, "case %zu: '%s' lacks '%s'", i, err.msg,
+                      c[i].text);
+    }
+    ck_assert_ptr_null(buf.routes);
+    sr_collate_buf_release(&buf);
+}
+
+/* Shapes: no samples, a NULL array, no rows, a flat array, no experts, no layers, a mismatch. */
 START_TEST(validation_errors_name_the_sample)
 {
     sr_ndarray ok = make_routes(SR_DTYPE_INT16, 3, 2, 2, 1, 100);
@@ -212,55 +239,41 @@ START_TEST(validation_errors_name_the_sample)
     int64_t s2[2] = {3, 4};
     sr_err err = SR_ERR_INIT;
     ck_assert_sr_ok(sr_ndarray_alloc(&flat, SR_DTYPE_INT16, 2, s2, &err), err);
-    sr_collate_buf buf = SR_COLLATE_BUF_INIT;
-    sr_collate_result r;
-    struct {
-        sr_collate_sample s[2];
-        int64_t n;
-        int code;
-        int64_t offset;
-        const char *text;
-    } cases[] = {
-        {{sample(&ok, 1, 3), sample(&ok, 1, 3)},
-         0,
-         SR_E_COLLATE_INPUT,
-         -1,
-         "must contain routes for every trajectory"},
+    const int in = SR_E_COLLATE_INPUT;
+    const char *every = "must contain routes for every trajectory";
+    const bad_call cases[] = {
+        {{sample(&ok, 1, 3), sample(&ok, 1, 3)}, 0, in, -1, every},
         {{sample(&ok, 1, 3), sample(NULL, 1, 3)},
          2,
-         SR_E_COLLATE_INPUT,
+         in,
          1,
          "entries must be NumPy arrays, got NULL at sample 1"},
-        {{sample(&empty, 1, 3), sample(&ok, 1, 3)},
-         2,
-         SR_E_COLLATE_INPUT,
-         0,
-         "must contain routes for every trajectory"},
-        {{sample(&flat, 1, 3), sample(&ok, 1, 3)},
-         2,
-         SR_E_COLLATE_INPUT,
-         0,
-         "must contain routes for every trajectory"},
-        {{sample(&k0, 1, 3), sample(&ok, 1, 3)},
-         2,
-         SR_E_COLLATE_INPUT,
-         0,
-         "at least one expert per layer"},
-        {{sample(&l0, 1, 3), sample(&ok, 1, 3)},
-         2,
-         SR_E_COLLATE_INPUT,
-         0,
-         "at least one MoE layer"},
+        {{sample(&empty, 1, 3), sample(&ok, 1, 3)}, 2, in, 0, every},
+        {{sample(&flat, 1, 3), sample(&ok, 1, 3)}, 2, in, 0, every},
+        {{sample(&k0, 1, 3), sample(&ok, 1, 3)}, 2, in, 0, "at least one expert per layer"},
+        {{sample(&l0, 1, 3), sample(&ok, 1, 3)}, 2, in, 0, "at least one MoE layer"},
         {{sample(&ok, 1, 3), sample(&l3, 1, 3)},
          2,
-         SR_E_COLLATE_INPUT,
+         in,
          1,
          "must share [layers, topk], got shape int16[3, 3, 2] at sample 1"},
-        {{sample(&ok, 1, 3), sample(&flat, 1, 3)},
-         2,
-         SR_E_COLLATE_INPUT,
-         1,
-         "must share [layers, topk]"},
+        {{sample(&ok, 1, 3), sample(&flat, 1, 3)}, 2, in, 1, "must share [layers, topk]"},
+    };
+    expect_bad_calls(cases, sizeof(cases) / sizeof(cases[0]));
+    sr_ndarray_release(&ok);
+    sr_ndarray_release(&empty);
+    sr_ndarray_release(&k0);
+    sr_ndarray_release(&l0);
+    sr_ndarray_release(&l3);
+    sr_ndarray_release(&flat);
+}
+END_TEST
+
+/* Lengths: a negative one, more rows than tokens, an overflowing sum. */
+START_TEST(length_errors_name_the_sample)
+{
+    sr_ndarray ok = make_routes(SR_DTYPE_INT16, 3, 2, 2, 1, 100);
+    const bad_call cases[] = {
         {{sample(&ok, 1, 3), sample(&ok, -1, 3)}, 2, SR_E_COLLATE_INPUT, 1, "negative"},
         {{sample(&ok, 1, 3), sample(&ok, 1, 1)},
          2,
@@ -269,14 +282,18 @@ START_TEST(validation_errors_name_the_sample)
          "Trajectory 1 has 3 route rows for 2 tokens"},
         {{sample(&ok, 1, 2), sample(&ok, INT64_MAX, 1)}, 2, SR_E_COLLATE_INPUT, 1, "overflow"},
     };
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        err = (sr_err)SR_ERR_INIT;
-        int rc = sr_collate_routes(&r, &buf, cases[i].s, cases[i].n, 1, &err);
-        ck_assert_sr_code(rc, err, cases[i].code);
-        ck_assert_int_eq(err.offset, cases[i].offset);
-        ck_assert_msg(strstr(err.msg, cases[i].text) != NULL, "case %zu: '%s' lacks '%s'", i,
-                      err.msg, cases[i].text);
-    }
+    expect_bad_calls(cases, sizeof(cases) / sizeof(cases[0]));
+    sr_ndarray_release(&ok);
+}
+END_TEST
+
+/* captured_rows out of range, a NULL sample list, a negative worker count, a broken array. */
+START_TEST(captured_rows_and_arguments_are_checked)
+{
+    sr_ndarray ok = make_routes(SR_DTYPE_INT16, 3, 2, 2, 1, 100);
+    sr_collate_buf buf = SR_COLLATE_BUF_INIT;
+    sr_collate_result r;
+    sr_err err = SR_ERR_INIT;
     /* captured_rows: more than held, below -1, and zero. */
     sr_collate_sample s[2] = {sample(&ok, 1, 3), sample(&ok, 1, 3)};
     s[1].captured_rows = 4;
@@ -300,11 +317,6 @@ START_TEST(validation_errors_name_the_sample)
     ck_assert_ptr_null(buf.routes);
     sr_collate_buf_release(&buf);
     sr_ndarray_release(&ok);
-    sr_ndarray_release(&empty);
-    sr_ndarray_release(&k0);
-    sr_ndarray_release(&l0);
-    sr_ndarray_release(&l3);
-    sr_ndarray_release(&flat);
 }
 END_TEST
 
@@ -525,6 +537,8 @@ static Suite *collate_suite(void)
     tcase_add_test(c, canonical_dtypes_map_and_int32_flag);
     tcase_add_test(c, non_canonical_dtypes_rejected);
     tcase_add_test(c, validation_errors_name_the_sample);
+    tcase_add_test(c, length_errors_name_the_sample);
+    tcase_add_test(c, captured_rows_and_arguments_are_checked);
     tcase_add_test(c, buffer_maximum_and_reuse);
     tcase_add_test(c, captured_rows_mask_the_trace_padding);
     tcase_add_test(c, captured_prefix_of_a_longer_array);

@@ -264,6 +264,7 @@ static void remove_version(const fixture *f, int64_t v)
     nftw(dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
 }
 
+/* zstd frames of the wrong content size, without one, with stray bytes or another checksum. */
 START_TEST(payload_sizes_and_frames_are_checked)
 {
     fixture f;
@@ -313,15 +314,20 @@ START_TEST(payload_sizes_and_frames_are_checked)
     hand_version(&f, 1, ti, frame, z, h.high64, h.low64);
     fetch(rx, &f, 1);
     ck_assert(tset_equal(&f.local, &f.trainer));
-
-    /* Payload files that are missing, garbage, truncated, or disagree with the manifest. */
-    sr_delta_publisher *p = new_pub(&f);
+    free(patch);
+    free(frame);
     sr_delta_receiver_free(rx);
-    remove_version(&f, 1);
-    char state_path[256];
-    snprintf(state_path, sizeof(state_path), "%s/state.json", f.state);
-    unlink(state_path);
-    rx = new_rx(&f, 2);
+    fx_free(&f);
+}
+END_TEST
+
+/* Payload files that are missing, garbage, truncated, or disagree with the manifest. */
+START_TEST(payload_files_are_checked)
+{
+    fixture f;
+    fx_init(&f);
+    sr_delta_receiver *rx = new_rx(&f, 2);
+    sr_delta_publisher *p = new_pub(&f);
     tset_copy(&f.trainer, &f.base);
     mutate(&f.trainer, 3, 70, 0);
     publish(p, &f, 1);
@@ -349,9 +355,6 @@ START_TEST(payload_sizes_and_frames_are_checked)
     edit(mpath, from, to);
     expect_fetch_error(rx, &f, 1, SR_E_DELTA_PAYLOAD, "of another size");
     free(good);
-
-    free(patch);
-    free(frame);
     sr_delta_publisher_free(p);
     sr_delta_receiver_free(rx);
     fx_free(&f);
@@ -415,6 +418,7 @@ int main(void)
     tcase_add_test(tc, state_errors_are_named_and_located);
     tcase_add_test(tc, corrupt_state_file_is_reported_and_reset_recovers);
     tcase_add_test(tc, payload_sizes_and_frames_are_checked);
+    tcase_add_test(tc, payload_files_are_checked);
     tcase_add_test(tc, payload_index_is_validated);
     suite_add_tcase(s, tc);
     return sr_test_run(s);

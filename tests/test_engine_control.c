@@ -21,28 +21,26 @@ static const cJSON *choice0(const cJSON *d)
     return cJSON_GetArrayItem(cJSON_GetObjectItem(d, "choices"), 0);
 }
 
-START_TEST(test_keep_pause_straddles_a_weight_update)
+/* Starts the slow engine, sends SLOW_REQ in the background and, once it is in flight, pauses the
+ * engine in `mode` (keep, abort or wait). */
+static void pause_in_flight(eng *e, bg_req *b, const char *mode)
 {
-    eng e;
-    eng_start(&e, SLOW_CFG);
-    bg_req b;
-    bg_start(&b, &e, "/skyrl/v1/generate", SLOW_REQ);
-    eng_wait_state(&e, "inflight", 1);
+    eng_start(e, SLOW_CFG);
+    bg_start(b, e, "/skyrl/v1/generate", SLOW_REQ);
+    eng_wait_state(e, "inflight", 1);
+    char path[32];
+    snprintf(path, sizeof(path), "/pause?mode=%s", mode);
     hresp r;
-    http_post(&r, &e, "/pause?mode=keep", NULL);
+    http_post(&r, e, path, NULL);
     ck_assert_int_eq(r.status, 200);
     hresp_free(&r);
-    ck_assert_int_eq(eng_state_int(&e, "held"), 1);
-    http_post(&r, &e, "/update_weights", "{\"update_info\":{\"target_version\":1}}");
-    ck_assert_msg(r.status == 200, "%s", r.body.data);
-    ck_assert_str_eq(r.body.data, "{\"version\":1}");
-    hresp_free(&r);
-    http_post(&r, &e, "/resume", NULL);
-    ck_assert_int_eq(r.status, 200);
-    hresp_free(&r);
-    bg_join(&b);
-    ck_assert_int_eq(b.r.status, 200);
-    cJSON *d = choice_of(&b.r);
+}
+
+/* The version spans of a straddling response: [1, cut) at version 0, [cut, P+G-1) at version 1.
+ * Returns k, the number of tokens generated before the update (cut = P + k - 1). */
+static int straddle_tokens_before(const hresp *r)
+{
+    cJSON *d = choice_of(r);
     const cJSON *ch = choice0(d);
     const cJSON *rows = cJSON_GetObjectItem(cJSON_GetObjectItem(ch, "syncroll"), "rows");
     ck_assert_int_eq(cJSON_GetArraySize(rows), 2);
@@ -53,9 +51,16 @@ START_TEST(test_keep_pause_straddles_a_weight_update)
     ck_assert_int_eq(cJSON_GetArrayItem(s1, 0)->valueint, cut);
     ck_assert_int_eq(cJSON_GetArrayItem(s1, 1)->valueint, 4 + 40 - 1);
     ck_assert_int_eq(cJSON_GetArrayItem(s1, 2)->valueint, 1);
+    cJSON_Delete(d);
     int k = cut - 3;
     ck_assert(k >= 1 && k < 40);
-    /* Recompute: k tokens with version 0, the rest continued with version 1. */
+    return k;
+}
+
+/* The oracle's SLOW_REQ answer when the weights move to version 1 after k tokens: k tokens with
+ * version 0, the rest continued with version 1; routes from row 1, 4 bytes a row. */
+static void straddle_expected(int k, int32_t tok[40], uint8_t routes[64 * 4])
+{
     sr_engine_config c;
     sr_err err = SR_ERR_INIT;
     ck_assert_sr_ok(sr_engine_config_parse(&c, SLOW_CFG, strlen(SLOW_CFG), "t", 0, &err), err);
@@ -65,9 +70,8 @@ START_TEST(test_keep_pause_straddles_a_weight_update)
     uint64_t g0, l0[2], g1, l1[2];
     expected_fps(&c, 0, &g0, l0);
     expected_fps(&c, 1, &g1, l1);
-    int32_t prompt[44] = {9, 8, 7, 6}, tok[40];
+    int32_t prompt[44] = {9, 8, 7, 6};
     double lp[40];
-    uint8_t routes[64 * 4];
     sr_oracle_request q = SR_ORACLE_REQUEST_INIT;
     q.prompt = prompt;
     q.prompt_len = 4;
@@ -78,7 +82,7 @@ START_TEST(test_keep_pause_straddles_a_weight_update)
     out.tokens = tok;
     out.logprobs = lp;
     out.routes = routes;
-    out.routes_cap = sizeof(routes);
+    out.routes_cap = 64 * 4;
     ck_assert_sr_ok(sr_oracle_generate(&out, o, g0, l0, &q, &err), err);
     memcpy(prompt + 4, tok, (size_t)k * sizeof(int32_t));
     q.prompt_len = 4 + (size_t)k;
@@ -88,11 +92,35 @@ START_TEST(test_keep_pause_straddles_a_weight_update)
     out.tokens = tok + k;
     out.logprobs = lp + k;
     out.routes = routes + (size_t)(4 + k - 1 - 1) * 4;
-    out.routes_cap = sizeof(routes) - (size_t)(4 + k - 2) * 4;
+    out.routes_cap = 64 * 4 - (size_t)(4 + k - 2) * 4;
     ck_assert_sr_ok(sr_oracle_generate(&out, o, g1, l1, &q, &err), err);
+    sr_oracle_free(o);
+    sr_engine_config_release(&c);
+}
+
+START_TEST(test_keep_pause_straddles_a_weight_update)
+{
+    eng e;
+    bg_req b;
+    hresp r;
+    pause_in_flight(&e, &b, "keep");
+    ck_assert_int_eq(eng_state_int(&e, "held"), 1);
+    http_post(&r, &e, "/update_weights", "{\"update_info\":{\"target_version\":1}}");
+    ck_assert_msg(r.status == 200, "%s", r.body.data);
+    ck_assert_str_eq(r.body.data, "{\"version\":1}");
+    hresp_free(&r);
+    http_post(&r, &e, "/resume", NULL);
+    ck_assert_int_eq(r.status, 200);
+    hresp_free(&r);
+    bg_join(&b);
+    ck_assert_int_eq(b.r.status, 200);
+    int32_t tok[40];
+    uint8_t routes[64 * 4];
+    straddle_expected(straddle_tokens_before(&b.r), tok, routes);
     sr_splicer *sp;
     sr_fields *reg;
     const sr_splice_result *res;
+    sr_err err = SR_ERR_INIT;
     ck_assert_sr_ok(splice_body(&sp, &reg, &b.r.body, &res, &err), err);
     const sr_splice_entry *ids = splice_find(res, "token_ids");
     const sr_splice_entry *re = splice_find(res, "routed_experts");
@@ -102,9 +130,6 @@ START_TEST(test_keep_pause_straddles_a_weight_update)
     ck_assert_mem_eq(re->array.data, routes, (size_t)(4 + 40 - 2) * 4);
     sr_splicer_free(sp);
     sr_fields_free(reg);
-    sr_oracle_free(o);
-    sr_engine_config_release(&c);
-    cJSON_Delete(d);
     hresp_free(&b.r);
     eng_stop(&e);
 }
@@ -113,14 +138,9 @@ END_TEST
 START_TEST(test_abort_pause_cuts_in_flight)
 {
     eng e;
-    eng_start(&e, SLOW_CFG);
     bg_req b;
-    bg_start(&b, &e, "/skyrl/v1/generate", SLOW_REQ);
-    eng_wait_state(&e, "inflight", 1);
     hresp r;
-    http_post(&r, &e, "/pause?mode=abort", NULL);
-    ck_assert_int_eq(r.status, 200);
-    hresp_free(&r);
+    pause_in_flight(&e, &b, "abort");
     bg_join(&b);
     ck_assert_int_eq(b.r.status, 200);
     cJSON *d = choice_of(&b.r);
@@ -149,14 +169,9 @@ END_TEST
 START_TEST(test_wait_pause_drains_in_flight)
 {
     eng e;
-    eng_start(&e, SLOW_CFG);
     bg_req b;
-    bg_start(&b, &e, "/skyrl/v1/generate", SLOW_REQ);
-    eng_wait_state(&e, "inflight", 1);
     hresp r;
-    http_post(&r, &e, "/pause?mode=wait", NULL);
-    ck_assert_int_eq(r.status, 200);
-    hresp_free(&r);
+    pause_in_flight(&e, &b, "wait");
     /* The pause returned only once nothing was in flight any more. */
     ck_assert_int_eq(eng_state_int(&e, "inflight"), 0);
     bg_join(&b);

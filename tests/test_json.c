@@ -135,6 +135,47 @@ START_TEST(int_lists)
 }
 END_TEST
 
+/* Above 2^53 a double cannot hold every integer: the literal is read exactly instead. */
+START_TEST(u64_and_container_getters)
+{
+    sr_err e = SR_ERR_INIT;
+    sr_json_doc *d = parse("{\"max\": 18446744073709551615, \"odd\": 9007199254740993,"
+                           " \"over\": 18446744073709551616, \"neg\": -1, \"exp\": 1.5e+16,"
+                           " \"frac\": 2.5, \"o\": {}, \"a\": []}");
+    const cJSON *r = sr_json_root(d), *c;
+    uint64_t u;
+    ck_assert_sr_ok(sr_json_get_u64(d, r, "max", 1, 0, UINT64_MAX, 0, &u, &e), e);
+    ck_assert(u == UINT64_MAX);
+    ck_assert_sr_ok(sr_json_get_u64(d, r, "odd", 1, 0, UINT64_MAX, 0, &u, &e), e);
+    ck_assert(u == 9007199254740993ULL);
+    ck_assert_sr_ok(sr_json_get_u64(d, r, "exp", 1, 0, UINT64_MAX, 0, &u, &e), e);
+    ck_assert(u == 15000000000000000ULL);
+    ck_assert_sr_code(sr_json_get_u64(d, r, "over", 1, 0, UINT64_MAX, 0, &u, &e), e,
+                      SR_E_JSON_SCHEMA);
+    ck_assert_str_eq(e.msg, "t.json:1:56: 'over' must be an unsigned integer");
+    ck_assert_sr_code(sr_json_get_u64(d, r, "neg", 1, 0, UINT64_MAX, 0, &u, &e), e,
+                      SR_E_JSON_SCHEMA);
+    ck_assert_sr_code(sr_json_get_u64(d, r, "frac", 1, 0, UINT64_MAX, 0, &u, &e), e,
+                      SR_E_JSON_SCHEMA);
+    ck_assert_sr_code(sr_json_get_u64(d, r, "odd", 1, 0, 10, 0, &u, &e), e, SR_E_JSON_SCHEMA);
+    ck_assert_msg(strstr(e.msg, "is 9007199254740993, outside [0, 10]") != NULL, "%s", e.msg);
+    ck_assert_sr_ok(sr_json_get_u64(d, r, "missing", 0, 0, 10, 7, &u, &e), e);
+    ck_assert(u == 7);
+    ck_assert_sr_ok(sr_json_get_object(d, r, "o", 1, &c, &e), e);
+    ck_assert(cJSON_IsObject(c));
+    ck_assert_sr_ok(sr_json_get_array(d, r, "a", 1, &c, &e), e);
+    ck_assert(cJSON_IsArray(c));
+    ck_assert_sr_code(sr_json_get_object(d, r, "a", 1, &c, &e), e, SR_E_JSON_SCHEMA);
+    ck_assert_ptr_null(c);
+    ck_assert_msg(strstr(e.msg, "'a' must be an object") != NULL, "%s", e.msg);
+    ck_assert_sr_code(sr_json_get_array(d, r, "o", 1, &c, &e), e, SR_E_JSON_SCHEMA);
+    ck_assert_sr_code(sr_json_get_array(d, r, "missing", 1, &c, &e), e, SR_E_JSON_SCHEMA);
+    ck_assert_sr_ok(sr_json_get_array(d, r, "missing", 0, &c, &e), e);
+    ck_assert_ptr_null(c);
+    sr_json_free(d);
+}
+END_TEST
+
 /* A tree that sr_json_parse did not build: no positions, integral numbers are integers. */
 START_TEST(detached_trees)
 {
@@ -166,6 +207,7 @@ static Suite *suite(void)
     tcase_add_test(tc, typed_getters);
     tcase_add_test(tc, int_lists);
     tcase_add_test(tc, detached_trees);
+    tcase_add_test(tc, u64_and_container_getters);
     suite_add_tcase(s, tc);
     return s;
 }

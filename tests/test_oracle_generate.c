@@ -26,27 +26,42 @@ static void gen_fail(const sr_oracle *o, const sr_oracle_request *rq, sr_oracle_
     ck_assert_sr_code(sr_oracle_generate(out, o, 1, FPS3, rq, &err), err, want);
 }
 
-START_TEST(test_generate_rows_and_requests)
+/* The small model without EOS, a 10-token prompt, 6 tokens asked with uint8 routes from row 0.
+ * rq points into prompt, so a gen_case is not copied once set up. */
+typedef struct gen_case {
+    sr_oracle *o;
+    int32_t prompt[10];
+    sr_oracle_request rq;
+} gen_case;
+
+static void gen_case_init(gen_case *g)
 {
     sr_oracle_model m = small_model();
     m.eos_rate = 0.0;
-    sr_oracle *o = make(&m);
-    int32_t prompt[10];
+    g->o = make(&m);
     for (int i = 0; i < 10; i++)
-        prompt[i] = 100 + i;
+        g->prompt[i] = 100 + i;
     sr_oracle_request rq = SR_ORACLE_REQUEST_INIT;
-    rq.prompt = prompt;
-    rq.prompt_len = 10;
-    rq.max_tokens = 6;
-    rq.route_start = 0;
-    rq.route_dtype = SR_DTYPE_UINT8;
+    g->rq = rq;
+    g->rq.prompt = g->prompt;
+    g->rq.prompt_len = 10;
+    g->rq.max_tokens = 6;
+    g->rq.route_start = 0;
+    g->rq.route_dtype = SR_DTYPE_UINT8;
+}
+
+START_TEST(test_generate_rows)
+{
+    gen_case g;
+    gen_case_init(&g);
+    sr_oracle *o = g.o;
     int32_t toks[6], toks2[6];
     static uint8_t full[15 * L3 * K8], part[15 * L3 * K8];
     sr_oracle_output out = SR_ORACLE_OUTPUT_INIT;
     out.tokens = toks;
     out.routes = full;
     out.routes_cap = sizeof full;
-    gen_ok(&out, o, 7, FPS3, &rq);
+    gen_ok(&out, o, 7, FPS3, &g.rq);
     ck_assert_int_eq(out.num_tokens, 6);
     ck_assert_int_eq(out.num_rows, 10 + 6 - 1); /* P + G - 1 */
     /* Rows [s, P+G-1) are the tail of the full rows, for every s in [0, P]. */
@@ -54,15 +69,15 @@ START_TEST(test_generate_rows_and_requests)
         sr_oracle_output o2 = out;
         o2.tokens = toks2;
         o2.routes = part;
-        rq.route_start = s;
-        gen_ok(&o2, o, 7, FPS3, &rq);
+        g.rq.route_start = s;
+        gen_ok(&o2, o, 7, FPS3, &g.rq);
         ck_assert_int_eq(o2.num_rows, 15 - s);
         ck_assert_mem_eq(toks, toks2, sizeof toks);
         ck_assert_mem_eq(part, full + (size_t)s * L3 * K8, (size_t)(15 - s) * L3 * K8);
     }
     /* The same rows from sr_oracle_routes over prompt ++ output. */
     int32_t seq[16];
-    memcpy(seq, prompt, sizeof prompt);
+    memcpy(seq, g.prompt, sizeof g.prompt);
     memcpy(seq + 10, toks, sizeof toks);
     sr_err err = SR_ERR_INIT;
     ck_assert_sr_ok(
@@ -80,45 +95,60 @@ START_TEST(test_generate_rows_and_requests)
         sr_oracle_routes(part, sizeof part, NULL, SR_DTYPE_UINT8, o, FPS3, seq, 16, 0, 15, &err),
         err, SR_E_ORACLE_TOKEN);
     ck_assert_int_eq(err.offset, 3);
+    sr_oracle_free(o);
+}
+END_TEST
 
-    /* Request errors, each named. */
-    rq.route_start = 11; /* > P */
-    gen_fail(o, &rq, &out, SR_E_ORACLE_REQUEST);
-    rq.route_start = 0;
-    out.routes_cap = sizeof full - 1;
-    gen_fail(o, &rq, &out, SR_E_ORACLE_REQUEST);
+/* Request errors, each named; then a request without routes. */
+START_TEST(test_generate_request_errors)
+{
+    gen_case g;
+    gen_case_init(&g);
+    sr_oracle *o = g.o;
+    sr_oracle_request *rq = &g.rq;
+    int32_t toks[6];
+    static uint8_t full[15 * L3 * K8];
+    sr_oracle_output out = SR_ORACLE_OUTPUT_INIT;
+    out.tokens = toks;
+    out.routes = full;
     out.routes_cap = sizeof full;
-    rq.route_dtype = SR_DTYPE_FLOAT32;
-    gen_fail(o, &rq, &out, SR_E_ORACLE_REQUEST);
-    rq.route_dtype = SR_DTYPE_UINT8;
-    rq.max_tokens = 0;
-    gen_fail(o, &rq, &out, SR_E_ORACLE_REQUEST);
-    rq.max_tokens = 6;
-    rq.prompt_len = 0;
-    gen_fail(o, &rq, &out, SR_E_ORACLE_REQUEST);
-    rq.prompt_len = 10;
-    rq.prior_generated = 11;
-    gen_fail(o, &rq, &out, SR_E_ORACLE_REQUEST);
-    rq.prior_generated = 0;
-    prompt[4] = -1;
-    gen_fail(o, &rq, &out, SR_E_ORACLE_TOKEN);
-    prompt[4] = 104;
+    rq->route_start = 11; /* > P */
+    gen_fail(o, rq, &out, SR_E_ORACLE_REQUEST);
+    rq->route_start = 0;
+    out.routes_cap = sizeof full - 1;
+    gen_fail(o, rq, &out, SR_E_ORACLE_REQUEST);
+    out.routes_cap = sizeof full;
+    rq->route_dtype = SR_DTYPE_FLOAT32;
+    gen_fail(o, rq, &out, SR_E_ORACLE_REQUEST);
+    rq->route_dtype = SR_DTYPE_UINT8;
+    rq->max_tokens = 0;
+    gen_fail(o, rq, &out, SR_E_ORACLE_REQUEST);
+    rq->max_tokens = 6;
+    rq->prompt_len = 0;
+    gen_fail(o, rq, &out, SR_E_ORACLE_REQUEST);
+    rq->prompt_len = 10;
+    rq->prior_generated = 11;
+    gen_fail(o, rq, &out, SR_E_ORACLE_REQUEST);
+    rq->prior_generated = 0;
+    g.prompt[4] = -1;
+    gen_fail(o, rq, &out, SR_E_ORACLE_TOKEN);
+    g.prompt[4] = 104;
     int32_t bad_stop = 5000;
-    rq.stop_ids = &bad_stop;
-    rq.num_stop_ids = 1;
-    gen_fail(o, &rq, &out, SR_E_ORACLE_TOKEN);
-    rq.num_stop_ids = 0;
+    rq->stop_ids = &bad_stop;
+    rq->num_stop_ids = 1;
+    gen_fail(o, rq, &out, SR_E_ORACLE_TOKEN);
+    rq->num_stop_ids = 0;
     /* Without routes no buffer is needed and no rows are reported. */
-    rq.route_start = -1;
+    rq->route_start = -1;
     out.routes = NULL;
-    gen_ok(&out, o, 7, FPS3, &rq);
+    gen_ok(&out, o, 7, FPS3, rq);
     ck_assert_int_eq(out.num_rows, 0);
     ck_assert_int_eq(out.routes_max, -1);
     sr_oracle_free(o);
 }
 END_TEST
 
-START_TEST(test_stop_rules)
+START_TEST(test_stop_eos)
 {
     sr_oracle_model m = small_model();
     m.eos_rate = 1.0;
@@ -166,12 +196,15 @@ START_TEST(test_stop_rules)
     ck_assert_int_ge(eos, 800);
     ck_assert_int_le(eos, 1200);
     sr_oracle_free(o);
+}
+END_TEST
 
-    /* A model stop sequence (golden: seed 0, vocab 5, stop [3, 4]) and request stop ids. */
+/* The golden stop-sequence model: seed 0, vocab 5, one layer, stop sequence [3, 4]. */
+static sr_oracle *stopseq_model(void)
+{
     static const int32_t seq34[2] = {3, 4};
-    sr_oracle_stopseq st = {seq34, 2};
+    static const sr_oracle_stopseq st = {seq34, 2};
     static const int32_t layer0[1] = {0};
-    static const uint64_t fp77[1] = {0x77};
     sr_oracle_model s = SR_ORACLE_MODEL_INIT;
     s.vocab = 5;
     s.num_layers = 1;
@@ -181,47 +214,85 @@ START_TEST(test_stop_rules)
     s.num_stops = 1;
     s.stops = &st;
     s.logprob_scale = 1.0;
-    o = make(&s);
+    return make(&s);
+}
+
+/* Prompt [1, 2], up to 64 tokens, uint8 routes from row 0, on the stop-sequence model. rq and
+ * out point into the struct, so a stop_case is not copied once set up. */
+typedef struct stop_case {
+    sr_oracle *o;
+    int32_t prompt[2], toks[64];
     uint8_t routes[65 * 2];
-    out.routes = routes;
-    out.routes_cap = sizeof routes;
-    rq.route_start = 0;
-    rq.route_dtype = SR_DTYPE_UINT8;
-    gen_ok(&out, o, 0x99, fp77, &rq);
+    sr_oracle_request rq;
+    sr_oracle_output out;
+} stop_case;
+
+static void stop_case_init(stop_case *c)
+{
+    c->o = stopseq_model();
+    c->prompt[0] = 1;
+    c->prompt[1] = 2;
+    sr_oracle_request rq = SR_ORACLE_REQUEST_INIT;
+    c->rq = rq;
+    c->rq.prompt = c->prompt;
+    c->rq.prompt_len = 2;
+    c->rq.max_tokens = 64;
+    c->rq.route_start = 0;
+    c->rq.route_dtype = SR_DTYPE_UINT8;
+    sr_oracle_output out = SR_ORACLE_OUTPUT_INIT;
+    c->out = out;
+    c->out.tokens = c->toks;
+    c->out.routes = c->routes;
+    c->out.routes_cap = sizeof(c->routes);
+}
+
+static const uint64_t fp77[1] = {0x77};
+
+/* A model stop sequence and request stop ids. */
+START_TEST(test_stop_sequences)
+{
+    stop_case c;
+    stop_case_init(&c);
+    gen_ok(&c.out, c.o, 0x99, fp77, &c.rq);
     static const int32_t want[4] = {3, 2, 3, 4};
-    ck_assert_int_eq(out.num_tokens, 4);
-    ck_assert_mem_eq(toks, want, sizeof want);
-    ck_assert_int_eq(out.finish, SR_ORACLE_FINISH_STOP);
-    ck_assert_int_eq(out.num_rows, 5);
-    ck_assert_int_eq(routes[8], 5);
-    ck_assert_int_eq(routes[9], 1);
+    ck_assert_int_eq(c.out.num_tokens, 4);
+    ck_assert_mem_eq(c.toks, want, sizeof want);
+    ck_assert_int_eq(c.out.finish, SR_ORACLE_FINISH_STOP);
+    ck_assert_int_eq(c.out.num_rows, 5);
+    ck_assert_int_eq(c.routes[8], 5);
+    ck_assert_int_eq(c.routes[9], 1);
     int32_t stop2 = 2;
-    rq.stop_ids = &stop2;
-    rq.num_stop_ids = 1;
-    gen_ok(&out, o, 0x99, fp77, &rq);
-    ck_assert_int_eq(out.num_tokens, 2);
-    ck_assert_int_eq(out.finish, SR_ORACLE_FINISH_STOP);
-    rq.num_stop_ids = 0;
-    /* A generation split in two calls (prior_generated) stops where one call does. */
-    rq.prompt = prompt;
-    rq.prompt_len = 2;
-    gen_ok(&out, o, 0x99, fp77, &rq);
-    int32_t cont[5] = {1, 2, 3, 2, 3}, c[64];
-    rq.prompt = cont;
-    rq.prompt_len = 5;
-    rq.prior_generated = 3;
-    rq.route_start = -1;
-    out.tokens = c;
-    gen_ok(&out, o, 0x99, fp77, &rq);
-    ck_assert_int_eq(out.num_tokens, 1);
-    ck_assert_int_eq(c[0], 4);
-    ck_assert_int_eq(out.finish, SR_ORACLE_FINISH_STOP);
+    c.rq.stop_ids = &stop2;
+    c.rq.num_stop_ids = 1;
+    gen_ok(&c.out, c.o, 0x99, fp77, &c.rq);
+    ck_assert_int_eq(c.out.num_tokens, 2);
+    ck_assert_int_eq(c.out.finish, SR_ORACLE_FINISH_STOP);
+    sr_oracle_free(c.o);
+}
+END_TEST
+
+/* A generation split in two calls (prior_generated) stops where one call does. */
+START_TEST(test_stop_across_calls)
+{
+    stop_case c;
+    stop_case_init(&c);
+    gen_ok(&c.out, c.o, 0x99, fp77, &c.rq);
+    int32_t cont[5] = {1, 2, 3, 2, 3}, t[64];
+    c.rq.prompt = cont;
+    c.rq.prompt_len = 5;
+    c.rq.prior_generated = 3;
+    c.rq.route_start = -1;
+    c.out.tokens = t;
+    gen_ok(&c.out, c.o, 0x99, fp77, &c.rq);
+    ck_assert_int_eq(c.out.num_tokens, 1);
+    ck_assert_int_eq(t[0], 4);
+    ck_assert_int_eq(c.out.finish, SR_ORACLE_FINISH_STOP);
     /* Without prior_generated the prompt's 3 is not output, so the same 4 does not stop. */
-    rq.prior_generated = 0;
-    gen_ok(&out, o, 0x99, fp77, &rq);
-    ck_assert_int_eq(c[0], 4);
-    ck_assert_int_gt(out.num_tokens, 1);
-    sr_oracle_free(o);
+    c.rq.prior_generated = 0;
+    gen_ok(&c.out, c.o, 0x99, fp77, &c.rq);
+    ck_assert_int_eq(t[0], 4);
+    ck_assert_int_gt(c.out.num_tokens, 1);
+    sr_oracle_free(c.o);
 }
 END_TEST
 
@@ -360,8 +431,11 @@ static Suite *oracle_generate_suite(void)
 {
     Suite *s = suite_create("oracle_generate");
     TCase *tc = tcase_create("generate");
-    tcase_add_test(tc, test_generate_rows_and_requests);
-    tcase_add_test(tc, test_stop_rules);
+    tcase_add_test(tc, test_generate_rows);
+    tcase_add_test(tc, test_generate_request_errors);
+    tcase_add_test(tc, test_stop_eos);
+    tcase_add_test(tc, test_stop_sequences);
+    tcase_add_test(tc, test_stop_across_calls);
     tcase_add_test(tc, test_logprobs);
     tcase_add_test(tc, test_route_dtypes);
     tcase_add_test(tc, test_long_rollout);

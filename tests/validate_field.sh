@@ -3,18 +3,9 @@
 # scenarios/fields/ is ready (exit 0, every check PASS); a definition whose dtype list the engine
 # violates (tests/fields/sample_support_int16.field.json: the engine emits rollout_sample_support
 # as int32) is rejected with envelope.dtype (exit 1); a malformed file is a usage error (exit 2).
-set -u
-S=${SYNCROLL:?SYNCROLL must point at the syncroll executable}
-SRC=${SYNCROLL_SOURCE_DIR:?SYNCROLL_SOURCE_DIR must point at the source tree}
+. "$(dirname "$0")/lib.sh"
 cd "$SRC" || exit 2
-tmp=$(mktemp -d) || exit 2
-trap 'rm -rf "$tmp"' EXIT
-fail=0
 count=0
-bad() {
-    echo "FAIL: $*"
-    fail=1
-}
 for f in scenarios/fields/*.field.json; do
     count=$((count + 1))
     "$S" validate-field --rows 2000 "$f" >"$tmp/out" 2>&1
@@ -24,7 +15,7 @@ for f in scenarios/fields/*.field.json; do
         cat "$tmp/out"
         bad "$f was not accepted (exit $status)"
     else
-        echo "ok: $f ready"
+        ok "$f ready"
     fi
 done
 [ "$count" -ge 1 ] || bad "no examples in scenarios/fields"
@@ -36,7 +27,7 @@ if [ "$status" -ne 1 ] || ! grep -q '^  FAIL  emit .*envelope.dtype' "$tmp/out" 
     cat "$tmp/out"
     bad "$rejected was not rejected with envelope.dtype (exit $status)"
 else
-    echo "ok: $rejected rejected"
+    ok "$rejected rejected"
 fi
 printf '{"fields": [{"name": "x", "dtypes": ["int33"], "ndim": 1}]}\n' >"$tmp/bad.field.json"
 "$S" validate-field "$tmp/bad.field.json" >"$tmp/out" 2>&1
@@ -45,6 +36,6 @@ if [ "$status" -ne 2 ] || ! grep -q 'fields.invalid_definition' "$tmp/out"; then
     cat "$tmp/out"
     bad "a malformed definition gave exit $status"
 else
-    echo "ok: malformed definition is a usage error"
+    ok "malformed definition is a usage error"
 fi
-exit $fail
+finish

@@ -30,3 +30,12 @@ int sr_arg_double(const char *s, double lo, double hi, double *out)
     *out = v;
     return 0;
 }
+
+int sr_arg_scenario_bytes(const char *s, size_t *out)
+{
+    long long v;
+    if (sr_arg_int(s, 1, SR_ARG_SCENARIO_BYTES_MAX, &v))
+        return -1;
+    *out = (size_t)v;
+    return 0;
+}

@@ -1,11 +1,13 @@
 /* syncroll check-body: splice and validate a captured response body, print what it carries. */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <cjson/cJSON.h>
 
+#include "args.h"
 #include "commands.h"
 #include "sr_envelope.h"
 #include "sr_fields.h"
@@ -65,10 +67,8 @@ static int parse_args(opts *o, int argc, char **argv)
             else if (strcmp(a, "--field-registry") == 0)
                 o->registry = v;
             else {
-                char *end;
-                errno = 0;
-                long long n = strtoll(v, &end, 10);
-                if (errno || *end || n < 0 || end == v) {
+                long long n;
+                if (sr_arg_int(v, 0, LLONG_MAX, &n)) {
                     fprintf(stderr, "syncroll check-body: bad --expected-length '%s'\n", v);
                     return SR_EXIT_USAGE;
                 }

@@ -1,16 +1,15 @@
 /* syncroll engine: one mock inference engine process (harness/engine/). */
 #include <errno.h>
 #include <poll.h>
-#include <signal.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/signalfd.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "args.h"
 #include "commands.h"
+#include "signals.h"
 #include "spec/engine_config.h"
+#include "sr_clock.h"
 #include "engine/engine.h"
 #include "engine/server.h"
 
@@ -37,24 +36,14 @@ typedef struct engine_args {
     double lifetime;
 } engine_args;
 
-static int parse_num(const char *s, double lo, double hi, double *out)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end || v < lo || v > hi)
-        return -1;
-    *out = v;
-    return 0;
-}
-
 static int parse_args(engine_args *a, int argc, char **argv)
 {
     memset(a, 0, sizeof(*a));
     a->ready_fd = -1;
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i];
-        double v;
+        long long n;
+        double d;
         if (i + 1 >= argc) {
             fprintf(stderr, "syncroll engine: unknown or incomplete option '%s'\n", o);
             return -1;
@@ -64,14 +53,14 @@ static int parse_args(engine_args *a, int argc, char **argv)
             a->config = val;
         else if (strcmp(o, "--listen") == 0)
             a->listen = val;
-        else if (strcmp(o, "--index") == 0 && !parse_num(val, 0, 63, &v))
-            a->index = (int)v;
-        else if (strcmp(o, "--port") == 0 && !parse_num(val, 0, 65535, &v))
-            a->port = (int)v;
-        else if (strcmp(o, "--ready-fd") == 0 && !parse_num(val, 0, 1 << 20, &v))
-            a->ready_fd = (int)v;
-        else if (strcmp(o, "--lifetime") == 0 && !parse_num(val, 0.001, 1e7, &v))
-            a->lifetime = v;
+        else if (strcmp(o, "--index") == 0 && !sr_arg_int(val, 0, 63, &n))
+            a->index = (int)n;
+        else if (strcmp(o, "--port") == 0 && !sr_arg_int(val, 0, 65535, &n))
+            a->port = (int)n;
+        else if (strcmp(o, "--ready-fd") == 0 && !sr_arg_int(val, 0, 1 << 20, &n))
+            a->ready_fd = (int)n;
+        else if (strcmp(o, "--lifetime") == 0 && !sr_arg_double(val, 0.001, 1e7, &d))
+            a->lifetime = d;
         else {
             fprintf(stderr, "syncroll engine: bad option or value: %s %s\n", o, val);
             return -1;
@@ -80,33 +69,26 @@ static int parse_args(engine_args *a, int argc, char **argv)
     return 0;
 }
 
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Serves until a signal or the watchdog; returns the exit status. */
-static int serve_loop(sr_server *srv, int sfd, double lifetime)
+static int serve_loop(sr_server *srv, sr_signals *sig, double lifetime)
 {
-    int64_t deadline = lifetime > 0 ? mono_ms() + (int64_t)(lifetime * 1000) : -1;
+    int64_t deadline = lifetime > 0 ? (int64_t)sr_clock_ms() + (int64_t)(lifetime * 1000) : -1;
     int64_t tick = -1;
     for (;;) {
         int64_t wait = -1;
         if (deadline >= 0)
-            wait = deadline - mono_ms();
+            wait = deadline - (int64_t)sr_clock_ms();
         if (tick >= 0 && (wait < 0 || tick < wait))
             wait = tick;
-        if (deadline >= 0 && deadline - mono_ms() <= 0) {
+        if (deadline >= 0 && deadline - (int64_t)sr_clock_ms() <= 0) {
             fprintf(stderr, "syncroll engine: lifetime of %g s reached, stopping\n", lifetime);
             return SR_EXIT_FAIL;
         }
-        struct pollfd p[2] = {{sfd, POLLIN, 0}, {sr_server_wake_fd(srv), POLLIN, 0}};
+        struct pollfd p[2] = {{sig->fd, POLLIN, 0}, {sr_server_wake_fd(srv), POLLIN, 0}};
         int r = poll(p, 2, wait < 0 ? -1 : (int)(wait > 1000000 ? 1000000 : wait));
         if (r < 0 && errno != EINTR)
             return SR_EXIT_FAIL;
-        if (r > 0 && (p[0].revents & POLLIN))
+        if (r > 0 && (p[0].revents & POLLIN) && sr_signals_next(sig))
             return SR_EXIT_OK;
         tick = sr_server_tick(srv);
     }
@@ -123,6 +105,15 @@ static int report_ready(int fd, int port)
     return w == n ? 0 : -1;
 }
 
+/* Reports an engine that could not start; its parent sees the readiness pipe close unanswered. */
+static int start_failed(int rc, const sr_err *err, int ready_fd)
+{
+    fprintf(stderr, "syncroll engine: %s: %s\n", sr_code_name(rc), err->msg);
+    if (ready_fd >= 0)
+        close(ready_fd);
+    return sr_exit_for_code(rc);
+}
+
 int sr_cmd_engine(int argc, char **argv)
 {
     if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
@@ -134,17 +125,15 @@ int sr_cmd_engine(int argc, char **argv)
         usage(stderr);
         return SR_EXIT_USAGE;
     }
-    /* Signals are taken through a signalfd; block them before any thread starts. */
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    sigprocmask(SIG_BLOCK, &set, NULL);
-    signal(SIGPIPE, SIG_IGN);
-    int sfd = signalfd(-1, &set, SFD_CLOEXEC);
+    /* Stop signals are taken through a signalfd; they are blocked before any thread starts. */
+    sr_signals sig;
     sr_err err = SR_ERR_INIT;
+    int rc = sr_signals_open(&sig, SR_SIG_STOP, &err);
+    sr_signals_ignore_pipe();
+    if (rc)
+        return start_failed(rc, &err, a.ready_fd);
     sr_engine_config cfg;
-    int rc = a.config ? sr_engine_config_load(&cfg, a.config, a.index, &err) : 0;
+    rc = a.config ? sr_engine_config_load(&cfg, a.config, a.index, &err) : 0;
     if (!a.config) {
         sr_engine_config_defaults(&cfg);
         cfg.index = a.index;
@@ -157,17 +146,15 @@ int sr_cmd_engine(int argc, char **argv)
     if (!rc)
         rc = sr_server_start(&srv, e, a.listen, a.port, &err);
     sr_engine_config_release(&cfg);
-    if (rc || sfd < 0) {
-        fprintf(stderr, "syncroll engine: %s: %s\n", sr_code_name(rc), err.msg);
+    if (rc) {
         sr_engine_free(e);
-        if (a.ready_fd >= 0)
-            close(a.ready_fd);
-        return sr_exit_for_code(rc ? rc : SR_E_ENGINE_START);
+        sr_signals_close(&sig);
+        return start_failed(rc, &err, a.ready_fd);
     }
     int status = report_ready(a.ready_fd, sr_server_port(srv)) ? SR_EXIT_FAIL
-                                                               : serve_loop(srv, sfd, a.lifetime);
+                                                               : serve_loop(srv, &sig, a.lifetime);
     sr_server_stop(srv);
     sr_engine_free(e);
-    close(sfd);
+    sr_signals_close(&sig);
     return status;
 }

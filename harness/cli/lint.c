@@ -1,9 +1,9 @@
 /* syncroll lint: validate scenario files without running them. */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "args.h"
 #include "commands.h"
 #include "scenario/scenario.h"
 
@@ -32,17 +32,6 @@ static int duplicate_id(sr_scenario *const *scn, size_t n)
     return 0;
 }
 
-/* N of --max-scenario-bytes: 1..1 GiB; 0 if it is not a number in range. */
-static size_t parse_max_bytes(const char *s)
-{
-    char *end;
-    errno = 0;
-    long long v = s ? strtoll(s, &end, 10) : 0;
-    if (!s || errno || end == s || *end || v < 1 || v > (1LL << 30))
-        return 0;
-    return (size_t)v;
-}
-
 /* Options and paths: 0 to go on, 1 after --help, -1 on a usage error (reported). */
 static int parse_args(int argc, char **argv, char **paths, size_t *n_paths, size_t *max_bytes)
 {
@@ -57,7 +46,7 @@ static int parse_args(int argc, char **argv, char **paths, size_t *n_paths, size
             (!a[sizeof(opt) - 1] || a[sizeof(opt) - 1] == '=')) {
             const char *v =
                 a[sizeof(opt) - 1] ? a + sizeof(opt) : (i + 1 < argc ? argv[++i] : NULL);
-            if (!(*max_bytes = parse_max_bytes(v))) {
+            if (sr_arg_scenario_bytes(v, max_bytes)) {
                 fprintf(stderr, "syncroll lint: bad value for option '%s': %s\n", opt,
                         v ? v : "(missing)");
                 return -1;

@@ -1,11 +1,11 @@
 /* syncroll report: re-render a run folder from its results.json; compare p99 to a baseline. */
-#include <errno.h>
-#include <math.h>
+#include <float.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "args.h"
 #include "commands.h"
 #include "report/report.h"
 
@@ -60,7 +60,6 @@ static int parse(report_args *a, int argc, char **argv)
         }
         i++;
         sr_err err = SR_ERR_INIT;
-        char *end = NULL;
         if (strcmp(o, "--baseline") == 0) {
             a->baseline = v;
         } else if (strcmp(o, "--report") == 0) {
@@ -69,9 +68,7 @@ static int parse(report_args *a, int argc, char **argv)
                 return -1;
             }
         } else {
-            errno = 0;
-            a->threshold = strtod(v, &end);
-            if (errno || end == v || *end || !isfinite(a->threshold) || a->threshold < 0) {
+            if (sr_arg_double(v, 0, DBL_MAX, &a->threshold)) {
                 fprintf(stderr, "syncroll report: bad value for --threshold: %s\n", v);
                 return -1;
             }

@@ -1,15 +1,14 @@
 /* syncroll run: select, run and report scenarios (runner.h, result.h, report/report.h). */
-#include <errno.h>
-#include <signal.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
-#include "run_priv.h"
+#include "args.h"
 #include "commands.h"
 #include "report/report.h"
+#include "run_priv.h"
+#include "signals.h"
 
 static void usage(FILE *f)
 {
@@ -45,17 +44,6 @@ static void usage(FILE *f)
            "scenario's verdict error (proc.spawn).\n");
 }
 
-static int parse_uint(const char *s, long long lo, long long hi, long long *out)
-{
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi)
-        return -1;
-    *out = v;
-    return 0;
-}
-
 static int add_tag(char ***v, size_t *n, const char *t)
 {
     char **x = realloc(*v, (*n + 1) * sizeof(char *));
@@ -75,27 +63,31 @@ static int value_opt(run_args *a, const char *o, const char *v)
         return add_tag(&a->exclude, &a->n_exclude, v) ? -1 : 1;
     if (strcmp(o, "--seed") == 0) {
         a->has_seed = 1;
-        return parse_uint(v, 0, (long long)1 << 53, &x) ? -1 : (a->seed = (uint64_t)x, 1);
+        return sr_arg_int(v, 0, (long long)1 << 53, &x) ? -1 : (a->seed = (uint64_t)x, 1);
     }
     if (strcmp(o, "-j") == 0 || strcmp(o, "--jobs") == 0)
-        return parse_uint(v, 1, 256, &x) ? -1 : (a->jobs = (int)x, 1);
+        return sr_arg_int(v, 1, 256, &x) ? -1 : (a->jobs = (int)x, 1);
     if (strcmp(o, "--repeat") == 0)
-        return parse_uint(v, 1, 1000000, &x) ? -1 : (a->repeat = (int)x, a->has_repeat = 1, 1);
+        return sr_arg_int(v, 1, 1000000, &x) ? -1 : (a->repeat = (int)x, a->has_repeat = 1, 1);
     if (strcmp(o, "--out") == 0)
         return *v ? (a->out = v, 1) : -1;
     if (strcmp(o, "--duration") == 0)
-        return parse_uint(v, 1, 86400, &x) ? -1 : (a->duration_ms = x * 1000, 1);
+        return sr_arg_int(v, 1, 86400, &x) ? -1 : (a->duration_ms = x * 1000, 1);
     if (strcmp(o, "--max-scenario-bytes") == 0)
-        return parse_uint(v, 1, (long long)1 << 30, &x) ? -1
-                                                        : (a->max_scenario_bytes = (size_t)x, 1);
+        return sr_arg_scenario_bytes(v, &a->max_scenario_bytes) ? -1 : 1;
     if (strcmp(o, "--report") == 0)
         return sr_report_parse_list(&a->reports, v, NULL) ? -1 : 1;
     if (strcmp(o, "--shard") == 0) {
-        int k, n, used = 0;
-        if (sscanf(v, "%d/%d%n", &k, &n, &used) != 2 || v[used] || n < 1 || k < 1 || k > n)
+        const char *slash = strchr(v, '/');
+        char k_text[24];
+        long long k, n;
+        if (!slash || (size_t)(slash - v) >= sizeof(k_text))
             return -1;
-        a->shard_k = k;
-        a->shard_n = n;
+        snprintf(k_text, sizeof(k_text), "%.*s", (int)(slash - v), v);
+        if (sr_arg_int(slash + 1, 1, INT_MAX, &n) || sr_arg_int(k_text, 1, n, &k))
+            return -1;
+        a->shard_k = (int)k;
+        a->shard_n = (int)n;
         return 1;
     }
     return 0;
@@ -173,7 +165,7 @@ int sr_cmd_run(int argc, char **argv)
         free_args(&a);
         return p > 0 ? SR_EXIT_OK : SR_EXIT_USAGE;
     }
-    signal(SIGPIPE, SIG_IGN);
+    sr_signals_ignore_pipe();
     /* libcurl's global state was initialised by main() before any thread started. */
     int status = sr_run_main(&a, argc, argv);
     free_args(&a);

@@ -1,17 +1,17 @@
 /* syncroll serve: start a scenario's mock engines as child processes for external clients. */
 #include <errno.h>
 #include <poll.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/signalfd.h>
 #include <unistd.h>
 
+#include "args.h"
 #include "commands.h"
 #include "spec/engine_config.h"
 #include "run/procs.h"
 #include "scenario/scenario.h"
+#include "signals.h"
 #include "sr_json.h"
 
 static void usage(FILE *f)
@@ -68,19 +68,18 @@ static int parse_args(serve_args *a, int argc, char **argv)
         if (i + 1 >= argc)
             return -1;
         const char *v = argv[++i];
-        char *end;
-        double d = strtod(v, &end);
+        double d;
         if (strcmp(o, "--listen") == 0) {
             a->listen = v;
-        } else if (strcmp(o, "--ready-timeout") == 0 && !*end && d > 0 && d < 3600) {
+        } else if (strcmp(o, "--ready-timeout") == 0 && !sr_arg_double(v, 0.001, 3600, &d)) {
             a->ready_ms = (int)(d * 1000);
             a->ready_set = 1;
-        } else if (strcmp(o, "--stop-grace") == 0 && !*end && d >= 0 && d < 3600) {
+        } else if (strcmp(o, "--stop-grace") == 0 && !sr_arg_double(v, 0, 3600, &d)) {
             a->grace_ms = (int)(d * 1000);
             a->grace_set = 1;
-        } else if (strcmp(o, "--max-scenario-bytes") == 0 && !*end && d >= 1 &&
-                   d <= (double)(1 << 30) && d == (double)(size_t)d) {
-            a->max_scenario_bytes = (size_t)d;
+        } else if (strcmp(o, "--max-scenario-bytes") == 0) {
+            if (sr_arg_scenario_bytes(v, &a->max_scenario_bytes))
+                return -1;
         } else {
             return -1;
         }
@@ -222,16 +221,16 @@ static void print_urls(const sr_proc *ps, int n, const sr_engine_config *c, cons
 }
 
 /* Waits for SIGINT/SIGTERM/SIGHUP (0) or a child's death (1). */
-static int wait_for_end(int sfd, sr_proc *ps, int n)
+static int wait_for_end(sr_signals *sig, sr_proc *ps, int n)
 {
     for (;;) {
-        struct signalfd_siginfo si;
-        struct pollfd p = {sfd, POLLIN, 0};
+        struct pollfd p = {sig->fd, POLLIN, 0};
         if (poll(&p, 1, -1) < 0 && errno != EINTR)
             return 1;
-        if (read(sfd, &si, sizeof(si)) != (ssize_t)sizeof(si))
+        int signo = sr_signals_next(sig);
+        if (signo <= 0)
             continue;
-        if (si.ssi_signo != SIGCHLD)
+        if (signo != SIGCHLD)
             return 0;
         for (int i = 0; i < n; i++) {
             if (sr_proc_poll_exit(&ps[i])) {
@@ -246,10 +245,9 @@ static int wait_for_end(int sfd, sr_proc *ps, int n)
 
 /* Starts the engines, serves until a stop signal or an engine's death, stops them. */
 static int run_engines(const serve_args *a, serve_plan *p, const sr_engine_config *cfg,
-                       const sigset_t *set)
+                       sr_signals *sig)
 {
     sr_err err = SR_ERR_INIT;
-    int sfd = signalfd(-1, set, SFD_CLOEXEC);
     char self[4096];
     sr_proc ps[SR_ENGINE_MAX_COUNT];
     int n = cfg->count;
@@ -257,9 +255,7 @@ static int run_engines(const serve_args *a, serve_plan *p, const sr_engine_confi
         sr_proc z = SR_PROC_INIT;
         ps[i] = z;
     }
-    int rc = sfd < 0 ? sr_err_set(&err, SR_E_PROC_SPAWN, "signalfd failed") : 0;
-    if (!rc)
-        rc = sr_proc_self_exe(self, sizeof(self), &err);
+    int rc = sr_proc_self_exe(self, sizeof(self), &err);
     if (!rc)
         rc = spawn_all(ps, n, a, p->config, self, &err);
     if (!rc)
@@ -272,13 +268,11 @@ static int run_engines(const serve_args *a, serve_plan *p, const sr_engine_confi
         /* Every engine has read its config, so nothing is left behind even if serve is killed. */
         remove_dir(p);
         print_urls(ps, n, cfg, a->listen);
-        status = wait_for_end(sfd, ps, n) ? SR_EXIT_FAIL : SR_EXIT_OK;
+        status = wait_for_end(sig, ps, n) ? SR_EXIT_FAIL : SR_EXIT_OK;
     }
     int killed = sr_procs_stop(ps, (size_t)n, a->grace_ms);
     if (killed)
         fprintf(stderr, "syncroll serve: %d engine(s) needed SIGKILL\n", killed);
-    if (sfd >= 0)
-        close(sfd);
     return status;
 }
 
@@ -293,34 +287,32 @@ int sr_cmd_serve(int argc, char **argv)
         usage(stderr);
         return SR_EXIT_USAGE;
     }
-    /* Stop signals are blocked (and later read from a signalfd) before the temporary directory
-     * exists, so none can end serve without it being removed. */
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGHUP);
-    sigaddset(&set, SIGCHLD);
-    sigprocmask(SIG_BLOCK, &set, NULL);
+    /* Stop signals are blocked (and read from a signalfd) before the temporary directory exists,
+     * so none can end serve without it being removed. */
+    sr_signals sig;
+    sr_err err = SR_ERR_INIT;
+    int rc = sr_signals_open(&sig, SR_SIG_STOP | SR_SIG_HANGUP | SR_SIG_CHILD, &err);
     serve_plan p;
     p.config = a.file;
     p.dir[0] = '\0';
-    sr_err err = SR_ERR_INIT;
     sr_engine_config cfg;
     sr_engine_config_defaults(&cfg);
     int scenario = 0;
-    int rc = is_scenario(&scenario, a.file, a.max_scenario_bytes, &err);
+    if (!rc)
+        rc = is_scenario(&scenario, a.file, a.max_scenario_bytes, &err);
     if (!rc && scenario)
         rc = plan_scenario(&p, &a, &err);
     if (!rc)
         rc = sr_engine_config_load(&cfg, p.config, 0, &err);
     if (rc) {
         remove_dir(&p);
+        sr_signals_close(&sig);
         fprintf(stderr, "syncroll serve: %s: %s\n", sr_code_name(rc), err.msg);
         /* A scenario file over the size limit is malformed input, as for run and lint. */
         return rc == SR_E_SCENARIO_TOO_LARGE ? SR_EXIT_USAGE : sr_exit_for_code(rc);
     }
-    int status = run_engines(&a, &p, &cfg, &set);
+    int status = run_engines(&a, &p, &cfg, &sig);
+    sr_signals_close(&sig);
     remove_dir(&p);
     sr_engine_config_release(&cfg);
     return status;

@@ -12,6 +12,7 @@
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
 
+#include "args.h"
 #include "commands.h"
 #include "run/procs.h"
 #include "sr_buf.h"
@@ -50,17 +51,6 @@ typedef struct vf_args {
     size_t rows;
 } vf_args;
 
-static int parse_num(const char *s, long long lo, long long hi, long long *out)
-{
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi)
-        return -1;
-    *out = v;
-    return 0;
-}
-
 static int parse_args(vf_args *a, int argc, char **argv)
 {
     a->path = NULL;
@@ -72,11 +62,11 @@ static int parse_args(vf_args *a, int argc, char **argv)
             fputs(USAGE, stdout);
             return -1;
         } else if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc &&
-                   parse_num(argv[i + 1], 0, (1LL << 53), &v) == 0) {
+                   sr_arg_int(argv[i + 1], 0, (1LL << 53), &v) == 0) {
             a->seed = (uint64_t)v;
             i++;
         } else if (strcmp(argv[i], "--rows") == 0 && i + 1 < argc &&
-                   parse_num(argv[i + 1], 1, 1 << 24, &v) == 0) {
+                   sr_arg_int(argv[i + 1], 1, 1 << 24, &v) == 0) {
             a->rows = (size_t)v;
             i++;
         } else if (argv[i][0] == '-' || a->path) {

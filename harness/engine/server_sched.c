@@ -5,12 +5,11 @@
 #include <time.h>
 
 #include "server_priv.h"
+#include "sr_clock.h"
 
 int64_t sr_srv_now_ns(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+    return sr_clock_ns();
 }
 
 /* ---- scheduler heap (min-heap on wake_ns) ---- */

@@ -5,20 +5,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "engine.h"
 #include "engine_state.h"
+#include "sr_clock.h"
 
 /* The receiver's state lives in {sync_dir}/receiver-<engine id>; the id is made file-safe. */
 #define RX_DIR_MAX 3800
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 /* ---- the delta receiver ---- */
 
@@ -150,7 +143,7 @@ int sr_engine_fetch(sr_engine *e, int64_t target, const char *sync_dir, const sr
     sr_delta_fetch_result fr;
     memset(&fr, 0, sizeof(fr));
     pthread_mutex_lock(&e->apply);
-    double t0 = now_ms();
+    double t0 = sr_clock_ms();
     int rc = rx_ensure(e, sync_dir, err);
     if (!rc && corrupt)
         rc = corrupt_next_payload(e, sync_dir, err);
@@ -166,7 +159,7 @@ int sr_engine_fetch(sr_engine *e, int64_t target, const char *sync_dir, const sr
     e->st.workers = fr.last_workers;
     e->st.threads = fr.last_threads;
     e->st.receiver_version = fr.version;
-    e->st.fetch_ms = now_ms() - t0;
+    e->st.fetch_ms = sr_clock_ms() - t0;
     pthread_mutex_unlock(&e->mu);
     pthread_mutex_unlock(&e->apply);
     *fetched = fr.version;

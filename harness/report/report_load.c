@@ -1,6 +1,8 @@
 /* Reads results.json back into a run (sr_report_load, report.h). */
 #include "report_priv.h"
 
+#include <float.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -44,89 +46,82 @@ static const cJSON *get(const cJSON *o, const char *k)
     return cJSON_IsNull(x) ? NULL : x;
 }
 
+/*
+ * The loader's getters. results.json writes null for "not applicable", so a null or absent
+ * member (or a missing parent object) leaves *out as it is; once an error is kept nothing more
+ * is looked at. sr_json's typed getters check the rest and place their errors.
+ */
+static int skip(const ld *l, const cJSON *o, const char *k)
+{
+    return l->rc || !get(o, k);
+}
+
 static void str_owned(ld *l, const cJSON *o, const char *k, char **dst)
 {
-    const cJSON *x = get(o, k);
-    if (!x)
+    const char *s;
+    if (skip(l, o, k) || (l->rc = sr_json_get_string(l->doc, o, k, 1, NULL, &s, l->err)))
         return;
-    if (!cJSON_IsString(x)) {
-        fail(l, x, "'%s' must be a string or null", k);
-        return;
-    }
-    if (sr_result_set_str(dst, x->valuestring, NULL))
+    if (sr_result_set_str(dst, s, NULL))
         nomem(l);
 }
 
 static void str_fixed(ld *l, const cJSON *o, const char *k, char *buf, size_t cap)
 {
-    const cJSON *x = get(o, k);
-    if (x && !cJSON_IsString(x))
-        fail(l, x, "'%s' must be a string or null", k);
-    else if (x)
-        snprintf(buf, cap, "%s", x->valuestring);
+    const char *s;
+    if (!skip(l, o, k) && !(l->rc = sr_json_get_string(l->doc, o, k, 1, NULL, &s, l->err)))
+        snprintf(buf, cap, "%s", s);
 }
 
 static void num(ld *l, const cJSON *o, const char *k, double *out)
 {
-    const cJSON *x = get(o, k);
-    if (x && !cJSON_IsNumber(x))
-        fail(l, x, "'%s' must be a number", k);
-    else if (x)
-        *out = x->valuedouble;
+    if (!skip(l, o, k))
+        l->rc = sr_json_get_double(l->doc, o, k, 1, -DBL_MAX, DBL_MAX, *out, out, l->err);
 }
 
-/* An integer in [lo, hi]; null or absent leaves *out unchanged. */
-static void integer(ld *l, const cJSON *o, const char *k, double lo, double hi, double *out)
+static void integer(ld *l, const cJSON *o, const char *k, int64_t lo, int64_t hi, int64_t *out)
 {
-    const cJSON *x = get(o, k);
-    if (!x)
-        return;
-    if (!cJSON_IsNumber(x) || x->valuedouble != floor(x->valuedouble) || x->valuedouble < lo ||
-        x->valuedouble > hi)
-        fail(l, x, "'%s' must be an integer in [%.0f, %.0f]", k, lo, hi);
-    else
-        *out = x->valuedouble;
+    if (!skip(l, o, k))
+        l->rc = sr_json_get_int(l->doc, o, k, 1, lo, hi, *out, out, l->err);
 }
-
-#define U64_MAX_D 18446744073709549568.0 /* the largest double below 2^64 */
 
 static uint64_t get_u64(ld *l, const cJSON *o, const char *k)
 {
-    double v = 0;
-    integer(l, o, k, 0, U64_MAX_D, &v);
-    return (uint64_t)v;
+    uint64_t v = 0;
+    if (!skip(l, o, k))
+        l->rc = sr_json_get_u64(l->doc, o, k, 1, 0, UINT64_MAX, 0, &v, l->err);
+    return v;
 }
 
 /* Signed; null or absent is -1 (the model's "not applicable"). */
 static int64_t get_opt(ld *l, const cJSON *o, const char *k)
 {
-    double v = -1;
-    integer(l, o, k, -9.2e18, 9.2e18, &v);
-    return (int64_t)v;
+    int64_t v = -1;
+    integer(l, o, k, INT64_MIN, INT64_MAX, &v);
+    return v;
 }
 
 static int get_int(ld *l, const cJSON *o, const char *k)
 {
-    double v = 0;
-    integer(l, o, k, -2147483648.0, 2147483647.0, &v);
+    int64_t v = 0;
+    integer(l, o, k, INT_MIN, INT_MAX, &v);
     return (int)v;
 }
 
 static int get_bool(ld *l, const cJSON *o, const char *k)
 {
-    const cJSON *x = get(o, k);
-    if (x && !cJSON_IsBool(x))
-        fail(l, x, "'%s' must be true or false", k);
-    return cJSON_IsTrue(x);
+    int v = 0;
+    if (!skip(l, o, k))
+        l->rc = sr_json_get_bool(l->doc, o, k, 1, 0, &v, l->err);
+    return v;
 }
 
+/* An object member, or an array member when `array`; NULL when null, absent or wrong. */
 static const cJSON *get_typed(ld *l, const cJSON *o, const char *k, int array)
 {
-    const cJSON *x = get(o, k);
-    if (x && (array ? !cJSON_IsArray(x) : !cJSON_IsObject(x))) {
-        fail(l, x, "'%s' must be an %s", k, array ? "array" : "object");
-        return NULL;
-    }
+    const cJSON *x = NULL;
+    if (!skip(l, o, k))
+        l->rc = array ? sr_json_get_array(l->doc, o, k, 1, &x, l->err)
+                      : sr_json_get_object(l->doc, o, k, 1, &x, l->err);
     return x;
 }
 
@@ -260,8 +255,8 @@ static void load_hist(ld *l, const cJSON *phase, sr_hist *h)
         const cJSON *lo = cJSON_GetArrayItem(x, 0), *c = cJSON_GetArrayItem(x, 1);
         long idx = -1;
         if (cJSON_GetArraySize(x) == 2 && cJSON_IsNumber(lo) && cJSON_IsNumber(c) &&
-            lo->valuedouble >= 0 && lo->valuedouble <= U64_MAX_D && c->valuedouble >= 1 &&
-            c->valuedouble <= U64_MAX_D && c->valuedouble == floor(c->valuedouble))
+            lo->valuedouble >= 0 && lo->valuedouble < 0x1p64 && c->valuedouble >= 1 &&
+            c->valuedouble < 0x1p64 && c->valuedouble == floor(c->valuedouble))
             idx = bucket_at((uint64_t)lo->valuedouble);
         if (idx <= prev) {
             fail(l, x, "a bucket must be [lower bound, count > 0], in increasing order");
@@ -412,8 +407,8 @@ static void load_scenario(ld *l, const cJSON *o, sr_scenario_result *s)
     str_owned(l, o, "description", &s->description);
     strv(l, o, "tags", &s->tags, &s->n_tags);
     s->seed = get_u64(l, o, "seed");
-    double rep = 1;
-    integer(l, o, "repeat", 1, 2147483647.0, &rep);
+    int64_t rep = 1;
+    integer(l, o, "repeat", 1, INT_MAX, &rep);
     s->repeat = (int)rep;
     s->external = get_bool(l, o, "external_engines");
     s->verdict = verdict(l, o, "verdict", SR_VERDICT_PASS);
@@ -488,13 +483,13 @@ int sr_report_load(sr_run_result **out, const char *path, sr_err *err)
         return rc;
     ld l = {doc, err, 0};
     const cJSON *root = sr_json_root(doc);
-    double schema = 0;
+    int64_t schema = 0;
     if (!cJSON_IsObject(root))
         fail(&l, root, "results.json must be an object");
-    integer(&l, root, "schema", 0, 1e9, &schema);
+    integer(&l, root, "schema", 0, 1000000000, &schema);
     if (!l.rc && schema != SR_RESULT_SCHEMA_VERSION)
-        fail(&l, get(root, "schema"), "unsupported schema %.0f (this syncroll reads %d)", schema,
-             SR_RESULT_SCHEMA_VERSION);
+        fail(&l, get(root, "schema"), "unsupported schema %lld (this syncroll reads %d)",
+             (long long)schema, SR_RESULT_SCHEMA_VERSION);
     const cJSON *run_j = get_typed(&l, root, "run", 0);
     const cJSON *scs = get_typed(&l, root, "scenarios", 1);
     sr_run_result *run = NULL;

@@ -4,18 +4,18 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "report_priv.h"
+#include "sr_clock.h"
 
 struct sr_term {
     pthread_mutex_t mu;
     FILE *f;
     sr_term_opts o;
     size_t total, done, failed;
-    struct timespec t0;
-    int drawn; /* a progress line is on screen */
+    int64_t t0_ns; /* sr_clock_ns() at the start */
+    int drawn;     /* a progress line is on screen */
 };
 
 static int env_set(const char *name)
@@ -47,7 +47,7 @@ int sr_term_start(sr_term **out, FILE *f, size_t total, const sr_term_opts *opts
         t->o = *opts;
     else
         sr_term_detect(&t->o, f);
-    clock_gettime(CLOCK_MONOTONIC, &t->t0);
+    t->t0_ns = sr_clock_ns();
     *out = t;
     return 0;
 }
@@ -70,10 +70,7 @@ static void erase(sr_term *t)
 
 static void draw(sr_term *t)
 {
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    long s = (long)(now.tv_sec - t->t0.tv_sec) - (now.tv_nsec < t->t0.tv_nsec);
-    s = s < 0 ? 0 : s;
+    long s = (long)((sr_clock_ns() - t->t0_ns) / 1000000000);
     if (t->total)
         fprintf(t->f, "[%*zu/%zu] ", (int)snprintf(NULL, 0, "%zu", t->total), t->done, t->total);
     else

@@ -11,17 +11,11 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
-extern char **environ;
+#include "sr_clock.h"
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+extern char **environ;
 
 static int open_pidfd(pid_t pid)
 {
@@ -175,7 +169,7 @@ static int not_ready_error(sr_proc *p, size_t i, sr_err *err)
 
 int sr_procs_wait_ready(sr_proc *ps, size_t n, int timeout_ms, sr_err *err)
 {
-    int64_t deadline = now_ms() + timeout_ms;
+    int64_t deadline = (int64_t)sr_clock_ms() + timeout_ms;
     struct pollfd pfd[64];
     size_t idx[64];
     for (;;) {
@@ -193,7 +187,7 @@ int sr_procs_wait_ready(sr_proc *ps, size_t n, int timeout_ms, sr_err *err)
         }
         if (m == 0)
             return 0;
-        int64_t left = deadline - now_ms();
+        int64_t left = deadline - (int64_t)sr_clock_ms();
         if (left <= 0) {
             return sr_err_set_at(err, SR_E_PROC_READY, (int64_t)idx[0],
                                  "child %zu (pid %d) did not report ready within %d ms", idx[0],
@@ -226,7 +220,7 @@ static void wait_all(sr_proc *ps, size_t n, int64_t deadline)
                 pfd[m++].events = POLLIN;
             }
         }
-        int64_t left = deadline - now_ms();
+        int64_t left = deadline - (int64_t)sr_clock_ms();
         if (left_n == 0 || left <= 0)
             return;
         /* Without pidfds (old kernels), poll in short steps. */
@@ -241,7 +235,7 @@ int sr_procs_stop(sr_proc *ps, size_t n, int grace_ms)
     for (size_t i = 0; i < n; i++)
         if (ps[i].pid > 0 && !sr_proc_poll_exit(&ps[i]))
             kill(ps[i].pid, SIGTERM);
-    wait_all(ps, n, now_ms() + grace_ms);
+    wait_all(ps, n, (int64_t)sr_clock_ms() + grace_ms);
     int killed = 0;
     for (size_t i = 0; i < n; i++) {
         if (ps[i].pid > 0 && !sr_proc_poll_exit(&ps[i])) {

@@ -4,10 +4,10 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "sr_gen_extra.h"
 #include "sr_buf.h"
+#include "sr_clock.h"
 #include "sr_envelope.h"
 #include "sr_splice.h"
 
@@ -347,13 +347,6 @@ static int check_faults(vf *v, sr_err *err)
     return 0;
 }
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 static int by_value(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -376,12 +369,12 @@ static int time_splice(vf *v, const sr_buf *b, double *splice_ms, double *copy_m
     int rc = 0;
     for (int i = -1; !rc && i < REPS; i++) {
         const sr_splice_result *r = NULL;
-        double t0 = now_ms();
+        double t0 = sr_clock_ms();
         rc = sr_splice(v->one, b->data, b->len, -1, &r, err);
-        double t1 = now_ms();
+        double t1 = sr_clock_ms();
         memcpy(dst, b->data, b->len);
         __asm__ volatile("" : : "r"(dst) : "memory");
-        double t2 = now_ms();
+        double t2 = sr_clock_ms();
         if (i >= 0) {
             ts[i] = t1 - t0;
             tc[i] = t2 - t1;
