@@ -31,7 +31,7 @@ static int ctl_setup(ctl *t, const sr_client *c, size_t engine, const char *meth
         return sr_err_set(err, SR_E_NOMEM, "client: curl_easy_init failed");
     t->body.max = (size_t)64 << 20;
     CURL *e = t->easy;
-    sr_client_easy_common(e, &c->opts, t->errbuf);
+    sr_client_easy_common(e, c->opts.connect_timeout_ms, t->errbuf);
     curl_easy_setopt(e, CURLOPT_URL, url);
     curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)c->opts.control_timeout_ms);
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, ctl_write);
