@@ -204,7 +204,7 @@ static int generate(sr_buf *body, sr_fanout *fan, const int32_t *prompt, size_t 
     sr_fanout_seg seg = {req.data, req.len};
     sr_fanout_req r;
     memset(&r, 0, sizeof(r));
-    snprintf(r.path, sizeof(r.path), "/skyrl/v1/generate");
+    r.path = "/skyrl/v1/generate";
     r.segs = &seg;
     r.nseg = 1;
     if (!rc)
@@ -236,7 +236,7 @@ typedef struct capture {
 static int capture_all(capture *cap, const char *url, sr_err *err)
 {
     sr_fanout *fan = NULL;
-    int rc = sr_fanout_new(&fan, &url, 1, err);
+    int rc = sr_fanout_new(&fan, &url, 1, 0, err);
     for (size_t i = 0; !rc && i < cap->n; i++) {
         size_t P = i < N_CLEAN ? 1 + 5 * i : 4;
         int32_t *p = cap->prompts + i * PROMPT_MAX;

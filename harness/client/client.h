@@ -73,8 +73,9 @@
  * `resent` (counted with CURLOPT_PREREQFUNCTION), so attempts + resent = requests the engine
  * saw. A request that got any answer is never re-sent, so a protocol fault is hit exactly once.
  *
- * Control plane: sr_client_control sends one request to every engine (or one) concurrently with
- * curl's multi interface, without retries (as the reference), each bounded by control_timeout_ms.
+ * Control plane: sr_client_control sends one request to every engine (or one) concurrently
+ * through a fan-out (fanout.h) made for the call, without retries (as the reference), each
+ * bounded by control_timeout_ms (connecting also by connect_timeout_ms).
  *
  * Concurrency: an sr_client is immutable after sr_client_new (but for its pool of idle conns,
  * guarded by a mutex) and may be shared by any number of threads. An sr_client_conn (one curl

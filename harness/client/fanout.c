@@ -24,6 +24,7 @@ struct sr_fanout {
     CURLM *multi; /* owns the connection cache, so connections outlive each run */
     slot *slots;  /* n * SR_FANOUT_MAX_INFLIGHT */
     struct curl_slist *json_hdr;
+    int64_t connect_ms; /* 0: the deadline bounds connecting too */
 };
 
 static slot *slot_at(sr_fanout *f, size_t engine, int k)
@@ -31,16 +32,19 @@ static slot *slot_at(sr_fanout *f, size_t engine, int k)
     return &f->slots[engine * SR_FANOUT_MAX_INFLIGHT + (size_t)k];
 }
 
-int sr_fanout_new(sr_fanout **out, const char *const *urls, size_t n, sr_err *err)
+int sr_fanout_new(sr_fanout **out, const char *const *urls, size_t n, int64_t connect_timeout_ms,
+                  sr_err *err)
 {
     *out = NULL;
-    if (!urls || n < 1 || n > SR_CLIENT_MAX_ENGINES)
-        return sr_err_set(err, SR_E_INVAL, "fanout: 1..%d engine URLs are needed, got %zu",
-                          SR_CLIENT_MAX_ENGINES, n);
+    if (!urls || n < 1 || n > SR_CLIENT_MAX_ENGINES || connect_timeout_ms < 0)
+        return sr_err_set(err, SR_E_INVAL,
+                          "fanout: 1..%d engine URLs and a connect timeout >= 0 are needed",
+                          SR_CLIENT_MAX_ENGINES);
     sr_fanout *f = calloc(1, sizeof(*f));
     if (!f)
         return sr_err_set(err, SR_E_NOMEM, "fanout: cannot allocate");
     f->n = n;
+    f->connect_ms = connect_timeout_ms;
     f->urls = calloc(n, sizeof(*f->urls));
     f->slots = calloc(n * SR_FANOUT_MAX_INFLIGHT, sizeof(*f->slots));
     f->multi = curl_multi_init();
@@ -164,7 +168,8 @@ static int start_req(sr_fanout *f, int k, sr_fanout_req *r, double deadline_ms)
     snprintf(url, sizeof(url), "%s%s", f->urls[r->engine], r->path);
     double left = deadline_ms - sr_clock_ms();
     long tmo = left < 1 ? 1 : (long)left;
-    sr_client_easy_common(e, tmo, sl->errbuf);
+    long cto = f->connect_ms > 0 && f->connect_ms < tmo ? (long)f->connect_ms : tmo;
+    sr_client_easy_common(e, cto, sl->errbuf);
     curl_easy_setopt(e, CURLOPT_URL, url);
     curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, tmo);
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
@@ -211,7 +216,8 @@ static void cut(sr_fanout_req *r, int64_t budget_ms)
              (long long)budget_ms);
 }
 
-static void finish_req(sr_fanout_req *r, CURLcode cc, CURL *e, int64_t budget_ms)
+static void finish_req(sr_fanout_req *r, CURLcode cc, CURL *e, const char *errbuf,
+                       int64_t budget_ms)
 {
     r->done = 1;
     r->end_ms = sr_clock_ms();
@@ -220,7 +226,8 @@ static void finish_req(sr_fanout_req *r, CURLcode cc, CURL *e, int64_t budget_ms
         cut(r, budget_ms);
     } else if (cc != CURLE_OK) {
         r->code = SR_E_CLIENT_TRANSPORT;
-        snprintf(r->msg, sizeof(r->msg), "transport: %s", curl_easy_strerror(cc));
+        snprintf(r->msg, sizeof(r->msg), "transport: %s%s%s%s", curl_easy_strerror(cc),
+                 errbuf[0] ? " (" : "", errbuf, errbuf[0] ? ")" : "");
     } else if (r->status < 200 || r->status > 299) {
         http_failure(r);
     }
@@ -239,10 +246,15 @@ static void reap(sr_fanout *f, int *failed, int64_t budget_ms)
         CURLcode cc = m->data.result;
         curl_easy_getinfo(e, CURLINFO_PRIVATE, (char **)&r);
         curl_multi_remove_handle(f->multi, e);
-        for (int k = 0; k < SR_FANOUT_MAX_INFLIGHT; k++)
-            if (slot_at(f, (size_t)r->engine, k)->busy == r)
-                slot_at(f, (size_t)r->engine, k)->busy = NULL;
-        finish_req(r, cc, e, budget_ms);
+        const char *errbuf = "";
+        for (int k = 0; k < SR_FANOUT_MAX_INFLIGHT; k++) {
+            slot *sl = slot_at(f, (size_t)r->engine, k);
+            if (sl->busy == r) {
+                sl->busy = NULL;
+                errbuf = sl->errbuf;
+            }
+        }
+        finish_req(r, cc, e, errbuf, budget_ms);
         if (r->code)
             failed[r->engine] = 1;
     }
@@ -298,9 +310,14 @@ int sr_fanout_run(sr_fanout *f, sr_fanout_req *reqs, size_t n, int inflight, dou
 {
     if (inflight < 1 || inflight > SR_FANOUT_MAX_INFLIGHT)
         return sr_err_set(err, SR_E_INVAL, "fanout: %d requests in flight per engine", inflight);
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
+        const char *p = reqs[i].path;
         if (reqs[i].engine < 0 || (size_t)reqs[i].engine >= f->n)
             return sr_err_set(err, SR_E_INVAL, "fanout: request for engine %d", reqs[i].engine);
+        if (!p || p[0] != '/' || strlen(p) >= SR_FANOUT_PATH_MAX)
+            return sr_err_set(err, SR_E_INVAL, "fanout: request %zu has no path or one too long",
+                              i);
+    }
     size_t next[SR_CLIENT_MAX_ENGINES] = {0};
     int failed[SR_CLIENT_MAX_ENGINES] = {0};
     for (;;) {

@@ -14,19 +14,20 @@
  *
  * Connections. An sr_fanout keeps one easy handle per (engine, in-flight slot) and one multi
  * handle whose connection cache outlives each run, so the connections of one run serve the next.
- * A request's connect and transfer timeouts are what is left of the deadline when it starts.
+ * A request's transfer timeout is what is left of the deadline when it starts; its connect
+ * timeout the same, or connect_timeout_ms if that is shorter.
  *
  * Outcomes (sr_fanout_req.code; msg says more, with the deadline as given in budget_ms):
  *   0                        a 2xx arrived; resp holds the body
  *   SR_E_CLIENT_DEADLINE     "no answer before the deadline (B ms)" (timed out or cut) or
  *                            "not sent: the deadline (B ms) passed first"
- *   SR_E_CLIENT_TRANSPORT    "transport: <curl's error>" (refused, reset, a response body over
- *                            resp.max, ...)
+ *   SR_E_CLIENT_TRANSPORT    "transport: <curl's error> (<its detail>)" (refused, reset, a
+ *                            response body over resp.max, ...)
  *   SR_E_CLIENT_HTTP_STATUS  "HTTP <status>[ <check>]: <error.message or the body's text>";
  *                            check receives error.check of a JSON error body ("" if none)
  *
- * Ownership: the fanout copies the URLs; a request's path is inline, its body segments and
- * content type are borrowed and must stay valid until sr_fanout_run returns. resp belongs to the
+ * Ownership: the fanout copies the URLs; a request's path, body segments and content type are
+ * borrowed and must stay valid until sr_fanout_run returns. resp belongs to the
  * request: release it with sr_fanout_reqs_release. Units: ms on the sr_clock_ms clock
  * (lib/sr_clock.h), bytes.
  * Thread-safety: an sr_fanout belongs to one thread at a time. The process must have called
@@ -43,7 +44,7 @@
 #include "sr_err.h"
 
 #define SR_FANOUT_MAX_INFLIGHT 8                  /* requests in flight per engine, at most */
-#define SR_FANOUT_PATH_MAX     192                /* bytes of a path with its query, with NUL */
+#define SR_FANOUT_PATH_MAX     2048               /* bytes of a path with its query, with NUL */
 #define SR_FANOUT_CHECK_MAX    64                 /* bytes of an error body's check name */
 #define SR_FANOUT_RESP_MAX     ((size_t)64 << 20) /* default bound of a response body */
 
@@ -56,12 +57,12 @@ typedef struct sr_fanout_seg {
 /* One request to one engine, and what came of it. Zero it, then set the inputs. */
 typedef struct sr_fanout_req {
     /* inputs */
-    int engine;                    /* 0 .. engine count - 1 */
-    int get;                       /* 1: GET (no body), else POST */
-    char path[SR_FANOUT_PATH_MAX]; /* "/pause?mode=keep": with its query */
-    const char *ctype;             /* POST: the Content-Type; NULL: application/json */
-    const sr_fanout_seg *segs;     /* POST: the body, these segments in order (borrowed) */
-    size_t nseg;                   /* 0: an empty body */
+    int engine;                /* 0 .. engine count - 1 */
+    int get;                   /* 1: GET (no body), else POST */
+    const char *path;          /* "/pause?mode=keep": with its query (borrowed) */
+    const char *ctype;         /* POST: the Content-Type; NULL: application/json */
+    const sr_fanout_seg *segs; /* POST: the body, these segments in order (borrowed) */
+    size_t nseg;               /* 0: an empty body */
     /* outcome */
     int started, done;               /* it was sent; it ended (answered, failed or cut) */
     int code;                        /* 0 or an SR_E_CLIENT_* code (see above) */
@@ -78,9 +79,11 @@ typedef struct sr_fanout sr_fanout;
 
 /*
  * Creates a fan-out over `n` engine base URLs (1 .. SR_CLIENT_MAX_ENGINES, copied; trailing '/'
- * dropped). Errors: SR_E_INVAL (no URLs, too many, one empty or too long), SR_E_NOMEM.
+ * dropped). connect_timeout_ms > 0 bounds each connection attempt; 0: only the deadline does.
+ * Errors: SR_E_INVAL (no URLs, too many, one empty or too long, a negative timeout), SR_E_NOMEM.
  */
-int sr_fanout_new(sr_fanout **out, const char *const *urls, size_t n, sr_err *err);
+int sr_fanout_new(sr_fanout **out, const char *const *urls, size_t n, int64_t connect_timeout_ms,
+                  sr_err *err);
 
 /* Frees f, its handles and connections; NULL is a no-op. */
 void sr_fanout_free(sr_fanout *f);
@@ -92,7 +95,8 @@ const char *sr_fanout_url(const sr_fanout *f, int engine);
  * Runs reqs[0..n) as described above, until each has ended or deadline_ms (absolute, sr_clock_ms)
  * has passed; budget_ms is that deadline as a duration, named in messages. inflight is
  * 1 .. SR_FANOUT_MAX_INFLIGHT. Returns 0 when the requests ran (their outcomes are in reqs),
- * SR_E_INVAL (inflight, an engine out of range) before anything is sent, or SR_E_NOMEM when a
+ * SR_E_INVAL (inflight; an engine out of range; a path NULL, not starting with '/' or of
+ * SR_FANOUT_PATH_MAX bytes or more) before anything is sent, or SR_E_NOMEM when a
  * transfer could not be set up (requests already running are then abandoned: done = 0).
  */
 int sr_fanout_run(sr_fanout *f, sr_fanout_req *reqs, size_t n, int inflight, double deadline_ms,

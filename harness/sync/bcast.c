@@ -161,7 +161,7 @@ int sync_bcast_send(sr_sync *s, int *ok, sr_sync_result *res, sr_err *err)
         for (size_t b = 0; ok[i] && b < nb; b++) {
             sr_fanout_req *r = &reqs[n++];
             r->engine = (int)i;
-            snprintf(r->path, sizeof(r->path), "/collective_rpc");
+            r->path = "/collective_rpc";
             r->ctype = SR_ENGINE_BUCKET_CTYPE;
             r->segs = s->buckets[b].segs;
             r->nseg = s->buckets[b].count + 1;

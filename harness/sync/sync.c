@@ -138,7 +138,7 @@ int sr_sync_new(sr_sync **out, const char *const *urls, size_t n_urls, const sr_
     if (!rc)
         rc = sr_pool_workers(&s->pool, o.workers_cap, o.workers_reserved, o.cores, NULL, err);
     if (!rc)
-        rc = sr_fanout_new(&s->fan, urls, n_urls, err);
+        rc = sr_fanout_new(&s->fan, urls, n_urls, 0, err);
     if (!rc)
         rc = sr_weights_new(&s->w, spec, o.initial_version, err);
     if (!rc)
@@ -281,7 +281,7 @@ static int phase_http(sr_sync *s, sr_sync_result *res, sr_sync_phase p, const ch
         memset(r, 0, sizeof(*r));
         r->engine = (int)i;
         r->get = body == NULL;
-        snprintf(r->path, sizeof(r->path), "%s", path);
+        r->path = path;
         r->segs = &seg;
         r->nseg = body ? 1 : 0;
     }

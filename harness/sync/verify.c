@@ -69,7 +69,7 @@ static void tensor_list(sr_sync *s, int i, char *out, size_t cap, sr_err *err)
     memset(&r, 0, sizeof(r));
     r.engine = i;
     r.get = 1;
-    snprintf(r.path, sizeof(r.path), "/syncroll/v1/state?tensors=1");
+    r.path = "/syncroll/v1/state?tensors=1";
     int64_t budget;
     double end = sync_phase_end(s, SR_SYNC_VERIFY, &budget);
     int L = sr_weights_spec_of(s->w)->num_layers;
@@ -190,7 +190,7 @@ int sync_verify(sr_sync *s, sr_sync_result *res, int64_t target, sr_err *err)
     for (size_t i = 0; i < s->n; i++) {
         reqs[i].engine = (int)i;
         reqs[i].get = 1;
-        snprintf(reqs[i].path, sizeof(reqs[i].path), "/syncroll/v1/state");
+        reqs[i].path = "/syncroll/v1/state";
     }
     int64_t budget;
     double end = sync_phase_end(s, SR_SYNC_VERIFY, &budget);
