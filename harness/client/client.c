@@ -199,3 +199,17 @@ void sr_client_conn_free(sr_client_conn *k)
     free(k->spans);
     free(k);
 }
+
+/* ---- the process ---- */
+
+int sr_client_global_init(sr_err *err)
+{
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+        return sr_err_set(err, SR_E_INTERNAL, "client: curl_global_init failed");
+    return 0;
+}
+
+void sr_client_global_cleanup(void)
+{
+    curl_global_cleanup();
+}

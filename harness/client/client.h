@@ -84,8 +84,9 @@
  * each, taken from the client's pool and given back to it, so the kept-alive connections and
  * warm buffers of one batch serve the next (at most SR_CLIENT_POOL_MAX idle conns are kept; they
  * and their sockets are released by sr_client_free). No global mutable state: the process must call
- * curl_global_init(CURL_GLOBAL_DEFAULT) once, from main() before any thread starts and before
- * the first client (the client test suites do so in theirs), and curl_global_cleanup at exit.
+ * sr_client_global_init (curl_global_init(CURL_GLOBAL_DEFAULT)) once, from main() before any
+ * thread starts and before the first client or fan-out (the client test suites call
+ * curl_global_init in theirs), and sr_client_global_cleanup at exit.
  *
  * Ownership: everything an sr_client_result points to belongs to the conn and stays valid until
  * the next request on that conn or sr_client_conn_free. Units: times in milliseconds, sizes in
@@ -285,6 +286,15 @@ static inline double sr_client_now_ms(void)
 {
     return sr_clock_ms();
 }
+
+/* ---- process ---- */
+
+/*
+ * The HTTP layer's process-wide set-up and tear-down (libcurl's global state): see Concurrency
+ * above for when to call them. Returns 0 or SR_E_INTERNAL (libcurl could not start).
+ */
+int sr_client_global_init(sr_err *err);
+void sr_client_global_cleanup(void);
 
 /* ---- concurrency ---- */
 

@@ -31,7 +31,7 @@
  * request: release it with sr_fanout_reqs_release. Units: ms on the sr_clock_ms clock
  * (lib/sr_clock.h), bytes.
  * Thread-safety: an sr_fanout belongs to one thread at a time. The process must have called
- * curl_global_init (see client.h).
+ * sr_client_global_init (client.h).
  */
 #ifndef SR_CLIENT_FANOUT_H
 #define SR_CLIENT_FANOUT_H
