@@ -141,7 +141,7 @@ static struct curl_slist *post_headers(sr_fanout *f, slot *sl, const char *ctype
     return sl->ctype;
 }
 
-static void set_post(sr_fanout *f, slot *sl, sr_fanout_req *r, struct curl_slist *hdr)
+static void set_post(slot *sl, sr_fanout_req *r, struct curl_slist *hdr)
 {
     CURL *e = sl->easy;
     uint64_t total = 0;
@@ -183,7 +183,7 @@ static int start_req(sr_fanout *f, int k, sr_fanout_req *r, double deadline_ms)
         struct curl_slist *hdr = post_headers(f, sl, r->ctype);
         if (!hdr)
             return -1;
-        set_post(f, sl, r, hdr);
+        set_post(sl, r, hdr);
     }
     if (curl_multi_add_handle(f->multi, e) != CURLM_OK)
         return -1;
