@@ -2,9 +2,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <curl/curl.h>
 
 #include "cli/commands.h"
+#include "client/client.h"
 #include "run/procs.h"
 
 const sr_command sr_commands[] = {
@@ -53,12 +53,13 @@ int main(int argc, char **argv)
              * (not the engines': they would keep every weight-sync bucket's heap), libcurl. */
             if (strcmp(c->name, "engine") != 0)
                 sr_proc_tune_malloc();
-            if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-                fprintf(stderr, "syncroll: curl_global_init failed\n");
+            sr_err err = SR_ERR_INIT;
+            if (sr_client_global_init(&err)) {
+                fprintf(stderr, "syncroll: %s\n", err.msg);
                 return SR_EXIT_FAIL;
             }
             int rc = c->run(argc - 1, argv + 1);
-            curl_global_cleanup();
+            sr_client_global_cleanup();
             return rc;
         }
     }

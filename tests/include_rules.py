@@ -31,7 +31,7 @@ LAYERS = {
                     "harness/scenario", "harness/sync"},
     "harness/cli": {"lib", "harness/spec", "harness/client", "harness/report",
                     "harness/scenario", "harness/sync", "harness/run", "harness/engine"},
-    "harness": {"harness/cli", "lib", "harness/run"},
+    "harness": {"harness/cli", "lib", "harness/run", "harness/client"},
 }
 # The commands that start engines are the only trainer-side files that may include engine/.
 ENGINE_COMMANDS = {"harness/cli/engine.c", "harness/cli/serve.c"}

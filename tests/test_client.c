@@ -10,6 +10,7 @@
 
 #include <curl/curl.h>
 
+#include "client/fanout.h"
 #include "client/retry.h"
 #include "client_gen.h"
 
@@ -454,6 +455,68 @@ START_TEST(control_plane_fans_out)
 }
 END_TEST
 
+/* The fan-out (fanout.h): order and in-flight limit per engine, a failed engine's queue left
+ * unsent, bad calls refused before sending, the deadline cutting and not sending. */
+START_TEST(fanout_runs_queues_per_engine_and_cuts_at_the_deadline)
+{
+    fx f;
+    fx_start(&f, 2, CFG_CLEAN, NULL);
+    sr_fanout *fan = NULL;
+    sr_err e = SR_ERR_INIT;
+    ck_assert_sr_ok(sr_fanout_new(&fan, f.urls, 2, 0, &e), e);
+    sr_fanout_req q[6];
+    memset(q, 0, sizeof q);
+    for (int i = 0; i < 6; i++) {
+        q[i].engine = i == 5;
+        q[i].get = 1;
+        q[i].path = "/syncroll/v1/state";
+    }
+    ck_assert_sr_ok(sr_fanout_run(fan, q, 6, 2, sr_clock_ms() + 10000, 10000, &e), e);
+    for (int i = 0; i < 6; i++) {
+        ck_assert_msg(q[i].code == 0 && q[i].status == 200, "request %d: %s", i, q[i].msg);
+        cJSON *d = cJSON_ParseWithLength(q[i].resp.data, q[i].resp.len);
+        const cJSON *eng = cJSON_GetObjectItemCaseSensitive(d, "engine");
+        ck_assert(cJSON_IsString(eng));
+        ck_assert_str_eq(eng->valuestring, i == 5 ? "engine-1" : "engine-0");
+        cJSON_Delete(d);
+    }
+    sr_fanout_reqs_release(q, 6);
+    /* One at a time: the failure keeps the engine's next request from being sent. */
+    q[0] = (sr_fanout_req){.engine = 1, .get = 1, .path = "/no/such/path"};
+    q[1] = (sr_fanout_req){.engine = 1, .get = 1, .path = "/syncroll/v1/state"};
+    ck_assert_sr_ok(sr_fanout_run(fan, q, 2, 1, sr_clock_ms() + 10000, 10000, &e), e);
+    ck_assert_int_eq(q[0].code, SR_E_CLIENT_HTTP_STATUS);
+    ck_assert_int_eq(q[0].status, 404);
+    ck_assert(!q[1].started && !q[1].done && q[1].code == 0);
+    sr_fanout_reqs_release(q, 2);
+    ck_assert_int_eq(sr_fanout_run(fan, q, 1, 0, sr_clock_ms() + 1000, 1000, &e), SR_E_INVAL);
+    q[0] = (sr_fanout_req){.engine = 2, .get = 1, .path = "/syncroll/v1/state"};
+    ck_assert_int_eq(sr_fanout_run(fan, q, 1, 1, sr_clock_ms() + 1000, 1000, &e), SR_E_INVAL);
+    q[0] = (sr_fanout_req){.engine = 0, .get = 1, .path = "syncroll/v1/state"};
+    ck_assert_int_eq(sr_fanout_run(fan, q, 1, 1, sr_clock_ms() + 1000, 1000, &e), SR_E_INVAL);
+    sr_fanout_free(fan);
+    fx_stop(&f);
+
+    fx_start(&f, 1, CFG_FAULT("{\"kind\":\"stall\",\"endpoints\":[\"pause\"]}"), NULL);
+    ck_assert_sr_ok(sr_fanout_new(&fan, f.urls, 1, 0, &e), e);
+    memset(q, 0, sizeof q);
+    q[0].path = q[1].path = "/pause?mode=keep";
+    double t0 = sr_clock_ms();
+    ck_assert_sr_ok(sr_fanout_run(fan, q, 2, 1, t0 + 300, 300, &e), e);
+    double ms = sr_clock_ms() - t0;
+    ck_assert_msg(ms >= 290 && ms < 2000, "the fan-out ended after %.0f ms", ms);
+    ck_assert_int_eq(q[0].code, SR_E_CLIENT_DEADLINE);
+    ck_assert_msg(strstr(q[0].msg, "no answer before the deadline (300 ms)"), "%s", q[0].msg);
+    /* The engine failed (curl's timeout) or the deadline passed first (not sent): either way
+     * the second request never left. */
+    ck_assert(!q[1].started);
+    ck_assert(q[1].code == 0 || strstr(q[1].msg, "not sent: the deadline (300 ms)"));
+    sr_fanout_reqs_release(q, 2);
+    sr_fanout_free(fan);
+    fx_stop(&f);
+}
+END_TEST
+
 static Suite *client_suite(void)
 {
     Suite *s = suite_create("client");
@@ -467,6 +530,7 @@ static Suite *client_suite(void)
     tcase_add_test(tc, parallel_reuses_conns_across_calls);
     tcase_add_test(tc, backoff_is_capped_jittered_and_seeded);
     tcase_add_test(tc, control_plane_fans_out);
+    tcase_add_test(tc, fanout_runs_queues_per_engine_and_cuts_at_the_deadline);
     suite_add_tcase(s, tc);
     return s;
 }

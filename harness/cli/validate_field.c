@@ -10,12 +10,13 @@
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
-#include <curl/curl.h>
 
 #include "args.h"
+#include "client/fanout.h"
 #include "commands.h"
 #include "run/procs.h"
 #include "sr_buf.h"
+#include "sr_clock.h"
 #include "sr_fields.h"
 #include "run/validate_field.h"
 
@@ -174,14 +175,11 @@ static char *engine_config(const sr_field_def *const *defs, size_t n, uint64_t s
     return txt;
 }
 
-static size_t on_body(char *p, size_t size, size_t n, void *ctx)
-{
-    return sr_buf_append(ctx, p, size * n, NULL) == 0 ? size * n : 0;
-}
+#define GENERATE_MS 30000 /* the deadline of one captured generate */
 
-/* One generate: prompt -> body (HTTP 200 required). */
-static int generate(sr_buf *body, CURL *h, const char *url, const int32_t *prompt, size_t P,
-                    int max_tokens, sr_err *err)
+/* One generate: prompt -> the raw response body (HTTP 200 required). */
+static int generate(sr_buf *body, sr_fanout *fan, const int32_t *prompt, size_t P, int max_tokens,
+                    sr_err *err)
 {
     sr_buf req = SR_BUF_INIT;
     int rc = sr_buf_printf(&req, err,
@@ -193,26 +191,24 @@ static int generate(sr_buf *body, CURL *h, const char *url, const int32_t *promp
         rc = sr_buf_printf(&req, err, i ? ",%d" : "%d", prompt[i]);
     if (!rc)
         rc = sr_buf_puts(&req, "]}", err);
-    sr_buf_reset(body);
-    struct curl_slist *hd = curl_slist_append(NULL, "Content-Type: application/json");
-    char full[600];
-    snprintf(full, sizeof(full), "%s/skyrl/v1/generate", url);
-    long status = 0;
+    sr_fanout_seg seg = {req.data, req.len};
+    sr_fanout_req r;
+    memset(&r, 0, sizeof(r));
+    r.path = "/skyrl/v1/generate";
+    r.segs = &seg;
+    r.nseg = 1;
+    if (!rc)
+        rc = sr_fanout_run(fan, &r, 1, 1, sr_clock_ms() + GENERATE_MS, GENERATE_MS, err);
+    if (!rc && (r.code || r.status != 200))
+        rc = sr_err_set(err, SR_E_CLIENT_TRANSPORT, "POST %s%s: %s (HTTP %ld)",
+                        sr_fanout_url(fan, 0), r.path, r.code ? r.msg : "not 200", r.status);
     if (!rc) {
-        curl_easy_setopt(h, CURLOPT_URL, full);
-        curl_easy_setopt(h, CURLOPT_HTTPHEADER, hd);
-        curl_easy_setopt(h, CURLOPT_POSTFIELDS, req.data);
-        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)req.len);
-        curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-        curl_easy_setopt(h, CURLOPT_WRITEDATA, body);
-        curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 30000L);
-        CURLcode cc = curl_easy_perform(h);
-        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-        if (cc != CURLE_OK || status != 200)
-            rc = sr_err_set(err, SR_E_CLIENT_TRANSPORT, "POST %s: %s (HTTP %ld)", full,
-                            curl_easy_strerror(cc), status);
+        /* The body moves to the caller's buffer. */
+        sr_buf_release(body);
+        *body = r.resp;
+        r.resp = (sr_buf)SR_BUF_INIT;
     }
-    curl_slist_free_all(hd);
+    sr_fanout_reqs_release(&r, 1);
     sr_buf_release(&req);
     return rc;
 }
@@ -229,19 +225,17 @@ typedef struct capture {
 /* Clean requests first (prompts of 1..36 tokens, 1..15 generated), then one per fault. */
 static int capture_all(capture *cap, const char *url, sr_err *err)
 {
-    CURL *h = curl_easy_init();
-    if (!h)
-        return sr_err_set(err, SR_E_NOMEM, "curl_easy_init failed");
-    int rc = 0;
+    sr_fanout *fan = NULL;
+    int rc = sr_fanout_new(&fan, &url, 1, 0, err);
     for (size_t i = 0; !rc && i < cap->n; i++) {
         size_t P = i < N_CLEAN ? 1 + 5 * i : 4;
         int32_t *p = cap->prompts + i * PROMPT_MAX;
         for (size_t j = 0; j < P; j++)
             p[j] = (int32_t)((i * 31 + j * 7 + 3) % 1000);
         cap->P[i] = P;
-        rc = generate(&cap->bodies[i], h, url, p, P, i < N_CLEAN ? 1 + 2 * (int)i : 4, err);
+        rc = generate(&cap->bodies[i], fan, p, P, i < N_CLEAN ? 1 + 2 * (int)i : 4, err);
     }
-    curl_easy_cleanup(h);
+    sr_fanout_free(fan);
     return rc;
 }
 

@@ -1,11 +1,78 @@
+/* The client object: its options, engine URLs, conns and the pool of idle conns (client.h). */
 #include "client.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "client_priv.h"
 #include "retry.h"
+
+/* ---- the client's idle conns ---- */
+
+static int pool_new(sr_conn_pool **out, sr_err *err)
+{
+    sr_conn_pool *p = calloc(1, sizeof *p);
+    if (!p || pthread_mutex_init(&p->mu, NULL) != 0) {
+        free(p);
+        *out = NULL;
+        return sr_err_set(err, SR_E_NOMEM, "client: cannot create the conn pool");
+    }
+    *out = p;
+    return 0;
+}
+
+static void pool_free(sr_conn_pool *p)
+{
+    if (!p)
+        return;
+    for (size_t i = 0; i < p->n; i++)
+        sr_client_conn_free(p->idle[i]);
+    pthread_mutex_destroy(&p->mu);
+    free(p);
+}
+
+int sr_client_pool_take(sr_client_conn **out, const sr_client *c, sr_err *err)
+{
+    sr_conn_pool *p = c->pool;
+    sr_client_conn *k = NULL;
+    pthread_mutex_lock(&p->mu);
+    if (p->n)
+        k = p->idle[--p->n];
+    pthread_mutex_unlock(&p->mu);
+    if (k) {
+        *out = k;
+        return 0;
+    }
+    return sr_client_conn_new(out, c, err);
+}
+
+void sr_client_pool_give(const sr_client *c, sr_client_conn *k)
+{
+    if (!k)
+        return;
+    sr_conn_pool *p = c->pool;
+    pthread_mutex_lock(&p->mu);
+    int kept = p->n < SR_CLIENT_POOL_MAX;
+    if (kept)
+        p->idle[p->n++] = k;
+    pthread_mutex_unlock(&p->mu);
+    if (!kept)
+        sr_client_conn_free(k);
+}
+
+/* ---- the client ---- */
+
+int sr_client_url_copy(char *dst, const char *url)
+{
+    size_t len = url ? strlen(url) : 0;
+    while (len && url[len - 1] == '/')
+        len--;
+    if (!len || len >= SR_CLIENT_URL_MAX)
+        return -1;
+    memcpy(dst, url, len);
+    dst[len] = '\0';
+    return 0;
+}
 
 static int check_opts(const sr_client_opts *o, sr_err *err)
 {
@@ -40,18 +107,13 @@ int sr_client_new(sr_client **out, const char *const *urls, size_t n_urls, const
         return sr_err_set(err, SR_E_NOMEM, "client: cannot allocate");
     c->opts = o;
     c->n = n_urls;
-    for (size_t i = 0; i < n_urls; i++) {
-        size_t len = urls[i] ? strlen(urls[i]) : 0;
-        while (len && urls[i][len - 1] == '/')
-            len--;
-        if (!len || len >= SR_CLIENT_URL_MAX) {
+    for (size_t i = 0; i < n_urls; i++)
+        if (sr_client_url_copy(c->urls[i], urls[i])) {
             free(c);
             return sr_err_set(err, SR_E_INVAL, "client: engine URL %zu is empty or too long", i);
         }
-        memcpy(c->urls[i], urls[i], len);
-    }
     c->fields = fields;
-    rc = sr_client_pool_new(&c->pool, err);
+    rc = pool_new(&c->pool, err);
     if (!rc && !fields) {
         rc = sr_fields_new(&c->own_fields, err);
         if (!rc)
@@ -70,7 +132,7 @@ void sr_client_free(sr_client *c)
 {
     if (!c)
         return;
-    sr_client_pool_free(c->pool);
+    pool_free(c->pool);
     sr_fields_free(c->own_fields);
     free(c);
 }
@@ -138,344 +200,16 @@ void sr_client_conn_free(sr_client_conn *k)
     free(k);
 }
 
-/* ---- request checks and body ---- */
+/* ---- the process ---- */
 
-static int check_session(const char *s, sr_err *err)
+int sr_client_global_init(sr_err *err)
 {
-    size_t n = s ? strlen(s) : 0;
-    if (n > SR_CLIENT_SESSION_MAX)
-        return sr_err_set(err, SR_E_CLIENT_INVALID, "session_id is longer than %d bytes",
-                          SR_CLIENT_SESSION_MAX);
-    for (size_t i = 0; i < n; i++)
-        if ((unsigned char)s[i] < 0x21 || (unsigned char)s[i] > 0x7e)
-            return sr_err_set(err, SR_E_CLIENT_INVALID,
-                              "session_id byte %zu is not printable ASCII (it is a header)", i);
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+        return sr_err_set(err, SR_E_INTERNAL, "client: curl_global_init failed");
     return 0;
 }
 
-static int check_sampling(const cJSON *sp, sr_err *err)
+void sr_client_global_cleanup(void)
 {
-    if (!sp)
-        return 0;
-    if (!cJSON_IsObject(sp))
-        return sr_err_set(err, SR_E_CLIENT_INVALID, "sampling_params must be an object");
-    const cJSON *n = cJSON_GetObjectItemCaseSensitive(sp, "n");
-    if (n && !cJSON_IsNull(n) && (!cJSON_IsNumber(n) || n->valuedouble > 1))
-        return sr_err_set(err, SR_E_CLIENT_INVALID,
-                          "n > 1 is not supported. Use `config.generator.n_samples_per_prompt` "
-                          "instead.");
-    if (cJSON_GetObjectItemCaseSensitive(sp, "routed_experts_prompt_start"))
-        return sr_err_set(err, SR_E_CLIENT_INVALID,
-                          "routed_experts_prompt_start belongs in the request's prompt_start, "
-                          "not in sampling_params");
-    return 0;
-}
-
-/* The client-side validation of skyrl-contract §1.2; nothing is sent when it fails. */
-static int check_request(const sr_client_req *r, sr_err *err)
-{
-    if (!r->token_ids || r->n_tokens == 0)
-        return sr_err_set(err, SR_E_CLIENT_INVALID, "token_ids must be a non-empty list");
-    if (r->prompt_start >= 0 && !r->return_routes)
-        return sr_err_set(err, SR_E_CLIENT_INVALID,
-                          "routed_experts_prompt_start requires return_routed_experts=True");
-    if (r->prompt_start < -1 || r->prompt_start > (int64_t)r->n_tokens)
-        return sr_err_set(err, SR_E_CLIENT_INVALID,
-                          "routed_experts_prompt_start must be an integer within the prompt "
-                          "(got %lld for %zu tokens)",
-                          (long long)r->prompt_start, r->n_tokens);
-    if (r->cache_salt && !r->cache_salt[0])
-        return sr_err_set(err, SR_E_CLIENT_INVALID,
-                          "cache_salt must not be empty (vLLM rejects an empty salt)");
-    for (size_t i = 0; i < r->n_tokens; i++)
-        if (r->token_ids[i] < 0)
-            return sr_err_set_at(err, SR_E_CLIENT_INVALID, (int64_t)i,
-                                 "token_ids[%zu] = %d is negative", i, r->token_ids[i]);
-    int rc = check_sampling(r->sampling_params, err);
-    return rc ? rc : check_session(r->session_id, err);
-}
-
-/* Writes v in decimal at p (at most 11 bytes) and returns the byte count. */
-static size_t put_int32(char *p, int32_t v)
-{
-    char digits[10];
-    size_t n = 0, len = 0;
-    uint32_t u = v < 0 ? 0u - (uint32_t)v : (uint32_t)v;
-    do {
-        digits[n++] = (char)('0' + u % 10);
-        u /= 10;
-    } while (u);
-    if (v < 0)
-        p[len++] = '-';
-    while (n)
-        p[len++] = digits[--n];
-    return len;
-}
-
-/* Appends a member's value as cJSON prints it; integers (cJSON's "%d" case) and the literals
- * without cJSON's allocation and printf, which showed in the per-request profile. */
-static int put_value(sr_buf *b, const cJSON *m, sr_err *err)
-{
-    if (cJSON_IsNumber(m) && m->valuedouble == (double)m->valueint) {
-        char num[16];
-        size_t n = put_int32(num, (int32_t)m->valueint);
-        return sr_buf_append(b, num, n, err);
-    }
-    if (cJSON_IsTrue(m) || cJSON_IsFalse(m) || cJSON_IsNull(m))
-        return sr_buf_puts(b, cJSON_IsTrue(m) ? "true" : cJSON_IsFalse(m) ? "false" : "null", err);
-    char *v = cJSON_PrintUnformatted(m);
-    if (!v)
-        return sr_err_set(err, SR_E_NOMEM, "client: cannot print sampling_params");
-    int rc = sr_buf_puts(b, v, err);
-    free(v);
-    return rc;
-}
-
-static int put_sampling(sr_buf *b, const cJSON *sp, int64_t start, sr_err *err)
-{
-    int rc = sr_buf_puts(b, "{\"sampling_params\":{", err), first = 1;
-    const cJSON *m;
-    cJSON_ArrayForEach(m, sp)
-    {
-        if (!rc && !first)
-            rc = sr_buf_puts(b, ",", err);
-        if (!rc)
-            rc = sr_buf_put_json_string(b, m->string, err);
-        if (!rc)
-            rc = sr_buf_puts(b, ":", err);
-        if (!rc)
-            rc = put_value(b, m, err);
-        first = 0;
-    }
-    if (!rc && start >= 0)
-        rc = sr_buf_printf(b, err, "%s\"routed_experts_prompt_start\":%lld", first ? "" : ",",
-                           (long long)start);
-    return rc ? rc : sr_buf_puts(b, "}", err);
-}
-
-/* The §1.2 body: sampling_params (start injected), model, token_ids, cache_salt, in that order. */
-static int build_body(sr_buf *b, const sr_client_req *r, int64_t start, sr_err *err)
-{
-    sr_buf_reset(b);
-    int rc = put_sampling(b, r->sampling_params, start, err);
-    if (!rc)
-        rc = sr_buf_puts(b, ",\"model\":", err);
-    if (!rc)
-        rc = sr_buf_put_json_string(b, r->model && r->model[0] ? r->model : "default", err);
-    if (!rc && r->n_tokens > (SIZE_MAX - 32) / 12)
-        rc = sr_err_set(err, SR_E_LIMIT, "client: %zu token ids do not fit a request body",
-                        r->n_tokens);
-    if (!rc)
-        rc = sr_buf_reserve(b, r->n_tokens * 12 + 32, err);
-    if (!rc)
-        rc = sr_buf_puts(b, ",\"token_ids\":[", err);
-    /* The reserve holds every id (at most 11 bytes and a comma each), so ids are written in
-     * place: snprintf per id was 8 % of the client's CPU per request (bench/README.md). */
-    for (size_t i = 0; !rc && i < r->n_tokens; i++) {
-        if (i)
-            b->data[b->len++] = ',';
-        b->len += put_int32(b->data + b->len, r->token_ids[i]);
-    }
-    if (!rc)
-        b->data[b->len] = '\0';
-    if (!rc)
-        rc = sr_buf_puts(b, "]", err);
-    if (!rc && r->cache_salt) {
-        rc = sr_buf_puts(b, ",\"cache_salt\":", err);
-        if (!rc)
-            rc = sr_buf_put_json_string(b, r->cache_salt, err);
-    }
-    return rc ? rc : sr_buf_puts(b, "}", err);
-}
-
-/* ---- generate ---- */
-
-typedef struct gen_ctx {
-    sr_client_conn *k;
-    const sr_client_req *req;
-    sr_client_result *out;
-    struct curl_slist *headers;
-    double t0;
-    uint64_t seed;
-} gen_ctx;
-
-static int make_headers(struct curl_slist **out, const char *session, sr_err *err)
-{
-    char line[SR_CLIENT_SESSION_MAX + 32];
-    struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
-    /* curl would otherwise wait for "100 Continue" before sending bodies over 1 KiB. */
-    struct curl_slist *t = h ? curl_slist_append(h, "Expect:") : NULL;
-    if (t && session && session[0]) {
-        snprintf(line, sizeof line, "X-Session-ID: %s", session);
-        t = curl_slist_append(t, line);
-    }
-    if (!t) {
-        curl_slist_free_all(h);
-        return sr_err_set(err, SR_E_NOMEM, "client: cannot build headers");
-    }
-    *out = t;
-    return 0;
-}
-
-/* Names the request in a final error: engine, path, attempt. */
-static int fail(gen_ctx *g, int code, sr_err *err)
-{
-    sr_client_result *o = g->out;
-    o->request_ms = sr_client_now_ms() - g->t0;
-    if (err) {
-        err->code = code;
-        sr_err_prefix(err, "engine %d (%s%s) attempt %d/%d: ", o->engine, o->url, o->path,
-                      o->n_attempts, g->k->c->opts.max_attempts);
-    }
-    return code;
-}
-
-static int decode(gen_ctx *g, const sr_xfer_out *x, sr_err *err)
-{
-    double t0 = sr_client_now_ms();
-    int rc = x->spliced
-                 ? sr_client_decode_spliced(g->out, g->k, x->spliced, g->req->return_routes, err)
-                 : sr_client_decode_native(g->out, g->k, x->native, err);
-    g->out->decode_ms = sr_client_now_ms() - t0;
-    return rc;
-}
-
-/* After failed attempt number a (0-based): 0 to retry, else the final code. */
-static int after_failure(gen_ctx *g, int a, int rc, const sr_xfer_out *x, int deadline_bound,
-                         sr_err *err)
-{
-    const sr_client_opts *o = &g->k->c->opts;
-    sr_client_attempt *att = &g->out->attempts[a];
-    if (x->timed_out && deadline_bound)
-        return sr_err_set(err, SR_E_CLIENT_DEADLINE,
-                          "no complete response within the %lld ms "
-                          "deadline (%s)",
-                          (long long)o->deadline_ms, sr_code_name(rc));
-    sr_retry_facts f = {rc, att->http_status, x->body_json};
-    sr_retry_verdict v = sr_retry_classify(&f, &o->quirks);
-    if (v == SR_RETRY_NO)
-        return rc;
-    if (v == SR_RETRY_DECLINED) {
-        sr_err_prefix(err, "%s not retried (quirk retry_json_decode_only): ", sr_code_name(rc));
-        return err ? (err->code = SR_E_CLIENT_NOT_RETRIED) : SR_E_CLIENT_NOT_RETRIED;
-    }
-    if (a + 1 >= o->max_attempts) {
-        sr_err_prefix(err, "%d attempts failed; last %s: ", a + 1, sr_code_name(rc));
-        return err ? (err->code = SR_E_CLIENT_RETRY_EXHAUSTED) : SR_E_CLIENT_RETRY_EXHAUSTED;
-    }
-    int64_t wait =
-        sr_retry_backoff_ms(o->backoff_initial_ms, o->backoff_max_ms, o->jitter, g->seed, a + 1,
-                            rc == SR_E_CLIENT_HTTP_STATUS ? x->retry_after_ms : -1);
-    double left = (double)o->deadline_ms - (sr_client_now_ms() - g->t0);
-    if ((double)wait >= left)
-        return sr_err_set(err, SR_E_CLIENT_DEADLINE,
-                          "waiting %lld ms after %s would pass the %lld ms deadline",
-                          (long long)wait, sr_code_name(rc), (long long)o->deadline_ms);
-    att->retried = 1;
-    att->wait_ms = (double)wait;
-    g->out->wait_ms += (double)wait;
-    sr_client_sleep_ms(wait);
-    return 0;
-}
-
-static int attempt_loop(gen_ctx *g, sr_err *err)
-{
-    const sr_client_opts *o = &g->k->c->opts;
-    sr_client_result *out = g->out;
-    for (int a = 0; a < o->max_attempts; a++) {
-        double now = sr_client_now_ms();
-        double left = (double)o->deadline_ms - (now - g->t0);
-        if (left < 1)
-            return fail(g,
-                        sr_err_set(err, SR_E_CLIENT_DEADLINE, "the %lld ms deadline passed",
-                                   (long long)o->deadline_ms),
-                        err);
-        int64_t timeout = (int64_t)left;
-        int deadline_bound = 1;
-        if (o->attempt_timeout_ms > 0 && o->attempt_timeout_ms < timeout) {
-            timeout = o->attempt_timeout_ms;
-            deadline_bound = 0;
-        }
-        sr_client_attempt *att = &out->attempts[a];
-        memset(att, 0, sizeof *att);
-        att->start_ms = now - g->t0;
-        out->n_attempts = a + 1;
-        sr_xfer_out x;
-        int rc =
-            sr_client_attempt_run(g->k, g->req->return_routes, g->headers, timeout, att, &x, err);
-        att->elapsed_ms = sr_client_now_ms() - now;
-        out->http_status = att->http_status;
-        out->splice_ms = x.splice_ms;
-        out->bytes_received = att->bytes;
-        out->bytes_total += att->bytes;
-        if (!rc) {
-            rc = decode(g, &x, err);
-            att->code = rc;
-            if (rc)
-                return fail(g, rc, err);
-            out->request_ms = sr_client_now_ms() - g->t0;
-            return 0;
-        }
-        rc = after_failure(g, a, rc, &x, deadline_bound, err);
-        if (rc)
-            return fail(g, rc, err);
-    }
-    return fail(g, sr_err_set(err, SR_E_INTERNAL, "client: attempt loop ended"), err);
-}
-
-static void result_reset(sr_client_result *out)
-{
-    memset(out, 0, sizeof *out);
-    out->engine = -1;
-    out->url = "";
-    out->path = "";
-    out->prompt_start_sent = -1;
-    out->weight_version = -1;
-}
-
-int sr_client_generate(sr_client_result *out, sr_client_conn *k, const sr_client_req *req,
-                       sr_err *err)
-{
-    result_reset(out);
-    gen_ctx g = {k, req, out, NULL, sr_client_now_ms(), 0};
-    int rc = check_request(req, err);
-    if (rc)
-        return rc;
-    const sr_client *c = k->c;
-    out->engine = sr_client_engine_for(c, req->session_id);
-    out->url = c->urls[out->engine];
-    out->path = req->return_routes ? "/skyrl/v1/generate" : "/inference/v1/generate";
-    if (req->return_routes && !c->opts.quirks.no_prompt_start)
-        out->prompt_start_sent = req->prompt_start;
-    rc = build_body(&k->req_body, req, out->prompt_start_sent, err);
-    out->bytes_sent = k->req_body.len;
-    sr_buf_reset(&k->url);
-    if (!rc)
-        rc = sr_buf_printf(&k->url, err, "%s%s", out->url, out->path);
-    if (!rc)
-        rc = make_headers(&g.headers, req->session_id, err);
-    if (rc)
-        return rc;
-    g.seed = sr_retry_seed(c->opts.seed, req->session_id, req->turn);
-    rc = attempt_loop(&g, err);
-    curl_slist_free_all(g.headers);
-    return rc;
-}
-
-int sr_client_finish_session(sr_client_conn *k, const char *session_id)
-{
-    if (!session_id || !session_id[0])
-        return 0;
-    const sr_client *c = k->c;
-    int engine = sr_client_engine_for(c, session_id);
-    char *q = curl_easy_escape(k->easy, session_id, 0);
-    if (!q)
-        return SR_E_NOMEM;
-    char path[SR_CLIENT_SESSION_MAX * 3 + 64];
-    snprintf(path, sizeof path, "/finish_session?session_id=%s", q);
-    curl_free(q);
-    sr_client_reply r;
-    int rc = sr_client_control(&r, 1, c, engine, "POST", path, NULL, NULL);
-    sr_client_reply_release(&r);
-    return rc;
+    curl_global_cleanup();
 }

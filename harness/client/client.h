@@ -73,8 +73,9 @@
  * `resent` (counted with CURLOPT_PREREQFUNCTION), so attempts + resent = requests the engine
  * saw. A request that got any answer is never re-sent, so a protocol fault is hit exactly once.
  *
- * Control plane: sr_client_control sends one request to every engine (or one) concurrently with
- * curl's multi interface, without retries (as the reference), each bounded by control_timeout_ms.
+ * Control plane: sr_client_control sends one request to every engine (or one) concurrently
+ * through a fan-out (fanout.h) made for the call, without retries (as the reference), each
+ * bounded by control_timeout_ms (connecting also by connect_timeout_ms).
  *
  * Concurrency: an sr_client is immutable after sr_client_new (but for its pool of idle conns,
  * guarded by a mutex) and may be shared by any number of threads. An sr_client_conn (one curl
@@ -83,8 +84,9 @@
  * each, taken from the client's pool and given back to it, so the kept-alive connections and
  * warm buffers of one batch serve the next (at most SR_CLIENT_POOL_MAX idle conns are kept; they
  * and their sockets are released by sr_client_free). No global mutable state: the process must call
- * curl_global_init(CURL_GLOBAL_DEFAULT) once, from main() before any thread starts and before
- * the first client (the client test suites do so in theirs), and curl_global_cleanup at exit.
+ * sr_client_global_init (curl_global_init(CURL_GLOBAL_DEFAULT)) once, from main() before any
+ * thread starts and before the first client or fan-out (the client test suites call
+ * curl_global_init in theirs), and sr_client_global_cleanup at exit.
  *
  * Ownership: everything an sr_client_result points to belongs to the conn and stays valid until
  * the next request on that conn or sr_client_conn_free. Units: times in milliseconds, sizes in
@@ -98,6 +100,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "sr_clock.h"
 #include "sr_err.h"
 #include "sr_fields.h"
 #include "sr_ndarray.h"
@@ -277,8 +280,21 @@ int sr_client_control(sr_client_reply *replies, size_t n_replies, const sr_clien
 
 void sr_client_reply_release(sr_client_reply *r);
 
-/* The monotonic clock every timing of the client uses, in ms (CLOCK_MONOTONIC). */
-double sr_client_now_ms(void);
+/* The monotonic clock every timing of the client uses, in ms: sr_clock_ms (lib/sr_clock.h), under
+ * the name its callers in run/ and cli/ know. New code calls sr_clock_ms. */
+static inline double sr_client_now_ms(void)
+{
+    return sr_clock_ms();
+}
+
+/* ---- process ---- */
+
+/*
+ * The HTTP layer's process-wide set-up and tear-down (libcurl's global state): see Concurrency
+ * above for when to call them. Returns 0 or SR_E_INTERNAL (libcurl could not start).
+ */
+int sr_client_global_init(sr_err *err);
+void sr_client_global_cleanup(void);
 
 /* ---- concurrency ---- */
 

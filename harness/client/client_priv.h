@@ -16,7 +16,7 @@ struct sr_client {
     sr_client_opts opts;
     const sr_fields *fields;
     sr_fields *own_fields;     /* the built-ins when the caller gave none */
-    struct sr_conn_pool *pool; /* idle conns kept for the next sr_client_parallel (parallel.c) */
+    struct sr_conn_pool *pool; /* idle conns kept for the next sr_client_parallel */
 };
 
 /* Idle conns of a client; the only part of an sr_client that changes after sr_client_new. */
@@ -26,9 +26,15 @@ typedef struct sr_conn_pool {
     size_t n;
 } sr_conn_pool;
 
-/* Creates / frees a client's pool (freeing the idle conns). */
-int sr_client_pool_new(sr_conn_pool **out, sr_err *err);
-void sr_client_pool_free(sr_conn_pool *p);
+/* An idle conn of the client, or a new one when none is idle (SR_E_NOMEM). */
+int sr_client_pool_take(sr_client_conn **out, const sr_client *c, sr_err *err);
+
+/* Keeps k (and its kept-alive connections) for the next call; beyond the cap it is freed. */
+void sr_client_pool_give(const sr_client *c, sr_client_conn *k);
+
+/* Copies an engine base URL into dst (SR_CLIENT_URL_MAX bytes) without its trailing '/'s;
+ * -1 if it is NULL, empty or too long. */
+int sr_client_url_copy(char *dst, const char *url);
 
 struct sr_client_conn {
     const sr_client *c;
@@ -61,8 +67,9 @@ typedef struct sr_xfer_out {
 /* Sleeps ms milliseconds (restarting after signals). */
 void sr_client_sleep_ms(int64_t ms);
 
-/* Applies the options every transfer shares (no signals, no Expect, HTTP/1.1, timeouts). */
-void sr_client_easy_common(CURL *e, const sr_client_opts *o, char *errbuf);
+/* Applies the options every transfer shares (no signals, HTTP/1.1, no delay, no redirects, no
+ * proxy, the connect timeout in ms, errbuf of CURL_ERROR_SIZE bytes for curl's messages). */
+void sr_client_easy_common(CURL *e, int64_t connect_timeout_ms, char *errbuf);
 
 /*
  * Runs one attempt: POST k->req_body to k->url with `headers`, the response spliced while it
@@ -81,6 +88,10 @@ int sr_client_decode_spliced(sr_client_result *out, sr_client_conn *k, const sr_
 /* Reads a parsed native response into `out`. */
 int sr_client_decode_native(sr_client_result *out, sr_client_conn *k, const cJSON *doc,
                             sr_err *err);
+
+/* error.check of a JSON error body {"error":{"check":..}} (the mock engine names its check
+ * there), or NULL; borrowed from doc. */
+const char *sr_client_body_check(const cJSON *doc);
 
 /* The message of a non-2xx body: error.message of a JSON body, else its text (cut, one line). */
 void sr_client_status_text(char *out, size_t cap, const char *body, size_t len, const cJSON *doc);

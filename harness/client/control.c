@@ -1,99 +1,36 @@
+/* Control-plane calls (client.h): one request to one engine or to each, concurrently, through a
+ * fan-out made for the call, each outcome turned into an sr_client_reply. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "client_priv.h"
+#include "fanout.h"
+#include "sr_clock.h"
 
-/* One engine's transfer of a control-plane call. */
-typedef struct ctl {
-    CURL *easy;
-    sr_buf body;
-    char errbuf[CURL_ERROR_SIZE];
-    size_t slot;
-} ctl;
-
-static size_t ctl_write(char *p, size_t size, size_t nmemb, void *ud)
+/* Fills r from one engine's fan-out outcome (client.h states the reply's codes). */
+static void to_reply(sr_client_reply *r, const sr_fanout_req *q, const sr_client_opts *o)
 {
-    ctl *t = ud;
-    size_t n = size * nmemb;
-    return sr_buf_append(&t->body, p, n, NULL) ? 0 : n;
-}
-
-static int ctl_setup(ctl *t, const sr_client *c, size_t engine, const char *method,
-                     const char *path, const char *json_body, struct curl_slist *headers,
-                     sr_err *err)
-{
-    char url[SR_CLIENT_URL_MAX + 1024];
-    if ((size_t)snprintf(url, sizeof url, "%s%s", c->urls[engine], path) >= sizeof url)
-        return sr_err_set(err, SR_E_INVAL, "client: control path too long");
-    t->easy = curl_easy_init();
-    if (!t->easy)
-        return sr_err_set(err, SR_E_NOMEM, "client: curl_easy_init failed");
-    t->body.max = (size_t)64 << 20;
-    CURL *e = t->easy;
-    sr_client_easy_common(e, &c->opts, t->errbuf);
-    curl_easy_setopt(e, CURLOPT_URL, url);
-    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)c->opts.control_timeout_ms);
-    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, ctl_write);
-    curl_easy_setopt(e, CURLOPT_WRITEDATA, t);
-    curl_easy_setopt(e, CURLOPT_PRIVATE, t);
-    if (strcmp(method, "GET") == 0) {
-        curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
-        return 0;
-    }
-    curl_easy_setopt(e, CURLOPT_POST, 1L);
-    curl_easy_setopt(e, CURLOPT_HTTPHEADER, headers);
-    /* curl copies the body, so the caller's string need not outlive the call's setup. */
-    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE,
-                     (curl_off_t)(json_body ? strlen(json_body) : 0));
-    curl_easy_setopt(e, CURLOPT_COPYPOSTFIELDS, json_body ? json_body : "");
-    return 0;
-}
-
-static void ctl_finish(sr_client_reply *r, ctl *t, CURLcode cc, const sr_client_opts *o)
-{
-    long status = 0;
-    curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &status);
-    r->http_status = (int)status;
-    if (t->body.len)
-        r->body = cJSON_ParseWithLength(t->body.data, t->body.len);
-    if (cc == CURLE_OPERATION_TIMEDOUT) {
+    r->http_status = (int)q->status;
+    if (q->resp.len)
+        r->body = cJSON_ParseWithLength(q->resp.data, q->resp.len);
+    if (q->code == SR_E_CLIENT_DEADLINE) {
         r->code = SR_E_CLIENT_DEADLINE;
         snprintf(r->msg, sizeof r->msg, "no answer within %lld ms",
                  (long long)o->control_timeout_ms);
-    } else if (cc != CURLE_OK) {
-        r->code = SR_E_CLIENT_TRANSPORT;
-        snprintf(r->msg, sizeof r->msg, "%s (%s)", curl_easy_strerror(cc), t->errbuf);
-    } else if (status < 200 || status > 299) {
+    } else if (q->code == SR_E_CLIENT_HTTP_STATUS) {
         char text[256];
-        sr_client_status_text(text, sizeof text, t->body.data ? t->body.data : "", t->body.len,
+        sr_client_status_text(text, sizeof text, q->resp.data ? q->resp.data : "", q->resp.len,
                               r->body);
         r->code = SR_E_CLIENT_HTTP_STATUS;
-        snprintf(r->msg, sizeof r->msg, "HTTP %ld: %s", status, text);
-    } else if (t->body.len && !r->body) {
+        snprintf(r->msg, sizeof r->msg, "HTTP %ld: %s", q->status, text);
+    } else if (q->code) {
+        r->code = SR_E_CLIENT_TRANSPORT;
+        snprintf(r->msg, sizeof r->msg, "%s", q->msg);
+    } else if (q->resp.len && !r->body) {
         r->code = SR_E_CLIENT_INVALID_JSON;
-        snprintf(r->msg, sizeof r->msg, "the %zu-byte body is not JSON", t->body.len);
+        snprintf(r->msg, sizeof r->msg, "the %zu-byte body is not JSON", q->resp.len);
     }
-}
-
-static void run_multi(CURLM *m, sr_client_reply *replies, const sr_client_opts *o)
-{
-    int running = 0;
-    do {
-        curl_multi_perform(m, &running);
-        if (running)
-            curl_multi_poll(m, NULL, 0, 100, NULL);
-        CURLMsg *msg;
-        int left;
-        while ((msg = curl_multi_info_read(m, &left))) {
-            if (msg->msg != CURLMSG_DONE)
-                continue;
-            ctl *t = NULL;
-            curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&t);
-            if (t)
-                ctl_finish(&replies[t->slot], t, msg->data.result, o);
-        }
-    } while (running);
 }
 
 void sr_client_reply_release(sr_client_reply *r)
@@ -108,36 +45,38 @@ int sr_client_control(sr_client_reply *replies, size_t n_replies, const sr_clien
                       const char *method, const char *path, const char *json_body, sr_err *err)
 {
     size_t first = engine < 0 ? 0 : (size_t)engine, n = engine < 0 ? c->n : 1;
+    int get = method && strcmp(method, "GET") == 0;
     if ((engine >= 0 && (size_t)engine >= c->n) || n_replies < n || !path || path[0] != '/' ||
-        (strcmp(method, "GET") && strcmp(method, "POST")))
+        (!get && (!method || strcmp(method, "POST"))))
         return sr_err_set(err, SR_E_INVAL, "client: bad control-plane call");
     memset(replies, 0, n * sizeof *replies);
-    ctl *ts = calloc(n, sizeof *ts);
-    CURLM *m = curl_multi_init();
-    struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
-    struct curl_slist *h2 = h ? curl_slist_append(h, "Expect:") : NULL;
-    int rc = ts && m && h2 ? 0 : sr_err_set(err, SR_E_NOMEM, "client: cannot set up a call");
+    const char *urls[SR_CLIENT_MAX_ENGINES];
+    for (size_t i = 0; i < n; i++)
+        urls[i] = c->urls[first + i];
+    sr_fanout_req *reqs = calloc(n, sizeof *reqs);
+    sr_fanout *f = NULL;
+    int rc = reqs ? sr_fanout_new(&f, urls, n, c->opts.connect_timeout_ms, err)
+                  : sr_err_set(err, SR_E_NOMEM, "client: cannot set up a call");
+    sr_fanout_seg body = {json_body ? json_body : "", json_body ? strlen(json_body) : 0};
     for (size_t i = 0; !rc && i < n; i++) {
-        ts[i].slot = i;
-        rc = ctl_setup(&ts[i], c, first + i, method, path, json_body, h2, err);
-        if (!rc)
-            curl_multi_add_handle(m, ts[i].easy);
+        reqs[i].engine = (int)i;
+        reqs[i].get = get;
+        reqs[i].path = path;
+        reqs[i].segs = &body;
+        reqs[i].nseg = 1;
     }
+    int64_t budget = c->opts.control_timeout_ms;
     if (!rc)
-        run_multi(m, replies, &c->opts);
-    for (size_t i = 0; ts && i < n; i++) {
-        if (ts[i].easy) {
-            curl_multi_remove_handle(m, ts[i].easy);
-            curl_easy_cleanup(ts[i].easy);
-        }
-        sr_buf_release(&ts[i].body);
-    }
+        rc = sr_fanout_run(f, reqs, n, 1, sr_clock_ms() + (double)budget, budget, err);
+    for (size_t i = 0; !rc && i < n; i++)
+        to_reply(&replies[i], &reqs[i], &c->opts);
     for (size_t i = 0; !rc && i < n; i++)
         if (replies[i].code)
             rc = sr_err_set(err, replies[i].code, "engine %zu (%s) %s %s: %s", first + i,
                             c->urls[first + i], method, path, replies[i].msg);
-    free(ts);
-    curl_multi_cleanup(m);
-    curl_slist_free_all(h);
+    if (reqs)
+        sr_fanout_reqs_release(reqs, n);
+    sr_fanout_free(f);
+    free(reqs);
     return rc;
 }

@@ -1,16 +1,12 @@
+/* One attempt of a generate on a conn's easy handle, and the pieces every transfer of the client
+ * layer shares (client_priv.h). */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
 #include "client_priv.h"
-
-double sr_client_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
+#include "sr_clock.h"
 
 void sr_client_sleep_ms(int64_t ms)
 {
@@ -21,13 +17,13 @@ void sr_client_sleep_ms(int64_t ms)
         ;
 }
 
-void sr_client_easy_common(CURL *e, const sr_client_opts *o, char *errbuf)
+void sr_client_easy_common(CURL *e, int64_t connect_timeout_ms, char *errbuf)
 {
     /* Threads share the process: curl must not use signals for its timeouts. */
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
     curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
-    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)o->connect_timeout_ms);
+    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)connect_timeout_ms);
     curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
     curl_easy_setopt(e, CURLOPT_PROXY, "");
     errbuf[0] = '\0';
@@ -68,9 +64,9 @@ static void start_body(xfer *x)
         return;
     }
     x->mode = MODE_SPLICE;
-    double t0 = sr_client_now_ms();
+    double t0 = sr_clock_ms();
     x->stop_rc = sr_splice_stream_begin(x->k->splicer, x->content_length, &x->stop_err);
-    x->splice_ms += sr_client_now_ms() - t0;
+    x->splice_ms += sr_clock_ms() - t0;
 }
 
 static size_t on_write(char *p, size_t size, size_t nmemb, void *ud)
@@ -85,9 +81,9 @@ static size_t on_write(char *p, size_t size, size_t nmemb, void *ud)
     x->chunks++;
     sr_client_conn *k = x->k;
     if (x->mode == MODE_SPLICE) {
-        double t0 = sr_client_now_ms();
+        double t0 = sr_clock_ms();
         x->stop_rc = sr_splice_stream_feed(k->splicer, p, n, &x->stop_err);
-        x->splice_ms += sr_client_now_ms() - t0;
+        x->splice_ms += sr_clock_ms() - t0;
         return x->stop_rc ? 0 : n;
     }
     if (x->mode == MODE_NATIVE) {
@@ -113,8 +109,7 @@ static int on_prereq(void *ud, char *conn_primary_ip, char *conn_local_ip, int c
     return CURL_PREREQFUNC_OK;
 }
 
-/* error.check of a JSON error body (the mock engine names its check there), or NULL. */
-static const char *body_check(const cJSON *doc)
+const char *sr_client_body_check(const cJSON *doc)
 {
     const cJSON *e = doc ? cJSON_GetObjectItemCaseSensitive(doc, "error") : NULL;
     const cJSON *c = cJSON_IsObject(e) ? cJSON_GetObjectItemCaseSensitive(e, "check") : NULL;
@@ -125,7 +120,7 @@ void sr_client_status_text(char *out, size_t cap, const char *body, size_t len, 
 {
     const cJSON *e = doc ? cJSON_GetObjectItemCaseSensitive(doc, "error") : NULL;
     const cJSON *m = cJSON_IsObject(e) ? cJSON_GetObjectItemCaseSensitive(e, "message") : NULL;
-    const char *check = body_check(doc);
+    const char *check = sr_client_body_check(doc);
     if (cJSON_IsString(m)) {
         if (check)
             snprintf(out, cap, "%s [%s]", m->valuestring, check);
@@ -152,7 +147,7 @@ static int finish_error_body(xfer *x, sr_client_attempt *att, sr_xfer_out *out, 
     char text[256];
     sr_client_status_text(text, sizeof text, k->body.data ? k->body.data : "", k->body.len, doc);
     /* An engine over its connection limit says so by name; retry.c retries it as the 503 it is. */
-    const char *check = body_check(doc);
+    const char *check = sr_client_body_check(doc);
     int code = x->status == 503 && check && strcmp(check, "engine.connection_limit") == 0
                    ? SR_E_ENGINE_CONN_LIMIT
                    : SR_E_CLIENT_HTTP_STATUS;
@@ -164,10 +159,10 @@ static int finish_error_body(xfer *x, sr_client_attempt *att, sr_xfer_out *out, 
 static int finish_native(xfer *x, sr_client_attempt *att, sr_xfer_out *out, sr_err *err)
 {
     sr_client_conn *k = x->k;
-    double t0 = sr_client_now_ms();
+    double t0 = sr_clock_ms();
     cJSON_Delete(k->native_doc);
     k->native_doc = cJSON_ParseWithLength(k->body.data ? k->body.data : "", k->body.len);
-    x->splice_ms += sr_client_now_ms() - t0;
+    x->splice_ms += sr_clock_ms() - t0;
     if (!k->native_doc)
         return att->code = sr_err_set(err, SR_E_CLIENT_INVALID_JSON,
                                       "the %zu-byte native response body is not JSON", k->body.len);
@@ -178,9 +173,9 @@ static int finish_native(xfer *x, sr_client_attempt *att, sr_xfer_out *out, sr_e
 static int finish_splice(xfer *x, CURLcode cc, sr_client_attempt *att, sr_xfer_out *out,
                          sr_err *err)
 {
-    double t0 = sr_client_now_ms();
+    double t0 = sr_clock_ms();
     int rc = sr_splice_stream_finish(x->k->splicer, &out->spliced, err);
-    x->splice_ms += sr_client_now_ms() - t0;
+    x->splice_ms += sr_clock_ms() - t0;
     if (rc) {
         out->spliced = NULL;
         if (cc != CURLE_OK)
@@ -229,7 +224,7 @@ int sr_client_attempt_run(sr_client_conn *k, int splice, const struct curl_slist
     memset(out, 0, sizeof *out);
     out->retry_after_ms = -1;
     CURL *e = k->easy;
-    sr_client_easy_common(e, &k->c->opts, k->errbuf);
+    sr_client_easy_common(e, k->c->opts.connect_timeout_ms, k->errbuf);
     curl_easy_setopt(e, CURLOPT_URL, k->url.data);
     curl_easy_setopt(e, CURLOPT_POST, 1L);
     curl_easy_setopt(e, CURLOPT_POSTFIELDS, k->req_body.data);

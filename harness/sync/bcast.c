@@ -107,16 +107,16 @@ static int build_bucket(sync_bucket *k, const sr_weights *w, int64_t target, siz
         rc = put_list(b, "checksums", w, k, item_checksum, err);
     if (!rc)
         rc = sr_buf_puts(b, "}}}}\n", err);
-    k->segs = rc ? NULL : calloc(k->count + 1, sizeof(sync_seg));
+    k->segs = rc ? NULL : calloc(k->count + 1, sizeof(sr_fanout_seg));
     if (!rc && !k->segs)
         rc = sr_err_set(err, SR_E_NOMEM, "sync: cannot allocate bucket segments");
     if (rc)
         return rc;
-    k->segs[0] = (sync_seg){b->data, b->len};
+    k->segs[0] = (sr_fanout_seg){b->data, b->len};
     for (size_t i = 0; i < k->count; i++) {
         sr_weights_info t;
         sr_weights_tensor(&t, w, k->first + i, NULL);
-        k->segs[i + 1] = (sync_seg){t.data, t.nbytes};
+        k->segs[i + 1] = (sr_fanout_seg){t.data, t.nbytes};
         k->bytes += t.nbytes;
     }
     return 0;
@@ -154,14 +154,14 @@ int sync_bcast_plan(sr_sync *s, int64_t target, sr_sync_result *res, sr_err *err
 int sync_bcast_send(sr_sync *s, int *ok, sr_sync_result *res, sr_err *err)
 {
     size_t nb = s->n_buckets, n = 0;
-    sync_req *reqs = calloc(s->n * (nb ? nb : 1), sizeof(sync_req));
+    sr_fanout_req *reqs = calloc(s->n * (nb ? nb : 1), sizeof(sr_fanout_req));
     if (!reqs)
         return sr_err_set(err, SR_E_NOMEM, "sync: cannot allocate %zu requests", s->n * nb);
     for (size_t i = 0; i < s->n; i++)
         for (size_t b = 0; ok[i] && b < nb; b++) {
-            sync_req *r = &reqs[n++];
+            sr_fanout_req *r = &reqs[n++];
             r->engine = (int)i;
-            snprintf(r->path, sizeof(r->path), "/collective_rpc");
+            r->path = "/collective_rpc";
             r->ctype = SR_ENGINE_BUCKET_CTYPE;
             r->segs = s->buckets[b].segs;
             r->nseg = s->buckets[b].count + 1;
@@ -171,13 +171,13 @@ int sync_bcast_send(sr_sync *s, int *ok, sr_sync_result *res, sr_err *err)
         inflight = SR_SYNC_MAX_INFLIGHT;
     int64_t budget;
     double end = sync_phase_end(s, SR_SYNC_UPDATE, &budget);
-    int rc = sync_http_run(s->http, reqs, n, inflight, end, budget, err);
+    int rc = sr_fanout_run(s->fan, reqs, n, inflight, end, budget, err);
     double first[SR_CLIENT_MAX_ENGINES], last[SR_CLIENT_MAX_ENGINES];
     int reported[SR_CLIENT_MAX_ENGINES] = {0};
     for (size_t i = 0; i < s->n; i++)
         first[i] = last[i] = -1;
     for (size_t k = 0; !rc && k < n; k++) {
-        sync_req *r = &reqs[k];
+        sr_fanout_req *r = &reqs[k];
         int i = r->engine;
         if (r->started && (first[i] < 0 || r->start_ms < first[i]))
             first[i] = r->start_ms;
@@ -188,15 +188,15 @@ int sync_bcast_send(sr_sync *s, int *ok, sr_sync_result *res, sr_err *err)
         ok[i] = 0;
         if (reported[i]++)
             continue;
-        sync_check(res, r->code, i, -1,
+        sync_check(res, sync_code(r), i, -1,
                    "engine %d (%s): POST /collective_rpc update_weights_nccl bucket %zu of %zu "
                    "(phase update): %s",
-                   i, sync_http_url(s->http, i), (size_t)(k % (nb ? nb : 1)), nb, r->msg);
+                   i, sr_fanout_url(s->fan, i), (size_t)(k % (nb ? nb : 1)), nb, r->msg);
     }
     for (size_t i = 0; i < s->n; i++)
         if (first[i] >= 0 && last[i] >= first[i])
             res->engines[i].apply_ns = (uint64_t)((last[i] - first[i]) * 1e6);
-    sync_reqs_release(reqs, n);
+    sr_fanout_reqs_release(reqs, n);
     free(reqs);
     return rc;
 }

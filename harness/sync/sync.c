@@ -1,21 +1,13 @@
-/* Trainer-side weight-sync orchestration (sync.h). */
+/* Trainer-side weight-sync orchestration (sync.h): options, the trainer's phases and the protocol
+ * sequence over the engines. */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "sr_clock.h"
 #include "sync_priv.h"
-
-static const char *const PHASES[SR_SYNC_PHASE_COUNT] = {"gather", "publish",     "init",  "fetch",
-                                                        "pause",  "reset_cache", "start", "update",
-                                                        "finish", "resume",      "verify"};
-
-const char *sr_sync_phase_name(sr_sync_phase p)
-{
-    return (unsigned)p < SR_SYNC_PHASE_COUNT ? PHASES[p] : NULL;
-}
 
 int sr_sync_transport_parse(sr_sync_transport *out, const char *name, sr_err *err)
 {
@@ -27,47 +19,6 @@ int sr_sync_transport_parse(sr_sync_transport *out, const char *name, sr_err *er
         return sr_err_set(err, SR_E_INVAL, "sync: transport must be delta or broadcast, got '%s'",
                           name ? name : "(null)");
     return 0;
-}
-
-void sync_check(sr_sync_result *res, int code, int engine, int layer, const char *fmt, ...)
-{
-    const char *name = sr_code_name(code) ? sr_code_name(code) : "?";
-    /* One finding per engine and name: a spoiled update also fails its finish, say, and the
-     * first message is the one that explains it. */
-    for (size_t i = 0; engine >= 0 && i < res->n_checks; i++)
-        if (res->checks[i].where.engine == engine && strcmp(res->checks[i].name, name) == 0)
-            return;
-    if (res->n_checks >= SR_SYNC_MAX_CHECKS) {
-        res->checks_dropped++;
-        return;
-    }
-    sr_check *c = &res->checks[res->n_checks++];
-    memset(c, 0, sizeof(*c));
-    snprintf(c->name, sizeof(c->name), "%s", name);
-    c->where = (sr_check_where)SR_CHECK_WHERE_NONE;
-    c->where.engine = engine;
-    c->where.layer = layer;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(c->message, sizeof(c->message), fmt, ap);
-    va_end(ap);
-}
-
-int64_t sync_deadline(const sr_sync *s, sr_sync_phase p)
-{
-    return s->o.phase_deadline_ms[p] > 0 ? s->o.phase_deadline_ms[p] : s->o.deadline_ms;
-}
-
-double sync_phase_end(const sr_sync *s, sr_sync_phase p, int64_t *budget_ms)
-{
-    *budget_ms = sync_deadline(s, p);
-    double end = sync_now_ms() + (double)*budget_ms;
-    int closing = p == SR_SYNC_FINISH || p == SR_SYNC_RESUME || p == SR_SYNC_VERIFY;
-    if (!closing && s->o.total_deadline_ms > 0 && s->t0_ms + (double)s->o.total_deadline_ms < end) {
-        end = s->t0_ms + (double)s->o.total_deadline_ms;
-        *budget_ms = s->o.total_deadline_ms;
-    }
-    return end;
 }
 
 /* Copies s into out as the body of a JSON string (quotes and backslashes escaped). */
@@ -110,7 +61,8 @@ static int check_opts(const sr_sync_opts *o, size_t n_urls, sr_err *err)
                           SR_SYNC_MAX_INFLIGHT);
     for (int p = 0; p < SR_SYNC_PHASE_COUNT; p++)
         if (o->phase_deadline_ms[p] < 0)
-            return sr_err_set(err, SR_E_INVAL, "sync: negative deadline for phase %s", PHASES[p]);
+            return sr_err_set(err, SR_E_INVAL, "sync: negative deadline for phase %s",
+                              sr_sync_phase_name((sr_sync_phase)p));
     if (o->transport == SR_SYNC_DELTA && (!o->sync_dir || !*o->sync_dir))
         return sr_err_set(err, SR_E_INVAL, "sync: the delta transport needs a sync_dir");
     return 0;
@@ -186,7 +138,7 @@ int sr_sync_new(sr_sync **out, const char *const *urls, size_t n_urls, const sr_
     if (!rc)
         rc = sr_pool_workers(&s->pool, o.workers_cap, o.workers_reserved, o.cores, NULL, err);
     if (!rc)
-        rc = sync_http_new(&s->http, urls, n_urls, err);
+        rc = sr_fanout_new(&s->fan, urls, n_urls, 0, err);
     if (!rc)
         rc = sr_weights_new(&s->w, spec, o.initial_version, err);
     if (!rc)
@@ -217,7 +169,7 @@ void sr_sync_free(sr_sync *s)
     sr_delta_publisher_free(s->pub);
     free(s->view);
     sr_weights_free(s->w);
-    sync_http_free(s->http);
+    sr_fanout_free(s->fan);
     free(s->known_version);
     free(s->known_fp);
     free(s->model);
@@ -249,25 +201,25 @@ const sr_weights *sr_sync_weights(const sr_sync *s)
 
 static void phase_done(sr_sync *s, sr_sync_result *res, sr_sync_phase p, double t0)
 {
-    double now = sync_now_ms(), ms = now - t0;
+    double now = sr_clock_ms(), ms = now - t0;
     res->phase_ns[p] += (uint64_t)(ms * 1e6);
     res->phase_ran[p] = 1;
     int64_t dl = sync_deadline(s, p), total = s->o.total_deadline_ms;
     if (p <= SR_SYNC_PUBLISH && ms > (double)dl)
         sync_check(res, SR_E_SYNC_DEADLINE, -1, -1,
-                   "the trainer's %s phase took %.0f ms, over its deadline of %lld ms", PHASES[p],
-                   ms, (long long)dl);
+                   "the trainer's %s phase took %.0f ms, over its deadline of %lld ms",
+                   sr_sync_phase_name(p), ms, (long long)dl);
     else if (p <= SR_SYNC_PUBLISH && total > 0 && now - s->t0_ms > (double)total)
         sync_check(res, SR_E_SYNC_DEADLINE, -1, -1,
                    "the trainer's %s phase ended %.0f ms into the sync, past its deadline of %lld "
                    "ms",
-                   PHASES[p], now - s->t0_ms, (long long)total);
+                   sr_sync_phase_name(p), now - s->t0_ms, (long long)total);
 }
 
 /* Sets the trainer's bytes to content version c (no-op for SR_SYNC_SAME_BYTES). */
 static int gather(sr_sync *s, sr_sync_result *res, int64_t c, sr_err *err)
 {
-    double t0 = sync_now_ms();
+    double t0 = sr_clock_ms();
     int rc = 0;
     if (c >= 0 && c != s->content) {
         rc = sr_weights_reset(s->w, c, err);
@@ -295,7 +247,7 @@ static int publish_delta(sr_sync *s, sr_sync_result *res, int64_t target, int64_
     res->phase_ran[SR_SYNC_GATHER] = res->phase_ran[SR_SYNC_PUBLISH] = 1;
     for (int64_t v = P + 1; !rc && v <= target; v++) {
         rc = gather(s, res, content < 0 ? content : (v == target ? content : v), err);
-        double t0 = sync_now_ms();
+        double t0 = sr_clock_ms();
         sr_delta_publish_result pr;
         if (!rc)
             rc = sr_delta_publish(&pr, s->pub, s->view, sr_weights_count(s->w), s->pool, err);
@@ -319,24 +271,24 @@ static int publish_delta(sr_sync *s, sr_sync_result *res, int64_t target, int64_
 static int phase_http(sr_sync *s, sr_sync_result *res, sr_sync_phase p, const char *path,
                       const char *body, const int *on, int *ok, int *failures, sr_err *err)
 {
-    sync_req reqs[SR_CLIENT_MAX_ENGINES];
-    sync_seg seg = {body, body ? strlen(body) : 0};
+    sr_fanout_req reqs[SR_CLIENT_MAX_ENGINES];
+    sr_fanout_seg seg = {body, body ? strlen(body) : 0};
     size_t n = 0;
     for (size_t i = 0; i < s->n; i++) {
         if (!on[i])
             continue;
-        sync_req *r = &reqs[n++];
+        sr_fanout_req *r = &reqs[n++];
         memset(r, 0, sizeof(*r));
         r->engine = (int)i;
         r->get = body == NULL;
-        snprintf(r->path, sizeof(r->path), "%s", path);
+        r->path = path;
         r->segs = &seg;
         r->nseg = body ? 1 : 0;
     }
-    double t0 = sync_now_ms();
+    double t0 = sr_clock_ms();
     int64_t budget;
     double end = sync_phase_end(s, p, &budget);
-    int rc = sync_http_run(s->http, reqs, n, 1, end, budget, err);
+    int rc = sr_fanout_run(s->fan, reqs, n, 1, end, budget, err);
     *failures = 0;
     for (size_t k = 0; !rc && k < n; k++) {
         int i = reqs[k].engine;
@@ -346,11 +298,12 @@ static int phase_http(sr_sync *s, sr_sync_result *res, sr_sync_phase p, const ch
             continue;
         ok[i] = 0;
         (*failures)++;
-        sync_check(res, reqs[k].code, i, -1, "engine %d (%s): %s %s (phase %s): %s", i,
-                   sync_http_url(s->http, i), body ? "POST" : "GET", path, PHASES[p], reqs[k].msg);
+        sync_check(res, sync_code(&reqs[k]), i, -1, "engine %d (%s): %s %s (phase %s): %s", i,
+                   sr_fanout_url(s->fan, i), body ? "POST" : "GET", path, sr_sync_phase_name(p),
+                   reqs[k].msg);
     }
-    sync_reqs_release(reqs, n);
-    res->phase_ns[p] += (uint64_t)((sync_now_ms() - t0) * 1e6);
+    sr_fanout_reqs_release(reqs, n);
+    res->phase_ns[p] += (uint64_t)((sr_clock_ms() - t0) * 1e6);
     res->phase_ran[p] = 1;
     return rc;
 }
@@ -413,11 +366,11 @@ static int run_protocol(sr_sync *s, sr_sync_result *res, int64_t target, int *ok
                  (long long)target, (long long)target, dir);
         good = step(s, res, SR_SYNC_UPDATE, "/update_weights", body, started, ok, &rc, err);
     } else if (good && !rc) {
-        double t0 = sync_now_ms();
+        double t0 = sr_clock_ms();
         rc = sync_bcast_send(s, ok, res, err);
         for (size_t i = 0; i < s->n; i++)
             good = good && ok[i];
-        res->phase_ns[SR_SYNC_UPDATE] += (uint64_t)((sync_now_ms() - t0) * 1e6);
+        res->phase_ns[SR_SYNC_UPDATE] += (uint64_t)((sr_clock_ms() - t0) * 1e6);
         res->phase_ran[SR_SYNC_UPDATE] = 1;
     }
     int any_started = 0;
@@ -454,7 +407,7 @@ int sr_sync_run(sr_sync_result *res, sr_sync *s, int64_t target, int64_t content
         content > SR_WEIGHTS_MAX_VERSION)
         return sr_err_set(err, SR_E_INVAL, "sync: target %lld or content %lld out of range",
                           (long long)target, (long long)content);
-    double t0 = sync_now_ms();
+    double t0 = sr_clock_ms();
     s->t0_ms = t0;
     if (target > s->last_target)
         s->last_target = target;
@@ -463,7 +416,7 @@ int sr_sync_run(sr_sync_result *res, sr_sync *s, int64_t target, int64_t content
         rc = publish_delta(s, res, target, content, err);
     } else {
         rc = gather(s, res, content, err);
-        double t1 = sync_now_ms();
+        double t1 = sr_clock_ms();
         if (!rc)
             rc = sync_bcast_plan(s, target, res, err);
         phase_done(s, res, SR_SYNC_PUBLISH, t1);
@@ -474,7 +427,7 @@ int sr_sync_run(sr_sync_result *res, sr_sync *s, int64_t target, int64_t content
     if (!rc)
         rc = run_protocol(s, res, target, ok, err);
     if (!rc && s->o.verify) {
-        double t1 = sync_now_ms();
+        double t1 = sr_clock_ms();
         rc = sync_verify(s, res, target, err);
         phase_done(s, res, SR_SYNC_VERIFY, t1);
     }
@@ -485,6 +438,6 @@ int sr_sync_run(sr_sync_result *res, sr_sync *s, int64_t target, int64_t content
         set_salt(s);
     }
     res->version = s->version;
-    res->total_ns = (uint64_t)((sync_now_ms() - t0) * 1e6);
+    res->total_ns = (uint64_t)((sr_clock_ms() - t0) * 1e6);
     return rc;
 }

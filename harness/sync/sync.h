@@ -63,7 +63,7 @@
  * plain struct filled by sr_sync_run (nothing to release). Units: ns in results, ms in options.
  * Thread-safety: an sr_sync belongs to one thread at a time; engines may be serving generates
  * from other threads during a sync (that is the point of keep-mode pause). The process must have
- * called curl_global_init.
+ * called sr_client_global_init (client/client.h).
  * Errors (return values, not checks): SR_E_INVAL (bad options, target), SR_E_NOMEM, the
  * publisher's SR_E_DELTA_* (the sync dir), SR_E_WEIGHTS_SPEC.
  */

@@ -65,18 +65,18 @@ static int same_fps(const seen *sn, uint64_t g, const uint64_t *layers, int L)
  */
 static void tensor_list(sr_sync *s, int i, char *out, size_t cap, sr_err *err)
 {
-    sync_req r;
+    sr_fanout_req r;
     memset(&r, 0, sizeof(r));
     r.engine = i;
     r.get = 1;
-    snprintf(r.path, sizeof(r.path), "/syncroll/v1/state?tensors=1");
+    r.path = "/syncroll/v1/state?tensors=1";
     int64_t budget;
     double end = sync_phase_end(s, SR_SYNC_VERIFY, &budget);
     int L = sr_weights_spec_of(s->w)->num_layers;
     size_t len = strlen(out), listed = 0, differ = 0;
     int *per = calloc((size_t)L + 1, sizeof(int));
     cJSON *d = NULL;
-    if (per && !sync_http_run(s->http, &r, 1, 1, end, budget, err) && !r.code)
+    if (per && !sr_fanout_run(s->fan, &r, 1, 1, end, budget, err) && !r.code)
         d = cJSON_ParseWithLength(r.resp.data, r.resp.len);
     const cJSON *ts = cJSON_GetObjectItemCaseSensitive(d, "tensors"), *t;
     cJSON_ArrayForEach(t, ts)
@@ -135,7 +135,7 @@ static void report_partial(sr_sync *s, sr_sync_result *res, int i, const seen *s
     sync_check(res, SR_E_SYNC_PARTIAL, i, first,
                "engine %d (%s) holds bytes that differ from version %lld at MoE layer slot%s %s; "
                "tensors: %s",
-               i, sync_http_url(s->http, i), (long long)target, nl == 1 ? "" : "s",
+               i, sr_fanout_url(s->fan, i), (long long)target, nl == 1 ? "" : "s",
                layers[0] ? layers : "(none)", tensors);
 }
 
@@ -155,7 +155,7 @@ static int judge(sr_sync *s, sr_sync_result *res, int i, const seen *sn, int64_t
             sync_check(res, SR_E_SYNC_VERSION_SKEW, i, -1,
                        "engine %d (%s) reports weight version %lld after the sync to version "
                        "%lld (its fingerprints are %s)",
-                       i, sync_http_url(s->http, i), (long long)sn->version, (long long)target,
+                       i, sr_fanout_url(s->fan, i), (long long)sn->version, (long long)target,
                        whose);
         if (!is_new)
             report_partial(s, res, i, sn, new_g, new_l, target, err);
@@ -167,7 +167,7 @@ static int judge(sr_sync *s, sr_sync_result *res, int i, const seen *sn, int64_t
         sync_check(res, SR_E_SYNC_VERSION_SKEW, i, -1,
                    "after the failed sync to version %lld engine %d (%s) reports version %lld but "
                    "holds %s bytes",
-                   (long long)target, i, sync_http_url(s->http, i), (long long)sn->version,
+                   (long long)target, i, sr_fanout_url(s->fan, i), (long long)sn->version,
                    is_new ? "the new" : "the old");
     else
         report_partial(s, res, i, sn, new_g, new_l, target, err);
@@ -179,7 +179,7 @@ int sync_verify(sr_sync *s, sr_sync_result *res, int64_t target, sr_err *err)
     int L = sr_weights_spec_of(s->w)->num_layers;
     uint64_t new_g, *new_l = calloc((size_t)L, sizeof(uint64_t));
     seen sn = {0, 0, calloc((size_t)L, sizeof(uint64_t))};
-    sync_req reqs[SR_CLIENT_MAX_ENGINES];
+    sr_fanout_req reqs[SR_CLIENT_MAX_ENGINES];
     if (!new_l || !sn.layers) {
         free(new_l);
         free(sn.layers);
@@ -190,18 +190,18 @@ int sync_verify(sr_sync *s, sr_sync_result *res, int64_t target, sr_err *err)
     for (size_t i = 0; i < s->n; i++) {
         reqs[i].engine = (int)i;
         reqs[i].get = 1;
-        snprintf(reqs[i].path, sizeof(reqs[i].path), "/syncroll/v1/state");
+        reqs[i].path = "/syncroll/v1/state";
     }
     int64_t budget;
     double end = sync_phase_end(s, SR_SYNC_VERIFY, &budget);
-    int rc = sync_http_run(s->http, reqs, s->n, 1, end, budget, err);
+    int rc = sr_fanout_run(s->fan, reqs, s->n, 1, end, budget, err);
     for (size_t i = 0; !rc && i < s->n; i++) {
         sr_sync_engine_result *er = &res->engines[i];
         cJSON *d = reqs[i].code ? NULL : cJSON_ParseWithLength(reqs[i].resp.data, reqs[i].resp.len);
         if (reqs[i].code || parse_state(&sn, er, d, L)) {
-            sync_check(res, reqs[i].code ? reqs[i].code : SR_E_SYNC_FAILED, (int)i, -1,
+            sync_check(res, reqs[i].code ? sync_code(&reqs[i]) : SR_E_SYNC_FAILED, (int)i, -1,
                        "engine %zu (%s): GET /syncroll/v1/state (phase verify): %s", i,
-                       sync_http_url(s->http, i),
+                       sr_fanout_url(s->fan, i),
                        reqs[i].code ? reqs[i].msg : "the state document has no fingerprints");
             er->ok = 0;
         } else {
@@ -216,7 +216,7 @@ int sync_verify(sr_sync *s, sr_sync_result *res, int64_t target, sr_err *err)
     res->verified = !rc;
     for (size_t i = 0; i < s->n; i++)
         res->verified = res->verified && res->engines[i].ok;
-    sync_reqs_release(reqs, s->n);
+    sr_fanout_reqs_release(reqs, s->n);
     free(new_l);
     free(sn.layers);
     return rc;

@@ -1,0 +1,75 @@
+/* What every phase of a sync shares: phase names, deadlines, findings and the translation of
+ * fan-out outcomes into check codes (sync_priv.h). Calls nothing else in sync/. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "sr_clock.h"
+#include "sync_priv.h"
+
+_Static_assert(SR_SYNC_MAX_INFLIGHT <= SR_FANOUT_MAX_INFLIGHT,
+               "send_workers must fit the fan-out's in-flight slots");
+
+static const char *const PHASES[SR_SYNC_PHASE_COUNT] = {"gather", "publish",     "init",  "fetch",
+                                                        "pause",  "reset_cache", "start", "update",
+                                                        "finish", "resume",      "verify"};
+
+const char *sr_sync_phase_name(sr_sync_phase p)
+{
+    return (unsigned)p < SR_SYNC_PHASE_COUNT ? PHASES[p] : NULL;
+}
+
+void sync_check(sr_sync_result *res, int code, int engine, int layer, const char *fmt, ...)
+{
+    const char *name = sr_code_name(code) ? sr_code_name(code) : "?";
+    /* One finding per engine and name: a spoiled update also fails its finish, say, and the
+     * first message is the one that explains it. */
+    for (size_t i = 0; engine >= 0 && i < res->n_checks; i++)
+        if (res->checks[i].where.engine == engine && strcmp(res->checks[i].name, name) == 0)
+            return;
+    if (res->n_checks >= SR_SYNC_MAX_CHECKS) {
+        res->checks_dropped++;
+        return;
+    }
+    sr_check *c = &res->checks[res->n_checks++];
+    memset(c, 0, sizeof(*c));
+    snprintf(c->name, sizeof(c->name), "%s", name);
+    c->where = (sr_check_where)SR_CHECK_WHERE_NONE;
+    c->where.engine = engine;
+    c->where.layer = layer;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->message, sizeof(c->message), fmt, ap);
+    va_end(ap);
+}
+
+int64_t sync_deadline(const sr_sync *s, sr_sync_phase p)
+{
+    return s->o.phase_deadline_ms[p] > 0 ? s->o.phase_deadline_ms[p] : s->o.deadline_ms;
+}
+
+double sync_phase_end(const sr_sync *s, sr_sync_phase p, int64_t *budget_ms)
+{
+    *budget_ms = sync_deadline(s, p);
+    double end = sr_clock_ms() + (double)*budget_ms;
+    int closing = p == SR_SYNC_FINISH || p == SR_SYNC_RESUME || p == SR_SYNC_VERIFY;
+    if (!closing && s->o.total_deadline_ms > 0 && s->t0_ms + (double)s->o.total_deadline_ms < end) {
+        end = s->t0_ms + (double)s->o.total_deadline_ms;
+        *budget_ms = s->o.total_deadline_ms;
+    }
+    return end;
+}
+
+int sync_code(const sr_fanout_req *r)
+{
+    if (!r->code)
+        return 0;
+    if (r->code == SR_E_CLIENT_DEADLINE)
+        return SR_E_SYNC_DEADLINE;
+    /* The engine names the rule a refusal broke; two of them are findings of their own. */
+    if (r->code == SR_E_CLIENT_HTTP_STATUS && strcmp(r->check, "sync.protocol_order") == 0)
+        return SR_E_SYNC_ORDER;
+    if (r->code == SR_E_CLIENT_HTTP_STATUS && strcmp(r->check, "delta.checksum") == 0)
+        return SR_E_SYNC_CHECKSUM;
+    return SR_E_SYNC_FAILED;
+}
