@@ -288,7 +288,7 @@ int sr_scenario_write_engine(const sr_scenario *s, const char *path, sr_err *err
 int sr_scenario_files(char ***out, size_t *n, char *const *paths, size_t n_paths, sr_err *err);
 void sr_scenario_files_free(char **v, size_t n);
 
-/* 1 if `name` is a check a scenario may expect (verify.h's names or any sr_err name). */
+/* 1 if `name` is a check a scenario may expect (spec/checks.h's names or any sr_err name). */
 int sr_scenario_known_check(const char *name);
 
 /* 1 if `name` is a classification of trace.row_mismatch. */

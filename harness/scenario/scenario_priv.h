@@ -37,15 +37,15 @@ int sr_scn_strlist(scn_parse *p, const cJSON *obj, const char *key, size_t maxle
 int sr_scn_fail(scn_parse *p, const cJSON *node, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* Steps, expect and budgets (scenario_steps.c). */
+/* Steps, expect and budgets (steps.c). */
 int sr_scn_parse_steps(scn_parse *p, const cJSON *root);
 int sr_scn_parse_expect(scn_parse *p, const cJSON *root);
 int sr_scn_parse_budgets(scn_parse *p, const cJSON *root);
 
-/* Writers of the step, expect and budget sections (scenario_write.c). */
+/* Writers of the step, expect and budget sections (write_steps.c). */
 cJSON *sr_scn_steps_json(const sr_scenario *s);
 
-/* The `soak` object: defaults, parser and writer (scenario_soak.c). */
+/* The `soak` object: defaults, parser and writer (soak.c). */
 void sr_scn_soak_defaults(sr_scenario *s);
 int sr_scn_parse_soak(scn_parse *p, const cJSON *root);
 cJSON *sr_scn_soak_json(const sr_scenario *s);

@@ -1,4 +1,5 @@
-/* Broadcast over HTTP, trainer side: planning buckets and sending them (sync.h, engine.h). */
+/* Broadcast over HTTP, trainer side: planning buckets and sending them (sync.h; bucket framing in
+ * spec/endpoints.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
