@@ -6,11 +6,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "sr_clock.h"
+
 double bench_now_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+    return sr_clock_ms();
 }
 
 static int cmp_double(const void *a, const void *b)

@@ -1,6 +1,6 @@
 /*
  * Fixtures of the client and rollout suites: real mock-engine processes (`syncroll engine` on
- * port 0, spawned with harness/procs.h, readiness from the pipe), a client over them, the engines'
+ * port 0, spawned with harness/run/procs.h, readiness from the pipe), a client over them, the engines'
  * request counters (/syncroll/v1/state), and the routing oracle of the same config so a test can
  * recompute every route row.
  */

@@ -1,7 +1,8 @@
 # tests/lib.sh: the prologue and helpers every shell test shares (POSIX sh). A test starts with
 #     . "$(dirname "$0")/lib.sh"
 # (ctest runs each as `sh tests/NAME.sh`, so $0 names the script). After it:
-#   S     the syncroll executable: $SYNCROLL, which must be set
+#   S     the syncroll executable: $SYNCROLL, which must be set unless the script sets
+#         SR_NO_EXECUTABLE=1 before sourcing (a test of the sources alone)
 #   SRC   the source tree: $SYNCROLL_SOURCE_DIR, else the folder above tests/
 #   tmp   a private temporary directory, removed when the script exits (unless keep_tmp)
 #   fail  0 until `bad` records a failure; `finish` exits with it
@@ -11,7 +12,11 @@
 # shellcheck disable=SC2034 # S, SRC and OUT are for the sourcing script
 set -u
 
-S=${SYNCROLL:?SYNCROLL must point at the syncroll executable}
+if [ "${SR_NO_EXECUTABLE:-0}" = 1 ]; then
+    S=
+else
+    S=${SYNCROLL:?SYNCROLL must point at the syncroll executable}
+fi
 SRC=${SYNCROLL_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/syncroll-test-XXXXXX") || exit 2
 fail=0

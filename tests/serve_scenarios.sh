@@ -143,6 +143,7 @@ ok "engines.count"
 printf '{"id": "f", "description": "d", "seed": 9,\n "engines": {"faults": [{"kind": "http_503_json", "id": "first", "nth": [1]}]},\n "steps": [{"kind": "rollout"}]}\n' >"$tmp/f503.json"
 "$S" serve "$tmp/f503.json" >"$tmp/f503.out" 2>"$tmp/f503.err" &
 pid=$!
+at_exit 'kill "$pid" 2>/dev/null'
 wait_line "$pid" 200 "$tmp/f503.out" || die "serve of $tmp/f503.json: $(cat "$tmp/f503.err")"
 u=$(grep -o '"url":"[^"]*"' "$tmp/f503.out" | sed 's/"url":"//; s/"$//')
 for want in 503 200; do
@@ -153,6 +154,7 @@ done
 curl -sS -m 5 "$u/syncroll/v1/state" | grep -q '"id":"first","kind":"http_503_json".*"fired":1' || die "state shows no fired fault"
 kill -TERM "$pid"
 wait "$pid" || die "serve of $tmp/f503.json exited with $?"
+at_exit ''
 ok "scenario faults take effect"
 
 # A plain engine config still works, with its own loader's errors.

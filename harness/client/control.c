@@ -70,6 +70,11 @@ int sr_client_control(sr_client_reply *replies, size_t n_replies, const sr_clien
         rc = sr_fanout_run(f, reqs, n, 1, sr_clock_ms() + (double)budget, budget, err);
     for (size_t i = 0; !rc && i < n; i++)
         to_reply(&replies[i], &reqs[i], &c->opts);
+    /* Nothing was sent (no memory, a path too long): every reply says so, as the header promises. */
+    for (size_t i = 0; rc && i < n; i++) {
+        replies[i].code = rc;
+        snprintf(replies[i].msg, sizeof replies[i].msg, "%s", err ? err->msg : "not sent");
+    }
     for (size_t i = 0; !rc && i < n; i++)
         if (replies[i].code)
             rc = sr_err_set(err, replies[i].code, "engine %zu (%s) %s %s: %s", first + i,

@@ -15,7 +15,9 @@
  * Connections. An sr_fanout keeps one easy handle per (engine, in-flight slot) and one multi
  * handle whose connection cache outlives each run, so the connections of one run serve the next.
  * A request's transfer timeout is what is left of the deadline when it starts; its connect
- * timeout the same, or connect_timeout_ms if that is shorter.
+ * timeout the same, or connect_timeout_ms if that is shorter. The handles carry the client's
+ * common options (sr_client_easy_common): no proxy (an http_proxy in the environment is
+ * ignored: engines are addressed directly) and no redirects.
  *
  * Outcomes (sr_fanout_req.code; msg says more, with the deadline as given in budget_ms):
  *   0                        a 2xx arrived; resp holds the body

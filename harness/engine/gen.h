@@ -14,8 +14,9 @@
  *                "logprobs":{"content":[{"logprob":-0.1},..]}|null,
  *                "routed_experts":{"data":..,"shape":[rows,L,K],"dtype":..}|null,
  *                "rollout_sample_support":{..,"shape":[G,S],"dtype":"int32"}|null  (if enabled)
- *                "<extra>":{..}  one per field emitted from a definition (lib/sr_gen_extra.h), in
- * order "syncroll":{"engine":"engine-0","weight_version":v,
+ *                "<extra>":{..}  (one per field emitted from a definition, in order;
+ *                                 lib/sr_gen_extra.h)
+ *                "syncroll":{"engine":"engine-0","weight_version":v,
  *                            "rows":[[lo,hi,version],..],"faults":["kind",..]}}]}
  * "rows" lists the weight version of every forward pass the reply depends on, as half-open
  * spans of token positions: position i covers route row i and the token sampled from it
