@@ -343,6 +343,18 @@ START_TEST(test_writer_round_trips_every_kind)
     ck_assert_sr_ok(sr_fault_plan_write_json(&w, NULL, &err), err);
     ck_assert(cJSON_IsArray(w) && cJSON_GetArraySize(w) == 0);
     cJSON_Delete(w);
+    /* Structs no parse gives are refused, not read past. */
+    sr_fault f;
+    ck_assert_sr_ok(parse_one("{\"kind\": \"latency\", \"ms\": 1}", &f, &err), err);
+    f.dist = (sr_latency_dist)7;
+    ck_assert_sr_code(sr_fault_write_json(&w, &f, &err), err, SR_E_INTERNAL);
+    ck_assert_ptr_null(w);
+    f.dist = SR_LAT_FIXED;
+    f.n_nth = SR_FAULT_MAX_LIST + 1;
+    ck_assert_sr_code(sr_fault_write_json(&w, &f, &err), err, SR_E_INTERNAL);
+    f.n_nth = 0;
+    f.kind = SR_FK_COUNT;
+    ck_assert_sr_code(sr_fault_write_json(&w, &f, &err), err, SR_E_INTERNAL);
 }
 END_TEST
 

@@ -459,11 +459,20 @@ static int add(cJSON *o, const char *key, cJSON *item)
     return -1;
 }
 
-/* Writes parameter p of f, unless it is an absent optional value. */
+#define NOT_PARSED (-2) /* a value the parser never gives: SR_E_INTERNAL */
+
+static int listed(int n)
+{
+    return n >= 0 && n <= SR_FAULT_MAX_LIST;
+}
+
+/* Writes parameter p of f, unless it is an absent optional value; 0, -1 (out of memory) or
+ * NOT_PARSED. */
 static int write_param(cJSON *o, const param *p, const sr_fault *f)
 {
     const char *src = (const char *)f + p->off;
     int64_t list[SR_FAULT_MAX_LIST];
+    sr_latency_dist d;
     if (p->given && !*(const int *)(const void *)((const char *)f + p->given))
         return 0;
     switch (p->type) {
@@ -476,19 +485,23 @@ static int write_param(cJSON *o, const param *p, const sr_fault *f)
     case T_STR:
         return src[0] ? add(o, p->key, cJSON_CreateString(src)) : 0;
     case T_DIST:
-        return add(o, p->key,
-                   cJSON_CreateString(DIST_NAMES[*(const sr_latency_dist *)(const void *)src]));
+        d = *(const sr_latency_dist *)(const void *)src;
+        return (unsigned)d < 3 ? add(o, p->key, cJSON_CreateString(DIST_NAMES[d])) : NOT_PARSED;
     case T_LAYERS:
+        if (!listed(f->n_layers))
+            return NOT_PARSED;
         for (int k = 0; k < f->n_layers; k++)
             list[k] = ((const int *)(const void *)src)[k];
         return f->n_layers ? add(o, p->key, int_array(list, f->n_layers)) : 0;
     }
-    return -1;
+    return NOT_PARSED;
 }
 
 static int write_targeting(cJSON *o, const sr_fault *f, const sr_fault_kind_info *ki)
 {
     int64_t list[64];
+    if (!listed(f->n_nth) || !listed(f->n_turns))
+        return NOT_PARSED;
     int n = 0, rc = add(o, "kind", cJSON_CreateString(ki->name));
     if (!rc)
         rc = add(o, "id", cJSON_CreateString(f->id));
@@ -502,7 +515,8 @@ static int write_targeting(cJSON *o, const sr_fault *f, const sr_fault_kind_info
         if ((f->endpoints >> i & 1) &&
             !cJSON_AddItemToArray(eps, cJSON_CreateString(sr_endpoint_name((sr_endpoint)i))))
             eps = NULL;
-    rc = rc || !eps ? -1 : 0;
+    if (!eps)
+        rc = -1;
     if (!rc && f->n_nth)
         rc = add(o, "nth", int_array(f->nth, f->n_nth));
     if (!rc && f->n_turns)
@@ -530,10 +544,11 @@ int sr_fault_write_json(cJSON **out, const sr_fault *f, sr_err *err)
         }
         rc = write_param(o, p, f);
     }
-    if (rc) {
-        cJSON_Delete(o);
-        return sr_err_set(err, SR_E_NOMEM, "cannot write fault %s", f->id);
-    }
+    cJSON_Delete(rc ? o : NULL);
+    if (rc == NOT_PARSED)
+        return sr_err_set(err, SR_E_INTERNAL, "fault %.64s holds a value no plan parses to", f->id);
+    if (rc)
+        return sr_err_set(err, SR_E_NOMEM, "cannot write fault %.64s", f->id);
     *out = o;
     return 0;
 }

@@ -277,7 +277,9 @@ const sr_fault *sr_fault_plan_find(const sr_fault_plan *plan, const char *id);
  * defaults included. Integers are raw integer literals (cJSON would write large ones with an
  * exponent). For a fault from sr_fault_parse at index i, sr_fault_parse of the printed object at
  * index i gives back the same struct, member for member; what it writes for other structs is
- * unspecified. Errors: SR_E_NOMEM, SR_E_INTERNAL (a kind outside the table).
+ * unspecified (but a kind outside the table, a latency dist outside the enum or a list count
+ * outside 0..SR_FAULT_MAX_LIST is SR_E_INTERNAL, never read past the struct). Errors: SR_E_NOMEM,
+ * SR_E_INTERNAL.
  */
 int sr_fault_write_json(cJSON **out, const sr_fault *f, sr_err *err);
 
