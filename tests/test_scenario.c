@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "client/client.h"
 #include "run/rollout.h"
@@ -244,6 +245,15 @@ START_TEST(test_semantic_errors)
     load_bad("{\"id\": \"a\", \"description\": \"d\",\n \"engines\": {\"faults\": [{\"kind\": "
              "\"reset\"}, {\"kind\": \"teleport\"}]},\n" MIN_STEPS "}",
              SR_E_SCENARIO, "t.json:2:44: ", "engines.faults");
+    /* The plan is parsed whole: a repeated id is the engine's own message, at the later id (or
+     * at the fault whose default id it is). */
+    load_bad("{\"id\": \"a\", \"description\": \"d\",\n \"engines\": {\"faults\": [{\"kind\": "
+             "\"reset\", \"id\": \"x\"}, {\"kind\": \"stall\", \"id\": \"x\"}]},\n" MIN_STEPS "}",
+             SR_E_SCENARIO, "t.json:2:73: ", "engines.faults: fault 1: id \"x\" is used twice");
+    load_bad("{\"id\": \"a\", \"description\": \"d\",\n \"engines\": {\"faults\": [{\"kind\": "
+             "\"stall\", \"id\": \"reset#1\"}, {\"kind\": \"reset\"}]},\n" MIN_STEPS "}",
+             SR_E_SCENARIO,
+             "t.json:2:61: ", "engines.faults: fault 1: id \"reset#1\" is used twice");
     load_bad(
         "{\"id\": \"a\", \"description\": \"d\", \"engines\": {\"faults\": []}, \"steps\": "
         "[{\"kind\": \"rollout\"}, {\"kind\": \"check_state\", \"faults_fired\": {\"x\": 1}}]}",
@@ -395,6 +405,38 @@ START_TEST(test_expanded_round_trip_covers_every_key)
 }
 END_TEST
 
+/* The engine config the runner writes carries the scenario's typed plan: the engine loads the
+ * same faults, member for member, and check_state finds faults by their (default) ids. */
+START_TEST(test_engine_config_carries_the_plan)
+{
+    sr_scenario *s = load_ok(
+        "{\"id\": \"f\", \"description\": \"d\", \"engines\": {\"count\": 2, \"faults\": ["
+        "{\"kind\": \"truncate\", \"bytes\": 1000000000000000, \"nth\": [2], \"engines\": [1]},"
+        " {\"kind\": \"latency\", \"dist\": \"uniform\", \"min_ms\": 1, \"max_ms\": 2.5,"
+        "  \"probability\": 0.25, \"id\": \"slow\"},"
+        " {\"kind\": \"http_429\", \"endpoints\": [\"update_weights\"], \"count\": 1}]},"
+        " \"steps\": [{\"kind\": \"rollout\"},"
+        "  {\"kind\": \"check_state\", \"faults_fired\": {\"truncate#0\": 0, \"slow\": 1}}]}");
+    ck_assert_uint_eq(sr_fault_plan_count(s->engine.faults), 3);
+    ck_assert_str_eq(sr_fault_plan_at(s->engine.faults, 2)->id, "http_429#2");
+    char path[] = "/tmp/syncroll_test_engine_XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    sr_err err = SR_ERR_INIT;
+    ck_assert_sr_ok(sr_scenario_write_engine(s, path, &err), err);
+    sr_engine_config c;
+    ck_assert_sr_ok(sr_engine_config_load(&c, path, 1, &err), err);
+    unlink(path);
+    ck_assert_uint_eq(sr_fault_plan_count(c.faults), 3);
+    for (size_t i = 0; i < 3; i++)
+        ck_assert_mem_eq(sr_fault_plan_at(c.faults, i), sr_fault_plan_at(s->engine.faults, i),
+                         sizeof(sr_fault));
+    sr_engine_config_release(&c);
+    sr_scenario_free(s);
+}
+END_TEST
+
 START_TEST(test_seed_override_and_names)
 {
     sr_scenario *s = load_ok("{\"id\": \"a\", \"description\": \"d\", " MIN_STEPS "}");
@@ -424,6 +466,7 @@ static Suite *suite(void)
     tcase_add_test(t, test_semantic_errors);
     tcase_add_test(t, test_values);
     tcase_add_test(t, test_expanded_round_trip_covers_every_key);
+    tcase_add_test(t, test_engine_config_carries_the_plan);
     tcase_add_test(t, test_seed_override_and_names);
     suite_add_tcase(s, t);
     return s;

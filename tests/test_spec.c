@@ -326,6 +326,55 @@ START_TEST(test_endpoints_and_checks)
 }
 END_TEST
 
+/* The fault plan is parsed once, typed, by the engine config's loader too; a plan it refuses is
+ * engine.invalid_config at the fault, with the plan's own message. */
+START_TEST(test_fault_plan_is_typed)
+{
+    sr_engine_config c;
+    sr_err err = SR_ERR_INIT;
+    const char *ok = "{\"seed\": 3, \"faults\": [{\"kind\": \"reset\", \"nth\": [2]},"
+                     " {\"kind\": \"truncate\", \"bytes\": 9, \"id\": \"cut\"}]}";
+    ck_assert_sr_ok(sr_engine_config_parse(&c, ok, strlen(ok), "e.json", 0, &err), err);
+    ck_assert_uint_eq(sr_fault_plan_count(c.faults), 2);
+    ck_assert_str_eq(sr_fault_plan_at(c.faults, 0)->id, "reset#0");
+    ck_assert_int_eq(sr_fault_plan_at(c.faults, 1)->bytes, 9);
+    ck_assert_ptr_nonnull(sr_fault_plan_find(c.faults, "cut"));
+    sr_engine_config_release(&c);
+    ck_assert_ptr_null(c.faults);
+    /* A scenario-shaped document: engines.faults. JSON null: no faults. */
+    const char *scn = "{\"engines\": {\"faults\": [{\"kind\": \"stall\"}]}, \"steps\": []}";
+    ck_assert_sr_ok(sr_engine_config_parse(&c, scn, strlen(scn), "s.json", 0, &err), err);
+    ck_assert_int_eq(sr_fault_plan_at(c.faults, 0)->kind, SR_FK_STALL);
+    sr_engine_config_release(&c);
+    const char *none = "{\"faults\": null}";
+    ck_assert_sr_ok(sr_engine_config_parse(&c, none, strlen(none), "n.json", 0, &err), err);
+    ck_assert_uint_eq(sr_fault_plan_count(c.faults), 0);
+    sr_engine_config_release(&c);
+    static const struct {
+        const char *text, *msg;
+    } bad[] = {
+        {"{\"faults\": [{\"kind\": \"reset\"},\n {\"kind\": \"nope\"}]}",
+         "e.json:2:2: faults: fault 1 (nope): unknown fault kind (scenarios/FORMAT.md lists the "
+         "kinds)"},
+        {"{\"faults\": [{\"kind\": \"reset\", \"id\": \"x\"}, {\"kind\": \"stall\", \"id\": "
+         "\"x\"}]}",
+         "e.json:1:61: faults: fault 1: id \"x\" is used twice"},
+        {"{\"faults\": {\"kind\": \"reset\"}}",
+         "e.json:1:2: faults: the plan must be a JSON array of fault objects"},
+        {"{\"engines\": {\"faults\": [{\"kind\": \"reset\", \"bytes\": 1}]}}",
+         "e.json:1:25: engines.faults: fault 0 (reset): unknown key 'bytes' in this kind of fault"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        ck_assert_sr_code(
+            sr_engine_config_parse(&c, bad[i].text, strlen(bad[i].text), "e.json", 0, &err), err,
+            SR_E_ENGINE_CONFIG);
+        ck_assert_str_eq(err.msg, bad[i].msg);
+        ck_assert_ptr_null(c.faults);
+        sr_engine_config_release(&c);
+    }
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("spec");
@@ -339,6 +388,7 @@ static Suite *suite(void)
     tcase_add_test(t, test_seed_and_shapes);
     tcase_add_test(t, test_section_keys_match_scenario_table);
     tcase_add_test(t, test_endpoints_and_checks);
+    tcase_add_test(t, test_fault_plan_is_typed);
     suite_add_tcase(s, t);
     return s;
 }

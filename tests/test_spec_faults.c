@@ -174,9 +174,219 @@ START_TEST(test_default_ids_and_plans)
     ck_assert_sr_code(sr_fault_plan_parse_text(&plan, dup, strlen(dup), &err), err,
                       SR_E_FAULT_SPEC);
     ck_assert_ptr_null(plan);
-    ck_assert_sr_ok(sr_fault_plan_parse(&plan, NULL, &err), err);
+    ck_assert_sr_ok(sr_fault_plan_parse(&plan, NULL, NULL, &err), err);
     ck_assert_uint_eq(sr_fault_plan_count(plan), 0);
     sr_fault_plan_free(plan);
+}
+END_TEST
+
+/* ---- the writer ---- */
+
+/* A valid, non-default value (JSON text) of every parameter key: a key added to the table
+ * without one here fails the round trip below. */
+static const char *param_value(const char *key)
+{
+    static const struct {
+        const char *key, *value;
+    } V[] = {
+        {"dist", "\"uniform\""},
+        {"ms", "3.5"},
+        {"min_ms", "0.1"},
+        {"max_ms", "7.25"},
+        {"median_ms", "4"},
+        {"sigma", "1.25"},
+        {"bytes", "1000000000000000"}, /* cJSON alone would print 1e+15 */
+        {"offset", "17"},
+        {"keep_length", "true"},
+        {"bytes_per_second", "2048.5"},
+        {"retry_after", "7"},
+        {"text", "\"no \\\"way\\\"\""},
+        {"row", "3"},
+        {"layer", "1"},
+        {"field", "\"rollout_sample_support\""},
+        {"key", "\"dbg\""},
+        {"layers", "[0, 2, 1023]"},
+    };
+    for (size_t i = 0; i < sizeof(V) / sizeof(V[0]); i++)
+        if (strcmp(V[i].key, key) == 0)
+            return V[i].value;
+    ck_abort_msg("no test value for parameter \"%s\"", key);
+    return NULL;
+}
+
+/* Every kind with every targeting key and every parameter it takes, none at its default. */
+static char *full_plan(void)
+{
+    size_t cap = 64 * 1024, len = 0;
+    char *t = malloc(cap);
+    ck_assert_ptr_nonnull(t);
+    len += (size_t)snprintf(t + len, cap - len, "[");
+    for (int k = 0; k < SR_FK_COUNT; k++) {
+        const sr_fault_kind_info *ki = sr_fault_kind_info_of((sr_fault_kind)k);
+        len += (size_t)snprintf(t + len, cap - len,
+                                "%s{\"kind\": \"%s\", \"id\": \"full-%s\", \"engines\": [0, 3, 63],"
+                                " \"endpoints\": \"any\", \"nth\": [1, 1000000000000000],"
+                                " \"turn\": [2, 5], \"probability\": 0.3, \"count\": 4",
+                                k ? ", " : "", ki->name, ki->name);
+        for (const char *const *p = ki->params; *p; p++)
+            len += (size_t)snprintf(t + len, cap - len, ", \"%s\": %s", *p, param_value(*p));
+        len += (size_t)snprintf(t + len, cap - len, "}");
+        ck_assert_uint_lt(len, cap - 1);
+    }
+    snprintf(t + len, cap - len, "]");
+    return t;
+}
+
+/* Every kind with only what it requires: default ids, endpoints, parameters. */
+static char *minimal_plan(void)
+{
+    size_t cap = 16 * 1024, len = 0;
+    char *t = malloc(cap);
+    ck_assert_ptr_nonnull(t);
+    len += (size_t)snprintf(t + len, cap - len, "[");
+    for (int k = 0; k < SR_FK_COUNT; k++) {
+        char one[512];
+        minimal_fault(one, sizeof(one), sr_fault_kind_info_of((sr_fault_kind)k), "");
+        len += (size_t)snprintf(t + len, cap - len, "%s%s", k ? ", " : "", one);
+    }
+    snprintf(t + len, cap - len, "]");
+    return t;
+}
+
+/* Writes plan `text` back, parses that again: the same structs, fault for fault (the parser
+ * zeroes each struct first, so whole-struct equality is exact); writing again changes nothing.
+ * Returns the written JSON (cJSON_Delete). */
+static cJSON *assert_round_trip(const char *text)
+{
+    sr_fault_plan *a = NULL, *b = NULL;
+    sr_err err = SR_ERR_INIT;
+    ck_assert_sr_ok(sr_fault_plan_parse_text(&a, text, strlen(text), &err), err);
+    cJSON *w = NULL, *w2 = NULL;
+    ck_assert_sr_ok(sr_fault_plan_write_json(&w, a, &err), err);
+    char *out = cJSON_PrintUnformatted(w);
+    ck_assert_ptr_nonnull(out);
+    int rc = sr_fault_plan_parse_text(&b, out, strlen(out), &err);
+    ck_assert_msg(rc == 0, "the written plan does not parse: %s\n%s", err.msg, out);
+    ck_assert_uint_eq(sr_fault_plan_count(b), sr_fault_plan_count(a));
+    for (size_t i = 0; i < sr_fault_plan_count(a); i++) {
+        const sr_fault *fa = sr_fault_plan_at(a, i), *fb = sr_fault_plan_at(b, i);
+        ck_assert_msg(memcmp(fa, fb, sizeof(*fa)) == 0, "fault %zu (%s, id %s) changed: %s", i,
+                      sr_fault_kind_name(fa->kind), fa->id,
+                      cJSON_PrintUnformatted(cJSON_GetArrayItem(w, (int)i)));
+    }
+    ck_assert_sr_ok(sr_fault_plan_write_json(&w2, b, &err), err);
+    char *again = cJSON_PrintUnformatted(w2);
+    ck_assert_str_eq(again, out);
+    free(again);
+    free(out);
+    cJSON_Delete(w2);
+    sr_fault_plan_free(a);
+    sr_fault_plan_free(b);
+    return w;
+}
+
+START_TEST(test_writer_round_trips_every_kind)
+{
+    char *full = full_plan();
+    cJSON *w = assert_round_trip(full);
+    ck_assert_int_eq(cJSON_GetArraySize(w), SR_FK_COUNT);
+    for (int k = 0; k < SR_FK_COUNT; k++) {
+        const sr_fault_kind_info *ki = sr_fault_kind_info_of((sr_fault_kind)k);
+        const cJSON *o = cJSON_GetArrayItem(w, k);
+        for (const char *const *c = sr_fault_common_keys(); *c; c++)
+            ck_assert_msg(cJSON_GetObjectItemCaseSensitive(o, *c), "%s: no \"%s\" written",
+                          ki->name, *c);
+        for (const char *const *p = ki->params; *p; p++)
+            ck_assert_msg(cJSON_GetObjectItemCaseSensitive(o, *p), "%s: no \"%s\" written",
+                          ki->name, *p);
+    }
+    /* Integers stay integer literals, however large. */
+    char *out = cJSON_PrintUnformatted(w);
+    ck_assert_ptr_nonnull(strstr(out, "\"bytes\":1000000000000000,"));
+    ck_assert_ptr_nonnull(strstr(out, "\"nth\":[1,1000000000000000]"));
+    free(out);
+    cJSON_Delete(w);
+    free(full);
+
+    char *min = minimal_plan();
+    w = assert_round_trip(min);
+    /* Defaults are written out: the default id and endpoints; optional values are not. */
+    const cJSON *reset = cJSON_GetArrayItem(w, SR_FK_RESET);
+    char id[SR_FAULT_ID_MAX];
+    sr_fault_default_id(id, sizeof(id), "reset", SR_FK_RESET);
+    ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(reset, "id")->valuestring, id);
+    ck_assert_ptr_null(cJSON_GetObjectItemCaseSensitive(reset, "count"));
+    ck_assert_ptr_null(cJSON_GetObjectItemCaseSensitive(reset, "engines"));
+    ck_assert_ptr_nonnull(cJSON_GetObjectItemCaseSensitive(reset, "endpoints"));
+    const cJSON *smb = cJSON_GetArrayItem(w, SR_FK_STALL_MID_BODY);
+    ck_assert_ptr_null(cJSON_GetObjectItemCaseSensitive(smb, "bytes"));
+    const cJSON *h400 = cJSON_GetArrayItem(w, SR_FK_HTTP_400_TEXT);
+    ck_assert_ptr_null(cJSON_GetObjectItemCaseSensitive(h400, "text"));
+    cJSON_Delete(w);
+    free(min);
+
+    /* The other latency shapes, given zeros and limits, every endpoint of a reach. */
+    const char *edges =
+        "[{\"kind\": \"latency\", \"dist\": \"lognormal\", \"median_ms\": 12.5, \"sigma\": 0},"
+        " {\"kind\": \"latency\", \"ms\": 0.001, \"probability\": 0, \"count\": 0},"
+        " {\"kind\": \"truncate_in_blob\", \"offset\": 0, \"keep_length\": false},"
+        " {\"kind\": \"stall_mid_body\", \"bytes\": 0, \"engines\": [5]},"
+        " {\"kind\": \"checksum_mismatch\", \"endpoints\": [\"update_weights\","
+        "   \"/collective_rpc\", \"fetch_weights\"]},"
+        " {\"kind\": \"respaced_json\", \"endpoints\": \"native_generate\", \"turn\": 1},"
+        " {\"kind\": \"http_429\", \"retry_after\": 0, \"text\": \"x\"},"
+        " {\"kind\": \"dribble\", \"bytes_per_second\": 1e12}]";
+    cJSON_Delete(assert_round_trip(edges));
+
+    /* An empty plan, and no plan, write an empty array. */
+    sr_err err = SR_ERR_INIT;
+    ck_assert_sr_ok(sr_fault_plan_write_json(&w, NULL, &err), err);
+    ck_assert(cJSON_IsArray(w) && cJSON_GetArraySize(w) == 0);
+    cJSON_Delete(w);
+    /* Structs no parse gives are refused, not read past. */
+    sr_fault f;
+    ck_assert_sr_ok(parse_one("{\"kind\": \"latency\", \"ms\": 1}", &f, &err), err);
+    f.dist = (sr_latency_dist)7;
+    ck_assert_sr_code(sr_fault_write_json(&w, &f, &err), err, SR_E_INTERNAL);
+    ck_assert_ptr_null(w);
+    f.dist = SR_LAT_FIXED;
+    f.n_nth = SR_FAULT_MAX_LIST + 1;
+    ck_assert_sr_code(sr_fault_write_json(&w, &f, &err), err, SR_E_INTERNAL);
+    f.n_nth = 0;
+    f.kind = SR_FK_COUNT;
+    ck_assert_sr_code(sr_fault_write_json(&w, &f, &err), err, SR_E_INTERNAL);
+}
+END_TEST
+
+/* The plan names the node an error is about, for the loaders' file:line:col. */
+START_TEST(test_plan_errors_are_located)
+{
+    const char *text =
+        "[{\"kind\": \"reset\", \"id\": \"x\"}, {\"kind\": \"stall\", \"id\": \"x\"},"
+        " {\"kind\": \"teleport\"}]";
+    cJSON *doc = cJSON_Parse(text);
+    sr_fault_plan *plan = NULL;
+    const cJSON *where = NULL;
+    sr_err err = SR_ERR_INIT;
+    ck_assert_sr_code(sr_fault_plan_parse(&plan, &where, doc, &err), err, SR_E_FAULT_SPEC);
+    ck_assert_ptr_null(plan);
+    ck_assert_str_eq(err.msg, "fault 1: id \"x\" is used twice");
+    ck_assert_ptr_eq(where, cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(doc, 1), "id"));
+    cJSON_DeleteItemFromArray(doc, 1);
+    ck_assert_sr_code(sr_fault_plan_parse(&plan, &where, doc, &err), err, SR_E_FAULT_SPEC);
+    ck_assert_ptr_eq(where, cJSON_GetArrayItem(doc, 1));
+    cJSON_DeleteItemFromArray(doc, 1);
+    ck_assert_sr_ok(sr_fault_plan_parse(&plan, &where, doc, &err), err);
+    ck_assert_ptr_null(where);
+    ck_assert_ptr_eq(sr_fault_plan_find(plan, "x"), sr_fault_plan_at(plan, 0));
+    ck_assert_ptr_null(sr_fault_plan_find(plan, "reset#0"));
+    ck_assert_ptr_null(sr_fault_plan_find(NULL, "x"));
+    sr_fault_plan_free(plan);
+    cJSON_Delete(doc);
+    doc = cJSON_Parse("{\"kind\": \"reset\"}");
+    ck_assert_sr_code(sr_fault_plan_parse(&plan, &where, doc, &err), err, SR_E_FAULT_SPEC);
+    ck_assert_ptr_eq(where, doc);
+    cJSON_Delete(doc);
 }
 END_TEST
 
@@ -400,6 +610,8 @@ static Suite *suite(void)
     tcase_add_test(tc, test_keys_follow_the_table);
     tcase_add_test(tc, test_errors_are_named);
     tcase_add_test(tc, test_default_ids_and_plans);
+    tcase_add_test(tc, test_writer_round_trips_every_kind);
+    tcase_add_test(tc, test_plan_errors_are_located);
     suite_add_tcase(s, tc);
     TCase *doc = tcase_create("docs");
     tcase_add_test(doc, test_format_md_lists_the_kinds);

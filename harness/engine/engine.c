@@ -25,7 +25,7 @@ int sr_engine_new(sr_engine **out, const sr_engine_config *cfg, sr_err *err)
     if (!e)
         return sr_err_set(err, SR_E_NOMEM, "cannot allocate an engine");
     e->cfg = *cfg;
-    e->cfg.faults = NULL;
+    e->cfg.faults = NULL; /* the caller's; e->faults holds a copy */
     pthread_mutex_init(&e->mu, NULL);
     pthread_mutex_init(&e->apply, NULL);
     int L = cfg->num_layers;
@@ -35,7 +35,7 @@ int sr_engine_new(sr_engine **out, const sr_engine_config *cfg, sr_err *err)
     if (!rc)
         rc = sr_weights_new(&e->weights, &ws, cfg->weight_version, err);
     if (!rc)
-        rc = sr_faults_parse(&e->faults, cfg->faults, cfg->seed, err);
+        rc = sr_faults_new(&e->faults, cfg->faults, cfg->seed, err);
     if (!rc)
         rc = sr_engine_sync_init(e, err);
     e->layer_fps = calloc((size_t)L, sizeof(uint64_t));

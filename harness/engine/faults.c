@@ -20,7 +20,6 @@ struct sr_faults {
     _Atomic int64_t fired[SR_FAULT_MAX];
 };
 
-
 int sr_faults_new(sr_faults **out, const sr_fault_plan *plan, uint64_t seed, sr_err *err)
 {
     *out = calloc(1, sizeof(**out));
@@ -31,17 +30,6 @@ int sr_faults_new(sr_faults **out, const sr_fault_plan *plan, uint64_t seed, sr_
     for (size_t i = 0; i < (*out)->n; i++)
         (*out)->f[i] = *sr_fault_plan_at(plan, i);
     return 0;
-}
-
-int sr_faults_parse(sr_faults **out, const cJSON *plan, uint64_t seed, sr_err *err)
-{
-    sr_fault_plan *p = NULL;
-    *out = NULL;
-    int rc = sr_fault_plan_parse(&p, plan, err);
-    if (!rc)
-        rc = sr_faults_new(out, p, seed, err);
-    sr_fault_plan_free(p);
-    return rc;
 }
 
 int sr_faults_parse_text(sr_faults **out, const char *text, size_t len, uint64_t seed, sr_err *err)

@@ -1,6 +1,7 @@
 /*
  * faults: the mock engine's side of fault plans: which faults fire for a request, and their
- * counters. The plan's schema (kinds, layers, parameters, parsing) is spec/faults.h.
+ * counters. The plan's schema (kinds, layers, parameters, parsing) is spec/faults.h; the engine
+ * gets its plan parsed, in its config (spec/engine_config.h), and builds these from it.
  *
  * Matching a request, in this order: engine index; endpoint; turn (requests without a session
  * have turn 0 and never match a turn filter); then the fault's own ordinal counter advances
@@ -10,7 +11,8 @@
  * later ones in that layer do not advance their counters past the ordinal check and are not
  * counted as fired).
  *
- * Errors: as spec/faults.h (SR_E_FAULT_SPEC naming the fault and the key), SR_E_NOMEM.
+ * Errors: sr_faults_new SR_E_NOMEM; sr_faults_parse_text also as spec/faults.h (SR_E_FAULT_SPEC
+ * naming the fault and the key).
  * Thread-safety: sr_faults_pick may run concurrently (counters are atomic); parse and free not.
  */
 #ifndef SR_ENGINE_FAULTS_H
@@ -18,8 +20,6 @@
 
 #include <stddef.h>
 #include <stdint.h>
-
-#include <cjson/cJSON.h>
 
 #include "spec/endpoints.h"
 #include "spec/faults.h"
@@ -34,10 +34,7 @@ typedef struct sr_faults sr_faults;
  */
 int sr_faults_new(sr_faults **out, const sr_fault_plan *plan, uint64_t seed, sr_err *err);
 
-/* sr_fault_plan_parse, then sr_faults_new: from a cJSON array (NULL or empty: no faults). */
-int sr_faults_parse(sr_faults **out, const cJSON *plan, uint64_t seed, sr_err *err);
-
-/* As sr_faults_parse, from JSON text (for tests and the fuzz target). */
+/* sr_fault_plan_parse_text, then sr_faults_new: from the JSON text of a plan (for tests). */
 int sr_faults_parse_text(sr_faults **out, const char *text, size_t len, uint64_t seed, sr_err *err);
 
 void sr_faults_free(sr_faults *fs);

@@ -40,24 +40,15 @@ static int load_fields(scn_parse *p, const cJSON *f)
     return p->s->fields_json ? 0 : sr_err_set(p->err, SR_E_NOMEM, "cannot copy fields");
 }
 
-/* Each fault is checked on its own so an error points at the fault that has it. */
+/* The plan is parsed whole by the one schema, so the engine gets it typed, as the loader saw it;
+ * an error points at the fault that has it. */
 static int parse_faults(scn_parse *p, const cJSON *f)
 {
     if (!cJSON_IsArray(f) || cJSON_GetArraySize(f) > SR_FAULT_MAX)
         return sr_scn_fail(p, f, "engines.faults must be an array of at most %d faults",
                            SR_FAULT_MAX);
-    const cJSON *e;
-    size_t i = 0;
-    cJSON_ArrayForEach(e, f)
-    {
-        sr_fault one;
-        sr_err e2 = SR_ERR_INIT;
-        if (sr_fault_parse(&one, e, i++, &e2))
-            return sr_scn_fail(p, e, "engines.faults: %s", e2.msg);
-    }
-    cJSON_Delete(p->s->engine.faults);
-    p->s->engine.faults = cJSON_Duplicate(f, 1);
-    return p->s->engine.faults ? 0 : sr_err_set(p->err, SR_E_NOMEM, "cannot copy the faults");
+    sr_spec_ctx x = spec_ctx(p);
+    return sr_spec_parse_faults(&p->s->engine, &x, f, "engines.faults");
 }
 
 static int parse_urls(scn_parse *p, const cJSON *u)

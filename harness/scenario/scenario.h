@@ -5,7 +5,8 @@
  * Loading. sr_scenario_load parses a JSON scenario with sr_json and checks every object against
  * the key table (sr_scenario_keys): an unknown key, a key of the wrong type, a value out of
  * range, a bad reference (a step name that does not exist), an unknown check, quirk or phase
- * name, or a fault plan the engine would refuse (sr_faults_parse) is an error whose message
+ * name, or a fault plan the engine would refuse (spec/engine_config.h, sr_spec_parse_faults:
+ * parsed whole, so a repeated fault id is refused too) is an error whose message
  * starts with "FILE:LINE:COL: ". Every key that is absent gets its default (FORMAT.md), so the
  * loaded struct says everything the run will do.
  *

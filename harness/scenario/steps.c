@@ -233,22 +233,6 @@ static int parse_wait(scn_parse *p, const cJSON *st, sr_scn_step *step, int self
     return rc;
 }
 
-static int fault_exists(const cJSON *plan, const char *id)
-{
-    int i = 0;
-    const cJSON *f;
-    cJSON_ArrayForEach(f, plan)
-    {
-        const cJSON *x = cJSON_GetObjectItemCaseSensitive(f, "id");
-        const cJSON *k = cJSON_GetObjectItemCaseSensitive(f, "kind");
-        char dflt[SR_FAULT_ID_MAX];
-        sr_fault_default_id(dflt, sizeof(dflt), cJSON_IsString(k) ? k->valuestring : "?", i++);
-        if ((cJSON_IsString(x) && strcmp(x->valuestring, id) == 0) || (!x && strcmp(dflt, id) == 0))
-            return 1;
-    }
-    return 0;
-}
-
 static int parse_counts_map(scn_parse *p, const cJSON *m, sr_scn_check_state *c, int faults)
 {
     if (!cJSON_IsObject(m))
@@ -261,7 +245,7 @@ static int parse_counts_map(scn_parse *p, const cJSON *m, sr_scn_check_state *c,
             return sr_scn_fail(p, e, "'%s' must be a non-negative integer", e->string);
         int64_t v = (int64_t)e->valuedouble;
         if (faults) {
-            if (!fault_exists(p->s->engine.faults, e->string))
+            if (!sr_fault_plan_find(p->s->engine.faults, e->string))
                 return sr_scn_fail(p, e,
                                    "no fault of engines.faults has the id '%s' (default "
                                    "ids are <kind>#<index>)",

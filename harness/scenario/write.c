@@ -82,15 +82,23 @@ static cJSON *server_json(const sr_engine_config *c)
     return s;
 }
 
+/* The typed plan, written by its schema's writer; NULL when out of memory. */
 static cJSON *faults_json(const sr_engine_config *c)
 {
-    return c->faults ? cJSON_Duplicate(c->faults, 1) : cJSON_CreateArray();
+    cJSON *a = NULL;
+    return sr_fault_plan_write_json(&a, c->faults, NULL) ? NULL : a;
 }
 
+/* NULL when the fault plan cannot be written (out of memory): a plan must never go missing. */
 static cJSON *engines_json(const sr_scenario *s)
 {
     const sr_engine_config *c = &s->engine;
-    cJSON *e = cJSON_CreateObject();
+    cJSON *faults = faults_json(c);
+    cJSON *e = faults ? cJSON_CreateObject() : NULL;
+    if (!e) {
+        cJSON_Delete(faults);
+        return NULL;
+    }
     add_int(e, "count", c->count);
     if (s->n_urls)
         cJSON_AddItemToObject(e, "urls", str_array(s->urls, s->n_urls));
@@ -98,7 +106,7 @@ static cJSON *engines_json(const sr_scenario *s)
         cJSON_AddNullToObject(e, "urls");
     cJSON_AddItemToObject(e, "timing", timing_json(c));
     cJSON_AddItemToObject(e, "server", server_json(c));
-    cJSON_AddItemToObject(e, "faults", faults_json(c));
+    cJSON_AddItemToObject(e, "faults", faults);
     add_int(e, "sample_support_k", c->support_k);
     add_int(e, "ready_timeout_ms", s->ready_timeout_ms);
     add_int(e, "stop_grace_ms", s->stop_grace_ms);
@@ -167,7 +175,12 @@ static cJSON *budgets_json(const sr_scenario *s)
 
 static cJSON *expanded(const sr_scenario *s)
 {
-    cJSON *r = cJSON_CreateObject();
+    cJSON *engines = engines_json(s);
+    cJSON *r = engines ? cJSON_CreateObject() : NULL;
+    if (!r) {
+        cJSON_Delete(engines);
+        return NULL;
+    }
     cJSON_AddStringToObject(r, "id", s->id);
     cJSON_AddStringToObject(r, "description", s->description);
     cJSON_AddItemToObject(r, "tags", str_array(s->tags, s->n_tags));
@@ -187,7 +200,7 @@ static cJSON *expanded(const sr_scenario *s)
         if (s->engine.support)
             cJSON_AddItemToArray(f, cJSON_CreateString("rollout_sample_support"));
     }
-    cJSON_AddItemToObject(r, "engines", engines_json(s));
+    cJSON_AddItemToObject(r, "engines", engines);
     cJSON_AddItemToObject(r, "client", client_json(s));
     cJSON_AddItemToObject(r, "weights", weights_json(s));
     cJSON *p = cJSON_AddObjectToObject(r, "pool");
@@ -242,10 +255,15 @@ int sr_scenario_write_expanded(const sr_scenario *s, const char *path, sr_err *e
     return rc;
 }
 
-int sr_scenario_write_engine(const sr_scenario *s, const char *path, sr_err *err)
+/* The engine config (shape 1); NULL when out of memory. */
+static cJSON *engine_config_json(const sr_engine_config *c)
 {
-    const sr_engine_config *c = &s->engine;
-    cJSON *r = cJSON_CreateObject();
+    cJSON *faults = faults_json(c);
+    cJSON *r = faults ? cJSON_CreateObject() : NULL;
+    if (!r) {
+        cJSON_Delete(faults);
+        return NULL;
+    }
     add_int(r, "seed", (int64_t)c->seed);
     add_int(r, "count", c->count);
     cJSON_AddItemToObject(r, "model", model_json(c));
@@ -263,9 +281,14 @@ int sr_scenario_write_engine(const sr_scenario *s, const char *path, sr_err *err
     add_int(r, "sample_support_k", c->support_k);
     cJSON_AddItemToObject(r, "timing", timing_json(c));
     cJSON_AddItemToObject(r, "server", server_json(c));
-    cJSON_AddItemToObject(r, "faults", faults_json(c));
+    cJSON_AddItemToObject(r, "faults", faults);
+    return r;
+}
+
+int sr_scenario_write_engine(const sr_scenario *s, const char *path, sr_err *err)
+{
     sr_buf b = SR_BUF_INIT;
-    int rc = print_into(&b, r, err);
+    int rc = print_into(&b, engine_config_json(&s->engine), err);
     if (!rc)
         rc = write_file(path, &b, err);
     sr_buf_release(&b);

@@ -83,6 +83,22 @@ int sr_spec_parse_server(sr_engine_config *c, const sr_spec_ctx *x, const cJSON 
     return rc;
 }
 
+int sr_spec_parse_faults(sr_engine_config *c, const sr_spec_ctx *x, const cJSON *faults,
+                         const char *what)
+{
+    sr_fault_plan *plan = NULL;
+    const cJSON *where = NULL;
+    sr_err e = SR_ERR_INIT;
+    int rc = sr_fault_plan_parse(&plan, &where, faults, &e);
+    if (rc == SR_E_NOMEM)
+        return sr_err_set(x->err, rc, "%s: %s", what, e.msg);
+    if (rc)
+        return sr_spec_fail(x, where ? where : faults, "%s: %s", what, e.msg);
+    sr_fault_plan_free(c->faults);
+    c->faults = plan;
+    return 0;
+}
+
 /* A config problem of any kind is engine.invalid_config, as the engine has always said. */
 static int recode(int rc, sr_err *err)
 {
@@ -122,11 +138,8 @@ static int parse_sections(sr_engine_config *c, const sr_spec_ctx *x, const cJSON
         rc = sr_spec_parse_timing(c, x, n, "timing");
     if (!rc && (n = cJSON_GetObjectItemCaseSensitive(eng, "server")))
         rc = sr_spec_parse_server(c, x, n, "server");
-    if (!rc && (n = cJSON_GetObjectItemCaseSensitive(eng, "faults"))) {
-        c->faults = cJSON_Duplicate(n, 1);
-        if (!c->faults)
-            rc = sr_err_set(x->err, SR_E_NOMEM, "cannot copy the fault plan");
-    }
+    if (!rc && (n = cJSON_GetObjectItemCaseSensitive(eng, "faults")))
+        rc = sr_spec_parse_faults(c, x, n, scenario ? "engines.faults" : "faults");
     return rc;
 }
 
@@ -185,7 +198,7 @@ int sr_engine_config_parse(sr_engine_config *c, const char *text, size_t len, co
     sr_engine_config_id_for(c->id, sizeof(c->id), c, c->index);
     sr_json_free(d);
     if (rc) {
-        cJSON_Delete(c->faults);
+        sr_fault_plan_free(c->faults);
         c->faults = NULL;
     }
     return recode(rc, err);

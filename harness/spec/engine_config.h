@@ -59,9 +59,18 @@
  * oracle refuses), SR_E_NOMEM; sr_engine_config_parse turns the first two into
  * SR_E_ENGINE_CONFIG, the scenario loader keeps json.schema and uses SR_E_SCENARIO for rules.
  *
- * Ownership: sr_engine_config is a plain struct owning its fault plan (cJSON, deep copy);
- * release with sr_engine_config_release. Its stop sequences point into the struct itself
- * (stop_tokens): a copy made with `=` must not outlive the original.
+ * Faults. The plan (`faults`, or `engines.faults` of a scenario) is parsed whole, once, by
+ * sr_spec_parse_faults when the document loads, into the typed plan of spec/faults.h: the engine
+ * builds its runtime faults from it (engine/faults.h, sr_faults_new) and the scenario writer
+ * writes it back with sr_fault_plan_write_json. A fault the plan refuses (a bad kind, key or
+ * value, a repeated id) is an error at that fault: "FILE:LINE:COL: faults: fault I (KIND): ..."
+ * (engine.invalid_config; "engines.faults: " in a scenario read as an engine config). JSON null
+ * is no faults here; the scenario loader asks for an array.
+ *
+ * Ownership: sr_engine_config is a plain struct owning its fault plan (`faults`, freed by
+ * sr_engine_config_release). Its stop sequences point into the struct itself (stop_tokens) and a
+ * copy made with `=` shares the plan: such a copy must not outlive the original and must not be
+ * released (set its `faults` to NULL first if it is).
  * Thread-safety: parsing writes only the config it is given; a parsed config may be read by any
  * number of threads.
  */
@@ -73,6 +82,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "faults.h"
 #include "sr_err.h"
 #include "sr_fields.h"
 #include "sr_json.h"
@@ -132,7 +142,7 @@ typedef struct sr_engine_config {
     int64_t max_seq;
     int world_size;
     int lora;
-    cJSON *faults; /* owned; NULL: no faults */
+    sr_fault_plan *faults; /* owned, parsed once (sr_spec_parse_faults); NULL: no faults */
 } sr_engine_config;
 
 /* The id of engine `index`: "engine-<index>" without an "id" key; the key's value when count is
@@ -199,6 +209,16 @@ int sr_spec_parse_weights(sr_engine_config *c, const sr_spec_ctx *x, const cJSON
 int sr_spec_parse_timing(sr_engine_config *c, const sr_spec_ctx *x, const cJSON *timing,
                          const char *what);
 int sr_spec_parse_server(sr_engine_config *c, const sr_spec_ctx *x, const cJSON *server,
+                         const char *what);
+
+/*
+ * The fault plan `faults` (a JSON array, or null for none), parsed whole by sr_fault_plan_parse
+ * into c->faults, which it replaces (the old plan is freed; on an error c->faults is unchanged).
+ * A fault it refuses is x->code at that fault (at a repeated id, at the later "id"; at `faults`
+ * when it is not an array or too long) with the message "<what>: <the plan's message>", e.g.
+ * "t.json:2:25: engines.faults: fault 0 (nope): unknown fault kind"; SR_E_NOMEM.
+ */
+int sr_spec_parse_faults(sr_engine_config *c, const sr_spec_ctx *x, const cJSON *faults,
                          const char *what);
 
 /* What becomes of the definition objects of a `fields` array. */

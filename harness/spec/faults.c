@@ -82,6 +82,8 @@ typedef struct param {
     double lo, hi;    /* range of T_NUM */
     size_t off;       /* of the member of sr_fault that receives it */
     size_t size;
+    size_t given; /* of the int member set to 1 when the key is present; 0: none (an optional
+                   * value with no default, written back only when it was given) */
 } param;
 
 /* Offset and size of member m of sr_fault, which must have type T (AT) or be an array of T
@@ -91,22 +93,28 @@ typedef struct param {
 #define ATA(m, T)                                                                                  \
     offsetof(sr_fault, m) + 0 * sizeof(((sr_fault *)0)->m + 0 == (T *)0), sizeof(((sr_fault *)0)->m)
 /* clang-format off */
-#define INT(k, lo, hi, m) {k, T_INT, lo, hi, 0, 0, AT(m, int64_t)}
-#define NUM(k, lo, hi, m) {k, T_NUM, 0, 0, lo, hi, AT(m, double)}
-#define STR(k, m)         {k, T_STR, 0, 0, 0, 0, ATA(m, char)}
+#define INT(k, lo, hi, m) {k, T_INT, lo, hi, 0, 0, AT(m, int64_t), 0}
+#define NUM(k, lo, hi, m) {k, T_NUM, 0, 0, lo, hi, AT(m, double), 0}
+#define STR(k, m)         {k, T_STR, 0, 0, 0, 0, ATA(m, char), 0}
 /* clang-format on */
+/* An int64_t member whose presence int member g records. */
+#define INT_GIVEN(k, lo, hi, m, g)                                                                 \
+    {                                                                                              \
+        k, T_INT, lo, hi, 0, 0, AT(m, int64_t),                                                    \
+            offsetof(sr_fault, g) + 0 * sizeof(&((sr_fault *)0)->g == (int *)0)                    \
+    }
 #define BIG (INT64_MAX / 2)
 
 static const param PARAMS[] = {
-    {"dist", T_DIST, 0, 0, 0, 0, AT(dist, sr_latency_dist)},
+    {"dist", T_DIST, 0, 0, 0, 0, AT(dist, sr_latency_dist), 0},
     NUM("ms", 0, SR_FAULT_MAX_MS, ms),
     NUM("min_ms", 0, SR_FAULT_MAX_MS, min_ms),
     NUM("max_ms", 0, SR_FAULT_MAX_MS, max_ms),
     NUM("median_ms", 0, SR_FAULT_MAX_MS, median_ms),
     NUM("sigma", 0, 4, sigma),
-    INT("bytes", 0, BIG, bytes),
-    INT("offset", 0, BIG, bytes),
-    {"keep_length", T_BOOL, 0, 0, 0, 0, AT(keep_length, int)},
+    INT_GIVEN("bytes", 0, BIG, bytes, has_bytes),
+    INT_GIVEN("offset", 0, BIG, bytes, has_bytes),
+    {"keep_length", T_BOOL, 0, 0, 0, 0, AT(keep_length, int), 0},
     NUM("bytes_per_second", 1, 1e12, bytes_per_second),
     INT("retry_after", 0, 86400, retry_after),
     STR("text", text),
@@ -114,7 +122,7 @@ static const param PARAMS[] = {
     INT("layer", 0, INT32_MAX, layer),
     STR("field", field),
     STR("key", key),
-    {"layers", T_LAYERS, 0, 1023, 0, 0, ATA(layers, int)},
+    {"layers", T_LAYERS, 0, 1023, 0, 0, ATA(layers, int), 0},
 };
 
 static const param *param_of(const char *key)
@@ -125,13 +133,14 @@ static const param *param_of(const char *key)
     return NULL;
 }
 
+static const char *const DIST_NAMES[] = {"fixed", "uniform", "lognormal"};
+
 static int parse_dist(const pctx *pc, const cJSON *obj, sr_latency_dist *out)
 {
-    static const char *const NAMES[] = {"fixed", "uniform", "lognormal"};
     const char *s = NULL;
     int rc = relabel(pc, sr_json_get_string(NULL, obj, "dist", 0, NULL, &s, pc->err));
     for (int i = 0; !rc && s && i < 3; i++)
-        if (strcmp(s, NAMES[i]) == 0) {
+        if (strcmp(s, DIST_NAMES[i]) == 0) {
             *out = (sr_latency_dist)i;
             return 0;
         }
@@ -144,6 +153,8 @@ static int parse_param(const pctx *pc, const cJSON *obj, const param *p, sr_faul
     char *dst = (char *)f + p->off;
     int64_t i64, list[SR_FAULT_MAX_LIST];
     int rc = 0, n = 0;
+    if (p->given)
+        *(int *)(void *)((char *)f + p->given) = 1;
     switch (p->type) {
     case T_INT:
         rc = sr_json_get_int(NULL, obj, p->key, 0, p->ilo, p->ihi, 0, &i64, pc->err);
@@ -200,7 +211,6 @@ static int parse_params(const pctx *pc, const cJSON *obj, const sr_fault_kind_in
     for (const char *const *k = ki->required; !rc && *k; k++)
         if (!has(obj, *k))
             rc = fail(pc, "\"%s\" is required", *k);
-    f->has_bytes = has(obj, "bytes") || has(obj, "offset");
     if (!rc && f->kind == SR_FK_LATENCY)
         rc = check_latency(pc, obj, f);
     return rc;
@@ -333,28 +343,52 @@ int sr_fault_parse(sr_fault *f, const cJSON *obj, size_t index, sr_err *err)
 
 /* ---- plans ---- */
 
-int sr_fault_plan_parse(sr_fault_plan **out, const cJSON *plan, sr_err *err)
+static int parse_plan(sr_fault_plan *p, const cJSON **where, const cJSON *plan, sr_err *err)
 {
+    for (const cJSON *e = plan->child; e; e = e->next, p->n++) {
+        *where = e;
+        int rc = sr_fault_parse(&p->f[p->n], e, p->n, err);
+        for (size_t j = 0; !rc && j < p->n; j++) {
+            if (strcmp(p->f[j].id, p->f[p->n].id) != 0)
+                continue;
+            const cJSON *id = cJSON_GetObjectItemCaseSensitive(e, "id");
+            *where = id ? id : e;
+            rc = sr_err_set(err, SR_E_FAULT_SPEC, "fault %zu: id \"%s\" is used twice", p->n,
+                            p->f[p->n].id);
+        }
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+int sr_fault_plan_parse(sr_fault_plan **out, const cJSON **where, const cJSON *plan, sr_err *err)
+{
+    const cJSON *at = plan;
     *out = NULL;
-    if (plan && !cJSON_IsArray(plan) && !cJSON_IsNull(plan))
-        return sr_err_set(err, SR_E_FAULT_SPEC, "faults must be a JSON array of fault objects");
+    if (where)
+        *where = NULL;
+    if (plan && !cJSON_IsArray(plan) && !cJSON_IsNull(plan)) {
+        if (where)
+            *where = plan;
+        return sr_err_set(err, SR_E_FAULT_SPEC, "the plan must be a JSON array of fault objects");
+    }
     int n = plan && cJSON_IsArray(plan) ? cJSON_GetArraySize(plan) : 0;
-    if (n > SR_FAULT_MAX)
+    if (n > SR_FAULT_MAX) {
+        if (where)
+            *where = plan;
         return sr_err_set(err, SR_E_FAULT_SPEC, "at most %d faults may be declared, got %d",
                           SR_FAULT_MAX, n);
+    }
     sr_fault_plan *p = calloc(1, sizeof(*p));
     if (!p)
         return sr_err_set(err, SR_E_NOMEM, "cannot allocate a fault plan");
-    for (const cJSON *e = n ? plan->child : NULL; e; e = e->next, p->n++) {
-        int rc = sr_fault_parse(&p->f[p->n], e, p->n, err);
-        for (size_t j = 0; !rc && j < p->n; j++)
-            if (strcmp(p->f[j].id, p->f[p->n].id) == 0)
-                rc = sr_err_set(err, SR_E_FAULT_SPEC, "fault %zu: id \"%s\" is used twice", p->n,
-                                p->f[p->n].id);
-        if (rc) {
-            free(p);
-            return rc;
-        }
+    int rc = n ? parse_plan(p, &at, plan, err) : 0;
+    if (rc) {
+        if (where)
+            *where = at;
+        free(p);
+        return rc;
     }
     *out = p;
     return 0;
@@ -366,7 +400,7 @@ int sr_fault_plan_parse_text(sr_fault_plan **out, const char *text, size_t len, 
     cJSON *doc = cJSON_ParseWithLength(text, len);
     if (!doc)
         return sr_err_set(err, SR_E_FAULT_SPEC, "the fault plan is not valid JSON");
-    int rc = sr_fault_plan_parse(out, doc, err);
+    int rc = sr_fault_plan_parse(out, NULL, doc, err);
     cJSON_Delete(doc);
     return rc;
 }
@@ -384,4 +418,158 @@ size_t sr_fault_plan_count(const sr_fault_plan *plan)
 const sr_fault *sr_fault_plan_at(const sr_fault_plan *plan, size_t i)
 {
     return plan && i < plan->n ? &plan->f[i] : NULL;
+}
+
+const sr_fault *sr_fault_plan_find(const sr_fault_plan *plan, const char *id)
+{
+    for (size_t i = 0; id && i < sr_fault_plan_count(plan); i++)
+        if (strcmp(plan->f[i].id, id) == 0)
+            return &plan->f[i];
+    return NULL;
+}
+
+/* ---- writing: the parser's rows, read the other way ---- */
+
+/* Integers as raw literals: cJSON prints large ones with an exponent, which the parser does not
+ * take for an integer. */
+static cJSON *int_item(int64_t v)
+{
+    char buf[24];
+    snprintf(buf, sizeof(buf), "%lld", (long long)v);
+    return cJSON_CreateRaw(buf);
+}
+
+static cJSON *int_array(const int64_t *v, int n)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; a && i < n; i++)
+        if (!cJSON_AddItemToArray(a, int_item(v[i]))) {
+            cJSON_Delete(a);
+            a = NULL;
+        }
+    return a;
+}
+
+/* Adds `item` (which may be NULL: out of memory) as o[key]; 0 or -1. */
+static int add(cJSON *o, const char *key, cJSON *item)
+{
+    if (cJSON_AddItemToObject(o, key, item))
+        return 0;
+    cJSON_Delete(item);
+    return -1;
+}
+
+#define NOT_PARSED (-2) /* a value the parser never gives: SR_E_INTERNAL */
+
+static int listed(int n)
+{
+    return n >= 0 && n <= SR_FAULT_MAX_LIST;
+}
+
+/* Writes parameter p of f, unless it is an absent optional value; 0, -1 (out of memory) or
+ * NOT_PARSED. */
+static int write_param(cJSON *o, const param *p, const sr_fault *f)
+{
+    const char *src = (const char *)f + p->off;
+    int64_t list[SR_FAULT_MAX_LIST];
+    sr_latency_dist d;
+    if (p->given && !*(const int *)(const void *)((const char *)f + p->given))
+        return 0;
+    switch (p->type) {
+    case T_INT:
+        return add(o, p->key, int_item(*(const int64_t *)(const void *)src));
+    case T_NUM:
+        return add(o, p->key, cJSON_CreateNumber(*(const double *)(const void *)src));
+    case T_BOOL:
+        return add(o, p->key, cJSON_CreateBool(*(const int *)(const void *)src));
+    case T_STR:
+        return src[0] ? add(o, p->key, cJSON_CreateString(src)) : 0;
+    case T_DIST:
+        d = *(const sr_latency_dist *)(const void *)src;
+        return (unsigned)d < 3 ? add(o, p->key, cJSON_CreateString(DIST_NAMES[d])) : NOT_PARSED;
+    case T_LAYERS:
+        if (!listed(f->n_layers))
+            return NOT_PARSED;
+        for (int k = 0; k < f->n_layers; k++)
+            list[k] = ((const int *)(const void *)src)[k];
+        return f->n_layers ? add(o, p->key, int_array(list, f->n_layers)) : 0;
+    }
+    return NOT_PARSED;
+}
+
+static int write_targeting(cJSON *o, const sr_fault *f, const sr_fault_kind_info *ki)
+{
+    int64_t list[64];
+    if (!listed(f->n_nth) || !listed(f->n_turns))
+        return NOT_PARSED;
+    int n = 0, rc = add(o, "kind", cJSON_CreateString(ki->name));
+    if (!rc)
+        rc = add(o, "id", cJSON_CreateString(f->id));
+    for (int i = 0; i < 64; i++)
+        if (f->engines >> i & 1)
+            list[n++] = i;
+    if (!rc && n < 64)
+        rc = add(o, "engines", int_array(list, n));
+    cJSON *eps = rc ? NULL : cJSON_AddArrayToObject(o, "endpoints");
+    for (int i = 0; eps && i < SR_EP_COUNT; i++)
+        if ((f->endpoints >> i & 1) &&
+            !cJSON_AddItemToArray(eps, cJSON_CreateString(sr_endpoint_name((sr_endpoint)i))))
+            eps = NULL;
+    if (!eps)
+        rc = -1;
+    if (!rc && f->n_nth)
+        rc = add(o, "nth", int_array(f->nth, f->n_nth));
+    if (!rc && f->n_turns)
+        rc = add(o, "turn", int_array(f->turns, f->n_turns));
+    if (!rc)
+        rc = add(o, "probability", cJSON_CreateNumber(f->probability));
+    if (!rc && f->count >= 0)
+        rc = add(o, "count", int_item(f->count));
+    return rc;
+}
+
+int sr_fault_write_json(cJSON **out, const sr_fault *f, sr_err *err)
+{
+    *out = NULL;
+    const sr_fault_kind_info *ki = sr_fault_kind_info_of(f->kind);
+    if (!ki)
+        return sr_err_set(err, SR_E_INTERNAL, "fault kind %d is not in the table", (int)f->kind);
+    cJSON *o = cJSON_CreateObject();
+    int rc = o ? write_targeting(o, f, ki) : -1;
+    for (const char *const *k = ki->params; !rc && *k; k++) {
+        const param *p = param_of(*k);
+        if (!p) {
+            cJSON_Delete(o);
+            return sr_err_set(err, SR_E_INTERNAL, "kind %s: no writer for \"%s\"", ki->name, *k);
+        }
+        rc = write_param(o, p, f);
+    }
+    cJSON_Delete(rc ? o : NULL);
+    if (rc == NOT_PARSED)
+        return sr_err_set(err, SR_E_INTERNAL, "fault %.64s holds a value no plan parses to", f->id);
+    if (rc)
+        return sr_err_set(err, SR_E_NOMEM, "cannot write fault %.64s", f->id);
+    *out = o;
+    return 0;
+}
+
+int sr_fault_plan_write_json(cJSON **out, const sr_fault_plan *plan, sr_err *err)
+{
+    *out = cJSON_CreateArray();
+    if (!*out)
+        return sr_err_set(err, SR_E_NOMEM, "cannot write the fault plan");
+    for (size_t i = 0; i < sr_fault_plan_count(plan); i++) {
+        cJSON *f = NULL;
+        int rc = sr_fault_write_json(&f, &plan->f[i], err);
+        if (!rc && !cJSON_AddItemToArray(*out, f)) {
+            cJSON_Delete(f);
+            rc = sr_err_set(err, SR_E_NOMEM, "cannot write the fault plan");
+        }
+        if (rc) {
+            cJSON_Delete(*out);
+            *out = NULL;
+            return rc;
+        }
+    }
+    return 0;
 }

@@ -26,6 +26,10 @@
  * matching one in declaration order). Model and body kinds apply to the generate endpoints
  * only; weights kinds to the weight-sync endpoints only.
  *
+ * A plan is parsed once, where its document is loaded (spec/engine_config.h's
+ * sr_spec_parse_faults, for engine configs and scenarios alike), and travels typed from there;
+ * sr_fault_plan_write_json writes it back (the expanded scenario, the engine config file).
+ *
  * Errors: every problem is SR_E_FAULT_SPEC with a message "fault I (KIND): ..." naming the
  * fault's index and kind and the offending key; SR_E_NOMEM.
  * Thread-safety: the table is immutable; a parsed plan is read-only and may be shared.
@@ -240,10 +244,14 @@ int sr_fault_parse(sr_fault *out, const cJSON *obj, size_t index, sr_err *err);
 typedef struct sr_fault_plan sr_fault_plan;
 
 /*
- * Parses a plan from a cJSON array (NULL, JSON null or an empty array: no faults): at most
- * SR_FAULT_MAX faults, ids unique. *out is freed with sr_fault_plan_free.
+ * Parses a whole plan from a cJSON array (NULL, JSON null or an empty array: no faults): at most
+ * SR_FAULT_MAX faults, each as sr_fault_parse, ids unique (a repeated id is
+ * "fault I: id \"ID\" is used twice" at the later fault). *out is freed with
+ * sr_fault_plan_free. On an error, *where (when `where` is not NULL) is the node the error is
+ * about, for a located message: the fault that has it (for a repeated id its "id" member, when it
+ * has one), or `plan` itself when it is not an array or is too long; NULL otherwise.
  */
-int sr_fault_plan_parse(sr_fault_plan **out, const cJSON *plan, sr_err *err);
+int sr_fault_plan_parse(sr_fault_plan **out, const cJSON **where, const cJSON *plan, sr_err *err);
 
 /* As sr_fault_plan_parse, from JSON text (`len` bytes). */
 int sr_fault_plan_parse_text(sr_fault_plan **out, const char *text, size_t len, sr_err *err);
@@ -254,5 +262,28 @@ void sr_fault_plan_free(sr_fault_plan *plan);
 /* Number of faults (0 for NULL) and the i-th (borrowed; NULL if out of range). */
 size_t sr_fault_plan_count(const sr_fault_plan *plan);
 const sr_fault *sr_fault_plan_at(const sr_fault_plan *plan, size_t i);
+
+/* The fault of `plan` whose id (given or default) is `id` (borrowed), or NULL. */
+const sr_fault *sr_fault_plan_find(const sr_fault_plan *plan, const char *id);
+
+/*
+ * The writer, the inverse of the parser: *out is a new JSON object (cJSON_Delete) for fault f,
+ * written from the kind table's row and the parameter rows the parser uses, so no kind has code
+ * of its own. It holds the targeting keys "kind", "id" (a default one too), "engines" (unless
+ * any engine), "endpoints" (as names), "nth" and "turn" (unless empty), "probability" and
+ * "count" (unless unlimited), then every parameter key the kind accepts: an optional offset
+ * ("bytes", "offset") only when it was given, a string only when it is not empty (the http
+ * faults' "text"), a list only when it has entries ("layers"); every other key with its value,
+ * defaults included. Integers are raw integer literals (cJSON would write large ones with an
+ * exponent). For a fault from sr_fault_parse at index i, sr_fault_parse of the printed object at
+ * index i gives back the same struct, member for member; what it writes for other structs is
+ * unspecified (but a kind outside the table, a latency dist outside the enum or a list count
+ * outside 0..SR_FAULT_MAX_LIST is SR_E_INTERNAL, never read past the struct). Errors: SR_E_NOMEM,
+ * SR_E_INTERNAL.
+ */
+int sr_fault_write_json(cJSON **out, const sr_fault *f, sr_err *err);
+
+/* The plan as a JSON array of sr_fault_write_json objects (NULL: an empty array). */
+int sr_fault_plan_write_json(cJSON **out, const sr_fault_plan *plan, sr_err *err);
 
 #endif /* SR_SPEC_FAULTS_H */

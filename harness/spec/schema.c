@@ -56,7 +56,7 @@ void sr_engine_config_id_for(char *out, size_t cap, const sr_engine_config *c, i
 
 void sr_engine_config_release(sr_engine_config *c)
 {
-    cJSON_Delete(c->faults);
+    sr_fault_plan_free(c->faults);
     sr_engine_config_defaults(c);
 }
 
