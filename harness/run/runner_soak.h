@@ -34,7 +34,7 @@ int sr_soak_unsupported(const sr_scenario *s, char *why, size_t n);
  */
 #define SR_SOAK_BUCKETS     64 /* even */
 #define SR_SOAK_WINDOWS     4
-#define SR_SOAK_MIN_SAMPLES 8 /* two per window */
+#define SR_SOAK_MIN_SAMPLES 4 /* one per window */
 
 typedef struct sr_soak_series {
     int64_t lo[SR_SOAK_BUCKETS], hi[SR_SOAK_BUCKETS];
