@@ -49,12 +49,10 @@ static int make_configs(rbatch *b, sr_err *err)
             return sr_err_set(err, SR_E_NOMEM, "cannot allocate a prompt");
         for (int64_t j = 0; j < P; j++)
             b->prompts[i][j] = (int32_t)below(draw(ss, (uint64_t)j + 2), (uint64_t)s->engine.vocab);
+        snprintf(b->sessions[i], SR_CLIENT_SESSION_MAX, "%s/%s/%lld", s->id, s->steps[b->step].name,
+                 (long long)i);
         if (b->run->iteration > 0)
-            snprintf(b->sessions[i], SR_CLIENT_SESSION_MAX, "%s/%s.%lld/%lld", s->id,
-                     s->steps[b->step].name, (long long)b->run->iteration, (long long)i);
-        else
-            snprintf(b->sessions[i], SR_CLIENT_SESSION_MAX, "%s/%s/%lld", s->id,
-                     s->steps[b->step].name, (long long)i);
+            sr_soak_session(b->sessions[i], SR_CLIENT_SESSION_MAX, b->run, b->step, i);
         sr_rollout_config c = SR_ROLLOUT_CONFIG_INIT;
         c.prompt = b->prompts[i];
         c.prompt_len = (size_t)P;

@@ -2,8 +2,8 @@
  * runner_rollout: the rollout step. Draws the step's prompts and environments from the
  * scenario's seed (and, in a soak, the iteration), runs the batch on the client's threads
  * (rollout.h), verifies every rollout (verify.h) and keeps the results in the step's state for
- * the steps that need them (collate). Session ids are "<id>/<step>/<i>", or
- * "<id>/<step>.<k>/<i>" in soak iteration k > 0.
+ * the steps that need them (collate). Session ids are "<id>/<step>/<i>", or in soak iteration
+ * k > 0 "<id>/<step>.<k>/<i>" made to reach the same engine (sr_soak_session, runner_state.h).
  */
 #ifndef SR_RUNNER_ROLLOUT_H
 #define SR_RUNNER_ROLLOUT_H

@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include "runner_soak.h"
+#include "spec/faults.h"
+#include "sync/sync.h"
 
 /* AddressSanitizer's quarantine keeps freed memory resident on purpose (up to 256 MiB), so the
  * resident size of a sanitized build says nothing about leaks; only descriptors are compared. */
@@ -93,8 +95,92 @@ static int should_stop(sr_scn_run *run)
     return stop;
 }
 
-static void resource_check(sr_scn_run *run, const soak_sample *base, const soak_sample *last,
-                           int64_t iterations)
+/* ---- the growth rule ---- */
+
+void sr_soak_series_add(sr_soak_series *s, int64_t v)
+{
+    if (s->n == 0)
+        s->first = v;
+    s->last = v;
+    s->n++;
+    if (s->n_buckets > 0 && s->fill < s->width) {
+        int b = s->n_buckets - 1;
+        s->lo[b] = v < s->lo[b] ? v : s->lo[b];
+        s->hi[b] = v > s->hi[b] ? v : s->hi[b];
+        s->fill++;
+        return;
+    }
+    /* Every bucket is full: neighbours merge, so buckets keep covering equal spans. */
+    if (s->n_buckets == SR_SOAK_BUCKETS) {
+        for (int i = 0; i < SR_SOAK_BUCKETS / 2; i++) {
+            int64_t lo = s->lo[2 * i] < s->lo[2 * i + 1] ? s->lo[2 * i] : s->lo[2 * i + 1];
+            int64_t hi = s->hi[2 * i] > s->hi[2 * i + 1] ? s->hi[2 * i] : s->hi[2 * i + 1];
+            s->lo[i] = lo;
+            s->hi[i] = hi;
+        }
+        s->n_buckets = SR_SOAK_BUCKETS / 2;
+        s->width *= 2;
+    }
+    if (s->width == 0)
+        s->width = 1;
+    s->lo[s->n_buckets] = s->hi[s->n_buckets] = v;
+    s->n_buckets++;
+    s->fill = 1;
+}
+
+sr_soak_growth sr_soak_judge(const sr_soak_series *s, int64_t allowance)
+{
+    sr_soak_growth g;
+    memset(&g, 0, sizeof(g));
+    if (s->n < SR_SOAK_MIN_SAMPLES)
+        return g;
+    g.judged = 1;
+    for (int w = 0; w < SR_SOAK_WINDOWS; w++) {
+        int b0 = w * s->n_buckets / SR_SOAK_WINDOWS, b1 = (w + 1) * s->n_buckets / SR_SOAK_WINDOWS;
+        g.floor[w] = s->lo[b0];
+        int64_t ceiling = s->hi[b0];
+        for (int b = b0 + 1; b < b1; b++) {
+            g.floor[w] = s->lo[b] < g.floor[w] ? s->lo[b] : g.floor[w];
+            ceiling = s->hi[b] > ceiling ? s->hi[b] : ceiling;
+        }
+        if (w == 0)
+            g.early_ceiling = ceiling;
+    }
+    g.rising = 1;
+    for (int w = 1; w < SR_SOAK_WINDOWS; w++)
+        g.rising &= g.floor[w] > g.floor[w - 1];
+    g.growth = g.floor[SR_SOAK_WINDOWS - 1] - g.early_ceiling;
+    g.leak = g.rising && g.growth > allowance;
+    return g;
+}
+
+/* "32 32 33 32": the floors of a judged series. */
+static void floors_text(char *out, size_t n, const sr_soak_growth *g, double unit)
+{
+    size_t used = 0;
+    for (int w = 0; w < SR_SOAK_WINDOWS && used < n; w++)
+        used += (size_t)snprintf(out + used, n - used, unit > 1 ? "%s%.1f" : "%s%.0f", w ? " " : "",
+                                 (double)g->floor[w] / unit);
+}
+
+static void judge_one(sr_scn_run *run, const sr_soak_series *s, int64_t allowance, const char *what,
+                      const char *units, double unit)
+{
+    sr_soak_growth g = sr_soak_judge(s, allowance);
+    if (!g.leak)
+        return;
+    char floors[128];
+    floors_text(floors, sizeof(floors), &g, unit);
+    sr_run_check(run, -1, "soak.resource_growth",
+                 "%s kept growing over %lld iterations after the warm-up: the minimum of each "
+                 "quarter rose every quarter (%s %s), and the last quarter's minimum is %.1f %s "
+                 "above the first quarter's maximum (allowed: +%.1f)",
+                 what, (long long)s->n, floors, units, (double)g.growth / unit, units,
+                 (double)allowance / unit);
+}
+
+static void resource_check(sr_scn_run *run, const sr_soak_series *fds, const sr_soak_series *rss,
+                           int64_t iterations, int proc_ok)
 {
     const sr_scenario *s = run->scn;
     const char *name = "soak.resource_growth";
@@ -107,27 +193,18 @@ static void resource_check(sr_scn_run *run, const soak_sample *base, const soak_
         sr_scenario_skip_check(run->res, name, why);
         return;
     }
-    if (iterations <= s->soak_warmup_iterations || base->fds < 0 || base->rss < 0 ||
-        last->fds < 0 || last->rss < 0) {
-        snprintf(why, sizeof(why), "%lld iterations ran, %lld of them warm-up%s",
-                 (long long)iterations, (long long)s->soak_warmup_iterations,
-                 iterations > s->soak_warmup_iterations ? "; /proc/self could not be read" : "");
+    if (!proc_ok || fds->n < SR_SOAK_MIN_SAMPLES) {
+        snprintf(why, sizeof(why),
+                 "%lld iterations ran, %lld of them warm-up; the growth rule needs %d samples "
+                 "from the last warm-up iteration on%s",
+                 (long long)iterations, (long long)s->soak_warmup_iterations, SR_SOAK_MIN_SAMPLES,
+                 proc_ok ? "" : "; /proc/self could not be read");
         sr_scenario_skip_check(run->res, name, why);
         return;
     }
-    if (last->fds > base->fds + s->soak_max_fd_growth)
-        sr_run_check(run, -1, name,
-                     "open descriptors grew from %lld after %lld warm-up iterations to %lld after "
-                     "%lld (allowed: +%lld)",
-                     (long long)base->fds, (long long)s->soak_warmup_iterations,
-                     (long long)last->fds, (long long)iterations, (long long)s->soak_max_fd_growth);
-    if (SOAK_COMPARE_RSS && last->rss > base->rss + s->soak_max_rss_growth)
-        sr_run_check(run, -1, name,
-                     "resident memory grew from %.1f MiB after %lld warm-up iterations to %.1f "
-                     "MiB after %lld (allowed: +%.1f MiB)",
-                     (double)base->rss / 1048576.0, (long long)s->soak_warmup_iterations,
-                     (double)last->rss / 1048576.0, (long long)iterations,
-                     (double)s->soak_max_rss_growth / 1048576.0);
+    judge_one(run, fds, s->soak_max_fd_growth, "open descriptors", "descriptors", 1.0);
+    if (SOAK_COMPARE_RSS)
+        judge_one(run, rss, s->soak_max_rss_growth, "resident memory", "MiB", 1048576.0);
 }
 
 static void add_faults(soak_totals *t, const cJSON *state)
@@ -172,8 +249,21 @@ static void engines_at_end(sr_scn_run *run, soak_totals *t)
     }
 }
 
-static void summary(sr_scn_run *run, const soak_totals *t, const soak_sample *base,
-                    const soak_sample *last, int64_t iterations, double ms)
+/* "37 -> 39 (quarter minimums 32 32 33 32)": the first and last sample and the floors. */
+static void series_text(char *out, size_t n, const sr_soak_series *s, double unit,
+                        const char *units)
+{
+    sr_soak_growth g = sr_soak_judge(s, 0);
+    char floors[128] = "";
+    if (g.judged)
+        floors_text(floors, sizeof(floors), &g, unit);
+    snprintf(out, n, unit > 1 ? "%.1f -> %.1f%s%s%s%s" : "%.0f -> %.0f%s%s%s%s",
+             (double)s->first / unit, (double)s->last / unit, units,
+             g.judged ? " (quarter minimums " : "", floors, g.judged ? ")" : "");
+}
+
+static void summary(sr_scn_run *run, const soak_totals *t, const sr_soak_series *fds,
+                    const sr_soak_series *rss, int64_t iterations, double ms)
 {
     const sr_counters *c = &run->res->counters;
     char kinds[1024] = "";
@@ -181,17 +271,17 @@ static void summary(sr_scn_run *run, const soak_totals *t, const soak_sample *ba
     for (int k = 0; k < t->n_kinds && used < sizeof(kinds); k++)
         used += (size_t)snprintf(kinds + used, sizeof(kinds) - used, "%s%s=%lld", k ? " " : "",
                                  t->kinds[k].kind, (long long)t->kinds[k].fired);
-    char res[256];
-    if (base->fds < 0 || base->rss < 0 || last->fds < 0 || last->rss < 0)
+    char res[512], f[160], r[160];
+    if (fds->n == 0)
         snprintf(res, sizeof(res), "harness resources not compared (%lld warm-up iterations)",
                  (long long)run->scn->soak_warmup_iterations);
-    else
-        snprintf(res, sizeof(res),
-                 "harness fds %lld -> %lld, RSS %.1f -> %.1f MiB%s after %lld warm-up iterations",
-                 (long long)base->fds, (long long)last->fds, (double)base->rss / 1048576.0,
-                 (double)last->rss / 1048576.0,
+    else {
+        series_text(f, sizeof(f), fds, 1.0, "");
+        series_text(r, sizeof(r), rss, 1048576.0, " MiB");
+        snprintf(res, sizeof(res), "harness fds %s, RSS %s%s after %lld warm-up iterations", f, r,
                  SOAK_COMPARE_RSS ? "" : " (not compared: AddressSanitizer build)",
                  (long long)run->scn->soak_warmup_iterations);
+    }
     fprintf(stderr,
             "syncroll run: soak %s: %lld iterations in %.1f s: %lld rollouts (%lld verified, "
             "%lld failed), %lld turns, %lld retries, %lld syncs, %lld faults fired (%s); %s; "
@@ -202,31 +292,179 @@ static void summary(sr_scn_run *run, const soak_totals *t, const soak_sample *ba
             t->answering, run->n_procs);
 }
 
+/* ---- what cannot repeat ---- */
+
+/* The fault of the engines' plan with this id, copied into *out; 0 if there is none. */
+static int find_fault(sr_fault *out, const sr_scenario *s, const char *id)
+{
+    sr_fault_plan *plan = NULL;
+    sr_err e = SR_ERR_INIT;
+    if (sr_fault_plan_parse(&plan, s->engine.faults, &e))
+        return 0;
+    int found = 0;
+    for (size_t i = 0; !found && i < sr_fault_plan_count(plan); i++)
+        if (strcmp(sr_fault_plan_at(plan, i)->id, id) == 0) {
+            *out = *sr_fault_plan_at(plan, i);
+            found = 1;
+        }
+    sr_fault_plan_free(plan);
+    return found;
+}
+
+static int check_state_unsupported(const sr_scenario *s, const sr_scn_step *st, char *why, size_t n)
+{
+    const sr_scn_check_state *c = &st->check;
+    for (int i = 0; i < c->n_faults_fired; i++) {
+        const char *id = c->faults_fired[i].id;
+        sr_fault f;
+        if (find_fault(&f, s, id) && (f.n_nth > 0 || f.count >= 0 || f.probability < 1.0)) {
+            snprintf(why, n,
+                     "step %s: check_state.faults_fired.%s: the fault fires %s, so its count "
+                     "cannot repeat in a later iteration",
+                     st->name, id,
+                     f.n_nth > 0    ? "by nth ordinal over the engine's life"
+                     : f.count >= 0 ? "at most `count` times over the engine's life"
+                                    : "with a probability below 1");
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int sr_soak_unsupported(const sr_scenario *s, char *why, size_t n)
+{
+    for (int i = 0; i < s->n_steps; i++) {
+        const sr_scn_step *st = &s->steps[i];
+        if (st->kind == SR_STEP_KILL_ENGINE) {
+            snprintf(why, n, "step %s: kill_engine: a killed engine cannot serve another iteration",
+                     st->name);
+            return 1;
+        }
+        if (st->kind == SR_STEP_CHECK_STATE && check_state_unsupported(s, st, why, n))
+            return 1;
+    }
+    for (int i = 0; i < s->n_budgets; i++)
+        if (s->budgets[i].phase == SR_PHASE_SCENARIO) {
+            snprintf(why, n,
+                     "budgets[%d]: a budget on the scenario phase would hold the whole soak, not "
+                     "one iteration",
+                     i);
+            return 1;
+        }
+    return 0;
+}
+
+/* ---- iterations ---- */
+
+/*
+ * The steps of iteration k > 0: explicit sync versions and check_state weight versions move on
+ * by the versions published before the iteration, so each iteration syncs to new versions (a
+ * delta store refuses an older one) and checks the ones it synced.
+ */
+static void shift_versions(sr_scn_step *steps, const sr_scenario *s, int64_t offset)
+{
+    for (int i = 0; i < s->n_steps; i++) {
+        steps[i] = s->steps[i];
+        if (steps[i].kind == SR_STEP_SYNC_WEIGHTS && steps[i].sync.version >= 0)
+            steps[i].sync.version += offset;
+        if (steps[i].kind == SR_STEP_CHECK_STATE &&
+            steps[i].check.weight_version != SR_SCN_UNCHECKED)
+            steps[i].check.weight_version += offset;
+    }
+}
+
+/* Reads every engine's state as the baseline of the next iteration's counters (runner_state.h). */
+static void read_baselines(sr_scn_run *run)
+{
+    for (int i = 0; i < run->n_engines && i < SR_ENGINE_MAX_COUNT; i++) {
+        cJSON_Delete(run->soak_base[i]);
+        run->soak_base[i] = NULL;
+        sr_err e = SR_ERR_INIT;
+        int rc = sr_run_engine_state(&run->soak_base[i], run, i, &e);
+        if (rc)
+            sr_run_check(run, -1, "engine.control",
+                         "engine %d: GET /syncroll/v1/state before soak iteration %lld: %s: %s", i,
+                         (long long)run->iteration, sr_code_name(rc), e.msg);
+    }
+}
+
+static void free_baselines(sr_scn_run *run)
+{
+    for (int i = 0; i < SR_ENGINE_MAX_COUNT; i++) {
+        cJSON_Delete(run->soak_base[i]);
+        run->soak_base[i] = NULL;
+    }
+}
+
+static int run_once_unsupported(sr_scn_run *run, int (*run_once)(sr_scn_run *, sr_err *),
+                                sr_err *err)
+{
+    char why[SR_ERR_MSG_MAX];
+    if (!sr_soak_unsupported(run->scn, why, sizeof(why)))
+        return -1;
+    fprintf(stderr,
+            "syncroll run: soak %s: not repeated (soak.unsupported): %s; the steps ran once\n",
+            run->scn->id, why);
+    sr_scenario_skip_check(run->res, "soak.unsupported", why);
+    sr_scenario_skip_check(run->res, "soak.resource_growth",
+                           "the scenario cannot soak (soak.unsupported)");
+    return run_once(run, err);
+}
+
 int sr_run_iterations(sr_scn_run *run, int (*run_once)(sr_scn_run *, sr_err *), sr_err *err)
 {
     const sr_scenario *s = run->scn;
     if (s->soak_duration_ms <= 0)
         return run_once(run, err);
-    soak_sample base = {-1, -1}, last = {-1, -1};
+    int rc = run_once_unsupported(run, run_once, err);
+    if (rc != -1)
+        return rc;
+    /* Iteration k's view of the scenario: the same, with its own steps (shift_versions). */
+    sr_scenario *view = malloc(sizeof(*view));
+    sr_scn_step *steps = calloc((size_t)s->n_steps + 1, sizeof(*steps));
+    if (!view || !steps) {
+        free(view);
+        free(steps);
+        return sr_err_set(err, SR_E_NOMEM, "cannot allocate the soak's steps");
+    }
+    sr_soak_series fds, rss;
+    memset(&fds, 0, sizeof(fds));
+    memset(&rss, 0, sizeof(rss));
+    int proc_ok = 1;
     double t0 = sr_client_now_ms();
-    int rc = 0;
     for (run->iteration = 0;; run->iteration++) {
-        if (run->iteration > 0)
-            reset_steps(run);
+        if (run->iteration > 0) {
+            read_baselines(run);
+            *view = *s;
+            shift_versions(steps, s,
+                           run->sync ? sr_sync_last_target(run->sync) - s->engine.weight_version
+                                     : 0);
+            view->steps = steps;
+            run->scn = view;
+        }
         rc = run_once(run, err);
-        last = take_sample();
-        if (run->iteration + 1 == s->soak_warmup_iterations)
-            base = last;
+        run->scn = s;
+        /* Sampled with the iteration's results released, the same phase every time. */
+        reset_steps(run);
+        soak_sample x = take_sample();
+        if (run->iteration + 1 >= s->soak_warmup_iterations) {
+            proc_ok &= x.fds >= 0 && x.rss >= 0;
+            sr_soak_series_add(&fds, x.fds);
+            sr_soak_series_add(&rss, x.rss);
+        }
         if (rc || should_stop(run) || sr_client_now_ms() - t0 >= (double)s->soak_duration_ms)
             break;
     }
+    free_baselines(run);
+    free(steps);
+    free(view);
     if (rc)
         return rc;
     int64_t iterations = run->iteration + 1;
     soak_totals t;
     memset(&t, 0, sizeof(t));
-    resource_check(run, &base, &last, iterations);
+    resource_check(run, &fds, &rss, iterations, proc_ok);
     engines_at_end(run, &t);
-    summary(run, &t, &base, &last, iterations, sr_client_now_ms() - t0);
+    summary(run, &t, &fds, &rss, iterations, sr_client_now_ms() - t0);
     return 0;
 }

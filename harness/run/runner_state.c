@@ -51,3 +51,23 @@ int sr_run_engine_state(cJSON **out, sr_scn_run *run, int engine, sr_err *err)
     sr_client_reply_release(&rep);
     return rc;
 }
+
+void sr_soak_session(char *name, size_t n, const sr_scn_run *run, int step, int64_t i)
+{
+    const sr_scenario *s = run->scn;
+    int engine = sr_client_engine_for(run->client, name);
+    char id[SR_CLIENT_SESSION_MAX];
+    /* Each j is a fresh uniform draw of the engine, so about n_engines tries find one; the
+     * bound only keeps the loop finite. */
+    for (long long j = 0; j < 65536; j++) {
+        if (j == 0)
+            snprintf(id, sizeof(id), "%s/%s.%lld/%lld", s->id, s->steps[step].name,
+                     (long long)run->iteration, (long long)i);
+        else
+            snprintf(id, sizeof(id), "%s/%s.%lld.%lld/%lld", s->id, s->steps[step].name,
+                     (long long)run->iteration, j, (long long)i);
+        if (sr_client_engine_for(run->client, id) == engine)
+            break;
+    }
+    snprintf(name, n, "%s", id);
+}

@@ -70,6 +70,10 @@ typedef struct sr_scn_run {
     struct sr_sync *sync;   /* the weight-sync state of the sync_weights step (runner_steps.c),
                                NULL until a sync runs */
     int64_t iteration;      /* 0-based pass over the steps (soak, runner_soak.c) */
+    cJSON *soak_base[SR_ENGINE_MAX_COUNT]; /* soak iteration k > 0: each engine's state when the
+                                              iteration started (owned by runner_soak.c), the
+                                              zero of check_state's and wait.until's counters;
+                                              NULL otherwise (counters are absolute) */
 } sr_scn_run;
 
 /* A step executor: 0 when the step ran (its checks are in the result), else a harness error. */
@@ -87,5 +91,14 @@ int sr_step_join(sr_scn_run *run, int step, sr_err *err);
 /* GET /syncroll/v1/state of engine `engine` into *out (owned; cJSON_Delete). 0, or the
  * control-plane error with its message in err. */
 int sr_run_engine_state(cJSON **out, sr_scn_run *run, int engine, sr_err *err);
+
+/*
+ * Soak iteration k > 0 (FORMAT.md §15): replaces `name`, the iteration-0 session id of sample i
+ * of rollout step `step` ("<id>/<step>/<i>"), with "<id>/<step>.<k>/<i>", or
+ * "<id>/<step>.<k>.<j>/<i>" with the smallest j >= 1 whose engine (sr_client_engine_for) is the
+ * one the iteration-0 id goes to: every iteration sends new sessions, each sample to the same
+ * engine, so per-engine counts and conditions repeat. `n` is the size of name.
+ */
+void sr_soak_session(char *name, size_t n, const sr_scn_run *run, int step, int64_t i);
 
 #endif /* SR_RUNNER_STATE_H */

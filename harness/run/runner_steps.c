@@ -176,6 +176,8 @@ static int64_t num_at(const cJSON *o, const char *key, const char *sub)
 
 static int64_t fault_fired(const cJSON *state, const char *id)
 {
+    if (!state)
+        return 0;
     const cJSON *f;
     cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(state, "faults"))
     {
@@ -184,6 +186,16 @@ static int64_t fault_fired(const cJSON *state, const char *id)
             return num_at(f, "fired", NULL);
     }
     return -1;
+}
+
+/* A counter of an engine's state from the start of the soak iteration (FORMAT.md §15):
+ * absolute without a baseline (the first iteration, no soak). */
+static int64_t since_base(const sr_scn_run *run, int engine, const cJSON *st, const char *key,
+                          const char *sub)
+{
+    const cJSON *base = run->soak_base[engine];
+    int64_t v = num_at(st, key, sub), b = base ? num_at(base, key, sub) : 0;
+    return v == INT64_MIN + 1 || b == INT64_MIN + 1 ? v : v - b;
 }
 
 static void compare(sr_scn_run *run, int step, int engine, const char *what, int64_t got,
@@ -206,19 +218,23 @@ static void check_one(sr_scn_run *run, int step, int engine, const cJSON *st)
             c->weight_version);
     compare(run, step, engine, "paused", num_at(st, "paused", NULL), c->paused);
     compare(run, step, engine, "sleeping", num_at(st, "sleeping", NULL), c->sleeping);
-    compare(run, step, engine, "sessions", num_at(st, "sessions", NULL), c->sessions);
+    compare(run, step, engine, "sessions", since_base(run, engine, st, "sessions", NULL),
+            c->sessions);
     compare(run, step, engine, "inflight", num_at(st, "inflight", NULL), c->inflight);
     compare(run, step, engine, "held", num_at(st, "held", NULL), c->held);
     for (int i = 0; i < SR_EP_COUNT; i++) {
         char what[64];
         snprintf(what, sizeof(what), "requests.%s", sr_endpoint_name((sr_endpoint)i));
-        compare(run, step, engine, what, num_at(st, "requests", sr_endpoint_name((sr_endpoint)i)),
+        compare(run, step, engine, what,
+                since_base(run, engine, st, "requests", sr_endpoint_name((sr_endpoint)i)),
                 c->requests[i]);
     }
     for (int i = 0; i < c->n_faults_fired; i++) {
         char what[96];
         snprintf(what, sizeof(what), "faults[%s].fired", c->faults_fired[i].id);
-        compare(run, step, engine, what, fault_fired(st, c->faults_fired[i].id),
+        compare(run, step, engine, what,
+                fault_fired(st, c->faults_fired[i].id) -
+                    fault_fired(run->soak_base[engine], c->faults_fired[i].id),
                 c->faults_fired[i].fired);
     }
 }
@@ -243,11 +259,12 @@ static int step_check_state(sr_scn_run *run, int step, sr_err *err)
 
 /* ---- wait ---- */
 
-static int until_holds(const sr_scn_wait *w, const cJSON *st)
+static int until_holds(const sr_scn_run *run, const sr_scn_wait *w, const cJSON *st)
 {
     return (w->min_inflight < 0 || num_at(st, "inflight", NULL) >= w->min_inflight) &&
            (w->min_held < 0 || num_at(st, "held", NULL) >= w->min_held) &&
-           (w->min_generate < 0 || num_at(st, "requests", "generate") >= w->min_generate);
+           (w->min_generate < 0 ||
+            since_base(run, (int)w->engine, st, "requests", "generate") >= w->min_generate);
 }
 
 static int wait_until(sr_scn_run *run, int step)
@@ -258,7 +275,7 @@ static int wait_until(sr_scn_run *run, int step)
         cJSON *st = NULL;
         sr_err e = SR_ERR_INIT;
         int rc = sr_run_engine_state(&st, run, (int)w->engine, &e);
-        int ok = !rc && until_holds(w, st);
+        int ok = !rc && until_holds(run, w, st);
         cJSON_Delete(st);
         if (rc)
             return sr_run_check(run, step, "engine.control",
