@@ -297,18 +297,10 @@ static void summary(sr_scn_run *run, const soak_totals *t, const sr_soak_series 
 /* The fault of the engines' plan with this id, copied into *out; 0 if there is none. */
 static int find_fault(sr_fault *out, const sr_scenario *s, const char *id)
 {
-    sr_fault_plan *plan = NULL;
-    sr_err e = SR_ERR_INIT;
-    if (sr_fault_plan_parse(&plan, s->engine.faults, &e))
-        return 0;
-    int found = 0;
-    for (size_t i = 0; !found && i < sr_fault_plan_count(plan); i++)
-        if (strcmp(sr_fault_plan_at(plan, i)->id, id) == 0) {
-            *out = *sr_fault_plan_at(plan, i);
-            found = 1;
-        }
-    sr_fault_plan_free(plan);
-    return found;
+    const sr_fault *f = sr_fault_plan_find(s->engine.faults, id);
+    if (f)
+        *out = *f;
+    return f != NULL;
 }
 
 static int check_state_unsupported(const sr_scenario *s, const sr_scn_step *st, char *why, size_t n)
