@@ -217,10 +217,12 @@ int sr_run_iterations(sr_scn_run *run, int (*run_once)(sr_scn_run *, sr_err *), 
         last = take_sample();
         if (run->iteration + 1 == s->soak_warmup_iterations)
             base = last;
-        if (rc || should_stop(run) || sr_client_now_ms() - t0 >= (double)s->soak_duration_ms)
+        if (rc || should_stop(run) || sr_run_stopped(run) ||
+            sr_client_now_ms() - t0 >= (double)s->soak_duration_ms)
             break;
     }
-    if (rc)
+    /* An interrupted soak is judged by runner.c (run.interrupted), not by its resources. */
+    if (rc || sr_run_stopped(run))
         return rc;
     int64_t iterations = run->iteration + 1;
     soak_totals t;
