@@ -179,4 +179,9 @@ start killed
 kill -KILL "$RUN_PID"
 finish_run 137 "SIGKILL"
 
+# 6. SIGKILL with engines behind a wrapper: each engine follows the harness, not the wrapper.
+start killed-wrapped SYNCROLL_ENGINE="$tmp/wrap.sh"
+kill -KILL "$RUN_PID"
+finish_run 137 "SIGKILL, engines behind a wrapper"
+
 finish
