@@ -184,4 +184,15 @@ start killed-wrapped SYNCROLL_ENGINE="$tmp/wrap.sh"
 kill -KILL "$RUN_PID"
 finish_run 137 "SIGKILL, engines behind a wrapper"
 
+# 7. SIGKILL of `syncroll serve`: its engines (the pids it printed) die with it.
+OUTD=$tmp/serve
+"$S" serve "$tmp/stall.json" >"$OUTD.log" 2>&1 &
+RUN_PID=$!
+serve_ready() { grep -q '"engines"' "$OUTD.log"; }
+poll 20 serve_ready || die "serve: no engine list"
+grep -o '"pid":[0-9]*' "$OUTD.log" | cut -d: -f2 >"$OUTD.pids"
+[ "$(wc -l <"$OUTD.pids")" -eq 2 ] || bad "serve: printed $(wc -l <"$OUTD.pids") pids, expected 2"
+kill -KILL "$RUN_PID"
+finish_run 137 "SIGKILL of serve"
+
 finish
