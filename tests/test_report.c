@@ -234,6 +234,44 @@ START_TEST(json_round_trip_is_exact)
 }
 END_TEST
 
+/* A run cut short by a stop signal: every reporter marks it partial, results.json keeps the
+ * mark and the verdict through a reload, and the interrupted scenario is a JUnit error. */
+START_TEST(partial_run_in_every_report)
+{
+    sr_run_result *run = synth_run("/tmp/run", 0);
+    sr_scenario_result *s = run->scenarios[0];
+    sr_scenario_check(s, "run.interrupted", NULL, NULL, "SIGTERM arrived at step 1");
+    sr_scenario_set_verdict(s, SR_VERDICT_INTERRUPTED, "run.interrupted: SIGTERM at step 1");
+    run->partial = 1;
+    ck_assert_int_eq(sr_result_set_str(&run->partial_reason, "interrupted by SIGTERM", NULL), 0);
+    sr_run_result_finish(run, run->wall_ms);
+    ck_assert_uint_eq(run->counts[SR_VERDICT_INTERRUPTED], 1);
+    ck_assert_str_eq(sr_verdict_name(SR_VERDICT_INTERRUPTED), "interrupted");
+
+    char *t = render(run, SR_REPORT_TEXT);
+    ck_assert_ptr_nonnull(strstr(t, "\nPARTIAL RUN: interrupted by SIGTERM\n"));
+    ck_assert_ptr_nonnull(strstr(t, "INTR  "));
+    ck_assert_ptr_nonnull(strstr(t, ", 1 interrupted\n"));
+    char *x = render(run, SR_REPORT_JUNIT);
+    ck_assert_ptr_nonnull(strstr(x, "type=\"run.interrupted\""));
+    ck_assert_ptr_nonnull(strstr(x, "<property name=\"partial\" value=\"interrupted by SIGTERM\""));
+    char *h = render(run, SR_REPORT_HTML);
+    ck_assert_ptr_nonnull(strstr(h, "<p class=\"partial\" id=\"partial\">PARTIAL RUN: "
+                                    "interrupted by SIGTERM"));
+    char *j1;
+    sr_run_result *back = round_trip(run, &j1);
+    ck_assert_ptr_nonnull(strstr(j1, "\"partial\":\ttrue"));
+    ck_assert_int_eq(back->partial, 1);
+    ck_assert_str_eq(back->partial_reason, "interrupted by SIGTERM");
+    ck_assert_int_eq(back->scenarios[0]->verdict, SR_VERDICT_INTERRUPTED);
+    char *j2 = render(back, SR_REPORT_JSON);
+    ck_assert_str_eq(j1, j2);
+    free(t), free(x), free(h), free(j1), free(j2);
+    sr_run_result_free(back);
+    sr_run_result_free(run);
+}
+END_TEST
+
 /* Histograms of awkward shapes survive the JSON round trip exactly. */
 START_TEST(hist_round_trip_shapes)
 {
@@ -349,6 +387,7 @@ int main(void)
     tcase_add_test(tc, html_self_contained);
     tcase_add_test(tc, text_summary);
     tcase_add_test(tc, json_round_trip_is_exact);
+    tcase_add_test(tc, partial_run_in_every_report);
     tcase_add_test(tc, hist_round_trip_shapes);
     tcase_add_test(tc, load_errors_are_named);
     tcase_add_test(tc, compare_finds_p99_regressions);

@@ -1,8 +1,15 @@
 /* syncroll engine: one mock inference engine process (harness/engine/). */
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "args.h"
@@ -12,6 +19,7 @@
 #include "sr_clock.h"
 #include "engine/engine.h"
 #include "engine/server.h"
+#include "run/procs.h"
 
 static void usage(FILE *f)
 {
@@ -114,6 +122,50 @@ static int start_failed(int rc, const sr_err *err, int ready_fd)
     return sr_exit_for_code(rc);
 }
 
+/*
+ * Parent death: an engine started by syncroll (SR_PROC_PARENT_ENV names its spawner) asks the
+ * kernel for SIGTERM when its parent dies, so a harness or serve killed with SIGKILL leaves no
+ * engine behind. posix_spawn cannot set it in the child, so the engine does it first thing, then
+ * checks that its parent is still the one that spawned it: if the spawner died in between, the
+ * engine was re-parented already and stops now. Through a wrapper script (SYNCROLL_ENGINE) that
+ * does not exec the engine, the parent is the wrapper: the signal then follows the wrapper, and
+ * *watch (a pidfd of the spawner, or -1) lets a thread follow the spawner itself.
+ * Returns 1 if the engine must not start.
+ */
+static int die_with_parent(int *watch)
+{
+    *watch = -1;
+    const char *v = getenv(SR_PROC_PARENT_ENV);
+    long long want;
+    if (!v || sr_arg_int(v, 1, INT_MAX, &want))
+        return 0;
+    if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0)
+        return 0;
+    pid_t parent = getppid();
+    if (parent == (pid_t)want)
+        return 0;
+        /* Not the spawner: a wrapper in between (the spawner still runs), or the spawner died. */
+#ifdef SYS_pidfd_open
+    *watch = (int)syscall(SYS_pidfd_open, (pid_t)want, 0);
+    if (*watch >= 0)
+        return 0;
+#endif
+    if (kill((pid_t)want, 0) == 0 || errno == EPERM)
+        return 0;
+    fprintf(stderr, "syncroll engine: the process that started it (pid %lld) is gone\n", want);
+    return 1;
+}
+
+/* Waits for the spawner behind a wrapper to end, then stops the engine as SIGTERM would. */
+static void *watch_spawner(void *arg)
+{
+    struct pollfd p = {(int)(intptr_t)arg, POLLIN, 0};
+    while (poll(&p, 1, -1) < 0 && errno == EINTR)
+        ;
+    kill(getpid(), SIGTERM);
+    return NULL;
+}
+
 int sr_cmd_engine(int argc, char **argv)
 {
     if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
@@ -125,13 +177,22 @@ int sr_cmd_engine(int argc, char **argv)
         usage(stderr);
         return SR_EXIT_USAGE;
     }
+    sr_err err = SR_ERR_INIT;
+    int spawner = -1;
+    if (die_with_parent(&spawner))
+        return start_failed(sr_err_set(&err, SR_E_PROC_EXITED, "parent gone"), &err, a.ready_fd);
     /* Stop signals are taken through a signalfd; they are blocked before any thread starts. */
     sr_signals sig;
-    sr_err err = SR_ERR_INIT;
     int rc = sr_signals_open(&sig, SR_SIG_STOP, &err);
     sr_signals_ignore_pipe();
     if (rc)
         return start_failed(rc, &err, a.ready_fd);
+    /* Started after the signals are blocked, so it inherits the mask; it lives as long as the
+     * process (detached; its pidfd is closed at exit). */
+    pthread_t watcher;
+    if (spawner >= 0 &&
+        pthread_create(&watcher, NULL, watch_spawner, (void *)(intptr_t)spawner) == 0)
+        pthread_detach(watcher);
     sr_engine_config cfg;
     rc = a.config ? sr_engine_config_load(&cfg, a.config, a.index, &err) : 0;
     if (!a.config) {

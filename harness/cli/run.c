@@ -36,9 +36,15 @@ static void usage(FILE *f)
            "                   at most 1073741824) with scenario.too_large, before parsing\n\n"
            "The run folder DIR/<run-id>/ holds summary.txt, results.json, junit.xml, report.html,\n"
            "scenarios/<id>.json (every scenario expanded with its defaults) and artifacts/<id>/\n"
-           "(engine config and logs of failures); DIR/latest\n"
-           "points at it. Exit status: 0 all passed, 1 a scenario failed or errored, 2 usage\n"
-           "error or a malformed scenario (nothing runs then).\n\n"
+           "(engine config and logs of failures); DIR/latest, a symbolic link, points at it\n"
+           "(anything else named latest is left alone, with a warning).\n\n"
+           "SIGINT or SIGTERM stops the run: no scenario starts, the running ones stop at their\n"
+           "next step with the verdict `interrupted` (check run.interrupted), every engine is\n"
+           "stopped and every report is written marked partial; a second signal kills the\n"
+           "engines and exits at once.\n\n"
+           "Exit status: 0 all passed, 1 a scenario failed or errored, 2 usage error or a\n"
+           "malformed scenario (nothing runs then), 3 a report could not be written (each\n"
+           "file named on stderr), 130 / 143 interrupted by SIGINT / SIGTERM.\n\n"
            "Environment: SYNCROLL_ENGINE=PATH runs the mock engines as `PATH engine ...` (another\n"
            "syncroll build) instead of this executable; one that cannot be executed makes each\n"
            "scenario's verdict error (proc.spawn).\n");
@@ -166,8 +172,19 @@ int sr_cmd_run(int argc, char **argv)
         return p > 0 ? SR_EXIT_OK : SR_EXIT_USAGE;
     }
     sr_signals_ignore_pipe();
-    /* libcurl's global state was initialised by main() before any thread started. */
-    int status = sr_run_main(&a, argc, argv);
+    sr_signals_ignore_file_size();
+    /* Stop signals are blocked here, before any thread starts, so every thread inherits the
+     * mask and only the run's watcher (run_exec.c) sees them. libcurl's global state was
+     * initialised by main(), also before any thread. */
+    sr_signals sig;
+    sr_err err = SR_ERR_INIT;
+    if (sr_signals_open(&sig, SR_SIG_STOP, &err)) {
+        fprintf(stderr, "syncroll run: %s\n", err.msg);
+        free_args(&a);
+        return SR_EXIT_FAIL;
+    }
+    int status = sr_run_main(&a, &sig, argc, argv);
+    sr_signals_close(&sig);
     free_args(&a);
     return status;
 }

@@ -1,7 +1,9 @@
 /* syncroll run, after the options: loading, selection, the run folder, rounds, reports. */
 #include <dirent.h>
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +18,7 @@
 #include "report/report.h"
 #include "report/term.h"
 #include "run/runner.h"
+#include "sr_clock.h"
 
 uint64_t sr_run_shard_hash(const char *id)
 {
@@ -189,6 +192,38 @@ static void fill_header(sr_run_header *h, const run_args *a, int argc, char **ar
     strftime(h->start_iso, sizeof(h->start_iso), "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
+/*
+ * Points <out>/latest at the run: a new symbolic link renamed over the old one, so a reader never
+ * finds none. Anything there that is not a symbolic link (a file, a folder) is someone's data:
+ * it is left alone with a warning, and so is a failure; neither changes the run's exit status
+ * (latest is a convenience, the run folder is complete). No temporary link is left behind.
+ */
+static void point_latest(const char *out, const char *run_id)
+{
+    char tmp[4200], latest[4200];
+    snprintf(tmp, sizeof(tmp), "%s/.latest-%ld", out, (long)getpid());
+    snprintf(latest, sizeof(latest), "%s/latest", out);
+    struct stat st;
+    if (lstat(latest, &st) == 0 && !S_ISLNK(st.st_mode)) {
+        fprintf(stderr,
+                "syncroll run: warning: %s is a %s, not a symbolic link: left as it is, not "
+                "pointed at %s\n",
+                latest, S_ISDIR(st.st_mode) ? "folder" : "file", run_id);
+        return;
+    }
+    unlink(tmp);
+    if (symlink(run_id, tmp) != 0) {
+        fprintf(stderr, "syncroll run: warning: cannot create %s: %s\n", tmp, strerror(errno));
+        return;
+    }
+    if (rename(tmp, latest) != 0) {
+        int e = errno;
+        unlink(tmp);
+        fprintf(stderr, "syncroll run: warning: cannot point %s at %s: %s\n", latest, run_id,
+                strerror(e));
+    }
+}
+
 /* Creates <out>/<run-id>/{scenarios,artifacts} and points <out>/latest at it. */
 static int make_run_dir(char *dir, size_t cap, char *run_id, size_t idcap, const char *out)
 {
@@ -207,12 +242,7 @@ static int make_run_dir(char *dir, size_t cap, char *run_id, size_t idcap, const
     rc = rc ? rc : mkdir_p(sub);
     if (rc)
         return rc;
-    char tmp[4200], latest[4200];
-    snprintf(tmp, sizeof(tmp), "%s/.latest-%ld", out, (long)getpid());
-    snprintf(latest, sizeof(latest), "%s/latest", out);
-    unlink(tmp);
-    if (symlink(run_id, tmp) != 0 || rename(tmp, latest) != 0)
-        fprintf(stderr, "syncroll run: warning: cannot point %s at %s\n", latest, run_id);
+    point_latest(out, run_id);
     return 0;
 }
 
@@ -236,7 +266,82 @@ typedef struct pool {
     size_t max_scenario_bytes; /* --max-scenario-bytes, likewise */
     pthread_mutex_t print;
     sr_term *term;
+    sr_run_stop stop; /* the run's stop switch (runner_state.h), set by the watcher */
 } pool;
+
+static const char *signal_name(int signo)
+{
+    return signo == SIGINT ? "SIGINT" : signo == SIGTERM ? "SIGTERM" : "a stop signal";
+}
+
+/* ---- the stop signals' watcher ---- */
+
+typedef struct watcher {
+    sr_signals *sig;
+    sr_run_stop *stop;
+    atomic_int done; /* set by the main thread when the run is over */
+    pthread_t thread;
+    int started;
+} watcher;
+
+/*
+ * Reads SIGINT/SIGTERM from the signalfd. The first one sets the stop switch, which the
+ * runners read at their safe points, and sends SIGTERM to every engine's process group, which
+ * also ends any request still waiting on one; engines still there a second later get SIGKILL
+ * (every second, until the run is over), so no stalled step outlives the signal by much. A
+ * second signal kills every engine and exits at once.
+ */
+static void *watch(void *arg)
+{
+    watcher *w = arg;
+    int first = 0;
+    int64_t kill_at = -1;
+    while (!atomic_load(&w->done)) {
+        struct pollfd p = {w->sig->fd, POLLIN, 0};
+        int r = poll(&p, 1, 50);
+        if (kill_at >= 0 && (int64_t)sr_clock_ms() >= kill_at) {
+            sr_proc_reg_signal(&w->stop->procs, SIGKILL);
+            kill_at = (int64_t)sr_clock_ms() + 1000;
+        }
+        int signo = r > 0 ? sr_signals_next(w->sig) : 0;
+        if (signo <= 0)
+            continue;
+        if (first) {
+            sr_proc_reg_signal(&w->stop->procs, SIGKILL);
+            fprintf(stderr, "syncroll run: %s again: engines killed, exiting without reports\n",
+                    signal_name(signo));
+            _exit(128 + signo);
+        }
+        first = signo;
+        atomic_store(&w->stop->signo, signo);
+        fprintf(stderr,
+                "syncroll run: %s: stopping (no new scenario starts, engines stopped, reports "
+                "marked partial); a second signal exits at once\n",
+                signal_name(signo));
+        sr_proc_reg_signal(&w->stop->procs, SIGTERM);
+        kill_at = (int64_t)sr_clock_ms() + 1000;
+    }
+    return NULL;
+}
+
+static void watch_start(watcher *w, sr_signals *sig, sr_run_stop *stop)
+{
+    w->sig = sig;
+    w->stop = stop;
+    atomic_store(&w->done, 0);
+    w->started = sig && sig->fd >= 0 && pthread_create(&w->thread, NULL, watch, w) == 0;
+    if (!w->started)
+        fprintf(stderr, "syncroll run: warning: no signal watcher: SIGINT/SIGTERM are held until "
+                        "the run ends\n");
+}
+
+static void watch_stop(watcher *w)
+{
+    atomic_store(&w->done, 1);
+    if (w->started)
+        pthread_join(w->thread, NULL);
+    w->started = 0;
+}
 
 static void run_job(pool *p, const job *j)
 {
@@ -254,12 +359,24 @@ static void run_job(pool *p, const job *j)
     if (p->max_scenario_bytes)
         snprintf(repro + strlen(repro), sizeof(repro) - strlen(repro), " --max-scenario-bytes %zu",
                  p->max_scenario_bytes);
-    if (mkdir_p(work) != 0) {
+    if (atomic_load(&p->stop.signo)) {
+        /* Not started: the run is stopping. Listed all the same, so the report is complete
+         * about what was selected. */
+        sr_result_set_str(&j->res->id, j->scn->id, NULL);
+        sr_result_set_str(&j->res->file, j->scn->path, NULL);
+        sr_result_set_str(&j->res->repro, repro, NULL);
+        j->res->seed = j->scn->seed;
+        j->res->repeat = j->repeat;
+        sr_scenario_check(j->res, "run.interrupted", NULL, NULL,
+                          "scenario %s: %s arrived before it started", j->scn->id,
+                          signal_name(atomic_load(&p->stop.signo)));
+        sr_scenario_set_verdict(j->res, SR_VERDICT_INTERRUPTED, "run.interrupted: not started");
+    } else if (mkdir_p(work) != 0) {
         sr_result_set_str(&j->res->id, j->scn->id, NULL);
         sr_scenario_set_verdict(j->res, SR_VERDICT_ERROR, "cannot create %s", work);
     } else {
         sr_run_opts o = {p->self, work, expanded, repro, j->repeat, p->t0, p->n_jobs};
-        sr_run_scenario(j->res, j->scn, &o);
+        sr_run_scenario_in(j->res, j->scn, &o, &p->stop);
         if ((j->res->verdict == SR_VERDICT_PASS || j->res->verdict == SR_VERDICT_SKIP) &&
             !p->keep) {
             remove_folder(work);
@@ -306,6 +423,8 @@ static int run_rounds(sr_run_result *run, const loaded *l, const run_args *a, po
     for (int round = 1; !a->until_fail || !any_fail; round++) {
         if (round > a->repeat && (!a->until_fail || a->has_repeat))
             break;
+        if (atomic_load(&p->stop.signo))
+            break;
         p->n = 0;
         for (size_t i = 0; i < l->n; i++) {
             if (!selected(l->v[i], a))
@@ -330,13 +449,72 @@ static int run_rounds(sr_run_result *run, const loaded *l, const run_args *a, po
     return any_fail;
 }
 
-int sr_run_main(const run_args *a, int argc, char **argv)
+/* Writes every selected report; each one that cannot be written is named on stderr. Returns the
+ * number that failed. */
+static int write_reports(const sr_run_result *run, const char *dir, unsigned which)
+{
+    int failed = 0;
+    for (unsigned bit = 1; bit & SR_REPORT_ALL; bit <<= 1) {
+        sr_err err = SR_ERR_INIT;
+        if ((which & bit) && sr_report_write(run, dir, bit, &err)) {
+            fprintf(stderr, "syncroll run: report %s not written: %s\n", sr_report_file_name(bit),
+                    err.msg);
+            failed++;
+        }
+    }
+    return failed;
+}
+
+static void free_loaded(loaded *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        sr_scenario_free(l->v[i]);
+    free(l->v);
+}
+
+/* Runs every round under the signal watcher, then reports; returns the exit status. */
+static int run_and_report(sr_run_result *run, const loaded *l, const run_args *a, pool *p,
+                          sr_signals *sig)
+{
+    watcher w;
+    watch_start(&w, sig, &p->stop);
+    int failed = run_rounds(run, l, a, p);
+    /* Every runner has stopped its engines; whatever a failed stop left is killed here. */
+    sr_proc_reg_signal(&p->stop.procs, SIGKILL);
+    watch_stop(&w);
+    int signo = atomic_load(&p->stop.signo);
+    sr_run_result_finish(run, sr_client_now_ms() - p->t0);
+    if (signo) {
+        char why[128];
+        snprintf(why, sizeof(why), "interrupted by %s", signal_name(signo));
+        run->partial = 1;
+        sr_result_set_str(&run->partial_reason, why, NULL);
+    }
+    int bad_reports = write_reports(run, p->dir, a->reports);
+    char note[4300];
+    snprintf(note, sizeof(note), "run folder: %s", p->dir);
+    sr_term_note(p->term, note);
+    if (signo) {
+        snprintf(note, sizeof(note), "PARTIAL: %s; the reports say which scenarios did not finish",
+                 run->partial_reason ? run->partial_reason : "interrupted");
+        sr_term_note(p->term, note);
+    }
+    sr_term_finish(p->term, run);
+    if (bad_reports)
+        fprintf(stderr, "syncroll run: %d report(s) could not be written (exit status %d)\n",
+                bad_reports, signo ? 128 + signo : SR_RUN_EXIT_REPORT);
+    if (signo)
+        return 128 + signo;
+    if (bad_reports)
+        return SR_RUN_EXIT_REPORT;
+    return failed ? SR_EXIT_FAIL : SR_EXIT_OK;
+}
+
+int sr_run_main(const run_args *a, sr_signals *sig, int argc, char **argv)
 {
     loaded l = {NULL, 0};
     if (load_all(&l, a)) {
-        for (size_t i = 0; i < l.n; i++)
-            sr_scenario_free(l.v[i]);
-        free(l.v);
+        free_loaded(&l);
         return SR_EXIT_USAGE;
     }
     for (size_t i = 0; a->has_seed && i < l.n; i++)
@@ -347,14 +525,16 @@ int sr_run_main(const run_args *a, int argc, char **argv)
     sr_err err = SR_ERR_INIT;
     sr_run_result *run = NULL;
     int status = SR_EXIT_USAGE;
+    pool p;
+    memset(&p, 0, sizeof(p));
     if (make_run_dir(dir, sizeof(dir), run_id, sizeof(run_id), a->out) != 0)
         fprintf(stderr, "syncroll run: cannot create the run folder under %s\n", a->out);
     else if (sr_proc_self_exe(self, sizeof(self), &err) || sr_run_result_new(&run, &err))
         fprintf(stderr, "syncroll run: %s\n", err.msg);
+    else if (sr_proc_reg_init(&p.stop.procs))
+        status = SR_EXIT_FAIL;
     else {
         fill_header(&run->header, a, argc, argv, run_id, dir);
-        pool p;
-        memset(&p, 0, sizeof(p));
         p.dir = dir;
         /* SYNCROLL_ENGINE runs the mock engines from another syncroll build. */
         const char *engine = getenv("SYNCROLL_ENGINE");
@@ -363,30 +543,17 @@ int sr_run_main(const run_args *a, int argc, char **argv)
         p.duration_ms = a->duration_ms;
         p.max_scenario_bytes = a->max_scenario_bytes;
         p.t0 = sr_client_now_ms();
+        atomic_store(&p.stop.signo, 0);
         pthread_mutex_init(&p.print, NULL);
         if (sr_term_start(&p.term, stdout, 0, NULL, &err)) {
             fprintf(stderr, "syncroll run: %s\n", err.msg);
-            pthread_mutex_destroy(&p.print);
-            sr_run_result_free(run);
-            for (size_t i = 0; i < l.n; i++)
-                sr_scenario_free(l.v[i]);
-            free(l.v);
-            return SR_EXIT_FAIL;
-        }
-        int failed = run_rounds(run, &l, a, &p);
+            status = SR_EXIT_FAIL;
+        } else
+            status = run_and_report(run, &l, a, &p, sig);
         pthread_mutex_destroy(&p.print);
-        sr_run_result_finish(run, sr_client_now_ms() - p.t0);
-        if (sr_report_write(run, dir, a->reports, &err))
-            fprintf(stderr, "syncroll run: %s\n", err.msg);
-        char note[4200];
-        snprintf(note, sizeof(note), "run folder: %s", dir);
-        sr_term_note(p.term, note);
-        sr_term_finish(p.term, run);
-        status = failed ? SR_EXIT_FAIL : SR_EXIT_OK;
+        sr_proc_reg_destroy(&p.stop.procs);
     }
     sr_run_result_free(run);
-    for (size_t i = 0; i < l.n; i++)
-        sr_scenario_free(l.v[i]);
-    free(l.v);
+    free_loaded(&l);
     return status;
 }

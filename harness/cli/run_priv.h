@@ -5,6 +5,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "signals.h"
+
+/* `syncroll run` only: a report file could not be written (the run itself may have passed). */
+#define SR_RUN_EXIT_REPORT 3
+
 typedef struct run_args {
     char **paths;
     size_t n_paths;
@@ -20,8 +25,13 @@ typedef struct run_args {
     unsigned reports; /* SR_REPORT_* bits (report/report.h) */
 } run_args;
 
-/* Loads, selects, runs and reports; returns the exit status. */
-int sr_run_main(const run_args *a, int argc, char **argv);
+/*
+ * Loads, selects, runs and reports; returns the exit status. `sig` holds SIGINT and SIGTERM,
+ * blocked before any thread started (signals.h); a watcher thread reads it: the first signal
+ * stops the run (scenarios `interrupted`, engines stopped, reports partial, status 128 + its
+ * number), a second one kills the engines and exits at once with that status.
+ */
+int sr_run_main(const run_args *a, sr_signals *sig, int argc, char **argv);
 
 /* FNV-1a 64 of a scenario id: the stable key of --shard. */
 uint64_t sr_run_shard_hash(const char *id);

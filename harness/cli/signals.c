@@ -49,3 +49,8 @@ void sr_signals_ignore_pipe(void)
 {
     signal(SIGPIPE, SIG_IGN);
 }
+
+void sr_signals_ignore_file_size(void)
+{
+    signal(SIGXFSZ, SIG_IGN);
+}

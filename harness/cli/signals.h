@@ -1,5 +1,5 @@
 /*
- * The signals of syncroll's long-running subcommands (engine, serve), taken synchronously: the
+ * The signals of syncroll's long-running subcommands (engine, serve, run), taken synchronously: the
  * process blocks them and reads them from a signalfd, so no handler runs on an arbitrary thread
  * and the subcommand's own loop decides what each signal means (stop cleanly, reap a child,
  * write what it has so far).
@@ -46,5 +46,9 @@ void sr_signals_close(sr_signals *s);
 /* Ignores SIGPIPE process-wide, so writing to a peer that went away fails with EPIPE (reported
  * where it happens) instead of ending the process. */
 void sr_signals_ignore_pipe(void);
+
+/* Ignores SIGXFSZ process-wide, so a write past RLIMIT_FSIZE fails with EFBIG (and is reported
+ * with the file's name) instead of ending the process without a word. */
+void sr_signals_ignore_file_size(void);
 
 #endif /* SR_CLI_SIGNALS_H */

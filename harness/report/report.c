@@ -86,11 +86,16 @@ static int write_atomic(const char *dir, const char *name, const char *data, siz
     snprintf(tmp, sizeof(tmp), "%s/.%s.tmp-%ld", dir, name, (long)getpid());
     FILE *f = fopen(tmp, "wb");
     if (!f)
-        return sr_err_set(err, SR_E_IO, "%s: cannot create: %s", tmp, strerror(errno));
+        return sr_err_set(err, SR_E_IO, "%s: cannot create (as %s): %s", path, tmp,
+                          strerror(errno));
     int bad = len && fwrite(data, 1, len, f) != len;
-    bad |= fclose(f) != 0;
+    int e = bad ? errno : 0;
+    if (fclose(f) != 0 && !bad) {
+        bad = 1;
+        e = errno;
+    }
     if (bad || rename(tmp, path) != 0) {
-        int e = errno;
+        e = bad ? e : errno;
         unlink(tmp);
         return sr_err_set(err, SR_E_IO, "%s: cannot write: %s", path, strerror(e));
     }

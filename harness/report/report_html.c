@@ -19,6 +19,9 @@ static const char css[] =
     ".big{font-size:14px;padding:4px 12px;margin:8px 8px 8px 0}\n"
     ".pass{background:#e3f4e8;color:#17692f}.fail{background:#fde4e4;color:#a4161a}"
     ".error{background:#f6e3f7;color:#7a1f84}.skip{background:#fff3d6;color:#8a5a00}\n"
+    ".interrupted{background:#ffe1c2;color:#8a3b00}\n"
+    ".partial{border:2px solid #c25400;background:#fff0e0;color:#6b2c00;padding:10px 14px;"
+    "border-radius:6px;font-weight:600}\n"
     "table{border-collapse:collapse;font-size:13px;margin:4px 0}th,td{padding:4px 10px;"
     "border-bottom:1px solid #eceff3;text-align:left;vertical-align:top}th{background:#f5f7f9;"
     "font-weight:600}td.n,th.n{text-align:right;font-variant-numeric:tabular-nums;white-space:"
@@ -61,7 +64,13 @@ static void header(sr_rw *w, const sr_run_result *run)
 {
     const sr_run_header *h = &run->header;
     char t[32];
-    tag_text(w, "<h1>syncroll run ", h->run_id ? h->run_id : "?", "</h1>\n<div>");
+    tag_text(w, "<h1>syncroll run ", h->run_id ? h->run_id : "?", "</h1>\n");
+    /* The partial-run banner: a run cut short must not read as a complete one. */
+    if (run->partial)
+        tag_text(w, "<p class=\"partial\" id=\"partial\">PARTIAL RUN: ",
+                 run->partial_reason ? run->partial_reason : "the run did not finish",
+                 "; the scenarios marked interrupted did not finish.</p>\n");
+    sr_rw_puts(w, "<div>");
     for (int v = 0; v < SR_VERDICT_COUNT; v++) {
         sr_rw_printf(w, "<span class=\"badge big %s\">%zu %s</span>",
                      sr_verdict_name((sr_verdict)v), run->counts[v],

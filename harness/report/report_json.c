@@ -288,6 +288,9 @@ void sr_report_json(sr_rw *w, const sr_run_result *run)
     jw j = {0};
     cJSON *root = chk(&j, cJSON_CreateObject());
     add_num(&j, root, "schema", SR_RESULT_SCHEMA_VERSION);
+    /* A run cut short by a stop signal: the scenarios marked "interrupted" did not finish. */
+    add_bool(&j, root, "partial", run->partial);
+    add_str(&j, root, "partial_reason", run->partial ? run->partial_reason : NULL);
     attach(&j, root, "run", header_json(&j, run));
     cJSON *tot = chk(&j, cJSON_CreateObject());
     for (int v = 0; v < SR_VERDICT_COUNT; v++)

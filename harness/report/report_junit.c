@@ -48,7 +48,8 @@ static void count(tally *t, const sr_scenario_result *s)
 {
     t->tests++;
     t->failures += s->verdict == SR_VERDICT_FAIL;
-    t->errors += s->verdict == SR_VERDICT_ERROR;
+    /* An interrupted scenario did not finish: an error (CI shows it), never a pass or skip. */
+    t->errors += s->verdict == SR_VERDICT_ERROR || s->verdict == SR_VERDICT_INTERRUPTED;
     t->skipped += s->verdict == SR_VERDICT_SKIP;
     t->ms += s->wall_ms > 0 ? s->wall_ms : 0;
 }
@@ -174,11 +175,15 @@ static void testcase(sr_rw *w, const sr_scenario_result *s, const char *suite)
         sr_rw_puts(w, "      <skipped");
         attr(w, "message", s->reason);
         sr_rw_puts(w, "/>\n");
-    } else if (s->verdict == SR_VERDICT_FAIL || s->verdict == SR_VERDICT_ERROR) {
+    } else if (s->verdict == SR_VERDICT_FAIL || s->verdict == SR_VERDICT_ERROR ||
+               s->verdict == SR_VERDICT_INTERRUPTED) {
         const char *tag = s->verdict == SR_VERDICT_FAIL ? "failure" : "error";
         sr_rw_printf(w, "      <%s", tag);
         attr(w, "message", s->reason);
-        attr(w, "type", s->verdict == SR_VERDICT_FAIL ? failure_type(s) : error_type(s));
+        attr(w, "type",
+             s->verdict == SR_VERDICT_FAIL          ? failure_type(s)
+             : s->verdict == SR_VERDICT_INTERRUPTED ? "run.interrupted"
+                                                    : error_type(s));
         sr_rw_puts(w, ">");
         details(w, s);
         sr_rw_printf(w, "</%s>\n", tag);
@@ -188,10 +193,14 @@ static void testcase(sr_rw *w, const sr_scenario_result *s, const char *suite)
     sr_rw_puts(w, "    </testcase>\n");
 }
 
-static void suite_properties(sr_rw *w, const sr_run_header *h)
+static void suite_properties(sr_rw *w, const sr_run_result *run)
 {
+    const sr_run_header *h = &run->header;
     char num[32];
     sr_rw_puts(w, "    <properties>\n");
+    if (run->partial)
+        property(w, "      ", "partial",
+                 run->partial_reason ? run->partial_reason : "the run did not finish");
     property(w, "      ", "run_id", h->run_id);
     property(w, "      ", "version", h->version);
     property(w, "      ", "git_rev", h->git_rev);
@@ -242,7 +251,7 @@ void sr_report_junit(sr_rw *w, const sr_run_result *run)
         sr_rw_printf(w, " timestamp=\"%s\"", ts);
         attr(w, "hostname", run->header.hostname ? run->header.hostname : "localhost");
         sr_rw_printf(w, " id=\"%zu\">\n", k);
-        suite_properties(w, &run->header);
+        suite_properties(w, run);
         for (size_t j = first[k]; j < n; j++)
             if (of[j] == k)
                 testcase(w, run->scenarios[j], name);

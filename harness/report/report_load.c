@@ -499,6 +499,10 @@ int sr_report_load(sr_run_result **out, const char *path, sr_err *err)
         load_header(&l, run_j, &run->header);
     double wall = 0;
     num(&l, run_j, "wall_ms", &wall);
+    if (!l.rc) {
+        run->partial = get_bool(&l, root, "partial");
+        str_owned(&l, root, "partial_reason", &run->partial_reason);
+    }
     const cJSON *x, *list = l.rc ? NULL : scs;
     cJSON_ArrayForEach(x, list)
     {

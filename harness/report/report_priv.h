@@ -59,12 +59,14 @@ void sr_report_svg_timeline(sr_rw *w, const sr_run_result *run);
 /*
  * The scenario's line(s) as the terminal and summary.txt print them (newline-terminated):
  * "PASS  <id>  <wall> s", "FAIL  <id>  <wall> s  <reason>" + "      repro: <cmd>" +
- * "      artifacts: <dir>" (when kept), "ERROR ...", "SKIP  <id>  <reason>". A repeat adds
+ * "      artifacts: <dir>" (when kept), "ERROR ...", "INTR  <id>  <wall> s  <reason>" (with repro
+ * and artifacts, as FAIL), "SKIP  <id>  <reason>". A repeat adds
  * " #<k>" to the id. `color` wraps the label in ANSI colours.
  */
 void sr_report_line(sr_rw *w, const sr_scenario_result *s, int color);
 
-/* The last line: "N passed, N failed[, N skipped]\n" (errors count as failed). */
+/* The last line: "N passed, N failed[, N skipped][, N interrupted]\n" (errors count as
+ * failed). */
 void sr_report_summary_line(sr_rw *w, const size_t counts[SR_VERDICT_COUNT]);
 
 /* Formats a duration in ns with a unit that keeps 3 significant digits: "812 ns", "1.05 ms". */

@@ -25,6 +25,10 @@ static void header(sr_rw *w, const sr_run_result *run)
     sr_rw_utf8(w, h->command ? h->command : "?");
     if (h->has_seed)
         sr_rw_printf(w, "\nseed: %llu (every scenario)", (unsigned long long)h->seed);
+    if (run->partial) {
+        sr_rw_puts(w, "\nPARTIAL RUN: ");
+        sr_rw_utf8(w, run->partial_reason ? run->partial_reason : "the run did not finish");
+    }
     sr_rw_puts(w, "\n\n");
 }
 
@@ -142,5 +146,11 @@ void sr_report_text(sr_rw *w, const sr_run_result *run)
     sr_rw_puts(w, "\n");
     counters(w, &run->counters);
     sr_rw_printf(w, "wall: %.2f s\n", run->wall_ms / 1000.0);
+    if (run->partial) {
+        sr_rw_puts(w, "PARTIAL: ");
+        sr_rw_utf8(w, run->partial_reason ? run->partial_reason : "the run did not finish");
+        sr_rw_printf(w, "; %zu scenario execution(s) did not finish\n",
+                     run->counts[SR_VERDICT_INTERRUPTED]);
+    }
     sr_report_summary_line(w, run->counts);
 }

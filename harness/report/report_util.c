@@ -269,6 +269,8 @@ static const char *label(sr_verdict v)
         return "FAIL ";
     case SR_VERDICT_ERROR:
         return "ERROR";
+    case SR_VERDICT_INTERRUPTED:
+        return "INTR ";
     default:
         return "SKIP ";
     }
@@ -283,6 +285,8 @@ static const char *ansi(sr_verdict v)
         return "\033[1;31m";
     case SR_VERDICT_ERROR:
         return "\033[1;35m";
+    case SR_VERDICT_INTERRUPTED:
+        return "\033[1;33m";
     default:
         return "\033[33m";
     }
@@ -326,6 +330,8 @@ void sr_report_summary_line(sr_rw *w, const size_t counts[SR_VERDICT_COUNT])
                  counts[SR_VERDICT_FAIL] + counts[SR_VERDICT_ERROR]);
     if (counts[SR_VERDICT_SKIP])
         sr_rw_printf(w, ", %zu skipped", counts[SR_VERDICT_SKIP]);
+    if (counts[SR_VERDICT_INTERRUPTED])
+        sr_rw_printf(w, ", %zu interrupted", counts[SR_VERDICT_INTERRUPTED]);
     sr_rw_puts(w, "\n");
 }
 

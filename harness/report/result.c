@@ -5,7 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const verdict_names[SR_VERDICT_COUNT] = {"pass", "fail", "error", "skip"};
+static const char *const verdict_names[SR_VERDICT_COUNT] = {"pass", "fail", "error", "skip",
+                                                            "interrupted"};
 
 static const char *const phase_names[SR_PHASE_COUNT] = {"request",  "splice",     "record",
                                                         "finalize", "collate",    "publish",
@@ -112,6 +113,7 @@ void sr_run_result_free(sr_run_result *run)
     free(run->scenarios);
     for (int p = 0; p < SR_PHASE_COUNT; p++)
         sr_hist_free(run->phase[p]);
+    free(run->partial_reason);
     free(run);
 }
 

@@ -26,7 +26,9 @@
  * check fired that was not expected, or an expected check did not fire. error: the harness
  * itself could not run the scenario (an engine could not be spawned, a step is not implemented,
  * an internal error); `expect` cannot turn an error into a pass. skip: the scenario was not run
- * (its `skip` key); reason says why.
+ * (its `skip` key); reason says why. interrupted: a stop signal (SIGINT, SIGTERM) ended the run
+ * before the scenario finished (or before it started); neither pass nor fail, and the run is
+ * then `partial` (below).
  *
  * Phases (sr_phase), each a histogram of one sample per event, in nanoseconds (CLOCK_MONOTONIC):
  *   request     one generate request, attempts and waits included (per rollout turn)
@@ -76,10 +78,11 @@ typedef enum sr_verdict {
     SR_VERDICT_FAIL,
     SR_VERDICT_ERROR,
     SR_VERDICT_SKIP,
+    SR_VERDICT_INTERRUPTED, /* a stop signal ended the run before the scenario finished */
     SR_VERDICT_COUNT
 } sr_verdict;
 
-/* "pass", "fail", "error", "skip". */
+/* "pass", "fail", "error", "skip", "interrupted". */
 const char *sr_verdict_name(sr_verdict v);
 
 typedef enum sr_phase {
@@ -244,6 +247,9 @@ typedef struct sr_run_result {
     sr_hist *phase[SR_PHASE_COUNT]; /* every scenario's histograms merged */
     sr_counters counters;           /* summed */
     double wall_ms;
+    /* A run cut short (a stop signal): its reports say so. Set by the runner before reporting. */
+    int partial;
+    char *partial_reason; /* owned; e.g. "interrupted by SIGTERM", NULL when not partial */
 } sr_run_result;
 
 /* An empty run with histograms allocated. */

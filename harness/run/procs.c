@@ -8,6 +8,7 @@
 #include <spawn.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -50,13 +51,42 @@ static int spawn_actions(posix_spawn_file_actions_t *fa, posix_spawnattr_t *at, 
     sigaddset(&deflt, SIGINT);
     sigaddset(&deflt, SIGPIPE);
     sigaddset(&deflt, SIGCHLD);
+    sigaddset(&deflt, SIGXFSZ);
     if (!rc)
         rc = posix_spawnattr_setsigmask(at, &empty);
     if (!rc)
         rc = posix_spawnattr_setsigdefault(at, &deflt);
+    /* A group of its own (pgid 0: the child's pid), signalled as a whole (procs.h). */
     if (!rc)
-        rc = posix_spawnattr_setflags(at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+        rc = posix_spawnattr_setpgroup(at, 0);
+    if (!rc)
+        rc = posix_spawnattr_setflags(at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
+                                              POSIX_SPAWN_SETPGROUP);
     return rc;
+}
+
+/* The environment of a child: ours with SR_PROC_PARENT_ENV set to our pid (caller frees the
+ * array and its last entry, envp[*last]). */
+static char **child_env(size_t *last)
+{
+    size_t n = 0, m = 0;
+    size_t klen = strlen(SR_PROC_PARENT_ENV);
+    while (environ && environ[n])
+        n++;
+    char **v = calloc(n + 2, sizeof(char *));
+    char *mine = malloc(klen + 24);
+    if (!v || !mine) {
+        free(v);
+        free(mine);
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (strncmp(environ[i], SR_PROC_PARENT_ENV, klen) != 0 || environ[i][klen] != '=')
+            v[m++] = environ[i];
+    snprintf(mine, klen + 24, "%s=%ld", SR_PROC_PARENT_ENV, (long)getpid());
+    v[m] = mine;
+    *last = m;
+    return v;
 }
 
 int sr_proc_spawn(sr_proc *p, const char *path, char *const argv[], sr_err *err)
@@ -86,8 +116,15 @@ int sr_proc_spawn(sr_proc *p, const char *path, char *const argv[], sr_err *err)
     posix_spawnattr_t at;
     int rc = spawn_actions(&fa, &at, fds[1]);
     pid_t pid = -1;
+    size_t last = 0;
+    char **env = child_env(&last);
+    if (!rc && !env)
+        rc = ENOMEM;
     if (!rc)
-        rc = posix_spawn(&pid, path, &fa, &at, argv, environ);
+        rc = posix_spawn(&pid, path, &fa, &at, argv, env);
+    if (env)
+        free(env[last]);
+    free(env);
     posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&at);
     close(fds[1]);
@@ -96,25 +133,128 @@ int sr_proc_spawn(sr_proc *p, const char *path, char *const argv[], sr_err *err)
         return sr_err_set(err, SR_E_PROC_SPAWN, "cannot start %s: %s", path, strerror(rc));
     }
     p->pid = pid;
+    p->pgid = pid;
     p->ready_fd = fds[0];
     p->pidfd = open_pidfd(pid);
     return 0;
 }
 
-int sr_proc_poll_exit(sr_proc *p)
+int sr_proc_reg_init(sr_proc_reg *r)
 {
-    if (p->reaped)
-        return 1;
-    if (p->pid <= 0)
-        return 1;
-    int st;
-    pid_t r = waitpid(p->pid, &st, WNOHANG);
-    if (r == p->pid) {
-        p->reaped = 1;
-        p->status = st;
-        return 1;
+    memset(r, 0, sizeof(*r));
+    return pthread_mutex_init(&r->mu, NULL) ? SR_E_NOMEM : 0;
+}
+
+void sr_proc_reg_destroy(sr_proc_reg *r)
+{
+    free(r->v);
+    r->v = NULL;
+    r->n = r->cap = 0;
+    pthread_mutex_destroy(&r->mu);
+}
+
+int sr_proc_signal(const sr_proc *p, int sig)
+{
+    if (p->pid <= 0) {
+        errno = ESRCH;
+        return -1;
+    }
+    return kill(p->pgid > 0 ? -p->pgid : p->pid, sig);
+}
+
+int sr_proc_reg_signal(sr_proc_reg *r, int sig)
+{
+    int n = 0;
+    pthread_mutex_lock(&r->mu);
+    for (size_t i = 0; i < r->n; i++)
+        if (!r->v[i]->reaped && r->v[i]->pid > 0)
+            n += sr_proc_signal(r->v[i], sig) == 0;
+    pthread_mutex_unlock(&r->mu);
+    return n;
+}
+
+static void unregister(sr_proc *p)
+{
+    sr_proc_reg *r = p->reg;
+    if (!r)
+        return;
+    pthread_mutex_lock(&r->mu);
+    for (size_t i = 0; i < r->n; i++)
+        if (r->v[i] == p) {
+            r->v[i] = r->v[--r->n];
+            break;
+        }
+    pthread_mutex_unlock(&r->mu);
+    p->reg = NULL;
+}
+
+int sr_proc_spawn_in(sr_proc *p, sr_proc_reg *reg, const char *path, char *const argv[],
+                     sr_err *err)
+{
+    int rc = sr_proc_spawn(p, path, argv, err);
+    if (rc || !reg)
+        return rc;
+    pthread_mutex_lock(&reg->mu);
+    if (reg->n == reg->cap) {
+        size_t cap = reg->cap ? reg->cap * 2 : 64;
+        sr_proc **v = realloc(reg->v, cap * sizeof(*v));
+        if (v) {
+            reg->v = v;
+            reg->cap = cap;
+        }
+    }
+    int ok = reg->n < reg->cap;
+    if (ok) {
+        reg->v[reg->n++] = p;
+        p->reg = reg;
+    }
+    pthread_mutex_unlock(&reg->mu);
+    if (!ok) {
+        sr_procs_stop(p, 1, 0);
+        return sr_err_set(err, SR_E_NOMEM, "cannot list the child %s", path);
     }
     return 0;
+}
+
+/*
+ * Reaps the child if it has exited (waiting for that when `block`): 1 once reaped, else 0.
+ * The exit is seen first without reaping (WNOWAIT), so the group's leftovers can be killed while
+ * the pid is still ours, and the reaping itself happens under the registry's lock.
+ */
+static int reap(sr_proc *p, int block)
+{
+    if (p->reaped || p->pid <= 0)
+        return 1;
+    siginfo_t si;
+    memset(&si, 0, sizeof(si));
+    int r;
+    do
+        r = waitid(P_PID, (id_t)p->pid, &si, WEXITED | WNOWAIT | (block ? 0 : WNOHANG));
+    while (r < 0 && errno == EINTR);
+    if (r < 0 && errno == ECHILD) {
+        p->reaped = 1; /* reaped elsewhere: its pid is no longer ours to signal */
+        return 1;
+    }
+    if (r < 0)
+        return 0;
+    if (si.si_pid == 0)
+        return 0; /* still running */
+    if (p->pgid > 0)
+        kill(-p->pgid, SIGKILL);
+    if (p->reg)
+        pthread_mutex_lock(&p->reg->mu);
+    int st = 0;
+    if (waitpid(p->pid, &st, 0) == p->pid)
+        p->status = st;
+    p->reaped = 1;
+    if (p->reg)
+        pthread_mutex_unlock(&p->reg->mu);
+    return 1;
+}
+
+int sr_proc_poll_exit(sr_proc *p)
+{
+    return reap(p, 0);
 }
 
 const char *sr_proc_describe(const sr_proc *p, char *buf, size_t cap)
@@ -234,19 +374,16 @@ int sr_procs_stop(sr_proc *ps, size_t n, int grace_ms)
 {
     for (size_t i = 0; i < n; i++)
         if (ps[i].pid > 0 && !sr_proc_poll_exit(&ps[i]))
-            kill(ps[i].pid, SIGTERM);
+            sr_proc_signal(&ps[i], SIGTERM);
     wait_all(ps, n, (int64_t)sr_clock_ms() + grace_ms);
     int killed = 0;
     for (size_t i = 0; i < n; i++) {
         if (ps[i].pid > 0 && !sr_proc_poll_exit(&ps[i])) {
-            kill(ps[i].pid, SIGKILL);
-            int st;
-            while (waitpid(ps[i].pid, &st, 0) < 0 && errno == EINTR)
-                ;
-            ps[i].reaped = 1;
-            ps[i].status = st;
+            sr_proc_signal(&ps[i], SIGKILL);
+            reap(&ps[i], 1);
             killed++;
         }
+        unregister(&ps[i]);
         if (ps[i].ready_fd >= 0)
             close(ps[i].ready_fd);
         if (ps[i].pidfd >= 0)

@@ -1,6 +1,7 @@
 /* Running one scenario: engines, steps, budgets, verdict (runner.h). */
 #include "runner.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,11 +75,19 @@ static int spawn_one(sr_scn_run *run, int i, const char *cfg, sr_err *err)
      * cannot be executed at all is the harness's problem, so it is checked here. */
     if (!rc && access(run->opts->self_exe, X_OK) != 0)
         rc = sr_err_set(err, SR_E_PROC_SPAWN, "cannot execute the engine %s", run->opts->self_exe);
+    sr_proc_reg *reg = run->stop ? &run->stop->procs : NULL;
     if (!rc)
-        rc = sr_proc_spawn(&run->procs[i], "/bin/sh", argv, err);
+        rc = sr_proc_spawn_in(&run->procs[i], reg, "/bin/sh", argv, err);
     if (!rc) {
         er->pid = (long)run->procs[i].pid;
         run->n_procs = i + 1;
+        /* The pid (and process group) on disk, for whoever must make sure it is gone. */
+        snprintf(log, sizeof(log), "%s/engine-%d.pid", run->opts->work_dir, i);
+        FILE *f = fopen(log, "w");
+        if (f) {
+            fprintf(f, "%ld\n", (long)run->procs[i].pid);
+            fclose(f);
+        }
     }
     return rc;
 }
@@ -279,7 +288,7 @@ static int accounting(sr_scn_run *run, sr_err *err)
 static int run_steps(sr_scn_run *run, sr_err *err)
 {
     int rc = 0;
-    for (int i = 0; !rc && i < run->scn->n_steps; i++) {
+    for (int i = 0; !rc && i < run->scn->n_steps && !sr_run_stopped(run); i++) {
         rc = run_step(run, i, err);
         poll_engines(run, i);
     }
@@ -341,6 +350,33 @@ static void run_free(sr_scn_run *run)
     pthread_mutex_destroy(&run->mu);
 }
 
+/* The verdict of a scenario the run's stop signal cut short (sr_run_stop). */
+static void interrupted(sr_scn_run *run)
+{
+    int signo = sr_run_stopped(run);
+    const sr_scenario_result *res = run->res;
+    int step = -1;
+    for (size_t i = 0; i < res->n_steps; i++)
+        if (res->steps[i].start_ms >= 0)
+            step = (int)i;
+    char where[160] = "before its first step";
+    if (step >= 0)
+        snprintf(where, sizeof(where), "at step %s (%d of %d)", res->steps[step].name, step + 1,
+                 run->scn->n_steps);
+    sr_run_check(run, -1, "run.interrupted",
+                 "%s arrived %s; the engines were stopped and the scenario did not finish",
+                 signo == SIGINT    ? "SIGINT"
+                 : signo == SIGTERM ? "SIGTERM"
+                                    : "a stop signal",
+                 where);
+    sr_scenario_set_verdict(run->res, SR_VERDICT_INTERRUPTED,
+                            "run.interrupted: %s %s (checks after it may be its consequences)",
+                            signo == SIGINT    ? "SIGINT"
+                            : signo == SIGTERM ? "SIGTERM"
+                                               : "stop signal",
+                            where);
+}
+
 static void execute(sr_scn_run *run)
 {
     sr_scenario_result *res = run->res;
@@ -362,6 +398,10 @@ static void execute(sr_scn_run *run)
     if (!rc && up == 1 && !trainer_check(run))
         rc = sr_run_iterations(run, run_steps, &err);
     stop_engines(run);
+    if (sr_run_stopped(run)) {
+        interrupted(run);
+        return;
+    }
     /* The scenario phase ends here so that a budget can hold it too. */
     sr_scenario_record(res, SR_PHASE_SCENARIO, (uint64_t)(elapsed_ms(run) * 1e6));
     if (!rc && up == 1)
@@ -377,8 +417,15 @@ static void execute(sr_scn_run *run)
 
 void sr_run_scenario(sr_scenario_result *res, const sr_scenario *scn, const sr_run_opts *opts)
 {
+    sr_run_scenario_in(res, scn, opts, NULL);
+}
+
+void sr_run_scenario_in(sr_scenario_result *res, const sr_scenario *scn, const sr_run_opts *opts,
+                        sr_run_stop *stop)
+{
     sr_scn_run run;
     memset(&run, 0, sizeof(run));
+    run.stop = stop;
     run.scn = scn;
     run.res = res;
     run.opts = opts;

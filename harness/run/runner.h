@@ -48,4 +48,12 @@
  */
 void sr_run_scenario(sr_scenario_result *res, const sr_scenario *scn, const sr_run_opts *opts);
 
+/*
+ * As sr_run_scenario, under the run's stop switch `stop` (runner_state.h; NULL: none): its
+ * engines are listed there, and once a stop signal is recorded the scenario stops at its next
+ * safe point with the verdict `interrupted` and the check run.interrupted (whatever else fired).
+ */
+void sr_run_scenario_in(sr_scenario_result *res, const sr_scenario *scn, const sr_run_opts *opts,
+                        sr_run_stop *stop);
+
 #endif /* SR_RUNNER_H */

@@ -132,6 +132,15 @@ static int rollout_job(sr_client_conn *k, size_t i, void *ctx)
     sr_scn_run *run = b->run;
     const sr_scn_step *st = &run->scn->steps[b->step];
     sr_rollout_result *r = &run->steps[b->step].rollouts[i];
+    if (sr_run_stopped(run)) {
+        /* Not sent: the run is stopping. It counts as failed, so every rollout is accounted
+         * for; the scenario's verdict is `interrupted` anyway (runner.c). */
+        sr_counters c;
+        memset(&c, 0, sizeof(c));
+        c.rollouts_failed = 1;
+        sr_scenario_count(run->res, &c);
+        return 0;
+    }
     sr_rollout_run(r, k, &b->cfgs[i], NULL);
     account(run->res, r, st->rollout.routes);
     sr_verify_ctx vc = {

@@ -444,13 +444,15 @@ int sr_run_iterations(sr_scn_run *run, int (*run_once)(sr_scn_run *, sr_err *), 
             sr_soak_series_add(&fds, x.fds);
             sr_soak_series_add(&rss, x.rss);
         }
-        if (rc || should_stop(run) || sr_client_now_ms() - t0 >= (double)s->soak_duration_ms)
+        if (rc || should_stop(run) || sr_run_stopped(run) ||
+            sr_client_now_ms() - t0 >= (double)s->soak_duration_ms)
             break;
     }
     free_baselines(run);
     free(steps);
     free(view);
-    if (rc)
+    /* An interrupted soak is judged by runner.c (run.interrupted), not by its resources. */
+    if (rc || sr_run_stopped(run))
         return rc;
     int64_t iterations = run->iteration + 1;
     soak_totals t;

@@ -19,6 +19,11 @@ int sr_run_check(sr_scn_run *run, int step, const char *name, const char *fmt, .
                              msg);
 }
 
+int sr_run_stopped(const sr_scn_run *run)
+{
+    return run->stop ? atomic_load(&run->stop->signo) : 0;
+}
+
 int sr_step_join(sr_scn_run *run, int step, sr_err *err)
 {
     sr_step_state *st = &run->steps[step];

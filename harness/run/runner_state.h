@@ -15,6 +15,7 @@
 #define SR_RUNNER_STATE_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include <cjson/cJSON.h>
@@ -25,6 +26,19 @@
 #include "rollout.h"
 #include "scenario/scenario.h"
 #include "verify.h"
+
+/*
+ * The stop switch of a whole run, shared by every scenario running in it (owned by the caller,
+ * cli/run_exec.c). `signo` turns from 0 to the first stop signal's number (SIGINT, SIGTERM) once,
+ * from any thread; the runner reads it at its safe points (before each step, soak iteration and
+ * rollout, in its waits) and then ends the scenario with the verdict `interrupted` and the check
+ * run.interrupted. Every engine the runner spawns is listed in `procs`, so the signal's watcher
+ * can stop them all at once, which also ends any request still waiting on one of them.
+ */
+typedef struct sr_run_stop {
+    atomic_int signo;
+    sr_proc_reg procs;
+} sr_run_stop;
 
 /* How to run one scenario (runner.h, sr_run_scenario). */
 typedef struct sr_run_opts {
@@ -74,7 +88,11 @@ typedef struct sr_scn_run {
                                               iteration started (owned by runner_soak.c), the
                                               zero of check_state's and wait.until's counters;
                                               NULL otherwise (counters are absolute) */
+    sr_run_stop *stop;      /* the run's stop switch, or NULL (never interrupted) */
 } sr_scn_run;
+
+/* The stop signal's number once the run was interrupted (sr_run_stop), else 0. Any thread. */
+int sr_run_stopped(const sr_scn_run *run);
 
 /* A step executor: 0 when the step ran (its checks are in the result), else a harness error. */
 typedef int (*sr_step_fn)(sr_scn_run *run, int step, sr_err *err);

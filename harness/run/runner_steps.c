@@ -281,7 +281,7 @@ static int wait_until(sr_scn_run *run, int step)
             return sr_run_check(run, step, "engine.control",
                                 "engine %lld: GET /syncroll/v1/state: %s: %s", (long long)w->engine,
                                 sr_code_name(rc), e.msg);
-        if (ok)
+        if (ok || sr_run_stopped(run))
             return 0;
         if (sr_client_now_ms() >= deadline)
             return sr_run_check(run, step, "step.deadline",
@@ -320,17 +320,18 @@ static int step_kill_engine(sr_scn_run *run, int step, sr_err *err)
     sr_proc *p = &run->procs[k->engine];
     if (k->engine >= run->n_procs || p->pid <= 0 || p->reaped)
         return 0; /* already gone: engine.crashed has fired or will */
-    if (kill(p->pid, k->sig) != 0)
+    if (sr_proc_signal(p, k->sig) != 0)
         return sr_err_set(err, SR_E_INTERNAL, "kill(%ld, SIG%s) failed", (long)p->pid, k->sig_name);
     double deadline = sr_client_now_ms() + (double)run->scn->ready_timeout_ms;
     while (!sr_proc_poll_exit(p)) {
+        if (sr_run_stopped(run))
+            return 0;
         if (sr_client_now_ms() >= deadline)
             return sr_err_set(err, SR_E_INTERNAL, "engine %lld survived SIG%s",
                               (long long)k->engine, k->sig_name);
         sleep_ms(1);
     }
     /* sr_proc_poll_exit reaped it; the poll after this step reports it as engine.crashed. */
-    p->reaped = 1;
     return 0;
 }
 

@@ -24,6 +24,8 @@ static const sr_check_info checks[] = {
     {"budget.no_samples", "a budget names a phase that recorded nothing"},
     {"soak.resource_growth", "the harness's open descriptors or resident memory kept growing "
                              "after a soak's warm-up iterations"},
+    {"run.interrupted", "a stop signal (SIGINT, SIGTERM) ended the run before the scenario "
+                        "finished; its verdict is `interrupted`"},
 };
 
 size_t sr_check_info_count(void)
