@@ -239,6 +239,17 @@ typedef enum sr_class {
       "a child process exited or closed its readiness pipe before reporting readiness")            \
     X(SR_E_ENGINE_CONN_LIMIT, -913, "engine.connection_limit", SR_CLASS_RESOURCE,                  \
       "an engine answered 503: the connection came over engines.server.max_connections")           \
+    X(SR_E_ENGINE_FORBIDDEN_PATH, -920, "engine.forbidden_path", SR_CLASS_USAGE,                   \
+      "an engine refused (403) a sync_dir outside the folders of its server.sync_dirs")            \
+    X(SR_E_ENGINE_REQUEST_TIMEOUT, -921, "engine.request_timeout", SR_CLASS_TRANSIENT,             \
+      "an engine closed a connection whose request headers or body came too slowly (408)")         \
+    X(SR_E_ENGINE_PENDING_LIMIT, -922, "engine.pending_limit", SR_CLASS_TRANSIENT,                 \
+      "an engine closed a connection still waiting for request headers to make room for a new "    \
+      "one")                                                                                       \
+    X(SR_E_ENGINE_BAD_FRAMING, -923, "engine.bad_framing", SR_CLASS_PROTOCOL,                      \
+      "a request's HTTP framing is invalid (conflicting Content-Length), answered 400 and closed") \
+    X(SR_E_ENGINE_UNSUPPORTED, -924, "engine.unsupported_encoding", SR_CLASS_PROTOCOL,             \
+      "a request uses a transfer or content coding the engine does not implement (501)")           \
     /* scenarios and the runner (-10xx) */                                                         \
     X(SR_E_SCENARIO, -1000, "scenario.invalid", SR_CLASS_USAGE,                                    \
       "a scenario breaks a rule of scenarios/FORMAT.md beyond key types (reference, combination)") \

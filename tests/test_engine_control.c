@@ -219,7 +219,7 @@ START_TEST(test_control_endpoints)
     expect_status(&e, "POST", "/init_weight_transfer_engine", "{\"init_info\":3}", 400, NULL);
     /* A real fetch: a sync_dir that does not exist is a named error, and the engine serves on. */
     expect_status(&e, "POST", "/fetch_weights",
-                  "{\"target_version\":1,\"sync_dir\":\"/nonexistent-sync-dir\"}", 500,
+                  "{\"target_version\":1,\"sync_dir\":\"/tmp/syncroll-nonexistent-sync-dir\"}", 500,
                   "\"check\":\"delta.io\"");
     expect_status(&e, "POST", "/fetch_weights", "{}", 400, NULL);
     expect_status(&e, "POST", "/update_weights", "{\"update_info\":{}}", 400, NULL);

@@ -74,6 +74,12 @@ static int parse_args(engine_args *a, int argc, char **argv)
             return -1;
         }
     }
+    /* A zero-byte write fails with EBADF on a descriptor that is not open for writing. */
+    if (a->ready_fd >= 0 && write(a->ready_fd, "", 0) != 0) {
+        fprintf(stderr, "syncroll engine: --ready-fd %d: bad descriptor: %s\n", a->ready_fd,
+                strerror(errno));
+        return -1;
+    }
     return 0;
 }
 

@@ -1,5 +1,6 @@
 /* The control plane of the mock engine (skyrl-contract §4.4, §8): pause/resume, sleep, caches,
  * sessions, weight-sync phases, state. */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -135,6 +136,8 @@ static enum MHD_Result do_resume(req *r)
 
 static enum MHD_Result sync_error(req *r, int rc, const sr_err *err)
 {
+    if (rc == SR_E_ENGINE_FORBIDDEN_PATH)
+        return sr_srv_error(r, 403, "PermissionDeniedError", rc, err->msg);
     unsigned status = rc == SR_E_ENGINE_REQUEST ? 400 : 500;
     return sr_srv_error(r, status, status == 400 ? "BadRequestError" : "RuntimeError", rc,
                         err->msg);
@@ -344,9 +347,79 @@ static enum MHD_Result do_state(req *r)
     return sr_srv_respond(r, 200, "application/json", &b, 1);
 }
 
+/* ---- query parameters ---- */
+
+/* The query parameters the control endpoints read and the values each takes: one of `values`,
+ * or (values NULL) a decimal integer in [lo, hi]. Other parameters are ignored, as vLLM does. */
+typedef struct qparam {
+    int ep;
+    const char *name;
+    const char *const *values;
+    long long lo, hi;
+} qparam;
+
+static const char *const BOOLS[] = {"true", "false", NULL};
+static const char *const MODES[] = {"abort", "keep", "wait", NULL};
+static const char *const TAGS[] = {"weights", "kv_cache", NULL};
+static const char *const FLAG[] = {"0", "1", NULL};
+
+static const qparam QPARAMS[] = {
+    {SR_EP_PAUSE, "mode", MODES, 0, 0},  {SR_EP_PAUSE, "clear_cache", BOOLS, 0, 0},
+    {SR_EP_SLEEP, "level", NULL, 1, 2},  {SR_EP_SLEEP, "tags", TAGS, 0, 0},
+    {SR_EP_WAKE_UP, "tags", TAGS, 0, 0}, {SR_EP_STATE, "tensors", FLAG, 0, 0},
+};
+
+typedef struct qcheck {
+    int ep;
+    char msg[200]; /* "" while every parameter is valid */
+} qcheck;
+
+static int qvalue_ok(const qparam *p, const char *v)
+{
+    if (!v)
+        return 0;
+    if (p->values) {
+        for (const char *const *x = p->values; *x; x++)
+            if (strcmp(*x, v) == 0)
+                return 1;
+        return 0;
+    }
+    char *end;
+    errno = 0;
+    long long n = strtoll(v, &end, 10);
+    return *v && *end == '\0' && errno == 0 && n >= p->lo && n <= p->hi;
+}
+
+static enum MHD_Result check_qparam(void *cls, enum MHD_ValueKind kind, const char *key,
+                                    const char *value)
+{
+    qcheck *q = cls;
+    (void)kind;
+    for (size_t i = 0; i < sizeof(QPARAMS) / sizeof(QPARAMS[0]); i++) {
+        const qparam *p = &QPARAMS[i];
+        if (p->ep != q->ep || strcmp(p->name, key) != 0 || qvalue_ok(p, value))
+            continue;
+        char want[96] = "";
+        if (p->values)
+            for (const char *const *x = p->values; *x; x++)
+                snprintf(want + strlen(want), sizeof(want) - strlen(want), "%s%s",
+                         x == p->values ? "" : ", ", *x);
+        else
+            snprintf(want, sizeof(want), "an integer in [%lld, %lld]", p->lo, p->hi);
+        snprintf(q->msg, sizeof(q->msg), "query parameter '%s' must be %s%s, not '%.40s'", key,
+                 p->values ? "one of " : "", want, value ? value : "");
+        return MHD_NO;
+    }
+    return MHD_YES;
+}
+
 enum MHD_Result sr_srv_control(req *r)
 {
     char tmp[64];
+    qcheck q = {r->ep, ""};
+    MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, check_qparam, &q);
+    if (q.msg[0])
+        return bad(r, q.msg);
     switch (r->ep) {
     case SR_EP_HEALTH:
         return ok_empty(r);
@@ -361,7 +434,7 @@ enum MHD_Result sr_srv_control(req *r)
         return do_resume(r);
     case SR_EP_SLEEP: {
         const char *lv = arg(r, "level");
-        sr_engine_set_sleeping(r->srv->e, 1, lv ? atoll(lv) : 1);
+        sr_engine_set_sleeping(r->srv->e, 1, lv ? strtoll(lv, NULL, 10) : 1);
         return ok_empty(r);
     }
     case SR_EP_WAKE_UP:

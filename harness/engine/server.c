@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -107,6 +108,64 @@ static int take_slot(sr_server *s)
     return 1;
 }
 
+/* Counts the Content-Length and Transfer-Encoding headers of a request and whether the
+ * Content-Length values agree (libmicrohttpd reads only the first of each). */
+typedef struct framing {
+    int n_len, n_te, len_differ;
+    const char *len, *te;
+} framing;
+
+static enum MHD_Result count_framing(void *cls, enum MHD_ValueKind kind, const char *key,
+                                     const char *value)
+{
+    framing *f = cls;
+    (void)kind;
+    if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0) {
+        f->len_differ |= f->n_len++ && strcmp(f->len, value ? value : "") != 0;
+        f->len = value ? value : "";
+    } else if (strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING) == 0) {
+        f->n_te++;
+        f->te = value ? value : "";
+    }
+    return MHD_YES;
+}
+
+/*
+ * Framing a careful HTTP/1.1 server refuses before reading the body (RFC 9112 §6): a transfer
+ * coding other than chunked is not implemented (501); Content-Length values that disagree, or a
+ * Content-Length beside Transfer-Encoding, are invalid framing (400); a declared body over
+ * max_body_bytes is 413 at once (a broadcast bucket is bounded by its tensors instead). Each
+ * answer closes the connection: its body is not read. MHD_YES when the request may go on.
+ */
+static enum MHD_Result check_framing(req *r, int *refused)
+{
+    framing f = {0, 0, 0, "", ""};
+    MHD_get_connection_values(r->conn, MHD_HEADER_KIND, count_framing, &f);
+    char msg[200];
+    *refused = 1;
+    if (f.n_te && (f.n_te > 1 || strcasecmp(f.te, "chunked") != 0)) {
+        snprintf(msg, sizeof(msg), "Transfer-Encoding '%.64s' is not implemented (only chunked)",
+                 f.te);
+        return sr_srv_error_close(r, 501, "NotImplementedError", SR_E_ENGINE_UNSUPPORTED, msg);
+    }
+    if (f.len_differ || (f.n_len && f.n_te))
+        return sr_srv_error_close(r, 400, "BadRequestError", SR_E_ENGINE_BAD_FRAMING,
+                                  f.n_te ? "Content-Length beside Transfer-Encoding"
+                                         : "conflicting Content-Length headers");
+    char *end = NULL;
+    unsigned long long n = f.n_len ? strtoull(f.len, &end, 10) : 0;
+    if (f.n_len && !r->brx && end && end != f.len && *end == '\0' &&
+        n > r->srv->cfg->max_body_bytes) {
+        snprintf(msg, sizeof(msg),
+                 "request body of %llu bytes (Content-Length) is larger than the engine's limit "
+                 "of %zu bytes",
+                 n, r->srv->cfg->max_body_bytes);
+        return sr_srv_error_close(r, 413, "RequestTooLargeError", SR_E_LIMIT, msg);
+    }
+    *refused = 0;
+    return MHD_YES;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                   const char *method, const char *version, const char *upload_data,
                                   size_t *upload_size, void **con_cls)
@@ -133,7 +192,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         s->live_reqs++;
         pthread_mutex_unlock(&s->mu);
         *con_cls = r;
-        return MHD_YES;
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+        r->cx = ci ? ci->socket_context : NULL;
+        sr_conn_phase(s, r->cx, SR_CONN_BODY);
+        int refused;
+        enum MHD_Result ret = check_framing(r, &refused);
+        if (refused)
+            sr_conn_phase(s, r->cx, SR_CONN_BUSY);
+        return ret;
     }
     if (*upload_size) {
         if (r->brx)
@@ -151,6 +218,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     pthread_mutex_unlock(&s->mu);
     switch (st) {
     case RS_NEW:
+        sr_conn_phase(s, r->cx, SR_CONN_BUSY);
         return first_final(r);
     case RS_DELAY:
         return after_delay(r);
@@ -174,6 +242,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     (void)toe;
     if (!r)
         return;
+    sr_conn_phase(s, r->cx, SR_CONN_KEPT);
     pthread_mutex_lock(&s->mu);
     /* Defensive: a request is only in the heap or a list while suspended, and suspended
      * connections are not completed, so normally there is nothing to remove here. */
@@ -194,24 +263,33 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     *con_cls = NULL;
 }
 
-/* Tags each new connection with 1 + the daemon generation it was accepted in (server_io.c's
- * queue closes connections of a quiesced daemon after their answer). */
+/* Gives each new connection its context (server_conn.c), which records the daemon generation it
+ * was accepted in (server_io.c's queue closes connections of a quiesced daemon after their
+ * answer), and frees it when the connection closes. */
 static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
                           enum MHD_ConnectionNotificationCode toe)
 {
     sr_server *s = cls;
-    (void)conn;
-    if (toe != MHD_CONNECTION_NOTIFY_STARTED)
+    if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
+        sr_conn_closed(s, *socket_context);
+        *socket_context = NULL;
         return;
+    }
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
     pthread_mutex_lock(&s->mu);
-    *socket_context = (void *)(uintptr_t)(s->daemon_gen + 1);
+    uint64_t gen = s->daemon_gen;
     pthread_mutex_unlock(&s->mu);
+    *socket_context = ci ? sr_conn_started(s, ci->connect_fd, gen) : NULL;
 }
 
-/* The daemon's own bound: the configured connections plus the headroom answered 503. */
+/* The daemon's own bound: the configured busy connections, the headroom answered 503 and the
+ * connections waiting for a request, so a new connection is always accepted (and, past
+ * max_pending, closes the one that waited longest) rather than left in the listen backlog. */
 static unsigned conn_hard_limit(const sr_server *s)
 {
-    return (unsigned)s->cfg->max_connections + SR_SERVER_CONN_HEADROOM;
+    return (unsigned)s->cfg->max_connections + SR_SERVER_CONN_HEADROOM +
+           (unsigned)s->cfg->max_pending;
 }
 
 /* ---- listener and daemons ---- */
@@ -375,8 +453,11 @@ int64_t sr_server_tick(sr_server *s)
     while (read(s->wake[0], tmp, sizeof(tmp)) > 0)
         ;
     int draining = reap_old(s);
+    int64_t due = sr_conn_reap(s);
     pthread_mutex_lock(&s->mu);
     int64_t ret = draining ? 1000 : -1;
+    if (due >= 0 && (ret < 0 || due < ret))
+        ret = due;
     if (s->refusing && !s->stopping) {
         int64_t now = sr_srv_now_ns();
         if (now < s->refuse_until_ns) {

@@ -12,6 +12,25 @@
  * another method 405, malformed requests 400, all with a JSON error body
  * {"error":{"message":..,"type":..,"code":N,"check":"<sr_err name>"}}.
  *
+ * Slow clients (slowloris): a connection that has not sent a whole request head within
+ * cfg->header_timeout_ms of its accept, or a request whose body has not fully arrived within
+ * cfg->body_timeout_ms of its head, is answered 408 engine.request_timeout and closed (by
+ * sr_server_tick). At most cfg->max_pending connections may wait without a request in progress
+ * (new, or kept alive between requests); a new connection past that closes the one waiting
+ * longest (a new one is answered 503 engine.pending_limit, a kept-alive one closed silently).
+ * libmicrohttpd's socket limit is max_connections + SR_SERVER_CONN_HEADROOM + max_pending, so a
+ * new connection is always accepted rather than left in the listen backlog.
+ *
+ * Framing refused before the body is read, each with "Connection: close": a Transfer-Encoding
+ * other than chunked 501 engine.unsupported_encoding; Content-Length values that disagree, or
+ * beside Transfer-Encoding, 400 engine.bad_framing; a Content-Length over max_body_bytes 413
+ * resource.limit (not for broadcast buckets). libmicrohttpd itself answers a chunk-size line
+ * longer than its read buffer (32 KiB per connection) with 500.
+ *
+ * The sync_dir of /fetch_weights and /update_weights must resolve (realpath, so neither `..` nor
+ * a symlink escapes) inside a folder of cfg->sync_dirs (SR_ENGINE_DEFAULT_SYNC_ROOT when null);
+ * any other is answered 403 engine.forbidden_path and nothing is created (weights.c).
+ *
  * Nothing blocks a worker thread: waits (latency faults, simulated decode time, pauses, stalls,
  * dribbling) suspend the connection, and a scheduler thread resumes it at its deadline. Keep-mode
  * pauses freeze in-flight generates and continue them after /resume with the weights current then.

@@ -145,9 +145,9 @@ static enum MHD_Result queue(req *r, unsigned status, const char *ctype, const c
     /* A daemon quiesced by a refuse fault serves its open connections to the end, but closes
      * each after its answer: clients that keep connections alive (the client's conn pool) would
      * otherwise hold it, and its threads, forever, and it could never be retired. A connection's
-     * socket context is 1 + the daemon generation it was accepted in (server.c). */
-    int old_daemon = ci && ci->socket_context &&
-                     (uint64_t)(uintptr_t)ci->socket_context - 1 != r->srv->daemon_gen;
+     * socket context (sr_conn) records the daemon generation it was accepted in (server.c). */
+    const sr_conn *cx = ci ? ci->socket_context : NULL;
+    int old_daemon = cx && cx->gen != r->srv->daemon_gen;
     pthread_mutex_unlock(&r->srv->mu);
     if (old_daemon && !(hname && strcasecmp(hname, MHD_HTTP_HEADER_CONNECTION) == 0))
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");

@@ -41,11 +41,38 @@ typedef enum req_state {
 
 typedef enum req_list { RL_NONE = 0, RL_HELD, RL_WAITERS, RL_STALLED } req_list;
 
+/*
+ * A connection, from accept (MHD's NOTIFY_STARTED) to close (NOTIFY_CLOSED): its socket context.
+ * While it waits for a request's head (new, or kept alive after a request) or for a body it is in
+ * one of the server's lists fresh, kept or body, oldest first (server_conn.c).
+ */
+enum {
+    SR_CONN_FRESH = 1, /* accepted, no request head yet (header_timeout_ms) */
+    SR_CONN_KEPT,      /* kept alive after a request, waiting for the next head */
+    SR_CONN_BODY,      /* head received, body still arriving (body_timeout_ms) */
+    SR_CONN_BUSY,      /* request complete, being answered */
+    SR_CONN_CLOSING    /* closed by the server (deadline or cap); MHD will notify */
+};
+typedef struct sr_conn sr_conn;
+typedef struct sr_conn_list {
+    sr_conn *head, *tail;
+    int64_t n;
+} sr_conn_list;
+struct sr_conn {
+    uint64_t gen; /* the daemon generation it was accepted in (refuse faults) */
+    int fd;
+    int phase;            /* (mu) */
+    int64_t since_ns;     /* (mu) when it entered its list */
+    sr_conn_list *list;   /* (mu) */
+    sr_conn *prev, *next; /* (mu) */
+};
+
 typedef struct req req;
 struct req {
     sr_server *srv;
     struct MHD_Connection *conn;
-    int ep; /* sr_endpoint, or -1 for an unknown path */
+    sr_conn *cx; /* its connection's context (NULL if it could not be allocated) */
+    int ep;      /* sr_endpoint, or -1 for an unknown path */
     int bad_method;
     sr_buf body;
     sr_bucket_rx *brx; /* a broadcast bucket streaming into the stage instead of `body` */
@@ -122,7 +149,27 @@ struct sr_server {
      * records the generation it was accepted in (on_connection), so answers on connections of a
      * quiesced daemon can close them. */
     uint64_t daemon_gen;
+    /* Connections waiting for a request's head or body (server_conn.c). */
+    sr_conn_list fresh, kept, body; /* (mu) */
+    int64_t evicted;                /* (mu) closed to stay within cfg->max_pending */
 };
+
+/* ---- waiting connections (server_conn.c) ---- */
+
+/* A new connection (NOTIFY_STARTED): enters `fresh`; when cfg->max_pending connections already
+ * wait, the one waiting longest is closed first (in `fresh`: answered 503 engine.pending_limit;
+ * else an idle kept-alive one, silently). NULL when out of memory (the connection is then not
+ * tracked). */
+sr_conn *sr_conn_started(sr_server *s, int fd, uint64_t gen);
+/* NOTIFY_CLOSED: leaves its list and is freed. NULL is a no-op. */
+void sr_conn_closed(sr_server *s, sr_conn *x);
+/* Moves x to SR_CONN_BODY (head received), SR_CONN_BUSY (body complete) or SR_CONN_KEPT (request
+ * answered, connection kept). A closing connection stays closing. NULL is a no-op. */
+void sr_conn_phase(sr_server *s, sr_conn *x, int phase);
+/* Closes every connection past its deadline (fresh: header_timeout_ms since accept; body:
+ * body_timeout_ms since the head) with 408 engine.request_timeout; returns the milliseconds
+ * until the next deadline, or -1 when none is pending. Called from sr_server_tick. */
+int64_t sr_conn_reap(sr_server *s);
 
 /* Monotonic nanoseconds (server_sched.c). */
 int64_t sr_srv_now_ns(void);

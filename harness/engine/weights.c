@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "engine.h"
 #include "engine_state.h"
@@ -12,6 +13,86 @@
 
 /* The receiver's state lives in {sync_dir}/receiver-<engine id>; the id is made file-safe. */
 #define RX_DIR_MAX 3800
+
+/* ---- where the receiver may write ---- */
+
+/*
+ * The canonical form of `path` into out[RX_DIR_MAX + 1]: absolute (relative to the working
+ * directory), without symlinks, "." or "..". The longest prefix that exists is resolved with
+ * realpath; the components after it do not exist, so they cannot be links, but they must be
+ * plain names. -1 when the path cannot be resolved that way.
+ */
+static int canonical(char *out, const char *path)
+{
+    char head[2 * RX_DIR_MAX + 2], cwd[RX_DIR_MAX + 1];
+    int n = path[0] == '/'
+                ? snprintf(head, sizeof(head), "%s", path)
+                : snprintf(head, sizeof(head), "%s/%s", getcwd(cwd, sizeof(cwd)) ? cwd : "", path);
+    if (n < 0 || (size_t)n >= sizeof(head) || head[0] != '/')
+        return -1;
+    size_t keep = (size_t)n; /* head[keep..] of the full path is the part that does not exist */
+    char full[sizeof(head)];
+    memcpy(full, head, (size_t)n + 1);
+    for (;;) {
+        while (keep > 1 && head[keep - 1] == '/')
+            head[--keep] = '\0';
+        char *r = realpath(head, NULL);
+        if (r) {
+            const char *rest = full + keep;
+            while (*rest == '/')
+                rest++;
+            int m = snprintf(out, RX_DIR_MAX + 1, "%s%s%s", r, *rest && strcmp(r, "/") ? "/" : "",
+                             rest);
+            free(r);
+            return m > 0 && m <= RX_DIR_MAX ? 0 : -1;
+        }
+        char *sl = strrchr(head, '/');
+        if (errno != ENOENT || !sl || !strcmp(sl, "/.") || !strcmp(sl, "/.."))
+            return -1;
+        keep = (size_t)(sl - head);
+        if (!keep)
+            keep = 1, head[1] = '\0';
+        else
+            *sl = '\0';
+    }
+}
+
+/* 1 when the canonical path `p` is the folder `root` (canonical) or inside it. */
+static int is_inside(const char *p, const char *root)
+{
+    size_t n = strlen(root);
+    if (n == 1)
+        return 1; /* "/" */
+    return strncmp(p, root, n) == 0 && (p[n] == '\0' || p[n] == '/');
+}
+
+/*
+ * Confines the receiver to the folders of server.sync_dirs (or SR_ENGINE_DEFAULT_SYNC_ROOT when
+ * the config sets none): `out` receives the canonical sync_dir, which is what the receiver then
+ * uses, so a link swapped in later than this check is not followed through `..`.
+ */
+static int confine(char *out, sr_engine *e, const char *sync_dir, sr_err *err)
+{
+    const sr_engine_config *c = &e->cfg;
+    if (strlen(sync_dir) > RX_DIR_MAX)
+        return sr_err_set(err, SR_E_ENGINE_REQUEST, "sync_dir is longer than %d bytes", RX_DIR_MAX);
+    if (canonical(out, sync_dir))
+        return sr_err_set(
+            err, SR_E_ENGINE_FORBIDDEN_PATH,
+            "sync_dir '%.300s' cannot be resolved to a folder inside server.sync_dirs", sync_dir);
+    int n = c->sync_dirs_set ? c->n_sync_dirs : 1;
+    for (int i = 0; i < n; i++) {
+        char root[RX_DIR_MAX + 1];
+        if (!canonical(root, c->sync_dirs_set ? c->sync_dirs[i] : SR_ENGINE_DEFAULT_SYNC_ROOT) &&
+            is_inside(out, root))
+            return 0;
+    }
+    return sr_err_set(err, SR_E_ENGINE_FORBIDDEN_PATH,
+                      "sync_dir '%.300s' (%.300s) is outside the folders this engine may write "
+                      "(server.sync_dirs%s)",
+                      sync_dir, out,
+                      c->sync_dirs_set ? "" : ": default " SR_ENGINE_DEFAULT_SYNC_ROOT);
+}
 
 /* ---- the delta receiver ---- */
 
@@ -55,11 +136,9 @@ static int rx_create(sr_engine *e, const char *sync_dir, sr_err *err)
     return rc ? rc : sr_delta_receiver_reset(e->rx, err);
 }
 
-/* Called with apply held. */
+/* Called with apply held; sync_dir is canonical (confine). */
 static int rx_ensure(sr_engine *e, const char *sync_dir, sr_err *err)
 {
-    if (strlen(sync_dir) > RX_DIR_MAX)
-        return sr_err_set(err, SR_E_ENGINE_REQUEST, "sync_dir is longer than %d bytes", RX_DIR_MAX);
     int rc = sr_engine_stage_ensure(e, err);
     if (rc)
         return rc;
@@ -137,6 +216,11 @@ int sr_engine_fetch(sr_engine *e, int64_t target, const char *sync_dir, const sr
         return sr_err_set(err, SR_E_ENGINE_REQUEST,
                           "fetch_weights needs target_version in 1..%d and a sync_dir",
                           SR_DELTA_MAX_VERSION);
+    char dir[RX_DIR_MAX + 1];
+    int rc = confine(dir, e, sync_dir, err);
+    if (rc)
+        return rc;
+    sync_dir = dir;
     int corrupt = f && f->kind == SR_FK_CHECKSUM_MISMATCH;
     if (!corrupt)
         sr_engine_note_fault(e, f);
@@ -144,7 +228,7 @@ int sr_engine_fetch(sr_engine *e, int64_t target, const char *sync_dir, const sr
     memset(&fr, 0, sizeof(fr));
     pthread_mutex_lock(&e->apply);
     double t0 = sr_clock_ms();
-    int rc = rx_ensure(e, sync_dir, err);
+    rc = rx_ensure(e, sync_dir, err);
     if (!rc && corrupt)
         rc = corrupt_next_payload(e, sync_dir, err);
     if (!rc) {
@@ -172,6 +256,11 @@ int sr_engine_update_delta(sr_engine *e, int64_t target, const char *sync_dir, c
     if (target < 1 || target > SR_DELTA_MAX_VERSION)
         return sr_err_set(err, SR_E_ENGINE_REQUEST, "target version %lld is outside 1..%d",
                           (long long)target, SR_DELTA_MAX_VERSION);
+    char dir[RX_DIR_MAX + 1];
+    int rc = confine(dir, e, sync_dir, err);
+    if (rc)
+        return rc;
+    sync_dir = dir;
     sr_skip_set skip;
     int not_bumped;
     sr_engine_take_pending(e, f, &skip, &not_bumped);
@@ -182,7 +271,6 @@ int sr_engine_update_delta(sr_engine *e, int64_t target, const char *sync_dir, c
                           "the engine stays on version %lld",
                           (long long)target, (long long)*version);
     pthread_mutex_lock(&e->apply);
-    int rc = 0;
     if (!e->rx || strcmp(e->rx_sync_dir, sync_dir) != 0)
         rc = sr_err_set(
             err, SR_E_DELTA_VERSION,

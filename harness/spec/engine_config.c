@@ -52,6 +52,30 @@ int sr_spec_parse_timing(sr_engine_config *c, const sr_spec_ctx *x, const cJSON 
     return rc;
 }
 
+/* server.sync_dirs: null, or absolute paths the engine may keep weight-sync state under. */
+static int parse_sync_dirs(sr_engine_config *c, const sr_spec_ctx *x, const cJSON *a)
+{
+    if (!a || cJSON_IsNull(a))
+        return 0;
+    if (!cJSON_IsArray(a) || cJSON_GetArraySize(a) > SR_ENGINE_MAX_SYNC_DIRS)
+        return sr_spec_fail(x, a, "server.sync_dirs must be null or an array of at most %d paths",
+                            SR_ENGINE_MAX_SYNC_DIRS);
+    int n = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, a)
+    {
+        size_t len = cJSON_IsString(e) ? strlen(e->valuestring) : 0;
+        if (!cJSON_IsString(e) || e->valuestring[0] != '/' || len >= SR_ENGINE_SYNC_DIR_MAX)
+            return sr_spec_fail(x, e,
+                                "server.sync_dirs entries must be absolute paths of 1..%d bytes",
+                                SR_ENGINE_SYNC_DIR_MAX - 1);
+        memcpy(c->sync_dirs[n++], e->valuestring, len + 1);
+    }
+    c->n_sync_dirs = n;
+    c->sync_dirs_set = 1;
+    return 0;
+}
+
 int sr_spec_parse_server(sr_engine_config *c, const sr_spec_ctx *x, const cJSON *s,
                          const char *what)
 {
@@ -80,7 +104,16 @@ int sr_spec_parse_server(sr_engine_config *c, const sr_spec_ctx *x, const cJSON 
         c->world_size = (int)v;
     if (!rc)
         rc = sr_json_get_bool(d, s, "lora", 0, c->lora, &c->lora, err);
-    return rc;
+    if (!rc && !(rc = sr_json_get_int(d, s, "header_timeout_ms", 0, 10, 600000,
+                                      c->header_timeout_ms, &v, err)))
+        c->header_timeout_ms = (int)v;
+    if (!rc && !(rc = sr_json_get_int(d, s, "body_timeout_ms", 0, 10, 3600000, c->body_timeout_ms,
+                                      &v, err)))
+        c->body_timeout_ms = (int)v;
+    if (!rc && !(rc = sr_json_get_int(d, s, "max_pending_connections", 0, 1, 65536, c->max_pending,
+                                      &v, err)))
+        c->max_pending = (int)v;
+    return rc ? rc : parse_sync_dirs(c, x, cJSON_GetObjectItemCaseSensitive(s, "sync_dirs"));
 }
 
 int sr_spec_parse_faults(sr_engine_config *c, const sr_spec_ctx *x, const cJSON *faults,

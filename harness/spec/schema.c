@@ -42,6 +42,9 @@ void sr_engine_config_defaults(sr_engine_config *c)
     c->max_tokens_default = 16;
     c->max_seq = (int64_t)1 << 20;
     c->world_size = 1;
+    c->header_timeout_ms = 5000;
+    c->body_timeout_ms = 60000;
+    c->max_pending = 64;
 }
 
 void sr_engine_config_id_for(char *out, size_t cap, const sr_engine_config *c, int index)
@@ -108,6 +111,10 @@ const char *const *sr_spec_section_keys(const char *section)
                                          "max_seq",
                                          "world_size",
                                          "lora",
+                                         "header_timeout_ms",
+                                         "body_timeout_ms",
+                                         "max_pending_connections",
+                                         "sync_dirs",
                                          NULL};
     static const char *const top[] = {"id",     "index",   "seed",   "count",
                                       "model",  "weights", "fields", "sample_support_k",

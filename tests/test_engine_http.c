@@ -1,0 +1,381 @@
+/*
+ * The mock engine as an HTTP server facing careless or hostile clients (issue 21 items 3, 10, 11,
+ * 13): sync_dir confinement (403 engine.forbidden_path), slowloris (head and body deadlines, the
+ * cap on waiting connections), framing a careful server refuses before reading a body, strict
+ * control-plane query parameters, and a bad --ready-fd. Raw loopback sockets where libcurl would
+ * not send the bytes; no assertion depends on timing beyond generous bounds.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+
+#include "engine_util.h"
+#include "scenario/scenario.h"
+#include "sr_clock.h"
+
+/* A raw loopback connection to port `port` that has sent `req` (may be ""). */
+static int raw_send(int port, const char *req)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    ck_assert_int_ge(fd, 0);
+    struct timeval tv = {30, 0}; /* a bound against a hang, not a timing assertion */
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof(a));
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ck_assert_int_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    size_t len = strlen(req);
+    ck_assert_int_eq((long)send(fd, req, len, MSG_NOSIGNAL), (long)len);
+    return fd;
+}
+
+/* Reads until the engine closes the connection (or 30 s pass). */
+static void raw_read_all(int fd, char *buf, size_t cap)
+{
+    size_t len = 0;
+    ssize_t n;
+    while (len < cap - 1 && (n = read(fd, buf + len, cap - 1 - len)) > 0)
+        len += (size_t)n;
+    buf[len] = '\0';
+    close(fd);
+}
+
+/* Sends `req` on a new connection and asserts the answer's status line and check name. */
+static void expect_raw(const eng *e, const char *req, const char *status, const char *check)
+{
+    char buf[4096];
+    raw_read_all(raw_send(e->port, req), buf, sizeof(buf));
+    ck_assert_msg(strncmp(buf, status, strlen(status)) == 0, "want %s for %.60s...: %s", status,
+                  req, buf);
+    ck_assert_msg(!check || strstr(buf, check), "want %s in: %s", check, buf);
+}
+
+static void expect_http(const eng *e, const char *method, const char *path, const char *body,
+                        long status, const char *needle)
+{
+    hresp r;
+    http_req(&r, NULL, e, method, path, body, NULL, 20000);
+    ck_assert_msg(r.status == status, "%s %s: status %ld, want %ld: %s", method, path, r.status,
+                  status, r.body.data);
+    ck_assert_msg(!needle || strstr(r.body.data, needle), "%s %s: want %s in %s", method, path,
+                  needle, r.body.data);
+    hresp_free(&r);
+}
+
+/* ---- item 13: sync_dir confinement ---- */
+
+static int exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+/* An engine whose server.sync_dirs names base/allowed refuses base/outside, a `..` out of the
+ * allowed folder and a symlink inside it pointing out, with 403 engine.forbidden_path, and creates
+ * nothing there; the allowed folder itself is not refused. Before the fix every sync_dir was
+ * taken and receiver-<id> created in it. */
+START_TEST(sync_dir_outside_sync_dirs_is_forbidden)
+{
+    char base[] = "/tmp/sr-http-sync-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(base));
+    char allowed[128], outside[128], link[160], cfg[512], body[512];
+    snprintf(allowed, sizeof(allowed), "%s/allowed", base);
+    snprintf(outside, sizeof(outside), "%s/outside", base);
+    snprintf(link, sizeof(link), "%s/link", allowed);
+    ck_assert_int_eq(mkdir(allowed, 0700), 0);
+    ck_assert_int_eq(mkdir(outside, 0700), 0);
+    ck_assert_int_eq(symlink(outside, link), 0);
+    snprintf(cfg, sizeof(cfg), "{\"id\":\"h\",\"server\":{\"sync_dirs\":[\"%s\"]}}", allowed);
+    eng e;
+    eng_start(&e, cfg);
+    const char *bad[] = {outside, "%s/../outside", link, "/etc"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char dir[256];
+        snprintf(dir, sizeof(dir), bad[i], allowed);
+        snprintf(body, sizeof(body), "{\"target_version\":1,\"sync_dir\":\"%s\"}", dir);
+        expect_http(&e, "POST", "/fetch_weights", body, 403, "\"check\":\"engine.forbidden_path\"");
+        snprintf(body, sizeof(body),
+                 "{\"update_info\":{\"target_version\":1,\"version\":1,\"sync_dir\":\"%s\"}}", dir);
+        expect_http(&e, "POST", "/update_weights", body, 403, "engine.forbidden_path");
+    }
+    char rx[256];
+    snprintf(rx, sizeof(rx), "%s/receiver-h", outside);
+    ck_assert_msg(!exists(rx), "%s was created", rx);
+    /* The allowed folder is not refused (nothing is published there: a named delta error). */
+    snprintf(body, sizeof(body), "{\"target_version\":1,\"sync_dir\":\"%s/\"}", allowed);
+    hresp r;
+    http_req(&r, NULL, &e, "POST", "/fetch_weights", body, NULL, 20000);
+    ck_assert_msg(r.status != 403 && r.status != 0, "allowed folder: %ld %s", r.status,
+                  r.body.data);
+    hresp_free(&r);
+    snprintf(rx, sizeof(rx), "%s/receiver-h", allowed);
+    ck_assert_msg(exists(rx), "%s was not created", rx);
+    eng_stop(&e);
+    /* Without sync_dirs the engine keeps to the default root (/tmp). */
+    eng_start(&e, "{\"id\":\"d\"}");
+    expect_http(&e, "POST", "/fetch_weights", "{\"target_version\":1,\"sync_dir\":\"/etc\"}", 403,
+                "default /tmp");
+    eng_stop(&e);
+    char cmd[256];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", base);
+    ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
+/* `syncroll run` gives its engines the run's sync folder: the config it writes beside engine.json
+ * names <folder>/sync (absolute) and, as the scenario sets none, the default root. */
+START_TEST(run_engine_config_names_the_run_sync_dir)
+{
+    static const char doc[] =
+        "{\"id\":\"s\",\"description\":\"d\",\"steps\":[{\"kind\":\"rollout\"}]}";
+    sr_scenario *s = NULL;
+    sr_err err = SR_ERR_INIT;
+    ck_assert_sr_ok(sr_scenario_parse(&s, doc, sizeof(doc) - 1, "s.json", &err), err);
+    char dir[] = "/tmp/sr-http-run-XXXXXX", path[128], want[160];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/engine.json", dir);
+    ck_assert_sr_ok(sr_scenario_write_engine(s, path, &err), err);
+    sr_engine_config c;
+    ck_assert_sr_ok(sr_engine_config_load(&c, path, 0, &err), err);
+    snprintf(want, sizeof(want), "%s/sync", dir);
+    ck_assert_int_eq(c.sync_dirs_set, 1);
+    ck_assert_int_eq(c.n_sync_dirs, 2);
+    ck_assert_str_eq(c.sync_dirs[0], "/tmp");
+    ck_assert_str_eq(c.sync_dirs[1], want);
+    sr_engine_config_release(&c);
+    sr_scenario_free(s);
+    unlink(path);
+    rmdir(dir);
+}
+END_TEST
+
+/* ---- item 3: slowloris ---- */
+
+#define TRICKLERS 300
+
+typedef struct trickle {
+    int port;
+    volatile int stop;
+    int fd[TRICKLERS];
+    long reconnects;
+} trickle;
+
+static int trickle_connect(int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    if (fd < 0)
+        return -1;
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof(a));
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0 && errno != EINPROGRESS) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* Every 200 ms each connection sends one more byte of an endless request head; a connection the
+ * engine closed is opened again, as a slowloris tool does. */
+static void *trickle_main(void *arg)
+{
+    trickle *t = arg;
+    static const char head[] = "GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: ";
+    size_t sent[TRICKLERS] = {0};
+    while (!t->stop) {
+        for (int i = 0; i < TRICKLERS && !t->stop; i++) {
+            char c = sent[i] < sizeof(head) - 1 ? head[sent[i]] : 'a';
+            char tmp[512];
+            ssize_t got = t->fd[i] >= 0 ? recv(t->fd[i], tmp, sizeof(tmp), MSG_DONTWAIT) : 0;
+            if (t->fd[i] >= 0 && got != 0 &&
+                (send(t->fd[i], &c, 1, MSG_NOSIGNAL | MSG_DONTWAIT) == 1 || errno == EAGAIN ||
+                 errno == ENOTCONN)) {
+                sent[i]++;
+                continue;
+            }
+            if (t->fd[i] >= 0) {
+                close(t->fd[i]);
+                t->reconnects++;
+            }
+            t->fd[i] = trickle_connect(t->port);
+            sent[i] = 0;
+        }
+        usleep(200000);
+    }
+    return NULL;
+}
+
+/* With 300 connections trickling a request head a byte at a time (more than the engine's
+ * libmicrohttpd limit of max_connections + 16 sockets), valid generates are still answered
+ * well within 5 s each. Before the fix they waited in the listen backlog until the trickle
+ * stopped or libmicrohttpd's 120 s idle timeout. */
+START_TEST(slowloris_does_not_block_a_valid_client)
+{
+    eng e;
+    eng_start(&e, "{\"seed\":5,\"model\":{\"vocab\":64,\"layers\":2,\"experts\":8,\"topk\":2}}");
+    trickle *t = calloc(1, sizeof(*t));
+    ck_assert_ptr_nonnull(t);
+    t->port = e.port;
+    for (int i = 0; i < TRICKLERS; i++)
+        t->fd[i] = -1;
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, trickle_main, t), 0);
+    sleep(2); /* let the trickle fill the engine */
+    double worst = 0;
+    for (int k = 0; k < 3; k++) {
+        double t0 = sr_clock_ms();
+        hresp r;
+        http_req(&r, NULL, &e, "POST", "/skyrl/v1/generate",
+                 "{\"token_ids\":[3,4,5],\"sampling_params\":{\"max_tokens\":4}}", NULL, 5000);
+        double ms = sr_clock_ms() - t0;
+        worst = ms > worst ? ms : worst;
+        ck_assert_msg(r.status == 200,
+                      "generate %d during the trickle: status %ld (%s) after %.0f ms", k, r.status,
+                      r.errbuf, ms);
+        hresp_free(&r);
+    }
+    t->stop = 1;
+    pthread_join(th, NULL);
+    fprintf(stderr, "slowloris: worst valid generate %.0f ms, %ld trickler reconnects\n", worst,
+            t->reconnects);
+    for (int i = 0; i < TRICKLERS; i++)
+        if (t->fd[i] >= 0)
+            close(t->fd[i]);
+    free(t);
+    eng_stop(&e);
+}
+END_TEST
+
+/* A head or a body that does not arrive within its deadline is answered 408
+ * engine.request_timeout and the connection closed (before: kept for 120 s of silence, for ever
+ * while bytes trickle). */
+START_TEST(slow_head_and_body_are_408)
+{
+    eng e;
+    eng_start(&e, "{\"server\":{\"header_timeout_ms\":300,\"body_timeout_ms\":300}}");
+    double t0 = sr_clock_ms();
+    expect_raw(&e, "GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: a", "HTTP/1.1 408",
+               "\"check\":\"engine.request_timeout\"");
+    expect_raw(&e, "", "HTTP/1.1 408", "header_timeout_ms");
+    expect_raw(&e,
+               "POST /skyrl/v1/generate HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n"
+               "Content-Type: application/json\r\n\r\n{\"token_ids\"",
+               "HTTP/1.1 408", "body_timeout_ms");
+    ck_assert_msg(sr_clock_ms() - t0 < 20000, "the deadlines took %.0f ms", sr_clock_ms() - t0);
+    /* A request that arrives at once is unaffected. */
+    expect_http(&e, "GET", "/health", NULL, 200, NULL);
+    eng_stop(&e);
+}
+END_TEST
+
+/* ---- item 10: framing and query parameters ---- */
+
+START_TEST(framing_a_careful_server_refuses)
+{
+    eng e;
+    eng_start(&e, "{\"server\":{\"max_body_bytes\":4096}}");
+    /* A declared 2 GB body is 413 before any of it is read. */
+    expect_raw(&e,
+               "POST /skyrl/v1/generate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+               "Content-Length: 2147483648\r\n\r\n{",
+               "HTTP/1.1 413", "\"check\":\"resource.limit\"");
+    /* Conflicting Content-Length headers are 400. */
+    expect_raw(&e,
+               "POST /skyrl/v1/generate HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n"
+               "Content-Length: 3\r\n\r\n{}}",
+               "HTTP/1.1 400", "\"check\":\"engine.bad_framing\"");
+    /* A transfer coding other than chunked is 501, not a hang. */
+    expect_raw(&e,
+               "POST /skyrl/v1/generate HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n"
+               "\r\n2\r\n{}\r\n0\r\n\r\n",
+               "HTTP/1.1 501", "\"check\":\"engine.unsupported_encoding\"");
+    /* Repeated equal lengths and plain chunked bodies still work. */
+    expect_raw(&e,
+               "POST /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 2\r\n"
+               "Content-Length: 2\r\n\r\n{}",
+               "HTTP/1.1 405", NULL);
+    expect_raw(&e,
+               "POST /reset_prefix_cache HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+               "Transfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n",
+               "HTTP/1.1 200", NULL);
+    eng_stop(&e);
+}
+END_TEST
+
+START_TEST(control_query_parameters_are_checked)
+{
+    eng e;
+    eng_start(&e, "{}");
+    expect_http(&e, "POST", "/sleep?level=abc", "", 400, "query parameter 'level'");
+    expect_http(&e, "POST", "/sleep?level=", "", 400, "engine.bad_request");
+    expect_http(&e, "POST", "/sleep?level=99999999999999999999", "", 400, "level");
+    ck_assert_int_eq(eng_state_int(&e, "sleep_level"), 0);
+    expect_http(&e, "POST", "/sleep?level=2&tags=weights", "", 200, NULL);
+    ck_assert_int_eq(eng_state_int(&e, "sleep_level"), 2);
+    expect_http(&e, "POST", "/wake_up?tags=everything", "", 400, "query parameter 'tags'");
+    expect_http(&e, "POST", "/wake_up?tags=weights&tags=kv_cache", "", 200, NULL);
+    expect_http(&e, "POST", "/pause?mode=", "", 400, "'mode'");
+    expect_http(&e, "POST", "/pause?clear_cache=yes", "", 400, "'clear_cache'");
+    expect_http(&e, "GET", "/syncroll/v1/state?tensors=yes", NULL, 400, "'tensors'");
+    eng_stop(&e);
+}
+END_TEST
+
+/* ---- item 11: --ready-fd ---- */
+
+START_TEST(bad_ready_fd_is_named_and_exit_2)
+{
+    char self[4096], out[] = "/tmp/sr-http-readyfd-XXXXXX";
+    sr_err err = SR_ERR_INIT;
+    ck_assert_sr_ok(sr_proc_self_exe(self, sizeof(self), &err), err);
+    int fd = mkstemp(out);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 2, out, O_WRONLY | O_TRUNC, 0600);
+    char *argv[] = {"t", "engine", "--ready-fd", "999", NULL};
+    pid_t pid;
+    ck_assert_int_eq(posix_spawn(&pid, self, &fa, NULL, argv, environ), 0);
+    posix_spawn_file_actions_destroy(&fa);
+    int st;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 2, "wait status %d", st);
+    char buf[2048] = "";
+    FILE *f = fopen(out, "r");
+    ck_assert_ptr_nonnull(f);
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    unlink(out);
+    ck_assert_msg(strstr(buf, "--ready-fd 999: bad descriptor"), "stderr: %s", buf);
+}
+END_TEST
+
+static Suite *http_suite(void)
+{
+    Suite *s = suite_create("engine_http");
+    TCase *tc = tcase_create("http");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, sync_dir_outside_sync_dirs_is_forbidden);
+    tcase_add_test(tc, run_engine_config_names_the_run_sync_dir);
+    tcase_add_test(tc, slowloris_does_not_block_a_valid_client);
+    tcase_add_test(tc, slow_head_and_body_are_408);
+    tcase_add_test(tc, framing_a_careful_server_refuses);
+    tcase_add_test(tc, control_query_parameters_are_checked);
+    tcase_add_test(tc, bad_ready_fd_is_named_and_exit_2);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+ENGINE_TEST_MAIN(http_suite)
