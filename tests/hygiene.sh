@@ -1,0 +1,77 @@
+#!/bin/sh
+# Issue #21 items 6-9, 11 and 14 through the executable: FIFOs are refused (never waited for),
+# an escaped NUL never cuts a name or dtype, output built from untrusted bytes is escaped,
+# report.html links only to paths inside the run folder, messages name the real problem, and
+# lint estimates a scenario's memory.
+. "$(dirname "$0")/lib.sh"
+
+B=$SRC/fixtures/bodies
+MIN=$SRC/scenarios/examples/minimal.json
+
+# --- 9: a FIFO with no writer; `timeout` turns a regression (a hang) into a failure. ---
+mkfifo "$tmp/fifo" || die "mkfifo"
+expect_out 2 'not a regular file \(a FIFO\) \[io.not_regular_file\]' "lint refuses a FIFO" \
+    timeout 10 "$S" lint "$tmp/fifo"
+expect_out 2 'io.not_regular_file' "run refuses a FIFO" \
+    timeout 10 "$S" run --out "$tmp/runs" "$tmp/fifo"
+expect_out 2 'check-body: io.not_regular_file: .*fifo: not a regular file' \
+    "check-body refuses a FIFO" timeout 10 "$S" check-body "$tmp/fifo"
+expect_out 2 'serve: io.not_regular_file' "serve refuses a FIFO" \
+    timeout 10 "$S" serve "$tmp/fifo"
+
+# --- 6: \u0000 in a scenario id, a scenario key and a body's dtype. ---
+sed 's/"id": *"[^"]*"/"id": "ok\\u0000..\/..\/x"/' "$MIN" >"$tmp/nul-id.json"
+expect_out 2 'nul-id.json:2:3: the value of .id. contains an escaped NUL.*\[json.schema\]' \
+    "lint refuses an id cut by \\u0000" "$S" lint "$tmp/nul-id.json"
+expect_out 2 'json.schema' "run refuses an id cut by \\u0000" \
+    "$S" run --out "$tmp/runs" "$tmp/nul-id.json"
+sed 's/"tags"/"tags\\u0000x"/' "$MIN" >"$tmp/nul-key.json"
+expect_out 2 'nul-key.json:4:3: key .tags. contains an escaped NUL.*\[json.schema\]' \
+    "lint refuses a key cut by \\u0000" "$S" lint "$tmp/nul-key.json"
+sed 's/"dtype":"uint8"/"dtype":"uint8\\u0000"/' "$B/both_fields.body" >"$tmp/nul.body"
+expect_out 3 'envelope.dtype: .*dtype .uint8. \(or its key\) holds an escaped NUL' \
+    "check-body refuses a dtype cut by \\u0000" "$S" check-body "$tmp/nul.body"
+sed 's/"shape":\[3,2,2\]/"shape\\u0000x":[3,2,2]/' "$B/both_fields.body" >"$tmp/nul-key.body"
+expect_out 3 'envelope.invalid: .*.shape. holds an escaped NUL' \
+    "check-body refuses an envelope key cut by \\u0000" "$S" check-body "$tmp/nul-key.body"
+
+# --- 11: raw control characters inside JSON strings. ---
+printf '{"id": "a\tb", "description": "x", "steps": [{"kind": "rollout"}]}\n' >"$tmp/tab.json"
+expect_out 2 'tab.json:1:10: invalid JSON \(raw control character in a string\) \[json.syntax\]' \
+    "lint refuses a raw tab in a string" "$S" lint "$tmp/tab.json"
+printf '{"id": "a\nb", "description": "x", "steps": [{"kind": "rollout"}]}\n' >"$tmp/nl.json"
+expect_out 2 'nl.json:1:10: invalid JSON \(raw control character in a string\)' \
+    "lint refuses a raw newline in a string" "$S" lint "$tmp/nl.json"
+
+# --- 7: bytes of the body reach the terminal and the JSON output escaped. ---
+esc=$(printf '\033')
+sed 's/"dtype":"uint8"/"dtype":"\xff\\u001b[31mred\\n"/' "$B/both_fields.body" >"$tmp/ctl.body"
+"$S" check-body "$tmp/ctl.body" >"$tmp/ctl.out" 2>"$tmp/ctl.err"
+[ $? -eq 3 ] || bad "check-body ctl.body: exit status"
+if grep -q "$esc" "$tmp/ctl.err" || [ "$(wc -l <"$tmp/ctl.err")" -ne 1 ] ||
+    ! grep -Fq "dtype '\\xff\\x1b[31mred\\n' is not one of" "$tmp/ctl.err"; then
+    bad "check-body text: raw bytes of a dtype reach stderr"
+    od -c "$tmp/ctl.err" | head
+else
+    ok "check-body text escapes ESC, newline and \\xff"
+fi
+sed 's/"choices"/"ch\\u001b[31m\xffoices"/; s/"dtype":"uint8"}/"dtype":"uint8","note":"\xfe"}/' \
+    "$B/both_fields.body" >"$tmp/odd.body"
+for args in "--json $tmp/ctl.body" "--json $tmp/odd.body" "$tmp/odd.body"; do
+    # shellcheck disable=SC2086 # args is split on purpose
+    "$S" check-body $args >"$tmp/o.out" 2>"$tmp/o.err"
+    if ! iconv -f UTF-8 -t UTF-8 "$tmp/o.out" >/dev/null 2>&1 || grep -q "$esc" "$tmp/o.out" ||
+        grep -q "$esc" "$tmp/o.err"; then
+        bad "check-body $args: invalid UTF-8 or a raw ESC in the output"
+        od -c "$tmp/o.out" | head
+    else
+        ok "check-body $args: output valid UTF-8, no raw ESC"
+    fi
+done
+if "$S" check-body --json "$tmp/odd.body" | grep -q '"note":"\\ufffd"'; then
+    ok "an invalid byte in JSON output becomes \\ufffd"
+else
+    bad "an invalid byte in JSON output is not \\ufffd"
+fi
+
+finish
