@@ -74,4 +74,26 @@ else
     bad "an invalid byte in JSON output is not \\ufffd"
 fi
 
+# --- 8: report.html links only to relative paths inside the run folder. ---
+"$S" run --out "$tmp/runs8" "$MIN" >/dev/null 2>&1 || die "a minimal run failed"
+run8=$(ls -d "$tmp"/runs8/2*)
+# Links are drawn for failures: the scenario is made to fail as well.
+sed -e 's|"artifacts":[[:space:]]*"[^"]*"|"artifacts": "javascript:alert(1)"|' \
+    -e 's|"artifacts":[[:space:]]*null|"artifacts": "javascript:alert(1)"|' \
+    -e 's|"expanded":[[:space:]]*"[^"]*"|"expanded": "../../etc/passwd"|' \
+    -e 's|"verdict":[[:space:]]*"pass"|"verdict": "fail"|' "$run8/results.json" >"$tmp/r.json"
+mv "$tmp/r.json" "$run8/results.json"
+grep -q 'javascript:alert' "$run8/results.json" || die "the crafted results.json lacks its link"
+expect 1 "syncroll report renders a crafted results.json" "$S" report "$run8"
+if grep -q 'href="javascript\|href="\.\./' "$run8/report.html"; then
+    bad "report.html links to a path outside the run folder"
+    grep -o 'href="[^"]*"' "$run8/report.html"
+elif ! grep -q 'artifacts: javascript:alert(1)' "$run8/report.html"; then
+    bad "report.html does not show the refused path as text"
+else
+    ok "report.html shows javascript: and ../ paths as text, not links"
+fi
+grep -q 'log: <a href="artifacts/' "$run8/report.html" && ok "an engine log inside the run is a link" ||
+    bad "an engine log inside the run folder is no longer a link"
+
 finish
