@@ -405,14 +405,36 @@ static int member(const sr_json_doc *d, const cJSON *obj, const char *key, int r
     return 0;
 }
 
+/* The exact value of an integer literal from the source text: 0, or -1 past int64. cJSON's
+ * double would round 2^53 + 1 to 2^53. */
+static int literal_i64(const sr_json_doc *d, const cJSON *node, int64_t *out)
+{
+    const pos_slot *s = slot_get(d, node);
+    size_t i = s ? s->val_off : d->len;
+    int neg = i < d->len && d->text[i] == '-';
+    uint64_t v = 0, lim = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
+    for (i += (size_t)neg; i < d->len && d->text[i] >= '0' && d->text[i] <= '9'; i++) {
+        unsigned digit = (unsigned)(d->text[i] - '0');
+        if (v > (lim - digit) / 10)
+            return -1;
+        v = v * 10 + digit;
+    }
+    *out = neg ? (v == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)v) : (int64_t)v;
+    return 0;
+}
+
 /* Checks one integer value; `what` names it in the message ("'nth'", "'nth' entries"). */
 static int int_value(const sr_json_doc *d, const cJSON *it, const char *what, int64_t min,
                      int64_t max, int64_t *out, sr_err *err)
 {
     double v = it->valuedouble;
-    if (!cJSON_IsNumber(it) || !sr_json_is_integer_literal(d, it) || fabs(v) > 9.2e18)
+    if (!cJSON_IsNumber(it) || !sr_json_is_integer_literal(d, it) || (!d && fabs(v) > 9.2e18))
         return sr_json_error(d, it, err, SR_E_JSON_SCHEMA, "%s must be an integer", what);
     int64_t x = (int64_t)v;
+    if (d && literal_i64(d, it, &x) != 0)
+        return sr_json_error(d, it, err, SR_E_JSON_SCHEMA,
+                             "%s is out of range [%lld, %lld] (beyond 64 bits)", what,
+                             (long long)min, (long long)max);
     if (x < min || x > max)
         return sr_json_error(d, it, err, SR_E_JSON_SCHEMA, "%s is %lld, outside [%lld, %lld]", what,
                              (long long)x, (long long)min, (long long)max);

@@ -84,7 +84,7 @@ sed -e 's|"artifacts":[[:space:]]*"[^"]*"|"artifacts": "javascript:alert(1)"|' \
     -e 's|"verdict":[[:space:]]*"pass"|"verdict": "fail"|' "$run8/results.json" >"$tmp/r.json"
 mv "$tmp/r.json" "$run8/results.json"
 grep -q 'javascript:alert' "$run8/results.json" || die "the crafted results.json lacks its link"
-expect 1 "syncroll report renders a crafted results.json" "$S" report "$run8"
+expect 0 "syncroll report renders a crafted results.json" "$S" report "$run8"
 if grep -q 'href="javascript\|href="\.\./' "$run8/report.html"; then
     bad "report.html links to a path outside the run folder"
     grep -o 'href="[^"]*"' "$run8/report.html"
@@ -95,5 +95,18 @@ else
 fi
 grep -q 'log: <a href="artifacts/' "$run8/report.html" && ok "an engine log inside the run is a link" ||
     bad "an engine log inside the run folder is no longer a link"
+
+# --- 11: messages name the option, the real errno and the range; no rounding past 2^53. ---
+expect_out 2 "serve: bad --ready-timeout '0': want a number of seconds in \[0.001, 3600\]" \
+    "serve names a bad --ready-timeout and its range" "$S" serve --ready-timeout 0 "$MIN"
+ln -s loop-b "$tmp/loop-a" && ln -s loop-a "$tmp/loop-b"
+expect_out 2 'loop-a: Too many levels of symbolic links' "lint reports ELOOP as such" \
+    "$S" lint "$tmp/loop-a"
+sed 's/"tags"/"seed": 9223372036854775807, "tags"/' "$MIN" >"$tmp/seed63.json"
+expect_out 2 "'seed' is 9223372036854775807, outside \[0, 9007199254740992\]" \
+    "a seed of 2^63-1 is out of range, not 'not an integer'" "$S" lint "$tmp/seed63.json"
+sed 's/"tags"/"seed": 9007199254740993, "tags"/' "$MIN" >"$tmp/seed53.json"
+expect_out 2 "'seed' is 9007199254740993, outside \[0, 9007199254740992\]" \
+    "a seed of 2^53+1 is refused, not rounded" "$S" lint "$tmp/seed53.json"
 
 finish

@@ -137,6 +137,30 @@ START_TEST(jdom_marks_strings_cut_at_nul)
 }
 END_TEST
 
+START_TEST(get_int_reads_literals_exactly)
+{
+    sr_err e = SR_ERR_INIT;
+    sr_json_doc *d = NULL;
+    const char *t = "{\"a\": 9007199254740993, \"b\": -9223372036854775808, "
+                    "\"c\": 9223372036854775808, \"m\": 9223372036854775807}";
+    ck_assert_sr_ok(sr_json_parse(&d, t, strlen(t), "n", 0, &e), e);
+    const cJSON *r = sr_json_root(d);
+    int64_t v;
+    ck_assert_sr_code(sr_json_get_int(d, r, "a", 1, 0, (int64_t)1 << 53, 0, &v, &e), e,
+                      SR_E_JSON_SCHEMA);
+    ck_assert_str_eq(e.msg, "n:1:2: 'a' is 9007199254740993, outside [0, 9007199254740992]");
+    ck_assert_sr_ok(sr_json_get_int(d, r, "a", 1, 0, INT64_MAX, 0, &v, &e), e);
+    ck_assert_int_eq(v, 9007199254740993LL);
+    ck_assert_sr_ok(sr_json_get_int(d, r, "b", 1, INT64_MIN, 0, 0, &v, &e), e);
+    ck_assert(v == INT64_MIN);
+    ck_assert_sr_ok(sr_json_get_int(d, r, "m", 1, 0, INT64_MAX, 0, &v, &e), e);
+    ck_assert(v == INT64_MAX);
+    ck_assert_sr_code(sr_json_get_int(d, r, "c", 1, 0, INT64_MAX, 0, &v, &e), e, SR_E_JSON_SCHEMA);
+    ck_assert_ptr_nonnull(strstr(e.msg, "'c' is out of range"));
+    sr_json_free(d);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("hygiene");
@@ -148,6 +172,7 @@ static Suite *suite(void)
     tcase_add_test(tc, json_output_is_valid_utf8);
     tcase_add_test(tc, json_refuses_nul_and_raw_controls);
     tcase_add_test(tc, jdom_marks_strings_cut_at_nul);
+    tcase_add_test(tc, get_int_reads_literals_exactly);
     suite_add_tcase(s, tc);
     return s;
 }
