@@ -109,4 +109,14 @@ sed 's/"tags"/"seed": 9007199254740993, "tags"/' "$MIN" >"$tmp/seed53.json"
 expect_out 2 "'seed' is 9007199254740993, outside \[0, 9007199254740992\]" \
     "a seed of 2^53+1 is refused, not rounded" "$S" lint "$tmp/seed53.json"
 
+# --- 14: lint estimates the memory of a scenario and refuses one beyond the machine's. ---
+sed 's/"tags"/"engines": {"count": 64}, "weights": {"total_bytes": 1073741824}, "tags"/' \
+    "$MIN" >"$tmp/big.json"
+expect_out 2 'big.json: estimated memory [0-9]+ MiB exceeds the machine.s .*\[resource.memory_estimate\]' \
+    "lint refuses 64 engines x 1 GiB of weights" "$S" lint "$tmp/big.json"
+expect_out 0 'memory estimate: at most [0-9]+ MiB \(example-minimal\)' \
+    "lint --force accepts it and prints the estimate" "$S" lint --force "$tmp/big.json"
+expect_out 0 'memory estimate: at most [0-9]+ MiB' "lint prints the estimate of a small scenario" \
+    "$S" lint "$MIN"
+
 finish
