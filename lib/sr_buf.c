@@ -1,11 +1,13 @@
 #include "sr_buf.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static size_t limit_of(const sr_buf *b)
 {
@@ -179,15 +181,157 @@ int sr_buf_read_stream(sr_buf *out, FILE *f, const char *name, size_t max, sr_er
     return rc;
 }
 
-int sr_buf_read_file(sr_buf *out, const char *path, size_t max, sr_err *err)
+static const char *file_kind(mode_t m)
 {
-    FILE *f = fopen(path, "rb");
+    if (S_ISFIFO(m))
+        return "a FIFO";
+    if (S_ISDIR(m))
+        return "a directory";
+    if (S_ISCHR(m))
+        return "a character device";
+    if (S_ISBLK(m))
+        return "a block device";
+    if (S_ISSOCK(m))
+        return "a socket";
+    return "not a plain file";
+}
+
+int sr_file_open_regular(FILE **out, const char *path, sr_err *err)
+{
+    *out = NULL;
+    /* O_NONBLOCK makes opening a FIFO without a writer return at once; it is cleared again
+     * below for a regular file, where it changes nothing anyway. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return sr_err_set(err, SR_E_IO, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        return sr_err_set(err, SR_E_IO, "%s: cannot stat: %s", path, strerror(e));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return sr_err_set(err, SR_E_NOT_REGULAR, "%s: not a regular file (%s)", path,
+                          file_kind(st.st_mode));
+    }
+    int fl = fcntl(fd, F_GETFL);
+    FILE *f = fl >= 0 && fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) == 0 ? fdopen(fd, "rb") : NULL;
     if (!f) {
         int e = errno;
-        sr_buf_release(out);
+        close(fd);
         return sr_err_set(err, SR_E_IO, "%s: cannot open: %s", path, strerror(e));
     }
-    int rc = sr_buf_read_stream(out, f, path, max, err);
+    *out = f;
+    return 0;
+}
+
+/* The escape of byte c into e (at most 4 bytes); returns its length. */
+static size_t quote_one(unsigned char c, char *e)
+{
+    static const char hex[] = "0123456789abcdef";
+    if (c == '\\' || c == '\n' || c == '\r' || c == '\t') {
+        e[0] = '\\';
+        e[1] = c == '\n' ? 'n' : c == '\r' ? 'r' : c == '\t' ? 't' : '\\';
+        return 2;
+    }
+    if (c >= 0x20 && c < 0x7f) {
+        e[0] = (char)c;
+        return 1;
+    }
+    e[0] = '\\';
+    e[1] = 'x';
+    e[2] = hex[c >> 4];
+    e[3] = hex[c & 15];
+    return 4;
+}
+
+const char *sr_quote_bytes(char *dst, size_t cap, const void *s, size_t n)
+{
+    const unsigned char *p = s;
+    char e[4];
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++)
+        total += quote_one(p[i], e);
+    /* All of it when it fits, else whole escapes up to cap - 4 and "...". */
+    size_t room = total < cap ? total : cap >= 4 ? cap - 4 : 0;
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t k = quote_one(p[i], e);
+        if (o + k > room)
+            break;
+        memcpy(dst + o, e, k);
+        o += k;
+    }
+    if (total >= cap && cap >= 4) {
+        memcpy(dst + o, "...", 3);
+        o += 3;
+    }
+    if (cap)
+        dst[o] = '\0';
+    return dst;
+}
+
+const char *sr_quote_str(char *dst, size_t cap, const char *s)
+{
+    return sr_quote_bytes(dst, cap, s ? s : "", s ? strlen(s) : 0);
+}
+
+/* Length of the well-formed UTF-8 sequence at p (n bytes left), or 0 (RFC 3629 table 3-7). */
+static size_t utf8_seq(const unsigned char *p, size_t n)
+{
+    unsigned char c = p[0];
+    size_t len;
+    unsigned char lo = 0x80, hi = 0xBF;
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xC2 && c <= 0xDF)
+        len = 2;
+    else if (c >= 0xE0 && c <= 0xEF) {
+        len = 3;
+        lo = c == 0xE0 ? 0xA0 : 0x80;
+        hi = c == 0xED ? 0x9F : 0xBF;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        len = 4;
+        lo = c == 0xF0 ? 0x90 : 0x80;
+        hi = c == 0xF4 ? 0x8F : 0xBF;
+    } else
+        return 0;
+    if (n < len || p[1] < lo || p[1] > hi)
+        return 0;
+    for (size_t i = 2; i < len; i++)
+        if (p[i] < 0x80 || p[i] > 0xBF)
+            return 0;
+    return len;
+}
+
+int sr_buf_put_json_utf8(sr_buf *b, const char *json, size_t n, sr_err *err)
+{
+    const unsigned char *p = (const unsigned char *)json;
+    size_t i = 0, start = 0;
+    int rc = 0;
+    while (!rc && i < n) {
+        size_t k = utf8_seq(p + i, n - i);
+        if (k) {
+            i += k;
+            continue;
+        }
+        rc = sr_buf_append(b, p + start, i - start, err);
+        rc = rc ? rc : sr_buf_puts(b, "\\ufffd", err);
+        start = ++i;
+    }
+    return rc ? rc : sr_buf_append(b, p + start, n - start, err);
+}
+
+int sr_buf_read_file(sr_buf *out, const char *path, size_t max, sr_err *err)
+{
+    FILE *f = NULL;
+    int rc = sr_file_open_regular(&f, path, err);
+    if (rc) {
+        sr_buf_release(out);
+        return rc;
+    }
+    rc = sr_buf_read_stream(out, f, path, max, err);
     fclose(f);
     return rc;
 }

@@ -54,11 +54,43 @@ int sr_buf_put_i64(sr_buf *b, long long v, sr_err *err);
 int sr_buf_put_json_string(sr_buf *b, const char *s, sr_err *err);
 
 /*
+ * Opens `path` for reading without ever blocking: the open is O_NONBLOCK (a FIFO with no writer
+ * would otherwise wait forever), and anything but a regular file is refused before a byte is
+ * read. On success *out is a blocking stream the caller closes with fclose.
+ * Errors: SR_E_IO "<path>: cannot open: <errno text>" (the real errno: ENOENT, ELOOP, EACCES, ...);
+ * SR_E_NOT_REGULAR "<path>: not a regular file (a FIFO|a character device|...)".
+ */
+int sr_file_open_regular(FILE **out, const char *path, sr_err *err);
+
+/*
+ * Writes the `n` bytes at `s` (untrusted: any bytes) into dst (cap >= 4 bytes, always
+ * NUL-terminated) as printable ASCII for messages and terminals: bytes 0x20..0x7e as they are
+ * except the backslash (doubled), newline, CR and tab as the C escapes \n, \r, \t, and every
+ * other byte as \xHH (lower-case hex). When the
+ * result does not fit, it is cut at a whole escape and ends with "...". Returns dst.
+ */
+const char *sr_quote_bytes(char *dst, size_t cap, const void *s, size_t n);
+
+/* sr_quote_bytes of a NUL-terminated string. */
+const char *sr_quote_str(char *dst, size_t cap, const char *s);
+
+/*
+ * Appends the JSON text `json` (n bytes, e.g. from cJSON_Print*) with every byte that is not
+ * part of a well-formed UTF-8 sequence (stray continuation bytes, overlong forms, surrogates,
+ * code points past U+10FFFF, cut sequences) replaced by the escape \ufffd, so that the output
+ * is valid UTF-8 whatever bytes the strings held. Bytes >= 0x80 occur only inside JSON strings,
+ * where the escape is valid. Control bytes are left to the printer (cJSON escapes them).
+ */
+int sr_buf_put_json_utf8(sr_buf *b, const char *json, size_t n, sr_err *err);
+
+/*
  * Reads the whole file at `path` into `out` (initialised: SR_BUF_INIT or a buffer in use), which
  * is released first and whose `max` becomes `max` (0: SR_BUF_DEFAULT_MAX). A file of exactly
  * `max` bytes fits. On success `out` holds the bytes, NUL-terminated with `data` never NULL (an
  * empty file gives ""); the caller releases it with sr_buf_release. On failure `out` holds
  * nothing (data NULL, len 0).
+ * The file is opened with sr_file_open_regular, so a FIFO, device or directory is refused with
+ * SR_E_NOT_REGULAR instead of blocking.
  * Errors: SR_E_IO "<path>: cannot open: <errno text>" or "<path>: read error: <errno text>";
  * SR_E_LIMIT "<path>: <size> bytes, larger than the limit of <max> bytes" (a stream whose size
  * is not known beforehand gives its size as "more than <max>"); SR_E_NOMEM.

@@ -1,5 +1,7 @@
 #include "sr_envelope.h"
 
+#include "sr_jdom.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -196,10 +198,16 @@ static int read_dtype(sr_dtype *dt, const cJSON *dtype_item, const sr_contract *
         return rc;
     }
     const char *s = dtype_item->valuestring;
+    char q[80];
+    /* The dtype (or its key) held an escaped NUL: "uint8\u0000" must not pass as uint8. */
+    if (dtype_item->type & SR_JDOM_HAS_NUL)
+        return sr_err_set(err, SR_E_ENV_DTYPE,
+                          "packed array dtype '%s' (or its key) holds an escaped NUL (\\u0000)",
+                          sr_quote_str(q, sizeof(q), s));
     if (sr_dtype_from_name(dt, s, strlen(s), NULL) != 0 ||
         (c->allowed && !(c->allowed & SR_DTYPE_BIT(*dt))))
-        return sr_err_set(err, SR_E_ENV_DTYPE, "packed array dtype '%.64s' is not one of %s", s,
-                          allowed);
+        return sr_err_set(err, SR_E_ENV_DTYPE, "packed array dtype '%s' is not one of %s",
+                          sr_quote_str(q, sizeof(q), s), allowed);
     return 0;
 }
 
@@ -239,6 +247,14 @@ static int read_keys(const cJSON **data, const cJSON **shape, const cJSON **dtyp
     *data = cJSON_GetObjectItemCaseSensitive(payload, "data");
     if (!*dtype)
         return sr_err_set(err, SR_E_ENV_INVALID, "invalid packed array envelope: 'dtype'");
+    /* A key that held an escaped NUL reads as its part before the NUL ("shape\u0000x" as
+     * "shape"), so such a data or shape member is not the key it looks like. */
+    if (((*shape && ((*shape)->type & SR_JDOM_HAS_NUL)) ||
+         (*data && ((*data)->type & SR_JDOM_HAS_NUL))))
+        return sr_err_set(err, SR_E_ENV_INVALID,
+                          "invalid packed array envelope: the key or value of '%s' holds an "
+                          "escaped NUL (\\u0000)",
+                          ((*shape)->type & SR_JDOM_HAS_NUL) ? "shape" : "data");
     if (!*shape)
         return sr_err_set(err, SR_E_ENV_INVALID, "invalid packed array envelope: 'shape'");
     if (!cJSON_IsArray(*shape))

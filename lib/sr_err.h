@@ -52,6 +52,10 @@ typedef enum sr_class {
       "a JSON document given by the user is not valid JSON")                                       \
     X(SR_E_JSON_SCHEMA, -106, "json.schema", SR_CLASS_USAGE,                                       \
       "a JSON document given by the user has a missing, unknown or mistyped key")                  \
+    X(SR_E_NOT_REGULAR, -107, "io.not_regular_file", SR_CLASS_USAGE,                               \
+      "a path to read names a FIFO, device, socket or directory instead of a regular file")        \
+    X(SR_E_TOO_MUCH_MEMORY, -108, "resource.memory_estimate", SR_CLASS_RESOURCE,                   \
+      "a scenario's estimated memory exceeds the machine's physical memory (lint/run --force)")    \
     /* base64 (-2xx) */                                                                            \
     X(SR_E_B64_CHAR, -200, "base64.invalid_char", SR_CLASS_PROTOCOL,                               \
       "a byte outside the RFC 4648 standard alphabet (whitespace, url-safe, backslash, ...)")      \

@@ -36,7 +36,8 @@ typedef struct parser {
     const unsigned char *t;   /* the text */
     const unsigned char *end; /* t + n, where the NUL sentinel is */
     sr_err *err;
-    int rc; /* the error of a function that returned NULL */
+    int rc;  /* the error of a function that returned NULL */
+    int nul; /* the last string parsed held an escaped NUL */
 } parser;
 
 /* ---- the arena ---- */
@@ -211,6 +212,7 @@ static int put_utf16(parser *p, const unsigned char **ps, unsigned char **po)
         *ps = s + 12;
     }
     unsigned char *o = *po;
+    p->nul |= cp == 0;
     if (cp < 0x80) {
         *o++ = (unsigned char)cp;
     } else if (cp < 0x800) {
@@ -257,6 +259,7 @@ static int unescape(parser *p, const unsigned char *s, const unsigned char *q, u
 static int parse_string(parser *p, const unsigned char **ps, char **out)
 {
     const unsigned char *s = *ps + 1, *q = s;
+    p->nul = 0;
     while (*q >= 0x20 && *q != '"' && *q != '\\')
         q++;
     int plain = *q == '"';
@@ -422,7 +425,7 @@ static int parse_number(parser *p, const unsigned char **ps, cJSON *node)
         neg = 0; /* strtod read the sign */
     }
     d = neg ? -d : d;
-    node->type = cJSON_Number;
+    node->type |= cJSON_Number;
     node->valuedouble = d;
     node->valueint = d >= INT_MAX ? INT_MAX : d <= (double)INT_MIN ? INT_MIN : (int)d;
     *ps = q;
@@ -446,17 +449,19 @@ static int parse_scalar(parser *p, const unsigned char **ps, cJSON *node)
 {
     switch (**ps) {
     case '"':
-        node->type = cJSON_String;
-        return parse_string(p, ps, &node->valuestring);
+        if (parse_string(p, ps, &node->valuestring))
+            return p->rc;
+        node->type |= cJSON_String | (p->nul ? SR_JDOM_HAS_NUL : 0);
+        return 0;
     case 't':
-        node->type = cJSON_True;
+        node->type |= cJSON_True;
         node->valueint = 1;
         return literal(p, ps, "true", 4);
     case 'f':
-        node->type = cJSON_False;
+        node->type |= cJSON_False;
         return literal(p, ps, "false", 5);
     case 'n':
-        node->type = cJSON_NULL;
+        node->type |= cJSON_NULL;
         return literal(p, ps, "null", 4);
     default:
         if (**ps == '-' || (**ps >= '0' && **ps <= '9'))
@@ -474,6 +479,7 @@ static int parse_key(parser *p, const unsigned char **ps, cJSON *node)
         return syntax(p, *ps, "expected a string key");
     if (parse_string(p, ps, &node->string))
         return p->rc;
+    node->type |= p->nul ? SR_JDOM_HAS_NUL : 0;
     const unsigned char *s = skip_ws(*ps);
     if (*s != ':')
         return syntax(p, s, "expected ':' after a key");
@@ -498,7 +504,7 @@ static int parse_tree(parser *p, cJSON **root)
         if (c == '{' || c == '[') {
             if (depth == SR_JDOM_MAX_DEPTH)
                 return syntax(p, s, "arrays and objects nested deeper than 1000");
-            node->type = c == '{' ? cJSON_Object : cJSON_Array;
+            node->type |= c == '{' ? cJSON_Object : cJSON_Array;
             s = skip_ws(s + 1);
             if (*s != (c == '{' ? '}' : ']')) {
                 stack[depth++] = parent = node;
@@ -517,7 +523,7 @@ static int parse_tree(parser *p, cJSON **root)
             if (depth == 0)
                 return s == p->end ? 0 : syntax(p, s, "bytes after the JSON value");
             parent = stack[depth - 1];
-            int obj = parent->type == cJSON_Object;
+            int obj = (parent->type & 0xFF) == cJSON_Object;
             if (*s == ',')
                 break;
             if (*s != (obj ? '}' : ']'))
@@ -528,7 +534,7 @@ static int parse_tree(parser *p, cJSON **root)
         s = skip_ws(s + 1);
         if (!(node = new_child(p, parent)))
             return p->rc;
-        if (parent->type == cJSON_Object && parse_key(p, &s, node))
+        if ((parent->type & 0xFF) == cJSON_Object && parse_key(p, &s, node))
             return p->rc;
     }
 }
@@ -583,7 +589,7 @@ int sr_jdom_parse(sr_jdom *j, const char *t, size_t n, cJSON **out, sr_err *err)
     if (t[n] != '\0')
         return sr_err_set(err, SR_E_INVAL, "sr_jdom_parse: the text is not followed by a NUL");
     sr_jdom_reset(j);
-    parser p = {j, (const unsigned char *)t, (const unsigned char *)t + n, err, 0};
+    parser p = {j, (const unsigned char *)t, (const unsigned char *)t + n, err, 0, 0};
     cJSON *root = NULL;
     if (parse_tree(&p, &root)) {
         sr_jdom_reset(j);

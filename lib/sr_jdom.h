@@ -17,6 +17,9 @@
  * therefore refuses what cJSON refuses: a \u escape of a lone or unpaired UTF-16 surrogate, and
  * nesting deeper than SR_JDOM_MAX_DEPTH arrays and objects. Raw bytes of 0x80 and above are
  * copied as they are (no UTF-8 validation, as cJSON and the splice's grammar check).
+ * One addition: a node whose key or string value held an escaped NUL (\u0000) also carries
+ * SR_JDOM_HAS_NUL in `type` (below), since the NUL-terminated string no longer shows where it was
+ * cut; readers that mask the type with 0xFF, as cJSON_IsX and cJSON's functions do, see cJSON's.
  *
  * Ownership and lifetime: an sr_jdom owns its arena and the tree of its last parse. The tree is
  * read-only for callers and must never be passed to cJSON_Delete or changed with cJSON's
@@ -48,6 +51,14 @@ typedef struct sr_jdom sr_jdom;
 
 /* cJSON's CJSON_NESTING_LIMIT: arrays and objects nested deeper than this are refused. */
 #define SR_JDOM_MAX_DEPTH 1000
+
+/*
+ * Set in a node's `type`, above cJSON's bits, when its key or its string value held an escaped
+ * NUL: the C string stops at the NUL, so "uint8\u0000x" reads as "uint8". A reader that turns
+ * such a string into a name, path or dtype must refuse it (sr_envelope does for its keys and
+ * dtype).
+ */
+#define SR_JDOM_HAS_NUL (1 << 12)
 
 /* 1 GiB: the arena maximum used when sr_jdom_new is given 0. */
 #define SR_JDOM_DEFAULT_MAX ((size_t)1 << 30)

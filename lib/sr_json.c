@@ -145,6 +145,89 @@ void sr_json_linecol(const char *text, size_t len, size_t offset, int *line, int
     *col = c;
 }
 
+static int raw_error(const sr_json_doc *d, size_t i, const char *what, sr_err *err)
+{
+    int line, col;
+    sr_json_linecol(d->text, d->len, i, &line, &col);
+    return sr_err_set_at(err, SR_E_JSON_SYNTAX, (int64_t)i, "%s:%d:%d: invalid JSON (%s)", d->name,
+                         line, col, what);
+}
+
+/*
+ * Checks the raw text before cJSON sees it. cJSON treats every byte <= 0x20 as whitespace,
+ * accepts raw control characters inside strings and skips a byte-order mark; RFC 8259 allows
+ * none of them (§7, §8.1), and the position walk relies on the strict grammar, so all are
+ * syntax errors here. Strings are followed escape by escape, so that the offset of the first
+ * \u0000 escape (which cJSON would silently cut the string at) is found too: *nul_at.
+ */
+static int check_raw(const sr_json_doc *d, size_t *nul_at, sr_err *err)
+{
+    const unsigned char *t = (const unsigned char *)d->text;
+    size_t len = d->len;
+    if (len >= 3 && t[0] == 0xEF && t[1] == 0xBB && t[2] == 0xBF)
+        return raw_error(d, 0, "byte-order mark", err);
+    int in_str = 0;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char ch = t[i];
+        if (!in_str) {
+            if (ch < 0x20 && ch != '\t' && ch != '\n' && ch != '\r')
+                return raw_error(d, i, "raw control character", err);
+            in_str = ch == '"';
+        } else if (ch < 0x20) {
+            return raw_error(d, i, "raw control character in a string", err);
+        } else if (ch == '"') {
+            in_str = 0;
+        } else if (ch == '\\' && i + 1 < len) {
+            if (*nul_at == SIZE_MAX && i + 5 < len && memcmp(t + i + 1, "u0000", 5) == 0)
+                *nul_at = i;
+            i++;
+        }
+    }
+    return 0;
+}
+
+/* Finds the node whose key or string value holds the text offset `at` (a \u0000 escape). */
+static const cJSON *find_nul(const sr_json_doc *d, const cJSON *n, size_t at, int *in_key)
+{
+    for (; n; n = n->next) {
+        const pos_slot *s = slot_get(d, n);
+        if (s && n->string && at > s->key_off && at < skip_string(d->text, d->len, s->key_off)) {
+            *in_key = 1;
+            return n;
+        }
+        if (s && cJSON_IsString(n) && at > s->val_off &&
+            at < skip_string(d->text, d->len, s->val_off))
+            return n;
+        const cJSON *c = find_nul(d, n->child, at, in_key);
+        if (c)
+            return c;
+    }
+    return NULL;
+}
+
+/*
+ * A \u0000 escape would cut the string at the NUL (cJSON strings are NUL-terminated), so that
+ * "ok\u0000../../x" reads as "ok": refused as a schema error naming the key, at its position.
+ */
+static int refuse_nul(const sr_json_doc *d, size_t at, sr_err *err)
+{
+    int in_key = 0;
+    const cJSON *n = find_nul(d, d->root, at, &in_key);
+    char q[80];
+    if (n && n->string)
+        return sr_json_error(d, n, err, SR_E_JSON_SCHEMA,
+                             "%s '%s' contains an escaped NUL (\\u0000), which a name, path or "
+                             "dtype cannot hold",
+                             in_key ? "key" : "the value of",
+                             sr_quote_str(q, sizeof(q), n->string));
+    int line, col;
+    sr_json_linecol(d->text, d->len, at, &line, &col);
+    return sr_err_set_at(err, SR_E_JSON_SCHEMA, (int64_t)at,
+                         "%s:%d:%d: a string contains an escaped NUL (\\u0000), which a name, "
+                         "path or dtype cannot hold",
+                         d->name, line, col);
+}
+
 int sr_json_parse(sr_json_doc **out, const char *text, size_t len, const char *name,
                   size_t max_bytes, sr_err *err)
 {
@@ -162,22 +245,11 @@ int sr_json_parse(sr_json_doc **out, const char *text, size_t len, const char *n
     memcpy(d->text, text, len);
     d->text[len] = '\0';
     d->len = len;
-    /* cJSON treats every byte <= 0x20 as whitespace and skips a byte-order mark; JSON allows
-     * neither raw control characters nor (RFC 8259 §8.1) a BOM, and the position walk below
-     * relies on the strict grammar, so both are syntax errors here. */
-    for (size_t i = 0; i < len; i++) {
-        unsigned char ch = (unsigned char)text[i];
-        int bom = i == 0 && len >= 3 && ch == 0xEF && (unsigned char)text[1] == 0xBB &&
-                  (unsigned char)text[2] == 0xBF;
-        if ((ch < 0x20 && ch != '\t' && ch != '\n' && ch != '\r') || bom) {
-            int line, col;
-            sr_json_linecol(text, len, i, &line, &col);
-            int rc =
-                sr_err_set_at(err, SR_E_JSON_SYNTAX, (int64_t)i, "%s:%d:%d: invalid JSON (%s)", nm,
-                              line, col, bom ? "byte-order mark" : "raw control character");
-            sr_json_free(d);
-            return rc;
-        }
+    size_t nul_at = SIZE_MAX;
+    int rc = check_raw(d, &nul_at, err);
+    if (rc) {
+        sr_json_free(d);
+        return rc;
     }
     const char *end = NULL;
     d->root = cJSON_ParseWithLengthOpts(d->text, len, &end, 0);
@@ -192,8 +264,8 @@ int sr_json_parse(sr_json_doc **out, const char *text, size_t len, const char *n
     if (!d->root) {
         int line, col;
         sr_json_linecol(d->text, len, stop, &line, &col);
-        int rc = sr_err_set_at(err, SR_E_JSON_SYNTAX, (int64_t)stop, "%s:%d:%d: invalid JSON", nm,
-                               line, col);
+        rc = sr_err_set_at(err, SR_E_JSON_SYNTAX, (int64_t)stop, "%s:%d:%d: invalid JSON", nm, line,
+                           col);
         sr_json_free(d);
         return rc;
     }
@@ -208,6 +280,10 @@ int sr_json_parse(sr_json_doc **out, const char *text, size_t len, const char *n
     }
     d->nslots = cap;
     walk(d, d->root, 0, 0, 0);
+    if (nul_at != SIZE_MAX && (rc = refuse_nul(d, nul_at, err)) != 0) {
+        sr_json_free(d);
+        return rc;
+    }
     *out = d;
     return 0;
 }
@@ -329,14 +405,36 @@ static int member(const sr_json_doc *d, const cJSON *obj, const char *key, int r
     return 0;
 }
 
+/* The exact value of an integer literal from the source text: 0, or -1 past int64. cJSON's
+ * double would round 2^53 + 1 to 2^53. */
+static int literal_i64(const sr_json_doc *d, const cJSON *node, int64_t *out)
+{
+    const pos_slot *s = slot_get(d, node);
+    size_t i = s ? s->val_off : d->len;
+    int neg = i < d->len && d->text[i] == '-';
+    uint64_t v = 0, lim = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
+    for (i += (size_t)neg; i < d->len && d->text[i] >= '0' && d->text[i] <= '9'; i++) {
+        unsigned digit = (unsigned)(d->text[i] - '0');
+        if (v > (lim - digit) / 10)
+            return -1;
+        v = v * 10 + digit;
+    }
+    *out = neg ? (v == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)v) : (int64_t)v;
+    return 0;
+}
+
 /* Checks one integer value; `what` names it in the message ("'nth'", "'nth' entries"). */
 static int int_value(const sr_json_doc *d, const cJSON *it, const char *what, int64_t min,
                      int64_t max, int64_t *out, sr_err *err)
 {
     double v = it->valuedouble;
-    if (!cJSON_IsNumber(it) || !sr_json_is_integer_literal(d, it) || fabs(v) > 9.2e18)
+    if (!cJSON_IsNumber(it) || !sr_json_is_integer_literal(d, it) || (!d && fabs(v) > 9.2e18))
         return sr_json_error(d, it, err, SR_E_JSON_SCHEMA, "%s must be an integer", what);
     int64_t x = (int64_t)v;
+    if (d && literal_i64(d, it, &x) != 0)
+        return sr_json_error(d, it, err, SR_E_JSON_SCHEMA,
+                             "%s is out of range [%lld, %lld] (beyond 64 bits)", what,
+                             (long long)min, (long long)max);
     if (x < min || x > max)
         return sr_json_error(d, it, err, SR_E_JSON_SCHEMA, "%s is %lld, outside [%lld, %lld]", what,
                              (long long)x, (long long)min, (long long)max);

@@ -151,9 +151,9 @@ START_TEST(buf_reads_a_file_within_its_limit)
     ck_assert_ptr_nonnull(strstr(e.msg, missing));
     ck_assert_ptr_nonnull(strstr(e.msg, "No such file"));
 
-    /* A directory opens on Linux but cannot be read. */
-    ck_assert_sr_code(sr_buf_read_file(&b, dir, 10, &e), e, SR_E_IO);
-    ck_assert_ptr_nonnull(strstr(e.msg, "read error"));
+    /* A directory is not a regular file: refused by name before any read (issue #21 item 9). */
+    ck_assert_sr_code(sr_buf_read_file(&b, dir, 10, &e), e, SR_E_NOT_REGULAR);
+    ck_assert_ptr_nonnull(strstr(e.msg, "not a regular file (a directory)"));
 
     unlink(path);
     unlink(empty);

@@ -9,6 +9,7 @@
 
 #include "args.h"
 #include "commands.h"
+#include "sr_buf.h"
 #include "sr_envelope.h"
 #include "sr_fields.h"
 #include "sr_splice.h"
@@ -92,10 +93,43 @@ static int parse_args(opts *o, int argc, char **argv)
     return 0;
 }
 
+/*
+ * Everything printed here may hold bytes of the body (keys in paths, dtype names, sidecars), so
+ * text output escapes every byte outside printable ASCII (\xHH, \n, \t; an escape already in
+ * a message stays as it is), and JSON output replaces invalid UTF-8 by \ufffd (cJSON escapes
+ * the control characters): a terminal never receives ESC or a raw newline from a body, and the
+ * JSON is always valid UTF-8.
+ */
+static void put_text(FILE *f, const char *s)
+{
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p >= 0x20 && *p < 0x7f)
+            fputc(*p, f);
+        else if (*p == '\n' || *p == '\t' || *p == '\r')
+            fprintf(f, "\\%c", *p == '\n' ? 'n' : *p == '\t' ? 't' : 'r');
+        else
+            fprintf(f, "\\x%02x", *p);
+    }
+}
+
+/* Prints cJSON's text of `root` on standard output as valid UTF-8, then frees `root`. */
+static void put_json(cJSON *root)
+{
+    char *txt = cJSON_PrintUnformatted(root);
+    sr_buf b = SR_BUF_INIT;
+    if (txt && sr_buf_put_json_utf8(&b, txt, strlen(txt), NULL) == 0)
+        puts(b.data);
+    sr_buf_release(&b);
+    free(txt);
+    cJSON_Delete(root);
+}
+
 static int report_error(const opts *o, const sr_err *err, int exit_code)
 {
     const char *name = sr_code_name(err->code) ? sr_code_name(err->code) : "internal.bug";
-    fprintf(stderr, "syncroll check-body: %s: %s\n", name, err->msg);
+    fprintf(stderr, "syncroll check-body: %s: ", name);
+    put_text(stderr, err->msg);
+    fputc('\n', stderr);
     if (o->json) {
         cJSON *root = cJSON_CreateObject(), *e = cJSON_CreateObject();
         cJSON_AddBoolToObject(root, "valid", 0);
@@ -107,11 +141,7 @@ static int report_error(const opts *o, const sr_err *err, int exit_code)
         else
             cJSON_AddNullToObject(e, "offset");
         cJSON_AddItemToObject(root, "error", e);
-        char *txt = cJSON_PrintUnformatted(root);
-        if (txt)
-            puts(txt);
-        free(txt);
-        cJSON_Delete(root);
+        put_json(root);
     }
     return exit_code;
 }
@@ -147,16 +177,16 @@ static int build_registry(sr_fields **out, const opts *o, sr_err *err)
 
 static int feed_file(sr_splicer *s, const char *path, sr_err *err)
 {
-    FILE *fp = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
-    if (!fp)
-        return sr_err_set(err, SR_E_IO, "%s: cannot open: %s", path, strerror(errno));
+    FILE *fp = stdin;
+    int rc = strcmp(path, "-") == 0 ? 0 : sr_file_open_regular(&fp, path, err);
+    if (rc)
+        return rc;
     static char chunk[64 << 10];
-    int rc = 0;
     size_t n;
     while (!rc && (n = fread(chunk, 1, sizeof(chunk), fp)) > 0)
         rc = sr_splice_stream_feed(s, chunk, n, err);
     if (!rc && ferror(fp))
-        rc = sr_err_set(err, SR_E_IO, "%s: read error", path);
+        rc = sr_err_set(err, SR_E_IO, "%s: read error: %s", path, strerror(errno ? errno : EIO));
     if (fp != stdin)
         fclose(fp);
     return rc;
@@ -253,26 +283,25 @@ static void print_json(const sr_splice_result *r)
     cJSON *list = cJSON_AddArrayToObject(root, "entries");
     for (size_t i = 0; i < r->count; i++)
         cJSON_AddItemToArray(list, entry_json(&r->entries[i]));
-    char *txt = cJSON_PrintUnformatted(root);
-    if (txt)
-        puts(txt);
-    free(txt);
-    cJSON_Delete(root);
+    put_json(root);
 }
 
 static void print_text(const sr_splice_result *r)
 {
     for (size_t i = 0; i < r->count; i++) {
         const sr_splice_entry *e = &r->entries[i];
+        put_text(stdout, e->path);
+        fputs(": ", stdout);
+        put_text(stdout, e->field->name);
         if (e->kind == SR_SPLICE_NULL) {
-            printf("%s: %s null\n", e->path, e->field->name);
+            printf(" null\n");
             continue;
         }
         char desc[160];
         int64_t lo = 0, hi = 0;
         int have, canon;
         describe(&e->array, &lo, &hi, &have, &canon);
-        printf("%s: %s %s %zu bytes", e->path, e->field->name,
+        printf(" %s %zu bytes",
                sr_ndarray_desc(e->array.dtype, e->array.ndim, e->array.shape, desc, sizeof(desc)),
                e->array.nbytes);
         if (e->kind == SR_SPLICE_ENVELOPE)

@@ -1,4 +1,5 @@
 /* syncroll lint: validate scenario files without running them. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,14 +10,19 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: syncroll lint [--max-scenario-bytes N] [PATH...]\n\n"
-               "Loads every scenario (a file, or every *.json under a directory, recursively;\n"
-               "default: scenarios) exactly as `syncroll run` would, without running it, and\n"
-               "reports each problem as FILE:LINE:COL: message [error name]. Two scenarios\n"
-               "with the same id are an error too. Exit status: 0 all valid, 2 otherwise.\n\n"
-               "  --max-scenario-bytes N\n"
-               "                   refuse scenario files larger than N bytes (default 4194304,\n"
-               "                   at most 1073741824) with scenario.too_large, before parsing\n");
+    fprintf(f,
+            "usage: syncroll lint [--max-scenario-bytes N] [--force] [PATH...]\n\n"
+            "Loads every scenario (a file, or every *.json under a directory, recursively;\n"
+            "default: scenarios) exactly as `syncroll run` would, without running it, and\n"
+            "reports each problem as FILE:LINE:COL: message [error name]. Two scenarios\n"
+            "with the same id are an error too. Exit status: 0 all valid, 2 otherwise.\n\n"
+            "  --max-scenario-bytes N\n"
+            "                   refuse scenario files larger than N bytes (default 4194304,\n"
+            "                   at most 1073741824) with scenario.too_large, before parsing\n"
+            "  --force          do not refuse a scenario whose memory estimate (local engines x\n"
+            "                   (3 x weights.total_bytes + max_body_bytes + 32 MiB) + 3 x\n"
+            "                   weights.total_bytes + 64 MiB) exceeds the machine's memory\n"
+            "                   (resource.memory_estimate); the largest estimate is printed\n");
 }
 
 /* Reports a duplicate id among the first n loaded scenarios; 1 if there was one. */
@@ -33,7 +39,30 @@ static int duplicate_id(sr_scenario *const *scn, size_t n)
 }
 
 /* Options and paths: 0 to go on, 1 after --help, -1 on a usage error (reported). */
-static int parse_args(int argc, char **argv, char **paths, size_t *n_paths, size_t *max_bytes)
+/*
+ * Refuses a scenario whose memory estimate exceeds the machine's memory (unless `force`);
+ * keeps the largest estimate in *top / *top_id. Returns 1 when refused.
+ */
+static int memory_check(const sr_scenario *s, int force, uint64_t *top, const char **top_id)
+{
+    uint64_t est = sr_scenario_memory_estimate(s), mach = sr_scenario_machine_memory();
+    if (est > *top || !*top_id) {
+        *top = est;
+        *top_id = s->id;
+    }
+    if (force || !mach || est <= mach)
+        return 0;
+    fprintf(stderr,
+            "%s: estimated memory %llu MiB exceeds the machine's %llu MiB (%d engine(s) with "
+            "%llu MiB of weights; --force to lint anyway) [%s]\n",
+            s->path, (unsigned long long)(est >> 20), (unsigned long long)(mach >> 20),
+            s->n_urls ? 0 : s->engine.count, (unsigned long long)(s->engine.weight_bytes >> 20),
+            sr_code_name(SR_E_TOO_MUCH_MEMORY));
+    return 1;
+}
+
+static int parse_args(int argc, char **argv, char **paths, size_t *n_paths, size_t *max_bytes,
+                      int *force)
 {
     static const char opt[] = "--max-scenario-bytes";
     for (int i = 1; i < argc; i++) {
@@ -41,6 +70,10 @@ static int parse_args(int argc, char **argv, char **paths, size_t *n_paths, size
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             usage(stdout);
             return 1;
+        }
+        if (strcmp(a, "--force") == 0) {
+            *force = 1;
+            continue;
         }
         if (strncmp(a, opt, sizeof(opt) - 1) == 0 &&
             (!a[sizeof(opt) - 1] || a[sizeof(opt) - 1] == '=')) {
@@ -67,7 +100,8 @@ int sr_cmd_lint(int argc, char **argv)
     char *dflt[] = {"scenarios"};
     char **paths = calloc((size_t)argc + 1, sizeof(*paths));
     size_t n_paths = 0, max_bytes = 0;
-    int st = paths ? parse_args(argc, argv, paths, &n_paths, &max_bytes) : -1;
+    int force = 0;
+    int st = paths ? parse_args(argc, argv, paths, &n_paths, &max_bytes, &force) : -1;
     if (st) {
         free(paths);
         return st > 0 ? SR_EXIT_OK : SR_EXIT_USAGE;
@@ -84,14 +118,22 @@ int sr_cmd_lint(int argc, char **argv)
     }
     sr_scenario **scn = calloc(n + 1, sizeof(*scn));
     size_t bad = 0;
+    uint64_t top = 0;
+    const char *top_id = NULL;
     for (size_t i = 0; scn && i < n; i++) {
         sr_err e = SR_ERR_INIT;
         int r = sr_scenario_load_max(&scn[i], files[i], max_bytes, &e);
         if (r) {
             fprintf(stderr, "%s [%s]\n", e.msg, sr_code_name(r));
             bad++;
+        } else if (memory_check(scn[i], force, &top, &top_id)) {
+            bad++;
         }
     }
+    if (top_id)
+        printf("memory estimate: at most %llu MiB (%s); this machine has %llu MiB\n",
+               (unsigned long long)(top >> 20), top_id,
+               (unsigned long long)(sr_scenario_machine_memory() >> 20));
     if (scn && duplicate_id(scn, n))
         bad++;
     if (!scn) {

@@ -55,6 +55,14 @@ typedef struct serve_args {
     size_t max_scenario_bytes; /* 0: the loader's default */
 } serve_args;
 
+/* A bad option value: named with its accepted range; -2 tells the caller not to print usage. */
+static int bad_value(const char *opt, const char *v, const char *want)
+{
+    fprintf(stderr, "syncroll serve: bad %s '%s': want %s\n", opt, v, want);
+    return -2;
+}
+
+/* 0, -1 (usage: print it) or -2 (a bad value, already named). */
 static int parse_args(serve_args *a, int argc, char **argv)
 {
     a->file = NULL;
@@ -75,10 +83,14 @@ static int parse_args(serve_args *a, int argc, char **argv)
         double d;
         if (strcmp(o, "--listen") == 0) {
             a->listen = v;
-        } else if (strcmp(o, "--ready-timeout") == 0 && !sr_arg_double(v, 0.001, 3600, &d)) {
+        } else if (strcmp(o, "--ready-timeout") == 0) {
+            if (sr_arg_double(v, 0.001, 3600, &d))
+                return bad_value(o, v, "a number of seconds in [0.001, 3600]");
             a->ready_ms = (int)(d * 1000);
             a->ready_set = 1;
-        } else if (strcmp(o, "--stop-grace") == 0 && !sr_arg_double(v, 0, 3600, &d)) {
+        } else if (strcmp(o, "--stop-grace") == 0) {
+            if (sr_arg_double(v, 0, 3600, &d))
+                return bad_value(o, v, "a number of seconds in [0, 3600]");
             a->grace_ms = (int)(d * 1000);
             a->grace_set = 1;
         } else if (strcmp(o, "--max-scenario-bytes") == 0) {
@@ -287,8 +299,10 @@ int sr_cmd_serve(int argc, char **argv)
         return SR_EXIT_OK;
     }
     serve_args a;
-    if (parse_args(&a, argc, argv)) {
-        usage(stderr);
+    int prc = parse_args(&a, argc, argv);
+    if (prc) {
+        if (prc == -1)
+            usage(stderr);
         return SR_EXIT_USAGE;
     }
     /* Stop signals are blocked (and read from a signalfd) before the temporary directory exists,

@@ -151,11 +151,36 @@ static void where(sr_rw *w, const sr_check_where *x)
         }
 }
 
+/*
+ * results.json may be crafted, so only a relative path that stays inside the run folder becomes
+ * a link: no scheme ("javascript:", "http:"; any ':' before the first '/'), no leading '/' (an
+ * absolute or "//host" path), no ".." segment, no backslash. Anything else is shown as text.
+ */
+static int safe_href(const char *p)
+{
+    size_t first = strcspn(p, "/");
+    if (!*p || *p == '/' || memchr(p, ':', first) || strchr(p, '\\'))
+        return 0;
+    for (const char *s = p; *s;) {
+        size_t n = strcspn(s, "/");
+        if (n == 2 && s[0] == '.' && s[1] == '.')
+            return 0;
+        s += n + (s[n] == '/');
+    }
+    return 1;
+}
+
 static void link(sr_rw *w, const sr_run_result *run, const char *label, const char *path)
 {
     if (!path)
         return;
     const char *rel = sr_report_relpath(run, path);
+    if (!safe_href(rel)) {
+        sr_rw_printf(w, "%s: ", label);
+        text(w, rel);
+        sr_rw_puts(w, " ");
+        return;
+    }
     sr_rw_printf(w, "%s: <a href=\"", label);
     sr_rw_xml(w, rel, 1);
     sr_rw_puts(w, "\">");

@@ -1,5 +1,6 @@
 /* Finding scenario files under paths (scenario.h). */
 #include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,7 +49,7 @@ static int walk(flist *l, const char *dir, int depth, sr_err *err)
         return sr_err_set(err, SR_E_IO, "%s: nested more than %d directories deep", dir, MAX_DEPTH);
     DIR *d = opendir(dir);
     if (!d)
-        return sr_err_set(err, SR_E_IO, "%s: cannot read the directory", dir);
+        return sr_err_set(err, SR_E_IO, "%s: cannot read the directory: %s", dir, strerror(errno));
     flist here = {NULL, 0, 0};
     int rc = 0;
     struct dirent *e;
@@ -66,7 +67,7 @@ static int walk(flist *l, const char *dir, int depth, sr_err *err)
         if (len < 0 || (size_t)len >= sizeof(path))
             rc = sr_err_set(err, SR_E_IO, "%s/%s: path too long", dir, here.v[i]);
         else if (stat(path, &st) != 0)
-            rc = sr_err_set(err, SR_E_IO, "%s: cannot stat", path);
+            rc = sr_err_set(err, SR_E_IO, "%s: cannot stat: %s", path, strerror(errno));
         else if (S_ISDIR(st.st_mode))
             rc = walk(l, path, depth + 1, err);
         else if (S_ISREG(st.st_mode) && ends_with(path, ".json") && !ends_with(path, ".field.json"))
@@ -85,7 +86,7 @@ int sr_scenario_files(char ***out, size_t *n, char *const *paths, size_t n_paths
     for (size_t i = 0; !rc && i < n_paths; i++) {
         struct stat st;
         if (stat(paths[i], &st) != 0)
-            rc = sr_err_set(err, SR_E_IO, "%s: no such file or directory", paths[i]);
+            rc = sr_err_set(err, SR_E_IO, "%s: %s", paths[i], strerror(errno));
         else if (S_ISDIR(st.st_mode))
             rc = walk(&l, paths[i], 0, err);
         else

@@ -269,6 +269,24 @@ void sr_scenario_free(sr_scenario *s);
  */
 void sr_scenario_set_seed(sr_scenario *s, uint64_t seed);
 
+/* Bytes an engine process needs beyond its copies of the weights (code, HTTP buffers). */
+#define SR_SCN_ENGINE_OVERHEAD ((uint64_t)32 << 20)
+/* Bytes the trainer side needs beyond its copies of the weights. */
+#define SR_SCN_TRAINER_OVERHEAD ((uint64_t)64 << 20)
+
+/*
+ * A rough upper estimate, in bytes, of the memory a run of `s` needs on this machine:
+ *   local engines x (3 x weights.total_bytes + engines.server.max_body_bytes + 32 MiB)
+ *   + 3 x weights.total_bytes + 64 MiB on the trainer side.
+ * Three copies of the weights on each side: the current set, the set being received or
+ * published, and the delta base. External engines (engines.urls) count nothing. Saturates at
+ * UINT64_MAX instead of wrapping.
+ */
+uint64_t sr_scenario_memory_estimate(const sr_scenario *s);
+
+/* The machine's physical memory in bytes (sysconf _SC_PHYS_PAGES x _SC_PAGESIZE); 0 unknown. */
+uint64_t sr_scenario_machine_memory(void);
+
 /* The expanded scenario as JSON text (appended to b). */
 int sr_scenario_expanded_json(sr_buf *b, const sr_scenario *s, sr_err *err);
 
