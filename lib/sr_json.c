@@ -430,7 +430,9 @@ static int int_value(const sr_json_doc *d, const cJSON *it, const char *what, in
     double v = it->valuedouble;
     if (!cJSON_IsNumber(it) || !sr_json_is_integer_literal(d, it) || (!d && fabs(v) > 9.2e18))
         return sr_json_error(d, it, err, SR_E_JSON_SCHEMA, "%s must be an integer", what);
-    int64_t x = (int64_t)v;
+    /* With a document the literal is read exactly (v may be far beyond 64 bits); a detached
+     * tree's value was bounded just above, so the cast is defined. */
+    int64_t x = d ? 0 : (int64_t)v;
     if (d && literal_i64(d, it, &x) != 0)
         return sr_json_error(d, it, err, SR_E_JSON_SCHEMA,
                              "%s is out of range [%lld, %lld] (beyond 64 bits)", what,
@@ -560,8 +562,8 @@ int sr_json_get_u64(const sr_json_doc *d, const cJSON *obj, const char *key, int
         return rc;
     uint64_t x = 0;
     int ok;
-    if (sr_json_is_integer_literal(d, it)) {
-        ok = literal_u64(d, it, &x) == 0;
+    if (d && sr_json_is_integer_literal(d, it)) {
+        ok = literal_u64(d, it, &x) == 0; /* a detached tree (d NULL) has no source text */
     } else {
         double v = it->valuedouble;
         ok = cJSON_IsNumber(it) && v >= 0 && v < 0x1p64 && v == floor(v);

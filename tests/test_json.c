@@ -198,6 +198,24 @@ START_TEST(detached_trees)
 }
 END_TEST
 
+/* A literal far beyond 64 bits is an out-of-range error, read from the text, never converted
+ * from its double (which would be undefined behaviour; found by fuzz_json). */
+START_TEST(huge_integer_literals)
+{
+    sr_err e = SR_ERR_INIT;
+    sr_json_doc *d = parse("{\"big\": 332333333333333333333333333333333333333333333333333333,"
+                           " \"neg\": -26666666666666666666666666666666666666666666}");
+    const cJSON *r = sr_json_root(d);
+    int64_t v = 7;
+    ck_assert_sr_code(sr_json_get_int(d, r, "big", 1, 0, 10, 0, &v, &e), e, SR_E_JSON_SCHEMA);
+    ck_assert_msg(strstr(e.msg, "beyond 64 bits") != NULL, "%s", e.msg);
+    ck_assert_sr_code(sr_json_get_int(d, r, "neg", 1, INT64_MIN, INT64_MAX, 0, &v, &e), e,
+                      SR_E_JSON_SCHEMA);
+    ck_assert_msg(strstr(e.msg, "beyond 64 bits") != NULL, "%s", e.msg);
+    sr_json_free(d);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("json");
@@ -205,6 +223,7 @@ static Suite *suite(void)
     tcase_add_test(tc, syntax_errors_have_line_and_column);
     tcase_add_test(tc, unknown_and_duplicate_keys_are_located);
     tcase_add_test(tc, typed_getters);
+    tcase_add_test(tc, huge_integer_literals);
     tcase_add_test(tc, int_lists);
     tcase_add_test(tc, detached_trees);
     tcase_add_test(tc, u64_and_container_getters);

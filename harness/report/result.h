@@ -8,7 +8,7 @@
  *   - identity: id, file, tags, seed, repeat, the expanded scenario's path, the artifact folder;
  *   - the verdict (pass / fail / error / skip) and a one-line reason (empty for pass);
  *   - the checks that fired, each with a stable dotted name (the names of lib/sr_err.h, plus the
- *     verifier's own, listed in harness/verify.h and scenarios/FORMAT.md), an optional
+ *     verifier's own, listed in harness/spec/checks.h and scenarios/FORMAT.md), an optional
  *     classification (trace.row_mismatch: "off_by_one", "all_zero_capture", "duplicated_row",
  *     "stale_weights", "newer_weights", "overwritten_prefix", "unclassified"), a message and
  *     where it happened (step, engine, sample, turn, token row, layer; -1 where not applicable);

@@ -10,10 +10,13 @@
  *
  * Soak (soak.duration_ms > 0, FORMAT.md §15; runner_soak.c): the steps run again and again on
  * the same engines, a new iteration starting while less than the duration has passed. Iteration
- * k > 0 draws its prompts and environments from (seed, k) and names its sessions
- * "<id>/<step>.<k>/<i>", so no two iterations send the same requests. After each iteration the
- * runner samples the process's open descriptors and resident memory (/proc/self); at the end it
- * fires soak.resource_growth if either grew past its allowance after the warm-up iterations,
+ * k > 0 draws its prompts and environments from (seed, k) and names its sessions afresh
+ * (sr_soak_session: each sample stays on the engine it had in the first iteration), so no two
+ * iterations send the same requests; explicit sync versions and check_state / wait counters are
+ * taken relative to the iteration (runner_soak.h). After each iteration the runner samples the
+ * process's open descriptors and resident memory (/proc/self); at the end it fires
+ * soak.resource_growth when the growth rule of FORMAT.md §15 finds a leak (quarter minimums
+ * rising, the last above the first quarter's maximum by more than the allowance),
  * reads every engine's state (engine.control if one does not answer) and prints one summary
  * line on standard error. Iterations stop early once a check the scenario does not expect has
  * fired or an engine has crashed. The engines' watchdog is timeout_ms + soak.duration_ms.
