@@ -31,6 +31,23 @@
     } while (0)
 
 /* Runs a suite and returns the process exit status. */
+/* The whole file at `path`, NUL-terminated (free it); fails the test if it cannot be read. */
+static inline char *sr_test_read_all(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    ck_assert_msg(f != NULL, "cannot open %s", path);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    ck_assert_msg(n >= 0, "cannot size %s", path);
+    char *b = malloc((size_t)n + 1);
+    ck_assert_ptr_nonnull(b);
+    ck_assert_uint_eq(fread(b, 1, (size_t)n, f), (size_t)n);
+    b[n] = '\0';
+    fclose(f);
+    return b;
+}
+
 static inline int sr_test_run(Suite *s)
 {
     SRunner *sr = srunner_create(s);

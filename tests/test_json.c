@@ -189,6 +189,9 @@ START_TEST(detached_trees)
     ck_assert_str_eq(e.msg, "'f' must be an integer");
     ck_assert_sr_ok(sr_json_get_int_list(NULL, r, "l", 1, 0, 10, v, 4, &n, &e), e);
     ck_assert_uint_eq(n, 2);
+    uint64_t u = 0;
+    ck_assert_sr_ok(sr_json_get_u64(NULL, r, "i", 1, 0, 10, 0, &u, &e), e);
+    ck_assert(u == 2);
     static const char *const allowed[] = {"i", "f", "l", NULL};
     ck_assert_sr_code(sr_json_check_keys(NULL, r, "obj", allowed, &e), e, SR_E_JSON_SCHEMA);
     ck_assert_str_eq(e.msg, "unknown key 'x' in obj");

@@ -31,25 +31,11 @@ typedef struct doc_rows {
     int n;
 } doc_rows;
 
-static char *read_all(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    ck_assert_msg(f != NULL, "cannot open %s", path);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)n + 1);
-    ck_assert_int_eq(fread(b, 1, (size_t)n, f), (size_t)n);
-    b[n] = '\0';
-    fclose(f);
-    return b;
-}
-
 /* The first cells (between backticks) of the rows of every table in FORMAT.md whose header's
  * first cell is `header` (the documented convention). */
 static void doc_first_cells(doc_rows *out, const char *header)
 {
-    char *text = read_all(SYNCROLL_SOURCE_DIR "/scenarios/FORMAT.md");
+    char *text = sr_test_read_all(SYNCROLL_SOURCE_DIR "/scenarios/FORMAT.md");
     out->n = 0;
     int in_table = 0;
     char want[64];

@@ -403,20 +403,6 @@ typedef struct md_table {
     int n;
 } md_table;
 
-static char *read_all(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    ck_assert_msg(f != NULL, "cannot open %s", path);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)n + 1);
-    ck_assert_uint_eq(fread(b, 1, (size_t)n, f), (size_t)n);
-    b[n] = '\0';
-    fclose(f);
-    return b;
-}
-
 static char *trim(char *s)
 {
     while (*s == ' ')
@@ -446,7 +432,7 @@ static int split_row(char *line, char **cells)
 /* The body rows of the one table of `path` whose header line starts with `header`. */
 static void md_read(md_table *t, const char *path, const char *header)
 {
-    t->text = read_all(path);
+    t->text = sr_test_read_all(path);
     t->n = 0;
     int tables = 0, in_table = 0;
     for (char *line = strtok(t->text, "\n"); line; line = strtok(NULL, "\n")) {
@@ -588,7 +574,7 @@ END_TEST
  * engine and checks its effect, so a kind without such a test is a kind the engine may ignore. */
 START_TEST(test_engine_suite_fires_every_kind)
 {
-    char *src = read_all(SYNCROLL_SOURCE_DIR "/tests/test_engine_faults.c");
+    char *src = sr_test_read_all(SYNCROLL_SOURCE_DIR "/tests/test_engine_faults.c");
     for (int k = 0; k < SR_FK_COUNT; k++) {
         char tight[96], spaced[96];
         const char *name = sr_fault_kind_name((sr_fault_kind)k);
