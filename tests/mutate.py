@@ -16,10 +16,12 @@ is stale or did not build, or the unmutated tree fails a selected entry; 2 usage
 import argparse
 import concurrent.futures
 import datetime
+import fcntl
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -64,8 +66,10 @@ def load_list(path):
 
 
 def sync_tree(src, dst):
-    """Mirrors src into dst, copying only files whose bytes differ (mtimes kept), so that the
-    scratch build stays incremental from one run to the next."""
+    """Mirrors src into dst, copying only files whose bytes differ, so that the scratch build
+    stays incremental from one run to the next. A copied file gets the current time, never the
+    source's: a file left mutated by an interrupted run is then older than nothing built from
+    it, and the build recompiles it."""
     keep = set()
     for dirpath, dirnames, filenames in os.walk(src):
         rel = os.path.relpath(dirpath, src)
@@ -84,7 +88,8 @@ def sync_tree(src, dst):
                 same = False
             if not same:
                 os.makedirs(os.path.dirname(b), exist_ok=True)
-                shutil.copy2(a, b)
+                shutil.copyfile(a, b)
+                shutil.copymode(a, b)
     for dirpath, _, filenames in os.walk(dst):
         for name in filenames:
             r = os.path.relpath(os.path.join(dirpath, name), dst)
@@ -112,11 +117,21 @@ class Scratch:
         self.build = os.path.join(base, "build")
         self.jobs = jobs
         self.log = log
-        self.tests = []  # every ctest entry: (name, executable target or None)
+        self.tests = []  # every ctest entry
+        self.applied = os.path.join(base, "applied")  # the file of the mutant in place, if any
 
     def prepare(self):
         os.makedirs(self.src, exist_ok=True)
         sync_tree(ROOT, self.src)
+        # A run killed without unwinding (SIGKILL) left its mutant's file maybe mutated and its
+        # objects built from the mutant: the sync restored the bytes, the touch forces the
+        # rebuild.
+        if os.path.exists(self.applied):
+            with open(self.applied, encoding="utf-8") as f:
+                left = os.path.join(self.src, f.read().strip())
+            if os.path.exists(left):
+                os.utime(left)
+            os.unlink(self.applied)
         gen = ["-G", "Ninja"] if shutil.which("ninja") else []
         if not os.path.exists(os.path.join(self.build, "CMakeCache.txt")):
             os.makedirs(self.build, exist_ok=True)
@@ -134,8 +149,12 @@ class Scratch:
             die("ctest -N lists no tests in the scratch build", 1)
 
     def targets(self, tests):
-        """Build targets the given entries need: the executable and every helper program."""
-        t = {"syncroll", "report_fixture", "serve_oracle_check", "oracle_xcheck"}
+        """Build targets the given entries need: the executable, every helper program of
+        tests/CMakeLists.txt (splice_golden, report_fixture, ...) and the Check suites of the
+        unit.* entries among them. Benchmarks are never rebuilt."""
+        with open(os.path.join(self.src, "tests", "CMakeLists.txt"), encoding="utf-8") as f:
+            helpers = re.findall(r"add_executable\((\w+)", f.read())
+        t = {"syncroll"} | {h for h in helpers if not h.startswith("${")}
         for name in tests:
             if name.startswith("unit."):
                 t.add("test_" + name[5:])
@@ -220,6 +239,8 @@ def main():
                     help="run only each mutant's own subset, not the cross-cutting entries "
                     "(faster; the killed-by-two figure is then not meaningful)")
     a = ap.parse_args()
+    # SIGTERM (a CI timeout, kill PID) unwinds like ^C, so the applied mutant is reverted.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     if a.jobs < 1 or a.timeout < 1:
         die("--jobs and --timeout must be positive")
     doc = load_list(a.mutants)
@@ -250,6 +271,11 @@ def main():
         return 0
 
     os.makedirs(a.scratch, exist_ok=True)
+    lock = open(os.path.join(a.scratch, "lock"), "w")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        die("another mutation run is using %s" % a.scratch, 1)
     os.makedirs(os.path.dirname(os.path.abspath(a.json)), exist_ok=True)
     log = open(os.path.join(a.scratch, "mutate.log"), "w", encoding="utf-8")
     t_start = time.monotonic()
@@ -278,6 +304,8 @@ def main():
              "killed_by": [], "timeouts": [], "ran": [], "seconds": 0.0}
         t0 = time.monotonic()
         path = os.path.join(sc.src, m["file"])
+        with open(sc.applied, "w", encoding="utf-8") as f:
+            f.write(m["file"])
         try:
             orig, n = apply(path, m["find"], m["replace"])
         except OSError:
@@ -297,6 +325,11 @@ def main():
                 if not ok:
                     r["status"] = "build_error"
                     r["build_output"] = out[-2000:]
+                elif os.path.basename(m["file"]) + ".o" not in out:
+                    # The build did not recompile the mutated file: its tests would run the
+                    # unmutated code and the mutant would survive for nothing.
+                    r["status"] = "build_error"
+                    r["build_output"] = "the mutated file was not recompiled:\n" + out[-2000:]
                 else:
                     res = sc.run_tests(tests, a.timeout)
                     r["ran"] = tests
@@ -306,6 +339,7 @@ def main():
                     r["status"] = "killed" if r["killed_by"] else "survived"
             finally:
                 restore(path, orig)
+        os.unlink(sc.applied)
         r["seconds"] = round(time.monotonic() - t0, 1)
         results.append(r)
         print("[%2d/%d] %-28s %-11s %s" % (k, len(muts), m["id"], r["status"].upper(),
