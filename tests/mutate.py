@@ -98,13 +98,23 @@ def sync_tree(src, dst):
 
 
 def run(cmd, cwd, timeout=None, log=None):
+    """Runs cmd in its own process group; on timeout the whole group (ctest, the test, its
+    engines) is killed, so nothing of a hung mutant outlives it. Returns (rc, output, seconds),
+    rc "timeout" when it was killed."""
     t0 = time.monotonic()
+    p = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         text=True, errors="replace", start_new_session=True)
     try:
-        p = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                           timeout=timeout, text=True, errors="replace")
-        rc, out = p.returncode, p.stdout
-    except subprocess.TimeoutExpired as e:
-        rc, out = "timeout", (e.stdout or "") if isinstance(e.stdout, str) else ""
+        out, _ = p.communicate(timeout=timeout)
+        rc = p.returncode
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        out, _ = p.communicate()
+        rc = "timeout"
+    except BaseException:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait()
+        raise
     if log is not None:
         log.write("$ %s\n%s\n" % (" ".join(cmd), out))
     return rc, out, time.monotonic() - t0
