@@ -18,7 +18,7 @@ SYNCROLL := $(BUILD)/harness/syncroll
 MAKEFLAGS += --no-print-directory
 
 .PHONY: all deps fuzz-deps build test run bench fuzz fuzz-smoke sanitize format clean help \
-        report-shot
+        report-shot mutate
 
 all: build
 
@@ -28,6 +28,7 @@ help:
 	@echo "make bench     run the benchmarks into reports/bench/latest.{txt,json}; print the targets table"
 	@echo "make fuzz      build and run every fuzz target for FUZZ_SECONDS (default 60) each"
 	@echo "make fuzz-smoke  the same for FUZZ_SMOKE_SECONDS (default 10) each, as CI runs it"
+	@echo "make mutate    mutation run of the suite (tests/mutants/mutants.json) into reports/mutate/"
 	@echo "make sanitize  build with address+undefined sanitizers into build-sanitize and run ctest"
 	@echo "make soak      run scenarios/soak/ for SOAK_SECONDS (default 600) each, alone (-j 1)"
 	@echo "make memcheck  unit suites and smoke scenarios (harness and engines) under valgrind"
@@ -82,6 +83,14 @@ fuzz: deps fuzz-deps
 # CI's guard that the fuzz build and targets do not rot: every target, a few seconds each.
 fuzz-smoke:
 	@$(MAKE) fuzz FUZZ_SECONDS=$(FUZZ_SMOKE_SECONDS)
+
+# The suite's own mutation run (README "How the suite is checked"), not part of make test: each
+# mutant of tests/mutants/mutants.json applied alone to a scratch copy in build-mutate/, rebuilt,
+# and run through its ctest entries; reports/mutate/latest.json. MUTATE_ARGS passes options
+# (e.g. MUTATE_ARGS="--only splice"). It builds and tests on 2 jobs, niced.
+MUTATE_ARGS ?=
+mutate: deps
+	nice -n 10 python3 tests/mutate.py $(MUTATE_ARGS)
 
 sanitize: deps
 	@cmake -S . -B build-sanitize -DSYNCROLL_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null

@@ -4,6 +4,9 @@
 #   exit <status>
 #   <the --json output>         when the status is 0
 #   error <dotted.name>         otherwise (the name printed on standard error)
+# and, when NAME.offset exists, the error's byte offset in the body ("offset" of the --json
+# output) must be the number it holds (GOLDEN_UPDATE never writes .offset files: an offset is
+# counted by hand from the body and is what the test holds the code to).
 # GOLDEN_UPDATE=1 rewrites the .expected files instead of comparing (review the diff!).
 . "$(dirname "$0")/lib.sh"
 cd "$SRC" || exit 2
@@ -24,6 +27,14 @@ for body in fixtures/bodies/*.body; do
         fi
     } >"$tmp/got"
     count=$((count + 1))
+    if [ -f "$name.offset" ]; then
+        want=$(cat "$name.offset")
+        got=$(sed -n 's/.*"offset":\([0-9]*\)}}$/\1/p' "$tmp/out")
+        if [ "$got" != "$want" ]; then
+            bad "$body: error offset ${got:-none}, expected $want"
+            continue
+        fi
+    fi
     if [ "${GOLDEN_UPDATE:-0}" = 1 ]; then
         cp "$tmp/got" "$name.expected"
     elif ! diff -u "$name.expected" "$tmp/got" >"$tmp/diff" 2>&1; then

@@ -57,6 +57,14 @@ curl -sS -X POST -H 'Content-Type: application/json' \
     -o "$tmp/body2.json" "$u/skyrl/v1/generate" || die "POST to $u"
 "$S" check-body "$tmp/body2.json" >/dev/null 2>&1 || die "check-body rejected the scenario engine's body"
 "$O" "$SCN" "$tmp/body2.json" 0 3 1 4 1 5 9 || die "routes of the scenario engine differ from the oracle"
+# The control plane as an external trainer drives it: /pause without a mode is the reference's
+# default, abort; /resume clears it (GET /syncroll/v1/state reports both).
+curl -sS -f -X POST -o /dev/null "$u/pause" || die "POST $u/pause"
+curl -sS -f -o "$tmp/state.json" "$u/syncroll/v1/state" || die "GET state"
+grep -q '"paused":true,"pause_mode":"abort"' "$tmp/state.json" || die "state after /pause: $(cat "$tmp/state.json")"
+curl -sS -f -X POST -o /dev/null "$u/resume" || die "POST $u/resume"
+curl -sS -f -o "$tmp/state.json" "$u/syncroll/v1/state" || die "GET state"
+grep -q '"paused":false,"pause_mode":null' "$tmp/state.json" || die "state after /resume: $(cat "$tmp/state.json")"
 kill -TERM "$pid"
 wait "$pid" || die "serve of $SCN exited with $? after SIGTERM"
 pid=

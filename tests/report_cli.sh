@@ -21,6 +21,13 @@ for b in bad1 bad2; do
     fi
 done
 
+# The counts per suite: one failure in bugs, one error in faults/http (report_fixture's run).
+for want in 'name="bugs" tests="1" failures="1" errors="0" skipped="0"' \
+    'name="faults/http" tests="1" failures="0" errors="1" skipped="0"' \
+    'name="syncroll" tests="5" failures="1" errors="1" skipped="1"'; do
+    if grep -q "$want" "$tmp/a/junit.xml"; then ok "junit.xml: $want"; else bad "junit.xml lacks $want"; fi
+done
+
 # report.html: well-formed XML, and no HTML parser error except HTML5/SVG tag names.
 expect 0 "report.html is well-formed (XHTML)" xmllint --noout "$tmp/a/report.html"
 errs=$(xmllint --html --noout "$tmp/a/report.html" 2>&1 | grep 'parser error' |

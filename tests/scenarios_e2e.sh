@@ -30,6 +30,10 @@ NFAULT=$(grep -l '"fault"' "$T"/pass/*.json | wc -l)
 # Malformed scenarios: exit 2 with file:line:col, and nothing runs.
 run 2 "lint: misspelled key" lint "$T/malformed/misspelled.json"
 has "lint: misspelled key" "misspelled.json:5:25: unknown key 'bacth' in steps.rollout [json.schema]"
+run 2 "lint: unknown quirk" lint "$T/malformed/unknown-quirk.json"
+has "lint: unknown quirk" "unknown-quirk.json:4:25: unknown quirk (see FORMAT.md, client.quirks) [scenario.invalid]"
+run 2 "lint: quirk listed twice" lint "$T/malformed/quirk-twice.json"
+has "lint: quirk listed twice" "quirk-twice.json:4:45: quirk lock_first_dtype is listed twice [scenario.invalid]"
 run 2 "lint: bad reference" lint "$T/malformed"
 has "lint: bad reference" "bad-reference.json:4:59: not the name of an earlier step"
 run 2 "run refuses malformed files" run --out "$tmp/r" "$T/malformed" "$T/pass/basic.json"

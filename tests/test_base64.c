@@ -395,6 +395,13 @@ START_TEST(test_padding_rules)
         {"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=AAA", SR_E_B64_PADDING, 40},
         {"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAQ==AAAA",
          SR_E_B64_PADDING, 68},
+        /* Rows the mutation run asked for (tests/mutants/mutants.json): a quad ending in one
+         * '=' followed by a whole quad, '=' in position 2 before data, and both after a clean
+         * quad so that the offsets are past the first quad. */
+        {"AAA=AAAA", SR_E_B64_PADDING, 4},
+        {"AQIDAAA=AAAA", SR_E_B64_PADDING, 8},
+        {"A=AA", SR_E_B64_PADDING, 1},
+        {"AQIDA=AA", SR_E_B64_PADDING, 5},
     };
     for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
         const char *t = cases[c].text;

@@ -76,6 +76,32 @@ static const protocol_case PROTOCOL[] = {
     {CFG_FAULT("{\"kind\":\"routes_dropped\"}"), SR_E_CLIENT_ROUTES_MISSING},
 };
 
+/* The native endpoint (no routes requested) is read whole and parsed with cJSON: a body cut
+ * short there is client.invalid_json, transient, retried to the full answer. */
+START_TEST(a_truncated_native_body_is_retried)
+{
+    sr_client_opts o = SR_CLIENT_OPTS_INIT;
+    o.backoff_initial_ms = 20;
+    fx f;
+    fx_start(&f, 1,
+             CFG_FAULT("{\"kind\":\"truncate\",\"bytes\":20,\"count\":1,"
+                       "\"endpoints\":[\"native_generate\"]}"),
+             &o);
+    sr_client_result r;
+    sr_err e = SR_ERR_INIT;
+    ck_assert_sr_ok(gen(&f, "t", -2, &r, &e), e);
+    ck_assert_str_eq(r.path, "/inference/v1/generate");
+    ck_assert_int_eq(r.n_attempts, 2);
+    ck_assert_msg(r.attempts[0].code == SR_E_CLIENT_INVALID_JSON, "first attempt %s",
+                  sr_code_name(r.attempts[0].code));
+    ck_assert_int_eq(r.attempts[0].retried, 1);
+    ck_assert_int_eq(r.attempts[1].code, 0);
+    ck_assert(r.n_tokens > 0 && !r.has_routes);
+    ck_assert_int_eq(fx_count(&f, 0, "native_generate"), 2);
+    fx_stop(&f);
+}
+END_TEST
+
 START_TEST(each_protocol_fault_fails_on_the_first_attempt)
 {
     const protocol_case *pc = &PROTOCOL[_i];
@@ -213,6 +239,7 @@ static Suite *faults_suite(void)
                         (int)(sizeof TRANSIENT / sizeof TRANSIENT[0]));
     tcase_add_loop_test(tc, each_protocol_fault_fails_on_the_first_attempt, 0,
                         (int)(sizeof PROTOCOL / sizeof PROTOCOL[0]));
+    tcase_add_test(tc, a_truncated_native_body_is_retried);
     tcase_add_test(tc, lookalike_and_extra_envelopes_are_ignored);
     tcase_add_test(tc, a_dribbled_body_is_spliced_while_it_streams);
     tcase_add_test(tc, a_stalled_engine_trips_the_deadline);

@@ -22,14 +22,14 @@ static const cJSON *choice0(const cJSON *d)
 }
 
 /* Starts the slow engine, sends SLOW_REQ in the background and, once it is in flight, pauses the
- * engine in `mode` (keep, abort or wait). */
+ * engine in `mode` (keep, abort or wait; NULL: no mode, the default abort). */
 static void pause_in_flight(eng *e, bg_req *b, const char *mode)
 {
     eng_start(e, SLOW_CFG);
     bg_start(b, e, "/skyrl/v1/generate", SLOW_REQ);
     eng_wait_state(e, "inflight", 1);
     char path[32];
-    snprintf(path, sizeof(path), "/pause?mode=%s", mode);
+    snprintf(path, sizeof(path), mode ? "/pause?mode=%s" : "/pause", mode);
     hresp r;
     http_post(&r, e, path, NULL);
     ck_assert_int_eq(r.status, 200);
@@ -135,12 +135,13 @@ START_TEST(test_keep_pause_straddles_a_weight_update)
 }
 END_TEST
 
+/* Loop index 0: mode=abort; 1: no mode, which must mean abort (the reference's default). */
 START_TEST(test_abort_pause_cuts_in_flight)
 {
     eng e;
     bg_req b;
     hresp r;
-    pause_in_flight(&e, &b, "abort");
+    pause_in_flight(&e, &b, _i ? NULL : "abort");
     bg_join(&b);
     ck_assert_int_eq(b.r.status, 200);
     cJSON *d = choice_of(&b.r);
@@ -281,7 +282,7 @@ static Suite *control_suite(void)
     TCase *tc = tcase_create("control");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_keep_pause_straddles_a_weight_update);
-    tcase_add_test(tc, test_abort_pause_cuts_in_flight);
+    tcase_add_loop_test(tc, test_abort_pause_cuts_in_flight, 0, 2);
     tcase_add_test(tc, test_wait_pause_drains_in_flight);
     tcase_add_test(tc, test_control_endpoints);
     tcase_add_test(tc, test_weight_sync_protocol_order);

@@ -98,7 +98,10 @@ START_TEST(junit_structure_and_escaping)
     ck_assert_uint_eq(occurrences(x, "<testsuite "), 3);
     ck_assert_ptr_nonnull(strstr(x, "<testsuite name=\"nightly\" tests=\"3\" failures=\"0\" "
                                     "errors=\"0\" skipped=\"1\""));
-    ck_assert_ptr_nonnull(strstr(x, "<testsuite name=\"faults/http\""));
+    ck_assert_ptr_nonnull(strstr(x, "<testsuite name=\"faults/http\" tests=\"1\" failures=\"0\" "
+                                    "errors=\"1\" skipped=\"0\""));
+    ck_assert_ptr_nonnull(strstr(x, "<testsuite name=\"bugs\" tests=\"1\" failures=\"1\" "
+                                    "errors=\"0\" skipped=\"0\""));
     ck_assert_ptr_nonnull(strstr(x, "classname=\"syncroll.faults.http\""));
     ck_assert_uint_eq(occurrences(x, "<testcase "), 5);
     ck_assert_ptr_nonnull(strstr(x, "name=\"row-mismatch &lt;&amp;&gt;&quot;&apos;\""));

@@ -215,6 +215,9 @@ START_TEST(test_semantic_errors)
         "{\"id\": \"a\", \"description\": \"d\", \"client\": {\"quirks\": [\"nope\"]}, " MIN_STEPS
         "}",
         SR_E_SCENARIO, "t.json:1:", "unknown quirk");
+    load_bad("{\"id\": \"a\", \"description\": \"d\", \"client\": {\"quirks\": "
+             "[\"lock_first_dtype\", \"lock_first_dtype\"]}, " MIN_STEPS "}",
+             SR_E_SCENARIO, "t.json:1:", "quirk lock_first_dtype is listed twice");
     load_bad("{\"id\": \"a\", \"description\": \"d\", " MIN_STEPS
              ", \"expect\": {\"verdict\": \"fail\", \"checks\": [\"trace.row_mismach\"]}}",
              SR_E_SCENARIO, "t.json:1:", "not a check name");

@@ -244,6 +244,10 @@ START_TEST(content_length_and_size_limits)
     const sr_splice_result *r;
     ck_assert_sr_code(sr_splice(s, full, n, -1, &r, &err), err, SR_E_SPLICE_TOO_LARGE);
     ck_assert_int_eq(err.offset, 40);
+    /* Announced at exactly the maximum: held to its Content-Length, so more bytes are
+     * splice.long_body (protocol), not splice.body_too_large (resource). */
+    ck_assert_sr_code(sr_splice(s, full, n, 40, &r, &err), err, SR_E_SPLICE_LONG);
+    ck_assert_int_eq(err.offset, 40);
     ck_assert_sr_ok(sr_splice(s, "{}", 2, -1, &r, &err), err);
     ck_assert_sr_ok(sr_splice_stream_begin(s, -1, &err), err);
     ck_assert_sr_ok(sr_splice_stream_feed(s, full, 30, &err), err);
@@ -509,6 +513,29 @@ START_TEST(paths_are_bounded_by_the_body)
 }
 END_TEST
 
+/* Threaded windows of 16 characters: a window that ends in '==' with data in the next window
+ * must be decoded again sequentially and fail exactly as one thread does (the golden body
+ * fixtures/bodies/pad_at_window_end.body is the same case end to end). */
+START_TEST(padding_where_threaded_windows_meet)
+{
+    sr_splicer *s;
+    sr_err err = SR_ERR_INIT;
+    sr_splice_opts o = SR_SPLICE_OPTS_INIT;
+    o.threads = 2;
+    o.par_window = 16;
+    ck_assert_sr_ok(sr_splicer_new(&s, g_fields, &o, &err), err);
+    const char *body =
+        J("{'routed_experts':{'data':'AQIDBAUGBwgJCg==AQID','shape':[1,1,13],'dtype':'uint8'}}");
+    const char *blob = strstr(body, "AQID");
+    const sr_splice_result *r;
+    ck_assert_sr_code(sr_splice(s, body, strlen(body), -1, &r, &err), err, SR_E_B64_PADDING);
+    ck_assert_int_eq(err.offset, (int64_t)(blob - body) + 16);
+    sr_splicer_free(s);
+    ck_assert_sr_code(check(body), g_err, SR_E_B64_PADDING);
+    ck_assert_int_eq(g_err.offset, (int64_t)(blob - body) + 16);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("splice");
@@ -536,6 +563,7 @@ static Suite *suite(void)
     tcase_add_test(tc, short_body_cut_inside_integer_array);
     tcase_add_test(tc, begin_without_memory_is_named_with_null_err);
     tcase_add_test(tc, lenient_json_is_refused);
+    tcase_add_test(tc, padding_where_threaded_windows_meet);
     suite_add_tcase(s, tc);
     return s;
 }
