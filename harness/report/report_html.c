@@ -96,7 +96,18 @@ static void header(sr_rw *w, const sr_run_result *run)
     sr_rw_puts(w, "</code>");
     if (h->has_seed)
         sr_rw_printf(w, " seed %llu", (unsigned long long)h->seed);
-    sr_rw_printf(w, ", jobs %d, repeat %d</p>\n", h->jobs, h->repeat);
+    sr_rw_printf(w, ", jobs %d, repeat %d", h->jobs, h->repeat);
+    if (h->shard_n) {
+        sr_rw_printf(w, ", shard %d/%d from ", h->shard_k, h->shard_n);
+        text(w, h->shard_source ? h->shard_source : "?");
+    }
+    if (h->n_merged_from)
+        sr_rw_printf(w, ", merged from %zu shards", h->n_merged_from);
+    if (h->run_group) {
+        sr_rw_puts(w, ", run group ");
+        text(w, h->run_group);
+    }
+    sr_rw_puts(w, "</p>\n");
 }
 
 static void fired_list(sr_rw *w, const sr_scenario_result *s)

@@ -447,6 +447,10 @@ static void load_header(ld *l, const cJSON *o, sr_run_header *h)
     str_owned(l, o, "version", &h->version);
     str_owned(l, o, "git_rev", &h->git_rev);
     str_owned(l, o, "run_id", &h->run_id);
+    str_owned(l, o, "run_group", &h->run_group);
+    str_owned(l, o, "selection", &h->selection);
+    if (get(o, "merged_from"))
+        strv(l, o, "merged_from", &h->merged_from, &h->n_merged_from);
     str_owned(l, o, "out_dir", &h->out_dir);
     const cJSON *m = get_typed(l, o, "machine", 0);
     str_owned(l, m, "hostname", &h->hostname);
@@ -462,8 +466,11 @@ static void load_header(ld *l, const cJSON *o, sr_run_header *h)
     h->until_fail = get_bool(l, op, "until_fail");
     char shard[32] = "";
     str_fixed(l, op, "shard", shard, sizeof(shard));
-    if (shard[0] && sscanf(shard, "%d/%d", &h->shard_k, &h->shard_n) != 2)
-        fail(l, get(op, "shard"), "'shard' must be \"K/N\"");
+    if (shard[0] && (sscanf(shard, "%d/%d", &h->shard_k, &h->shard_n) != 2 || h->shard_n < 1 ||
+                     h->shard_k < 1 || h->shard_k > h->shard_n))
+        fail(l, get(op, "shard"), "'shard' must be \"K/N\" with 1 <= K <= N");
+    str_owned(l, op, "shard_source", &h->shard_source);
+    str_owned(l, op, "shard_detail", &h->shard_detail);
     strv(l, op, "tags", &h->tags, &h->n_tags);
     strv(l, op, "exclude_tags", &h->exclude_tags, &h->n_exclude_tags);
     h->keep = get_bool(l, op, "keep");

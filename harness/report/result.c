@@ -108,6 +108,11 @@ void sr_run_result_free(sr_run_result *run)
     free(h->command);
     free_strv(h->tags, h->n_tags);
     free_strv(h->exclude_tags, h->n_exclude_tags);
+    free(h->shard_source);
+    free(h->shard_detail);
+    free(h->run_group);
+    free(h->selection);
+    free_strv(h->merged_from, h->n_merged_from);
     for (size_t i = 0; i < run->n_scenarios; i++)
         scenario_free(run->scenarios[i]);
     free(run->scenarios);

@@ -229,6 +229,12 @@ typedef struct sr_run_header {
     int until_fail; /* --until-fail */
     int shard_k;    /* --shard K/N (1-based K), 0/0 when not sharded */
     int shard_n;
+    char *shard_source; /* "option", "buildkite", "kubernetes", "gitlab", "circleci"; NULL */
+    char *shard_detail; /* what was read, e.g. "CI_NODE_INDEX=2 CI_NODE_TOTAL=4"; NULL */
+    char *run_group;    /* what makes shards one run (--run-group, or derived); NULL unknown */
+    char *selection;    /* the options that select and run scenarios, canonically; NULL */
+    char **merged_from; /* run ids of the shards a merged run came from (report --merge) */
+    size_t n_merged_from;
     char **tags; /* --tag (any of) */
     size_t n_tags;
     char **exclude_tags;
