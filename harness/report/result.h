@@ -274,6 +274,14 @@ int sr_result_set_str(char **dst, const char *s, sr_err *err);
 int sr_run_result_add_scenario(sr_scenario_result **out, sr_run_result *run, sr_err *err);
 
 /*
+ * Appends a deep copy of `src` (from another run: strings, checks, counts, steps, engines and
+ * histograms) and returns it in *out (borrowed from `run`). The copy is for reading: reporting
+ * or merging. On SR_E_NOMEM the entry stays in `run`, partly filled, and is freed with it.
+ */
+int sr_run_result_add_copy(sr_scenario_result **out, sr_run_result *run,
+                           const sr_scenario_result *src, sr_err *err);
+
+/*
  * Records a fired check (locks the entry). `classification` may be NULL or "". `where` may be
  * NULL (nowhere). The message is printf-style and cut at SR_ERR_MSG_MAX. `expected` is derived
  * from the entry's expect_checks. Returns 0 or SR_E_NOMEM.
