@@ -163,7 +163,7 @@ static void grid(sr_rw *w, const sr_history *h)
 
 #define TW  420
 #define TH  200
-#define TX0 56
+#define TX0 64
 #define TX1 404
 #define TY0 30
 #define TY1 160
@@ -193,7 +193,9 @@ static void series(sr_rw *w, const sr_history *h, int p, int p99, double top)
         sr_rw_printf(w, "<circle class=\"%s\" cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\"><title>",
                      p99 ? "d99" : "d50", tx(i, h->n_nights), ty(v, top));
         text(w, h->nights[i].name);
-        sr_rw_printf(w, ": %s %.4g ms</title></circle>\n", p99 ? "p99" : "p50", v);
+        char t[32];
+        sr_rw_printf(w, ": %s %s</title></circle>\n", p99 ? "p99" : "p50",
+                     sr_report_fmt_ns(t, sizeof(t), v * 1e6));
     }
 }
 
@@ -216,10 +218,12 @@ static void trend(sr_rw *w, const sr_history *h, int p)
                  TX1 - 30);
     for (int g = 0; g <= 4; g++) {
         double v = top * g / 4.0, y = ty(v, top);
+        char t[32];
         sr_rw_printf(w,
                      "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" class=\"gr\"/>"
-                     "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%.3g ms</text>\n",
-                     TX0, y, TX1, y, TX0 - 4, y + 4, v);
+                     "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n",
+                     TX0, y, TX1, y, TX0 - 4, y + 4,
+                     g ? sr_report_fmt_ns(t, sizeof(t), v * 1e6) : "0");
     }
     sr_rw_printf(w, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" class=\"ax\"/>\n", TX0, TY1, TX1,
                  TY1);
