@@ -83,6 +83,10 @@ int sr_report_render(sr_buf *out, const sr_run_result *run, unsigned bit, sr_err
  */
 int sr_report_load(sr_run_result **out, const char *path, sr_err *err);
 
+/* The same from `len` bytes in memory; `name` prefixes messages (NULL: "<input>"). */
+int sr_report_load_mem(sr_run_result **out, const char *data, size_t len, const char *name,
+                       sr_err *err);
+
 /*
  * Merges the shard runs of one run (`syncroll run` on N CI jobs, each with shard K/N) into a
  * new run *out (the caller's, freed with sr_run_result_free): every scenario execution of every

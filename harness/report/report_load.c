@@ -479,15 +479,9 @@ static void load_header(ld *l, const cJSON *o, sr_run_header *h)
     h->start_unix_ms = get_opt(l, t, "unix_ms");
 }
 
-int sr_report_load(sr_run_result **out, const char *path, sr_err *err)
+/* Builds the run of a parsed results.json; frees the document. */
+static int load_doc(sr_run_result **out, sr_json_doc *doc, sr_err *err)
 {
-    if (!out || !path)
-        return sr_err_set(err, SR_E_INVAL, "sr_report_load: no path");
-    *out = NULL;
-    sr_json_doc *doc = NULL;
-    int rc = sr_json_load_file(&doc, path, SR_REPORT_MAX_BYTES, err);
-    if (rc)
-        return rc;
     ld l = {doc, err, 0};
     const cJSON *root = sr_json_root(doc);
     int64_t schema = 0;
@@ -530,4 +524,25 @@ int sr_report_load(sr_run_result **out, const char *path, sr_err *err)
     sr_run_result_finish(run, wall);
     *out = run;
     return 0;
+}
+
+int sr_report_load(sr_run_result **out, const char *path, sr_err *err)
+{
+    if (!out || !path)
+        return sr_err_set(err, SR_E_INVAL, "sr_report_load: no path");
+    *out = NULL;
+    sr_json_doc *doc = NULL;
+    int rc = sr_json_load_file(&doc, path, SR_REPORT_MAX_BYTES, err);
+    return rc ? rc : load_doc(out, doc, err);
+}
+
+int sr_report_load_mem(sr_run_result **out, const char *data, size_t len, const char *name,
+                       sr_err *err)
+{
+    if (!out || (!data && len))
+        return sr_err_set(err, SR_E_INVAL, "sr_report_load_mem: no data");
+    *out = NULL;
+    sr_json_doc *doc = NULL;
+    int rc = sr_json_parse(&doc, data ? data : "", len, name, SR_REPORT_MAX_BYTES, err);
+    return rc ? rc : load_doc(out, doc, err);
 }
