@@ -8,6 +8,7 @@
 
 #include "report.h"
 #include "report_priv.h"
+#include "sr_hash.h"
 
 static const char *const cell_names[SR_HCELL_COUNT] = {"absent", "pass", "fail",       "error",
                                                        "mixed",  "skip", "interrupted"};
@@ -60,7 +61,7 @@ static int index_grow(sr_history *h)
     if (!t)
         return -1;
     for (size_t i = 0; i < h->n_scenarios; i++) {
-        size_t k = (size_t)sr_report_hash(h->scenarios[i].id) & (cap - 1);
+        size_t k = (size_t)sr_hash_fnv1a64(h->scenarios[i].id) & (cap - 1);
         while (t[k])
             k = (k + 1) & (cap - 1);
         t[k] = (uint32_t)i + 1;
@@ -76,7 +77,7 @@ static long scenario_index(sr_history *h, const char *id)
 {
     if ((h->n_scenarios + 1) * 2 > h->index_cap && index_grow(h))
         return -1;
-    size_t k = (size_t)sr_report_hash(id) & (h->index_cap - 1);
+    size_t k = (size_t)sr_hash_fnv1a64(id) & (h->index_cap - 1);
     while (h->index[k]) {
         if (strcmp(h->scenarios[h->index[k] - 1].id, id) == 0)
             return (long)h->index[k] - 1;

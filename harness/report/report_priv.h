@@ -56,9 +56,6 @@ void sr_report_html(sr_rw *w, const sr_run_result *run);
 int sr_report_write_atomic(const char *dir, const char *name, const char *data, size_t len,
                            sr_err *err);
 
-/* FNV-1a 64 of a string (hash tables of ids). */
-uint64_t sr_report_hash(const char *s);
-
 /* Caps `out` at SR_REPORT_MAX_BYTES unless it has a smaller maximum; returns a writer on it. */
 sr_rw sr_report_writer(sr_buf *out, sr_err *err);
 

@@ -390,16 +390,6 @@ const char *sr_report_css(void)
     return css;
 }
 
-uint64_t sr_report_hash(const char *s)
-{
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        h ^= *p;
-        h *= 0x100000001b3ull;
-    }
-    return h;
-}
-
 sr_rw sr_report_writer(sr_buf *out, sr_err *err)
 {
     if (!out->max || out->max > SR_REPORT_MAX_BYTES)

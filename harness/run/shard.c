@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "sr_hash.h"
+
 /* One CI system's variables; `count` NULL: the count comes from --shard-count or the env. */
 typedef struct ci_source {
     const char *name, *index, *count;
@@ -21,12 +23,7 @@ static const ci_source sources[] = {
 
 uint64_t sr_shard_hash(const char *id)
 {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (const unsigned char *p = (const unsigned char *)id; *p; p++) {
-        h ^= *p;
-        h *= 0x100000001b3ull;
-    }
-    return h;
+    return sr_hash_fnv1a64(id);
 }
 
 int sr_shard_selects(const sr_shard *s, const char *id)
