@@ -38,6 +38,16 @@ typedef struct run_args {
  */
 int sr_run_main(const run_args *a, sr_signals *sig, int argc, char **argv);
 
+/*
+ * Fills the header of a new run: version, git rev (SYNCROLL_GIT_REV, else SYNCROLL_SOURCE_DIR's
+ * .git, worktrees included), machine, command line, options, the shard and its source, the
+ * selection (the options that choose and run scenarios) and the run group (--run-group, else
+ * derived from the git rev and the selection), and the start time.
+ */
+struct sr_run_header;
+void sr_run_fill_header(struct sr_run_header *h, const run_args *a, int argc, char **argv,
+                        const char *run_id, const char *dir);
+
 /* 1 if `g` may name a run group: 1-128 characters of [A-Za-z0-9._:-]. */
 int sr_run_group_valid(const char *g);
 
