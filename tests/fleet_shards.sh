@@ -130,9 +130,9 @@ expect 2 "--merge without folders" "$S" report --merge "$tmp/x"
 
 # ---- the shard's sources and their errors (no engine runs: --list) ----
 L="run --list scenarios/bugs"
-expect_out 0 'shard 3/4 from kubernetes \(JOB_COMPLETION_INDEX=2, count 4\)' \
+expect_out 0 'shard 3/4 from kubernetes \(JOB_COMPLETION_INDEX=2 SYNCROLL_SHARD_COUNT=4\)' \
     "Kubernetes index with SYNCROLL_SHARD_COUNT" env JOB_COMPLETION_INDEX=2 SYNCROLL_SHARD_COUNT=4 "$S" $L
-expect_out 0 'shard 1/2 from kubernetes' "Kubernetes index with --shard-count" \
+expect_out 0 'shard 1/2 from kubernetes \(JOB_COMPLETION_INDEX=0 --shard-count 2\)' "Kubernetes index with --shard-count" \
     env JOB_COMPLETION_INDEX=0 "$S" $L --shard-count 2
 expect_out 0 'shard 2/3 from circleci \(CIRCLE_NODE_INDEX=1 CIRCLE_NODE_TOTAL=3\)' "CircleCI" \
     env CIRCLE_NODE_INDEX=1 CIRCLE_NODE_TOTAL=3 "$S" $L

@@ -442,6 +442,29 @@ static void load_scenario(ld *l, const cJSON *o, sr_scenario_result *s)
     load_phases(l, o, s->phase);
 }
 
+/* "K/N" with decimal digits only and 1 <= K <= N <= 1000000 (the shard counts `run` takes). */
+static int parse_shard(const char *s, int *k, int *n)
+{
+    long v[2] = {0, 0};
+    int part = 0, digits = 0;
+    for (const char *p = s; *p; p++) {
+        if (*p == '/' && part == 0 && digits) {
+            part = 1;
+            digits = 0;
+        } else if (*p >= '0' && *p <= '9' && digits < 7) {
+            v[part] = v[part] * 10 + (*p - '0');
+            digits++;
+        } else {
+            return -1;
+        }
+    }
+    if (part != 1 || !digits || v[0] < 1 || v[0] > v[1] || v[1] > 1000000)
+        return -1;
+    *k = (int)v[0];
+    *n = (int)v[1];
+    return 0;
+}
+
 static void load_header(ld *l, const cJSON *o, sr_run_header *h)
 {
     str_owned(l, o, "version", &h->version);
@@ -466,9 +489,8 @@ static void load_header(ld *l, const cJSON *o, sr_run_header *h)
     h->until_fail = get_bool(l, op, "until_fail");
     char shard[32] = "";
     str_fixed(l, op, "shard", shard, sizeof(shard));
-    if (shard[0] && (sscanf(shard, "%d/%d", &h->shard_k, &h->shard_n) != 2 || h->shard_n < 1 ||
-                     h->shard_k < 1 || h->shard_k > h->shard_n))
-        fail(l, get(op, "shard"), "'shard' must be \"K/N\" with 1 <= K <= N");
+    if (shard[0] && parse_shard(shard, &h->shard_k, &h->shard_n))
+        fail(l, get(op, "shard"), "'shard' must be \"K/N\" with 1 <= K <= N <= 1000000");
     str_owned(l, op, "shard_source", &h->shard_source);
     str_owned(l, op, "shard_detail", &h->shard_detail);
     strv(l, op, "tags", &h->tags, &h->n_tags);

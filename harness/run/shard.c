@@ -104,8 +104,8 @@ static int from_option(sr_shard *out, const char *opt, long long count, sr_err *
 }
 
 /* One CI system: 1 found (into *got), 0 not in use, or the error. */
-static int from_source(sr_shard *got, const ci_source *c, long long count, sr_shard_getenv_fn get,
-                       void *ctx, sr_err *err)
+static int from_source(sr_shard *got, const ci_source *c, long long count, const char *count_from,
+                       sr_shard_getenv_fn get, void *ctx, sr_err *err)
 {
     const char *iv = value(get, ctx, c->index), *cv = value(get, ctx, c->count);
     long long idx, n = count;
@@ -142,7 +142,8 @@ static int from_source(sr_shard *got, const ci_source *c, long long count, sr_sh
     if (cv)
         snprintf(got->detail, sizeof(got->detail), "%s=%s %s=%s", c->index, iv, c->count, cv);
     else
-        snprintf(got->detail, sizeof(got->detail), "%s=%s, count %lld", c->index, iv, n);
+        snprintf(got->detail, sizeof(got->detail), "%s=%s %s", c->index, iv,
+                 count_from ? count_from : "");
     return 1;
 }
 
@@ -151,13 +152,18 @@ int sr_shard_resolve(sr_shard *out, const char *option, long long count, sr_shar
 {
     memset(out, 0, sizeof(*out));
     long long n = 0;
+    char count_from[64] = "";
     int rc = given_count(&n, count, get, ctx, err);
+    if (count)
+        snprintf(count_from, sizeof(count_from), "--shard-count %lld", count);
+    else if (n)
+        snprintf(count_from, sizeof(count_from), "%s=%lld", SR_SHARD_COUNT_ENV, n);
     if (!rc && option)
         rc = from_option(out, option, n, err);
     for (size_t i = 0; !rc && !option && i < N_SOURCES; i++) {
         sr_shard got;
         memset(&got, 0, sizeof(got));
-        int r = from_source(&got, &sources[i], n, get, ctx, err);
+        int r = from_source(&got, &sources[i], n, count_from, get, ctx, err);
         if (r < 0)
             rc = r;
         else if (r && out->n && (got.k != out->k || got.n != out->n))
