@@ -96,6 +96,10 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 print("partial" if d["partial"] else "complete", d["partial_reason"])' "$tmp/m3/results.json"
 grep -q 'PARTIAL' "$tmp/m3/summary.txt" || bad "the 3-shard summary.txt does not say PARTIAL"
+grep -q 'PARTIAL RUN: shard 3/4 missing\.</p>' "$tmp/m3/report.html" ||
+    bad "the 3-shard report.html has no banner naming the missing shard"
+grep -q 'name="partial" value="shard 3/4 missing"' "$tmp/m3/junit.xml" ||
+    bad "the 3-shard junit.xml does not say partial"
 expect_out 2 'report\.shard_duplicate: .*s1/latest .*s1/latest both hold shard 1/4' \
     "the same shard twice" \
     "$S" report --merge "$tmp/dup" "$tmp/s1/latest" "$tmp/s1/latest" "$tmp/s2/latest"

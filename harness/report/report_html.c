@@ -35,7 +35,9 @@ static void header(sr_rw *w, const sr_run_result *run)
     if (run->partial)
         tag_text(w, "<p class=\"partial\" id=\"partial\">PARTIAL RUN: ",
                  run->partial_reason ? run->partial_reason : "the run did not finish",
-                 "; the scenarios marked interrupted did not finish.</p>\n");
+                 run->counts[SR_VERDICT_INTERRUPTED]
+                     ? "; the scenarios marked interrupted did not finish.</p>\n"
+                     : ".</p>\n");
     sr_rw_puts(w, "<div>");
     for (int v = 0; v < SR_VERDICT_COUNT; v++) {
         sr_rw_printf(w, "<span class=\"badge big %s\">%zu %s</span>",
