@@ -55,6 +55,11 @@ expect 0 "merged junit.xml is valid against junit.xsd" \
 expect 0 "unsharded junit.xml is valid against junit.xsd" \
     xmllint --noout --schema "$XSD" "$tmp/full/latest/junit.xml"
 expect 0 "merged report.html is well-formed" xmllint --noout "$tmp/merged/report.html"
+cp -r "$tmp/merged" "$tmp/rerender"
+expect 0 "report re-renders the merged run" "$S" report "$tmp/rerender" --report all
+for f in results.json junit.xml report.html summary.txt; do
+    cmp -s "$tmp/merged/$f" "$tmp/rerender/$f" || bad "re-rendered merged $f differs"
+done
 cat >"$tmp/compare.py" <<'EOF'
 import json, sys
 import xml.etree.ElementTree as ET
