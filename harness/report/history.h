@@ -80,15 +80,16 @@ typedef struct sr_hscenario {
     uint8_t *timeline; /* sr_hcell per kept night, oldest first (after sr_history_finish) */
     int flaky;
     char flaky_why[256];
-    long first_fail, last_pass; /* night indexes; -1 when none (see above) */
-    int failing;                /* newest judged verdict bad, and not flaky */
+    long first_fail, last_pass;  /* night indexes; -1 when none (see above) */
+    int failing;                 /* newest judged verdict bad, and not flaky */
+    size_t seen_night, seen_pos; /* building: the night (order + 1) last adding it, its cell */
 } sr_hscenario;
 
 typedef struct sr_history {
     sr_hnight *nights; /* oldest first after sr_history_finish */
     size_t n_nights, cap_nights;
     sr_hskip *skipped;
-    size_t n_skipped;
+    size_t n_skipped, cap_skipped;
     size_t dropped; /* older nights left out by `last` */
     sr_hscenario *scenarios;
     size_t n_scenarios, cap_scenarios;

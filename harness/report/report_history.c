@@ -132,10 +132,13 @@ static int add_cells(sr_history *h, sr_hnight *n, const sr_run_result *run, sr_e
                               SR_HISTORY_MAX_SCENARIOS);
         if (idx < 0)
             return sr_err_set(err, SR_E_NOMEM, "cannot index the scenarios of %s", n->name);
-        size_t j = 0;
-        while (j < n->n_cells && n->cell_id[j] != (uint32_t)idx)
-            j++;
-        if (j == n->n_cells) {
+        /* the scenario's cell in this night: found through its last (night, position) */
+        sr_hscenario *hs = &h->scenarios[idx];
+        size_t j = hs->seen_pos;
+        if (hs->seen_night != n->order + 1) {
+            j = n->n_cells;
+            hs->seen_night = n->order + 1;
+            hs->seen_pos = j;
             n->cell_id[n->n_cells] = (uint32_t)idx;
             n->cell[n->n_cells++] = SR_HCELL_ABSENT;
         }
@@ -197,11 +200,15 @@ int sr_history_skip(sr_history *h, const char *name, int code, const char *messa
         return sr_err_set(err, SR_E_INVAL, "sr_history_skip: bad argument");
     if (h->n_nights + h->n_skipped >= SR_HISTORY_MAX_NIGHTS)
         return sr_err_set(err, SR_E_LIMIT, "more than %d run folders", SR_HISTORY_MAX_NIGHTS);
-    sr_hskip *v = realloc(h->skipped, (h->n_skipped + 1) * sizeof(*v));
-    if (!v)
-        return sr_err_set(err, SR_E_NOMEM, "cannot note a skipped night");
-    h->skipped = v;
-    sr_hskip *s = &v[h->n_skipped];
+    if (h->n_skipped == h->cap_skipped) {
+        size_t cap = h->cap_skipped ? h->cap_skipped * 2 : 8;
+        sr_hskip *v = realloc(h->skipped, cap * sizeof(*v));
+        if (!v)
+            return sr_err_set(err, SR_E_NOMEM, "cannot note a skipped night");
+        h->skipped = v;
+        h->cap_skipped = cap;
+    }
+    sr_hskip *s = &h->skipped[h->n_skipped];
     memset(s, 0, sizeof(*s));
     s->code = code;
     snprintf(s->message, sizeof(s->message), "%s", message ? message : "");
@@ -282,7 +289,8 @@ int sr_history_finish(sr_history *h, size_t last, sr_err *err)
 {
     if (!h)
         return sr_err_set(err, SR_E_INVAL, "sr_history_finish: no history");
-    qsort(h->nights, h->n_nights, sizeof(sr_hnight), by_start);
+    if (h->n_nights > 1)
+        qsort(h->nights, h->n_nights, sizeof(sr_hnight), by_start);
     if (last && h->n_nights > last) {
         size_t drop = h->n_nights - last;
         for (size_t i = 0; i < drop; i++) {
