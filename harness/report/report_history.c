@@ -26,19 +26,22 @@ int sr_history_new(sr_history **out, sr_err *err)
     return *out ? 0 : sr_err_set(err, SR_E_NOMEM, "cannot allocate the history");
 }
 
+static void night_free(sr_hnight *n)
+{
+    free(n->name);
+    free(n->run_id);
+    free(n->git_rev);
+    free(n->run_group);
+    free(n->cell_id);
+    free(n->cell);
+}
+
 void sr_history_free(sr_history *h)
 {
     if (!h)
         return;
-    for (size_t i = 0; i < h->n_nights; i++) {
-        sr_hnight *n = &h->nights[i];
-        free(n->name);
-        free(n->run_id);
-        free(n->git_rev);
-        free(n->run_group);
-        free(n->cell_id);
-        free(n->cell);
-    }
+    for (size_t i = 0; i < h->n_nights; i++)
+        night_free(&h->nights[i]);
     free(h->nights);
     for (size_t i = 0; i < h->n_skipped; i++)
         free(h->skipped[i].name);
@@ -293,14 +296,8 @@ int sr_history_finish(sr_history *h, size_t last, sr_err *err)
         qsort(h->nights, h->n_nights, sizeof(sr_hnight), by_start);
     if (last && h->n_nights > last) {
         size_t drop = h->n_nights - last;
-        for (size_t i = 0; i < drop; i++) {
-            free(h->nights[i].name);
-            free(h->nights[i].run_id);
-            free(h->nights[i].git_rev);
-            free(h->nights[i].run_group);
-            free(h->nights[i].cell_id);
-            free(h->nights[i].cell);
-        }
+        for (size_t i = 0; i < drop; i++)
+            night_free(&h->nights[i]);
         memmove(h->nights, h->nights + drop, last * sizeof(sr_hnight));
         h->n_nights = last;
         h->dropped = drop;
