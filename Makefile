@@ -6,7 +6,7 @@ JOBS    ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 # Debian packages the build and tests need (make deps installs the missing ones).
 DEPS    := gcc make cmake pkg-config libcurl4-openssl-dev libcjson-dev check libmicrohttpd-dev \
-           libxxhash-dev libzstd-dev libxml2-utils python3 python3-numpy
+           libxxhash-dev libzstd-dev libxml2-utils python3 python3-numpy python3-yaml
 # Extra packages for fuzzing (clang's libFuzzer runtime).
 FUZZ_DEPS := clang libclang-rt-14-dev libomp-dev
 FUZZ_SECONDS ?= 60

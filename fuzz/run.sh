@@ -18,6 +18,7 @@ for t in "$build"/fuzz/fuzz_*; do
     fuzz_splice | fuzz_envelope | fuzz_json | fuzz_jdom) seeds="$seeds fixtures/bodies" ;;
     fuzz_fields) seeds="$seeds fixtures/fields" ;;
     fuzz_scenario) seeds="$seeds scenarios/examples scenarios/nightly" ;;
+    fuzz_results) seeds="$seeds fuzz/corpus/fuzz_json" ;;
     esac
     echo "== $name for ${seconds}s"
     if ! "$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 \

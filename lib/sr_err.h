@@ -260,7 +260,19 @@ typedef enum sr_class {
     X(SR_E_NOT_IMPLEMENTED, -1001, "harness.not_implemented", SR_CLASS_INTERNAL,                   \
       "a scenario asks for a step this build of syncroll cannot execute yet")                      \
     X(SR_E_SCENARIO_TOO_LARGE, -1002, "scenario.too_large", SR_CLASS_RESOURCE,                     \
-      "a scenario file is larger than its bound (4 MiB, or --max-scenario-bytes)")
+      "a scenario file is larger than its bound (4 MiB, or --max-scenario-bytes)")                 \
+    /* CI sharding, merged reports and history (-11xx) */                                          \
+    X(SR_E_SHARD_ENV, -1100, "run.shard_env", SR_CLASS_USAGE,                                      \
+      "shard index or count from --shard, --shard-count or CI variables is malformed or "          \
+      "conflicts")                                                                                 \
+    X(SR_E_REPORT_RUN_MISMATCH, -1101, "report.run_mismatch", SR_CLASS_USAGE,                      \
+      "run folders to merge are not shards of one run (git rev, options, group or shard count)")   \
+    X(SR_E_REPORT_SHARD_MISSING, -1102, "report.shard_missing", SR_CLASS_USAGE,                    \
+      "a shard of the run is missing from the folders to merge")                                   \
+    X(SR_E_REPORT_SHARD_DUPLICATE, -1103, "report.shard_duplicate", SR_CLASS_USAGE,                \
+      "two folders to merge hold the same shard")                                                  \
+    X(SR_E_REPORT_SCENARIO_TWICE, -1104, "report.scenario_twice", SR_CLASS_USAGE,                  \
+      "the same scenario execution (id and repeat) appears in two shards to merge")
 
 typedef enum sr_code {
     SR_OK = 0,

@@ -8,10 +8,10 @@
 
 #include <stdio.h>
 
-#define SR_EXIT_OK 0
-#define SR_EXIT_FAIL 1
-#define SR_EXIT_USAGE 2
-#define SR_EXIT_PROTOCOL 3
+#define SR_EXIT_OK        0
+#define SR_EXIT_FAIL      1
+#define SR_EXIT_USAGE     2
+#define SR_EXIT_PROTOCOL  3
 #define SR_EXIT_TRANSIENT 4
 
 typedef struct sr_command {

@@ -8,6 +8,7 @@
 #include "args.h"
 #include "commands.h"
 #include "report/report.h"
+#include "report_cli.h"
 
 #define DEFAULT_REPORTS (SR_REPORT_TEXT | SR_REPORT_JUNIT | SR_REPORT_HTML)
 
@@ -15,7 +16,9 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: syncroll report RUN_DIR [--baseline OTHER_RUN] [--threshold PCT]\n"
-            "                       [--report LIST]\n\n"
+            "                       [--report LIST]\n"
+            "       syncroll report --merge OUT RUN_DIR...\n"
+            "       syncroll report --history DIR [--last N] [--out OUT_DIR]\n\n"
             "Re-renders the reports of a run folder (RUN_DIR/results.json, as `syncroll run`\n"
             "wrote it) into RUN_DIR: summary.txt, junit.xml and report.html by default.\n\n"
             "  --report LIST      reporters to write: text,json,junit,html or all (default\n"
@@ -26,7 +29,23 @@ static void usage(FILE *f)
             "  --threshold PCT    regression threshold in percent (default %.0f)\n\n"
             "RUN_DIR and DIR may also name a results.json file. Exit status: 0 reports written\n"
             "and no regression, 1 a p99 regressed, 2 usage error, unreadable or malformed\n"
-            "results.json, or a report that could not be written.\n",
+            "results.json, or a report that could not be written.\n\n"
+            "--merge OUT RUN_DIR...  merges the shard run folders of one run (`syncroll run`\n"
+            "    with --shard or a CI system's shard variables) into the run folder OUT\n"
+            "    (results.json, junit.xml, report.html, summary.txt). Shards of different runs\n"
+            "    (git rev, run group, options, shard count) are refused (report.run_mismatch),\n"
+            "    and so are two folders of one shard (report.shard_duplicate) and a scenario\n"
+            "    that ran in two shards (report.scenario_twice): exit 2, nothing written. A\n"
+            "    missing shard (report.shard_missing) is named; the reports of the shards\n"
+            "    present are written marked partial and the exit status is 1.\n\n"
+            "--history DIR [--last N] [--out OUT_DIR]  reads every run folder DIR/*/results.json\n"
+            "    (one per night; symbolic links such as latest are not followed), keeps the\n"
+            "    newest N by start time, and writes history.html and history.json into OUT_DIR\n"
+            "    (default DIR): each scenario's verdict night by night, the scenarios failing\n"
+            "    now with their first failing night and the git revs around it, flaky ones,\n"
+            "    p50/p99 trends per phase. An unreadable or corrupt results.json is reported\n"
+            "    (SKIPPED) and left out. Exit status 0 written, 2 usage error, no readable\n"
+            "    night, or a file that could not be written.\n",
             SR_REPORT_DEFAULT_THRESHOLD);
 }
 
@@ -81,39 +100,6 @@ static int parse(report_args *a, int argc, char **argv)
     return 0;
 }
 
-/* Splits a run argument into its folder and its results.json path. */
-static int paths(const char *arg, char *dir, size_t dcap, char *json, size_t jcap)
-{
-    struct stat st;
-    int is_dir = stat(arg, &st) == 0 && S_ISDIR(st.st_mode);
-    if (is_dir) {
-        snprintf(dir, dcap, "%s", arg);
-        return (size_t)snprintf(json, jcap, "%s/results.json", arg) >= jcap ? -1 : 0;
-    }
-    snprintf(json, jcap, "%s", arg);
-    const char *slash = strrchr(arg, '/');
-    if (!slash)
-        snprintf(dir, dcap, ".");
-    else
-        snprintf(dir, dcap, "%.*s", (int)(slash - arg), arg);
-    return strlen(arg) >= jcap ? -1 : 0;
-}
-
-static int load(sr_run_result **out, const char *arg, char *dir, size_t dcap)
-{
-    char json[4200];
-    sr_err err = SR_ERR_INIT;
-    if (paths(arg, dir, dcap, json, sizeof(json))) {
-        fprintf(stderr, "syncroll report: path too long: %s\n", arg);
-        return -1;
-    }
-    if (sr_report_load(out, json, &err)) {
-        fprintf(stderr, "syncroll report: %s [%s]\n", err.msg, sr_code_name(err.code));
-        return -1;
-    }
-    return 0;
-}
-
 static void fmt_ms(char *buf, size_t cap, uint64_t ns)
 {
     snprintf(buf, cap, "%.3f ms", (double)ns / 1e6);
@@ -123,7 +109,7 @@ static int compare(const sr_run_result *run, const report_args *a)
 {
     char dir[4096];
     sr_run_result *base = NULL;
-    if (load(&base, a->baseline, dir, sizeof(dir)))
+    if (sr_report_cli_load(&base, a->baseline, dir, sizeof(dir)))
         return SR_EXIT_USAGE;
     sr_regression *r = NULL;
     size_t n = 0;
@@ -152,6 +138,10 @@ static int compare(const sr_run_result *run, const report_args *a)
 
 int sr_cmd_report(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "--merge") == 0)
+        return sr_report_cli_merge(argc - 2, argv + 2);
+    if (argc > 1 && strcmp(argv[1], "--history") == 0)
+        return sr_report_cli_history(argc - 2, argv + 2);
     report_args a;
     int p = parse(&a, argc, argv);
     if (p) {
@@ -160,7 +150,7 @@ int sr_cmd_report(int argc, char **argv)
     }
     char dir[4096];
     sr_run_result *run = NULL;
-    if (load(&run, a.run, dir, sizeof(dir)))
+    if (sr_report_cli_load(&run, a.run, dir, sizeof(dir)))
         return SR_EXIT_USAGE;
     sr_err err = SR_ERR_INIT;
     int status = SR_EXIT_OK;

@@ -1,5 +1,5 @@
 /* syncroll run: select, run and report scenarios (runner.h, result.h, report/report.h). */
-#include <limits.h>
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +27,20 @@ static void usage(FILE *f)
            "                   engines, until S seconds have passed (sets soak.duration_ms;\n"
            "                   checks that nothing is lost and that the harness's descriptors\n"
            "                   and memory stop growing; see scenarios/FORMAT.md §15)\n"
-           "  --shard K/N      run only shard K of N (a stable partition by scenario id)\n"
+           "  --shard K/N      run only shard K of N (a stable partition: FNV-1a of the\n"
+           "                   scenario id modulo N); without it, from the CI environment:\n"
+           "                   BUILDKITE_PARALLEL_JOB/_COUNT (0-based), JOB_COMPLETION_INDEX\n"
+           "                   (0-based, Kubernetes Indexed Jobs; count from --shard-count or\n"
+           "                   SYNCROLL_SHARD_COUNT), CI_NODE_INDEX/CI_NODE_TOTAL (GitLab,\n"
+           "                   1-based), CIRCLE_NODE_INDEX/CIRCLE_NODE_TOTAL (0-based); the\n"
+           "                   source used is printed; malformed or conflicting values are\n"
+           "                   run.shard_env (exit 2)\n"
+           "  --shard-count N  the shard count when the environment gives only an index\n"
+           "  --run-group G    what makes shards one run for `syncroll report --merge` (also\n"
+           "                   SYNCROLL_RUN_GROUP; default derived from the git rev and the\n"
+           "                   options that select and run scenarios); [A-Za-z0-9._:-], <= 128\n"
+           "  --list           print the ids of the selected scenarios (after sharding), one a\n"
+           "                   line, and run nothing\n"
            "  --out DIR        write the run folder under DIR (default reports)\n"
            "  --keep           keep the work folders (engine logs) of passing scenarios too\n"
            "  --report LIST    reports to write: any of text,json,junit,html (default all)\n"
@@ -48,6 +61,18 @@ static void usage(FILE *f)
            "Environment: SYNCROLL_ENGINE=PATH runs the mock engines as `PATH engine ...` (another\n"
            "syncroll build) instead of this executable; one that cannot be executed makes each\n"
            "scenario's verdict error (proc.spawn).\n");
+}
+
+/* A run group: 1-128 characters of [A-Za-z0-9._:-]. */
+int sr_run_group_valid(const char *g)
+{
+    size_t n = strlen(g);
+    if (n == 0 || n > 128)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!isalnum((unsigned char)g[i]) && !strchr("._:-", g[i]))
+            return 0;
+    return 1;
 }
 
 static int add_tag(char ***v, size_t *n, const char *t)
@@ -83,19 +108,12 @@ static int value_opt(run_args *a, const char *o, const char *v)
         return sr_arg_scenario_bytes(v, &a->max_scenario_bytes) ? -1 : 1;
     if (strcmp(o, "--report") == 0)
         return sr_report_parse_list(&a->reports, v, NULL) ? -1 : 1;
-    if (strcmp(o, "--shard") == 0) {
-        const char *slash = strchr(v, '/');
-        char k_text[24];
-        long long k, n;
-        if (!slash || (size_t)(slash - v) >= sizeof(k_text))
-            return -1;
-        snprintf(k_text, sizeof(k_text), "%.*s", (int)(slash - v), v);
-        if (sr_arg_int(slash + 1, 1, INT_MAX, &n) || sr_arg_int(k_text, 1, n, &k))
-            return -1;
-        a->shard_k = (int)k;
-        a->shard_n = (int)n;
-        return 1;
-    }
+    if (strcmp(o, "--shard") == 0)
+        return (a->shard_opt = v, 1);
+    if (strcmp(o, "--shard-count") == 0)
+        return sr_arg_int(v, 1, SR_SHARD_MAX, &x) ? -1 : (a->shard_count = x, 1);
+    if (strcmp(o, "--run-group") == 0)
+        return sr_run_group_valid(v) ? (a->run_group = v, 1) : -1;
     return 0;
 }
 
@@ -118,6 +136,8 @@ static int parse_args(run_args *a, int argc, char **argv)
             a->until_fail = 1;
         } else if (strcmp(o, "--keep") == 0) {
             a->keep = 1;
+        } else if (strcmp(o, "--list") == 0) {
+            a->list = 1;
         } else if (o[0] != '-') {
             a->paths[a->n_paths++] = argv[i];
         } else {
@@ -162,12 +182,46 @@ static void free_args(run_args *a)
     free(a->paths);
 }
 
+static const char *env_get(void *ctx, const char *name)
+{
+    (void)ctx;
+    return getenv(name);
+}
+
+/* The shard and the run group from the options and the environment; 0 or -1 (printed). */
+static int resolve_env(run_args *a)
+{
+    sr_err err = SR_ERR_INIT;
+    if (sr_shard_resolve(&a->shard, a->shard_opt, a->shard_count, env_get, NULL, &err)) {
+        fprintf(stderr, "syncroll run: %s: %s\n", sr_code_name(err.code), err.msg);
+        return -1;
+    }
+    if (a->shard.n)
+        fprintf(stderr, "syncroll run: shard %d/%d from %s (%s)\n", a->shard.k, a->shard.n,
+                a->shard.source, a->shard.detail);
+    const char *g = getenv("SYNCROLL_RUN_GROUP");
+    if (!a->run_group && g && *g) {
+        if (!sr_run_group_valid(g)) {
+            fprintf(stderr,
+                    "syncroll run: usage.invalid_argument: SYNCROLL_RUN_GROUP='%.64s': "
+                    "want 1-128 of [A-Za-z0-9._:-]\n",
+                    g);
+            return -1;
+        }
+        a->run_group = g;
+    }
+    return 0;
+}
+
 int sr_cmd_run(int argc, char **argv)
 {
     run_args a;
     int p = parse_args(&a, argc, argv);
+    if (!p && resolve_env(&a))
+        p = -2;
     if (p) {
-        usage(p > 0 ? stdout : stderr);
+        if (p != -2)
+            usage(p > 0 ? stdout : stderr);
         free_args(&a);
         return p > 0 ? SR_EXIT_OK : SR_EXIT_USAGE;
     }

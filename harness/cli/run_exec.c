@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -19,16 +18,6 @@
 #include "report/term.h"
 #include "run/runner.h"
 #include "sr_clock.h"
-
-uint64_t sr_run_shard_hash(const char *id)
-{
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (const unsigned char *p = (const unsigned char *)id; *p; p++) {
-        h ^= *p;
-        h *= 0x100000001b3ull;
-    }
-    return h;
-}
 
 static int mkdir_p(const char *path)
 {
@@ -116,80 +105,7 @@ static int selected(const sr_scenario *s, const run_args *a)
     for (size_t i = 0; i < a->n_exclude; i++)
         if (has_tag(s, a->exclude[i]))
             return 0;
-    if (a->shard_n && sr_run_shard_hash(s->id) % (uint64_t)a->shard_n != (uint64_t)a->shard_k - 1)
-        return 0;
-    return any;
-}
-
-/* ---- the run header ---- */
-
-static void git_rev(sr_run_header *h)
-{
-    char path[4096], line[256];
-    snprintf(path, sizeof(path), "%s/.git/HEAD", SYNCROLL_SOURCE_DIR);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return;
-    int ok = fgets(line, sizeof(line), f) != NULL;
-    fclose(f);
-    if (!ok)
-        return;
-    line[strcspn(line, "\r\n")] = '\0';
-    if (strncmp(line, "ref: ", 5) != 0) {
-        sr_result_set_str(&h->git_rev, line, NULL);
-        return;
-    }
-    snprintf(path, sizeof(path), "%s/.git/%s", SYNCROLL_SOURCE_DIR, line + 5);
-    if ((f = fopen(path, "r")) != NULL) {
-        if (fgets(line, sizeof(line), f)) {
-            line[strcspn(line, "\r\n")] = '\0';
-            sr_result_set_str(&h->git_rev, line, NULL);
-        }
-        fclose(f);
-    }
-}
-
-static void fill_header(sr_run_header *h, const run_args *a, int argc, char **argv,
-                        const char *run_id, const char *dir)
-{
-    struct utsname u;
-    char buf[4096] = "";
-    sr_result_set_str(&h->version, SYNCROLL_VERSION, NULL);
-    git_rev(h);
-    sr_result_set_str(&h->run_id, run_id, NULL);
-    sr_result_set_str(&h->out_dir, dir, NULL);
-    if (uname(&u) == 0) {
-        sr_result_set_str(&h->hostname, u.nodename, NULL);
-        snprintf(buf, sizeof(buf), "%s %s", u.sysname, u.release);
-        sr_result_set_str(&h->kernel, buf, NULL);
-        sr_result_set_str(&h->arch, u.machine, NULL);
-    }
-    h->cpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
-    buf[0] = '\0';
-    snprintf(buf, sizeof(buf), "syncroll");
-    for (int i = 0; i < argc; i++)
-        snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf), " %s", argv[i]);
-    sr_result_set_str(&h->command, buf, NULL);
-    h->has_seed = a->has_seed;
-    h->seed = a->seed;
-    h->jobs = a->jobs;
-    h->repeat = a->repeat;
-    h->until_fail = a->until_fail;
-    h->shard_k = a->shard_k;
-    h->shard_n = a->shard_n;
-    h->keep = a->keep;
-    h->tags = calloc(a->n_tags + 1, sizeof(char *));
-    h->exclude_tags = calloc(a->n_exclude + 1, sizeof(char *));
-    for (size_t i = 0; h->tags && i < a->n_tags; i++)
-        sr_result_set_str(&h->tags[h->n_tags++], a->tags[i], NULL);
-    for (size_t i = 0; h->exclude_tags && i < a->n_exclude; i++)
-        sr_result_set_str(&h->exclude_tags[h->n_exclude_tags++], a->exclude[i], NULL);
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    h->start_unix_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-    struct tm tm;
-    gmtime_r(&ts.tv_sec, &tm);
-    strftime(h->start_iso, sizeof(h->start_iso), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return any && sr_shard_selects(&a->shard, s->id);
 }
 
 /*
@@ -521,6 +437,13 @@ int sr_run_main(const run_args *a, sr_signals *sig, int argc, char **argv)
         sr_scenario_set_seed(l.v[i], a->seed);
     for (size_t i = 0; a->duration_ms && i < l.n; i++)
         l.v[i]->soak_duration_ms = a->duration_ms;
+    if (a->list) {
+        for (size_t i = 0; i < l.n; i++)
+            if (selected(l.v[i], a))
+                printf("%s\n", l.v[i]->id);
+        free_loaded(&l);
+        return SR_EXIT_OK;
+    }
     char dir[4096], run_id[64], self[4096];
     sr_err err = SR_ERR_INIT;
     sr_run_result *run = NULL;
@@ -534,7 +457,7 @@ int sr_run_main(const run_args *a, sr_signals *sig, int argc, char **argv)
     else if (sr_proc_reg_init(&p.stop.procs))
         status = SR_EXIT_FAIL;
     else {
-        fill_header(&run->header, a, argc, argv, run_id, dir);
+        sr_run_fill_header(&run->header, a, argc, argv, run_id, dir);
         p.dir = dir;
         /* SYNCROLL_ENGINE runs the mock engines from another syncroll build. */
         const char *engine = getenv("SYNCROLL_ENGINE");

@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "run/shard.h"
 #include "signals.h"
 
 /* `syncroll run` only: a report file could not be written (the run itself may have passed). */
@@ -18,8 +19,12 @@ typedef struct run_args {
     int has_seed;
     uint64_t seed;
     int jobs, repeat, has_repeat, until_fail, keep;
-    int64_t duration_ms;  /* --duration: every scenario's soak.duration_ms; 0: as the files say */
-    int shard_k, shard_n; /* 0/0: no sharding */
+    int64_t duration_ms;   /* --duration: every scenario's soak.duration_ms; 0: as the files say */
+    const char *shard_opt; /* --shard as given, NULL when not */
+    long long shard_count; /* --shard-count, 0 when not given */
+    sr_shard shard;        /* resolved from shard_opt, shard_count and the environment */
+    const char *run_group; /* --run-group or SYNCROLL_RUN_GROUP; NULL: derived */
+    int list;              /* --list: print the selected scenario ids, run nothing */
     size_t max_scenario_bytes; /* --max-scenario-bytes; 0: SR_SCN_MAX_FILE (4 MiB) */
     const char *out;
     unsigned reports; /* SR_REPORT_* bits (report/report.h) */
@@ -33,7 +38,17 @@ typedef struct run_args {
  */
 int sr_run_main(const run_args *a, sr_signals *sig, int argc, char **argv);
 
-/* FNV-1a 64 of a scenario id: the stable key of --shard. */
-uint64_t sr_run_shard_hash(const char *id);
+/*
+ * Fills the header of a new run: version, git rev (SYNCROLL_GIT_REV, else SYNCROLL_SOURCE_DIR's
+ * .git, worktrees included), machine, command line, options, the shard and its source, the
+ * selection (the options that choose and run scenarios) and the run group (--run-group, else
+ * derived from the git rev and the selection), and the start time.
+ */
+struct sr_run_header;
+void sr_run_fill_header(struct sr_run_header *h, const run_args *a, int argc, char **argv,
+                        const char *run_id, const char *dir);
+
+/* 1 if `g` may name a run group: 1-128 characters of [A-Za-z0-9._:-]. */
+int sr_run_group_valid(const char *g);
 
 #endif /* SR_CMD_RUN_PRIV_H */

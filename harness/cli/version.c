@@ -32,8 +32,7 @@ int sr_cmd_errors(int argc, char **argv)
     }
     for (size_t i = 0; i < sr_code_count(); i++) {
         int c = sr_code_at(i);
-        printf("%-28s %-9s %s\n", sr_code_name(c), sr_class_name(sr_code_class(c)),
-               sr_code_doc(c));
+        printf("%-28s %-9s %s\n", sr_code_name(c), sr_class_name(sr_code_class(c)), sr_code_doc(c));
     }
     return SR_EXIT_OK;
 }

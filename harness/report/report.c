@@ -69,16 +69,13 @@ int sr_report_render(sr_buf *out, const sr_run_result *run, unsigned bit, sr_err
     const sr_reporter *r = by_bit(bit);
     if (!out || !run || !r)
         return sr_err_set(err, SR_E_INVAL, "sr_report_render: bad argument");
-    if (!out->max || out->max > SR_REPORT_MAX_BYTES)
-        out->max = SR_REPORT_MAX_BYTES;
-    sr_rw w = {out, 0, err};
+    sr_rw w = sr_report_writer(out, err);
     r->render(&w, run);
     return w.rc;
 }
 
-/* Writes `len` bytes to dir/name through a temporary file and a rename. */
-static int write_atomic(const char *dir, const char *name, const char *data, size_t len,
-                        sr_err *err)
+int sr_report_write_atomic(const char *dir, const char *name, const char *data, size_t len,
+                           sr_err *err)
 {
     char path[4096], tmp[4200];
     if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, name) >= sizeof(path))
@@ -114,7 +111,7 @@ int sr_report_write(const sr_run_result *run, const char *dir, unsigned which, s
         sr_err e = SR_ERR_INIT;
         int rc = sr_report_render(&b, run, reporters[i].bit, &e);
         if (!rc)
-            rc = write_atomic(dir, reporters[i].file, b.data ? b.data : "", b.len, &e);
+            rc = sr_report_write_atomic(dir, reporters[i].file, b.data ? b.data : "", b.len, &e);
         sr_buf_release(&b);
         if (rc && !first) {
             first = rc;

@@ -83,6 +83,29 @@ int sr_report_render(sr_buf *out, const sr_run_result *run, unsigned bit, sr_err
  */
 int sr_report_load(sr_run_result **out, const char *path, sr_err *err);
 
+/* The same from `len` bytes in memory; `name` prefixes messages (NULL: "<input>"). */
+int sr_report_load_mem(sr_run_result **out, const char *data, size_t len, const char *name,
+                       sr_err *err);
+
+/*
+ * Merges the shard runs of one run (`syncroll run` on N CI jobs, each with shard K/N) into a
+ * new run *out (the caller's, freed with sr_run_result_free): every scenario execution of every
+ * shard, copied, ordered round by round and then by file and id; the header of the first shard
+ * (version, git rev, run group, options, machine, command) with no shard of its own, the
+ * earliest start, the wall time from it to the latest end, and `merged_from` listing the
+ * shards' run ids in shard order; a shard that was partial makes the merge partial. A pure
+ * function: the shards are only read. `names[i]` (e.g. the folder) names shard i in messages.
+ *
+ * Errors, each naming the shards involved: SR_E_REPORT_RUN_MISMATCH (a run that is not a
+ * shard, or shards whose git rev, run group, selection options or shard count differ),
+ * SR_E_REPORT_SHARD_DUPLICATE (two inputs hold the same shard K), SR_E_REPORT_SCENARIO_TWICE
+ * (one scenario id and repeat in two shards), SR_E_INVAL, SR_E_NOMEM; *out is then NULL.
+ * SR_E_REPORT_SHARD_MISSING (shards of 1..N absent, each listed) is the one error with *out
+ * set: the merge of the shards present, marked partial ("shard 3/4 missing").
+ */
+int sr_report_merge(sr_run_result **out, const sr_run_result *const *shards,
+                    const char *const *names, size_t n, sr_err *err);
+
 /* One row of a latency table, in nanoseconds. */
 typedef struct sr_latency_row {
     uint64_t count, min, p50, p90, p99, p999, max;

@@ -252,6 +252,12 @@ static cJSON *header_json(jw *j, const sr_run_result *run)
     add_str(j, o, "version", h->version);
     add_str(j, o, "git_rev", h->git_rev);
     add_str(j, o, "run_id", h->run_id);
+    add_str(j, o, "run_group", h->run_group);
+    add_str(j, o, "selection", h->selection);
+    if (h->merged_from)
+        attach(j, o, "merged_from", strv(j, h->merged_from, h->n_merged_from));
+    else
+        add_str(j, o, "merged_from", NULL);
     add_str(j, o, "out_dir", h->out_dir);
     cJSON *m = chk(j, cJSON_CreateObject());
     add_str(j, m, "hostname", h->hostname);
@@ -271,6 +277,8 @@ static cJSON *header_json(jw *j, const sr_run_result *run)
     char sh[32];
     snprintf(sh, sizeof(sh), "%d/%d", h->shard_k, h->shard_n);
     add_str(j, op, "shard", h->shard_n ? sh : NULL);
+    add_str(j, op, "shard_source", h->shard_source);
+    add_str(j, op, "shard_detail", h->shard_detail);
     attach(j, op, "tags", strv(j, h->tags, h->n_tags));
     attach(j, op, "exclude_tags", strv(j, h->exclude_tags, h->n_exclude_tags));
     add_bool(j, op, "keep", h->keep);

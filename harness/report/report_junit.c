@@ -205,6 +205,15 @@ static void suite_properties(sr_rw *w, const sr_run_result *run)
     property(w, "      ", "version", h->version);
     property(w, "      ", "git_rev", h->git_rev);
     property(w, "      ", "command", h->command);
+    property(w, "      ", "run_group", h->run_group);
+    if (h->shard_n) {
+        snprintf(num, sizeof(num), "%d/%d", h->shard_k, h->shard_n);
+        property(w, "      ", "shard", num);
+    }
+    if (h->n_merged_from) {
+        snprintf(num, sizeof(num), "%zu", h->n_merged_from);
+        property(w, "      ", "merged_shards", num);
+    }
     if (h->has_seed) {
         snprintf(num, sizeof(num), "%llu", (unsigned long long)h->seed);
         property(w, "      ", "seed", num);

@@ -442,11 +442,38 @@ static void load_scenario(ld *l, const cJSON *o, sr_scenario_result *s)
     load_phases(l, o, s->phase);
 }
 
+/* "K/N" with decimal digits only and 1 <= K <= N <= 1000000 (the shard counts `run` takes). */
+static int parse_shard(const char *s, int *k, int *n)
+{
+    long v[2] = {0, 0};
+    int part = 0, digits = 0;
+    for (const char *p = s; *p; p++) {
+        if (*p == '/' && part == 0 && digits) {
+            part = 1;
+            digits = 0;
+        } else if (*p >= '0' && *p <= '9' && digits < 7) {
+            v[part] = v[part] * 10 + (*p - '0');
+            digits++;
+        } else {
+            return -1;
+        }
+    }
+    if (part != 1 || !digits || v[0] < 1 || v[0] > v[1] || v[1] > 1000000)
+        return -1;
+    *k = (int)v[0];
+    *n = (int)v[1];
+    return 0;
+}
+
 static void load_header(ld *l, const cJSON *o, sr_run_header *h)
 {
     str_owned(l, o, "version", &h->version);
     str_owned(l, o, "git_rev", &h->git_rev);
     str_owned(l, o, "run_id", &h->run_id);
+    str_owned(l, o, "run_group", &h->run_group);
+    str_owned(l, o, "selection", &h->selection);
+    if (get(o, "merged_from"))
+        strv(l, o, "merged_from", &h->merged_from, &h->n_merged_from);
     str_owned(l, o, "out_dir", &h->out_dir);
     const cJSON *m = get_typed(l, o, "machine", 0);
     str_owned(l, m, "hostname", &h->hostname);
@@ -462,8 +489,10 @@ static void load_header(ld *l, const cJSON *o, sr_run_header *h)
     h->until_fail = get_bool(l, op, "until_fail");
     char shard[32] = "";
     str_fixed(l, op, "shard", shard, sizeof(shard));
-    if (shard[0] && sscanf(shard, "%d/%d", &h->shard_k, &h->shard_n) != 2)
-        fail(l, get(op, "shard"), "'shard' must be \"K/N\"");
+    if (shard[0] && parse_shard(shard, &h->shard_k, &h->shard_n))
+        fail(l, get(op, "shard"), "'shard' must be \"K/N\" with 1 <= K <= N <= 1000000");
+    str_owned(l, op, "shard_source", &h->shard_source);
+    str_owned(l, op, "shard_detail", &h->shard_detail);
     strv(l, op, "tags", &h->tags, &h->n_tags);
     strv(l, op, "exclude_tags", &h->exclude_tags, &h->n_exclude_tags);
     h->keep = get_bool(l, op, "keep");
@@ -472,15 +501,9 @@ static void load_header(ld *l, const cJSON *o, sr_run_header *h)
     h->start_unix_ms = get_opt(l, t, "unix_ms");
 }
 
-int sr_report_load(sr_run_result **out, const char *path, sr_err *err)
+/* Builds the run of a parsed results.json; frees the document. */
+static int load_doc(sr_run_result **out, sr_json_doc *doc, sr_err *err)
 {
-    if (!out || !path)
-        return sr_err_set(err, SR_E_INVAL, "sr_report_load: no path");
-    *out = NULL;
-    sr_json_doc *doc = NULL;
-    int rc = sr_json_load_file(&doc, path, SR_REPORT_MAX_BYTES, err);
-    if (rc)
-        return rc;
     ld l = {doc, err, 0};
     const cJSON *root = sr_json_root(doc);
     int64_t schema = 0;
@@ -523,4 +546,25 @@ int sr_report_load(sr_run_result **out, const char *path, sr_err *err)
     sr_run_result_finish(run, wall);
     *out = run;
     return 0;
+}
+
+int sr_report_load(sr_run_result **out, const char *path, sr_err *err)
+{
+    if (!out || !path)
+        return sr_err_set(err, SR_E_INVAL, "sr_report_load: no path");
+    *out = NULL;
+    sr_json_doc *doc = NULL;
+    int rc = sr_json_load_file(&doc, path, SR_REPORT_MAX_BYTES, err);
+    return rc ? rc : load_doc(out, doc, err);
+}
+
+int sr_report_load_mem(sr_run_result **out, const char *data, size_t len, const char *name,
+                       sr_err *err)
+{
+    if (!out || (!data && len))
+        return sr_err_set(err, SR_E_INVAL, "sr_report_load_mem: no data");
+    *out = NULL;
+    sr_json_doc *doc = NULL;
+    int rc = sr_json_parse(&doc, data ? data : "", len, name, SR_REPORT_MAX_BYTES, err);
+    return rc ? rc : load_doc(out, doc, err);
 }

@@ -52,6 +52,16 @@ void sr_report_json(sr_rw *w, const sr_run_result *run);
 void sr_report_junit(sr_rw *w, const sr_run_result *run);
 void sr_report_html(sr_rw *w, const sr_run_result *run);
 
+/* Writes `len` bytes to dir/name through a temporary file in dir and a rename (SR_E_IO). */
+int sr_report_write_atomic(const char *dir, const char *name, const char *data, size_t len,
+                           sr_err *err);
+
+/* Caps `out` at SR_REPORT_MAX_BYTES unless it has a smaller maximum; returns a writer on it. */
+sr_rw sr_report_writer(sr_buf *out, sr_err *err);
+
+/* The style sheet of report.html and history.html (inline CSS, no external reference). */
+const char *sr_report_css(void);
+
 /* HTML pieces drawn in report_svg.c. */
 void sr_report_svg_hist(sr_rw *w, const sr_hist *h, const char *title);
 void sr_report_svg_timeline(sr_rw *w, const sr_run_result *run);

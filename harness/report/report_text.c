@@ -25,6 +25,26 @@ static void header(sr_rw *w, const sr_run_result *run)
     sr_rw_utf8(w, h->command ? h->command : "?");
     if (h->has_seed)
         sr_rw_printf(w, "\nseed: %llu (every scenario)", (unsigned long long)h->seed);
+    if (h->shard_n) {
+        sr_rw_printf(w, "\nshard: %d/%d from ", h->shard_k, h->shard_n);
+        sr_rw_utf8(w, h->shard_source ? h->shard_source : "?");
+        if (h->shard_detail) {
+            sr_rw_puts(w, " (");
+            sr_rw_utf8(w, h->shard_detail);
+            sr_rw_puts(w, ")");
+        }
+    }
+    if (h->n_merged_from) {
+        sr_rw_printf(w, "\nmerged from %zu shards:", h->n_merged_from);
+        for (size_t i = 0; i < h->n_merged_from; i++) {
+            sr_rw_puts(w, " ");
+            sr_rw_utf8(w, h->merged_from[i]);
+        }
+    }
+    if (h->run_group) {
+        sr_rw_puts(w, "\nrun group: ");
+        sr_rw_utf8(w, h->run_group);
+    }
     if (run->partial) {
         sr_rw_puts(w, "\nPARTIAL RUN: ");
         sr_rw_utf8(w, run->partial_reason ? run->partial_reason : "the run did not finish");

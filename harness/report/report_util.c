@@ -350,3 +350,50 @@ void sr_report_latency(sr_latency_row *out, const sr_hist *h)
     out->max = sr_hist_max(h);
     out->mean = sr_hist_mean(h);
 }
+
+static const char css[] =
+    "body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;margin:24px 32px;"
+    "color:#1d232a;background:#fff;max-width:1200px}\n"
+    "h1{font-size:21px;margin:0 0 6px}h2{font-size:16px;margin:30px 0 10px;padding-bottom:4px;"
+    "border-bottom:1px solid #dde2e8}h3{font-size:14px;margin:0 0 6px}\n"
+    ".meta{color:#5b6670;font-size:12px;margin:2px 0}\n"
+    ".badge{display:inline-block;padding:2px 9px;border-radius:10px;font-weight:600;"
+    "font-size:12px}\n"
+    ".big{font-size:14px;padding:4px 12px;margin:8px 8px 8px 0}\n"
+    ".pass{background:#e3f4e8;color:#17692f}.fail{background:#fde4e4;color:#a4161a}"
+    ".error{background:#f6e3f7;color:#7a1f84}.skip{background:#fff3d6;color:#8a5a00}\n"
+    ".interrupted{background:#ffe1c2;color:#8a3b00}\n"
+    ".partial{border:2px solid #c25400;background:#fff0e0;color:#6b2c00;padding:10px 14px;"
+    "border-radius:6px;font-weight:600}\n"
+    "table{border-collapse:collapse;font-size:13px;margin:4px 0}th,td{padding:4px 10px;"
+    "border-bottom:1px solid #eceff3;text-align:left;vertical-align:top}th{background:#f5f7f9;"
+    "font-weight:600}td.n,th.n{text-align:right;font-variant-numeric:tabular-nums;white-space:"
+    "nowrap}\n"
+    "code,pre{font:12px ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}"
+    "code{background:#f2f4f7;padding:1px 4px;border-radius:3px}\n"
+    "pre{background:#f5f7f9;padding:8px 10px;white-space:pre-wrap;word-break:break-all;"
+    "margin:6px 0}\n"
+    ".failure{border-left:4px solid #a4161a;padding:6px 14px;margin:14px 0;background:#fffafa}"
+    ".failure.error{border-left-color:#7a1f84;background:#fffaff;color:inherit}\n"
+    ".charts{display:flex;flex-wrap:wrap;gap:14px}"
+    ".charts svg{border:1px solid #eceff3;border-radius:4px}\n"
+    "svg text{font:11px system-ui,sans-serif;fill:#3b4650}svg .ct{font-weight:600;fill:#1d232a}"
+    "svg .ax{stroke:#9aa5b1;stroke-width:1}svg .bar{fill:#4c78a8}"
+    "svg .mk{stroke:#e45756;stroke-dasharray:3 2}svg .mkt{fill:#c0392b}"
+    "svg .err{stroke:#a4161a;stroke-width:2}\n"
+    "svg .bg-pass{fill:#f1f8f3}svg .bg-fail{fill:#fdf0f0}svg .bg-error{fill:#f9f0fa}"
+    "svg .bg-skip{fill:#fff9ea}\n"
+    "a{color:#1f5fa8}footer{margin-top:36px;color:#8a949e;font-size:12px}\n";
+
+const char *sr_report_css(void)
+{
+    return css;
+}
+
+sr_rw sr_report_writer(sr_buf *out, sr_err *err)
+{
+    if (!out->max || out->max > SR_REPORT_MAX_BYTES)
+        out->max = SR_REPORT_MAX_BYTES;
+    sr_rw w = {out, 0, err};
+    return w;
+}

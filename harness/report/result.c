@@ -108,6 +108,11 @@ void sr_run_result_free(sr_run_result *run)
     free(h->command);
     free_strv(h->tags, h->n_tags);
     free_strv(h->exclude_tags, h->n_exclude_tags);
+    free(h->shard_source);
+    free(h->shard_detail);
+    free(h->run_group);
+    free(h->selection);
+    free_strv(h->merged_from, h->n_merged_from);
     for (size_t i = 0; i < run->n_scenarios; i++)
         scenario_free(run->scenarios[i]);
     free(run->scenarios);
@@ -143,6 +148,91 @@ int sr_run_result_add_scenario(sr_scenario_result **out, sr_run_result *run, sr_
     s->expect_verdict = SR_VERDICT_PASS;
     run->scenarios[run->n_scenarios++] = s;
     *out = s;
+    return 0;
+}
+
+/* A copy of n items of `size` bytes (NULL when n is 0); -1 when out of memory. */
+static int dup_items(void *dst, const void *src, size_t n, size_t size)
+{
+    void *c = NULL;
+    if (n && src && !(c = malloc(n * size)))
+        return -1;
+    if (c)
+        memcpy(c, src, n * size);
+    *(void **)dst = c;
+    return 0;
+}
+
+static int dup_strv(char ***dst, size_t *dn, char *const *src, size_t n)
+{
+    *dn = 0;
+    if (!(*dst = calloc(n + 1, sizeof(char *))))
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        if (sr_result_set_str(&(*dst)[(*dn)++], src[i], NULL))
+            return -1;
+    return 0;
+}
+
+/* Copies everything of src but its lock and histograms into the fresh entry d. */
+static int copy_members(sr_scenario_result *d, const sr_scenario_result *src)
+{
+    int bad =
+        sr_result_set_str(&d->id, src->id, NULL) || sr_result_set_str(&d->file, src->file, NULL) ||
+        sr_result_set_str(&d->expanded, src->expanded, NULL) ||
+        sr_result_set_str(&d->artifacts, src->artifacts, NULL) ||
+        sr_result_set_str(&d->repro, src->repro, NULL) ||
+        sr_result_set_str(&d->description, src->description, NULL) ||
+        dup_strv(&d->tags, &d->n_tags, src->tags, src->n_tags) ||
+        dup_strv(&d->expect_checks, &d->n_expect_checks, src->expect_checks, src->n_expect_checks);
+    d->seed = src->seed;
+    d->repeat = src->repeat;
+    d->external = src->external;
+    d->verdict = src->verdict;
+    memcpy(d->reason, src->reason, sizeof(d->reason));
+    d->expect_verdict = src->expect_verdict;
+    d->checks_dropped = src->checks_dropped;
+    d->start_ms = src->start_ms;
+    d->wall_ms = src->wall_ms;
+    d->counters = src->counters;
+    bad = bad || dup_items(&d->checks, src->checks, src->n_checks, sizeof(sr_check));
+    d->n_checks = bad ? 0 : src->n_checks;
+    bad = bad || dup_items(&d->fired, src->fired, src->n_fired, sizeof(sr_check_count));
+    d->n_fired = bad ? 0 : src->n_fired;
+    bad = bad || dup_items(&d->fired_classes, src->fired_classes, src->n_fired_classes,
+                           sizeof(sr_check_count));
+    d->n_fired_classes = bad ? 0 : src->n_fired_classes;
+    bad = bad || dup_items(&d->skipped, src->skipped, src->n_skipped, sizeof(sr_skipped_check));
+    d->n_skipped = bad ? 0 : src->n_skipped;
+    bad = bad || dup_items(&d->steps, src->steps, src->n_steps, sizeof(sr_step_timing));
+    d->n_steps = bad ? 0 : src->n_steps;
+    if (bad || (src->n_engines && !(d->engines = calloc(src->n_engines, sizeof(sr_engine_run)))))
+        return -1;
+    for (size_t i = 0; i < src->n_engines; i++, d->n_engines++) {
+        sr_engine_run *e = &d->engines[i];
+        const sr_engine_run *f = &src->engines[i];
+        e->index = f->index;
+        e->pid = f->pid;
+        if (sr_result_set_str(&e->url, f->url, NULL) || sr_result_set_str(&e->log, f->log, NULL) ||
+            sr_result_set_str(&e->exit, f->exit, NULL))
+            return -1;
+    }
+    return 0;
+}
+
+int sr_run_result_add_copy(sr_scenario_result **out, sr_run_result *run,
+                           const sr_scenario_result *src, sr_err *err)
+{
+    sr_scenario_result *d;
+    int rc = sr_run_result_add_scenario(&d, run, err);
+    if (rc)
+        return rc;
+    *out = d;
+    if (copy_members(d, src))
+        return sr_err_set(err, SR_E_NOMEM, "cannot copy scenario result '%s'",
+                          src->id ? src->id : "?");
+    for (int p = 0; p < SR_PHASE_COUNT; p++)
+        sr_hist_merge(d->phase[p], src->phase[p]);
     return 0;
 }
 

@@ -229,6 +229,12 @@ typedef struct sr_run_header {
     int until_fail; /* --until-fail */
     int shard_k;    /* --shard K/N (1-based K), 0/0 when not sharded */
     int shard_n;
+    char *shard_source; /* "option", "buildkite", "kubernetes", "gitlab", "circleci"; NULL */
+    char *shard_detail; /* what was read, e.g. "CI_NODE_INDEX=2 CI_NODE_TOTAL=4"; NULL */
+    char *run_group;    /* what makes shards one run (--run-group, or derived); NULL unknown */
+    char *selection;    /* the options that select and run scenarios, canonically; NULL */
+    char **merged_from; /* run ids of the shards a merged run came from (report --merge) */
+    size_t n_merged_from;
     char **tags; /* --tag (any of) */
     size_t n_tags;
     char **exclude_tags;
@@ -266,6 +272,14 @@ int sr_result_set_str(char **dst, const char *s, sr_err *err);
  * returns it in *out (borrowed from the run).
  */
 int sr_run_result_add_scenario(sr_scenario_result **out, sr_run_result *run, sr_err *err);
+
+/*
+ * Appends a deep copy of `src` (from another run: strings, checks, counts, steps, engines and
+ * histograms) and returns it in *out (borrowed from `run`). The copy is for reading: reporting
+ * or merging. On SR_E_NOMEM the entry stays in `run`, partly filled, and is freed with it.
+ */
+int sr_run_result_add_copy(sr_scenario_result **out, sr_run_result *run,
+                           const sr_scenario_result *src, sr_err *err);
 
 /*
  * Records a fired check (locks the entry). `classification` may be NULL or "". `where` may be

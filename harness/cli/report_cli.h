@@ -1,0 +1,21 @@
+/* Private to cli/report*.c: loading run folders, and the --merge and --history modes. */
+#ifndef SR_CLI_REPORT_CLI_H
+#define SR_CLI_REPORT_CLI_H
+
+#include <stddef.h>
+
+#include "report/result.h"
+
+/*
+ * Loads RUN_DIR/results.json (or `arg` itself when it names a file) into *out; `dir` receives
+ * the run folder. Returns 0, or -1 after printing "syncroll report: <message> [<error name>]".
+ */
+int sr_report_cli_load(sr_run_result **out, const char *arg, char *dir, size_t dcap);
+
+/* `syncroll report --merge OUT RUN_DIR...` (arguments after --merge); the exit status. */
+int sr_report_cli_merge(int argc, char **argv);
+
+/* `syncroll report --history DIR [--last N] [--out OUT_DIR]` (after --history). */
+int sr_report_cli_history(int argc, char **argv);
+
+#endif /* SR_CLI_REPORT_CLI_H */
