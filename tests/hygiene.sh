@@ -2,7 +2,7 @@
 # Issue #21 items 6-9, 11 and 14 through the executable: FIFOs are refused (never waited for),
 # an escaped NUL never cuts a name or dtype, output built from untrusted bytes is escaped,
 # report.html links only to paths inside the run folder, messages name the real problem, and
-# lint estimates a scenario's memory.
+# lint and run estimate a scenario's memory.
 . "$(dirname "$0")/lib.sh"
 
 B=$SRC/fixtures/bodies
@@ -118,5 +118,27 @@ expect_out 0 'memory estimate: at most [0-9]+ MiB \(example-minimal\)' \
     "lint --force accepts it and prints the estimate" "$S" lint --force "$tmp/big.json"
 expect_out 0 'memory estimate: at most [0-9]+ MiB' "lint prints the estimate of a small scenario" \
     "$S" lint "$MIN"
+# run applies the same check before anything starts: no run folder, no engine.
+expect_out 2 'big.json: estimated memory [0-9]+ MiB exceeds .*--force to run anyway \[resource.memory_estimate\]' \
+    "run refuses 64 engines x 1 GiB of weights" "$S" run --out "$tmp/runs14" "$tmp/big.json"
+[ -e "$tmp/runs14" ] && bad "run made a run folder for a refused scenario" ||
+    ok "run refused it before making a run folder"
+# run --force runs one: max_body_bytes (a limit, not an allocation) makes the estimate exceed
+# the machine's memory with as few engines as it takes, each holding 1 MiB of weights.
+mib=$(printf '%s\n' "$OUT" | sed -n "s/.*exceeds the machine's \([0-9]*\) MiB.*/\1/p")
+[ -n "$mib" ] || die "no machine memory in: $OUT"
+# One engine counts 3 x 1 MiB + 4096 MiB + 32 MiB; the trainer 3 MiB + 64 MiB.
+n=$((mib / 4131 + 1))
+if [ "$n" -gt 64 ]; then
+    bad "this machine's $mib MiB are beyond what 64 engines' max_body_bytes can exceed"
+else
+    sed "s/\"tags\"/\"engines\": {\"count\": $n, \"server\": {\"max_body_bytes\": 4294967296}}, \"tags\"/" \
+        "$MIN" >"$tmp/wide.json"
+    expect_out 2 'wide.json: estimated memory .*\[resource.memory_estimate\]' \
+        "run refuses $n engines with a 4 GiB max_body_bytes each" \
+        "$S" run --out "$tmp/runs14" "$tmp/wide.json"
+    expect_out 0 '1 passed, 0 failed' "run --force runs it" \
+        "$S" run --force --out "$tmp/runs14" "$tmp/wide.json"
+fi
 
 finish

@@ -18,6 +18,7 @@ typedef struct run_args {
     int has_seed;
     uint64_t seed;
     int jobs, repeat, has_repeat, until_fail, keep;
+    int force; /* --force: run scenarios beyond the machine's memory (sr_scenario_memory_check) */
     int64_t duration_ms;  /* --duration: every scenario's soak.duration_ms; 0: as the files say */
     int shard_k, shard_n; /* 0/0: no sharding */
     size_t max_scenario_bytes; /* --max-scenario-bytes; 0: SR_SCN_MAX_FILE (4 MiB) */

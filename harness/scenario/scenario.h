@@ -287,6 +287,14 @@ uint64_t sr_scenario_memory_estimate(const sr_scenario *s);
 /* The machine's physical memory in bytes (sysconf _SC_PHYS_PAGES x _SC_PAGESIZE); 0 unknown. */
 uint64_t sr_scenario_machine_memory(void);
 
+/*
+ * The check of `syncroll lint` and `syncroll run` (both refuse unless --force): 0 when the
+ * estimate fits in `machine` bytes (0: unknown, nothing is refused); otherwise
+ * SR_E_TOO_MUCH_MEMORY "<path>: estimated memory <E> MiB exceeds the machine's <M> MiB
+ * (<n> engine(s) with <W> MiB of weights and a <B> MiB max_body_bytes each)".
+ */
+int sr_scenario_memory_check(const sr_scenario *s, uint64_t machine, sr_err *err);
+
 /* The expanded scenario as JSON text (appended to b). */
 int sr_scenario_expanded_json(sr_buf *b, const sr_scenario *s, sr_err *err);
 
