@@ -18,6 +18,11 @@ expect_out 2 'check-body: io.not_regular_file: .*fifo: not a regular file' \
     "check-body refuses a FIFO" timeout 10 "$S" check-body "$tmp/fifo"
 expect_out 2 'serve: io.not_regular_file' "serve refuses a FIFO" \
     timeout 10 "$S" serve "$tmp/fifo"
+expect_out 2 'check-body: io.not_regular_file: .*fifo: not a regular file \(a FIFO\)' \
+    "check-body refuses a FIFO as --field-registry" \
+    timeout 10 "$S" check-body --field-registry "$tmp/fifo" "$B/both_fields.body"
+expect_out 2 'validate-field: io.not_regular_file: .*fifo: not a regular file \(a FIFO\)' \
+    "validate-field refuses a FIFO" timeout 10 "$S" validate-field "$tmp/fifo"
 
 # --- 6: \u0000 in a scenario id, a scenario key and a body's dtype. ---
 sed 's/"id": *"[^"]*"/"id": "ok\\u0000..\/..\/x"/' "$MIN" >"$tmp/nul-id.json"
