@@ -28,8 +28,8 @@
  * longer than its read buffer (32 KiB per connection) with 500.
  *
  * The sync_dir of /fetch_weights and /update_weights must resolve (realpath, so neither `..` nor
- * a symlink escapes) inside a folder of cfg->sync_dirs (SR_ENGINE_DEFAULT_SYNC_ROOT when null);
- * any other is answered 403 engine.forbidden_path and nothing is created (weights.c).
+ * a symlink escapes) inside a folder of cfg->sync_dirs (none when the config names none); any
+ * other is answered 403 engine.forbidden_path and nothing is created (weights.c).
  *
  * Nothing blocks a worker thread: waits (latency faults, simulated decode time, pauses, stalls,
  * dribbling) suspend the connection, and a scheduler thread resumes it at its deadline. Keep-mode
