@@ -499,7 +499,7 @@ static void bench_harness(const sr_scenario *s, const char *syncroll, const char
     char cfg[600];
     snprintf(cfg, sizeof(cfg), "%s/engine.json", tmp);
     sr_err e = SR_ERR_INIT;
-    if (sr_scenario_write_engine(s, cfg, &e))
+    if (sr_scenario_write_engine(s, cfg, NULL, &e))
         die("engine config", &e);
     int ne = s->engine.count;
     sr_proc ps[8];

@@ -37,9 +37,11 @@ static const char *BIG_CFG =
     "{\"seed\":5,\"model\":{\"layers\":4,\"experts\":8,\"topk\":2,\"vocab\":256},"
     "\"weights\":{\"total_bytes\":1073741824,\"expert_tensors\":8},"
     "\"server\":{\"threads\":4,\"max_body_bytes\":268435456}}";
-static const char *SMALL_CFG =
+/* %s: the sync folder, the only one the engine may write (server.sync_dirs). */
+static const char *SMALL_CFG_FMT =
     "{\"seed\":5,\"model\":{\"layers\":40,\"experts\":8,\"topk\":2,\"vocab\":256},"
-    "\"weights\":{\"total_bytes\":1048576,\"expert_tensors\":8},\"server\":{\"threads\":4}}";
+    "\"weights\":{\"total_bytes\":1048576,\"expert_tensors\":8},"
+    "\"server\":{\"threads\":4,\"sync_dirs\":[\"%s\"]}}";
 
 typedef struct engine {
     sr_proc p;
@@ -170,11 +172,12 @@ static void bench_broadcast(const bench_stats *base, int reps)
 static void bench_overhead(sr_sync_transport t, int fsync, const char *name, int reps)
 {
     engine g;
-    engine_start(&g, SMALL_CFG);
-    char dir[64];
+    char dir[64], cfg[512];
     snprintf(dir, sizeof(dir), "/tmp/bench-sync-dir-XXXXXX");
     if (!mkdtemp(dir))
         die("mkdtemp", NULL);
+    snprintf(cfg, sizeof(cfg), SMALL_CFG_FMT, dir);
+    engine_start(&g, cfg);
     sr_sync_opts o = SR_SYNC_OPTS_INIT;
     o.transport = t;
     o.sync_dir = dir;

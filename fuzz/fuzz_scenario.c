@@ -25,7 +25,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char exp[64], eng[64];
     snprintf(exp, sizeof(exp), "/tmp/fuzz_scenario.%d.json", (int)getpid());
     snprintf(eng, sizeof(eng), "/tmp/fuzz_scenario.%d.engine.json", (int)getpid());
-    if (sr_scenario_write_expanded(s, exp, &e) || sr_scenario_write_engine(s, eng, &e)) {
+    if (sr_scenario_write_expanded(s, exp, &e) || sr_scenario_write_engine(s, eng, NULL, &e)) {
         fprintf(stderr, "write failed: %s: %s\n", sr_code_name(e.code), e.msg);
         abort();
     }

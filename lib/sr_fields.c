@@ -1,10 +1,10 @@
 #include "sr_fields.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "sr_buf.h"
 #include "sr_intarray.h"
 #include "sr_json.h"
 
@@ -307,25 +307,10 @@ int sr_fields_load_json(sr_fields *f, const char *text, size_t len, const char *
 
 int sr_fields_load_file(sr_fields *f, const char *path, sr_err *err)
 {
-    FILE *fp = fopen(path, "rb");
-    if (!fp)
-        return sr_err_set(err, SR_E_IO, "%s: cannot open: %s", path, strerror(errno));
-    size_t cap = (1u << 20) + 1;
-    char *buf = malloc(cap);
-    if (!buf) {
-        fclose(fp);
-        return sr_err_set(err, SR_E_NOMEM, "%s: cannot allocate a read buffer", path);
-    }
-    size_t n = fread(buf, 1, cap, fp);
-    int bad = ferror(fp);
-    fclose(fp);
-    int rc;
-    if (bad)
-        rc = sr_err_set(err, SR_E_IO, "%s: read error", path);
-    else if (n == cap)
-        rc = sr_err_set(err, SR_E_FIELD_DEF, "%s: larger than 1 MiB", path);
-    else
-        rc = sr_fields_load_json(f, buf, n, path, err);
-    free(buf);
+    sr_buf b = SR_BUF_INIT;
+    int rc = sr_buf_read_file(&b, path, SR_FIELDS_MAX_FILE, err);
+    if (!rc)
+        rc = sr_fields_load_json(f, b.data, b.len, path, err);
+    sr_buf_release(&b);
     return rc;
 }

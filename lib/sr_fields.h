@@ -89,7 +89,15 @@ int sr_fields_add(sr_fields *f, const sr_field_def *def, sr_err *err);
 int sr_fields_load_json(sr_fields *f, const char *text, size_t len, const char *source,
                         sr_err *err);
 
-/* Reads a file and calls sr_fields_load_json (1 MiB at most). */
+/* The largest registry file sr_fields_load_file reads. */
+#define SR_FIELDS_MAX_FILE ((size_t)1 << 20)
+
+/*
+ * Reads the file at `path` with sr_buf_read_file (never blocking: a FIFO, device or directory is
+ * SR_E_NOT_REGULAR before a byte is read) and calls sr_fields_load_json. Errors beyond
+ * sr_fields_load_json's: SR_E_IO (cannot open or read, with the OS reason), SR_E_NOT_REGULAR,
+ * SR_E_LIMIT past SR_FIELDS_MAX_FILE bytes, SR_E_NOMEM.
+ */
 int sr_fields_load_file(sr_fields *f, const char *path, sr_err *err);
 
 /*

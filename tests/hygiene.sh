@@ -2,22 +2,28 @@
 # Issue #21 items 6-9, 11 and 14 through the executable: FIFOs are refused (never waited for),
 # an escaped NUL never cuts a name or dtype, output built from untrusted bytes is escaped,
 # report.html links only to paths inside the run folder, messages name the real problem, and
-# lint estimates a scenario's memory.
+# lint and run estimate a scenario's memory.
 . "$(dirname "$0")/lib.sh"
 
 B=$SRC/fixtures/bodies
 MIN=$SRC/scenarios/examples/minimal.json
 
-# --- 9: a FIFO with no writer; `timeout` turns a regression (a hang) into a failure. ---
+# --- 9: a FIFO with no writer; `timeout` turns a regression (a hang) into a failure (-k: the old
+# serve did not even stop on SIGTERM). ---
 mkfifo "$tmp/fifo" || die "mkfifo"
 expect_out 2 'not a regular file \(a FIFO\) \[io.not_regular_file\]' "lint refuses a FIFO" \
-    timeout 10 "$S" lint "$tmp/fifo"
+    timeout -k 2 10 "$S" lint "$tmp/fifo"
 expect_out 2 'io.not_regular_file' "run refuses a FIFO" \
-    timeout 10 "$S" run --out "$tmp/runs" "$tmp/fifo"
+    timeout -k 2 10 "$S" run --out "$tmp/runs" "$tmp/fifo"
 expect_out 2 'check-body: io.not_regular_file: .*fifo: not a regular file' \
-    "check-body refuses a FIFO" timeout 10 "$S" check-body "$tmp/fifo"
+    "check-body refuses a FIFO" timeout -k 2 10 "$S" check-body "$tmp/fifo"
 expect_out 2 'serve: io.not_regular_file' "serve refuses a FIFO" \
-    timeout 10 "$S" serve "$tmp/fifo"
+    timeout -k 2 10 "$S" serve "$tmp/fifo"
+expect_out 2 'check-body: io.not_regular_file: .*fifo: not a regular file \(a FIFO\)' \
+    "check-body refuses a FIFO as --field-registry" \
+    timeout -k 2 10 "$S" check-body --field-registry "$tmp/fifo" "$B/both_fields.body"
+expect_out 2 'validate-field: io.not_regular_file: .*fifo: not a regular file \(a FIFO\)' \
+    "validate-field refuses a FIFO" timeout -k 2 10 "$S" validate-field "$tmp/fifo"
 
 # --- 6: \u0000 in a scenario id, a scenario key and a body's dtype. ---
 sed 's/"id": *"[^"]*"/"id": "ok\\u0000..\/..\/x"/' "$MIN" >"$tmp/nul-id.json"
@@ -118,5 +124,25 @@ expect_out 0 'memory estimate: at most [0-9]+ MiB \(example-minimal\)' \
     "lint --force accepts it and prints the estimate" "$S" lint --force "$tmp/big.json"
 expect_out 0 'memory estimate: at most [0-9]+ MiB' "lint prints the estimate of a small scenario" \
     "$S" lint "$MIN"
+# run applies the same check before anything starts. Its scenario must be cheap to run should
+# the check regress (a refused 64 x 1 GiB scenario would allocate them): max_body_bytes, a
+# limit rather than an allocation, makes the estimate exceed the machine's memory with as few
+# engines as it takes, each holding 1 MiB of weights. One engine counts 3 x 1 MiB + 4096 MiB +
+# 32 MiB, the trainer 3 MiB + 64 MiB.
+mib=$(($(getconf _PHYS_PAGES) / 1024 * $(getconf PAGESIZE) / 1024))
+n=$((mib / 4131 + 1))
+if [ "$n" -gt 64 ]; then
+    bad "this machine's $mib MiB are beyond what 64 engines' max_body_bytes can exceed"
+else
+    sed "s/\"tags\"/\"engines\": {\"count\": $n, \"server\": {\"max_body_bytes\": 4294967296}}, \"tags\"/" \
+        "$MIN" >"$tmp/wide.json"
+    expect_out 2 'wide.json: estimated memory [0-9]+ MiB exceeds .*--force to run anyway \[resource.memory_estimate\]' \
+        "run refuses $n engines with a 4 GiB max_body_bytes each" \
+        "$S" run --out "$tmp/runs14" "$tmp/wide.json"
+    [ -e "$tmp/runs14" ] && bad "run made a run folder for a refused scenario" ||
+        ok "run refused it before making a run folder"
+    expect_out 0 '1 passed, 0 failed' "run --force runs it" \
+        "$S" run --force --out "$tmp/runs14" "$tmp/wide.json"
+fi
 
 finish

@@ -34,15 +34,34 @@ static inline int sfx_rm(const char *p, const struct stat *st, int flag, struct 
     return remove(p);
 }
 
-/* n engines of config `json`, and an orchestrator with `opts` (NULL: defaults) over them. */
+/* The engine config `json` (shape 1) with server.sync_dirs set to [dir] (free()). */
+static inline char *sfx_config_for(const char *json, const char *dir)
+{
+    cJSON *d = cJSON_Parse(json);
+    ck_assert_ptr_nonnull(d);
+    cJSON *sv = cJSON_GetObjectItemCaseSensitive(d, "server");
+    if (!sv)
+        sv = cJSON_AddObjectToObject(d, "server");
+    cJSON_DeleteItemFromObjectCaseSensitive(sv, "sync_dirs");
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(sv, "sync_dirs"), cJSON_CreateString(dir));
+    char *out = cJSON_PrintUnformatted(d);
+    cJSON_Delete(d);
+    ck_assert_ptr_nonnull(out);
+    return out;
+}
+
+/* n engines of config `json`, which may write only under the fixture's temporary sync folder
+ * (server.sync_dirs is set to it), and an orchestrator with `opts` (NULL: defaults) over them. */
 static inline void sfx_start(sfx *x, size_t n, const char *json, sr_sync_transport t,
                              const sr_sync_opts *opts)
 {
     memset(x, 0, sizeof(*x));
-    fx_start(&x->f, n, json, NULL);
-    fx_model_load(&x->m, json);
     snprintf(x->dir, sizeof(x->dir), "/tmp/sr-sync-test-XXXXXX");
     ck_assert_ptr_nonnull(mkdtemp(x->dir));
+    char *cfg = sfx_config_for(json, x->dir);
+    fx_start(&x->f, n, cfg, NULL);
+    fx_model_load(&x->m, cfg);
+    cJSON_free(cfg);
     sr_sync_opts o = SR_SYNC_OPTS_INIT;
     if (opts)
         o = *opts;

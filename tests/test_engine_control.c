@@ -201,7 +201,7 @@ static void expect_status(const eng *e, const char *method, const char *path, co
 START_TEST(test_control_endpoints)
 {
     eng e;
-    eng_start(&e, "{\"id\":\"k\",\"server\":{\"world_size\":4}}");
+    eng_start(&e, "{\"id\":\"k\",\"server\":{\"world_size\":4,\"sync_dirs\":[\"/tmp\"]}}");
     expect_status(&e, "GET", "/health", NULL, 200, NULL);
     expect_status(&e, "GET", "/get_world_size", NULL, 200, "{\"world_size\":4}");
     expect_status(&e, "POST", "/sleep?level=2&tags=weights", "", 200, NULL);

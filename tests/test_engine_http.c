@@ -119,39 +119,82 @@ START_TEST(sync_dir_outside_sync_dirs_is_forbidden)
     snprintf(rx, sizeof(rx), "%s/receiver-h", allowed);
     ck_assert_msg(exists(rx), "%s was not created", rx);
     eng_stop(&e);
-    /* Without sync_dirs the engine keeps to the default root (/tmp). */
-    eng_start(&e, "{\"id\":\"d\"}");
-    expect_http(&e, "POST", "/fetch_weights", "{\"target_version\":1,\"sync_dir\":\"/etc\"}", 403,
-                "default /tmp");
-    eng_stop(&e);
     char cmd[256];
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", base);
     ck_assert_int_eq(system(cmd), 0);
 }
 END_TEST
 
-/* `syncroll run` gives its engines the run's sync folder: the config it writes beside engine.json
- * names <folder>/sync (absolute) and, as the scenario sets none, the default root. */
-START_TEST(run_engine_config_names_the_run_sync_dir)
+/* An engine whose config names no folder (no server.sync_dirs key, null or []) writes nowhere:
+ * a fetch_weights or update_weights into a folder under /tmp, or /tmp itself, is 403
+ * engine.forbidden_path and creates nothing. Before, such an engine could write anywhere under
+ * /tmp (the default root). */
+START_TEST(engine_without_sync_dirs_writes_nowhere)
 {
-    static const char doc[] =
+    static const char *const cfgs[] = {"{\"id\":\"d\"}",
+                                       "{\"id\":\"d\",\"server\":{\"sync_dirs\":null}}",
+                                       "{\"id\":\"d\",\"server\":{\"sync_dirs\":[]}}"};
+    char dir[] = "/tmp/sr-http-none-XXXXXX", body[256], rx[128];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(rx, sizeof(rx), "%s/receiver-d", dir);
+    for (size_t i = 0; i < sizeof(cfgs) / sizeof(cfgs[0]); i++) {
+        eng e;
+        eng_start(&e, cfgs[i]);
+        const char *dirs[] = {dir, "/tmp"};
+        for (size_t j = 0; j < 2; j++) {
+            snprintf(body, sizeof(body), "{\"target_version\":1,\"sync_dir\":\"%s\"}", dirs[j]);
+            expect_http(&e, "POST", "/fetch_weights", body, 403,
+                        "\"check\":\"engine.forbidden_path\"");
+            snprintf(body, sizeof(body),
+                     "{\"update_info\":{\"target_version\":1,\"version\":1,\"sync_dir\":\"%s\"}}",
+                     dirs[j]);
+            expect_http(&e, "POST", "/update_weights", body, 403, "server.sync_dirs names none");
+        }
+        ck_assert_msg(!exists(rx), "%s was created (config %s)", rx, cfgs[i]);
+        /* The synthetic update, which names no folder, still works. */
+        expect_http(&e, "POST", "/update_weights",
+                    "{\"update_info\":{\"target_version\":1,\"version\":1}}", 200, NULL);
+        eng_stop(&e);
+    }
+    ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
+/* The engine config `syncroll run` writes names exactly the scenario's sync_dirs and then the
+ * folder the runner gives (the run's sync folder); nothing else, /tmp included. A folder that is
+ * not absolute, or a ninth one, is refused by name. */
+START_TEST(run_engine_config_names_only_the_given_sync_dirs)
+{
+    static const char plain[] =
         "{\"id\":\"s\",\"description\":\"d\",\"steps\":[{\"kind\":\"rollout\"}]}";
-    sr_scenario *s = NULL;
-    sr_err err = SR_ERR_INIT;
-    ck_assert_sr_ok(sr_scenario_parse(&s, doc, sizeof(doc) - 1, "s.json", &err), err);
+    static const char named[] =
+        "{\"id\":\"s\",\"description\":\"d\",\"steps\":[{\"kind\":"
+        "\"rollout\"}],\"engines\":{\"server\":{\"sync_dirs\":[\"/data/a\"]}}}";
     char dir[] = "/tmp/sr-http-run-XXXXXX", path[128], want[160];
     ck_assert_ptr_nonnull(mkdtemp(dir));
     snprintf(path, sizeof(path), "%s/engine.json", dir);
-    ck_assert_sr_ok(sr_scenario_write_engine(s, path, &err), err);
-    sr_engine_config c;
-    ck_assert_sr_ok(sr_engine_config_load(&c, path, 0, &err), err);
     snprintf(want, sizeof(want), "%s/sync", dir);
-    ck_assert_int_eq(c.sync_dirs_set, 1);
-    ck_assert_int_eq(c.n_sync_dirs, 2);
-    ck_assert_str_eq(c.sync_dirs[0], "/tmp");
-    ck_assert_str_eq(c.sync_dirs[1], want);
-    sr_engine_config_release(&c);
-    sr_scenario_free(s);
+    sr_err err = SR_ERR_INIT;
+    for (int k = 0; k < 2; k++) {
+        const char *doc = k ? named : plain;
+        sr_scenario *s = NULL;
+        ck_assert_sr_ok(sr_scenario_parse(&s, doc, strlen(doc), "s.json", &err), err);
+        sr_engine_config c;
+        ck_assert_sr_ok(sr_scenario_write_engine(s, path, NULL, &err), err);
+        ck_assert_sr_ok(sr_engine_config_load(&c, path, 0, &err), err);
+        ck_assert_int_eq(c.n_sync_dirs, k);
+        sr_engine_config_release(&c);
+        ck_assert_sr_ok(sr_scenario_write_engine(s, path, want, &err), err);
+        ck_assert_sr_ok(sr_engine_config_load(&c, path, 0, &err), err);
+        ck_assert_int_eq(c.n_sync_dirs, k + 1);
+        if (k)
+            ck_assert_str_eq(c.sync_dirs[0], "/data/a");
+        ck_assert_str_eq(c.sync_dirs[k], want);
+        sr_engine_config_release(&c);
+        ck_assert_sr_code(sr_scenario_write_engine(s, path, "sync", &err), err, SR_E_INVAL);
+        ck_assert_ptr_nonnull(strstr(err.msg, "not an absolute path"));
+        sr_scenario_free(s);
+    }
     unlink(path);
     rmdir(dir);
 }
@@ -312,6 +355,42 @@ START_TEST(framing_a_careful_server_refuses)
 }
 END_TEST
 
+/*
+ * The one framing case the engine cannot answer itself (README "Reliability"): a chunk-size line
+ * whose extension does not fit the connection's 32 KiB read buffer is answered by libmicrohttpd
+ * 0.9.75 with its own 500 (1.0.0 and later: 413) before the application sees a byte of it. Pinned
+ * here so a library change shows, and so that it stays an answer and a closed connection, never
+ * a hang or a crash: the engine serves the next request, and an extension that fits is ignored.
+ */
+START_TEST(oversized_chunk_extension_is_the_library_answer)
+{
+    eng e;
+    eng_start(&e, "{}");
+    static const char head[] = "POST /reset_prefix_cache HTTP/1.1\r\nHost: x\r\nConnection: "
+                               "close\r\nTransfer-Encoding: chunked\r\n\r\n2;";
+    static const char tail[] = "\r\n{}\r\n0\r\n\r\n";
+    const size_t sizes[] = {100000, 16000};
+    for (int k = 0; k < 2; k++) {
+        size_t n = sizeof(head) - 1 + sizes[k] + sizeof(tail);
+        char *req = malloc(n), buf[4096];
+        ck_assert_ptr_nonnull(req);
+        memcpy(req, head, sizeof(head) - 1);
+        memset(req + sizeof(head) - 1, 'a', sizes[k]);
+        memcpy(req + sizeof(head) - 1 + sizes[k], tail, sizeof(tail));
+        raw_read_all(raw_send(e.port, req), buf, sizeof(buf));
+        free(req);
+        if (k == 0)
+            ck_assert_msg(strncmp(buf, "HTTP/1.1 500", 12) == 0 ||
+                              strncmp(buf, "HTTP/1.1 413", 12) == 0,
+                          "100 KB chunk extension: %.80s", buf);
+        else
+            ck_assert_msg(strncmp(buf, "HTTP/1.1 200", 12) == 0, "16 KB extension: %.80s", buf);
+        expect_http(&e, "GET", "/health", NULL, 200, NULL);
+    }
+    eng_stop(&e);
+}
+END_TEST
+
 START_TEST(control_query_parameters_are_checked)
 {
     eng e;
@@ -368,10 +447,12 @@ static Suite *http_suite(void)
     TCase *tc = tcase_create("http");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, sync_dir_outside_sync_dirs_is_forbidden);
-    tcase_add_test(tc, run_engine_config_names_the_run_sync_dir);
+    tcase_add_test(tc, engine_without_sync_dirs_writes_nowhere);
+    tcase_add_test(tc, run_engine_config_names_only_the_given_sync_dirs);
     tcase_add_test(tc, slowloris_does_not_block_a_valid_client);
     tcase_add_test(tc, slow_head_and_body_are_408);
     tcase_add_test(tc, framing_a_careful_server_refuses);
+    tcase_add_test(tc, oversized_chunk_extension_is_the_library_answer);
     tcase_add_test(tc, control_query_parameters_are_checked);
     tcase_add_test(tc, bad_ready_fd_is_named_and_exit_2);
     suite_add_tcase(s, tc);

@@ -1,6 +1,8 @@
 /* sr_fields: built-ins, definition checks, JSON loading with line:col errors, narrowing. */
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "sr_fields.h"
 #include "sr_test.h"
@@ -131,6 +133,36 @@ START_TEST(fixture_definitions_load)
 }
 END_TEST
 
+/* A registry path that is a FIFO without a writer, a folder or a file past 1 MiB is refused by
+ * name before anything is read (a FIFO was opened with fopen before and blocked). */
+START_TEST(registry_file_must_be_a_small_regular_file)
+{
+    sr_fields *f = builtins();
+    sr_err err = SR_ERR_INIT;
+    char dir[] = "/tmp/sr-fields-XXXXXX", fifo[64], big[64];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+    snprintf(big, sizeof(big), "%s/big.json", dir);
+    ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+    ck_assert_sr_code(sr_fields_load_file(f, fifo, &err), err, SR_E_NOT_REGULAR);
+    ck_assert_ptr_nonnull(strstr(err.msg, "a FIFO"));
+    ck_assert_sr_code(sr_fields_load_file(f, dir, &err), err, SR_E_NOT_REGULAR);
+    FILE *b = fopen(big, "wb");
+    ck_assert_ptr_nonnull(b);
+    fputs("{\"fields\": [], \"pad\": \"", b);
+    for (size_t i = 0; i < SR_FIELDS_MAX_FILE; i++)
+        fputc('x', b);
+    fputs("\"}", b);
+    fclose(b);
+    ck_assert_sr_code(sr_fields_load_file(f, big, &err), err, SR_E_LIMIT);
+    ck_assert_uint_eq(sr_fields_count(f), 3);
+    unlink(fifo);
+    unlink(big);
+    rmdir(dir);
+    sr_fields_free(f);
+}
+END_TEST
+
 /* Loads `text` into a fresh built-in registry and expects fields.invalid_definition. */
 static void expect_bad(const char *text, const char *where)
 {
@@ -197,6 +229,7 @@ static Suite *suite(void)
     tcase_add_test(tc, builtins_match_the_reference);
     tcase_add_test(tc, bad_definitions_are_named);
     tcase_add_test(tc, fixture_definitions_load);
+    tcase_add_test(tc, registry_file_must_be_a_small_regular_file);
     tcase_add_test(tc, json_errors_carry_line_and_column);
     tcase_add_test(tc, narrowing_keeps_registry_order);
     suite_add_tcase(s, tc);

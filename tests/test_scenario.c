@@ -413,7 +413,7 @@ START_TEST(test_engine_config_carries_the_plan)
     ck_assert_int_ge(fd, 0);
     close(fd);
     sr_err err = SR_ERR_INIT;
-    ck_assert_sr_ok(sr_scenario_write_engine(s, path, &err), err);
+    ck_assert_sr_ok(sr_scenario_write_engine(s, path, NULL, &err), err);
     sr_engine_config c;
     ck_assert_sr_ok(sr_engine_config_load(&c, path, 1, &err), err);
     unlink(path);

@@ -254,7 +254,7 @@ START_TEST(scenario_steps_record_into_the_scenario_result)
     int fd = mkstemp(cfg);
     ck_assert_int_ge(fd, 0);
     close(fd);
-    ck_assert_sr_ok(sr_scenario_write_engine(scn, cfg, &e), e);
+    ck_assert_sr_ok(sr_scenario_write_engine(scn, cfg, NULL, &e), e);
     FILE *f = fopen(cfg, "rb");
     char json[65536];
     size_t n = fread(json, 1, sizeof(json) - 1, f);

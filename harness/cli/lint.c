@@ -38,29 +38,25 @@ static int duplicate_id(sr_scenario *const *scn, size_t n)
     return 0;
 }
 
-/* Options and paths: 0 to go on, 1 after --help, -1 on a usage error (reported). */
 /*
  * Refuses a scenario whose memory estimate exceeds the machine's memory (unless `force`);
  * keeps the largest estimate in *top / *top_id. Returns 1 when refused.
  */
 static int memory_check(const sr_scenario *s, int force, uint64_t *top, const char **top_id)
 {
-    uint64_t est = sr_scenario_memory_estimate(s), mach = sr_scenario_machine_memory();
+    uint64_t est = sr_scenario_memory_estimate(s);
     if (est > *top || !*top_id) {
         *top = est;
         *top_id = s->id;
     }
-    if (force || !mach || est <= mach)
-        return 0;
-    fprintf(stderr,
-            "%s: estimated memory %llu MiB exceeds the machine's %llu MiB (%d engine(s) with "
-            "%llu MiB of weights; --force to lint anyway) [%s]\n",
-            s->path, (unsigned long long)(est >> 20), (unsigned long long)(mach >> 20),
-            s->n_urls ? 0 : s->engine.count, (unsigned long long)(s->engine.weight_bytes >> 20),
-            sr_code_name(SR_E_TOO_MUCH_MEMORY));
-    return 1;
+    sr_err err = SR_ERR_INIT;
+    int rc = force ? 0 : sr_scenario_memory_check(s, sr_scenario_machine_memory(), &err);
+    if (rc)
+        fprintf(stderr, "%s; --force to lint anyway [%s]\n", err.msg, sr_code_name(rc));
+    return rc != 0;
 }
 
+/* Options and paths: 0 to go on, 1 after --help, -1 on a usage error (reported). */
 static int parse_args(int argc, char **argv, char **paths, size_t *n_paths, size_t *max_bytes,
                       int *force)
 {

@@ -46,7 +46,11 @@ static void usage(FILE *f)
            "  --report LIST    reports to write: any of text,json,junit,html (default all)\n"
            "  --max-scenario-bytes N\n"
            "                   refuse scenario files larger than N bytes (default 4194304,\n"
-           "                   at most 1073741824) with scenario.too_large, before parsing\n\n"
+           "                   at most 1073741824) with scenario.too_large, before parsing\n"
+           "  --force          run a scenario whose memory estimate exceeds the machine's memory\n"
+           "                   (without it such a scenario is refused before anything runs,\n"
+           "                   resource.memory_estimate, as `syncroll lint` does; the estimate\n"
+           "                   is in scenarios/FORMAT.md)\n\n"
            "The run folder DIR/<run-id>/ holds summary.txt, results.json, junit.xml, report.html,\n"
            "scenarios/<id>.json (every scenario expanded with its defaults) and artifacts/<id>/\n"
            "(engine config and logs of failures); DIR/latest, a symbolic link, points at it\n"
@@ -55,9 +59,10 @@ static void usage(FILE *f)
            "next step with the verdict `interrupted` (check run.interrupted), every engine is\n"
            "stopped and every report is written marked partial; a second signal kills the\n"
            "engines and exits at once.\n\n"
-           "Exit status: 0 all passed, 1 a scenario failed or errored, 2 usage error or a\n"
-           "malformed scenario (nothing runs then), 3 a report could not be written (each\n"
-           "file named on stderr), 130 / 143 interrupted by SIGINT / SIGTERM.\n\n"
+           "Exit status: 0 all passed, 1 a scenario failed or errored, 2 usage error, a\n"
+           "malformed scenario or one beyond the machine's memory (nothing runs then), 3 a\n"
+           "report could not be written (each file named on stderr), 130 / 143 interrupted by\n"
+           "SIGINT / SIGTERM.\n\n"
            "Environment: SYNCROLL_ENGINE=PATH runs the mock engines as `PATH engine ...` (another\n"
            "syncroll build) instead of this executable; one that cannot be executed makes each\n"
            "scenario's verdict error (proc.spawn).\n");
@@ -138,6 +143,8 @@ static int parse_args(run_args *a, int argc, char **argv)
             a->keep = 1;
         } else if (strcmp(o, "--list") == 0) {
             a->list = 1;
+        } else if (strcmp(o, "--force") == 0) {
+            a->force = 1;
         } else if (o[0] != '-') {
             a->paths[a->n_paths++] = argv[i];
         } else {

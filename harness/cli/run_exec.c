@@ -381,6 +381,26 @@ static int write_reports(const sr_run_result *run, const char *dir, unsigned whi
     return failed;
 }
 
+/*
+ * lint's memory check (scenario.h) over the selected scenarios, unless --force: each one whose
+ * estimate exceeds the machine's memory is named with resource.memory_estimate. Returns 1 when
+ * one was refused (nothing runs then).
+ */
+static int memory_refused(const loaded *l, const run_args *a)
+{
+    uint64_t machine = sr_scenario_machine_memory();
+    int refused = 0;
+    for (size_t i = 0; !a->force && i < l->n; i++) {
+        sr_err e = SR_ERR_INIT;
+        int rc = selected(l->v[i], a) ? sr_scenario_memory_check(l->v[i], machine, &e) : 0;
+        if (rc) {
+            fprintf(stderr, "%s; --force to run anyway [%s]\n", e.msg, sr_code_name(rc));
+            refused = 1;
+        }
+    }
+    return refused;
+}
+
 static void free_loaded(loaded *l)
 {
     for (size_t i = 0; i < l->n; i++)
@@ -429,7 +449,7 @@ static int run_and_report(sr_run_result *run, const loaded *l, const run_args *a
 int sr_run_main(const run_args *a, sr_signals *sig, int argc, char **argv)
 {
     loaded l = {NULL, 0};
-    if (load_all(&l, a)) {
+    if (load_all(&l, a) || memory_refused(&l, a)) {
         free_loaded(&l);
         return SR_EXIT_USAGE;
     }

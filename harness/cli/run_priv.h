@@ -19,6 +19,7 @@ typedef struct run_args {
     int has_seed;
     uint64_t seed;
     int jobs, repeat, has_repeat, until_fail, keep;
+    int force; /* --force: run scenarios beyond the machine's memory (sr_scenario_memory_check) */
     int64_t duration_ms;   /* --duration: every scenario's soak.duration_ms; 0: as the files say */
     const char *shard_opt; /* --shard as given, NULL when not */
     long long shard_count; /* --shard-count, 0 when not given */

@@ -37,8 +37,8 @@ static void usage(FILE *f)
         "Any other file is an engine config; its count key is the number of engines.\n\n"
         "The engines have no authentication: bind them to loopback (the default). They write\n"
         "files only for /fetch_weights and /update_weights, and only under the folders of\n"
-        "engines.server.sync_dirs (server.sync_dirs in an engine config; default /tmp); any\n"
-        "other sync_dir is answered 403 engine.forbidden_path (README, \"Trust model\").\n\n"
+        "engines.server.sync_dirs (server.sync_dirs in an engine config); without it, none:\n"
+        "every sync_dir is answered 403 engine.forbidden_path (README, \"Trust model\").\n\n"
         "  --listen ADDR        address the engines bind (default 127.0.0.1)\n"
         "  --ready-timeout S    deadline for every engine to report its port (default: the\n"
         "                       scenario's engines.ready_timeout_ms, else 10)\n"
@@ -200,7 +200,7 @@ static int plan_scenario(serve_plan *p, serve_args *a, sr_err *err)
     if (!rc)
         rc = make_dir(p, err);
     if (!rc)
-        rc = sr_scenario_write_engine(s, p->path, err);
+        rc = sr_scenario_write_engine(s, p->path, NULL, err);
     sr_scenario_free(s);
     return rc;
 }

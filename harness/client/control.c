@@ -19,11 +19,8 @@ static void to_reply(sr_client_reply *r, const sr_fanout_req *q, const sr_client
         snprintf(r->msg, sizeof r->msg, "no answer within %lld ms",
                  (long long)o->control_timeout_ms);
     } else if (q->code == SR_E_CLIENT_HTTP_STATUS) {
-        char text[256];
-        sr_client_status_text(text, sizeof text, q->resp.data ? q->resp.data : "", q->resp.len,
-                              r->body);
         r->code = SR_E_CLIENT_HTTP_STATUS;
-        snprintf(r->msg, sizeof r->msg, "HTTP %ld: %s", q->status, text);
+        snprintf(r->msg, sizeof r->msg, "%s", q->msg); /* the fan-out's "HTTP <status>: <text>" */
     } else if (q->code) {
         r->code = SR_E_CLIENT_TRANSPORT;
         snprintf(r->msg, sizeof r->msg, "%s", q->msg);
@@ -70,7 +67,8 @@ int sr_client_control(sr_client_reply *replies, size_t n_replies, const sr_clien
         rc = sr_fanout_run(f, reqs, n, 1, sr_clock_ms() + (double)budget, budget, err);
     for (size_t i = 0; !rc && i < n; i++)
         to_reply(&replies[i], &reqs[i], &c->opts);
-    /* Nothing was sent (no memory, a path too long): every reply says so, as the header promises. */
+    /* Nothing was sent (no memory, a path too long): every reply says so, as the header promises.
+     */
     for (size_t i = 0; rc && i < n; i++) {
         replies[i].code = rc;
         snprintf(replies[i].msg, sizeof replies[i].msg, "%s", err ? err->msg : "not sent");

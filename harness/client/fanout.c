@@ -193,17 +193,18 @@ static int start_req(sr_fanout *f, int k, sr_fanout_req *r, double deadline_ms)
     return 0;
 }
 
-/* A non-2xx answer: its error body's check and message. */
+/* A non-2xx answer: its error body's check, and "HTTP <status>: <text>" with the text the
+ * generate path gives too (sr_client_status_text: the message and [check], or the body cut to
+ * one line without control bytes). */
 static void http_failure(sr_fanout_req *r)
 {
     cJSON *d = r->resp.len ? cJSON_ParseWithLength(r->resp.data, r->resp.len) : NULL;
-    const cJSON *e = cJSON_GetObjectItemCaseSensitive(d, "error");
-    const cJSON *msg = cJSON_GetObjectItemCaseSensitive(e, "message");
     const char *check = sr_client_body_check(d);
+    char text[256];
     snprintf(r->check, sizeof(r->check), "%s", check ? check : "");
+    sr_client_status_text(text, sizeof text, r->resp.data ? r->resp.data : "", r->resp.len, d);
     r->code = SR_E_CLIENT_HTTP_STATUS;
-    snprintf(r->msg, sizeof(r->msg), "HTTP %ld%s%s: %.300s", r->status, r->check[0] ? " " : "",
-             r->check, cJSON_IsString(msg) ? msg->valuestring : (r->resp.data ? r->resp.data : ""));
+    snprintf(r->msg, sizeof(r->msg), "HTTP %ld: %s", r->status, text);
     cJSON_Delete(d);
 }
 

@@ -25,8 +25,10 @@
  *                            "not sent: the deadline (B ms) passed first"
  *   SR_E_CLIENT_TRANSPORT    "transport: <curl's error> (<its detail>)" (refused, reset, a
  *                            response body over resp.max, ...)
- *   SR_E_CLIENT_HTTP_STATUS  "HTTP <status>[ <check>]: <error.message or the body's text>";
- *                            check receives error.check of a JSON error body ("" if none)
+ *   SR_E_CLIENT_HTTP_STATUS  "HTTP <status>: <error.message>[ [<check>]]", or the body's
+ *                            text cut to one line without control bytes when it has no
+ *                            error.message (as the generate path says it); check receives
+ *                            error.check of a JSON error body ("" if none)
  *
  * Ownership: the fanout copies the URLs; a request's path, body segments and content type are
  * borrowed and must stay valid until sr_fanout_run returns. resp belongs to the

@@ -10,8 +10,6 @@
 #include "jsonw.h"
 #include "sr_mix.h"
 
-#define EPB(e) (1u << (e))
-
 struct sr_faults {
     size_t n;
     uint64_t seed;
@@ -118,7 +116,7 @@ void sr_faults_pick(sr_fault_pick *out, sr_faults *fs, int engine_index, sr_endp
         const sr_fault *f = &fs->f[i];
         if (engine_index < 0 || engine_index > 63 || !(f->engines >> engine_index & 1))
             continue;
-        if (!(f->endpoints & EPB(ep)))
+        if (!(f->endpoints & SR_EP_BIT(ep)))
             continue;
         if (f->n_turns && !in_list(f->turns, f->n_turns, turn))
             continue;

@@ -25,11 +25,13 @@
  * other than chunked 501 engine.unsupported_encoding; Content-Length values that disagree, or
  * beside Transfer-Encoding, 400 engine.bad_framing; a Content-Length over max_body_bytes 413
  * resource.limit (not for broadcast buckets). libmicrohttpd itself answers a chunk-size line
- * longer than its read buffer (32 KiB per connection) with 500.
+ * longer than its read buffer (32 KiB per connection) with 500 (0.9.75; 413 from 1.0.0): it
+ * parses chunk lines before the handler sees any body byte and offers no option or callback to
+ * answer otherwise (README "Reliability" gives the details).
  *
  * The sync_dir of /fetch_weights and /update_weights must resolve (realpath, so neither `..` nor
- * a symlink escapes) inside a folder of cfg->sync_dirs (SR_ENGINE_DEFAULT_SYNC_ROOT when null);
- * any other is answered 403 engine.forbidden_path and nothing is created (weights.c).
+ * a symlink escapes) inside a folder of cfg->sync_dirs (none when the config names none); any
+ * other is answered 403 engine.forbidden_path and nothing is created (weights.c).
  *
  * Nothing blocks a worker thread: waits (latency faults, simulated decode time, pauses, stalls,
  * dribbling) suspend the connection, and a scheduler thread resumes it at its deadline. Keep-mode

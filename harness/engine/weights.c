@@ -9,6 +9,7 @@
 
 #include "engine.h"
 #include "engine_state.h"
+#include "sr_buf.h"
 #include "sr_clock.h"
 
 /* The receiver's state lives in {sync_dir}/receiver-<engine id>; the id is made file-safe. */
@@ -67,8 +68,8 @@ static int is_inside(const char *p, const char *root)
 }
 
 /*
- * Confines the receiver to the folders of server.sync_dirs (or SR_ENGINE_DEFAULT_SYNC_ROOT when
- * the config sets none): `out` receives the canonical sync_dir, which is what the receiver then
+ * Confines the receiver to the folders of server.sync_dirs (none when the config names none):
+ * `out` receives the canonical sync_dir, which is what the receiver then
  * uses, so a link swapped in later than this check is not followed through `..`.
  */
 static int confine(char *out, sr_engine *e, const char *sync_dir, sr_err *err)
@@ -80,18 +81,15 @@ static int confine(char *out, sr_engine *e, const char *sync_dir, sr_err *err)
         return sr_err_set(
             err, SR_E_ENGINE_FORBIDDEN_PATH,
             "sync_dir '%.300s' cannot be resolved to a folder inside server.sync_dirs", sync_dir);
-    int n = c->sync_dirs_set ? c->n_sync_dirs : 1;
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < c->n_sync_dirs; i++) {
         char root[RX_DIR_MAX + 1];
-        if (!canonical(root, c->sync_dirs_set ? c->sync_dirs[i] : SR_ENGINE_DEFAULT_SYNC_ROOT) &&
-            is_inside(out, root))
+        if (!canonical(root, c->sync_dirs[i]) && is_inside(out, root))
             return 0;
     }
     return sr_err_set(err, SR_E_ENGINE_FORBIDDEN_PATH,
                       "sync_dir '%.300s' (%.300s) is outside the folders this engine may write "
                       "(server.sync_dirs%s)",
-                      sync_dir, out,
-                      c->sync_dirs_set ? "" : ": default " SR_ENGINE_DEFAULT_SYNC_ROOT);
+                      sync_dir, out, c->n_sync_dirs ? "" : " names none");
 }
 
 /* ---- the delta receiver ---- */
@@ -151,27 +149,6 @@ static int rx_ensure(sr_engine *e, const char *sync_dir, sr_err *err)
     return rc;
 }
 
-/* Reads a whole file of at most `max` bytes into a NUL-terminated buffer (free()). */
-static int read_small(char **out, size_t *len, const char *path, size_t max, sr_err *err)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return sr_err_set(err, SR_E_DELTA_MANIFEST, "%s: cannot open: %s", path, strerror(errno));
-    char *b = malloc(max + 1);
-    size_t n = b ? fread(b, 1, max + 1, f) : 0;
-    fclose(f);
-    if (!b)
-        return sr_err_set(err, SR_E_NOMEM, "cannot read %s", path);
-    if (n > max) {
-        free(b);
-        return sr_err_set(err, SR_E_DELTA_MANIFEST, "%s: larger than %zu bytes", path, max);
-    }
-    b[n] = '\0';
-    *out = b;
-    *len = n;
-    return 0;
-}
-
 /*
  * checksum_mismatch on a fetch: flips one bit of the first local tensor the next version's
  * manifest patches. XOR is linear, so this is exactly a payload corrupted in transit: the
@@ -186,15 +163,16 @@ static int corrupt_next_payload(sr_engine *e, const char *sync_dir, sr_err *err)
         rc = sr_delta_receiver_reset(e->rx, err);
         s.version = 0;
     }
-    char path[RX_DIR_MAX + 64], *text = NULL;
-    size_t len = 0;
+    char path[RX_DIR_MAX + 64];
+    sr_buf text = SR_BUF_INIT;
     snprintf(path, sizeof(path), "%s/delta-%08lld/manifest.json", sync_dir,
              (long long)s.version + 1);
     sr_delta_manifest *m = NULL;
+    /* Never blocks: a FIFO planted in the sync folder is io.not_regular_file. */
     if (!rc)
-        rc = read_small(&text, &len, path, SR_DELTA_MANIFEST_MAX, err);
+        rc = sr_buf_read_file(&text, path, SR_DELTA_MANIFEST_MAX, err);
     if (!rc)
-        rc = sr_delta_manifest_parse(&m, text, len, path, err);
+        rc = sr_delta_manifest_parse(&m, text.data, text.len, path, err);
     for (size_t i = 0; !rc && i < m->n_tensors; i++) {
         size_t idx;
         if (sr_weights_find(&idx, e->stage, m->tensors[i].name, NULL) == 0 &&
@@ -205,7 +183,7 @@ static int corrupt_next_payload(sr_engine *e, const char *sync_dir, sr_err *err)
         }
     }
     sr_delta_manifest_free(m);
-    free(text);
+    sr_buf_release(&text);
     return rc;
 }
 

@@ -1,6 +1,7 @@
 /* Running one scenario: engines, steps, budgets, verdict (runner.h). */
 #include "runner.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 #include "runner_steps.h"
 #include "runner_verdict.h"
 #include "sr_replay_config.h"
+#include "sync/sync.h"
 
 /* Milliseconds since the scenario started. */
 static double elapsed_ms(const sr_scn_run *run)
@@ -92,6 +94,21 @@ static int spawn_one(sr_scn_run *run, int i, const char *cfg, sr_err *err)
     return rc;
 }
 
+/*
+ * The folder the engines may write besides the scenario's sync_dirs: the absolute form of the
+ * sync folder the scenario's sync_weights steps publish into (sr_sync_step_dir of work_dir).
+ */
+static int engines_sync_dir(char *out, size_t cap, const char *work_dir, sr_err *err)
+{
+    char *abs = realpath(work_dir, NULL);
+    if (!abs)
+        return sr_err_set(err, SR_E_IO, "%s: cannot resolve the work folder: %s", work_dir,
+                          strerror(errno));
+    int rc = sr_sync_step_dir(out, cap, abs, err);
+    free(abs);
+    return rc;
+}
+
 /* 1: the engines run; 0: they could not start (engine.crashed fired); <0: harness error. */
 static int start_engines(sr_scn_run *run, sr_err *err)
 {
@@ -112,9 +129,11 @@ static int start_engines(sr_scn_run *run, sr_err *err)
         }
         return 1;
     }
-    char cfg[4096];
+    char cfg[4096], sync[4200];
     snprintf(cfg, sizeof(cfg), "%s/engine.json", run->opts->work_dir);
-    int rc = sr_scenario_write_engine(s, cfg, err);
+    int rc = engines_sync_dir(sync, sizeof(sync), run->opts->work_dir, err);
+    if (!rc)
+        rc = sr_scenario_write_engine(s, cfg, sync, err);
     for (int i = 0; !rc && i < n; i++)
         rc = spawn_one(run, i, cfg, err);
     if (rc)

@@ -1,4 +1,4 @@
-/* The memory estimate of a scenario (scenario.h), for lint (issue #21 item 14). */
+/* The memory estimate of a scenario and its check (scenario.h), for lint and run (#21 item 14). */
 #include <stdint.h>
 #include <unistd.h>
 
@@ -27,4 +27,18 @@ uint64_t sr_scenario_machine_memory(void)
 {
     long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
     return pages > 0 && size > 0 ? mul((uint64_t)pages, (uint64_t)size) : 0;
+}
+
+int sr_scenario_memory_check(const sr_scenario *s, uint64_t machine, sr_err *err)
+{
+    uint64_t est = sr_scenario_memory_estimate(s);
+    if (!machine || est <= machine)
+        return 0;
+    return sr_err_set(err, SR_E_TOO_MUCH_MEMORY,
+                      "%s: estimated memory %llu MiB exceeds the machine's %llu MiB (%d engine(s) "
+                      "with %llu MiB of weights and a %llu MiB max_body_bytes each)",
+                      s->path, (unsigned long long)(est >> 20), (unsigned long long)(machine >> 20),
+                      s->n_urls ? 0 : s->engine.count,
+                      (unsigned long long)(s->engine.weight_bytes >> 20),
+                      (unsigned long long)(s->engine.max_body_bytes >> 20));
 }

@@ -287,14 +287,29 @@ uint64_t sr_scenario_memory_estimate(const sr_scenario *s);
 /* The machine's physical memory in bytes (sysconf _SC_PHYS_PAGES x _SC_PAGESIZE); 0 unknown. */
 uint64_t sr_scenario_machine_memory(void);
 
+/*
+ * The check of `syncroll lint` and `syncroll run` (both refuse unless --force): 0 when the
+ * estimate fits in `machine` bytes (0: unknown, nothing is refused); otherwise
+ * SR_E_TOO_MUCH_MEMORY "<path>: estimated memory <E> MiB exceeds the machine's <M> MiB
+ * (<n> engine(s) with <W> MiB of weights and a <B> MiB max_body_bytes each)".
+ */
+int sr_scenario_memory_check(const sr_scenario *s, uint64_t machine, sr_err *err);
+
 /* The expanded scenario as JSON text (appended to b). */
 int sr_scenario_expanded_json(sr_buf *b, const sr_scenario *s, sr_err *err);
 
 /* Writes the expanded scenario to `path`. */
 int sr_scenario_write_expanded(const sr_scenario *s, const char *path, sr_err *err);
 
-/* Writes the engine config of the scenario (spec/engine_config.h shape 1) to `path`. */
-int sr_scenario_write_engine(const sr_scenario *s, const char *path, sr_err *err);
+/*
+ * Writes the engine config of the scenario (spec/engine_config.h shape 1) to `path`. Its
+ * server.sync_dirs are the scenario's engines.server.sync_dirs, then `sync_dir` when not NULL
+ * (an absolute path: `syncroll run` gives the run's sync folder); the engines may write under
+ * those folders only. SR_E_INVAL when `sync_dir` is not absolute, too long, or would be a ninth
+ * folder; SR_E_IO when the file cannot be written.
+ */
+int sr_scenario_write_engine(const sr_scenario *s, const char *path, const char *sync_dir,
+                             sr_err *err);
 
 /*
  * Collects scenario files from paths: a file is taken as given; a directory is searched

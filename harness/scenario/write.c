@@ -82,13 +82,9 @@ static cJSON *server_json(const sr_engine_config *c)
     add_int(s, "header_timeout_ms", c->header_timeout_ms);
     add_int(s, "body_timeout_ms", c->body_timeout_ms);
     add_int(s, "max_pending_connections", c->max_pending);
-    if (!c->sync_dirs_set) {
-        cJSON_AddNullToObject(s, "sync_dirs");
-    } else {
-        cJSON *a = cJSON_AddArrayToObject(s, "sync_dirs");
-        for (int i = 0; i < c->n_sync_dirs; i++)
-            cJSON_AddItemToArray(a, cJSON_CreateString(c->sync_dirs[i]));
-    }
+    cJSON *a = cJSON_AddArrayToObject(s, "sync_dirs");
+    for (int i = 0; i < c->n_sync_dirs; i++)
+        cJSON_AddItemToArray(a, cJSON_CreateString(c->sync_dirs[i]));
     return s;
 }
 
@@ -265,31 +261,9 @@ int sr_scenario_write_expanded(const sr_scenario *s, const char *path, sr_err *e
     return rc;
 }
 
-/*
- * The engines' server section: the engines may keep weight-sync state only in the folders the
- * scenario names (null: the default root) and in the `sync` folder beside the config file at
- * `path`, where the runner publishes (sync/step.c).
- */
-static cJSON *engine_server_json(const sr_engine_config *c, const char *path)
-{
-    cJSON *sv = server_json(c), *dirs = cJSON_GetObjectItem(sv, "sync_dirs");
-    const char *slash = strrchr(path, '/');
-    char sync[SR_ENGINE_SYNC_DIR_MAX + 8], *here;
-    snprintf(sync, sizeof(sync), "%.*s", slash ? (int)(slash - path) + 1 : 1, slash ? path : ".");
-    if (cJSON_IsNull(dirs))
-        cJSON_ReplaceItemInObject(sv, "sync_dirs", dirs = cJSON_CreateArray());
-    if (!c->sync_dirs_set)
-        cJSON_AddItemToArray(dirs, cJSON_CreateString(SR_ENGINE_DEFAULT_SYNC_ROOT));
-    if ((here = realpath(sync, NULL)) &&
-        snprintf(sync, sizeof(sync), "%s/sync", here) < SR_ENGINE_SYNC_DIR_MAX &&
-        cJSON_GetArraySize(dirs) < SR_ENGINE_MAX_SYNC_DIRS)
-        cJSON_AddItemToArray(dirs, cJSON_CreateString(sync));
-    free(here);
-    return sv;
-}
-
-/* The engine config (shape 1) written to `path`; NULL when out of memory. */
-static cJSON *engine_config_json(const sr_engine_config *c, const char *path)
+/* The engine config (shape 1): the scenario's sync_dirs, then `sync_dir` when not NULL; NULL
+ * when out of memory. */
+static cJSON *engine_config_json(const sr_engine_config *c, const char *sync_dir)
 {
     cJSON *faults = faults_json(c);
     cJSON *r = faults ? cJSON_CreateObject() : NULL;
@@ -313,15 +287,29 @@ static cJSON *engine_config_json(const sr_engine_config *c, const char *path)
         cJSON_AddItemToArray(f, cJSON_CreateString("rollout_sample_support"));
     add_int(r, "sample_support_k", c->support_k);
     cJSON_AddItemToObject(r, "timing", timing_json(c));
-    cJSON_AddItemToObject(r, "server", engine_server_json(c, path));
+    cJSON *sv = server_json(c);
+    if (sync_dir)
+        cJSON_AddItemToArray(cJSON_GetObjectItem(sv, "sync_dirs"), cJSON_CreateString(sync_dir));
+    cJSON_AddItemToObject(r, "server", sv);
     cJSON_AddItemToObject(r, "faults", faults);
     return r;
 }
 
-int sr_scenario_write_engine(const sr_scenario *s, const char *path, sr_err *err)
+int sr_scenario_write_engine(const sr_scenario *s, const char *path, const char *sync_dir,
+                             sr_err *err)
 {
+    if (sync_dir && (sync_dir[0] != '/' || strlen(sync_dir) >= SR_ENGINE_SYNC_DIR_MAX))
+        return sr_err_set(err, SR_E_INVAL,
+                          "%s: the engines' sync folder '%.200s' is not an absolute path of at "
+                          "most %d bytes",
+                          path, sync_dir, SR_ENGINE_SYNC_DIR_MAX - 1);
+    if (sync_dir && s->engine.n_sync_dirs >= SR_ENGINE_MAX_SYNC_DIRS)
+        return sr_err_set(err, SR_E_INVAL,
+                          "%s: engines.server.sync_dirs names %d folders, no room for the run's "
+                          "sync folder (at most %d in all)",
+                          path, s->engine.n_sync_dirs, SR_ENGINE_MAX_SYNC_DIRS);
     sr_buf b = SR_BUF_INIT;
-    int rc = print_into(&b, engine_config_json(&s->engine, path), err);
+    int rc = print_into(&b, engine_config_json(&s->engine, sync_dir), err);
     if (!rc)
         rc = write_file(path, &b, err);
     sr_buf_release(&b);

@@ -34,6 +34,11 @@ typedef enum sr_endpoint {
     SR_EP_COUNT
 } sr_endpoint;
 
+/* The bit of endpoint e in an endpoint mask (a fault's endpoints, a kind's allowed ones). */
+#define SR_EP_BIT(e) (1u << (e))
+/* Every endpoint's bit. */
+#define SR_EP_ALL (SR_EP_BIT(SR_EP_COUNT) - 1u)
+
 /*
  * A broadcast weight bucket posted to /collective_rpc (harness/engine/engine.h describes the
  * body; the trainer's broadcast sender writes it, the engine's receiver reads it): its

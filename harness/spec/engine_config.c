@@ -52,7 +52,7 @@ int sr_spec_parse_timing(sr_engine_config *c, const sr_spec_ctx *x, const cJSON 
     return rc;
 }
 
-/* server.sync_dirs: null, or absolute paths the engine may keep weight-sync state under. */
+/* server.sync_dirs: null (none), or absolute paths the engine may keep weight-sync state under. */
 static int parse_sync_dirs(sr_engine_config *c, const sr_spec_ctx *x, const cJSON *a)
 {
     if (!a || cJSON_IsNull(a))
@@ -72,7 +72,6 @@ static int parse_sync_dirs(sr_engine_config *c, const sr_spec_ctx *x, const cJSO
         memcpy(c->sync_dirs[n++], e->valuestring, len + 1);
     }
     c->n_sync_dirs = n;
-    c->sync_dirs_set = 1;
     return 0;
 }
 

@@ -19,16 +19,17 @@
  *                "max_response_bytes": 1073741824, "max_tokens_default": 16,
  *                "max_seq": 1048576, "world_size": 1, "lora": false,
  *                "header_timeout_ms": 5000, "body_timeout_ms": 60000,
- *                "max_pending_connections": 64, "sync_dirs": null},
+ *                "max_pending_connections": 64, "sync_dirs": []},
  *     "faults": [ ... see spec/faults.h ... ]}
  *    server.header_timeout_ms (10..600000) bounds the time from a connection's accept to the end
  *    of its first request's headers, server.body_timeout_ms (10..3600000) the time from the end
  *    of a request's headers to the end of its body; server.max_pending_connections (1..65536)
  *    caps the connections open without a request in progress (server.h says what happens at
- *    each). server.sync_dirs: null (the default: SR_ENGINE_DEFAULT_SYNC_ROOT) or an array of at
- *    most SR_ENGINE_MAX_SYNC_DIRS absolute paths (1..SR_ENGINE_SYNC_DIR_MAX - 1 bytes each): the
- *    folders under which the engine may read and write weight-sync state (the
- *    sync_dir of /fetch_weights and /update_weights); [] allows none.
+ *    each). server.sync_dirs: an array of at most SR_ENGINE_MAX_SYNC_DIRS absolute paths
+ *    (1..SR_ENGINE_SYNC_DIR_MAX - 1 bytes each): the only folders under which the engine may read
+ *    and write weight-sync state (the sync_dir of /fetch_weights and /update_weights). null, [] or
+ *    no key: no folder at all (every sync_dir is refused; the synthetic update without one still
+ *    works).
  *    `count` is read by `syncroll serve` only (number of engines; engine i gets index i and the
  *    id sr_engine_config_id_for gives).
  *
@@ -107,10 +108,9 @@
 #define SR_ENGINE_MAX_TIMING_MS  3.6e6 /* timing.prefill_ms and decode_ms_per_token: an hour */
 #define SR_SPEC_SEED_MAX         ((int64_t)1 << 53) /* seeds: exact as a JSON number */
 
-/* server.sync_dirs: entries, bytes of one (with the NUL), the folder allowed when it is null. */
-#define SR_ENGINE_MAX_SYNC_DIRS     8
-#define SR_ENGINE_SYNC_DIR_MAX      1024
-#define SR_ENGINE_DEFAULT_SYNC_ROOT "/tmp"
+/* server.sync_dirs: entries, bytes of one (with the NUL). */
+#define SR_ENGINE_MAX_SYNC_DIRS 8
+#define SR_ENGINE_SYNC_DIR_MAX  1024
 
 typedef struct sr_engine_config {
     char id[SR_ENGINE_ID_MAX];      /* this engine's id (see sr_engine_config_id_for) */
@@ -157,9 +157,8 @@ typedef struct sr_engine_config {
     int64_t max_seq;
     int header_timeout_ms;
     int body_timeout_ms;
-    int max_pending;   /* server.max_pending_connections */
-    int sync_dirs_set; /* 0: sync_dirs is null, SR_ENGINE_DEFAULT_SYNC_ROOT applies */
-    int n_sync_dirs;
+    int max_pending; /* server.max_pending_connections */
+    int n_sync_dirs; /* server.sync_dirs; 0: the engine may write no folder */
     char sync_dirs[SR_ENGINE_MAX_SYNC_DIRS][SR_ENGINE_SYNC_DIR_MAX];
     int world_size;
     int lora;

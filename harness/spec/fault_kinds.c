@@ -5,7 +5,7 @@
 #include "endpoints.h"
 #include "faults.h"
 
-#define EPB(e)  (1u << (e))
+#define EPB     SR_EP_BIT
 #define EP_GEN  EPB(SR_EP_GENERATE)
 #define EP_GENS (EPB(SR_EP_GENERATE) | EPB(SR_EP_NATIVE))
 #define EP_SYNC (EPB(SR_EP_UPDATE_WEIGHTS) | EPB(SR_EP_COLLECTIVE_RPC) | EPB(SR_EP_FETCH_WEIGHTS))

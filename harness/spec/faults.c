@@ -222,17 +222,17 @@ static int endpoint_bit(const pctx *pc, const char *name, const sr_fault_kind_in
                         uint32_t *mask)
 {
     if (strcmp(name, "any") == 0) {
-        *mask |= ki->allowed_endpoints & ((1u << SR_EP_COUNT) - 1);
+        *mask |= ki->allowed_endpoints & SR_EP_ALL;
         return 0;
     }
     for (int i = 0; i < SR_EP_COUNT; i++) {
         if (strcmp(name, sr_endpoint_name((sr_endpoint)i)) != 0 &&
             strcmp(name, sr_endpoint_path((sr_endpoint)i)) != 0)
             continue;
-        if (!(ki->allowed_endpoints & (1u << i)))
+        if (!(ki->allowed_endpoints & SR_EP_BIT(i)))
             return fail(pc, "kind %s does not apply to endpoint %s", ki->name,
                         sr_endpoint_name((sr_endpoint)i));
-        *mask |= 1u << i;
+        *mask |= SR_EP_BIT(i);
         return 0;
     }
     return fail(pc, "unknown endpoint \"%s\"", name);

@@ -35,6 +35,13 @@ void sr_sync_report(sr_scenario_result *sc, const sr_sync_result *res, int64_t s
     sr_scenario_count(sc, &c);
 }
 
+int sr_sync_step_dir(char *out, size_t cap, const char *run_dir, sr_err *err)
+{
+    int n = snprintf(out, cap, "%s/sync", run_dir ? run_dir : ".");
+    return n < 0 || (size_t)n >= cap ? sr_err_set(err, SR_E_INVAL, "sync: run folder path too long")
+                                     : 0;
+}
+
 static int make_state(sr_sync **out, const sr_scenario *scn, const sr_scn_step *st,
                       const char *const *urls, size_t n_urls, const char *run_dir, sr_err *err)
 {
@@ -43,8 +50,8 @@ static int make_state(sr_sync **out, const sr_scenario *scn, const sr_scn_step *
     sr_sync_opts o = SR_SYNC_OPTS_INIT;
     int rc = sr_sync_transport_parse(&o.transport, scn->transport, err);
     char dir[4096];
-    if ((size_t)snprintf(dir, sizeof(dir), "%s/sync", run_dir ? run_dir : ".") >= sizeof(dir))
-        return sr_err_set(err, SR_E_INVAL, "sync: run folder path too long");
+    if (!rc)
+        rc = sr_sync_step_dir(dir, sizeof(dir), run_dir, err);
     o.model = c->model_name;
     o.sync_dir = dir;
     o.deadline_ms = st->sync.deadline_ms;

@@ -240,4 +240,10 @@ struct sr_scenario;
 int sr_sync_step(sr_sync **state, sr_scenario_result *sc, const struct sr_scenario *scn, int step,
                  const char *const *urls, size_t n_urls, const char *run_dir, sr_err *err);
 
+/*
+ * The sync folder of sr_sync_step, {run_dir}/sync ("." when run_dir is NULL), into out[cap]:
+ * the folder the runner names in its engines' server.sync_dirs. SR_E_INVAL when it does not fit.
+ */
+int sr_sync_step_dir(char *out, size_t cap, const char *run_dir, sr_err *err);
+
 #endif /* SR_SYNC_H */
