@@ -205,14 +205,14 @@ START_TEST(test_control_endpoints)
     expect_status(&e, "GET", "/get_world_size", NULL, 200, "{\"world_size\":4}");
     expect_status(&e, "POST", "/sleep?level=2&tags=weights", "", 200, NULL);
     ck_assert_int_eq(eng_state_int(&e, "sleep_level"), 2);
-    expect_status(&e, "POST", "/skyrl/v1/generate", "{\"token_ids\":[1]}", 503, "sleeping");
-    expect_status(&e, "POST", "/wake_up?tags=weights", "", 200, NULL);
+    expect_status(&e, "POST", "/wake_up", "", 200, NULL);
     expect_status(&e, "POST", "/skyrl/v1/generate", "{\"token_ids\":[1]}", 200, NULL);
     expect_status(&e, "POST", "/reset_prefix_cache", "{\"reset_running_requests\":true}", 200,
                   NULL);
     expect_status(&e, "POST", "/reset_prefix_cache", "{\"reset_running_requests\":1}", 400, NULL);
     expect_status(&e, "POST", "/reset_prefix_cache", "not json", 400, NULL);
-    ck_assert_int_eq(eng_state_int(&e, "prefix_cache_resets"), 1);
+    /* One by the sleep (level >= 1 clears the prefix cache, as vLLM's sleep does), one here. */
+    ck_assert_int_eq(eng_state_int(&e, "prefix_cache_resets"), 2);
     expect_status(&e, "POST", "/finish_session?session_id=nobody", "", 200, NULL);
     expect_status(&e, "POST", "/init_weight_transfer_engine",
                   "{\"init_info\":{\"master_address\":\"127.0.0.1\",\"world_size\":2}}", 200, NULL);
@@ -224,6 +224,91 @@ START_TEST(test_control_endpoints)
     expect_status(&e, "POST", "/fetch_weights", "{}", 400, NULL);
     expect_status(&e, "POST", "/update_weights", "{\"update_info\":{}}", 400, NULL);
     expect_status(&e, "GET", "/syncroll/v1/state", NULL, 200, "\"init_info\":{\"master_address\"");
+    eng_stop(&e);
+}
+END_TEST
+
+/* Waits up to 10 s for `held` requests held by the engine, or for b's request to end first
+ * (returns 0 then: the engine answered instead of holding it). */
+static int wait_held_or_answered(const eng *e, bg_req *b, long long held)
+{
+    for (int i = 0; i < 10000; i++) {
+        if (eng_state_int(e, "held") == held)
+            return 1;
+        if (pthread_tryjoin_np(b->t, NULL) == 0)
+            return 0;
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    ck_abort_msg("the engine neither held nor answered the request");
+    return 0;
+}
+
+static const char *const SHORT_REQ = "{\"token_ids\":[1,2],\"sampling_params\":{\"max_tokens\":3}}";
+
+/* Issue #20, SkyRL defect 1: SkyRL's fully-async offload sync pauses in keep mode, then sleeps the
+ * allocator with collective_rpc skyrl_sleep_for_weight_sync; a generate arriving in that window
+ * must wait and run after resume (in vLLM only the allocator sleeps), not get a 503. */
+START_TEST(test_generate_waits_through_skyrl_offload_sync)
+{
+    eng e;
+    bg_req b;
+    eng_start(&e, "{\"model\":{\"layers\":2}}");
+    expect_status(&e, "POST", "/pause?mode=keep&clear_cache=false", "", 200, NULL);
+    expect_status(&e, "POST", "/collective_rpc",
+                  "{\"method\":\"skyrl_sleep_for_weight_sync\",\"kwargs\":{\"offload_kv\":true}}",
+                  200, NULL);
+    bg_start(&b, &e, "/skyrl/v1/generate", SHORT_REQ);
+    int held = wait_held_or_answered(&e, &b, 1);
+    ck_assert_msg(held, "a generate during the offload sync was answered %ld: %s", b.r.status,
+                  b.r.body.data);
+    expect_status(&e, "POST", "/collective_rpc",
+                  "{\"method\":\"skyrl_wake_for_weight_sync\",\"kwargs\":{\"tags\":[\"weights\"]}}",
+                  200, NULL);
+    expect_status(
+        &e, "POST", "/collective_rpc",
+        "{\"method\":\"skyrl_wake_for_weight_sync\",\"kwargs\":{\"tags\":[\"kv_cache\"]}}", 200,
+        NULL);
+    /* Awake but still paused: the request still waits for resume. */
+    ck_assert_int_eq(eng_state_int(&e, "held"), 1);
+    expect_status(&e, "POST", "/resume", "", 200, NULL);
+    bg_join(&b);
+    ck_assert_msg(b.r.status == 200, "status %ld: %s", b.r.status, b.r.body.data);
+    ck_assert_ptr_nonnull(strstr(b.r.body.data, "\"finish_reason\":\"length\""));
+    hresp_free(&b.r);
+    eng_stop(&e);
+}
+END_TEST
+
+/* Issue #20, SkyRL defect 4: weights and KV cache sleep and wake separately. After sleep?level=1
+ * (both asleep) and wake_up?tags=weights the KV cache still sleeps, so a generate waits (as
+ * vLLM's paused scheduler queues it: vllm/v1/engine/core.py sleep/wake_up) until
+ * wake_up?tags=kv_cache; /is_sleeping says true until every tag is awake. */
+START_TEST(test_sleep_tags_are_tracked_separately)
+{
+    eng e;
+    bg_req b;
+    eng_start(&e, "{\"model\":{\"layers\":2}}");
+    expect_status(&e, "POST", "/sleep?level=1", "", 200, NULL);
+    expect_status(&e, "GET", "/is_sleeping", NULL, 200, "{\"is_sleeping\":true}");
+    expect_status(&e, "POST", "/wake_up?tags=weights", "", 200, NULL);
+    expect_status(&e, "GET", "/syncroll/v1/state", NULL, 200, "\"sleeping_tags\":[\"kv_cache\"]");
+    expect_status(&e, "GET", "/is_sleeping", NULL, 200, "{\"is_sleeping\":true}");
+    bg_start(&b, &e, "/skyrl/v1/generate", SHORT_REQ);
+    int held = wait_held_or_answered(&e, &b, 1);
+    ck_assert_msg(held, "a generate with the KV cache asleep was answered %ld: %s", b.r.status,
+                  b.r.body.data);
+    expect_status(&e, "POST", "/wake_up?tags=kv_cache", "", 200, NULL);
+    bg_join(&b);
+    ck_assert_msg(b.r.status == 200, "status %ld: %s", b.r.status, b.r.body.data);
+    hresp_free(&b.r);
+    expect_status(&e, "GET", "/is_sleeping", NULL, 200, "{\"is_sleeping\":false}");
+    expect_status(&e, "GET", "/syncroll/v1/state", NULL, 200, "\"sleeping_tags\":[]");
+    /* Tags name what sleeps: sleeping only the KV cache leaves the weights awake. */
+    expect_status(&e, "POST", "/sleep?tags=kv_cache", "", 200, NULL);
+    expect_status(&e, "GET", "/syncroll/v1/state", NULL, 200, "\"sleeping_tags\":[\"kv_cache\"]");
+    expect_status(&e, "POST", "/wake_up", "", 200, NULL);
+    expect_status(&e, "POST", "/skyrl/v1/generate", SHORT_REQ, 200, NULL);
     eng_stop(&e);
 }
 END_TEST
@@ -285,6 +370,8 @@ static Suite *control_suite(void)
     tcase_add_test(tc, test_wait_pause_drains_in_flight);
     tcase_add_test(tc, test_control_endpoints);
     tcase_add_test(tc, test_weight_sync_protocol_order);
+    tcase_add_test(tc, test_generate_waits_through_skyrl_offload_sync);
+    tcase_add_test(tc, test_sleep_tags_are_tracked_separately);
     suite_add_tcase(s, tc);
     return s;
 }

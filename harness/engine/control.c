@@ -84,19 +84,12 @@ static void freeze_or_abort_running_locked(sr_server *s, int keep)
     }
 }
 
-static enum MHD_Result do_pause(req *r)
+/* The pause of the scheduler in `mode` (keep, abort or wait), for /pause and /sleep (vLLM pauses
+ * the scheduler before it sleeps). MHD_YES once a wait-mode pause was suspended until nothing
+ * runs; otherwise answers 200. Takes s->mu. */
+static enum MHD_Result pause_scheduler(req *r, const char *mode)
 {
     sr_server *s = r->srv;
-    const char *m = arg(r, "mode");
-    const char *mode = !m || strcmp(m, "abort") == 0 ? "abort"
-                       : strcmp(m, "keep") == 0      ? "keep"
-                       : strcmp(m, "wait") == 0      ? "wait"
-                                                     : NULL;
-    if (!mode)
-        return bad(r, "mode must be keep, abort or wait");
-    const char *cc = arg(r, "clear_cache");
-    if (cc && strcmp(cc, "true") == 0)
-        sr_engine_prefix_reset(s->e);
     pthread_mutex_lock(&s->mu);
     s->paused = 1;
     s->pmode = mode;
@@ -113,12 +106,33 @@ static enum MHD_Result do_pause(req *r)
     return ok_empty(r);
 }
 
-static enum MHD_Result do_resume(req *r)
+static const char *pause_mode(req *r)
 {
-    sr_server *s = r->srv;
-    pthread_mutex_lock(&s->mu);
-    s->paused = 0;
-    s->pmode = NULL;
+    const char *m = arg(r, "mode");
+    return !m || strcmp(m, "abort") == 0 ? "abort"
+           : strcmp(m, "keep") == 0      ? "keep"
+           : strcmp(m, "wait") == 0      ? "wait"
+                                         : NULL;
+}
+
+static enum MHD_Result do_pause(req *r)
+{
+    const char *mode = pause_mode(r);
+    if (!mode)
+        return bad(r, "mode must be keep, abort or wait");
+    const char *cc = arg(r, "clear_cache");
+    if (cc && strcmp(cc, "true") == 0)
+        sr_engine_prefix_reset(r->srv->e);
+    return pause_scheduler(r, mode);
+}
+
+/* Releases every held request (new ones and those frozen in flight) once the server is neither
+ * paused nor has a memory tag asleep: a generate never runs on weights or a KV cache that sleep.
+ * Called with s->mu held. */
+static void release_held_locked(sr_server *s)
+{
+    if (s->paused || s->asleep)
+        return;
     int64_t now = sr_srv_now_ns();
     while (s->held.head) {
         req *h = s->held.head;
@@ -128,8 +142,119 @@ static enum MHD_Result do_resume(req *r)
         h->state = RS_RESUMING;
         sr_srv_resume_locked(h);
     }
+}
+
+static enum MHD_Result do_resume(req *r)
+{
+    sr_server *s = r->srv;
+    pthread_mutex_lock(&s->mu);
+    s->paused = 0;
+    s->pmode = NULL;
+    release_held_locked(s);
     pthread_mutex_unlock(&s->mu);
     return ok_empty(r);
+}
+
+/* ---- sleep and wake: the memory tags weights and kv_cache ---- */
+
+static enum MHD_Result add_tag(void *cls, enum MHD_ValueKind kind, const char *key,
+                               const char *value)
+{
+    unsigned *mask = cls;
+    (void)kind;
+    if (strcmp(key, "tags") == 0 && value)
+        *mask |= strcmp(value, "weights") == 0    ? SR_SLEEP_WEIGHTS
+                 : strcmp(value, "kv_cache") == 0 ? SR_SLEEP_KV_CACHE
+                                                  : 0;
+    return MHD_YES;
+}
+
+/* The tags named by the query (?tags=a&tags=b, each already checked), 0 when none is. */
+static unsigned query_tags(req *r)
+{
+    unsigned mask = 0;
+    MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, add_tag, &mask);
+    return mask;
+}
+
+/* POST /sleep?level=0|1|2&tags=..&mode=..: as vLLM's EngineCore.sleep, the scheduler pauses in
+ * `mode` (default abort), then the tags sleep (given tags win over the level; level 0 sleeps
+ * none, 1 and 2 both); level >= 1 also clears the prefix cache. */
+static enum MHD_Result do_sleep(req *r)
+{
+    sr_server *s = r->srv;
+    const char *lv = arg(r, "level");
+    int64_t level = lv ? strtoll(lv, NULL, 10) : 1;
+    unsigned tags = query_tags(r);
+    const char *mode = pause_mode(r);
+    if (!mode)
+        return bad(r, "mode must be keep, abort or wait");
+    if (!tags && level >= 1)
+        tags = SR_SLEEP_ALL;
+    if (level >= 1)
+        sr_engine_prefix_reset(s->e);
+    pthread_mutex_lock(&s->mu);
+    s->asleep |= tags;
+    s->sleep_level = level;
+    pthread_mutex_unlock(&s->mu);
+    return pause_scheduler(r, mode);
+}
+
+/* Wakes `tags`; with `resume` the scheduler resumes too (vLLM's wake_up always resumes it;
+ * SkyRL's skyrl_wake_for_weight_sync does not). Held requests run once nothing sleeps. */
+static void wake_tags(sr_server *s, unsigned tags, int resume)
+{
+    pthread_mutex_lock(&s->mu);
+    s->asleep &= ~tags;
+    if (resume) {
+        s->paused = 0;
+        s->pmode = NULL;
+    }
+    release_held_locked(s);
+    pthread_mutex_unlock(&s->mu);
+}
+
+static enum MHD_Result do_wake_up(req *r)
+{
+    unsigned tags = query_tags(r);
+    wake_tags(r->srv, tags ? tags : SR_SLEEP_ALL, 1);
+    return ok_empty(r);
+}
+
+/* The kwargs.tags of skyrl_wake_for_weight_sync: an array of "weights" / "kv_cache" (absent or
+ * null: every tag). -1 for anything else. */
+static int rpc_tags(const cJSON *kw, unsigned *mask)
+{
+    const cJSON *t = kw ? cJSON_GetObjectItemCaseSensitive(kw, "tags") : NULL;
+    *mask = 0;
+    if (!t || cJSON_IsNull(t)) {
+        *mask = SR_SLEEP_ALL;
+        return 0;
+    }
+    if (!cJSON_IsArray(t))
+        return -1;
+    const cJSON *x;
+    cJSON_ArrayForEach(x, t)
+    {
+        if (!cJSON_IsString(x))
+            return -1;
+        unsigned bit = strcmp(x->valuestring, "weights") == 0    ? SR_SLEEP_WEIGHTS
+                       : strcmp(x->valuestring, "kv_cache") == 0 ? SR_SLEEP_KV_CACHE
+                                                                 : 0;
+        if (!bit)
+            return -1;
+        *mask |= bit;
+    }
+    return 0;
+}
+
+static enum MHD_Result do_is_sleeping(req *r)
+{
+    sr_server *s = r->srv;
+    pthread_mutex_lock(&s->mu);
+    int sleeping = s->paused || s->asleep;
+    pthread_mutex_unlock(&s->mu);
+    return ok_json(r, sleeping ? "{\"is_sleeping\":true}" : "{\"is_sleeping\":false}");
 }
 
 /* ---- weight sync ---- */
@@ -209,9 +334,21 @@ static enum MHD_Result do_collective(req *r, const cJSON *b)
     } else if (strcmp(name, "skyrl_finish_weight_update") == 0) {
         rc = sr_engine_sync_finish(r->srv->e, finish_target(kw), wf, &v, &err);
     } else if (strcmp(name, "skyrl_sleep_for_weight_sync") == 0) {
-        sr_engine_set_sleeping(r->srv->e, 1, 1);
+        /* SkyRL's worker extension sleeps the allocator only (both tags; offload_kv says whether
+         * the KV cache is kept on the CPU, which the mock's cache does not need): the scheduler
+         * is not paused, the caller holds its own keep-mode pause. */
+        const cJSON *ok = kw ? cJSON_GetObjectItemCaseSensitive(kw, "offload_kv") : NULL;
+        if (ok && !cJSON_IsBool(ok))
+            return bad(r, "skyrl_sleep_for_weight_sync kwargs.offload_kv must be a boolean");
+        pthread_mutex_lock(&r->srv->mu);
+        r->srv->asleep = SR_SLEEP_ALL;
+        pthread_mutex_unlock(&r->srv->mu);
     } else if (strcmp(name, "skyrl_wake_for_weight_sync") == 0) {
-        sr_engine_set_sleeping(r->srv->e, 0, 0);
+        unsigned tags;
+        if (rpc_tags(kw, &tags))
+            return bad(r, "skyrl_wake_for_weight_sync kwargs.tags must be an array of "
+                          "\"weights\" and \"kv_cache\"");
+        wake_tags(r->srv, tags, 0);
     } else {
         return bad(r, "unknown collective_rpc method");
     }
@@ -332,6 +469,9 @@ static enum MHD_Result do_state(req *r)
     pthread_mutex_lock(&s->mu);
     live.paused = s->paused;
     live.pause_mode = s->pmode;
+    live.sleep_weights = (s->asleep & SR_SLEEP_WEIGHTS) != 0;
+    live.sleep_kv_cache = (s->asleep & SR_SLEEP_KV_CACHE) != 0;
+    live.sleep_level = s->sleep_level;
     live.inflight = s->running;
     live.held = s->held.n;
     live.stalled = s->stalled.n;
@@ -364,9 +504,10 @@ static const char *const TAGS[] = {"weights", "kv_cache", NULL};
 static const char *const FLAG[] = {"0", "1", NULL};
 
 static const qparam QPARAMS[] = {
-    {SR_EP_PAUSE, "mode", MODES, 0, 0},  {SR_EP_PAUSE, "clear_cache", BOOLS, 0, 0},
-    {SR_EP_SLEEP, "level", NULL, 1, 2},  {SR_EP_SLEEP, "tags", TAGS, 0, 0},
-    {SR_EP_WAKE_UP, "tags", TAGS, 0, 0}, {SR_EP_STATE, "tensors", FLAG, 0, 0},
+    {SR_EP_PAUSE, "mode", MODES, 0, 0},   {SR_EP_PAUSE, "clear_cache", BOOLS, 0, 0},
+    {SR_EP_SLEEP, "level", NULL, 0, 2},   {SR_EP_SLEEP, "tags", TAGS, 0, 0},
+    {SR_EP_SLEEP, "mode", MODES, 0, 0},   {SR_EP_WAKE_UP, "tags", TAGS, 0, 0},
+    {SR_EP_STATE, "tensors", FLAG, 0, 0},
 };
 
 typedef struct qcheck {
@@ -432,14 +573,12 @@ enum MHD_Result sr_srv_control(req *r)
         return do_pause(r);
     case SR_EP_RESUME:
         return do_resume(r);
-    case SR_EP_SLEEP: {
-        const char *lv = arg(r, "level");
-        sr_engine_set_sleeping(r->srv->e, 1, lv ? strtoll(lv, NULL, 10) : 1);
-        return ok_empty(r);
-    }
+    case SR_EP_SLEEP:
+        return do_sleep(r);
     case SR_EP_WAKE_UP:
-        sr_engine_set_sleeping(r->srv->e, 0, 0);
-        return ok_empty(r);
+        return do_wake_up(r);
+    case SR_EP_IS_SLEEPING:
+        return do_is_sleeping(r);
     default:
         return with_body(r);
     }

@@ -209,23 +209,6 @@ void sr_engine_add_clamped(sr_engine *e, int64_t n)
     atomic_fetch_add(&e->clamped, n);
 }
 
-void sr_engine_set_sleeping(sr_engine *e, int sleeping, int64_t level)
-{
-    pthread_mutex_lock(&e->mu);
-    e->sleeping = sleeping;
-    if (sleeping)
-        e->sleep_level = level;
-    pthread_mutex_unlock(&e->mu);
-}
-
-int sr_engine_sleeping(sr_engine *e)
-{
-    pthread_mutex_lock(&e->mu);
-    int s = e->sleeping;
-    pthread_mutex_unlock(&e->mu);
-    return s;
-}
-
 void sr_engine_prefix_reset(sr_engine *e)
 {
     pthread_mutex_lock(&e->mu);
@@ -416,12 +399,9 @@ static int state_locked(sr_buf *b, sr_engine *e, sr_err *err)
             rc = sr_jw_hex64(b, e->layer_fps[i], err);
     }
     if (!rc)
-        rc =
-            sr_buf_printf(b, err,
-                          "]},\"sleeping\":%s,\"sleep_level\":%lld,\"prefix_cache_resets\":%lld,"
-                          "\"sessions\":%zu,\"session_resets\":%lld",
-                          e->sleeping ? "true" : "false", (long long)e->sleep_level,
-                          (long long)e->prefix_resets, e->n_sessions, (long long)e->session_resets);
+        rc = sr_buf_printf(
+            b, err, "]},\"prefix_cache_resets\":%lld,\"sessions\":%zu,\"session_resets\":%lld",
+            (long long)e->prefix_resets, e->n_sessions, (long long)e->session_resets);
     if (!rc)
         rc = state_sync(b, e, err);
     if (!rc)
@@ -442,6 +422,13 @@ int sr_engine_state_json(sr_buf *b, sr_engine *e, const sr_engine_live *live, sr
     if (!rc)
         rc = state_locked(b, e, err);
     pthread_mutex_unlock(&e->mu);
+    if (!rc)
+        rc = sr_buf_printf(
+            b, err, ",\"sleeping\":%s,\"sleeping_tags\":[%s%s%s],\"sleep_level\":%lld",
+            live->sleep_weights || live->sleep_kv_cache ? "true" : "false",
+            live->sleep_weights ? "\"weights\"" : "",
+            live->sleep_weights && live->sleep_kv_cache ? "," : "",
+            live->sleep_kv_cache ? "\"kv_cache\"" : "", (long long)live->sleep_level);
     if (!rc)
         rc = sr_buf_printf(b, err,
                            ",\"paused\":%s,\"pause_mode\":%s%s%s,\"inflight\":%lld,\"held\":%lld,"

@@ -76,8 +76,6 @@ void sr_engine_add_clamped(sr_engine *e, int64_t n);
 
 /* ---- control plane state ---- */
 
-void sr_engine_set_sleeping(sr_engine *e, int sleeping, int64_t level);
-int sr_engine_sleeping(sr_engine *e);
 void sr_engine_prefix_reset(sr_engine *e);
 void sr_engine_set_init_info(sr_engine *e, const char *json);
 
@@ -184,7 +182,9 @@ int sr_engine_sync_finish(sr_engine *e, int64_t target, const sr_fault *f, int64
 /* What the HTTP layer knows, for the state document. */
 typedef struct sr_engine_live {
     int paused;
-    const char *pause_mode; /* "keep", "abort", "wait" or NULL */
+    const char *pause_mode;            /* "keep", "abort", "wait" or NULL */
+    int sleep_weights, sleep_kv_cache; /* 1 while that memory tag sleeps */
+    int64_t sleep_level;               /* the level of the last /sleep (0 before any) */
     int64_t inflight, held, stalled;
     int tensors; /* 1: add every model tensor's name, layer and digest (?tensors=1) */
 } sr_engine_live;

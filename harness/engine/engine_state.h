@@ -89,8 +89,6 @@ struct sr_engine {
     int has_prev;                         /* (mu) */
     int sync_active;                      /* (mu) */
     int64_t sync_starts, sync_finishes, sync_applies, sync_order_errors; /* (mu) */
-    int sleeping;                                                        /* (mu) */
-    int64_t sleep_level;                                                 /* (mu) */
     int64_t prefix_resets;                                               /* (mu) */
     char *init_info;                                                     /* (mu) */
     session_slot *sessions;                                              /* (mu) */

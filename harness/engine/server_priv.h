@@ -106,6 +106,11 @@ typedef struct req_dlist {
 
 #define SR_SERVER_MAX_DAEMONS 16
 
+/* The memory tags that sleep and wake separately (vLLM's CuMemAllocator tags). */
+#define SR_SLEEP_WEIGHTS  1u
+#define SR_SLEEP_KV_CACHE 2u
+#define SR_SLEEP_ALL      (SR_SLEEP_WEIGHTS | SR_SLEEP_KV_CACHE)
+
 /*
  * Connections a daemon accepts beyond cfg->max_connections only to answer them 503
  * (engine.connection_limit) and close them; past that headroom, libmicrohttpd stops accepting
@@ -134,14 +139,17 @@ struct sr_server {
     pthread_t sched;
     int sched_started;
     int stopping; /* (mu) */
-    /* pause */
-    int paused;        /* (mu) */
-    const char *pmode; /* (mu) */
-    req_dlist held;    /* (mu) */
-    req_dlist waiters; /* (mu) */
-    req_dlist stalled; /* (mu) */
-    int64_t running;   /* (mu) reqs in RS_RUNNING */
-    int64_t live_reqs; /* (mu) reqs allocated and not completed */
+    /* pause and sleep: a generate runs only while the server is not paused and no memory tag
+     * sleeps (SR_SLEEP_* bits); otherwise it is held until both hold (control.c) */
+    int paused;          /* (mu) */
+    const char *pmode;   /* (mu) */
+    unsigned asleep;     /* (mu) SR_SLEEP_WEIGHTS | SR_SLEEP_KV_CACHE */
+    int64_t sleep_level; /* (mu) the level of the last /sleep */
+    req_dlist held;      /* (mu) */
+    req_dlist waiters;   /* (mu) */
+    req_dlist stalled;   /* (mu) */
+    int64_t running;     /* (mu) reqs in RS_RUNNING */
+    int64_t live_reqs;   /* (mu) reqs allocated and not completed */
     /* Connections with a request in progress, at most cfg->max_connections, over every daemon
      * (the listening one and those draining after a refuse fault); see take_slot, lock-free. */
     atomic_int_fast64_t conns;

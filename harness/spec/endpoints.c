@@ -23,6 +23,7 @@ static const ep_row rows[SR_EP_COUNT] = {
     [SR_EP_FETCH_WEIGHTS] = {"fetch_weights", "POST", "/fetch_weights"},
     [SR_EP_UPDATE_WEIGHTS] = {"update_weights", "POST", "/update_weights"},
     [SR_EP_STATE] = {"state", "GET", "/syncroll/v1/state"},
+    [SR_EP_IS_SLEEPING] = {"is_sleeping", "GET", "/is_sleeping"},
 };
 
 const char *sr_endpoint_name(sr_endpoint ep)

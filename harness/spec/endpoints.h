@@ -31,6 +31,7 @@ typedef enum sr_endpoint {
     SR_EP_FETCH_WEIGHTS,  /* POST /fetch_weights */
     SR_EP_UPDATE_WEIGHTS, /* POST /update_weights */
     SR_EP_STATE,          /* GET /syncroll/v1/state */
+    SR_EP_IS_SLEEPING,    /* GET /is_sleeping */
     SR_EP_COUNT
 } sr_endpoint;
 
