@@ -254,6 +254,8 @@ typedef enum sr_class {
       "a request's HTTP framing is invalid (conflicting Content-Length), answered 400 and closed") \
     X(SR_E_ENGINE_UNSUPPORTED, -924, "engine.unsupported_encoding", SR_CLASS_PROTOCOL,             \
       "a request uses a transfer or content coding the engine does not implement (501)")           \
+    X(SR_E_SYNC_NO_TRANSFER, -925, "sync.no_transfer", SR_CLASS_PROTOCOL,                          \
+      "a weight update call would move no bytes (update_weights_nccl/_ipc as JSON only), refused") \
     /* scenarios and the runner (-10xx) */                                                         \
     X(SR_E_SCENARIO, -1000, "scenario.invalid", SR_CLASS_USAGE,                                    \
       "a scenario breaks a rule of scenarios/FORMAT.md beyond key types (reference, combination)") \

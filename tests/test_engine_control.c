@@ -329,7 +329,6 @@ START_TEST(test_weight_sync_protocol_order)
                   "called while a weight update is already active");
     /* The engine keeps serving through a protocol error. */
     expect_status(&e, "POST", "/skyrl/v1/generate", "{\"token_ids\":[1]}", 200, NULL);
-    expect_status(&e, "POST", "/collective_rpc", upd, 200, NULL);
     expect_status(&e, "POST", "/collective_rpc", fin, 200, NULL);
     expect_status(&e, "POST", "/collective_rpc", "{\"method\":\"frob\"}", 400, NULL);
     expect_status(&e, "POST", "/collective_rpc", "{\"kwargs\":{}}", 400, NULL);
@@ -360,6 +359,37 @@ START_TEST(test_weight_sync_protocol_order)
 }
 END_TEST
 
+/* Issue #20, SkyRL defect 3: update_weights_nccl or update_weights_ipc as JSON only (no bucket
+ * bytes follow: the mock has no NCCL group and cannot open IPC handles) moves nothing, so it must
+ * fail loudly, sync.no_transfer, and spoil the update: finish answers the same failure and the
+ * engine stays on its version and keeps serving. Before: start, update and finish all answered
+ * 200 and nothing changed. */
+START_TEST(test_json_only_update_moves_no_bytes_and_fails)
+{
+    eng e;
+    eng_start(&e, "{\"model\":{\"layers\":2}}");
+    const char *start = "{\"method\":\"skyrl_start_weight_update\",\"kwargs\":"
+                        "{\"is_checkpoint_format\":true}}";
+    const char *fin = "{\"method\":\"skyrl_finish_weight_update\"}";
+    const char *upd[2] = {
+        "{\"method\":\"update_weights_nccl\",\"kwargs\":{\"update_info\":{\"names\":[\"layers.0."
+        "experts.0\"],\"dtype_names\":[\"bfloat16\"],\"shapes\":[[4,4]],\"packed\":true}}}",
+        "{\"method\":\"update_weights_ipc\",\"kwargs\":{\"update_info\":{\"names\":[],"
+        "\"dtype_names\":[],\"shapes\":[],\"sizes\":[],\"ipc_handles_pickled\":\"gAN9cQAu\"}}}"};
+    for (int k = 0; k < 2; k++) {
+        expect_status(&e, "POST", "/collective_rpc", start, 200, NULL);
+        expect_status(&e, "POST", "/collective_rpc", upd[k], 500, "\"check\":\"sync.no_transfer\"");
+        expect_status(&e, "POST", "/collective_rpc", fin, 500, "\"check\":\"sync.no_transfer\"");
+        ck_assert_int_eq(eng_state_int(&e, "weight_version"), 0);
+        expect_status(&e, "POST", "/skyrl/v1/generate", "{\"token_ids\":[1]}", 200, NULL);
+    }
+    /* The update ended with the failed finish: a new one starts. */
+    expect_status(&e, "POST", "/collective_rpc", start, 200, NULL);
+    expect_status(&e, "POST", "/collective_rpc", fin, 200, NULL);
+    eng_stop(&e);
+}
+END_TEST
+
 static Suite *control_suite(void)
 {
     Suite *s = suite_create("engine_control");
@@ -372,6 +402,7 @@ static Suite *control_suite(void)
     tcase_add_test(tc, test_weight_sync_protocol_order);
     tcase_add_test(tc, test_generate_waits_through_skyrl_offload_sync);
     tcase_add_test(tc, test_sleep_tags_are_tracked_separately);
+    tcase_add_test(tc, test_json_only_update_moves_no_bytes_and_fails);
     suite_add_tcase(s, tc);
     return s;
 }

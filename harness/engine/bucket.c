@@ -363,11 +363,8 @@ int sr_engine_bucket_end(sr_bucket_rx *b, const sr_fault *f, sr_err *err)
     if (rc) {
         e->st.bucket_failures++;
         /* A bucket that reached the update spoils it: finish will refuse to commit. */
-        if (rc != SR_E_SYNC_ORDER && e->sync_active && !e->bc.failed) {
-            e->bc.failed = 1;
-            e->bc.fail_code = rc;
-            snprintf(e->bc.fail_msg, sizeof(e->bc.fail_msg), "%s", err ? err->msg : "");
-        }
+        if (rc != SR_E_SYNC_ORDER)
+            sr_engine_bcast_spoil_locked(e, rc, err ? err->msg : "");
     } else {
         e->bc.buckets++;
     }
@@ -387,6 +384,30 @@ void sr_engine_bucket_abort(sr_bucket_rx *b)
         b->err = err;
     }
     sr_engine_bucket_end(b, NULL, NULL);
+}
+
+int sr_engine_sync_no_transfer(sr_engine *e, const char *method, sr_err *err)
+{
+    pthread_mutex_lock(&e->mu);
+    int active = e->sync_active;
+    if (!active)
+        e->sync_order_errors++;
+    pthread_mutex_unlock(&e->mu);
+    if (!active)
+        return sr_err_set(err, SR_E_SYNC_ORDER,
+                          "%s called without skyrl_start_weight_update (no weight update is "
+                          "active)",
+                          method);
+    sr_err_set(err, SR_E_SYNC_NO_TRANSFER,
+               "%s carried no tensor bytes: this engine receives broadcast weights only as a "
+               "bucket body (Content-Type " SR_ENGINE_BUCKET_CTYPE
+               ") and cannot open NCCL groups or IPC handles, so the call would be a silent "
+               "no-op; the update is spoiled and finish discards it",
+               method);
+    pthread_mutex_lock(&e->mu);
+    sr_engine_bcast_spoil_locked(e, SR_E_SYNC_NO_TRANSFER, err->msg);
+    pthread_mutex_unlock(&e->mu);
+    return SR_E_SYNC_NO_TRANSFER;
 }
 
 int sr_engine_sync_finish(sr_engine *e, int64_t target, const sr_fault *f, int64_t *version,

@@ -330,7 +330,7 @@ static enum MHD_Result do_collective(req *r, const cJSON *b)
         if (has)
             return apply(r, v);
         if (!rc)
-            sr_engine_note_fault(r->srv->e, wf);
+            rc = sr_engine_sync_no_transfer(r->srv->e, name, &err);
     } else if (strcmp(name, "skyrl_finish_weight_update") == 0) {
         rc = sr_engine_sync_finish(r->srv->e, finish_target(kw), wf, &v, &err);
     } else if (strcmp(name, "skyrl_sleep_for_weight_sync") == 0) {

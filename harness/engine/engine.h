@@ -175,6 +175,14 @@ void sr_engine_bucket_feed(sr_bucket_rx *b, const char *p, size_t n);
 int sr_engine_bucket_end(sr_bucket_rx *b, const sr_fault *f, sr_err *err);
 void sr_engine_bucket_abort(sr_bucket_rx *b);
 
+/*
+ * update_weights_nccl / update_weights_ipc as JSON only (no bucket bytes, no synthetic
+ * syncroll_version): nothing can move, so SR_E_SYNC_NO_TRANSFER, and the active update is
+ * spoiled (finish answers the same failure and commits nothing); SR_E_SYNC_ORDER without an
+ * active update.
+ */
+int sr_engine_sync_no_transfer(sr_engine *e, const char *method, sr_err *err);
+
 /* skyrl_finish_weight_update; target -1 when the request names none. */
 int sr_engine_sync_finish(sr_engine *e, int64_t target, const sr_fault *f, int64_t *version,
                           sr_err *err);

@@ -1,6 +1,7 @@
 /* The engine's state and the weight transitions every update path shares (engine_state.h). */
 #include "engine_state.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -91,6 +92,15 @@ void sr_engine_bcast_begin_locked(sr_engine *e)
     e->bc.fail_code = 0;
     e->bc.fail_msg[0] = '\0';
     e->bc.corrupt = 0;
+}
+
+void sr_engine_bcast_spoil_locked(sr_engine *e, int code, const char *msg)
+{
+    if (!e->sync_active || e->bc.failed)
+        return;
+    e->bc.failed = 1;
+    e->bc.fail_code = code;
+    snprintf(e->bc.fail_msg, sizeof(e->bc.fail_msg), "%s", msg ? msg : "");
 }
 
 /* ---- the model ---- */

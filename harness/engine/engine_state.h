@@ -140,6 +140,11 @@ void sr_engine_take_pending(sr_engine *e, const sr_fault *f, sr_skip_set *skip, 
 /* Starts a broadcast session: clears the received set. Called with mu held. */
 void sr_engine_bcast_begin_locked(sr_engine *e);
 
+/* Spoils the active broadcast update with its first failure (code, message): finish will answer
+ * it and commit nothing. No-op without an active update or after an earlier failure. Called with
+ * mu held. */
+void sr_engine_bcast_spoil_locked(sr_engine *e, int code, const char *msg);
+
 /* Publishes the model's fingerprints and `target` (unless not_bumped) after a commit: the old
  * ones become the previous weights. Called with apply held; takes mu. */
 void sr_engine_publish_model(sr_engine *e, int64_t target, int not_bumped, const char *transport);

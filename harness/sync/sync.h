@@ -41,6 +41,7 @@
  *   sync.deadline        a phase did not complete within its deadline
  *   sync.protocol_order  an engine refused a phase as out of order (start while active, ...)
  *   sync.checksum        an engine refused a payload whose checksum did not match
+ *   sync.no_transfer     an engine refused an update call that would move no bytes
  *   sync.engine_failed   a phase failed on an engine otherwise (status, transport, refusal)
  *   sync.version_skew    after the sync an engine reports another version than it should
  *   sync.partial_update  after the sync an engine's bytes differ from the published ones, naming
