@@ -475,6 +475,12 @@ static enum MHD_Result do_state(req *r)
     live.inflight = s->running;
     live.held = s->held.n;
     live.stalled = s->stalled.n;
+    live.active = (int64_t)atomic_load(&s->conns);
+    live.max_active = s->cfg->max_connections;
+    live.queued = s->queued.n;
+    live.max_queued = s->cfg->max_queued;
+    live.queued_peak = s->queued_peak;
+    live.refused = s->refused;
     pthread_mutex_unlock(&s->mu);
     const char *t = arg(r, "tensors");
     live.tensors = t && strcmp(t, "1") == 0;

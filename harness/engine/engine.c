@@ -431,6 +431,13 @@ int sr_engine_state_json(sr_buf *b, sr_engine *e, const sr_engine_live *live, sr
             live->sleep_kv_cache ? "\"kv_cache\"" : "", (long long)live->sleep_level);
     if (!rc)
         rc = sr_buf_printf(b, err,
+                           ",\"connections\":{\"active\":%lld,\"max_active\":%lld,\"queued\":%lld,"
+                           "\"max_queued\":%lld,\"queued_peak\":%lld,\"refused\":%lld}",
+                           (long long)live->active, (long long)live->max_active,
+                           (long long)live->queued, (long long)live->max_queued,
+                           (long long)live->queued_peak, (long long)live->refused);
+    if (!rc)
+        rc = sr_buf_printf(b, err,
                            ",\"paused\":%s,\"pause_mode\":%s%s%s,\"inflight\":%lld,\"held\":%lld,"
                            "\"stalled\":%lld,\"clamped_logprobs\":%lld,\"requests\":{",
                            live->paused ? "true" : "false", live->pause_mode ? "\"" : "",

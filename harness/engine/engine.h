@@ -194,6 +194,9 @@ typedef struct sr_engine_live {
     int sleep_weights, sleep_kv_cache; /* 1 while that memory tag sleeps */
     int64_t sleep_level;               /* the level of the last /sleep (0 before any) */
     int64_t inflight, held, stalled;
+    /* connections: busy with a request (at most max_active), requests queued for a slot (at
+     * most max_queued; the most at once), requests refused engine.connection_limit */
+    int64_t active, max_active, queued, max_queued, queued_peak, refused;
     int tensors; /* 1: add every model tensor's name, layer and digest (?tensors=1) */
 } sr_engine_live;
 

@@ -36,10 +36,11 @@ typedef enum req_state {
     RS_WAIT_DONE, /* the wait is over: answer 200 */
     RS_STALLED,   /* stall fault: never answers (list stalled) */
     RS_SENDING,   /* response queued; the content reader may still suspend (dribble, stall) */
+    RS_QUEUED,    /* arrived over max_connections: waits for a slot (list queued) */
     RS_SHUTDOWN   /* the server is stopping: close */
 } req_state;
 
-typedef enum req_list { RL_NONE = 0, RL_HELD, RL_WAITERS, RL_STALLED } req_list;
+typedef enum req_list { RL_NONE = 0, RL_HELD, RL_WAITERS, RL_STALLED, RL_QUEUED } req_list;
 
 /*
  * A connection, from accept (MHD's NOTIFY_STARTED) to close (NOTIFY_CLOSED): its socket context.
@@ -79,6 +80,7 @@ struct req {
     int too_large;
     int over_limit; /* arrived with cfg->max_connections requests in progress: answered 503 */
     int counted;    /* holds one of those slots until on_completed */
+    int admitted;   /* was queued and took a slot: its body deadline starts at the next call */
     char session[SR_ENGINE_SESSION_MAX + 1];
     int64_t turn, ordinal;
     sr_fault_pick pick;
@@ -99,8 +101,9 @@ struct req {
     const sr_fault *transport;
 };
 
+/* A list of suspended requests, newest at the head, oldest at the tail. */
 typedef struct req_dlist {
-    req *head;
+    req *head, *tail;
     int64_t n;
 } req_dlist;
 
@@ -112,9 +115,8 @@ typedef struct req_dlist {
 #define SR_SLEEP_ALL      (SR_SLEEP_WEIGHTS | SR_SLEEP_KV_CACHE)
 
 /*
- * Connections a daemon accepts beyond cfg->max_connections only to answer them 503
- * (engine.connection_limit) and close them; past that headroom, libmicrohttpd stops accepting
- * and a new connection waits in the kernel's listen backlog.
+ * Connections a daemon accepts beyond cfg->max_connections + cfg->max_queued only to answer them
+ * 503 (engine.connection_limit) and close them.
  */
 #define SR_SERVER_CONN_HEADROOM 16
 
@@ -148,6 +150,9 @@ struct sr_server {
     req_dlist held;      /* (mu) */
     req_dlist waiters;   /* (mu) */
     req_dlist stalled;   /* (mu) */
+    req_dlist queued;    /* (mu) over max_connections, oldest at the tail (FIFO) */
+    int64_t queued_peak; /* (mu) most queued at once */
+    int64_t refused;     /* (mu) answered engine.connection_limit */
     int64_t running;     /* (mu) reqs in RS_RUNNING */
     int64_t live_reqs;   /* (mu) reqs allocated and not completed */
     /* Connections with a request in progress, at most cfg->max_connections, over every daemon

@@ -45,6 +45,7 @@ static const sr_scenario_key keys[] = {
     {"engines.server.header_timeout_ms", "integer"},
     {"engines.server.body_timeout_ms", "integer"},
     {"engines.server.max_pending_connections", "integer"},
+    {"engines.server.max_queued_requests", "integer"},
     {"engines.server.sync_dirs", "array|null"},
     {"engines.faults", "plan"},
     {"engines.sample_support_k", "integer"},

@@ -82,6 +82,7 @@ static cJSON *server_json(const sr_engine_config *c)
     add_int(s, "header_timeout_ms", c->header_timeout_ms);
     add_int(s, "body_timeout_ms", c->body_timeout_ms);
     add_int(s, "max_pending_connections", c->max_pending);
+    add_int(s, "max_queued_requests", c->max_queued);
     if (!c->sync_dirs_set) {
         cJSON_AddNullToObject(s, "sync_dirs");
     } else {

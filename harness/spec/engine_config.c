@@ -113,6 +113,9 @@ int sr_spec_parse_server(sr_engine_config *c, const sr_spec_ctx *x, const cJSON 
     if (!rc && !(rc = sr_json_get_int(d, s, "max_pending_connections", 0, 1, 65536, c->max_pending,
                                       &v, err)))
         c->max_pending = (int)v;
+    if (!rc &&
+        !(rc = sr_json_get_int(d, s, "max_queued_requests", 0, 0, 65536, c->max_queued, &v, err)))
+        c->max_queued = (int)v;
     return rc ? rc : parse_sync_dirs(c, x, cJSON_GetObjectItemCaseSensitive(s, "sync_dirs"));
 }
 

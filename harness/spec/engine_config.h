@@ -19,18 +19,20 @@
  *                "max_response_bytes": 1073741824, "max_tokens_default": 16,
  *                "max_seq": 1048576, "world_size": 1, "lora": false,
  *                "header_timeout_ms": 5000, "body_timeout_ms": 60000,
- *                "max_pending_connections": 64, "sync_dirs": null},
+ *                "max_pending_connections": 1024, "max_queued_requests": 1024,
+ *                "sync_dirs": null},
  *     "faults": [ ... see spec/faults.h ... ]}
  *    server.header_timeout_ms (10..600000) bounds the time from a connection's accept to the end
  *    of its first request's headers, server.body_timeout_ms (10..3600000) the time from the end
  *    of a request's headers to the end of its body; server.max_pending_connections (1..65536)
- *    caps the connections open without a request in progress (server.h says what happens at
- *    each). server.sync_dirs: null (the default: SR_ENGINE_DEFAULT_SYNC_ROOT) or an array of at
- *    most SR_ENGINE_MAX_SYNC_DIRS absolute paths (1..SR_ENGINE_SYNC_DIR_MAX - 1 bytes each): the
- *    folders under which the engine may read and write weight-sync state (the
- *    sync_dir of /fetch_weights and /update_weights); [] allows none.
- *    `count` is read by `syncroll serve` only (number of engines; engine i gets index i and the
- *    id sr_engine_config_id_for gives).
+ *    caps the connections open without a request in progress, server.max_queued_requests
+ *    (0..65536) the requests that arrived while max_connections were in progress and wait for a
+ *    slot (server.h says what happens at each). server.sync_dirs: null (the default:
+ * SR_ENGINE_DEFAULT_SYNC_ROOT) or an array of at most SR_ENGINE_MAX_SYNC_DIRS absolute paths
+ * (1..SR_ENGINE_SYNC_DIR_MAX - 1 bytes each): the folders under which the engine may read and write
+ * weight-sync state (the sync_dir of /fetch_weights and /update_weights); [] allows none. `count`
+ * is read by `syncroll serve` only (number of engines; engine i gets index i and the id
+ * sr_engine_config_id_for gives).
  *
  *    A `fields` entry may also be a packed-field definition object in the registry format of
  *    lib/sr_fields.h ({"name": "logit_topk", "dtypes": ["float32"], "ndim": 2, ...}): the engine
@@ -158,6 +160,7 @@ typedef struct sr_engine_config {
     int header_timeout_ms;
     int body_timeout_ms;
     int max_pending;   /* server.max_pending_connections */
+    int max_queued;    /* server.max_queued_requests */
     int sync_dirs_set; /* 0: sync_dirs is null, SR_ENGINE_DEFAULT_SYNC_ROOT applies */
     int n_sync_dirs;
     char sync_dirs[SR_ENGINE_MAX_SYNC_DIRS][SR_ENGINE_SYNC_DIR_MAX];

@@ -44,7 +44,8 @@ void sr_engine_config_defaults(sr_engine_config *c)
     c->world_size = 1;
     c->header_timeout_ms = 5000;
     c->body_timeout_ms = 60000;
-    c->max_pending = 64;
+    c->max_pending = 1024;
+    c->max_queued = 1024;
 }
 
 void sr_engine_config_id_for(char *out, size_t cap, const sr_engine_config *c, int index)
@@ -114,6 +115,7 @@ const char *const *sr_spec_section_keys(const char *section)
                                          "header_timeout_ms",
                                          "body_timeout_ms",
                                          "max_pending_connections",
+                                         "max_queued_requests",
                                          "sync_dirs",
                                          NULL};
     static const char *const top[] = {"id",     "index",   "seed",   "count",
