@@ -119,6 +119,7 @@ static cJSON *engines_json(const sr_scenario *s)
     cJSON_AddItemToObject(e, "server", server_json(c));
     cJSON_AddItemToObject(e, "faults", faults);
     add_int(e, "sample_support_k", c->support_k);
+    cJSON_AddStringToObject(e, "sync_dialect", sr_sync_dialect_name(c->sync_dialect));
     add_int(e, "ready_timeout_ms", s->ready_timeout_ms);
     add_int(e, "stop_grace_ms", s->stop_grace_ms);
     return e;
@@ -313,6 +314,7 @@ static cJSON *engine_config_json(const sr_engine_config *c, const char *path)
     if (c->support)
         cJSON_AddItemToArray(f, cJSON_CreateString("rollout_sample_support"));
     add_int(r, "sample_support_k", c->support_k);
+    cJSON_AddStringToObject(r, "sync_dialect", sr_sync_dialect_name(c->sync_dialect));
     cJSON_AddItemToObject(r, "timing", timing_json(c));
     cJSON_AddItemToObject(r, "server", engine_server_json(c, path));
     cJSON_AddItemToObject(r, "faults", faults);

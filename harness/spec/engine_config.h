@@ -21,6 +21,7 @@
  *                "header_timeout_ms": 5000, "body_timeout_ms": 60000,
  *                "max_pending_connections": 1024, "max_queued_requests": 1024,
  *                "sync_dirs": null},
+ *     "sync_dialect": "skyrl",
  *     "faults": [ ... see spec/faults.h ... ]}
  *    server.header_timeout_ms (10..600000) bounds the time from a connection's accept to the end
  *    of its first request's headers, server.body_timeout_ms (10..3600000) the time from the end
@@ -114,6 +115,18 @@
 #define SR_ENGINE_SYNC_DIR_MAX      1024
 #define SR_ENGINE_DEFAULT_SYNC_ROOT "/tmp"
 
+/* The weight-sync control plane an engine speaks (engines.sync_dialect, server.sync_dialect). */
+typedef enum sr_sync_dialect {
+    SR_SYNC_DIALECT_SKYRL = 0, /* collective_rpc skyrl_*_weight_update, delta fetch/update */
+    SR_SYNC_DIALECT_VLLM,      /* vLLM's native dev-mode routes: /start_weight_update, ... */
+    SR_SYNC_DIALECT_COUNT
+} sr_sync_dialect;
+
+/* "skyrl", "vllm"; NULL outside the enum. */
+const char *sr_sync_dialect_name(sr_sync_dialect d);
+/* The dialect named `name`, or -1. */
+int sr_sync_dialect_lookup(const char *name);
+
 typedef struct sr_engine_config {
     char id[SR_ENGINE_ID_MAX];      /* this engine's id (see sr_engine_config_id_for) */
     char base_id[SR_ENGINE_ID_MAX]; /* the "id" key, if given */
@@ -159,9 +172,10 @@ typedef struct sr_engine_config {
     int64_t max_seq;
     int header_timeout_ms;
     int body_timeout_ms;
-    int max_pending;   /* server.max_pending_connections */
-    int max_queued;    /* server.max_queued_requests */
-    int sync_dirs_set; /* 0: sync_dirs is null, SR_ENGINE_DEFAULT_SYNC_ROOT applies */
+    int max_pending;              /* server.max_pending_connections */
+    int max_queued;               /* server.max_queued_requests */
+    sr_sync_dialect sync_dialect; /* server.sync_dialect */
+    int sync_dirs_set;            /* 0: sync_dirs is null, SR_ENGINE_DEFAULT_SYNC_ROOT applies */
     int n_sync_dirs;
     char sync_dirs[SR_ENGINE_MAX_SYNC_DIRS][SR_ENGINE_SYNC_DIR_MAX];
     int world_size;
@@ -244,6 +258,13 @@ int sr_spec_parse_server(sr_engine_config *c, const sr_spec_ctx *x, const cJSON 
  */
 int sr_spec_parse_faults(sr_engine_config *c, const sr_spec_ctx *x, const cJSON *faults,
                          const char *what);
+
+/*
+ * `sync_dialect` of `parent` (the engine config's root, a scenario's `engines`): absent keeps
+ * c->sync_dialect; "skyrl" or "vllm"; anything else is an error at the key. (Issue #19's
+ * engines.dialect will make the data plane's dialect the default control plane.)
+ */
+int sr_spec_parse_sync_dialect(sr_engine_config *c, const sr_spec_ctx *x, const cJSON *parent);
 
 /* What becomes of the definition objects of a `fields` array. */
 typedef enum sr_spec_defs {
