@@ -15,34 +15,38 @@
  * "idle"/"active"/"uninit" (accepted, the next state) or "!name>next" (refused with the error
  * named `name`, the state becoming `next`), "-" (no such call in the plane: engine.bad_request).
  */
-static const char *const EXPECT[SR_SYNC_DIALECT_COUNT][SR_SS_COUNT][SR_SC_COUNT] = {
-    [SR_SYNC_DIALECT_SKYRL] =
+static const char
+    *const EXPECT[SR_SYNC_DIALECT_COUNT][SR_SS_COUNT][SR_SC_COUNT] =
         {
-            /* init, start, update, finish, finish_backwards, set_version, set_version_backwards,
-             * check, check_paused */
-            [SR_SS_UNINIT] = {"idle", "active", "!sync.protocol_order>uninit",
-                              "!sync.protocol_order>uninit", "!sync.protocol_order>uninit", "-",
-                              "-", "-", "-"},
-            [SR_SS_IDLE] = {"idle", "active", "!sync.protocol_order>idle",
-                            "!sync.protocol_order>idle", "!sync.protocol_order>idle", "-", "-", "-",
-                            "-"},
-            [SR_SS_ACTIVE] = {"!sync.protocol_order>active", "!sync.protocol_order>active",
-                              "active", "idle", "!sync.version_backwards>idle", "-", "-", "-", "-"},
-        },
-    [SR_SYNC_DIALECT_VLLM] =
-        {
-            [SR_SS_UNINIT] = {"idle", "!sync.protocol_order>uninit", "!sync.protocol_order>uninit",
-                              "!sync.protocol_order>uninit", "!sync.protocol_order>uninit",
-                              "uninit", "!sync.version_backwards>uninit", "uninit",
-                              "!sync.engine_paused>uninit"},
-            [SR_SS_IDLE] = {"idle", "active", "!sync.protocol_order>idle",
-                            "!sync.protocol_order>idle", "!sync.protocol_order>idle", "idle",
-                            "!sync.version_backwards>idle", "idle", "!sync.engine_paused>idle"},
-            [SR_SS_ACTIVE] = {"!sync.protocol_order>active", "!sync.protocol_order>active",
-                              "active", "idle", "!sync.version_backwards>idle",
-                              "!sync.protocol_order>active", "!sync.protocol_order>active",
-                              "active", "!sync.engine_paused>active"},
-        },
+            [SR_SYNC_DIALECT_SKYRL] =
+                {
+                    /* init, start, update, finish, finish_backwards, set_version,
+                     * set_version_backwards, check, check_paused */
+                    [SR_SS_UNINIT] = {"idle", "active", "!sync.protocol_order>uninit",
+                                      "!sync.protocol_order>uninit", "!sync.protocol_order>uninit",
+                                      "-", "-", "-", "-"},
+                    [SR_SS_IDLE] = {"idle", "active", "!sync.protocol_order>idle",
+                                    "!sync.protocol_order>idle", "!sync.protocol_order>idle", "-",
+                                    "-", "-", "-"},
+                    [SR_SS_ACTIVE] = {"active", "!sync.protocol_order>active", "active", "idle",
+                                      "!sync.version_backwards>idle", "-", "-", "-", "-"},
+                },
+            [SR_SYNC_DIALECT_VLLM] =
+                {
+                    [SR_SS_UNINIT] = {"idle", "!sync.protocol_order>uninit",
+                                      "!sync.protocol_order>uninit", "!sync.protocol_order>uninit",
+                                      "!sync.protocol_order>uninit", "uninit",
+                                      "!sync.version_backwards>uninit", "uninit",
+                                      "!sync.engine_paused>uninit"},
+                    [SR_SS_IDLE] = {"idle", "active", "!sync.protocol_order>idle",
+                                    "!sync.protocol_order>idle", "!sync.protocol_order>idle",
+                                    "idle", "!sync.version_backwards>idle",
+                                    "idle", "!sync.engine_paused>idle"},
+                    [SR_SS_ACTIVE] = {"!sync.protocol_order>active", "!sync.protocol_order>active",
+                                      "active", "idle", "!sync.version_backwards>idle",
+                                      "!sync.protocol_order>active", "!sync.protocol_order>active",
+                                      "active", "!sync.engine_paused>active"},
+                },
 };
 
 /* The status a refusal of each plane answers with (skyrl: the reference's RuntimeError; vllm:

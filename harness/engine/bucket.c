@@ -166,11 +166,8 @@ static int claim(sr_engine *e, const bucket_plan *bp, int *corrupt, sr_err *err)
 {
     int rc = 0;
     pthread_mutex_lock(&e->mu);
-    if (!e->sync_active) {
-        e->sync_order_errors++;
-        rc = sr_err_set(err, SR_E_SYNC_ORDER,
-                        "update_weights_nccl called without skyrl_start_weight_update (no weight "
-                        "update is active)");
+    if ((rc = sr_engine_sync_step_locked(e, SR_SC_UPDATE, NULL, err))) {
+        /* refused by the control plane's table */
     } else if (e->bc.target >= 0 && e->bc.target != bp->target) {
         rc = sr_err_set(
             err, SR_E_ENGINE_REQUEST,
@@ -388,16 +385,9 @@ void sr_engine_bucket_abort(sr_bucket_rx *b)
 
 int sr_engine_sync_no_transfer(sr_engine *e, const char *method, sr_err *err)
 {
-    pthread_mutex_lock(&e->mu);
-    int active = e->sync_active;
-    if (!active)
-        e->sync_order_errors++;
-    pthread_mutex_unlock(&e->mu);
-    if (!active)
-        return sr_err_set(err, SR_E_SYNC_ORDER,
-                          "%s called without skyrl_start_weight_update (no weight update is "
-                          "active)",
-                          method);
+    int rc = sr_engine_sync_call(e, SR_SC_UPDATE, method, err);
+    if (rc)
+        return rc;
     sr_err_set(err, SR_E_SYNC_NO_TRANSFER,
                "%s carried no tensor bytes: this engine receives broadcast weights only as a "
                "bucket body (Content-Type " SR_ENGINE_BUCKET_CTYPE
@@ -422,15 +412,17 @@ int sr_engine_sync_finish(sr_engine *e, int64_t target, const sr_fault *f, int64
     int rc = 0;
     int64_t buckets = 0;
     pthread_mutex_lock(&e->mu);
-    if (!e->sync_active) {
-        e->sync_order_errors++;
-        rc = sr_err_set(err, SR_E_SYNC_ORDER,
-                        "skyrl_finish_weight_update called without skyrl_start_weight_update (no "
-                        "weight update is active)");
-    } else {
+    int was_active = e->sync_state == SR_SS_ACTIVE;
+    rc = sr_engine_sync_step_locked(
+        e, target >= 0 && target < e->version ? SR_SC_FINISH_BACKWARDS : SR_SC_FINISH, NULL, err);
+    if (!was_active && !rc)
+        rc = sr_err_set(err, SR_E_INTERNAL, "the weight-sync table finished an inactive update");
+    if (was_active) {
         buckets = e->bc.buckets;
-        if (!e->bc.failed && buckets &&
-            (e->bc.corrupt || (f && f->kind == SR_FK_CHECKSUM_MISMATCH)))
+        if (rc) {
+            /* refused by the table (a version going backwards): the update is discarded */
+        } else if (!e->bc.failed && buckets &&
+                   (e->bc.corrupt || (f && f->kind == SR_FK_CHECKSUM_MISMATCH)))
             rc = sr_err_set(err, SR_E_DELTA_CHECKSUM,
                             "Checksum mismatch found while finishing the update");
         else if (e->bc.failed)
@@ -442,8 +434,8 @@ int sr_engine_sync_finish(sr_engine *e, int64_t target, const sr_fault *f, int64
         if (target < 0)
             target = e->bc.target;
         memcpy(got, e->bc.received, n);
-        /* The update ends here whatever happened, so a failed one never blocks the next start. */
-        e->sync_active = 0;
+        /* The update ends here whatever happened (the table's next state), so a failed one never
+         * blocks the next start. */
         e->sync_finishes++;
     }
     int64_t cur = e->version;

@@ -323,13 +323,12 @@ static enum MHD_Result do_collective(req *r, const cJSON *b)
         const cJSON *ui = kw ? cJSON_GetObjectItemCaseSensitive(kw, "update_info") : NULL;
         if (!cJSON_IsObject(ui))
             return bad(r, "update_weights needs kwargs.update_info (an object)");
-        rc = sr_engine_sync_phase(r->srv->e, 0, name, &err);
-        int has = rc ? 0 : get_version(ui, "syncroll_version", NULL, &v);
+        int has = get_version(ui, "syncroll_version", NULL, &v);
         if (has < 0)
             return bad(r, "update_info.syncroll_version must be a non-negative integer");
-        if (has)
+        if (has && !(rc = sr_engine_sync_call(r->srv->e, SR_SC_UPDATE, name, &err)))
             return apply(r, v);
-        if (!rc)
+        if (!has)
             rc = sr_engine_sync_no_transfer(r->srv->e, name, &err);
     } else if (strcmp(name, "skyrl_finish_weight_update") == 0) {
         rc = sr_engine_sync_finish(r->srv->e, finish_target(kw), wf, &v, &err);
@@ -389,6 +388,10 @@ static enum MHD_Result do_weights(req *r, const cJSON *b)
         const cJSON *ii = cJSON_GetObjectItemCaseSensitive(b, "init_info");
         if (!cJSON_IsObject(ii))
             return bad(r, "init_weight_transfer_engine needs \"init_info\" (an object)");
+        sr_err err = SR_ERR_INIT;
+        int rc = sr_engine_sync_call(r->srv->e, SR_SC_INIT, NULL, &err);
+        if (rc)
+            return sync_error(r, rc, &err);
         char *txt = cJSON_PrintUnformatted(ii);
         sr_engine_set_init_info(r->srv->e, txt);
         free(txt);

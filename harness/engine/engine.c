@@ -228,36 +228,21 @@ void sr_engine_set_init_info(sr_engine *e, const char *json)
 int sr_engine_sync_start(sr_engine *e, sr_err *err)
 {
     pthread_mutex_lock(&e->mu);
-    int active = e->sync_active;
-    if (active)
-        e->sync_order_errors++;
-    else {
-        e->sync_active = 1, e->sync_starts++;
+    int rc = sr_engine_sync_step_locked(e, SR_SC_START, NULL, err);
+    if (!rc) {
+        e->sync_starts++;
         sr_engine_bcast_begin_locked(e);
     }
     pthread_mutex_unlock(&e->mu);
-    if (active)
-        return sr_err_set(err, SR_E_SYNC_ORDER,
-                          "skyrl_start_weight_update called while a weight update is already "
-                          "active");
-    return 0;
+    return rc;
 }
 
-int sr_engine_sync_phase(sr_engine *e, int finish, const char *method, sr_err *err)
+int sr_engine_sync_call(sr_engine *e, sr_sync_call c, const char *method, sr_err *err)
 {
     pthread_mutex_lock(&e->mu);
-    int active = e->sync_active;
-    if (!active)
-        e->sync_order_errors++;
-    else if (finish)
-        e->sync_active = 0, e->sync_finishes++;
+    int rc = sr_engine_sync_step_locked(e, c, method, err);
     pthread_mutex_unlock(&e->mu);
-    if (!active)
-        return sr_err_set(err, SR_E_SYNC_ORDER,
-                          "%s called without skyrl_start_weight_update (no weight update is "
-                          "active)",
-                          method);
-    return 0;
+    return rc;
 }
 
 /* Tensors of the layer slots a partial_weight_apply fault leaves stale, saved across a reset. */
@@ -329,9 +314,9 @@ static int state_sync(sr_buf *b, sr_engine *e, sr_err *err)
     return sr_buf_printf(b, err,
                          ",\"sync\":{\"active\":%s,\"starts\":%lld,\"finishes\":%lld,"
                          "\"applies\":%lld,\"protocol_errors\":%lld}",
-                         e->sync_active ? "true" : "false", (long long)e->sync_starts,
-                         (long long)e->sync_finishes, (long long)e->sync_applies,
-                         (long long)e->sync_order_errors);
+                         e->sync_state == SR_SS_ACTIVE ? "true" : "false",
+                         (long long)e->sync_starts, (long long)e->sync_finishes,
+                         (long long)e->sync_applies, (long long)e->sync_order_errors);
 }
 
 /* The "apply" member: what the receiver and the last apply did. Called with mu held. */

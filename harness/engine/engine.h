@@ -39,6 +39,7 @@
 #include "faults.h"
 #include "gen.h"
 #include "spec/endpoints.h"
+#include "sync_table.h"
 #include "sr_buf.h"
 #include "sr_err.h"
 #include "sr_oracle.h"
@@ -81,11 +82,16 @@ void sr_engine_set_init_info(sr_engine *e, const char *json);
 
 /* ---- weight sync ---- */
 
-/* skyrl_start_weight_update: SR_E_SYNC_ORDER if an update is already active. */
+/* Every protocol-order decision below is a cell of the engine's control-plane table
+ * (sync_table.h, engines.sync_dialect); a refusal answers the cell's named error and the engine
+ * keeps serving. */
+
+/* Start a weight update (skyrl_start_weight_update, start_weight_update). */
 int sr_engine_sync_start(sr_engine *e, sr_err *err);
 
-/* An update or finish phase: SR_E_SYNC_ORDER unless an update is active; finish ends it. */
-int sr_engine_sync_phase(sr_engine *e, int finish, const char *method, sr_err *err);
+/* A call that moves no data (an update of the synthetic kind, init, a version or weight check):
+ * only the table's step, naming `method` (NULL: the plane's name). */
+int sr_engine_sync_call(sr_engine *e, sr_sync_call c, const char *method, sr_err *err);
 
 /*
  * Synthetic apply of `target` (0..SR_WEIGHTS_MAX_VERSION) with the weights-layer fault `f`

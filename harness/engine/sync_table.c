@@ -22,9 +22,8 @@
 
 /* The messages name the call with %s; the skyrl ones are the reference receiver's RuntimeErrors
  * (skyrl-contract §8.3), the vllm ones those of vLLM's rl_state_machine.py. */
-#define SKY_ACTIVE   "%s called while a weight update is already active"
-#define SKY_UNSTART  "%s called without skyrl_start_weight_update (no weight update is active)"
-#define SKY_INIT_ACT "%s called while a weight update is active; finish it first"
+#define SKY_ACTIVE  "%s called while a weight update is already active"
+#define SKY_UNSTART "%s called without skyrl_start_weight_update (no weight update is active)"
 #define BACKWARDS                                                                                  \
     "%s names a weight version below the one the engine holds; a stale checkpoint is refused "     \
     "(the update is discarded)"
@@ -66,7 +65,8 @@ static const sr_sync_cell SKYRL[SR_SS_COUNT][SR_SC_COUNT] = {
         },
     [SR_SS_ACTIVE] =
         {
-            [SR_SC_INIT] = REFUSE(ACTIVE, SYNC_ORDER, SKY_INIT_ACT),
+            /* The reference trainer may (re)initialise at any time; the update stays active. */
+            [SR_SC_INIT] = OK(ACTIVE),
             [SR_SC_START] = REFUSE(ACTIVE, SYNC_ORDER, SKY_ACTIVE),
             [SR_SC_UPDATE] = OK(ACTIVE),
             [SR_SC_FINISH] = OK(IDLE),
@@ -142,6 +142,22 @@ static const char *const CALLS[SR_SC_COUNT] = {"init",
                                                "set_version_backwards",
                                                "check",
                                                "check_paused"};
+
+static const char *const METHODS[SR_SYNC_DIALECT_COUNT][SR_SC_COUNT] = {
+    [SR_SYNC_DIALECT_SKYRL] = {"init_weight_transfer_engine", "skyrl_start_weight_update",
+                               "update_weights_nccl", "skyrl_finish_weight_update",
+                               "skyrl_finish_weight_update", "update_weight_version",
+                               "update_weight_version", "weight_checker", "weight_checker"},
+    [SR_SYNC_DIALECT_VLLM] = {"init_weight_transfer_engine", "start_weight_update",
+                              "update_weights", "finish_weight_update", "finish_weight_update",
+                              "update_weight_version", "update_weight_version", "weight_checker",
+                              "weight_checker"},
+};
+
+const char *sr_sync_call_method(sr_sync_dialect d, sr_sync_call c)
+{
+    return (unsigned)d < SR_SYNC_DIALECT_COUNT && (unsigned)c < SR_SC_COUNT ? METHODS[d][c] : NULL;
+}
 
 const char *sr_sync_state_name(sr_sync_state s)
 {

@@ -62,6 +62,10 @@ typedef struct sr_sync_cell {
 /* The cell for (dialect, state, call); NULL outside the enums. */
 const sr_sync_cell *sr_sync_table_cell(sr_sync_dialect d, sr_sync_state s, sr_sync_call c);
 
+/* The name of call `c` in plane `d`'s requests ("skyrl_start_weight_update", "start_weight_update",
+ * ...), for messages; NULL outside the enums. */
+const char *sr_sync_call_method(sr_sync_dialect d, sr_sync_call c);
+
 /* "uninit", "idle", "active" and "init", "start", "update", "finish", "finish_backwards",
  * "set_version", "set_version_backwards", "check", "check_paused"; NULL outside the enums. */
 const char *sr_sync_state_name(sr_sync_state s);
