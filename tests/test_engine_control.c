@@ -334,9 +334,10 @@ START_TEST(test_weight_sync_protocol_order)
     expect_status(&e, "POST", "/collective_rpc", "{\"kwargs\":{}}", 400, NULL);
     hresp r;
     http_get(&r, &e, "/syncroll/v1/state");
-    ck_assert_ptr_nonnull(strstr(r.body.data,
-                                 "\"sync\":{\"active\":false,\"starts\":1,"
-                                 "\"finishes\":1,\"applies\":0,\"protocol_errors\":3}"));
+    ck_assert_ptr_nonnull(strstr(
+        r.body.data, "\"sync\":{\"active\":false,\"starts\":1,"
+                     "\"finishes\":1,\"applies\":0,\"protocol_errors\":3,\"dialect\":\"skyrl\","
+                     "\"state\":\"idle\"}"));
     hresp_free(&r);
     /* A synthetic apply moves the version and the fingerprints to the expected ones. */
     expect_status(&e, "POST", "/update_weights", "{\"update_info\":{\"target_version\":3}}", 200,

@@ -136,13 +136,15 @@ static int parse_header(bucket_plan *bp, sr_engine *e, const char *text, size_t 
 {
     cJSON *h = cJSON_ParseWithLength(text, len);
     const cJSON *m = cJSON_GetObjectItemCaseSensitive(h, "method");
-    const cJSON *ui = cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(h, "kwargs"), "update_info");
+    /* skyrl: the collective_rpc call; vllm: the body of its native /update_weights. */
+    const cJSON *ui = m ? cJSON_GetObjectItemCaseSensitive(
+                              cJSON_GetObjectItemCaseSensitive(h, "kwargs"), "update_info")
+                        : cJSON_GetObjectItemCaseSensitive(h, "update_info");
     const cJSON *sy = cJSON_GetObjectItemCaseSensitive(ui, "syncroll");
     const cJSON *names = cJSON_GetObjectItemCaseSensitive(ui, "names");
     int rc = 0;
     int64_t cnt = cJSON_GetArraySize(names);
-    if (!cJSON_IsString(m) || strcmp(m->valuestring, "update_weights_nccl") != 0)
+    if (m && (!cJSON_IsString(m) || strcmp(m->valuestring, "update_weights_nccl") != 0))
         rc = bad(err, "the header's method must be update_weights_nccl");
     else if (!cJSON_IsObject(sy) || !cJSON_IsArray(names) ||
              cnt > (int64_t)sr_weights_count(e->weights) ||

@@ -40,6 +40,22 @@ static enum MHD_Result ok_json(req *r, const char *json)
     return sr_srv_respond_text(r, 200, "application/json", json);
 }
 
+/* The answer to a pause or resume: vLLM's {"status": "paused"|"resumed"} in its control plane,
+ * empty in skyrl's. */
+static enum MHD_Result ok_status(req *r, const char *status)
+{
+    char out[48];
+    if (r->srv->cfg->sync_dialect != SR_SYNC_DIALECT_VLLM)
+        return ok_empty(r);
+    snprintf(out, sizeof(out), "{\"status\":\"%s\"}", status);
+    return ok_json(r, out);
+}
+
+enum MHD_Result sr_srv_pause_done(req *r)
+{
+    return ok_status(r, "paused");
+}
+
 static enum MHD_Result bad(req *r, const char *msg)
 {
     return sr_srv_error(r, 400, "BadRequestError", SR_E_ENGINE_REQUEST, msg);
@@ -103,7 +119,7 @@ static enum MHD_Result pause_scheduler(req *r, const char *mode)
         return MHD_YES;
     }
     pthread_mutex_unlock(&s->mu);
-    return ok_empty(r);
+    return ok_status(r, "paused");
 }
 
 static const char *pause_mode(req *r)
@@ -152,7 +168,7 @@ static enum MHD_Result do_resume(req *r)
     s->pmode = NULL;
     release_held_locked(s);
     pthread_mutex_unlock(&s->mu);
-    return ok_empty(r);
+    return ok_status(r, "resumed");
 }
 
 /* ---- sleep and wake: the memory tags weights and kv_cache ---- */
@@ -570,7 +586,24 @@ enum MHD_Result sr_srv_control(req *r)
     MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, check_qparam, &q);
     if (q.msg[0])
         return bad(r, q.msg);
+    int vllm = r->srv->cfg->sync_dialect == SR_SYNC_DIALECT_VLLM;
     switch (r->ep) {
+    case SR_EP_START_UPDATE:
+    case SR_EP_FINISH_UPDATE:
+    case SR_EP_UPDATE_VERSION:
+    case SR_EP_WEIGHT_INFO:
+    case SR_EP_WEIGHT_CHECKER:
+    case SR_EP_IS_PAUSED:
+        /* vLLM's native routes exist only in its control plane. */
+        return vllm ? sr_srv_control_vllm(r)
+                    : sr_srv_error(r, 404, "NotFoundError", 0,
+                                   "Not Found (a route of the vllm control plane; this engine "
+                                   "speaks engines.sync_dialect \"skyrl\")");
+    case SR_EP_INIT_TRANSFER:
+    case SR_EP_UPDATE_WEIGHTS:
+        if (vllm)
+            return sr_srv_control_vllm(r);
+        return with_body(r);
     case SR_EP_HEALTH:
         return ok_empty(r);
     case SR_EP_WORLD_SIZE:

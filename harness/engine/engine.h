@@ -39,6 +39,7 @@
 #include "faults.h"
 #include "gen.h"
 #include "spec/endpoints.h"
+#include "sync_req.h"
 #include "sync_table.h"
 #include "sr_buf.h"
 #include "sr_err.h"
@@ -131,6 +132,8 @@ int64_t sr_engine_version(sr_engine *e);
  *      "shapes":[[..],..],"packed":true,"syncroll":{"target_version":v,"bucket":i,
  *      "sizes":[bytes,..],"checksums":["<xxh3-128, 32 hex>",..]}}}}
  *   and <bytes> the tensors' raw bytes concatenated in that order (exactly sum(sizes) bytes).
+ *   In the vllm control plane the bucket is a POST /update_weights (between /start_weight_update
+ *   and /finish_weight_update) whose header is vLLM's body {"update_info":{...same...}}.
  *   Every name must be a tensor of the engine's set with the same dtype, shape and size, at
  *   most once per update. The body is not buffered: it streams into the stage as it arrives
  *   (like an NCCL receive, one stream per bucket; concurrent buckets are received in parallel,
@@ -192,6 +195,24 @@ int sr_engine_sync_no_transfer(sr_engine *e, const char *method, sr_err *err);
 /* skyrl_finish_weight_update; target -1 when the request names none. */
 int sr_engine_sync_finish(sr_engine *e, int64_t target, const sr_fault *f, int64_t *version,
                           sr_err *err);
+
+/* ---- vLLM's weight checker and version (checker.c) ---- */
+
+/* Appends {"checksums":{name: "<xxh3-128, 32 hex>"}} of every tensor the model holds. */
+int sr_engine_checksums_json(sr_buf *b, sr_engine *e, sr_err *err);
+
+/* Appends {"match": bool, "mismatches": [names]}: the model's tensors whose digest differs from
+ * the baseline's or that it does not name, then the baseline's names the model does not hold. */
+int sr_engine_compare_json(sr_buf *b, sr_engine *e, const sr_checker_req *q, sr_err *err);
+
+/* weight_checker reset: overwrites the model with bytes no sync publishes (the content of version
+ * SR_WEIGHTS_MAX_VERSION), as vLLM overwrites its weights with random values; the fingerprints
+ * follow, the reported version does not move. */
+int sr_engine_weights_reset(sr_engine *e, sr_err *err);
+
+/* update_weight_version: the table's set_version step (backwards if below the held version),
+ * then the reported version becomes `version` (the weights do not change). */
+int sr_engine_set_version(sr_engine *e, int64_t version, sr_err *err);
 
 /* What the HTTP layer knows, for the state document. */
 typedef struct sr_engine_live {

@@ -229,7 +229,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         r->bad_method = r->ep < 0 && path_known(url);
         r->body.max = s->cfg->max_body_bytes;
         const char *ct = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Type");
-        if (r->ep == SR_EP_COLLECTIVE_RPC && ct &&
+        int bucket_ep =
+            r->ep == SR_EP_COLLECTIVE_RPC ||
+            (r->ep == SR_EP_UPDATE_WEIGHTS && s->cfg->sync_dialect == SR_SYNC_DIALECT_VLLM);
+        if (bucket_ep && ct &&
             strncmp(ct, SR_ENGINE_BUCKET_CTYPE, strlen(SR_ENGINE_BUCKET_CTYPE)) == 0)
             sr_engine_bucket_begin(&r->brx, s->e, NULL); /* NULL: answered 500 at the end */
         pthread_mutex_lock(&s->mu);
@@ -282,7 +285,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     case RS_DELAY:
         return after_delay(r);
     case RS_WAIT_DONE:
-        return sr_srv_respond_text(r, 200, NULL, "");
+        return sr_srv_pause_done(r);
     case RS_SHUTDOWN:
     case RS_STALLED:
     case RS_SENDING:

@@ -224,6 +224,11 @@ int64_t sr_srv_tokens_at(const req *r, int64_t t);
 enum MHD_Result sr_srv_generate(req *r);
 /* The control endpoints (control.c). */
 enum MHD_Result sr_srv_control(req *r);
+/* The vllm control plane's weight-transfer routes (control_vllm.c): init, start, update (a
+ * bucket or JSON), finish, update_weight_version, weight_info, weight_checker, is_paused. */
+enum MHD_Result sr_srv_control_vllm(req *r);
+/* The answer of a wait-mode pause once nothing runs any more (control.c). */
+enum MHD_Result sr_srv_pause_done(req *r);
 
 /* Called when a RUNNING request leaves that state: wakes pause?mode=wait requests at zero
  * (server_sched.c). */
