@@ -1,0 +1,249 @@
+/*
+ * The vllm control plane of the mock engine over real HTTP (engines.sync_dialect "vllm"): the
+ * happy path (init, start, a bucket of every tensor on /update_weights, finish with a version,
+ * weight_info, weight_checker checksum and compare against the oracle's digests) and the
+ * out-of-order cells of the vllm table (harness/engine/sync_table.c), each answered with its
+ * status, vLLM's {"detail": ...} body and the named check, after each of which the engine still
+ * answers a generate.
+ */
+#include "engine_util.h"
+
+#define VCFG "{\"sync_dialect\":\"vllm\",\"seed\":3,\"model\":{\"layers\":2}}"
+#define GEN  "{\"token_ids\":[5,6,7],\"sampling_params\":{\"max_tokens\":3}}"
+
+/* One request; asserts the status and that `needle` (if any) is in the body. */
+static void expect(const eng *e, const char *method, const char *path, const char *body,
+                   long status, const char *needle)
+{
+    hresp r;
+    http_req(&r, NULL, e, method, path, body, NULL, 20000);
+    ck_assert_msg(r.status == status, "%s %s: status %ld, want %ld: %s", method, path, r.status,
+                  status, r.body.data);
+    ck_assert_msg(!needle || strstr(r.body.data, needle), "%s %s: want %s in %s", method, path,
+                  needle, r.body.data);
+    hresp_free(&r);
+}
+
+/* A refused call: its status, the vLLM body shape {"detail": ...} with the check, and the engine
+ * serving afterwards. */
+static void refused(const eng *e, const char *method, const char *path, const char *body,
+                    long status, const char *check)
+{
+    char want[96];
+    snprintf(want, sizeof(want), "\"check\":\"%s\"", check);
+    hresp r;
+    http_req(&r, NULL, e, method, path, body, NULL, 20000);
+    ck_assert_msg(r.status == status, "%s %s: status %ld, want %ld: %s", method, path, r.status,
+                  status, r.body.data);
+    ck_assert_msg(strncmp(r.body.data, "{\"detail\":\"", 11) == 0 && strstr(r.body.data, want),
+                  "%s %s: want {\"detail\":..,%s}: %s", method, path, want, r.body.data);
+    hresp_free(&r);
+    expect(e, "POST", "/skyrl/v1/generate", GEN, 200, "\"finish_reason\"");
+}
+
+/* The engine's synthetic weights at `version` (the trainer's bytes of that version). */
+static sr_weights *weights_at(int64_t version)
+{
+    sr_engine_config c;
+    sr_err err = SR_ERR_INIT;
+    ck_assert_sr_ok(sr_engine_config_parse(&c, VCFG, strlen(VCFG), "t", 0, &err), err);
+    sr_weights_spec ws = sr_engine_config_weights(&c);
+    sr_weights *w;
+    ck_assert_sr_ok(sr_weights_new(&w, &ws, version, &err), err);
+    sr_engine_config_release(&c);
+    return w;
+}
+
+/* A bucket of every tensor of w for `target`: vLLM's /update_weights body as the header line,
+ * with syncroll's sizes and checksums, then the raw bytes (engine.h). */
+static void bucket_of(sr_buf *b, const sr_weights *w, int64_t target)
+{
+    size_t n = sr_weights_count(w);
+    const char *keys[5] = {"names", "dtype_names", "shapes", "sizes", "checksums"};
+    ck_assert_int_eq(sr_buf_puts(b, "{\"update_info\":{", NULL), 0);
+    for (int k = 0; k < 5; k++) {
+        if (k == 3)
+            sr_buf_printf(b, NULL,
+                          "\"packed\":true,\"syncroll\":{\"target_version\":%lld,"
+                          "\"bucket\":0,",
+                          (long long)target);
+        sr_buf_printf(b, NULL, "\"%s\":[", keys[k]);
+        for (size_t i = 0; i < n; i++) {
+            sr_weights_info t;
+            ck_assert_int_eq(sr_weights_tensor(&t, w, i, NULL), 0);
+            const char *sep = i ? "," : "";
+            if (k == 0)
+                sr_buf_printf(b, NULL, "%s\"%s\"", sep, t.name);
+            else if (k == 1)
+                sr_buf_printf(b, NULL, "%s\"%s\"", sep, sr_dtype_name(t.dtype));
+            else if (k == 2)
+                sr_buf_printf(b, NULL, "%s[%lld,%lld]", sep, (long long)t.shape[0],
+                              (long long)t.shape[1]);
+            else if (k == 3)
+                sr_buf_printf(b, NULL, "%s%zu", sep, t.nbytes);
+            else
+                sr_buf_printf(b, NULL, "%s\"%016llx%016llx\"", sep, (unsigned long long)t.digest_hi,
+                              (unsigned long long)t.digest_lo);
+        }
+        sr_buf_puts(b, k == 4 ? "]}}}\n" : "],", NULL);
+    }
+    for (size_t i = 0; i < n; i++) {
+        sr_weights_info t;
+        sr_weights_tensor(&t, w, i, NULL);
+        ck_assert_int_eq(sr_buf_append(b, t.data, t.nbytes, NULL), 0);
+    }
+}
+
+static void post_bucket(hresp *r, const eng *e, const sr_buf *b)
+{
+    memset(r, 0, sizeof(*r));
+    CURL *h = curl_easy_init();
+    char url[160];
+    snprintf(url, sizeof(url), "%s/update_weights", e->url);
+    struct curl_slist *hd = curl_slist_append(NULL, "Content-Type: application/x-syncroll-bucket");
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hd);
+    curl_easy_setopt(h, CURLOPT_POSTFIELDS, b->data);
+    curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)b->len);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, hresp_body_cb);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, r);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 30000L);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    r->cc = curl_easy_perform(h);
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &r->status);
+    sr_buf_append(&r->body, "", 0, NULL);
+    curl_slist_free_all(hd);
+    curl_easy_cleanup(h);
+}
+
+/* {"action":"compare","baseline":{name: digest}} of w's tensors. */
+static void baseline_of(sr_buf *b, const sr_weights *w)
+{
+    sr_buf_puts(b, "{\"action\":\"compare\",\"baseline\":{", NULL);
+    for (size_t i = 0; i < sr_weights_count(w); i++) {
+        sr_weights_info t;
+        sr_weights_tensor(&t, w, i, NULL);
+        sr_buf_printf(b, NULL, "%s\"%s\":\"%016llx%016llx\"", i ? "," : "", t.name,
+                      (unsigned long long)t.digest_hi, (unsigned long long)t.digest_lo);
+    }
+    sr_buf_puts(b, "}}", NULL);
+}
+
+/* Cells of state uninit, then idle. */
+START_TEST(out_of_order_before_start)
+{
+    eng e;
+    eng_start(&e, VCFG);
+    expect(&e, "GET", "/syncroll/v1/state", NULL, 200, "\"dialect\":\"vllm\",\"state\":\"uninit\"");
+    refused(&e, "POST", "/start_weight_update", "{}", 409, "sync.protocol_order");
+    refused(&e, "POST", "/update_weights", "{\"update_info\":{\"names\":[]}}", 409,
+            "sync.protocol_order");
+    refused(&e, "POST", "/finish_weight_update", "", 409, "sync.protocol_order");
+    refused(&e, "POST", "/init_weight_transfer_engine", "{}", 400, "engine.bad_request");
+    expect(&e, "POST", "/update_weight_version", "{\"new_version\":\"3\"}", 200,
+           "{\"success\":true,\"new_version\":\"3\"}");
+    expect(&e, "GET", "/weight_info", NULL, 200, "{\"weight_version\":\"3\"}");
+    refused(&e, "POST", "/update_weight_version", "{\"new_version\":1}", 409,
+            "sync.version_backwards");
+    refused(&e, "POST", "/update_weight_version", "{\"new_version\":\"x1\"}", 400,
+            "engine.bad_request");
+    expect(&e, "POST", "/pause?mode=abort", "", 200, "{\"status\":\"paused\"}");
+    expect(&e, "GET", "/is_paused", NULL, 200, "{\"is_paused\":true}");
+    hresp r;
+    http_req(&r, NULL, &e, "POST", "/weight_checker", "{\"action\":\"checksum\"}", NULL, 20000);
+    ck_assert_int_eq(r.status, 409);
+    ck_assert_msg(strstr(r.body.data, "requires an awake, unpaused engine") &&
+                      strstr(r.body.data, "\"check\":\"sync.engine_paused\""),
+                  "%s", r.body.data);
+    hresp_free(&r);
+    expect(&e, "POST", "/resume", "", 200, "{\"status\":\"resumed\"}");
+    expect(&e, "POST", "/weight_checker", "{\"action\":\"checksum\"}", 200, "{\"checksums\":{");
+    refused(&e, "POST", "/weight_checker", "{\"action\":\"compare\"}", 400, "engine.bad_request");
+    expect(&e, "POST", "/init_weight_transfer_engine",
+           "{\"init_info\":{\"master_address\":\"127.0.0.1\",\"master_port\":29500,"
+           "\"rank_offset\":1,\"world_size\":2}}",
+           200, "{\"message\":\"Weight transfer initialized\"}");
+    refused(&e, "POST", "/update_weights", "{\"update_info\":{\"names\":[]}}", 409,
+            "sync.protocol_order");
+    refused(&e, "POST", "/finish_weight_update", "{\"weight_version\":\"4\"}", 409,
+            "sync.protocol_order");
+    expect(&e, "GET", "/syncroll/v1/state", NULL, 200, "\"state\":\"idle\"");
+    eng_stop(&e);
+}
+END_TEST
+
+/* The happy path, then the cells of state active. */
+START_TEST(happy_path_and_out_of_order_while_active)
+{
+    eng e;
+    eng_start(&e, VCFG);
+    expect(&e, "POST", "/init_weight_transfer_engine", "{\"init_info\":{\"world_size\":2}}", 200,
+           NULL);
+    expect(&e, "POST", "/start_weight_update", "{\"is_checkpoint_format\":true}", 200,
+           "{\"message\":\"Weight update started\"}");
+    refused(&e, "POST", "/start_weight_update", "{}", 409, "sync.protocol_order");
+    refused(&e, "POST", "/init_weight_transfer_engine", "{\"init_info\":{}}", 409,
+            "sync.protocol_order");
+    refused(&e, "POST", "/update_weight_version", "{\"new_version\":\"9\"}", 409,
+            "sync.protocol_order");
+    /* The data moves while generation is paused, as a trainer does it. */
+    expect(&e, "POST", "/pause?mode=keep", "", 200, "{\"status\":\"paused\"}");
+    sr_weights *w = weights_at(2);
+    sr_buf b = SR_BUF_INIT;
+    bucket_of(&b, w, 2);
+    hresp r;
+    post_bucket(&r, &e, &b);
+    ck_assert_msg(r.status == 200 && strstr(r.body.data, "{\"message\":\"Weights updated\"}"),
+                  "bucket: %ld %s", r.status, r.body.data);
+    hresp_free(&r);
+    expect(&e, "POST", "/finish_weight_update", "{\"weight_version\":\"2\"}", 200,
+           "{\"message\":\"Weight update finished\"}");
+    expect(&e, "POST", "/resume", "", 200, NULL);
+    expect(&e, "GET", "/weight_info", NULL, 200, "{\"weight_version\":\"2\"}");
+    /* What the engine holds is what was sent: its checksums match the trainer's digests. */
+    sr_buf base = SR_BUF_INIT;
+    baseline_of(&base, w);
+    sr_buf_append(&base, "", 0, NULL);
+    expect(&e, "POST", "/weight_checker", base.data, 200, "{\"match\":true,\"mismatches\":[]}");
+    /* Reset overwrites the weights: the compare now names every tensor. */
+    expect(&e, "POST", "/weight_checker", "{\"action\":\"reset\"}", 200, "{\"status\":\"reset\"}");
+    expect(&e, "POST", "/weight_checker", base.data, 200, "{\"match\":false,\"mismatches\":[\"");
+    /* A finish naming a version below the held one is refused and discards the update. */
+    expect(&e, "POST", "/start_weight_update", "{}", 200, NULL);
+    post_bucket(&r, &e, &b);
+    ck_assert_int_eq(r.status, 200);
+    hresp_free(&r);
+    refused(&e, "POST", "/finish_weight_update", "{\"weight_version\":1}", 409,
+            "sync.version_backwards");
+    expect(&e, "GET", "/weight_info", NULL, 200, "{\"weight_version\":\"2\"}");
+    expect(&e, "POST", "/weight_checker", base.data, 200, "{\"match\":false");
+    /* JSON-only updates move nothing and spoil the update; the finish says so. */
+    expect(&e, "POST", "/start_weight_update", "{}", 200, NULL);
+    refused(&e, "POST", "/update_weights", "{\"update_info\":{\"names\":[\"x\"]}}", 500,
+            "sync.no_transfer");
+    refused(&e, "POST", "/finish_weight_update", "", 500, "sync.no_transfer");
+    expect(&e, "GET", "/syncroll/v1/state", NULL, 200, "\"state\":\"idle\"");
+    /* The skyrl plane does not have these routes. */
+    sr_buf_release(&base);
+    sr_buf_release(&b);
+    sr_weights_free(w);
+    eng_stop(&e);
+    eng_start(&e, "{\"model\":{\"layers\":2}}");
+    expect(&e, "POST", "/start_weight_update", "{}", 404, "sync_dialect");
+    expect(&e, "GET", "/weight_info", NULL, 404, NULL);
+    eng_stop(&e);
+}
+END_TEST
+
+static Suite *vllm_suite(void)
+{
+    Suite *s = suite_create("engine_vllm");
+    TCase *tc = tcase_create("vllm");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, out_of_order_before_start);
+    tcase_add_test(tc, happy_path_and_out_of_order_while_active);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+ENGINE_TEST_MAIN(vllm_suite)
