@@ -78,6 +78,13 @@ int sync_bcast_send(sr_sync *s, int *ok, sr_sync_result *res, sr_err *err);
 
 void sync_bcast_free(sr_sync *s);
 
+/* ---- checker.c ---- */
+
+/* The vllm control plane only: POST /weight_checker {"action":"compare","baseline":{the
+ * trainer's digests}} on every engine; a mismatch is sync.partial_update naming the tensors, a
+ * refusal its check. Returns a harness error only. */
+int sync_compare_weights(sr_sync *s, sr_sync_result *res, sr_err *err);
+
 /* ---- verify.c ---- */
 
 /*
