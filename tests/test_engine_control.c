@@ -391,6 +391,29 @@ START_TEST(test_json_only_update_moves_no_bytes_and_fails)
 }
 END_TEST
 
+/* The skyrl table's version cell over HTTP: a finish naming (kwargs.syncroll.target_version) a
+ * version below the one held is sync.version_backwards, ends the update and leaves the version;
+ * the engine serves on and the next start is accepted. */
+START_TEST(test_skyrl_finish_backwards_is_refused)
+{
+    eng e;
+    eng_start(&e, "{\"model\":{\"layers\":2}}");
+    expect_status(&e, "POST", "/update_weights", "{\"update_info\":{\"target_version\":3}}", 200,
+                  "{\"version\":3}");
+    const char *start = "{\"method\":\"skyrl_start_weight_update\"}";
+    expect_status(&e, "POST", "/collective_rpc", start, 200, NULL);
+    expect_status(&e, "POST", "/collective_rpc",
+                  "{\"method\":\"skyrl_finish_weight_update\",\"kwargs\":{\"syncroll\":"
+                  "{\"target_version\":2}}}",
+                  500, "\"check\":\"sync.version_backwards\"");
+    ck_assert_int_eq(eng_state_int(&e, "weight_version"), 3);
+    expect_status(&e, "GET", "/syncroll/v1/state", NULL, 200, "\"state\":\"idle\"");
+    expect_status(&e, "POST", "/skyrl/v1/generate", "{\"token_ids\":[1]}", 200, NULL);
+    expect_status(&e, "POST", "/collective_rpc", start, 200, NULL);
+    eng_stop(&e);
+}
+END_TEST
+
 static Suite *control_suite(void)
 {
     Suite *s = suite_create("engine_control");
@@ -404,6 +427,7 @@ static Suite *control_suite(void)
     tcase_add_test(tc, test_generate_waits_through_skyrl_offload_sync);
     tcase_add_test(tc, test_sleep_tags_are_tracked_separately);
     tcase_add_test(tc, test_json_only_update_moves_no_bytes_and_fails);
+    tcase_add_test(tc, test_skyrl_finish_backwards_is_refused);
     suite_add_tcase(s, tc);
     return s;
 }
