@@ -121,7 +121,7 @@ static enum MHD_Result start(req *r)
                             rc == SR_E_ENGINE_REQUEST ? "BadRequestError" : "InternalServerError",
                             rc, err.msg);
     pthread_mutex_lock(&s->mu);
-    /* Paused, or a memory tag asleep: held until resume and wake (control.c releases it). */
+    /* Paused, or a memory tag asleep: held until resume and wake (control_pause.c releases it). */
     if (s->paused || s->asleep) {
         r->state = RS_HELD;
         r->k_done = -1;

@@ -1,9 +1,9 @@
 /*
  * Internal state of the mock engine's HTTP server, shared by server.c (request flow, connection
  * accounting, listener and daemons), server_sched.c (scheduler heap, wait lists, scheduler
- * thread), server_io.c (responses, transport and HTTP faults), control.c (control plane) and
- * serve_gen.c (generate path and delivery).
- * Not an interface: nothing outside harness/engine includes it.
+ * thread), server_io.c (responses, transport and HTTP faults), control.c, control_pause.c and
+ * control_vllm.c (control plane) and serve_gen.c (generate path and delivery). Not an interface:
+ * nothing outside harness/engine includes it.
  *
  * Locking: one mutex, srv->mu, guards the scheduler heap, the wait lists, the pause state and
  * every req field marked (mu). A req is in at most one of the heap and the lists, and only
@@ -18,6 +18,8 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+
+#include <cjson/cJSON.h>
 
 #include "engine.h"
 #include "gen.h"
@@ -142,7 +144,7 @@ struct sr_server {
     int sched_started;
     int stopping; /* (mu) */
     /* pause and sleep: a generate runs only while the server is not paused and no memory tag
-     * sleeps (SR_SLEEP_* bits); otherwise it is held until both hold (control.c) */
+     * sleeps (SR_SLEEP_* bits); otherwise it is held until both hold (control_pause.c) */
     int paused;          /* (mu) */
     const char *pmode;   /* (mu) */
     unsigned asleep;     /* (mu) SR_SLEEP_WEIGHTS | SR_SLEEP_KV_CACHE */
@@ -227,7 +229,16 @@ enum MHD_Result sr_srv_control(req *r);
 /* The vllm control plane's weight-transfer routes (control_vllm.c): init, start, update (a
  * bucket or JSON), finish, update_weight_version, weight_info, weight_checker, is_paused. */
 enum MHD_Result sr_srv_control_vllm(req *r);
-/* The answer of a wait-mode pause once nothing runs any more (control.c). */
+/* Pause and sleep (control_pause.c): /pause, /resume, /sleep, /wake_up, /is_sleeping, the
+ * collective_rpc skyrl_sleep_for_weight_sync / skyrl_wake_for_weight_sync (kwargs may be NULL),
+ * and the answer of a wait-mode pause once nothing runs any more. */
+enum MHD_Result sr_srv_pause(req *r);
+enum MHD_Result sr_srv_resume(req *r);
+enum MHD_Result sr_srv_sleep(req *r);
+enum MHD_Result sr_srv_wake_up(req *r);
+enum MHD_Result sr_srv_is_sleeping(req *r);
+enum MHD_Result sr_srv_rpc_sleep(req *r, const cJSON *kw);
+enum MHD_Result sr_srv_rpc_wake(req *r, const cJSON *kw);
 enum MHD_Result sr_srv_pause_done(req *r);
 
 /* Called when a RUNNING request leaves that state: wakes pause?mode=wait requests at zero
