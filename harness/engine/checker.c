@@ -41,9 +41,12 @@ int sr_engine_checksums_json(sr_buf *b, sr_engine *e, sr_err *err)
     return rc ? rc : sr_buf_puts(b, "}}", err);
 }
 
-/* The baseline entry named `name`, or NULL (linear: baselines are bounded and compares rare). */
-static const sr_checker_entry *find(const sr_checker_req *q, const char *name)
+/* The baseline entry named `name`, or NULL. A trainer lists the tensors in the engine's order, so
+ * entry `hint` is tried first; otherwise a linear search (baselines are bounded). */
+static const sr_checker_entry *find(const sr_checker_req *q, const char *name, size_t hint)
 {
+    if (hint < q->n_baseline && strcmp(q->baseline[hint].name, name) == 0)
+        return &q->baseline[hint];
     for (size_t i = 0; i < q->n_baseline; i++)
         if (strcmp(q->baseline[i].name, name) == 0)
             return &q->baseline[i];
@@ -60,7 +63,7 @@ int sr_engine_compare_json(sr_buf *b, sr_engine *e, const sr_checker_req *q, sr_
         char hex[33];
         const char *name;
         rc = digest_hex(hex, &name, e, i, err);
-        const sr_checker_entry *x = rc ? NULL : find(q, name);
+        const sr_checker_entry *x = rc ? NULL : find(q, name, i);
         matched += x != NULL;
         if (rc || (x && strcmp(x->digest, hex) == 0))
             continue;
