@@ -161,6 +161,20 @@ static inline void http_get(hresp *r, const eng *e, const char *path)
     http_req(r, NULL, e, "GET", path, NULL, NULL, 0);
 }
 
+/* One request on a fresh connection (20 s bound); asserts its status and, unless `needle` is
+ * NULL, that the body contains it. */
+static inline void eng_expect(const eng *e, const char *method, const char *path, const char *body,
+                              long status, const char *needle)
+{
+    hresp r;
+    http_req(&r, NULL, e, method, path, body, NULL, 20000);
+    ck_assert_msg(r.status == status, "%s %s: status %ld, want %ld: %s", method, path, r.status,
+                  status, r.body.data);
+    ck_assert_msg(!needle || strstr(r.body.data, needle), "%s %s: want %s in %s", method, path,
+                  needle, r.body.data);
+    hresp_free(&r);
+}
+
 /* Reads an integer member of the engine state. */
 static inline long long eng_state_int(const eng *e, const char *key)
 {

@@ -185,45 +185,32 @@ START_TEST(test_wait_pause_drains_in_flight)
 }
 END_TEST
 
-static void expect_status(const eng *e, const char *method, const char *path, const char *body,
-                          long status, const char *needle)
-{
-    hresp r;
-    http_req(&r, NULL, e, method, path, body, NULL, 0);
-    ck_assert_msg(r.status == status, "%s %s: status %ld, body %s", method, path, r.status,
-                  r.body.data);
-    if (needle)
-        ck_assert_msg(strstr(r.body.data, needle), "'%s' not in %s", needle, r.body.data);
-    hresp_free(&r);
-}
-
 START_TEST(test_control_endpoints)
 {
     eng e;
     eng_start(&e, "{\"id\":\"k\",\"server\":{\"world_size\":4}}");
-    expect_status(&e, "GET", "/health", NULL, 200, NULL);
-    expect_status(&e, "GET", "/get_world_size", NULL, 200, "{\"world_size\":4}");
-    expect_status(&e, "POST", "/sleep?level=2&tags=weights", "", 200, NULL);
+    eng_expect(&e, "GET", "/health", NULL, 200, NULL);
+    eng_expect(&e, "GET", "/get_world_size", NULL, 200, "{\"world_size\":4}");
+    eng_expect(&e, "POST", "/sleep?level=2&tags=weights", "", 200, NULL);
     ck_assert_int_eq(eng_state_int(&e, "sleep_level"), 2);
-    expect_status(&e, "POST", "/wake_up", "", 200, NULL);
-    expect_status(&e, "POST", "/skyrl/v1/generate", "{\"token_ids\":[1]}", 200, NULL);
-    expect_status(&e, "POST", "/reset_prefix_cache", "{\"reset_running_requests\":true}", 200,
-                  NULL);
-    expect_status(&e, "POST", "/reset_prefix_cache", "{\"reset_running_requests\":1}", 400, NULL);
-    expect_status(&e, "POST", "/reset_prefix_cache", "not json", 400, NULL);
+    eng_expect(&e, "POST", "/wake_up", "", 200, NULL);
+    eng_expect(&e, "POST", "/skyrl/v1/generate", "{\"token_ids\":[1]}", 200, NULL);
+    eng_expect(&e, "POST", "/reset_prefix_cache", "{\"reset_running_requests\":true}", 200, NULL);
+    eng_expect(&e, "POST", "/reset_prefix_cache", "{\"reset_running_requests\":1}", 400, NULL);
+    eng_expect(&e, "POST", "/reset_prefix_cache", "not json", 400, NULL);
     /* One by the sleep (level >= 1 clears the prefix cache, as vLLM's sleep does), one here. */
     ck_assert_int_eq(eng_state_int(&e, "prefix_cache_resets"), 2);
-    expect_status(&e, "POST", "/finish_session?session_id=nobody", "", 200, NULL);
-    expect_status(&e, "POST", "/init_weight_transfer_engine",
-                  "{\"init_info\":{\"master_address\":\"127.0.0.1\",\"world_size\":2}}", 200, NULL);
-    expect_status(&e, "POST", "/init_weight_transfer_engine", "{\"init_info\":3}", 400, NULL);
+    eng_expect(&e, "POST", "/finish_session?session_id=nobody", "", 200, NULL);
+    eng_expect(&e, "POST", "/init_weight_transfer_engine",
+               "{\"init_info\":{\"master_address\":\"127.0.0.1\",\"world_size\":2}}", 200, NULL);
+    eng_expect(&e, "POST", "/init_weight_transfer_engine", "{\"init_info\":3}", 400, NULL);
     /* A real fetch: a sync_dir that does not exist is a named error, and the engine serves on. */
-    expect_status(&e, "POST", "/fetch_weights",
-                  "{\"target_version\":1,\"sync_dir\":\"/tmp/syncroll-nonexistent-sync-dir\"}", 500,
-                  "\"check\":\"delta.io\"");
-    expect_status(&e, "POST", "/fetch_weights", "{}", 400, NULL);
-    expect_status(&e, "POST", "/update_weights", "{\"update_info\":{}}", 400, NULL);
-    expect_status(&e, "GET", "/syncroll/v1/state", NULL, 200, "\"init_info\":{\"master_address\"");
+    eng_expect(&e, "POST", "/fetch_weights",
+               "{\"target_version\":1,\"sync_dir\":\"/tmp/syncroll-nonexistent-sync-dir\"}", 500,
+               "\"check\":\"delta.io\"");
+    eng_expect(&e, "POST", "/fetch_weights", "{}", 400, NULL);
+    eng_expect(&e, "POST", "/update_weights", "{\"update_info\":{}}", 400, NULL);
+    eng_expect(&e, "GET", "/syncroll/v1/state", NULL, 200, "\"init_info\":{\"master_address\"");
     eng_stop(&e);
 }
 END_TEST
@@ -254,24 +241,23 @@ START_TEST(test_generate_waits_through_skyrl_offload_sync)
     eng e;
     bg_req b;
     eng_start(&e, "{\"model\":{\"layers\":2}}");
-    expect_status(&e, "POST", "/pause?mode=keep&clear_cache=false", "", 200, NULL);
-    expect_status(&e, "POST", "/collective_rpc",
-                  "{\"method\":\"skyrl_sleep_for_weight_sync\",\"kwargs\":{\"offload_kv\":true}}",
-                  200, NULL);
+    eng_expect(&e, "POST", "/pause?mode=keep&clear_cache=false", "", 200, NULL);
+    eng_expect(&e, "POST", "/collective_rpc",
+               "{\"method\":\"skyrl_sleep_for_weight_sync\",\"kwargs\":{\"offload_kv\":true}}", 200,
+               NULL);
     bg_start(&b, &e, "/skyrl/v1/generate", SHORT_REQ);
     int held = wait_held_or_answered(&e, &b, 1);
     ck_assert_msg(held, "a generate during the offload sync was answered %ld: %s", b.r.status,
                   b.r.body.data);
-    expect_status(&e, "POST", "/collective_rpc",
-                  "{\"method\":\"skyrl_wake_for_weight_sync\",\"kwargs\":{\"tags\":[\"weights\"]}}",
-                  200, NULL);
-    expect_status(
-        &e, "POST", "/collective_rpc",
-        "{\"method\":\"skyrl_wake_for_weight_sync\",\"kwargs\":{\"tags\":[\"kv_cache\"]}}", 200,
-        NULL);
+    eng_expect(&e, "POST", "/collective_rpc",
+               "{\"method\":\"skyrl_wake_for_weight_sync\",\"kwargs\":{\"tags\":[\"weights\"]}}",
+               200, NULL);
+    eng_expect(&e, "POST", "/collective_rpc",
+               "{\"method\":\"skyrl_wake_for_weight_sync\",\"kwargs\":{\"tags\":[\"kv_cache\"]}}",
+               200, NULL);
     /* Awake but still paused: the request still waits for resume. */
     ck_assert_int_eq(eng_state_int(&e, "held"), 1);
-    expect_status(&e, "POST", "/resume", "", 200, NULL);
+    eng_expect(&e, "POST", "/resume", "", 200, NULL);
     bg_join(&b);
     ck_assert_msg(b.r.status == 200, "status %ld: %s", b.r.status, b.r.body.data);
     ck_assert_ptr_nonnull(strstr(b.r.body.data, "\"finish_reason\":\"length\""));
@@ -289,26 +275,26 @@ START_TEST(test_sleep_tags_are_tracked_separately)
     eng e;
     bg_req b;
     eng_start(&e, "{\"model\":{\"layers\":2}}");
-    expect_status(&e, "POST", "/sleep?level=1", "", 200, NULL);
-    expect_status(&e, "GET", "/is_sleeping", NULL, 200, "{\"is_sleeping\":true}");
-    expect_status(&e, "POST", "/wake_up?tags=weights", "", 200, NULL);
-    expect_status(&e, "GET", "/syncroll/v1/state", NULL, 200, "\"sleeping_tags\":[\"kv_cache\"]");
-    expect_status(&e, "GET", "/is_sleeping", NULL, 200, "{\"is_sleeping\":true}");
+    eng_expect(&e, "POST", "/sleep?level=1", "", 200, NULL);
+    eng_expect(&e, "GET", "/is_sleeping", NULL, 200, "{\"is_sleeping\":true}");
+    eng_expect(&e, "POST", "/wake_up?tags=weights", "", 200, NULL);
+    eng_expect(&e, "GET", "/syncroll/v1/state", NULL, 200, "\"sleeping_tags\":[\"kv_cache\"]");
+    eng_expect(&e, "GET", "/is_sleeping", NULL, 200, "{\"is_sleeping\":true}");
     bg_start(&b, &e, "/skyrl/v1/generate", SHORT_REQ);
     int held = wait_held_or_answered(&e, &b, 1);
     ck_assert_msg(held, "a generate with the KV cache asleep was answered %ld: %s", b.r.status,
                   b.r.body.data);
-    expect_status(&e, "POST", "/wake_up?tags=kv_cache", "", 200, NULL);
+    eng_expect(&e, "POST", "/wake_up?tags=kv_cache", "", 200, NULL);
     bg_join(&b);
     ck_assert_msg(b.r.status == 200, "status %ld: %s", b.r.status, b.r.body.data);
     hresp_free(&b.r);
-    expect_status(&e, "GET", "/is_sleeping", NULL, 200, "{\"is_sleeping\":false}");
-    expect_status(&e, "GET", "/syncroll/v1/state", NULL, 200, "\"sleeping_tags\":[]");
+    eng_expect(&e, "GET", "/is_sleeping", NULL, 200, "{\"is_sleeping\":false}");
+    eng_expect(&e, "GET", "/syncroll/v1/state", NULL, 200, "\"sleeping_tags\":[]");
     /* Tags name what sleeps: sleeping only the KV cache leaves the weights awake. */
-    expect_status(&e, "POST", "/sleep?tags=kv_cache", "", 200, NULL);
-    expect_status(&e, "GET", "/syncroll/v1/state", NULL, 200, "\"sleeping_tags\":[\"kv_cache\"]");
-    expect_status(&e, "POST", "/wake_up", "", 200, NULL);
-    expect_status(&e, "POST", "/skyrl/v1/generate", SHORT_REQ, 200, NULL);
+    eng_expect(&e, "POST", "/sleep?tags=kv_cache", "", 200, NULL);
+    eng_expect(&e, "GET", "/syncroll/v1/state", NULL, 200, "\"sleeping_tags\":[\"kv_cache\"]");
+    eng_expect(&e, "POST", "/wake_up", "", 200, NULL);
+    eng_expect(&e, "POST", "/skyrl/v1/generate", SHORT_REQ, 200, NULL);
     eng_stop(&e);
 }
 END_TEST
@@ -322,16 +308,16 @@ START_TEST(test_weight_sync_protocol_order)
     const char *upd = "{\"method\":\"update_weights_nccl\",\"kwargs\":{\"update_info\":"
                       "{\"names\":[],\"dtype_names\":[],\"shapes\":[],\"packed\":true}}}";
     const char *fin = "{\"method\":\"skyrl_finish_weight_update\"}";
-    expect_status(&e, "POST", "/collective_rpc", upd, 500, "\"check\":\"sync.protocol_order\"");
-    expect_status(&e, "POST", "/collective_rpc", fin, 500, "\"check\":\"sync.protocol_order\"");
-    expect_status(&e, "POST", "/collective_rpc", start, 200, "{\"results\":[null]}");
-    expect_status(&e, "POST", "/collective_rpc", start, 500,
-                  "called while a weight update is already active");
+    eng_expect(&e, "POST", "/collective_rpc", upd, 500, "\"check\":\"sync.protocol_order\"");
+    eng_expect(&e, "POST", "/collective_rpc", fin, 500, "\"check\":\"sync.protocol_order\"");
+    eng_expect(&e, "POST", "/collective_rpc", start, 200, "{\"results\":[null]}");
+    eng_expect(&e, "POST", "/collective_rpc", start, 500,
+               "called while a weight update is already active");
     /* The engine keeps serving through a protocol error. */
-    expect_status(&e, "POST", "/skyrl/v1/generate", "{\"token_ids\":[1]}", 200, NULL);
-    expect_status(&e, "POST", "/collective_rpc", fin, 200, NULL);
-    expect_status(&e, "POST", "/collective_rpc", "{\"method\":\"frob\"}", 400, NULL);
-    expect_status(&e, "POST", "/collective_rpc", "{\"kwargs\":{}}", 400, NULL);
+    eng_expect(&e, "POST", "/skyrl/v1/generate", "{\"token_ids\":[1]}", 200, NULL);
+    eng_expect(&e, "POST", "/collective_rpc", fin, 200, NULL);
+    eng_expect(&e, "POST", "/collective_rpc", "{\"method\":\"frob\"}", 400, NULL);
+    eng_expect(&e, "POST", "/collective_rpc", "{\"kwargs\":{}}", 400, NULL);
     hresp r;
     http_get(&r, &e, "/syncroll/v1/state");
     ck_assert_ptr_nonnull(strstr(
@@ -340,8 +326,8 @@ START_TEST(test_weight_sync_protocol_order)
                      "\"state\":\"idle\"}"));
     hresp_free(&r);
     /* A synthetic apply moves the version and the fingerprints to the expected ones. */
-    expect_status(&e, "POST", "/update_weights", "{\"update_info\":{\"target_version\":3}}", 200,
-                  "{\"version\":3}");
+    eng_expect(&e, "POST", "/update_weights", "{\"update_info\":{\"target_version\":3}}", 200,
+               "{\"version\":3}");
     sr_engine_config c;
     sr_err err = SR_ERR_INIT;
     const char *t = "{\"model\":{\"layers\":2}}";
@@ -378,15 +364,15 @@ START_TEST(test_json_only_update_moves_no_bytes_and_fails)
         "{\"method\":\"update_weights_ipc\",\"kwargs\":{\"update_info\":{\"names\":[],"
         "\"dtype_names\":[],\"shapes\":[],\"sizes\":[],\"ipc_handles_pickled\":\"gAN9cQAu\"}}}"};
     for (int k = 0; k < 2; k++) {
-        expect_status(&e, "POST", "/collective_rpc", start, 200, NULL);
-        expect_status(&e, "POST", "/collective_rpc", upd[k], 500, "\"check\":\"sync.no_transfer\"");
-        expect_status(&e, "POST", "/collective_rpc", fin, 500, "\"check\":\"sync.no_transfer\"");
+        eng_expect(&e, "POST", "/collective_rpc", start, 200, NULL);
+        eng_expect(&e, "POST", "/collective_rpc", upd[k], 500, "\"check\":\"sync.no_transfer\"");
+        eng_expect(&e, "POST", "/collective_rpc", fin, 500, "\"check\":\"sync.no_transfer\"");
         ck_assert_int_eq(eng_state_int(&e, "weight_version"), 0);
-        expect_status(&e, "POST", "/skyrl/v1/generate", "{\"token_ids\":[1]}", 200, NULL);
+        eng_expect(&e, "POST", "/skyrl/v1/generate", "{\"token_ids\":[1]}", 200, NULL);
     }
     /* The update ended with the failed finish: a new one starts. */
-    expect_status(&e, "POST", "/collective_rpc", start, 200, NULL);
-    expect_status(&e, "POST", "/collective_rpc", fin, 200, NULL);
+    eng_expect(&e, "POST", "/collective_rpc", start, 200, NULL);
+    eng_expect(&e, "POST", "/collective_rpc", fin, 200, NULL);
     eng_stop(&e);
 }
 END_TEST
@@ -398,18 +384,18 @@ START_TEST(test_skyrl_finish_backwards_is_refused)
 {
     eng e;
     eng_start(&e, "{\"model\":{\"layers\":2}}");
-    expect_status(&e, "POST", "/update_weights", "{\"update_info\":{\"target_version\":3}}", 200,
-                  "{\"version\":3}");
+    eng_expect(&e, "POST", "/update_weights", "{\"update_info\":{\"target_version\":3}}", 200,
+               "{\"version\":3}");
     const char *start = "{\"method\":\"skyrl_start_weight_update\"}";
-    expect_status(&e, "POST", "/collective_rpc", start, 200, NULL);
-    expect_status(&e, "POST", "/collective_rpc",
-                  "{\"method\":\"skyrl_finish_weight_update\",\"kwargs\":{\"syncroll\":"
-                  "{\"target_version\":2}}}",
-                  500, "\"check\":\"sync.version_backwards\"");
+    eng_expect(&e, "POST", "/collective_rpc", start, 200, NULL);
+    eng_expect(&e, "POST", "/collective_rpc",
+               "{\"method\":\"skyrl_finish_weight_update\",\"kwargs\":{\"syncroll\":"
+               "{\"target_version\":2}}}",
+               500, "\"check\":\"sync.version_backwards\"");
     ck_assert_int_eq(eng_state_int(&e, "weight_version"), 3);
-    expect_status(&e, "GET", "/syncroll/v1/state", NULL, 200, "\"state\":\"idle\"");
-    expect_status(&e, "POST", "/skyrl/v1/generate", "{\"token_ids\":[1]}", 200, NULL);
-    expect_status(&e, "POST", "/collective_rpc", start, 200, NULL);
+    eng_expect(&e, "GET", "/syncroll/v1/state", NULL, 200, "\"state\":\"idle\"");
+    eng_expect(&e, "POST", "/skyrl/v1/generate", "{\"token_ids\":[1]}", 200, NULL);
+    eng_expect(&e, "POST", "/collective_rpc", start, 200, NULL);
     eng_stop(&e);
 }
 END_TEST

@@ -58,18 +58,6 @@ static void expect_raw(const eng *e, const char *req, const char *status, const 
     ck_assert_msg(!check || strstr(buf, check), "want %s in: %s", check, buf);
 }
 
-static void expect_http(const eng *e, const char *method, const char *path, const char *body,
-                        long status, const char *needle)
-{
-    hresp r;
-    http_req(&r, NULL, e, method, path, body, NULL, 20000);
-    ck_assert_msg(r.status == status, "%s %s: status %ld, want %ld: %s", method, path, r.status,
-                  status, r.body.data);
-    ck_assert_msg(!needle || strstr(r.body.data, needle), "%s %s: want %s in %s", method, path,
-                  needle, r.body.data);
-    hresp_free(&r);
-}
-
 /* ---- item 13: sync_dir confinement ---- */
 
 static int exists(const char *path)
@@ -101,10 +89,10 @@ START_TEST(sync_dir_outside_sync_dirs_is_forbidden)
         char dir[256];
         snprintf(dir, sizeof(dir), bad[i], allowed);
         snprintf(body, sizeof(body), "{\"target_version\":1,\"sync_dir\":\"%s\"}", dir);
-        expect_http(&e, "POST", "/fetch_weights", body, 403, "\"check\":\"engine.forbidden_path\"");
+        eng_expect(&e, "POST", "/fetch_weights", body, 403, "\"check\":\"engine.forbidden_path\"");
         snprintf(body, sizeof(body),
                  "{\"update_info\":{\"target_version\":1,\"version\":1,\"sync_dir\":\"%s\"}}", dir);
-        expect_http(&e, "POST", "/update_weights", body, 403, "engine.forbidden_path");
+        eng_expect(&e, "POST", "/update_weights", body, 403, "engine.forbidden_path");
     }
     char rx[256];
     snprintf(rx, sizeof(rx), "%s/receiver-h", outside);
@@ -121,8 +109,8 @@ START_TEST(sync_dir_outside_sync_dirs_is_forbidden)
     eng_stop(&e);
     /* Without sync_dirs the engine keeps to the default root (/tmp). */
     eng_start(&e, "{\"id\":\"d\"}");
-    expect_http(&e, "POST", "/fetch_weights", "{\"target_version\":1,\"sync_dir\":\"/etc\"}", 403,
-                "default /tmp");
+    eng_expect(&e, "POST", "/fetch_weights", "{\"target_version\":1,\"sync_dir\":\"/etc\"}", 403,
+               "default /tmp");
     eng_stop(&e);
     char cmd[256];
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", base);
@@ -275,7 +263,7 @@ START_TEST(slow_head_and_body_are_408)
                "HTTP/1.1 408", "body_timeout_ms");
     ck_assert_msg(sr_clock_ms() - t0 < 20000, "the deadlines took %.0f ms", sr_clock_ms() - t0);
     /* A request that arrives at once is unaffected. */
-    expect_http(&e, "GET", "/health", NULL, 200, NULL);
+    eng_expect(&e, "GET", "/health", NULL, 200, NULL);
     eng_stop(&e);
 }
 END_TEST
@@ -318,17 +306,17 @@ START_TEST(control_query_parameters_are_checked)
 {
     eng e;
     eng_start(&e, "{}");
-    expect_http(&e, "POST", "/sleep?level=abc", "", 400, "query parameter 'level'");
-    expect_http(&e, "POST", "/sleep?level=", "", 400, "engine.bad_request");
-    expect_http(&e, "POST", "/sleep?level=99999999999999999999", "", 400, "level");
+    eng_expect(&e, "POST", "/sleep?level=abc", "", 400, "query parameter 'level'");
+    eng_expect(&e, "POST", "/sleep?level=", "", 400, "engine.bad_request");
+    eng_expect(&e, "POST", "/sleep?level=99999999999999999999", "", 400, "level");
     ck_assert_int_eq(eng_state_int(&e, "sleep_level"), 0);
-    expect_http(&e, "POST", "/sleep?level=2&tags=weights", "", 200, NULL);
+    eng_expect(&e, "POST", "/sleep?level=2&tags=weights", "", 200, NULL);
     ck_assert_int_eq(eng_state_int(&e, "sleep_level"), 2);
-    expect_http(&e, "POST", "/wake_up?tags=everything", "", 400, "query parameter 'tags'");
-    expect_http(&e, "POST", "/wake_up?tags=weights&tags=kv_cache", "", 200, NULL);
-    expect_http(&e, "POST", "/pause?mode=", "", 400, "'mode'");
-    expect_http(&e, "POST", "/pause?clear_cache=yes", "", 400, "'clear_cache'");
-    expect_http(&e, "GET", "/syncroll/v1/state?tensors=yes", NULL, 400, "'tensors'");
+    eng_expect(&e, "POST", "/wake_up?tags=everything", "", 400, "query parameter 'tags'");
+    eng_expect(&e, "POST", "/wake_up?tags=weights&tags=kv_cache", "", 200, NULL);
+    eng_expect(&e, "POST", "/pause?mode=", "", 400, "'mode'");
+    eng_expect(&e, "POST", "/pause?clear_cache=yes", "", 400, "'clear_cache'");
+    eng_expect(&e, "GET", "/syncroll/v1/state?tensors=yes", NULL, 400, "'tensors'");
     eng_stop(&e);
 }
 END_TEST
@@ -450,7 +438,7 @@ START_TEST(requests_over_the_active_limit_queue_then_refuse)
     raw_read_all(fd[queued], buf[queued], sizeof(buf[queued]));
     ck_assert_msg(strncmp(buf[queued], "HTTP/1.1 200", 12) == 0, "queued: %s", buf[queued]);
     close(held[1]);
-    expect_http(&e, "GET", "/syncroll/v1/state", NULL, 200, "\"queued\":0,\"max_queued\":1,");
+    eng_expect(&e, "GET", "/syncroll/v1/state", NULL, 200, "\"queued\":0,\"max_queued\":1,");
     eng_stop(&e);
 }
 END_TEST

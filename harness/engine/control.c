@@ -11,11 +11,6 @@
 
 #include "server_priv.h"
 
-static const char *arg(req *r, const char *name)
-{
-    return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
-}
-
 /* Parses the body as a JSON object ({} when empty). NULL after an error response was queued. */
 static cJSON *body_object(req *r, enum MHD_Result *ret)
 {
@@ -29,21 +24,6 @@ static cJSON *body_object(req *r, enum MHD_Result *ret)
         return NULL;
     }
     return o;
-}
-
-static enum MHD_Result ok_empty(req *r)
-{
-    return sr_srv_respond_text(r, 200, NULL, "");
-}
-
-static enum MHD_Result ok_json(req *r, const char *json)
-{
-    return sr_srv_respond_text(r, 200, "application/json", json);
-}
-
-static enum MHD_Result bad(req *r, const char *msg)
-{
-    return sr_srv_error(r, 400, "BadRequestError", SR_E_ENGINE_REQUEST, msg);
 }
 
 /* ---- weight sync ---- */
@@ -80,7 +60,7 @@ static enum MHD_Result apply(req *r, int64_t target)
         return sync_error(r, rc, &err);
     char out[64];
     snprintf(out, sizeof(out), "{\"version\":%lld}", (long long)v);
-    return ok_json(r, out);
+    return sr_srv_ok(r, out);
 }
 
 static int64_t finish_target(const cJSON *kw)
@@ -95,9 +75,9 @@ static enum MHD_Result do_collective(req *r, const cJSON *b)
     const cJSON *m = cJSON_GetObjectItemCaseSensitive(b, "method");
     const cJSON *kw = cJSON_GetObjectItemCaseSensitive(b, "kwargs");
     if (!cJSON_IsString(m))
-        return bad(r, "collective_rpc needs a string \"method\"");
+        return sr_srv_bad_request(r, "collective_rpc needs a string \"method\"");
     if (kw && !cJSON_IsObject(kw) && !cJSON_IsNull(kw))
-        return bad(r, "collective_rpc \"kwargs\" must be an object");
+        return sr_srv_bad_request(r, "collective_rpc \"kwargs\" must be an object");
     const char *name = m->valuestring;
     const sr_fault *wf = r->pick.f[SR_FL_WEIGHTS];
     sr_err err = SR_ERR_INIT;
@@ -111,10 +91,11 @@ static enum MHD_Result do_collective(req *r, const cJSON *b)
                strcmp(name, "update_weights_ipc") == 0) {
         const cJSON *ui = kw ? cJSON_GetObjectItemCaseSensitive(kw, "update_info") : NULL;
         if (!cJSON_IsObject(ui))
-            return bad(r, "update_weights needs kwargs.update_info (an object)");
+            return sr_srv_bad_request(r, "update_weights needs kwargs.update_info (an object)");
         int has = get_version(ui, "syncroll_version", NULL, &v);
         if (has < 0)
-            return bad(r, "update_info.syncroll_version must be a non-negative integer");
+            return sr_srv_bad_request(
+                r, "update_info.syncroll_version must be a non-negative integer");
         if (has && !(rc = sr_engine_sync_call(r->srv->e, SR_SC_UPDATE, name, &err)))
             return apply(r, v);
         if (!has)
@@ -126,9 +107,9 @@ static enum MHD_Result do_collective(req *r, const cJSON *b)
     } else if (strcmp(name, "skyrl_wake_for_weight_sync") == 0) {
         return sr_srv_rpc_wake(r, kw);
     } else {
-        return bad(r, "unknown collective_rpc method");
+        return sr_srv_bad_request(r, "unknown collective_rpc method");
     }
-    return rc ? sync_error(r, rc, &err) : ok_json(r, "{\"results\":[null]}");
+    return rc ? sync_error(r, rc, &err) : sr_srv_ok(r, "{\"results\":[null]}");
 }
 
 static enum MHD_Result do_bucket(req *r)
@@ -137,7 +118,7 @@ static enum MHD_Result do_bucket(req *r)
     int rc = r->brx ? sr_engine_bucket_end(r->brx, r->pick.f[SR_FL_WEIGHTS], &err)
                     : sr_err_set(&err, SR_E_NOMEM, "cannot receive a bucket");
     r->brx = NULL;
-    return rc ? sync_error(r, rc, &err) : ok_json(r, "{\"results\":[null]}");
+    return rc ? sync_error(r, rc, &err) : sr_srv_ok(r, "{\"results\":[null]}");
 }
 
 static enum MHD_Result do_fetch(req *r, const cJSON *b)
@@ -145,8 +126,9 @@ static enum MHD_Result do_fetch(req *r, const cJSON *b)
     int64_t v = -1, fetched = -1;
     const cJSON *d = cJSON_GetObjectItemCaseSensitive(b, "sync_dir");
     if (get_version(b, "target_version", NULL, &v) <= 0 || !cJSON_IsString(d))
-        return bad(r, "fetch_weights needs a non-negative integer \"target_version\" and a "
-                      "string \"sync_dir\"");
+        return sr_srv_bad_request(
+            r, "fetch_weights needs a non-negative integer \"target_version\" and a "
+               "string \"sync_dir\"");
     sr_err err = SR_ERR_INIT;
     int rc =
         sr_engine_fetch(r->srv->e, v, d->valuestring, r->pick.f[SR_FL_WEIGHTS], &fetched, &err);
@@ -155,7 +137,7 @@ static enum MHD_Result do_fetch(req *r, const cJSON *b)
     char out[96];
     snprintf(out, sizeof(out), "{\"version\":%lld,\"fetched_version\":%lld}",
              (long long)sr_engine_version(r->srv->e), (long long)fetched);
-    return ok_json(r, out);
+    return sr_srv_ok(r, out);
 }
 
 static enum MHD_Result do_weights(req *r, const cJSON *b)
@@ -164,7 +146,8 @@ static enum MHD_Result do_weights(req *r, const cJSON *b)
     if (r->ep == SR_EP_INIT_TRANSFER) {
         const cJSON *ii = cJSON_GetObjectItemCaseSensitive(b, "init_info");
         if (!cJSON_IsObject(ii))
-            return bad(r, "init_weight_transfer_engine needs \"init_info\" (an object)");
+            return sr_srv_bad_request(
+                r, "init_weight_transfer_engine needs \"init_info\" (an object)");
         sr_err err = SR_ERR_INIT;
         int rc = sr_engine_sync_call(r->srv->e, SR_SC_INIT, NULL, &err);
         if (rc)
@@ -172,16 +155,17 @@ static enum MHD_Result do_weights(req *r, const cJSON *b)
         char *txt = cJSON_PrintUnformatted(ii);
         sr_engine_set_init_info(r->srv->e, txt);
         free(txt);
-        return ok_empty(r);
+        return sr_srv_ok(r, NULL);
     }
     if (r->ep == SR_EP_FETCH_WEIGHTS)
         return do_fetch(r, b);
     const cJSON *ui = cJSON_GetObjectItemCaseSensitive(b, "update_info");
     if (!cJSON_IsObject(ui) || get_version(ui, "target_version", "version", &v) <= 0)
-        return bad(r, "update_weights needs update_info.target_version (a non-negative integer)");
+        return sr_srv_bad_request(
+            r, "update_weights needs update_info.target_version (a non-negative integer)");
     const cJSON *d = cJSON_GetObjectItemCaseSensitive(ui, "sync_dir");
     if (d && !cJSON_IsString(d))
-        return bad(r, "update_info.sync_dir must be a string");
+        return sr_srv_bad_request(r, "update_info.sync_dir must be a string");
     if (!d)
         return apply(r, v);
     sr_err err = SR_ERR_INIT;
@@ -192,7 +176,7 @@ static enum MHD_Result do_weights(req *r, const cJSON *b)
         return sync_error(r, rc, &err);
     char out[64];
     snprintf(out, sizeof(out), "{\"version\":%lld}", (long long)now);
-    return ok_json(r, out);
+    return sr_srv_ok(r, out);
 }
 
 /* ---- dispatch ---- */
@@ -215,20 +199,20 @@ static enum MHD_Result with_body(req *r)
     case SR_EP_RESET_PREFIX: {
         const cJSON *x = cJSON_GetObjectItemCaseSensitive(b, "reset_running_requests");
         if (x && !cJSON_IsBool(x))
-            ret = bad(r, "reset_running_requests must be a boolean");
+            ret = sr_srv_bad_request(r, "reset_running_requests must be a boolean");
         else {
             sr_engine_prefix_reset(r->srv->e);
-            ret = ok_empty(r);
+            ret = sr_srv_ok(r, NULL);
         }
         break;
     }
     case SR_EP_FINISH_SESSION: {
-        const char *sid = arg(r, "session_id");
+        const char *sid = sr_srv_arg(r, "session_id");
         const cJSON *x = cJSON_GetObjectItemCaseSensitive(b, "session_id");
         if (!sid && cJSON_IsString(x))
             sid = x->valuestring;
         sr_engine_session_finish(r->srv->e, sid);
-        ret = ok_empty(r);
+        ret = sr_srv_ok(r, NULL);
         break;
     }
     case SR_EP_COLLECTIVE_RPC:
@@ -262,7 +246,7 @@ static enum MHD_Result do_state(req *r)
     live.queued_peak = s->queued_peak;
     live.refused = s->refused;
     pthread_mutex_unlock(&s->mu);
-    const char *t = arg(r, "tensors");
+    const char *t = sr_srv_arg(r, "tensors");
     live.tensors = t && strcmp(t, "1") == 0;
     sr_buf b = SR_BUF_INIT;
     sr_err err = SR_ERR_INIT;
@@ -346,7 +330,7 @@ enum MHD_Result sr_srv_control(req *r)
     qcheck q = {r->ep, ""};
     MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, check_qparam, &q);
     if (q.msg[0])
-        return bad(r, q.msg);
+        return sr_srv_bad_request(r, q.msg);
     int vllm = r->srv->cfg->sync_dialect == SR_SYNC_DIALECT_VLLM;
     switch (r->ep) {
     case SR_EP_START_UPDATE:
@@ -366,10 +350,10 @@ enum MHD_Result sr_srv_control(req *r)
             return sr_srv_control_vllm(r);
         return with_body(r);
     case SR_EP_HEALTH:
-        return ok_empty(r);
+        return sr_srv_ok(r, NULL);
     case SR_EP_WORLD_SIZE:
         snprintf(tmp, sizeof(tmp), "{\"world_size\":%d}", r->srv->cfg->world_size);
-        return ok_json(r, tmp);
+        return sr_srv_ok(r, tmp);
     case SR_EP_STATE:
         return do_state(r);
     case SR_EP_PAUSE:

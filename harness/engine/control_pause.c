@@ -9,35 +9,15 @@
 
 #include "server_priv.h"
 
-static const char *arg(req *r, const char *name)
-{
-    return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
-}
-
-static enum MHD_Result ok_empty(req *r)
-{
-    return sr_srv_respond_text(r, 200, NULL, "");
-}
-
-static enum MHD_Result ok_json(req *r, const char *json)
-{
-    return sr_srv_respond_text(r, 200, "application/json", json);
-}
-
-static enum MHD_Result bad(req *r, const char *msg)
-{
-    return sr_srv_error(r, 400, "BadRequestError", SR_E_ENGINE_REQUEST, msg);
-}
-
 /* The answer to a pause or resume: vLLM's {"status": "paused"|"resumed"} in its control plane,
  * empty in skyrl's. */
 static enum MHD_Result ok_status(req *r, const char *status)
 {
     char out[48];
     if (r->srv->cfg->sync_dialect != SR_SYNC_DIALECT_VLLM)
-        return ok_empty(r);
+        return sr_srv_ok(r, NULL);
     snprintf(out, sizeof(out), "{\"status\":\"%s\"}", status);
-    return ok_json(r, out);
+    return sr_srv_ok(r, out);
 }
 
 enum MHD_Result sr_srv_pause_done(req *r)
@@ -108,7 +88,7 @@ static enum MHD_Result pause_scheduler(req *r, const char *mode)
 
 static const char *pause_mode(req *r)
 {
-    const char *m = arg(r, "mode");
+    const char *m = sr_srv_arg(r, "mode");
     return !m || strcmp(m, "abort") == 0 ? "abort"
            : strcmp(m, "keep") == 0      ? "keep"
            : strcmp(m, "wait") == 0      ? "wait"
@@ -119,8 +99,8 @@ enum MHD_Result sr_srv_pause(req *r)
 {
     const char *mode = pause_mode(r);
     if (!mode)
-        return bad(r, "mode must be keep, abort or wait");
-    const char *cc = arg(r, "clear_cache");
+        return sr_srv_bad_request(r, "mode must be keep, abort or wait");
+    const char *cc = sr_srv_arg(r, "clear_cache");
     if (cc && strcmp(cc, "true") == 0)
         sr_engine_prefix_reset(r->srv->e);
     return pause_scheduler(r, mode);
@@ -183,12 +163,12 @@ static unsigned query_tags(req *r)
 enum MHD_Result sr_srv_sleep(req *r)
 {
     sr_server *s = r->srv;
-    const char *lv = arg(r, "level");
+    const char *lv = sr_srv_arg(r, "level");
     int64_t level = lv ? strtoll(lv, NULL, 10) : 1;
     unsigned tags = query_tags(r);
     const char *mode = pause_mode(r);
     if (!mode)
-        return bad(r, "mode must be keep, abort or wait");
+        return sr_srv_bad_request(r, "mode must be keep, abort or wait");
     if (!tags && level >= 1)
         tags = SR_SLEEP_ALL;
     if (level >= 1)
@@ -218,7 +198,7 @@ enum MHD_Result sr_srv_wake_up(req *r)
 {
     unsigned tags = query_tags(r);
     wake_tags(r->srv, tags ? tags : SR_SLEEP_ALL, 1);
-    return ok_empty(r);
+    return sr_srv_ok(r, NULL);
 }
 
 /* The kwargs.tags of skyrl_wake_for_weight_sync: an array of "weights" / "kv_cache" (absent or
@@ -254,7 +234,7 @@ enum MHD_Result sr_srv_is_sleeping(req *r)
     pthread_mutex_lock(&s->mu);
     int sleeping = s->paused || s->asleep;
     pthread_mutex_unlock(&s->mu);
-    return ok_json(r, sleeping ? "{\"is_sleeping\":true}" : "{\"is_sleeping\":false}");
+    return sr_srv_ok(r, sleeping ? "{\"is_sleeping\":true}" : "{\"is_sleeping\":false}");
 }
 
 enum MHD_Result sr_srv_rpc_sleep(req *r, const cJSON *kw)
@@ -264,19 +244,21 @@ enum MHD_Result sr_srv_rpc_sleep(req *r, const cJSON *kw)
      * paused, the caller holds its own keep-mode pause. */
     const cJSON *ok = kw ? cJSON_GetObjectItemCaseSensitive(kw, "offload_kv") : NULL;
     if (ok && !cJSON_IsBool(ok))
-        return bad(r, "skyrl_sleep_for_weight_sync kwargs.offload_kv must be a boolean");
+        return sr_srv_bad_request(
+            r, "skyrl_sleep_for_weight_sync kwargs.offload_kv must be a boolean");
     pthread_mutex_lock(&r->srv->mu);
     r->srv->asleep = SR_SLEEP_ALL;
     pthread_mutex_unlock(&r->srv->mu);
-    return ok_json(r, "{\"results\":[null]}");
+    return sr_srv_ok(r, "{\"results\":[null]}");
 }
 
 enum MHD_Result sr_srv_rpc_wake(req *r, const cJSON *kw)
 {
     unsigned tags;
     if (rpc_tags(kw, &tags))
-        return bad(r, "skyrl_wake_for_weight_sync kwargs.tags must be an array of \"weights\" "
-                      "and \"kv_cache\"");
+        return sr_srv_bad_request(
+            r, "skyrl_wake_for_weight_sync kwargs.tags must be an array of \"weights\" "
+               "and \"kv_cache\"");
     wake_tags(r->srv, tags, 0);
-    return ok_json(r, "{\"results\":[null]}");
+    return sr_srv_ok(r, "{\"results\":[null]}");
 }

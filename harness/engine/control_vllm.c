@@ -38,11 +38,6 @@ static enum MHD_Result refuse(req *r, int rc, const sr_err *err)
     return detail(r, status, rc, err->msg);
 }
 
-static enum MHD_Result ok(req *r, const char *json)
-{
-    return sr_srv_respond_text(r, 200, "application/json", json);
-}
-
 static const char *body(req *r)
 {
     return r->body.data ? r->body.data : "";
@@ -56,7 +51,7 @@ static enum MHD_Result update_weights(req *r)
     if (r->brx) {
         rc = sr_engine_bucket_end(r->brx, wf, &err);
         r->brx = NULL;
-        return rc ? refuse(r, rc, &err) : ok(r, "{\"message\":\"Weights updated\"}");
+        return rc ? refuse(r, rc, &err) : sr_srv_ok(r, "{\"message\":\"Weights updated\"}");
     }
     cJSON *o = cJSON_ParseWithLength(body(r), r->body.len);
     int has = cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(o, "update_info"));
@@ -109,7 +104,7 @@ static enum MHD_Result with_version(req *r)
         int64_t now;
         if (!rc)
             rc = sr_engine_sync_finish(r->srv->e, v, r->pick.f[SR_FL_WEIGHTS], &now, &err);
-        return rc ? refuse(r, rc, &err) : ok(r, "{\"message\":\"Weight update finished\"}");
+        return rc ? refuse(r, rc, &err) : sr_srv_ok(r, "{\"message\":\"Weight update finished\"}");
     }
     rc = sr_sync_req_version(&v, body(r), r->body.len, &err);
     if (!rc)
@@ -117,7 +112,7 @@ static enum MHD_Result with_version(req *r)
     if (rc)
         return refuse(r, rc, &err);
     snprintf(out, sizeof(out), "{\"success\":true,\"new_version\":\"%lld\"}", (long long)v);
-    return ok(r, out);
+    return sr_srv_ok(r, out);
 }
 
 static enum MHD_Result init_transfer(req *r)
@@ -136,7 +131,8 @@ static enum MHD_Result init_transfer(req *r)
         if (txt)
             sr_engine_set_init_info(r->srv->e, txt);
         free(txt);
-        ret = rc ? refuse(r, rc, &err) : ok(r, "{\"message\":\"Weight transfer initialized\"}");
+        ret = rc ? refuse(r, rc, &err)
+                 : sr_srv_ok(r, "{\"message\":\"Weight transfer initialized\"}");
     }
     cJSON_Delete(o);
     return ret;
@@ -155,7 +151,7 @@ enum MHD_Result sr_srv_control_vllm(req *r)
         rc = sr_engine_sync_start(s->e, &err);
         if (!rc)
             sr_engine_note_fault(s->e, r->pick.f[SR_FL_WEIGHTS]);
-        return rc ? refuse(r, rc, &err) : ok(r, "{\"message\":\"Weight update started\"}");
+        return rc ? refuse(r, rc, &err) : sr_srv_ok(r, "{\"message\":\"Weight update started\"}");
     case SR_EP_UPDATE_WEIGHTS:
         return update_weights(r);
     case SR_EP_FINISH_UPDATE:
@@ -164,14 +160,14 @@ enum MHD_Result sr_srv_control_vllm(req *r)
     case SR_EP_WEIGHT_INFO:
         snprintf(out, sizeof(out), "{\"weight_version\":\"%lld\"}",
                  (long long)sr_engine_version(s->e));
-        return ok(r, out);
+        return sr_srv_ok(r, out);
     case SR_EP_WEIGHT_CHECKER:
         return weight_checker(r);
     case SR_EP_IS_PAUSED:
         pthread_mutex_lock(&s->mu);
         rc = s->paused;
         pthread_mutex_unlock(&s->mu);
-        return ok(r, rc ? "{\"is_paused\":true}" : "{\"is_paused\":false}");
+        return sr_srv_ok(r, rc ? "{\"is_paused\":true}" : "{\"is_paused\":false}");
     default:
         return detail(r, 404, 0, "Not Found");
     }

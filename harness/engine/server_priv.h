@@ -196,6 +196,12 @@ enum MHD_Result sr_srv_respond_text(req *r, unsigned status, const char *ctype, 
 
 /* {"error":{"message":..,"type":..,"code":status,"check":name}} with status. */
 enum MHD_Result sr_srv_error(req *r, unsigned status, const char *type, int code, const char *msg);
+/* The value of query parameter `name`, or NULL. */
+const char *sr_srv_arg(req *r, const char *name);
+/* 200 with `json` (application/json), or an empty body when json is NULL. */
+enum MHD_Result sr_srv_ok(req *r, const char *json);
+/* 400 engine.bad_request with `msg`. */
+enum MHD_Result sr_srv_bad_request(req *r, const char *msg);
 /* The same with "Connection: close": the connection is closed once the answer is sent. */
 enum MHD_Result sr_srv_error_close(req *r, unsigned status, const char *type, int code,
                                    const char *msg);
