@@ -41,81 +41,6 @@ static sr_weights *weights_at(int64_t version)
     return w;
 }
 
-/* A bucket of every tensor of w for `target`: vLLM's /update_weights body as the header line,
- * with syncroll's sizes and checksums, then the raw bytes (engine.h). */
-static void bucket_of(sr_buf *b, const sr_weights *w, int64_t target)
-{
-    size_t n = sr_weights_count(w);
-    const char *keys[5] = {"names", "dtype_names", "shapes", "sizes", "checksums"};
-    ck_assert_int_eq(sr_buf_puts(b, "{\"update_info\":{", NULL), 0);
-    for (int k = 0; k < 5; k++) {
-        if (k == 3)
-            sr_buf_printf(b, NULL,
-                          "\"packed\":true,\"syncroll\":{\"target_version\":%lld,"
-                          "\"bucket\":0,",
-                          (long long)target);
-        sr_buf_printf(b, NULL, "\"%s\":[", keys[k]);
-        for (size_t i = 0; i < n; i++) {
-            sr_weights_info t;
-            ck_assert_int_eq(sr_weights_tensor(&t, w, i, NULL), 0);
-            const char *sep = i ? "," : "";
-            if (k == 0)
-                sr_buf_printf(b, NULL, "%s\"%s\"", sep, t.name);
-            else if (k == 1)
-                sr_buf_printf(b, NULL, "%s\"%s\"", sep, sr_dtype_name(t.dtype));
-            else if (k == 2)
-                sr_buf_printf(b, NULL, "%s[%lld,%lld]", sep, (long long)t.shape[0],
-                              (long long)t.shape[1]);
-            else if (k == 3)
-                sr_buf_printf(b, NULL, "%s%zu", sep, t.nbytes);
-            else
-                sr_buf_printf(b, NULL, "%s\"%016llx%016llx\"", sep, (unsigned long long)t.digest_hi,
-                              (unsigned long long)t.digest_lo);
-        }
-        sr_buf_puts(b, k == 4 ? "]}}}\n" : "],", NULL);
-    }
-    for (size_t i = 0; i < n; i++) {
-        sr_weights_info t;
-        sr_weights_tensor(&t, w, i, NULL);
-        ck_assert_int_eq(sr_buf_append(b, t.data, t.nbytes, NULL), 0);
-    }
-}
-
-static void post_bucket(hresp *r, const eng *e, const sr_buf *b)
-{
-    memset(r, 0, sizeof(*r));
-    CURL *h = curl_easy_init();
-    char url[160];
-    snprintf(url, sizeof(url), "%s/update_weights", e->url);
-    struct curl_slist *hd = curl_slist_append(NULL, "Content-Type: application/x-syncroll-bucket");
-    curl_easy_setopt(h, CURLOPT_URL, url);
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hd);
-    curl_easy_setopt(h, CURLOPT_POSTFIELDS, b->data);
-    curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)b->len);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, hresp_body_cb);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, r);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 30000L);
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    r->cc = curl_easy_perform(h);
-    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &r->status);
-    sr_buf_append(&r->body, "", 0, NULL);
-    curl_slist_free_all(hd);
-    curl_easy_cleanup(h);
-}
-
-/* {"action":"compare","baseline":{name: digest}} of w's tensors. */
-static void baseline_of(sr_buf *b, const sr_weights *w)
-{
-    sr_buf_puts(b, "{\"action\":\"compare\",\"baseline\":{", NULL);
-    for (size_t i = 0; i < sr_weights_count(w); i++) {
-        sr_weights_info t;
-        sr_weights_tensor(&t, w, i, NULL);
-        sr_buf_printf(b, NULL, "%s\"%s\":\"%016llx%016llx\"", i ? "," : "", t.name,
-                      (unsigned long long)t.digest_hi, (unsigned long long)t.digest_lo);
-    }
-    sr_buf_puts(b, "}}", NULL);
-}
-
 /* Cells of state uninit, then idle. */
 START_TEST(out_of_order_before_start)
 {
@@ -178,9 +103,9 @@ START_TEST(happy_path_and_out_of_order_while_active)
     eng_expect(&e, "POST", "/pause?mode=keep", "", 200, "{\"status\":\"paused\"}");
     sr_weights *w = weights_at(2);
     sr_buf b = SR_BUF_INIT;
-    bucket_of(&b, w, 2);
+    eng_bucket_of(&b, w, 2);
     hresp r;
-    post_bucket(&r, &e, &b);
+    eng_post_bucket(&r, &e, &b);
     ck_assert_msg(r.status == 200 && strstr(r.body.data, "{\"message\":\"Weights updated\"}"),
                   "bucket: %ld %s", r.status, r.body.data);
     hresp_free(&r);
@@ -190,7 +115,7 @@ START_TEST(happy_path_and_out_of_order_while_active)
     eng_expect(&e, "GET", "/weight_info", NULL, 200, "{\"weight_version\":\"2\"}");
     /* What the engine holds is what was sent: its checksums match the trainer's digests. */
     sr_buf base = SR_BUF_INIT;
-    baseline_of(&base, w);
+    eng_baseline_of(&base, w);
     sr_buf_append(&base, "", 0, NULL);
     eng_expect(&e, "POST", "/weight_checker", base.data, 200, "{\"match\":true,\"mismatches\":[]}");
     /* Reset overwrites the weights: the compare now names every tensor. */
@@ -200,7 +125,7 @@ START_TEST(happy_path_and_out_of_order_while_active)
                "{\"match\":false,\"mismatches\":[\"");
     /* A finish naming a version below the held one is refused and discards the update. */
     eng_expect(&e, "POST", "/start_weight_update", "{}", 200, NULL);
-    post_bucket(&r, &e, &b);
+    eng_post_bucket(&r, &e, &b);
     ck_assert_int_eq(r.status, 200);
     hresp_free(&r);
     refused(&e, "POST", "/finish_weight_update", "{\"weight_version\":1}", 409,

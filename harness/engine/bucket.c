@@ -335,6 +335,21 @@ static void bucket_free(sr_bucket_rx *b)
     free(b);
 }
 
+/* update_ok_no_transfer: the bucket's tensors in the stage get the model's bytes back, as if the
+ * payload had never been copied (lightseekorg/tokenspeed#1373: a 200 that moved nothing). */
+static void undo_transfer(sr_bucket_rx *b)
+{
+    sr_engine *e = b->e;
+    pthread_mutex_lock(&e->apply);
+    for (size_t i = 0; i < b->bp.n; i++) {
+        sr_weights_info m;
+        size_t k = b->bp.items[i].index;
+        if (!sr_weights_tensor(&m, e->weights, k, NULL) && m.nbytes == e->stage_view[k].nbytes)
+            memcpy(e->stage_view[k].data, m.data, m.nbytes);
+    }
+    pthread_mutex_unlock(&e->apply);
+}
+
 int sr_engine_bucket_end(sr_bucket_rx *b, const sr_fault *f, sr_err *err)
 {
     sr_engine *e = b->e;
@@ -352,6 +367,8 @@ int sr_engine_bucket_end(sr_bucket_rx *b, const sr_fault *f, sr_err *err)
         sr_engine_note_fault(e, f);
     if (!rc)
         rc = verify(b, b->corrupt || (f && f->kind == SR_FK_CHECKSUM_MISMATCH), err);
+    if (!rc && f && f->kind == SR_FK_UPDATE_OK_NO_TRANSFER)
+        undo_transfer(b);
     pthread_mutex_lock(&e->mu);
     e->st.buckets++;
     if (b->claimed) {
