@@ -37,11 +37,13 @@ static const char *BIG_CFG =
     "{\"seed\":5,\"model\":{\"layers\":4,\"experts\":8,\"topk\":2,\"vocab\":256},"
     "\"weights\":{\"total_bytes\":1073741824,\"expert_tensors\":8},"
     "\"server\":{\"threads\":4,\"max_body_bytes\":268435456}}";
-/* %s: the sync folder, the only one the engine may write (server.sync_dirs). */
+/* The sync folder, the only one the engine may write (server.sync_dirs), then extra keys. */
 static const char *SMALL_CFG_FMT =
     "{\"seed\":5,\"model\":{\"layers\":40,\"experts\":8,\"topk\":2,\"vocab\":256},"
     "\"weights\":{\"total_bytes\":1048576,\"expert_tensors\":8},"
-    "\"server\":{\"threads\":4,\"sync_dirs\":[\"%s\"]}}";
+    "\"server\":{\"threads\":4,\"sync_dirs\":[\"%s\"]}%s}";
+/* The second %s of SMALL_CFG_FMT for an engine speaking vLLM's native control plane. */
+static const char *VLLM_PLANE = ",\"sync_dialect\":\"vllm\"";
 
 typedef struct engine {
     sr_proc p;
@@ -169,19 +171,22 @@ static void bench_broadcast(const bench_stats *base, int reps)
     engine_stop(&g);
 }
 
-static void bench_overhead(sr_sync_transport t, int fsync, const char *name, int reps)
+static void bench_overhead(sr_sync_transport t, int fsync, sr_sync_dialect control,
+                           const char *name, int reps)
 {
     engine g;
     char dir[64], cfg[512];
     snprintf(dir, sizeof(dir), "/tmp/bench-sync-dir-XXXXXX");
     if (!mkdtemp(dir))
         die("mkdtemp", NULL);
-    snprintf(cfg, sizeof(cfg), SMALL_CFG_FMT, dir);
+    snprintf(cfg, sizeof(cfg), SMALL_CFG_FMT, dir,
+             control == SR_SYNC_DIALECT_VLLM ? VLLM_PLANE : "");
     engine_start(&g, cfg);
     sr_sync_opts o = SR_SYNC_OPTS_INIT;
     o.transport = t;
     o.sync_dir = dir;
     o.fsync = fsync;
+    o.control = control;
     sr_sync *s;
     sr_err e = SR_ERR_INIT;
     const char *url = g.url;
@@ -212,11 +217,16 @@ int main(void)
     int reps = bench_reps(11);
     bench_stats base = bench_memcpy(GIB, reps);
     bench_report("memcpy.1GiB", base, base, "memcpy_1GiB");
-    bench_overhead(SR_SYNC_DELTA, 1, "sync.overhead.nothing_changed.1002_tensors.delta", 5 * reps);
-    bench_overhead(SR_SYNC_DELTA, 0, "sync.overhead.nothing_changed.1002_tensors.delta.nofsync",
+    const sr_sync_dialect sky = SR_SYNC_DIALECT_SKYRL;
+    bench_overhead(SR_SYNC_DELTA, 1, sky, "sync.overhead.nothing_changed.1002_tensors.delta",
                    5 * reps);
-    bench_overhead(SR_SYNC_BROADCAST, 1, "sync.overhead.nothing_changed.1002_tensors.broadcast",
-                   5 * reps);
+    bench_overhead(SR_SYNC_DELTA, 0, sky,
+                   "sync.overhead.nothing_changed.1002_tensors.delta.nofsync", 5 * reps);
+    bench_overhead(SR_SYNC_BROADCAST, 1, sky,
+                   "sync.overhead.nothing_changed.1002_tensors.broadcast", 5 * reps);
+    /* The vllm plane: broadcast plus a weight_checker compare of every tensor after each sync. */
+    bench_overhead(SR_SYNC_BROADCAST, 1, SR_SYNC_DIALECT_VLLM,
+                   "sync.overhead.nothing_changed.1002_tensors.vllm", 5 * reps);
     if (getenv("BENCH_SYNC_OVERHEAD_ONLY"))
         return 0;
     bench_broadcast(&base, reps);

@@ -254,6 +254,12 @@ typedef enum sr_class {
       "a request's HTTP framing is invalid (conflicting Content-Length), answered 400 and closed") \
     X(SR_E_ENGINE_UNSUPPORTED, -924, "engine.unsupported_encoding", SR_CLASS_PROTOCOL,             \
       "a request uses a transfer or content coding the engine does not implement (501)")           \
+    X(SR_E_SYNC_NO_TRANSFER, -925, "sync.no_transfer", SR_CLASS_PROTOCOL,                          \
+      "a weight update call would move no bytes (update_weights_nccl/_ipc as JSON only), refused") \
+    X(SR_E_SYNC_VERSION_BACKWARDS, -926, "sync.version_backwards", SR_CLASS_PROTOCOL,              \
+      "a finish or version update named a weight version below the one the engine holds")          \
+    X(SR_E_SYNC_ENGINE_PAUSED, -927, "sync.engine_paused", SR_CLASS_PROTOCOL,                      \
+      "a call that needs an awake, unpaused engine (weight_checker) came while it was not (409)")  \
     /* scenarios and the runner (-10xx) */                                                         \
     X(SR_E_SCENARIO, -1000, "scenario.invalid", SR_CLASS_USAGE,                                    \
       "a scenario breaks a rule of scenarios/FORMAT.md beyond key types (reference, combination)") \

@@ -69,3 +69,25 @@ kill -TERM "$pid"
 wait "$pid" || die "serve of $SCN exited with $? after SIGTERM"
 pid=
 ok "serve of an example scenario"
+
+# --sync-dialect vllm: the engines speak vLLM's native control plane (issue #20): its routes
+# answer with vLLM's bodies, an out-of-order finish is 409 sync.protocol_order, and a bad dialect
+# is a named usage error.
+rm -f "$tmp/fifo"
+mkfifo "$tmp/fifo"
+"$S" serve --stop-grace 5 --sync-dialect vllm "$tmp/cfg.json" >"$tmp/fifo" 2>"$tmp/err" &
+pid=$!
+exec 3<"$tmp/fifo"
+IFS= read -r line <&3 || die "serve --sync-dialect printed no line"
+u=$(printf '%s\n' "$line" | grep -o '"url":"[^"]*"' | head -n 1 | sed 's/"url":"//; s/"$//')
+out=$(curl -sS "$u/weight_info") || die "GET $u/weight_info"
+[ "$out" = '{"weight_version":"0"}' ] || die "weight_info under vllm: $out"
+code=$(curl -sS -o "$tmp/fin.json" -w '%{http_code}' -X POST -d '' "$u/finish_weight_update")
+[ "$code" = 409 ] && grep -q '"check":"sync.protocol_order"' "$tmp/fin.json" ||
+    die "finish without start under vllm: $code $(cat "$tmp/fin.json")"
+kill -TERM "$pid"
+wait "$pid" || die "serve --sync-dialect exited with $? after SIGTERM"
+pid=
+"$S" serve --sync-dialect sglang "$tmp/cfg.json" >/dev/null 2>"$tmp/err2" && die "sglang accepted"
+grep -q "bad --sync-dialect 'sglang': want skyrl or vllm" "$tmp/err2" || die "$(cat "$tmp/err2")"
+ok "serve --sync-dialect vllm"

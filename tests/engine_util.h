@@ -161,6 +161,20 @@ static inline void http_get(hresp *r, const eng *e, const char *path)
     http_req(r, NULL, e, "GET", path, NULL, NULL, 0);
 }
 
+/* One request on a fresh connection (20 s bound); asserts its status and, unless `needle` is
+ * NULL, that the body contains it. */
+static inline void eng_expect(const eng *e, const char *method, const char *path, const char *body,
+                              long status, const char *needle)
+{
+    hresp r;
+    http_req(&r, NULL, e, method, path, body, NULL, 20000);
+    ck_assert_msg(r.status == status, "%s %s: status %ld, want %ld: %s", method, path, r.status,
+                  status, r.body.data);
+    ck_assert_msg(!needle || strstr(r.body.data, needle), "%s %s: want %s in %s", method, path,
+                  needle, r.body.data);
+    hresp_free(&r);
+}
+
 /* Reads an integer member of the engine state. */
 static inline long long eng_state_int(const eng *e, const char *key)
 {
@@ -242,6 +256,83 @@ static inline void expected_fps(const sr_engine_config *c, int64_t version, uint
     sr_weights_spec ws = sr_engine_config_weights(c);
     sr_err err = SR_ERR_INIT;
     ck_assert_sr_ok(sr_weights_expected(global, layers, &ws, version, &err), err);
+}
+
+/* ---- weight sync over HTTP (the vllm control plane and the weights faults) ---- */
+
+/* A bucket of every tensor of w for `target`: vLLM's /update_weights body as the header line,
+ * with syncroll's sizes and checksums, then the raw bytes (engine.h). */
+static inline void eng_bucket_of(sr_buf *b, const sr_weights *w, int64_t target)
+{
+    size_t n = sr_weights_count(w);
+    const char *keys[5] = {"names", "dtype_names", "shapes", "sizes", "checksums"};
+    ck_assert_int_eq(sr_buf_puts(b, "{\"update_info\":{", NULL), 0);
+    for (int k = 0; k < 5; k++) {
+        if (k == 3)
+            sr_buf_printf(b, NULL,
+                          "\"packed\":true,\"syncroll\":{\"target_version\":%lld,"
+                          "\"bucket\":0,",
+                          (long long)target);
+        sr_buf_printf(b, NULL, "\"%s\":[", keys[k]);
+        for (size_t i = 0; i < n; i++) {
+            sr_weights_info t;
+            ck_assert_int_eq(sr_weights_tensor(&t, w, i, NULL), 0);
+            const char *sep = i ? "," : "";
+            if (k == 0)
+                sr_buf_printf(b, NULL, "%s\"%s\"", sep, t.name);
+            else if (k == 1)
+                sr_buf_printf(b, NULL, "%s\"%s\"", sep, sr_dtype_name(t.dtype));
+            else if (k == 2)
+                sr_buf_printf(b, NULL, "%s[%lld,%lld]", sep, (long long)t.shape[0],
+                              (long long)t.shape[1]);
+            else if (k == 3)
+                sr_buf_printf(b, NULL, "%s%zu", sep, t.nbytes);
+            else
+                sr_buf_printf(b, NULL, "%s\"%016llx%016llx\"", sep, (unsigned long long)t.digest_hi,
+                              (unsigned long long)t.digest_lo);
+        }
+        sr_buf_puts(b, k == 4 ? "]}}}\n" : "],", NULL);
+    }
+    for (size_t i = 0; i < n; i++) {
+        sr_weights_info t;
+        sr_weights_tensor(&t, w, i, NULL);
+        ck_assert_int_eq(sr_buf_append(b, t.data, t.nbytes, NULL), 0);
+    }
+}
+
+static inline void eng_post_bucket(hresp *r, const eng *e, const sr_buf *b)
+{
+    memset(r, 0, sizeof(*r));
+    CURL *h = curl_easy_init();
+    char url[160];
+    snprintf(url, sizeof(url), "%s/update_weights", e->url);
+    struct curl_slist *hd = curl_slist_append(NULL, "Content-Type: application/x-syncroll-bucket");
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hd);
+    curl_easy_setopt(h, CURLOPT_POSTFIELDS, b->data);
+    curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)b->len);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, hresp_body_cb);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, r);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 30000L);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    r->cc = curl_easy_perform(h);
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &r->status);
+    sr_buf_append(&r->body, "", 0, NULL);
+    curl_slist_free_all(hd);
+    curl_easy_cleanup(h);
+}
+
+/* {"action":"compare","baseline":{name: digest}} of w's tensors. */
+static inline void eng_baseline_of(sr_buf *b, const sr_weights *w)
+{
+    sr_buf_puts(b, "{\"action\":\"compare\",\"baseline\":{", NULL);
+    for (size_t i = 0; i < sr_weights_count(w); i++) {
+        sr_weights_info t;
+        sr_weights_tensor(&t, w, i, NULL);
+        sr_buf_printf(b, NULL, "%s\"%s\":\"%016llx%016llx\"", i ? "," : "", t.name,
+                      (unsigned long long)t.digest_hi, (unsigned long long)t.digest_lo);
+    }
+    sr_buf_puts(b, "}}", NULL);
 }
 
 #endif /* SR_TEST_ENGINE_UTIL_H */

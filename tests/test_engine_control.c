@@ -186,45 +186,116 @@ START_TEST(test_wait_pause_drains_in_flight)
 }
 END_TEST
 
-static void expect_status(const eng *e, const char *method, const char *path, const char *body,
-                          long status, const char *needle)
-{
-    hresp r;
-    http_req(&r, NULL, e, method, path, body, NULL, 0);
-    ck_assert_msg(r.status == status, "%s %s: status %ld, body %s", method, path, r.status,
-                  r.body.data);
-    if (needle)
-        ck_assert_msg(strstr(r.body.data, needle), "'%s' not in %s", needle, r.body.data);
-    hresp_free(&r);
-}
-
 START_TEST(test_control_endpoints)
 {
     eng e;
     eng_start(&e, "{\"id\":\"k\",\"server\":{\"world_size\":4,\"sync_dirs\":[\"/tmp\"]}}");
-    expect_status(&e, "GET", "/health", NULL, 200, NULL);
-    expect_status(&e, "GET", "/get_world_size", NULL, 200, "{\"world_size\":4}");
-    expect_status(&e, "POST", "/sleep?level=2&tags=weights", "", 200, NULL);
+    eng_expect(&e, "GET", "/health", NULL, 200, NULL);
+    eng_expect(&e, "GET", "/get_world_size", NULL, 200, "{\"world_size\":4}");
+    eng_expect(&e, "POST", "/sleep?level=2&tags=weights", "", 200, NULL);
     ck_assert_int_eq(eng_state_int(&e, "sleep_level"), 2);
-    expect_status(&e, "POST", "/skyrl/v1/generate", "{\"token_ids\":[1]}", 503, "sleeping");
-    expect_status(&e, "POST", "/wake_up?tags=weights", "", 200, NULL);
-    expect_status(&e, "POST", "/skyrl/v1/generate", "{\"token_ids\":[1]}", 200, NULL);
-    expect_status(&e, "POST", "/reset_prefix_cache", "{\"reset_running_requests\":true}", 200,
-                  NULL);
-    expect_status(&e, "POST", "/reset_prefix_cache", "{\"reset_running_requests\":1}", 400, NULL);
-    expect_status(&e, "POST", "/reset_prefix_cache", "not json", 400, NULL);
-    ck_assert_int_eq(eng_state_int(&e, "prefix_cache_resets"), 1);
-    expect_status(&e, "POST", "/finish_session?session_id=nobody", "", 200, NULL);
-    expect_status(&e, "POST", "/init_weight_transfer_engine",
-                  "{\"init_info\":{\"master_address\":\"127.0.0.1\",\"world_size\":2}}", 200, NULL);
-    expect_status(&e, "POST", "/init_weight_transfer_engine", "{\"init_info\":3}", 400, NULL);
+    eng_expect(&e, "POST", "/wake_up", "", 200, NULL);
+    eng_expect(&e, "POST", "/skyrl/v1/generate", "{\"token_ids\":[1]}", 200, NULL);
+    eng_expect(&e, "POST", "/reset_prefix_cache", "{\"reset_running_requests\":true}", 200, NULL);
+    eng_expect(&e, "POST", "/reset_prefix_cache", "{\"reset_running_requests\":1}", 400, NULL);
+    eng_expect(&e, "POST", "/reset_prefix_cache", "not json", 400, NULL);
+    /* One by the sleep (level >= 1 clears the prefix cache, as vLLM's sleep does), one here. */
+    ck_assert_int_eq(eng_state_int(&e, "prefix_cache_resets"), 2);
+    eng_expect(&e, "POST", "/finish_session?session_id=nobody", "", 200, NULL);
+    eng_expect(&e, "POST", "/init_weight_transfer_engine",
+               "{\"init_info\":{\"master_address\":\"127.0.0.1\",\"world_size\":2}}", 200, NULL);
+    eng_expect(&e, "POST", "/init_weight_transfer_engine", "{\"init_info\":3}", 400, NULL);
     /* A real fetch: a sync_dir that does not exist is a named error, and the engine serves on. */
-    expect_status(&e, "POST", "/fetch_weights",
-                  "{\"target_version\":1,\"sync_dir\":\"/tmp/syncroll-nonexistent-sync-dir\"}", 500,
-                  "\"check\":\"delta.io\"");
-    expect_status(&e, "POST", "/fetch_weights", "{}", 400, NULL);
-    expect_status(&e, "POST", "/update_weights", "{\"update_info\":{}}", 400, NULL);
-    expect_status(&e, "GET", "/syncroll/v1/state", NULL, 200, "\"init_info\":{\"master_address\"");
+    eng_expect(&e, "POST", "/fetch_weights",
+               "{\"target_version\":1,\"sync_dir\":\"/tmp/syncroll-nonexistent-sync-dir\"}", 500,
+               "\"check\":\"delta.io\"");
+    eng_expect(&e, "POST", "/fetch_weights", "{}", 400, NULL);
+    eng_expect(&e, "POST", "/update_weights", "{\"update_info\":{}}", 400, NULL);
+    eng_expect(&e, "GET", "/syncroll/v1/state", NULL, 200, "\"init_info\":{\"master_address\"");
+    eng_stop(&e);
+}
+END_TEST
+
+/* Waits up to 10 s for `held` requests held by the engine, or for b's request to end first
+ * (returns 0 then: the engine answered instead of holding it). */
+static int wait_held_or_answered(const eng *e, bg_req *b, long long held)
+{
+    for (int i = 0; i < 10000; i++) {
+        if (eng_state_int(e, "held") == held)
+            return 1;
+        if (pthread_tryjoin_np(b->t, NULL) == 0)
+            return 0;
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    ck_abort_msg("the engine neither held nor answered the request");
+    return 0;
+}
+
+static const char *const SHORT_REQ = "{\"token_ids\":[1,2],\"sampling_params\":{\"max_tokens\":3}}";
+
+/* Issue #20, SkyRL defect 1: SkyRL's fully-async offload sync pauses in keep mode, then sleeps the
+ * allocator with collective_rpc skyrl_sleep_for_weight_sync; a generate arriving in that window
+ * must wait and run after resume (in vLLM only the allocator sleeps), not get a 503. */
+START_TEST(test_generate_waits_through_skyrl_offload_sync)
+{
+    eng e;
+    bg_req b;
+    eng_start(&e, "{\"model\":{\"layers\":2}}");
+    eng_expect(&e, "POST", "/pause?mode=keep&clear_cache=false", "", 200, NULL);
+    eng_expect(&e, "POST", "/collective_rpc",
+               "{\"method\":\"skyrl_sleep_for_weight_sync\",\"kwargs\":{\"offload_kv\":true}}", 200,
+               NULL);
+    bg_start(&b, &e, "/skyrl/v1/generate", SHORT_REQ);
+    int held = wait_held_or_answered(&e, &b, 1);
+    ck_assert_msg(held, "a generate during the offload sync was answered %ld: %s", b.r.status,
+                  b.r.body.data);
+    eng_expect(&e, "POST", "/collective_rpc",
+               "{\"method\":\"skyrl_wake_for_weight_sync\",\"kwargs\":{\"tags\":[\"weights\"]}}",
+               200, NULL);
+    eng_expect(&e, "POST", "/collective_rpc",
+               "{\"method\":\"skyrl_wake_for_weight_sync\",\"kwargs\":{\"tags\":[\"kv_cache\"]}}",
+               200, NULL);
+    /* Awake but still paused: the request still waits for resume. */
+    ck_assert_int_eq(eng_state_int(&e, "held"), 1);
+    eng_expect(&e, "POST", "/resume", "", 200, NULL);
+    bg_join(&b);
+    ck_assert_msg(b.r.status == 200, "status %ld: %s", b.r.status, b.r.body.data);
+    ck_assert_ptr_nonnull(strstr(b.r.body.data, "\"finish_reason\":\"length\""));
+    hresp_free(&b.r);
+    eng_stop(&e);
+}
+END_TEST
+
+/* Issue #20, SkyRL defect 4: weights and KV cache sleep and wake separately. After sleep?level=1
+ * (both asleep) and wake_up?tags=weights the KV cache still sleeps, so a generate waits (as
+ * vLLM's paused scheduler queues it: vllm/v1/engine/core.py sleep/wake_up) until
+ * wake_up?tags=kv_cache; /is_sleeping says true until every tag is awake. */
+START_TEST(test_sleep_tags_are_tracked_separately)
+{
+    eng e;
+    bg_req b;
+    eng_start(&e, "{\"model\":{\"layers\":2}}");
+    eng_expect(&e, "POST", "/sleep?level=1", "", 200, NULL);
+    eng_expect(&e, "GET", "/is_sleeping", NULL, 200, "{\"is_sleeping\":true}");
+    eng_expect(&e, "POST", "/wake_up?tags=weights", "", 200, NULL);
+    eng_expect(&e, "GET", "/syncroll/v1/state", NULL, 200, "\"sleeping_tags\":[\"kv_cache\"]");
+    eng_expect(&e, "GET", "/is_sleeping", NULL, 200, "{\"is_sleeping\":true}");
+    bg_start(&b, &e, "/skyrl/v1/generate", SHORT_REQ);
+    int held = wait_held_or_answered(&e, &b, 1);
+    ck_assert_msg(held, "a generate with the KV cache asleep was answered %ld: %s", b.r.status,
+                  b.r.body.data);
+    eng_expect(&e, "POST", "/wake_up?tags=kv_cache", "", 200, NULL);
+    bg_join(&b);
+    ck_assert_msg(b.r.status == 200, "status %ld: %s", b.r.status, b.r.body.data);
+    hresp_free(&b.r);
+    eng_expect(&e, "GET", "/is_sleeping", NULL, 200, "{\"is_sleeping\":false}");
+    eng_expect(&e, "GET", "/syncroll/v1/state", NULL, 200, "\"sleeping_tags\":[]");
+    /* Tags name what sleeps: sleeping only the KV cache leaves the weights awake. */
+    eng_expect(&e, "POST", "/sleep?tags=kv_cache", "", 200, NULL);
+    eng_expect(&e, "GET", "/syncroll/v1/state", NULL, 200, "\"sleeping_tags\":[\"kv_cache\"]");
+    eng_expect(&e, "POST", "/wake_up", "", 200, NULL);
+    eng_expect(&e, "POST", "/skyrl/v1/generate", SHORT_REQ, 200, NULL);
     eng_stop(&e);
 }
 END_TEST
@@ -238,26 +309,26 @@ START_TEST(test_weight_sync_protocol_order)
     const char *upd = "{\"method\":\"update_weights_nccl\",\"kwargs\":{\"update_info\":"
                       "{\"names\":[],\"dtype_names\":[],\"shapes\":[],\"packed\":true}}}";
     const char *fin = "{\"method\":\"skyrl_finish_weight_update\"}";
-    expect_status(&e, "POST", "/collective_rpc", upd, 500, "\"check\":\"sync.protocol_order\"");
-    expect_status(&e, "POST", "/collective_rpc", fin, 500, "\"check\":\"sync.protocol_order\"");
-    expect_status(&e, "POST", "/collective_rpc", start, 200, "{\"results\":[null]}");
-    expect_status(&e, "POST", "/collective_rpc", start, 500,
-                  "called while a weight update is already active");
+    eng_expect(&e, "POST", "/collective_rpc", upd, 500, "\"check\":\"sync.protocol_order\"");
+    eng_expect(&e, "POST", "/collective_rpc", fin, 500, "\"check\":\"sync.protocol_order\"");
+    eng_expect(&e, "POST", "/collective_rpc", start, 200, "{\"results\":[null]}");
+    eng_expect(&e, "POST", "/collective_rpc", start, 500,
+               "called while a weight update is already active");
     /* The engine keeps serving through a protocol error. */
-    expect_status(&e, "POST", "/skyrl/v1/generate", "{\"token_ids\":[1]}", 200, NULL);
-    expect_status(&e, "POST", "/collective_rpc", upd, 200, NULL);
-    expect_status(&e, "POST", "/collective_rpc", fin, 200, NULL);
-    expect_status(&e, "POST", "/collective_rpc", "{\"method\":\"frob\"}", 400, NULL);
-    expect_status(&e, "POST", "/collective_rpc", "{\"kwargs\":{}}", 400, NULL);
+    eng_expect(&e, "POST", "/skyrl/v1/generate", "{\"token_ids\":[1]}", 200, NULL);
+    eng_expect(&e, "POST", "/collective_rpc", fin, 200, NULL);
+    eng_expect(&e, "POST", "/collective_rpc", "{\"method\":\"frob\"}", 400, NULL);
+    eng_expect(&e, "POST", "/collective_rpc", "{\"kwargs\":{}}", 400, NULL);
     hresp r;
     http_get(&r, &e, "/syncroll/v1/state");
-    ck_assert_ptr_nonnull(strstr(r.body.data,
-                                 "\"sync\":{\"active\":false,\"starts\":1,"
-                                 "\"finishes\":1,\"applies\":0,\"protocol_errors\":3}"));
+    ck_assert_ptr_nonnull(strstr(
+        r.body.data, "\"sync\":{\"active\":false,\"starts\":1,"
+                     "\"finishes\":1,\"applies\":0,\"protocol_errors\":3,\"dialect\":\"skyrl\","
+                     "\"state\":\"idle\"}"));
     hresp_free(&r);
     /* A synthetic apply moves the version and the fingerprints to the expected ones. */
-    expect_status(&e, "POST", "/update_weights", "{\"update_info\":{\"target_version\":3}}", 200,
-                  "{\"version\":3}");
+    eng_expect(&e, "POST", "/update_weights", "{\"update_info\":{\"target_version\":3}}", 200,
+               "{\"version\":3}");
     sr_engine_config c;
     sr_err err = SR_ERR_INIT;
     const char *t = "{\"model\":{\"layers\":2}}";
@@ -276,6 +347,60 @@ START_TEST(test_weight_sync_protocol_order)
 }
 END_TEST
 
+/* Issue #20, SkyRL defect 3: update_weights_nccl or update_weights_ipc as JSON only (no bucket
+ * bytes follow: the mock has no NCCL group and cannot open IPC handles) moves nothing, so it must
+ * fail loudly, sync.no_transfer, and spoil the update: finish answers the same failure and the
+ * engine stays on its version and keeps serving. Before: start, update and finish all answered
+ * 200 and nothing changed. */
+START_TEST(test_json_only_update_moves_no_bytes_and_fails)
+{
+    eng e;
+    eng_start(&e, "{\"model\":{\"layers\":2}}");
+    const char *start = "{\"method\":\"skyrl_start_weight_update\",\"kwargs\":"
+                        "{\"is_checkpoint_format\":true}}";
+    const char *fin = "{\"method\":\"skyrl_finish_weight_update\"}";
+    const char *upd[2] = {
+        "{\"method\":\"update_weights_nccl\",\"kwargs\":{\"update_info\":{\"names\":[\"layers.0."
+        "experts.0\"],\"dtype_names\":[\"bfloat16\"],\"shapes\":[[4,4]],\"packed\":true}}}",
+        "{\"method\":\"update_weights_ipc\",\"kwargs\":{\"update_info\":{\"names\":[],"
+        "\"dtype_names\":[],\"shapes\":[],\"sizes\":[],\"ipc_handles_pickled\":\"gAN9cQAu\"}}}"};
+    for (int k = 0; k < 2; k++) {
+        eng_expect(&e, "POST", "/collective_rpc", start, 200, NULL);
+        eng_expect(&e, "POST", "/collective_rpc", upd[k], 500, "\"check\":\"sync.no_transfer\"");
+        eng_expect(&e, "POST", "/collective_rpc", fin, 500, "\"check\":\"sync.no_transfer\"");
+        ck_assert_int_eq(eng_state_int(&e, "weight_version"), 0);
+        eng_expect(&e, "POST", "/skyrl/v1/generate", "{\"token_ids\":[1]}", 200, NULL);
+    }
+    /* The update ended with the failed finish: a new one starts. */
+    eng_expect(&e, "POST", "/collective_rpc", start, 200, NULL);
+    eng_expect(&e, "POST", "/collective_rpc", fin, 200, NULL);
+    eng_stop(&e);
+}
+END_TEST
+
+/* The skyrl table's version cell over HTTP: a finish naming (kwargs.syncroll.target_version) a
+ * version below the one held is sync.version_backwards, ends the update and leaves the version;
+ * the engine serves on and the next start is accepted. */
+START_TEST(test_skyrl_finish_backwards_is_refused)
+{
+    eng e;
+    eng_start(&e, "{\"model\":{\"layers\":2}}");
+    eng_expect(&e, "POST", "/update_weights", "{\"update_info\":{\"target_version\":3}}", 200,
+               "{\"version\":3}");
+    const char *start = "{\"method\":\"skyrl_start_weight_update\"}";
+    eng_expect(&e, "POST", "/collective_rpc", start, 200, NULL);
+    eng_expect(&e, "POST", "/collective_rpc",
+               "{\"method\":\"skyrl_finish_weight_update\",\"kwargs\":{\"syncroll\":"
+               "{\"target_version\":2}}}",
+               500, "\"check\":\"sync.version_backwards\"");
+    ck_assert_int_eq(eng_state_int(&e, "weight_version"), 3);
+    eng_expect(&e, "GET", "/syncroll/v1/state", NULL, 200, "\"state\":\"idle\"");
+    eng_expect(&e, "POST", "/skyrl/v1/generate", "{\"token_ids\":[1]}", 200, NULL);
+    eng_expect(&e, "POST", "/collective_rpc", start, 200, NULL);
+    eng_stop(&e);
+}
+END_TEST
+
 static Suite *control_suite(void)
 {
     Suite *s = suite_create("engine_control");
@@ -286,6 +411,10 @@ static Suite *control_suite(void)
     tcase_add_test(tc, test_wait_pause_drains_in_flight);
     tcase_add_test(tc, test_control_endpoints);
     tcase_add_test(tc, test_weight_sync_protocol_order);
+    tcase_add_test(tc, test_generate_waits_through_skyrl_offload_sync);
+    tcase_add_test(tc, test_sleep_tags_are_tracked_separately);
+    tcase_add_test(tc, test_json_only_update_moves_no_bytes_and_fails);
+    tcase_add_test(tc, test_skyrl_finish_backwards_is_refused);
     suite_add_tcase(s, tc);
     return s;
 }

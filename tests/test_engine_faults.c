@@ -540,6 +540,50 @@ START_TEST(test_weight_faults)
 }
 END_TEST
 
+/* update_ok_no_transfer (lightseekorg/tokenspeed#1373): in the vllm control plane a bucket of
+ * every tensor for version 1 is answered 200 and the finish reports version 1, but the engine
+ * still holds version 0's bytes: its weight checker's compare against the version-1 digests
+ * fails and its fingerprints are version 0's. */
+START_TEST(test_update_ok_no_transfer)
+{
+#define NO_TRANSFER "{\"kind\":\"update_ok_no_transfer\",\"endpoints\":[\"update_weights\"]}"
+    const char *t = "{" BASE_MODEL ",\"sync_dialect\":\"vllm\",\"faults\":[" NO_TRANSFER "]}";
+    sr_engine_config c;
+    sr_err err = SR_ERR_INIT;
+    ck_assert_sr_ok(sr_engine_config_parse(&c, t, strlen(t), "t", 0, &err), err);
+    uint64_t g0, l0[2];
+    expected_fps(&c, 0, &g0, l0);
+    sr_weights_spec ws = sr_engine_config_weights(&c);
+    sr_weights *w;
+    ck_assert_sr_ok(sr_weights_new(&w, &ws, 1, &err), err);
+    eng e;
+    eng_start(&e, t);
+    eng_expect(&e, "POST", "/init_weight_transfer_engine", "{\"init_info\":{}}", 200, NULL);
+    eng_expect(&e, "POST", "/start_weight_update", "{}", 200, NULL);
+    sr_buf b = SR_BUF_INIT, base = SR_BUF_INIT;
+    eng_bucket_of(&b, w, 1);
+    hresp r;
+    eng_post_bucket(&r, &e, &b);
+    ck_assert_msg(r.status == 200, "%ld %s", r.status, r.body.data);
+    hresp_free(&r);
+    eng_expect(&e, "POST", "/finish_weight_update", "{\"weight_version\":1}", 200, NULL);
+    eng_expect(&e, "GET", "/weight_info", NULL, 200, "{\"weight_version\":\"1\"}");
+    eng_baseline_of(&base, w);
+    sr_buf_append(&base, "", 0, NULL);
+    eng_expect(&e, "POST", "/weight_checker", base.data, 200, "{\"match\":false");
+    char want[128];
+    snprintf(want, sizeof(want), "\"fingerprints\":{\"global\":\"%016llx\"",
+             (unsigned long long)g0);
+    eng_expect(&e, "GET", "/syncroll/v1/state", NULL, 200, want);
+    eng_expect(&e, "GET", "/syncroll/v1/state", NULL, 200, "\"update_ok_no_transfer\"");
+    sr_buf_release(&b);
+    sr_buf_release(&base);
+    sr_weights_free(w);
+    sr_engine_config_release(&c);
+    eng_stop(&e);
+}
+END_TEST
+
 static Suite *faults_suite(void)
 {
     Suite *s = suite_create("engine_faults");
@@ -557,6 +601,7 @@ static Suite *faults_suite(void)
     tcase_add_test(tc, test_targeting);
     tcase_add_test(tc, test_probability_is_seeded);
     tcase_add_test(tc, test_weight_faults);
+    tcase_add_test(tc, test_update_ok_no_transfer);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -516,7 +516,10 @@ START_TEST(engine_connections_over_their_bound_are_named)
     o.backoff_initial_ms = 1;
     o.backoff_max_ms = 2;
     fx f;
-    fx_start(&f, 1, "{" MODEL ",\"server\":{\"threads\":1,\"max_connections\":2}}", &o);
+    fx_start(&f, 1,
+             "{" MODEL
+             ",\"server\":{\"threads\":1,\"max_connections\":2,\"max_queued_requests\":0}}",
+             &o);
     assert_idle_connections_are_free(f.urls[0]);
     int held[2] = {hold_busy(f.urls[0]), hold_busy(f.urls[0])};
     assert_refused_on_the_wire(f.urls[0]);

@@ -252,6 +252,54 @@ START_TEST(malformed_buckets_are_named_errors)
 }
 END_TEST
 
+/* The vllm control plane from the trainer side (opts.control): a sync drives vLLM's native routes
+ * (no collective_rpc), completes and verifies, and the weight checker proves each engine holds
+ * the published bytes; with a layer left stale by the engine, the compare names it first as
+ * sync.partial_update. The delta transport is refused for this plane. */
+#define VLLM_CFG(f) "{" SYNC_MODEL ",\"sync_dialect\":\"vllm\",\"faults\":[" f "]}"
+
+START_TEST(vllm_plane_sync_is_checked_by_the_weight_checker)
+{
+    sr_sync_opts o = SR_SYNC_OPTS_INIT;
+    o.control = SR_SYNC_DIALECT_VLLM;
+    sfx x;
+    sfx_start(&x, 2, VLLM_CFG(""), SR_SYNC_BROADCAST, &o);
+    sfx_sync(&x, 1, 1);
+    sfx_assert_clean(&x);
+    sfx_sync(&x, 2, 2);
+    sfx_assert_clean(&x);
+    for (int i = 0; i < 2; i++) {
+        cJSON *st = sfx_state(&x, i);
+        const cJSON *rq = cJSON_GetObjectItem(st, "requests");
+        ck_assert_int_eq(cJSON_GetObjectItem(rq, "start_weight_update")->valueint, 2);
+        ck_assert_int_eq(cJSON_GetObjectItem(rq, "finish_weight_update")->valueint, 2);
+        ck_assert_int_eq(cJSON_GetObjectItem(rq, "weight_checker")->valueint, 2);
+        ck_assert_int_eq(cJSON_GetObjectItem(rq, "collective_rpc")->valueint, 0);
+        cJSON_Delete(st);
+    }
+    sfx_stop(&x);
+    sfx_start(&x, 1,
+              VLLM_CFG("{\"kind\":\"partial_weight_apply\",\"endpoints\":[\"update_weights\"],"
+                       "\"layers\":[1],\"count\":1}"),
+              SR_SYNC_BROADCAST, &o);
+    sfx_sync(&x, 1, 1);
+    const sr_check *c = sfx_check(&x, "sync.partial_update");
+    ck_assert_ptr_nonnull(c);
+    ck_assert_msg(strstr(c->message, "weight_checker compare") && strstr(c->message, "layers.1"),
+                  "%s", c->message);
+    sfx_stop(&x);
+    sr_sync *s = NULL;
+    sr_err e = SR_ERR_INIT;
+    fx_model m;
+    fx_model_load(&m, SYNC_CFG);
+    const char *url = "http://127.0.0.1:9";
+    o.sync_dir = "/tmp";
+    ck_assert_sr_code(sr_sync_new(&s, &url, 1, &m.spec, &o, &e), e, SR_E_INVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "vllm control plane syncs by broadcast"));
+    fx_model_free(&m);
+}
+END_TEST
+
 static Suite *faults_suite(void)
 {
     Suite *s = suite_create("sync_faults");
@@ -264,6 +312,7 @@ static Suite *faults_suite(void)
     tcase_add_test(tc, stalled_finish_is_a_deadline_within_the_deadline);
     tcase_add_test(tc, start_while_active_is_protocol_order_and_the_engine_serves);
     tcase_add_test(tc, malformed_buckets_are_named_errors);
+    tcase_add_test(tc, vllm_plane_sync_is_checked_by_the_weight_checker);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -23,31 +23,34 @@
 
 static void usage(FILE *f)
 {
-    fprintf(
-        f,
-        "usage: syncroll engine [--config FILE.json] [--index I] [--port P] [--listen ADDR]\n"
-        "                       [--ready-fd N] [--lifetime SECONDS]\n\n"
-        "Runs one mock inference engine: /skyrl/v1/generate, /inference/v1/generate, the\n"
-        "control plane and /syncroll/v1/state, with the faults the config declares.\n\n"
-        "  --config FILE   engine config or scenario JSON (see README, \"Mock engines\")\n"
-        "  --index I       engine index in the scenario (fault targeting, default id)\n"
-        "  --port P        TCP port, 0 for any free port (default 0)\n"
-        "  --listen ADDR   numeric address to bind (default 127.0.0.1)\n"
-        "  --ready-fd N    write the bound port and a newline to descriptor N, then close it\n"
-        "  --lifetime S    watchdog: stop after S seconds even if nobody asks (default: none)\n\n"
-        "SIGTERM or SIGINT stop the engine cleanly (exit 0); the watchdog exits 1.\n");
+    fprintf(f,
+            "usage: syncroll engine [--config FILE.json] [--index I] [--port P] [--listen ADDR]\n"
+            "                       [--ready-fd N] [--lifetime SECONDS] [--sync-dialect D]\n\n"
+            "Runs one mock inference engine: /skyrl/v1/generate, /inference/v1/generate, the\n"
+            "control plane and /syncroll/v1/state, with the faults the config declares.\n\n"
+            "  --config FILE   engine config or scenario JSON (see README, \"Mock engines\")\n"
+            "  --index I       engine index in the scenario (fault targeting, default id)\n"
+            "  --port P        TCP port, 0 for any free port (default 0)\n"
+            "  --listen ADDR   numeric address to bind (default 127.0.0.1)\n"
+            "  --ready-fd N    write the bound port and a newline to descriptor N, then close it\n"
+            "  --lifetime S    watchdog: stop after S seconds even if nobody asks (default: none)\n"
+            "  --sync-dialect D  weight-sync control plane, skyrl or vllm (default: the config's\n"
+            "                  sync_dialect, else skyrl)\n\n"
+            "SIGTERM or SIGINT stop the engine cleanly (exit 0); the watchdog exits 1.\n");
 }
 
 typedef struct engine_args {
     const char *config, *listen;
     int index, port, ready_fd;
     double lifetime;
+    int sync_dialect; /* -1: the config's */
 } engine_args;
 
 static int parse_args(engine_args *a, int argc, char **argv)
 {
     memset(a, 0, sizeof(*a));
     a->ready_fd = -1;
+    a->sync_dialect = -1;
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i];
         long long n;
@@ -69,6 +72,8 @@ static int parse_args(engine_args *a, int argc, char **argv)
             a->ready_fd = (int)n;
         else if (strcmp(o, "--lifetime") == 0 && !sr_arg_double(val, 0.001, 1e7, &d))
             a->lifetime = d;
+        else if (strcmp(o, "--sync-dialect") == 0 && sr_sync_dialect_lookup(val) >= 0)
+            a->sync_dialect = sr_sync_dialect_lookup(val);
         else {
             fprintf(stderr, "syncroll engine: bad option or value: %s %s\n", o, val);
             return -1;
@@ -206,6 +211,8 @@ int sr_cmd_engine(int argc, char **argv)
         cfg.index = a.index;
         snprintf(cfg.id, sizeof(cfg.id), "engine-%d", a.index);
     }
+    if (a.sync_dialect >= 0)
+        cfg.sync_dialect = (sr_sync_dialect)a.sync_dialect;
     sr_engine *e = NULL;
     sr_server *srv = NULL;
     if (!rc)

@@ -20,6 +20,7 @@ static void usage(FILE *f)
         f,
         "usage: syncroll serve [--listen ADDR] [--ready-timeout SECONDS]\n"
         "                      [--stop-grace SECONDS] [--max-scenario-bytes N]\n"
+        "                      [--sync-dialect skyrl|vllm]\n"
         "                      SCENARIO_OR_CONFIG.json\n\n"
         "Starts the mock engines the file declares as `syncroll engine` child processes on free\n"
         "ports, prints one JSON line\n"
@@ -45,11 +46,19 @@ static void usage(FILE *f)
         "  --stop-grace S       SIGTERM to SIGKILL (default: the scenario's\n"
         "                       engines.stop_grace_ms, else 5)\n"
         "  --max-scenario-bytes N  refuse a larger scenario file (scenario.too_large; default\n"
-        "                       4 MiB, at most 1 GiB), as run and lint do\n");
+        "                       4 MiB, at most 1 GiB), as run and lint do\n"
+        "  --sync-dialect D     the weight-sync control plane the engines speak: skyrl\n"
+        "                       (collective_rpc skyrl_*_weight_update, the delta store) or vllm\n"
+        "                       (vLLM's native /start_weight_update, /update_weights,\n"
+        "                       /finish_weight_update, /weight_checker, ...); default: the\n"
+        "                       file's engines.sync_dialect (sync_dialect in an engine config),\n"
+        "                       else skyrl. README \"Weight-sync control planes\" lists the "
+        "calls.\n");
 }
 
 typedef struct serve_args {
     const char *file, *listen;
+    const char *sync_dialect; /* NULL: the file's */
     int ready_ms, grace_ms;
     int ready_set, grace_set;  /* given on the command line: they win over the scenario's */
     size_t max_scenario_bytes; /* 0: the loader's default */
@@ -71,6 +80,7 @@ static int parse_args(serve_args *a, int argc, char **argv)
     a->grace_ms = 5000;
     a->ready_set = a->grace_set = 0;
     a->max_scenario_bytes = 0;
+    a->sync_dialect = NULL;
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i];
         if (o[0] != '-' && !a->file) {
@@ -93,6 +103,10 @@ static int parse_args(serve_args *a, int argc, char **argv)
                 return bad_value(o, v, "a number of seconds in [0, 3600]");
             a->grace_ms = (int)(d * 1000);
             a->grace_set = 1;
+        } else if (strcmp(o, "--sync-dialect") == 0) {
+            if (sr_sync_dialect_lookup(v) < 0)
+                return bad_value(o, v, "skyrl or vllm");
+            a->sync_dialect = v;
         } else if (strcmp(o, "--max-scenario-bytes") == 0) {
             if (sr_arg_scenario_bytes(v, &a->max_scenario_bytes))
                 return -1;
@@ -211,9 +225,13 @@ static int spawn_all(sr_proc *ps, int n, const serve_args *a, const char *config
     for (int i = 0; i < n; i++) {
         char idx[16];
         snprintf(idx, sizeof(idx), "%d", i);
-        char *argv[] = {"syncroll", "engine",       "--port",  "0", "--ready-fd", "3",
-                        "--config", (char *)config, "--index", idx, "--listen",   (char *)a->listen,
-                        NULL};
+        char *argv[] = {"syncroll", "engine",          "--port",       "0",       "--ready-fd",
+                        "3",        "--config",        (char *)config, "--index", idx,
+                        "--listen", (char *)a->listen, NULL,           NULL,      NULL};
+        if (a->sync_dialect) {
+            argv[12] = "--sync-dialect";
+            argv[13] = (char *)a->sync_dialect;
+        }
         int rc = sr_proc_spawn(&ps[i], self, argv, err);
         if (rc)
             return rc;

@@ -136,13 +136,15 @@ static int parse_header(bucket_plan *bp, sr_engine *e, const char *text, size_t 
 {
     cJSON *h = cJSON_ParseWithLength(text, len);
     const cJSON *m = cJSON_GetObjectItemCaseSensitive(h, "method");
-    const cJSON *ui = cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(h, "kwargs"), "update_info");
+    /* skyrl: the collective_rpc call; vllm: the body of its native /update_weights. */
+    const cJSON *ui = m ? cJSON_GetObjectItemCaseSensitive(
+                              cJSON_GetObjectItemCaseSensitive(h, "kwargs"), "update_info")
+                        : cJSON_GetObjectItemCaseSensitive(h, "update_info");
     const cJSON *sy = cJSON_GetObjectItemCaseSensitive(ui, "syncroll");
     const cJSON *names = cJSON_GetObjectItemCaseSensitive(ui, "names");
     int rc = 0;
     int64_t cnt = cJSON_GetArraySize(names);
-    if (!cJSON_IsString(m) || strcmp(m->valuestring, "update_weights_nccl") != 0)
+    if (m && (!cJSON_IsString(m) || strcmp(m->valuestring, "update_weights_nccl") != 0))
         rc = bad(err, "the header's method must be update_weights_nccl");
     else if (!cJSON_IsObject(sy) || !cJSON_IsArray(names) ||
              cnt > (int64_t)sr_weights_count(e->weights) ||
@@ -166,11 +168,8 @@ static int claim(sr_engine *e, const bucket_plan *bp, int *corrupt, sr_err *err)
 {
     int rc = 0;
     pthread_mutex_lock(&e->mu);
-    if (!e->sync_active) {
-        e->sync_order_errors++;
-        rc = sr_err_set(err, SR_E_SYNC_ORDER,
-                        "update_weights_nccl called without skyrl_start_weight_update (no weight "
-                        "update is active)");
+    if ((rc = sr_engine_sync_step_locked(e, SR_SC_UPDATE, NULL, err))) {
+        /* refused by the control plane's table */
     } else if (e->bc.target >= 0 && e->bc.target != bp->target) {
         rc = sr_err_set(
             err, SR_E_ENGINE_REQUEST,
@@ -336,6 +335,21 @@ static void bucket_free(sr_bucket_rx *b)
     free(b);
 }
 
+/* update_ok_no_transfer: the bucket's tensors in the stage get the model's bytes back, as if the
+ * payload had never been copied (lightseekorg/tokenspeed#1373: a 200 that moved nothing). */
+static void undo_transfer(sr_bucket_rx *b)
+{
+    sr_engine *e = b->e;
+    pthread_mutex_lock(&e->apply);
+    for (size_t i = 0; i < b->bp.n; i++) {
+        sr_weights_info m;
+        size_t k = b->bp.items[i].index;
+        if (!sr_weights_tensor(&m, e->weights, k, NULL) && m.nbytes == e->stage_view[k].nbytes)
+            memcpy(e->stage_view[k].data, m.data, m.nbytes);
+    }
+    pthread_mutex_unlock(&e->apply);
+}
+
 int sr_engine_bucket_end(sr_bucket_rx *b, const sr_fault *f, sr_err *err)
 {
     sr_engine *e = b->e;
@@ -353,6 +367,8 @@ int sr_engine_bucket_end(sr_bucket_rx *b, const sr_fault *f, sr_err *err)
         sr_engine_note_fault(e, f);
     if (!rc)
         rc = verify(b, b->corrupt || (f && f->kind == SR_FK_CHECKSUM_MISMATCH), err);
+    if (!rc && f && f->kind == SR_FK_UPDATE_OK_NO_TRANSFER)
+        undo_transfer(b);
     pthread_mutex_lock(&e->mu);
     e->st.buckets++;
     if (b->claimed) {
@@ -363,11 +379,8 @@ int sr_engine_bucket_end(sr_bucket_rx *b, const sr_fault *f, sr_err *err)
     if (rc) {
         e->st.bucket_failures++;
         /* A bucket that reached the update spoils it: finish will refuse to commit. */
-        if (rc != SR_E_SYNC_ORDER && e->sync_active && !e->bc.failed) {
-            e->bc.failed = 1;
-            e->bc.fail_code = rc;
-            snprintf(e->bc.fail_msg, sizeof(e->bc.fail_msg), "%s", err ? err->msg : "");
-        }
+        if (rc != SR_E_SYNC_ORDER)
+            sr_engine_bcast_spoil_locked(e, rc, err ? err->msg : "");
     } else {
         e->bc.buckets++;
     }
@@ -389,6 +402,23 @@ void sr_engine_bucket_abort(sr_bucket_rx *b)
     sr_engine_bucket_end(b, NULL, NULL);
 }
 
+int sr_engine_sync_no_transfer(sr_engine *e, const char *method, sr_err *err)
+{
+    int rc = sr_engine_sync_call(e, SR_SC_UPDATE, method, err);
+    if (rc)
+        return rc;
+    sr_err_set(err, SR_E_SYNC_NO_TRANSFER,
+               "%s carried no tensor bytes: this engine receives broadcast weights only as a "
+               "bucket body (Content-Type " SR_ENGINE_BUCKET_CTYPE
+               ") and cannot open NCCL groups or IPC handles, so the call would be a silent "
+               "no-op; the update is spoiled and finish discards it",
+               method);
+    pthread_mutex_lock(&e->mu);
+    sr_engine_bcast_spoil_locked(e, SR_E_SYNC_NO_TRANSFER, err->msg);
+    pthread_mutex_unlock(&e->mu);
+    return SR_E_SYNC_NO_TRANSFER;
+}
+
 int sr_engine_sync_finish(sr_engine *e, int64_t target, const sr_fault *f, int64_t *version,
                           sr_err *err)
 {
@@ -401,15 +431,17 @@ int sr_engine_sync_finish(sr_engine *e, int64_t target, const sr_fault *f, int64
     int rc = 0;
     int64_t buckets = 0;
     pthread_mutex_lock(&e->mu);
-    if (!e->sync_active) {
-        e->sync_order_errors++;
-        rc = sr_err_set(err, SR_E_SYNC_ORDER,
-                        "skyrl_finish_weight_update called without skyrl_start_weight_update (no "
-                        "weight update is active)");
-    } else {
+    int was_active = e->sync_state == SR_SS_ACTIVE;
+    rc = sr_engine_sync_step_locked(
+        e, target >= 0 && target < e->version ? SR_SC_FINISH_BACKWARDS : SR_SC_FINISH, NULL, err);
+    if (!was_active && !rc)
+        rc = sr_err_set(err, SR_E_INTERNAL, "the weight-sync table finished an inactive update");
+    if (was_active) {
         buckets = e->bc.buckets;
-        if (!e->bc.failed && buckets &&
-            (e->bc.corrupt || (f && f->kind == SR_FK_CHECKSUM_MISMATCH)))
+        if (rc) {
+            /* refused by the table (a version going backwards): the update is discarded */
+        } else if (!e->bc.failed && buckets &&
+                   (e->bc.corrupt || (f && f->kind == SR_FK_CHECKSUM_MISMATCH)))
             rc = sr_err_set(err, SR_E_DELTA_CHECKSUM,
                             "Checksum mismatch found while finishing the update");
         else if (e->bc.failed)
@@ -421,8 +453,8 @@ int sr_engine_sync_finish(sr_engine *e, int64_t target, const sr_fault *f, int64
         if (target < 0)
             target = e->bc.target;
         memcpy(got, e->bc.received, n);
-        /* The update ends here whatever happened, so a failed one never blocks the next start. */
-        e->sync_active = 0;
+        /* The update ends here whatever happened (the table's next state), so a failed one never
+         * blocks the next start. */
         e->sync_finishes++;
     }
     int64_t cur = e->version;

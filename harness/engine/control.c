@@ -1,5 +1,6 @@
-/* The control plane of the mock engine (skyrl-contract §4.4, §8): pause/resume, sleep, caches,
- * sessions, weight-sync phases, state. */
+/* The control plane of the mock engine (skyrl-contract §4.4, §8): the dispatch, caches, sessions,
+ * weight-sync phases, state; pause and sleep are in control_pause.c, the vllm routes in
+ * control_vllm.c. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -9,11 +10,6 @@
 #include <cjson/cJSON.h>
 
 #include "server_priv.h"
-
-static const char *arg(req *r, const char *name)
-{
-    return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
-}
 
 /* Parses the body as a JSON object ({} when empty). NULL after an error response was queued. */
 static cJSON *body_object(req *r, enum MHD_Result *ret)
@@ -28,108 +24,6 @@ static cJSON *body_object(req *r, enum MHD_Result *ret)
         return NULL;
     }
     return o;
-}
-
-static enum MHD_Result ok_empty(req *r)
-{
-    return sr_srv_respond_text(r, 200, NULL, "");
-}
-
-static enum MHD_Result ok_json(req *r, const char *json)
-{
-    return sr_srv_respond_text(r, 200, "application/json", json);
-}
-
-static enum MHD_Result bad(req *r, const char *msg)
-{
-    return sr_srv_error(r, 400, "BadRequestError", SR_E_ENGINE_REQUEST, msg);
-}
-
-/* ---- pause / resume ---- */
-
-static void freeze_or_abort_running_locked(sr_server *s, int keep)
-{
-    size_t n = 0;
-    req **run = malloc((s->nheap ? s->nheap : 1) * sizeof(*run));
-    if (!run)
-        return;
-    for (size_t i = 0; i < s->nheap; i++)
-        if (s->heap[i]->state == RS_RUNNING)
-            run[n++] = s->heap[i];
-    int64_t now = sr_srv_now_ns();
-    for (size_t i = 0; i < n; i++) {
-        req *r = run[i];
-        sr_srv_unschedule_locked(r);
-        sr_srv_running_dec_locked(s);
-        r->k_done = sr_srv_tokens_at(r, now);
-        if (keep) {
-            r->t_frozen_ns = now;
-            r->state = RS_FROZEN;
-            sr_srv_list_add_locked(&s->held, r, RL_HELD);
-        } else {
-            r->state = RS_ABORTING;
-            sr_srv_resume_locked(r);
-        }
-    }
-    free(run);
-    if (keep)
-        return;
-    for (req *r = s->held.head, *next; r; r = next) {
-        next = r->lnext;
-        if (r->state != RS_FROZEN)
-            continue;
-        sr_srv_list_remove_locked(r);
-        r->state = RS_ABORTING;
-        sr_srv_resume_locked(r);
-    }
-}
-
-static enum MHD_Result do_pause(req *r)
-{
-    sr_server *s = r->srv;
-    const char *m = arg(r, "mode");
-    const char *mode = !m || strcmp(m, "abort") == 0 ? "abort"
-                       : strcmp(m, "keep") == 0      ? "keep"
-                       : strcmp(m, "wait") == 0      ? "wait"
-                                                     : NULL;
-    if (!mode)
-        return bad(r, "mode must be keep, abort or wait");
-    const char *cc = arg(r, "clear_cache");
-    if (cc && strcmp(cc, "true") == 0)
-        sr_engine_prefix_reset(s->e);
-    pthread_mutex_lock(&s->mu);
-    s->paused = 1;
-    s->pmode = mode;
-    if (strcmp(mode, "wait") != 0)
-        freeze_or_abort_running_locked(s, strcmp(mode, "keep") == 0);
-    else if (s->running > 0) {
-        r->state = RS_WAITING;
-        if (sr_srv_suspend_locked(r))
-            sr_srv_list_add_locked(&s->waiters, r, RL_WAITERS);
-        pthread_mutex_unlock(&s->mu);
-        return MHD_YES;
-    }
-    pthread_mutex_unlock(&s->mu);
-    return ok_empty(r);
-}
-
-static enum MHD_Result do_resume(req *r)
-{
-    sr_server *s = r->srv;
-    pthread_mutex_lock(&s->mu);
-    s->paused = 0;
-    s->pmode = NULL;
-    int64_t now = sr_srv_now_ns();
-    while (s->held.head) {
-        req *h = s->held.head;
-        sr_srv_list_remove_locked(h);
-        if (h->state == RS_FROZEN)
-            h->t_start_ns += now - h->t_frozen_ns;
-        h->state = RS_RESUMING;
-        sr_srv_resume_locked(h);
-    }
-    pthread_mutex_unlock(&s->mu);
-    return ok_empty(r);
 }
 
 /* ---- weight sync ---- */
@@ -166,7 +60,7 @@ static enum MHD_Result apply(req *r, int64_t target)
         return sync_error(r, rc, &err);
     char out[64];
     snprintf(out, sizeof(out), "{\"version\":%lld}", (long long)v);
-    return ok_json(r, out);
+    return sr_srv_ok(r, out);
 }
 
 static int64_t finish_target(const cJSON *kw)
@@ -181,9 +75,9 @@ static enum MHD_Result do_collective(req *r, const cJSON *b)
     const cJSON *m = cJSON_GetObjectItemCaseSensitive(b, "method");
     const cJSON *kw = cJSON_GetObjectItemCaseSensitive(b, "kwargs");
     if (!cJSON_IsString(m))
-        return bad(r, "collective_rpc needs a string \"method\"");
+        return sr_srv_bad_request(r, "collective_rpc needs a string \"method\"");
     if (kw && !cJSON_IsObject(kw) && !cJSON_IsNull(kw))
-        return bad(r, "collective_rpc \"kwargs\" must be an object");
+        return sr_srv_bad_request(r, "collective_rpc \"kwargs\" must be an object");
     const char *name = m->valuestring;
     const sr_fault *wf = r->pick.f[SR_FL_WEIGHTS];
     sr_err err = SR_ERR_INIT;
@@ -197,25 +91,25 @@ static enum MHD_Result do_collective(req *r, const cJSON *b)
                strcmp(name, "update_weights_ipc") == 0) {
         const cJSON *ui = kw ? cJSON_GetObjectItemCaseSensitive(kw, "update_info") : NULL;
         if (!cJSON_IsObject(ui))
-            return bad(r, "update_weights needs kwargs.update_info (an object)");
-        rc = sr_engine_sync_phase(r->srv->e, 0, name, &err);
-        int has = rc ? 0 : get_version(ui, "syncroll_version", NULL, &v);
+            return sr_srv_bad_request(r, "update_weights needs kwargs.update_info (an object)");
+        int has = get_version(ui, "syncroll_version", NULL, &v);
         if (has < 0)
-            return bad(r, "update_info.syncroll_version must be a non-negative integer");
-        if (has)
+            return sr_srv_bad_request(
+                r, "update_info.syncroll_version must be a non-negative integer");
+        if (has && !(rc = sr_engine_sync_call(r->srv->e, SR_SC_UPDATE, name, &err)))
             return apply(r, v);
-        if (!rc)
-            sr_engine_note_fault(r->srv->e, wf);
+        if (!has)
+            rc = sr_engine_sync_no_transfer(r->srv->e, name, &err);
     } else if (strcmp(name, "skyrl_finish_weight_update") == 0) {
         rc = sr_engine_sync_finish(r->srv->e, finish_target(kw), wf, &v, &err);
     } else if (strcmp(name, "skyrl_sleep_for_weight_sync") == 0) {
-        sr_engine_set_sleeping(r->srv->e, 1, 1);
+        return sr_srv_rpc_sleep(r, kw);
     } else if (strcmp(name, "skyrl_wake_for_weight_sync") == 0) {
-        sr_engine_set_sleeping(r->srv->e, 0, 0);
+        return sr_srv_rpc_wake(r, kw);
     } else {
-        return bad(r, "unknown collective_rpc method");
+        return sr_srv_bad_request(r, "unknown collective_rpc method");
     }
-    return rc ? sync_error(r, rc, &err) : ok_json(r, "{\"results\":[null]}");
+    return rc ? sync_error(r, rc, &err) : sr_srv_ok(r, "{\"results\":[null]}");
 }
 
 static enum MHD_Result do_bucket(req *r)
@@ -224,7 +118,7 @@ static enum MHD_Result do_bucket(req *r)
     int rc = r->brx ? sr_engine_bucket_end(r->brx, r->pick.f[SR_FL_WEIGHTS], &err)
                     : sr_err_set(&err, SR_E_NOMEM, "cannot receive a bucket");
     r->brx = NULL;
-    return rc ? sync_error(r, rc, &err) : ok_json(r, "{\"results\":[null]}");
+    return rc ? sync_error(r, rc, &err) : sr_srv_ok(r, "{\"results\":[null]}");
 }
 
 static enum MHD_Result do_fetch(req *r, const cJSON *b)
@@ -232,8 +126,9 @@ static enum MHD_Result do_fetch(req *r, const cJSON *b)
     int64_t v = -1, fetched = -1;
     const cJSON *d = cJSON_GetObjectItemCaseSensitive(b, "sync_dir");
     if (get_version(b, "target_version", NULL, &v) <= 0 || !cJSON_IsString(d))
-        return bad(r, "fetch_weights needs a non-negative integer \"target_version\" and a "
-                      "string \"sync_dir\"");
+        return sr_srv_bad_request(
+            r, "fetch_weights needs a non-negative integer \"target_version\" and a "
+               "string \"sync_dir\"");
     sr_err err = SR_ERR_INIT;
     int rc =
         sr_engine_fetch(r->srv->e, v, d->valuestring, r->pick.f[SR_FL_WEIGHTS], &fetched, &err);
@@ -242,7 +137,7 @@ static enum MHD_Result do_fetch(req *r, const cJSON *b)
     char out[96];
     snprintf(out, sizeof(out), "{\"version\":%lld,\"fetched_version\":%lld}",
              (long long)sr_engine_version(r->srv->e), (long long)fetched);
-    return ok_json(r, out);
+    return sr_srv_ok(r, out);
 }
 
 static enum MHD_Result do_weights(req *r, const cJSON *b)
@@ -251,20 +146,26 @@ static enum MHD_Result do_weights(req *r, const cJSON *b)
     if (r->ep == SR_EP_INIT_TRANSFER) {
         const cJSON *ii = cJSON_GetObjectItemCaseSensitive(b, "init_info");
         if (!cJSON_IsObject(ii))
-            return bad(r, "init_weight_transfer_engine needs \"init_info\" (an object)");
+            return sr_srv_bad_request(
+                r, "init_weight_transfer_engine needs \"init_info\" (an object)");
+        sr_err err = SR_ERR_INIT;
+        int rc = sr_engine_sync_call(r->srv->e, SR_SC_INIT, NULL, &err);
+        if (rc)
+            return sync_error(r, rc, &err);
         char *txt = cJSON_PrintUnformatted(ii);
         sr_engine_set_init_info(r->srv->e, txt);
         free(txt);
-        return ok_empty(r);
+        return sr_srv_ok(r, NULL);
     }
     if (r->ep == SR_EP_FETCH_WEIGHTS)
         return do_fetch(r, b);
     const cJSON *ui = cJSON_GetObjectItemCaseSensitive(b, "update_info");
     if (!cJSON_IsObject(ui) || get_version(ui, "target_version", "version", &v) <= 0)
-        return bad(r, "update_weights needs update_info.target_version (a non-negative integer)");
+        return sr_srv_bad_request(
+            r, "update_weights needs update_info.target_version (a non-negative integer)");
     const cJSON *d = cJSON_GetObjectItemCaseSensitive(ui, "sync_dir");
     if (d && !cJSON_IsString(d))
-        return bad(r, "update_info.sync_dir must be a string");
+        return sr_srv_bad_request(r, "update_info.sync_dir must be a string");
     if (!d)
         return apply(r, v);
     sr_err err = SR_ERR_INIT;
@@ -275,7 +176,7 @@ static enum MHD_Result do_weights(req *r, const cJSON *b)
         return sync_error(r, rc, &err);
     char out[64];
     snprintf(out, sizeof(out), "{\"version\":%lld}", (long long)now);
-    return ok_json(r, out);
+    return sr_srv_ok(r, out);
 }
 
 /* ---- dispatch ---- */
@@ -298,20 +199,20 @@ static enum MHD_Result with_body(req *r)
     case SR_EP_RESET_PREFIX: {
         const cJSON *x = cJSON_GetObjectItemCaseSensitive(b, "reset_running_requests");
         if (x && !cJSON_IsBool(x))
-            ret = bad(r, "reset_running_requests must be a boolean");
+            ret = sr_srv_bad_request(r, "reset_running_requests must be a boolean");
         else {
             sr_engine_prefix_reset(r->srv->e);
-            ret = ok_empty(r);
+            ret = sr_srv_ok(r, NULL);
         }
         break;
     }
     case SR_EP_FINISH_SESSION: {
-        const char *sid = arg(r, "session_id");
+        const char *sid = sr_srv_arg(r, "session_id");
         const cJSON *x = cJSON_GetObjectItemCaseSensitive(b, "session_id");
         if (!sid && cJSON_IsString(x))
             sid = x->valuestring;
         sr_engine_session_finish(r->srv->e, sid);
-        ret = ok_empty(r);
+        ret = sr_srv_ok(r, NULL);
         break;
     }
     case SR_EP_COLLECTIVE_RPC:
@@ -332,11 +233,20 @@ static enum MHD_Result do_state(req *r)
     pthread_mutex_lock(&s->mu);
     live.paused = s->paused;
     live.pause_mode = s->pmode;
+    live.sleep_weights = (s->asleep & SR_SLEEP_WEIGHTS) != 0;
+    live.sleep_kv_cache = (s->asleep & SR_SLEEP_KV_CACHE) != 0;
+    live.sleep_level = s->sleep_level;
     live.inflight = s->running;
     live.held = s->held.n;
     live.stalled = s->stalled.n;
+    live.active = (int64_t)atomic_load(&s->conns);
+    live.max_active = s->cfg->max_connections;
+    live.queued = s->queued.n;
+    live.max_queued = s->cfg->max_queued;
+    live.queued_peak = s->queued_peak;
+    live.refused = s->refused;
     pthread_mutex_unlock(&s->mu);
-    const char *t = arg(r, "tensors");
+    const char *t = sr_srv_arg(r, "tensors");
     live.tensors = t && strcmp(t, "1") == 0;
     sr_buf b = SR_BUF_INIT;
     sr_err err = SR_ERR_INIT;
@@ -364,9 +274,10 @@ static const char *const TAGS[] = {"weights", "kv_cache", NULL};
 static const char *const FLAG[] = {"0", "1", NULL};
 
 static const qparam QPARAMS[] = {
-    {SR_EP_PAUSE, "mode", MODES, 0, 0},  {SR_EP_PAUSE, "clear_cache", BOOLS, 0, 0},
-    {SR_EP_SLEEP, "level", NULL, 1, 2},  {SR_EP_SLEEP, "tags", TAGS, 0, 0},
-    {SR_EP_WAKE_UP, "tags", TAGS, 0, 0}, {SR_EP_STATE, "tensors", FLAG, 0, 0},
+    {SR_EP_PAUSE, "mode", MODES, 0, 0},   {SR_EP_PAUSE, "clear_cache", BOOLS, 0, 0},
+    {SR_EP_SLEEP, "level", NULL, 0, 2},   {SR_EP_SLEEP, "tags", TAGS, 0, 0},
+    {SR_EP_SLEEP, "mode", MODES, 0, 0},   {SR_EP_WAKE_UP, "tags", TAGS, 0, 0},
+    {SR_EP_STATE, "tensors", FLAG, 0, 0},
 };
 
 typedef struct qcheck {
@@ -419,27 +330,42 @@ enum MHD_Result sr_srv_control(req *r)
     qcheck q = {r->ep, ""};
     MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, check_qparam, &q);
     if (q.msg[0])
-        return bad(r, q.msg);
+        return sr_srv_bad_request(r, q.msg);
+    int vllm = r->srv->cfg->sync_dialect == SR_SYNC_DIALECT_VLLM;
     switch (r->ep) {
+    case SR_EP_START_UPDATE:
+    case SR_EP_FINISH_UPDATE:
+    case SR_EP_UPDATE_VERSION:
+    case SR_EP_WEIGHT_INFO:
+    case SR_EP_WEIGHT_CHECKER:
+    case SR_EP_IS_PAUSED:
+        /* vLLM's native routes exist only in its control plane. */
+        return vllm ? sr_srv_control_vllm(r)
+                    : sr_srv_error(r, 404, "NotFoundError", 0,
+                                   "Not Found (a route of the vllm control plane; this engine "
+                                   "speaks engines.sync_dialect \"skyrl\")");
+    case SR_EP_INIT_TRANSFER:
+    case SR_EP_UPDATE_WEIGHTS:
+        if (vllm)
+            return sr_srv_control_vllm(r);
+        return with_body(r);
     case SR_EP_HEALTH:
-        return ok_empty(r);
+        return sr_srv_ok(r, NULL);
     case SR_EP_WORLD_SIZE:
         snprintf(tmp, sizeof(tmp), "{\"world_size\":%d}", r->srv->cfg->world_size);
-        return ok_json(r, tmp);
+        return sr_srv_ok(r, tmp);
     case SR_EP_STATE:
         return do_state(r);
     case SR_EP_PAUSE:
-        return do_pause(r);
+        return sr_srv_pause(r);
     case SR_EP_RESUME:
-        return do_resume(r);
-    case SR_EP_SLEEP: {
-        const char *lv = arg(r, "level");
-        sr_engine_set_sleeping(r->srv->e, 1, lv ? strtoll(lv, NULL, 10) : 1);
-        return ok_empty(r);
-    }
+        return sr_srv_resume(r);
+    case SR_EP_SLEEP:
+        return sr_srv_sleep(r);
     case SR_EP_WAKE_UP:
-        sr_engine_set_sleeping(r->srv->e, 0, 0);
-        return ok_empty(r);
+        return sr_srv_wake_up(r);
+    case SR_EP_IS_SLEEPING:
+        return sr_srv_is_sleeping(r);
     default:
         return with_body(r);
     }

@@ -209,23 +209,6 @@ void sr_engine_add_clamped(sr_engine *e, int64_t n)
     atomic_fetch_add(&e->clamped, n);
 }
 
-void sr_engine_set_sleeping(sr_engine *e, int sleeping, int64_t level)
-{
-    pthread_mutex_lock(&e->mu);
-    e->sleeping = sleeping;
-    if (sleeping)
-        e->sleep_level = level;
-    pthread_mutex_unlock(&e->mu);
-}
-
-int sr_engine_sleeping(sr_engine *e)
-{
-    pthread_mutex_lock(&e->mu);
-    int s = e->sleeping;
-    pthread_mutex_unlock(&e->mu);
-    return s;
-}
-
 void sr_engine_prefix_reset(sr_engine *e)
 {
     pthread_mutex_lock(&e->mu);
@@ -245,36 +228,21 @@ void sr_engine_set_init_info(sr_engine *e, const char *json)
 int sr_engine_sync_start(sr_engine *e, sr_err *err)
 {
     pthread_mutex_lock(&e->mu);
-    int active = e->sync_active;
-    if (active)
-        e->sync_order_errors++;
-    else {
-        e->sync_active = 1, e->sync_starts++;
+    int rc = sr_engine_sync_step_locked(e, SR_SC_START, NULL, err);
+    if (!rc) {
+        e->sync_starts++;
         sr_engine_bcast_begin_locked(e);
     }
     pthread_mutex_unlock(&e->mu);
-    if (active)
-        return sr_err_set(err, SR_E_SYNC_ORDER,
-                          "skyrl_start_weight_update called while a weight update is already "
-                          "active");
-    return 0;
+    return rc;
 }
 
-int sr_engine_sync_phase(sr_engine *e, int finish, const char *method, sr_err *err)
+int sr_engine_sync_call(sr_engine *e, sr_sync_call c, const char *method, sr_err *err)
 {
     pthread_mutex_lock(&e->mu);
-    int active = e->sync_active;
-    if (!active)
-        e->sync_order_errors++;
-    else if (finish)
-        e->sync_active = 0, e->sync_finishes++;
+    int rc = sr_engine_sync_step_locked(e, c, method, err);
     pthread_mutex_unlock(&e->mu);
-    if (!active)
-        return sr_err_set(err, SR_E_SYNC_ORDER,
-                          "%s called without skyrl_start_weight_update (no weight update is "
-                          "active)",
-                          method);
-    return 0;
+    return rc;
 }
 
 /* Tensors of the layer slots a partial_weight_apply fault leaves stale, saved across a reset. */
@@ -343,12 +311,13 @@ int sr_engine_apply_version(sr_engine *e, int64_t target, const sr_fault *f, int
 
 static int state_sync(sr_buf *b, sr_engine *e, sr_err *err)
 {
-    return sr_buf_printf(b, err,
-                         ",\"sync\":{\"active\":%s,\"starts\":%lld,\"finishes\":%lld,"
-                         "\"applies\":%lld,\"protocol_errors\":%lld}",
-                         e->sync_active ? "true" : "false", (long long)e->sync_starts,
-                         (long long)e->sync_finishes, (long long)e->sync_applies,
-                         (long long)e->sync_order_errors);
+    return sr_buf_printf(
+        b, err,
+        ",\"sync\":{\"active\":%s,\"starts\":%lld,\"finishes\":%lld,"
+        "\"applies\":%lld,\"protocol_errors\":%lld,\"dialect\":\"%s\",\"state\":\"%s\"}",
+        e->sync_state == SR_SS_ACTIVE ? "true" : "false", (long long)e->sync_starts,
+        (long long)e->sync_finishes, (long long)e->sync_applies, (long long)e->sync_order_errors,
+        sr_sync_dialect_name(e->cfg.sync_dialect), sr_sync_state_name(e->sync_state));
 }
 
 /* The "apply" member: what the receiver and the last apply did. Called with mu held. */
@@ -416,12 +385,9 @@ static int state_locked(sr_buf *b, sr_engine *e, sr_err *err)
             rc = sr_jw_hex64(b, e->layer_fps[i], err);
     }
     if (!rc)
-        rc =
-            sr_buf_printf(b, err,
-                          "]},\"sleeping\":%s,\"sleep_level\":%lld,\"prefix_cache_resets\":%lld,"
-                          "\"sessions\":%zu,\"session_resets\":%lld",
-                          e->sleeping ? "true" : "false", (long long)e->sleep_level,
-                          (long long)e->prefix_resets, e->n_sessions, (long long)e->session_resets);
+        rc = sr_buf_printf(
+            b, err, "]},\"prefix_cache_resets\":%lld,\"sessions\":%zu,\"session_resets\":%lld",
+            (long long)e->prefix_resets, e->n_sessions, (long long)e->session_resets);
     if (!rc)
         rc = state_sync(b, e, err);
     if (!rc)
@@ -442,6 +408,20 @@ int sr_engine_state_json(sr_buf *b, sr_engine *e, const sr_engine_live *live, sr
     if (!rc)
         rc = state_locked(b, e, err);
     pthread_mutex_unlock(&e->mu);
+    if (!rc)
+        rc = sr_buf_printf(
+            b, err, ",\"sleeping\":%s,\"sleeping_tags\":[%s%s%s],\"sleep_level\":%lld",
+            live->sleep_weights || live->sleep_kv_cache ? "true" : "false",
+            live->sleep_weights ? "\"weights\"" : "",
+            live->sleep_weights && live->sleep_kv_cache ? "," : "",
+            live->sleep_kv_cache ? "\"kv_cache\"" : "", (long long)live->sleep_level);
+    if (!rc)
+        rc = sr_buf_printf(b, err,
+                           ",\"connections\":{\"active\":%lld,\"max_active\":%lld,\"queued\":%lld,"
+                           "\"max_queued\":%lld,\"queued_peak\":%lld,\"refused\":%lld}",
+                           (long long)live->active, (long long)live->max_active,
+                           (long long)live->queued, (long long)live->max_queued,
+                           (long long)live->queued_peak, (long long)live->refused);
     if (!rc)
         rc = sr_buf_printf(b, err,
                            ",\"paused\":%s,\"pause_mode\":%s%s%s,\"inflight\":%lld,\"held\":%lld,"

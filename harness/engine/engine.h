@@ -39,6 +39,8 @@
 #include "faults.h"
 #include "gen.h"
 #include "spec/endpoints.h"
+#include "sync_req.h"
+#include "sync_table.h"
 #include "sr_buf.h"
 #include "sr_err.h"
 #include "sr_oracle.h"
@@ -76,18 +78,21 @@ void sr_engine_add_clamped(sr_engine *e, int64_t n);
 
 /* ---- control plane state ---- */
 
-void sr_engine_set_sleeping(sr_engine *e, int sleeping, int64_t level);
-int sr_engine_sleeping(sr_engine *e);
 void sr_engine_prefix_reset(sr_engine *e);
 void sr_engine_set_init_info(sr_engine *e, const char *json);
 
 /* ---- weight sync ---- */
 
-/* skyrl_start_weight_update: SR_E_SYNC_ORDER if an update is already active. */
+/* Every protocol-order decision below is a cell of the engine's control-plane table
+ * (sync_table.h, engines.sync_dialect); a refusal answers the cell's named error and the engine
+ * keeps serving. */
+
+/* Start a weight update (skyrl_start_weight_update, start_weight_update). */
 int sr_engine_sync_start(sr_engine *e, sr_err *err);
 
-/* An update or finish phase: SR_E_SYNC_ORDER unless an update is active; finish ends it. */
-int sr_engine_sync_phase(sr_engine *e, int finish, const char *method, sr_err *err);
+/* A call that moves no data (an update of the synthetic kind, init, a version or weight check):
+ * only the table's step, naming `method` (NULL: the plane's name). */
+int sr_engine_sync_call(sr_engine *e, sr_sync_call c, const char *method, sr_err *err);
 
 /*
  * Synthetic apply of `target` (0..SR_WEIGHTS_MAX_VERSION) with the weights-layer fault `f`
@@ -127,6 +132,8 @@ int64_t sr_engine_version(sr_engine *e);
  *      "shapes":[[..],..],"packed":true,"syncroll":{"target_version":v,"bucket":i,
  *      "sizes":[bytes,..],"checksums":["<xxh3-128, 32 hex>",..]}}}}
  *   and <bytes> the tensors' raw bytes concatenated in that order (exactly sum(sizes) bytes).
+ *   In the vllm control plane the bucket is a POST /update_weights (between /start_weight_update
+ *   and /finish_weight_update) whose header is vLLM's body {"update_info":{...same...}}.
  *   Every name must be a tensor of the engine's set with the same dtype, shape and size, at
  *   most once per update. The body is not buffered: it streams into the stage as it arrives
  *   (like an NCCL receive, one stream per bucket; concurrent buckets are received in parallel,
@@ -177,15 +184,46 @@ void sr_engine_bucket_feed(sr_bucket_rx *b, const char *p, size_t n);
 int sr_engine_bucket_end(sr_bucket_rx *b, const sr_fault *f, sr_err *err);
 void sr_engine_bucket_abort(sr_bucket_rx *b);
 
+/*
+ * update_weights_nccl / update_weights_ipc as JSON only (no bucket bytes, no synthetic
+ * syncroll_version): nothing can move, so SR_E_SYNC_NO_TRANSFER, and the active update is
+ * spoiled (finish answers the same failure and commits nothing); SR_E_SYNC_ORDER without an
+ * active update.
+ */
+int sr_engine_sync_no_transfer(sr_engine *e, const char *method, sr_err *err);
+
 /* skyrl_finish_weight_update; target -1 when the request names none. */
 int sr_engine_sync_finish(sr_engine *e, int64_t target, const sr_fault *f, int64_t *version,
                           sr_err *err);
 
+/* ---- vLLM's weight checker and version (checker.c) ---- */
+
+/* Appends {"checksums":{name: "<xxh3-128, 32 hex>"}} of every tensor the model holds. */
+int sr_engine_checksums_json(sr_buf *b, sr_engine *e, sr_err *err);
+
+/* Appends {"match": bool, "mismatches": [names]}: the model's tensors whose digest differs from
+ * the baseline's or that it does not name, then the baseline's names the model does not hold. */
+int sr_engine_compare_json(sr_buf *b, sr_engine *e, const sr_checker_req *q, sr_err *err);
+
+/* weight_checker reset: overwrites the model with bytes no sync publishes (the content of version
+ * SR_WEIGHTS_MAX_VERSION), as vLLM overwrites its weights with random values; the fingerprints
+ * follow, the reported version does not move. */
+int sr_engine_weights_reset(sr_engine *e, sr_err *err);
+
+/* update_weight_version: the table's set_version step (backwards if below the held version),
+ * then the reported version becomes `version` (the weights do not change). */
+int sr_engine_set_version(sr_engine *e, int64_t version, sr_err *err);
+
 /* What the HTTP layer knows, for the state document. */
 typedef struct sr_engine_live {
     int paused;
-    const char *pause_mode; /* "keep", "abort", "wait" or NULL */
+    const char *pause_mode;            /* "keep", "abort", "wait" or NULL */
+    int sleep_weights, sleep_kv_cache; /* 1 while that memory tag sleeps */
+    int64_t sleep_level;               /* the level of the last /sleep (0 before any) */
     int64_t inflight, held, stalled;
+    /* connections: busy with a request (at most max_active), requests queued for a slot (at
+     * most max_queued; the most at once), requests refused engine.connection_limit */
+    int64_t active, max_active, queued, max_queued, queued_peak, refused;
     int tensors; /* 1: add every model tensor's name, layer and digest (?tensors=1) */
 } sr_engine_live;
 

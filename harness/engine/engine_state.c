@@ -1,6 +1,7 @@
 /* The engine's state and the weight transitions every update path shares (engine_state.h). */
 #include "engine_state.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -91,6 +92,28 @@ void sr_engine_bcast_begin_locked(sr_engine *e)
     e->bc.fail_code = 0;
     e->bc.fail_msg[0] = '\0';
     e->bc.corrupt = 0;
+}
+
+int sr_engine_sync_step_locked(sr_engine *e, sr_sync_call c, const char *method, sr_err *err)
+{
+    sr_sync_dialect d = e->cfg.sync_dialect;
+    const sr_sync_cell *cell = sr_sync_table_cell(d, e->sync_state, c);
+    if (!cell)
+        return sr_err_set(err, SR_E_INTERNAL, "no weight-sync table cell for call %d", (int)c);
+    e->sync_state = cell->next;
+    if (!cell->code)
+        return 0;
+    e->sync_order_errors++;
+    return sr_err_set(err, cell->code, cell->msg, method ? method : sr_sync_call_method(d, c));
+}
+
+void sr_engine_bcast_spoil_locked(sr_engine *e, int code, const char *msg)
+{
+    if (e->sync_state != SR_SS_ACTIVE || e->bc.failed)
+        return;
+    e->bc.failed = 1;
+    e->bc.fail_code = code;
+    snprintf(e->bc.fail_msg, sizeof(e->bc.fail_msg), "%s", msg ? msg : "");
 }
 
 /* ---- the model ---- */

@@ -29,6 +29,7 @@
 
 #include "spec/engine_config.h"
 #include "faults.h"
+#include "sync_table.h"
 #include "sr_delta.h"
 #include "sr_err.h"
 #include "sr_oracle.h"
@@ -87,10 +88,8 @@ struct sr_engine {
     uint64_t *layer_fps, *prev_layer_fps; /* (mu) */
     int64_t prev_version;                 /* (mu) */
     int has_prev;                         /* (mu) */
-    int sync_active;                      /* (mu) */
+    sr_sync_state sync_state;             /* (mu) the control plane's state (sync_table.h) */
     int64_t sync_starts, sync_finishes, sync_applies, sync_order_errors; /* (mu) */
-    int sleeping;                                                        /* (mu) */
-    int64_t sleep_level;                                                 /* (mu) */
     int64_t prefix_resets;                                               /* (mu) */
     char *init_info;                                                     /* (mu) */
     session_slot *sessions;                                              /* (mu) */
@@ -141,6 +140,18 @@ void sr_engine_take_pending(sr_engine *e, const sr_fault *f, sr_skip_set *skip, 
 
 /* Starts a broadcast session: clears the received set. Called with mu held. */
 void sr_engine_bcast_begin_locked(sr_engine *e);
+
+/*
+ * Looks call `c` up in the table of the engine's control plane at its current state and moves to
+ * the cell's next state. A refusal counts a protocol error and fills err with the cell's code and
+ * message, naming `method` (NULL: the plane's name of the call). Called with mu held.
+ */
+int sr_engine_sync_step_locked(sr_engine *e, sr_sync_call c, const char *method, sr_err *err);
+
+/* Spoils the active broadcast update with its first failure (code, message): finish will answer
+ * it and commit nothing. No-op without an active update or after an earlier failure. Called with
+ * mu held. */
+void sr_engine_bcast_spoil_locked(sr_engine *e, int code, const char *msg);
 
 /* Publishes the model's fingerprints and `target` (unless not_bumped) after a commit: the old
  * ones become the previous weights. Called with apply held; takes mu. */

@@ -111,10 +111,6 @@ static enum MHD_Result start(req *r)
         return sr_srv_error(r, err.code == SR_E_NOMEM ? 500 : 400,
                             err.code == SR_E_NOMEM ? "InternalServerError" : "BadRequestError",
                             err.code, err.msg);
-    if (sr_engine_sleeping(s->e)) {
-        sr_gen_request_release(&q);
-        return sr_srv_error(r, 503, "ServiceUnavailableError", 0, "the engine is sleeping");
-    }
     int rc =
         sr_gen_job_init(&r->job, &q, sr_engine_oracle(s->e), r->ep == SR_EP_NATIVE, c->routes,
                         r->pick.f[SR_FL_MODEL], r->pick.f[SR_FL_BODY], c->max_response_bytes, &err);
@@ -125,7 +121,8 @@ static enum MHD_Result start(req *r)
                             rc == SR_E_ENGINE_REQUEST ? "BadRequestError" : "InternalServerError",
                             rc, err.msg);
     pthread_mutex_lock(&s->mu);
-    if (s->paused) {
+    /* Paused, or a memory tag asleep: held until resume and wake (control_pause.c releases it). */
+    if (s->paused || s->asleep) {
         r->state = RS_HELD;
         r->k_done = -1;
         if (sr_srv_suspend_locked(r))

@@ -47,11 +47,12 @@ static enum MHD_Result first_final(req *r)
 {
     sr_server *s = r->srv;
     if (r->over_limit) {
-        char msg[160];
+        char msg[256];
         snprintf(msg, sizeof(msg),
-                 "the engine already holds its limit of %d connections "
-                 "(engines.server.max_connections); this connection is closed",
-                 s->cfg->max_connections);
+                 "the engine already holds its limit of %d connections busy with a request "
+                 "(engines.server.max_connections) and %d waiting for one "
+                 "(engines.server.max_queued_requests); this connection is closed",
+                 s->cfg->max_connections, s->cfg->max_queued);
         return sr_srv_error_close(r, 503, "ServiceUnavailableError", SR_E_ENGINE_CONN_LIMIT, msg);
     }
     if (r->ep < 0)
@@ -92,11 +93,10 @@ static int path_known(const char *url)
 
 /*
  * Takes one of the cfg->max_connections slots for a request that has arrived (its headers read),
- * or returns 0 when all are taken: that request is answered 503 engine.connection_limit and its
- * connection closed. A connection holds a slot while it has a request in progress (until
- * on_completed), so the bound is on connections that are busy, over every daemon: kept-alive
- * connections waiting idle between requests do not hold one (libmicrohttpd's own limit,
- * conn_hard_limit, bounds the sockets). Lock-free.
+ * or returns 0 when all are taken (admit then queues the request or refuses it). A connection holds
+ * a slot while it has a request in progress (until on_completed), so the bound is on connections
+ * that are busy, over every daemon: kept-alive connections waiting idle between requests do not
+ * hold one (libmicrohttpd's own limit, conn_hard_limit, bounds the sockets). Lock-free.
  */
 static int take_slot(sr_server *s)
 {
@@ -106,6 +106,52 @@ static int take_slot(sr_server *s)
             return 0;
     } while (!atomic_compare_exchange_weak(&s->conns, &n, n + 1));
     return 1;
+}
+
+/*
+ * Admission of a request that arrived (head read): a slot at once; else, under mu (so a slot
+ * freed by on_completed cannot be missed), a slot after all, or a place in the FIFO queue (the
+ * connection is suspended before its body is read and on_completed hands it the next free slot);
+ * else it is over the limit. Returns 1 when the request was queued (the handler returns MHD_YES).
+ */
+static int admit(req *r)
+{
+    sr_server *s = r->srv;
+    r->counted = take_slot(s);
+    if (r->counted)
+        return 0;
+    int queued = 0;
+    pthread_mutex_lock(&s->mu);
+    r->counted = take_slot(s);
+    if (!r->counted && s->queued.n < s->cfg->max_queued && sr_srv_suspend_locked(r)) {
+        r->state = RS_QUEUED;
+        sr_srv_list_add_locked(&s->queued, r, RL_QUEUED);
+        if (s->queued.n > s->queued_peak)
+            s->queued_peak = s->queued.n;
+        queued = 1;
+    } else if (!r->counted && r->state != RS_SHUTDOWN) {
+        r->over_limit = 1;
+        s->refused++;
+    }
+    pthread_mutex_unlock(&s->mu);
+    return queued;
+}
+
+/* Releases a completed request's slot, or hands it to the request queued longest. */
+static void release_slot(sr_server *s)
+{
+    pthread_mutex_lock(&s->mu);
+    req *q = s->queued.tail;
+    if (q) {
+        sr_srv_list_remove_locked(q);
+        q->state = RS_NEW;
+        q->counted = 1;
+        q->admitted = 1;
+        sr_srv_resume_locked(q);
+    } else {
+        atomic_fetch_sub(&s->conns, 1);
+    }
+    pthread_mutex_unlock(&s->mu);
 }
 
 /* Counts the Content-Length and Transfer-Encoding headers of a request and whether the
@@ -182,10 +228,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         r->ep = sr_endpoint_lookup(method, url);
         r->bad_method = r->ep < 0 && path_known(url);
         r->body.max = s->cfg->max_body_bytes;
-        r->over_limit = !take_slot(s);
-        r->counted = !r->over_limit;
         const char *ct = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Type");
-        if (!r->over_limit && r->ep == SR_EP_COLLECTIVE_RPC && ct &&
+        int bucket_ep =
+            r->ep == SR_EP_COLLECTIVE_RPC ||
+            (r->ep == SR_EP_UPDATE_WEIGHTS && s->cfg->sync_dialect == SR_SYNC_DIALECT_VLLM);
+        if (bucket_ep && ct &&
             strncmp(ct, SR_ENGINE_BUCKET_CTYPE, strlen(SR_ENGINE_BUCKET_CTYPE)) == 0)
             sr_engine_bucket_begin(&r->brx, s->e, NULL); /* NULL: answered 500 at the end */
         pthread_mutex_lock(&s->mu);
@@ -198,15 +245,30 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         sr_conn_phase(s, r->cx, SR_CONN_BODY);
         int refused;
         enum MHD_Result ret = check_framing(r, &refused);
-        if (refused)
+        if (refused) {
+            sr_conn_phase(s, r->cx, SR_CONN_BUSY);
+            return ret;
+        }
+        /* A queued request has no body deadline while it waits: its slot is not its to use. */
+        if (admit(r))
             sr_conn_phase(s, r->cx, SR_CONN_BUSY);
         return ret;
     }
+    if (r->admitted) {
+        /* Resumed from the queue while its head was being processed: libmicrohttpd calls the
+         * handler once more without data before it reads the body; that call is not the final
+         * one (a request without a body gets another). */
+        r->admitted = 0;
+        sr_conn_phase(s, r->cx, SR_CONN_BODY);
+        if (!*upload_size)
+            return MHD_YES;
+    }
     if (*upload_size) {
-        if (r->brx)
-            sr_engine_bucket_feed(r->brx, upload_data, *upload_size);
-        else if (!r->too_large && !r->over_limit &&
-                 sr_buf_append(&r->body, upload_data, *upload_size, NULL)) {
+        if (r->brx) {
+            if (!r->over_limit)
+                sr_engine_bucket_feed(r->brx, upload_data, *upload_size);
+        } else if (!r->too_large && !r->over_limit &&
+                   sr_buf_append(&r->body, upload_data, *upload_size, NULL)) {
             r->too_large = 1;
             sr_buf_release(&r->body);
         }
@@ -223,7 +285,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     case RS_DELAY:
         return after_delay(r);
     case RS_WAIT_DONE:
-        return sr_srv_respond_text(r, 200, NULL, "");
+        return sr_srv_pause_done(r);
     case RS_SHUTDOWN:
     case RS_STALLED:
     case RS_SENDING:
@@ -253,7 +315,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mu);
     if (r->counted)
-        atomic_fetch_sub(&s->conns, 1);
+        release_slot(s);
     if (r->has_job)
         sr_gen_job_release(&r->job);
     sr_engine_bucket_abort(r->brx);
@@ -283,13 +345,14 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
     *socket_context = ci ? sr_conn_started(s, ci->connect_fd, gen) : NULL;
 }
 
-/* The daemon's own bound: the configured busy connections, the headroom answered 503 and the
- * connections waiting for a request, so a new connection is always accepted (and, past
- * max_pending, closes the one that waited longest) rather than left in the listen backlog. */
+/* The daemon's own bound: the configured busy connections, the queued requests, the headroom
+ * answered 503 and the connections waiting for a request, so a new connection is always accepted
+ * (and, past max_pending, closes the one that waited longest) rather than left in the listen
+ * backlog. */
 static unsigned conn_hard_limit(const sr_server *s)
 {
-    return (unsigned)s->cfg->max_connections + SR_SERVER_CONN_HEADROOM +
-           (unsigned)s->cfg->max_pending;
+    return (unsigned)s->cfg->max_connections + (unsigned)s->cfg->max_queued +
+           SR_SERVER_CONN_HEADROOM + (unsigned)s->cfg->max_pending;
 }
 
 /* ---- listener and daemons ---- */
@@ -488,8 +551,8 @@ static void release_all_locked(sr_server *s)
         r->state = RS_SHUTDOWN;
         sr_srv_resume_locked(r);
     }
-    req_dlist *lists[] = {&s->held, &s->waiters, &s->stalled};
-    for (size_t i = 0; i < 3; i++)
+    req_dlist *lists[] = {&s->held, &s->waiters, &s->stalled, &s->queued};
+    for (size_t i = 0; i < 4; i++)
         while (lists[i]->head) {
             req *r = lists[i]->head;
             sr_srv_list_remove_locked(r);

@@ -2,14 +2,17 @@
  * server: the mock engine's HTTP server on libmicrohttpd.
  *
  * A thread pool (cfg->threads workers, poll) serves at most cfg->max_connections connections busy
- * with a request at once: a request that arrives when that many are in progress is answered 503
- * with "Connection: close" and the check engine.connection_limit. Kept-alive connections idle
- * between requests hold no slot; the sockets are bounded by libmicrohttpd's own limit,
- * max_connections + SR_SERVER_CONN_HEADROOM (16), past which a new connection waits in the
- * kernel's listen backlog. After a refuse fault the quiesced daemon answers its open connections
- * with "Connection: close", so kept-alive clients move to the new listener. Request bodies above
- * cfg->max_body_bytes are answered 413 without being kept; unknown paths 404, known paths with
- * another method 405, malformed requests 400, all with a JSON error body
+ * with a request at once. A request that arrives (its head read) when that many are in progress
+ * waits, its connection suspended before its body is read, in a FIFO queue of at most
+ * cfg->max_queued requests, and takes the slot of the next request to complete (in arrival
+ * order; no deadline runs while it waits, the client's own bounds it); one that finds the queue
+ * full too is answered 503 with "Connection: close" and the check engine.connection_limit. The
+ * defaults (256 active, 1024 queued, 1024 pending) admit SkyRL's default of 512 concurrent
+ * generates per engine. Kept-alive connections idle between requests hold no slot. After a refuse
+ * fault the quiesced daemon answers its open connections with "Connection: close", so kept-alive
+ * clients move to the new listener. Request bodies above cfg->max_body_bytes are answered 413
+ * without being kept; unknown paths 404, known paths with another method 405, malformed requests
+ * 400, all with a JSON error body
  * {"error":{"message":..,"type":..,"code":N,"check":"<sr_err name>"}}.
  *
  * Slow clients (slowloris): a connection that has not sent a whole request head within
@@ -18,8 +21,8 @@
  * sr_server_tick). At most cfg->max_pending connections may wait without a request in progress
  * (new, or kept alive between requests); a new connection past that closes the one waiting
  * longest (a new one is answered 503 engine.pending_limit, a kept-alive one closed silently).
- * libmicrohttpd's socket limit is max_connections + SR_SERVER_CONN_HEADROOM + max_pending, so a
- * new connection is always accepted rather than left in the listen backlog.
+ * libmicrohttpd's socket limit is max_connections + max_queued + SR_SERVER_CONN_HEADROOM (16) +
+ * max_pending, so a new connection is always accepted rather than left in the listen backlog.
  *
  * Framing refused before the body is read, each with "Connection: close": a Transfer-Encoding
  * other than chunked 501 engine.unsupported_encoding; Content-Length values that disagree, or

@@ -205,6 +205,22 @@ enum MHD_Result sr_srv_error(req *r, unsigned status, const char *type, int code
     return queue(r, status, "application/json", NULL, NULL);
 }
 
+const char *sr_srv_arg(req *r, const char *name)
+{
+    return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
+enum MHD_Result sr_srv_ok(req *r, const char *json)
+{
+    return json ? sr_srv_respond_text(r, 200, "application/json", json)
+                : sr_srv_respond_text(r, 200, NULL, "");
+}
+
+enum MHD_Result sr_srv_bad_request(req *r, const char *msg)
+{
+    return sr_srv_error(r, 400, "BadRequestError", SR_E_ENGINE_REQUEST, msg);
+}
+
 enum MHD_Result sr_srv_error_close(req *r, unsigned status, const char *type, int code,
                                    const char *msg)
 {

@@ -1,9 +1,9 @@
 /*
  * Internal state of the mock engine's HTTP server, shared by server.c (request flow, connection
  * accounting, listener and daemons), server_sched.c (scheduler heap, wait lists, scheduler
- * thread), server_io.c (responses, transport and HTTP faults), control.c (control plane) and
- * serve_gen.c (generate path and delivery).
- * Not an interface: nothing outside harness/engine includes it.
+ * thread), server_io.c (responses, transport and HTTP faults), control.c, control_pause.c and
+ * control_vllm.c (control plane) and serve_gen.c (generate path and delivery). Not an interface:
+ * nothing outside harness/engine includes it.
  *
  * Locking: one mutex, srv->mu, guards the scheduler heap, the wait lists, the pause state and
  * every req field marked (mu). A req is in at most one of the heap and the lists, and only
@@ -18,6 +18,8 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+
+#include <cjson/cJSON.h>
 
 #include "engine.h"
 #include "gen.h"
@@ -36,10 +38,11 @@ typedef enum req_state {
     RS_WAIT_DONE, /* the wait is over: answer 200 */
     RS_STALLED,   /* stall fault: never answers (list stalled) */
     RS_SENDING,   /* response queued; the content reader may still suspend (dribble, stall) */
+    RS_QUEUED,    /* arrived over max_connections: waits for a slot (list queued) */
     RS_SHUTDOWN   /* the server is stopping: close */
 } req_state;
 
-typedef enum req_list { RL_NONE = 0, RL_HELD, RL_WAITERS, RL_STALLED } req_list;
+typedef enum req_list { RL_NONE = 0, RL_HELD, RL_WAITERS, RL_STALLED, RL_QUEUED } req_list;
 
 /*
  * A connection, from accept (MHD's NOTIFY_STARTED) to close (NOTIFY_CLOSED): its socket context.
@@ -79,6 +82,7 @@ struct req {
     int too_large;
     int over_limit; /* arrived with cfg->max_connections requests in progress: answered 503 */
     int counted;    /* holds one of those slots until on_completed */
+    int admitted;   /* was queued and took a slot: its body deadline starts at the next call */
     char session[SR_ENGINE_SESSION_MAX + 1];
     int64_t turn, ordinal;
     sr_fault_pick pick;
@@ -99,17 +103,22 @@ struct req {
     const sr_fault *transport;
 };
 
+/* A list of suspended requests, newest at the head, oldest at the tail. */
 typedef struct req_dlist {
-    req *head;
+    req *head, *tail;
     int64_t n;
 } req_dlist;
 
 #define SR_SERVER_MAX_DAEMONS 16
 
+/* The memory tags that sleep and wake separately (vLLM's CuMemAllocator tags). */
+#define SR_SLEEP_WEIGHTS  1u
+#define SR_SLEEP_KV_CACHE 2u
+#define SR_SLEEP_ALL      (SR_SLEEP_WEIGHTS | SR_SLEEP_KV_CACHE)
+
 /*
- * Connections a daemon accepts beyond cfg->max_connections only to answer them 503
- * (engine.connection_limit) and close them; past that headroom, libmicrohttpd stops accepting
- * and a new connection waits in the kernel's listen backlog.
+ * Connections a daemon accepts beyond cfg->max_connections + cfg->max_queued only to answer them
+ * 503 (engine.connection_limit) and close them.
  */
 #define SR_SERVER_CONN_HEADROOM 16
 
@@ -134,14 +143,20 @@ struct sr_server {
     pthread_t sched;
     int sched_started;
     int stopping; /* (mu) */
-    /* pause */
-    int paused;        /* (mu) */
-    const char *pmode; /* (mu) */
-    req_dlist held;    /* (mu) */
-    req_dlist waiters; /* (mu) */
-    req_dlist stalled; /* (mu) */
-    int64_t running;   /* (mu) reqs in RS_RUNNING */
-    int64_t live_reqs; /* (mu) reqs allocated and not completed */
+    /* pause and sleep: a generate runs only while the server is not paused and no memory tag
+     * sleeps (SR_SLEEP_* bits); otherwise it is held until both hold (control_pause.c) */
+    int paused;          /* (mu) */
+    const char *pmode;   /* (mu) */
+    unsigned asleep;     /* (mu) SR_SLEEP_WEIGHTS | SR_SLEEP_KV_CACHE */
+    int64_t sleep_level; /* (mu) the level of the last /sleep */
+    req_dlist held;      /* (mu) */
+    req_dlist waiters;   /* (mu) */
+    req_dlist stalled;   /* (mu) */
+    req_dlist queued;    /* (mu) over max_connections, oldest at the tail (FIFO) */
+    int64_t queued_peak; /* (mu) most queued at once */
+    int64_t refused;     /* (mu) answered engine.connection_limit */
+    int64_t running;     /* (mu) reqs in RS_RUNNING */
+    int64_t live_reqs;   /* (mu) reqs allocated and not completed */
     /* Connections with a request in progress, at most cfg->max_connections, over every daemon
      * (the listening one and those draining after a refuse fault); see take_slot, lock-free. */
     atomic_int_fast64_t conns;
@@ -181,6 +196,12 @@ enum MHD_Result sr_srv_respond_text(req *r, unsigned status, const char *ctype, 
 
 /* {"error":{"message":..,"type":..,"code":status,"check":name}} with status. */
 enum MHD_Result sr_srv_error(req *r, unsigned status, const char *type, int code, const char *msg);
+/* The value of query parameter `name`, or NULL. */
+const char *sr_srv_arg(req *r, const char *name);
+/* 200 with `json` (application/json), or an empty body when json is NULL. */
+enum MHD_Result sr_srv_ok(req *r, const char *json);
+/* 400 engine.bad_request with `msg`. */
+enum MHD_Result sr_srv_bad_request(req *r, const char *msg);
 /* The same with "Connection: close": the connection is closed once the answer is sent. */
 enum MHD_Result sr_srv_error_close(req *r, unsigned status, const char *type, int code,
                                    const char *msg);
@@ -211,6 +232,20 @@ int64_t sr_srv_tokens_at(const req *r, int64_t t);
 enum MHD_Result sr_srv_generate(req *r);
 /* The control endpoints (control.c). */
 enum MHD_Result sr_srv_control(req *r);
+/* The vllm control plane's weight-transfer routes (control_vllm.c): init, start, update (a
+ * bucket or JSON), finish, update_weight_version, weight_info, weight_checker, is_paused. */
+enum MHD_Result sr_srv_control_vllm(req *r);
+/* Pause and sleep (control_pause.c): /pause, /resume, /sleep, /wake_up, /is_sleeping, the
+ * collective_rpc skyrl_sleep_for_weight_sync / skyrl_wake_for_weight_sync (kwargs may be NULL),
+ * and the answer of a wait-mode pause once nothing runs any more. */
+enum MHD_Result sr_srv_pause(req *r);
+enum MHD_Result sr_srv_resume(req *r);
+enum MHD_Result sr_srv_sleep(req *r);
+enum MHD_Result sr_srv_wake_up(req *r);
+enum MHD_Result sr_srv_is_sleeping(req *r);
+enum MHD_Result sr_srv_rpc_sleep(req *r, const cJSON *kw);
+enum MHD_Result sr_srv_rpc_wake(req *r, const cJSON *kw);
+enum MHD_Result sr_srv_pause_done(req *r);
 
 /* Called when a RUNNING request leaves that state: wakes pause?mode=wait requests at zero
  * (server_sched.c). */

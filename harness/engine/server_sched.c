@@ -98,6 +98,8 @@ void sr_srv_list_add_locked(req_dlist *l, req *r, req_list which)
     r->lnext = l->head;
     if (l->head)
         l->head->lprev = r;
+    else
+        l->tail = r;
     l->head = r;
     l->n++;
 }
@@ -111,6 +113,8 @@ static req_dlist *list_of(sr_server *s, req_list which)
         return &s->waiters;
     case RL_STALLED:
         return &s->stalled;
+    case RL_QUEUED:
+        return &s->queued;
     case RL_NONE:
         break;
     }
@@ -128,6 +132,8 @@ void sr_srv_list_remove_locked(req *r)
         l->head = r->lnext;
     if (r->lnext)
         r->lnext->lprev = r->lprev;
+    else
+        l->tail = r->lprev;
     r->lprev = r->lnext = NULL;
     r->list = RL_NONE;
     l->n--;

@@ -98,6 +98,8 @@ static int parse_engines(scn_parse *p, const cJSON *en)
         rc = sr_spec_parse_server(c, &sx, x, NULL);
     if (!rc && (x = sr_scn_member(en, "faults")))
         rc = parse_faults(p, x);
+    if (!rc)
+        rc = sr_spec_parse_sync_dialect(c, &sx, en);
     if (!rc && !(rc = sr_scn_int(p, en, "sample_support_k", 1, SR_ENGINE_MAX_SUPPORT_K,
                                  c->support_k, 0, &v)))
         c->support_k = (int)v;
@@ -300,6 +302,11 @@ static int parse_top(scn_parse *p, const cJSON *root)
         rc = parse_client(p, sr_scn_member(root, "client"));
     if (!rc)
         rc = load_weights(p, sr_scn_member(root, "weights"));
+    const cJSON *en = sr_scn_member(root, "engines");
+    if (!rc && s->engine.sync_dialect == SR_SYNC_DIALECT_VLLM && strcmp(s->transport, "delta") == 0)
+        rc = sr_scn_fail(p, sr_scn_member(en, "sync_dialect"),
+                         "engines.sync_dialect \"vllm\" syncs by broadcast: set weights.transport "
+                         "to \"broadcast\" (vLLM's native plane has no delta store)");
     if (!rc)
         rc = parse_pool_trainer(p, sr_scn_member(root, "pool"), sr_scn_member(root, "trainer"));
     if (!rc)

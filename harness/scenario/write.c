@@ -82,6 +82,7 @@ static cJSON *server_json(const sr_engine_config *c)
     add_int(s, "header_timeout_ms", c->header_timeout_ms);
     add_int(s, "body_timeout_ms", c->body_timeout_ms);
     add_int(s, "max_pending_connections", c->max_pending);
+    add_int(s, "max_queued_requests", c->max_queued);
     cJSON *a = cJSON_AddArrayToObject(s, "sync_dirs");
     for (int i = 0; i < c->n_sync_dirs; i++)
         cJSON_AddItemToArray(a, cJSON_CreateString(c->sync_dirs[i]));
@@ -114,6 +115,7 @@ static cJSON *engines_json(const sr_scenario *s)
     cJSON_AddItemToObject(e, "server", server_json(c));
     cJSON_AddItemToObject(e, "faults", faults);
     add_int(e, "sample_support_k", c->support_k);
+    cJSON_AddStringToObject(e, "sync_dialect", sr_sync_dialect_name(c->sync_dialect));
     add_int(e, "ready_timeout_ms", s->ready_timeout_ms);
     add_int(e, "stop_grace_ms", s->stop_grace_ms);
     return e;
@@ -286,6 +288,7 @@ static cJSON *engine_config_json(const sr_engine_config *c, const char *sync_dir
     if (c->support)
         cJSON_AddItemToArray(f, cJSON_CreateString("rollout_sample_support"));
     add_int(r, "sample_support_k", c->support_k);
+    cJSON_AddStringToObject(r, "sync_dialect", sr_sync_dialect_name(c->sync_dialect));
     cJSON_AddItemToObject(r, "timing", timing_json(c));
     cJSON *sv = server_json(c);
     if (sync_dir)

@@ -23,6 +23,13 @@ static const ep_row rows[SR_EP_COUNT] = {
     [SR_EP_FETCH_WEIGHTS] = {"fetch_weights", "POST", "/fetch_weights"},
     [SR_EP_UPDATE_WEIGHTS] = {"update_weights", "POST", "/update_weights"},
     [SR_EP_STATE] = {"state", "GET", "/syncroll/v1/state"},
+    [SR_EP_IS_SLEEPING] = {"is_sleeping", "GET", "/is_sleeping"},
+    [SR_EP_START_UPDATE] = {"start_weight_update", "POST", "/start_weight_update"},
+    [SR_EP_FINISH_UPDATE] = {"finish_weight_update", "POST", "/finish_weight_update"},
+    [SR_EP_UPDATE_VERSION] = {"update_weight_version", "POST", "/update_weight_version"},
+    [SR_EP_WEIGHT_INFO] = {"weight_info", "GET", "/weight_info"},
+    [SR_EP_WEIGHT_CHECKER] = {"weight_checker", "POST", "/weight_checker"},
+    [SR_EP_IS_PAUSED] = {"is_paused", "GET", "/is_paused"},
 };
 
 const char *sr_endpoint_name(sr_endpoint ep)

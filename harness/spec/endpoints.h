@@ -31,6 +31,14 @@ typedef enum sr_endpoint {
     SR_EP_FETCH_WEIGHTS,  /* POST /fetch_weights */
     SR_EP_UPDATE_WEIGHTS, /* POST /update_weights */
     SR_EP_STATE,          /* GET /syncroll/v1/state */
+    SR_EP_IS_SLEEPING,    /* GET /is_sleeping */
+    /* vLLM's native weight-transfer routes (engines.sync_dialect "vllm"; 404 in "skyrl") */
+    SR_EP_START_UPDATE,   /* POST /start_weight_update */
+    SR_EP_FINISH_UPDATE,  /* POST /finish_weight_update */
+    SR_EP_UPDATE_VERSION, /* POST /update_weight_version */
+    SR_EP_WEIGHT_INFO,    /* GET /weight_info */
+    SR_EP_WEIGHT_CHECKER, /* POST /weight_checker */
+    SR_EP_IS_PAUSED,      /* GET /is_paused */
     SR_EP_COUNT
 } sr_endpoint;
 

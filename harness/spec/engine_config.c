@@ -112,7 +112,24 @@ int sr_spec_parse_server(sr_engine_config *c, const sr_spec_ctx *x, const cJSON 
     if (!rc && !(rc = sr_json_get_int(d, s, "max_pending_connections", 0, 1, 65536, c->max_pending,
                                       &v, err)))
         c->max_pending = (int)v;
+    if (!rc &&
+        !(rc = sr_json_get_int(d, s, "max_queued_requests", 0, 0, 65536, c->max_queued, &v, err)))
+        c->max_queued = (int)v;
     return rc ? rc : parse_sync_dirs(c, x, cJSON_GetObjectItemCaseSensitive(s, "sync_dirs"));
+}
+
+int sr_spec_parse_sync_dialect(sr_engine_config *c, const sr_spec_ctx *x, const cJSON *parent)
+{
+    const char *s = NULL;
+    const cJSON *n = cJSON_GetObjectItemCaseSensitive(parent, "sync_dialect");
+    int rc = n ? sr_json_get_string(x->doc, parent, "sync_dialect", 1, NULL, &s, x->err) : 0;
+    if (rc || !n)
+        return rc;
+    int d = sr_sync_dialect_lookup(s);
+    if (d < 0)
+        return sr_spec_fail(x, n, "sync_dialect must be \"skyrl\" or \"vllm\", not \"%.40s\"", s);
+    c->sync_dialect = (sr_sync_dialect)d;
+    return 0;
 }
 
 int sr_spec_parse_faults(sr_engine_config *c, const sr_spec_ctx *x, const cJSON *faults,
@@ -166,6 +183,8 @@ static int parse_sections(sr_engine_config *c, const sr_spec_ctx *x, const cJSON
     if (!rc &&
         !(rc = sr_json_get_int(d, eng, "count", 0, 1, SR_ENGINE_MAX_COUNT, c->count, &v, x->err)))
         c->count = (int)v;
+    if (!rc)
+        rc = sr_spec_parse_sync_dialect(c, x, eng);
     if (!rc && (n = cJSON_GetObjectItemCaseSensitive(eng, "timing")))
         rc = sr_spec_parse_timing(c, x, n, "timing");
     if (!rc && (n = cJSON_GetObjectItemCaseSensitive(eng, "server")))

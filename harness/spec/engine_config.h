@@ -19,17 +19,20 @@
  *                "max_response_bytes": 1073741824, "max_tokens_default": 16,
  *                "max_seq": 1048576, "world_size": 1, "lora": false,
  *                "header_timeout_ms": 5000, "body_timeout_ms": 60000,
- *                "max_pending_connections": 64, "sync_dirs": []},
+ *                "max_pending_connections": 1024, "max_queued_requests": 1024,
+ *                "sync_dirs": []},
+ *     "sync_dialect": "skyrl",
  *     "faults": [ ... see spec/faults.h ... ]}
  *    server.header_timeout_ms (10..600000) bounds the time from a connection's accept to the end
  *    of its first request's headers, server.body_timeout_ms (10..3600000) the time from the end
  *    of a request's headers to the end of its body; server.max_pending_connections (1..65536)
- *    caps the connections open without a request in progress (server.h says what happens at
- *    each). server.sync_dirs: an array of at most SR_ENGINE_MAX_SYNC_DIRS absolute paths
- *    (1..SR_ENGINE_SYNC_DIR_MAX - 1 bytes each): the only folders under which the engine may read
- *    and write weight-sync state (the sync_dir of /fetch_weights and /update_weights). null, [] or
- *    no key: no folder at all (every sync_dir is refused; the synthetic update without one still
- *    works).
+ *    caps the connections open without a request in progress, server.max_queued_requests
+ *    (0..65536) the requests that arrived while max_connections were in progress and wait for a
+ *    slot (server.h says what happens at each). server.sync_dirs: an array of at most
+ *    SR_ENGINE_MAX_SYNC_DIRS absolute paths (1..SR_ENGINE_SYNC_DIR_MAX - 1 bytes each): the only
+ *    folders under which the engine may read and write weight-sync state (the sync_dir of
+ *    /fetch_weights and /update_weights). null, [] or no key: no folder at all (every sync_dir is
+ *    refused; the synthetic update without one still works).
  *    `count` is read by `syncroll serve` only (number of engines; engine i gets index i and the
  *    id sr_engine_config_id_for gives).
  *
@@ -112,6 +115,18 @@
 #define SR_ENGINE_MAX_SYNC_DIRS 8
 #define SR_ENGINE_SYNC_DIR_MAX  1024
 
+/* The weight-sync control plane an engine speaks (engines.sync_dialect, server.sync_dialect). */
+typedef enum sr_sync_dialect {
+    SR_SYNC_DIALECT_SKYRL = 0, /* collective_rpc skyrl_*_weight_update, delta fetch/update */
+    SR_SYNC_DIALECT_VLLM,      /* vLLM's native dev-mode routes: /start_weight_update, ... */
+    SR_SYNC_DIALECT_COUNT
+} sr_sync_dialect;
+
+/* "skyrl", "vllm"; NULL outside the enum. */
+const char *sr_sync_dialect_name(sr_sync_dialect d);
+/* The dialect named `name`, or -1. */
+int sr_sync_dialect_lookup(const char *name);
+
 typedef struct sr_engine_config {
     char id[SR_ENGINE_ID_MAX];      /* this engine's id (see sr_engine_config_id_for) */
     char base_id[SR_ENGINE_ID_MAX]; /* the "id" key, if given */
@@ -157,8 +172,10 @@ typedef struct sr_engine_config {
     int64_t max_seq;
     int header_timeout_ms;
     int body_timeout_ms;
-    int max_pending; /* server.max_pending_connections */
-    int n_sync_dirs; /* server.sync_dirs; 0: the engine may write no folder */
+    int max_pending;              /* server.max_pending_connections */
+    int max_queued;               /* server.max_queued_requests */
+    sr_sync_dialect sync_dialect; /* server.sync_dialect */
+    int n_sync_dirs;              /* server.sync_dirs; 0: the engine may write no folder */
     char sync_dirs[SR_ENGINE_MAX_SYNC_DIRS][SR_ENGINE_SYNC_DIR_MAX];
     int world_size;
     int lora;
@@ -240,6 +257,13 @@ int sr_spec_parse_server(sr_engine_config *c, const sr_spec_ctx *x, const cJSON 
  */
 int sr_spec_parse_faults(sr_engine_config *c, const sr_spec_ctx *x, const cJSON *faults,
                          const char *what);
+
+/*
+ * `sync_dialect` of `parent` (the engine config's root, a scenario's `engines`): absent keeps
+ * c->sync_dialect; "skyrl" or "vllm"; anything else is an error at the key. (Issue #19's
+ * engines.dialect will make the data plane's dialect the default control plane.)
+ */
+int sr_spec_parse_sync_dialect(sr_engine_config *c, const sr_spec_ctx *x, const cJSON *parent);
 
 /* What becomes of the definition objects of a `fields` array. */
 typedef enum sr_spec_defs {

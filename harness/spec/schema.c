@@ -44,7 +44,23 @@ void sr_engine_config_defaults(sr_engine_config *c)
     c->world_size = 1;
     c->header_timeout_ms = 5000;
     c->body_timeout_ms = 60000;
-    c->max_pending = 64;
+    c->max_pending = 1024;
+    c->max_queued = 1024;
+}
+
+static const char *const DIALECTS[SR_SYNC_DIALECT_COUNT] = {"skyrl", "vllm"};
+
+const char *sr_sync_dialect_name(sr_sync_dialect d)
+{
+    return (unsigned)d < SR_SYNC_DIALECT_COUNT ? DIALECTS[d] : NULL;
+}
+
+int sr_sync_dialect_lookup(const char *name)
+{
+    for (int i = 0; name && i < SR_SYNC_DIALECT_COUNT; i++)
+        if (strcmp(DIALECTS[i], name) == 0)
+            return i;
+    return -1;
 }
 
 void sr_engine_config_id_for(char *out, size_t cap, const sr_engine_config *c, int index)
@@ -114,11 +130,13 @@ const char *const *sr_spec_section_keys(const char *section)
                                          "header_timeout_ms",
                                          "body_timeout_ms",
                                          "max_pending_connections",
+                                         "max_queued_requests",
                                          "sync_dirs",
                                          NULL};
     static const char *const top[] = {"id",     "index",   "seed",   "count",
                                       "model",  "weights", "fields", "sample_support_k",
-                                      "timing", "server",  "faults", NULL};
+                                      "timing", "server",  "faults", "sync_dialect",
+                                      NULL};
     static const struct {
         const char *name;
         const char *const *keys;

@@ -78,13 +78,16 @@ static int put_list(sr_buf *b, const char *key, const sr_weights *w, const sync_
     return rc ? rc : sr_buf_puts(b, "]", err);
 }
 
-static int build_bucket(sync_bucket *k, const sr_weights *w, int64_t target, size_t index,
+static int build_bucket(sync_bucket *k, const sr_weights *w, int64_t target, size_t index, int vllm,
                         sr_err *err)
 {
     sr_buf *b = &k->header;
     b->max = SR_BUCKET_HEADER_MAX - 1;
-    int rc =
-        sr_buf_puts(b, "{\"method\":\"update_weights_nccl\",\"kwargs\":{\"update_info\":{", err);
+    /* skyrl: the collective_rpc call; vllm: the body of its native /update_weights. */
+    int rc = sr_buf_puts(b,
+                         vllm ? "{\"update_info\":{"
+                              : "{\"method\":\"update_weights_nccl\",\"kwargs\":{\"update_info\":{",
+                         err);
     if (!rc)
         rc = put_list(b, "names", w, k, item_name, err);
     if (!rc)
@@ -107,7 +110,7 @@ static int build_bucket(sync_bucket *k, const sr_weights *w, int64_t target, siz
     if (!rc)
         rc = put_list(b, "checksums", w, k, item_checksum, err);
     if (!rc)
-        rc = sr_buf_puts(b, "}}}}\n", err);
+        rc = sr_buf_puts(b, vllm ? "}}}\n" : "}}}}\n", err);
     k->segs = rc ? NULL : calloc(k->count + 1, sizeof(sr_fanout_seg));
     if (!rc && !k->segs)
         rc = sr_err_set(err, SR_E_NOMEM, "sync: cannot allocate bucket segments");
@@ -144,7 +147,8 @@ int sync_bcast_plan(sr_sync *s, int64_t target, sr_sync_result *res, sr_err *err
             k->count++;
             i++;
         }
-        rc = build_bucket(k, s->w, target, s->n_buckets - 1, err);
+        rc = build_bucket(k, s->w, target, s->n_buckets - 1, s->o.control == SR_SYNC_DIALECT_VLLM,
+                          err);
     }
     res->buckets = s->n_buckets;
     for (size_t b = 0; b < s->n_buckets; b++)
@@ -162,7 +166,7 @@ int sync_bcast_send(sr_sync *s, int *ok, sr_sync_result *res, sr_err *err)
         for (size_t b = 0; ok[i] && b < nb; b++) {
             sr_fanout_req *r = &reqs[n++];
             r->engine = (int)i;
-            r->path = "/collective_rpc";
+            r->path = s->o.control == SR_SYNC_DIALECT_VLLM ? "/update_weights" : "/collective_rpc";
             r->ctype = SR_ENGINE_BUCKET_CTYPE;
             r->segs = s->buckets[b].segs;
             r->nseg = s->buckets[b].count + 1;
@@ -190,9 +194,11 @@ int sync_bcast_send(sr_sync *s, int *ok, sr_sync_result *res, sr_err *err)
         if (reported[i]++)
             continue;
         sync_check(res, sync_code(r), i, -1,
-                   "engine %d (%s): POST /collective_rpc update_weights_nccl bucket %zu of %zu "
-                   "(phase update): %s",
-                   i, sr_fanout_url(s->fan, i), (size_t)(k % (nb ? nb : 1)), nb, r->msg);
+                   "engine %d (%s): POST %s bucket %zu of %zu (phase update): %s", i,
+                   sr_fanout_url(s->fan, i),
+                   s->o.control == SR_SYNC_DIALECT_VLLM ? "/update_weights"
+                                                        : "/collective_rpc update_weights_nccl",
+                   (size_t)(k % (nb ? nb : 1)), nb, r->msg);
     }
     for (size_t i = 0; i < s->n; i++)
         if (first[i] >= 0 && last[i] >= first[i])

@@ -71,5 +71,7 @@ int sync_code(const sr_fanout_req *r)
         return SR_E_SYNC_ORDER;
     if (r->code == SR_E_CLIENT_HTTP_STATUS && strcmp(r->check, "delta.checksum") == 0)
         return SR_E_SYNC_CHECKSUM;
+    if (r->code == SR_E_CLIENT_HTTP_STATUS && strcmp(r->check, "sync.no_transfer") == 0)
+        return SR_E_SYNC_NO_TRANSFER;
     return SR_E_SYNC_FAILED;
 }

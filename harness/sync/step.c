@@ -60,6 +60,7 @@ static int make_state(sr_sync **out, const sr_scenario *scn, const sr_scn_step *
     o.workers_reserved = (int)scn->workers_reserved;
     o.cores = scn->pool_cores >= 0 ? (int)scn->pool_cores : SR_POOL_DETECT_CORES;
     o.initial_version = c->weight_version;
+    o.control = c->sync_dialect;
     return rc ? rc : sr_sync_new(out, urls, n_urls, &spec, &o, err);
 }
 

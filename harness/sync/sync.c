@@ -65,6 +65,11 @@ static int check_opts(const sr_sync_opts *o, size_t n_urls, sr_err *err)
                               sr_sync_phase_name((sr_sync_phase)p));
     if (o->transport == SR_SYNC_DELTA && (!o->sync_dir || !*o->sync_dir))
         return sr_err_set(err, SR_E_INVAL, "sync: the delta transport needs a sync_dir");
+    if ((unsigned)o->control >= SR_SYNC_DIALECT_COUNT ||
+        (o->control == SR_SYNC_DIALECT_VLLM && o->transport == SR_SYNC_DELTA))
+        return sr_err_set(err, SR_E_INVAL,
+                          "sync: the vllm control plane syncs by broadcast (weights.transport "
+                          "\"broadcast\"), not delta");
     return 0;
 }
 
@@ -351,11 +356,13 @@ static int run_protocol(sr_sync *s, sr_sync_result *res, int64_t target, int *ok
         good = step(s, res, SR_SYNC_RESET_CACHE, "/reset_prefix_cache",
                     "{\"reset_running_requests\":true}", all, ok, &rc, err);
     memset(started, 0, sizeof(started));
+    int vllm = s->o.control == SR_SYNC_DIALECT_VLLM;
     if (good) {
         memcpy(started, ok, s->n * sizeof(int));
-        good = step(s, res, SR_SYNC_START, "/collective_rpc",
-                    "{\"method\":\"skyrl_start_weight_update\",\"kwargs\":"
-                    "{\"is_checkpoint_format\":true}}",
+        good = step(s, res, SR_SYNC_START, vllm ? "/start_weight_update" : "/collective_rpc",
+                    vllm ? "{\"is_checkpoint_format\":true}"
+                         : "{\"method\":\"skyrl_start_weight_update\",\"kwargs\":"
+                           "{\"is_checkpoint_format\":true}}",
                     all, started, &rc, err);
         for (size_t i = 0; i < s->n; i++)
             ok[i] = ok[i] && started[i];
@@ -377,11 +384,15 @@ static int run_protocol(sr_sync *s, sr_sync_result *res, int64_t target, int *ok
     for (size_t i = 0; i < s->n; i++)
         any_started |= started[i];
     if (any_started) {
-        snprintf(body, sizeof(body),
-                 "{\"method\":\"skyrl_finish_weight_update\",\"kwargs\":{\"syncroll\":"
-                 "{\"target_version\":%lld}}}",
-                 (long long)target);
-        int fin = step(s, res, SR_SYNC_FINISH, "/collective_rpc", body, started, ok, &rc, err);
+        if (vllm)
+            snprintf(body, sizeof(body), "{\"weight_version\":\"%lld\"}", (long long)target);
+        else
+            snprintf(body, sizeof(body),
+                     "{\"method\":\"skyrl_finish_weight_update\",\"kwargs\":{\"syncroll\":"
+                     "{\"target_version\":%lld}}}",
+                     (long long)target);
+        int fin = step(s, res, SR_SYNC_FINISH, vllm ? "/finish_weight_update" : "/collective_rpc",
+                       body, started, ok, &rc, err);
         good = good && fin;
     }
     /* Always, whatever failed: an engine left paused would hang every later rollout. */
@@ -428,7 +439,12 @@ int sr_sync_run(sr_sync_result *res, sr_sync *s, int64_t target, int64_t content
         rc = run_protocol(s, res, target, ok, err);
     if (!rc && s->o.verify) {
         double t1 = sr_clock_ms();
-        rc = sync_verify(s, res, target, err);
+        /* The vllm plane can say what each engine holds: compare it with what was sent (first,
+         * so that its finding is the one an engine's partial update is reported by). */
+        if (res->completed && s->o.control == SR_SYNC_DIALECT_VLLM)
+            rc = sync_compare_weights(s, res, err);
+        if (!rc)
+            rc = sync_verify(s, res, target, err);
         phase_done(s, res, SR_SYNC_VERIFY, t1);
     }
     for (size_t i = 0; i < s->n; i++)

@@ -41,6 +41,7 @@
  *   sync.deadline        a phase did not complete within its deadline
  *   sync.protocol_order  an engine refused a phase as out of order (start while active, ...)
  *   sync.checksum        an engine refused a payload whose checksum did not match
+ *   sync.no_transfer     an engine refused an update call that would move no bytes
  *   sync.engine_failed   a phase failed on an engine otherwise (status, transport, refusal)
  *   sync.version_skew    after the sync an engine reports another version than it should
  *   sync.partial_update  after the sync an engine's bytes differ from the published ones, naming
@@ -74,6 +75,7 @@
 #include <stdint.h>
 
 #include "client/client.h"
+#include "spec/engine_config.h"
 #include "report/result.h"
 #include "sr_err.h"
 #include "sr_pool.h"
@@ -129,6 +131,14 @@ int sr_sync_transport_parse(sr_sync_transport *out, const char *name, sr_err *er
  *   fsync              delta: fsync published files (1)
  *   initial_version    the version the engines hold when the sync object is made (0)
  *   verify             verify after every sync (1)
+ *   control            the engines' control plane (spec/engine_config.h): skyrl (above) or vllm,
+ *                      which syncs by broadcast only (SR_E_INVAL with delta): init
+ *                      POST /init_weight_transfer_engine, start POST /start_weight_update,
+ *                      update every bucket as POST /update_weights (header {"update_info":..}),
+ *                      finish POST /finish_weight_update {"weight_version":"T"}, and verify adds
+ *                      POST /weight_checker {"action":"compare","baseline":{the trainer's
+ *                      digests}} on every engine (a mismatch is sync.partial_update naming the
+ *                      tensors; a refusal sync.engine_failed or the named check)
  */
 typedef struct sr_sync_opts {
     sr_sync_transport transport;
@@ -144,12 +154,13 @@ typedef struct sr_sync_opts {
     int fsync;
     int64_t initial_version;
     int verify;
+    sr_sync_dialect control;
 } sr_sync_opts;
 
 #define SR_SYNC_OPTS_INIT                                                                          \
     {                                                                                              \
         SR_SYNC_DELTA, NULL, NULL, 60000, {0}, 0, 8, 0, SR_POOL_DETECT_CORES, 0,                   \
-            SR_SYNC_DEFAULT_BUCKET, 1, 0, 1                                                        \
+            SR_SYNC_DEFAULT_BUCKET, 1, 0, 1, SR_SYNC_DIALECT_SKYRL                                 \
     }
 
 /* What one engine did in a sync. */

@@ -63,8 +63,9 @@ int64_t sync_deadline(const sr_sync *s, sr_sync_phase p);
 double sync_phase_end(const sr_sync *s, sr_sync_phase p, int64_t *budget_ms);
 
 /* The check code of a fan-out request's outcome: 0; sync.deadline for the client's deadline;
- * sync.protocol_order or sync.checksum when the engine's error body names sync.protocol_order or
- * delta.checksum; sync.engine_failed for any other failure. */
+ * sync.protocol_order, sync.checksum or sync.no_transfer when the engine's error body names
+ * sync.protocol_order, delta.checksum or sync.no_transfer; sync.engine_failed for any other
+ * failure. */
 int sync_code(const sr_fanout_req *r);
 
 /* ---- bcast.c ---- */
@@ -76,6 +77,13 @@ int sync_bcast_plan(sr_sync *s, int64_t target, sr_sync_result *res, sr_err *err
 int sync_bcast_send(sr_sync *s, int *ok, sr_sync_result *res, sr_err *err);
 
 void sync_bcast_free(sr_sync *s);
+
+/* ---- checker.c ---- */
+
+/* The vllm control plane only: POST /weight_checker {"action":"compare","baseline":{the
+ * trainer's digests}} on every engine; a mismatch is sync.partial_update naming the tensors, a
+ * refusal its check. Returns a harness error only. */
+int sync_compare_weights(sr_sync *s, sr_sync_result *res, sr_err *err);
 
 /* ---- verify.c ---- */
 

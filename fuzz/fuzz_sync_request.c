@@ -1,0 +1,90 @@
+/*
+ * libFuzzer target for the bodies of the vllm control plane's routes (harness/engine/sync_req.h):
+ * the first byte picks the parser (finish_weight_update, update_weight_version, weight_checker),
+ * the rest is the body. A rejected body must carry engine.bad_request (or resource.nomem); an
+ * accepted one a version in range, an action in the enum, and a baseline within its bounds whose
+ * entries are NUL-terminated names and 32-digit hex digests. Every outcome then drives a step of
+ * both control-plane tables (harness/engine/sync_table.h), whose cells must all exist.
+ */
+#include <ctype.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/sync_req.h"
+#include "engine/sync_table.h"
+#include "sr_err.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void check_rejected(int rc, const sr_err *err)
+{
+    if (rc != SR_E_ENGINE_REQUEST && rc != SR_E_NOMEM)
+        abort();
+    if (rc != err->code || !err->msg[0])
+        abort();
+}
+
+static void check_baseline(const sr_checker_req *q)
+{
+    if (q->n_baseline > SR_SYNC_REQ_MAX_BASELINE || (q->n_baseline && !q->baseline))
+        abort();
+    for (size_t i = 0; i < q->n_baseline; i++) {
+        const sr_checker_entry *e = &q->baseline[i];
+        size_t n = strnlen(e->name, sizeof(e->name));
+        if (n == 0 || n >= sizeof(e->name) || strlen(e->digest) != SR_SYNC_REQ_DIGEST_HEX)
+            abort();
+        for (int k = 0; k < SR_SYNC_REQ_DIGEST_HEX; k++)
+            if (!isxdigit((unsigned char)e->digest[k]) || isupper((unsigned char)e->digest[k]))
+                abort();
+    }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (size < 1)
+        return 0;
+    const char *body = (const char *)data + 1;
+    size_t len = size - 1;
+    sr_err err = SR_ERR_INIT;
+    int64_t v = -2;
+    int rc;
+    sr_sync_call call = SR_SC_CHECK;
+    switch (data[0] % 3) {
+    case 0:
+        rc = sr_sync_req_finish(&v, body, len, &err);
+        if (!rc && (v < -1 || v > SR_SYNC_REQ_MAX_VERSION))
+            abort();
+        call = v >= 0 && (data[0] & 8) ? SR_SC_FINISH_BACKWARDS : SR_SC_FINISH;
+        break;
+    case 1:
+        rc = sr_sync_req_version(&v, body, len, &err);
+        if (!rc && (v < 0 || v > SR_SYNC_REQ_MAX_VERSION))
+            abort();
+        call = (data[0] & 8) ? SR_SC_SET_VERSION_BACKWARDS : SR_SC_SET_VERSION;
+        break;
+    default: {
+        sr_checker_req q = SR_CHECKER_REQ_INIT;
+        rc = sr_sync_req_checker(&q, body, len, &err);
+        if (!rc) {
+            if ((unsigned)q.action > SR_CHECK_COMPARE)
+                abort();
+            check_baseline(&q);
+        } else if (q.baseline || q.n_baseline) {
+            abort(); /* a refused body leaves nothing allocated */
+        }
+        sr_checker_req_release(&q);
+        call = (data[0] & 8) ? SR_SC_CHECK_PAUSED : SR_SC_CHECK;
+        break;
+    }
+    }
+    if (rc)
+        check_rejected(rc, &err);
+    for (int d = 0; d < SR_SYNC_DIALECT_COUNT; d++)
+        for (int s = 0; s < SR_SS_COUNT; s++) {
+            const sr_sync_cell *c = sr_sync_table_cell((sr_sync_dialect)d, (sr_sync_state)s, call);
+            if (!c || (unsigned)c->next >= SR_SS_COUNT || (c->code && !sr_code_name(c->code)))
+                abort();
+        }
+    return 0;
+}

@@ -1,0 +1,174 @@
+/* The vllm control plane of the mock engine (engines.sync_dialect "vllm"): vLLM's native
+ * dev-mode weight-transfer routes with its answers (vllm/entrypoints/serve/dev/rlhf/
+ * api_router.py), every ordering decision a cell of the vllm table (sync_table.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "jsonw.h"
+#include "server_priv.h"
+
+/* {"detail": msg, "check": name} with `status`, FastAPI's HTTPException body plus the name. */
+static enum MHD_Result detail(req *r, unsigned status, int code, const char *msg)
+{
+    sr_buf b = SR_BUF_INIT;
+    int rc = sr_buf_puts(&b, "{\"detail\":", NULL);
+    if (!rc)
+        rc = sr_jw_str(&b, msg, NULL);
+    if (!rc)
+        rc = sr_buf_printf(&b, NULL, ",\"check\":\"%s\"}",
+                           sr_code_name(code) ? sr_code_name(code) : "");
+    if (rc) {
+        sr_buf_release(&b);
+        return MHD_NO;
+    }
+    return sr_srv_respond(r, status, "application/json", &b, 1);
+}
+
+/* A refusal of the engine: 409 for the table's protocol cells, 400 a bad body, 500 otherwise. */
+static enum MHD_Result refuse(req *r, int rc, const sr_err *err)
+{
+    unsigned status =
+        rc == SR_E_SYNC_ORDER || rc == SR_E_SYNC_VERSION_BACKWARDS || rc == SR_E_SYNC_ENGINE_PAUSED
+            ? 409
+        : rc == SR_E_ENGINE_REQUEST ? 400
+                                    : 500;
+    return detail(r, status, rc, err->msg);
+}
+
+static const char *body(req *r)
+{
+    return r->body.data ? r->body.data : "";
+}
+
+static enum MHD_Result update_weights(req *r)
+{
+    sr_err err = SR_ERR_INIT;
+    const sr_fault *wf = r->pick.f[SR_FL_WEIGHTS];
+    int rc;
+    if (r->brx) {
+        rc = sr_engine_bucket_end(r->brx, wf, &err);
+        r->brx = NULL;
+        return rc ? refuse(r, rc, &err) : sr_srv_ok(r, "{\"message\":\"Weights updated\"}");
+    }
+    cJSON *o = cJSON_ParseWithLength(body(r), r->body.len);
+    int has = cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(o, "update_info"));
+    cJSON_Delete(o);
+    if (!has)
+        return detail(r, 400, SR_E_ENGINE_REQUEST, "Missing 'update_info' in request body");
+    rc = sr_engine_sync_no_transfer(r->srv->e, "update_weights", &err);
+    return refuse(r, rc, &err);
+}
+
+static enum MHD_Result weight_checker(req *r)
+{
+    sr_server *s = r->srv;
+    sr_err err = SR_ERR_INIT;
+    sr_checker_req q = SR_CHECKER_REQ_INIT;
+    int rc = sr_sync_req_checker(&q, body(r), r->body.len, &err);
+    pthread_mutex_lock(&s->mu);
+    int paused = s->paused || s->asleep;
+    pthread_mutex_unlock(&s->mu);
+    /* As vLLM: the engine's state is reported before a bad argument. */
+    int st = sr_engine_sync_call(s->e, paused ? SR_SC_CHECK_PAUSED : SR_SC_CHECK, NULL, &err);
+    if (st || rc) {
+        sr_checker_req_release(&q);
+        return refuse(r, st ? st : rc, &err);
+    }
+    sr_buf b = SR_BUF_INIT;
+    if (q.action == SR_CHECK_RESET)
+        rc = sr_engine_weights_reset(s->e, &err) ? err.code
+                                                 : sr_buf_puts(&b, "{\"status\":\"reset\"}", &err);
+    else if (q.action == SR_CHECK_COMPARE)
+        rc = sr_engine_compare_json(&b, s->e, &q, &err);
+    else
+        rc = sr_engine_checksums_json(&b, s->e, &err);
+    sr_checker_req_release(&q);
+    if (rc) {
+        sr_buf_release(&b);
+        return refuse(r, rc, &err);
+    }
+    return sr_srv_respond(r, 200, "application/json", &b, 1);
+}
+
+static enum MHD_Result with_version(req *r)
+{
+    sr_err err = SR_ERR_INIT;
+    int64_t v;
+    char out[96];
+    int rc;
+    if (r->ep == SR_EP_FINISH_UPDATE) {
+        rc = sr_sync_req_finish(&v, body(r), r->body.len, &err);
+        int64_t now;
+        if (!rc)
+            rc = sr_engine_sync_finish(r->srv->e, v, r->pick.f[SR_FL_WEIGHTS], &now, &err);
+        return rc ? refuse(r, rc, &err) : sr_srv_ok(r, "{\"message\":\"Weight update finished\"}");
+    }
+    rc = sr_sync_req_version(&v, body(r), r->body.len, &err);
+    if (!rc)
+        rc = sr_engine_set_version(r->srv->e, v, &err);
+    if (rc)
+        return refuse(r, rc, &err);
+    snprintf(out, sizeof(out), "{\"success\":true,\"new_version\":\"%lld\"}", (long long)v);
+    return sr_srv_ok(r, out);
+}
+
+static enum MHD_Result init_transfer(req *r)
+{
+    sr_err err = SR_ERR_INIT;
+    cJSON *o = cJSON_ParseWithLength(body(r), r->body.len);
+    const cJSON *ii = cJSON_GetObjectItemCaseSensitive(o, "init_info");
+    enum MHD_Result ret;
+    if (!cJSON_IsObject(o))
+        ret = detail(r, 400, SR_E_ENGINE_REQUEST, "Invalid JSON format");
+    else if (!cJSON_IsObject(ii))
+        ret = detail(r, 400, SR_E_ENGINE_REQUEST, "Missing 'init_info' in request body");
+    else {
+        int rc = sr_engine_sync_call(r->srv->e, SR_SC_INIT, NULL, &err);
+        char *txt = rc ? NULL : cJSON_PrintUnformatted(ii);
+        if (txt)
+            sr_engine_set_init_info(r->srv->e, txt);
+        free(txt);
+        ret = rc ? refuse(r, rc, &err)
+                 : sr_srv_ok(r, "{\"message\":\"Weight transfer initialized\"}");
+    }
+    cJSON_Delete(o);
+    return ret;
+}
+
+enum MHD_Result sr_srv_control_vllm(req *r)
+{
+    sr_server *s = r->srv;
+    sr_err err = SR_ERR_INIT;
+    char out[96];
+    int rc;
+    switch (r->ep) {
+    case SR_EP_INIT_TRANSFER:
+        return init_transfer(r);
+    case SR_EP_START_UPDATE:
+        rc = sr_engine_sync_start(s->e, &err);
+        if (!rc)
+            sr_engine_note_fault(s->e, r->pick.f[SR_FL_WEIGHTS]);
+        return rc ? refuse(r, rc, &err) : sr_srv_ok(r, "{\"message\":\"Weight update started\"}");
+    case SR_EP_UPDATE_WEIGHTS:
+        return update_weights(r);
+    case SR_EP_FINISH_UPDATE:
+    case SR_EP_UPDATE_VERSION:
+        return with_version(r);
+    case SR_EP_WEIGHT_INFO:
+        snprintf(out, sizeof(out), "{\"weight_version\":\"%lld\"}",
+                 (long long)sr_engine_version(s->e));
+        return sr_srv_ok(r, out);
+    case SR_EP_WEIGHT_CHECKER:
+        return weight_checker(r);
+    case SR_EP_IS_PAUSED:
+        pthread_mutex_lock(&s->mu);
+        rc = s->paused;
+        pthread_mutex_unlock(&s->mu);
+        return sr_srv_ok(r, rc ? "{\"is_paused\":true}" : "{\"is_paused\":false}");
+    default:
+        return detail(r, 404, 0, "Not Found");
+    }
+}

@@ -1,0 +1,145 @@
+/* The bodies of vLLM's native weight-transfer routes (sync_req.h). */
+#include "sync_req.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+/* The body as a JSON object; an empty body is {} when `empty_ok`. */
+static int object_of(cJSON **out, const char *body, size_t len, int empty_ok, sr_err *err)
+{
+    *out = NULL;
+    if (!len && empty_ok) {
+        *out = cJSON_CreateObject();
+        return *out ? 0 : sr_err_set(err, SR_E_NOMEM, "cannot parse a request body");
+    }
+    cJSON *o = cJSON_ParseWithLength(body, len);
+    if (!cJSON_IsObject(o)) {
+        cJSON_Delete(o);
+        return sr_err_set(err, SR_E_ENGINE_REQUEST, "the request body must be a JSON object");
+    }
+    *out = o;
+    return 0;
+}
+
+/* A version: an integer 0..SR_SYNC_REQ_MAX_VERSION or a string of its decimal digits. */
+static int version_of(int64_t *v, const cJSON *x, const char *field, sr_err *err)
+{
+    if (cJSON_IsNumber(x) && x->valuedouble == floor(x->valuedouble) && x->valuedouble >= 0 &&
+        x->valuedouble <= SR_SYNC_REQ_MAX_VERSION) {
+        *v = (int64_t)x->valuedouble;
+        return 0;
+    }
+    if (cJSON_IsString(x)) {
+        const char *s = x->valuestring;
+        size_t n = strlen(s);
+        int digits = n >= 1 && n <= 10;
+        for (size_t i = 0; digits && i < n; i++)
+            digits = isdigit((unsigned char)s[i]) != 0;
+        long long val = digits ? strtoll(s, NULL, 10) : -1;
+        if (digits && val <= SR_SYNC_REQ_MAX_VERSION) {
+            *v = val;
+            return 0;
+        }
+    }
+    return sr_err_set(err, SR_E_ENGINE_REQUEST,
+                      "%s must be a weight version: an integer 0..%d or a string of its digits",
+                      field, SR_SYNC_REQ_MAX_VERSION);
+}
+
+int sr_sync_req_finish(int64_t *version, const char *body, size_t len, sr_err *err)
+{
+    *version = -1;
+    cJSON *o;
+    int rc = object_of(&o, body, len, 1, err);
+    const cJSON *x = rc ? NULL : cJSON_GetObjectItemCaseSensitive(o, "weight_version");
+    if (x && !cJSON_IsNull(x))
+        rc = version_of(version, x, "weight_version", err);
+    cJSON_Delete(o);
+    return rc;
+}
+
+int sr_sync_req_version(int64_t *version, const char *body, size_t len, sr_err *err)
+{
+    cJSON *o;
+    int rc = object_of(&o, body, len, 0, err);
+    const cJSON *x = rc ? NULL : cJSON_GetObjectItemCaseSensitive(o, "new_version");
+    if (!rc && !x)
+        rc = sr_err_set(err, SR_E_ENGINE_REQUEST, "update_weight_version needs \"new_version\"");
+    else if (!rc)
+        rc = version_of(version, x, "new_version", err);
+    cJSON_Delete(o);
+    return rc;
+}
+
+static int hex_digest(const char *s)
+{
+    if (strlen(s) != SR_SYNC_REQ_DIGEST_HEX)
+        return 0;
+    for (const char *p = s; *p; p++)
+        if (!isxdigit((unsigned char)*p))
+            return 0;
+    return 1;
+}
+
+static int baseline_of(sr_checker_req *out, const cJSON *b, sr_err *err)
+{
+    if (!cJSON_IsObject(b))
+        return sr_err_set(err, SR_E_ENGINE_REQUEST,
+                          "action 'compare' requires a 'baseline' object");
+    int n = cJSON_GetArraySize(b);
+    if (n > SR_SYNC_REQ_MAX_BASELINE)
+        return sr_err_set(err, SR_E_ENGINE_REQUEST, "baseline names %d tensors, at most %d", n,
+                          SR_SYNC_REQ_MAX_BASELINE);
+    out->baseline = calloc(n ? (size_t)n : 1, sizeof(*out->baseline));
+    if (!out->baseline)
+        return sr_err_set(err, SR_E_NOMEM, "cannot hold a baseline of %d tensors", n);
+    const cJSON *x;
+    cJSON_ArrayForEach(x, b)
+    {
+        size_t nl = strlen(x->string);
+        if (nl == 0 || nl >= SR_SYNC_REQ_NAME_MAX || !cJSON_IsString(x) ||
+            !hex_digest(x->valuestring))
+            return sr_err_set(
+                err, SR_E_ENGINE_REQUEST,
+                "baseline entry %zu: a tensor name of 1..%d bytes with a %d-digit hex "
+                "checksum",
+                out->n_baseline, SR_SYNC_REQ_NAME_MAX - 1, SR_SYNC_REQ_DIGEST_HEX);
+        sr_checker_entry *e = &out->baseline[out->n_baseline++];
+        memcpy(e->name, x->string, nl + 1);
+        for (int i = 0; i <= SR_SYNC_REQ_DIGEST_HEX; i++)
+            e->digest[i] = (char)tolower((unsigned char)x->valuestring[i]);
+    }
+    return 0;
+}
+
+int sr_sync_req_checker(sr_checker_req *out, const char *body, size_t len, sr_err *err)
+{
+    *out = (sr_checker_req)SR_CHECKER_REQ_INIT;
+    cJSON *o;
+    int rc = object_of(&o, body, len, 0, err);
+    const cJSON *a = rc ? NULL : cJSON_GetObjectItemCaseSensitive(o, "action");
+    const char *s = cJSON_IsString(a) ? a->valuestring : "";
+    if (!rc && strcmp(s, "checksum") == 0)
+        out->action = SR_CHECK_CHECKSUM;
+    else if (!rc && strcmp(s, "reset") == 0)
+        out->action = SR_CHECK_RESET;
+    else if (!rc && strcmp(s, "compare") == 0) {
+        out->action = SR_CHECK_COMPARE;
+        rc = baseline_of(out, cJSON_GetObjectItemCaseSensitive(o, "baseline"), err);
+    } else if (!rc)
+        rc = sr_err_set(err, SR_E_ENGINE_REQUEST, "action must be one of checksum|reset|compare");
+    cJSON_Delete(o);
+    if (rc)
+        sr_checker_req_release(out);
+    return rc;
+}
+
+void sr_checker_req_release(sr_checker_req *r)
+{
+    free(r->baseline);
+    *r = (sr_checker_req)SR_CHECKER_REQ_INIT;
+}

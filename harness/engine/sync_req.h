@@ -1,0 +1,62 @@
+/*
+ * sync_req: the JSON bodies of vLLM's native weight-transfer routes as the mock engine reads them
+ * (vllm/entrypoints/serve/dev/rlhf/api_router.py): pure parsers of untrusted bytes, fuzzed by
+ * fuzz/fuzz_sync_request.c.
+ *
+ * Versions. vLLM carries weight versions as strings; the mock's are integers 0..1e9, so a
+ * version is a JSON integer in that range or a string of 1..10 decimal digits naming one.
+ *
+ * Errors: SR_E_ENGINE_REQUEST naming the field (answered 400), SR_E_NOMEM. Bodies are bounded by
+ * the server's max_body_bytes before they get here. Thread-safe; no global state.
+ */
+#ifndef SR_ENGINE_SYNC_REQ_H
+#define SR_ENGINE_SYNC_REQ_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sr_err.h"
+
+#define SR_SYNC_REQ_MAX_VERSION  1000000000
+#define SR_SYNC_REQ_MAX_BASELINE 65536 /* tensors a weight_checker baseline may name */
+#define SR_SYNC_REQ_NAME_MAX     256   /* bytes of a tensor name in a baseline */
+#define SR_SYNC_REQ_DIGEST_HEX   32    /* hex digits of a checksum (xxh3-128) */
+
+/* POST /finish_weight_update [{"weight_version": v}] (an empty body is no version): *version
+ * receives v, or -1 when none is given (null or absent). */
+int sr_sync_req_finish(int64_t *version, const char *body, size_t len, sr_err *err);
+
+/* POST /update_weight_version {"new_version": v} (required). */
+int sr_sync_req_version(int64_t *version, const char *body, size_t len, sr_err *err);
+
+typedef enum sr_checker_action {
+    SR_CHECK_CHECKSUM = 0,
+    SR_CHECK_RESET,
+    SR_CHECK_COMPARE
+} sr_checker_action;
+
+/* One baseline entry of a compare: a tensor name and its expected digest (hex, lower case). */
+typedef struct sr_checker_entry {
+    char name[SR_SYNC_REQ_NAME_MAX];
+    char digest[SR_SYNC_REQ_DIGEST_HEX + 1];
+} sr_checker_entry;
+
+/* A parsed /weight_checker body. Plain struct: start from SR_CHECKER_REQ_INIT, release with
+ * sr_checker_req_release (owns `baseline`). */
+typedef struct sr_checker_req {
+    sr_checker_action action;
+    sr_checker_entry *baseline; /* compare only */
+    size_t n_baseline;
+} sr_checker_req;
+#define SR_CHECKER_REQ_INIT                                                                        \
+    {                                                                                              \
+        SR_CHECK_CHECKSUM, NULL, 0                                                                 \
+    }
+
+/* POST /weight_checker {"action": "checksum"|"reset"|"compare", "baseline": {name: hex}}:
+ * compare requires the baseline object (at most SR_SYNC_REQ_MAX_BASELINE names of 1..255 bytes,
+ * each with a 32-digit hex digest); the others ignore it. */
+int sr_sync_req_checker(sr_checker_req *out, const char *body, size_t len, sr_err *err);
+void sr_checker_req_release(sr_checker_req *r);
+
+#endif /* SR_ENGINE_SYNC_REQ_H */

@@ -1,0 +1,164 @@
+/*
+ * The vllm control plane of the mock engine over real HTTP (engines.sync_dialect "vllm"): the
+ * happy path (init, start, a bucket of every tensor on /update_weights, finish with a version,
+ * weight_info, weight_checker checksum and compare against the oracle's digests) and the
+ * out-of-order cells of the vllm table (harness/engine/sync_table.c), each answered with its
+ * status, vLLM's {"detail": ...} body and the named check, after each of which the engine still
+ * answers a generate.
+ */
+#include "engine_util.h"
+
+#define VCFG "{\"sync_dialect\":\"vllm\",\"seed\":3,\"model\":{\"layers\":2}}"
+#define GEN  "{\"token_ids\":[5,6,7],\"sampling_params\":{\"max_tokens\":3}}"
+
+/* A refused call: its status, the vLLM body shape {"detail": ...} with the check, and the engine
+ * serving afterwards. */
+static void refused(const eng *e, const char *method, const char *path, const char *body,
+                    long status, const char *check)
+{
+    char want[96];
+    snprintf(want, sizeof(want), "\"check\":\"%s\"", check);
+    hresp r;
+    http_req(&r, NULL, e, method, path, body, NULL, 20000);
+    ck_assert_msg(r.status == status, "%s %s: status %ld, want %ld: %s", method, path, r.status,
+                  status, r.body.data);
+    ck_assert_msg(strncmp(r.body.data, "{\"detail\":\"", 11) == 0 && strstr(r.body.data, want),
+                  "%s %s: want {\"detail\":..,%s}: %s", method, path, want, r.body.data);
+    hresp_free(&r);
+    eng_expect(e, "POST", "/skyrl/v1/generate", GEN, 200, "\"finish_reason\"");
+}
+
+/* The engine's synthetic weights at `version` (the trainer's bytes of that version). */
+static sr_weights *weights_at(int64_t version)
+{
+    sr_engine_config c;
+    sr_err err = SR_ERR_INIT;
+    ck_assert_sr_ok(sr_engine_config_parse(&c, VCFG, strlen(VCFG), "t", 0, &err), err);
+    sr_weights_spec ws = sr_engine_config_weights(&c);
+    sr_weights *w;
+    ck_assert_sr_ok(sr_weights_new(&w, &ws, version, &err), err);
+    sr_engine_config_release(&c);
+    return w;
+}
+
+/* Cells of state uninit, then idle. */
+START_TEST(out_of_order_before_start)
+{
+    eng e;
+    eng_start(&e, VCFG);
+    eng_expect(&e, "GET", "/syncroll/v1/state", NULL, 200,
+               "\"dialect\":\"vllm\",\"state\":\"uninit\"");
+    refused(&e, "POST", "/start_weight_update", "{}", 409, "sync.protocol_order");
+    refused(&e, "POST", "/update_weights", "{\"update_info\":{\"names\":[]}}", 409,
+            "sync.protocol_order");
+    refused(&e, "POST", "/finish_weight_update", "", 409, "sync.protocol_order");
+    refused(&e, "POST", "/init_weight_transfer_engine", "{}", 400, "engine.bad_request");
+    eng_expect(&e, "POST", "/update_weight_version", "{\"new_version\":\"3\"}", 200,
+               "{\"success\":true,\"new_version\":\"3\"}");
+    eng_expect(&e, "GET", "/weight_info", NULL, 200, "{\"weight_version\":\"3\"}");
+    refused(&e, "POST", "/update_weight_version", "{\"new_version\":1}", 409,
+            "sync.version_backwards");
+    refused(&e, "POST", "/update_weight_version", "{\"new_version\":\"x1\"}", 400,
+            "engine.bad_request");
+    eng_expect(&e, "POST", "/pause?mode=abort", "", 200, "{\"status\":\"paused\"}");
+    eng_expect(&e, "GET", "/is_paused", NULL, 200, "{\"is_paused\":true}");
+    hresp r;
+    http_req(&r, NULL, &e, "POST", "/weight_checker", "{\"action\":\"checksum\"}", NULL, 20000);
+    ck_assert_int_eq(r.status, 409);
+    ck_assert_msg(strstr(r.body.data, "requires an awake, unpaused engine") &&
+                      strstr(r.body.data, "\"check\":\"sync.engine_paused\""),
+                  "%s", r.body.data);
+    hresp_free(&r);
+    eng_expect(&e, "POST", "/resume", "", 200, "{\"status\":\"resumed\"}");
+    eng_expect(&e, "POST", "/weight_checker", "{\"action\":\"checksum\"}", 200, "{\"checksums\":{");
+    refused(&e, "POST", "/weight_checker", "{\"action\":\"compare\"}", 400, "engine.bad_request");
+    eng_expect(&e, "POST", "/init_weight_transfer_engine",
+               "{\"init_info\":{\"master_address\":\"127.0.0.1\",\"master_port\":29500,"
+               "\"rank_offset\":1,\"world_size\":2}}",
+               200, "{\"message\":\"Weight transfer initialized\"}");
+    refused(&e, "POST", "/update_weights", "{\"update_info\":{\"names\":[]}}", 409,
+            "sync.protocol_order");
+    refused(&e, "POST", "/finish_weight_update", "{\"weight_version\":\"4\"}", 409,
+            "sync.protocol_order");
+    eng_expect(&e, "GET", "/syncroll/v1/state", NULL, 200, "\"state\":\"idle\"");
+    eng_stop(&e);
+}
+END_TEST
+
+/* The happy path, then the cells of state active. */
+START_TEST(happy_path_and_out_of_order_while_active)
+{
+    eng e;
+    eng_start(&e, VCFG);
+    eng_expect(&e, "POST", "/init_weight_transfer_engine", "{\"init_info\":{\"world_size\":2}}",
+               200, NULL);
+    eng_expect(&e, "POST", "/start_weight_update", "{\"is_checkpoint_format\":true}", 200,
+               "{\"message\":\"Weight update started\"}");
+    refused(&e, "POST", "/start_weight_update", "{}", 409, "sync.protocol_order");
+    refused(&e, "POST", "/init_weight_transfer_engine", "{\"init_info\":{}}", 409,
+            "sync.protocol_order");
+    refused(&e, "POST", "/update_weight_version", "{\"new_version\":\"9\"}", 409,
+            "sync.protocol_order");
+    /* The data moves while generation is paused, as a trainer does it. */
+    eng_expect(&e, "POST", "/pause?mode=keep", "", 200, "{\"status\":\"paused\"}");
+    sr_weights *w = weights_at(2);
+    sr_buf b = SR_BUF_INIT;
+    eng_bucket_of(&b, w, 2);
+    hresp r;
+    eng_post_bucket(&r, &e, &b);
+    ck_assert_msg(r.status == 200 && strstr(r.body.data, "{\"message\":\"Weights updated\"}"),
+                  "bucket: %ld %s", r.status, r.body.data);
+    hresp_free(&r);
+    eng_expect(&e, "POST", "/finish_weight_update", "{\"weight_version\":\"2\"}", 200,
+               "{\"message\":\"Weight update finished\"}");
+    eng_expect(&e, "POST", "/resume", "", 200, NULL);
+    eng_expect(&e, "GET", "/weight_info", NULL, 200, "{\"weight_version\":\"2\"}");
+    /* What the engine holds is what was sent: its checksums match the trainer's digests. */
+    sr_buf base = SR_BUF_INIT;
+    eng_baseline_of(&base, w);
+    sr_buf_append(&base, "", 0, NULL);
+    eng_expect(&e, "POST", "/weight_checker", base.data, 200, "{\"match\":true,\"mismatches\":[]}");
+    /* Reset overwrites the weights: the compare now names every tensor. */
+    eng_expect(&e, "POST", "/weight_checker", "{\"action\":\"reset\"}", 200,
+               "{\"status\":\"reset\"}");
+    eng_expect(&e, "POST", "/weight_checker", base.data, 200,
+               "{\"match\":false,\"mismatches\":[\"");
+    /* A finish naming a version below the held one is refused and discards the update. */
+    eng_expect(&e, "POST", "/start_weight_update", "{}", 200, NULL);
+    eng_post_bucket(&r, &e, &b);
+    ck_assert_int_eq(r.status, 200);
+    hresp_free(&r);
+    refused(&e, "POST", "/finish_weight_update", "{\"weight_version\":1}", 409,
+            "sync.version_backwards");
+    eng_expect(&e, "GET", "/weight_info", NULL, 200, "{\"weight_version\":\"2\"}");
+    eng_expect(&e, "POST", "/weight_checker", base.data, 200, "{\"match\":false");
+    /* JSON-only updates move nothing and spoil the update; the finish says so. */
+    eng_expect(&e, "POST", "/start_weight_update", "{}", 200, NULL);
+    refused(&e, "POST", "/update_weights", "{\"update_info\":{\"names\":[\"x\"]}}", 500,
+            "sync.no_transfer");
+    refused(&e, "POST", "/finish_weight_update", "", 500, "sync.no_transfer");
+    eng_expect(&e, "GET", "/syncroll/v1/state", NULL, 200, "\"state\":\"idle\"");
+    /* The skyrl plane does not have these routes. */
+    sr_buf_release(&base);
+    sr_buf_release(&b);
+    sr_weights_free(w);
+    eng_stop(&e);
+    eng_start(&e, "{\"model\":{\"layers\":2}}");
+    eng_expect(&e, "POST", "/start_weight_update", "{}", 404, "sync_dialect");
+    eng_expect(&e, "GET", "/weight_info", NULL, 404, NULL);
+    eng_stop(&e);
+}
+END_TEST
+
+static Suite *vllm_suite(void)
+{
+    Suite *s = suite_create("engine_vllm");
+    TCase *tc = tcase_create("vllm");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, out_of_order_before_start);
+    tcase_add_test(tc, happy_path_and_out_of_order_while_active);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+ENGINE_TEST_MAIN(vllm_suite)

@@ -1,0 +1,147 @@
+/*
+ * The weight-sync receiver's state tables (harness/engine/sync_table.h), every cell of both
+ * control planes against the protocol written out here independently: accepted cells with their
+ * next state, refused ones with their named error, HTTP status and a message that names the call.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "engine/sync_table.h"
+#include "sr_err.h"
+#include "sr_test.h"
+
+/*
+ * The expected protocol, one row per state, one token per call in sr_sync_call order:
+ * "idle"/"active"/"uninit" (accepted, the next state) or "!name>next" (refused with the error
+ * named `name`, the state becoming `next`), "-" (no such call in the plane: engine.bad_request).
+ */
+static const char
+    *const EXPECT[SR_SYNC_DIALECT_COUNT][SR_SS_COUNT][SR_SC_COUNT] =
+        {
+            [SR_SYNC_DIALECT_SKYRL] =
+                {
+                    /* init, start, update, finish, finish_backwards, set_version,
+                     * set_version_backwards, check, check_paused */
+                    [SR_SS_UNINIT] = {"idle", "active", "!sync.protocol_order>uninit",
+                                      "!sync.protocol_order>uninit", "!sync.protocol_order>uninit",
+                                      "-", "-", "-", "-"},
+                    [SR_SS_IDLE] = {"idle", "active", "!sync.protocol_order>idle",
+                                    "!sync.protocol_order>idle", "!sync.protocol_order>idle", "-",
+                                    "-", "-", "-"},
+                    [SR_SS_ACTIVE] = {"active", "!sync.protocol_order>active", "active", "idle",
+                                      "!sync.version_backwards>idle", "-", "-", "-", "-"},
+                },
+            [SR_SYNC_DIALECT_VLLM] =
+                {
+                    [SR_SS_UNINIT] = {"idle", "!sync.protocol_order>uninit",
+                                      "!sync.protocol_order>uninit", "!sync.protocol_order>uninit",
+                                      "!sync.protocol_order>uninit", "uninit",
+                                      "!sync.version_backwards>uninit", "uninit",
+                                      "!sync.engine_paused>uninit"},
+                    [SR_SS_IDLE] = {"idle", "active", "!sync.protocol_order>idle",
+                                    "!sync.protocol_order>idle", "!sync.protocol_order>idle",
+                                    "idle", "!sync.version_backwards>idle",
+                                    "idle", "!sync.engine_paused>idle"},
+                    [SR_SS_ACTIVE] = {"!sync.protocol_order>active", "!sync.protocol_order>active",
+                                      "active", "idle", "!sync.version_backwards>idle",
+                                      "!sync.protocol_order>active", "!sync.protocol_order>active",
+                                      "active", "!sync.engine_paused>active"},
+                },
+};
+
+/* The status a refusal of each plane answers with (skyrl: the reference's RuntimeError; vllm:
+ * 409 Conflict as its rl_state_machine.py and weight_checker do). */
+static const unsigned REFUSAL_STATUS[SR_SYNC_DIALECT_COUNT] = {500, 409};
+
+static void check_cell(sr_sync_dialect d, sr_sync_state s, sr_sync_call c)
+{
+    const sr_sync_cell *cell = sr_sync_table_cell(d, s, c);
+    const char *want = EXPECT[d][s][c];
+    const char *where[3] = {sr_sync_dialect_name(d), sr_sync_state_name(s), sr_sync_call_name(c)};
+    ck_assert_ptr_nonnull(cell);
+    ck_assert_ptr_nonnull(want);
+    char got[96];
+    if (cell->code == 0)
+        snprintf(got, sizeof(got), "%s", sr_sync_state_name(cell->next));
+    else if (cell->code == SR_E_ENGINE_REQUEST && cell->status == 404)
+        snprintf(got, sizeof(got), "-");
+    else
+        snprintf(got, sizeof(got), "!%s>%s", sr_code_name(cell->code),
+                 sr_sync_state_name(cell->next));
+    ck_assert_msg(strcmp(got, want) == 0, "%s %s x %s: table says %s, the protocol %s", where[0],
+                  where[1], where[2], got, want);
+    if (cell->code == 0) {
+        ck_assert_uint_eq(cell->status, 200);
+        ck_assert_ptr_null(cell->msg);
+        return;
+    }
+    /* A refusal is named, classed and described, answers the plane's status and says which call
+     * it refused (its message formats the call's name). */
+    ck_assert_ptr_nonnull(sr_code_name(cell->code));
+    ck_assert_ptr_nonnull(cell->msg);
+    ck_assert_msg(strstr(cell->msg, "%s") != NULL, "%s %s x %s: message names no call", where[0],
+                  where[1], where[2]);
+    if (strcmp(want, "-") != 0)
+        ck_assert_uint_eq(cell->status, REFUSAL_STATUS[d]);
+    char msg[512];
+    snprintf(msg, sizeof(msg), cell->msg, "the_call");
+    ck_assert_ptr_nonnull(strstr(msg, "the_call"));
+}
+
+START_TEST(every_cell_of_every_plane)
+{
+    int cells = 0;
+    for (int d = 0; d < SR_SYNC_DIALECT_COUNT; d++)
+        for (int s = 0; s < SR_SS_COUNT; s++)
+            for (int c = 0; c < SR_SC_COUNT; c++, cells++)
+                check_cell((sr_sync_dialect)d, (sr_sync_state)s, (sr_sync_call)c);
+    ck_assert_int_eq(cells, 2 * 3 * 9);
+}
+END_TEST
+
+/* An update never leaves a state it cannot finish, and a finish always ends the update, so a
+ * failed one never blocks the next start (SkyRL #1605). */
+START_TEST(finish_always_ends_the_update)
+{
+    for (int d = 0; d < SR_SYNC_DIALECT_COUNT; d++) {
+        const sr_sync_cell *f =
+            sr_sync_table_cell((sr_sync_dialect)d, SR_SS_ACTIVE, SR_SC_FINISH_BACKWARDS);
+        ck_assert_int_eq(f->next, SR_SS_IDLE);
+        ck_assert_int_eq(sr_sync_table_cell((sr_sync_dialect)d, SR_SS_ACTIVE, SR_SC_FINISH)->next,
+                         SR_SS_IDLE);
+        ck_assert_int_eq(sr_sync_table_cell((sr_sync_dialect)d, SR_SS_IDLE, SR_SC_START)->next,
+                         SR_SS_ACTIVE);
+    }
+}
+END_TEST
+
+START_TEST(lookups_outside_the_enums)
+{
+    ck_assert_ptr_null(sr_sync_table_cell(SR_SYNC_DIALECT_COUNT, SR_SS_IDLE, SR_SC_INIT));
+    ck_assert_ptr_null(sr_sync_table_cell(SR_SYNC_DIALECT_SKYRL, SR_SS_COUNT, SR_SC_INIT));
+    ck_assert_ptr_null(sr_sync_table_cell(SR_SYNC_DIALECT_SKYRL, SR_SS_IDLE, SR_SC_COUNT));
+    ck_assert_ptr_null(sr_sync_state_name(SR_SS_COUNT));
+    ck_assert_ptr_null(sr_sync_call_name(SR_SC_COUNT));
+    ck_assert_ptr_null(sr_sync_dialect_name(SR_SYNC_DIALECT_COUNT));
+    ck_assert_int_eq(sr_sync_dialect_lookup("vllm"), SR_SYNC_DIALECT_VLLM);
+    ck_assert_int_eq(sr_sync_dialect_lookup("skyrl"), SR_SYNC_DIALECT_SKYRL);
+    ck_assert_int_eq(sr_sync_dialect_lookup("sglang"), -1);
+    ck_assert_int_eq(sr_sync_dialect_lookup(NULL), -1);
+}
+END_TEST
+
+static Suite *table_suite(void)
+{
+    Suite *s = suite_create("sync_table");
+    TCase *tc = tcase_create("table");
+    tcase_add_test(tc, every_cell_of_every_plane);
+    tcase_add_test(tc, finish_always_ends_the_update);
+    tcase_add_test(tc, lookups_outside_the_enums);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return sr_test_run(table_suite());
+}
