@@ -364,6 +364,12 @@ static void run_cli(const char *name, const expect *x, const char *syncroll, con
             fail(name, "check-body --json", "expected error %s, got %s", x->name, nm);
         if (!cl || strcmp(cl, x->cls) != 0)
             fail(name, "check-body --json", "expected class %s, got %s", x->cls, cl);
+        /* Only the stricter-than-reference refusal is one the reference would not make. */
+        int strict = strcmp(x->name, "intarray.stricter_than_reference") == 0;
+        const cJSON *ra = cJSON_GetObjectItemCaseSensitive(e, "reference_accepts");
+        if (!cJSON_IsBool(ra) || cJSON_IsTrue(ra) != strict)
+            fail(name, "check-body --json", "error.reference_accepts should be %s%s",
+                 strict ? "true" : "false", "");
         cJSON_Delete(j);
         return;
     }
