@@ -482,7 +482,14 @@ static int parse_tree(parser *p, cJSON **root)
                 return syntax(p, s, obj ? "expected ',' or '}'" : "expected ',' or ']'");
             s++;
             depth--;
-            int rc = ref && obj ? sr_jdom_i_keys_close(p->j, depth, p->err) : 0;
+            /* An object of fewer than two keys (most of a body's) cannot repeat one. */
+            int rc = 0;
+            if (ref && obj) {
+                if (p->j->nkeys - p->j->key_base[depth] < 2)
+                    p->j->nkeys = p->j->key_base[depth];
+                else
+                    rc = sr_jdom_i_keys_close(p->j, depth, p->err);
+            }
             if (rc)
                 return p->rc = rc;
         }

@@ -37,17 +37,14 @@ int sr_jdom_path_key(sr_buf *p, const char *key, sr_err *err)
     return rc;
 }
 
-int sr_jdom_i_key_push(sr_jdom *j, const char *s, size_t len, size_t off, sr_err *err)
+int sr_jdom_i_keys_grow(sr_jdom *j, sr_err *err)
 {
-    if (j->nkeys == j->cap_keys) {
-        size_t nc = j->cap_keys ? j->cap_keys * 2 : 64;
-        jdom_key *k = realloc(j->keys, nc * sizeof(*k));
-        if (!k)
-            return sr_err_set(err, SR_E_NOMEM, "json: cannot grow the key list to %zu keys", nc);
-        j->keys = k;
-        j->cap_keys = nc;
-    }
-    j->keys[j->nkeys++] = (jdom_key){s, len, off};
+    size_t nc = j->cap_keys ? j->cap_keys * 2 : 64;
+    jdom_key *k = realloc(j->keys, nc * sizeof(*k));
+    if (!k)
+        return sr_err_set(err, SR_E_NOMEM, "json: cannot grow the key list to %zu keys", nc);
+    j->keys = k;
+    j->cap_keys = nc;
     return 0;
 }
 

@@ -56,8 +56,21 @@ typedef struct jdom_key {
  */
 int sr_jdom_i_decimal(uint64_t m, int e10, double *out);
 
-/* Records the key just parsed of the innermost open object (SR_E_NOMEM). */
-int sr_jdom_i_key_push(sr_jdom *j, const char *s, size_t len, size_t off, sr_err *err);
+/* Grows j->keys by at least one slot (SR_E_NOMEM). */
+int sr_jdom_i_keys_grow(sr_jdom *j, sr_err *err);
+
+/* Records the key just parsed of the innermost open object (SR_E_NOMEM). Inline: every member
+ * of a response body's objects passes here. */
+static inline int sr_jdom_i_key_push(sr_jdom *j, const char *s, size_t len, size_t off, sr_err *err)
+{
+    if (j->nkeys == j->cap_keys) {
+        int rc = sr_jdom_i_keys_grow(j, err);
+        if (rc)
+            return rc;
+    }
+    j->keys[j->nkeys++] = (jdom_key){s, len, off};
+    return 0;
+}
 
 /*
  * The object stack[depth] closes: checks its keys (those from key_base[depth] on) for one that
