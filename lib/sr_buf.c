@@ -277,6 +277,17 @@ const char *sr_quote_str(char *dst, size_t cap, const char *s)
     return sr_quote_bytes(dst, cap, s ? s : "", s ? strlen(s) : 0);
 }
 
+int sr_hex_digit(unsigned char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
 size_t sr_utf8_seq(const unsigned char *p, size_t n)
 {
     unsigned char c = p[0];

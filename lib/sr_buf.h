@@ -74,6 +74,9 @@ const char *sr_quote_bytes(char *dst, size_t cap, const void *s, size_t n);
 /* sr_quote_bytes of a NUL-terminated string. */
 const char *sr_quote_str(char *dst, size_t cap, const char *s);
 
+/* The value of the hexadecimal digit c (0-9, a-f, A-F), or -1 (JSON's \u escapes). */
+int sr_hex_digit(unsigned char c);
+
 /*
  * Length of the well-formed UTF-8 sequence at p (n >= 1 bytes left; RFC 3629 section 4, the
  * table of well-formed byte sequences), or 0 when the bytes there are not one: a stray

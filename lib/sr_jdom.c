@@ -129,20 +129,10 @@ static const unsigned char *skip_ws(const unsigned char *s)
     return s;
 }
 
-static int hexval(unsigned char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 static unsigned hex4(const unsigned char *s)
 {
-    return (unsigned)(hexval(s[0]) << 12 | hexval(s[1]) << 8 | hexval(s[2]) << 4 | hexval(s[3]));
+    return (unsigned)(sr_hex_digit(s[0]) << 12 | sr_hex_digit(s[1]) << 8 | sr_hex_digit(s[2]) << 4 |
+                      sr_hex_digit(s[3]));
 }
 
 /*
@@ -161,7 +151,7 @@ static int string_end(parser *p, const unsigned char *s, const unsigned char **q
             unsigned char e = s[1];
             if (e == 'u') {
                 for (int i = 2; i < 6; i++)
-                    if (hexval(s[i]) < 0)
+                    if (sr_hex_digit(s[i]) < 0)
                         return syntax(p, s + i, "a \\u escape needs four hex digits");
                 s += 6;
             } else if (e != '\0' && strchr("\"\\/bfnrt", e)) {

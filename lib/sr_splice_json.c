@@ -33,17 +33,6 @@ static size_t jp_digits(const char *t, size_t n, size_t j)
     return j;
 }
 
-static int hexval(char x)
-{
-    if (x >= '0' && x <= '9')
-        return x - '0';
-    if (x >= 'a' && x <= 'f')
-        return x - 'a' + 10;
-    if (x >= 'A' && x <= 'F')
-        return x - 'A' + 10;
-    return -1;
-}
-
 /* Scans a string starting at its opening quote; returns the offset after it, or n if cut. */
 static int jp_string(const char *t, size_t n, size_t *i)
 {
@@ -79,7 +68,7 @@ static int jp_string(const char *t, size_t n, size_t *i)
                     *i = n;
                     return JP_PREFIX;
                 }
-                int v = hexval(t[j + h]);
+                int v = sr_hex_digit((unsigned char)t[j + h]);
                 if (v < 0) {
                     *i = j + h;
                     return JP_INVALID;
