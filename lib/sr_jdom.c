@@ -247,21 +247,26 @@ static int parse_string(parser *p, const unsigned char **ps, char **out, size_t 
     const unsigned char *s = *ps + 1, *q = s;
     unsigned hi = 0;
     p->nul = 0;
-    /* Eight bytes at a time while none is '"', '\\' or a control byte (bytes >= 0x80 only
-     * count for the UTF-8 check), then byte by byte. */
-    const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
-    uint64_t hw = 0;
-    while ((size_t)(p->end - q) >= 8) {
-        uint64_t w, xq, xb;
-        memcpy(&w, q, 8);
-        xq = w ^ (ones * '"');
-        xb = w ^ (ones * '\\');
-        if ((((xq - ones) & ~xq) | ((xb - ones) & ~xb) | ((w - ones * 0x20) & ~w)) & highs)
-            break;
-        hw |= w;
-        q += 8;
+    /* Keys and short values end within a few bytes: byte by byte first. Longer runs go eight
+     * bytes at a time while none is '"', '\\' or a control byte (bytes >= 0x80 only count for
+     * the UTF-8 check), then byte by byte again. The NUL after the text stops every loop. */
+    for (int k = 0; k < 16 && *q >= 0x20 && *q != '"' && *q != '\\'; k++)
+        hi |= *q++;
+    if (q - s == 16) {
+        const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+        uint64_t hw = 0;
+        while ((size_t)(p->end - q) >= 8) {
+            uint64_t w, xq, xb;
+            memcpy(&w, q, 8);
+            xq = w ^ (ones * '"');
+            xb = w ^ (ones * '\\');
+            if ((((xq - ones) & ~xq) | ((xb - ones) & ~xb) | ((w - ones * 0x20) & ~w)) & highs)
+                break;
+            hw |= w;
+            q += 8;
+        }
+        hi |= (hw & highs) ? 0x80u : 0u;
     }
-    hi = (hw & highs) ? 0x80 : 0;
     while (*q >= 0x20 && *q != '"' && *q != '\\')
         hi |= *q++;
     int plain = *q == '"';
