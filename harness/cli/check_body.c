@@ -162,25 +162,14 @@ static int report_error(const opts *o, const sr_err *err, int exit_code)
 
 static int build_registry(sr_fields **out, const opts *o, sr_err *err)
 {
-    sr_fields *f, *b = NULL;
+    sr_fields *f;
     int rc = sr_fields_new(&f, err);
     if (rc)
         return rc;
     /* The file's definitions first: one named like a built-in replaces it (a registry file
      * defining rollout_sample_support with any dtype selects the #2079 contract). */
     if ((o->registry && (rc = sr_fields_load_file(f, o->registry, err))) ||
-        (rc = sr_fields_new(&b, err)) || (rc = sr_fields_add_builtins(b, err))) {
-        sr_fields_free(b);
-        sr_fields_free(f);
-        return rc;
-    }
-    for (size_t i = 0; !rc && i < sr_fields_count(b); i++) {
-        const sr_field_def *d = sr_fields_at(b, i);
-        if (!sr_fields_find(f, d->name, d->name_len))
-            rc = sr_fields_add(f, d, err);
-    }
-    sr_fields_free(b);
-    if (rc) {
+        (rc = sr_fields_add_missing_builtins(f, err))) {
         sr_fields_free(f);
         return rc;
     }
