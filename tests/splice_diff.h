@@ -14,7 +14,7 @@
  *     exactly (code, offset, message, entries, decoded bytes, notes), and compares the outcome
  *     with the model (sm_compare).
  *
- * Everything is static: include in one translation unit.
+ * Everything is static inline: include it where it is used.
  */
 #ifndef SPLICE_DIFF_H
 #define SPLICE_DIFF_H
@@ -31,7 +31,7 @@ typedef struct sd_rng {
     size_t n, p;
 } sd_rng;
 
-static uint64_t sd_next(sd_rng *r)
+static inline uint64_t sd_next(sd_rng *r)
 {
     if (r->bytes && r->p < r->n) {
         uint64_t v = 0;
@@ -45,7 +45,7 @@ static uint64_t sd_next(sd_rng *r)
     return r->s;
 }
 
-static unsigned sd_below(sd_rng *r, unsigned n)
+static inline unsigned sd_below(sd_rng *r, unsigned n)
 {
     return n ? (unsigned)(sd_next(r) % n) : 0;
 }
@@ -70,18 +70,19 @@ enum {
     SD_CLASSES
 };
 
-static int sd_want(sd_rng *r, unsigned rate)
+static inline int sd_want(sd_rng *r, unsigned rate)
 {
     return rate && sd_below(r, rate) == 0;
 }
 
-static void sd_put(sr_buf *b, const char *s)
+static inline void sd_put(sr_buf *b, const char *s)
 {
     sr_buf_puts(b, s, NULL);
 }
 
 /* Writes the values of an n-element array of `dtype` (uint8/int16/int32) as base64 into b. */
-static void sd_blob(sr_buf *b, sd_rng *r, sr_dtype dtype, size_t n, int trailing, int pad_quad)
+static inline void sd_blob(sr_buf *b, sd_rng *r, sr_dtype dtype, size_t n, int trailing,
+                           int pad_quad)
 {
     size_t item = sr_dtype_size(dtype), nb = n * item;
     unsigned char *raw = calloc(nb + 1, 1);
@@ -111,7 +112,7 @@ static void sd_blob(sr_buf *b, sd_rng *r, sr_dtype dtype, size_t n, int trailing
     free(raw);
 }
 
-static void sd_deep(sr_buf *b, sd_rng *r)
+static inline void sd_deep(sr_buf *b, sd_rng *r)
 {
     static const unsigned depths[] = {3, 40, 500, 899, 1001, 1100};
     unsigned d = depths[sd_below(r, 6)];
@@ -122,7 +123,7 @@ static void sd_deep(sr_buf *b, sd_rng *r)
         sd_put(b, i % 2 ? "}" : "]");
 }
 
-static void sd_number(sr_buf *b, sd_rng *r, unsigned rate)
+static inline void sd_number(sr_buf *b, sd_rng *r, unsigned rate)
 {
     static const char *const huge[] = {"1e400",
                                        "-1e400",
@@ -138,7 +139,7 @@ static void sd_number(sr_buf *b, sd_rng *r, unsigned rate)
 }
 
 /* A string value, maybe with invalid UTF-8 or a lone surrogate. */
-static void sd_string(sr_buf *b, sd_rng *r, const char *s, unsigned rate)
+static inline void sd_string(sr_buf *b, sd_rng *r, const char *s, unsigned rate)
 {
     static const char *const bad[] = {"\xff",     "\xc0\xaf",         "\xed\xa0\x80", "\\ud800",
                                       "\\udc00x", "\xf4\x90\x80\x80", "\xe2\x82",     "\xc3"};
@@ -152,7 +153,7 @@ static void sd_string(sr_buf *b, sd_rng *r, const char *s, unsigned rate)
     sd_put(b, "\"");
 }
 
-static void sd_key(sr_buf *b, sd_rng *r, const char *k, unsigned rate)
+static inline void sd_key(sr_buf *b, sd_rng *r, const char *k, unsigned rate)
 {
     if (sd_want(r, rate) && strchr(k, '_')) {
         /* `routed\u005fexperts`: the same key for the parser, not for the byte scan. */
@@ -167,7 +168,7 @@ typedef struct sd_plan {
     unsigned rate[SD_CLASSES]; /* 1 / probability of each mutation (0: never) */
 } sd_plan;
 
-static void sd_envelope(sr_buf *b, sd_rng *r, const sd_plan *pl, int routes)
+static inline void sd_envelope(sr_buf *b, sd_rng *r, const sd_plan *pl, int routes)
 {
     int t = 1 + (int)sd_below(r, 6), l = 1 + (int)sd_below(r, 3), k = 1 + (int)sd_below(r, 3);
     sr_dtype dt =
@@ -215,7 +216,7 @@ static void sd_envelope(sr_buf *b, sd_rng *r, const sd_plan *pl, int routes)
     sd_put(b, "}");
 }
 
-static void sd_token_ids(sr_buf *b, sd_rng *r, const sd_plan *pl)
+static inline void sd_token_ids(sr_buf *b, sd_rng *r, const sd_plan *pl)
 {
     static const char *const odd[] = {"-1", "1e2", "2147483648", "01", "1.0", "true"};
     sd_put(b, "\"token_ids\":[");
@@ -227,7 +228,7 @@ static void sd_token_ids(sr_buf *b, sd_rng *r, const sd_plan *pl)
     sd_put(b, "]");
 }
 
-static void sd_choice(sr_buf *b, sd_rng *r, const sd_plan *pl, unsigned idx)
+static inline void sd_choice(sr_buf *b, sd_rng *r, const sd_plan *pl, unsigned idx)
 {
     sr_buf_printf(b, NULL, "{\"index\":%u,", idx);
     sd_token_ids(b, r, pl);
@@ -267,7 +268,7 @@ static void sd_choice(sr_buf *b, sd_rng *r, const sd_plan *pl, unsigned idx)
 }
 
 /* Applies the whitespace mutation: a space after some ':' and ',' outside strings. */
-static void sd_respace(sr_buf *b, sd_rng *r)
+static inline void sd_respace(sr_buf *b, sd_rng *r)
 {
     sr_buf o = SR_BUF_INIT;
     int in = 0;
@@ -284,7 +285,7 @@ static void sd_respace(sr_buf *b, sd_rng *r)
 }
 
 /* A mutated body into b (reset first). */
-static void sd_generate(sr_buf *b, sd_rng *r, const sd_plan *pl)
+static inline void sd_generate(sr_buf *b, sd_rng *r, const sd_plan *pl)
 {
     b->len = 0;
     sd_put(b, "{\"id\":\"cmpl-1\",\"object\":\"text_completion\",");
@@ -317,7 +318,7 @@ static void sd_generate(sr_buf *b, sd_rng *r, const sd_plan *pl)
 }
 
 /* Every mutation at rate `rate` (a plan for the fuzz target and the unit test). */
-static sd_plan sd_plan_all(unsigned rate)
+static inline sd_plan sd_plan_all(unsigned rate)
 {
     sd_plan p;
     for (int i = 0; i < SD_CLASSES; i++)
@@ -332,7 +333,7 @@ typedef struct sd_ctx {
     sr_splicer *one, *two, *stream;
 } sd_ctx;
 
-static int sd_init(sd_ctx *c)
+static inline int sd_init(sd_ctx *c)
 {
     memset(c, 0, sizeof(*c));
     sr_splice_opts o = SR_SPLICE_OPTS_INIT, o2 = SR_SPLICE_OPTS_INIT;
@@ -346,7 +347,7 @@ static int sd_init(sd_ctx *c)
     return 0;
 }
 
-static void sd_fini(sd_ctx *c)
+static inline void sd_fini(sd_ctx *c)
 {
     sr_splicer_free(c->one);
     sr_splicer_free(c->two);
@@ -355,7 +356,7 @@ static void sd_fini(sd_ctx *c)
 }
 
 /* Everything one way of splicing says, as text (to free). */
-static char *sd_print(const sd_ctx *c, int rc, const sr_err *e, const sr_splice_result *r)
+static inline char *sd_print(const sd_ctx *c, int rc, const sr_err *e, const sr_splice_result *r)
 {
     sr_buf b = SR_BUF_INIT;
     if (rc) {
@@ -372,7 +373,7 @@ static char *sd_print(const sd_ctx *c, int rc, const sr_err *e, const sr_splice_
     return b.data;
 }
 
-static char *sd_stream(sd_ctx *c, const char *body, size_t len, size_t chunk, int vary)
+static inline char *sd_stream(sd_ctx *c, const char *body, size_t len, size_t chunk, int vary)
 {
     sr_err e = SR_ERR_INIT;
     const sr_splice_result *r = NULL;
@@ -392,7 +393,7 @@ static char *sd_stream(sd_ctx *c, const char *body, size_t len, size_t chunk, in
  * Splices `body` every way and compares with the model. Returns NULL when all is as
  * documented, else writes what differs into msg and returns it.
  */
-static const char *sd_check(sd_ctx *c, const char *body, size_t len, char *msg, size_t cap)
+static inline const char *sd_check(sd_ctx *c, const char *body, size_t len, char *msg, size_t cap)
 {
     sm_result m;
     sm_run(&m, c->f, body, len);

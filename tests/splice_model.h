@@ -34,7 +34,7 @@
  * lone surrogate or an out-of-range number, and for any other body the model refuses as a JSON
  * decode error only requires that syncroll refuses it too (not the class).
  *
- * Everything is static: include this header in one translation unit.
+ * Everything is static inline: include it where it is used.
  */
 #ifndef SPLICE_MODEL_H
 #define SPLICE_MODEL_H
@@ -103,7 +103,7 @@ typedef struct sm_result {
     sm_entry e[SM_MAX_ENTRIES];
 } sm_result;
 
-static uint64_t sm_fnv(const void *p, size_t n, uint64_t h)
+static inline uint64_t sm_fnv(const void *p, size_t n, uint64_t h)
 {
     for (size_t i = 0; i < n; i++)
         h = (h ^ ((const unsigned char *)p)[i]) * 1099511628211ull;
@@ -120,7 +120,7 @@ typedef struct sm_parser {
     int bad_text; /* invalid UTF-8, a lone surrogate, or a number out of orjson's range */
 } sm_parser;
 
-static void sm_free(sm_node *x)
+static inline void sm_free(sm_node *x)
 {
     if (!x)
         return;
@@ -136,14 +136,14 @@ static void sm_free(sm_node *x)
     free(x);
 }
 
-static void sm_ws(sm_parser *q)
+static inline void sm_ws(sm_parser *q)
 {
     while (q->p < q->n &&
            (q->t[q->p] == ' ' || q->t[q->p] == '\t' || q->t[q->p] == '\n' || q->t[q->p] == '\r'))
         q->p++;
 }
 
-static int sm_hex4(sm_parser *q, unsigned *v)
+static inline int sm_hex4(sm_parser *q, unsigned *v)
 {
     *v = 0;
     if (q->n - q->p < 4)
@@ -161,7 +161,7 @@ static int sm_hex4(sm_parser *q, unsigned *v)
     return 0;
 }
 
-static void sm_put_utf8(char *o, size_t *len, unsigned cp)
+static inline void sm_put_utf8(char *o, size_t *len, unsigned cp)
 {
     if (cp < 0x80) {
         o[(*len)++] = (char)cp;
@@ -181,7 +181,7 @@ static void sm_put_utf8(char *o, size_t *len, unsigned cp)
 }
 
 /* One UTF-8 sequence at q->p (RFC 3629: no overlongs, no surrogates, <= U+10FFFF). */
-static int sm_utf8(sm_parser *q)
+static inline int sm_utf8(sm_parser *q)
 {
     const unsigned char *t = q->t;
     unsigned c = t[q->p];
@@ -212,7 +212,7 @@ static int sm_utf8(sm_parser *q)
 }
 
 /* A string at q->p (the opening quote); *out gets its decoded bytes. */
-static int sm_string(sm_parser *q, char **out, size_t *olen)
+static inline int sm_string(sm_parser *q, char **out, size_t *olen)
 {
     size_t start = ++q->p;
     char *o = malloc(q->n - start + 1);
@@ -274,7 +274,7 @@ static int sm_string(sm_parser *q, char **out, size_t *olen)
     return -1;
 }
 
-static int sm_number(sm_parser *q, sm_node *x)
+static inline int sm_number(sm_parser *q, sm_node *x)
 {
     size_t s = q->p;
     const unsigned char *t = q->t;
@@ -341,7 +341,7 @@ static int sm_number(sm_parser *q, sm_node *x)
     return 0;
 }
 
-static int sm_push(sm_node *x, sm_node *kid, char *key, size_t klen)
+static inline int sm_push(sm_node *x, sm_node *kid, char *key, size_t klen)
 {
     if (x->n == x->cap) {
         size_t nc = x->cap ? x->cap * 2 : 4;
@@ -370,9 +370,9 @@ static int sm_push(sm_node *x, sm_node *kid, char *key, size_t klen)
     return 0;
 }
 
-static sm_node *sm_value(sm_parser *q);
+static inline sm_node *sm_value(sm_parser *q);
 
-static sm_node *sm_container(sm_parser *q, sm_node *x)
+static inline sm_node *sm_container(sm_parser *q, sm_node *x)
 {
     int obj = x->type == SM_OBJ;
     char close = obj ? '}' : ']';
@@ -437,7 +437,7 @@ bad:
     return NULL;
 }
 
-static sm_node *sm_value(sm_parser *q)
+static inline sm_node *sm_value(sm_parser *q)
 {
     sm_ws(q);
     if (q->p >= q->n)
@@ -481,7 +481,7 @@ typedef struct sm_state {
     int depth;
 } sm_state;
 
-static int sm_fail(sm_result *r, int status, const char *why)
+static inline int sm_fail(sm_result *r, int status, const char *why)
 {
     if (r->status == SM_OK) {
         r->status = status;
@@ -490,14 +490,15 @@ static int sm_fail(sm_result *r, int status, const char *why)
     return -1;
 }
 
-static void sm_stricter(sm_result *r, const char *why)
+static inline void sm_stricter(sm_result *r, const char *why)
 {
     if (!r->stricter && r->status == SM_OK)
         r->why = why;
     r->stricter = 1;
 }
 
-static const sr_field_def *sm_field(const sm_state *st, const char *key, size_t klen, int *idx)
+static inline const sr_field_def *sm_field(const sm_state *st, const char *key, size_t klen,
+                                           int *idx)
 {
     for (size_t i = 0; i < sr_fields_count(st->fields); i++) {
         const sr_field_def *d = sr_fields_at(st->fields, i);
@@ -509,7 +510,7 @@ static const sr_field_def *sm_field(const sm_state *st, const char *key, size_t 
     return NULL;
 }
 
-static const sm_node *sm_member(const sm_node *o, const char *key)
+static inline const sm_node *sm_member(const sm_node *o, const char *key)
 {
     for (size_t i = 0; o && o->type == SM_OBJ && i < o->n; i++)
         if (o->klen[i] == strlen(key) && memcmp(o->keys[i], key, o->klen[i]) == 0)
@@ -518,8 +519,8 @@ static const sm_node *sm_member(const sm_node *o, const char *key)
 }
 
 /* unpack_ndarray (+ route compaction) of `v`, whose blob is b (NULL: data was not spliced). */
-static int sm_unpack(sm_state *st, const sr_field_def *d, int idx, const sm_node *v,
-                     const sm_blob *b)
+static inline int sm_unpack(sm_state *st, const sr_field_def *d, int idx, const sm_node *v,
+                            const sm_blob *b)
 {
     sm_result *r = st->r;
     if (v->type != SM_OBJ)
@@ -607,7 +608,7 @@ out:
     return rc;
 }
 
-static void sm_ints(sm_state *st, int idx, const sr_field_def *d, const sm_node *v)
+static inline void sm_ints(sm_state *st, int idx, const sr_field_def *d, const sm_node *v)
 {
     sm_result *r = st->r;
     int ok = v->type == SM_ARR;
@@ -639,7 +640,7 @@ static void sm_ints(sm_state *st, int idx, const sr_field_def *d, const sm_node 
 }
 
 /* Marks token_ids anywhere below an attached envelope: syncroll refuses what it cut there. */
-static void sm_ints_below(sm_state *st, const sm_node *x)
+static inline void sm_ints_below(sm_state *st, const sm_node *x)
 {
     int idx;
     for (size_t i = 0; i < x->n; i++) {
@@ -653,7 +654,7 @@ static void sm_ints_below(sm_state *st, const sm_node *x)
 }
 
 /* _restore_packed_data, then the decode of what it found, in document order. */
-static int sm_walk(sm_state *st, const sm_node *x)
+static inline int sm_walk(sm_state *st, const sm_node *x)
 {
     for (size_t i = 0; i < x->n; i++) {
         const sm_node *v = x->kids[i];
@@ -697,7 +698,7 @@ static int sm_walk(sm_state *st, const sm_node *x)
 }
 
 /* The bytes before `anchor` are `"name"` (the quote may be escaped). */
-static int sm_key_before(const char *body, size_t anchor, const sr_field_def *d)
+static inline int sm_key_before(const char *body, size_t anchor, const sr_field_def *d)
 {
     size_t k = d->name_len + 2;
     return anchor >= k && body[anchor - k] == '"' && body[anchor - 1] == '"' &&
@@ -706,7 +707,7 @@ static int sm_key_before(const char *body, size_t anchor, const sr_field_def *d)
 
 /* Runs the model on `len` bytes of `body` with registry `fields` (packed fields and integer
  * arrays as registered). */
-static void sm_run(sm_result *r, const sr_fields *fields, const char *body, size_t len)
+static inline void sm_run(sm_result *r, const sr_fields *fields, const char *body, size_t len)
 {
     static const char anchor[] = ":{\"data\":\"";
     memset(r, 0, sizeof(*r));
@@ -744,6 +745,8 @@ static void sm_run(sm_result *r, const sr_fields *fields, const char *body, size
             end++;
         if (end == len) {
             sm_fail(r, SM_UNTERMINATED, "unterminated base64");
+            for (size_t i = 0; i < SR_FIELDS_MAX; i++)
+                free(st.q[i]);
             free(text);
             return;
         }
@@ -800,7 +803,8 @@ static void sm_run(sm_result *r, const sr_fields *fields, const char *body, size
 /* ---- the comparison ---- */
 
 /* A summary of a syncroll result in the model's terms, or of its error. */
-static void sm_from_splice(sm_result *o, const sr_fields *f, int rc, const sr_splice_result *r)
+static inline void sm_from_splice(sm_result *o, const sr_fields *f, int rc,
+                                  const sr_splice_result *r)
 {
     memset(o, 0, sizeof(*o));
     if (rc) {
@@ -823,7 +827,7 @@ static void sm_from_splice(sm_result *o, const sr_fields *f, int rc, const sr_sp
     }
 }
 
-static int sm_same_entries(const sm_result *a, const sm_result *b)
+static inline int sm_same_entries(const sm_result *a, const sm_result *b)
 {
     if (a->n != b->n)
         return 0;
@@ -845,8 +849,8 @@ static int sm_same_entries(const sm_result *a, const sm_result *b)
  * transient error in syncroll, and an envelope, layout or orphan error a protocol one; a body
  * cut inside a blob may be refused with any class.
  */
-static const char *sm_compare(const sm_result *m, const sr_fields *f, int rc,
-                              const sr_splice_result *res)
+static inline const char *sm_compare(const sm_result *m, const sr_fields *f, int rc,
+                                     const sr_splice_result *res)
 {
     if (SM_PENDING_SPLICE_CORE && (m->dup || m->bad_text))
         return NULL;
