@@ -277,8 +277,7 @@ const char *sr_quote_str(char *dst, size_t cap, const char *s)
     return sr_quote_bytes(dst, cap, s ? s : "", s ? strlen(s) : 0);
 }
 
-/* Length of the well-formed UTF-8 sequence at p (n bytes left), or 0 (RFC 3629 table 3-7). */
-static size_t utf8_seq(const unsigned char *p, size_t n)
+size_t sr_utf8_seq(const unsigned char *p, size_t n)
 {
     unsigned char c = p[0];
     size_t len;
@@ -305,13 +304,34 @@ static size_t utf8_seq(const unsigned char *p, size_t n)
     return len;
 }
 
+size_t sr_utf8_check(const void *s, size_t n)
+{
+    const unsigned char *p = s;
+    size_t i = 0;
+    while (i < n) {
+        /* ASCII runs, eight bytes at a time. */
+        uint64_t w;
+        while (i + 8 <= n && (memcpy(&w, p + i, 8), (w & 0x8080808080808080ull) == 0))
+            i += 8;
+        while (i < n && p[i] < 0x80)
+            i++;
+        if (i == n)
+            break;
+        size_t k = sr_utf8_seq(p + i, n - i);
+        if (!k)
+            return i;
+        i += k;
+    }
+    return n;
+}
+
 int sr_buf_put_json_utf8(sr_buf *b, const char *json, size_t n, sr_err *err)
 {
     const unsigned char *p = (const unsigned char *)json;
     size_t i = 0, start = 0;
     int rc = 0;
     while (!rc && i < n) {
-        size_t k = utf8_seq(p + i, n - i);
+        size_t k = sr_utf8_seq(p + i, n - i);
         if (k) {
             i += k;
             continue;

@@ -75,6 +75,18 @@ const char *sr_quote_bytes(char *dst, size_t cap, const void *s, size_t n);
 const char *sr_quote_str(char *dst, size_t cap, const char *s);
 
 /*
+ * Length of the well-formed UTF-8 sequence at p (n >= 1 bytes left; RFC 3629 section 4, the
+ * table of well-formed byte sequences), or 0 when the bytes there are not one: a stray
+ * continuation byte, an overlong form (C0, C1, E0 80-9F, F0 80-8F), an encoded surrogate
+ * (ED A0-BF), a code point past U+10FFFF (F4 90-BF, F5-FF) or a sequence cut by the end.
+ */
+size_t sr_utf8_seq(const unsigned char *p, size_t n);
+
+/* Offset of the first byte of s[0, n) that does not start a well-formed UTF-8 sequence, or n
+ * when all of it is UTF-8. ASCII runs are skipped eight bytes at a time. */
+size_t sr_utf8_check(const void *s, size_t n);
+
+/*
  * Appends the JSON text `json` (n bytes, e.g. from cJSON_Print*) with every byte that is not
  * part of a well-formed UTF-8 sequence (stray continuation bytes, overlong forms, surrogates,
  * code points past U+10FFFF, cut sequences) replaced by the escape \ufffd, so that the output

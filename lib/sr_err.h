@@ -97,8 +97,6 @@ typedef enum sr_class {
       "the body ends inside a packed blob")                                                        \
     X(SR_E_SPLICE_ORPHAN, -402, "splice.orphan_blob", SR_CLASS_PROTOCOL,                           \
       "a spliced blob found no envelope of its field in the parsed body")                          \
-    X(SR_E_SPLICE_DUPLICATE, -403, "splice.duplicate_field", SR_CLASS_PROTOCOL,                    \
-      "the same registered field appears twice in one JSON object")                                \
     X(SR_E_SPLICE_TRUNCATED, -404, "splice.truncated", SR_CLASS_TRANSIENT,                         \
       "the body is shorter than announced or ends before the JSON document does")                  \
     X(SR_E_SPLICE_JSON, -405, "splice.invalid_json", SR_CLASS_TRANSIENT,                           \
@@ -115,10 +113,25 @@ typedef enum sr_class {
       "a packed-field definition is malformed")                                                    \
     X(SR_E_FIELD_UNKNOWN, -411, "fields.unknown", SR_CLASS_USAGE,                                  \
       "a packed-field name is not in the registry")                                                \
-    X(SR_E_INTARRAY_SYNTAX, -420, "intarray.syntax", SR_CLASS_PROTOCOL,                            \
-      "a spliced integer array is not a JSON array of integers")                                   \
-    X(SR_E_INTARRAY_RANGE, -421, "intarray.range", SR_CLASS_PROTOCOL,                              \
-      "an integer in a spliced integer array is out of range")                                     \
+    X(SR_E_INTARRAY_SYNTAX, -420, "intarray.syntax", SR_CLASS_TRANSIENT,                           \
+      "a registered integer array (token_ids) is not valid JSON ([01], [1,], [1 2]): the "         \
+      "reference's JSON decoder fails too and its client retries")                                 \
+    X(SR_E_INTARRAY_STRICT, -421, "intarray.stricter_than_reference", SR_CLASS_PROTOCOL,           \
+      "a registered integer array is valid JSON the reference accepts, but holds a value "         \
+      "syncroll refuses: not an integer literal ([1.0], [1e2], a string) or outside the field's "  \
+      "range ([-1], [2^31])")                                                                      \
+    /* the reference parser's rules for a response body's JSON (-43x) */                           \
+    X(SR_E_JSON_DUPLICATE_KEY, -430, "json.duplicate_key", SR_CLASS_PROTOCOL,                      \
+      "an object of a response body's JSON has the same key twice (compared after unescaping); "   \
+      "the reference keeps the last silently, so syncroll fails closed")                           \
+    X(SR_E_JSON_TOO_DEEP, -431, "json.too_deep", SR_CLASS_PROTOCOL,                                \
+      "a response body's JSON nests arrays and objects deeper than 1000 levels")                   \
+    X(SR_E_JSON_UTF8, -432, "json.invalid_utf8", SR_CLASS_TRANSIENT,                               \
+      "a string of a response body's JSON is not valid UTF-8 (RFC 3629) or holds a lone "          \
+      "surrogate escape: the reference's JSON decoder fails and its client retries")               \
+    X(SR_E_JSON_NUMBER_OVERFLOW, -433, "json.number_overflow", SR_CLASS_TRANSIENT,                 \
+      "a number of a response body's JSON overflows a double (1e400): the reference's JSON "       \
+      "decoder fails and its client retries")                                                      \
     /* traces (-5xx) */                                                                            \
     X(SR_E_TRACE_FINALIZED, -500, "trace.finalized", SR_CLASS_USAGE,                               \
       "the trace was already finalized")                                                           \

@@ -64,10 +64,10 @@ static int emit(sr_intarray_parser *p, void *dst, sr_err *err)
     if (bad || v < p->min || v > p->max) {
         p->state = ST_DONE;
         if (bad)
-            return sr_err_set_at(err, SR_E_INTARRAY_RANGE, (int64_t)p->start,
+            return sr_err_set_at(err, SR_E_INTARRAY_STRICT, (int64_t)p->start,
                                  "integer array: value at byte %llu does not fit 64 bits",
                                  (unsigned long long)p->start);
-        return sr_err_set_at(err, SR_E_INTARRAY_RANGE, (int64_t)p->start,
+        return sr_err_set_at(err, SR_E_INTARRAY_STRICT, (int64_t)p->start,
                              "integer array: value %lld at byte %llu is outside [%lld, %lld]",
                              (long long)v, (unsigned long long)p->start, (long long)p->min,
                              (long long)p->max);
@@ -232,8 +232,11 @@ int sr_intarray_feed(sr_intarray_parser *p, void *dst, const char *s, size_t n, 
             r = end_value(p, dst, c, p->pos + i, err);
         else
             r = step(p, c, p->pos + i, err);
-        if (r < 0)
+        if (r < 0) {
+            p->pos += i;
+            *consumed = i;
             return r;
+        }
         i++;
     }
     p->pos += i;

@@ -10,7 +10,7 @@
  *
  * Fractions, exponents, leading zeros, '+', strings, nesting, empty elements and trailing
  * commas are SR_E_INTARRAY_SYNTAX (err->offset: the offending byte). A value outside
- * [min, max], or beyond 64 bits, is SR_E_INTARRAY_RANGE (err->offset: the value's first byte).
+ * [min, max], or beyond 64 bits, is SR_E_INTARRAY_STRICT (err->offset: the value's first byte).
  * "-0" is 0. Offsets count from the first byte fed to the parser (or of the text, for
  * sr_intarray_parse).
  *
@@ -57,7 +57,8 @@ void sr_intarray_init(sr_intarray_parser *p, int64_t min, int64_t max);
  * increments p->count; the caller guarantees room for sr_intarray_max_values(n) more values.
  * When the closing ']' is consumed, *done = 1 and *consumed is the number of bytes up to and
  * including it; otherwise *consumed = n and *done = 0. Errors as described above; after an
- * error the parser must be re-initialised.
+ * error *consumed is the number of bytes before the one that raised it (the delimiter after an
+ * out-of-range value), and the parser must be re-initialised.
  */
 int sr_intarray_feed(sr_intarray_parser *p, void *dst, const char *s, size_t n, size_t *consumed,
                      int *done, sr_err *err);

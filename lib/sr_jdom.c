@@ -1,35 +1,13 @@
 /* Strict JSON into cJSON nodes carved from a reusable arena (see sr_jdom.h). */
-#include <float.h>
 #include <limits.h>
 #include <locale.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "sr_jdom.h"
-
-/* A chunk's bytes follow its header; 16 header bytes keep them as aligned as malloc's. */
-typedef struct chunk {
-    struct chunk *next;
-    size_t size;
-} chunk;
-
-#define CHUNK_DATA(c) ((unsigned char *)(c) + sizeof(chunk))
-
-/* The first chunk's size: the non-blob remainder of a typical response body fits in it. */
-#define CHUNK_MIN ((size_t)32 << 10)
-
-struct sr_jdom {
-    chunk *head, *tail;
-    chunk *cur;         /* the chunk being filled; NULL until a parse takes its first bytes */
-    uintptr_t pos, lim; /* the free bytes of cur; both 0 when cur is NULL */
-    size_t behind;      /* bytes of the chunks this parse has moved past */
-    size_t capacity;    /* sum of the chunks' sizes */
-    size_t nchunks;
-    size_t max;
-    locale_t c_locale; /* numbers are converted in the "C" locale whatever the process's is */
-    cJSON *stack[SR_JDOM_MAX_DEPTH];
-};
+#include "sr_buf.h"
+#include "sr_jdom_priv.h"
 
 typedef struct parser {
     sr_jdom *j;
@@ -126,11 +104,22 @@ static cJSON *new_child(parser *p, cJSON *parent)
 
 /* ---- lexical pieces ---- */
 
-static int syntax(parser *p, const unsigned char *at, const char *what)
+static int fail_at(parser *p, int code, const unsigned char *at, const char *what)
 {
     size_t off = (size_t)(at - p->t);
-    return p->rc = sr_err_set_at(p->err, SR_E_JSON_SYNTAX, (int64_t)off, "json: %s at byte %zu",
-                                 what, off);
+    return p->rc = sr_err_set_at(p->err, code, (int64_t)off, "json: %s at byte %zu", what, off);
+}
+
+static int syntax(parser *p, const unsigned char *at, const char *what)
+{
+    return fail_at(p, SR_E_JSON_SYNTAX, at, what);
+}
+
+/* SR_E_JSON_UTF8 under the reference rules, else a syntax error (cJSON's refusals). */
+static int bad_unicode(parser *p, const unsigned char *at, const char *what)
+{
+    return fail_at(p, (p->j->flags & SR_JDOM_REFERENCE) ? SR_E_JSON_UTF8 : SR_E_JSON_SYNTAX, at,
+                   what);
 }
 
 static const unsigned char *skip_ws(const unsigned char *s)
@@ -200,14 +189,14 @@ static int put_utf16(parser *p, const unsigned char **ps, unsigned char **po)
     const unsigned char *s = *ps;
     unsigned long cp = hex4(s + 2);
     if (cp >= 0xDC00 && cp <= 0xDFFF)
-        return syntax(p, s, "a \\u escape of a lone low surrogate");
+        return bad_unicode(p, s, "a \\u escape of a lone low surrogate");
     *ps = s + 6;
     if (cp >= 0xD800 && cp <= 0xDBFF) {
         if (s[6] != '\\' || s[7] != 'u')
-            return syntax(p, s, "a high surrogate \\u escape without a low one after it");
+            return bad_unicode(p, s, "a high surrogate \\u escape without a low one after it");
         unsigned lo = hex4(s + 8);
         if (lo < 0xDC00 || lo > 0xDFFF)
-            return syntax(p, s + 6, "a high surrogate \\u escape followed by no low one");
+            return bad_unicode(p, s + 6, "a high surrogate \\u escape followed by no low one");
         cp = 0x10000 + (((cp & 0x3FF) << 10) | (lo & 0x3FF));
         *ps = s + 12;
     }
@@ -232,8 +221,10 @@ static int put_utf16(parser *p, const unsigned char **ps, unsigned char **po)
     return 0;
 }
 
-/* Unescapes s[0 .. q) into o, which has room for q - s + 1 bytes (no escape grows). */
-static int unescape(parser *p, const unsigned char *s, const unsigned char *q, unsigned char *o)
+/* Unescapes s[0 .. q) into o, which has room for q - s + 1 bytes (no escape grows); *end is
+ * where the NUL after the unescaped bytes went. */
+static int unescape(parser *p, const unsigned char *s, const unsigned char *q, unsigned char *o,
+                    unsigned char **end)
 {
     static const char from[] = "bfnrt", to[] = "\b\f\n\r\t";
     while (s < q) {
@@ -252,102 +243,48 @@ static int unescape(parser *p, const unsigned char *s, const unsigned char *q, u
         s += 2;
     }
     *o = '\0';
+    *end = o;
     return 0;
 }
 
-/* Parses the string whose opening quote is at *ps into a NUL-terminated arena copy. */
-static int parse_string(parser *p, const unsigned char **ps, char **out)
+/*
+ * Parses the string whose opening quote is at *ps into a NUL-terminated arena copy; *outlen is
+ * its unescaped length (NULs included). Under the reference rules the raw bytes must be UTF-8
+ * (escapes are ASCII, so checking the raw text checks every byte that is not an escape).
+ */
+static int parse_string(parser *p, const unsigned char **ps, char **out, size_t *outlen)
 {
     const unsigned char *s = *ps + 1, *q = s;
+    unsigned hi = 0;
     p->nul = 0;
     while (*q >= 0x20 && *q != '"' && *q != '\\')
-        q++;
+        hi |= *q++;
     int plain = *q == '"';
     if (!plain && string_end(p, *ps, &q))
         return p->rc;
     size_t len = (size_t)(q - s);
-    unsigned char *dst = take(p, len + 1, 1);
+    if ((p->j->flags & SR_JDOM_REFERENCE) && (!plain || (hi & 0x80))) {
+        size_t bad = sr_utf8_check(s, len);
+        if (bad < len)
+            return fail_at(p, SR_E_JSON_UTF8, s + bad, "a string that is not valid UTF-8");
+    }
+    unsigned char *dst = take(p, len + 1, 1), *end = NULL;
     if (!dst)
         return p->rc;
     if (plain) {
         memcpy(dst, s, len);
         dst[len] = '\0';
-    } else if (unescape(p, s, q, dst)) {
+        end = dst + len;
+    } else if (unescape(p, s, q, dst, &end)) {
         return p->rc;
     }
     *out = (char *)dst;
+    *outlen = (size_t)(end - dst);
     *ps = q + 1;
     return 0;
 }
 
 /* ---- numbers ---- */
-
-/* Powers of ten that doubles hold exactly. */
-static const double k_pow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
-                                 1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
-                                 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
-
-/* The fast path needs each double operation rounded once, straight to double precision. */
-#if FLT_EVAL_METHOD == 0
-static const int k_exact_ops = 1;
-#else
-static const int k_exact_ops = 0;
-#endif
-
-__extension__ typedef unsigned __int128 u128;
-
-/* The double with bits mant * 2^e2 for mant < 2^53 and a normal result (both exact). */
-static double scale2(uint64_t mant, int e2)
-{
-    uint64_t bits = (uint64_t)(1023 + e2) << 52;
-    double p2;
-    memcpy(&p2, &bits, sizeof(p2));
-    return (double)mant * p2;
-}
-
-/*
- * Rounds q * 2^e2 to the nearest double, ties to even; `sticky` says that nonzero bits below q
- * were cut off. q has at least 54 bits when sticky is set, so the round bit is in q.
- */
-static double round_u128(u128 q, int sticky, int e2)
-{
-    uint64_t hi = (uint64_t)(q >> 64), lo = (uint64_t)q;
-    int bits = hi ? 128 - __builtin_clzll(hi) : lo ? 64 - __builtin_clzll(lo) : 0;
-    if (bits <= 53)
-        return scale2(lo, e2);
-    int sh = bits - 53;
-    uint64_t mant = (uint64_t)(q >> sh);
-    u128 rest = q & (((u128)1 << sh) - 1), half = (u128)1 << (sh - 1);
-    mant += rest > half || (rest == half && (sticky || (mant & 1)));
-    if (mant == (uint64_t)1 << 53) {
-        mant >>= 1;
-        sh++;
-    }
-    return scale2(mant, e2 + sh);
-}
-
-/*
- * m * 10^e10 correctly rounded, with exact 128-bit integer arithmetic, for the ranges where
- * that is possible: 10^e10 < 2^64 for a product, and a quotient of at least 54 bits for a
- * division of m (shifted to the top of 128 bits) by 10^-e10 < 2^74. Returns 0 outside them.
- */
-static int convert_exact(uint64_t m, int e10, double *out)
-{
-    if (m == 0 || e10 > 19 || e10 < -22)
-        return 0;
-    int k = e10 < 0 ? -e10 : e10;
-    /* The doubles of k_pow10 are exact, and 10^19 < 2^64. */
-    u128 p =
-        k <= 19 ? (uint64_t)k_pow10[k] : (u128)(uint64_t)k_pow10[19] * (uint64_t)k_pow10[k - 19];
-    if (e10 >= 0) {
-        *out = round_u128((u128)m * p, 0, 0);
-        return 1;
-    }
-    int s = 64 + __builtin_clzll(m);
-    u128 n = (u128)m << s;
-    *out = round_u128(n / p, n % p != 0, -s);
-    return 1;
-}
 
 /*
  * strtod of the token's characters (in the "C" locale), which is what cJSON stores. Long tokens
@@ -381,14 +318,14 @@ static int convert_slow(parser *p, const unsigned char *s, size_t len, double *o
  * Parses -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)? at *ps. Up to 19 digits are gathered
  * into an integer mantissa m, and value = m * 10^e10 is rounded exactly as strtod rounds it:
  * by one double operation when m and the power of ten are exact doubles (Clinger's fast path),
- * else by 128-bit integer arithmetic (convert_exact), else by strtod itself.
+ * else by 128-bit integer arithmetic (sr_jdom_num.c), else by strtod itself.
  */
 static int parse_number(parser *p, const unsigned char **ps, cJSON *node)
 {
     const unsigned char *s = *ps, *q = s;
     uint64_t m = 0;
     size_t nd = 0, frac = 0;
-    int exp = 0, eneg = 0, neg = *q == '-';
+    int exp = 0, eneg = 0, neg = *q == '-', integral = 1;
     q += neg;
     if (*q == '0') {
         q++;
@@ -399,12 +336,14 @@ static int parse_number(parser *p, const unsigned char **ps, cJSON *node)
         return syntax(p, q, "a number needs a digit here");
     }
     if (*q == '.') {
+        integral = 0;
         if (!(*++q >= '0' && *q <= '9'))
             return syntax(p, q, "a digit must follow the decimal point");
         for (; *q >= '0' && *q <= '9'; q++, nd++, frac++)
             m = nd < 19 ? m * 10 + (uint64_t)(*q - '0') : m;
     }
     if (*q == 'e' || *q == 'E') {
+        integral = 0;
         q++;
         if (*q == '+' || *q == '-')
             eneg = *q++ == '-';
@@ -416,16 +355,17 @@ static int parse_number(parser *p, const unsigned char **ps, cJSON *node)
     /* nd <= 19 bounds frac, so e10 cannot overflow. */
     int e10 = nd <= 19 ? (eneg ? -exp : exp) - (int)frac : INT_MAX;
     double d = 0;
-    if (k_exact_ops && m <= ((uint64_t)1 << 53) && e10 >= -22 && e10 <= 22) {
-        d = (double)m;
-        d = e10 < 0 ? d / k_pow10[-e10] : d * k_pow10[e10];
-    } else if (e10 == INT_MAX || !convert_exact(m, e10, &d)) {
+    if (e10 == INT_MAX || !sr_jdom_i_decimal(m, e10, &d)) {
         if (convert_slow(p, s, (size_t)(q - s), &d))
             return p->rc;
         neg = 0; /* strtod read the sign */
     }
     d = neg ? -d : d;
+    if ((p->j->flags & SR_JDOM_REFERENCE) && isinf(d))
+        return fail_at(p, SR_E_JSON_NUMBER_OVERFLOW, s, "a number that overflows a double");
     node->type |= cJSON_Number;
+    if ((p->j->flags & SR_JDOM_REFERENCE) && !integral)
+        node->type |= SR_JDOM_NOT_INT;
     node->valuedouble = d;
     node->valueint = d >= INT_MAX ? INT_MAX : d <= (double)INT_MIN ? INT_MIN : (int)d;
     *ps = q;
@@ -448,11 +388,13 @@ static int literal(parser *p, const unsigned char **ps, const char *lit, size_t 
 static int parse_scalar(parser *p, const unsigned char **ps, cJSON *node)
 {
     switch (**ps) {
-    case '"':
-        if (parse_string(p, ps, &node->valuestring))
+    case '"': {
+        size_t len;
+        if (parse_string(p, ps, &node->valuestring, &len))
             return p->rc;
         node->type |= cJSON_String | (p->nul ? SR_JDOM_HAS_NUL : 0);
         return 0;
+    }
     case 't':
         node->type |= cJSON_True;
         node->valueint = 1;
@@ -477,9 +419,16 @@ static int parse_key(parser *p, const unsigned char **ps, cJSON *node)
 {
     if (**ps != '"')
         return syntax(p, *ps, "expected a string key");
-    if (parse_string(p, ps, &node->string))
+    const unsigned char *at = *ps;
+    size_t len;
+    if (parse_string(p, ps, &node->string, &len))
         return p->rc;
     node->type |= p->nul ? SR_JDOM_HAS_NUL : 0;
+    int rc = (p->j->flags & SR_JDOM_REFERENCE)
+                 ? sr_jdom_i_key_push(p->j, node->string, len, (size_t)(at - p->t), p->err)
+                 : 0;
+    if (rc)
+        return p->rc = rc;
     const unsigned char *s = skip_ws(*ps);
     if (*s != ':')
         return syntax(p, s, "expected ':' after a key");
@@ -495,6 +444,7 @@ static int parse_tree(parser *p, cJSON **root)
 {
     cJSON **stack = p->j->stack;
     size_t depth = 0;
+    int ref = (p->j->flags & SR_JDOM_REFERENCE) != 0;
     const unsigned char *s = skip_ws(p->t);
     cJSON *parent = NULL, *node = new_node(p);
     if (!(*root = node))
@@ -503,10 +453,12 @@ static int parse_tree(parser *p, cJSON **root)
         unsigned char c = *s;
         if (c == '{' || c == '[') {
             if (depth == SR_JDOM_MAX_DEPTH)
-                return syntax(p, s, "arrays and objects nested deeper than 1000");
+                return fail_at(p, ref ? SR_E_JSON_TOO_DEEP : SR_E_JSON_SYNTAX, s,
+                               "arrays and objects nested deeper than 1000");
             node->type |= c == '{' ? cJSON_Object : cJSON_Array;
             s = skip_ws(s + 1);
             if (*s != (c == '{' ? '}' : ']')) {
+                p->j->key_base[depth] = p->j->nkeys;
                 stack[depth++] = parent = node;
                 if (!(node = new_child(p, parent)))
                     return p->rc;
@@ -530,6 +482,9 @@ static int parse_tree(parser *p, cJSON **root)
                 return syntax(p, s, obj ? "expected ',' or '}'" : "expected ',' or ']'");
             s++;
             depth--;
+            int rc = ref && obj ? sr_jdom_i_keys_close(p->j, depth, p->err) : 0;
+            if (rc)
+                return p->rc = rc;
         }
         s = skip_ws(s + 1);
         if (!(node = new_child(p, parent)))
@@ -568,6 +523,7 @@ void sr_jdom_free(sr_jdom *j)
         free(c);
     }
     freelocale(j->c_locale);
+    free(j->keys);
     free(j);
 }
 
@@ -589,14 +545,29 @@ int sr_jdom_parse(sr_jdom *j, const char *t, size_t n, cJSON **out, sr_err *err)
     if (t[n] != '\0')
         return sr_err_set(err, SR_E_INVAL, "sr_jdom_parse: the text is not followed by a NUL");
     sr_jdom_reset(j);
+    j->nkeys = 0;
+    j->dup_off = SIZE_MAX;
     parser p = {j, (const unsigned char *)t, (const unsigned char *)t + n, err, 0, 0};
     cJSON *root = NULL;
-    if (parse_tree(&p, &root)) {
+    int rc = parse_tree(&p, &root);
+    if (!rc && j->dup_off != SIZE_MAX) {
+        /* Held until now: an error of the text itself anywhere comes first. */
+        if (err)
+            *err = j->dup;
+        rc = SR_E_JSON_DUPLICATE_KEY;
+    }
+    if (rc) {
         sr_jdom_reset(j);
-        return p.rc;
+        return rc;
     }
     *out = root;
     return 0;
+}
+
+void sr_jdom_set_flags(sr_jdom *j, unsigned flags)
+{
+    if (j)
+        j->flags = flags;
 }
 
 size_t sr_jdom_arena_bytes(const sr_jdom *j)

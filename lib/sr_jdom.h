@@ -16,7 +16,7 @@
  * links and prev links (the first child's prev is the last child). Beyond the RFC grammar it
  * therefore refuses what cJSON refuses: a \u escape of a lone or unpaired UTF-16 surrogate, and
  * nesting deeper than SR_JDOM_MAX_DEPTH arrays and objects. Raw bytes of 0x80 and above are
- * copied as they are (no UTF-8 validation, as cJSON and the splice's grammar check).
+ * copied as they are (no UTF-8 validation, as cJSON), unless the reference rules are on (below).
  * One addition: a node whose key or string value held an escaped NUL (\u0000) also carries
  * SR_JDOM_HAS_NUL in `type` (below), since the NUL-terminated string no longer shows where it was
  * cut; readers that mask the type with 0xFF, as cJSON_IsX and cJSON's functions do, see cJSON's.
@@ -35,6 +35,25 @@
  * the sr_jdom's maximum), SR_E_NOMEM, SR_E_INVAL (NULL arguments, or t[n] is not NUL). After
  * an error *out is NULL and the arena keeps its memory for the next parse.
  *
+ * The reference rules (sr_jdom_set_flags(j, SR_JDOM_REFERENCE); off by default) make the parser
+ * refuse what the SkyRL reference client's parser (orjson) refuses beyond cJSON, and what
+ * syncroll refuses on purpose, for the splice of response bodies (sr_splice.h):
+ *   SR_E_JSON_UTF8          a key or string whose raw bytes are not UTF-8 (RFC 3629: overlong
+ *                           forms, encoded surrogates, code points past U+10FFFF, cut sequences),
+ *                           and a \u escape of a lone or unpaired surrogate (cJSON refuses those
+ *                           as syntax errors)
+ *   SR_E_JSON_NUMBER_OVERFLOW a number whose value rounds to +-infinity (1e400, -1e400);
+ *                           underflow to zero (1e-400) is accepted, as strtod and orjson do
+ *   SR_E_JSON_TOO_DEEP      more than SR_JDOM_MAX_DEPTH nested arrays and objects
+ *   SR_E_JSON_DUPLICATE_KEY an object with the same key twice, compared byte for byte after
+ *                           unescaping ("a" and "\u0061" are the same key, "a\u0000b" and
+ *                           "a\u0000c" are not). Held until the whole text parsed: any other
+ *                           error of the text wins wherever it is; the message names the member's
+ *                           JSON path and the key, err->offset is the second key's quote.
+ * These errors stop the parse at their first offending byte like a syntax error, except the
+ * duplicate key. Number nodes whose literal has a fraction or an exponent (1.0, 1e2) also carry
+ * SR_JDOM_NOT_INT in `type`, so a reader can tell them from integers cJSON stores the same way.
+ *
  * Thread-safety: an sr_jdom and its tree belong to one thread at a time; distinct sr_jdom
  * objects are independent. Parsing does not depend on the process's locale.
  */
@@ -45,6 +64,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "sr_buf.h"
 #include "sr_err.h"
 
 typedef struct sr_jdom sr_jdom;
@@ -59,6 +79,13 @@ typedef struct sr_jdom sr_jdom;
  * dtype).
  */
 #define SR_JDOM_HAS_NUL (1 << 12)
+
+/* Set in a number node's `type` (reference rules only) when its literal had a fraction or an
+ * exponent. */
+#define SR_JDOM_NOT_INT (1 << 13)
+
+/* sr_jdom_set_flags: the reference parser's rules (above). */
+#define SR_JDOM_REFERENCE 1u
 
 /* 1 GiB: the arena maximum used when sr_jdom_new is given 0. */
 #define SR_JDOM_DEFAULT_MAX ((size_t)1 << 30)
@@ -79,6 +106,16 @@ void sr_jdom_free(sr_jdom *j);
  * `j` (see the lifetime above); on error *out is NULL. Errors as listed above.
  */
 int sr_jdom_parse(sr_jdom *j, const char *t, size_t n, cJSON **out, sr_err *err);
+
+/* Sets the parser's rules for the next parses: 0 (cJSON's) or SR_JDOM_REFERENCE. */
+void sr_jdom_set_flags(sr_jdom *j, unsigned flags);
+
+/*
+ * Appends one object key to a JSON path in `p`: ".key" (just "key" at the start) when the key is
+ * an identifier ([A-Za-z_][A-Za-z0-9_]*), else `["<the key as a JSON string>"]`; keys longer than
+ * 64 bytes are cut and end with "...". SR_E_NOMEM, SR_E_LIMIT.
+ */
+int sr_jdom_path_key(sr_buf *p, const char *key, sr_err *err);
 
 /* Releases the tree (its nodes become invalid) and keeps the arena's chunks for reuse. */
 void sr_jdom_reset(sr_jdom *j);

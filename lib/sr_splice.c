@@ -78,6 +78,8 @@ int sr_splicer_new(sr_splicer **out, const sr_fields *fields, const sr_splice_op
      * tens of gigabytes. */
     if (!rc)
         rc = sr_jdom_new(&s->jdom, 0, err);
+    if (!rc)
+        sr_jdom_set_flags(s->jdom, SR_JDOM_REFERENCE);
     if (rc) {
         sr_arena_free(s->arena);
         free(s);
@@ -102,6 +104,8 @@ void sr_splicer_free(sr_splicer *s)
     free(s->ints);
     free(s->ivals);
     free(s->map);
+    free(s->fallback);
+    free(s->fallback_field);
     free(s->entries);
     free(s->entry_ref);
     free(s->path_off);
@@ -119,7 +123,7 @@ static int begin(sr_splicer *s, int64_t expected, int64_t known, sr_err *err)
     s->expected = expected;
     s->failed = 0;
     sr_err_clear(&s->err);
-    s->nblobs = s->nints = s->nmap = 0;
+    s->nblobs = s->nints = s->nmap = s->nfallback = 0;
     s->scanned = 0;
     s->ivals_len = 0;
     s->active = 0;
@@ -152,7 +156,9 @@ cJSON *sr_splice_take_doc(sr_splicer *s)
 int sr_splice_retryable(int code, int retry_json_decode_only)
 {
     if (retry_json_decode_only)
-        return code == SR_E_SPLICE_JSON || code == SR_E_SPLICE_TRUNCATED;
+        return code == SR_E_SPLICE_JSON || code == SR_E_SPLICE_TRUNCATED ||
+               code == SR_E_JSON_UTF8 || code == SR_E_JSON_NUMBER_OVERFLOW ||
+               code == SR_E_INTARRAY_SYNTAX;
     return sr_code_class(code) == SR_CLASS_TRANSIENT;
 }
 
@@ -235,15 +241,19 @@ int sr_splice_i_end_blob(sr_splicer *s, const char *q, sr_err *err)
 static int start_ints(sr_splicer *s, int field, const char *bracket, sr_err *err)
 {
     int rc = sr_splice_i_grow((void **)&s->ints, &s->cap_ints, s->nints, sizeof(int_rec), err);
+    size_t at = s->text.len;
     if (!rc)
-        rc = sr_splice_i_map(s, s->text.len, sp_body_off(s, bracket), err);
+        rc = sr_splice_i_map(s, at, sp_body_off(s, bracket), err);
+    /* The array's bytes go to the text too while it is read: if it turns out not to be one the
+     * fast path takes, the text holds it as the reference's parser sees it (hand_back). */
     if (!rc)
-        rc = sr_buf_append(&s->text, "{}", 2, err);
+        rc = sr_buf_append(&s->text, "[", 1, err);
     if (rc)
         return rc;
     const sr_field_def *d = sr_fields_at(s->fields, (size_t)field);
     int_rec *r = &s->ints[s->nints++];
     r->field = (uint32_t)field;
+    r->text_off = at;
     r->body_off = sp_body_off(s, bracket);
     r->val_off = (s->ivals_len + 7) & ~(size_t)7;
     r->count = 0;
@@ -355,6 +365,25 @@ static int scan_skip(sr_splicer *s, const char **pp, const char *end, sr_err *er
     return sr_splice_i_end_blob(s, q, err);
 }
 
+int sr_splice_i_hand_back(sr_splicer *s, sr_err *err)
+{
+    const int_rec *r = &s->ints[s->nints - 1];
+    int rc = sr_splice_i_grow((void **)&s->fallback, &s->cap_fallback, s->nfallback, sizeof(size_t),
+                              err);
+    if (!rc)
+        rc = sr_splice_i_grow((void **)&s->fallback_field, &s->cap_fallback_field, s->nfallback,
+                              sizeof(uint32_t), err);
+    if (rc)
+        return rc;
+    s->fallback_field[s->nfallback] = r->field;
+    s->fallback[s->nfallback++] = r->text_off;
+    s->ivals_len = r->val_off;
+    s->nints--;
+    s->mode = M_TEXT;
+    s->k = 0;
+    return 0;
+}
+
 static int scan_ints(sr_splicer *s, const char **pp, const char *end, sr_err *err)
 {
     int_rec *r = &s->ints[s->nints - 1];
@@ -374,19 +403,27 @@ static int scan_ints(sr_splicer *s, const char **pp, const char *end, sr_err *er
     }
     size_t used = 0;
     int done = 0;
-    int rc = sr_intarray_feed(&s->ip, s->ivals + r->val_off, *pp, n, &used, &done, err);
-    if (rc) {
-        if (err && err->offset >= 0)
-            err->offset += (int64_t)r->body_off + 1;
-        sr_err_prefix(err, "%s (body byte %lld): ", sr_fields_at(s->fields, r->field)->name,
-                      err ? (long long)err->offset : -1LL);
+    sr_err ie = SR_ERR_INIT;
+    int rc = sr_intarray_feed(&s->ip, s->ivals + r->val_off, *pp, n, &used, &done, &ie);
+    if (rc && rc != SR_E_INTARRAY_SYNTAX && rc != SR_E_INTARRAY_STRICT) {
+        if (err)
+            *err = ie;
         return rc;
     }
+    int rc2 = sr_buf_append(&s->text, *pp, used, err);
+    if (rc2)
+        return rc2;
     *pp += used;
+    if (rc) /* not an array of integers in range: the JSON parser reads it instead */
+        return sr_splice_i_hand_back(s, err);
     r->count = (size_t)s->ip.count;
     s->ivals_len = r->val_off + r->count * width;
     if (done) {
+        /* Spliced: the parser sees the placeholder {} instead. */
+        s->text.len = r->text_off;
         s->mode = M_TEXT;
+        if ((rc = sr_buf_append(&s->text, "{}", 2, err)))
+            return rc;
         return sr_splice_i_map(s, s->text.len, sp_body_off(s, *pp), err);
     }
     return 0;

@@ -45,37 +45,6 @@ typedef struct walker {
     sr_buf path;        /* the path of `top`, valid after make_path */
 } walker;
 
-/* Keys longer than this appear abbreviated in paths (`["<first bytes>..."]`), so a body with
- * huge keys cannot make the path table grow far beyond the body itself. */
-#define PATH_KEY_MAX 64
-
-/* Appends ".key" (or `["key"]` for keys that are not identifiers, or `key` at the top). */
-static int push_key(sr_buf *p, const char *key, sr_err *err)
-{
-    size_t klen = strlen(key);
-    char shortkey[PATH_KEY_MAX + 4];
-    if (klen > PATH_KEY_MAX) {
-        memcpy(shortkey, key, PATH_KEY_MAX);
-        memcpy(shortkey + PATH_KEY_MAX, "...", 4);
-        key = shortkey;
-    }
-    int ident = (key[0] != '\0') && !(key[0] >= '0' && key[0] <= '9');
-    for (const char *k = key; *k && ident; k++)
-        ident = (*k >= 'a' && *k <= 'z') || (*k >= 'A' && *k <= 'Z') || (*k >= '0' && *k <= '9') ||
-                *k == '_';
-    if (ident) {
-        int rc = p->len ? sr_buf_append(p, ".", 1, err) : 0;
-        return rc ? rc : sr_buf_puts(p, key, err);
-    }
-    cJSON tmp = {.type = cJSON_String, .valuestring = (char *)key};
-    char *q = cJSON_PrintUnformatted(&tmp);
-    if (!q)
-        return sr_err_set(err, SR_E_NOMEM, "splice: cannot format a path");
-    int rc = sr_buf_printf(p, err, "[%s]", q);
-    free(q);
-    return rc;
-}
-
 /* Makes w->path the path of the chain ending at f, formatting the levels not yet formatted. */
 static int put_frames(walker *w, path_frame *f, sr_err *err)
 {
@@ -92,7 +61,7 @@ static int put_frames(walker *w, path_frame *f, sr_err *err)
         if (!(rc = sr_buf_append(p, "[", 1, err)) && !(rc = sr_buf_put_i64(p, f->index, err)))
             rc = sr_buf_append(p, "]", 1, err);
     } else {
-        rc = push_key(p, f->item->string ? f->item->string : "", err);
+        rc = sr_jdom_path_key(p, f->item->string ? f->item->string : "", err);
     }
     if (rc)
         return rc;
@@ -213,39 +182,28 @@ static const sr_field_def *registered(const walker *w, const char *key)
     return sr_fields_find(w->s->fields, key, n);
 }
 
-static int member(walker *w, cJSON *obj, cJSON *c, sr_err *err)
+static int member(walker *w, cJSON *c, sr_err *err)
 {
     sr_splicer *s = w->s;
     const sr_field_def *d = registered(w, c->string);
     if (!d)
         return walk(w, c, err);
-    int rc = 0;
-    for (const cJSON *o = obj->child; o != c; o = o->next) {
-        if (o->string && strcmp(o->string, c->string) == 0) {
-            if ((rc = make_path(w, err)))
-                return rc;
-            return sr_err_set(err, SR_E_SPLICE_DUPLICATE,
-                              "%s: the registered field %s appears twice in one object",
-                              w->path.data, d->name);
-        }
-    }
+    /* The parser refused every duplicate key (json.duplicate_key), so c is its object's only
+     * member of this name, the one the reference's last-wins parser keeps too. */
     size_t f = sr_fields_index(s->fields, d);
     if (d->kind == SR_FIELD_PACKED)
         return packed_member(w, d, f, c, err);
     if (cJSON_IsObject(c) && !c->child) {
-        size_t ii = pop_int(w, (uint32_t)f);
-        if (ii == SIZE_MAX) {
-            if ((rc = make_path(w, err)))
-                return rc;
-            return sr_err_set(err, SR_E_INTARRAY_SYNTAX,
-                              "%s: %s holds an object, not an integer array", w->path.data,
-                              d->name);
-        }
-        return add_entry(w, SR_SPLICE_INT_ARRAY, d, c, ii, err);
+        /* The placeholder of a spliced array; an empty object of the body itself finds none and
+         * is refused with the values the reference never checks (sr_splice_check.c). */
+        return add_entry(w, SR_SPLICE_INT_ARRAY, d, c, pop_int(w, (uint32_t)f), err);
     }
-    if (cJSON_IsArray(c))
-        return add_entry(w, SR_SPLICE_INT_ARRAY, d, c, SIZE_MAX, err);
-    return walk(w, c, err);
+    /* Read from the document (sr_splice_check.c); envelopes inside are still re-attached, as
+     * the reference does, so that a refusal of the values is all that differs from it. */
+    int rc = cJSON_IsArray(c) || cJSON_IsObject(c)
+                 ? add_entry(w, SR_SPLICE_INT_ARRAY, d, c, SIZE_MAX, err)
+                 : 0;
+    return rc ? rc : walk(w, c, err);
 }
 
 static int walk(walker *w, cJSON *node, sr_err *err)
@@ -264,7 +222,7 @@ static int walk(walker *w, cJSON *node, sr_err *err)
             f.index = i;
             rc = walk(w, c, err);
         } else {
-            rc = member(w, node, c, err);
+            rc = member(w, c, err);
         }
     }
     w->top = f.up;
@@ -331,14 +289,67 @@ static int check_end(sr_splicer *s, sr_err *err)
         return sr_err_set_at(err, SR_E_SPLICE_SHORT, (int64_t)s->pos,
                              "the body ended after %llu of its announced %lld bytes",
                              (unsigned long long)s->pos, (long long)s->expected);
-    if (s->mode == M_INTS) {
-        const int_rec *r = &s->ints[s->nints - 1];
-        return sr_err_set_at(err, SR_E_SPLICE_TRUNCATED, (int64_t)s->pos,
-                             "the body ends inside the integer array %s that starts at byte %llu",
-                             sr_fields_at(s->fields, r->field)->name,
-                             (unsigned long long)r->body_off);
+    /* Cut inside an integer array: the parser sees the rest of the text, so an error earlier in
+     * it comes first, as in the reference; the cut is then splice.truncated. */
+    return s->mode == M_INTS ? sr_splice_i_hand_back(s, err) : 0;
+}
+
+/* The parser refused the text with `rc` (je): the error the reference's order gives (header). */
+static int classify(sr_splicer *s, int rc, const sr_err *je, sr_err *err)
+{
+    const char *t = s->text.data ? s->text.data : "";
+    size_t n = s->text.len, bad = 0, in_array = 0;
+    if (rc == SR_E_JSON_DUPLICATE_KEY || rc == SR_E_JSON_UTF8 || rc == SR_E_JSON_NUMBER_OVERFLOW) {
+        /* The parser met them in text order (a duplicate only once the text was all valid). */
+        uint64_t at = sr_splice_i_body_of(s, (size_t)je->offset);
+        if (err) {
+            *err = *je;
+            err->offset = (int64_t)at;
+            sr_err_prefix(err, "splice: body byte %llu: ", (unsigned long long)at);
+        }
+        return rc;
     }
-    return 0;
+    /* Syntax and too deep: the grammar check says whether the body was cut, where the first
+     * error of the whole text is, and whether there is one past a nesting too deep. */
+    int why = sr_splice_i_json_check(t, n, s->fallback, s->nfallback, &bad, &in_array);
+    uint64_t at = sr_splice_i_body_of(s, bad);
+    switch (why) {
+    case SR_SPLICE_JSON_PREFIX:
+        return sr_err_set_at(err, SR_E_SPLICE_TRUNCATED, (int64_t)s->pos,
+                             "the response body ends before its JSON document does (%llu bytes)",
+                             (unsigned long long)s->pos);
+    case SR_SPLICE_JSON_UTF8:
+        return sr_err_set_at(err, SR_E_JSON_UTF8, (int64_t)at,
+                             "a string of the response body's JSON is not valid UTF-8 at body "
+                             "byte %llu (the reference's parser refuses it)",
+                             (unsigned long long)at);
+    case SR_SPLICE_JSON_OVERFLOW:
+        return sr_err_set_at(err, SR_E_JSON_NUMBER_OVERFLOW, (int64_t)at,
+                             "the number at body byte %llu overflows a double (the reference's "
+                             "parser refuses it)",
+                             (unsigned long long)at);
+    case SR_SPLICE_JSON_INVALID:
+        if (in_array)
+            return sr_err_set_at(err, SR_E_INTARRAY_SYNTAX, (int64_t)at,
+                                 "the integer array %s is not valid JSON at body byte %llu",
+                                 sr_fields_at(s->fields, s->fallback_field[in_array - 1])->name,
+                                 (unsigned long long)at);
+        return sr_err_set_at(err, SR_E_SPLICE_JSON, (int64_t)at,
+                             "the response body is not valid JSON at byte %llu",
+                             (unsigned long long)at);
+    case SR_SPLICE_JSON_COMPLETE:
+        if (rc == SR_E_JSON_TOO_DEEP) {
+            uint64_t deep = sr_splice_i_body_of(s, (size_t)je->offset);
+            return sr_err_set_at(err, SR_E_JSON_TOO_DEEP, (int64_t)deep,
+                                 "the response body's JSON nests arrays and objects deeper than "
+                                 "%d levels at body byte %llu",
+                                 SR_JDOM_MAX_DEPTH, (unsigned long long)deep);
+        }
+        return sr_err_set(err, SR_E_INTERNAL,
+                          "splice: the parser refused JSON the grammar check accepts");
+    default:
+        return sr_err_set(err, SR_E_NOMEM, "splice: cannot allocate the grammar check's stack");
+    }
 }
 
 static int parse(sr_splicer *s, sr_err *err)
@@ -346,34 +357,23 @@ static int parse(sr_splicer *s, sr_err *err)
     const char *t = s->text.data ? s->text.data : "";
     size_t n = s->text.len;
     s->doc = NULL;
-    /* jdom accepts exactly one RFC 8259 value that cJSON accepts too, into its reused arena
-     * (a cJSON parse and delete per response was a quarter of the client's CPU per request). */
+    /* jdom accepts exactly one RFC 8259 value under the reference's rules (sr_jdom.h), into its
+     * reused arena (a cJSON parse and delete per response was a quarter of the client's CPU per
+     * request). */
     sr_err je = SR_ERR_INIT;
     int rc = n ? sr_jdom_parse(s->jdom, t, n, &s->doc, &je) : SR_E_JSON_SYNTAX;
     if (!rc)
         return 0;
     s->doc = NULL;
-    if (rc != SR_E_JSON_SYNTAX) {
+    if (rc != SR_E_JSON_SYNTAX && rc != SR_E_JSON_TOO_DEEP && rc != SR_E_JSON_DUPLICATE_KEY &&
+        rc != SR_E_JSON_UTF8 && rc != SR_E_JSON_NUMBER_OVERFLOW) {
         if (err) {
             *err = je;
             sr_err_prefix(err, "splice: the response body's JSON: ");
         }
         return rc;
     }
-    /* Refused: the grammar check tells a cut body (transient) from an invalid one. */
-    size_t bad = 0;
-    int why = sr_splice_i_json_check(t, n, &bad);
-    uint64_t at = sr_splice_i_body_of(s, bad);
-    if (why == SR_SPLICE_JSON_PREFIX)
-        return sr_err_set_at(err, SR_E_SPLICE_TRUNCATED, (int64_t)s->pos,
-                             "the response body ends before its JSON document does (%llu bytes)",
-                             (unsigned long long)s->pos);
-    if (why == SR_SPLICE_JSON_COMPLETE)
-        return sr_err_set(err, SR_E_SPLICE_JSON,
-                          "the response body is valid JSON that the parser rejects (nesting)");
-    return sr_err_set_at(err, SR_E_SPLICE_JSON, (int64_t)at,
-                         "the response body is not valid JSON at byte %llu",
-                         (unsigned long long)at);
+    return classify(s, rc, &je, err);
 }
 
 int sr_splice_i_finish(sr_splicer *s, sr_err *err)

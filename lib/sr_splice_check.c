@@ -141,6 +141,11 @@ static int convert_ints(sr_splicer *s, sr_splice_entry *e, size_t *val_off, size
                         sr_err *err)
 {
     const sr_field_def *d = e->field;
+    if (!cJSON_IsArray(e->node))
+        return sr_err_set(err, SR_E_INTARRAY_STRICT,
+                          "%s holds an object, not an integer array (the reference accepts the "
+                          "body: it never checks %s)",
+                          d->name, d->name);
     size_t n = (size_t)cJSON_GetArraySize(e->node);
     size_t width = sr_intarray_dtype(d->min, d->max) == SR_DTYPE_INT32 ? 4 : 8;
     size_t off = (s->ivals_len + 7) & ~(size_t)7;
@@ -157,12 +162,19 @@ static int convert_ints(sr_splicer *s, sr_splice_entry *e, size_t *val_off, size
     size_t i = 0;
     for (const cJSON *it = e->node->child; it; it = it->next, i++) {
         double v = it->valuedouble;
-        if (!cJSON_IsNumber(it) || v != floor(v))
-            return sr_err_set(err, SR_E_INTARRAY_SYNTAX, "%s[%zu] is not an integer", d->name, i);
-        if (!(v >= -9007199254740992.0 && v <= 9007199254740992.0) || (int64_t)v < d->min ||
+        /* A literal with a fraction or an exponent (1.0, 1e2) is a float to the reference. */
+        if (!cJSON_IsNumber(it) || (it->type & SR_JDOM_NOT_INT) || v != floor(v))
+            return sr_err_set(err, SR_E_INTARRAY_STRICT,
+                              "%s[%zu] is not an integer literal (the reference accepts the "
+                              "body: it never checks %s values)",
+                              d->name, i, d->name);
+        /* Beyond 2^53 the double may not be the literal's integer: refused, never rounded. */
+        if (!(v > -9007199254740992.0 && v < 9007199254740992.0) || (int64_t)v < d->min ||
             (int64_t)v > d->max)
-            return sr_err_set(err, SR_E_INTARRAY_RANGE, "%s[%zu] = %.17g is outside [%lld, %lld]",
-                              d->name, i, v, (long long)d->min, (long long)d->max);
+            return sr_err_set(err, SR_E_INTARRAY_STRICT,
+                              "%s[%zu] = %.17g is outside [%lld, %lld] (the reference accepts the "
+                              "body: it never checks %s values)",
+                              d->name, i, v, (long long)d->min, (long long)d->max, d->name);
         int64_t x = (int64_t)v;
         if (width == 4) {
             int32_t y = (int32_t)x;
@@ -214,10 +226,17 @@ int sr_splice_i_validate(sr_splicer *s, sr_err *err)
     if (!val_off)
         return sr_err_set(err, SR_E_NOMEM, "splice: cannot allocate entry offsets");
     int rc = 0;
-    for (size_t i = 0; i < s->nentries && !rc; i++) {
-        rc = check_entry(s, i, val_off, err);
-        if (rc)
-            sr_err_prefix(err, "%s: ", s->paths.data + s->path_off[i]);
+    /* Integer arrays read from the document last: their refusals are checks the reference does
+     * not make (intarray.stricter_than_reference), so any error it does make comes first. */
+    for (int pass = 0; pass < 2 && !rc; pass++) {
+        for (size_t i = 0; i < s->nentries && !rc; i++) {
+            int late = s->entries[i].kind == SR_SPLICE_INT_ARRAY && s->entry_ref[i] == SIZE_MAX;
+            if (late != pass)
+                continue;
+            rc = check_entry(s, i, val_off, err);
+            if (rc)
+                sr_err_prefix(err, "%s: ", s->paths.data + s->path_off[i]);
+        }
     }
     /* Integer views are set last: converting re-spaced arrays may move the store. */
     for (size_t i = 0; i < s->nentries && !rc; i++) {

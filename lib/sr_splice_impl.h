@@ -41,6 +41,7 @@ typedef struct blob_rec {
 typedef struct int_rec {
     uint32_t field;
     uint64_t body_off; /* offset of '[' */
+    size_t text_off;   /* offset of its '[' in the parser text while it is being read */
     size_t val_off;    /* byte offset of the values in the integer store */
     size_t count;
 } int_rec;
@@ -92,6 +93,9 @@ struct sr_splicer {
     size_t ivals_len, ivals_cap;
     off_map *map;
     size_t nmap, cap_map;
+    size_t *fallback; /* text offsets of the integer arrays handed back to the text, ascending */
+    uint32_t *fallback_field; /* and their registry indices */
+    size_t nfallback, cap_fallback, cap_fallback_field;
 
     /* Result. */
     cJSON *doc;    /* the parsed remainder, in jdom's arena (never cJSON_Delete'd) */
@@ -179,19 +183,36 @@ int sr_splice_i_scan(sr_splicer *s, const char *p, const char *end, sr_err *err)
 /* Feeds a chunk: checks the body limits, scans, and records a sticky error. */
 int sr_splice_i_feed(sr_splicer *s, const char *chunk, size_t n, sr_err *err);
 
+/* Hands the integer array being read back to the text: its bytes so far are in the text already,
+ * its record is dropped and the scan goes on in text mode, so the JSON parser reads it (and
+ * meets its errors in document order); its '[' joins s->fallback. */
+int sr_splice_i_hand_back(sr_splicer *s, sr_err *err);
+
 /* Closes the current blob at the '"' at q (or with its error recorded). */
 int sr_splice_i_end_blob(sr_splicer *s, const char *q, sr_err *err);
 
-enum { SR_SPLICE_JSON_COMPLETE = 0, SR_SPLICE_JSON_PREFIX = 1, SR_SPLICE_JSON_INVALID = -1 };
+enum {
+    SR_SPLICE_JSON_COMPLETE = 0,
+    SR_SPLICE_JSON_PREFIX = 1,
+    SR_SPLICE_JSON_INVALID = -1,
+    SR_SPLICE_JSON_UTF8 = -2,
+    SR_SPLICE_JSON_OVERFLOW = -3,
+    SR_SPLICE_JSON_NOMEM = -4
+};
 
 /*
- * Classifies the parser text t[0, n) by RFC 8259 (sr_splice_json.c): COMPLETE for one JSON
- * document, PREFIX if it could still become one (the body was cut, or it is a top-level number
- * that could continue), else INVALID with *bad at the first offending byte. cJSON accepts more
- * (control characters, a byte-order mark, leading zeros, "-.5"), so its successes are held to
- * this too.
+ * Classifies the parser text t[0, n) by RFC 8259 and the reference parser's rules
+ * (sr_splice_json.c), at any depth: COMPLETE for one JSON document; PREFIX if it could still
+ * become one (the body was cut, or it is a top-level number that could continue); else, with
+ * *bad at the first offending byte, UTF8 (a string that is not UTF-8), OVERFLOW (a number that
+ * rounds to infinity) or INVALID. arrays[0, narrays) are the sorted text offsets of the '[' of
+ * integer arrays the scan handed back to the text; *in_array is 1 + the index of the innermost
+ * one still open at the error, or 0. The splice runs it only after the parser refused the text,
+ * to tell a cut body from an invalid one and to look past a nesting too deep for the parser.
+ * NOMEM if its stack cannot be allocated.
  */
-int sr_splice_i_json_check(const char *t, size_t n, size_t *bad);
+int sr_splice_i_json_check(const char *t, size_t n, const size_t *arrays, size_t narrays,
+                           size_t *bad, size_t *in_array);
 
 /* After the scan: parses, re-attaches, validates and fills s->res (sr_splice_attach.c). */
 int sr_splice_i_finish(sr_splicer *s, sr_err *err);

@@ -3,14 +3,20 @@
  * (the body was cut or is invalid), and whether a text cJSON accepted is JSON the reference's
  * parser accepts too. It runs on every response, so the common tokens take the short paths.
  */
+#include <locale.h>
+#include <math.h>
 #include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "sr_splice_impl.h"
 
 enum {
     JP_COMPLETE = SR_SPLICE_JSON_COMPLETE,
     JP_PREFIX = SR_SPLICE_JSON_PREFIX,
-    JP_INVALID = SR_SPLICE_JSON_INVALID
+    JP_INVALID = SR_SPLICE_JSON_INVALID,
+    JP_UTF8 = SR_SPLICE_JSON_UTF8,
+    JP_OVERFLOW = SR_SPLICE_JSON_OVERFLOW
 };
 
 static size_t jp_ws(const char *t, size_t n, size_t i)
@@ -27,10 +33,22 @@ static size_t jp_digits(const char *t, size_t n, size_t j)
     return j;
 }
 
+static int hexval(char x)
+{
+    if (x >= '0' && x <= '9')
+        return x - '0';
+    if (x >= 'a' && x <= 'f')
+        return x - 'a' + 10;
+    if (x >= 'A' && x <= 'F')
+        return x - 'A' + 10;
+    return -1;
+}
+
 /* Scans a string starting at its opening quote; returns the offset after it, or n if cut. */
 static int jp_string(const char *t, size_t n, size_t *i)
 {
     size_t j = *i + 1;
+    int pending = 0; /* a high surrogate escape waits for its low one */
     for (;;) {
         /* The common case first: a run of bytes that stand for themselves. */
         while (j < n && (unsigned char)t[j] >= 0x20 && t[j] != '"' && t[j] != '\\')
@@ -39,6 +57,11 @@ static int jp_string(const char *t, size_t n, size_t *i)
             break;
         unsigned char c = (unsigned char)t[j];
         if (c == '"') {
+            size_t bad = sr_utf8_check(t + *i + 1, j - *i - 1);
+            if (bad < j - *i - 1) {
+                *i += 1 + bad;
+                return JP_UTF8;
+            }
             *i = j + 1;
             return JP_COMPLETE;
         }
@@ -50,19 +73,36 @@ static int jp_string(const char *t, size_t n, size_t *i)
             break;
         char e = t[j + 1];
         if (e == 'u') {
+            unsigned cp = 0;
             for (size_t h = 2; h < 6; h++) {
                 if (j + h >= n) {
                     *i = n;
                     return JP_PREFIX;
                 }
-                char x = t[j + h];
-                if (!((x >= '0' && x <= '9') || (x >= 'a' && x <= 'f') || (x >= 'A' && x <= 'F'))) {
+                int v = hexval(t[j + h]);
+                if (v < 0) {
                     *i = j + h;
                     return JP_INVALID;
                 }
+                cp = cp << 4 | (unsigned)v;
             }
+            /* A surrogate escape must be a high one followed by an escaped low one. */
+            int low = cp >= 0xDC00 && cp <= 0xDFFF;
+            if (low != pending) {
+                *i = j;
+                return JP_UTF8;
+            }
+            pending = cp >= 0xD800 && cp <= 0xDBFF;
             j += 6;
+            if (pending && j + 1 < n && !(t[j] == '\\' && t[j + 1] == 'u')) {
+                *i = j - 6;
+                return JP_UTF8;
+            }
             continue;
+        }
+        if (pending) {
+            *i = j;
+            return JP_UTF8;
         }
         switch (e) {
         case '"':
@@ -92,6 +132,28 @@ static int jp_literal(const char *t, size_t n, size_t *i, const char *lit, size_
         k++;
     *i = j + k;
     return k == L ? JP_COMPLETE : j + k == n ? JP_PREFIX : JP_INVALID;
+}
+
+/* Whether the number token t[0, n) rounds to +-infinity (strtod in the "C" locale). Only the
+ * error paths run this check, so the copy and the locale cost nothing that matters. */
+static int overflows(const char *t, size_t n)
+{
+    char small[64], *buf = n < sizeof(small) ? small : malloc(n + 1);
+    locale_t c = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
+    if (!buf || !c) {
+        if (buf != small)
+            free(buf);
+        if (c)
+            freelocale(c);
+        return 0;
+    }
+    memcpy(buf, t, n);
+    buf[n] = '\0';
+    int inf = isinf(strtod_l(buf, NULL, c)) != 0;
+    freelocale(c);
+    if (buf != small)
+        free(buf);
+    return inf;
 }
 
 /*
@@ -136,34 +198,78 @@ static int jp_scalar(const char *t, size_t n, size_t *i)
             goto invalid;
         j = jp_digits(t, n, j);
     }
-    *i = j;
     /* A number may always continue at the end; the caller sees the end next. */
-    return j == n ? JP_PREFIX : JP_COMPLETE;
+    if (j == n) {
+        *i = j;
+        return JP_PREFIX;
+    }
+    if (overflows(t + *i, j - *i))
+        return JP_OVERFLOW; /* *i stays at the number */
+    *i = j;
+    return JP_COMPLETE;
 invalid:
     *i = j;
     return JP_INVALID;
 }
 
-int sr_splice_i_json_check(const char *t, size_t n, size_t *bad)
+/* The open containers: one bit per level (1 for an object), as deep as the text allows. */
+typedef struct jp_stack {
+    unsigned char *bits;
+    size_t depth;
+    const size_t *arrays; /* sorted text offsets of integer arrays read as text */
+    size_t narrays, next;
+    size_t *open; /* per open such array: its depth after the '[' (innermost last) */
+    size_t *which;
+    size_t nopen;
+} jp_stack;
+
+static int jp_is_obj(const jp_stack *st)
 {
-    char stack[1024];
-    size_t depth = 0, i = 0;
+    size_t d = st->depth - 1;
+    return (st->bits[d / 8] >> (d % 8)) & 1;
+}
+
+static void jp_push(jp_stack *st, char c, size_t at)
+{
+    size_t d = st->depth++;
+    if (c == '{')
+        st->bits[d / 8] |= (unsigned char)(1u << (d % 8));
+    else
+        st->bits[d / 8] &= (unsigned char)~(1u << (d % 8));
+    while (st->next < st->narrays && st->arrays[st->next] < at)
+        st->next++;
+    if (c == '[' && st->next < st->narrays && st->arrays[st->next] == at) {
+        st->open[st->nopen] = st->depth;
+        st->which[st->nopen++] = st->next++;
+    }
+}
+
+static void jp_pop(jp_stack *st)
+{
+    if (st->nopen && st->open[st->nopen - 1] == st->depth)
+        st->nopen--;
+    st->depth--;
+}
+
+static int jp_run(const char *t, size_t n, jp_stack *stk, size_t *bad)
+{
+    size_t i = 0;
     enum { V, V_OR_END, K, K_OR_END, COLON, AFTER } st = V;
     for (;;) {
         i = jp_ws(t, n, i);
         if (i >= n)
-            return (st == AFTER && depth == 0) ? JP_COMPLETE : JP_PREFIX;
+            return (st == AFTER && stk->depth == 0) ? JP_COMPLETE : JP_PREFIX;
         char c = t[i];
         *bad = i;
         if (st == AFTER) {
-            if (depth == 0)
+            if (stk->depth == 0)
                 return JP_INVALID; /* trailing bytes after the document */
+            int obj = jp_is_obj(stk);
             if (c == ',') {
-                st = stack[depth - 1] == '{' ? K : V;
+                st = obj ? K : V;
                 i++;
-            } else if ((c == '}' && stack[depth - 1] == '{') ||
-                       (c == ']' && stack[depth - 1] == '[')) {
-                depth--;
+            } else if ((c == '}' && obj) || (c == ']' && !obj)) {
+                jp_pop(stk);
                 i++;
             } else {
                 return JP_INVALID;
@@ -179,7 +285,7 @@ int sr_splice_i_json_check(const char *t, size_t n, size_t *bad)
         }
         if (st == K || st == K_OR_END) {
             if (c == '}' && st == K_OR_END) {
-                depth--;
+                jp_pop(stk);
                 st = AFTER;
                 i++;
                 continue;
@@ -195,15 +301,13 @@ int sr_splice_i_json_check(const char *t, size_t n, size_t *bad)
             continue;
         }
         if (c == ']' && st == V_OR_END) {
-            depth--;
+            jp_pop(stk);
             st = AFTER;
             i++;
             continue;
         }
         if (c == '{' || c == '[') {
-            if (depth == sizeof(stack))
-                return JP_INVALID;
-            stack[depth++] = c;
+            jp_push(stk, c, i);
             st = c == '{' ? K_OR_END : V_OR_END;
             i++;
             continue;
@@ -215,4 +319,27 @@ int sr_splice_i_json_check(const char *t, size_t n, size_t *bad)
         }
         st = AFTER;
     }
+}
+
+int sr_splice_i_json_check(const char *t, size_t n, const size_t *arrays, size_t narrays,
+                           size_t *bad, size_t *in_array)
+{
+    jp_stack st = {0};
+    st.bits = malloc(n / 8 + 1);
+    st.open = malloc((narrays + 1) * sizeof(size_t));
+    st.which = malloc((narrays + 1) * sizeof(size_t));
+    st.arrays = arrays;
+    st.narrays = narrays;
+    int r = SR_SPLICE_JSON_NOMEM;
+    *bad = 0;
+    *in_array = 0;
+    if (st.bits && st.open && st.which) {
+        r = jp_run(t, n, &st, bad);
+        if (r != JP_COMPLETE && st.nopen)
+            *in_array = st.which[st.nopen - 1] + 1;
+    }
+    free(st.bits);
+    free(st.open);
+    free(st.which);
+    return r;
 }

@@ -70,7 +70,7 @@ static const protocol_case PROTOCOL[] = {
     {CFG_FAULT("{\"kind\":\"respaced_json\"}"), SR_E_SPLICE_DRIFT},
     {CFG_FAULT("{\"kind\":\"data_null\"}"), SR_E_SPLICE_DRIFT},
     {CFG_FAULT("{\"kind\":\"escaped_quote_key\"}"), SR_E_SPLICE_ORPHAN},
-    {CFG_FAULT("{\"kind\":\"duplicate_field\"}"), SR_E_SPLICE_DUPLICATE},
+    {CFG_FAULT("{\"kind\":\"duplicate_field\"}"), SR_E_JSON_DUPLICATE_KEY},
     {CFG_FAULT("{\"kind\":\"http_400_text\",\"text\":\"prompt too long\"}"),
      SR_E_CLIENT_HTTP_STATUS},
     {CFG_FAULT("{\"kind\":\"routes_dropped\"}"), SR_E_CLIENT_ROUTES_MISSING},

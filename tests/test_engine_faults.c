@@ -48,7 +48,7 @@ static const body_case BODY_CASES[] = {
     {"{\"kind\":\"lookalike_field\",\"nth\":1}", 0, "\"not_routed_experts\":{\"data\":\""},
     {"{\"kind\":\"escaped_quote_key\",\"nth\":1}", SR_E_SPLICE_ORPHAN,
      ",\"x\\\"routed_experts\":{\"data\":\""},
-    {"{\"kind\":\"duplicate_field\",\"nth\":1}", SR_E_SPLICE_DUPLICATE, NULL},
+    {"{\"kind\":\"duplicate_field\",\"nth\":1}", SR_E_JSON_DUPLICATE_KEY, NULL},
     {"{\"kind\":\"extra_envelope\",\"nth\":1,\"key\":\"debug_routes\"}", 0,
      ",\"debug_routes\":{\"data\":\""},
     {"{\"kind\":\"deep_nesting\",\"nth\":1}", SR_E_SPLICE_JSON, ",\"routed_experts_nest\":[[[["},

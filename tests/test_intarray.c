@@ -99,19 +99,19 @@ END_TEST
 START_TEST(range_errors_are_named_with_offsets)
 {
     parsed *p = parse_text("[1, 2147483648]", 0, INT32_MAX);
-    ck_assert_int_eq(p->rc, SR_E_INTARRAY_RANGE);
+    ck_assert_int_eq(p->rc, SR_E_INTARRAY_STRICT);
     ck_assert_int_eq(p->offset, 4);
     p = parse_text("[0,-1]", 0, INT32_MAX);
-    ck_assert_int_eq(p->rc, SR_E_INTARRAY_RANGE);
+    ck_assert_int_eq(p->rc, SR_E_INTARRAY_STRICT);
     ck_assert_int_eq(p->offset, 3);
     p = parse_text("[99999999999999999999]", INT64_MIN, INT64_MAX);
-    ck_assert_int_eq(p->rc, SR_E_INTARRAY_RANGE);
+    ck_assert_int_eq(p->rc, SR_E_INTARRAY_STRICT);
     p = parse_text("[9223372036854775808]", INT64_MIN, INT64_MAX);
-    ck_assert_int_eq(p->rc, SR_E_INTARRAY_RANGE);
+    ck_assert_int_eq(p->rc, SR_E_INTARRAY_STRICT);
     p = parse_text("[-9223372036854775809]", INT64_MIN, INT64_MAX);
-    ck_assert_int_eq(p->rc, SR_E_INTARRAY_RANGE);
+    ck_assert_int_eq(p->rc, SR_E_INTARRAY_STRICT);
     p = parse_text("[123456789012345678901234567890]", INT64_MIN, INT64_MAX);
-    ck_assert_int_eq(p->rc, SR_E_INTARRAY_RANGE);
+    ck_assert_int_eq(p->rc, SR_E_INTARRAY_STRICT);
     ck_assert_int_eq(p->offset, 1);
 }
 END_TEST

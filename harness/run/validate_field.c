@@ -18,7 +18,7 @@ static const sr_vf_fault FAULTS[] = {
     {"respaced_json", SR_E_SPLICE_DRIFT},
     {"data_null", SR_E_SPLICE_DRIFT},
     {"escaped_quote_key", SR_E_SPLICE_ORPHAN},
-    {"duplicate_field", SR_E_SPLICE_DUPLICATE},
+    {"duplicate_field", SR_E_JSON_DUPLICATE_KEY},
     {"lookalike_field", 0},
     {"extra_envelope", 0},
 };
