@@ -341,8 +341,27 @@ def int_entry(vals, f, spliced):
             "max": int(arr.max()) if arr.size else None, "spliced": spliced}
 
 
+def depth(text):
+    """Deepest nesting of arrays and objects outside strings."""
+    d = top = 0
+    in_str = esc = False
+    for c in text:
+        if in_str:
+            esc, in_str = (False, in_str) if esc else (c == 0x5C, c != 0x22)
+        elif c == 0x22:
+            in_str = True
+        elif c in b"[{":
+            d += 1
+            top = max(top, d)
+        elif c in b"]}":
+            d -= 1
+    return top
+
+
 def splice(raw, reg):
     text, blobs, arrays = scan(raw, reg)
+    if depth(text) > 1000:  # the reference crashes (RecursionError); syncroll names it
+        raise Fail("json.too_deep")
     try:
         doc = json.loads(text.decode("utf-8"), object_pairs_hook=Obj)
     except json.JSONDecodeError as e:

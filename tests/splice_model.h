@@ -9,8 +9,8 @@
  *      the reference does not look) cuts a blob up to the next '"'; none -> "unterminated".
  *   2. orjson's parse of the rest: a full recursive RFC 8259 parser: UTF-8 validated (overlongs,
  *      surrogates, > U+10FFFF refused), \u escapes paired, numbers strict, a double overflow
- *      (1e400) and an integer outside [-2^63, 2^64-1] refused, duplicate keys keep the LAST value
- *      at the FIRST key's position (a Python dict).
+ *      (1e400) refused, an integer outside [-2^63, 2^64-1] read as a float, duplicate keys keep
+ *      the LAST value at the FIRST key's position (a Python dict).
  *   3. _restore_packed_data: depth-first in document order; a registered key whose value is an
  *      object with "data" takes the field's next blob (none left -> layout drift) and is not
  *      recursed into; every other object and array is; blobs left over -> orphan.
@@ -27,12 +27,6 @@
  * anywhere, nesting deeper than SM_DEPTH_STRICT, a token_ids value that is not such an array,
  * token_ids inside an envelope, and the reference defects syncroll fails closed on (a blob cut
  * at an escaped-quote key, a blob attached to an envelope it was not cut from: misattributed).
- *
- * SM_PENDING_SPLICE_CORE (1 until the r-splice-core items of issue #18 -- duplicate keys fail
- * closed, invalid UTF-8 / 1e400 / token_ids syntax are transient, JSON errors win over envelope
- * errors -- are merged): sm_compare then skips bodies with a duplicate key, invalid UTF-8, a
- * lone surrogate or an out-of-range number, and for any other body the model refuses as a JSON
- * decode error only requires that syncroll refuses it too (not the class).
  *
  * Everything is static inline: include it where it is used.
  */
@@ -56,9 +50,6 @@
 #define SM_DEPTH_STRICT 900 /* deeper than this: syncroll may refuse (json.too_deep) */
 #define SM_DEPTH_MAX    4000
 #define SM_MAX_ENTRIES  256
-#ifndef SM_PENDING_SPLICE_CORE
-#define SM_PENDING_SPLICE_CORE 1
-#endif
 
 enum { SM_OK = 0, SM_JSON, SM_UNTERMINATED, SM_LAYOUT, SM_ORPHAN, SM_ENVELOPE };
 enum { SM_NULL, SM_FALSE, SM_TRUE, SM_INT, SM_FLOAT, SM_STR, SM_ARR, SM_OBJ };
@@ -97,7 +88,6 @@ typedef struct sm_result {
     int status; /* SM_* */
     int stricter;
     int dup;         /* a duplicate key was seen (last value kept) */
-    int bad_text;    /* invalid UTF-8, a lone surrogate or an out-of-range number was seen */
     const char *why; /* a short reason for a refusal or for `stricter` */
     size_t n;
     sm_entry e[SM_MAX_ENTRIES];
@@ -117,7 +107,6 @@ typedef struct sm_parser {
     const unsigned char *t;
     size_t n, p;
     int depth, maxdepth, dup;
-    int bad_text; /* invalid UTF-8, a lone surrogate, or a number out of orjson's range */
 } sm_parser;
 
 static inline void sm_free(sm_node *x)
@@ -243,18 +232,16 @@ static inline int sm_string(sm_parser *q, char **out, size_t *olen)
             if (e != 'u' || sm_hex4(q, &cp))
                 break;
             if (cp >= 0xdc00 && cp <= 0xdfff) {
-                q->bad_text = 1; /* a lone low surrogate */
+                /* a lone low surrogate */
                 break;
             }
             if (cp >= 0xd800 && cp <= 0xdbff) {
                 unsigned lo;
                 if (q->n - q->p < 6 || q->t[q->p] != '\\' || q->t[q->p + 1] != 'u') {
-                    q->bad_text = 1;
                     break;
                 }
                 q->p += 2;
                 if (sm_hex4(q, &lo) || lo < 0xdc00 || lo > 0xdfff) {
-                    q->bad_text = 1;
                     break;
                 }
                 cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
@@ -264,7 +251,6 @@ static inline int sm_string(sm_parser *q, char **out, size_t *olen)
         }
         size_t at = q->p;
         if (sm_utf8(q)) {
-            q->bad_text = 1;
             break;
         }
         memcpy(o + len, q->t + at, q->p - at);
@@ -314,7 +300,7 @@ static inline int sm_number(sm_parser *q, sm_node *x)
     if (isf) {
         double d = strtod(buf, NULL);
         if (isinf(d)) {
-            q->bad_text = 1; /* 1e400: orjson refuses */
+            /* 1e400: orjson refuses */
             return -1;
         }
         x->type = SM_FLOAT;
@@ -322,18 +308,26 @@ static inline int sm_number(sm_parser *q, sm_node *x)
     }
     errno = 0;
     x->type = SM_INT;
+    /* orjson reads an integer literal outside [-2^63, 2^64 - 1] as a float (ijl/orjson issues
+     * #53, #308, #473); one beyond a double is "number out of range" (#118). */
     if (buf[0] == '-') {
         long long v = strtoll(buf, NULL, 10);
         if (errno) {
-            q->bad_text = 1; /* below -2^63 */
-            return -1;
+            x->type = SM_FLOAT;
+            if (isinf(strtod(buf, NULL))) {
+                return -1;
+            }
+            return 0;
         }
         x->i = v;
     } else {
         unsigned long long v = strtoull(buf, NULL, 10);
         if (errno) {
-            q->bad_text = 1; /* beyond 2^64 - 1 */
-            return -1;
+            x->type = SM_FLOAT;
+            if (isinf(strtod(buf, NULL))) {
+                return -1;
+            }
+            return 0;
         }
         x->big = v > (unsigned long long)INT64_MAX;
         x->i = x->big ? INT64_MAX : (int64_t)v;
@@ -768,7 +762,7 @@ static inline void sm_run(sm_result *r, const sr_fields *fields, const char *bod
     }
     memcpy(text + tl, body + copied, len - copied);
     tl += len - copied;
-    sm_parser q = {(const unsigned char *)text, tl, 0, 0, 0, 0, 0};
+    sm_parser q = {(const unsigned char *)text, tl, 0, 0, 0, 0};
     sm_node *doc = sm_value(&q);
     if (doc) {
         sm_ws(&q);
@@ -778,7 +772,6 @@ static inline void sm_run(sm_result *r, const sr_fields *fields, const char *bod
         }
     }
     r->dup = q.dup;
-    r->bad_text = q.bad_text;
     if (q.dup)
         sm_stricter(r, "duplicate keys");
     if (q.maxdepth > SM_DEPTH_STRICT)
@@ -852,8 +845,6 @@ static inline int sm_same_entries(const sm_result *a, const sm_result *b)
 static inline const char *sm_compare(const sm_result *m, const sr_fields *f, int rc,
                                      const sr_splice_result *res)
 {
-    if (SM_PENDING_SPLICE_CORE && (m->dup || m->bad_text))
-        return NULL;
     if (rc == 0) {
         if (m->status != SM_OK)
             return "syncroll accepts a body the reference refuses";
@@ -864,8 +855,6 @@ static inline const char *sm_compare(const sm_result *m, const sr_fields *f, int
         return NULL;
     }
     sr_class cls = sr_code_class(rc);
-    if (SM_PENDING_SPLICE_CORE && m->status == SM_JSON)
-        return NULL; /* refused by both; the class is r-splice-core's */
     if (m->status == SM_OK)
         return m->stricter ? NULL : "syncroll refuses a body the reference accepts";
     if (m->stricter)
