@@ -59,48 +59,19 @@ static void float_stats(sr_array_stats *st, const sr_ndarray *a)
     st->has_range = st->finite > 0;
 }
 
-/* Element i of an integer array: signed dtypes into *s, unsigned ones into *u. */
+/* Element i of an integer or bool array: signed dtypes into *s, unsigned ones into *u (exact;
+ * sr_ndarray_get_i64 saturates only uint64). */
 static void int_at(const sr_ndarray *a, uint64_t i, int64_t *s, uint64_t *u)
 {
-    const unsigned char *p = (const unsigned char *)a->data + i * sr_dtype_size(a->dtype);
-    switch (a->dtype) {
-    case SR_DTYPE_INT8:
-        *s = (int8_t)p[0];
-        break;
-    case SR_DTYPE_INT16: {
-        int16_t v;
-        memcpy(&v, p, 2);
+    if (a->dtype == SR_DTYPE_UINT64) {
+        memcpy(u, (const unsigned char *)a->data + i * 8, 8);
+        return;
+    }
+    int64_t v = sr_ndarray_get_i64(a, i);
+    if (sr_dtype_is_signed(a->dtype))
         *s = v;
-        break;
-    }
-    case SR_DTYPE_INT32: {
-        int32_t v;
-        memcpy(&v, p, 4);
-        *s = v;
-        break;
-    }
-    case SR_DTYPE_INT64:
-        memcpy(s, p, 8);
-        break;
-    case SR_DTYPE_UINT16: {
-        uint16_t v;
-        memcpy(&v, p, 2);
-        *u = v;
-        break;
-    }
-    case SR_DTYPE_UINT32: {
-        uint32_t v;
-        memcpy(&v, p, 4);
-        *u = v;
-        break;
-    }
-    case SR_DTYPE_UINT64:
-        memcpy(u, p, 8);
-        break;
-    default:
-        *u = p[0];
-        break; /* uint8, bool */
-    }
+    else
+        *u = (uint64_t)v;
 }
 
 void sr_array_stats_compute(sr_array_stats *st, const sr_ndarray *a)
