@@ -3,13 +3,17 @@
  * by both; sr_jdom must succeed exactly when cJSON succeeds and the text is RFC 8259 JSON (the
  * independent grammar check of tests/jdom_oracle.h), and then build a tree equal to cJSON's in
  * every visible field. A second parse into the same arena must give the same tree and allocate
- * no chunk.
+ * no chunk. Under the reference rules (SR_JDOM_REFERENCE) a text is accepted only if cJSON and
+ * the grammar accept it and all of it is UTF-8 (bytes >= 0x80 of valid JSON are inside strings),
+ * refused as json.syntax exactly when the default rules refuse it, and otherwise refused only
+ * with a reference-rule code; invalid UTF-8 in an otherwise valid text is json.invalid_utf8.
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../tests/jdom_oracle.h"
+#include "sr_buf.h"
 #include "sr_jdom.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -48,6 +52,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             sr_jdom_arena_chunks(j) != chunks || sr_jdom_arena_used(j) != used)
             abort();
     }
+    sr_jdom_set_flags(j, SR_JDOM_REFERENCE);
+    sr_err re = SR_ERR_INIT;
+    cJSON *rroot = NULL;
+    int rrc = sr_jdom_parse(j, t, size, &rroot, &re);
+    int utf8 = sr_utf8_check(t, size) == size;
+    if ((rrc == 0) != (rroot != NULL) || (rrc && re.code != rrc))
+        abort();
+    if (rrc == 0 && (!want || !utf8))
+        abort();
+    if (!want && rrc != SR_E_JSON_SYNTAX && rrc != SR_E_JSON_UTF8 && rrc != SR_E_JSON_TOO_DEEP &&
+        rrc != SR_E_JSON_NUMBER_OVERFLOW)
+        abort();
+    if (want && rrc != 0 && rrc != SR_E_JSON_UTF8 && rrc != SR_E_JSON_NUMBER_OVERFLOW &&
+        rrc != SR_E_JSON_TOO_DEEP && rrc != SR_E_JSON_DUPLICATE_KEY)
+        abort();
+    if (want && !utf8 && rrc != SR_E_JSON_UTF8 && rrc != SR_E_JSON_NUMBER_OVERFLOW)
+        abort();
+    if (rrc && (re.offset < 0 || (size_t)re.offset > size))
+        abort();
     sr_jdom_free(j);
     cJSON_Delete(ref);
     free(t);

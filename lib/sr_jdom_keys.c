@@ -86,9 +86,9 @@ static int member_path(const sr_jdom *j, size_t depth, const char *key, sr_buf *
     return rc ? rc : sr_jdom_path_key(path, key, err);
 }
 
-/* The second occurrence (earliest in the text) of a key that keys[0, n) holds twice, or NULL;
- * *first is its first occurrence. Sorts keys[0, n) when n is large. */
-static const jdom_key *find_dup(jdom_key *keys, size_t n, const jdom_key **first)
+/* The second occurrence (earliest in the text) of a key that keys[0, n) holds twice, or NULL.
+ * Sorts keys[0, n) when n is large. */
+static const jdom_key *find_dup(jdom_key *keys, size_t n)
 {
     const jdom_key *best = NULL;
     if (n <= 16) {
@@ -96,7 +96,6 @@ static const jdom_key *find_dup(jdom_key *keys, size_t n, const jdom_key **first
             for (size_t b = 0; b < a; b++)
                 if (key_eq(&keys[a], &keys[b])) {
                     best = &keys[a];
-                    *first = &keys[b];
                     break;
                 }
         return best;
@@ -105,10 +104,8 @@ static const jdom_key *find_dup(jdom_key *keys, size_t n, const jdom_key **first
     for (size_t i = 1; i < n; i++) {
         if (!key_eq(&keys[i], &keys[i - 1]) || (i >= 2 && key_eq(&keys[i], &keys[i - 2])))
             continue;
-        if (!best || keys[i].off < best->off) {
+        if (!best || keys[i].off < best->off)
             best = &keys[i];
-            *first = &keys[i - 1];
-        }
     }
     return best;
 }
@@ -119,7 +116,7 @@ int sr_jdom_i_keys_close(sr_jdom *j, size_t depth, sr_err *err)
     j->nkeys = base;
     if (n < 2)
         return 0;
-    const jdom_key *first = NULL, *dup = find_dup(j->keys + base, n, &first);
+    const jdom_key *dup = find_dup(j->keys + base, n);
     if (!dup || dup->off >= j->dup_off)
         return 0;
     sr_buf path = SR_BUF_INIT;
@@ -128,10 +125,9 @@ int sr_jdom_i_keys_close(sr_jdom *j, size_t depth, sr_err *err)
         char q[80];
         j->dup_off = dup->off;
         sr_err_set_at(&j->dup, SR_E_JSON_DUPLICATE_KEY, (int64_t)dup->off,
-                      "json: %s: the key \"%s\" appears twice in one object (at bytes %zu and %zu; "
-                      "the reference keeps the last silently)",
-                      path.data, sr_quote_bytes(q, sizeof(q), dup->s, dup->len), first->off,
-                      dup->off);
+                      "json: %s: the key \"%s\" appears twice in one object (the reference "
+                      "keeps the last silently)",
+                      path.data, sr_quote_bytes(q, sizeof(q), dup->s, dup->len));
     }
     sr_buf_release(&path);
     return rc;

@@ -365,25 +365,6 @@ static int scan_skip(sr_splicer *s, const char **pp, const char *end, sr_err *er
     return sr_splice_i_end_blob(s, q, err);
 }
 
-int sr_splice_i_hand_back(sr_splicer *s, sr_err *err)
-{
-    const int_rec *r = &s->ints[s->nints - 1];
-    int rc = sr_splice_i_grow((void **)&s->fallback, &s->cap_fallback, s->nfallback, sizeof(size_t),
-                              err);
-    if (!rc)
-        rc = sr_splice_i_grow((void **)&s->fallback_field, &s->cap_fallback_field, s->nfallback,
-                              sizeof(uint32_t), err);
-    if (rc)
-        return rc;
-    s->fallback_field[s->nfallback] = r->field;
-    s->fallback[s->nfallback++] = r->text_off;
-    s->ivals_len = r->val_off;
-    s->nints--;
-    s->mode = M_TEXT;
-    s->k = 0;
-    return 0;
-}
-
 static int scan_ints(sr_splicer *s, const char **pp, const char *end, sr_err *err)
 {
     int_rec *r = &s->ints[s->nints - 1];

@@ -9,13 +9,15 @@
  *     (unless opts.prefix_without_quote restores the reference's defect, see below).
  *   - The blob runs from after the anchor to the next '"'. It is decoded on the fly (fused
  *     stop-at-quote base64) into this splicer's output memory and replaced by "" in the text
- *     handed to the parser (cJSON); no blob ever becomes a string.
+ *     handed to the parser (sr_jdom, which builds cJSON nodes); no blob ever becomes a string.
  *   - Registered integer-array keys match `"k":[` the same way (an escaped opening quote does not
  *     match) and their text goes to sr_intarray instead; the parser sees `{}` in place of the
  *     array (an empty object: a consumer reading the document instead of the entries fails
- *     loudly rather than seeing no tokens). An integer array the scan did not match (written
- *     with spaces) is read from the parsed document instead, with the same range checks; there
- *     cJSON's doubles cannot tell `1.0` or `1e0` from `1`, which the fast path rejects.
+ *     loudly rather than seeing no tokens). An array that is anything but integers in the field's
+ *     range, compact or spaced, is handed back to the parser text at the first byte the fast path
+ *     cannot take (its bytes are kept while it is read), so the parser meets it exactly as the
+ *     reference's parser does; it is then read from the document, as is an array the scan did not
+ *     match (written with spaces), with the same checks.
  *   - After parsing, blobs are re-attached in document order per field: every object member whose
  *     key is a registered packed field and whose value is an object with a "data" member takes
  *     the field's next blob. Nothing is recursed into below a re-attached envelope.
@@ -26,34 +28,66 @@
  *     canonical dtypes are checked from statistics gathered while decoding, so no second pass
  *     over the decoded bytes is needed).
  *
- * Errors. While scanning, at the byte where they occur:
+ * The remainder parser (sr_jdom with its reference rules, sr_jdom.h) accepts RFC 8259 JSON as the
+ * reference's parser (orjson) does: strings must be UTF-8 (RFC 3629) without lone surrogate
+ * escapes, numbers must not overflow a double, and arrays and objects nest at most 1000 deep.
+ *
+ * Duplicate keys: an object anywhere in the body's JSON (outside blobs) with the same key twice,
+ * compared after unescaping (`"routed_experts"` and `"routed\u005fexperts"` are one key), is
+ * json.duplicate_key (protocol), naming the member's JSON path and the key. The reference's
+ * parser keeps the last value silently, so the reference may accept such a body (a first
+ * `"routed_experts":null` is simply overwritten; a second "shape" wins) or orphan its blobs (a
+ * second "choices"); a duplicate key means something rewrote the body, and syncroll fails closed
+ * rather than accept values that could differ from the reference's. Consequently no body is
+ * accepted whose values differ from a last-wins parse.
+ *
+ * Errors, in the order the reference meets them (whichever comes first is reported; results and
+ * errors are identical one-shot, threaded and streamed in every chunking):
+ *  1. While scanning, at the byte where they occur (they stop the scan):
  *   splice.body_too_large  more than max_body bytes (resource)
  *   splice.long_body       more bytes than the announced expected length (protocol)
- *   intarray.syntax/range  a spliced integer array is not integers / out of range (protocol)
- * then, at the end of the body, in this order:
+ *  2. At the end of the body, as the reference's byte scan does before it parses:
  *   splice.unterminated    the body ends inside a blob (transient)
  *   splice.short_body      fewer bytes than the announced expected length (transient)
- *   splice.truncated       the body ends inside an integer array, or the JSON text ends before
- *                          the document does (transient)
- *   splice.invalid_json    the text without its blobs is not RFC 8259 JSON, as the reference's
- *                          parser requires (cJSON's leniencies, such as control characters, a
- *                          byte-order mark or leading zeros, are refused; UTF-8 is not checked)
+ *  3. JSON-level errors: the reference parses the whole remainder before it looks at any
+ *     envelope, so these win over every error of step 4 wherever they are in the body; among
+ *     them, the first in the text. All but the last are the reference's JSON decode errors, which
+ *     its client retries:
+ *   splice.truncated       the JSON text ends before the document does (transient)
+ *   splice.invalid_json    the text without its blobs is not RFC 8259 JSON (transient)
+ *   intarray.syntax        that error lies inside a registered integer array: [01], [1,], [1 2]
  *                          (transient)
- * then, walking the document in order:
- *   splice.duplicate_field a registered key twice in one object (protocol; the reference keeps
- *                          one silently and then reports an orphan)
+ *   json.invalid_utf8      a key or string is not valid UTF-8, or holds a lone surrogate escape
+ *                          (transient)
+ *   json.number_overflow   a number rounds to +-infinity: 1e400, -1e400 (transient)
+ *   json.too_deep          more than 1000 nested arrays and objects (protocol; never retried: the
+ *                          body cannot pass on a retry; the reference crashes with a
+ *                          RecursionError near this depth instead of classifying). Reported only
+ *                          if the text has no other JSON-level error after the limit.
+ *   json.duplicate_key     (above; protocol) reported only once the whole text parsed
+ *  4. Envelope-level errors, walking the document in order:
  *   splice.layout_drift    a registered field holds an envelope the scan did not splice:
  *                          reordered keys, re-spaced JSON, "data":null, a key written with
- *                          escapes (`routed\u005fexperts`) (protocol)
+ *                          escapes, or an unspliced envelope with a nested one inside (the
+ *                          reference gives the outer "data":null the nested blob) (protocol)
  *   splice.misattributed   (opts.prefix_without_quote only) a blob cut at a look-alike key was
  *                          taken by a registered field's envelope, or found none (protocol)
  *   splice.orphan_blob     a spliced blob (or integer array) found no envelope of its field; a
  *                          blob cut at the escaped-quote key `x\"routed_experts` always does (the
  *                          reference may pair it by count with a reordered envelope) (protocol)
- *   envelope.*, base64.*, routes.negative, intarray.*   per envelope in document order
- *                          (protocol); a registered packed key holding a non-envelope value
- *                          (string, number, array, object without "data") is envelope.not_object
- *                          or envelope.invalid; null is accepted only if the field is nullable.
+ *   envelope.*, base64.*, routes.negative   per envelope in document order (protocol); a
+ *                          registered packed key holding a non-envelope value (string, number,
+ *                          array, object without "data") is envelope.not_object or
+ *                          envelope.invalid; null is accepted only if the field is nullable.
+ *  5. Last, the one check the reference does not make:
+ *   intarray.stricter_than_reference  a registered integer array is valid JSON but not integer
+ *                          literals in the field's range ([-1], [1e2], [1.0], [2^31], ["7"], an
+ *                          object) (protocol). The reference never checks token_ids values; when
+ *                          this is the error, the reference would have accepted the body.
+ * Where syncroll differs from the reference on purpose: duplicate keys (fails closed instead of
+ * last-wins), nesting past 1000 (a named protocol error instead of a crash), the stricter integer
+ * arrays, the nested envelope and the escaped-quote key (fail closed instead of misattributing a
+ * blob), and look-alike keys (never matched, unless the quirk restores the defect).
  * err->offset is a byte offset in the raw body where one is known (else -1), and messages name
  * the JSON path ("choices[0].routed_experts"). After an error the splicer is reusable from
  * sr_splice / sr_splice_stream_begin.
@@ -203,8 +237,9 @@ cJSON *sr_splice_take_doc(sr_splicer *s);
  * Whether a response that failed with `code` may be retried. Default: exactly the transient
  * codes. With retry_json_decode_only = 1 (the reference client's behaviour, skyrl-contract §4.2,
  * kept as the client quirk `retry_json_decode_only`): only what the reference's JSON decoder
- * raises, splice.invalid_json and splice.truncated; a body cut inside a blob
- * (splice.unterminated) or short of its Content-Length is then not retried.
+ * raises: splice.invalid_json, splice.truncated, intarray.syntax, json.invalid_utf8 and
+ * json.number_overflow; a body cut inside a blob (splice.unterminated) or short of its
+ * Content-Length is then not retried. json.duplicate_key and json.too_deep are never retried.
  */
 int sr_splice_retryable(int code, int retry_json_decode_only);
 

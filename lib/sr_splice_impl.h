@@ -144,6 +144,28 @@ static inline int sr_splice_i_grow(void **arr, size_t *cap, size_t n, size_t siz
     return 0;
 }
 
+/* Hands the integer array being read back to the text: its bytes so far are in the text already,
+ * its record is dropped and the scan goes on in text mode, so the JSON parser reads it (and
+ * meets its errors in document order); its '[' joins s->fallback. */
+static inline int sr_splice_i_hand_back(sr_splicer *s, sr_err *err)
+{
+    const int_rec *r = &s->ints[s->nints - 1];
+    int rc = sr_splice_i_grow((void **)&s->fallback, &s->cap_fallback, s->nfallback, sizeof(size_t),
+                              err);
+    if (!rc)
+        rc = sr_splice_i_grow((void **)&s->fallback_field, &s->cap_fallback_field, s->nfallback,
+                              sizeof(uint32_t), err);
+    if (rc)
+        return rc;
+    s->fallback_field[s->nfallback] = r->field;
+    s->fallback[s->nfallback++] = r->text_off;
+    s->ivals_len = r->val_off;
+    s->nints--;
+    s->mode = M_TEXT;
+    s->k = 0;
+    return 0;
+}
+
 /* Appends a text-to-body offset pair. */
 static inline int sr_splice_i_map(sr_splicer *s, size_t text, uint64_t body, sr_err *err)
 {
@@ -182,11 +204,6 @@ int sr_splice_i_scan(sr_splicer *s, const char *p, const char *end, sr_err *err)
 
 /* Feeds a chunk: checks the body limits, scans, and records a sticky error. */
 int sr_splice_i_feed(sr_splicer *s, const char *chunk, size_t n, sr_err *err);
-
-/* Hands the integer array being read back to the text: its bytes so far are in the text already,
- * its record is dropped and the scan goes on in text mode, so the JSON parser reads it (and
- * meets its errors in document order); its '[' joins s->fallback. */
-int sr_splice_i_hand_back(sr_splicer *s, sr_err *err);
 
 /* Closes the current blob at the '"' at q (or with its error recorded). */
 int sr_splice_i_end_blob(sr_splicer *s, const char *q, sr_err *err);

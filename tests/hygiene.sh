@@ -45,15 +45,16 @@ expect_out 2 'nl.json:1:10: invalid JSON \(raw control character in a string\)' 
 
 # --- 7: bytes of the body reach the terminal and the JSON output escaped. ---
 esc=$(printf '\033')
-sed 's/"dtype":"uint8"/"dtype":"\xff\\u001b[31mred\\n"/' "$B/both_fields.body" >"$tmp/ctl.body"
+# (\xc2\x9b is U+009B, the C1 control CSI: valid UTF-8, which the splice's parser must accept.)
+sed 's/"dtype":"uint8"/"dtype":"\xc2\x9b\\u001b[31mred\\n"/' "$B/both_fields.body" >"$tmp/ctl.body"
 "$S" check-body "$tmp/ctl.body" >"$tmp/ctl.out" 2>"$tmp/ctl.err"
 [ $? -eq 3 ] || bad "check-body ctl.body: exit status"
 if grep -q "$esc" "$tmp/ctl.err" || [ "$(wc -l <"$tmp/ctl.err")" -ne 1 ] ||
-    ! grep -Fq "dtype '\\xff\\x1b[31mred\\n' is not one of" "$tmp/ctl.err"; then
+    ! grep -Fq "dtype '\\xc2\\x9b\\x1b[31mred\\n' is not one of" "$tmp/ctl.err"; then
     bad "check-body text: raw bytes of a dtype reach stderr"
     od -c "$tmp/ctl.err" | head
 else
-    ok "check-body text escapes ESC, newline and \\xff"
+    ok "check-body text escapes ESC, newline and C1 controls"
 fi
 sed 's/"choices"/"ch\\u001b[31m\xffoices"/; s/"dtype":"uint8"}/"dtype":"uint8","note":"\xfe"}/' \
     "$B/both_fields.body" >"$tmp/odd.body"
@@ -68,10 +69,11 @@ for args in "--json $tmp/ctl.body" "--json $tmp/odd.body" "$tmp/odd.body"; do
         ok "check-body $args: output valid UTF-8, no raw ESC"
     fi
 done
-if "$S" check-body --json "$tmp/odd.body" | grep -q '"note":"\\ufffd"'; then
-    ok "an invalid byte in JSON output becomes \\ufffd"
+# Invalid UTF-8 never reaches the output: the splice refuses it like the reference's parser.
+if "$S" check-body --json "$tmp/odd.body" | grep -q '"name":"json.invalid_utf8"'; then
+    ok "a body with invalid UTF-8 is json.invalid_utf8"
 else
-    bad "an invalid byte in JSON output is not \\ufffd"
+    bad "a body with invalid UTF-8 is not json.invalid_utf8"
 fi
 
 # --- 8: report.html links only to relative paths inside the run folder. ---

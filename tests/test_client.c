@@ -419,6 +419,21 @@ START_TEST(backoff_is_capped_jittered_and_seeded)
     f.code = SR_E_SPLICE_DRIFT;
     ck_assert_int_eq(sr_retry_classify(&f, &none), SR_RETRY_NO);
     ck_assert_int_eq(sr_retry_classify(&f, &ref), SR_RETRY_NO);
+    /* Issue #18: what the reference's JSON decoder refuses is retried under both policies; a
+     * duplicate key, a nesting too deep and the stricter token_ids checks never are. */
+    static const int decode[] = {SR_E_JSON_UTF8, SR_E_JSON_NUMBER_OVERFLOW, SR_E_INTARRAY_SYNTAX,
+                                 SR_E_SPLICE_JSON, SR_E_SPLICE_TRUNCATED};
+    for (size_t i = 0; i < sizeof(decode) / sizeof(decode[0]); i++) {
+        f = (sr_retry_facts){decode[i], 200, 0};
+        ck_assert_msg(sr_retry_classify(&f, &none) == SR_RETRY_YES, "%s", sr_code_name(decode[i]));
+        ck_assert_msg(sr_retry_classify(&f, &ref) == SR_RETRY_YES, "%s", sr_code_name(decode[i]));
+    }
+    static const int final[] = {SR_E_JSON_DUPLICATE_KEY, SR_E_JSON_TOO_DEEP, SR_E_INTARRAY_STRICT};
+    for (size_t i = 0; i < sizeof(final) / sizeof(final[0]); i++) {
+        f = (sr_retry_facts){final[i], 200, 0};
+        ck_assert_msg(sr_retry_classify(&f, &none) == SR_RETRY_NO, "%s", sr_code_name(final[i]));
+        ck_assert_msg(sr_retry_classify(&f, &ref) == SR_RETRY_NO, "%s", sr_code_name(final[i]));
+    }
 }
 END_TEST
 

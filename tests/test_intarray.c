@@ -268,6 +268,32 @@ START_TEST(property_rejects_what_cjson_rejects)
 }
 END_TEST
 
+/* After an error, *consumed stops before the byte that raised it (the splice hands the array's
+ * bytes up to there back to the JSON parser). */
+START_TEST(consumed_stops_at_the_error)
+{
+    static const struct {
+        const char *text;
+        int code;
+        size_t consumed;
+    } cases[] = {{"1,2,x]", SR_E_INTARRAY_SYNTAX, 4}, {"1,-5,3]", SR_E_INTARRAY_STRICT, 4},
+                 {"12.5]", SR_E_INTARRAY_SYNTAX, 2},  {"01]", SR_E_INTARRAY_SYNTAX, 1},
+                 {"1 2]", SR_E_INTARRAY_SYNTAX, 2},   {"\"a\"]", SR_E_INTARRAY_SYNTAX, 0}};
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        sr_intarray_parser p;
+        sr_intarray_init(&p, 0, INT32_MAX);
+        int32_t buf[16];
+        size_t used = 99;
+        int done = 0;
+        sr_err err = SR_ERR_INIT;
+        int rc =
+            sr_intarray_feed(&p, buf, cases[i].text, strlen(cases[i].text), &used, &done, &err);
+        ck_assert_msg(rc == cases[i].code, "'%s': %s", cases[i].text, sr_code_name(rc));
+        ck_assert_msg(used == cases[i].consumed, "'%s': consumed %zu", cases[i].text, used);
+    }
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("intarray");
@@ -278,6 +304,7 @@ static Suite *suite(void)
     tcase_add_test(tc, every_split_gives_the_same_result);
     tcase_add_test(tc, property_matches_cjson_on_valid_arrays);
     tcase_add_test(tc, property_rejects_what_cjson_rejects);
+    tcase_add_test(tc, consumed_stops_at_the_error);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -479,6 +479,73 @@ START_TEST(long_numbers_use_the_arena_briefly)
 }
 END_TEST
 
+/* The reference rules (SR_JDOM_REFERENCE): what orjson refuses beyond cJSON, and duplicate keys. */
+static void expect_ref(sr_jdom *j, const char *t, int code, int64_t offset)
+{
+    sr_err e = SR_ERR_INIT;
+    cJSON *mine = (cJSON *)&e;
+    int rc = sr_jdom_parse(j, t, strlen(t), &mine, &e);
+    ck_assert_msg(rc == code, "%s: got %s (%s), want %s", t, sr_code_name(rc), e.msg,
+                  sr_code_name(code));
+    if (code) {
+        ck_assert_ptr_null(mine);
+        ck_assert_msg(e.offset == offset, "%s: offset %lld, want %lld", t, (long long)e.offset,
+                      (long long)offset);
+    }
+}
+
+START_TEST(reference_rules)
+{
+    sr_jdom *j = new_jdom(0);
+    /* Off by default: cJSON's acceptance. */
+    expect_ref(j, "{\"a\":\"\xff\",\"a\":1e400}", 0, -1);
+    sr_jdom_set_flags(j, SR_JDOM_REFERENCE);
+    expect_ref(j, "[\"ok \xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\"]", 0, -1);
+    expect_ref(j, "[\"ab\xc0\xaf\"]", SR_E_JSON_UTF8, 4);
+    expect_ref(j, "[\"\\n\xed\xa0\x80\"]", SR_E_JSON_UTF8, 4); /* after an escape too */
+    expect_ref(j, "{\"k\xf5\x80\x80\x80\":1}", SR_E_JSON_UTF8, 3);
+    expect_ref(j, "[\"\\ud800\"]", SR_E_JSON_UTF8, 2);
+    expect_ref(j, "[\"\\udc00\"]", SR_E_JSON_UTF8, 2);
+    expect_ref(j, "[\"\\ud83d\\ude00\"]", 0, -1);
+    expect_ref(j, "[1e400]", SR_E_JSON_NUMBER_OVERFLOW, 1);
+    expect_ref(j, "[0,-1e400]", SR_E_JSON_NUMBER_OVERFLOW, 3);
+    expect_ref(j, "[1e-400,1.7976931348623157e308]", 0, -1);
+    /* Duplicates: held until the end, so a later syntax error wins; exact after unescaping. */
+    expect_ref(j, "{\"a\":1,\"b\":{\"c\":[{\"d\":1,\"d\":2}]}}", SR_E_JSON_DUPLICATE_KEY, 24);
+    expect_ref(j, "{\"a\":1,\"a\":2,\"z\":tru}", SR_E_JSON_SYNTAX, 20);
+    expect_ref(j, "{\"a\":1,\"\\u0061\":2}", SR_E_JSON_DUPLICATE_KEY, 7);
+    expect_ref(j, "{\"a\\u0000b\":1,\"a\\u0000c\":2}", 0, -1);
+    expect_ref(j, "[{\"a\":1},{\"a\":1}]", 0, -1);
+    sr_err e = SR_ERR_INIT;
+    cJSON *root = NULL;
+    const char *two = "{\"x\":[{\"k\":1,\"k\":2}]}";
+    ck_assert_sr_code(sr_jdom_parse(j, two, strlen(two), &root, &e), e, SR_E_JSON_DUPLICATE_KEY);
+    ck_assert_msg(strstr(e.msg, "x[0].k: the key \"k\" appears twice"), "%s", e.msg);
+    /* The first duplicate in the text, also in a large (sorted) object. */
+    char big[4096];
+    size_t k = (size_t)sprintf(big, "{");
+    for (int i = 0; i < 100; i++)
+        k += (size_t)sprintf(big + k, "\"k%d\":0,", i);
+    sprintf(big + k, "\"k90\":1,\"k3\":1}");
+    ck_assert_sr_code(sr_jdom_parse(j, big, strlen(big), &root, &e), e, SR_E_JSON_DUPLICATE_KEY);
+    ck_assert_int_eq(e.offset, (int64_t)k);
+    /* Depth: 1000 pass, 1001 is json.too_deep. */
+    char *ok = nested(SR_JDOM_MAX_DEPTH, 0), *deep = nested(SR_JDOM_MAX_DEPTH + 1, 1);
+    expect_ref(j, ok, 0, -1);
+    expect_ref(j, deep, SR_E_JSON_TOO_DEEP, 5 * SR_JDOM_MAX_DEPTH);
+    free(ok);
+    free(deep);
+    /* Number literals with a fraction or exponent are marked. */
+    ck_assert_sr_ok(sr_jdom_parse(j, "[1,1.0,1e0,-0]", 14, &root, &e), e);
+    ck_assert(!(root->child->type & SR_JDOM_NOT_INT));
+    ck_assert(root->child->next->type & SR_JDOM_NOT_INT);
+    ck_assert(root->child->next->next->type & SR_JDOM_NOT_INT);
+    ck_assert(!(root->child->prev->type & SR_JDOM_NOT_INT));
+    ck_assert(cJSON_IsNumber(root->child->next));
+    sr_jdom_free(j);
+}
+END_TEST
+
 static Suite *jdom_suite(void)
 {
     Suite *s = suite_create("jdom");
@@ -492,6 +559,7 @@ static Suite *jdom_suite(void)
     tcase_add_test(tc, arena_is_reused);
     tcase_add_test(tc, limit_and_arguments);
     tcase_add_test(tc, long_numbers_use_the_arena_briefly);
+    tcase_add_test(tc, reference_rules);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -11,6 +11,7 @@
 #include "commands.h"
 #include "sr_buf.h"
 #include "sr_envelope.h"
+#include "sr_err.h"
 #include "sr_fields.h"
 #include "sr_splice.h"
 #include "sr_stats.h"
@@ -48,12 +49,18 @@ static const char USAGE[] =
     "  --json                   print one JSON object on standard output instead of text\n"
     "  -h, --help               show this help\n"
     "\n"
-    "exit status: 0 valid; 3 protocol error (layout drift, orphan blob, duplicate field, dtype,\n"
-    "shape, byte count, non-canonical dtype, ...); 4 transient error (body cut inside a blob or\n"
-    "short of its length, JSON that ends early or does not parse); 2 usage (bad option, "
-    "unreadable\n"
-    "file, bad field registry); 1 resource or internal error. On error the error's dotted name\n"
-    "is printed on standard error as 'syncroll check-body: <name>: <message>'.\n";
+    "exit status: 0 valid; 3 protocol error (layout drift, orphan blob, duplicate key, nesting\n"
+    "deeper than 1000, dtype, shape, byte count, non-canonical dtype, ...); 4 transient error\n"
+    "(body cut inside a blob or short of its length, JSON that ends early or does not parse,\n"
+    "invalid UTF-8 in a string, a number that overflows a double, a token_ids syntax error: what\n"
+    "the reference client retries); 2 usage (bad option, unreadable file, bad field registry);\n"
+    "1 resource or internal error. A JSON-level error (exit 4) wins over any envelope-level one,\n"
+    "wherever it is in the body, as the reference parses the whole body first. Duplicate keys\n"
+    "anywhere are refused (json.duplicate_key): the reference keeps the last silently.\n"
+    "intarray.stricter_than_reference (exit 3) is a token_ids value the reference never checks\n"
+    "(-1, 1e2, 1.0, 2^31): it is reported only if nothing else fails, with a note that the\n"
+    "reference would accept the body. On error the error's dotted name is printed on standard\n"
+    "error as 'syncroll check-body: <name>: <message>'.\n";
 
 typedef struct opts {
     const char *path, *fields, *registry;
@@ -141,15 +148,22 @@ static void put_json(cJSON *root)
 static int report_error(const opts *o, const sr_err *err, int exit_code)
 {
     const char *name = sr_code_name(err->code) ? sr_code_name(err->code) : "internal.bug";
+    /* The one refusal the reference client would not make (sr_splice.h). */
+    int reference_accepts = err->code == SR_E_INTARRAY_STRICT;
     fprintf(stderr, "syncroll check-body: %s: ", name);
     put_text(stderr, err->msg);
     fputc('\n', stderr);
+    if (reference_accepts)
+        fputs("syncroll check-body: note: the reference client would accept this body (it never "
+              "checks integer array values); syncroll is stricter on purpose\n",
+              stderr);
     if (o->json) {
         cJSON *root = cJSON_CreateObject(), *e = cJSON_CreateObject();
         cJSON_AddBoolToObject(root, "valid", 0);
         cJSON_AddStringToObject(e, "name", name);
         cJSON_AddStringToObject(e, "class", sr_class_name(sr_code_class(err->code)));
         cJSON_AddStringToObject(e, "message", err->msg);
+        cJSON_AddBoolToObject(e, "reference_accepts", reference_accepts);
         if (err->offset >= 0)
             cJSON_AddNumberToObject(e, "offset", (double)err->offset);
         else

@@ -35,10 +35,11 @@
  *   transport failure (refused, reset, closed early, per-attempt timeout) -> client.transport,
  *     retried;
  *   2xx whose body fails the splice with a transient code (splice.unterminated, .truncated,
- *     .short_body, .invalid_json) or a native body that is not JSON (client.invalid_json),
- *     retried;
- *   2xx whose body breaks the contract (splice.layout_drift, envelope.*, client.bad_response,
- *     client.routes_missing, ...) -> that code at once, never retried;
+ *     .short_body, .invalid_json, intarray.syntax, json.invalid_utf8, json.number_overflow) or
+ *     a native body that is not JSON (client.invalid_json), retried;
+ *   2xx whose body breaks the contract (splice.layout_drift, envelope.*, json.duplicate_key,
+ *     json.too_deep, client.bad_response, client.routes_missing, ...) -> that code at once,
+ *     never retried;
  *   429 -> retried after max(Retry-After, backoff);
  *   5xx -> retried, whatever the body (POLICY for JSON-bodied 5xx: a 5xx says the server failed,
  *     not the request; a deterministic 500 costs `max_attempts` tries and ends in
@@ -59,7 +60,8 @@
  * Quirks (legacy behaviours, off by default; bug-catalog rows):
  *   retry_json_decode_only  the reference's classification (§4.2): only transport failures and
  *                           bodies the JSON decoder rejects (splice.invalid_json,
- *                           splice.truncated, client.invalid_json) on a non-4xx status are
+ *                           splice.truncated, intarray.syntax, json.invalid_utf8,
+ *                           json.number_overflow, client.invalid_json) on a non-4xx status are
  *                           retried. A body cut inside a blob (splice.unterminated) or short of
  *                           its Content-Length then fails at once with client.not_retried
  *                           (skyrl-retry-unterminated); a JSON-bodied 5xx or a 429 fails at once
