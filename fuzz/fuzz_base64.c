@@ -5,7 +5,9 @@
  * decoder (cycled; 0 is a valid empty feed), and the rest is the text. Checked, with abort()
  * on any difference:
  *   - scalar vs AVX2 plain decode: code, offset, length and bytes; no write past the output;
- *   - a successful decode re-encodes to the same text (strict decoding is canonical);
+ *   - a successful decode re-encodes to the same text exactly when no trailing bits were
+ *     dropped (the noncanon_at note is -1), and strict decoding (SR_B64_STRICT_BITS) succeeds
+ *     exactly then, failing with SR_E_B64_PADDING at the note otherwise;
  *   - the text as raw bytes: scalar vs AVX2 encode, then decode back to the same bytes;
  *   - scalar vs AVX2 one-shot fused decode, and each of them vs the stream fed in chunks.
  * On a CPU without AVX2 the AVX2 side resolves to scalar and the target still runs.
@@ -154,12 +156,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     result ps = plain(text, n, SR_B64_SCALAR), pv = plain(text, n, SR_B64_AVX2);
     same(&ps, &pv);
-    if (ps.rc == 0) {
-        char *re = malloc(n + 1);
-        CHECK(re != NULL);
-        CHECK(sr_base64_encode(re, ps.out, ps.len, SR_B64_AVX2) == n);
-        CHECK(memcmp(re, text, n) == 0);
-        free(re);
+    {
+        unsigned char *o2 = out_buf(n);
+        size_t l2;
+        int64_t note = -2;
+        sr_err e2 = SR_ERR_INIT;
+        CHECK(sr_base64_decode_ex(o2, &l2, text, n, SR_B64_AVX2, 0, &note, &e2) == ps.rc);
+        int rs =
+            sr_base64_decode_ex(o2, &l2, text, n, SR_B64_SCALAR, SR_B64_STRICT_BITS, NULL, &e2);
+        if (ps.rc == 0) {
+            char *re = malloc(n + 1);
+            CHECK(re != NULL);
+            CHECK(sr_base64_encode(re, ps.out, ps.len, SR_B64_AVX2) == n);
+            CHECK((memcmp(re, text, n) == 0) == (note == -1));
+            CHECK(note == -1 ? rs == 0 && l2 == ps.len
+                             : rs == SR_E_B64_PADDING && e2.offset == note);
+            free(re);
+        } else {
+            CHECK(note == -1 && rs != 0);
+        }
+        free(o2);
     }
     roundtrip((const unsigned char *)text, n);
 

@@ -15,7 +15,7 @@ for t in "$build"/fuzz/fuzz_*; do
     seeds=""
     [ -d "fuzz/corpus/$name" ] && seeds="fuzz/corpus/$name"
     case $name in
-    fuzz_splice | fuzz_envelope | fuzz_json | fuzz_jdom) seeds="$seeds fixtures/bodies fixtures/conformance" ;;
+    fuzz_splice | fuzz_splice_diff | fuzz_envelope | fuzz_json | fuzz_jdom) seeds="$seeds fixtures/bodies fixtures/conformance" ;;
     fuzz_fields) seeds="$seeds fixtures/fields" ;;
     fuzz_scenario) seeds="$seeds scenarios/examples scenarios/nightly" ;;
     fuzz_results) seeds="$seeds fuzz/corpus/fuzz_json" ;;

@@ -186,6 +186,22 @@ static size_t scalar_decode_bulk(unsigned char *d, const unsigned char *s, size_
 
 /* ---- decoding: the state machine for everything that is not a plain quad ---- */
 
+/*
+ * The last quad's unused low bits ("AR==": R carries 0x1 below the 8 decoded bits) are dropped,
+ * as pybase64's validate=True does; `at` is the offset of the character holding them. Strict
+ * streams refuse them (SR_E_B64_PADDING); lenient ones note the first such offset.
+ */
+static int trailing_bits(sr_b64_stream *s, int64_t at, const char *pad, sr_err *err)
+{
+    if (s->flags & SR_B64_STRICT_BITS)
+        return sr_err_set_at(err, SR_E_B64_PADDING, at,
+                             "base64: non-zero trailing bits before '%s' at offset %lld", pad,
+                             (long long)at);
+    if (s->noncanon_at < 0)
+        s->noncanon_at = at;
+    return 0;
+}
+
 /* Decodes the completed quad in s->carry; `at` is the offset of its last character. */
 static int finish_quad(sr_b64_stream *s, unsigned char *d, size_t *o, int64_t at, sr_err *err)
 {
@@ -193,21 +209,18 @@ static int finish_quad(sr_b64_stream *s, unsigned char *d, size_t *o, int64_t at
     const unsigned v2 = k_class[s->carry[2]], v3 = k_class[s->carry[3]];
     d += *o;
     s->ncarry = 0;
+    int rc;
     if (v2 == CLS_PAD) {
-        if (v1 & 0x0f)
-            return sr_err_set_at(err, SR_E_B64_PADDING, at - 2,
-                                 "base64: non-zero trailing bits before '==' at offset %lld",
-                                 (long long)(at - 2));
+        if ((v1 & 0x0f) && (rc = trailing_bits(s, at - 2, "==", err)))
+            return rc;
         d[0] = (unsigned char)(v0 << 2 | v1 >> 4);
         *o += 1;
         s->closed = STREAM_CLOSED;
         return 0;
     }
     if (v3 == CLS_PAD) {
-        if (v2 & 0x03)
-            return sr_err_set_at(err, SR_E_B64_PADDING, at - 1,
-                                 "base64: non-zero trailing bits before '=' at offset %lld",
-                                 (long long)(at - 1));
+        if ((v2 & 0x03) && (rc = trailing_bits(s, at - 1, "=", err)))
+            return rc;
         s->closed = STREAM_CLOSED;
     }
     d[0] = (unsigned char)(v0 << 2 | v1 >> 4);
@@ -314,11 +327,19 @@ static int run(sr_b64_stream *s, int quote_mode, unsigned char *dst, const char 
 int sr_base64_decode(void *dst, size_t *out_len, const char *src, size_t n, sr_b64_impl impl,
                      sr_err *err)
 {
+    return sr_base64_decode_ex(dst, out_len, src, n, impl, 0, NULL, err);
+}
+
+int sr_base64_decode_ex(void *dst, size_t *out_len, const char *src, size_t n, sr_b64_impl impl,
+                        unsigned flags, int64_t *noncanon_at, sr_err *err)
+{
     if (!out_len || (n && (!dst || !src)))
         return sr_err_set(err, SR_E_INVAL, "base64: NULL argument");
     *out_len = 0;
+    if (noncanon_at)
+        *noncanon_at = -1;
     sr_b64_stream s;
-    sr_b64_stream_init(&s, impl);
+    sr_b64_stream_init_flags(&s, impl, flags);
     run_result r;
     int rc = run(&s, 0, dst, src, n, &r, err);
     if (rc < 0)
@@ -327,6 +348,8 @@ int sr_base64_decode(void *dst, size_t *out_len, const char *src, size_t n, sr_b
         return sr_err_set_at(err, SR_E_B64_LENGTH, (int64_t)n,
                              "base64: encoded length %zu is not a multiple of 4", n);
     *out_len = r.written;
+    if (noncanon_at)
+        *noncanon_at = s.noncanon_at;
     return 0;
 }
 
@@ -334,8 +357,15 @@ int sr_base64_decode(void *dst, size_t *out_len, const char *src, size_t n, sr_b
 
 void sr_b64_stream_init(sr_b64_stream *s, sr_b64_impl impl)
 {
+    sr_b64_stream_init_flags(s, impl, 0);
+}
+
+void sr_b64_stream_init_flags(sr_b64_stream *s, sr_b64_impl impl, unsigned flags)
+{
     memset(s, 0, sizeof(*s));
     s->impl = sr_base64_resolve(impl);
+    s->flags = flags;
+    s->noncanon_at = -1;
 }
 
 int sr_b64_stream_feed(sr_b64_stream *s, void *dst, size_t *written, const char *src, size_t n,
@@ -367,13 +397,23 @@ int sr_b64_stream_feed(sr_b64_stream *s, void *dst, size_t *written, const char 
 int sr_base64_decode_until_quote(void *dst, size_t *out_len, const char *src, size_t n,
                                  size_t *consumed, int *found, sr_b64_impl impl, sr_err *err)
 {
+    return sr_base64_decode_until_quote_ex(dst, out_len, src, n, consumed, found, impl, 0, NULL,
+                                           err);
+}
+
+int sr_base64_decode_until_quote_ex(void *dst, size_t *out_len, const char *src, size_t n,
+                                    size_t *consumed, int *found, sr_b64_impl impl,
+                                    unsigned flags, int64_t *noncanon_at, sr_err *err)
+{
     if (!out_len || !consumed || !found || (n && (!dst || !src)))
         return sr_err_set(err, SR_E_INVAL, "base64: NULL argument");
     *out_len = 0;
     *consumed = 0;
     *found = 0;
+    if (noncanon_at)
+        *noncanon_at = -1;
     sr_b64_stream s;
-    sr_b64_stream_init(&s, impl);
+    sr_b64_stream_init_flags(&s, impl, flags);
     run_result r;
     int rc = run(&s, 1, dst, src, n, &r, err);
     if (rc < 0)
@@ -381,5 +421,7 @@ int sr_base64_decode_until_quote(void *dst, size_t *out_len, const char *src, si
     *out_len = r.written;
     *consumed = r.consumed;
     *found = r.done;
+    if (noncanon_at)
+        *noncanon_at = s.noncanon_at;
     return 0;
 }

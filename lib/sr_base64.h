@@ -1,20 +1,26 @@
 /*
  * sr_base64: strict RFC 4648 base64 (standard alphabet, '=' padding), scalar and AVX2.
  *
- * Strictness (matches pybase64's validate=True that the reference uses, and is stricter on one
- * point): only A-Z a-z 0-9 + / and trailing '=' are accepted; whitespace, line breaks, the
- * url-safe '-' '_' and '\' are SR_E_B64_CHAR; a length that is not a multiple of 4 is
- * SR_E_B64_LENGTH; '=' anywhere but the last one or two positions of the last quad, or
- * non-zero trailing bits before the padding ("AR==" for 0x01) is SR_E_B64_PADDING. Every error
- * sets err->offset to the offset of the first bad byte (relative to the start of the encoded
- * text; for SR_E_B64_LENGTH, the length).
+ * Strictness (matches pybase64's validate=True that the reference uses): only A-Z a-z 0-9 + /
+ * and trailing '=' are accepted; whitespace, line breaks, the url-safe '-' '_' and '\' are
+ * SR_E_B64_CHAR; a length that is not a multiple of 4 is SR_E_B64_LENGTH; '=' anywhere but the
+ * last one or two positions of the last quad (so also "AAA=AAAA" and "AAAA=") is
+ * SR_E_B64_PADDING. Every error sets err->offset to the offset of the first bad byte (relative
+ * to the start of the encoded text; for SR_E_B64_LENGTH, the length).
+ *
+ * Non-zero trailing bits ("AR==": the R carries bits below the one decoded byte; "AAB=") are
+ * accepted and dropped, as the reference does (skyrl-contract Appendix B): the decoders report
+ * the offset of the first such character as a note (noncanon_at, -1 if none), because the
+ * text is not what a canonical encoder writes. With SR_B64_STRICT_BITS they are
+ * SR_E_B64_PADDING instead (client.strict_base64).
  *
  * Precisely, the text is read quad by quad and the first of these rules that fails wins:
  *   - a byte outside the alphabet and not '=' is SR_E_B64_CHAR at that byte, wherever it is;
  *   - '=' in the first or second position of a quad, an alphabet byte after "xx=", or any byte
  *     after a padded quad is SR_E_B64_PADDING at that byte;
- *   - a quad "xy==" whose y has non-zero low 4 bits is SR_E_B64_PADDING at y, and a quad
- *     "xyz=" whose z has non-zero low 2 bits is SR_E_B64_PADDING at z ("AR==" -> offset 1);
+ *   - (SR_B64_STRICT_BITS only) a quad "xy==" whose y has non-zero low 4 bits is
+ *     SR_E_B64_PADDING at y, and a quad "xyz=" whose z has non-zero low 2 bits is
+ *     SR_E_B64_PADDING at z ("AR==" -> offset 1); without the flag that offset is the note;
  *   - an incomplete last quad is SR_E_B64_LENGTH at the length.
  * So "AR=A" is a padding error at offset 3 and "AA== " a character error at offset 4.
  *
@@ -46,6 +52,9 @@
 
 typedef enum sr_b64_impl { SR_B64_AUTO = 0, SR_B64_SCALAR, SR_B64_AVX2 } sr_b64_impl;
 
+/* Decoding flags. */
+#define SR_B64_STRICT_BITS 1u /* non-zero trailing bits before the padding: SR_E_B64_PADDING */
+
 /* 1 if this CPU can run the AVX2 path. */
 int sr_base64_cpu_has_avx2(void);
 
@@ -70,10 +79,15 @@ size_t sr_base64_encode(char *dst, const void *src, size_t n, sr_b64_impl impl);
  * On success *out_len is the decoded length. Errors: SR_E_B64_LENGTH, SR_E_B64_CHAR,
  * SR_E_B64_PADDING with err->offset set; *out_len is then 0 and dst contents are unspecified.
  * '"' is an ordinary invalid character here. NULL out_len, or NULL src or dst with n > 0, is
- * SR_E_INVAL.
+ * SR_E_INVAL. Lenient about trailing bits (no flags); see sr_base64_decode_ex.
  */
 int sr_base64_decode(void *dst, size_t *out_len, const char *src, size_t n, sr_b64_impl impl,
                      sr_err *err);
+
+/* As sr_base64_decode with `flags` (SR_B64_*); on success *noncanon_at (if not NULL) is the
+ * offset of the first character with non-zero trailing bits, or -1 (also -1 on error). */
+int sr_base64_decode_ex(void *dst, size_t *out_len, const char *src, size_t n, sr_b64_impl impl,
+                        unsigned flags, int64_t *noncanon_at, sr_err *err);
 
 /* ---- fused stop-at-quote decoding ---- */
 
@@ -85,9 +99,15 @@ typedef struct sr_b64_stream {
                                2: finished (quote found or error), feeding is SR_E_INVAL */
     uint64_t pos;           /* characters consumed so far (for error offsets) */
     uint64_t written;       /* bytes decoded so far */
+    unsigned flags;         /* SR_B64_* */
+    int64_t noncanon_at;    /* offset of the first character with non-zero trailing bits, or -1 */
 } sr_b64_stream;
 
+/* Starts a lenient stream (flags 0). */
 void sr_b64_stream_init(sr_b64_stream *s, sr_b64_impl impl);
+
+/* Starts a stream with decoding flags (SR_B64_*). */
+void sr_b64_stream_init_flags(sr_b64_stream *s, sr_b64_impl impl, unsigned flags);
 
 /*
  * Feeds n characters. Decodes into dst every complete quad up to the first '"' in src, writing
@@ -114,9 +134,14 @@ int sr_b64_stream_feed(sr_b64_stream *s, void *dst, size_t *written, const char 
  * (at src[*consumed]); 0 if the text ran out first (then *consumed = n and the input is
  * unterminated; any complete quads were decoded, an incomplete last quad is checked as far as
  * it goes but is neither decoded nor an error). dst must hold sr_base64_decoded_max(n) bytes.
- * Same as one sr_b64_stream_feed of the whole text.
+ * Same as one sr_b64_stream_feed of the whole text. Lenient about trailing bits.
  */
 int sr_base64_decode_until_quote(void *dst, size_t *out_len, const char *src, size_t n,
                                  size_t *consumed, int *found, sr_b64_impl impl, sr_err *err);
+
+/* As sr_base64_decode_until_quote with flags and the note of sr_base64_decode_ex. */
+int sr_base64_decode_until_quote_ex(void *dst, size_t *out_len, const char *src, size_t n,
+                                    size_t *consumed, int *found, sr_b64_impl impl,
+                                    unsigned flags, int64_t *noncanon_at, sr_err *err);
 
 #endif /* SR_BASE64_H */

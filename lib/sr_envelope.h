@@ -4,8 +4,9 @@
  *
  * Wire rules: `data` is the first key, then `shape`, then `dtype`, then sidecar keys in order;
  * compact JSON (no whitespace); `data` is strict standard base64 with padding of the array's
- * C-contiguous little-endian bytes; `dtype` is a NumPy dtype name; the decoded byte count must
- * equal prod(shape) * itemsize.
+ * C-contiguous little-endian bytes (non-zero trailing bits dropped, as the reference's
+ * pybase64 validate=True does: sr_base64.h); `dtype` is a NumPy dtype name; the decoded byte count
+ * must equal prod(shape) * itemsize.
  *
  * Unpack performs the reference's checks in the reference's order (§2.2):
  *   1. payload not an object                          -> SR_E_ENV_NOT_OBJECT
@@ -47,15 +48,18 @@
 
 /* What a field accepts. Plain struct; fill with SR_CONTRACT_INIT then set what you need. */
 typedef struct sr_contract {
-    const char *name;      /* field name used in messages ("routed_experts"); NULL: "array" */
-    sr_dtype_set allowed;  /* allowed dtypes; 0 means any known dtype */
-    int ndim;              /* required number of dimensions; -1 means any (<= SR_NDIM_MAX) */
-    int canonical_routes;  /* 1: integer values must use their smallest route dtype (§2.4) */
-    size_t max_bytes;      /* maximum decoded bytes; 0 means SR_ENVELOPE_DEFAULT_MAX */
-    sr_b64_impl impl;      /* base64 kernel for the string path; AUTO by default */
+    const char *name;     /* field name used in messages ("routed_experts"); NULL: "array" */
+    sr_dtype_set allowed; /* allowed dtypes; 0 means any known dtype */
+    int ndim;             /* required number of dimensions; -1 means any (<= SR_NDIM_MAX) */
+    int canonical_routes; /* 1: integer values must use their smallest route dtype (§2.4) */
+    size_t max_bytes;     /* maximum decoded bytes; 0 means SR_ENVELOPE_DEFAULT_MAX */
+    sr_b64_impl impl;     /* base64 kernel for the string path; AUTO by default */
 } sr_contract;
 
-#define SR_CONTRACT_INIT {NULL, 0, -1, 0, 0, SR_B64_AUTO}
+#define SR_CONTRACT_INIT                                                                           \
+    {                                                                                              \
+        NULL, 0, -1, 0, 0, SR_B64_AUTO                                                             \
+    }
 
 /* The contract of routed_experts: uint8/int16/int32, 3-D, canonical. */
 sr_contract sr_contract_routes(void);
@@ -65,8 +69,8 @@ sr_contract sr_contract_routes(void);
  * reference rejects a float dimension. Callers that still have the raw JSON text of the shape
  * array say what it contained with one of these (see sr_envelope_shape_text()):
  */
-#define SR_SHAPE_TEXT_UNKNOWN 0     /* text not seen: integral doubles are taken as integers */
-#define SR_SHAPE_TEXT_INTEGERS 1    /* every number was written as an integer literal */
+#define SR_SHAPE_TEXT_UNKNOWN     0 /* text not seen: integral doubles are taken as integers */
+#define SR_SHAPE_TEXT_INTEGERS    1 /* every number was written as an integer literal */
 #define SR_SHAPE_TEXT_NON_INTEGER 2 /* a number had a fraction or an exponent: step 4 rejects */
 
 /*
@@ -98,8 +102,8 @@ int sr_envelope_pack(sr_buf *out, const sr_ndarray *a, sr_dtype_set allowed, con
  * new owned allocation (out->owned = 1; release with sr_ndarray_release). On error `out` is
  * SR_NDARRAY_INIT. Sidecar keys are the members of payload other than the reserved three.
  */
-int sr_envelope_unpack(sr_ndarray *out, const cJSON *payload, int shape_text,
-                       const sr_contract *c, sr_arena *arena, sr_err *err);
+int sr_envelope_unpack(sr_ndarray *out, const cJSON *payload, int shape_text, const sr_contract *c,
+                       sr_arena *arena, sr_err *err);
 
 /*
  * Validates an envelope whose blob was already decoded elsewhere (the response-body splice):
@@ -107,8 +111,8 @@ int sr_envelope_unpack(sr_ndarray *out, const cJSON *payload, int shape_text,
  * and dtype; `bytes`/`nbytes` are the decoded blob. Performs checks 1-6 above except the base64
  * decoding itself. On success `out` is a view over `bytes` (out->owned = 0).
  */
-int sr_envelope_unpack_decoded(sr_ndarray *out, const cJSON *payload, int shape_text,
-                               void *bytes, size_t nbytes, const sr_contract *c, sr_err *err);
+int sr_envelope_unpack_decoded(sr_ndarray *out, const cJSON *payload, int shape_text, void *bytes,
+                               size_t nbytes, const sr_contract *c, sr_err *err);
 
 /* ---- routed experts ---- */
 
@@ -134,7 +138,8 @@ int sr_routes_check_canonical(const sr_ndarray *a, const char *field, sr_err *er
  */
 int sr_routes_compact(sr_ndarray *out, const sr_ndarray *in, sr_err *err);
 
-/* Compacts `routes` and appends its envelope (route dtypes only) to `out`, as pack_routed_experts. */
+/* Compacts `routes` and appends its envelope (route dtypes only) to `out`, as pack_routed_experts.
+ */
 int sr_routes_pack(sr_buf *out, const sr_ndarray *routes, const cJSON *extra, sr_b64_impl impl,
                    sr_err *err);
 

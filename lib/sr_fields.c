@@ -132,7 +132,7 @@ static sr_field_def int_array(const char *name, int64_t min, int64_t max)
     return d;
 }
 
-int sr_fields_add_builtins(sr_fields *f, sr_err *err)
+static int add_builtins(sr_fields *f, int skip_defined, sr_err *err)
 {
     sr_field_def defs[3] = {
         packed("routed_experts", SR_ROUTE_DTYPES, 3, 1),
@@ -140,11 +140,23 @@ int sr_fields_add_builtins(sr_fields *f, sr_err *err)
         int_array("token_ids", 0, INT32_MAX),
     };
     for (int i = 0; i < 3; i++) {
+        if (skip_defined && sr_fields_find(f, defs[i].name, strlen(defs[i].name)))
+            continue;
         int rc = sr_fields_add(f, &defs[i], err);
         if (rc)
             return rc;
     }
     return 0;
+}
+
+int sr_fields_add_builtins(sr_fields *f, sr_err *err)
+{
+    return add_builtins(f, 0, err);
+}
+
+int sr_fields_add_missing_builtins(sr_fields *f, sr_err *err)
+{
+    return add_builtins(f, 1, err);
 }
 
 int sr_fields_narrow(sr_fields **out, const sr_fields *f, const char *const *names, size_t n,

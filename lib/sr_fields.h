@@ -76,6 +76,11 @@ void sr_fields_free(sr_fields *f);
 /* Adds routed_experts, rollout_sample_support and token_ids (see above). */
 int sr_fields_add_builtins(sr_fields *f, sr_err *err);
 
+/* Adds each built-in whose name `f` does not hold yet: loading a file first and then calling
+ * this lets the file's definition of a built-in name replace it (check-body --field-registry:
+ * rollout_sample_support with any dtype is the #2079 contract). */
+int sr_fields_add_missing_builtins(sr_fields *f, sr_err *err);
+
 /*
  * Validates and copies one definition (name_len is recomputed from name). SR_E_FIELD_DEF for a
  * bad definition or a duplicate name, SR_E_LIMIT past SR_FIELDS_MAX entries.

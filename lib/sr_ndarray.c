@@ -7,19 +7,31 @@
 int sr_shape_bytes(size_t *nbytes, uint64_t *numel, const int64_t *shape, int ndim, size_t itemsize,
                    sr_err *err)
 {
-    uint64_t n = 1;
+    /* numpy's rule (PyArray_NewFromDescr): itemsize times the product of the non-zero dims must
+     * fit in a signed 64-bit size, even when a zero dim makes the array empty. */
+    const uint64_t lim =
+        (uint64_t)INT64_MAX < (uint64_t)SIZE_MAX ? (uint64_t)INT64_MAX : (uint64_t)SIZE_MAX;
+    uint64_t n = 1, nz = itemsize ? (uint64_t)itemsize : 1;
+    int empty = 0;
     for (int i = 0; i < ndim; i++) {
         if (shape[i] < 0)
             return sr_err_set(err, SR_E_ENV_SHAPE, "dimension %d is negative (%lld)", i,
                               (long long)shape[i]);
         uint64_t d = (uint64_t)shape[i];
-        if (d != 0 && n > UINT64_MAX / d)
-            return sr_err_set(err, SR_E_ENV_OVERFLOW, "shape product overflows at dimension %d", i);
+        if (d == 0) {
+            empty = 1;
+            continue;
+        }
+        if (nz > lim / d)
+            return sr_err_set(err, SR_E_ENV_OVERFLOW,
+                              "array is too big: %zu-byte items times the non-zero dimensions "
+                              "up to dimension %d overflow a signed 64-bit size%s",
+                              itemsize, i, empty ? " (numpy refuses it although it is empty)" : "");
+        nz *= d;
         n *= d;
     }
-    if (itemsize && n > (uint64_t)SIZE_MAX / itemsize)
-        return sr_err_set(err, SR_E_ENV_OVERFLOW, "shape of %llu elements of %zu bytes overflows",
-                          (unsigned long long)n, itemsize);
+    if (empty)
+        n = 0;
     if (nbytes)
         *nbytes = (size_t)(n * itemsize);
     if (numel)

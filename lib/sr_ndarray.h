@@ -28,19 +28,25 @@
 
 typedef struct sr_ndarray {
     sr_dtype dtype;
-    int ndim;                     /* 0..SR_NDIM_MAX */
-    int64_t shape[SR_NDIM_MAX];   /* each >= 0 */
-    void *data;                   /* C-contiguous little-endian elements; may be NULL if nbytes == 0 */
-    size_t nbytes;                /* prod(shape) * sr_dtype_size(dtype) */
-    int owned;                    /* 1: data was malloc'd by sr_ndarray_alloc and is freed by release */
+    int ndim;                   /* 0..SR_NDIM_MAX */
+    int64_t shape[SR_NDIM_MAX]; /* each >= 0 */
+    void *data;    /* C-contiguous little-endian elements; may be NULL if nbytes == 0 */
+    size_t nbytes; /* prod(shape) * sr_dtype_size(dtype) */
+    int owned;     /* 1: data was malloc'd by sr_ndarray_alloc and is freed by release */
 } sr_ndarray;
 
-#define SR_NDARRAY_INIT {SR_DTYPE_INVALID, 0, {0}, NULL, 0, 0}
+#define SR_NDARRAY_INIT                                                                            \
+    {                                                                                              \
+        SR_DTYPE_INVALID, 0, {0}, NULL, 0, 0                                                       \
+    }
 
 /*
  * Computes prod(shape) * itemsize into *nbytes and prod(shape) into *numel (either may be
- * NULL), checking each multiplication for overflow (SR_E_ENV_OVERFLOW) and each dim for
- * sign (SR_E_ENV_SHAPE). An empty shape (ndim 0) has one element.
+ * NULL), checking each dim for sign (SR_E_ENV_SHAPE) and, as numpy does ("array is too big"),
+ * that itemsize times the product of the NON-ZERO dims fits in a signed 64-bit size
+ * (SR_E_ENV_OVERFLOW): so [0, 2^32, 2^32] is refused although it holds no element, while
+ * [0, 2^63-1] of uint8 is accepted. itemsize 0 counts as 1. An empty shape (ndim 0) has one
+ * element.
  */
 int sr_shape_bytes(size_t *nbytes, uint64_t *numel, const int64_t *shape, int ndim, size_t itemsize,
                    sr_err *err);

@@ -220,8 +220,9 @@ static int start_blob(sr_splicer *s, int field, int escaped, int lookalike, cons
     b->lookalike = lookalike;
     b->body_off = sp_body_off(s, p);
     b->out_off = s->cursor + pad;
+    b->noncanon = -1;
     s->cursor = b->out_off;
-    sr_b64_stream_init(&s->st, s->impl);
+    sr_b64_stream_init_flags(&s->st, s->impl, sr_splice_i_b64_flags(s));
     s->mode = s->par ? M_LOCATE : M_BLOB;
     return 0;
 }
@@ -343,6 +344,8 @@ static int scan_blob(sr_splicer *s, const char **pp, const char *end, sr_err *er
         b->nbytes += w;
         p += used;
         if (done) {
+            if (s->st.noncanon_at >= 0)
+                b->noncanon = (int64_t)b->body_off + s->st.noncanon_at;
             *pp = p;
             return sr_splice_i_end_blob(s, p, err);
         }

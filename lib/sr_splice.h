@@ -21,6 +21,9 @@
  *   - After parsing, blobs are re-attached in document order per field: every object member whose
  *     key is a registered packed field and whose value is an object with a "data" member takes
  *     the field's next blob. Nothing is recursed into below a re-attached envelope.
+ *   - Base64 is the reference's pybase64 validate=True: non-zero trailing bits in the last quad
+ *     ("AR==") are dropped and noted (entry b64_noncanonical), unless opts.strict_base64 makes
+ *     them base64.bad_padding; '=' after a complete quad ("AAAA=") is always refused.
  *   - Each envelope is validated with the field's contract (sr_envelope_unpack_decoded;
  *     canonical dtypes are checked from statistics gathered while decoding, so no second pass
  *     over the decoded bytes is needed).
@@ -146,11 +149,17 @@ typedef struct sr_splice_opts {
      * that finds no envelope, is splice.misattributed. Never use it outside bug scenarios.
      */
     int prefix_without_quote;
+    /*
+     * 1: a blob whose last quad has non-zero trailing bits ("AR==") is base64.bad_padding. 0 (the
+     * default, the reference's pybase64 validate=True): such bits are dropped and the entry's
+     * b64_noncanonical says where they were (client.strict_base64 in a scenario).
+     */
+    int strict_base64;
 } sr_splice_opts;
 
 #define SR_SPLICE_OPTS_INIT                                                                        \
     {                                                                                              \
-        0, 1, SR_B64_AUTO, 0, 0                                                                    \
+        0, 1, SR_B64_AUTO, 0, 0, 0                                                                 \
     }
 
 typedef enum sr_splice_kind {
@@ -167,6 +176,9 @@ typedef struct sr_splice_entry {
     const cJSON *node;         /* the value in the document (envelope, null, placeholder, array) */
     const cJSON *sidecar;      /* an object with copies of the sidecar members, or NULL if none */
     int spliced;               /* 1: cut from the raw body; 0: read from the parsed document */
+    int64_t b64_noncanonical;  /* a note: body offset of a base64 character whose trailing bits
+                                  were non-zero and dropped ("AR=="), or -1 (always -1 with
+                                  opts.strict_base64, which refuses them) */
 } sr_splice_entry;
 
 typedef struct sr_splice_stats {

@@ -107,6 +107,7 @@ static int add_entry(walker *w, sr_splice_kind kind, const sr_field_def *d, cons
     e->kind = kind;
     e->field = d;
     e->node = node;
+    e->b64_noncanonical = -1;
     s->entry_ref[i] = ref;
     s->path_off[i] = s->paths.len;
     rc = make_path(w, err);

@@ -118,6 +118,7 @@ static int check_envelope(sr_splicer *s, sr_splice_entry *e, size_t ref, sr_err 
     if (rc)
         return rc;
     e->spliced = 1;
+    e->b64_noncanonical = b->noncanon;
     cJSON *side = NULL;
     for (const cJSON *m = e->node->child; m; m = m->next) {
         if (sr_envelope_is_reserved_key(m->string))

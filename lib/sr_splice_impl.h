@@ -34,6 +34,7 @@ typedef struct blob_rec {
     size_t nbytes;     /* decoded bytes */
     size_t text_off;   /* offset of the closing quote in the parser text */
     uint32_t lane_or;  /* OR of decoded byte i into bits 8 * (i % 4) */
+    int64_t noncanon;  /* body offset of a character with non-zero trailing bits, or -1 */
     sr_err *err;       /* the blob's base64 error, reported if it meets its envelope; or NULL */
 } blob_rec;
 
@@ -114,6 +115,12 @@ static inline uint64_t sp_body_off(const sr_splicer *s, const char *p)
 }
 
 /* ---- small helpers of every sr_splice*.c file (inline: the scan loops call them) ---- */
+
+/* The base64 flags of this splicer's blobs. */
+static inline unsigned sr_splice_i_b64_flags(const sr_splicer *s)
+{
+    return s->opts.strict_base64 ? SR_B64_STRICT_BITS : 0;
+}
 
 /* Records `code` as the splicer's sticky error (copying `e`) and returns it. */
 static inline int sr_splice_i_fail(sr_splicer *s, const sr_err *e)

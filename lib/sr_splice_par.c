@@ -42,7 +42,10 @@ static void decode_window(const char *src, size_t n, unsigned char *dst, win_res
     size_t head = n / 4 * 4 >= 4 ? n / 4 * 4 - 4 : 0;
     size_t used = 0, got = 0;
     int found = 0;
-    if (head && sr_base64_decode_until_quote(dst, &got, src, head, &used, &found, impl, NULL)) {
+    /* Strict about trailing bits: a blob with any is decoded again by redo_blob, which applies
+     * the splicer's own rule and records the note or the error exactly as one thread does. */
+    if (head && sr_base64_decode_until_quote_ex(dst, &got, src, head, &used, &found, impl,
+                                                SR_B64_STRICT_BITS, NULL, NULL)) {
         r->bad = 1;
     } else if (found) {
         r->found = 1;
@@ -52,8 +55,8 @@ static void decode_window(const char *src, size_t n, unsigned char *dst, win_res
         int padded = got != head / 4 * 3;
         unsigned char tmp[16];
         size_t got2 = 0;
-        if (sr_base64_decode_until_quote(tmp, &got2, src + head, n - head, &used, &found, impl,
-                                         NULL) ||
+        if (sr_base64_decode_until_quote_ex(tmp, &got2, src + head, n - head, &used, &found,
+                                            impl, SR_B64_STRICT_BITS, NULL, NULL) ||
             (padded && !(found && used == 0))) {
             r->bad = 1;
         } else {
@@ -81,7 +84,7 @@ static void decode_window(const char *src, size_t n, unsigned char *dst, win_res
 static int redo_blob(sr_splicer *s, blob_rec *b, const char *start, sr_err *err)
 {
     sr_b64_stream st;
-    sr_b64_stream_init(&st, s->impl);
+    sr_b64_stream_init_flags(&st, s->impl, sr_splice_i_b64_flags(s));
     const char *p = start, *end = start + b->chars + 1; /* the closing quote included */
     b->nbytes = 0;
     b->lane_or = 0;
@@ -102,8 +105,11 @@ static int redo_blob(sr_splicer *s, blob_rec *b, const char *start, sr_err *err)
             sr_splice_i_lane_or(&b->lane_or, dst, w, b->nbytes);
         b->nbytes += w;
         p += used;
-        if (done)
+        if (done) {
+            if (st.noncanon_at >= 0)
+                b->noncanon = (int64_t)b->body_off + st.noncanon_at;
             break;
+        }
     }
     return 0;
 }

@@ -18,6 +18,7 @@
 
 #include "sr_err.h"
 #include "sr_fields.h"
+#include "sr_json.h"
 #include "sr_splice.h"
 
 #define MAX_ENTRIES  64
@@ -196,8 +197,9 @@ static int parse_args(const char *args, lib_opts *o)
 static sr_fields *make_registry(const lib_opts *o, sr_err *err)
 {
     sr_fields *f = NULL;
-    if (sr_fields_new(&f, err) || sr_fields_add_builtins(f, err) ||
-        (o->registry[0] && sr_fields_load_file(f, o->registry, err))) {
+    /* As check-body: the file's definitions replace built-ins of the same name. */
+    if (sr_fields_new(&f, err) || (o->registry[0] && sr_fields_load_file(f, o->registry, err)) ||
+        sr_fields_add_missing_builtins(f, err)) {
         sr_fields_free(f);
         return NULL;
     }
@@ -329,6 +331,22 @@ static const char *exit_class(int status)
     }
 }
 
+/* The text of a value of the one-line document `text` (a number as written), to free. */
+static char *value_text(const sr_json_doc *doc, const char *text, const cJSON *node)
+{
+    int line, col;
+    if (!cJSON_IsNumber(node) || sr_json_where(doc, node, 0, &line, &col) != 0 || line != 1)
+        return node ? cJSON_PrintUnformatted(node) : NULL;
+    const char *p = text + col - 1;
+    size_t k = strspn(p, "-+0123456789.eE");
+    char *r = malloc(k + 1);
+    if (r) {
+        memcpy(r, p, k);
+        r[k] = '\0';
+    }
+    return r;
+}
+
 static void run_cli(const char *name, const expect *x, const char *syncroll, const char *body_path)
 {
     char cmd[8 * LINE_MAX_LEN];
@@ -351,7 +369,12 @@ static void run_cli(const char *name, const expect *x, const char *syncroll, con
                     (strcmp(want_class, "resource") == 0 || strcmp(want_class, "internal") == 0));
     if (!class_ok)
         fail(name, "check-body exit status", "expected %s, got %s", want_class, got_class);
-    cJSON *j = cJSON_Parse(out);
+    /* sr_json keeps the source text, so min/max are compared as check-body printed them (exact
+     * integers beyond 2^53, %.17g floats), not as cJSON's doubles. */
+    sr_json_doc *doc = NULL;
+    sr_err perr = SR_ERR_INIT;
+    const cJSON *j =
+        sr_json_parse(&doc, out, n, "check-body output", 0, &perr) == 0 ? sr_json_root(doc) : NULL;
     if (!j) {
         fail(name, "check-body --json", "output is not JSON: %s%s", out, "");
         return;
@@ -370,14 +393,14 @@ static void run_cli(const char *name, const expect *x, const char *syncroll, con
         if (!cJSON_IsBool(ra) || cJSON_IsTrue(ra) != strict)
             fail(name, "check-body --json", "error.reference_accepts should be %s%s",
                  strict ? "true" : "false", "");
-        cJSON_Delete(j);
+        sr_json_free(doc);
         return;
     }
     const cJSON *list = cJSON_GetObjectItemCaseSensitive(j, "entries");
     if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "valid")) ||
         (size_t)cJSON_GetArraySize(list) != x->n) {
         fail(name, "check-body --json", "expected %s entries, got %s", "the listed", out);
-        cJSON_Delete(j);
+        sr_json_free(doc);
         return;
     }
     size_t i = 0;
@@ -393,8 +416,8 @@ static void run_cli(const char *name, const expect *x, const char *syncroll, con
             continue;
         const char *dt = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "dtype"));
         char *shape = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(e, "shape"));
-        char *mn = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(e, "min"));
-        char *mx = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(e, "max"));
+        char *mn = value_text(doc, out, cJSON_GetObjectItemCaseSensitive(e, "min"));
+        char *mx = value_text(doc, out, cJSON_GetObjectItemCaseSensitive(e, "max"));
         const char *want_min = strcmp(w->min, "-") == 0 ? "null" : w->min;
         const char *want_max = strcmp(w->max, "-") == 0 ? "null" : w->max;
         if (!dt || strcmp(dt, w->dtype) != 0)
@@ -409,7 +432,7 @@ static void run_cli(const char *name, const expect *x, const char *syncroll, con
         free(mn);
         free(mx);
     }
-    cJSON_Delete(j);
+    sr_json_free(doc);
 }
 
 static int cmp_str(const void *a, const void *b)

@@ -60,10 +60,12 @@ def load_registry(args, src):
         if words[i] == "--field-registry":
             doc = json.load(open(os.path.join(src, words[i + 1])))
             for f in doc.get("fields", []):
+                reg = [r for r in reg if r["name"] != f["name"]]  # replaces a built-in
                 reg.append({"name": f["name"], "kind": "packed", "dtypes": f["dtypes"],
                             "ndim": f["ndim"], "canonical": f.get("canonical", False),
                             "nullable": f.get("nullable", True)})
             for f in doc.get("int_arrays", []):
+                reg = [r for r in reg if r["name"] != f["name"]]
                 reg.append({"name": f["name"], "kind": "ints", "min": f.get("min", 0),
                             "max": f.get("max", 2**31 - 1)})
             i += 2
@@ -131,7 +133,8 @@ def scan(raw, reg):
         if close < 0:
             raise Fail("splice.unterminated")
         out += raw[pos:start]
-        blobs.append({"field": hit[0], "escaped": hit[1], "chars": raw[start:close]})
+        blobs.append({"field": hit[0], "escaped": hit[1], "chars": raw[start:close],
+                      "at": start})
         pos = close
 
 
@@ -157,10 +160,10 @@ def b64decode_strict(chars):
     pad = len(chars) - len(body)
     if pad > 2 or b"=" in body:
         raise Fail("base64.bad_padding")
+    # Like pybase64's validate=True (the reference): non-zero trailing bits are dropped, and
+    # the text is then not what an encoder writes (check-body's b64_noncanonical note).
     data = base64.b64decode(chars, validate=True)
-    if base64.b64encode(data) != chars:
-        raise Fail("base64.bad_padding")  # non-zero trailing bits
-    return data
+    return data, base64.b64encode(data) != chars
 
 
 def key_path(path, key):
@@ -246,25 +249,42 @@ class Obj:
             raise Fail("json.duplicate_key")
 
 
-def minmax_canonical(arr, dtype):
+def stats(arr, dtype):
+    """check-body's statistics (README "check-body --json"): exact integer min/max, bools as
+    0/1 with a count of non-canonical bytes, floats over the finite values with NaN/inf counts;
+    min/max null when there is no value to take them over."""
+    out = {}
+    flat = arr.reshape(-1)
     if arr.dtype.kind == "f":
-        if arr.size == 0 or dtype == "float16":
-            return None, None, None
-        return float(arr.min()), float(arr.max()), None
-    lo = int(arr.min()) if arr.size else 0
-    hi = int(arr.max()) if arr.size else 0
+        fin = flat[np.isfinite(flat)]
+        out["min"] = float(fin.min()) if fin.size else None
+        out["max"] = float(fin.max()) if fin.size else None
+        out["nan"] = int(np.isnan(flat).sum())
+        out["posinf"] = int(np.isposinf(flat).sum())
+        out["neginf"] = int(np.isneginf(flat).sum())
+        return out, None
+    if dtype == "bool":
+        raw = flat.view(np.uint8)
+        out["min"] = int((raw != 0).min()) if raw.size else None
+        out["max"] = int((raw != 0).max()) if raw.size else None
+        out["noncanonical_bool"] = int((raw > 1).sum())
+        return out, None
+    lo = int(flat.min()) if flat.size else None
+    hi = int(flat.max()) if flat.size else None
+    out["min"], out["max"] = lo, hi
     canon = None
-    if dtype != "bool" and lo >= 0:
-        want = "uint8" if hi < 256 else "int16" if hi < 32768 else "int32"
+    if (lo or 0) >= 0:
+        top = hi or 0
+        want = "uint8" if top < 256 else "int16" if top < 32768 else "int32" if top < 2**31 else ""
         canon = want == dtype
-    return lo, hi, canon
+    return out, canon
 
 
 def envelope(f, val, blob):
     d = val.d
     if not isinstance(d.get("shape"), list) or not isinstance(d.get("dtype"), str):
         raise Fail("envelope.invalid")
-    data = b64decode_strict(blob["chars"])
+    data, noncanon = b64decode_strict(blob["chars"])
     dtype = d["dtype"]
     if dtype not in f["dtypes"]:
         raise Fail("envelope.dtype")
@@ -275,20 +295,31 @@ def envelope(f, val, blob):
     arr = np.frombuffer(data, dtype=np.dtype(DTYPES[dtype])) if dtype in DTYPES else None
     if arr is None:
         raise Fail("envelope.dtype")
-    numel = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    try:
+        if 0 in shape:
+            np.empty(0, dtype=arr.dtype).reshape(shape)
+    except ValueError:  # numpy: "array is too big", even for an empty array
+        raise Fail("envelope.shape_overflow")
+    numel = 1
+    for x in shape:
+        numel *= x
+    if numel * arr.itemsize >= 2**63:
+        raise Fail("envelope.shape_overflow")
     if arr.size != numel or len(data) != numel * arr.itemsize:
         raise Fail("envelope.byte_count")
     arr = arr.reshape(shape)
-    lo, hi, canon = minmax_canonical(arr, dtype)
+    st, canon = stats(arr, dtype)
     if f["canonical"]:
-        if arr.size and lo < 0:
+        if arr.size and st["min"] < 0:
             raise Fail("routes.negative")
         if canon is False:
             raise Fail("envelope.non_canonical")
     side = {k: v for k, v in val.pairs if k not in ("data", "shape", "dtype")}
-    return {"kind": "envelope", "shape": list(shape), "dtype": dtype, "bytes": len(data),
-            "canonical": canon, "min": lo, "max": hi, "spliced": True,
-            "sidecar": plain(side)}
+    e = {"kind": "envelope", "shape": list(shape), "dtype": dtype, "bytes": len(data),
+         "canonical": canon, **st, "spliced": True, "sidecar": plain(side)}
+    if noncanon:  # the character before the padding holds the dropped bits
+        e["b64_noncanonical"] = blob["at"] + len(blob["chars"].rstrip(b"=")) - 1
+    return e
 
 
 def plain(v):
@@ -306,12 +337,31 @@ def int_entry(vals, f, spliced):
     arr = np.array(vals, dtype=np.int64 if wide else np.int32)
     return {"kind": "int_array", "shape": [len(vals)], "dtype": "int64" if wide else "int32",
             "bytes": int(arr.nbytes), "canonical": None,
-            "min": int(arr.min()) if arr.size else 0, "max": int(arr.max()) if arr.size else 0,
-            "spliced": spliced}
+            "min": int(arr.min()) if arr.size else None,
+            "max": int(arr.max()) if arr.size else None, "spliced": spliced}
+
+
+def depth(text):
+    """Deepest nesting of arrays and objects outside strings."""
+    d = top = 0
+    in_str = esc = False
+    for c in text:
+        if in_str:
+            esc, in_str = (False, in_str) if esc else (c == 0x5C, c != 0x22)
+        elif c == 0x22:
+            in_str = True
+        elif c in b"[{":
+            d += 1
+            top = max(top, d)
+        elif c in b"]}":
+            d -= 1
+    return top
 
 
 def splice(raw, reg):
     text, blobs, arrays = scan(raw, reg)
+    if depth(text) > 1000:  # the reference crashes (RecursionError); syncroll names it
+        raise Fail("json.too_deep")
     try:
         doc = json.loads(text.decode("utf-8"), object_pairs_hook=Obj)
     except json.JSONDecodeError as e:

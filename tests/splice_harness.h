@@ -31,7 +31,8 @@ static inline uint64_t rnd(void)
     return g_rng;
 }
 
-static inline void use_fields(sr_fields *f)
+/* Makes every splicer of the harness use registry `f` (taken over) and opts.strict_base64. */
+static inline void use_fields_strict(sr_fields *f, int strict_base64)
 {
     sr_splicer_free(g_one);
     sr_splicer_free(g_two);
@@ -45,10 +46,16 @@ static inline void use_fields(sr_fields *f)
     o2.threads = 2;
     o2.par_window = 16 + 16 * (rnd() % 4); /* tiny windows: many window boundaries per blob */
     o.max_body = o2.max_body = 64 << 20;
+    o.strict_base64 = o2.strict_base64 = strict_base64;
     ck_assert_sr_ok(sr_splicer_new(&g_one, f, &o, &err), err);
     ck_assert_sr_ok(sr_splicer_new(&g_two, f, &o2, &err), err);
     ck_assert_sr_ok(sr_splicer_new(&g_stream, f, &o, &err), err);
     ck_assert_sr_ok(sr_splicer_new(&g_unknown, f, &o, &err), err);
+}
+
+static inline void use_fields(sr_fields *f)
+{
+    use_fields_strict(f, 0);
 }
 
 static inline sr_fields *builtin_fields(void)
@@ -105,10 +112,11 @@ static inline char *fingerprint(int rc, const sr_err *err, const sr_splice_resul
         const sr_splice_entry *e = &r->entries[i];
         char desc[128], *side = e->sidecar ? cJSON_PrintUnformatted(e->sidecar) : NULL;
         sr_buf_printf(
-            &b, NULL, "%d %s %s %s %zu %d %016llx %s\n", (int)e->kind, e->path, e->field->name,
+            &b, NULL, "%d %s %s %s %zu %d %016llx %s nc=%lld\n", (int)e->kind, e->path,
+            e->field->name,
             sr_ndarray_desc(e->array.dtype, e->array.ndim, e->array.shape, desc, sizeof(desc)),
             e->array.nbytes, e->spliced, (unsigned long long)fnv(e->array.data, e->array.nbytes),
-            side ? side : "-");
+            side ? side : "-", (long long)e->b64_noncanonical);
         ck_assert_msg(e->array.nbytes == 0 || ((uintptr_t)e->array.data & 7) == 0,
                       "entry %zu is not 8-byte aligned", i);
         free(side);

@@ -26,13 +26,16 @@ static int ref_val(unsigned char c)
     return c == '+' ? 62 : c == '/' ? 63 : -1;
 }
 
-/* Returns the code and sets *off; *olen is the number of bytes decoded before any error. */
-static int ref_decode(unsigned char *out, size_t *olen, const char *s, size_t n, int64_t *off)
+/* Returns the code and sets *off; *olen is the number of bytes decoded before any error. Non-zero
+ * trailing bits are an error with SR_B64_STRICT_BITS, else dropped with *note at their offset. */
+static int ref_decode_flags(unsigned char *out, size_t *olen, const char *s, size_t n, int64_t *off,
+                            unsigned flags, int64_t *note)
 {
     const unsigned char *u = (const unsigned char *)s;
     size_t o = 0;
     *olen = 0;
     *off = -1;
+    *note = -1;
     for (size_t i = 0; i < n; i += 4) {
         for (size_t j = 0; j < 4 && i + j < n; j++) {
             unsigned char c = u[i + j];
@@ -56,7 +59,10 @@ static int ref_decode(unsigned char *out, size_t *olen, const char *s, size_t n,
         int npad = (u[i + 2] == '=') + (u[i + 3] == '=');
         if ((npad == 2 && (v[1] & 15)) || (npad == 1 && (v[2] & 3))) {
             *off = (int64_t)(i + 3 - npad);
-            return SR_E_B64_PADDING;
+            if (flags & SR_B64_STRICT_BITS)
+                return SR_E_B64_PADDING;
+            *note = *off;
+            *off = -1;
         }
         uint32_t x = (uint32_t)(v[0] << 18 | v[1] << 12 | v[2] << 6 | v[3]);
         unsigned char b[3] = {(unsigned char)(x >> 16), (unsigned char)(x >> 8), (unsigned char)x};
@@ -68,13 +74,14 @@ static int ref_decode(unsigned char *out, size_t *olen, const char *s, size_t n,
     return 0;
 }
 
-/* The fused decoder's expected result, from ref_decode on the text before the quote. */
+/* The fused decoder's expected result, from ref_decode_flags on the text before the quote. */
 static int ref_until_quote(unsigned char *out, size_t *olen, const char *s, size_t n,
-                           size_t *consumed, int *found, int64_t *off)
+                           size_t *consumed, int *found, int64_t *off, unsigned flags,
+                           int64_t *note)
 {
     const char *q = memchr(s, '"', n);
     size_t k = q ? (size_t)(q - s) : n;
-    int rc = ref_decode(out, olen, s, k, off);
+    int rc = ref_decode_flags(out, olen, s, k, off, flags, note);
     *found = q != NULL;
     *consumed = k;
     if (!q && rc == SR_E_B64_LENGTH) {
@@ -86,34 +93,44 @@ static int ref_until_quote(unsigned char *out, size_t *olen, const char *s, size
 
 /* ---- helpers that run one implementation and compare with the reference ---- */
 
-static void check_decode(const char *s, size_t n, sr_b64_impl impl)
+static void check_decode(const char *s, size_t n, sr_b64_impl impl, unsigned flags)
 {
     static unsigned char want[MAXN], got[MAXN + 3];
     size_t wlen, glen;
-    int64_t woff;
+    int64_t woff, wnote, gnote = -2;
     sr_err err = SR_ERR_INIT;
     REQ((n) <= (MAXN));
-    int wrc = ref_decode(want, &wlen, s, n, &woff);
-    int rc = sr_base64_decode(got, &glen, s, n, impl, &err);
-    REQ_MSG(rc == wrc && err.code == wrc, "%s n=%zu: want %s got %s (%s)",
-            sr_base64_impl_name(impl), n, sr_code_name(wrc), sr_code_name(rc), err.msg);
+    int wrc = ref_decode_flags(want, &wlen, s, n, &woff, flags, &wnote);
+    int rc = sr_base64_decode_ex(got, &glen, s, n, impl, flags, &gnote, &err);
+    REQ_MSG(rc == wrc && err.code == wrc, "%s n=%zu flags %u: want %s got %s (%s)",
+            sr_base64_impl_name(impl), n, flags, sr_code_name(wrc), sr_code_name(rc), err.msg);
     REQ_MSG(err.offset == woff, "%s n=%zu %s: offset want %lld got %lld", sr_base64_impl_name(impl),
             n, sr_code_name(wrc), (long long)woff, (long long)err.offset);
     if (wrc == 0) {
+        REQ_MSG(gnote == wnote, "%s n=%zu: note want %lld got %lld", sr_base64_impl_name(impl), n,
+                (long long)wnote, (long long)gnote);
         REQ((glen) == (wlen));
         REQ(memcmp(got, want, wlen) == 0);
+        if (flags == 0) { /* the plain entry point is the lenient one */
+            size_t plen;
+            REQ_OK(sr_base64_decode(got, &plen, s, n, impl, &err), err);
+            REQ(plen == wlen && memcmp(got, want, wlen) == 0);
+        }
+    } else {
+        REQ(gnote == -1);
     }
 }
 
-static void check_fused(const char *s, size_t n, sr_b64_impl impl)
+static void check_fused(const char *s, size_t n, sr_b64_impl impl, unsigned flags)
 {
     static unsigned char want[MAXN], got[MAXN + 3];
     size_t wlen, glen, wcons, gcons;
     int wfound, gfound;
-    int64_t woff;
+    int64_t woff, wnote, gnote = -2;
     sr_err err = SR_ERR_INIT;
-    int wrc = ref_until_quote(want, &wlen, s, n, &wcons, &wfound, &woff);
-    int rc = sr_base64_decode_until_quote(got, &glen, s, n, &gcons, &gfound, impl, &err);
+    int wrc = ref_until_quote(want, &wlen, s, n, &wcons, &wfound, &woff, flags, &wnote);
+    int rc = sr_base64_decode_until_quote_ex(got, &glen, s, n, &gcons, &gfound, impl, flags, &gnote,
+                                             &err);
     REQ_MSG(rc == wrc && err.code == wrc && err.offset == woff,
             "fused %s n=%zu: want %s@%lld got %s@%lld (%s)", sr_base64_impl_name(impl), n,
             sr_code_name(wrc), (long long)woff, sr_code_name(rc), (long long)err.offset, err.msg);
@@ -121,15 +138,19 @@ static void check_fused(const char *s, size_t n, sr_b64_impl impl)
         REQ((gfound) == (wfound));
         REQ((gcons) == (wcons));
         REQ((glen) == (wlen));
+        REQ(gnote == wnote);
         REQ(memcmp(got, want, wlen) == 0);
     }
 }
 
+/* Both implementations, lenient and strict about trailing bits. */
 static void check_all(const char *s, size_t n)
 {
     for (int k = 0; k < n_impls(); k++) {
-        check_decode(s, n, k_impls[k]);
-        check_fused(s, n, k_impls[k]);
+        for (unsigned flags = 0; flags <= SR_B64_STRICT_BITS; flags += SR_B64_STRICT_BITS) {
+            check_decode(s, n, k_impls[k], flags);
+            check_fused(s, n, k_impls[k], flags);
+        }
     }
 }
 
@@ -359,66 +380,93 @@ START_TEST(test_large_text)
 }
 END_TEST
 
+/* `code`@`offset` is the strict result (SR_B64_STRICT_BITS); lenient decoding (the default,
+ * pybase64 validate=True) gives the same except where `note` >= 0: there the strict error is
+ * the trailing bits at `note`, and lenient decoding succeeds with that note. */
 typedef struct pad_case {
     const char *text;
     int code;
     int64_t offset;
+    int64_t note;
 } pad_case;
 
 START_TEST(test_padding_rules)
 {
     static const pad_case cases[] = {
-        {"A===", SR_E_B64_PADDING, 1},
-        {"AB=C", SR_E_B64_PADDING, 3},
-        {"AR==", SR_E_B64_PADDING, 1},
-        {"AB==", SR_E_B64_PADDING, 1},
-        {"AQ==", 0, -1},
-        {"AAA=", 0, -1},
-        {"AAB=", SR_E_B64_PADDING, 2},
-        {"====", SR_E_B64_PADDING, 0},
-        {"=AAA", SR_E_B64_PADDING, 0},
-        {"AA==AAAA", SR_E_B64_PADDING, 4},
-        {"AA===", SR_E_B64_PADDING, 4},
-        {"AA== ", SR_E_B64_CHAR, 4},
-        {"AA=", SR_E_B64_LENGTH, 3},
-        {"AAAAA", SR_E_B64_LENGTH, 5},
-        {"AAAA=", SR_E_B64_PADDING, 4},
-        {"AA=A", SR_E_B64_PADDING, 3},
-        {"AA= ", SR_E_B64_CHAR, 3},
-        {"A", SR_E_B64_LENGTH, 1},
-        {"AAA\"", SR_E_B64_CHAR, 3},
-        {"AAAAAAA=", 0, -1},
-        {"AR=A", SR_E_B64_PADDING, 3},
-        {"AAAA AAA", SR_E_B64_CHAR, 4},
+        {"A===", SR_E_B64_PADDING, 1, -1},
+        {"AB=C", SR_E_B64_PADDING, 3, -1},
+        {"AR==", SR_E_B64_PADDING, 1, 1},
+        {"AB==", SR_E_B64_PADDING, 1, 1},
+        {"AQ==", 0, -1, -1},
+        {"AAA=", 0, -1, -1},
+        {"AAB=", SR_E_B64_PADDING, 2, 2},
+        {"====", SR_E_B64_PADDING, 0, -1},
+        {"=AAA", SR_E_B64_PADDING, 0, -1},
+        {"AA==AAAA", SR_E_B64_PADDING, 4, -1},
+        {"AA===", SR_E_B64_PADDING, 4, -1},
+        {"AA== ", SR_E_B64_CHAR, 4, -1},
+        {"AA=", SR_E_B64_LENGTH, 3, -1},
+        {"AAAAA", SR_E_B64_LENGTH, 5, -1},
+        {"AAAA=", SR_E_B64_PADDING, 4, -1},
+        {"AAA=AAAA", SR_E_B64_PADDING, 4, -1},
+        {"AA=A", SR_E_B64_PADDING, 3, -1},
+        {"AA= ", SR_E_B64_CHAR, 3, -1},
+        {"A", SR_E_B64_LENGTH, 1, -1},
+        {"AAA\"", SR_E_B64_CHAR, 3, -1},
+        {"AAAAAAA=", 0, -1, -1},
+        {"AR=A", SR_E_B64_PADDING, 3, -1},
+        {"AAAA AAA", SR_E_B64_CHAR, 4, -1},
         {"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAR==", SR_E_B64_PADDING,
-         65},
-        {"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=AAA", SR_E_B64_PADDING, 40},
+         65, 65},
+        {"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=AAA", SR_E_B64_PADDING, 40, -1},
         {"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAQ==AAAA",
-         SR_E_B64_PADDING, 68},
+         SR_E_B64_PADDING, 68, -1},
         /* Rows the mutation run asked for (tests/mutants/mutants.json): a quad ending in one
          * '=' followed by a whole quad, '=' in position 2 before data, and both after a clean
          * quad so that the offsets are past the first quad. */
-        {"AAA=AAAA", SR_E_B64_PADDING, 4},
-        {"AQIDAAA=AAAA", SR_E_B64_PADDING, 8},
-        {"A=AA", SR_E_B64_PADDING, 1},
-        {"AQIDA=AA", SR_E_B64_PADDING, 5},
+        {"AAA=AAAA", SR_E_B64_PADDING, 4, -1},
+        {"AQIDAAA=AAAA", SR_E_B64_PADDING, 8, -1},
+        {"A=AA", SR_E_B64_PADDING, 1, -1},
+        {"AQIDA=AA", SR_E_B64_PADDING, 5, -1},
     };
     for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
         const char *t = cases[c].text;
         for (int k = 0; k < n_impls(); k++) {
             unsigned char out[80];
             size_t len;
+            int64_t note = -2;
             sr_err err = SR_ERR_INIT;
-            int rc = sr_base64_decode(out, &len, t, strlen(t), k_impls[k], &err);
+            int rc = sr_base64_decode_ex(out, &len, t, strlen(t), k_impls[k], SR_B64_STRICT_BITS,
+                                         &note, &err);
             REQ_MSG(rc == cases[c].code && err.offset == cases[c].offset,
-                    "\"%s\" %s: want %s@%lld got %s@%lld", t, sr_base64_impl_name(k_impls[k]),
-                    sr_code_name(cases[c].code), (long long)cases[c].offset, sr_code_name(rc),
-                    (long long)err.offset);
+                    "strict \"%s\" %s: want %s@%lld got %s@%lld", t,
+                    sr_base64_impl_name(k_impls[k]), sr_code_name(cases[c].code),
+                    (long long)cases[c].offset, sr_code_name(rc), (long long)err.offset);
             if (rc)
                 ck_assert_sr_code(rc, err, cases[c].code);
+            int lcode = cases[c].note >= 0 ? 0 : cases[c].code;
+            int64_t loff = cases[c].note >= 0 ? -1 : cases[c].offset;
+            err = (sr_err)SR_ERR_INIT;
+            rc = sr_base64_decode_ex(out, &len, t, strlen(t), k_impls[k], 0, &note, &err);
+            REQ_MSG(rc == lcode && err.offset == loff && (rc || note == cases[c].note),
+                    "lenient \"%s\" %s: want %s@%lld note %lld got %s@%lld note %lld", t,
+                    sr_base64_impl_name(k_impls[k]), sr_code_name(lcode), (long long)loff,
+                    (long long)cases[c].note, sr_code_name(rc), (long long)err.offset,
+                    (long long)note);
+            if (rc)
+                ck_assert_sr_code(rc, err, lcode);
         }
         check_all(t, strlen(t));
     }
+    /* The trailing bits are dropped, as pybase64 does: "AR==" is the byte 0x01, "AAB=" 00 00. */
+    unsigned char out[8];
+    size_t len;
+    int64_t note;
+    sr_err err = SR_ERR_INIT;
+    REQ_OK(sr_base64_decode_ex(out, &len, "AR==", 4, SR_B64_AUTO, 0, &note, &err), err);
+    ck_assert(len == 1 && out[0] == 0x01 && note == 1);
+    REQ_OK(sr_base64_decode_ex(out, &len, "AAB=", 4, SR_B64_AUTO, 0, &note, &err), err);
+    ck_assert(len == 2 && out[0] == 0 && out[1] == 0 && note == 2);
 }
 END_TEST
 
@@ -500,8 +548,9 @@ START_TEST(test_fused_quote_every_position)
             if (p % 4 == 0) {
                 unsigned char want[150];
                 size_t wlen;
-                int64_t off;
-                REQ((ref_decode(want, &wlen, text, p, &off)) == (0));
+                int64_t off, note;
+                REQ((ref_decode_flags(want, &wlen, text, p, &off, SR_B64_STRICT_BITS, &note)) ==
+                    (0));
                 fused_expect(s, n + 1, 1, p, want, wlen);
             }
         }

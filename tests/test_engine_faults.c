@@ -51,6 +51,10 @@ static const body_case BODY_CASES[] = {
     {"{\"kind\":\"duplicate_field\",\"nth\":1}", SR_E_JSON_DUPLICATE_KEY, NULL},
     {"{\"kind\":\"extra_envelope\",\"nth\":1,\"key\":\"debug_routes\"}", 0,
      ",\"debug_routes\":{\"data\":\""},
+    {"{\"kind\":\"deep_nesting\",\"nth\":1}", SR_E_JSON_TOO_DEEP, ",\"routed_experts_nest\":[[[["},
+    {"{\"kind\":\"nested_envelope\",\"nth\":1}", SR_E_SPLICE_DRIFT,
+     "\"routed_experts\":{\"data\":null,\"shape\":[11,2,4],\"dtype\":\"uint8\",\"debug\":{"
+     "\"routed_experts\":{\"data\":\""},
     {"{\"kind\":\"truncate_in_blob\",\"nth\":1}", SR_E_SPLICE_UNTERMINATED, NULL},
     {"{\"kind\":\"truncate_after_blobs\",\"nth\":1}", SR_E_SPLICE_TRUNCATED, NULL},
 };

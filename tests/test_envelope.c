@@ -99,10 +99,10 @@ START_TEST(canonical_dtype_table)
         int64_t max;
         sr_dtype in, want;
     } rows[] = {
-        {11, SR_DTYPE_INT64, SR_DTYPE_UINT8},         {255, SR_DTYPE_INT64, SR_DTYPE_UINT8},
-        {256, SR_DTYPE_INT64, SR_DTYPE_INT16},        {32767, SR_DTYPE_INT64, SR_DTYPE_INT16},
-        {32768, SR_DTYPE_INT64, SR_DTYPE_INT32},      {2147483647, SR_DTYPE_INT64, SR_DTYPE_INT32},
-        {255, SR_DTYPE_UINT16, SR_DTYPE_UINT8},       {40000, SR_DTYPE_UINT32, SR_DTYPE_INT32},
+        {11, SR_DTYPE_INT64, SR_DTYPE_UINT8},    {255, SR_DTYPE_INT64, SR_DTYPE_UINT8},
+        {256, SR_DTYPE_INT64, SR_DTYPE_INT16},   {32767, SR_DTYPE_INT64, SR_DTYPE_INT16},
+        {32768, SR_DTYPE_INT64, SR_DTYPE_INT32}, {2147483647, SR_DTYPE_INT64, SR_DTYPE_INT32},
+        {255, SR_DTYPE_UINT16, SR_DTYPE_UINT8},  {40000, SR_DTYPE_UINT32, SR_DTYPE_INT32},
     };
     sr_err e = SR_ERR_INIT;
     sr_contract c = sr_contract_routes();
@@ -170,9 +170,9 @@ START_TEST(pack_checks_dtype_then_sidecar)
     sr_buf b = SR_BUF_INIT;
     int64_t s[2] = {2, 3};
     sr_ndarray f64 = make(SR_DTYPE_FLOAT64, 2, s, NULL);
-    ck_assert_sr_code(sr_envelope_pack(&b, &f64, SR_DTYPE_BIT(SR_DTYPE_FLOAT32), NULL,
-                                       SR_B64_AUTO, &e),
-                      e, SR_E_ENV_DTYPE);
+    ck_assert_sr_code(
+        sr_envelope_pack(&b, &f64, SR_DTYPE_BIT(SR_DTYPE_FLOAT32), NULL, SR_B64_AUTO, &e), e,
+        SR_E_ENV_DTYPE);
     ck_assert_str_eq(e.msg, "packed array dtype 'float64' is not one of ['float32']");
     ck_assert_uint_eq(b.len, 0);
 
@@ -181,9 +181,9 @@ START_TEST(pack_checks_dtype_then_sidecar)
     cJSON_AddStringToObject(extra, "dtype", "x");
     cJSON_AddStringToObject(extra, "data", "y");
     sr_ndarray f32 = make(SR_DTYPE_FLOAT32, 2, s, NULL);
-    ck_assert_sr_code(sr_envelope_pack(&b, &f32, SR_DTYPE_BIT(SR_DTYPE_FLOAT32), extra,
-                                       SR_B64_AUTO, &e),
-                      e, SR_E_ENV_SIDECAR);
+    ck_assert_sr_code(
+        sr_envelope_pack(&b, &f32, SR_DTYPE_BIT(SR_DTYPE_FLOAT32), extra, SR_B64_AUTO, &e), e,
+        SR_E_ENV_SIDECAR);
     ck_assert_str_eq(e.msg, "sidecar fields collide with envelope keys: ['data', 'dtype']");
     ck_assert_uint_eq(b.len, 0);
     cJSON_Delete(extra);
@@ -323,15 +323,16 @@ START_TEST(byte_count_message_matches_reference)
     c.ndim = 2;
     sr_ndarray out;
     /* 24 bytes of data for a float32[2, 4] (32 bytes). */
-    ck_assert_sr_code(
-        unpack_text(&out, "{\"data\":\"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\",\"shape\":[2,4],"
-                          "\"dtype\":\"float32\"}",
-                    &c, &e),
-        e, SR_E_ENV_BYTE_COUNT);
+    ck_assert_sr_code(unpack_text(&out,
+                                  "{\"data\":\"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\",\"shape\":[2,4],"
+                                  "\"dtype\":\"float32\"}",
+                                  &c, &e),
+                      e, SR_E_ENV_BYTE_COUNT);
     ck_assert_str_eq(e.msg, "packed array data has 24 bytes, expected 32 for float32[2, 4]");
     /* Wrong ndim for a 2-D contract. */
-    ck_assert_sr_code(unpack_text(&out, "{\"data\":\"\",\"shape\":[0],\"dtype\":\"float32\"}", &c, &e),
-                      e, SR_E_ENV_SHAPE);
+    ck_assert_sr_code(
+        unpack_text(&out, "{\"data\":\"\",\"shape\":[0],\"dtype\":\"float32\"}", &c, &e), e,
+        SR_E_ENV_SHAPE);
     ck_assert_str_eq(e.msg, "packed array shape (0,) is not 2 non-negative dimensions");
 }
 END_TEST
@@ -345,6 +346,17 @@ START_TEST(limits_before_allocation)
     ck_assert_sr_code(unpack_text(&out,
                                   "{\"data\":\"\",\"shape\":[4294967296,4294967296,4294967296],"
                                   "\"dtype\":\"uint8\"}",
+                                  &c, &e),
+                      e, SR_E_ENV_OVERFLOW);
+    /* A zero dim does not excuse the others (numpy: "array is too big"). */
+    ck_assert_sr_code(unpack_text(&out,
+                                  "{\"data\":\"\",\"shape\":[0,4294967296,4294967296],"
+                                  "\"dtype\":\"uint8\"}",
+                                  &c, &e),
+                      e, SR_E_ENV_OVERFLOW);
+    ck_assert_sr_code(unpack_text(&out,
+                                  "{\"data\":\"\",\"shape\":[0,2147483648,2147483648],"
+                                  "\"dtype\":\"int16\"}",
                                   &c, &e),
                       e, SR_E_ENV_OVERFLOW);
     /* A declared shape bigger than the configured maximum. */
@@ -402,7 +414,8 @@ START_TEST(arena_decoding_is_a_view)
     sr_arena *ar;
     ck_assert_sr_ok(sr_arena_new(&ar, 0, &e), e);
     sr_contract c = sr_contract_routes();
-    cJSON *doc = cJSON_Parse("{\"data\":\"AAECAwQFBgcICQoL\",\"shape\":[3,2,2],\"dtype\":\"uint8\"}");
+    cJSON *doc =
+        cJSON_Parse("{\"data\":\"AAECAwQFBgcICQoL\",\"shape\":[3,2,2],\"dtype\":\"uint8\"}");
     sr_ndarray out;
     ck_assert_sr_ok(sr_envelope_unpack(&out, doc, SR_SHAPE_TEXT_INTEGERS, &c, ar, &e), e);
     ck_assert_int_eq(out.owned, 0);
@@ -426,8 +439,7 @@ START_TEST(arena_limit_with_null_err_is_named)
     char data[169];
     memset(data, 'A', 168);
     data[168] = '\0';
-    snprintf(text, sizeof(text), "{\"data\":\"%s\",\"shape\":[126,1,1],\"dtype\":\"uint8\"}",
-             data);
+    snprintf(text, sizeof(text), "{\"data\":\"%s\",\"shape\":[126,1,1],\"dtype\":\"uint8\"}", data);
     cJSON *doc = cJSON_Parse(text);
     sr_ndarray out;
     ck_assert_sr_code(sr_envelope_unpack(&out, doc, SR_SHAPE_TEXT_INTEGERS, &c, ar, &e), e,

@@ -228,9 +228,21 @@ START_TEST(shape_product_overflow_is_named)
     ck_assert_sr_code(sr_shape_bytes(&nb, NULL, items, 2, 4, &e), e, SR_E_ENV_OVERFLOW);
     int64_t neg[2] = {1, -1};
     ck_assert_sr_code(sr_shape_bytes(&nb, NULL, neg, 2, 1, &e), e, SR_E_ENV_SHAPE);
+    /* numpy: itemsize * prod(non-zero dims) must fit in intp, even for an empty array. */
     int64_t zero[3] = {0, INT64_MAX, INT64_MAX};
-    ck_assert_sr_ok(sr_shape_bytes(&nb, &ne, zero, 3, 8, &e), e);
+    ck_assert_sr_code(sr_shape_bytes(&nb, &ne, zero, 3, 8, &e), e, SR_E_ENV_OVERFLOW);
+    int64_t z32[3] = {0, (int64_t)1 << 32, (int64_t)1 << 32};
+    ck_assert_sr_code(sr_shape_bytes(&nb, &ne, z32, 3, 1, &e), e, SR_E_ENV_OVERFLOW);
+    int64_t z31[3] = {0, (int64_t)1 << 31, (int64_t)1 << 31}; /* 2^62: numpy accepts uint8 */
+    ck_assert_sr_ok(sr_shape_bytes(&nb, &ne, z31, 3, 1, &e), e);
     ck_assert_uint_eq(nb, 0);
+    ck_assert_uint_eq(ne, 0);
+    ck_assert_sr_code(sr_shape_bytes(&nb, &ne, z31, 3, 2, &e), e, SR_E_ENV_OVERFLOW); /* int16 */
+    int64_t zmax[2] = {0, INT64_MAX}; /* numpy: uint8 ok, int16 too big */
+    ck_assert_sr_ok(sr_shape_bytes(&nb, &ne, zmax, 2, 1, &e), e);
+    ck_assert_sr_code(sr_shape_bytes(&nb, &ne, zmax, 2, 2, &e), e, SR_E_ENV_OVERFLOW);
+    int64_t z62[3] = {0, (int64_t)1 << 62, 2}; /* 2^63: too big even for uint8 */
+    ck_assert_sr_code(sr_shape_bytes(&nb, &ne, z62, 3, 1, &e), e, SR_E_ENV_OVERFLOW);
 }
 END_TEST
 

@@ -269,7 +269,8 @@ START_TEST(test_values)
         " \"fields\": [\"routed_experts\", {\"name\": \"logit_topk\", \"dtypes\": [\"int32\"],"
         "   \"ndim\": 2}],"
         " \"engines\": {\"count\": 3, \"faults\": [{\"kind\": \"reset\", \"id\": \"cut\"}]},"
-        " \"client\": {\"quirks\": [\"no_prompt_start\", \"vpp1_rejected\"], \"concurrency\": 2},"
+        " \"client\": {\"quirks\": [\"no_prompt_start\", \"vpp1_rejected\"], \"concurrency\": 2,"
+        "   \"strict_base64\": true},"
         " \"pool\": {\"cores\": 4, \"affinity\": \"error\"},"
         " \"trainer\": {\"virtual_pipeline_size\": 1},"
         " \"steps\": [{\"kind\": \"rollout\", \"name\": \"r\", \"async\": true,"
@@ -290,6 +291,7 @@ START_TEST(test_values)
     ck_assert_int_eq(s->engine.count, 3);
     ck_assert(s->quirks[SR_QUIRK_NO_PROMPT_START] && s->quirks[SR_QUIRK_VPP1_REJECTED]);
     ck_assert(!s->quirks[SR_QUIRK_LOCK_FIRST_DTYPE]);
+    ck_assert_int_eq(s->client.strict_base64, 1);
     ck_assert_int_eq(s->pool_cores, 4);
     ck_assert_int_eq(s->affinity_fails, 1);
     ck_assert(s->vpp_set && s->vpp == 1);

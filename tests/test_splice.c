@@ -171,6 +171,45 @@ START_TEST(escaped_quote_key_is_an_orphan)
 }
 END_TEST
 
+/* Issue #18 item 6: pybase64 validate=True accepts non-zero trailing bits and drops them. */
+START_TEST(trailing_bits_are_accepted_and_noted)
+{
+    /* 0x01 as "AR==" (canonical "AQ=="), and 00 00 as "AAB=" (canonical "AAA="). */
+    ck_assert_sr_ok(checkq("{'routed_experts':{'data':'AR==','shape':[1,1,1],'dtype':'uint8'}}"),
+                    g_err);
+    ck_assert_uint_eq(((const unsigned char *)entry(0)->array.data)[0], 1);
+    ck_assert_int_eq(entry(0)->b64_noncanonical, 28); /* the R */
+    ck_assert_sr_ok(checkq("{'routed_experts':{'data':'AAB=','shape':[1,1,2],'dtype':'uint8'}}"),
+                    g_err);
+    ck_assert_int_eq(entry(0)->b64_noncanonical, 29);
+    ck_assert_sr_ok(checkq("{'routed_experts':{'data':'AQ==','shape':[1,1,1],'dtype':'uint8'}}"),
+                    g_err);
+    ck_assert_int_eq(entry(0)->b64_noncanonical, -1);
+    /* A long blob (many threaded windows) whose last quad is non-canonical. */
+    static char body[4096];
+    int n = snprintf(body, sizeof(body), "{'routed_experts':{'data':'");
+    for (int i = 0; i < 600; i++)
+        body[n++] = 'A';
+    n += snprintf(body + n, sizeof(body) - (size_t)n, "AB==','shape':[451,1,1],'dtype':'uint8'}}");
+    ck_assert_sr_ok(checkq(body), g_err);
+    ck_assert_int_eq(entry(0)->b64_noncanonical, 28 + 600);
+    /* '=' after a complete quad stays an error (real pybase64 rejects it). */
+    expect_error("{'routed_experts':{'data':'AAAA=','shape':[1,1,3],'dtype':'uint8'}}",
+                 SR_E_B64_PADDING, NULL);
+    expect_error("{'routed_experts':{'data':'AAA=AAAA','shape':[1,1,5],'dtype':'uint8'}}",
+                 SR_E_B64_PADDING, NULL);
+    /* strict_base64 (client.strict_base64): the old rule, base64.bad_padding at the 'R'. */
+    use_fields_strict(builtin_fields(), 1);
+    expect_error("{'routed_experts':{'data':'AR==','shape':[1,1,1],'dtype':'uint8'}}",
+                 SR_E_B64_PADDING, "trailing bits");
+    ck_assert_int_eq(g_err.offset, 28);
+    expect_error(body, SR_E_B64_PADDING, "trailing bits");
+    ck_assert_int_eq(g_err.offset, 28 + 600);
+    ck_assert_sr_ok(checkq("{'routed_experts':{'data':'AQ==','shape':[1,1,1],'dtype':'uint8'}}"),
+                    g_err);
+}
+END_TEST
+
 START_TEST(truncations_are_transient)
 {
     const char *full = J("{'choices':[{'token_ids':[10,11]," ROUTES_12 "}]}");
@@ -548,6 +587,7 @@ static Suite *suite(void)
     tcase_add_test(tc, unregistered_and_narrowed_fields_stay_strings);
     tcase_add_test(tc, lookalikes_are_not_spliced);
     tcase_add_test(tc, escaped_quote_key_is_an_orphan);
+    tcase_add_test(tc, trailing_bits_are_accepted_and_noted);
     tcase_add_test(tc, truncations_are_transient);
     tcase_add_test(tc, content_length_and_size_limits);
     tcase_add_test(tc, envelope_contract_rows);

@@ -14,6 +14,7 @@
 #include "sr_err.h"
 #include "sr_fields.h"
 #include "sr_splice.h"
+#include "sr_stats.h"
 
 static const char USAGE[] =
     "usage: syncroll check-body [options] FILE|-\n"
@@ -23,13 +24,26 @@ static const char USAGE[] =
     "each envelope is checked against its field's contract. The body is read in 64 KiB chunks\n"
     "and streamed through the splicer; '-' reads standard input. For every registered key found\n"
     "it prints the JSON path, field, dtype and shape, byte count, whether the dtype is the\n"
-    "canonical (smallest) one for the values, and min and max.\n"
+    "canonical (smallest) one for the values, and min and max (exact integers; floats over\n"
+    "the finite values with NaN/inf counts; bools as 0/1 with non-canonical bytes counted).\n"
+    "\n"
+    "Contracts: routed_experts is uint8/int16/int32, 3-D, canonical (#2079). For\n"
+    "rollout_sample_support check-body applies the later stack's contract (#2082+): int32,\n"
+    "2-D. The #2079 client's splice itself checks no dtype (its tests decode float32 support):\n"
+    "to check a body as #2079 would, pass --field-registry with a rollout_sample_support\n"
+    "definition listing the dtypes to allow (fixtures/fields/sample_support_2079.json).\n"
+    "\n"
+    "Base64 is read as the reference's pybase64 validate=True: non-zero trailing bits in the\n"
+    "last quad (\"AR==\" for the byte 1) are dropped and reported as a note (non-canonical\n"
+    "encoding; b64_noncanonical in --json), not an error; a scenario's client.strict_base64\n"
+    "refuses them as base64.bad_padding.\n"
     "\n"
     "options:\n"
     "  --fields a,b             splice only these registered names (packed fields or integer\n"
     "                           arrays); the others are left to the JSON parser\n"
     "  --field-registry F.json  add the definitions of F.json to the built-in registry\n"
-    "                           (routed_experts, rollout_sample_support, token_ids)\n"
+    "                           (routed_experts, rollout_sample_support, token_ids); a\n"
+    "                           definition named like a built-in replaces it\n"
     "  --expected-length N      the announced Content-Length: fewer bytes is\n"
     "                           splice.short_body, more is splice.long_body\n"
     "  --json                   print one JSON object on standard output instead of text\n"
@@ -166,8 +180,10 @@ static int build_registry(sr_fields **out, const opts *o, sr_err *err)
     int rc = sr_fields_new(&f, err);
     if (rc)
         return rc;
-    if ((rc = sr_fields_add_builtins(f, err)) ||
-        (o->registry && (rc = sr_fields_load_file(f, o->registry, err)))) {
+    /* The file's definitions first: one named like a built-in replaces it (a registry file
+     * defining rollout_sample_support with any dtype selects the #2079 contract). */
+    if ((o->registry && (rc = sr_fields_load_file(f, o->registry, err))) ||
+        (rc = sr_fields_add_missing_builtins(f, err))) {
         sr_fields_free(f);
         return rc;
     }
@@ -206,47 +222,47 @@ static int feed_file(sr_splicer *s, const char *path, sr_err *err)
     return rc;
 }
 
-/* Min and max of a float32/float64 array as doubles; 0 if there is none (empty, float16). */
-static int float_range(const sr_ndarray *a, double *lo, double *hi)
+/* The canonical verdict of an envelope's integer array: 1, 0, or -1 when it does not apply. */
+static int canonical_of(const sr_ndarray *a, const sr_array_stats *st)
 {
-    uint64_t n = sr_ndarray_numel(a);
-    if (n == 0 || (a->dtype != SR_DTYPE_FLOAT32 && a->dtype != SR_DTYPE_FLOAT64))
-        return 0;
-    for (uint64_t i = 0; i < n; i++) {
-        double v;
-        if (a->dtype == SR_DTYPE_FLOAT32) {
-            float f;
-            memcpy(&f, (const char *)a->data + i * 4, 4);
-            v = f;
-        } else {
-            memcpy(&v, (const char *)a->data + i * 8, 8);
-        }
-        if (i == 0 || v < *lo)
-            *lo = v;
-        if (i == 0 || v > *hi)
-            *hi = v;
-    }
-    return 1;
-}
-
-/* Fills min/max (or marks them absent) and the canonical verdict of one integer array. */
-static void describe(const sr_ndarray *a, int64_t *lo, int64_t *hi, int *have, int *canonical)
-{
-    *have = 0;
-    *canonical = -1;
-    if (sr_dtype_is_float(a->dtype) || a->dtype == SR_DTYPE_INVALID)
-        return;
-    if (sr_ndarray_minmax(a, lo, hi, NULL) != 0)
-        return;
-    *have = 1;
     sr_dtype canon;
-    if (sr_dtype_is_integer(a->dtype) && *lo >= 0)
-        *canonical = sr_routes_canonical_dtype(&canon, *hi, NULL) == 0 && canon == a->dtype;
+    if (!sr_dtype_is_integer(a->dtype))
+        return -1;
+    if (!st->has_range) /* empty: canonical is uint8, as the reference's max of nothing is 0 */
+        return a->dtype == SR_DTYPE_UINT8;
+    if (st->kind == SR_STATS_SIGNED && st->imin < 0)
+        return -1;
+    int64_t hi = st->kind == SR_STATS_SIGNED      ? st->imax
+                 : st->umax > (uint64_t)INT64_MAX ? INT64_MAX
+                                                  : (int64_t)st->umax;
+    return sr_routes_canonical_dtype(&canon, hi, NULL) == 0 && canon == a->dtype;
 }
 
 static const char *kind_name(sr_splice_kind k)
 {
     return k == SR_SPLICE_ENVELOPE ? "envelope" : k == SR_SPLICE_NULL ? "null" : "int_array";
+}
+
+/* min/max (exact integers, finite floats, or null) and the dtype's counts (README schema). */
+static void stats_json(cJSON *o, const sr_array_stats *st)
+{
+    char num[32];
+    for (int m = 0; m < 2; m++) {
+        const char *key = m ? "max" : "min";
+        if (!st->has_range)
+            cJSON_AddNullToObject(o, key);
+        else if (st->kind == SR_STATS_FLOAT) /* %.17g: the double exactly (cJSON rounds) */
+            cJSON_AddItemToObject(
+                o, key,
+                cJSON_CreateRaw((snprintf(num, 32, "%.17g", m ? st->fmax : st->fmin), num)));
+        else
+            cJSON_AddItemToObject(o, key, cJSON_CreateRaw(sr_stats_int_text(st, m, num, 32)));
+    }
+    if (st->kind == SR_STATS_FLOAT) {
+        cJSON_AddNumberToObject(o, "nan", (double)st->nan);
+        cJSON_AddNumberToObject(o, "posinf", (double)st->posinf);
+        cJSON_AddNumberToObject(o, "neginf", (double)st->neginf);
+    }
 }
 
 static cJSON *entry_json(const sr_splice_entry *e)
@@ -262,28 +278,23 @@ static cJSON *entry_json(const sr_splice_entry *e)
         cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)e->array.shape[d]));
     cJSON_AddStringToObject(o, "dtype", sr_dtype_name(e->array.dtype));
     cJSON_AddNumberToObject(o, "bytes", (double)e->array.nbytes);
-    int64_t lo = 0, hi = 0;
-    int have, canon;
-    describe(&e->array, &lo, &hi, &have, &canon);
+    sr_array_stats st;
+    sr_array_stats_compute(&st, &e->array);
+    int canon = canonical_of(&e->array, &st);
     if (e->kind == SR_SPLICE_INT_ARRAY || canon < 0)
         cJSON_AddNullToObject(o, "canonical");
     else
         cJSON_AddBoolToObject(o, "canonical", canon);
-    char num[32];
-    double flo, fhi;
-    if (!have && float_range(&e->array, &flo, &fhi)) {
-        cJSON_AddNumberToObject(o, "min", flo);
-        cJSON_AddNumberToObject(o, "max", fhi);
-    } else {
-        snprintf(num, sizeof(num), "%lld", (long long)lo);
-        cJSON_AddItemToObject(o, "min", have ? cJSON_CreateRaw(num) : cJSON_CreateNull());
-        snprintf(num, sizeof(num), "%lld", (long long)hi);
-        cJSON_AddItemToObject(o, "max", have ? cJSON_CreateRaw(num) : cJSON_CreateNull());
-    }
+    stats_json(o, &st);
+    if (e->array.dtype == SR_DTYPE_BOOL)
+        cJSON_AddNumberToObject(o, "noncanonical_bool", (double)st.noncanonical_bool);
     cJSON_AddBoolToObject(o, "spliced", e->spliced);
-    if (e->kind == SR_SPLICE_ENVELOPE)
+    if (e->kind == SR_SPLICE_ENVELOPE) {
+        if (e->b64_noncanonical >= 0)
+            cJSON_AddNumberToObject(o, "b64_noncanonical", (double)e->b64_noncanonical);
         cJSON_AddItemToObject(o, "sidecar",
                               e->sidecar ? cJSON_Duplicate(e->sidecar, 1) : cJSON_CreateObject());
+    }
     return o;
 }
 
@@ -300,6 +311,30 @@ static void print_json(const sr_splice_result *r)
     put_json(root);
 }
 
+/* ", min X, max Y" and the counts and notes of one entry, as text. */
+static void print_stats_text(const sr_splice_entry *e, const sr_array_stats *st)
+{
+    char lo[32], hi[32];
+    if (st->has_range && st->kind == SR_STATS_FLOAT)
+        printf(", min %.17g, max %.17g", st->fmin, st->fmax);
+    else if (st->has_range)
+        printf(", min %s, max %s", sr_stats_int_text(st, 0, lo, 32),
+               sr_stats_int_text(st, 1, hi, 32));
+    if (st->kind == SR_STATS_FLOAT && st->count && !st->finite)
+        printf(", no finite values");
+    if (st->nan || st->posinf || st->neginf)
+        printf(" (nan %llu, +inf %llu, -inf %llu%s)", (unsigned long long)st->nan,
+               (unsigned long long)st->posinf, (unsigned long long)st->neginf,
+               st->finite ? "; min and max of the finite values" : "");
+    if (st->noncanonical_bool)
+        printf(", %llu non-canonical bool bytes (neither 0 nor 1; read as True)",
+               (unsigned long long)st->noncanonical_bool);
+    if (e->b64_noncanonical >= 0)
+        printf("\nnote: %s: non-canonical base64 (non-zero trailing bits at body byte %lld, "
+               "dropped as the reference does; client.strict_base64 refuses them)",
+               e->path, (long long)e->b64_noncanonical);
+}
+
 static void print_text(const sr_splice_result *r)
 {
     for (size_t i = 0; i < r->count; i++) {
@@ -312,19 +347,15 @@ static void print_text(const sr_splice_result *r)
             continue;
         }
         char desc[160];
-        int64_t lo = 0, hi = 0;
-        int have, canon;
-        describe(&e->array, &lo, &hi, &have, &canon);
+        sr_array_stats st;
+        sr_array_stats_compute(&st, &e->array);
+        int canon = canonical_of(&e->array, &st);
         printf(" %s %zu bytes",
                sr_ndarray_desc(e->array.dtype, e->array.ndim, e->array.shape, desc, sizeof(desc)),
                e->array.nbytes);
         if (e->kind == SR_SPLICE_ENVELOPE)
             printf(", %s", canon < 0 ? "canonical n/a" : canon ? "canonical" : "not canonical");
-        double flo, fhi;
-        if (have)
-            printf(", min %lld, max %lld", (long long)lo, (long long)hi);
-        else if (float_range(&e->array, &flo, &fhi))
-            printf(", min %.9g, max %.9g", flo, fhi);
+        print_stats_text(e, &st);
         printf("\n");
     }
     printf("valid: %zu entries, %zu blobs, %zu integer arrays, %llu body bytes\n", r->count,

@@ -170,6 +170,7 @@ int sr_client_conn_new(sr_client_conn **out, const sr_client *c, sr_err *err)
         sr_splice_opts so = SR_SPLICE_OPTS_INIT;
         so.max_body = c->opts.max_body;
         so.prefix_without_quote = c->opts.quirks.prefix_without_quote;
+        so.strict_base64 = c->opts.strict_base64;
         rc = sr_splicer_new(&k->splicer, c->fields, &so, err);
     }
     if (rc) {

@@ -135,14 +135,14 @@ typedef struct sr_client_opts {
     size_t max_body;            /* largest response body; 0: SR_SPLICE_DEFAULT_MAX_BODY */
     size_t max_error_body;      /* bytes of a non-2xx body kept for the message (65536) */
     sr_client_quirks quirks;
+    int strict_base64; /* 1: non-zero trailing base64 bits are base64.bad_padding (sr_splice.h) */
 } sr_client_opts;
 
 #define SR_CLIENT_OPTS_INIT                                                                        \
     {                                                                                              \
         5, 50, 2000, 0.5, 0, 60000, 0, 5000, 30000, 0, 65536,                                      \
-        {                                                                                          \
-            0, 0, 0                                                                                \
-        }                                                                                          \
+        {0, 0, 0},                                                                                 \
+            0                                                                                      \
     }
 
 /* One generate request. Plain struct: start from SR_CLIENT_REQ_INIT. Everything is borrowed. */

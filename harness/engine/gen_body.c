@@ -168,8 +168,45 @@ static int variant_of(const sr_fault *bf)
 }
 
 /*
+ * Fault deep_nesting: arrays nested deeper than Python's default recursion limit (1000), where
+ * the reference's _restore_packed_data crashes with RecursionError, and within orjson's own
+ * limit (1024), which parses it (bug ref-deep-nesting-crash).
+ */
+#define DEEP_NESTING 1010
+
+static int emit_nest(sr_buf *b, const char *name, sr_err *err)
+{
+    int rc = sr_buf_printf(b, err, ",\"%s_nest\":", name);
+    for (int i = 0; !rc && i < DEEP_NESTING; i++)
+        rc = sr_buf_puts(b, "[", err);
+    if (!rc)
+        rc = sr_buf_puts(b, "0", err);
+    for (int i = 0; !rc && i < DEEP_NESTING; i++)
+        rc = sr_buf_puts(b, "]", err);
+    return rc;
+}
+
+/*
+ * Fault nested_envelope: the field's envelope with "data":null (never spliced) whose sidecar
+ * `debug` holds the real envelope; the reference re-attaches the nested blob to the outer,
+ * null envelope (bug ref-nested-envelope-misattributed).
+ */
+static int emit_nested(sr_buf *b, const char *name, const payload *pl, sr_err *err)
+{
+    int rc = emit_env(b, pl, ENV_DATA_NULL, 0, err);
+    if (!rc) {
+        b->len--; /* reopen the outer envelope for its sidecar */
+        rc = sr_buf_printf(b, err, ",\"debug\":{\"%s\":", name);
+    }
+    if (!rc)
+        rc = emit_env(b, pl, ENV_NORMAL, 0, err);
+    return rc ? rc : sr_buf_puts(b, "}}", err);
+}
+
+/*
  * Emits `,"name":<envelope or null>` plus the extra keys a body fault aimed at this field adds:
- * a look-alike key before it; an escaped-quote key, a duplicate or an unregistered key after.
+ * a look-alike key before it; an escaped-quote key, a duplicate, an unregistered key or a deeply
+ * nested one after; or, for nested_envelope, the envelope itself moved into a sidecar.
  * `alt` is the look-alike's differing payload.
  */
 static int emit_field(sr_buf *b, const char *name, const payload *pl, const payload *alt,
@@ -184,11 +221,15 @@ static int emit_field(sr_buf *b, const char *name, const payload *pl, const payl
     }
     if (!rc)
         rc = sr_buf_printf(b, err, ",\"%s\":", name);
+    if (!rc && hit && bf->kind == SR_FK_NESTED_ENVELOPE)
+        return emit_nested(b, name, pl, err);
     if (!rc)
         rc = pl ? emit_env(b, pl, hit ? variant_of(bf) : ENV_NORMAL, bf ? bf->bytes : 0, err)
                 : sr_buf_puts(b, "null", err);
     if (rc || !hit)
         return rc;
+    if (bf->kind == SR_FK_DEEP_NESTING)
+        return emit_nest(b, name, err);
     if (bf->kind == SR_FK_ESCAPED_QUOTE_KEY)
         rc = sr_buf_printf(b, err, ",\"x\\\"%s\":", name);
     else if (bf->kind == SR_FK_DUPLICATE_FIELD)

@@ -64,6 +64,7 @@ static const sr_scenario_key keys[] = {
     {"client.max_body_bytes", "integer"},
     {"client.max_error_body_bytes", "integer"},
     {"client.concurrency", "integer"},
+    {"client.strict_base64", "boolean"},
     {"client.quirks", "array"},
     {"weights", "object"},
     {"weights.total_bytes", "integer"},

@@ -172,6 +172,8 @@ static int parse_client(scn_parse *p, const cJSON *cl)
     if (!rc)
         rc = sr_scn_int(p, cl, "concurrency", 1, 256, p->s->concurrency, 0, &p->s->concurrency);
     if (!rc)
+        rc = sr_scn_bool(p, cl, "strict_base64", o->strict_base64, 0, &o->strict_base64);
+    if (!rc)
         rc = parse_quirks(p, sr_scn_member(cl, "quirks"));
     return rc;
 }

@@ -136,6 +136,7 @@ static cJSON *client_json(const sr_scenario *s)
     add_int(c, "max_body_bytes", (int64_t)o->max_body);
     add_int(c, "max_error_body_bytes", (int64_t)o->max_error_body);
     add_int(c, "concurrency", s->concurrency);
+    cJSON_AddBoolToObject(c, "strict_base64", o->strict_base64);
     cJSON *q = cJSON_AddArrayToObject(c, "quirks");
     for (int i = 0; i < SR_QUIRK_COUNT; i++)
         if (s->quirks[i])

@@ -115,6 +115,10 @@ typedef enum sr_fault_reach {
       SR_FK_NONE, "the field twice in the choice")                                                 \
     X(SR_FK_EXTRA_ENVELOPE, "extra_envelope", SR_FL_BODY, SR_FR_GENERATE,                          \
       SR_FK_KEYS("field", "key"), SR_FK_NONE, "an unregistered key holding an envelope")           \
+    X(SR_FK_DEEP_NESTING, "deep_nesting", SR_FL_BODY, SR_FR_GENERATE, SR_FK_KEYS("field"),         \
+      SR_FK_NONE, "a `<field>_nest` key after the field holding arrays nested 1010 deep")          \
+    X(SR_FK_NESTED_ENVELOPE, "nested_envelope", SR_FL_BODY, SR_FR_GENERATE, SR_FK_KEYS("field"),   \
+      SR_FK_NONE, "the field's envelope with `\"data\":null` and its real envelope in a sidecar")  \
     X(SR_FK_HTTP_502_HTML, "http_502_html", SR_FL_HTTP, SR_FR_ANY, SR_FK_KEYS("text"), SR_FK_NONE, \
       "a 502 with an HTML body")                                                                   \
     X(SR_FK_HTTP_503_JSON, "http_503_json", SR_FL_HTTP, SR_FR_ANY, SR_FK_KEYS("text"), SR_FK_NONE, \
