@@ -254,28 +254,28 @@ typedef enum sr_class {
       "a request's HTTP framing is invalid (conflicting Content-Length), answered 400 and closed") \
     X(SR_E_ENGINE_UNSUPPORTED, -924, "engine.unsupported_encoding", SR_CLASS_PROTOCOL,             \
       "a request uses a transfer or content coding the engine does not implement (501)")           \
-    /* NumPy .npy and NeMo-RL nrlre1 route payloads (-11xx) */                                     \
-    X(SR_E_NPY_MAGIC, -1100, "npy.magic", SR_CLASS_PROTOCOL,                                       \
+    /* NumPy .npy and NeMo-RL nrlre1 route payloads (-12xx) */                                     \
+    X(SR_E_NPY_MAGIC, -1200, "npy.magic", SR_CLASS_PROTOCOL,                                       \
       "a .npy route payload does not start with the magic \\x93NUMPY")                             \
-    X(SR_E_NPY_VERSION, -1101, "npy.version", SR_CLASS_PROTOCOL,                                   \
+    X(SR_E_NPY_VERSION, -1201, "npy.version", SR_CLASS_PROTOCOL,                                   \
       "a .npy route payload has a format version other than 1.0")                                  \
-    X(SR_E_NPY_HEADER, -1102, "npy.header", SR_CLASS_PROTOCOL,                                     \
+    X(SR_E_NPY_HEADER, -1202, "npy.header", SR_CLASS_PROTOCOL,                                     \
       "a .npy header is cut short or is not a dict literal of descr, fortran_order and shape")     \
-    X(SR_E_NPY_DESCR, -1103, "npy.descr", SR_CLASS_PROTOCOL,                                       \
+    X(SR_E_NPY_DESCR, -1203, "npy.descr", SR_CLASS_PROTOCOL,                                       \
       "a .npy descr is not a known dtype, or not one the field allows")                            \
-    X(SR_E_NPY_BYTE_ORDER, -1104, "npy.byte_order", SR_CLASS_PROTOCOL,                             \
+    X(SR_E_NPY_BYTE_ORDER, -1204, "npy.byte_order", SR_CLASS_PROTOCOL,                             \
       "a .npy descr is big-endian or lacks the little-endian mark on a multi-byte dtype")          \
-    X(SR_E_NPY_FORTRAN, -1105, "npy.fortran_order", SR_CLASS_PROTOCOL,                             \
+    X(SR_E_NPY_FORTRAN, -1205, "npy.fortran_order", SR_CLASS_PROTOCOL,                             \
       "a .npy header says fortran_order True; routes must be C order")                             \
-    X(SR_E_NPY_SHAPE, -1106, "npy.shape", SR_CLASS_PROTOCOL,                                       \
+    X(SR_E_NPY_SHAPE, -1206, "npy.shape", SR_CLASS_PROTOCOL,                                       \
       "a .npy shape is not a tuple of decimal non-negative integers of the field's ndim")          \
-    X(SR_E_NPY_BYTE_COUNT, -1107, "npy.byte_count", SR_CLASS_PROTOCOL,                             \
+    X(SR_E_NPY_BYTE_COUNT, -1207, "npy.byte_count", SR_CLASS_PROTOCOL,                             \
       "the bytes after a .npy header are not exactly prod(shape) * itemsize")                      \
-    X(SR_E_NRLRE_SYNTAX, -1120, "nrlre.syntax", SR_CLASS_PROTOCOL,                                 \
+    X(SR_E_NRLRE_SYNTAX, -1220, "nrlre.syntax", SR_CLASS_PROTOCOL,                                 \
       "a NeMo-RL routes string is not 'nrlre1:<dtype>:<SxLxK>:<base64>'")                          \
-    X(SR_E_NRLRE_DTYPE, -1121, "nrlre.dtype", SR_CLASS_PROTOCOL,                                   \
+    X(SR_E_NRLRE_DTYPE, -1221, "nrlre.dtype", SR_CLASS_PROTOCOL,                                   \
       "a NeMo-RL routes string names a dtype other than int8, int16 or int32")                     \
-    X(SR_E_NRLRE_SHAPE, -1122, "nrlre.shape", SR_CLASS_PROTOCOL,                                   \
+    X(SR_E_NRLRE_SHAPE, -1222, "nrlre.shape", SR_CLASS_PROTOCOL,                                   \
       "a NeMo-RL routes string's shape is not three plain decimal dims joined by 'x'")             \
     /* scenarios and the runner (-10xx) */                                                         \
     X(SR_E_SCENARIO, -1000, "scenario.invalid", SR_CLASS_USAGE,                                    \
