@@ -92,7 +92,11 @@ typedef struct sr_gen_ctx {
 
 typedef struct sr_gen_job {
     sr_gen_request req; /* owned */
-    int native;         /* /inference/v1/generate */
+    int native;         /* /inference/v1/generate of the skyrl dialect (no routes) */
+    /* Another wire's generate route (spec/dialect.h; set by the caller after sr_gen_job_init),
+     * or NULL for /skyrl/v1/generate and the skyrl dialect's native route. */
+    const sr_dialect_desc *dialect;
+    const sr_dialect_route *route;
     int want_routes;
     int64_t row_lo; /* first computed row */
     int32_t *tokens;
@@ -144,6 +148,13 @@ void sr_gen_abort(sr_gen_job *j, int64_t k);
 
 /* Serialises the reply (model and body faults applied) into `out` (reset first). */
 int sr_gen_body(sr_buf *out, sr_gen_job *j, const sr_gen_ctx *ctx, sr_err *err);
+
+/*
+ * Serialises the reply in the job's wire: sr_gen_body when j->route is NULL, else the
+ * dialect's body (gen_dialect.c: the same oracle rows and model faults, the dialect's rows rule,
+ * dtype rule, encoding and frame; body faults apply to the skyrl envelope only).
+ */
+int sr_gen_body_dialect(sr_buf *out, sr_gen_job *j, const sr_gen_ctx *ctx, sr_err *err);
 
 /* "stop", "length" or "abort". */
 const char *sr_gen_finish_name(sr_gen_finish f);

@@ -132,6 +132,21 @@ int sr_spec_parse_sync_dialect(sr_engine_config *c, const sr_spec_ctx *x, const 
     return 0;
 }
 
+int sr_spec_parse_dialect(sr_engine_config *c, const sr_spec_ctx *x, const cJSON *parent)
+{
+    const char *s = NULL;
+    const cJSON *n = cJSON_GetObjectItemCaseSensitive(parent, "dialect");
+    int rc = n ? sr_json_get_string(x->doc, parent, "dialect", 1, NULL, &s, x->err) : 0;
+    if (rc || !n)
+        return rc;
+    int d = sr_dialect_lookup(s);
+    if (d < 0)
+        return sr_spec_fail(x, n, "dialect must be one of %s, not \"%.40s\"", sr_dialect_names(),
+                            s);
+    c->dialect = (sr_dialect)d;
+    return 0;
+}
+
 int sr_spec_parse_faults(sr_engine_config *c, const sr_spec_ctx *x, const cJSON *faults,
                          const char *what)
 {
@@ -185,6 +200,8 @@ static int parse_sections(sr_engine_config *c, const sr_spec_ctx *x, const cJSON
         c->count = (int)v;
     if (!rc)
         rc = sr_spec_parse_sync_dialect(c, x, eng);
+    if (!rc)
+        rc = sr_spec_parse_dialect(c, x, eng);
     if (!rc && (n = cJSON_GetObjectItemCaseSensitive(eng, "timing")))
         rc = sr_spec_parse_timing(c, x, n, "timing");
     if (!rc && (n = cJSON_GetObjectItemCaseSensitive(eng, "server")))
