@@ -5,6 +5,13 @@
  * (one choice) and checks that its routes are exactly the oracle's rows [START, P+G-1) for the
  * prompt TOKEN... followed by the generated tokens, with the weights of CONFIG at version 0.
  * Exit 0 when equal; 1 with the first differing row otherwise; 2 on bad input.
+ *
+ * serve_oracle_check --rows CONFIG LO HI TOKEN...
+ *
+ * Used by tests/dialects_numpy.py: prints the oracle's route rows [LO, HI) for the whole token
+ * sequence TOKEN... (prompt and generated tokens), weights of CONFIG at version 0, as one JSON
+ * line {"rows":[[[e,..],..],..]} ([HI-LO, L, K]), so a client written in another language can
+ * compare a dialect's decoded routes with the oracle. Exit 0, or 2 on bad input.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,8 +62,57 @@ static int fail(const char *what, const sr_err *e)
     return 2;
 }
 
+/* The --rows mode (header comment). */
+static int print_rows(int argc, char **argv)
+{
+    if (argc < 6)
+        return fail("usage: serve_oracle_check --rows CONFIG LO HI TOKEN...", NULL);
+    sr_err e = SR_ERR_INIT;
+    sr_engine_config cfg;
+    sr_engine_config_defaults(&cfg);
+    if (sr_engine_config_load(&cfg, argv[2], 0, &e))
+        return fail("config", &e);
+    size_t lo = (size_t)strtoull(argv[3], NULL, 10), hi = (size_t)strtoull(argv[4], NULL, 10);
+    size_t n = (size_t)(argc - 5);
+    if (lo > hi || hi > n)
+        return fail("need LO <= HI <= the number of tokens", NULL);
+    int32_t *tok = calloc(n, sizeof(int32_t));
+    for (size_t i = 0; tok && i < n; i++)
+        tok[i] = (int32_t)atoi(argv[5 + i]);
+    sr_oracle_model m = sr_engine_config_model(&cfg);
+    sr_weights_spec ws = sr_engine_config_weights(&cfg);
+    uint64_t global, layers[SR_ORACLE_MAX_LAYERS];
+    sr_oracle *o = NULL;
+    size_t L = (size_t)cfg.num_layers, K = (size_t)cfg.topk, cells = (hi - lo) * L * K;
+    int32_t *want = calloc(cells ? cells : 1, sizeof(int32_t));
+    if (!tok || !want || sr_oracle_new(&o, &m, &e) ||
+        sr_weights_expected(&global, layers, &ws, 0, &e) ||
+        sr_oracle_routes(want, cells * sizeof(int32_t), NULL, SR_DTYPE_INT32, o, layers, tok, n, lo,
+                         hi, &e))
+        return fail("oracle routes", &e);
+    printf("{\"rows\":[");
+    for (size_t r = 0; r < hi - lo; r++) {
+        printf(r ? ",[" : "[");
+        for (size_t l = 0; l < L; l++) {
+            printf(l ? ",[" : "[");
+            for (size_t k = 0; k < K; k++)
+                printf(k ? ",%d" : "%d", (int)want[(r * L + l) * K + k]);
+            printf("]");
+        }
+        printf("]");
+    }
+    printf("]}\n");
+    free(want);
+    free(tok);
+    sr_oracle_free(o);
+    sr_engine_config_release(&cfg);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "--rows") == 0)
+        return print_rows(argc, argv);
     if (argc < 5)
         return fail("usage: serve_oracle_check CONFIG BODY START TOKEN...", NULL);
     sr_err e = SR_ERR_INIT;
@@ -92,7 +148,7 @@ int main(int argc, char **argv)
     if (sr_oracle_new(&o, &m, &e) || sr_weights_expected(&global, layers, &ws, 0, &e))
         return fail("oracle", &e);
     size_t rows = p + g - 1 - start, row_bytes = (size_t)cfg.num_layers * (size_t)cfg.topk *
-                                                   sr_dtype_size(routes->array.dtype);
+                                                 sr_dtype_size(routes->array.dtype);
     void *want = calloc(rows ? rows : 1, row_bytes);
     if (sr_oracle_routes(want, rows * row_bytes, NULL, routes->array.dtype, o, layers, tok, p + g,
                          start, p + g - 1, &e))
