@@ -26,6 +26,13 @@
  *   {"request_id":"<engine>-<n>","choices":[{"index":0,"token_ids":[..],"finish_reason":..,
  *    "logprobs":..,"syncroll":{..}}]}
  *
+ * Another dialect's route (spec/dialect.h; j->route set): sr_gen_body_dialect (gen_dialect.c)
+ * writes that wire's frame and routes from the same oracle rows, model faults applied first:
+ * rows [start, P+G-1) for vllm, sglang and dynamo; [0, P+G) split into prompt_routed_experts
+ * and choices[0].routed_experts for vllm-json (row P+G-1 computed as rows_p_plus_g does); rows
+ * [0, P+G-1) plus a filler row arange(K) for nemo-rl; typed by the dialect's dtype rule
+ * (scenarios/FORMAT.md §5b shows every frame). Body faults are not applied there.
+ *
  * Sample support (rollout_sample_support), row j for generated token j, S = support_k: with
  * h = the oracle's prefix hash of tokens 0..P+j-1 and mix/draw/below as in sr_oracle.h,
  *   s = mix(h ^ 0x737570706F727431); entry 0 = token j;

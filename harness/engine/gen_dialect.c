@@ -55,7 +55,8 @@ static int put_b64(sr_buf *b, const wire_rows *w, const void *head, size_t head_
     unsigned char *raw = malloc(raw_len ? raw_len : 1);
     if (!raw)
         return sr_err_set(err, SR_E_NOMEM, "cannot allocate %zu bytes", raw_len);
-    memcpy(raw, head, head_len);
+    if (head_len)
+        memcpy(raw, head, head_len);
     for (size_t i = 0; i < n; i++)
         sr_gen_set_el(raw + head_len, w->dt, i, w->v[i]);
     size_t enc = sr_base64_encoded_len(raw_len);
