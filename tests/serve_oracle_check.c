@@ -10,8 +10,9 @@
  *
  * Used by tests/dialects_numpy.py: prints the oracle's route rows [LO, HI) for the whole token
  * sequence TOKEN... (prompt and generated tokens), weights of CONFIG at version 0, as one JSON
- * line {"rows":[[[e,..],..],..]} ([HI-LO, L, K]), so a client written in another language can
- * compare a dialect's decoded routes with the oracle. Exit 0, or 2 on bad input.
+ * line {"rows":[[e,..],..]} (HI-LO rows of L*K expert ids, layer-major), so a client written in
+ * another language can compare a dialect's decoded routes with the oracle. Exit 0, or 2 on bad
+ * input.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,16 +63,39 @@ static int fail(const char *what, const sr_err *e)
     return 2;
 }
 
+/*
+ * The oracle's route rows [lo, hi) of dtype dt for tokens[0..n) with the weights of the config
+ * at `path`, version 0, into a new buffer *out (free it); *row_bytes is the size of one row.
+ * 0, or 2 with the reason printed.
+ */
+static int oracle_rows(void **out, size_t *row_bytes, const char *path, sr_dtype dt,
+                       const int32_t *tokens, size_t n, size_t lo, size_t hi)
+{
+    sr_err e = SR_ERR_INIT;
+    sr_engine_config cfg;
+    sr_engine_config_defaults(&cfg);
+    if (sr_engine_config_load(&cfg, path, 0, &e))
+        return fail("config", &e);
+    sr_oracle_model m = sr_engine_config_model(&cfg);
+    sr_weights_spec ws = sr_engine_config_weights(&cfg);
+    uint64_t global, layers[SR_ORACLE_MAX_LAYERS];
+    sr_oracle *o = NULL;
+    *row_bytes = (size_t)cfg.num_layers * (size_t)cfg.topk * sr_dtype_size(dt);
+    size_t bytes = (hi - lo) * *row_bytes;
+    *out = calloc(bytes ? bytes : 1, 1);
+    int rc = !*out || sr_oracle_new(&o, &m, &e) ||
+             sr_weights_expected(&global, layers, &ws, 0, &e) ||
+             sr_oracle_routes(*out, bytes, NULL, dt, o, layers, tokens, n, lo, hi, &e);
+    sr_oracle_free(o);
+    sr_engine_config_release(&cfg);
+    return rc ? fail("oracle routes", &e) : 0;
+}
+
 /* The --rows mode (header comment). */
 static int print_rows(int argc, char **argv)
 {
     if (argc < 6)
         return fail("usage: serve_oracle_check --rows CONFIG LO HI TOKEN...", NULL);
-    sr_err e = SR_ERR_INIT;
-    sr_engine_config cfg;
-    sr_engine_config_defaults(&cfg);
-    if (sr_engine_config_load(&cfg, argv[2], 0, &e))
-        return fail("config", &e);
     size_t lo = (size_t)strtoull(argv[3], NULL, 10), hi = (size_t)strtoull(argv[4], NULL, 10);
     size_t n = (size_t)(argc - 5);
     if (lo > hi || hi > n)
@@ -79,33 +103,22 @@ static int print_rows(int argc, char **argv)
     int32_t *tok = calloc(n, sizeof(int32_t));
     for (size_t i = 0; tok && i < n; i++)
         tok[i] = (int32_t)atoi(argv[5 + i]);
-    sr_oracle_model m = sr_engine_config_model(&cfg);
-    sr_weights_spec ws = sr_engine_config_weights(&cfg);
-    uint64_t global, layers[SR_ORACLE_MAX_LAYERS];
-    sr_oracle *o = NULL;
-    size_t L = (size_t)cfg.num_layers, K = (size_t)cfg.topk, cells = (hi - lo) * L * K;
-    int32_t *want = calloc(cells ? cells : 1, sizeof(int32_t));
-    if (!tok || !want || sr_oracle_new(&o, &m, &e) ||
-        sr_weights_expected(&global, layers, &ws, 0, &e) ||
-        sr_oracle_routes(want, cells * sizeof(int32_t), NULL, SR_DTYPE_INT32, o, layers, tok, n, lo,
-                         hi, &e))
-        return fail("oracle routes", &e);
+    void *rows = NULL;
+    size_t row_bytes = 0;
+    if (!tok || oracle_rows(&rows, &row_bytes, argv[2], SR_DTYPE_INT32, tok, n, lo, hi))
+        return 2;
+    const int32_t *want = rows;
+    size_t cells = row_bytes / sizeof(int32_t);
     printf("{\"rows\":[");
     for (size_t r = 0; r < hi - lo; r++) {
         printf(r ? ",[" : "[");
-        for (size_t l = 0; l < L; l++) {
-            printf(l ? ",[" : "[");
-            for (size_t k = 0; k < K; k++)
-                printf(k ? ",%d" : "%d", (int)want[(r * L + l) * K + k]);
-            printf("]");
-        }
+        for (size_t c = 0; c < cells; c++)
+            printf("%s%d", c == 0 ? "" : ",", (int)want[r * cells + c]);
         printf("]");
     }
     printf("]}\n");
-    free(want);
+    free(rows);
     free(tok);
-    sr_oracle_free(o);
-    sr_engine_config_release(&cfg);
     return 0;
 }
 
@@ -116,10 +129,6 @@ int main(int argc, char **argv)
     if (argc < 5)
         return fail("usage: serve_oracle_check CONFIG BODY START TOKEN...", NULL);
     sr_err e = SR_ERR_INIT;
-    sr_engine_config cfg;
-    sr_engine_config_defaults(&cfg);
-    if (sr_engine_config_load(&cfg, argv[1], 0, &e))
-        return fail("config", &e);
     size_t blen;
     char *body = slurp(argv[2], &blen);
     if (!body)
@@ -140,19 +149,10 @@ int main(int argc, char **argv)
         tok[i] = (int32_t)atoi(argv[4 + i]);
     for (size_t i = 0; i < g; i++)
         tok[p + i] = (int32_t)sr_ndarray_get_i64(&gen->array, i);
-
-    sr_oracle_model m = sr_engine_config_model(&cfg);
-    sr_oracle *o;
-    sr_weights_spec ws = sr_engine_config_weights(&cfg);
-    uint64_t global, layers[SR_ORACLE_MAX_LAYERS];
-    if (sr_oracle_new(&o, &m, &e) || sr_weights_expected(&global, layers, &ws, 0, &e))
-        return fail("oracle", &e);
-    size_t rows = p + g - 1 - start, row_bytes = (size_t)cfg.num_layers * (size_t)cfg.topk *
-                                                 sr_dtype_size(routes->array.dtype);
-    void *want = calloc(rows ? rows : 1, row_bytes);
-    if (sr_oracle_routes(want, rows * row_bytes, NULL, routes->array.dtype, o, layers, tok, p + g,
-                         start, p + g - 1, &e))
-        return fail("oracle routes", &e);
+    size_t rows = p + g - 1 - start, row_bytes = 0;
+    void *want = NULL;
+    if (oracle_rows(&want, &row_bytes, argv[1], routes->array.dtype, tok, p + g, start, p + g - 1))
+        return 2;
     int rc = 0;
     if ((size_t)routes->array.shape[0] != rows || routes->array.nbytes != rows * row_bytes) {
         fprintf(stderr, "serve_oracle_check: %lld route rows, the oracle has %zu\n",
@@ -172,10 +172,8 @@ int main(int argc, char **argv)
                sr_dtype_name(routes->array.dtype));
     free(want);
     free(tok);
-    sr_oracle_free(o);
     sr_splicer_free(sp);
     sr_fields_free(fields);
     free(body);
-    sr_engine_config_release(&cfg);
     return rc;
 }
