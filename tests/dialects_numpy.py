@@ -15,7 +15,9 @@ and compared exactly with the oracle's rows, which `serve_oracle_check --rows` r
 the prompt and the generated tokens (the rows rule of each dialect: scenarios/FORMAT.md §3b).
 Two models run: 16 experts (vllm uint8, nemo-rl int8) and 300 (vllm uint16, nemo-rl int16).
 The first reply of each dialect (16 experts) must equal fixtures/dialects/<dialect>.body byte
-for byte (`--update` rewrites those files). Bad dialect names are named errors.
+for byte (`--update` rewrites those files), and vllm's decoded bytes must be exactly what
+np.save writes for the array. A model fault (routes_all_zero) acts in a dialect given by the
+config's `dialect` key. Bad dialect names are named errors.
 
 Usage: dialects_numpy.py SYNCROLL ORACLE_CHECK SOURCE_DIR [--update]. Exit 0 all hold, 1 a
 failure, 77 (ctest's skip code) when numpy cannot be imported.
@@ -85,7 +87,11 @@ def vllm(url, oc, cfg, experts):
         raw = post(url + path, req)
         d = json.loads(raw)
         ch = d["choices"][0]
-        arr = np.load(io.BytesIO(base64.b64decode(ch["routed_experts"])), allow_pickle=False)
+        blob = base64.b64decode(ch["routed_experts"])
+        arr = np.load(io.BytesIO(blob), allow_pickle=False)
+        saved = io.BytesIO()
+        np.save(saved, arr)  # vLLM calls np.save with its default arguments
+        check(saved.getvalue() == blob, f"vllm {path}: the bytes are not what np.save writes")
         want_dt = np.uint8 if experts <= 256 else np.uint16
         check(arr.dtype == want_dt, f"vllm {path}: dtype {arr.dtype}, want {np.dtype(want_dt)}")
         toks = PROMPT + ch["token_ids"]
@@ -164,6 +170,25 @@ DIALECTS = {"vllm": vllm, "vllm-json": vllm_json, "sglang": sglang, "dynamo": dy
             "nemo-rl": nemo_rl}
 
 
+def model_fault(syncroll, oc, tmp):
+    """A model fault acts on the same oracle rows in a dialect: routes_all_zero under sglang."""
+    path = os.path.join(tmp, "fault.json")
+    with open(path, "w") as f:
+        json.dump({"count": 1, "seed": 5, "fields": ["routed_experts"], "dialect": "sglang",
+                   "model": {"vocab": 1000, "layers": L, "experts": 16, "topk": K, "eos_id": -1},
+                   "faults": [{"kind": "routes_all_zero"}]}, f)
+    p, url = serve(syncroll, [path])
+    try:
+        d = json.loads(post(url + "/generate", {"input_ids": PROMPT, "return_routed_experts": True,
+                                                "sampling_params": {"max_new_tokens": 4}}))
+        arr = np.frombuffer(base64.b64decode(d["meta_info"]["routed_experts"]), np.int32)
+        check(arr.size == (len(PROMPT) + 3) * L * K and not arr.any(),
+              f"routes_all_zero under sglang: {arr.size} values, max {arr.max(initial=0)}")
+        check(d["syncroll"].get("faults") == ["routes_all_zero"], f"faults: {d['syncroll']}")
+    finally:
+        stop(p)
+
+
 def serve(syncroll, args):
     p = subprocess.Popen([syncroll, "serve", "--stop-grace", "5"] + args,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -215,6 +240,12 @@ def main():
             print("ok: bad dialect names are named errors")
         except Fail as e:
             print(f"FAIL: {e}")
+            failed += 1
+        try:
+            model_fault(syncroll, oc, tmp)
+            print("ok: a model fault under sglang (the dialect's config key, routes_all_zero)")
+        except (Fail, urllib.error.URLError, KeyError, ValueError) as e:
+            print(f"FAIL: model fault under sglang: {e}")
             failed += 1
         for name, fn in DIALECTS.items():
             for experts, cfg in cfgs.items():
