@@ -1,7 +1,11 @@
 /*
  * libFuzzer target for the mock engine's request handler, without sockets: any bytes are parsed
- * and validated as a /skyrl/v1/generate body (sr_gen_request_parse); an accepted request runs
- * through generation and serialisation with a small model (the work an HTTP handler does after
+ * and validated as a generate body of one of the engine's dialects (harness/spec/dialect.h),
+ * picked by the input's length: size % 7 is the dialect (6 is skyrl again), so every wire is
+ * reached; skyrl's is a /skyrl/v1/generate body (sr_gen_request_parse), the others are parsed by
+ * sr_gen_request_parse_as with the shape of one of the dialect's routes (the second one, where
+ * there is one, when size / 7 is odd) and serialised by sr_gen_body_dialect. An accepted request
+ * runs through generation and serialisation with a small model (the work an HTTP handler does after
  * parsing), and the reply must be one JSON document. A rejected request must carry
  * engine.bad_request (or resource.nomem) and leave nothing allocated.
  *
@@ -20,6 +24,7 @@
 #include "engine/request.h"
 #include "sr_buf.h"
 #include "sr_err.h"
+#include "spec/dialect.h"
 #include "sr_oracle.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -50,7 +55,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     sr_gen_limits lim = {1000, 8, 512};
     sr_gen_request q;
     sr_err err = SR_ERR_INIT;
-    int rc = sr_gen_request_parse(&q, (const char *)data, size, &lim, &err);
+    sr_dialect dia = (sr_dialect)(size % 7 % SR_DIALECT_COUNT);
+    const sr_dialect_desc *desc = sr_dialect_get(dia);
+    const sr_dialect_route *route = &desc->routes[0];
+    if ((size / 7) % 2 && SR_DIALECT_MAX_ROUTES > 1 && desc->routes[1].path)
+        route = &desc->routes[1];
+    if (dia == SR_DIALECT_SKYRL)
+        route = NULL;
+    int rc =
+        route ? sr_gen_request_parse_as(&q, (const char *)data, size, &lim, &route->request, &err)
+              : sr_gen_request_parse(&q, (const char *)data, size, &lim, &err);
     if (rc) {
         if ((rc != SR_E_ENGINE_REQUEST && rc != SR_E_NOMEM) || err.code != rc || q.tokens)
             abort();
@@ -70,7 +84,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     strcpy(fb.field, "routed_experts");
     strcpy(fb.key, "extra");
     int faulty = size > 2 && (data[2] & 1);
-    rc = sr_gen_job_init(&j, &q, o, 0, 1, faulty ? &fm : NULL, faulty ? &fb : NULL, 1 << 24, &err);
+    rc = sr_gen_job_init(&j, &q, o, 0, !q.no_routes, faulty ? &fm : NULL, faulty ? &fb : NULL,
+                         1 << 24, &err);
+    j.route = route;
+    j.dialect = route ? desc : NULL;
     uint64_t fps[3] = {1, 2, 3};
     sr_gen_weights w = {0, 7, fps};
     if (!rc)
@@ -82,7 +99,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     sr_buf body = SR_BUF_INIT;
     sr_gen_ctx ctx = {o, "fuzz", 1, 1, 3, 1, 1 << 26, NULL, 0, 0};
     if (!rc)
-        rc = sr_gen_body(&body, &j, &ctx, &err);
+        rc = sr_gen_body_dialect(&body, &j, &ctx, &err);
     if (!rc && !faulty) {
         cJSON *d = cJSON_ParseWithLength(body.data, body.len);
         if (!d)

@@ -273,6 +273,29 @@ typedef enum sr_class {
       "a finish or version update named a weight version below the one the engine holds")          \
     X(SR_E_SYNC_ENGINE_PAUSED, -927, "sync.engine_paused", SR_CLASS_PROTOCOL,                      \
       "a call that needs an awake, unpaused engine (weight_checker) came while it was not (409)")  \
+    /* NumPy .npy and NeMo-RL nrlre1 route payloads (-12xx) */                                     \
+    X(SR_E_NPY_MAGIC, -1200, "npy.magic", SR_CLASS_PROTOCOL,                                       \
+      "a .npy route payload does not start with the magic \\x93NUMPY")                             \
+    X(SR_E_NPY_VERSION, -1201, "npy.version", SR_CLASS_PROTOCOL,                                   \
+      "a .npy route payload has a format version other than 1.0")                                  \
+    X(SR_E_NPY_HEADER, -1202, "npy.header", SR_CLASS_PROTOCOL,                                     \
+      "a .npy header is cut short or is not a dict literal of descr, fortran_order and shape")     \
+    X(SR_E_NPY_DESCR, -1203, "npy.descr", SR_CLASS_PROTOCOL,                                       \
+      "a .npy descr is not a known dtype, or not one the field allows")                            \
+    X(SR_E_NPY_BYTE_ORDER, -1204, "npy.byte_order", SR_CLASS_PROTOCOL,                             \
+      "a .npy descr is big-endian or lacks the little-endian mark on a multi-byte dtype")          \
+    X(SR_E_NPY_FORTRAN, -1205, "npy.fortran_order", SR_CLASS_PROTOCOL,                             \
+      "a .npy header says fortran_order True; routes must be C order")                             \
+    X(SR_E_NPY_SHAPE, -1206, "npy.shape", SR_CLASS_PROTOCOL,                                       \
+      "a .npy shape is not a tuple of decimal non-negative integers of the field's ndim")          \
+    X(SR_E_NPY_BYTE_COUNT, -1207, "npy.byte_count", SR_CLASS_PROTOCOL,                             \
+      "the bytes after a .npy header are not exactly prod(shape) * itemsize")                      \
+    X(SR_E_NRLRE_SYNTAX, -1220, "nrlre.syntax", SR_CLASS_PROTOCOL,                                 \
+      "a NeMo-RL routes string is not 'nrlre1:<dtype>:<SxLxK>:<base64>'")                          \
+    X(SR_E_NRLRE_DTYPE, -1221, "nrlre.dtype", SR_CLASS_PROTOCOL,                                   \
+      "a NeMo-RL routes string names a dtype other than int8, int16 or int32")                     \
+    X(SR_E_NRLRE_SHAPE, -1222, "nrlre.shape", SR_CLASS_PROTOCOL,                                   \
+      "a NeMo-RL routes string's shape is not three plain decimal dims joined by 'x'")             \
     /* scenarios and the runner (-10xx) */                                                         \
     X(SR_E_SCENARIO, -1000, "scenario.invalid", SR_CLASS_USAGE,                                    \
       "a scenario breaks a rule of scenarios/FORMAT.md beyond key types (reference, combination)") \

@@ -5,6 +5,14 @@
  * (one choice) and checks that its routes are exactly the oracle's rows [START, P+G-1) for the
  * prompt TOKEN... followed by the generated tokens, with the weights of CONFIG at version 0.
  * Exit 0 when equal; 1 with the first differing row otherwise; 2 on bad input.
+ *
+ * serve_oracle_check --rows CONFIG LO HI TOKEN...
+ *
+ * Used by tests/dialects_numpy.py: prints the oracle's route rows [LO, HI) for the whole token
+ * sequence TOKEN... (prompt and generated tokens), weights of CONFIG at version 0, as one JSON
+ * line {"rows":[[e,..],..]} (HI-LO rows of L*K expert ids, layer-major), so a client written in
+ * another language can compare a dialect's decoded routes with the oracle. Exit 0, or 2 on bad
+ * input.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,15 +63,72 @@ static int fail(const char *what, const sr_err *e)
     return 2;
 }
 
-int main(int argc, char **argv)
+/*
+ * The oracle's route rows [lo, hi) of dtype dt for tokens[0..n) with the weights of the config
+ * at `path`, version 0, into a new buffer *out (free it); *row_bytes is the size of one row.
+ * 0, or 2 with the reason printed.
+ */
+static int oracle_rows(void **out, size_t *row_bytes, const char *path, sr_dtype dt,
+                       const int32_t *tokens, size_t n, size_t lo, size_t hi)
 {
-    if (argc < 5)
-        return fail("usage: serve_oracle_check CONFIG BODY START TOKEN...", NULL);
     sr_err e = SR_ERR_INIT;
     sr_engine_config cfg;
     sr_engine_config_defaults(&cfg);
-    if (sr_engine_config_load(&cfg, argv[1], 0, &e))
+    if (sr_engine_config_load(&cfg, path, 0, &e))
         return fail("config", &e);
+    sr_oracle_model m = sr_engine_config_model(&cfg);
+    sr_weights_spec ws = sr_engine_config_weights(&cfg);
+    uint64_t global, layers[SR_ORACLE_MAX_LAYERS];
+    sr_oracle *o = NULL;
+    *row_bytes = (size_t)cfg.num_layers * (size_t)cfg.topk * sr_dtype_size(dt);
+    size_t bytes = (hi - lo) * *row_bytes;
+    *out = calloc(bytes ? bytes : 1, 1);
+    int rc = !*out || sr_oracle_new(&o, &m, &e) ||
+             sr_weights_expected(&global, layers, &ws, 0, &e) ||
+             sr_oracle_routes(*out, bytes, NULL, dt, o, layers, tokens, n, lo, hi, &e);
+    sr_oracle_free(o);
+    sr_engine_config_release(&cfg);
+    return rc ? fail("oracle routes", &e) : 0;
+}
+
+/* The --rows mode (header comment). */
+static int print_rows(int argc, char **argv)
+{
+    if (argc < 6)
+        return fail("usage: serve_oracle_check --rows CONFIG LO HI TOKEN...", NULL);
+    size_t lo = (size_t)strtoull(argv[3], NULL, 10), hi = (size_t)strtoull(argv[4], NULL, 10);
+    size_t n = (size_t)(argc - 5);
+    if (lo > hi || hi > n)
+        return fail("need LO <= HI <= the number of tokens", NULL);
+    int32_t *tok = calloc(n, sizeof(int32_t));
+    for (size_t i = 0; tok && i < n; i++)
+        tok[i] = (int32_t)atoi(argv[5 + i]);
+    void *rows = NULL;
+    size_t row_bytes = 0;
+    if (!tok || oracle_rows(&rows, &row_bytes, argv[2], SR_DTYPE_INT32, tok, n, lo, hi))
+        return 2;
+    const int32_t *want = rows;
+    size_t cells = row_bytes / sizeof(int32_t);
+    printf("{\"rows\":[");
+    for (size_t r = 0; r < hi - lo; r++) {
+        printf(r ? ",[" : "[");
+        for (size_t c = 0; c < cells; c++)
+            printf("%s%d", c == 0 ? "" : ",", (int)want[r * cells + c]);
+        printf("]");
+    }
+    printf("]}\n");
+    free(rows);
+    free(tok);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], "--rows") == 0)
+        return print_rows(argc, argv);
+    if (argc < 5)
+        return fail("usage: serve_oracle_check CONFIG BODY START TOKEN...", NULL);
+    sr_err e = SR_ERR_INIT;
     size_t blen;
     char *body = slurp(argv[2], &blen);
     if (!body)
@@ -84,19 +149,10 @@ int main(int argc, char **argv)
         tok[i] = (int32_t)atoi(argv[4 + i]);
     for (size_t i = 0; i < g; i++)
         tok[p + i] = (int32_t)sr_ndarray_get_i64(&gen->array, i);
-
-    sr_oracle_model m = sr_engine_config_model(&cfg);
-    sr_oracle *o;
-    sr_weights_spec ws = sr_engine_config_weights(&cfg);
-    uint64_t global, layers[SR_ORACLE_MAX_LAYERS];
-    if (sr_oracle_new(&o, &m, &e) || sr_weights_expected(&global, layers, &ws, 0, &e))
-        return fail("oracle", &e);
-    size_t rows = p + g - 1 - start, row_bytes = (size_t)cfg.num_layers * (size_t)cfg.topk *
-                                                   sr_dtype_size(routes->array.dtype);
-    void *want = calloc(rows ? rows : 1, row_bytes);
-    if (sr_oracle_routes(want, rows * row_bytes, NULL, routes->array.dtype, o, layers, tok, p + g,
-                         start, p + g - 1, &e))
-        return fail("oracle routes", &e);
+    size_t rows = p + g - 1 - start, row_bytes = 0;
+    void *want = NULL;
+    if (oracle_rows(&want, &row_bytes, argv[1], routes->array.dtype, tok, p + g, start, p + g - 1))
+        return 2;
     int rc = 0;
     if ((size_t)routes->array.shape[0] != rows || routes->array.nbytes != rows * row_bytes) {
         fprintf(stderr, "serve_oracle_check: %lld route rows, the oracle has %zu\n",
@@ -116,10 +172,8 @@ int main(int argc, char **argv)
                sr_dtype_name(routes->array.dtype));
     free(want);
     free(tok);
-    sr_oracle_free(o);
     sr_splicer_free(sp);
     sr_fields_free(fields);
     free(body);
-    sr_engine_config_release(&cfg);
     return rc;
 }

@@ -238,6 +238,81 @@ START_TEST(test_request_parse)
 }
 END_TEST
 
+/* Issue #19: the other wires' request shapes (spec/dialect.h), their keys and named errors. */
+START_TEST(test_dialect_requests)
+{
+    sr_gen_request r;
+    sr_err err = SR_ERR_INIT;
+    const sr_dialect_request *sgl = &sr_dialect_get(SR_DIALECT_SGLANG)->routes[0].request;
+    const char *ok = "{\"input_ids\":[1,2,3],\"return_routed_experts\":true,"
+                     "\"routed_experts_start_len\":2,\"stream\":false,"
+                     "\"sampling_params\":{\"max_new_tokens\":4,\"ignore_eos\":true}}";
+    ck_assert_sr_ok(sr_gen_request_parse_as(&r, ok, strlen(ok), &LIM, sgl, &err), err);
+    ck_assert_int_eq(r.P, 3);
+    ck_assert_int_eq(r.max_tokens, 4);
+    ck_assert_int_eq(r.route_start, 2);
+    ck_assert_int_eq(r.ignore_eos, 1);
+    ck_assert_int_eq(r.no_routes, 0);
+    sr_gen_request_release(&r);
+    const char *off = "{\"input_ids\":[1]}";
+    ck_assert_sr_ok(sr_gen_request_parse_as(&r, off, strlen(off), &LIM, sgl, &err), err);
+    ck_assert_int_eq(r.no_routes, 1);
+    ck_assert_int_eq(r.max_tokens, 16);
+    sr_gen_request_release(&r);
+    /* vllm-json has no start: a given one is accepted (SamplingParams) and not used. */
+    const sr_dialect_request *vj = &sr_dialect_get(SR_DIALECT_VLLM_JSON)->routes[0].request;
+    const char *st =
+        "{\"token_ids\":[1,2,3],\"sampling_params\":{\"routed_experts_prompt_start\":2}}";
+    ck_assert_sr_ok(sr_gen_request_parse_as(&r, st, strlen(st), &LIM, vj, &err), err);
+    ck_assert_int_eq(r.route_start, 0);
+    sr_gen_request_release(&r);
+    const sr_dialect_request *dyn = &sr_dialect_get(SR_DIALECT_DYNAMO)->routes[0].request;
+    const sr_dialect_request *nemo = &sr_dialect_get(SR_DIALECT_NEMO_RL)->routes[0].request;
+    const struct {
+        const sr_dialect_request *shape;
+        const char *body, *names;
+    } bad[] = {
+        {sgl, "{\"token_ids\":[1]}", "input_ids is required"},
+        {sgl, "{\"input_ids\":[1],\"return_routed_experts\":1}", "return_routed_experts"},
+        {sgl, "{\"input_ids\":[1,2],\"routed_experts_start_len\":3}", "routed_experts_start_len"},
+        {sgl, "{\"input_ids\":[1],\"sampling_params\":[]}", "sampling_params"},
+        {sgl, "{\"input_ids\":[1],\"sampling_params\":{\"max_new_tokens\":0}}", "max_new_tokens"},
+        {dyn, "{\"prompt\":\"text\"}", "prompt"},
+        {dyn, "{\"prompt\":[1,100]}", "prompt"},
+        {dyn, "{\"prompt\":[1],\"max_tokens\":64}", "max_tokens"},
+        {dyn, "{\"prompt\":[1],\"routed_experts_prompt_start\":true}",
+         "routed_experts_prompt_start"},
+        {nemo, "{\"messages\":[]}", "prompt_token_ids"},
+        {nemo, "[1]", "JSON object"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        sr_err e2 = SR_ERR_INIT;
+        ck_assert_sr_code(
+            sr_gen_request_parse_as(&r, bad[i].body, strlen(bad[i].body), &LIM, bad[i].shape, &e2),
+            e2, SR_E_ENGINE_REQUEST);
+        ck_assert_msg(strstr(e2.msg, bad[i].names), "case %zu: '%s' does not name '%s'", i, e2.msg,
+                      bad[i].names);
+        ck_assert_ptr_null(r.tokens);
+    }
+    /* The table: names, paths, and engines.dialect / dialect in a config. */
+    ck_assert_int_eq(sr_dialect_lookup("nemo-rl"), SR_DIALECT_NEMO_RL);
+    ck_assert_int_eq(sr_dialect_lookup("sgl"), -1);
+    ck_assert_ptr_nonnull(sr_dialect_route_at(SR_DIALECT_VLLM, "/v1/completions"));
+    ck_assert_ptr_null(sr_dialect_route_at(SR_DIALECT_SGLANG, "/v1/completions"));
+    sr_engine_config c;
+    const char *cfg = "{\"dialect\":\"dynamo\"}";
+    ck_assert_sr_ok(sr_engine_config_parse(&c, cfg, strlen(cfg), "d.json", 0, &err), err);
+    ck_assert_int_eq(c.dialect, SR_DIALECT_DYNAMO);
+    ck_assert_int_eq(c.sync_dialect, SR_SYNC_DIALECT_SKYRL);
+    sr_engine_config_release(&c);
+    const char *badcfg = "{\"dialect\":\"sgl\"}";
+    sr_err e3 = SR_ERR_INIT;
+    ck_assert_sr_code(sr_engine_config_parse(&c, badcfg, strlen(badcfg), "d.json", 0, &e3), e3,
+                      SR_E_ENGINE_CONFIG);
+    ck_assert_msg(strstr(e3.msg, "d.json:1:") && strstr(e3.msg, "nemo-rl"), "%s", e3.msg);
+}
+END_TEST
+
 START_TEST(test_config_parse)
 {
     sr_engine_config c;
@@ -348,6 +423,7 @@ static Suite *units_suite(void)
     tcase_add_test(tc, test_fault_plan_errors_are_named);
     tcase_add_test(tc, test_fault_picking);
     tcase_add_test(tc, test_request_parse);
+    tcase_add_test(tc, test_dialect_requests);
     tcase_add_test(tc, test_config_parse);
     tcase_add_test(tc, test_body_is_reference_bytes);
     suite_add_tcase(s, tc);

@@ -25,9 +25,11 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: syncroll engine [--config FILE.json] [--index I] [--port P] [--listen ADDR]\n"
-            "                       [--ready-fd N] [--lifetime SECONDS] [--sync-dialect D]\n\n"
+            "                       [--ready-fd N] [--lifetime SECONDS] [--sync-dialect D]\n"
+            "                       [--dialect D]\n\n"
             "Runs one mock inference engine: /skyrl/v1/generate, /inference/v1/generate, the\n"
-            "control plane and /syncroll/v1/state, with the faults the config declares.\n\n"
+            "generate routes of its dialect, the control plane and /syncroll/v1/state, with the\n"
+            "faults the config declares.\n\n"
             "  --config FILE   engine config or scenario JSON (see README, \"Mock engines\")\n"
             "  --index I       engine index in the scenario (fault targeting, default id)\n"
             "  --port P        TCP port, 0 for any free port (default 0)\n"
@@ -35,7 +37,9 @@ static void usage(FILE *f)
             "  --ready-fd N    write the bound port and a newline to descriptor N, then close it\n"
             "  --lifetime S    watchdog: stop after S seconds even if nobody asks (default: none)\n"
             "  --sync-dialect D  weight-sync control plane, skyrl or vllm (default: the config's\n"
-            "                  sync_dialect, else skyrl)\n\n"
+            "                  sync_dialect, else skyrl)\n"
+            "  --dialect D     generate wire: skyrl, vllm, vllm-json, sglang, dynamo, nemo-rl\n"
+            "                  (default: the config's dialect, else skyrl)\n\n"
             "SIGTERM or SIGINT stop the engine cleanly (exit 0); the watchdog exits 1.\n");
 }
 
@@ -44,6 +48,7 @@ typedef struct engine_args {
     int index, port, ready_fd;
     double lifetime;
     int sync_dialect; /* -1: the config's */
+    int dialect;      /* -1: the config's */
 } engine_args;
 
 static int parse_args(engine_args *a, int argc, char **argv)
@@ -51,6 +56,7 @@ static int parse_args(engine_args *a, int argc, char **argv)
     memset(a, 0, sizeof(*a));
     a->ready_fd = -1;
     a->sync_dialect = -1;
+    a->dialect = -1;
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i];
         long long n;
@@ -74,6 +80,8 @@ static int parse_args(engine_args *a, int argc, char **argv)
             a->lifetime = d;
         else if (strcmp(o, "--sync-dialect") == 0 && sr_sync_dialect_lookup(val) >= 0)
             a->sync_dialect = sr_sync_dialect_lookup(val);
+        else if (strcmp(o, "--dialect") == 0 && sr_dialect_lookup(val) >= 0)
+            a->dialect = sr_dialect_lookup(val);
         else {
             fprintf(stderr, "syncroll engine: bad option or value: %s %s\n", o, val);
             return -1;
@@ -213,6 +221,8 @@ int sr_cmd_engine(int argc, char **argv)
     }
     if (a.sync_dialect >= 0)
         cfg.sync_dialect = (sr_sync_dialect)a.sync_dialect;
+    if (a.dialect >= 0)
+        cfg.dialect = (sr_dialect)a.dialect;
     sr_engine *e = NULL;
     sr_server *srv = NULL;
     if (!rc)

@@ -20,7 +20,7 @@ static void usage(FILE *f)
         f,
         "usage: syncroll serve [--listen ADDR] [--ready-timeout SECONDS]\n"
         "                      [--stop-grace SECONDS] [--max-scenario-bytes N]\n"
-        "                      [--sync-dialect skyrl|vllm]\n"
+        "                      [--sync-dialect skyrl|vllm] [--dialect D]\n"
         "                      SCENARIO_OR_CONFIG.json\n\n"
         "Starts the mock engines the file declares as `syncroll engine` child processes on free\n"
         "ports, prints one JSON line\n"
@@ -53,12 +53,18 @@ static void usage(FILE *f)
         "                       /finish_weight_update, /weight_checker, ...); default: the\n"
         "                       file's engines.sync_dialect (sync_dialect in an engine config),\n"
         "                       else skyrl. README \"Weight-sync control planes\" lists the "
-        "calls.\n");
+        "calls.\n"
+        "  --dialect D          the generate wire the engines also serve: skyrl, vllm,\n"
+        "                       vllm-json, sglang, dynamo or nemo-rl (README \"Engine "
+        "dialects\");\n"
+        "                       default: the file's engines.dialect (dialect in an engine\n"
+        "                       config), else skyrl. /skyrl/v1/generate answers in every one.\n");
 }
 
 typedef struct serve_args {
     const char *file, *listen;
     const char *sync_dialect; /* NULL: the file's */
+    const char *dialect;      /* NULL: the file's */
     int ready_ms, grace_ms;
     int ready_set, grace_set;  /* given on the command line: they win over the scenario's */
     size_t max_scenario_bytes; /* 0: the loader's default */
@@ -81,6 +87,7 @@ static int parse_args(serve_args *a, int argc, char **argv)
     a->ready_set = a->grace_set = 0;
     a->max_scenario_bytes = 0;
     a->sync_dialect = NULL;
+    a->dialect = NULL;
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i];
         if (o[0] != '-' && !a->file) {
@@ -107,6 +114,10 @@ static int parse_args(serve_args *a, int argc, char **argv)
             if (sr_sync_dialect_lookup(v) < 0)
                 return bad_value(o, v, "skyrl or vllm");
             a->sync_dialect = v;
+        } else if (strcmp(o, "--dialect") == 0) {
+            if (sr_dialect_lookup(v) < 0)
+                return bad_value(o, v, sr_dialect_names());
+            a->dialect = v;
         } else if (strcmp(o, "--max-scenario-bytes") == 0) {
             if (sr_arg_scenario_bytes(v, &a->max_scenario_bytes))
                 return -1;
@@ -225,12 +236,18 @@ static int spawn_all(sr_proc *ps, int n, const serve_args *a, const char *config
     for (int i = 0; i < n; i++) {
         char idx[16];
         snprintf(idx, sizeof(idx), "%d", i);
-        char *argv[] = {"syncroll", "engine",          "--port",       "0",       "--ready-fd",
-                        "3",        "--config",        (char *)config, "--index", idx,
-                        "--listen", (char *)a->listen, NULL,           NULL,      NULL};
+        char *argv[] = {
+            "syncroll", "engine",       "--port",  "0",  "--ready-fd", "3",
+            "--config", (char *)config, "--index", idx,  "--listen",   (char *)a->listen,
+            NULL,       NULL,           NULL,      NULL, NULL};
+        int k = 12;
         if (a->sync_dialect) {
-            argv[12] = "--sync-dialect";
-            argv[13] = (char *)a->sync_dialect;
+            argv[k++] = "--sync-dialect";
+            argv[k++] = (char *)a->sync_dialect;
+        }
+        if (a->dialect) {
+            argv[k++] = "--dialect";
+            argv[k++] = (char *)a->dialect;
         }
         int rc = sr_proc_spawn(&ps[i], self, argv, err);
         if (rc)

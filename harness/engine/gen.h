@@ -26,6 +26,13 @@
  *   {"request_id":"<engine>-<n>","choices":[{"index":0,"token_ids":[..],"finish_reason":..,
  *    "logprobs":..,"syncroll":{..}}]}
  *
+ * Another dialect's route (spec/dialect.h; j->route set): sr_gen_body_dialect (gen_dialect.c)
+ * writes that wire's frame and routes from the same oracle rows, model faults applied first:
+ * rows [start, P+G-1) for vllm, sglang and dynamo; [0, P+G) split into prompt_routed_experts
+ * and choices[0].routed_experts for vllm-json (row P+G-1 computed as rows_p_plus_g does); rows
+ * [0, P+G-1) plus a filler row arange(K) for nemo-rl; typed by the dialect's dtype rule
+ * (scenarios/FORMAT.md §5b shows every frame). Body faults are not applied there.
+ *
  * Sample support (rollout_sample_support), row j for generated token j, S = support_k: with
  * h = the oracle's prefix hash of tokens 0..P+j-1 and mix/draw/below as in sr_oracle.h,
  *   s = mix(h ^ 0x737570706F727431); entry 0 = token j;
@@ -92,7 +99,11 @@ typedef struct sr_gen_ctx {
 
 typedef struct sr_gen_job {
     sr_gen_request req; /* owned */
-    int native;         /* /inference/v1/generate */
+    int native;         /* /inference/v1/generate of the skyrl dialect (no routes) */
+    /* Another wire's generate route (spec/dialect.h; set by the caller after sr_gen_job_init),
+     * or NULL for /skyrl/v1/generate and the skyrl dialect's native route. */
+    const sr_dialect_desc *dialect;
+    const sr_dialect_route *route;
     int want_routes;
     int64_t row_lo; /* first computed row */
     int32_t *tokens;
@@ -144,6 +155,13 @@ void sr_gen_abort(sr_gen_job *j, int64_t k);
 
 /* Serialises the reply (model and body faults applied) into `out` (reset first). */
 int sr_gen_body(sr_buf *out, sr_gen_job *j, const sr_gen_ctx *ctx, sr_err *err);
+
+/*
+ * Serialises the reply in the job's wire: sr_gen_body when j->route is NULL, else the
+ * dialect's body (gen_dialect.c: the same oracle rows and model faults, the dialect's rows rule,
+ * dtype rule, encoding and frame; body faults apply to the skyrl envelope only).
+ */
+int sr_gen_body_dialect(sr_buf *out, sr_gen_job *j, const sr_gen_ctx *ctx, sr_err *err);
 
 /* "stop", "length" or "abort". */
 const char *sr_gen_finish_name(sr_gen_finish f);

@@ -11,13 +11,17 @@
 
 #define CLAMPED_LOGPROB -9999.0
 
-static int64_t get_el(const void *p, sr_dtype dt, size_t i)
+int64_t sr_gen_get_el(const void *p, sr_dtype dt, size_t i)
 {
     switch (dt) {
+    case SR_DTYPE_INT8:
+        return ((const int8_t *)p)[i];
     case SR_DTYPE_UINT8:
         return ((const uint8_t *)p)[i];
     case SR_DTYPE_INT16:
         return ((const int16_t *)p)[i];
+    case SR_DTYPE_UINT16:
+        return ((const uint16_t *)p)[i];
     case SR_DTYPE_INT32:
         return ((const int32_t *)p)[i];
     case SR_DTYPE_INT64:
@@ -27,14 +31,20 @@ static int64_t get_el(const void *p, sr_dtype dt, size_t i)
     }
 }
 
-static void set_el(void *p, sr_dtype dt, size_t i, int64_t v)
+void sr_gen_set_el(void *p, sr_dtype dt, size_t i, int64_t v)
 {
     switch (dt) {
+    case SR_DTYPE_INT8:
+        ((int8_t *)p)[i] = (int8_t)v;
+        break;
     case SR_DTYPE_UINT8:
         ((uint8_t *)p)[i] = (uint8_t)v;
         break;
     case SR_DTYPE_INT16:
         ((int16_t *)p)[i] = (int16_t)v;
+        break;
+    case SR_DTYPE_UINT16:
+        ((uint16_t *)p)[i] = (uint16_t)v;
         break;
     case SR_DTYPE_INT32:
         ((int32_t *)p)[i] = (int32_t)v;
@@ -57,7 +67,7 @@ static int64_t max_el(const void *p, sr_dtype dt, size_t n)
         return x;
     }
     for (size_t i = 0; i < n; i++) {
-        int64_t v = get_el(p, dt, i);
+        int64_t v = sr_gen_get_el(p, dt, i);
         m = v > m ? v : m;
     }
     return m;
@@ -96,7 +106,7 @@ static int make_payload(payload *pl, const void *src, sr_dtype sdt, size_t n, in
     if (!pl->owned)
         return sr_err_set(err, SR_E_NOMEM, "cannot allocate %zu bytes", pl->nbytes);
     for (size_t i = 0; i < n; i++)
-        set_el(pl->owned, dt, i, get_el(src, sdt, i));
+        sr_gen_set_el(pl->owned, dt, i, sr_gen_get_el(src, sdt, i));
     pl->bytes = pl->owned;
     return 0;
 }
@@ -243,7 +253,30 @@ static int emit_field(sr_buf *b, const char *name, const payload *pl, const payl
 
 /* ---- model faults ---- */
 
-static int apply_model_fault(sr_gen_job *j, const sr_oracle *o, int *routes_null, sr_err *err)
+int sr_gen_add_last_row(sr_gen_job *j, const sr_oracle *o, sr_err *err)
+{
+    int64_t P = (int64_t)j->req.P, rows = j->row_hi - j->row_lo;
+    if (j->G < 1 || j->row_hi != P + j->G - 1)
+        return 0;
+    size_t n = (size_t)(P + j->G);
+    int32_t *all = malloc(n * sizeof(*all));
+    if (!all)
+        return sr_err_set(err, SR_E_NOMEM, "cannot allocate %zu tokens", n);
+    memcpy(all, j->req.tokens, (size_t)P * sizeof(*all));
+    memcpy(all + P, j->tokens, (size_t)j->G * sizeof(*all));
+    size_t off = (size_t)rows * sr_gen_row_bytes(j, o);
+    int rc = sr_oracle_routes(j->routes + off, j->routes_cap - off, NULL, j->gen_dtype, o,
+                              j->last.layer_fps, all, n, n - 1, n, err);
+    free(all);
+    if (rc)
+        return rc;
+    j->row_hi++;
+    if (j->nspans)
+        j->spans[j->nspans - 1].hi++;
+    return 0;
+}
+
+int sr_gen_apply_model_fault(sr_gen_job *j, const sr_oracle *o, int *routes_null, sr_err *err)
 {
     const sr_fault *f = j->model_fault;
     if (!f || !j->want_routes)
@@ -256,26 +289,8 @@ static int apply_model_fault(sr_gen_job *j, const sr_oracle *o, int *routes_null
     case SR_FK_ROUTES_ALL_ZERO:
         memset(j->routes, 0, (size_t)rows * rb);
         break;
-    case SR_FK_ROWS_P_PLUS_G: {
-        if (j->G < 1 || j->row_hi != P + j->G - 1)
-            break;
-        size_t n = (size_t)(P + j->G);
-        int32_t *all = malloc(n * sizeof(*all));
-        if (!all)
-            return sr_err_set(err, SR_E_NOMEM, "cannot allocate %zu tokens", n);
-        memcpy(all, j->req.tokens, (size_t)P * sizeof(*all));
-        memcpy(all + P, j->tokens, (size_t)j->G * sizeof(*all));
-        size_t off = (size_t)rows * rb;
-        int rc = sr_oracle_routes(j->routes + off, j->routes_cap - off, NULL, j->gen_dtype, o,
-                                  j->last.layer_fps, all, n, n - 1, n, err);
-        free(all);
-        if (rc)
-            return rc;
-        j->row_hi++;
-        if (j->nspans)
-            j->spans[j->nspans - 1].hi++;
-        break;
-    }
+    case SR_FK_ROWS_P_PLUS_G:
+        return sr_gen_add_last_row(j, o, err);
     case SR_FK_DUPLICATED_OUTPUT_ROWS:
         for (int64_t p = P + 1; p < j->row_hi; p += 2)
             if (p - 1 >= j->row_lo)
@@ -290,9 +305,10 @@ static int apply_model_fault(sr_gen_job *j, const sr_oracle *o, int *routes_null
         size_t l = (size_t)f->layer < L ? (size_t)f->layer : L - 1;
         size_t at = (r * L + l) * K;
         if (f->kind == SR_FK_EXPERT_OUT_OF_RANGE)
-            set_el(j->routes, j->gen_dtype, at, m->experts);
+            sr_gen_set_el(j->routes, j->gen_dtype, at, m->experts);
         else
-            set_el(j->routes, j->gen_dtype, at + 1, get_el(j->routes, j->gen_dtype, at));
+            sr_gen_set_el(j->routes, j->gen_dtype, at + 1,
+                          sr_gen_get_el(j->routes, j->gen_dtype, at));
         break;
     }
     case SR_FK_ROUTES_DROPPED:
@@ -332,7 +348,8 @@ static int routes_payloads(payload *pl, payload *alt, const sr_gen_job *j, const
     if (!shifted)
         return sr_err_set(err, SR_E_NOMEM, "cannot allocate %zu bytes", bytes);
     for (size_t i = 0; i < n; i++)
-        set_el(shifted, j->gen_dtype, i, (get_el(j->routes, j->gen_dtype, i) + 1) % m->experts);
+        sr_gen_set_el(shifted, j->gen_dtype, i,
+                      (sr_gen_get_el(j->routes, j->gen_dtype, i) + 1) % m->experts);
     rc = make_payload(alt, shifted, j->gen_dtype, n, 1, 0, err);
     if (!rc && !alt->owned) {
         alt->owned = shifted;
@@ -438,7 +455,7 @@ static int emit_logprobs(sr_buf *b, sr_gen_job *j, sr_err *err)
     return rc ? rc : sr_buf_puts(b, "]}", err);
 }
 
-static int emit_syncroll(sr_buf *b, const sr_gen_job *j, const sr_gen_ctx *c, sr_err *err)
+int sr_gen_emit_syncroll(sr_buf *b, const sr_gen_job *j, const sr_gen_ctx *c, sr_err *err)
 {
     int rc = sr_buf_puts(b, ",\"syncroll\":{\"engine\":", err);
     if (!rc)
@@ -497,7 +514,7 @@ static int respace(sr_buf *b, sr_err *err)
 static int emit_choice_fields(sr_buf *b, sr_gen_job *j, const sr_gen_ctx *c, sr_err *err)
 {
     int routes_null = 0;
-    int rc = apply_model_fault(j, c->oracle, &routes_null, err);
+    int rc = sr_gen_apply_model_fault(j, c->oracle, &routes_null, err);
     const sr_fault *bf = j->body_fault;
     payload rp = {0}, ra = {0}, sp = {0}, sa = {0};
     int has_routes = c->routes && j->want_routes && !routes_null;
@@ -540,7 +557,7 @@ int sr_gen_body(sr_buf *out, sr_gen_job *j, const sr_gen_ctx *c, sr_err *err)
     if (!rc && !j->native)
         rc = emit_choice_fields(out, j, c, err);
     if (!rc)
-        rc = emit_syncroll(out, j, c, err);
+        rc = sr_gen_emit_syncroll(out, j, c, err);
     if (!rc)
         rc = sr_buf_puts(out, "}]}", err);
     if (!rc && j->body_fault && j->body_fault->kind == SR_FK_RESPACED_JSON)

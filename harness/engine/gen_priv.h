@@ -10,4 +10,19 @@ size_t sr_gen_row_bytes(const sr_gen_job *j, const sr_oracle *o);
 /* The narrowest route dtype that can hold the value v (uint8, int16 or int32). */
 sr_dtype sr_gen_dtype_holding(int64_t v);
 
+/* Element i of an integer array of dtype dt (int8..int64, uint8, uint16; 0 for others). */
+int64_t sr_gen_get_el(const void *p, sr_dtype dt, size_t i);
+/* Stores v (truncated to dt) as element i. */
+void sr_gen_set_el(void *p, sr_dtype dt, size_t i, int64_t v);
+
+/* Applies the job's model fault (gen.h) to its rows; *routes_null = 1 when the routes are
+ * dropped. Once per body. */
+int sr_gen_apply_model_fault(sr_gen_job *j, const sr_oracle *o, int *routes_null, sr_err *err);
+
+/* When the rows end at P+G-1: adds row P+G-1 (the forward pass on the last sampled token). */
+int sr_gen_add_last_row(sr_gen_job *j, const sr_oracle *o, sr_err *err);
+
+/* Appends `,"syncroll":{...}` (gen.h). */
+int sr_gen_emit_syncroll(sr_buf *b, const sr_gen_job *j, const sr_gen_ctx *c, sr_err *err);
+
 #endif /* SR_ENGINE_GEN_PRIV_H */

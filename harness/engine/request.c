@@ -223,8 +223,63 @@ static int parse_root(sr_gen_request *r, const sr_json_doc *d, const sr_gen_limi
     return rc;
 }
 
-int sr_gen_request_parse(sr_gen_request *out, const char *body, size_t len,
-                         const sr_gen_limits *lim, sr_err *err)
+/* A boolean or null member of `obj` (absent or null keeps *out). */
+static int opt_bool(const sr_json_doc *d, const cJSON *obj, const char *key, int *out, sr_err *err)
+{
+    const cJSON *v = obj ? cJSON_GetObjectItemCaseSensitive(obj, key) : NULL;
+    if (!v || cJSON_IsNull(v))
+        return 0;
+    if (!cJSON_IsBool(v))
+        return sr_json_error(d, v, err, SR_E_ENGINE_REQUEST, "%s must be a boolean", key);
+    *out = cJSON_IsTrue(v);
+    return 0;
+}
+
+/* The loose reading of sr_gen_request_parse_as (request.h) for wires other than SamplingParams. */
+static int parse_shape(sr_gen_request *r, const sr_json_doc *d, const sr_gen_limits *lim,
+                       const sr_dialect_request *sh, sr_err *err)
+{
+    const cJSON *root = sr_json_root(d);
+    if (!cJSON_IsObject(root))
+        return bad(d, root, err, "the request body must be a JSON object");
+    const cJSON *tok = cJSON_GetObjectItemCaseSensitive(root, sh->tokens_key);
+    if (!tok)
+        return sr_json_error(d, root, err, SR_E_ENGINE_REQUEST, "%s is required (token ids)",
+                             sh->tokens_key);
+    int rc = token_array(d, tok, lim->vocab, (size_t)lim->max_seq - 1, &r->tokens, &r->P,
+                         sh->tokens_key, 0, err);
+    const cJSON *params = root;
+    if (!rc && sh->params) {
+        params = cJSON_GetObjectItemCaseSensitive(root, sh->params);
+        if (params && !cJSON_IsNull(params) && !cJSON_IsObject(params))
+            rc = sr_json_error(d, params, err, SR_E_ENGINE_REQUEST, "%s must be an object",
+                               sh->params);
+        params = cJSON_IsObject(params) ? params : NULL;
+    }
+    r->max_tokens = lim->max_tokens_default;
+    if (!rc && params)
+        rc = opt_int(d, params, sh->max_tokens_key, 1, lim->max_seq, &r->max_tokens, NULL, err);
+    if (!rc)
+        rc = opt_bool(d, params, "ignore_eos", &r->ignore_eos, err);
+    const cJSON *at = sh->start_in_params ? params : root;
+    if (!rc && sh->start_key && at)
+        rc = opt_int(d, at, sh->start_key, 0, (int64_t)r->P, &r->route_start, &r->has_route_start,
+                     err);
+    int want = sh->routes_switch ? 0 : 1;
+    if (!rc && sh->routes_switch)
+        rc = opt_bool(d, root, sh->routes_switch, &want, err);
+    r->no_routes = !want;
+    if (!rc && (int64_t)r->P + r->max_tokens > lim->max_seq)
+        rc = sr_json_error(d, tok, err, SR_E_ENGINE_REQUEST,
+                           "prompt length %zu plus %s %lld exceeds the engine's maximum "
+                           "sequence length %lld",
+                           r->P, sh->max_tokens_key, (long long)r->max_tokens,
+                           (long long)lim->max_seq);
+    return rc ? rc : opt_string(d, root, "model", 1, &r->model, err);
+}
+
+static int parse_any(sr_gen_request *out, const char *body, size_t len, const sr_gen_limits *lim,
+                     const sr_dialect_request *shape, sr_err *err)
 {
     sr_gen_request r = SR_GEN_REQUEST_INIT;
     *out = r;
@@ -235,14 +290,31 @@ int sr_gen_request_parse(sr_gen_request *out, const char *body, size_t len,
             err->code = SR_E_ENGINE_REQUEST;
         return rc == SR_E_NOMEM ? rc : SR_E_ENGINE_REQUEST;
     }
-    rc = parse_root(&r, d, lim, err);
+    rc = shape && !shape->strict_params ? parse_shape(&r, d, lim, shape, err)
+                                        : parse_root(&r, d, lim, err);
     sr_json_free(d);
+    if (!rc && shape && shape->strict_params && !shape->start_key) {
+        r.route_start = 0; /* a wire without a start (vLLM 0.21): the key is accepted, unused */
+        r.has_route_start = 0;
+    }
     if (rc) {
         sr_gen_request_release(&r);
         return rc;
     }
     *out = r;
     return 0;
+}
+
+int sr_gen_request_parse(sr_gen_request *out, const char *body, size_t len,
+                         const sr_gen_limits *lim, sr_err *err)
+{
+    return parse_any(out, body, len, lim, NULL, err);
+}
+
+int sr_gen_request_parse_as(sr_gen_request *out, const char *body, size_t len,
+                            const sr_gen_limits *lim, const sr_dialect_request *shape, sr_err *err)
+{
+    return parse_any(out, body, len, lim, shape, err);
 }
 
 void sr_gen_request_release(sr_gen_request *r)

@@ -29,6 +29,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "spec/dialect.h"
 #include "sr_err.h"
 
 typedef struct sr_gen_limits {
@@ -49,16 +50,34 @@ typedef struct sr_gen_request {
     int has_route_start;
     char *model;      /* owned, NULL if absent */
     char *cache_salt; /* owned, NULL if absent */
+    int no_routes;    /* the dialect's routes switch was absent or false */
 } sr_gen_request;
 
 #define SR_GEN_REQUEST_INIT                                                                        \
     {                                                                                              \
-        NULL, 0, 0, -1, 0, NULL, 0, 0, 0, NULL, NULL                                               \
+        NULL, 0, 0, -1, 0, NULL, 0, 0, 0, NULL, NULL, 0                                            \
     }
 
 /* Parses and validates `len` bytes. On error `out` is SR_GEN_REQUEST_INIT. */
 int sr_gen_request_parse(sr_gen_request *out, const char *body, size_t len,
                          const sr_gen_limits *lim, sr_err *err);
+
+/*
+ * Parses a generate request of another wire (spec/dialect.h), whose keys `shape` names. With
+ * shape->strict_params this is sr_gen_request_parse (the route start kept only when shape has a
+ * start key). Otherwise, the body is a JSON object with:
+ *   shape->tokens_key       required, 1.. token ids as above ("prompt", "input_ids", ...)
+ *   shape->params           optional object (absent: the top level) holding
+ *     shape->max_tokens_key   null or 1..max_seq (default from the config), and
+ *     "ignore_eos"            null or a boolean
+ *   shape->start_key        null or an integer in [0, P] (in params when start_in_params)
+ *   shape->routes_switch    null or a boolean; routes only when true (no_routes otherwise)
+ *   "model"                 optional string
+ * Every other key is ignored (these wires carry many: messages, stream, nvext, ...). Errors as
+ * sr_gen_request_parse: SR_E_ENGINE_REQUEST naming the key, SR_E_NOMEM.
+ */
+int sr_gen_request_parse_as(sr_gen_request *out, const char *body, size_t len,
+                            const sr_gen_limits *lim, const sr_dialect_request *shape, sr_err *err);
 
 void sr_gen_request_release(sr_gen_request *r);
 

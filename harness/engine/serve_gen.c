@@ -41,7 +41,7 @@ enum MHD_Result sr_srv_deliver(req *r)
     ctx.request_ordinal = r->ordinal;
     ctx.max_body = s->cfg->max_response_bytes;
     sr_err err = SR_ERR_INIT;
-    if (sr_gen_body(&r->resp, &r->job, &ctx, &err))
+    if (sr_gen_body_dialect(&r->resp, &r->job, &ctx, &err))
         return sr_srv_error(r, 500, "InternalServerError", err.code, err.msg);
     sr_engine_add_clamped(s->e, r->job.clamped);
     return sr_srv_respond(r, 200, "application/json", &r->resp, 0);
@@ -104,16 +104,21 @@ static enum MHD_Result start(req *r)
     sr_err err = SR_ERR_INIT;
     sr_gen_limits lim = {c->vocab, c->max_tokens_default, c->max_seq};
     sr_gen_request q = SR_GEN_REQUEST_INIT;
-    if (r->ep == SR_EP_GENERATE && c->lora)
+    if (r->ep == SR_EP_GENERATE && !r->route && c->lora)
         return sr_srv_error(r, 400, "BadRequestError", SR_E_ENGINE_REQUEST,
                             "/skyrl/v1/generate does not support LoRA.");
-    if (sr_gen_request_parse(&q, r->body.data ? r->body.data : "", r->body.len, &lim, &err))
+    const char *body = r->body.data ? r->body.data : "";
+    if (r->route ? sr_gen_request_parse_as(&q, body, r->body.len, &lim, &r->route->request, &err)
+                 : sr_gen_request_parse(&q, body, r->body.len, &lim, &err))
         return sr_srv_error(r, err.code == SR_E_NOMEM ? 500 : 400,
                             err.code == SR_E_NOMEM ? "InternalServerError" : "BadRequestError",
                             err.code, err.msg);
+    int want = c->routes && !q.no_routes;
     int rc =
-        sr_gen_job_init(&r->job, &q, sr_engine_oracle(s->e), r->ep == SR_EP_NATIVE, c->routes,
+        sr_gen_job_init(&r->job, &q, sr_engine_oracle(s->e), r->ep == SR_EP_NATIVE, want,
                         r->pick.f[SR_FL_MODEL], r->pick.f[SR_FL_BODY], c->max_response_bytes, &err);
+    r->job.route = r->route;
+    r->job.dialect = r->route ? sr_dialect_get(c->dialect) : NULL;
     r->has_job = 1;
     sr_gen_request_release(&q);
     if (rc)

@@ -226,6 +226,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         r->srv = s;
         r->conn = conn;
         r->ep = sr_endpoint_lookup(method, url);
+        /* Another dialect's generate routes answer as "generate" (counters, faults). */
+        r->route = s->cfg->dialect != SR_DIALECT_SKYRL && strcmp(method, "POST") == 0
+                       ? sr_dialect_route_at(s->cfg->dialect, url)
+                       : NULL;
+        if (r->route)
+            r->ep = SR_EP_GENERATE;
         r->bad_method = r->ep < 0 && path_known(url);
         r->body.max = s->cfg->max_body_bytes;
         const char *ct = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Type");

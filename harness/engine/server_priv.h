@@ -76,6 +76,7 @@ struct req {
     struct MHD_Connection *conn;
     sr_conn *cx; /* its connection's context (NULL if it could not be allocated) */
     int ep;      /* sr_endpoint, or -1 for an unknown path */
+    const sr_dialect_route *route; /* the engine dialect's generate route at this path, or NULL */
     int bad_method;
     sr_buf body;
     sr_bucket_rx *brx; /* a broadcast bucket streaming into the stage instead of `body` */

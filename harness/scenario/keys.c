@@ -50,6 +50,7 @@ static const sr_scenario_key keys[] = {
     {"engines.faults", "plan"},
     {"engines.sample_support_k", "integer"},
     {"engines.sync_dialect", "string"},
+    {"engines.dialect", "string"},
     {"engines.ready_timeout_ms", "integer"},
     {"engines.stop_grace_ms", "integer"},
     {"client", "object"},

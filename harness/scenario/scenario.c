@@ -100,6 +100,8 @@ static int parse_engines(scn_parse *p, const cJSON *en)
         rc = parse_faults(p, x);
     if (!rc)
         rc = sr_spec_parse_sync_dialect(c, &sx, en);
+    if (!rc)
+        rc = sr_spec_parse_dialect(c, &sx, en);
     if (!rc && !(rc = sr_scn_int(p, en, "sample_support_k", 1, SR_ENGINE_MAX_SUPPORT_K,
                                  c->support_k, 0, &v)))
         c->support_k = (int)v;

@@ -116,6 +116,7 @@ static cJSON *engines_json(const sr_scenario *s)
     cJSON_AddItemToObject(e, "faults", faults);
     add_int(e, "sample_support_k", c->support_k);
     cJSON_AddStringToObject(e, "sync_dialect", sr_sync_dialect_name(c->sync_dialect));
+    cJSON_AddStringToObject(e, "dialect", sr_dialect_name(c->dialect));
     add_int(e, "ready_timeout_ms", s->ready_timeout_ms);
     add_int(e, "stop_grace_ms", s->stop_grace_ms);
     return e;
@@ -290,6 +291,7 @@ static cJSON *engine_config_json(const sr_engine_config *c, const char *sync_dir
         cJSON_AddItemToArray(f, cJSON_CreateString("rollout_sample_support"));
     add_int(r, "sample_support_k", c->support_k);
     cJSON_AddStringToObject(r, "sync_dialect", sr_sync_dialect_name(c->sync_dialect));
+    cJSON_AddStringToObject(r, "dialect", sr_dialect_name(c->dialect));
     cJSON_AddItemToObject(r, "timing", timing_json(c));
     cJSON *sv = server_json(c);
     if (sync_dir)

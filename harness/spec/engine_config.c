@@ -118,18 +118,40 @@ int sr_spec_parse_server(sr_engine_config *c, const sr_spec_ctx *x, const cJSON 
     return rc ? rc : parse_sync_dirs(c, x, cJSON_GetObjectItemCaseSensitive(s, "sync_dirs"));
 }
 
-int sr_spec_parse_sync_dialect(sr_engine_config *c, const sr_spec_ctx *x, const cJSON *parent)
+/* A string member `key` of `parent` naming a row of a table: absent keeps *out; a name `lookup`
+ * does not know is an error at the key saying what it `must be`. */
+static int parse_table_name(const sr_spec_ctx *x, const cJSON *parent, const char *key,
+                            int (*lookup)(const char *), const char *must_be, int *out)
 {
     const char *s = NULL;
-    const cJSON *n = cJSON_GetObjectItemCaseSensitive(parent, "sync_dialect");
-    int rc = n ? sr_json_get_string(x->doc, parent, "sync_dialect", 1, NULL, &s, x->err) : 0;
+    const cJSON *n = cJSON_GetObjectItemCaseSensitive(parent, key);
+    int rc = n ? sr_json_get_string(x->doc, parent, key, 1, NULL, &s, x->err) : 0;
     if (rc || !n)
         return rc;
-    int d = sr_sync_dialect_lookup(s);
+    int d = lookup(s);
     if (d < 0)
-        return sr_spec_fail(x, n, "sync_dialect must be \"skyrl\" or \"vllm\", not \"%.40s\"", s);
-    c->sync_dialect = (sr_sync_dialect)d;
+        return sr_spec_fail(x, n, "%s must be %s, not \"%.40s\"", key, must_be, s);
+    *out = d;
     return 0;
+}
+
+int sr_spec_parse_sync_dialect(sr_engine_config *c, const sr_spec_ctx *x, const cJSON *parent)
+{
+    int d = (int)c->sync_dialect;
+    int rc = parse_table_name(x, parent, "sync_dialect", sr_sync_dialect_lookup,
+                              "\"skyrl\" or \"vllm\"", &d);
+    c->sync_dialect = (sr_sync_dialect)d;
+    return rc;
+}
+
+int sr_spec_parse_dialect(sr_engine_config *c, const sr_spec_ctx *x, const cJSON *parent)
+{
+    int d = (int)c->dialect;
+    char want[96];
+    snprintf(want, sizeof(want), "one of %s", sr_dialect_names());
+    int rc = parse_table_name(x, parent, "dialect", sr_dialect_lookup, want, &d);
+    c->dialect = (sr_dialect)d;
+    return rc;
 }
 
 int sr_spec_parse_faults(sr_engine_config *c, const sr_spec_ctx *x, const cJSON *faults,
@@ -185,6 +207,8 @@ static int parse_sections(sr_engine_config *c, const sr_spec_ctx *x, const cJSON
         c->count = (int)v;
     if (!rc)
         rc = sr_spec_parse_sync_dialect(c, x, eng);
+    if (!rc)
+        rc = sr_spec_parse_dialect(c, x, eng);
     if (!rc && (n = cJSON_GetObjectItemCaseSensitive(eng, "timing")))
         rc = sr_spec_parse_timing(c, x, n, "timing");
     if (!rc && (n = cJSON_GetObjectItemCaseSensitive(eng, "server")))

@@ -21,7 +21,7 @@
  *                "header_timeout_ms": 5000, "body_timeout_ms": 60000,
  *                "max_pending_connections": 1024, "max_queued_requests": 1024,
  *                "sync_dirs": []},
- *     "sync_dialect": "skyrl",
+ *     "dialect": "skyrl", "sync_dialect": "skyrl",
  *     "faults": [ ... see spec/faults.h ... ]}
  *    server.header_timeout_ms (10..600000) bounds the time from a connection's accept to the end
  *    of its first request's headers, server.body_timeout_ms (10..3600000) the time from the end
@@ -96,6 +96,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "dialect.h"
 #include "faults.h"
 #include "sr_err.h"
 #include "sr_fields.h"
@@ -175,6 +176,7 @@ typedef struct sr_engine_config {
     int max_pending;              /* server.max_pending_connections */
     int max_queued;               /* server.max_queued_requests */
     sr_sync_dialect sync_dialect; /* server.sync_dialect */
+    sr_dialect dialect;           /* the data-plane wire (spec/dialect.h; engines.dialect) */
     int n_sync_dirs;              /* server.sync_dirs; 0: the engine may write no folder */
     char sync_dirs[SR_ENGINE_MAX_SYNC_DIRS][SR_ENGINE_SYNC_DIR_MAX];
     int world_size;
@@ -264,6 +266,13 @@ int sr_spec_parse_faults(sr_engine_config *c, const sr_spec_ctx *x, const cJSON 
  * engines.dialect will make the data plane's dialect the default control plane.)
  */
 int sr_spec_parse_sync_dialect(sr_engine_config *c, const sr_spec_ctx *x, const cJSON *parent);
+
+/*
+ * `dialect` of `parent` (as above): absent keeps c->dialect (default skyrl); a name of
+ * spec/dialect.h's table; anything else is an error at the key naming the dialects. It does not
+ * change c->sync_dialect (yet: the dialect's control plane will become its default).
+ */
+int sr_spec_parse_dialect(sr_engine_config *c, const sr_spec_ctx *x, const cJSON *parent);
 
 /* What becomes of the definition objects of a `fields` array. */
 typedef enum sr_spec_defs {

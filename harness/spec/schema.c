@@ -133,10 +133,10 @@ const char *const *sr_spec_section_keys(const char *section)
                                          "max_queued_requests",
                                          "sync_dirs",
                                          NULL};
-    static const char *const top[] = {"id",     "index",   "seed",   "count",
-                                      "model",  "weights", "fields", "sample_support_k",
-                                      "timing", "server",  "faults", "sync_dialect",
-                                      NULL};
+    static const char *const top[] = {"id",      "index",   "seed",   "count",
+                                      "model",   "weights", "fields", "sample_support_k",
+                                      "timing",  "server",  "faults", "sync_dialect",
+                                      "dialect", NULL};
     static const struct {
         const char *name;
         const char *const *keys;

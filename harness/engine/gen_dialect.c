@@ -1,0 +1,294 @@
+/*
+ * The reply serialiser for the wires of spec/dialect.h other than skyrl's envelope: the job's
+ * oracle rows (model faults applied, as for skyrl) cut to the dialect's rows rule, re-typed by
+ * its dtype rule, written in its encoding at its place in its frame. One table of writers per
+ * encoding; no branch on a dialect's name.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "gen_priv.h"
+#include "jsonw.h"
+#include "sr_base64.h"
+#include "sr_npy.h"
+#include "sr_nrlre.h"
+
+/* The route array a wire carries, as int64 values [rows, L, K], and how to type it. */
+typedef struct wire_rows {
+    int64_t *v; /* owned */
+    int64_t rows, L, K;
+    int64_t prompt_rows; /* SR_ROWS_SPLIT: rows of the prompt region */
+    int64_t start;       /* first oracle row */
+    sr_dtype dt;         /* the dialect's dtype (SR_DTYPE_INVALID for nested lists) */
+} wire_rows;
+
+static int collect_rows(wire_rows *w, sr_gen_job *j, const sr_oracle *o, sr_err *err)
+{
+    const sr_oracle_model *m = sr_oracle_model_of(o);
+    const sr_dialect_desc *d = j->dialect;
+    int rc = d->rows == SR_ROWS_SPLIT ? sr_gen_add_last_row(j, o, err) : 0;
+    if (rc)
+        return rc;
+    w->L = m->num_layers;
+    w->K = m->topk;
+    w->start = j->row_lo;
+    int64_t have = j->row_hi - j->row_lo;
+    w->rows = have + (d->rows == SR_ROWS_FILLER ? 1 : 0);
+    w->prompt_rows = (int64_t)j->req.P < have ? (int64_t)j->req.P : have;
+    w->dt = d->dtype ? d->dtype(m->experts) : SR_DTYPE_INVALID;
+    size_t cell = (size_t)(w->L * w->K), n = (size_t)w->rows * cell;
+    w->v = malloc((n ? n : 1) * sizeof(*w->v));
+    if (!w->v)
+        return sr_err_set(err, SR_E_NOMEM, "cannot allocate %zu route values", n);
+    for (size_t i = 0; i < (size_t)have * cell; i++)
+        w->v[i] = sr_gen_get_el(j->routes, j->gen_dtype, i);
+    for (size_t i = (size_t)have * cell; i < n; i++)
+        w->v[i] = (int64_t)(i % (size_t)w->K); /* NeMo-RL's filler row: arange(K) per layer */
+    return 0;
+}
+
+/* Appends `"` + base64(head bytes, then rows [r0, r1) typed w->dt) + `"`. */
+static int put_b64(sr_buf *b, const wire_rows *w, const void *head, size_t head_len, sr_err *err)
+{
+    size_t cell = (size_t)(w->L * w->K), n = (size_t)w->rows * cell, isz = sr_dtype_size(w->dt);
+    size_t raw_len = head_len + n * isz;
+    unsigned char *raw = malloc(raw_len ? raw_len : 1);
+    if (!raw)
+        return sr_err_set(err, SR_E_NOMEM, "cannot allocate %zu bytes", raw_len);
+    if (head_len)
+        memcpy(raw, head, head_len);
+    for (size_t i = 0; i < n; i++)
+        sr_gen_set_el(raw + head_len, w->dt, i, w->v[i]);
+    size_t enc = sr_base64_encoded_len(raw_len);
+    int rc = sr_buf_reserve(b, enc + 2, err);
+    if (!rc) {
+        b->data[b->len++] = '"';
+        b->len += sr_base64_encode(b->data + b->len, raw, raw_len, SR_B64_AUTO);
+        b->data[b->len++] = '"';
+    }
+    free(raw);
+    return rc;
+}
+
+static int put_shape(sr_buf *b, const wire_rows *w, sr_err *err)
+{
+    return sr_buf_printf(b, err, "[%lld,%lld,%lld]", (long long)w->rows, (long long)w->L,
+                         (long long)w->K);
+}
+
+/* Nested lists of rows [r0, r1). */
+static int put_nested(sr_buf *b, const wire_rows *w, int64_t r0, int64_t r1, sr_err *err)
+{
+    int rc = sr_buf_reserve(b, (size_t)(r1 - r0) * (size_t)(w->L * (w->K * 7 + 3) + 3) + 2, err);
+    if (!rc)
+        rc = sr_buf_puts(b, "[", err);
+    for (int64_t r = r0; !rc && r < r1; r++) {
+        rc = sr_buf_puts(b, r > r0 ? ",[" : "[", err);
+        for (int64_t l = 0; !rc && l < w->L; l++) {
+            rc = sr_buf_puts(b, l ? ",[" : "[", err);
+            for (int64_t k = 0; !rc && k < w->K; k++)
+                rc = sr_buf_printf(b, err, k ? ",%lld" : "%lld",
+                                   (long long)w->v[(r * w->L + l) * w->K + k]);
+            if (!rc)
+                rc = sr_buf_puts(b, "]", err);
+        }
+        if (!rc)
+            rc = sr_buf_puts(b, "]", err);
+    }
+    return rc ? rc : sr_buf_puts(b, "]", err);
+}
+
+/* ---- the writers, one row per encoding; w NULL: the reply carries no routes ---- */
+
+typedef int (*put_fn)(sr_buf *b, const wire_rows *w, sr_err *err);
+
+typedef struct enc_ops {
+    put_fn in_message;  /* inside choices[0].message (chat frames) */
+    put_fn in_choice;   /* inside choices[0] (SGLang: inside meta_info) */
+    put_fn in_response; /* at the top level, after the choices */
+} enc_ops;
+
+static int npy_choice(sr_buf *b, const wire_rows *w, sr_err *err)
+{
+    int rc = sr_buf_puts(b, ",\"routed_experts\":", err);
+    if (rc || !w)
+        return rc ? rc : sr_buf_puts(b, "null", err);
+    char head[SR_NPY_HEADER_MAX];
+    size_t hl = 0;
+    int64_t shape[3] = {w->rows, w->L, w->K};
+    rc = sr_npy_write_header(&hl, head, sizeof(head), w->dt, shape, 3, err);
+    return rc ? rc : put_b64(b, w, head, hl, err);
+}
+
+static int nested_choice(sr_buf *b, const wire_rows *w, sr_err *err)
+{
+    int rc = sr_buf_puts(b, ",\"routed_experts\":", err);
+    if (rc || !w)
+        return rc ? rc : sr_buf_puts(b, "null", err);
+    return put_nested(b, w, w->prompt_rows, w->rows, err);
+}
+
+static int nested_response(sr_buf *b, const wire_rows *w, sr_err *err)
+{
+    int rc = sr_buf_puts(b, ",\"prompt_routed_experts\":", err);
+    if (rc || !w)
+        return rc ? rc : sr_buf_puts(b, "null", err);
+    return put_nested(b, w, 0, w->prompt_rows, err);
+}
+
+static int flat_choice(sr_buf *b, const wire_rows *w, sr_err *err)
+{
+    if (!w) /* SGLang leaves the key out unless routes were asked for */
+        return 0;
+    int rc = sr_buf_puts(b, ",\"routed_experts\":", err);
+    return rc ? rc : put_b64(b, w, NULL, 0, err);
+}
+
+static int object_response(sr_buf *b, const wire_rows *w, sr_err *err)
+{
+    if (!w)
+        return 0;
+    int rc = sr_buf_puts(b, ",\"nvext\":{\"engine_data\":{\"routed_experts\":{\"data\":", err);
+    if (!rc)
+        rc = put_b64(b, w, NULL, 0, err);
+    if (!rc)
+        rc = sr_buf_puts(b, ",\"shape\":", err);
+    if (!rc)
+        rc = put_shape(b, w, err);
+    if (!rc)
+        rc = sr_buf_printf(b, err, ",\"start\":%lld,\"dtype\":\"%s\"}}}", (long long)w->start,
+                           sr_dtype_name(w->dt));
+    return rc;
+}
+
+static int nrlre_message(sr_buf *b, const wire_rows *w, sr_err *err)
+{
+    int rc = sr_buf_puts(b, ",\"routed_experts\":", err);
+    if (rc || !w)
+        return rc ? rc : sr_buf_puts(b, "null", err);
+    char pre[SR_NRLRE_PREFIX_MAX];
+    size_t pl = 0;
+    int64_t shape[3] = {w->rows, w->L, w->K};
+    rc = sr_nrlre_write_prefix(&pl, pre, sizeof(pre), w->dt, shape, err);
+    size_t at = b->len;
+    if (!rc)
+        rc = put_b64(b, w, NULL, 0, err);
+    if (rc)
+        return rc;
+    /* "<b64>" -> "<prefix><b64>": the prefix goes after the opening quote. */
+    if ((rc = sr_buf_reserve(b, pl, err)))
+        return rc;
+    memmove(b->data + at + 1 + pl, b->data + at + 1, b->len - at - 1);
+    memcpy(b->data + at + 1, pre, pl);
+    b->len += pl;
+    return 0;
+}
+
+static const enc_ops ENC[] = {
+    [SR_ENC_ENVELOPE] = {NULL, NULL, NULL}, /* sr_gen_body */
+    [SR_ENC_NPY] = {NULL, npy_choice, NULL},
+    [SR_ENC_NESTED] = {NULL, nested_choice, nested_response},
+    [SR_ENC_FLAT_B64] = {NULL, flat_choice, NULL},
+    [SR_ENC_OBJECT] = {NULL, NULL, object_response},
+    [SR_ENC_NRLRE] = {nrlre_message, NULL, NULL},
+};
+
+static int hook(put_fn f, sr_buf *b, const wire_rows *w, sr_err *err)
+{
+    return f ? f(b, w, err) : 0;
+}
+
+/* ---- the frames ---- */
+
+static int put_tokens(sr_buf *b, const char *key, const sr_gen_job *j, sr_err *err)
+{
+    int rc = sr_buf_printf(b, err, ",\"%s\":", key);
+    return rc ? rc : sr_jw_i32_array(b, j->tokens, (size_t)j->G, err);
+}
+
+/* The OpenAI frames' head: {"id":..,"object":..,"model":..,"choices":[{"index":0 */
+static int openai_head(sr_buf *b, const sr_gen_job *j, const sr_gen_ctx *c, const char *id_pre,
+                       const char *object, sr_err *err)
+{
+    int rc = sr_buf_printf(b, err, "{\"id\":\"%s%s-%lld\",\"object\":\"%s\",\"model\":", id_pre,
+                           c->engine_id, (long long)c->request_ordinal, object);
+    if (!rc)
+        rc = sr_jw_str(b, j->req.model ? j->req.model : "default", err);
+    return rc ? rc : sr_buf_puts(b, ",\"choices\":[{\"index\":0", err);
+}
+
+static int frame(sr_buf *b, sr_gen_job *j, const sr_gen_ctx *c, const enc_ops *e,
+                 const wire_rows *w, sr_err *err)
+{
+    const char *fin = sr_gen_finish_name(j->finish);
+    int rc = 0;
+    switch (j->route->api) {
+    case SR_API_SGLANG:
+        rc = sr_buf_puts(b, "{\"text\":\"\"", err);
+        if (!rc)
+            rc = put_tokens(b, "output_ids", j, err);
+        if (!rc)
+            rc = sr_buf_printf(b, err,
+                               ",\"meta_info\":{\"id\":\"%s-%lld\",\"finish_reason\":{\"type\":"
+                               "\"%s\"},\"prompt_tokens\":%zu,\"completion_tokens\":%lld",
+                               c->engine_id, (long long)c->request_ordinal, fin, j->req.P,
+                               (long long)j->G);
+        if (!rc)
+            rc = hook(e->in_choice, b, w, err);
+        if (!rc)
+            rc = sr_buf_puts(b, "}", err);
+        if (!rc)
+            rc = sr_gen_emit_syncroll(b, j, c, err);
+        return rc ? rc : sr_buf_puts(b, "}", err);
+    case SR_API_CHAT:
+        rc = openai_head(b, j, c, "chatcmpl-", "chat.completion", err);
+        if (!rc)
+            rc = sr_buf_puts(b, ",\"message\":{\"role\":\"assistant\",\"content\":\"\"", err);
+        if (!rc)
+            rc = hook(e->in_message, b, w, err);
+        if (!rc)
+            rc = sr_buf_puts(b, "}", err);
+        break;
+    case SR_API_COMPLETIONS:
+        rc = openai_head(b, j, c, "cmpl-", "text_completion", err);
+        if (!rc)
+            rc = sr_buf_puts(b, ",\"text\":\"\"", err);
+        break;
+    default: /* SR_API_NATIVE */
+        rc = sr_buf_printf(b, err, "{\"request_id\":\"%s-%lld\",\"choices\":[{\"index\":0",
+                           c->engine_id, (long long)c->request_ordinal);
+        break;
+    }
+    if (!rc)
+        rc = put_tokens(b, "token_ids", j, err);
+    if (!rc)
+        rc = sr_buf_printf(b, err, ",\"finish_reason\":\"%s\"", fin);
+    if (!rc)
+        rc = hook(e->in_choice, b, w, err);
+    if (!rc)
+        rc = sr_gen_emit_syncroll(b, j, c, err);
+    if (!rc)
+        rc = sr_buf_puts(b, "}]", err);
+    if (!rc)
+        rc = hook(e->in_response, b, w, err);
+    return rc ? rc : sr_buf_puts(b, "}", err);
+}
+
+int sr_gen_body_dialect(sr_buf *out, sr_gen_job *j, const sr_gen_ctx *c, sr_err *err)
+{
+    if (!j->route || !j->dialect || j->dialect->encoding == SR_ENC_ENVELOPE)
+        return sr_gen_body(out, j, c, err);
+    sr_buf_reset(out);
+    out->max = c->max_body;
+    j->clamped = 0;
+    int routes_null = 0;
+    int rc = sr_gen_apply_model_fault(j, c->oracle, &routes_null, err);
+    wire_rows w = {0};
+    int has = !rc && c->routes && j->want_routes && !routes_null;
+    if (has)
+        rc = collect_rows(&w, j, c->oracle, err);
+    if (!rc)
+        rc = frame(out, j, c, &ENC[j->dialect->encoding], has ? &w : NULL, err);
+    free(w.v);
+    return rc;
+}

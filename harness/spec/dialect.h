@@ -1,0 +1,122 @@
+/*
+ * dialect: the data-plane wires of the engines syncroll imitates (issue #19), as one table.
+ *
+ * A dialect says how a generate request asks for routed experts and where and how the response
+ * carries them. One row per dialect, read by the engine (which emits the wire) and, later, by the
+ * client (which parses it): adding a wire is adding a row, never an `if` on a name. The sources
+ * of every row (file, commit, PR) are cited in scenarios/FORMAT.md §3b.
+ *
+ *   name       generate paths                         routes in the response
+ *   skyrl      /skyrl/v1/generate                     choices[i].routed_experts {data,shape,dtype}
+ *   vllm       /inference/v1/generate, /v1/completions choices[i].routed_experts: base64 of .npy
+ *   vllm-json  /inference/v1/generate, /v1/completions response prompt_routed_experts [P,L,K] +
+ *                                                      choices[i].routed_experts [G,L,K], nested
+ * lists sglang     /generate                              meta_info.routed_experts: base64 flat
+ * int32 dynamo     /v1/completions                        nvext.engine_data.routed_experts
+ *                                                      {data,shape,start,dtype}, raw bytes
+ *   nemo-rl    /v1/chat/completions                   choices[i].message.routed_experts
+ *                                                      "nrlre1:<dtype>:<SxLxK>:<base64>"
+ *
+ * Rows of the oracle each wire carries (P prompt tokens, G generated, s the request's start):
+ *   SR_ROWS_TRIMMED  [s, P+G-1)        skyrl, vllm, sglang (s = routed_experts_start_len), dynamo
+ *   SR_ROWS_SPLIT    [0, P) and [P, P+G): the second region has one row per generated token,
+ *                    the last one the forward pass on the last sampled token (vllm-json)
+ *   SR_ROWS_FILLER   [0, P+G-1) then one filler row arange(K) on every layer (nemo-rl)
+ *
+ * Pure lookups in a constant table: thread-safe, nothing to free.
+ */
+#ifndef SR_SPEC_DIALECT_H
+#define SR_SPEC_DIALECT_H
+
+#include <stdint.h>
+
+#include "sr_dtype.h"
+
+typedef enum sr_dialect {
+    SR_DIALECT_SKYRL = 0,
+    SR_DIALECT_VLLM,
+    SR_DIALECT_VLLM_JSON,
+    SR_DIALECT_SGLANG,
+    SR_DIALECT_DYNAMO,
+    SR_DIALECT_NEMO_RL,
+    SR_DIALECT_COUNT
+} sr_dialect;
+
+/* Which oracle rows a wire carries (above). */
+typedef enum sr_rows_rule { SR_ROWS_TRIMMED = 0, SR_ROWS_SPLIT, SR_ROWS_FILLER } sr_rows_rule;
+
+/* How the route array is written. */
+typedef enum sr_route_encoding {
+    SR_ENC_ENVELOPE = 0, /* {"data": base64 raw, "shape": [..], "dtype": ".."} (skyrl) */
+    SR_ENC_NPY,          /* base64 of the bytes np.save writes (lib/sr_npy.h) */
+    SR_ENC_NESTED,       /* nested JSON integer lists */
+    SR_ENC_FLAT_B64,     /* base64 of the raw C-order bytes, no shape (sglang) */
+    SR_ENC_OBJECT,       /* {"data","shape","start","dtype"}, keys in that order (dynamo) */
+    SR_ENC_NRLRE         /* "nrlre1:<dtype>:<SxLxK>:<base64>" (lib/sr_nrlre.h) */
+} sr_route_encoding;
+
+/* How the route dtype follows from the model's expert count E. */
+typedef sr_dtype (*sr_dialect_dtype_fn)(int64_t experts);
+
+#define SR_DIALECT_MAX_ROUTES 2
+
+/*
+ * Where a dialect's request keeps what the engine reads. `tokens_key`: the prompt's token ids.
+ * `params`: the object holding max_tokens_key ("sampling_params"), or NULL for the top level.
+ * `start_key`: the first route row asked for, in `params` when start_in_params (vLLM's
+ * SamplingParams), else at the top level; NULL: the wire has no start (rows from 0).
+ * `routes_switch`: a boolean the request must set true to get routes (sglang's
+ * return_routed_experts); NULL: routes follow the engine's `fields` alone. `strict_params`:
+ * `params` is vLLM's SamplingParams, validated as /skyrl/v1/generate validates it
+ * (harness/engine/request.h); otherwise only the keys named here are read.
+ */
+typedef struct sr_dialect_request {
+    const char *tokens_key;
+    const char *params;
+    const char *max_tokens_key;
+    const char *start_key;
+    int start_in_params;
+    const char *routes_switch;
+    int strict_params;
+} sr_dialect_request;
+
+/* The frame of a response around its choice(s). */
+typedef enum sr_dialect_api {
+    SR_API_SKYRL = 0, /* {"choices":[{...}]} */
+    SR_API_NATIVE, /* vLLM /inference/v1/generate: {"request_id":..,"choices":[{"index":0,..}]} */
+    SR_API_COMPLETIONS, /* OpenAI /v1/completions: {"id","object":"text_completion","model",..} */
+    SR_API_CHAT,        /* OpenAI /v1/chat/completions: {"id","object":"chat.completion",..} */
+    SR_API_SGLANG       /* SGLang /generate: {"text","output_ids","meta_info":{..}} */
+} sr_dialect_api;
+
+typedef struct sr_dialect_route {
+    const char *path; /* POST path; NULL ends the list */
+    sr_dialect_api api;
+    sr_dialect_request request;
+} sr_dialect_route;
+
+typedef struct sr_dialect_desc {
+    const char *name;
+    sr_dialect_route routes[SR_DIALECT_MAX_ROUTES];
+    const char *routes_at; /* where the routes go in the response, for messages and docs */
+    sr_route_encoding encoding;
+    sr_rows_rule rows;
+    sr_dialect_dtype_fn dtype; /* NULL: the envelope's canonical dtype (skyrl), or none (lists) */
+} sr_dialect_desc;
+
+/* The row of dialect d, or NULL outside the enum. */
+const sr_dialect_desc *sr_dialect_get(sr_dialect d);
+
+/* "skyrl", "vllm", ...; NULL outside the enum. */
+const char *sr_dialect_name(sr_dialect d);
+
+/* The dialect named `name`, or -1. */
+int sr_dialect_lookup(const char *name);
+
+/* "skyrl, vllm, vllm-json, sglang, dynamo, nemo-rl" (static). */
+const char *sr_dialect_names(void);
+
+/* The generate route of dialect d at `path`, or NULL. */
+const sr_dialect_route *sr_dialect_route_at(sr_dialect d, const char *path);
+
+#endif /* SR_SPEC_DIALECT_H */
