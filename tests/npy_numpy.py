@@ -52,7 +52,7 @@ def main():
             size = np.dtype(dtype).itemsize
             for d in shape:
                 size *= d
-            if size >= 2 ** 64:
+            if size >= 2 ** 63:  # numpy: the byte size must fit in intp
                 want.append((None, "overflow", hdr))
                 lines.append(hdr.hex())
                 continue
