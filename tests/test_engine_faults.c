@@ -584,6 +584,42 @@ START_TEST(test_update_ok_no_transfer)
 }
 END_TEST
 
+/* version_regress (marin-community/marin#1829): the first update (version 1) is clean; the second
+ * (version 2, the fault's 2nd update_weights) commits, then the engine loads its stale initial
+ * checkpoint and reports version 0, below the 1 it held, with version 0's fingerprints and
+ * content. Without the fault the strict receiver refuses a finish naming a lower version
+ * (unit.engine_control, test_skyrl_finish_backwards_is_refused). */
+START_TEST(test_version_regress)
+{
+    const char *t = "{" BASE_MODEL "}";
+    sr_engine_config c;
+    sr_err err = SR_ERR_INIT;
+    ck_assert_sr_ok(sr_engine_config_parse(&c, t, strlen(t), "t", 0, &err), err);
+    uint64_t g0, l0[2];
+    expected_fps(&c, 0, &g0, l0);
+    eng e;
+    start_with(&e, "{\"kind\":\"version_regress\",\"nth\":[2]}");
+    hresp r;
+    http_post(&r, &e, "/update_weights", "{\"update_info\":{\"target_version\":1}}");
+    ck_assert_msg(r.status == 200, "%ld %s", r.status, r.body.data);
+    hresp_free(&r);
+    eng_expect(&e, "GET", "/syncroll/v1/state", NULL, 200, "\"weight_version\":1,");
+    http_post(&r, &e, "/update_weights", "{\"update_info\":{\"target_version\":2}}");
+    ck_assert_msg(r.status == 200, "%ld %s", r.status, r.body.data);
+    hresp_free(&r);
+    char want[200];
+    snprintf(want, sizeof(want),
+             "\"weight_version\":0,\"weights_content_version\":0,\"fingerprints\":{\"global\":"
+             "\"%016llx\",\"layers\":[\"%016llx\",\"%016llx\"]}",
+             (unsigned long long)g0, (unsigned long long)l0[0], (unsigned long long)l0[1]);
+    eng_expect(&e, "GET", "/syncroll/v1/state", NULL, 200, want);
+    eng_expect(&e, "GET", "/syncroll/v1/state", NULL, 200,
+               "\"kind\":\"version_regress\",\"layer\":\"weights\",\"seen\":2,\"fired\":1");
+    eng_stop(&e);
+    sr_engine_config_release(&c);
+}
+END_TEST
+
 static Suite *faults_suite(void)
 {
     Suite *s = suite_create("engine_faults");
@@ -602,6 +638,7 @@ static Suite *faults_suite(void)
     tcase_add_test(tc, test_probability_is_seeded);
     tcase_add_test(tc, test_weight_faults);
     tcase_add_test(tc, test_update_ok_no_transfer);
+    tcase_add_test(tc, test_version_regress);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -63,22 +63,28 @@ void sr_engine_note_fault(sr_engine *e, const sr_fault *f)
     sr_skip_add_fault(&e->pend_skip, f, e->cfg.num_layers);
     if (f->kind == SR_FK_VERSION_NOT_BUMPED)
         e->pend_not_bumped = 1;
+    if (f->kind == SR_FK_VERSION_REGRESS)
+        e->pend_regress = 1;
     if (f->kind == SR_FK_CHECKSUM_MISMATCH)
         e->bc.corrupt = 1;
     pthread_mutex_unlock(&e->mu);
 }
 
-void sr_engine_take_pending(sr_engine *e, const sr_fault *f, sr_skip_set *skip, int *not_bumped)
+void sr_engine_take_pending(sr_engine *e, const sr_fault *f, sr_pending *p)
 {
     pthread_mutex_lock(&e->mu);
-    *skip = e->pend_skip;
-    *not_bumped = e->pend_not_bumped;
+    p->skip = e->pend_skip;
+    p->not_bumped = e->pend_not_bumped;
+    p->regress = e->pend_regress;
     memset(&e->pend_skip, 0, sizeof(e->pend_skip));
     e->pend_not_bumped = 0;
+    e->pend_regress = 0;
     pthread_mutex_unlock(&e->mu);
-    sr_skip_add_fault(skip, f, e->cfg.num_layers);
+    sr_skip_add_fault(&p->skip, f, e->cfg.num_layers);
     if (f && f->kind == SR_FK_VERSION_NOT_BUMPED)
-        *not_bumped = 1;
+        p->not_bumped = 1;
+    if (f && f->kind == SR_FK_VERSION_REGRESS)
+        p->regress = 1;
 }
 
 /* ---- the broadcast session ---- */
@@ -132,6 +138,20 @@ void sr_engine_publish_model(sr_engine *e, int64_t target, int not_bumped, const
     e->sync_applies++;
     e->st.transport = transport;
     pthread_mutex_unlock(&e->mu);
+}
+
+int sr_engine_publish_update(sr_engine *e, int64_t target, const sr_pending *p,
+                             const char *transport, sr_err *err)
+{
+    if (!p->regress) {
+        sr_engine_publish_model(e, target, p->not_bumped, transport);
+        return 0;
+    }
+    int64_t stale = e->cfg.weight_version;
+    int rc = sr_weights_reset(e->weights, stale, err);
+    if (!rc)
+        sr_engine_publish_model(e, stale, 0, transport);
+    return rc;
 }
 
 int64_t sr_engine_version(sr_engine *e)

@@ -106,6 +106,7 @@ struct sr_engine {
     char *rx_sync_dir;     /* the sync_dir the receiver was made for */
     sr_skip_set pend_skip; /* (mu) weights faults waiting for the next commit */
     int pend_not_bumped;   /* (mu) */
+    int pend_regress;      /* (mu) version_regress waiting for the next commit */
     sr_bcast bc;           /* (mu) */
     sr_apply_stats st;     /* (mu) */
 };
@@ -135,8 +136,16 @@ void sr_skip_add_fault(sr_skip_set *s, const sr_fault *f, int num_layers);
 /* 1 if MoE layer slot `layer` (>= 0) is in `s`. */
 int sr_skip_has(const sr_skip_set *s, int layer);
 
+/* The weights faults one commit applies: the layer slots it skips, whether the version stays
+ * (version_not_bumped), whether the stale checkpoint is loaded instead (version_regress). */
+typedef struct sr_pending {
+    sr_skip_set skip;
+    int not_bumped;
+    int regress;
+} sr_pending;
+
 /* Takes the pending commit faults, merged with `f`, and clears them. (takes mu) */
-void sr_engine_take_pending(sr_engine *e, const sr_fault *f, sr_skip_set *skip, int *not_bumped);
+void sr_engine_take_pending(sr_engine *e, const sr_fault *f, sr_pending *p);
 
 /* Starts a broadcast session: clears the received set. Called with mu held. */
 void sr_engine_bcast_begin_locked(sr_engine *e);
@@ -156,6 +165,15 @@ void sr_engine_bcast_spoil_locked(sr_engine *e, int code, const char *msg);
 /* Publishes the model's fingerprints and `target` (unless not_bumped) after a commit: the old
  * ones become the previous weights. Called with apply held; takes mu. */
 void sr_engine_publish_model(sr_engine *e, int64_t target, int not_bumped, const char *transport);
+
+/* Publishes a committed update to `target` with the pending faults `p` (sr_engine_publish_model).
+ * version_regress (marin-community/marin#1829, a stale checkpoint accepted): the engine then
+ * loads its stale checkpoint instead, the initial weights (engine config weight_version), and
+ * reports that version, lower than the one it held after an earlier sync; the strict receiver
+ * would refuse a finish naming it (finish_backwards, sync.version_backwards), the faulty one
+ * takes it. Called with apply held; takes mu. */
+int sr_engine_publish_update(sr_engine *e, int64_t target, const sr_pending *p,
+                             const char *transport, sr_err *err);
 
 /*
  * Copies every stage tensor whose bytes differ from the model's into the model (only those with

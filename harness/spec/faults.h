@@ -151,7 +151,11 @@ typedef enum sr_fault_reach {
     X(SR_FK_UPDATE_OK_NO_TRANSFER, "update_ok_no_transfer", SR_FL_WEIGHTS, SR_FR_WEIGHT_SYNC,      \
       SR_FK_NONE, SR_FK_NONE,                                                                      \
       "a broadcast bucket is answered 200 but its bytes never land; finish reports the new "       \
-      "version")
+      "version")                                                                                   \
+    X(SR_FK_VERSION_REGRESS, "version_regress", SR_FL_WEIGHTS, SR_FR_WEIGHT_SYNC, SR_FK_NONE,      \
+      SR_FK_NONE,                                                                                  \
+      "the update loads the stale initial checkpoint instead and reports its version, below the "  \
+      "held one")
 
 #define SR_FK_ENUM_(sym, ...) sym,
 typedef enum sr_fault_kind { SR_FAULT_KIND_TABLE(SR_FK_ENUM_) SR_FK_COUNT } sr_fault_kind;
