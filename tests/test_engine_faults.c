@@ -620,6 +620,30 @@ START_TEST(test_version_regress)
 }
 END_TEST
 
+/* init_group_hang (sgl-project/sglang-omni#784): the first /init_weight_transfer_engine of the vllm
+ * plane is never answered (the engine holds it as stalled), while generate and a second init
+ * answer as usual: the engine keeps serving and its receiver was not moved by the hung call. */
+START_TEST(test_init_group_hang)
+{
+    eng e;
+    eng_start(&e, "{" BASE_MODEL ",\"sync_dialect\":\"vllm\",\"faults\":[{\"kind\":"
+                  "\"init_group_hang\",\"nth\":[1]}]}");
+    hresp hung, good;
+    http_req(&hung, NULL, &e, "POST", "/init_weight_transfer_engine", "{\"init_info\":{}}", NULL,
+             300);
+    ck_assert_int_eq(hung.cc, CURLE_OPERATION_TIMEDOUT);
+    ck_assert_int_eq(hung.body.len, 0);
+    ck_assert_int_eq(eng_state_int(&e, "stalled"), 1);
+    eng_expect(&e, "GET", "/syncroll/v1/state", NULL, 200, "\"state\":\"uninit\"");
+    http_post(&good, &e, "/skyrl/v1/generate", REQ);
+    ck_assert_int_eq(good.status, 200);
+    eng_expect(&e, "POST", "/init_weight_transfer_engine", "{\"init_info\":{}}", 200, NULL);
+    eng_expect(&e, "GET", "/syncroll/v1/state", NULL, 200,
+               "\"kind\":\"init_group_hang\",\"layer\":\"weights\",\"seen\":2,\"fired\":1");
+    hresp_free(&hung), hresp_free(&good), eng_stop(&e);
+}
+END_TEST
+
 static Suite *faults_suite(void)
 {
     Suite *s = suite_create("engine_faults");
@@ -639,6 +663,7 @@ static Suite *faults_suite(void)
     tcase_add_test(tc, test_weight_faults);
     tcase_add_test(tc, test_update_ok_no_transfer);
     tcase_add_test(tc, test_version_regress);
+    tcase_add_test(tc, test_init_group_hang);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -60,6 +60,7 @@ typedef enum sr_fault_reach {
     SR_FR_GENERATE,    /* generate only */
     SR_FR_GENERATES,   /* generate and native_generate; default generate */
     SR_FR_WEIGHT_SYNC, /* update_weights (the default), collective_rpc, fetch_weights */
+    SR_FR_SYNC_INIT,   /* init_weight_transfer_engine only (the default) */
 } sr_fault_reach;
 
 /* A list of parameter keys as one argument of X. */
@@ -155,7 +156,11 @@ typedef enum sr_fault_reach {
     X(SR_FK_VERSION_REGRESS, "version_regress", SR_FL_WEIGHTS, SR_FR_WEIGHT_SYNC, SR_FK_NONE,      \
       SR_FK_NONE,                                                                                  \
       "the update loads the stale initial checkpoint instead and reports its version, below the "  \
-      "held one")
+      "held one")                                                                                  \
+    X(SR_FK_INIT_GROUP_HANG, "init_group_hang", SR_FL_WEIGHTS, SR_FR_SYNC_INIT, SR_FK_NONE,        \
+      SR_FK_NONE,                                                                                  \
+      "init_weight_transfer_engine never answers (the trainer never joins the group), until the "  \
+      "engine stops")
 
 #define SR_FK_ENUM_(sym, ...) sym,
 typedef enum sr_fault_kind { SR_FAULT_KIND_TABLE(SR_FK_ENUM_) SR_FK_COUNT } sr_fault_kind;
