@@ -644,6 +644,51 @@ START_TEST(test_init_group_hang)
 }
 END_TEST
 
+/* serve_before_sync (radixark/miles#1724): after a clean update to version 1, the fault's 2nd
+ * generate finds the engine restarted on its initial checkpoint: it still reports version 1 but
+ * holds version 0's fingerprints, and the generate it answers is version 0's (the same tokens as
+ * a fresh engine's at version 0, others than version 1's). */
+START_TEST(test_serve_before_sync)
+{
+    const char *t = "{" BASE_MODEL "}";
+    sr_engine_config c;
+    sr_err err = SR_ERR_INIT;
+    ck_assert_sr_ok(sr_engine_config_parse(&c, t, strlen(t), "t", 0, &err), err);
+    uint64_t g0, l0[2];
+    expected_fps(&c, 0, &g0, l0);
+    eng fresh, e;
+    hresp v0, v1, bad;
+    eng_start(&fresh, t);
+    http_post(&v0, &fresh, "/skyrl/v1/generate", REQ);
+    ck_assert_int_eq(v0.status, 200);
+    eng_stop(&fresh);
+    start_with(&e, "{\"kind\":\"serve_before_sync\",\"nth\":[2]}");
+    eng_expect(&e, "POST", "/update_weights", "{\"update_info\":{\"target_version\":1}}", 200,
+               NULL);
+    http_post(&v1, &e, "/skyrl/v1/generate", REQ);
+    http_post(&bad, &e, "/skyrl/v1/generate", REQ);
+    ck_assert_int_eq(v1.status, 200);
+    ck_assert_int_eq(bad.status, 200);
+    /* Tokens, logprobs and routes: everything before the "syncroll" section (the version and the
+     * faults fired, which differ by design). */
+    const char *tail = strstr(v0.body.data, ",\"syncroll\":");
+    ck_assert_ptr_nonnull(tail);
+    size_t n = (size_t)(tail - v0.body.data);
+    ck_assert_int_ne(strncmp(v1.body.data, v0.body.data, n), 0);
+    ck_assert_int_eq(strncmp(bad.body.data, v0.body.data, n), 0);
+    char want[200];
+    snprintf(want, sizeof(want),
+             "\"weight_version\":1,\"weights_content_version\":0,\"fingerprints\":{\"global\":"
+             "\"%016llx\",\"layers\":[\"%016llx\",\"%016llx\"]}",
+             (unsigned long long)g0, (unsigned long long)l0[0], (unsigned long long)l0[1]);
+    eng_expect(&e, "GET", "/syncroll/v1/state", NULL, 200, want);
+    eng_expect(&e, "GET", "/syncroll/v1/state", NULL, 200,
+               "\"kind\":\"serve_before_sync\",\"layer\":\"model\",\"seen\":2,\"fired\":1");
+    hresp_free(&v0), hresp_free(&v1), hresp_free(&bad), eng_stop(&e);
+    sr_engine_config_release(&c);
+}
+END_TEST
+
 static Suite *faults_suite(void)
 {
     Suite *s = suite_create("engine_faults");
@@ -664,6 +709,7 @@ static Suite *faults_suite(void)
     tcase_add_test(tc, test_update_ok_no_transfer);
     tcase_add_test(tc, test_version_regress);
     tcase_add_test(tc, test_init_group_hang);
+    tcase_add_test(tc, test_serve_before_sync);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -140,17 +140,31 @@ void sr_engine_publish_model(sr_engine *e, int64_t target, int not_bumped, const
     pthread_mutex_unlock(&e->mu);
 }
 
+/* The initial checkpoint (content of the config's weight_version) back in the model, reported as
+ * that version, or under the version held when keep_version. Called with apply held. */
+static int load_initial_locked(sr_engine *e, int keep_version, const char *transport, sr_err *err)
+{
+    int64_t initial = e->cfg.weight_version;
+    int rc = sr_weights_reset(e->weights, initial, err);
+    if (!rc)
+        sr_engine_publish_model(e, initial, keep_version, transport);
+    return rc;
+}
+
 int sr_engine_publish_update(sr_engine *e, int64_t target, const sr_pending *p,
                              const char *transport, sr_err *err)
 {
-    if (!p->regress) {
-        sr_engine_publish_model(e, target, p->not_bumped, transport);
-        return 0;
-    }
-    int64_t stale = e->cfg.weight_version;
-    int rc = sr_weights_reset(e->weights, stale, err);
-    if (!rc)
-        sr_engine_publish_model(e, stale, 0, transport);
+    if (p->regress)
+        return load_initial_locked(e, 0, transport, err);
+    sr_engine_publish_model(e, target, p->not_bumped, transport);
+    return 0;
+}
+
+int sr_engine_restart_weights(sr_engine *e, sr_err *err)
+{
+    pthread_mutex_lock(&e->apply);
+    int rc = load_initial_locked(e, 1, "restart", err);
+    pthread_mutex_unlock(&e->apply);
     return rc;
 }
 

@@ -120,6 +120,9 @@ int64_t sr_engine_version(sr_engine *e);
  * of the synthetic kind) for the next commit or bucket. f NULL is a no-op. (takes mu) */
 void sr_engine_note_fault(sr_engine *e, const sr_fault *f);
 
+/* serve_before_sync's restart on the initial checkpoint (engine.h). (takes apply and mu) */
+int sr_engine_restart_weights(sr_engine *e, sr_err *err);
+
 /* Sets up the apply statistics (pool sizes) and the broadcast session at engine creation. */
 int sr_engine_sync_init(sr_engine *e, sr_err *err);
 

@@ -116,6 +116,9 @@ static enum MHD_Result start(req *r)
                         r->pick.f[SR_FL_MODEL], r->pick.f[SR_FL_BODY], c->max_response_bytes, &err);
     r->has_job = 1;
     sr_gen_request_release(&q);
+    const sr_fault *mf = r->pick.f[SR_FL_MODEL];
+    if (!rc && mf && mf->kind == SR_FK_SERVE_BEFORE_SYNC && r->ep == SR_EP_GENERATE)
+        rc = sr_engine_restart_weights(s->e, &err);
     if (rc)
         return sr_srv_error(r, rc == SR_E_ENGINE_REQUEST ? 400 : 500,
                             rc == SR_E_ENGINE_REQUEST ? "BadRequestError" : "InternalServerError",

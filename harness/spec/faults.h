@@ -96,6 +96,10 @@ typedef enum sr_fault_reach {
       "`routed_experts` is null")                                                                  \
     X(SR_FK_STALE_PREFIX_CACHE, "stale_prefix_cache", SR_FL_MODEL, SR_FR_GENERATE, SR_FK_NONE,     \
       SR_FK_NONE, "prompt rows computed with the weights before the last update")                  \
+    X(SR_FK_SERVE_BEFORE_SYNC, "serve_before_sync", SR_FL_MODEL, SR_FR_GENERATE, SR_FK_NONE,       \
+      SR_FK_NONE,                                                                                  \
+      "the engine restarts on its initial weights and serves, before any sync, under the version " \
+      "it held")                                                                                   \
     X(SR_FK_BAD_BASE64, "bad_base64", SR_FL_BODY, SR_FR_GENERATE, SR_FK_KEYS("field", "offset"),   \
       SR_FK_NONE, "a `!` in the field's base64 blob")                                              \
     X(SR_FK_BYTE_COUNT_OFF, "byte_count_off", SR_FL_BODY, SR_FR_GENERATE, SR_FK_KEYS("field"),     \
