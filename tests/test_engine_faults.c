@@ -689,6 +689,51 @@ START_TEST(test_serve_before_sync)
 }
 END_TEST
 
+/* The engine's fingerprints as the state prints them. */
+static void want_fps(char *out, size_t n, int version, uint64_t g, uint64_t a, uint64_t b)
+{
+    snprintf(out, n,
+             "\"weight_version\":%d,\"weights_content_version\":%d,\"fingerprints\":{\"global\":"
+             "\"%016llx\",\"layers\":[\"%016llx\",\"%016llx\"]}",
+             version, version, (unsigned long long)g, (unsigned long long)a, (unsigned long long)b);
+}
+
+/* ack_before_apply (modelscope/ms-swift#10207): the update to version 1 is acknowledged with MoE
+ * layer slot 1 (the last) still at version 0; the 2 generates answered next are computed with
+ * it (the same body both times), and after them the slot applies: the fingerprints become version
+ * 1's and the third generate's body differs. Counts, not time. */
+START_TEST(test_ack_before_apply)
+{
+    const char *t = "{" BASE_MODEL "}";
+    sr_engine_config c;
+    sr_err err = SR_ERR_INIT;
+    ck_assert_sr_ok(sr_engine_config_parse(&c, t, strlen(t), "t", 0, &err), err);
+    uint64_t g0, l0[2], g1, l1[2];
+    expected_fps(&c, 0, &g0, l0);
+    expected_fps(&c, 1, &g1, l1);
+    eng e;
+    start_with(&e, "{\"kind\":\"ack_before_apply\",\"requests\":2}");
+    eng_expect(&e, "POST", "/update_weights", "{\"update_info\":{\"target_version\":1}}", 200,
+               NULL);
+    char want[200];
+    want_fps(want, sizeof(want), 1, g1, l1[0], l0[1]);
+    eng_expect(&e, "GET", "/syncroll/v1/state", NULL, 200, want);
+    hresp a, b, after;
+    http_post(&a, &e, "/skyrl/v1/generate", REQ);
+    eng_expect(&e, "GET", "/syncroll/v1/state", NULL, 200, want);
+    http_post(&b, &e, "/skyrl/v1/generate", REQ);
+    want_fps(want, sizeof(want), 1, g1, l1[0], l1[1]);
+    eng_expect(&e, "GET", "/syncroll/v1/state", NULL, 200, want);
+    http_post(&after, &e, "/skyrl/v1/generate", REQ);
+    ck_assert_int_eq(a.status, 200);
+    ck_assert_int_eq(after.status, 200);
+    ck_assert_str_eq(a.body.data, b.body.data);
+    ck_assert_str_ne(a.body.data, after.body.data);
+    hresp_free(&a), hresp_free(&b), hresp_free(&after), eng_stop(&e);
+    sr_engine_config_release(&c);
+}
+END_TEST
+
 static Suite *faults_suite(void)
 {
     Suite *s = suite_create("engine_faults");
@@ -710,6 +755,7 @@ static Suite *faults_suite(void)
     tcase_add_test(tc, test_version_regress);
     tcase_add_test(tc, test_init_group_hang);
     tcase_add_test(tc, test_serve_before_sync);
+    tcase_add_test(tc, test_ack_before_apply);
     suite_add_tcase(s, tc);
     return s;
 }

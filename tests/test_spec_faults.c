@@ -206,6 +206,7 @@ static const char *param_value(const char *key)
         {"field", "\"rollout_sample_support\""},
         {"key", "\"dbg\""},
         {"layers", "[0, 2, 1023]"},
+        {"requests", "4"},
     };
     for (size_t i = 0; i < sizeof(V) / sizeof(V[0]); i++)
         if (strcmp(V[i].key, key) == 0)

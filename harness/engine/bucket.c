@@ -471,7 +471,9 @@ int sr_engine_sync_finish(sr_engine *e, int64_t target, const sr_fault *f, int64
     sr_engine_take_pending(e, NULL, &pend);
     if (!rc && buckets) {
         pthread_mutex_lock(&e->apply);
-        rc = sr_engine_commit_locked(e, got, &pend.skip, err);
+        rc = sr_engine_defer_save_locked(e, &pend, err);
+        if (!rc)
+            rc = sr_engine_commit_locked(e, got, &pend.skip, err);
         if (!rc)
             rc = sr_engine_publish_update(e, target, &pend, "broadcast", err);
         pthread_mutex_unlock(&e->apply);

@@ -300,7 +300,9 @@ int sr_engine_apply_version(sr_engine *e, int64_t target, const sr_fault *f, int
                           (long long)target, (long long)*version);
     }
     pthread_mutex_lock(&e->apply);
-    int rc = reset_keeping(e, target, &pend.skip, err);
+    int rc = sr_engine_defer_save_locked(e, &pend, err);
+    if (!rc)
+        rc = reset_keeping(e, target, &pend.skip, err);
     if (!rc)
         rc = sr_engine_publish_update(e, target, &pend, "synthetic", err);
     pthread_mutex_unlock(&e->apply);

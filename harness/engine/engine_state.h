@@ -76,6 +76,19 @@ typedef struct sr_bcast {
     int corrupt; /* a checksum_mismatch fault fired on a request without a payload */
 } sr_bcast;
 
+/* ack_before_apply: the tensors of the deferred layer slots, holding the old bytes between the
+ * snapshot and the publish, the new ones from the publish until they apply. */
+typedef struct sr_deferred_tensor {
+    size_t index;
+    void *bytes;
+    size_t n;
+} sr_deferred_tensor;
+
+typedef struct sr_deferred {
+    sr_deferred_tensor *t;
+    size_t n;
+} sr_deferred;
+
 struct sr_engine {
     sr_engine_config cfg;
     sr_oracle *oracle;
@@ -103,12 +116,16 @@ struct sr_engine {
     int stage_pristine;          /* 1 while the stage holds content version 0 untouched */
     int stage_foreign;           /* a broadcast wrote the stage: the receiver must reset */
     sr_delta_receiver *rx;
-    char *rx_sync_dir;     /* the sync_dir the receiver was made for */
-    sr_skip_set pend_skip; /* (mu) weights faults waiting for the next commit */
-    int pend_not_bumped;   /* (mu) */
-    int pend_regress;      /* (mu) version_regress waiting for the next commit */
-    sr_bcast bc;           /* (mu) */
-    sr_apply_stats st;     /* (mu) */
+    char *rx_sync_dir;           /* the sync_dir the receiver was made for */
+    sr_skip_set pend_skip;       /* (mu) weights faults waiting for the next commit */
+    int pend_not_bumped;         /* (mu) */
+    int pend_regress;            /* (mu) version_regress waiting for the next commit */
+    sr_skip_set pend_defer;      /* (mu) ack_before_apply's layer slots for the next commit */
+    int64_t pend_defer_requests; /* (mu) */
+    sr_deferred defer;           /* (apply) */
+    _Atomic int64_t defer_left;  /* generates to answer before `defer` applies; 0: nothing */
+    sr_bcast bc;                 /* (mu) */
+    sr_apply_stats st;           /* (mu) */
 };
 
 /* ---- the transitions every update path shares (engine_state.c) ---- */
@@ -122,6 +139,9 @@ void sr_engine_note_fault(sr_engine *e, const sr_fault *f);
 
 /* serve_before_sync's restart on the initial checkpoint (engine.h). (takes apply and mu) */
 int sr_engine_restart_weights(sr_engine *e, sr_err *err);
+
+/* ack_before_apply's countdown (engine.h). (takes apply and mu) */
+void sr_engine_generate_answered(sr_engine *e);
 
 /* Sets up the apply statistics (pool sizes) and the broadcast session at engine creation. */
 int sr_engine_sync_init(sr_engine *e, sr_err *err);
@@ -140,11 +160,14 @@ void sr_skip_add_fault(sr_skip_set *s, const sr_fault *f, int num_layers);
 int sr_skip_has(const sr_skip_set *s, int layer);
 
 /* The weights faults one commit applies: the layer slots it skips, whether the version stays
- * (version_not_bumped), whether the stale checkpoint is loaded instead (version_regress). */
+ * (version_not_bumped), whether the stale checkpoint is loaded instead (version_regress), the
+ * layer slots whose apply is deferred (ack_before_apply). */
 typedef struct sr_pending {
     sr_skip_set skip;
     int not_bumped;
     int regress;
+    sr_skip_set defer;      /* ack_before_apply: layer slots applied only after ... */
+    int64_t defer_requests; /* ... this many more generates are answered */
 } sr_pending;
 
 /* Takes the pending commit faults, merged with `f`, and clears them. (takes mu) */
@@ -177,6 +200,13 @@ void sr_engine_publish_model(sr_engine *e, int64_t target, int not_bumped, const
  * takes it. Called with apply held; takes mu. */
 int sr_engine_publish_update(sr_engine *e, int64_t target, const sr_pending *p,
                              const char *transport, sr_err *err);
+
+/* ack_before_apply (modelscope/ms-swift#10207), before the commit of an update with pending faults
+ * `p`: applies an earlier deferral still waiting, then snapshots the current (old) bytes of the
+ * tensors of p's deferred layer slots; sr_engine_publish_update puts them back and keeps the new
+ * ones until p->defer_requests generates are answered (sr_engine_generate_answered). Called with
+ * apply held; takes mu. */
+int sr_engine_defer_save_locked(sr_engine *e, const sr_pending *p, sr_err *err);
 
 /*
  * Copies every stage tensor whose bytes differ from the model's into the model (only those with

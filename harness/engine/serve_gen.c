@@ -92,6 +92,7 @@ static enum MHD_Result run(req *r, int fresh)
     sr_gen_weights_release(&prev);
     if (rc)
         return sr_srv_error(r, 500, "InternalServerError", rc, err.msg);
+    sr_engine_generate_answered(s->e);
     if (fresh || r->k_done <= 0)
         r->t_start_ns = sr_srv_now_ns();
     return schedule_or_deliver(r);

@@ -255,6 +255,8 @@ int sr_engine_update_delta(sr_engine *e, int64_t target, const char *sync_dir, c
     if (!rc)
         rc = sr_delta_receiver_check_ready(e->rx, target, err);
     if (!rc)
+        rc = sr_engine_defer_save_locked(e, &pend, err);
+    if (!rc)
         rc = sr_engine_commit_locked(e, NULL, &pend.skip, err);
     if (!rc)
         rc = sr_engine_publish_update(e, target, &pend, "delta", err);

@@ -164,7 +164,11 @@ typedef enum sr_fault_reach {
     X(SR_FK_INIT_GROUP_HANG, "init_group_hang", SR_FL_WEIGHTS, SR_FR_SYNC_INIT, SR_FK_NONE,        \
       SR_FK_NONE,                                                                                  \
       "init_weight_transfer_engine never answers (the trainer never joins the group), until the "  \
-      "engine stops")
+      "engine stops")                                                                              \
+    X(SR_FK_ACK_BEFORE_APPLY, "ack_before_apply", SR_FL_WEIGHTS, SR_FR_WEIGHT_SYNC,                \
+      SR_FK_KEYS("layers", "requests"), SR_FK_NONE,                                                \
+      "the update is acknowledged with the MoE layer slots `layers` (default: the last) still "    \
+      "old; they apply once `requests` (default 1) more generates are answered")
 
 #define SR_FK_ENUM_(sym, ...) sym,
 typedef enum sr_fault_kind { SR_FAULT_KIND_TABLE(SR_FK_ENUM_) SR_FK_COUNT } sr_fault_kind;
@@ -249,6 +253,7 @@ typedef struct sr_fault {
     char text[SR_FAULT_TEXT_MAX];  /* http_400_text body, http_5xx message */
     int layers[SR_FAULT_MAX_LIST]; /* partial_weight_apply: MoE layer slots left stale */
     int n_layers;
+    int64_t requests; /* ack_before_apply: generates answered before the deferred layers apply */
 } sr_fault;
 
 /*
