@@ -734,6 +734,35 @@ START_TEST(test_ack_before_apply)
 }
 END_TEST
 
+/* partial_apply_on_error (sgl-project/sglang-omni#784): the update to version 1 fails (500,
+ * sync.engine_failed naming slot 1) after applying everything but MoE layer slot 1; the engine
+ * still reports version 0 while holding version 1's global tensors and slot 0, and keeps
+ * serving. */
+START_TEST(test_partial_apply_on_error)
+{
+    const char *t = "{" BASE_MODEL "}";
+    sr_engine_config c;
+    sr_err err = SR_ERR_INIT;
+    ck_assert_sr_ok(sr_engine_config_parse(&c, t, strlen(t), "t", 0, &err), err);
+    uint64_t g0, l0[2], g1, l1[2];
+    expected_fps(&c, 0, &g0, l0);
+    expected_fps(&c, 1, &g1, l1);
+    eng e;
+    start_with(&e, "{\"kind\":\"partial_apply_on_error\"}");
+    eng_expect(&e, "POST", "/update_weights", "{\"update_info\":{\"target_version\":1}}", 500,
+               "\"check\":\"sync.engine_failed\"");
+    char want[200];
+    snprintf(want, sizeof(want),
+             "\"weight_version\":0,\"weights_content_version\":1,\"fingerprints\":{\"global\":"
+             "\"%016llx\",\"layers\":[\"%016llx\",\"%016llx\"]}",
+             (unsigned long long)g1, (unsigned long long)l1[0], (unsigned long long)l0[1]);
+    eng_expect(&e, "GET", "/syncroll/v1/state", NULL, 200, want);
+    eng_expect(&e, "POST", "/skyrl/v1/generate", REQ, 200, "\"weight_version\":0");
+    eng_stop(&e);
+    sr_engine_config_release(&c);
+}
+END_TEST
+
 static Suite *faults_suite(void)
 {
     Suite *s = suite_create("engine_faults");
@@ -756,6 +785,7 @@ static Suite *faults_suite(void)
     tcase_add_test(tc, test_init_group_hang);
     tcase_add_test(tc, test_serve_before_sync);
     tcase_add_test(tc, test_ack_before_apply);
+    tcase_add_test(tc, test_partial_apply_on_error);
     suite_add_tcase(s, tc);
     return s;
 }

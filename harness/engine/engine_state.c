@@ -55,7 +55,7 @@ static void add_layers(sr_skip_set *s, const sr_fault *f, int num_layers)
 
 void sr_skip_add_fault(sr_skip_set *s, const sr_fault *f, int num_layers)
 {
-    if (f && f->kind == SR_FK_PARTIAL_WEIGHT_APPLY)
+    if (f && (f->kind == SR_FK_PARTIAL_WEIGHT_APPLY || f->kind == SR_FK_PARTIAL_APPLY_ON_ERROR))
         add_layers(s, f, num_layers);
 }
 
@@ -84,6 +84,8 @@ void sr_engine_note_fault(sr_engine *e, const sr_fault *f)
         e->pend_not_bumped = 1;
     if (f->kind == SR_FK_VERSION_REGRESS)
         e->pend_regress = 1;
+    if (f->kind == SR_FK_PARTIAL_APPLY_ON_ERROR)
+        e->pend_fail_partial = 1;
     add_deferral(&e->pend_defer, &e->pend_defer_requests, f, e->cfg.num_layers);
     if (f->kind == SR_FK_CHECKSUM_MISMATCH)
         e->bc.corrupt = 1;
@@ -96,12 +98,14 @@ void sr_engine_take_pending(sr_engine *e, const sr_fault *f, sr_pending *p)
     p->skip = e->pend_skip;
     p->not_bumped = e->pend_not_bumped;
     p->regress = e->pend_regress;
+    p->fail_partial = e->pend_fail_partial;
     p->defer = e->pend_defer;
     p->defer_requests = e->pend_defer_requests;
     memset(&e->pend_skip, 0, sizeof(e->pend_skip));
     memset(&e->pend_defer, 0, sizeof(e->pend_defer));
     e->pend_not_bumped = 0;
     e->pend_regress = 0;
+    e->pend_fail_partial = 0;
     e->pend_defer_requests = 0;
     pthread_mutex_unlock(&e->mu);
     sr_skip_add_fault(&p->skip, f, e->cfg.num_layers);
@@ -110,6 +114,8 @@ void sr_engine_take_pending(sr_engine *e, const sr_fault *f, sr_pending *p)
         p->not_bumped = 1;
     if (f && f->kind == SR_FK_VERSION_REGRESS)
         p->regress = 1;
+    if (f && f->kind == SR_FK_PARTIAL_APPLY_ON_ERROR)
+        p->fail_partial = 1;
 }
 
 /* ---- the broadcast session ---- */
@@ -271,6 +277,21 @@ int sr_engine_publish_update(sr_engine *e, int64_t target, const sr_pending *p,
 {
     if (p->regress)
         return load_initial_locked(e, 0, transport, err);
+    if (p->fail_partial) {
+        char left[96] = "";
+        size_t used = 0;
+        for (int l = 0; l < e->cfg.num_layers && used + 12 < sizeof(left); l++)
+            if (sr_skip_has(&p->skip, l))
+                used +=
+                    (size_t)snprintf(left + used, sizeof(left) - used, "%s%d", used ? ", " : "", l);
+        int64_t held = sr_engine_version(e);
+        sr_engine_publish_model(e, target, 1, transport);
+        return sr_err_set(err, SR_E_SYNC_FAILED,
+                          "Failed to update weights to version %lld: an error after every tensor "
+                          "but those of MoE layer slots %s was applied; the engine still reports "
+                          "version %lld",
+                          (long long)target, left, (long long)held);
+    }
     int rc = p->defer.any && e->defer.n ? defer_arm_locked(e, p->defer_requests, err) : 0;
     if (!rc)
         sr_engine_publish_model(e, target, p->not_bumped, transport);

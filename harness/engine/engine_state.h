@@ -120,6 +120,7 @@ struct sr_engine {
     sr_skip_set pend_skip;       /* (mu) weights faults waiting for the next commit */
     int pend_not_bumped;         /* (mu) */
     int pend_regress;            /* (mu) version_regress waiting for the next commit */
+    int pend_fail_partial;       /* (mu) partial_apply_on_error, likewise (slots in pend_skip) */
     sr_skip_set pend_defer;      /* (mu) ack_before_apply's layer slots for the next commit */
     int64_t pend_defer_requests; /* (mu) */
     sr_deferred defer;           /* (apply) */
@@ -161,11 +162,13 @@ int sr_skip_has(const sr_skip_set *s, int layer);
 
 /* The weights faults one commit applies: the layer slots it skips, whether the version stays
  * (version_not_bumped), whether the stale checkpoint is loaded instead (version_regress), the
- * layer slots whose apply is deferred (ack_before_apply). */
+ * layer slots whose apply is deferred (ack_before_apply), whether the update fails with the rest
+ * applied (partial_apply_on_error, its slots in `skip`). */
 typedef struct sr_pending {
     sr_skip_set skip;
     int not_bumped;
     int regress;
+    int fail_partial;       /* partial_apply_on_error: the update fails after its commit */
     sr_skip_set defer;      /* ack_before_apply: layer slots applied only after ... */
     int64_t defer_requests; /* ... this many more generates are answered */
 } sr_pending;
@@ -197,7 +200,9 @@ void sr_engine_publish_model(sr_engine *e, int64_t target, int not_bumped, const
  * loads its stale checkpoint instead, the initial weights (engine config weight_version), and
  * reports that version, lower than the one it held after an earlier sync; the strict receiver
  * would refuse a finish naming it (finish_backwards, sync.version_backwards), the faulty one
- * takes it. Called with apply held; takes mu. */
+ * takes it. partial_apply_on_error (sgl-project/sglang-omni#784): the fingerprints of what was
+ * committed are published, the version stays, and the update fails (SR_E_SYNC_FAILED). Called with
+ * apply held; takes mu. */
 int sr_engine_publish_update(sr_engine *e, int64_t target, const sr_pending *p,
                              const char *transport, sr_err *err);
 

@@ -168,7 +168,11 @@ typedef enum sr_fault_reach {
     X(SR_FK_ACK_BEFORE_APPLY, "ack_before_apply", SR_FL_WEIGHTS, SR_FR_WEIGHT_SYNC,                \
       SR_FK_KEYS("layers", "requests"), SR_FK_NONE,                                                \
       "the update is acknowledged with the MoE layer slots `layers` (default: the last) still "    \
-      "old; they apply once `requests` (default 1) more generates are answered")
+      "old; they apply once `requests` (default 1) more generates are answered")                   \
+    X(SR_FK_PARTIAL_APPLY_ON_ERROR, "partial_apply_on_error", SR_FL_WEIGHTS, SR_FR_WEIGHT_SYNC,    \
+      SR_FK_KEYS("layers"), SR_FK_NONE,                                                            \
+      "the update fails after applying all but the MoE layer slots `layers` (default: the last) "  \
+      "and reports the old version")
 
 #define SR_FK_ENUM_(sym, ...) sym,
 typedef enum sr_fault_kind { SR_FAULT_KIND_TABLE(SR_FK_ENUM_) SR_FK_COUNT } sr_fault_kind;
@@ -251,7 +255,8 @@ typedef struct sr_fault {
     char field[SR_FAULT_ID_MAX];   /* body faults: the packed field they corrupt */
     char key[SR_FAULT_ID_MAX];     /* extra_envelope: the unregistered key */
     char text[SR_FAULT_TEXT_MAX];  /* http_400_text body, http_5xx message */
-    int layers[SR_FAULT_MAX_LIST]; /* partial_weight_apply: MoE layer slots left stale */
+    int layers[SR_FAULT_MAX_LIST]; /* partial_weight_apply, ack_before_apply,
+                                      partial_apply_on_error: MoE layer slots */
     int n_layers;
     int64_t requests; /* ack_before_apply: generates answered before the deferred layers apply */
 } sr_fault;
