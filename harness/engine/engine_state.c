@@ -23,6 +23,17 @@ int sr_engine_sync_init(sr_engine *e, sr_err *err)
     return rc;
 }
 
+/* ack_before_apply's deferral dropped (with apply held, or at release). */
+static void defer_free(sr_engine *e)
+{
+    for (size_t i = 0; i < e->defer.n; i++)
+        free(e->defer.t[i].bytes);
+    free(e->defer.t);
+    e->defer.t = NULL;
+    e->defer.n = 0;
+    atomic_store(&e->defer_left, 0);
+}
+
 void sr_engine_sync_release(sr_engine *e)
 {
     sr_delta_receiver_free(e->rx);
@@ -30,9 +41,7 @@ void sr_engine_sync_release(sr_engine *e)
     free(e->stage_view);
     sr_weights_free(e->stage);
     free(e->bc.received);
-    for (size_t i = 0; i < e->defer.n; i++)
-        free(e->defer.t[i].bytes);
-    free(e->defer.t);
+    defer_free(e);
 }
 
 /* ---- skip sets and pending faults ---- */
@@ -184,16 +193,6 @@ static int load_initial_locked(sr_engine *e, int keep_version, const char *trans
 
 /* ---- ack_before_apply's deferral (apply held) ---- */
 
-static void defer_free_locked(sr_engine *e)
-{
-    for (size_t i = 0; i < e->defer.n; i++)
-        free(e->defer.t[i].bytes);
-    free(e->defer.t);
-    e->defer.t = NULL;
-    e->defer.n = 0;
-    atomic_store(&e->defer_left, 0);
-}
-
 /* The deferred (new) bytes land; the fingerprints follow, the version stays. */
 static int defer_apply_locked(sr_engine *e, sr_err *err)
 {
@@ -201,7 +200,7 @@ static int defer_apply_locked(sr_engine *e, sr_err *err)
     for (size_t i = 0; !rc && i < e->defer.n; i++)
         rc = sr_weights_write(e->weights, e->defer.t[i].index, e->defer.t[i].bytes, e->defer.t[i].n,
                               err);
-    defer_free_locked(e);
+    defer_free(e);
     pthread_mutex_lock(&e->mu);
     sr_weights_fingerprints(&e->global_fp, e->layer_fps, e->weights);
     pthread_mutex_unlock(&e->mu);
@@ -211,7 +210,7 @@ static int defer_apply_locked(sr_engine *e, sr_err *err)
 int sr_engine_defer_save_locked(sr_engine *e, const sr_pending *p, sr_err *err)
 {
     int rc = atomic_load(&e->defer_left) > 0 ? defer_apply_locked(e, err) : 0;
-    defer_free_locked(e);
+    defer_free(e);
     size_t n = sr_weights_count(e->weights);
     if (rc || !p->defer.any)
         return rc;
@@ -254,7 +253,7 @@ static int defer_arm_locked(sr_engine *e, int64_t requests, sr_err *err)
             t->bytes = fresh;
     }
     if (rc)
-        defer_free_locked(e);
+        defer_free(e);
     else
         atomic_store(&e->defer_left, requests > 0 ? requests : 1);
     return rc;
