@@ -584,6 +584,37 @@ START_TEST(test_update_ok_no_transfer)
 }
 END_TEST
 
+/* The expected fingerprints of the BASE_MODEL engine at versions 0 and 1: g[v] global, l[v][slot].
+ */
+typedef struct base_fps {
+    uint64_t g[2], l[2][2];
+} base_fps;
+
+static base_fps base_fingerprints(void)
+{
+    const char *t = "{" BASE_MODEL "}";
+    sr_engine_config c;
+    sr_err err = SR_ERR_INIT;
+    ck_assert_sr_ok(sr_engine_config_parse(&c, t, strlen(t), "t", 0, &err), err);
+    base_fps f;
+    expected_fps(&c, 0, &f.g[0], f.l[0]);
+    expected_fps(&c, 1, &f.g[1], f.l[1]);
+    sr_engine_config_release(&c);
+    return f;
+}
+
+/* The engine state's versions and fingerprints, as /syncroll/v1/state prints them: the global
+ * tensors of content version `g`, MoE slot 0 of `a`, slot 1 of `b` (versions 0 or 1). */
+static void want_fps(char *out, size_t n, int version, int content, const base_fps *f, int g, int a,
+                     int b)
+{
+    snprintf(out, n,
+             "\"weight_version\":%d,\"weights_content_version\":%d,\"fingerprints\":{\"global\":"
+             "\"%016llx\",\"layers\":[\"%016llx\",\"%016llx\"]}",
+             version, content, (unsigned long long)f->g[g], (unsigned long long)f->l[a][0],
+             (unsigned long long)f->l[b][1]);
+}
+
 /* version_regress (marin-community/marin#1829): the first update (version 1) is clean; the second
  * (version 2, the fault's 2nd update_weights) commits, then the engine loads its stale initial
  * checkpoint and reports version 0, below the 1 it held, with version 0's fingerprints and
@@ -591,12 +622,7 @@ END_TEST
  * (unit.engine_control, test_skyrl_finish_backwards_is_refused). */
 START_TEST(test_version_regress)
 {
-    const char *t = "{" BASE_MODEL "}";
-    sr_engine_config c;
-    sr_err err = SR_ERR_INIT;
-    ck_assert_sr_ok(sr_engine_config_parse(&c, t, strlen(t), "t", 0, &err), err);
-    uint64_t g0, l0[2];
-    expected_fps(&c, 0, &g0, l0);
+    base_fps f = base_fingerprints();
     eng e;
     start_with(&e, "{\"kind\":\"version_regress\",\"nth\":[2]}");
     hresp r;
@@ -608,15 +634,11 @@ START_TEST(test_version_regress)
     ck_assert_msg(r.status == 200, "%ld %s", r.status, r.body.data);
     hresp_free(&r);
     char want[200];
-    snprintf(want, sizeof(want),
-             "\"weight_version\":0,\"weights_content_version\":0,\"fingerprints\":{\"global\":"
-             "\"%016llx\",\"layers\":[\"%016llx\",\"%016llx\"]}",
-             (unsigned long long)g0, (unsigned long long)l0[0], (unsigned long long)l0[1]);
+    want_fps(want, sizeof(want), 0, 0, &f, 0, 0, 0);
     eng_expect(&e, "GET", "/syncroll/v1/state", NULL, 200, want);
     eng_expect(&e, "GET", "/syncroll/v1/state", NULL, 200,
                "\"kind\":\"version_regress\",\"layer\":\"weights\",\"seen\":2,\"fired\":1");
     eng_stop(&e);
-    sr_engine_config_release(&c);
 }
 END_TEST
 
@@ -650,15 +672,10 @@ END_TEST
  * a fresh engine's at version 0, others than version 1's). */
 START_TEST(test_serve_before_sync)
 {
-    const char *t = "{" BASE_MODEL "}";
-    sr_engine_config c;
-    sr_err err = SR_ERR_INIT;
-    ck_assert_sr_ok(sr_engine_config_parse(&c, t, strlen(t), "t", 0, &err), err);
-    uint64_t g0, l0[2];
-    expected_fps(&c, 0, &g0, l0);
+    base_fps f = base_fingerprints();
     eng fresh, e;
     hresp v0, v1, bad;
-    eng_start(&fresh, t);
+    eng_start(&fresh, "{" BASE_MODEL "}");
     http_post(&v0, &fresh, "/skyrl/v1/generate", REQ);
     ck_assert_int_eq(v0.status, 200);
     eng_stop(&fresh);
@@ -677,26 +694,13 @@ START_TEST(test_serve_before_sync)
     ck_assert_int_ne(strncmp(v1.body.data, v0.body.data, n), 0);
     ck_assert_int_eq(strncmp(bad.body.data, v0.body.data, n), 0);
     char want[200];
-    snprintf(want, sizeof(want),
-             "\"weight_version\":1,\"weights_content_version\":0,\"fingerprints\":{\"global\":"
-             "\"%016llx\",\"layers\":[\"%016llx\",\"%016llx\"]}",
-             (unsigned long long)g0, (unsigned long long)l0[0], (unsigned long long)l0[1]);
+    want_fps(want, sizeof(want), 1, 0, &f, 0, 0, 0);
     eng_expect(&e, "GET", "/syncroll/v1/state", NULL, 200, want);
     eng_expect(&e, "GET", "/syncroll/v1/state", NULL, 200,
                "\"kind\":\"serve_before_sync\",\"layer\":\"model\",\"seen\":2,\"fired\":1");
     hresp_free(&v0), hresp_free(&v1), hresp_free(&bad), eng_stop(&e);
-    sr_engine_config_release(&c);
 }
 END_TEST
-
-/* The engine's fingerprints as the state prints them. */
-static void want_fps(char *out, size_t n, int version, uint64_t g, uint64_t a, uint64_t b)
-{
-    snprintf(out, n,
-             "\"weight_version\":%d,\"weights_content_version\":%d,\"fingerprints\":{\"global\":"
-             "\"%016llx\",\"layers\":[\"%016llx\",\"%016llx\"]}",
-             version, version, (unsigned long long)g, (unsigned long long)a, (unsigned long long)b);
-}
 
 /* ack_before_apply (modelscope/ms-swift#10207): the update to version 1 is acknowledged with MoE
  * layer slot 1 (the last) still at version 0; the 2 generates answered next are computed with
@@ -704,25 +708,19 @@ static void want_fps(char *out, size_t n, int version, uint64_t g, uint64_t a, u
  * 1's and the third generate's body differs. Counts, not time. */
 START_TEST(test_ack_before_apply)
 {
-    const char *t = "{" BASE_MODEL "}";
-    sr_engine_config c;
-    sr_err err = SR_ERR_INIT;
-    ck_assert_sr_ok(sr_engine_config_parse(&c, t, strlen(t), "t", 0, &err), err);
-    uint64_t g0, l0[2], g1, l1[2];
-    expected_fps(&c, 0, &g0, l0);
-    expected_fps(&c, 1, &g1, l1);
+    base_fps f = base_fingerprints();
     eng e;
     start_with(&e, "{\"kind\":\"ack_before_apply\",\"requests\":2}");
     eng_expect(&e, "POST", "/update_weights", "{\"update_info\":{\"target_version\":1}}", 200,
                NULL);
     char want[200];
-    want_fps(want, sizeof(want), 1, g1, l1[0], l0[1]);
+    want_fps(want, sizeof(want), 1, 1, &f, 1, 1, 0);
     eng_expect(&e, "GET", "/syncroll/v1/state", NULL, 200, want);
     hresp a, b, after;
     http_post(&a, &e, "/skyrl/v1/generate", REQ);
     eng_expect(&e, "GET", "/syncroll/v1/state", NULL, 200, want);
     http_post(&b, &e, "/skyrl/v1/generate", REQ);
-    want_fps(want, sizeof(want), 1, g1, l1[0], l1[1]);
+    want_fps(want, sizeof(want), 1, 1, &f, 1, 1, 1);
     eng_expect(&e, "GET", "/syncroll/v1/state", NULL, 200, want);
     http_post(&after, &e, "/skyrl/v1/generate", REQ);
     ck_assert_int_eq(a.status, 200);
@@ -730,7 +728,6 @@ START_TEST(test_ack_before_apply)
     ck_assert_str_eq(a.body.data, b.body.data);
     ck_assert_str_ne(a.body.data, after.body.data);
     hresp_free(&a), hresp_free(&b), hresp_free(&after), eng_stop(&e);
-    sr_engine_config_release(&c);
 }
 END_TEST
 
@@ -740,26 +737,16 @@ END_TEST
  * serving. */
 START_TEST(test_partial_apply_on_error)
 {
-    const char *t = "{" BASE_MODEL "}";
-    sr_engine_config c;
-    sr_err err = SR_ERR_INIT;
-    ck_assert_sr_ok(sr_engine_config_parse(&c, t, strlen(t), "t", 0, &err), err);
-    uint64_t g0, l0[2], g1, l1[2];
-    expected_fps(&c, 0, &g0, l0);
-    expected_fps(&c, 1, &g1, l1);
+    base_fps f = base_fingerprints();
     eng e;
     start_with(&e, "{\"kind\":\"partial_apply_on_error\"}");
     eng_expect(&e, "POST", "/update_weights", "{\"update_info\":{\"target_version\":1}}", 500,
                "\"check\":\"sync.engine_failed\"");
     char want[200];
-    snprintf(want, sizeof(want),
-             "\"weight_version\":0,\"weights_content_version\":1,\"fingerprints\":{\"global\":"
-             "\"%016llx\",\"layers\":[\"%016llx\",\"%016llx\"]}",
-             (unsigned long long)g1, (unsigned long long)l1[0], (unsigned long long)l0[1]);
+    want_fps(want, sizeof(want), 0, 1, &f, 1, 1, 0);
     eng_expect(&e, "GET", "/syncroll/v1/state", NULL, 200, want);
     eng_expect(&e, "POST", "/skyrl/v1/generate", REQ, 200, "\"weight_version\":0");
     eng_stop(&e);
-    sr_engine_config_release(&c);
 }
 END_TEST
 
