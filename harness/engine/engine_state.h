@@ -53,7 +53,8 @@ typedef struct session_slot session_slot;
 typedef struct sr_apply_stats {
     int max_workers;       /* pool_workers(cap 32, reserved 0): the apply ceiling */
     int publish_workers;   /* pool_workers(cap 8, reserved 0): the reference publisher's pool */
-    const char *transport; /* "delta", "broadcast", "synthetic" or NULL before any apply */
+    const char *transport; /* "delta", "broadcast", "synthetic", "reset" (weight_checker), "restart"
+                              (serve_before_sync) or NULL before any apply */
     int64_t payloads;      /* payloads of the last fetch's last version, or tensors of the last
                               bucket */
     int workers;           /* min(payloads, max_workers) used for it; 0 when nothing applied */
