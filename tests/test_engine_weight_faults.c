@@ -1,6 +1,6 @@
-/* The weights-layer faults (and init_group_hang, serve_before_sync: the weight-sync bugs of issue
- * #20) produce exactly their declared effect on a real engine over HTTP: versions, fingerprints
- * and the generates served afterwards. */
+/* The weight-sync faults (the weights layer, and serve_before_sync of the model layer: the sync
+ * bugs of issue #20) produce exactly their declared effect on a real engine over HTTP: versions,
+ * fingerprints and the generates served afterwards. */
 #include "engine_faults_util.h"
 
 START_TEST(test_weight_faults)
