@@ -1,4 +1,5 @@
-/* Every mock-engine fault produces exactly its declared effect, seen by a real HTTP client. */
+/* Every mock-engine fault produces exactly its declared effect, seen by a real HTTP client (the
+ * weights kinds: test_engine_weight_faults.c). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -6,21 +7,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#include "engine_util.h"
-
-#define BASE_MODEL                                                                                 \
-    "\"seed\":3,\"model\":{\"vocab\":1000,\"layers\":2,\"experts\":40,\"topk\":4,\"eos_id\":-1}"
-#define REQ                                                                                        \
-    "{\"sampling_params\":{\"max_tokens\":8,\"logprobs\":0,\"routed_experts_prompt_start\":2},"    \
-    "\"model\":\"default\",\"token_ids\":[5,6,7,8,9,10]}"
-
-/* Starts an engine whose plan is `fault` (one JSON object) targeted at the first generate. */
-static void start_with(eng *e, const char *fault)
-{
-    char cfg[1024];
-    snprintf(cfg, sizeof(cfg), "{" BASE_MODEL ",\"faults\":[%s]}", fault);
-    eng_start(e, cfg);
-}
+#include "engine_faults_util.h"
 
 /* The faulted reply (first request) and a normal reply (second request) to REQ. */
 static void faulted_and_normal(const eng *e, hresp *bad, hresp *good)
@@ -498,96 +485,6 @@ START_TEST(test_probability_is_seeded)
 }
 END_TEST
 
-START_TEST(test_weight_faults)
-{
-    const char *t = "{" BASE_MODEL "}";
-    sr_engine_config c;
-    sr_err err = SR_ERR_INIT;
-    ck_assert_sr_ok(sr_engine_config_parse(&c, t, strlen(t), "t", 0, &err), err);
-    uint64_t g0, l0[2], g1, l1[2];
-    expected_fps(&c, 0, &g0, l0);
-    expected_fps(&c, 1, &g1, l1);
-    struct {
-        const char *fault;
-        long status;
-        int version;
-        uint64_t g, l0, l1;
-    } cases[] = {
-        {"{\"kind\":\"partial_weight_apply\",\"layers\":[1]}", 200, 1, g1, l1[0], l0[1]},
-        {"{\"kind\":\"version_not_bumped\"}", 200, 0, g1, l1[0], l1[1]},
-        {"{\"kind\":\"checksum_mismatch\"}", 500, 0, g0, l0[0], l0[1]},
-    };
-    for (size_t i = 0; i < 3; i++) {
-        eng e;
-        start_with(&e, cases[i].fault);
-        hresp r;
-        http_post(&r, &e, "/update_weights", "{\"update_info\":{\"target_version\":1}}");
-        ck_assert_msg(r.status == cases[i].status, "%s: %ld %s", cases[i].fault, r.status,
-                      r.body.data);
-        if (r.status == 500)
-            ck_assert_ptr_nonnull(strstr(r.body.data, "\"check\":\"delta.checksum\""));
-        hresp_free(&r);
-        http_get(&r, &e, "/syncroll/v1/state");
-        char want[200];
-        snprintf(
-            want, sizeof(want),
-            "\"weight_version\":%d,\"weights_content_version\":%d,\"fingerprints\":{\"global\":"
-            "\"%016llx\",\"layers\":[\"%016llx\",\"%016llx\"]}",
-            cases[i].version, cases[i].status == 200 ? 1 : 0, (unsigned long long)cases[i].g,
-            (unsigned long long)cases[i].l0, (unsigned long long)cases[i].l1);
-        ck_assert_msg(strstr(r.body.data, want), "%s: %s not in %s", cases[i].fault, want,
-                      r.body.data);
-        hresp_free(&r);
-        eng_stop(&e);
-    }
-    sr_engine_config_release(&c);
-}
-END_TEST
-
-/* update_ok_no_transfer (lightseekorg/tokenspeed#1373): in the vllm control plane a bucket of
- * every tensor for version 1 is answered 200 and the finish reports version 1, but the engine
- * still holds version 0's bytes: its weight checker's compare against the version-1 digests
- * fails and its fingerprints are version 0's. */
-START_TEST(test_update_ok_no_transfer)
-{
-#define NO_TRANSFER "{\"kind\":\"update_ok_no_transfer\",\"endpoints\":[\"update_weights\"]}"
-    const char *t = "{" BASE_MODEL ",\"sync_dialect\":\"vllm\",\"faults\":[" NO_TRANSFER "]}";
-    sr_engine_config c;
-    sr_err err = SR_ERR_INIT;
-    ck_assert_sr_ok(sr_engine_config_parse(&c, t, strlen(t), "t", 0, &err), err);
-    uint64_t g0, l0[2];
-    expected_fps(&c, 0, &g0, l0);
-    sr_weights_spec ws = sr_engine_config_weights(&c);
-    sr_weights *w;
-    ck_assert_sr_ok(sr_weights_new(&w, &ws, 1, &err), err);
-    eng e;
-    eng_start(&e, t);
-    eng_expect(&e, "POST", "/init_weight_transfer_engine", "{\"init_info\":{}}", 200, NULL);
-    eng_expect(&e, "POST", "/start_weight_update", "{}", 200, NULL);
-    sr_buf b = SR_BUF_INIT, base = SR_BUF_INIT;
-    eng_bucket_of(&b, w, 1);
-    hresp r;
-    eng_post_bucket(&r, &e, &b);
-    ck_assert_msg(r.status == 200, "%ld %s", r.status, r.body.data);
-    hresp_free(&r);
-    eng_expect(&e, "POST", "/finish_weight_update", "{\"weight_version\":1}", 200, NULL);
-    eng_expect(&e, "GET", "/weight_info", NULL, 200, "{\"weight_version\":\"1\"}");
-    eng_baseline_of(&base, w);
-    sr_buf_append(&base, "", 0, NULL);
-    eng_expect(&e, "POST", "/weight_checker", base.data, 200, "{\"match\":false");
-    char want[128];
-    snprintf(want, sizeof(want), "\"fingerprints\":{\"global\":\"%016llx\"",
-             (unsigned long long)g0);
-    eng_expect(&e, "GET", "/syncroll/v1/state", NULL, 200, want);
-    eng_expect(&e, "GET", "/syncroll/v1/state", NULL, 200, "\"update_ok_no_transfer\"");
-    sr_buf_release(&b);
-    sr_buf_release(&base);
-    sr_weights_free(w);
-    sr_engine_config_release(&c);
-    eng_stop(&e);
-}
-END_TEST
-
 static Suite *faults_suite(void)
 {
     Suite *s = suite_create("engine_faults");
@@ -604,8 +501,6 @@ static Suite *faults_suite(void)
     tcase_add_test(tc, test_latency_delays_only);
     tcase_add_test(tc, test_targeting);
     tcase_add_test(tc, test_probability_is_seeded);
-    tcase_add_test(tc, test_weight_faults);
-    tcase_add_test(tc, test_update_ok_no_transfer);
     suite_add_tcase(s, tc);
     return s;
 }

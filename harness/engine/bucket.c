@@ -467,14 +467,15 @@ int sr_engine_sync_finish(sr_engine *e, int64_t target, const sr_fault *f, int64
     if (rc)
         sr_err_prefix(err, "the update to version %lld is discarded, the engine stays on %lld: ",
                       (long long)target, (long long)cur);
-    sr_skip_set skip;
-    int not_bumped;
-    sr_engine_take_pending(e, NULL, &skip, &not_bumped);
+    sr_pending pend;
+    sr_engine_take_pending(e, NULL, &pend);
     if (!rc && buckets) {
         pthread_mutex_lock(&e->apply);
-        rc = sr_engine_commit_locked(e, got, &skip, err);
+        rc = sr_engine_defer_save_locked(e, &pend, err);
         if (!rc)
-            sr_engine_publish_model(e, target, not_bumped, "broadcast");
+            rc = sr_engine_commit_locked(e, got, &pend.skip, err);
+        if (!rc)
+            rc = sr_engine_publish_update(e, target, &pend, "broadcast", err);
         pthread_mutex_unlock(&e->apply);
     }
     free(got);

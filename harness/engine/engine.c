@@ -290,9 +290,8 @@ int sr_engine_apply_version(sr_engine *e, int64_t target, const sr_fault *f, int
     if (target < 0 || target > SR_WEIGHTS_MAX_VERSION)
         return sr_err_set(err, SR_E_ENGINE_REQUEST, "target version %lld is outside 0..%d",
                           (long long)target, SR_WEIGHTS_MAX_VERSION);
-    sr_skip_set skip;
-    int not_bumped;
-    sr_engine_take_pending(e, f, &skip, &not_bumped);
+    sr_pending pend;
+    sr_engine_take_pending(e, f, &pend);
     if (f && f->kind == SR_FK_CHECKSUM_MISMATCH) {
         *version = sr_engine_version(e);
         return sr_err_set(err, SR_E_DELTA_CHECKSUM,
@@ -301,9 +300,11 @@ int sr_engine_apply_version(sr_engine *e, int64_t target, const sr_fault *f, int
                           (long long)target, (long long)*version);
     }
     pthread_mutex_lock(&e->apply);
-    int rc = reset_keeping(e, target, &skip, err);
+    int rc = sr_engine_defer_save_locked(e, &pend, err);
     if (!rc)
-        sr_engine_publish_model(e, target, not_bumped, "synthetic");
+        rc = reset_keeping(e, target, &pend.skip, err);
+    if (!rc)
+        rc = sr_engine_publish_update(e, target, &pend, "synthetic", err);
     pthread_mutex_unlock(&e->apply);
     *version = sr_engine_version(e);
     return rc;

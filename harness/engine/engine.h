@@ -21,7 +21,8 @@
  *
  * This header is the engine module's interface to its HTTP layer (server*.c, control.c,
  * serve_gen.c). Its functions live in the engine's layered files: engine_state.c (the state and
- * the weight transitions every update path shares: sr_engine_version, sr_engine_note_fault),
+ * the weight transitions every update path shares: sr_engine_version, sr_engine_note_fault,
+ * sr_engine_restart_weights, sr_engine_generate_answered),
  * weights.c (the delta transport: sr_engine_fetch, sr_engine_update_delta) and bucket.c (the
  * broadcast transport: sr_engine_bucket_*, sr_engine_sync_finish) build on engine_state.c;
  * engine.c (everything else) on top.
@@ -162,6 +163,16 @@ int64_t sr_engine_version(sr_engine *e);
 /* Remembers a weights fault that fired on a sync request without a payload (start, or an update
  * of the synthetic kind) for the next commit or bucket. f NULL is a no-op. */
 void sr_engine_note_fault(sr_engine *e, const sr_fault *f);
+
+/* serve_before_sync (radixark/miles#1724): the engine comes back from a restart with its initial
+ * checkpoint (the config's weight_version) and serves before any sync, under the version it held
+ * (the fleet's): the fingerprints become the initial ones, the reported version stays. Takes
+ * apply and mu. */
+int sr_engine_restart_weights(sr_engine *e, sr_err *err);
+
+/* A generate was answered: counts down an ack_before_apply deferral, whose deferred layers apply
+ * (fingerprints included, the version unchanged) when it reaches 0. No-op without one. */
+void sr_engine_generate_answered(sr_engine *e);
 
 /* POST /fetch_weights; *fetched receives the receiver's version afterwards. */
 int sr_engine_fetch(sr_engine *e, int64_t target, const char *sync_dir, const sr_fault *f,

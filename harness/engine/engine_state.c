@@ -23,6 +23,17 @@ int sr_engine_sync_init(sr_engine *e, sr_err *err)
     return rc;
 }
 
+/* ack_before_apply's deferral dropped (with apply held, or at release). */
+static void defer_free(sr_engine *e)
+{
+    for (size_t i = 0; i < e->defer.n; i++)
+        free(e->defer.t[i].bytes);
+    free(e->defer.t);
+    e->defer.t = NULL;
+    e->defer.n = 0;
+    atomic_store(&e->defer_left, 0);
+}
+
 void sr_engine_sync_release(sr_engine *e)
 {
     sr_delta_receiver_free(e->rx);
@@ -30,13 +41,15 @@ void sr_engine_sync_release(sr_engine *e)
     free(e->stage_view);
     sr_weights_free(e->stage);
     free(e->bc.received);
+    defer_free(e);
 }
 
 /* ---- skip sets and pending faults ---- */
 
-void sr_skip_add_fault(sr_skip_set *s, const sr_fault *f, int num_layers)
+/* f's `layers` (none: the last slot) into `s`. */
+static void add_layers(sr_skip_set *s, const sr_fault *f, int num_layers)
 {
-    if (!f || f->kind != SR_FK_PARTIAL_WEIGHT_APPLY || num_layers < 1)
+    if (num_layers < 1)
         return;
     if (f->n_layers == 0) {
         s->bits[(num_layers - 1) / 64] |= 1ull << ((num_layers - 1) % 64);
@@ -47,6 +60,21 @@ void sr_skip_add_fault(sr_skip_set *s, const sr_fault *f, int num_layers)
             s->bits[f->layers[i] / 64] |= 1ull << (f->layers[i] % 64);
             s->any = 1;
         }
+}
+
+void sr_skip_add_fault(sr_skip_set *s, const sr_fault *f, int num_layers)
+{
+    if (f && (f->kind == SR_FK_PARTIAL_WEIGHT_APPLY || f->kind == SR_FK_PARTIAL_APPLY_ON_ERROR))
+        add_layers(s, f, num_layers);
+}
+
+/* ack_before_apply's layers and count into (defer, requests). */
+static void add_deferral(sr_skip_set *defer, int64_t *requests, const sr_fault *f, int num_layers)
+{
+    if (!f || f->kind != SR_FK_ACK_BEFORE_APPLY)
+        return;
+    add_layers(defer, f, num_layers);
+    *requests = f->requests;
 }
 
 int sr_skip_has(const sr_skip_set *s, int layer)
@@ -63,22 +91,40 @@ void sr_engine_note_fault(sr_engine *e, const sr_fault *f)
     sr_skip_add_fault(&e->pend_skip, f, e->cfg.num_layers);
     if (f->kind == SR_FK_VERSION_NOT_BUMPED)
         e->pend_not_bumped = 1;
+    if (f->kind == SR_FK_VERSION_REGRESS)
+        e->pend_regress = 1;
+    if (f->kind == SR_FK_PARTIAL_APPLY_ON_ERROR)
+        e->pend_fail_partial = 1;
+    add_deferral(&e->pend_defer, &e->pend_defer_requests, f, e->cfg.num_layers);
     if (f->kind == SR_FK_CHECKSUM_MISMATCH)
         e->bc.corrupt = 1;
     pthread_mutex_unlock(&e->mu);
 }
 
-void sr_engine_take_pending(sr_engine *e, const sr_fault *f, sr_skip_set *skip, int *not_bumped)
+void sr_engine_take_pending(sr_engine *e, const sr_fault *f, sr_pending *p)
 {
     pthread_mutex_lock(&e->mu);
-    *skip = e->pend_skip;
-    *not_bumped = e->pend_not_bumped;
+    p->skip = e->pend_skip;
+    p->not_bumped = e->pend_not_bumped;
+    p->regress = e->pend_regress;
+    p->fail_partial = e->pend_fail_partial;
+    p->defer = e->pend_defer;
+    p->defer_requests = e->pend_defer_requests;
     memset(&e->pend_skip, 0, sizeof(e->pend_skip));
+    memset(&e->pend_defer, 0, sizeof(e->pend_defer));
     e->pend_not_bumped = 0;
+    e->pend_regress = 0;
+    e->pend_fail_partial = 0;
+    e->pend_defer_requests = 0;
     pthread_mutex_unlock(&e->mu);
-    sr_skip_add_fault(skip, f, e->cfg.num_layers);
+    sr_skip_add_fault(&p->skip, f, e->cfg.num_layers);
+    add_deferral(&p->defer, &p->defer_requests, f, e->cfg.num_layers);
     if (f && f->kind == SR_FK_VERSION_NOT_BUMPED)
-        *not_bumped = 1;
+        p->not_bumped = 1;
+    if (f && f->kind == SR_FK_VERSION_REGRESS)
+        p->regress = 1;
+    if (f && f->kind == SR_FK_PARTIAL_APPLY_ON_ERROR)
+        p->fail_partial = 1;
 }
 
 /* ---- the broadcast session ---- */
@@ -132,6 +178,131 @@ void sr_engine_publish_model(sr_engine *e, int64_t target, int not_bumped, const
     e->sync_applies++;
     e->st.transport = transport;
     pthread_mutex_unlock(&e->mu);
+}
+
+/* The initial checkpoint (content of the config's weight_version) back in the model, reported as
+ * that version, or under the version held when keep_version. Called with apply held. */
+static int load_initial_locked(sr_engine *e, int keep_version, const char *transport, sr_err *err)
+{
+    int64_t initial = e->cfg.weight_version;
+    int rc = sr_weights_reset(e->weights, initial, err);
+    if (!rc)
+        sr_engine_publish_model(e, initial, keep_version, transport);
+    return rc;
+}
+
+/* ---- ack_before_apply's deferral (apply held) ---- */
+
+/* The deferred (new) bytes land; the fingerprints follow, the version stays. */
+static int defer_apply_locked(sr_engine *e, sr_err *err)
+{
+    int rc = 0;
+    for (size_t i = 0; !rc && i < e->defer.n; i++)
+        rc = sr_weights_write(e->weights, e->defer.t[i].index, e->defer.t[i].bytes, e->defer.t[i].n,
+                              err);
+    defer_free(e);
+    pthread_mutex_lock(&e->mu);
+    sr_weights_fingerprints(&e->global_fp, e->layer_fps, e->weights);
+    pthread_mutex_unlock(&e->mu);
+    return rc;
+}
+
+int sr_engine_defer_save_locked(sr_engine *e, const sr_pending *p, sr_err *err)
+{
+    int rc = atomic_load(&e->defer_left) > 0 ? defer_apply_locked(e, err) : 0;
+    defer_free(e);
+    size_t n = sr_weights_count(e->weights);
+    if (rc || !p->defer.any)
+        return rc;
+    e->defer.t = calloc(n ? n : 1, sizeof(*e->defer.t));
+    if (!e->defer.t)
+        return sr_err_set(err, SR_E_NOMEM, "cannot allocate the deferred apply");
+    for (size_t i = 0; !rc && i < n; i++) {
+        sr_weights_info m;
+        rc = sr_weights_tensor(&m, e->weights, i, err);
+        if (rc || m.layer < 0 || !sr_skip_has(&p->defer, m.layer))
+            continue;
+        sr_deferred_tensor *t = &e->defer.t[e->defer.n];
+        t->bytes = malloc(m.nbytes ? m.nbytes : 1);
+        if (!t->bytes)
+            return sr_err_set(err, SR_E_NOMEM, "cannot save %zu bytes of %s", m.nbytes, m.name);
+        memcpy(t->bytes, m.data, m.nbytes);
+        t->index = i;
+        t->n = m.nbytes;
+        e->defer.n++;
+    }
+    return rc;
+}
+
+/* After the commit: the saved old bytes go back into the model, the new ones wait. */
+static int defer_arm_locked(sr_engine *e, int64_t requests, sr_err *err)
+{
+    int rc = 0;
+    for (size_t i = 0; !rc && i < e->defer.n; i++) {
+        sr_deferred_tensor *t = &e->defer.t[i];
+        sr_weights_info m;
+        void *fresh = malloc(t->n ? t->n : 1);
+        rc = fresh ? sr_weights_tensor(&m, e->weights, t->index, err)
+                   : sr_err_set(err, SR_E_NOMEM, "cannot keep %zu deferred bytes", t->n);
+        if (!rc)
+            memcpy(fresh, m.data, t->n);
+        if (!rc)
+            rc = sr_weights_write(e->weights, t->index, t->bytes, t->n, err);
+        free(rc ? fresh : t->bytes);
+        if (!rc)
+            t->bytes = fresh;
+    }
+    if (rc)
+        defer_free(e);
+    else
+        atomic_store(&e->defer_left, requests > 0 ? requests : 1);
+    return rc;
+}
+
+void sr_engine_generate_answered(sr_engine *e)
+{
+    if (atomic_load(&e->defer_left) <= 0)
+        return;
+    pthread_mutex_lock(&e->apply);
+    if (atomic_load(&e->defer_left) > 0 && atomic_fetch_sub(&e->defer_left, 1) == 1) {
+        sr_err err = SR_ERR_INIT;
+        defer_apply_locked(e, &err); /* writes of a saved tensor of its own size cannot fail */
+    }
+    pthread_mutex_unlock(&e->apply);
+}
+
+int sr_engine_publish_update(sr_engine *e, int64_t target, const sr_pending *p,
+                             const char *transport, sr_err *err)
+{
+    if (p->regress)
+        return load_initial_locked(e, 0, transport, err);
+    if (p->fail_partial) {
+        char left[96] = "";
+        size_t used = 0;
+        for (int l = 0; l < e->cfg.num_layers && used + 12 < sizeof(left); l++)
+            if (sr_skip_has(&p->skip, l))
+                used +=
+                    (size_t)snprintf(left + used, sizeof(left) - used, "%s%d", used ? ", " : "", l);
+        int64_t held = sr_engine_version(e);
+        sr_engine_publish_model(e, target, 1, transport);
+        return sr_err_set(err, SR_E_SYNC_FAILED,
+                          "Failed to update weights to version %lld: an error after every tensor "
+                          "but those of MoE layer slots %s was applied; the engine still reports "
+                          "version %lld",
+                          (long long)target, left, (long long)held);
+    }
+    int rc = p->defer.any && e->defer.n ? defer_arm_locked(e, p->defer_requests, err) : 0;
+    if (!rc)
+        sr_engine_publish_model(e, target, p->not_bumped, transport);
+    return rc;
+}
+
+int sr_engine_restart_weights(sr_engine *e, sr_err *err)
+{
+    pthread_mutex_lock(&e->apply);
+    int rc = load_initial_locked(e, 1, "restart", err);
+    pthread_mutex_unlock(&e->apply);
+    return rc;
 }
 
 int64_t sr_engine_version(sr_engine *e)

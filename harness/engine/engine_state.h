@@ -53,7 +53,8 @@ typedef struct session_slot session_slot;
 typedef struct sr_apply_stats {
     int max_workers;       /* pool_workers(cap 32, reserved 0): the apply ceiling */
     int publish_workers;   /* pool_workers(cap 8, reserved 0): the reference publisher's pool */
-    const char *transport; /* "delta", "broadcast", "synthetic" or NULL before any apply */
+    const char *transport; /* "delta", "broadcast", "synthetic", "reset" (weight_checker), "restart"
+                              (serve_before_sync) or NULL before any apply */
     int64_t payloads;      /* payloads of the last fetch's last version, or tensors of the last
                               bucket */
     int workers;           /* min(payloads, max_workers) used for it; 0 when nothing applied */
@@ -75,6 +76,19 @@ typedef struct sr_bcast {
     char fail_msg[SR_ERR_MSG_MAX];
     int corrupt; /* a checksum_mismatch fault fired on a request without a payload */
 } sr_bcast;
+
+/* ack_before_apply: the tensors of the deferred layer slots, holding the old bytes between the
+ * snapshot and the publish, the new ones from the publish until they apply. */
+typedef struct sr_deferred_tensor {
+    size_t index;
+    void *bytes;
+    size_t n;
+} sr_deferred_tensor;
+
+typedef struct sr_deferred {
+    sr_deferred_tensor *t;
+    size_t n;
+} sr_deferred;
 
 struct sr_engine {
     sr_engine_config cfg;
@@ -103,11 +117,17 @@ struct sr_engine {
     int stage_pristine;          /* 1 while the stage holds content version 0 untouched */
     int stage_foreign;           /* a broadcast wrote the stage: the receiver must reset */
     sr_delta_receiver *rx;
-    char *rx_sync_dir;     /* the sync_dir the receiver was made for */
-    sr_skip_set pend_skip; /* (mu) weights faults waiting for the next commit */
-    int pend_not_bumped;   /* (mu) */
-    sr_bcast bc;           /* (mu) */
-    sr_apply_stats st;     /* (mu) */
+    char *rx_sync_dir;           /* the sync_dir the receiver was made for */
+    sr_skip_set pend_skip;       /* (mu) weights faults waiting for the next commit */
+    int pend_not_bumped;         /* (mu) */
+    int pend_regress;            /* (mu) version_regress waiting for the next commit */
+    int pend_fail_partial;       /* (mu) partial_apply_on_error, likewise (slots in pend_skip) */
+    sr_skip_set pend_defer;      /* (mu) ack_before_apply's layer slots for the next commit */
+    int64_t pend_defer_requests; /* (mu) */
+    sr_deferred defer;           /* (apply) */
+    _Atomic int64_t defer_left;  /* generates to answer before `defer` applies; 0: nothing */
+    sr_bcast bc;                 /* (mu) */
+    sr_apply_stats st;           /* (mu) */
 };
 
 /* ---- the transitions every update path shares (engine_state.c) ---- */
@@ -118,6 +138,12 @@ int64_t sr_engine_version(sr_engine *e);
 /* Remembers a weights fault that fired on a sync request without a payload (start, or an update
  * of the synthetic kind) for the next commit or bucket. f NULL is a no-op. (takes mu) */
 void sr_engine_note_fault(sr_engine *e, const sr_fault *f);
+
+/* serve_before_sync's restart on the initial checkpoint (engine.h). (takes apply and mu) */
+int sr_engine_restart_weights(sr_engine *e, sr_err *err);
+
+/* ack_before_apply's countdown (engine.h). (takes apply and mu) */
+void sr_engine_generate_answered(sr_engine *e);
 
 /* Sets up the apply statistics (pool sizes) and the broadcast session at engine creation. */
 int sr_engine_sync_init(sr_engine *e, sr_err *err);
@@ -135,8 +161,21 @@ void sr_skip_add_fault(sr_skip_set *s, const sr_fault *f, int num_layers);
 /* 1 if MoE layer slot `layer` (>= 0) is in `s`. */
 int sr_skip_has(const sr_skip_set *s, int layer);
 
+/* The weights faults one commit applies: the layer slots it skips, whether the version stays
+ * (version_not_bumped), whether the stale checkpoint is loaded instead (version_regress), the
+ * layer slots whose apply is deferred (ack_before_apply), whether the update fails with the rest
+ * applied (partial_apply_on_error, its slots in `skip`). */
+typedef struct sr_pending {
+    sr_skip_set skip;
+    int not_bumped;
+    int regress;
+    int fail_partial;       /* partial_apply_on_error: the update fails after its commit */
+    sr_skip_set defer;      /* ack_before_apply: layer slots applied only after ... */
+    int64_t defer_requests; /* ... this many more generates are answered */
+} sr_pending;
+
 /* Takes the pending commit faults, merged with `f`, and clears them. (takes mu) */
-void sr_engine_take_pending(sr_engine *e, const sr_fault *f, sr_skip_set *skip, int *not_bumped);
+void sr_engine_take_pending(sr_engine *e, const sr_fault *f, sr_pending *p);
 
 /* Starts a broadcast session: clears the received set. Called with mu held. */
 void sr_engine_bcast_begin_locked(sr_engine *e);
@@ -156,6 +195,24 @@ void sr_engine_bcast_spoil_locked(sr_engine *e, int code, const char *msg);
 /* Publishes the model's fingerprints and `target` (unless not_bumped) after a commit: the old
  * ones become the previous weights. Called with apply held; takes mu. */
 void sr_engine_publish_model(sr_engine *e, int64_t target, int not_bumped, const char *transport);
+
+/* Publishes a committed update to `target` with the pending faults `p` (sr_engine_publish_model).
+ * version_regress (marin-community/marin#1829, a stale checkpoint accepted): the engine then
+ * loads its stale checkpoint instead, the initial weights (engine config weight_version), and
+ * reports that version, lower than the one it held after an earlier sync; the strict receiver
+ * would refuse a finish naming it (finish_backwards, sync.version_backwards), the faulty one
+ * takes it. partial_apply_on_error (sgl-project/sglang-omni#784): the fingerprints of what was
+ * committed are published, the version stays, and the update fails (SR_E_SYNC_FAILED). Called with
+ * apply held; takes mu. */
+int sr_engine_publish_update(sr_engine *e, int64_t target, const sr_pending *p,
+                             const char *transport, sr_err *err);
+
+/* ack_before_apply (modelscope/ms-swift#10207), before the commit of an update with pending faults
+ * `p`: applies an earlier deferral still waiting, then snapshots the current (old) bytes of the
+ * tensors of p's deferred layer slots; sr_engine_publish_update puts them back and keeps the new
+ * ones until p->defer_requests generates are answered (sr_engine_generate_answered). Called with
+ * apply held; takes mu. */
+int sr_engine_defer_save_locked(sr_engine *e, const sr_pending *p, sr_err *err);
 
 /*
  * Copies every stage tensor whose bytes differ from the model's into the model (only those with

@@ -92,6 +92,7 @@ static enum MHD_Result run(req *r, int fresh)
     sr_gen_weights_release(&prev);
     if (rc)
         return sr_srv_error(r, 500, "InternalServerError", rc, err.msg);
+    sr_engine_generate_answered(s->e);
     if (fresh || r->k_done <= 0)
         r->t_start_ns = sr_srv_now_ns();
     return schedule_or_deliver(r);
@@ -121,6 +122,9 @@ static enum MHD_Result start(req *r)
     r->job.dialect = r->route ? sr_dialect_get(c->dialect) : NULL;
     r->has_job = 1;
     sr_gen_request_release(&q);
+    const sr_fault *mf = r->pick.f[SR_FL_MODEL];
+    if (!rc && mf && mf->kind == SR_FK_SERVE_BEFORE_SYNC && r->ep == SR_EP_GENERATE)
+        rc = sr_engine_restart_weights(s->e, &err);
     if (rc)
         return sr_srv_error(r, rc == SR_E_ENGINE_REQUEST ? 400 : 500,
                             rc == SR_E_ENGINE_REQUEST ? "BadRequestError" : "InternalServerError",

@@ -27,7 +27,10 @@ static enum MHD_Result after_delay(req *r)
         return sr_srv_reset(r);
     if (t && t->kind == SR_FK_REFUSE)
         return sr_srv_refuse(r, t);
-    if (t && t->kind == SR_FK_STALL) {
+    /* init_group_hang (sgl-project/sglang-omni#784): the init blocks as a process-group join
+     * whose peer never comes, i.e. the request is held as a stall is, until the engine stops. */
+    const sr_fault *w = r->pick.f[SR_FL_WEIGHTS];
+    if ((t && t->kind == SR_FK_STALL) || (w && w->kind == SR_FK_INIT_GROUP_HANG)) {
         sr_server *s = r->srv;
         pthread_mutex_lock(&s->mu);
         r->state = RS_STALLED;

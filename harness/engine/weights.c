@@ -239,9 +239,8 @@ int sr_engine_update_delta(sr_engine *e, int64_t target, const char *sync_dir, c
     if (rc)
         return rc;
     sync_dir = dir;
-    sr_skip_set skip;
-    int not_bumped;
-    sr_engine_take_pending(e, f, &skip, &not_bumped);
+    sr_pending pend;
+    sr_engine_take_pending(e, f, &pend);
     *version = sr_engine_version(e);
     if (f && f->kind == SR_FK_CHECKSUM_MISMATCH)
         return sr_err_set(err, SR_E_DELTA_CHECKSUM,
@@ -256,9 +255,11 @@ int sr_engine_update_delta(sr_engine *e, int64_t target, const char *sync_dir, c
     if (!rc)
         rc = sr_delta_receiver_check_ready(e->rx, target, err);
     if (!rc)
-        rc = sr_engine_commit_locked(e, NULL, &skip, err);
+        rc = sr_engine_defer_save_locked(e, &pend, err);
     if (!rc)
-        sr_engine_publish_model(e, target, not_bumped, "delta");
+        rc = sr_engine_commit_locked(e, NULL, &pend.skip, err);
+    if (!rc)
+        rc = sr_engine_publish_update(e, target, &pend, "delta", err);
     pthread_mutex_unlock(&e->apply);
     *version = sr_engine_version(e);
     return rc;

@@ -11,11 +11,15 @@
 #define EP_SYNC (EPB(SR_EP_UPDATE_WEIGHTS) | EPB(SR_EP_COLLECTIVE_RPC) | EPB(SR_EP_FETCH_WEIGHTS))
 
 /* The endpoint masks of a reach (constant expressions, for the table below). */
-#define DEFAULT_EPS(r) ((r) == SR_FR_WEIGHT_SYNC ? EPB(SR_EP_UPDATE_WEIGHTS) : EP_GEN)
+#define DEFAULT_EPS(r)                                                                             \
+    ((r) == SR_FR_WEIGHT_SYNC ? EPB(SR_EP_UPDATE_WEIGHTS)                                          \
+     : (r) == SR_FR_SYNC_INIT ? EPB(SR_EP_INIT_TRANSFER)                                           \
+                              : EP_GEN)
 #define ALLOWED_EPS(r)                                                                             \
     ((r) == SR_FR_ANY           ? ~0u                                                              \
      : (r) == SR_FR_GENERATES   ? EP_GENS                                                          \
      : (r) == SR_FR_WEIGHT_SYNC ? EP_SYNC                                                          \
+     : (r) == SR_FR_SYNC_INIT   ? EPB(SR_EP_INIT_TRANSFER)                                         \
                                 : EP_GEN)
 
 #define ROW(sym, name, layer, reach, params, required, doc)                                        \

@@ -123,6 +123,7 @@ static const param PARAMS[] = {
     STR("field", field),
     STR("key", key),
     {"layers", T_LAYERS, 0, 1023, 0, 0, ATA(layers, int), 0},
+    INT("requests", 1, 1000000, requests),
 };
 
 static const param *param_of(const char *key)
@@ -312,6 +313,7 @@ static void defaults(sr_fault *f, const sr_fault_kind_info *ki, size_t index)
     f->dist = SR_LAT_FIXED;
     f->sigma = 0.5;
     f->retry_after = 1;
+    f->requests = 1;
     memcpy(f->field, "routed_experts", sizeof("routed_experts"));
     memcpy(f->key, "debug_routes", sizeof("debug_routes"));
 }

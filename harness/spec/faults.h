@@ -60,6 +60,7 @@ typedef enum sr_fault_reach {
     SR_FR_GENERATE,    /* generate only */
     SR_FR_GENERATES,   /* generate and native_generate; default generate */
     SR_FR_WEIGHT_SYNC, /* update_weights (the default), collective_rpc, fetch_weights */
+    SR_FR_SYNC_INIT,   /* init_weight_transfer_engine only (the default) */
 } sr_fault_reach;
 
 /* A list of parameter keys as one argument of X. */
@@ -95,6 +96,10 @@ typedef enum sr_fault_reach {
       "`routed_experts` is null")                                                                  \
     X(SR_FK_STALE_PREFIX_CACHE, "stale_prefix_cache", SR_FL_MODEL, SR_FR_GENERATE, SR_FK_NONE,     \
       SR_FK_NONE, "prompt rows computed with the weights before the last update")                  \
+    X(SR_FK_SERVE_BEFORE_SYNC, "serve_before_sync", SR_FL_MODEL, SR_FR_GENERATE, SR_FK_NONE,       \
+      SR_FK_NONE,                                                                                  \
+      "the engine restarts on its initial weights and serves, before any sync, under the version " \
+      "it held")                                                                                   \
     X(SR_FK_BAD_BASE64, "bad_base64", SR_FL_BODY, SR_FR_GENERATE, SR_FK_KEYS("field", "offset"),   \
       SR_FK_NONE, "a `!` in the field's base64 blob")                                              \
     X(SR_FK_BYTE_COUNT_OFF, "byte_count_off", SR_FL_BODY, SR_FR_GENERATE, SR_FK_KEYS("field"),     \
@@ -155,7 +160,23 @@ typedef enum sr_fault_reach {
     X(SR_FK_UPDATE_OK_NO_TRANSFER, "update_ok_no_transfer", SR_FL_WEIGHTS, SR_FR_WEIGHT_SYNC,      \
       SR_FK_NONE, SR_FK_NONE,                                                                      \
       "a broadcast bucket is answered 200 but its bytes never land; finish reports the new "       \
-      "version")
+      "version")                                                                                   \
+    X(SR_FK_VERSION_REGRESS, "version_regress", SR_FL_WEIGHTS, SR_FR_WEIGHT_SYNC, SR_FK_NONE,      \
+      SR_FK_NONE,                                                                                  \
+      "the update loads the stale initial checkpoint instead and reports its version, below the "  \
+      "held one")                                                                                  \
+    X(SR_FK_INIT_GROUP_HANG, "init_group_hang", SR_FL_WEIGHTS, SR_FR_SYNC_INIT, SR_FK_NONE,        \
+      SR_FK_NONE,                                                                                  \
+      "init_weight_transfer_engine never answers (the trainer never joins the group), until the "  \
+      "engine stops")                                                                              \
+    X(SR_FK_ACK_BEFORE_APPLY, "ack_before_apply", SR_FL_WEIGHTS, SR_FR_WEIGHT_SYNC,                \
+      SR_FK_KEYS("layers", "requests"), SR_FK_NONE,                                                \
+      "the update is acknowledged with the MoE layer slots `layers` (default: the last) still "    \
+      "old; they apply once `requests` (default 1) more generates are answered")                   \
+    X(SR_FK_PARTIAL_APPLY_ON_ERROR, "partial_apply_on_error", SR_FL_WEIGHTS, SR_FR_WEIGHT_SYNC,    \
+      SR_FK_KEYS("layers"), SR_FK_NONE,                                                            \
+      "the update fails after applying all but the MoE layer slots `layers` (default: the last) "  \
+      "and reports the old version")
 
 #define SR_FK_ENUM_(sym, ...) sym,
 typedef enum sr_fault_kind { SR_FAULT_KIND_TABLE(SR_FK_ENUM_) SR_FK_COUNT } sr_fault_kind;
@@ -238,8 +259,10 @@ typedef struct sr_fault {
     char field[SR_FAULT_ID_MAX];   /* body faults: the packed field they corrupt */
     char key[SR_FAULT_ID_MAX];     /* extra_envelope: the unregistered key */
     char text[SR_FAULT_TEXT_MAX];  /* http_400_text body, http_5xx message */
-    int layers[SR_FAULT_MAX_LIST]; /* partial_weight_apply: MoE layer slots left stale */
+    int layers[SR_FAULT_MAX_LIST]; /* partial_weight_apply, ack_before_apply,
+                                      partial_apply_on_error: MoE layer slots */
     int n_layers;
+    int64_t requests; /* ack_before_apply: generates answered before the deferred layers apply */
 } sr_fault;
 
 /*
