@@ -66,12 +66,16 @@ int sync_code(const sr_fanout_req *r)
         return 0;
     if (r->code == SR_E_CLIENT_DEADLINE)
         return SR_E_SYNC_DEADLINE;
-    /* The engine names the rule a refusal broke; two of them are findings of their own. */
+    /* The engine names the rule a refusal broke; these are findings of their own. */
     if (r->code == SR_E_CLIENT_HTTP_STATUS && strcmp(r->check, "sync.protocol_order") == 0)
         return SR_E_SYNC_ORDER;
     if (r->code == SR_E_CLIENT_HTTP_STATUS && strcmp(r->check, "delta.checksum") == 0)
         return SR_E_SYNC_CHECKSUM;
     if (r->code == SR_E_CLIENT_HTTP_STATUS && strcmp(r->check, "sync.no_transfer") == 0)
         return SR_E_SYNC_NO_TRANSFER;
+    if (r->code == SR_E_CLIENT_HTTP_STATUS && strcmp(r->check, "sync.version_backwards") == 0)
+        return SR_E_SYNC_VERSION_BACKWARDS;
+    if (r->code == SR_E_CLIENT_HTTP_STATUS && strcmp(r->check, "sync.engine_paused") == 0)
+        return SR_E_SYNC_ENGINE_PAUSED;
     return SR_E_SYNC_FAILED;
 }
