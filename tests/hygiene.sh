@@ -147,4 +147,13 @@ else
         "$S" run --force --out "$tmp/runs14" "$tmp/wide.json"
 fi
 
+# --- 13: syncroll run adds its own sync folder, so a scenario names at most 7 (lint agrees). ---
+dirs=""
+for i in 1 2 3 4 5 6 7 8; do mkdir -p "$tmp/sd$i"; dirs="$dirs\"$tmp/sd$i\","; done
+sed "s#\"tags\"#\"engines\": {\"server\": {\"sync_dirs\": [${dirs%,}]}}, \"tags\"#" "$MIN" >"$tmp/sd8.json"
+expect_out 2 'sync_dirs names 8 folders; a scenario may name at most 7 .*\[scenario.invalid\]' \
+    "lint refuses 8 sync_dirs in a scenario" "$S" lint "$tmp/sd8.json"
+expect_out 2 'sync_dirs names 8 folders' "run refuses them the same way" \
+    "$S" run --out "$tmp/runs13" "$tmp/sd8.json"
+
 finish

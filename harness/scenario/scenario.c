@@ -96,6 +96,12 @@ static int parse_engines(scn_parse *p, const cJSON *en)
     if (!rc && (x = sr_scn_member(en, "server")) &&
         !(rc = sr_scn_check_object(p, x, "engines.server")))
         rc = sr_spec_parse_server(c, &sx, x, NULL);
+    /* syncroll run adds the run's own sync folder to every engine's list (FORMAT.md). */
+    if (!rc && x && c->n_sync_dirs >= SR_ENGINE_MAX_SYNC_DIRS)
+        rc = sr_scn_fail(p, sr_scn_member(x, "sync_dirs"),
+                         "engines.server.sync_dirs names %d folders; a scenario may name at most "
+                         "%d (syncroll run adds the run's own sync folder)",
+                         c->n_sync_dirs, SR_ENGINE_MAX_SYNC_DIRS - 1);
     if (!rc && (x = sr_scn_member(en, "faults")))
         rc = parse_faults(p, x);
     if (!rc)
