@@ -10,15 +10,7 @@
 
 #include "sr_envelope.h"
 
-#define CHECK(c)                                                                                   \
-    do {                                                                                           \
-        if (!(c)) {                                                                                \
-            fprintf(stderr, "CHECK failed line %d\n", __LINE__);                                   \
-            abort();                                                                               \
-        }                                                                                          \
-    } while (0)
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+#include "fuzz_check.h"
 
 static void fz_env(const uint8_t *data, size_t size)
 {

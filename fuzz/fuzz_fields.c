@@ -9,15 +9,7 @@
 
 #include "sr_fields.h"
 
-#define CHECK(c)                                                                                   \
-    do {                                                                                           \
-        if (!(c)) {                                                                                \
-            fprintf(stderr, "CHECK failed line %d\n", __LINE__);                                   \
-            abort();                                                                               \
-        }                                                                                          \
-    } while (0)
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+#include "fuzz_check.h"
 
 static void fz_fields(const uint8_t *data, size_t size)
 {

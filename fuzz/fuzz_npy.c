@@ -11,15 +11,7 @@
 
 #include "sr_npy.h"
 
-#define CHECK(c)                                                                                   \
-    do {                                                                                           \
-        if (!(c)) {                                                                                \
-            fprintf(stderr, "CHECK failed line %d\n", __LINE__);                                   \
-            abort();                                                                               \
-        }                                                                                          \
-    } while (0)
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+#include "fuzz_check.h"
 
 static void roundtrip(const sr_npy_header *h)
 {
