@@ -147,10 +147,12 @@ static int read_dim(npy_cur *c, int64_t *out)
     const uint8_t *start = c->p;
     uint64_t v = 0;
     while (c->p < c->end && *c->p >= '0' && *c->p <= '9') {
-        if (v > (uint64_t)(INT64_MAX - 9) / 10)
+        uint64_t digit = (uint64_t)(*c->p - '0');
+        if (v > ((uint64_t)INT64_MAX - digit) / 10)
             return sr_err_set_at(c->err, SR_E_NPY_SHAPE, start - c->base,
                                  ".npy shape has a dimension beyond 2^63 - 1");
-        v = v * 10 + (uint64_t)(*c->p++ - '0');
+        v = v * 10 + digit;
+        c->p++;
     }
     if (c->p == start || (*start == '0' && c->p - start > 1))
         return sr_err_set_at(c->err, SR_E_NPY_SHAPE, start - c->base,

@@ -19,9 +19,10 @@
  *
  * Parsing is strict where a route array can only be wrong: version 1.0 only (np.save writes 2.0
  * only for headers past 65535 bytes), the three keys once each (a Python dict literal would keep
- * the last of a duplicate; syncroll refuses it instead), descr with an explicit byte order ('<',
- * or '|'/'<' for one-byte types; '>' is npy.byte_order, and '|' or '=' on a multi-byte type too,
- * since its bytes would be read in the reader's order), fortran_order False, a shape tuple of
+ * the last of a duplicate; syncroll refuses it instead), descr with an explicit byte order: '<'
+ * on a multi-byte type ('>' is npy.byte_order, and so are '|' and '=', since the bytes would be
+ * read in the reader's order), any of '<', '>', '|', '=' on a one-byte type (NumPy reads them all
+ * as the same type), fortran_order False, a shape tuple of
  * decimal non-negative integers with its element count times item size checked for overflow, and
  * a header ended by '\n'. Whitespace between tokens (space, tab) and either quote style are
  * accepted as NumPy's literal evaluation accepts them. Stricter than np.load, and documented so:

@@ -24,10 +24,12 @@ static int parse_dims(sr_nrlre_header *h, const char *s, size_t from, size_t to,
         size_t start = i;
         uint64_t v = 0;
         while (i < to && s[i] >= '0' && s[i] <= '9') {
-            if (v > (uint64_t)(INT64_MAX - 9) / 10)
+            uint64_t digit = (uint64_t)(s[i] - '0');
+            if (v > ((uint64_t)INT64_MAX - digit) / 10)
                 return sr_err_set_at(err, SR_E_NRLRE_SHAPE, (int64_t)start,
                                      "nrlre1 shape dimension %d is beyond 2^63 - 1", k);
-            v = v * 10 + (uint64_t)(s[i++] - '0');
+            v = v * 10 + digit;
+            i++;
         }
         if (i == start || (s[start] == '0' && i - start > 1))
             return sr_err_set_at(err, SR_E_NRLRE_SHAPE, (int64_t)start,

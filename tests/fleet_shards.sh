@@ -109,6 +109,13 @@ expect_out 2 'report\.shard_duplicate: .*s1/latest .*s1/latest both hold shard 1
     "the same shard twice" \
     "$S" report --merge "$tmp/dup" "$tmp/s1/latest" "$tmp/s1/latest" "$tmp/s2/latest"
 [ -e "$tmp/dup" ] && bad "a refused merge created its folder"
+# OUT must not be one of the shards: the merged run would overwrite it.
+cp "$tmp/s1/latest/results.json" "$tmp/s1-before.json"
+expect_out 2 'OUT .* is the run folder of .*s1/latest; the merged run would overwrite that shard \[usage.invalid_argument\]' \
+    "OUT is one of the shards" \
+    "$S" report --merge "$tmp/s1/latest" "$tmp/s1/latest" "$tmp/s2/latest" "$tmp/s3/latest" \
+    "$tmp/s4/latest"
+cmp -s "$tmp/s1/latest/results.json" "$tmp/s1-before.json" || bad "a refused merge changed its shard"
 # Forged shards: another git rev; another shard count; shard 2's scenarios claiming shard 3.
 forge() { # forge SRC_RUN DEST_DIR PYTHON_EXPR_ON_d
     mkdir -p "$2" && python3 -c '

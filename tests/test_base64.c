@@ -421,10 +421,9 @@ START_TEST(test_padding_rules)
         {"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=AAA", SR_E_B64_PADDING, 40, -1},
         {"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAQ==AAAA",
          SR_E_B64_PADDING, 68, -1},
-        /* Rows the mutation run asked for (tests/mutants/mutants.json): a quad ending in one
-         * '=' followed by a whole quad, '=' in position 2 before data, and both after a clean
-         * quad so that the offsets are past the first quad. */
-        {"AAA=AAAA", SR_E_B64_PADDING, 4, -1},
+        /* Rows the mutation run asked for (tests/mutants/mutants.json; AAA=AAAA is above): a quad
+         * ending in one '=' followed by a whole quad and '=' in position 2 before data, after a
+         * clean quad so that the offsets are past the first quad, and '=' in position 2 alone. */
         {"AQIDAAA=AAAA", SR_E_B64_PADDING, 8, -1},
         {"A=AA", SR_E_B64_PADDING, 1, -1},
         {"AQIDA=AA", SR_E_B64_PADDING, 5, -1},

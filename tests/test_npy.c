@@ -240,6 +240,21 @@ START_TEST(reader_names_each_violation)
         ck_assert_msg(rc == v[i].code && err.code == v[i].code, "case %zu %s: want %s, got %s: %s",
                       i, v[i].dict, sr_code_name(v[i].code), sr_code_name(rc), err.msg);
     }
+    /* The largest dimension is 2^63 - 1 exactly: fine for one-byte items, an overflow of the
+     * array size for wider ones; one more is not a dimension at all. */
+    sr_err e2 = SR_ERR_INIT;
+    ck_assert_sr_ok(parse_dict("{'descr': '|u1', 'fortran_order': False, 'shape': "
+                               "(9223372036854775807,)}",
+                               0, 1, &e2),
+                    e2);
+    ck_assert_sr_code(parse_dict("{'descr': '<u2', 'fortran_order': False, 'shape': "
+                                 "(9223372036854775807,)}",
+                                 0, 1, &e2),
+                      e2, SR_E_ENV_OVERFLOW);
+    ck_assert_sr_code(parse_dict("{'descr': '|u1', 'fortran_order': False, 'shape': "
+                                 "(9223372036854775808,)}",
+                                 0, 1, &e2),
+                      e2, SR_E_NPY_SHAPE);
     /* "(5)" is not a 1-tuple; "(5,)" is. */
     sr_err err = SR_ERR_INIT;
     ck_assert_sr_code(

@@ -89,6 +89,15 @@ START_TEST(names_each_violation)
         ck_assert_msg(rc == v[i].code && err.code == v[i].code, "case %s: want %s, got %s: %s",
                       v[i].s, sr_code_name(v[i].code), sr_code_name(rc), err.msg);
     }
+    /* The largest dimension is 2^63 - 1 exactly; one more is refused as a dimension. */
+    sr_nrlre_header h2;
+    sr_err e2 = SR_ERR_INIT;
+    ck_assert_sr_ok(parse("nrlre1:int8:9223372036854775807x1x1:", &h2, &e2), e2);
+    ck_assert_int_eq(h2.shape[0], INT64_MAX);
+    ck_assert_sr_code(parse("nrlre1:int16:9223372036854775807x1x1:", &h2, &e2), e2,
+                      SR_E_ENV_OVERFLOW);
+    ck_assert_sr_code(parse("nrlre1:int8:9223372036854775808x1x1:", &h2, &e2), e2,
+                      SR_E_NRLRE_SHAPE);
     /* A prefix longer than any the encoder writes never finds its colons. */
     char longs[200] = "nrlre1:int16:";
     memset(longs + strlen(longs), '1', 120);

@@ -83,13 +83,28 @@ int sr_report_cli_merge(int argc, char **argv)
     if (!v)
         return SR_EXIT_FAIL;
     char dir[4096];
-    for (size_t i = 0; i < n; i++)
-        if (argv[i + 1][0] == '-' || sr_report_cli_load(&v[i], argv[i + 1], dir, sizeof(dir))) {
-            if (argv[i + 1][0] == '-')
-                fprintf(stderr, "syncroll report: --merge takes no option ('%s')\n", argv[i + 1]);
+    /* Writing the merged run over one of its shards would destroy that shard. */
+    char *out_real = realpath(argv[0], NULL);
+    for (size_t i = 0; i < n; i++) {
+        int bad = argv[i + 1][0] == '-' || sr_report_cli_load(&v[i], argv[i + 1], dir, sizeof(dir));
+        if (argv[i + 1][0] == '-')
+            fprintf(stderr, "syncroll report: --merge takes no option ('%s')\n", argv[i + 1]);
+        char *in_real = bad || !out_real ? NULL : realpath(dir, NULL);
+        if (in_real && strcmp(in_real, out_real) == 0) {
+            fprintf(stderr,
+                    "syncroll report: --merge: OUT %s is the run folder of %s; the merged run "
+                    "would overwrite that shard [usage.invalid_argument]\n",
+                    argv[0], argv[i + 1]);
+            bad = 1;
+        }
+        free(in_real);
+        if (bad) {
+            free(out_real);
             free_runs(v, n);
             return SR_EXIT_USAGE;
         }
+    }
+    free(out_real);
     sr_run_result *m = NULL;
     sr_err err = SR_ERR_INIT;
     int rc = sr_report_merge(&m, (const sr_run_result *const *)v, (const char *const *)argv + 1, n,

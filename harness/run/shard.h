@@ -5,8 +5,9 @@
  * the id alone, so adding, removing or renaming one scenario moves that scenario only, and every
  * machine computes the same partition without talking to the others.
  *
- * The shard comes from `--shard K/N` when it is given (GitHub Actions' matrix passes it so; the
- * environment is then not read), otherwise from the variables of the CI system the job runs on:
+ * The shard comes from `--shard K/N` when it is given (GitHub Actions' matrix passes it so; no CI
+ * index variable is read then, and --shard-count or SYNCROLL_SHARD_COUNT, if set, must agree with
+ * N), otherwise from the variables of the CI system the job runs on:
  *
  *   source      index variable (base)             count variable
  *   buildkite   BUILDKITE_PARALLEL_JOB (0-based)  BUILDKITE_PARALLEL_JOB_COUNT

@@ -116,7 +116,8 @@
 #define SR_ENGINE_MAX_SYNC_DIRS 8
 #define SR_ENGINE_SYNC_DIR_MAX  1024
 
-/* The weight-sync control plane an engine speaks (engines.sync_dialect, server.sync_dialect). */
+/* The weight-sync control plane an engine speaks (engines.sync_dialect in a scenario, the top-level
+ * `sync_dialect` of an engine config). */
 typedef enum sr_sync_dialect {
     SR_SYNC_DIALECT_SKYRL = 0, /* collective_rpc skyrl_*_weight_update, delta fetch/update */
     SR_SYNC_DIALECT_VLLM,      /* vLLM's native dev-mode routes: /start_weight_update, ... */
@@ -175,7 +176,7 @@ typedef struct sr_engine_config {
     int body_timeout_ms;
     int max_pending;              /* server.max_pending_connections */
     int max_queued;               /* server.max_queued_requests */
-    sr_sync_dialect sync_dialect; /* server.sync_dialect */
+    sr_sync_dialect sync_dialect; /* sync_dialect (top level of the config) */
     sr_dialect dialect;           /* the data-plane wire (spec/dialect.h; engines.dialect) */
     int n_sync_dirs;              /* server.sync_dirs; 0: the engine may write no folder */
     char sync_dirs[SR_ENGINE_MAX_SYNC_DIRS][SR_ENGINE_SYNC_DIR_MAX];
