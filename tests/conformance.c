@@ -17,6 +17,7 @@
 #include <cjson/cJSON.h>
 
 #include "sr_err.h"
+#include "sr_buf.h"
 #include "sr_fields.h"
 #include "sr_json.h"
 #include "sr_splice.h"
@@ -47,32 +48,15 @@ static void fail(const char *name, const char *route, const char *fmt, const cha
     g_failures++;
 }
 
+/* The whole file, NUL-terminated (free() it), or NULL if it cannot be read (sr_buf_read_file). */
 static char *read_file(const char *path, size_t *len)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
+    sr_buf b = SR_BUF_INIT;
+    if (sr_buf_read_file(&b, path, 0, NULL) != 0)
         return NULL;
-    size_t cap = 4096, n = 0;
-    char *b = malloc(cap + 1);
-    size_t k;
-    while (b && (k = fread(b + n, 1, cap - n, f)) > 0) {
-        n += k;
-        if (n == cap) {
-            char *nb = realloc(b, cap * 2 + 1);
-            if (!nb) {
-                free(b);
-                b = NULL;
-                break;
-            }
-            b = nb;
-            cap *= 2;
-        }
-    }
-    fclose(f);
-    if (b)
-        b[n] = '\0';
-    *len = n;
-    return b;
+    if (len)
+        *len = b.len;
+    return b.data;
 }
 
 /* Copies the next space-separated word of *s into w (size cap). */

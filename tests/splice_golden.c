@@ -20,6 +20,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "sr_buf.h"
 #include "sr_fields.h"
 #include "sr_splice.h"
 
@@ -69,34 +70,15 @@ static uint64_t fnv(const void *p, size_t n)
     return h;
 }
 
+/* The whole file, NUL-terminated (free() it), or NULL if it cannot be read (sr_buf_read_file). */
 static char *read_file(const char *path, size_t *len)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
+    sr_buf b = SR_BUF_INIT;
+    if (sr_buf_read_file(&b, path, 0, NULL) != 0)
         return NULL;
-    size_t cap = 4096, n = 0;
-    char *b = malloc(cap + 1);
-    size_t got;
-    while (b && (got = fread(b + n, 1, cap - n, f)) > 0) {
-        n += got;
-        if (n == cap) {
-            char *nb = realloc(b, cap * 2 + 1);
-            if (!nb) {
-                free(b);
-                b = NULL;
-                break;
-            }
-            b = nb;
-            cap *= 2;
-        }
-    }
-    fclose(f);
-    if (b) {
-        b[n] = '\0';
-        if (len)
-            *len = n;
-    }
-    return b;
+    if (len)
+        *len = b.len;
+    return b.data;
 }
 
 static void splice_once(outcome *o, const sr_fields *fields, const mode *m, const char *body,
