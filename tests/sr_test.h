@@ -6,8 +6,13 @@
 #define SR_TEST_H
 
 #include <check.h>
+#include <netinet/in.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 
 #include "sr_err.h"
 
@@ -16,10 +21,9 @@
     do {                                                                                           \
         int rc_ = (rc);                                                                            \
         int want_ = (want);                                                                        \
-        ck_assert_msg(rc_ == want_ && (err).code == want_,                                         \
-                      "expected %s, got %s (err %s): %s", sr_code_name(want_),                     \
-                      sr_code_name(rc_) ? sr_code_name(rc_) : "?",                                 \
-                      sr_code_name((err).code) ? sr_code_name((err).code) : "?", (err).msg);      \
+        ck_assert_msg(rc_ == want_ && (err).code == want_, "expected %s, got %s (err %s): %s",     \
+                      sr_code_name(want_), sr_code_name(rc_) ? sr_code_name(rc_) : "?",            \
+                      sr_code_name((err).code) ? sr_code_name((err).code) : "?", (err).msg);       \
     } while (0)
 
 /* Asserts success and prints the error otherwise. */
@@ -27,7 +31,7 @@
     do {                                                                                           \
         int rc_ = (rc);                                                                            \
         ck_assert_msg(rc_ == 0, "expected success, got %s: %s",                                    \
-                      sr_code_name(rc_) ? sr_code_name(rc_) : "?", (err).msg);                    \
+                      sr_code_name(rc_) ? sr_code_name(rc_) : "?", (err).msg);                     \
     } while (0)
 
 /* Runs a suite and returns the process exit status. */
@@ -46,6 +50,32 @@ static inline char *sr_test_read_all(const char *path)
     b[n] = '\0';
     fclose(f);
     return b;
+}
+
+/* A raw TCP connection to 127.0.0.1:`port` (the socket; fails the test if it cannot connect),
+ * with a 30 s receive timeout as a bound against a hang, not a timing assertion. */
+static inline int sr_test_raw_connect(int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    ck_assert_int_ge(fd, 0);
+    struct timeval tv = {30, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof(a));
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ck_assert_int_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    return fd;
+}
+
+/* sr_test_raw_connect, then sends all of `req` (may be ""). */
+static inline int sr_test_raw_send(int port, const char *req)
+{
+    int fd = sr_test_raw_connect(port);
+    size_t len = strlen(req);
+    ck_assert_int_eq((long)send(fd, req, len, MSG_NOSIGNAL), (long)len);
+    return fd;
 }
 
 static inline int sr_test_run(Suite *s)

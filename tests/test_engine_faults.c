@@ -289,16 +289,7 @@ static void raw_health(int fd, char *buf, size_t cap)
 /* A kept-alive connection to the engine (the socket), its first /health answered 200. */
 static int raw_keepalive(const eng *e, char *buf, size_t cap)
 {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    ck_assert_int_ge(fd, 0);
-    struct timeval tv = {30, 0}; /* a bound against a hang, not a timing assertion */
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    struct sockaddr_in a;
-    memset(&a, 0, sizeof(a));
-    a.sin_family = AF_INET;
-    a.sin_port = htons((uint16_t)e->port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ck_assert_int_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    int fd = sr_test_raw_connect(e->port);
     raw_health(fd, buf, cap);
     ck_assert_msg(strncmp(buf, "HTTP/1.1 200", 12) == 0, "health: %s", buf);
     ck_assert_msg(!strcasestr(buf, "\r\nConnection: close\r\n"), "closed at once: %s", buf);

@@ -19,24 +19,6 @@
 #include "scenario/scenario.h"
 #include "sr_clock.h"
 
-/* A raw loopback connection to port `port` that has sent `req` (may be ""). */
-static int raw_send(int port, const char *req)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    ck_assert_int_ge(fd, 0);
-    struct timeval tv = {30, 0}; /* a bound against a hang, not a timing assertion */
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    struct sockaddr_in a;
-    memset(&a, 0, sizeof(a));
-    a.sin_family = AF_INET;
-    a.sin_port = htons((uint16_t)port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ck_assert_int_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-    size_t len = strlen(req);
-    ck_assert_int_eq((long)send(fd, req, len, MSG_NOSIGNAL), (long)len);
-    return fd;
-}
-
 /* Reads until the engine closes the connection (or 30 s pass). */
 static void raw_read_all(int fd, char *buf, size_t cap)
 {
@@ -52,7 +34,7 @@ static void raw_read_all(int fd, char *buf, size_t cap)
 static void expect_raw(const eng *e, const char *req, const char *status, const char *check)
 {
     char buf[4096];
-    raw_read_all(raw_send(e->port, req), buf, sizeof(buf));
+    raw_read_all(sr_test_raw_send(e->port, req), buf, sizeof(buf));
     ck_assert_msg(strncmp(buf, status, strlen(status)) == 0, "want %s for %.60s...: %s", status,
                   req, buf);
     ck_assert_msg(!check || strstr(buf, check), "want %s in: %s", check, buf);
@@ -367,7 +349,7 @@ START_TEST(oversized_chunk_extension_is_the_library_answer)
         memcpy(req, head, sizeof(head) - 1);
         memset(req + sizeof(head) - 1, 'a', sizes[k]);
         memcpy(req + sizeof(head) - 1 + sizes[k], tail, sizeof(tail));
-        raw_read_all(raw_send(e.port, req), buf, sizeof(buf));
+        raw_read_all(sr_test_raw_send(e.port, req), buf, sizeof(buf));
         free(req);
         if (k == 0)
             ck_assert_msg(strncmp(buf, "HTTP/1.1 500", 12) == 0 ||
@@ -482,7 +464,7 @@ START_TEST(requests_over_the_active_limit_queue_then_refuse)
     const char *busy = "POST /skyrl/v1/generate HTTP/1.1\r\nHost: x\r\n"
                        "Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{";
     const char *health = "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
-    int held[2] = {raw_send(e.port, busy), raw_send(e.port, busy)};
+    int held[2] = {sr_test_raw_send(e.port, busy), sr_test_raw_send(e.port, busy)};
     /* The held requests reach the engine asynchronously: probe with one request at a time until
      * one is not answered at once (both slots are held, so it waits in the queue). A probe that
      * finds a free slot is answered 200 and closed; it never stays queued, so the one queue place
@@ -490,7 +472,7 @@ START_TEST(requests_over_the_active_limit_queue_then_refuse)
     char buf[2][4096];
     int fd[2] = {-1, -1}, queued = 0, refused = 1;
     for (int tries = 0; tries < 200 && fd[queued] < 0; tries++) {
-        int p = raw_send(e.port, health);
+        int p = sr_test_raw_send(e.port, health);
         struct timeval tv = {1, 0};
         setsockopt(p, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
         ssize_t n = read(p, buf[queued], sizeof(buf[queued]) - 1);
@@ -505,7 +487,7 @@ START_TEST(requests_over_the_active_limit_queue_then_refuse)
     }
     ck_assert_int_ge(fd[queued], 0);
     /* Both slots held and the queue full: the next request is refused at once. */
-    fd[refused] = raw_send(e.port, health);
+    fd[refused] = sr_test_raw_send(e.port, health);
     struct timeval tv5 = {5, 0};
     setsockopt(fd[refused], SOL_SOCKET, SO_RCVTIMEO, &tv5, sizeof(tv5));
     raw_read_all(fd[refused], buf[refused], sizeof(buf[refused]));

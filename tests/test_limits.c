@@ -429,20 +429,7 @@ END_TEST
 /* A raw loopback connection to the engine at `url` that has sent `req`; the socket. */
 static int send_raw(const char *url, const char *req)
 {
-    int port = atoi(strrchr(url, ':') + 1);
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    ck_assert_int_ge(fd, 0);
-    struct timeval tv = {30, 0}; /* a bound against a hang, not a timing assertion */
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    struct sockaddr_in a;
-    memset(&a, 0, sizeof(a));
-    a.sin_family = AF_INET;
-    a.sin_port = htons((uint16_t)port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ck_assert_int_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-    size_t len = strlen(req);
-    ck_assert_int_eq((long)write(fd, req, len), (long)len);
-    return fd;
+    return sr_test_raw_send(atoi(strrchr(url, ':') + 1), req);
 }
 
 /* A connection busy with a request: a generate whose body never finishes arriving. */
