@@ -32,6 +32,7 @@
 
 #include "bench_util.h"
 #include "engine/engine.h"
+#include "engine/engine_state.h"
 #include "engine/gen.h"
 #include "spec/engine_config.h"
 #include "sr_weights.h"
@@ -144,7 +145,7 @@ static void run_place(disk_bench *d, const char *place, const char *root, int64_
         perror("mkdtemp");
         exit(1);
     }
-    double wr[MAX_REPS], ap[MAX_REPS], both[MAX_REPS], fl[MAX_REPS];
+    double wr[MAX_REPS], ap[MAX_REPS], both[MAX_REPS], fl[MAX_REPS], rd[MAX_REPS], cm[MAX_REPS];
     char prev[600] = "";
     /* one untimed warm-up round (page cache, stage allocation), then the repetitions */
     for (int r = -1; r < d->reps; r++) {
@@ -166,12 +167,20 @@ static void run_place(disk_bench *d, const char *place, const char *root, int64_
         snprintf(prev, sizeof(prev), "%s", path);
         if (r < 0)
             continue;
+        pthread_mutex_lock(&d->e->mu);
+        rd[r] = d->e->st.fetch_ms;
+        cm[r] = d->e->st.commit_ms;
+        pthread_mutex_unlock(&d->e->mu);
         wr[r] = t1 - t0;
         ap[r] = t2 - t1;
         both[r] = t2 - t0;
         fl[r] = floor_once(d, dir);
     }
     rm_tree(dir);
+    bench_stats srd = bench_stats_of(rd, d->reps), scm = bench_stats_of(cm, d->reps);
+    printf("# disk.apply.%s.%s: of it the pread into the stage %.1f ms, the commit into the model "
+           "%.1f ms (medians)\n",
+           d->size_name, place, srd.median_ms, scm.median_ms);
     char name[128];
     const char *what[4] = {"write", "apply", "write_apply", "floor.write_fsync"};
     double *ms[4] = {wr, ap, both, fl};
@@ -187,8 +196,8 @@ static void run_place(disk_bench *d, const char *place, const char *root, int64_
 int main(void)
 {
     const char *mib_env = getenv("BENCH_DISK_MIB");
-    size_t mib = mib_env && atoi(mib_env) >= 1 && atoi(mib_env) <= 1024 ? (size_t)atoi(mib_env)
-                                                                        : 1024;
+    size_t mib =
+        mib_env && atoi(mib_env) >= 1 && atoi(mib_env) <= 1024 ? (size_t)atoi(mib_env) : 1024;
     disk_bench d;
     memset(&d, 0, sizeof(d));
     d.reps = bench_reps(5);

@@ -33,19 +33,32 @@ size_t sr_st_dtype_size(sr_st_dtype d)
 sr_st_dtype sr_st_dtype_of(sr_dtype d)
 {
     switch (d) {
-    case SR_DTYPE_BOOL: return SR_ST_BOOL;
-    case SR_DTYPE_INT8: return SR_ST_I8;
-    case SR_DTYPE_UINT8: return SR_ST_U8;
-    case SR_DTYPE_INT16: return SR_ST_I16;
-    case SR_DTYPE_UINT16: return SR_ST_U16;
-    case SR_DTYPE_INT32: return SR_ST_I32;
-    case SR_DTYPE_UINT32: return SR_ST_U32;
-    case SR_DTYPE_INT64: return SR_ST_I64;
-    case SR_DTYPE_UINT64: return SR_ST_U64;
-    case SR_DTYPE_FLOAT16: return SR_ST_F16;
-    case SR_DTYPE_FLOAT32: return SR_ST_F32;
-    case SR_DTYPE_FLOAT64: return SR_ST_F64;
-    default: return SR_ST_INVALID;
+    case SR_DTYPE_BOOL:
+        return SR_ST_BOOL;
+    case SR_DTYPE_INT8:
+        return SR_ST_I8;
+    case SR_DTYPE_UINT8:
+        return SR_ST_U8;
+    case SR_DTYPE_INT16:
+        return SR_ST_I16;
+    case SR_DTYPE_UINT16:
+        return SR_ST_U16;
+    case SR_DTYPE_INT32:
+        return SR_ST_I32;
+    case SR_DTYPE_UINT32:
+        return SR_ST_U32;
+    case SR_DTYPE_INT64:
+        return SR_ST_I64;
+    case SR_DTYPE_UINT64:
+        return SR_ST_U64;
+    case SR_DTYPE_FLOAT16:
+        return SR_ST_F16;
+    case SR_DTYPE_FLOAT32:
+        return SR_ST_F32;
+    case SR_DTYPE_FLOAT64:
+        return SR_ST_F64;
+    default:
+        return SR_ST_INVALID;
     }
 }
 
@@ -196,7 +209,8 @@ static int parse_entry(sr_st_tensor *t, const cJSON *e, sr_err *err)
         else if (!strcmp(kv->string, "data_offsets"))
             off = kv;
         else
-            return sr_err_set(err, SR_E_ST_TENSOR, "safetensors: tensor '%.200s': unknown key "
+            return sr_err_set(err, SR_E_ST_TENSOR,
+                              "safetensors: tensor '%.200s': unknown key "
                               "'%.100s' (only dtype, shape, data_offsets)",
                               t->name, kv->string);
     }
@@ -345,7 +359,8 @@ int sr_st_parse_header(sr_st_header **out, const unsigned char *buf, size_t len,
         return sr_err_set(err, SR_E_INVAL, "safetensors: %zu bytes given, the header needs %llu",
                           len, (unsigned long long)(8 + n));
     if (n == 0 || buf[8] != '{') {
-        rc = sr_err_set(err, SR_E_ST_HEADER_START, "safetensors: the header does not start with '{'");
+        rc = sr_err_set(err, SR_E_ST_HEADER_START,
+                        "safetensors: the header does not start with '{'");
         if (err)
             err->offset = 8;
         return rc;

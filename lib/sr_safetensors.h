@@ -34,6 +34,8 @@
  *   sorted by (begin, end), a tensor not starting where the one before ends (the first at 0)
  *                                                        SR_E_ST_OFFSETS
  *   the last end != file length - 8 - N                  SR_E_ST_BUFFER
+ * The JSON tree is built by sr_jdom (reference rules: UTF-8, duplicate keys, number overflow); a
+ * header whose tree needs more than SR_JDOM_DEFAULT_MAX bytes of arena is SR_E_LIMIT.
  * Unlike the reference this parser refuses unknown keys in a tensor entry, and it knows only the
  * whole-byte dtypes (the sub-byte F4/F6 kinds are SR_E_ST_DTYPE).
  *
@@ -130,12 +132,12 @@ typedef struct sr_st_meta {
 } sr_st_meta;
 
 typedef struct sr_st_header {
-    uint64_t header_len;  /* N */
-    uint64_t data_start;  /* 8 + N: file offset of the byte buffer */
-    uint64_t buffer_len;  /* file length - 8 - N */
-    size_t n_tensors;     /* sorted by name (strcmp) */
+    uint64_t header_len; /* N */
+    uint64_t data_start; /* 8 + N: file offset of the byte buffer */
+    uint64_t buffer_len; /* file length - 8 - N */
+    size_t n_tensors;    /* sorted by name (strcmp) */
     sr_st_tensor *tensors;
-    size_t n_meta;        /* in file order */
+    size_t n_meta; /* in file order */
     sr_st_meta *meta;
 } sr_st_header;
 
@@ -220,8 +222,7 @@ const char *sr_st_checkpoint_meta(const sr_st_checkpoint *c, const char *key);
  * tensor). Called on the calling thread, in name order, before any byte is read. Returns 0 or
  * a negative sr_code with err filled: the read then stops before reading anything.
  */
-typedef int (*sr_st_dest_fn)(void *ctx, size_t i, const sr_st_info *info, void **dst,
-                             sr_err *err);
+typedef int (*sr_st_dest_fn)(void *ctx, size_t i, const sr_st_info *info, void **dst, sr_err *err);
 
 /* What one read did. */
 typedef struct sr_st_read_stats {

@@ -78,8 +78,8 @@ static int digits(const char *s, int n, int *v)
 static int shard_name(const char *s, int *i, int *n)
 {
     return strlen(s) == 32 && !strncmp(s, "model-", 6) && digits(s + 6, 5, i) &&
-           !strncmp(s + 11, "-of-", 4) && digits(s + 15, 5, n) &&
-           !strcmp(s + 20, ".safetensors") && *i >= 1 && *i <= *n;
+           !strncmp(s + 11, "-of-", 4) && digits(s + 15, 5, n) && !strcmp(s + 20, ".safetensors") &&
+           *i >= 1 && *i <= *n;
 }
 
 static int ends_with(const char *s, const char *tail)
@@ -173,8 +173,8 @@ static int open_file(st_file *f, sr_err *err)
         rc = sr_err_set(err, SR_E_NOMEM, "safetensors: no memory for a %llu-byte header",
                         (unsigned long long)n);
     if (!rc && (r = pread_all(f->fd, buf, (size_t)n + 8, 0)) != 0)
-        rc = sr_err_set(err, SR_E_IO, "safetensors: cannot read the header of %.3000s: %s",
-                        f->path, r < 0 ? strerror(errno) : "the file shrank");
+        rc = sr_err_set(err, SR_E_IO, "safetensors: cannot read the header of %.3000s: %s", f->path,
+                        r < 0 ? strerror(errno) : "the file shrank");
     if (!rc)
         rc = sr_st_parse_header(&f->h, buf, (size_t)n + 8, f->size, err);
     free(buf);
@@ -332,8 +332,8 @@ int sr_st_checkpoint_read(sr_st_checkpoint *c, int workers, sr_st_dest_fn dest, 
         const st_file *f = &c->files[x->file];
         for (size_t at = 0; at < x->nbytes; at += SR_ST_PIECE) {
             size_t len = x->nbytes - at < SR_ST_PIECE ? x->nbytes - at : SR_ST_PIECE;
-            ps[k++] = (piece){f->fd, f->path, f->h->data_start + x->t->begin + at,
-                              (char *)dst + at, len};
+            ps[k++] =
+                (piece){f->fd, f->path, f->h->data_start + x->t->begin + at, (char *)dst + at, len};
             bytes += len;
         }
     }

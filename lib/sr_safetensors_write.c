@@ -91,13 +91,14 @@ static int build_header(sr_buf *b, const sr_st_in *const *o, size_t n, const sr_
         if (i)
             rc = sr_buf_puts(b, ",", err);
         rc = rc ? rc : sr_buf_put_json_string(b, o[i]->name, err);
-        rc = rc ? rc : sr_buf_printf(b, err, ":{\"dtype\":\"%s\",\"shape\":[",
-                                     sr_st_dtype_name(o[i]->dtype));
+        rc = rc ? rc
+                : sr_buf_printf(b, err, ":{\"dtype\":\"%s\",\"shape\":[",
+                                sr_st_dtype_name(o[i]->dtype));
         for (int d = 0; d < o[i]->ndim && !rc; d++)
             rc = sr_buf_printf(b, err, "%s%lld", d ? "," : "", (long long)o[i]->shape[d]);
-        rc = rc ? rc : sr_buf_printf(b, err, "],\"data_offsets\":[%llu,%llu]}",
-                                     (unsigned long long)at,
-                                     (unsigned long long)(at + o[i]->nbytes));
+        rc = rc ? rc
+                : sr_buf_printf(b, err, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long)at,
+                                (unsigned long long)(at + o[i]->nbytes));
         at += o[i]->nbytes;
     }
     rc = rc ? rc : sr_buf_puts(b, "}", err);
@@ -183,7 +184,7 @@ static int remove_partial(const char *dir, sr_err *err)
 /* One shard job of a checkpoint write. */
 typedef struct shard_job {
     const char *dir;
-    const sr_st_in *t; /* in name order */
+    const sr_st_in *t;   /* in name order */
     const size_t *first; /* shard s holds t[first[s] .. first[s + 1]) */
     int shards;
     const sr_st_meta *m;

@@ -18,7 +18,7 @@
 #include "sync/checkpoint.h"
 
 #define CONFIG                                                                                     \
-    "{\"seed\":5,\"model\":{\"vocab\":1000,\"layers\":3,\"experts\":16,\"topk\":2,\"eos_id\":-1},"  \
+    "{\"seed\":5,\"model\":{\"vocab\":1000,\"layers\":3,\"experts\":16,\"topk\":2,\"eos_id\":-1}," \
     "\"weights\":{\"total_bytes\":2097152,\"expert_tensors\":4}%s}"
 
 typedef struct fixture {
@@ -88,9 +88,8 @@ START_TEST(load_versions_from_disk)
     for (int k = 0; k < 3; k++) {
         sr_weights *w = trainer_at(&x, vs[k]);
         char path[256];
-        ck_assert_sr_ok(sr_sync_write_checkpoint(path, sizeof path, w, x.dir, vs[k], shards[k], 2,
-                                                 &err),
-                        err);
+        ck_assert_sr_ok(
+            sr_sync_write_checkpoint(path, sizeof path, w, x.dir, vs[k], shards[k], 2, &err), err);
         char want[128];
         snprintf(want, sizeof want, "%s/v%lld", x.dir, (long long)vs[k]);
         ck_assert_str_eq(path, want);
@@ -120,8 +119,9 @@ static void write_edited(char *path, size_t cap, const fixture *x, const sr_weig
     sr_err err = SR_ERR_INIT;
     for (size_t i = 0; i < n; i++) {
         ck_assert_sr_ok(sr_weights_tensor(&info[i], w, i, &err), err);
-        t[i] = (sr_st_in){info[i].name, sr_st_dtype_of(info[i].dtype), 2, info[i].shape,
-                          info[i].data, info[i].nbytes};
+        t[i] =
+            (sr_st_in){info[i].name,  sr_st_dtype_of(info[i].dtype), 2, info[i].shape, info[i].data,
+                       info[i].nbytes};
     }
     size_t m = n;
     if (edit == 0) /* drop the last tensor */

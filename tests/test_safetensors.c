@@ -139,17 +139,18 @@ START_TEST(parser_accepts_valid_variants)
 {
     sr_err err = SR_ERR_INIT;
     /* padding, keys in any order, data in another order than names, metadata, empty, scalar */
-    ck_assert_sr_ok(parse("{\"__metadata__\":{\"a\":\"b\"},\"z\":" T("F32", "[2]", "[0,8]")
-                          ",\"a\":{\"data_offsets\":[8,10],\"shape\":[],\"dtype\":\"BF16\"},"
-                          "\"e\":" T("U8", "[0,5]", "[10,10]") "}     ",
-                          10, &err),
-                    err);
+    ck_assert_sr_ok(
+        parse("{\"__metadata__\":{\"a\":\"b\"},\"z\":" T(
+                  "F32", "[2]",
+                  "[0,8]") ",\"a\":{\"data_offsets\":[8,10],\"shape\":[],\"dtype\":\"BF16\"},"
+                           "\"e\":" T("U8", "[0,5]", "[10,10]") "}     ",
+              10, &err),
+        err);
     ck_assert_sr_ok(parse("{}", 0, &err), err);
     ck_assert_sr_ok(parse("{\"__metadata__\":{}}  \n", 0, &err), err);
     size_t n;
-    unsigned char *b = craft(&n, "{\"w\":" T("F16", "[3,2]", "[0,12]") ",\"a\":" T("I8", "[1]",
-                                                                                 "[12,13]") "}",
-                             13);
+    unsigned char *b = craft(
+        &n, "{\"w\":" T("F16", "[3,2]", "[0,12]") ",\"a\":" T("I8", "[1]", "[12,13]") "}", 13);
     sr_st_header *h = NULL;
     ck_assert_sr_ok(sr_st_parse_header(&h, b, n, n, &err), err);
     ck_assert_uint_eq(h->n_tensors, 2);
@@ -179,9 +180,9 @@ START_TEST(parser_names_each_violation)
     ck_assert_sr_code(parse("{\"a\":", 0, &err), err, SR_E_ST_HEADER_JSON);
     ck_assert_sr_code(parse("{} x", 0, &err), err, SR_E_ST_HEADER_JSON);
     ck_assert_sr_code(parse("{\"\xff\":1}", 0, &err), err, SR_E_ST_HEADER_JSON);
-    ck_assert_sr_code(parse("{\"a\":" T("U8", "[1]", "[0,1]") ",\"a\":" T("U8", "[1]", "[1,2]") "}",
-                            2, &err),
-                      err, SR_E_ST_DUPLICATE);
+    ck_assert_sr_code(
+        parse("{\"a\":" T("U8", "[1]", "[0,1]") ",\"a\":" T("U8", "[1]", "[1,2]") "}", 2, &err),
+        err, SR_E_ST_DUPLICATE);
     ck_assert_sr_code(parse("{\"__metadata__\":[]}", 0, &err), err, SR_E_ST_METADATA);
     ck_assert_sr_code(parse("{\"__metadata__\":{\"k\":1}}", 0, &err), err, SR_E_ST_METADATA);
     ck_assert_sr_code(parse("{\"__metadata__\":{\"k\":\"a\\u0000b\"}}", 0, &err), err,
@@ -213,12 +214,12 @@ START_TEST(parser_names_each_violation)
                       SR_E_ST_BYTE_COUNT);
     ck_assert_sr_code(parse("{\"a\":" T("U8", "[0]", "[3,2]") "}", 3, &err), err,
                       SR_E_ST_BYTE_COUNT);
-    ck_assert_sr_code(parse("{\"a\":" T("U8", "[2]", "[0,2]") ",\"b\":" T("U8", "[2]", "[1,3]") "}",
-                            3, &err),
-                      err, SR_E_ST_OFFSETS); /* overlap */
-    ck_assert_sr_code(parse("{\"a\":" T("U8", "[2]", "[0,2]") ",\"b\":" T("U8", "[2]", "[3,5]") "}",
-                            5, &err),
-                      err, SR_E_ST_OFFSETS); /* gap */
+    ck_assert_sr_code(
+        parse("{\"a\":" T("U8", "[2]", "[0,2]") ",\"b\":" T("U8", "[2]", "[1,3]") "}", 3, &err),
+        err, SR_E_ST_OFFSETS); /* overlap */
+    ck_assert_sr_code(
+        parse("{\"a\":" T("U8", "[2]", "[0,2]") ",\"b\":" T("U8", "[2]", "[3,5]") "}", 5, &err),
+        err, SR_E_ST_OFFSETS); /* gap */
     ck_assert_sr_code(parse("{\"a\":" T("U8", "[2]", "[1,3]") "}", 3, &err), err,
                       SR_E_ST_OFFSETS); /* not from 0 */
     ck_assert_sr_code(parse("{\"a\":" T("U8", "[2]", "[0,2]") "}", 5, &err), err,
@@ -308,8 +309,7 @@ START_TEST(writer_refuses_bad_input)
     ck_assert_sr_code(sr_st_write_checkpoint(p, t, n, NULL, 0, 1, 1, &err), err, SR_E_INVAL);
     n = set_of(t);
     t[2].name = "a.weight";
-    ck_assert_sr_code(sr_st_write_checkpoint(p, t, n, NULL, 0, 2, 1, &err), err,
-                      SR_E_ST_DUPLICATE);
+    ck_assert_sr_code(sr_st_write_checkpoint(p, t, n, NULL, 0, 2, 1, &err), err, SR_E_ST_DUPLICATE);
     n = set_of(t);
     ck_assert_sr_code(sr_st_write_checkpoint(p, t, n, NULL, 0, 6, 1, &err), err, SR_E_INVAL);
     ck_assert_sr_ok(sr_st_write_checkpoint(p, t, n, NULL, 0, 5, 1, &err), err);

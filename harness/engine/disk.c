@@ -151,9 +151,10 @@ int sr_engine_load_disk(sr_engine *e, const char *dir, int64_t target, const sr_
     sr_pending pend;
     sr_engine_take_pending(e, f, &pend);
     if (f && f->kind == SR_FK_CHECKSUM_MISMATCH)
-        return sr_err_set(err, SR_E_DELTA_CHECKSUM,
-                          "Checksum mismatch while loading %.300s; the engine stays on version %lld",
-                          dir, (long long)*version);
+        return sr_err_set(
+            err, SR_E_DELTA_CHECKSUM,
+            "Checksum mismatch while loading %.300s; the engine stays on version %lld", dir,
+            (long long)*version);
     sr_st_checkpoint *c = NULL;
     int64_t v = -1;
     int rc = sr_st_checkpoint_open(&c, dir, err);

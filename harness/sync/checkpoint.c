@@ -9,7 +9,8 @@ int sr_sync_checkpoint_path(char *out, size_t cap, const char *dir, int64_t vers
 {
     int n = snprintf(out, cap, "%s/v%lld", dir ? dir : "", (long long)version);
     if (n < 0 || (size_t)n >= cap)
-        return sr_err_set(err, SR_E_LIMIT, "checkpoint: the path of version %lld under %.200s is "
+        return sr_err_set(err, SR_E_LIMIT,
+                          "checkpoint: the path of version %lld under %.200s is "
                           "longer than %zu bytes",
                           (long long)version, dir ? dir : "", cap);
     return 0;
@@ -19,7 +20,8 @@ int sr_sync_write_checkpoint(char *path, size_t cap, const sr_weights *w, const 
                              int64_t version, int shards, int workers, sr_err *err)
 {
     if (!w || !dir || !*dir || version < 0 || version > SR_WEIGHTS_MAX_VERSION)
-        return sr_err_set(err, SR_E_INVAL, "checkpoint: needs weights, a folder and a version in "
+        return sr_err_set(err, SR_E_INVAL,
+                          "checkpoint: needs weights, a folder and a version in "
                           "0..%d",
                           SR_WEIGHTS_MAX_VERSION);
     char at[4096];
@@ -38,8 +40,9 @@ int sr_sync_write_checkpoint(char *path, size_t cap, const sr_weights *w, const 
     for (size_t i = 0; i < n && !rc; i++) {
         rc = sr_weights_tensor(&info[i], w, i, err);
         if (!rc)
-            t[i] = (sr_st_in){info[i].name, sr_st_dtype_of(info[i].dtype), 2, info[i].shape,
-                              info[i].data, info[i].nbytes};
+            t[i] = (sr_st_in){
+                info[i].name,  sr_st_dtype_of(info[i].dtype), 2, info[i].shape, info[i].data,
+                info[i].nbytes};
     }
     char vs[24];
     snprintf(vs, sizeof(vs), "%lld", (long long)version);
