@@ -103,8 +103,7 @@ static void check_engine(const disk_bench *d, const sr_weights *w, int64_t v)
     for (int i = 0; i < 4; i++)
         ok &= cur.layer_fps[i] == l[i];
     sr_gen_weights_release(&cur);
-    if (has_prev)
-        sr_gen_weights_release(&prev);
+    sr_gen_weights_release(&prev); /* allocated whether or not there was one */
     if (!ok) {
         fprintf(stderr, "bench_disk_sync: version %lld: the engine's fingerprints differ\n",
                 (long long)v);
