@@ -164,7 +164,7 @@ START_TEST(parser_accepts_valid_variants)
 }
 END_TEST
 
-START_TEST(parser_names_each_violation)
+START_TEST(parser_names_each_framing_violation)
 {
     sr_err err = SR_ERR_INIT;
     sr_st_header *h = NULL;
@@ -190,6 +190,12 @@ START_TEST(parser_names_each_violation)
     ck_assert_sr_code(parse("{\"\":" T("U8", "[1]", "[0,1]") "}", 1, &err), err, SR_E_ST_NAME);
     ck_assert_sr_code(parse("{\"a\\u0000\":" T("U8", "[1]", "[0,1]") "}", 1, &err), err,
                       SR_E_ST_NAME);
+}
+END_TEST
+
+START_TEST(parser_names_each_entry_violation)
+{
+    sr_err err = SR_ERR_INIT;
     ck_assert_sr_code(parse("{\"a\":[]}", 0, &err), err, SR_E_ST_TENSOR);
     ck_assert_sr_code(parse("{\"a\":{\"dtype\":\"U8\",\"shape\":[1]}}", 1, &err), err,
                       SR_E_ST_TENSOR);
@@ -332,7 +338,8 @@ static Suite *suite(void)
     tcase_add_test(tc, roundtrip_one_file);
     tcase_add_test(tc, roundtrip_shards);
     tcase_add_test(tc, parser_accepts_valid_variants);
-    tcase_add_test(tc, parser_names_each_violation);
+    tcase_add_test(tc, parser_names_each_framing_violation);
+    tcase_add_test(tc, parser_names_each_entry_violation);
     tcase_add_test(tc, folder_rules);
     tcase_add_test(tc, writer_refuses_bad_input);
     suite_add_tcase(s, tc);
