@@ -7,11 +7,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "engine/engine.h"
 #include "engine/gen.h"
 #include "spec/engine_config.h"
+#include "sr_delta.h"
 #include "sr_safetensors.h"
 #include "sr_test.h"
 #include "sr_weights.h"
@@ -27,16 +29,18 @@ typedef struct fixture {
     char dir[64];
 } fixture;
 
+/* An engine of CONFIG plus `extra` (may be NULL; one %s in it becomes the fresh folder's path). */
 static void setup(fixture *x, const char *extra)
 {
-    char text[1024];
-    snprintf(text, sizeof text, CONFIG, extra ? extra : "");
+    snprintf(x->dir, sizeof x->dir, "/tmp/sr_disk_sync_XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(x->dir));
+    char more[256], text[1024];
+    snprintf(more, sizeof more, extra ? extra : "", x->dir);
+    snprintf(text, sizeof text, CONFIG, more);
     sr_err err = SR_ERR_INIT;
     sr_engine_config_defaults(&x->cfg);
     ck_assert_sr_ok(sr_engine_config_parse(&x->cfg, text, strlen(text), "test", 0, &err), err);
     ck_assert_sr_ok(sr_engine_new(&x->e, &x->cfg, &err), err);
-    snprintf(x->dir, sizeof x->dir, "/tmp/sr_disk_sync_XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(x->dir));
 }
 
 static void teardown(fixture *x)
@@ -222,6 +226,64 @@ START_TEST(weights_faults_apply_to_disk_loads)
 }
 END_TEST
 
+/* The trainer's set as the delta store sees it (views into w). */
+static sr_delta_tensor *delta_view(const sr_weights *w)
+{
+    size_t n = sr_weights_count(w);
+    sr_delta_tensor *t = calloc(n, sizeof(*t));
+    for (size_t i = 0; i < n; i++) {
+        sr_weights_info x;
+        sr_weights_tensor(&x, w, i, NULL);
+        t[i] = (sr_delta_tensor){
+            x.name, sr_dtype_name(x.dtype), 2, {x.shape[0], x.shape[1]}, (void *)x.data, x.nbytes};
+    }
+    return t;
+}
+
+/* A disk load between two delta syncs: the stage then holds bytes the delta receiver did not
+ * write, so its next fetch must start over from version 0 rather than patch them. */
+START_TEST(delta_after_disk_resets_the_receiver)
+{
+    fixture x;
+    char sync[160];
+    setup(&x, ",\"server\":{\"sync_dirs\":[\"%s\"]}");
+    snprintf(sync, sizeof sync, "%s/sync", x.dir);
+    ck_assert_int_eq(mkdir(sync, 0755), 0);
+    sr_err err = SR_ERR_INIT;
+    sr_weights *w[3] = {trainer_at(&x, 0), trainer_at(&x, 1), trainer_at(&x, 2)};
+    sr_delta_tensor *base = delta_view(w[0]);
+    size_t n = sr_weights_count(w[0]);
+    sr_delta_publisher *pub = NULL;
+    sr_delta_publish_opts o = SR_DELTA_PUBLISH_OPTS_INIT;
+    ck_assert_sr_ok(sr_delta_publisher_new(&pub, sync, base, n, &o, &err), err);
+    for (int v = 1; v <= 2; v++) {
+        sr_delta_tensor *t = delta_view(w[v]);
+        sr_delta_publish_result r;
+        ck_assert_sr_ok(sr_delta_publish(&r, pub, t, n, 1, &err), err);
+        free(t);
+    }
+    int64_t got;
+    ck_assert_sr_ok(sr_engine_fetch(x.e, 1, sync, NULL, &got, &err), err);
+    ck_assert_sr_ok(sr_engine_update_delta(x.e, 1, sync, NULL, &got, &err), err);
+    assert_engine_holds(&x, w[1], 1);
+    sr_weights *w9 = trainer_at(&x, 9);
+    char path[256];
+    ck_assert_sr_ok(sr_sync_write_checkpoint(path, sizeof path, w9, x.dir, 9, 2, 2, &err), err);
+    ck_assert_sr_ok(sr_engine_load_disk(x.e, path, 9, NULL, &got, &err), err);
+    assert_engine_holds(&x, w9, 9);
+    ck_assert_sr_ok(sr_engine_fetch(x.e, 2, sync, NULL, &got, &err), err);
+    ck_assert_int_eq(got, 2);
+    ck_assert_sr_ok(sr_engine_update_delta(x.e, 2, sync, NULL, &got, &err), err);
+    assert_engine_holds(&x, w[2], 2);
+    sr_delta_publisher_free(pub);
+    free(base);
+    for (int v = 0; v < 3; v++)
+        sr_weights_free(w[v]);
+    sr_weights_free(w9);
+    teardown(&x);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("disk_sync");
@@ -230,6 +292,7 @@ static Suite *suite(void)
     tcase_add_test(tc, load_versions_from_disk);
     tcase_add_test(tc, bad_checkpoints_leave_the_engine_alone);
     tcase_add_test(tc, weights_faults_apply_to_disk_loads);
+    tcase_add_test(tc, delta_after_disk_resets_the_receiver);
     suite_add_tcase(s, tc);
     return s;
 }
