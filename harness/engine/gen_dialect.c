@@ -217,6 +217,22 @@ static int openai_head(sr_buf *b, const sr_gen_job *j, const sr_gen_ctx *c, cons
     return rc ? rc : sr_buf_puts(b, ",\"choices\":[{\"index\":0", err);
 }
 
+/* SGLang's meta_info.output_token_logprobs: [[logprob, token_id, null], ..] when asked for. */
+static int sglang_logprobs(sr_buf *b, sr_gen_job *j, sr_err *err)
+{
+    if (j->req.logprobs < 0)
+        return 0;
+    int rc = sr_buf_puts(b, ",\"output_token_logprobs\":[", err);
+    for (int64_t i = 0; !rc && i < j->G; i++) {
+        rc = sr_buf_puts(b, i ? ",[" : "[", err);
+        if (!rc)
+            rc = sr_jw_double(b, sr_gen_logprob_at(j, i), err);
+        if (!rc)
+            rc = sr_buf_printf(b, err, ",%d,null]", (int)j->tokens[i]);
+    }
+    return rc ? rc : sr_buf_puts(b, "]", err);
+}
+
 static int frame(sr_buf *b, sr_gen_job *j, const sr_gen_ctx *c, const enc_ops *e,
                  const wire_rows *w, sr_err *err)
 {
@@ -233,6 +249,8 @@ static int frame(sr_buf *b, sr_gen_job *j, const sr_gen_ctx *c, const enc_ops *e
                                "\"%s\"},\"prompt_tokens\":%zu,\"completion_tokens\":%lld",
                                c->engine_id, (long long)c->request_ordinal, fin, j->req.P,
                                (long long)j->G);
+        if (!rc)
+            rc = sglang_logprobs(b, j, err);
         if (!rc)
             rc = hook(e->in_choice, b, w, err);
         if (!rc)
@@ -263,6 +281,8 @@ static int frame(sr_buf *b, sr_gen_job *j, const sr_gen_ctx *c, const enc_ops *e
         rc = put_tokens(b, "token_ids", j, err);
     if (!rc)
         rc = sr_buf_printf(b, err, ",\"finish_reason\":\"%s\"", fin);
+    if (!rc)
+        rc = sr_gen_emit_logprobs(b, j, err);
     if (!rc)
         rc = hook(e->in_choice, b, w, err);
     if (!rc)

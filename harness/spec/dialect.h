@@ -30,7 +30,11 @@
 
 #include <stdint.h>
 
+#include <cjson/cJSON.h>
+
 #include "sr_dtype.h"
+#include "sr_err.h"
+#include "sr_fields.h"
 
 typedef enum sr_dialect {
     SR_DIALECT_SKYRL = 0,
@@ -68,7 +72,8 @@ typedef sr_dtype (*sr_dialect_dtype_fn)(int64_t experts);
  * `routes_switch`: a boolean the request must set true to get routes (sglang's
  * return_routed_experts); NULL: routes follow the engine's `fields` alone. `strict_params`:
  * `params` is vLLM's SamplingParams, validated as /skyrl/v1/generate validates it
- * (harness/engine/request.h); otherwise only the keys named here are read.
+ * (harness/engine/request.h); otherwise only the keys named here (and "logprobs", "ignore_eos")
+ * are read.
  */
 typedef struct sr_dialect_request {
     const char *tokens_key;
@@ -78,6 +83,9 @@ typedef struct sr_dialect_request {
     int start_in_params;
     const char *routes_switch;
     int strict_params;
+    /* A top-level boolean that asks for the sampled tokens' logprobs (sglang's return_logprob);
+     * NULL: the sampling member "logprobs" (an integer) asks, inside `params`. */
+    const char *logprobs_switch;
 } sr_dialect_request;
 
 /* The frame of a response around its choice(s). */
@@ -115,6 +123,27 @@ int sr_dialect_lookup(const char *name);
 
 /* "skyrl, vllm, vllm-json, sglang, dynamo, nemo-rl" (static). */
 const char *sr_dialect_names(void);
+
+/*
+ * Adds to `f` the splice registry entries that read dialect d's responses: its route field(s)
+ * (skyrl: the built-ins; vllm: routed_experts as a .npy string of uint8/uint16; vllm-json:
+ * routed_experts and prompt_routed_experts as nested lists, the prompt's with -1 allowed;
+ * sglang: routed_experts as raw int32; dynamo: routed_experts as an envelope of uint8/uint16 with
+ * its "start" sidecar; nemo-rl: routed_experts as an nrlre1 string) and the integer array of its
+ * token ids (token_ids, or sglang's output_ids). Entries whose name `f` holds already are kept
+ * as they are. SR_E_INVAL outside the enum, and sr_fields_add's errors.
+ */
+int sr_dialect_add_fields(sr_fields *f, sr_dialect d, sr_err *err);
+
+/*
+ * The dialect a response body is written in, told from the keys its frame and routes use
+ * (skyrl: choices[0].routed_experts an envelope without "start"; vllm: a string of base64 .npy
+ * (it starts "k05VTVBZ"); vllm-json: a list, or a prompt_routed_experts key; sglang: meta_info;
+ * dynamo: nvext.engine_data; nemo-rl: choices[0].message.routed_experts). `doc` is the
+ * body parsed whole (check-body's reading). -1 when no key tells (a body without routes: the
+ * frames of several dialects look alike), with the reason in err (dialect.ambiguous).
+ */
+int sr_dialect_detect(const cJSON *doc, sr_err *err);
 
 /* The generate route of dialect d at `path`, or NULL. */
 const sr_dialect_route *sr_dialect_route_at(sr_dialect d, const char *path);
