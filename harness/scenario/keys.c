@@ -51,6 +51,7 @@ static const sr_scenario_key keys[] = {
     {"engines.sample_support_k", "integer"},
     {"engines.sync_dialect", "string"},
     {"engines.dialect", "string"},
+    {"engines.dialects", "array"},
     {"engines.ready_timeout_ms", "integer"},
     {"engines.stop_grace_ms", "integer"},
     {"client", "object"},
