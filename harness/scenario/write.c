@@ -117,6 +117,12 @@ static cJSON *engines_json(const sr_scenario *s)
     add_int(e, "sample_support_k", c->support_k);
     cJSON_AddStringToObject(e, "sync_dialect", sr_sync_dialect_name(c->sync_dialect));
     cJSON_AddStringToObject(e, "dialect", sr_dialect_name(c->dialect));
+    if (s->dialects) {
+        cJSON *list = cJSON_AddArrayToObject(e, "dialects");
+        for (int d = 0; list && d < SR_DIALECT_COUNT; d++)
+            if (s->dialects & (1u << d))
+                cJSON_AddItemToArray(list, cJSON_CreateString(sr_dialect_name((sr_dialect)d)));
+    }
     add_int(e, "ready_timeout_ms", s->ready_timeout_ms);
     add_int(e, "stop_grace_ms", s->stop_grace_ms);
     return e;

@@ -186,37 +186,55 @@ int sr_dialect_add_fields(sr_fields *f, sr_dialect d, sr_err *err)
     return 0;
 }
 
-static const cJSON *member(const cJSON *o, const char *key)
-{
-    return cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, key) : NULL;
-}
+/* The byte patterns that tell a dialect (dialect.h), in no particular order. */
+static const struct {
+    sr_dialect d;
+    const char *pat;
+} SNIFF[] = {
+    {SR_DIALECT_SGLANG, "\"meta_info\":{"},
+    {SR_DIALECT_DYNAMO, "\"nvext\":{\"engine_data\":"},
+    {SR_DIALECT_VLLM_JSON, "\"prompt_routed_experts\":"},
+    {SR_DIALECT_VLLM_JSON, "\"routed_experts\":["},
+    {SR_DIALECT_VLLM, "\"routed_experts\":\"k05VTVBZ"},
+    {SR_DIALECT_NEMO_RL, "\"routed_experts\":\"nrlre1:"},
+    {SR_DIALECT_SKYRL, "\"routed_experts\":{\"data\":"},
+};
 
-int sr_dialect_detect(const cJSON *doc, sr_err *err)
+int sr_dialect_sniff(const char *body, size_t len, const char **why, sr_err *err)
 {
-    if (!cJSON_IsObject(doc))
-        return sr_err_set(err, SR_E_DIALECT_AMBIGUOUS, "the body is not a JSON object"), -1;
-    if (cJSON_IsObject(member(doc, "meta_info")))
-        return SR_DIALECT_SGLANG;
-    if (member(member(doc, "nvext"), "engine_data"))
-        return SR_DIALECT_DYNAMO;
-    if (member(doc, "prompt_routed_experts"))
-        return SR_DIALECT_VLLM_JSON;
-    const cJSON *ch = member(doc, "choices");
-    const cJSON *c0 = cJSON_IsArray(ch) ? cJSON_GetArrayItem(ch, 0) : NULL;
-    const cJSON *msg = member(c0, "message");
-    if (member(msg, "routed_experts"))
-        return SR_DIALECT_NEMO_RL;
-    const cJSON *re = member(c0, "routed_experts");
-    /* "k05VTVBZ" is the base64 of the .npy magic \x93NUMPY. */
-    if (cJSON_IsString(re) && strncmp(re->valuestring, "k05VTVBZ", 8) == 0)
-        return SR_DIALECT_VLLM;
-    if (cJSON_IsArray(re))
-        return SR_DIALECT_VLLM_JSON;
-    if (cJSON_IsObject(re) && member(re, "data"))
-        return SR_DIALECT_SKYRL;
+    unsigned seen = 0;
+    const char *first = NULL;
+    int found = -1;
+    for (size_t i = 0; i < sizeof(SNIFF) / sizeof(SNIFF[0]); i++) {
+        if (!memmem(body, len, SNIFF[i].pat, strlen(SNIFF[i].pat)))
+            continue;
+        /* dynamo's routes are an envelope too: its nvext wins over skyrl's pattern */
+        if (SNIFF[i].d == SR_DIALECT_SKYRL && (seen & (1u << SR_DIALECT_DYNAMO)))
+            continue;
+        if (!(seen & (1u << SNIFF[i].d)) && found < 0) {
+            found = (int)SNIFF[i].d;
+            first = SNIFF[i].pat;
+        }
+        seen |= 1u << SNIFF[i].d;
+    }
+    if (found >= 0 && !(seen & ~(1u << found))) {
+        if (why)
+            *why = first;
+        return found;
+    }
+    if (!seen)
+        return sr_err_set(err, SR_E_DIALECT_AMBIGUOUS,
+                          "no key of the body tells its dialect (no routes, meta_info or nvext); "
+                          "name one with --dialect (%s)",
+                          sr_dialect_names()),
+               -1;
+    char names[128] = "";
+    size_t used = 0;
+    for (int d = 0; d < SR_DIALECT_COUNT; d++)
+        if (seen & (1u << d))
+            used += (size_t)snprintf(names + used, sizeof(names) - used, "%s%s", used ? ", " : "",
+                                     rows[d].name);
     return sr_err_set(err, SR_E_DIALECT_AMBIGUOUS,
-                      "no key of the body tells its dialect (no routes, meta_info or nvext); "
-                      "name one with --dialect (%s)",
-                      sr_dialect_names()),
+                      "the body has keys of several dialects (%s); name one with --dialect", names),
            -1;
 }

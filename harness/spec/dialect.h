@@ -30,8 +30,6 @@
 
 #include <stdint.h>
 
-#include <cjson/cJSON.h>
-
 #include "sr_dtype.h"
 #include "sr_err.h"
 #include "sr_fields.h"
@@ -136,14 +134,18 @@ const char *sr_dialect_names(void);
 int sr_dialect_add_fields(sr_fields *f, sr_dialect d, sr_err *err);
 
 /*
- * The dialect a response body is written in, told from the keys its frame and routes use
- * (skyrl: choices[0].routed_experts an envelope without "start"; vllm: a string of base64 .npy
- * (it starts "k05VTVBZ"); vllm-json: a list, or a prompt_routed_experts key; sglang: meta_info;
- * dynamo: nvext.engine_data; nemo-rl: choices[0].message.routed_experts). `doc` is the
- * body parsed whole (check-body's reading). -1 when no key tells (a body without routes: the
- * frames of several dialects look alike), with the reason in err (dialect.ambiguous).
+ * The dialect a raw response body is written in, told from the byte patterns of its frame and
+ * routes (no parse; keys written compactly, as every engine writes them):
+ *   sglang     "meta_info":{         dynamo   "nvext":{"engine_data":
+ *   vllm-json  "prompt_routed_experts": or "routed_experts":[
+ *   vllm       "routed_experts":"k05VTVBZ   (the base64 of the .npy magic \x93NUMPY)
+ *   nemo-rl    "routed_experts":"nrlre1:
+ *   skyrl      "routed_experts":{"data":    without "nvext"
+ * Returns the one dialect whose patterns occur and sets *why (static) to the pattern that told;
+ * -1 with dialect.ambiguous in err when none occurs (e.g. a body without routes: the frames of
+ * several dialects look alike) or patterns of two dialects do.
  */
-int sr_dialect_detect(const cJSON *doc, sr_err *err);
+int sr_dialect_sniff(const char *body, size_t len, const char **why, sr_err *err);
 
 /* The generate route of dialect d at `path`, or NULL. */
 const sr_dialect_route *sr_dialect_route_at(sr_dialect d, const char *path);
