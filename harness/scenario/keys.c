@@ -67,6 +67,7 @@ static const sr_scenario_key keys[] = {
     {"client.max_error_body_bytes", "integer"},
     {"client.concurrency", "integer"},
     {"client.strict_base64", "boolean"},
+    {"client.generate_path", "string"},
     {"client.quirks", "array"},
     {"weights", "object"},
     {"weights.total_bytes", "integer"},

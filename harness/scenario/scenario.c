@@ -165,6 +165,30 @@ static int parse_quirks(scn_parse *p, const cJSON *q)
     return 0;
 }
 
+/* client.generate_path: one of the generate routes of every dialect the scenario runs in (its
+ * engines.dialect and engines.dialects); kept as the route's index in engines.dialect. */
+static int parse_generate_path(scn_parse *p, const cJSON *cl)
+{
+    const char *path = NULL;
+    int rc = sr_scn_str(p, cl, "generate_path", NULL, NULL, &path);
+    if (rc || !path)
+        return rc;
+    sr_scenario *s = p->s;
+    unsigned mask = s->dialects | (1u << s->engine.dialect);
+    for (int d = 0; d < SR_DIALECT_COUNT; d++) {
+        if (!(mask & (1u << d)) || sr_dialect_route_at((sr_dialect)d, path))
+            continue;
+        const sr_dialect_desc *dd = sr_dialect_get((sr_dialect)d);
+        return sr_scn_fail(p, sr_scn_member(cl, "generate_path"),
+                           "client.generate_path %s is not a generate route of dialect %s (%s%s%s)",
+                           path, dd->name, dd->routes[0].path, dd->routes[1].path ? ", " : "",
+                           dd->routes[1].path ? dd->routes[1].path : "");
+    }
+    const sr_dialect_route *r = sr_dialect_route_at(s->engine.dialect, path);
+    s->client.dialect_route = (int)(r - sr_dialect_get(s->engine.dialect)->routes);
+    return 0;
+}
+
 static int parse_client(scn_parse *p, const cJSON *cl)
 {
     sr_client_opts *o = &p->s->client;
@@ -205,6 +229,8 @@ static int parse_client(scn_parse *p, const cJSON *cl)
         rc = sr_scn_int(p, cl, "concurrency", 1, 256, p->s->concurrency, 0, &p->s->concurrency);
     if (!rc)
         rc = sr_scn_bool(p, cl, "strict_base64", o->strict_base64, 0, &o->strict_base64);
+    if (!rc)
+        rc = parse_generate_path(p, cl);
     if (!rc)
         rc = parse_quirks(p, sr_scn_member(cl, "quirks"));
     return rc;
@@ -449,6 +475,10 @@ int sr_scenario_for_dialect(sr_scenario *s, sr_dialect d, sr_err *err)
     const char *name = sr_dialect_name(d);
     if (!name)
         return sr_err_set(err, SR_E_INVAL, "dialect %d is not in the table", (int)d);
+    /* The same generate path in the new dialect (the loader checked that it has it). */
+    const char *path = sr_dialect_get(s->engine.dialect)->routes[s->client.dialect_route].path;
+    const sr_dialect_route *r = sr_dialect_route_at(d, path);
+    s->client.dialect_route = r ? (int)(r - sr_dialect_get(d)->routes) : 0;
     if (d != s->engine.dialect) {
         size_t n = strlen(s->id), m = strlen(name);
         if (n + 1 + m >= SR_SCN_ID_MAX)

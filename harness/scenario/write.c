@@ -144,6 +144,9 @@ static cJSON *client_json(const sr_scenario *s)
     add_int(c, "max_error_body_bytes", (int64_t)o->max_error_body);
     add_int(c, "concurrency", s->concurrency);
     cJSON_AddBoolToObject(c, "strict_base64", o->strict_base64);
+    if (o->dialect_route) /* a route other than the dialect's first (client.generate_path) */
+        cJSON_AddStringToObject(
+            c, "generate_path", sr_dialect_get(s->engine.dialect)->routes[o->dialect_route].path);
     cJSON *q = cJSON_AddArrayToObject(c, "quirks");
     for (int i = 0; i < SR_QUIRK_COUNT; i++)
         if (s->quirks[i])
