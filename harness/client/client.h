@@ -120,6 +120,10 @@ typedef struct sr_client_quirks {
     int retry_json_decode_only;
     int no_prompt_start;
     int prefix_without_quote; /* the splice's quirk of the same name (sr_splice.h) */
+    int npy_assume_uint8;     /* vllm: the bytes after the .npy header read as uint8 whatever the
+                                 descr says (uint16 routes of > 256 experts become twice the rows) */
+    int sglang_rows_from_zero; /* sglang: the flat routes taken as rows from 0, not from the
+                                  routed_experts_start_len the request sent */
 } sr_client_quirks;
 
 /* Options. Plain struct: start from SR_CLIENT_OPTS_INIT. */
@@ -149,7 +153,7 @@ typedef struct sr_client_opts {
 #define SR_CLIENT_OPTS_INIT                                                                        \
     {                                                                                              \
         5, 50, 2000, 0.5, 0, 60000, 0, 5000, 30000, 0, 65536,                                      \
-        {0, 0, 0},                                                                                 \
+        {0, 0, 0, 0, 0},                                                                           \
             0, SR_DIALECT_SKYRL, 0, 0, 0                                                           \
     }
 

@@ -374,6 +374,13 @@ static int wire_routes(sr_ndarray *a, int64_t *first_row, sr_client_result *out,
                               "routed_experts");
         return join_split(a, k, &pe->array, &e->array, o, err);
     }
+    if (o->quirks.npy_assume_uint8 && d->encoding == SR_ENC_NPY && a->dtype != SR_DTYPE_UINT8) {
+        /* The defect: np.frombuffer(raw[header:], np.uint8).reshape(-1, L, K). */
+        a->shape[0] *= (int64_t)sr_dtype_size(a->dtype);
+        a->dtype = SR_DTYPE_UINT8;
+    }
+    if (o->quirks.sglang_rows_from_zero && d->encoding == SR_ENC_FLAT_B64)
+        *first_row = 0; /* the defect: the rows taken as [0, ...), not [start, ...) */
     if (d->encoding == SR_ENC_FLAT_B64) {
         /* SGLang: flat int32, the client reshapes (-1, layers, top_k). */
         int64_t cell = o->route_layers * o->route_topk;
@@ -403,13 +410,17 @@ static int wire_routes(sr_ndarray *a, int64_t *first_row, sr_client_result *out,
 
 /* Maps the wire's rows to the ones skyrl's wire carries: [want, P + G - 1) of the oracle. */
 static int to_oracle_rows(sr_client_result *out, const sr_client_req *req, sr_ndarray *a,
-                          int64_t first_row, const sr_dialect_desc *d, int no_start, sr_err *err)
+                          int64_t first_row, const sr_dialect_desc *d, int no_start,
+                          int quirk_from_zero, sr_err *err)
 {
     int64_t rows = a->shape[0];
     /* NeMo-RL appends one filler row, vLLM 0.21 the pass on the last sampled token. */
     if ((d->rows == SR_ROWS_FILLER || d->rows == SR_ROWS_SPLIT) && rows > 0)
         rows--;
     int64_t want = req->prompt_start >= 0 && !no_start ? req->prompt_start : 0;
+    /* The defect slices its rows as numpy does: past the end is empty, not an error. */
+    if (quirk_from_zero && want - first_row > rows)
+        want = first_row + rows;
     if (want < first_row || want - first_row > rows)
         return sr_err_set(err, SR_E_WIRE_SHAPE,
                           "%s routes begin at row %lld with %lld rows; row %lld was asked for",
@@ -455,5 +466,7 @@ int sr_client_decode_dialect(sr_client_result *out, sr_client_conn *k, const sr_
     sr_ndarray a;
     int64_t first_row = 0;
     rc = wire_routes(&a, &first_row, out, k, r, c0, d, err);
-    return rc ? rc : to_oracle_rows(out, req, &a, first_row, d, o->quirks.no_prompt_start, err);
+    return rc ? rc
+              : to_oracle_rows(out, req, &a, first_row, d, o->quirks.no_prompt_start,
+                               o->quirks.sglang_rows_from_zero, err);
 }

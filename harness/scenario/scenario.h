@@ -80,6 +80,8 @@ typedef enum sr_quirk {
     SR_QUIRK_AFFINITY_ERROR_FATAL,       /* pool */
     SR_QUIRK_VPP1_REJECTED,              /* config (sr_replay_config) */
     SR_QUIRK_PREFIX_WITHOUT_QUOTE,       /* splice (through the client) */
+    SR_QUIRK_NPY_ASSUME_UINT8,           /* client (vllm's .npy) */
+    SR_QUIRK_SGLANG_ROWS_FROM_ZERO,      /* client (sglang) */
     SR_QUIRK_COUNT
 } sr_quirk;
 
