@@ -18,14 +18,40 @@
 #include "sr_buf.h"
 #include "sr_splice.h"
 
+/*
+ * fuzz_splice_wire.c defines SR_FUZZ_WIRE and includes this file: the registry is then that of
+ * one engine dialect (spec/dialect.h: .npy, raw int32 and nrlre1 string blobs, nested lists, the
+ * dynamo envelope), chosen by the first input byte modulo the dialect count; the rest is the body.
+ */
+#ifdef SR_FUZZ_WIRE
+#include "spec/dialect.h"
+#define SR_FUZZ_REGISTRIES SR_DIALECT_COUNT
+#define SR_FUZZ_NAME       "fuzz_splice_wire"
+#else
+#define SR_FUZZ_REGISTRIES 1
+#define SR_FUZZ_NAME       "fuzz_splice"
+#endif
+
 typedef struct fz {
     sr_fields *fields;
     sr_splicer *one, *two, *stream, *unknown;
 } fz;
 
-static fz *state(void)
+static int add_fields(sr_fields *f, int which, sr_err *err)
 {
-    static fz z;
+#ifdef SR_FUZZ_WIRE
+    return sr_dialect_add_fields(f, (sr_dialect)which, err);
+#else
+    (void)which;
+    return sr_fields_add_builtins(f, err);
+#endif
+}
+
+static fz *state(int which)
+{
+    static fz all[SR_FUZZ_REGISTRIES];
+    fz *zp = &all[which];
+#define z (*zp)
     if (z.fields)
         return &z;
     sr_err err = SR_ERR_INIT;
@@ -33,14 +59,15 @@ static fz *state(void)
     o.max_body = o2.max_body = 8 << 20;
     o2.threads = 2;
     o2.par_window = 32; /* tiny windows: window boundaries inside blobs of small inputs */
-    if (sr_fields_new(&z.fields, &err) || sr_fields_add_builtins(z.fields, &err) ||
+    if (sr_fields_new(&z.fields, &err) || add_fields(z.fields, which, &err) ||
         sr_splicer_new(&z.one, z.fields, &o, &err) || sr_splicer_new(&z.two, z.fields, &o2, &err) ||
         sr_splicer_new(&z.stream, z.fields, &o, &err) ||
         sr_splicer_new(&z.unknown, z.fields, &o, &err)) {
-        fprintf(stderr, "fuzz_splice: setup failed: %s\n", err.msg);
+        fprintf(stderr, SR_FUZZ_NAME ": setup failed: %s\n", err.msg);
         abort();
     }
     return &z;
+#undef z
 }
 
 static uint64_t mix(uint64_t *x)
@@ -102,7 +129,7 @@ static char *stream(sr_splicer *s, const uint8_t *data, size_t size, int64_t exp
 static void same(const char *want, char *got, const char *way)
 {
     if (strcmp(want, got) != 0) {
-        fprintf(stderr, "fuzz_splice: %s differs from one-shot\n--- one-shot:\n%s\n--- %s:\n%s\n",
+        fprintf(stderr, SR_FUZZ_NAME ": %s differs from one-shot\n--- one-shot:\n%s\n--- %s:\n%s\n",
                 way, want, way, got);
         abort();
     }
@@ -113,7 +140,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    fz *z = state();
+#ifdef SR_FUZZ_WIRE
+    if (size < 1)
+        return 0;
+    fz *z = state(data[0] % SR_FUZZ_REGISTRIES);
+    data++;
+    size--;
+#else
+    fz *z = state(0);
+#endif
     uint64_t seed = 0x9e3779b97f4a7c15ull ^ size;
     for (size_t i = 0; i < size; i += 1 + size / 16)
         seed = (seed ^ data[i]) * 0x100000001b3ull;
@@ -123,7 +158,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int rc = sr_splice(z->one, (const char *)data, size, -1, &r, &err);
     /* No body is an internal error: every refusal of the parser has its named class. */
     if (rc == SR_E_INTERNAL) {
-        fprintf(stderr, "fuzz_splice: internal.bug: %s\n", err.msg);
+        fprintf(stderr, SR_FUZZ_NAME ": internal.bug: %s\n", err.msg);
         abort();
     }
     char *want = fingerprint(rc, &err, r);

@@ -296,6 +296,19 @@ typedef enum sr_class {
       "a NeMo-RL routes string names a dtype other than int8, int16 or int32")                     \
     X(SR_E_NRLRE_SHAPE, -1222, "nrlre.shape", SR_CLASS_PROTOCOL,                                   \
       "a NeMo-RL routes string's shape is not three plain decimal dims joined by 'x'")             \
+    /* route wires of the engine dialects, read by the splice and the client (-123x..-125x) */    \
+    X(SR_E_WIRE_NOT_STRING, -1230, "wire.not_string", SR_CLASS_PROTOCOL,                           \
+      "a route field of a string wire (.npy, raw int32, nrlre1) holds something but a string")     \
+    X(SR_E_WIRE_BYTE_COUNT, -1231, "wire.byte_count", SR_CLASS_PROTOCOL,                           \
+      "a route payload's decoded bytes do not fit its dtype and shape")                            \
+    X(SR_E_WIRE_SHAPE, -1232, "wire.shape", SR_CLASS_PROTOCOL,                                     \
+      "a route payload's shape does not match the model's layers and top_k, or its rows")          \
+    X(SR_E_NESTED_SHAPE, -1233, "nested.shape", SR_CLASS_PROTOCOL,                                 \
+      "nested route lists are not a rectangular array of the field's ndim")                        \
+    X(SR_E_NESTED_VALUE, -1234, "nested.value", SR_CLASS_PROTOCOL,                                 \
+      "a nested route list holds a value that is not an integer in the field's range")             \
+    X(SR_E_DIALECT_AMBIGUOUS, -1235, "dialect.ambiguous", SR_CLASS_USAGE,                          \
+      "a body's dialect cannot be told from its keys; name it with --dialect")                     \
     /* safetensors checkpoints (-13xx) */                                                          \
     X(SR_E_ST_TRUNCATED, -1300, "st.truncated", SR_CLASS_PROTOCOL,                                 \
       "a safetensors file is shorter than its 8-byte header length")                               \

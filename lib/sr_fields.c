@@ -75,8 +75,25 @@ static const char *def_problem(const sr_field_def *d, size_t name_len)
         return "name must not be data, shape or dtype";
     if (d->kind == SR_FIELD_INT_ARRAY)
         return d->min > d->max ? "min must not exceed max" : NULL;
-    if (d->kind != SR_FIELD_PACKED)
-        return "kind must be packed or int_array";
+    if (d->kind == SR_FIELD_NESTED) {
+        if (d->min > d->max)
+            return "min must not exceed max";
+        return d->ndim < 1 || d->ndim > SR_NDIM_MAX ? "ndim must be 1 to 8" : NULL;
+    }
+    if (d->kind == SR_FIELD_STRING) {
+        if (d->wire != SR_WIRE_RAW && d->wire != SR_WIRE_NPY && d->wire != SR_WIRE_NRLRE)
+            return "wire must be raw, npy or nrlre";
+        if (d->wire == SR_WIRE_RAW && (d->dtypes & (d->dtypes - 1)))
+            return "a raw string wire has exactly one dtype";
+        if (d->canonical)
+            return "canonical applies to packed envelopes only";
+        /* `"name":""` must cost the body at least 10 bytes beyond the base64, so that the
+         * splice's output bound (sr_splice.h, output memory) holds for string blobs too. */
+        if (name_len < 5)
+            return "a string-blob field's name must be at least 5 bytes";
+    } else if (d->kind != SR_FIELD_PACKED) {
+        return "kind must be packed, int_array, string or nested";
+    }
     if (d->dtypes == 0 || (d->dtypes >> SR_DTYPE_COUNT) || (d->dtypes & 1u))
         return "dtypes must be a non-empty set of known dtypes";
     if (d->ndim < 1 || d->ndim > SR_NDIM_MAX)
@@ -233,10 +250,29 @@ static int read_dtypes(sr_field_def *d, const sr_json_doc *doc, const cJSON *obj
     return 0;
 }
 
+/* "wire": "envelope" (the default), or a string wire: "raw", "npy", "nrlre" (SR_FIELD_STRING). */
+static int read_wire(sr_field_def *d, const sr_json_doc *doc, const cJSON *obj, sr_err *err)
+{
+    static const char *const names[] = {"raw", "npy", "nrlre"};
+    const char *w = NULL;
+    int rc = sr_json_get_string(doc, obj, "wire", 0, "envelope", &w, err);
+    if (rc || strcmp(w, "envelope") == 0)
+        return rc;
+    for (int i = 0; i < 3; i++) {
+        if (strcmp(w, names[i]) == 0) {
+            d->kind = SR_FIELD_STRING;
+            d->wire = (sr_field_wire)i;
+            return 0;
+        }
+    }
+    return sr_json_error(doc, cJSON_GetObjectItemCaseSensitive(obj, "wire"), err, SR_E_FIELD_DEF,
+                         "wire must be envelope, raw, npy or nrlre");
+}
+
 static int read_packed(sr_field_def *d, const sr_json_doc *doc, const cJSON *obj, sr_err *err)
 {
-    static const char *const keys[] = {"name",     "dtypes",     "ndim",      "canonical",
-                                       "nullable", "token_rows", "max_bytes", NULL};
+    static const char *const keys[] = {"name",       "dtypes",    "ndim", "canonical", "nullable",
+                                       "token_rows", "max_bytes", "wire", NULL};
     int64_t ndim = 0, maxb = 0;
     int rc = sr_json_check_keys(doc, obj, "a field definition", keys, err);
     memset(d, 0, sizeof(*d));
@@ -250,7 +286,7 @@ static int read_packed(sr_field_def *d, const sr_json_doc *doc, const cJSON *obj
         return rc;
     d->ndim = (int)ndim;
     d->max_bytes = (size_t)maxb;
-    return 0;
+    return read_wire(d, doc, obj, err);
 }
 
 static int read_int_array(sr_field_def *d, const sr_json_doc *doc, const cJSON *obj, sr_err *err)

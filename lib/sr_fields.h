@@ -1,7 +1,7 @@
 /*
  * sr_fields: the registry of keys that the response-body splice treats specially.
  *
- * Two kinds of entries:
+ * Four kinds of entries (the last two carry the route wires of the other engine dialects):
  *   packed fields     keys whose value is a packed-array envelope {"data":"<b64>",...}
  *                     (skyrl-contract §1.5): the splice cuts the blob out before the JSON parser
  *                     runs and decodes it. A definition says which dtypes and how many dimensions
@@ -11,6 +11,16 @@
  *   integer arrays    keys whose value is a JSON array of integers (token_ids): the splice hands
  *                     the array text to sr_intarray instead of the JSON parser. A definition gives
  *                     the accepted value range.
+ *   string blobs      keys whose value is a JSON string of base64 (SR_FIELD_STRING): the splice
+ *                     cuts and decodes it like an envelope's blob; `wire` says what the bytes are:
+ *                     raw elements of the field's one dtype (1-D, the reader reshapes), a .npy
+ *                     file (dtype and shape from its header), or NeMo-RL's nrlre1 string (dtype
+ *                     and shape from the text before the base64, which stays in the parsed
+ *                     document). A string the scan did not cut (written with spaces) is decoded
+ *                     from the document, with the same checks.
+ *   nested lists      keys whose value is nested JSON integer lists of `ndim` levels
+ *                     (SR_FIELD_NESTED, vLLM 0.21's routes): read from the parsed document into a
+ *                     rectangular array (lib/sr_nested.h), values in [min, max].
  *
  * Built-ins (sr_fields_add_builtins): routed_experts (uint8/int16/int32, ndim 3, canonical,
  * nullable, token rows), rollout_sample_support (int32, ndim 2, nullable, token rows), and the
@@ -48,7 +58,19 @@
 #define SR_FIELD_NAME_MAX 64
 #define SR_FIELDS_MAX     32
 
-typedef enum sr_field_kind { SR_FIELD_PACKED = 1, SR_FIELD_INT_ARRAY = 2 } sr_field_kind;
+typedef enum sr_field_kind {
+    SR_FIELD_PACKED = 1,
+    SR_FIELD_INT_ARRAY = 2,
+    SR_FIELD_STRING = 3, /* a JSON string of base64 (after an optional text prefix), see `wire` */
+    SR_FIELD_NESTED = 4  /* nested JSON integer lists of `ndim` levels, values in [min, max] */
+} sr_field_kind;
+
+/* What the base64 of an SR_FIELD_STRING carries (the engine dialects, harness/spec/dialect.h). */
+typedef enum sr_field_wire {
+    SR_WIRE_RAW = 0, /* C-order little-endian bytes of the field's one dtype, no shape (sglang) */
+    SR_WIRE_NPY,     /* the bytes of a .npy v1.0 file (lib/sr_npy.h; vllm) */
+    SR_WIRE_NRLRE    /* "nrlre1:<dtype>:<SxLxK>:" then the base64 (lib/sr_nrlre.h; nemo-rl) */
+} sr_field_wire;
 
 typedef struct sr_field_def {
     sr_field_kind kind;
@@ -61,8 +83,10 @@ typedef struct sr_field_def {
     int nullable;        /* JSON null means "nothing captured" and is accepted */
     int token_rows;      /* axis 0 counts token rows */
     size_t max_bytes;    /* maximum decoded bytes; 0: SR_ENVELOPE_DEFAULT_MAX */
-    /* SR_FIELD_INT_ARRAY */
+    /* SR_FIELD_INT_ARRAY and SR_FIELD_NESTED */
     int64_t min, max; /* accepted value range */
+    /* SR_FIELD_STRING (dtypes, ndim, nullable, token_rows and max_bytes apply as for packed) */
+    sr_field_wire wire;
 } sr_field_def;
 
 typedef struct sr_fields sr_fields;

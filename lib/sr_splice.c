@@ -4,6 +4,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "sr_nrlre.h"
 #include "sr_splice_impl.h"
 
 static const char ANCHOR[] = ":{\"data\":\"";
@@ -68,6 +69,7 @@ int sr_splicer_new(sr_splicer **out, const sr_fields *fields, const sr_splice_op
         const sr_field_def *d = sr_fields_at(fields, i);
         s->has_packed |= d->kind == SR_FIELD_PACKED;
         s->has_ints |= d->kind == SR_FIELD_INT_ARRAY;
+        s->has_strings |= d->kind == SR_FIELD_STRING;
         s->has_canonical[i] = d->kind == SR_FIELD_PACKED && d->canonical;
     }
     s->text.max = s->opts.max_body + 64;
@@ -103,6 +105,7 @@ void sr_splicer_free(sr_splicer *s)
     free(s->blobs);
     free(s->ints);
     free(s->ivals);
+    free(s->sbytes);
     free(s->map);
     free(s->fallback);
     free(s->fallback_field);
@@ -126,6 +129,7 @@ static int begin(sr_splicer *s, int64_t expected, int64_t known, sr_err *err)
     s->nblobs = s->nints = s->nmap = s->nfallback = 0;
     s->scanned = 0;
     s->ivals_len = 0;
+    s->sbytes_len = 0;
     s->active = 0;
     int rc = sr_splice_i_map(s, 0, 0, err);
     if (!rc)
@@ -205,6 +209,7 @@ static int match_key(const sr_splicer *s, size_t end, sr_field_kind kind, int *e
 static int start_blob(sr_splicer *s, int field, int escaped, int lookalike, const char *p,
                       sr_err *err)
 {
+    const sr_field_def *d = sr_fields_at(s->fields, (size_t)field);
     int rc = sr_splice_i_grow((void **)&s->blobs, &s->cap_blobs, s->nblobs, sizeof(blob_rec), err);
     if (rc)
         return rc;
@@ -221,6 +226,7 @@ static int start_blob(sr_splicer *s, int field, int escaped, int lookalike, cons
     b->body_off = sp_body_off(s, p);
     b->out_off = s->cursor + pad;
     b->noncanon = -1;
+    b->string = d->kind == SR_FIELD_STRING;
     s->cursor = b->out_off;
     sr_b64_stream_init_flags(&s->st, s->impl, sr_splice_i_b64_flags(s));
     s->mode = s->par ? M_LOCATE : M_BLOB;
@@ -262,6 +268,56 @@ static int start_ints(sr_splicer *s, int field, const char *bracket, sr_err *err
     return 0;
 }
 
+/*
+ * A string-blob key `"name":"` was matched at p (its opening quote): the quote goes to the text
+ * (the parser sees "" in place of the base64, or the nrlre1 prefix, which is copied to the text
+ * first in M_PREFIX), and the blob starts after it.
+ */
+static int start_string(sr_splicer *s, int field, const char *p, sr_err *err)
+{
+    int rc = sr_buf_append(&s->text, "\"", 1, err);
+    if (rc)
+        return rc;
+    if (sr_fields_at(s->fields, (size_t)field)->wire != SR_WIRE_NRLRE)
+        return start_blob(s, field, 0, 0, p + 1, err);
+    s->pfx_field = field;
+    s->pfx_len = 0;
+    s->pfx_colons = 0;
+    s->mode = M_PREFIX;
+    return 0;
+}
+
+/*
+ * Prefix mode (nrlre1 strings): copies "nrlre1:<dtype>:<shape>:" to the text; the blob starts
+ * after the third ':'. A string that ends (or holds an escape) first, or a prefix longer than any
+ * the format allows, goes on as ordinary text: the document's string is then decoded whole by
+ * the validation, which names what is wrong with it.
+ */
+static int scan_prefix(sr_splicer *s, const char **pp, const char *end, sr_err *err)
+{
+    const char *p = *pp;
+    while (p < end) {
+        char c = *p;
+        if (c == '"' || c == '\\' || s->pfx_len >= SR_NRLRE_PREFIX_MAX) {
+            s->mode = M_TEXT;
+            s->k = 0;
+            break;
+        }
+        int rc = sr_buf_append(&s->text, p, 1, err);
+        if (rc)
+            return rc;
+        p++;
+        s->pfx_len++;
+        if (c == ':' && ++s->pfx_colons == 3) {
+            *pp = p;
+            rc = sr_splice_i_map(s, s->text.len, sp_body_off(s, p), err);
+            return rc ? rc : start_blob(s, s->pfx_field, 0, 0, p, err);
+        }
+    }
+    *pp = p;
+    return 0;
+}
+
 /* Text mode: copies text and matches anchors until a blob or integer array starts. */
 static int scan_text(sr_splicer *s, const char **pp, const char *end, sr_err *err)
 {
@@ -283,6 +339,16 @@ static int scan_text(sr_splicer *s, const char **pp, const char *end, sr_err *er
             if (f >= 0 && !esc) {
                 s->k = 0;
                 rc = start_ints(s, f, p, err);
+                p++;
+                break;
+            }
+        }
+        if (s->k == 1 && c == '"' && s->has_strings) {
+            int esc = 0;
+            int f = match_key(s, s->text.len - 1, SR_FIELD_STRING, &esc, NULL);
+            if (f >= 0 && !esc) {
+                s->k = 0;
+                rc = start_string(s, f, p, err);
                 p++;
                 break;
             }
@@ -427,6 +493,9 @@ int sr_splice_i_scan(sr_splicer *s, const char *p, const char *end, sr_err *err)
             break;
         case M_INTS:
             rc = scan_ints(s, &p, end, err);
+            break;
+        case M_PREFIX:
+            rc = scan_prefix(s, &p, end, err);
             break;
         case M_LOCATE:
             rc = sr_splice_i_locate(s, &p, end, err);

@@ -165,7 +165,9 @@ typedef struct sr_splice_opts {
 typedef enum sr_splice_kind {
     SR_SPLICE_ENVELOPE = 1, /* a packed field's envelope: `array` is the validated array */
     SR_SPLICE_NULL,         /* a nullable packed field holding null: `array` is empty */
-    SR_SPLICE_INT_ARRAY     /* an integer-array key: `array` is 1-D int32 or int64 */
+    SR_SPLICE_INT_ARRAY,    /* an integer-array key: `array` is 1-D int32 or int64 */
+    SR_SPLICE_STRING,       /* a string-blob field: `array` is the decoded payload (see below) */
+    SR_SPLICE_NESTED        /* a nested-list field: `array` is its values, int32 or int64 */
 } sr_splice_kind;
 
 typedef struct sr_splice_entry {

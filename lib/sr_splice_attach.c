@@ -182,6 +182,30 @@ static const sr_field_def *registered(const walker *w, const char *key)
     return sr_fields_find(w->s->fields, key, n);
 }
 
+/* Whether a string-blob field's string is what the scan leaves of a cut one: "" (raw, npy) or
+ * the nrlre1 prefix ending at its third ':'. */
+static int looks_cut(const sr_field_def *d, const char *v)
+{
+    if (d->wire != SR_WIRE_NRLRE)
+        return v[0] == '\0';
+    int colons = 0;
+    size_t n = 0;
+    for (; v[n]; n++)
+        colons += v[n] == ':';
+    return colons == 3 && n > 0 && v[n - 1] == ':';
+}
+
+/* A string-blob field: its cut blob, or (ref SIZE_MAX) its value read from the document. */
+static int string_member(walker *w, const sr_field_def *d, size_t f, cJSON *c, sr_err *err)
+{
+    if (cJSON_IsNull(c))
+        return add_entry(w, SR_SPLICE_NULL, d, c, SIZE_MAX, err);
+    size_t bi = cJSON_IsString(c) && looks_cut(d, c->valuestring) ? pop_blob(w, (uint32_t)f)
+                                                                   : SIZE_MAX;
+    int rc = add_entry(w, SR_SPLICE_STRING, d, c, bi, err);
+    return rc ? rc : walk(w, c, err);
+}
+
 static int member(walker *w, cJSON *c, sr_err *err)
 {
     sr_splicer *s = w->s;
@@ -193,6 +217,11 @@ static int member(walker *w, cJSON *c, sr_err *err)
     size_t f = sr_fields_index(s->fields, d);
     if (d->kind == SR_FIELD_PACKED)
         return packed_member(w, d, f, c, err);
+    if (d->kind == SR_FIELD_STRING)
+        return string_member(w, d, f, c, err);
+    if (d->kind == SR_FIELD_NESTED)
+        return add_entry(w, cJSON_IsNull(c) ? SR_SPLICE_NULL : SR_SPLICE_NESTED, d, c, SIZE_MAX,
+                         err);
     if (cJSON_IsObject(c) && !c->child) {
         /* The placeholder of a spliced array; an empty object of the body itself finds none and
          * is refused with the values the reference never checks (sr_splice_check.c). */

@@ -3,6 +3,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sr_nested.h"
+#include "sr_npy.h"
+#include "sr_nrlre.h"
 #include "sr_splice_impl.h"
 
 static size_t skip_ws(const char *t, size_t n, size_t i)
@@ -189,6 +192,158 @@ static int convert_ints(sr_splicer *s, sr_splice_entry *e, size_t *val_off, size
     return 0;
 }
 
+/* Room for n more bytes at a 64-byte aligned offset of the document-decoded store. */
+static int sbytes_room(sr_splicer *s, size_t n, size_t *off, sr_err *err)
+{
+    size_t at = (s->sbytes_len + 63) & ~(size_t)63;
+    if (n > SIZE_MAX - at - 64)
+        return sr_err_set(err, SR_E_LIMIT, "splice: %zu bytes do not fit the store", n);
+    if (at + n + 1 > s->sbytes_cap) {
+        size_t nc = s->sbytes_cap ? s->sbytes_cap : 4096;
+        while (nc < at + n + 1)
+            nc *= 2;
+        unsigned char *v = realloc(s->sbytes, nc);
+        if (!v)
+            return sr_err_set(err, SR_E_NOMEM, "splice: cannot grow the string store to %zu bytes",
+                              nc);
+        s->sbytes = v;
+        s->sbytes_cap = nc;
+    }
+    *off = at;
+    s->sbytes_len = at + n;
+    return 0;
+}
+
+/*
+ * The payload bytes of a string-blob entry: the cut blob's, or the document string's base64
+ * (after the nrlre1 prefix) decoded into the store (*doc_off its offset there, else SIZE_MAX).
+ */
+static int string_bytes(sr_splicer *s, sr_splice_entry *e, size_t ref, const unsigned char **out,
+                        size_t *n, size_t *doc_off, sr_err *err)
+{
+    const sr_field_def *d = e->field;
+    size_t maxb = d->max_bytes ? d->max_bytes : SR_ENVELOPE_DEFAULT_MAX;
+    *doc_off = SIZE_MAX;
+    if (ref != SIZE_MAX) {
+        blob_rec *b = &s->blobs[ref];
+        if (b->err) {
+            *err = *b->err;
+            return err->code;
+        }
+        if (b->nbytes > maxb)
+            return sr_err_set_at(err, SR_E_ENV_TOO_LARGE, (int64_t)b->body_off,
+                                 "%s decodes to %zu bytes, more than its %zu", d->name, b->nbytes,
+                                 maxb);
+        *out = s->out + b->out_off;
+        *n = b->nbytes;
+        e->spliced = 1;
+        e->b64_noncanonical = b->noncanon;
+        return 0;
+    }
+    if (!cJSON_IsString(e->node))
+        return sr_err_set(err, SR_E_WIRE_NOT_STRING, "%s must be a base64 string (%s wire)",
+                          d->name, d->wire == SR_WIRE_NPY ? ".npy" : d->wire == SR_WIRE_RAW ? "raw" : "nrlre1");
+    const char *v = e->node->valuestring;
+    size_t len = strlen(v), skip = 0;
+    if (d->wire == SR_WIRE_NRLRE) {
+        sr_nrlre_header h;
+        int rc = sr_nrlre_parse_prefix(&h, v, len, err);
+        if (rc)
+            return rc;
+        skip = h.data_offset;
+    }
+    if ((len - skip) / 4 * 3 > maxb)
+        return sr_err_set(err, SR_E_ENV_TOO_LARGE, "%s's base64 exceeds its %zu bytes", d->name,
+                          maxb);
+    size_t off = 0, got = 0;
+    int rc = sbytes_room(s, sr_base64_decoded_max(len - skip), &off, err);
+    if (!rc)
+        rc = sr_base64_decode_ex(s->sbytes + off, &got, v + skip, len - skip, s->impl,
+                                 sr_splice_i_b64_flags(s), &e->b64_noncanonical, err);
+    if (rc)
+        return rc;
+    *out = s->sbytes + off;
+    *n = got;
+    *doc_off = off;
+    return 0;
+}
+
+/* A string-blob entry: the payload read by its wire into e->array (dtype, shape, data). */
+static int check_string(sr_splicer *s, sr_splice_entry *e, size_t ref, size_t *doc_off,
+                        sr_err *err)
+{
+    const sr_field_def *d = e->field;
+    const unsigned char *p = NULL;
+    size_t n = 0;
+    int rc = string_bytes(s, e, ref, &p, &n, doc_off, err);
+    if (rc)
+        return rc;
+    sr_ndarray *a = &e->array;
+    if (d->wire == SR_WIRE_NPY) {
+        sr_npy_header h;
+        rc = sr_npy_view(a, &h, p, n, d->dtypes, d->ndim, err);
+        if (!rc && *doc_off != SIZE_MAX)
+            *doc_off += h.data_offset;
+        return rc;
+    }
+    if (d->wire == SR_WIRE_NRLRE) {
+        sr_nrlre_header h;
+        const char *v = e->node->valuestring;
+        if ((rc = sr_nrlre_parse_prefix(&h, v, strlen(v), err)))
+            return rc;
+        if (!(d->dtypes & SR_DTYPE_BIT(h.dtype)))
+            return sr_err_set(err, SR_E_NRLRE_DTYPE, "%s: dtype %s is not one the field allows",
+                              d->name, sr_dtype_name(h.dtype));
+        if (n != h.data_bytes)
+            return sr_err_set(err, SR_E_WIRE_BYTE_COUNT,
+                              "%s: %zu bytes decoded, the prefix's %s [%lld, %lld, %lld] needs %zu",
+                              d->name, n, sr_dtype_name(h.dtype), (long long)h.shape[0],
+                              (long long)h.shape[1], (long long)h.shape[2], h.data_bytes);
+        a->dtype = h.dtype;
+        a->ndim = 3;
+        memcpy(a->shape, h.shape, sizeof(h.shape));
+    } else {
+        sr_dtype t = SR_DTYPE_INVALID;
+        for (int i = 1; i < SR_DTYPE_COUNT; i++)
+            if (d->dtypes & SR_DTYPE_BIT(i))
+                t = (sr_dtype)i;
+        size_t isz = sr_dtype_size(t);
+        if (!isz || n % isz)
+            return sr_err_set(err, SR_E_WIRE_BYTE_COUNT,
+                              "%s: %zu bytes decoded, not a whole number of %s elements", d->name,
+                              n, sr_dtype_name(t));
+        a->dtype = t;
+        a->ndim = 1;
+        a->shape[0] = (int64_t)(n / isz);
+    }
+    a->data = (void *)p;
+    a->nbytes = n;
+    a->owned = 0;
+    return 0;
+}
+
+/* A nested-list entry: its values into the store (*doc_off). */
+static int check_nested(sr_splicer *s, sr_splice_entry *e, size_t *doc_off, sr_err *err)
+{
+    const sr_field_def *d = e->field;
+    sr_ndarray *a = &e->array;
+    size_t count = 0, off = 0;
+    int rc = sr_nested_shape(a->shape, &count, e->node, d->ndim, err);
+    sr_dtype t = sr_nested_dtype(d->min, d->max);
+    if (!rc)
+        rc = sbytes_room(s, count * sr_dtype_size(t), &off, err);
+    if (!rc)
+        rc = sr_nested_fill(s->sbytes + off, e->node, d->ndim, a->shape, d->min, d->max, err);
+    if (rc)
+        return rc;
+    a->dtype = t;
+    a->ndim = d->ndim;
+    a->nbytes = count * sr_dtype_size(t);
+    a->owned = 0;
+    *doc_off = off;
+    return 0;
+}
+
 static int check_entry(sr_splicer *s, size_t i, size_t *val_off, sr_err *err)
 {
     sr_splice_entry *e = &s->entries[i];
@@ -203,6 +358,10 @@ static int check_entry(sr_splicer *s, size_t i, size_t *val_off, sr_err *err)
     }
     if (e->kind == SR_SPLICE_ENVELOPE)
         return check_envelope(s, e, ref, err);
+    if (e->kind == SR_SPLICE_STRING)
+        return check_string(s, e, ref, &val_off[i], err);
+    if (e->kind == SR_SPLICE_NESTED)
+        return check_nested(s, e, &val_off[i], err);
     size_t count = 0;
     if (ref == SIZE_MAX) {
         int rc = convert_ints(s, e, &val_off[i], &count, err);
@@ -238,10 +397,15 @@ int sr_splice_i_validate(sr_splicer *s, sr_err *err)
                 sr_err_prefix(err, "%s: ", s->paths.data + s->path_off[i]);
         }
     }
-    /* Integer views are set last: converting re-spaced arrays may move the store. */
+    /* Integer views are set last: converting re-spaced arrays may move the store (and decoding
+     * a document string or nested lists the other store). */
     for (size_t i = 0; i < s->nentries && !rc; i++) {
-        if (s->entries[i].kind == SR_SPLICE_INT_ARRAY)
-            s->entries[i].array.data = s->ivals ? s->ivals + val_off[i] : NULL;
+        sr_splice_entry *e = &s->entries[i];
+        if (e->kind == SR_SPLICE_INT_ARRAY)
+            e->array.data = s->ivals ? s->ivals + val_off[i] : NULL;
+        else if ((e->kind == SR_SPLICE_NESTED || (e->kind == SR_SPLICE_STRING && !e->spliced)) &&
+                 val_off[i] != SIZE_MAX)
+            e->array.data = s->sbytes + val_off[i];
     }
     free(val_off);
     return rc;

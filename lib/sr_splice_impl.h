@@ -22,7 +22,7 @@
 /* Bytes of 64-byte alignment padding a response may spend before blobs fall back to 8. */
 #define SPLICE_ALIGN_BUDGET ((size_t)64 * 64)
 
-enum { M_TEXT = 0, M_BLOB, M_SKIP, M_INTS, M_LOCATE };
+enum { M_TEXT = 0, M_BLOB, M_SKIP, M_INTS, M_LOCATE, M_PREFIX };
 
 typedef struct blob_rec {
     uint32_t field;    /* registry index */
@@ -36,6 +36,7 @@ typedef struct blob_rec {
     uint32_t lane_or;  /* OR of decoded byte i into bits 8 * (i % 4) */
     int64_t noncanon;  /* body offset of a character with non-zero trailing bits, or -1 */
     sr_err *err;       /* the blob's base64 error, reported if it meets its envelope; or NULL */
+    int string;        /* cut from a string-blob field (SR_FIELD_STRING), not an envelope */
 } blob_rec;
 
 typedef struct int_rec {
@@ -60,7 +61,7 @@ struct sr_splicer {
     const sr_fields *fields;
     sr_splice_opts opts;
     sr_b64_impl impl;
-    int has_packed, has_ints; /* the registry has entries of each kind */
+    int has_packed, has_ints, has_strings; /* the registry has entries of each kind */
     int has_canonical[SR_FIELDS_MAX];
 
     /* Output region of the current response (arena block or reservation). */
@@ -79,6 +80,9 @@ struct sr_splicer {
     const char *chunk; /* the chunk being scanned */
     sr_b64_stream st;  /* decoder of the current blob */
     sr_intarray_parser ip;
+    int pfx_field;   /* M_PREFIX: the nrlre1 string field whose prefix is being copied */
+    size_t pfx_len;  /* its bytes so far */
+    int pfx_colons;  /* and the ':' among them */
     uint64_t scanned; /* raw bytes handed to the scan (each exactly once) */
     int failed;       /* sticky error in `err` */
     sr_err err;
@@ -90,6 +94,8 @@ struct sr_splicer {
     int_rec *ints;
     size_t nints, cap_ints;
     unsigned char *ivals; /* integer store (8-byte aligned per array) */
+    unsigned char *sbytes; /* string blobs decoded from the document, 64-byte aligned each */
+    size_t sbytes_len, sbytes_cap;
     size_t ivals_len, ivals_cap;
     off_map *map;
     size_t nmap, cap_map;

@@ -21,6 +21,7 @@
 #include "sr_fields.h"
 #include "sr_json.h"
 #include "sr_splice.h"
+#include "spec/dialect.h"
 
 #define MAX_ENTRIES  64
 #define LINE_MAX_LEN 4096
@@ -137,7 +138,11 @@ static uint64_t fnv1a64(const void *p, size_t n)
 
 static const char *kind_name(sr_splice_kind k)
 {
-    return k == SR_SPLICE_ENVELOPE ? "envelope" : k == SR_SPLICE_NULL ? "null" : "int_array";
+    return k == SR_SPLICE_ENVELOPE ? "envelope"
+           : k == SR_SPLICE_NULL   ? "null"
+           : k == SR_SPLICE_STRING ? "string"
+           : k == SR_SPLICE_NESTED ? "nested"
+                                   : "int_array";
 }
 
 static void shape_text(const sr_ndarray *a, char *out, size_t cap)
@@ -154,6 +159,7 @@ static void shape_text(const sr_ndarray *a, char *out, size_t cap)
 typedef struct lib_opts {
     char fields[LINE_MAX_LEN], registry[LINE_MAX_LEN];
     long long expected;
+    int dialect; /* --dialect: that dialect's registry (harness/spec/dialect.h) */
 } lib_opts;
 
 static int parse_args(const char *args, lib_opts *o)
@@ -172,6 +178,8 @@ static int parse_args(const char *args, lib_opts *o)
             snprintf(o->registry, sizeof(o->registry), "%s", v);
         else if (strcmp(w, "--expected-length") == 0)
             o->expected = atoll(v);
+        else if (strcmp(w, "--dialect") == 0 && sr_dialect_lookup(v) >= 0)
+            o->dialect = sr_dialect_lookup(v);
         else
             return -1;
     }
@@ -183,7 +191,7 @@ static sr_fields *make_registry(const lib_opts *o, sr_err *err)
     sr_fields *f = NULL;
     /* As check-body: the file's definitions replace built-ins of the same name. */
     if (sr_fields_new(&f, err) || (o->registry[0] && sr_fields_load_file(f, o->registry, err)) ||
-        sr_fields_add_missing_builtins(f, err)) {
+        sr_dialect_add_fields(f, (sr_dialect)o->dialect, err)) {
         sr_fields_free(f);
         return NULL;
     }

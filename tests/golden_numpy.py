@@ -8,6 +8,12 @@ check order of lib/sr_envelope.h. The result is compared with `syncroll check-bo
 same body: for a valid body every entry (path, field, kind, shape, dtype, bytes, canonical, min,
 max, spliced, sidecar) and the counts; for an invalid one the dotted error name.
 
+A body of another engine dialect (fixtures/bodies/dialect_*.body, check-body's "dialect" is not
+skyrl) has its routes decoded here as that stack's own clients decode them (np.load of the
+base64 .npy, np.frombuffer of sglang's int32, the nrlre1 split, np.array of the nested lists,
+dynamo's object) and compared with check-body's route entries (shape, dtype, bytes, min, max);
+an invalid one must be refused by check-body with the named error of its .expected.
+
 Usage: golden_numpy.py SYNCROLL SOURCE_DIR. Exit 0 all agree, 1 a mismatch, 77 (ctest's skip
 code) with a printed reason when numpy cannot be imported (`make deps` installs python3-numpy).
 """
@@ -402,6 +408,58 @@ def same(a, b):
     return a == b
 
 
+def dialect_routes(raw, dialect):
+    """{path: numpy array} of the routes, decoded as the dialect's clients do."""
+    doc = json.loads(raw)
+    if dialect == "vllm":
+        s = doc["choices"][0]["routed_experts"]
+        import io
+        return {"choices[0].routed_experts":
+                np.load(io.BytesIO(base64.b64decode(s, validate=True)), allow_pickle=False)}
+    if dialect == "vllm-json":
+        return {"choices[0].routed_experts": np.array(doc["choices"][0]["routed_experts"]),
+                "prompt_routed_experts": np.array(doc["prompt_routed_experts"])}
+    if dialect == "sglang":
+        s = doc["meta_info"]["routed_experts"]
+        return {"meta_info.routed_experts":
+                np.frombuffer(base64.b64decode(s, validate=True), np.int32)}
+    if dialect == "dynamo":
+        o = doc["nvext"]["engine_data"]["routed_experts"]
+        a = np.frombuffer(base64.b64decode(o["data"], validate=True), o["dtype"])
+        return {"nvext.engine_data.routed_experts": a.reshape(o["shape"])}
+    if dialect == "nemo-rl":
+        tag, dt, shape, b64 = doc["choices"][0]["message"]["routed_experts"].split(":", 3)
+        assert tag == "nrlre1"
+        a = np.frombuffer(base64.b64decode(b64, validate=True), np.dtype(dt).newbyteorder("<"))
+        return {"choices[0].message.routed_experts":
+                a.reshape([int(x) for x in shape.split("x")])}
+    raise ValueError(dialect)
+
+
+def check_dialect(name, base, theirs, want_dialect):
+    """None when check-body's reading of a dialect body agrees with the stack's decode."""
+    if not theirs["valid"]:
+        want = open(base + ".expected").read().split("\n")[1]
+        got = "error " + theirs["error"]["name"]
+        return None if got == want else f"check-body says {got}, {base}.expected {want}"
+    if theirs["dialect"] != want_dialect:
+        return f"check-body read it as {theirs['dialect']}, not {want_dialect}"
+    routes = dialect_routes(open(base + ".body", "rb").read(), want_dialect)
+    entries = {e["path"]: e for e in theirs["entries"]}
+    for path, a in routes.items():
+        e = entries.get(path)
+        if e is None:
+            return f"check-body has no entry {path}"
+        # vllm-json's lists carry no dtype: syncroll reads them as int32.
+        dtype = "int32" if want_dialect == "vllm-json" else str(a.dtype)
+        mine = {"shape": list(a.shape), "dtype": dtype, "bytes": int(a.size) * np.dtype(dtype).itemsize,
+                "min": int(a.min()) if a.size else None, "max": int(a.max()) if a.size else None}
+        got = {k: e.get(k) for k in mine}
+        if mine != got:
+            return f"{path}: numpy {mine}, syncroll {got}"
+    return None
+
+
 def main():
     if len(sys.argv) != 3:
         raise SystemExit("usage: golden_numpy.py SYNCROLL SOURCE_DIR")
@@ -413,6 +471,20 @@ def main():
         base = os.path.join(bodies_dir, name)
         args = open(base + ".args").read().strip() if os.path.exists(base + ".args") else ""
         raw = open(base + ".body", "rb").read()
+        if name.startswith("dialect_"):
+            run = subprocess.run([syncroll, "check-body", "--json", *args.split(), base + ".body"],
+                                 cwd=src, capture_output=True, text=True)
+            theirs = json.loads(run.stdout)
+            want = name[len("dialect_"):]
+            want = next((d for d in ("vllm-json", "vllm", "sglang", "dynamo", "nemo-rl")
+                         if want == d or want.startswith(d + "_")), "ambiguous")
+            why = check_dialect(name, base, theirs, want)
+            if why:
+                failed += 1
+            ok_text = ("the stack decodes what syncroll reads" if theirs["valid"]
+                       else "refused with " + theirs["error"]["name"] + " as .expected says")
+            print(f"{'FAIL' if why else 'ok'}: {name} ({why or ok_text})")
+            continue
         try:
             mine = splice(raw, load_registry(args, src))
         except Fail as e:
@@ -422,6 +494,8 @@ def main():
         theirs = json.loads(run.stdout)
         if not theirs["valid"]:
             theirs = {"valid": False, "error": theirs["error"]["name"]}
+        elif theirs.pop("dialect") != "skyrl" or theirs.pop("dialect_source") == "given":
+            theirs["dialect"] = "not skyrl"  # a skyrl golden body read as another dialect
         if same(mine, theirs):
             print(f"ok: {name} ({'valid' if mine['valid'] else mine['error']})")
         else:

@@ -407,7 +407,7 @@ START_TEST(backoff_is_capped_jittered_and_seeded)
     /* Retry-After raises the wait. */
     ck_assert_int_eq(sr_retry_backoff_ms(50, 300, 0, s, 1, 2000), 2000);
     /* Classification of the default policy and the quirk. */
-    sr_client_quirks none = {0, 0, 0}, ref = {1, 0, 0};
+    sr_client_quirks none = {0, 0, 0, 0, 0}, ref = {1, 0, 0, 0, 0};
     sr_retry_facts f = {SR_E_CLIENT_HTTP_STATUS, 500, 1};
     ck_assert_int_eq(sr_retry_classify(&f, &none), SR_RETRY_YES);
     ck_assert_int_eq(sr_retry_classify(&f, &ref), SR_RETRY_NO);

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "engine_faults_util.h"
+#include "spec/dialect.h"
 
 /* The faulted reply (first request) and a normal reply (second request) to REQ. */
 static void faulted_and_normal(const eng *e, hresp *bad, hresp *good)
@@ -87,6 +88,54 @@ START_TEST(test_body_faults_fail_the_splice_by_name)
     hresp_free(&bad);
     hresp_free(&good);
     eng_stop(&e);
+}
+END_TEST
+
+/* vllm's .npy routes (300 experts: uint16) with a big-endian or Fortran-order header: the body
+ * stays valid JSON and base64, and the strict .npy reading names the header; the next reply,
+ * without the fault, is read by the same registry. */
+START_TEST(test_npy_header_faults)
+{
+    static const struct {
+        const char *fault;
+        int want;
+        const char *descr;
+    } cases[] = {
+        {"{\"kind\":\"npy_big_endian\",\"nth\":1}", SR_E_NPY_BYTE_ORDER, "'>u2'"},
+        {"{\"kind\":\"npy_fortran_order\",\"nth\":1}", SR_E_NPY_FORTRAN, "True"},
+    };
+    for (size_t c = 0; c < 2; c++) {
+        eng e;
+        char cfg[1024];
+        snprintf(cfg, sizeof(cfg),
+                 "{\"seed\":3,\"dialect\":\"vllm\",\"model\":{\"vocab\":1000,\"layers\":2,"
+                 "\"experts\":300,\"topk\":4,\"eos_id\":-1},\"faults\":[%s]}",
+                 cases[c].fault);
+        eng_start(&e, cfg);
+        hresp r[2];
+        sr_fields *reg;
+        sr_splicer *sp;
+        sr_err err = SR_ERR_INIT;
+        ck_assert_sr_ok(sr_fields_new(&reg, &err), err);
+        ck_assert_sr_ok(sr_dialect_add_fields(reg, SR_DIALECT_VLLM, &err), err);
+        ck_assert_sr_ok(sr_splicer_new(&sp, reg, NULL, &err), err);
+        for (int i = 0; i < 2; i++) {
+            http_post(&r[i], &e, "/inference/v1/generate", REQ);
+            ck_assert_int_eq(r[i].status, 200);
+            const sr_splice_result *res;
+            int rc = sr_splice(sp, r[i].body.data, r[i].body.len, -1, &res, &err);
+            ck_assert_msg(rc == (i ? 0 : cases[c].want), "%s reply %d: %s (%s)", cases[c].fault, i,
+                          sr_code_name(rc), err.msg);
+            if (i == 0)
+                ck_assert_msg(strstr(err.msg, cases[c].descr), "%s", err.msg);
+            else
+                ck_assert_int_eq(res->entries[1].array.dtype, SR_DTYPE_UINT16);
+            hresp_free(&r[i]);
+        }
+        sr_splicer_free(sp);
+        sr_fields_free(reg);
+        eng_stop(&e);
+    }
 }
 END_TEST
 
@@ -484,6 +533,7 @@ static Suite *faults_suite(void)
     tcase_add_loop_test(tc, test_body_faults_fail_the_splice_by_name, 0,
                         (int)(sizeof(BODY_CASES) / sizeof(BODY_CASES[0])));
     tcase_add_test(tc, test_model_faults);
+    tcase_add_test(tc, test_npy_header_faults);
     tcase_add_test(tc, test_stale_prefix_cache);
     tcase_add_test(tc, test_http_faults);
     tcase_add_test(tc, test_truncate_at_byte_n);

@@ -15,14 +15,24 @@
 #include "sr_fields.h"
 #include "sr_splice.h"
 #include "sr_stats.h"
+#include "spec/dialect.h"
 
 static const char USAGE[] =
     "usage: syncroll check-body [options] FILE|-\n"
     "\n"
-    "Splices and validates a captured /skyrl/v1/generate response body exactly as the client\n"
-    "does (skyrl-contract section 3): packed blobs are cut out and decoded, the rest is parsed,\n"
-    "each envelope is checked against its field's contract. The body is read in 64 KiB chunks\n"
-    "and streamed through the splicer; '-' reads standard input. For every registered key found\n"
+    "Splices and validates a captured generate response body exactly as the client does\n"
+    "(skyrl-contract section 3 for /skyrl/v1/generate): packed blobs are cut out and decoded,\n"
+    "the rest is parsed, each envelope is checked against its field's contract. The body is\n"
+    "read in 64 KiB chunks and streamed through the splicer; '-' reads standard input.\n"
+    "\n"
+    "Dialects (scenarios/FORMAT.md section 5b): the body may be in any engine dialect's wire\n"
+    "(skyrl, vllm, vllm-json, sglang, dynamo, nemo-rl); its route fields are then read as that\n"
+    "wire carries them (.npy, raw int32 and nrlre1 strings, nested lists, dynamo's object).\n"
+    "Without --dialect the dialect is told from the body's keys and printed (\"dialect: vllm\n"
+    "(detected: ...)\" first, \"dialect\" in --json); a body whose keys tell none (e.g. no\n"
+    "routes) is read as skyrl, and one with keys of two dialects is dialect.ambiguous (exit 2).\n"
+    "\n"
+    "For every registered key found\n"
     "it prints the JSON path, field, dtype and shape, byte count, whether the dtype is the\n"
     "canonical (smallest) one for the values, and min and max (exact integers; floats over\n"
     "the finite values with NaN/inf counts; bools as 0/1 with non-canonical bytes counted).\n"
@@ -44,6 +54,8 @@ static const char USAGE[] =
     "  --field-registry F.json  add the definitions of F.json to the built-in registry\n"
     "                           (routed_experts, rollout_sample_support, token_ids); a\n"
     "                           definition named like a built-in replaces it\n"
+    "  --dialect D              read the body as dialect D (skyrl, vllm, vllm-json, sglang,\n"
+    "                           dynamo, nemo-rl) instead of telling it from its keys\n"
     "  --expected-length N      the announced Content-Length: fewer bytes is\n"
     "                           splice.short_body, more is splice.long_body\n"
     "  --json                   print one JSON object on standard output instead of text\n"
@@ -66,12 +78,16 @@ typedef struct opts {
     const char *path, *fields, *registry;
     int json;
     int64_t expected;
+    int dialect;           /* -1: tell it from the body */
+    const char *source;    /* "given", "detected" or "default" */
+    const char *why;       /* the pattern that told it (detected) */
 } opts;
 
 static int parse_args(opts *o, int argc, char **argv)
 {
     memset(o, 0, sizeof(*o));
     o->expected = -1;
+    o->dialect = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
@@ -81,10 +97,17 @@ static int parse_args(opts *o, int argc, char **argv)
         if (strcmp(a, "--json") == 0) {
             o->json = 1;
         } else if ((strcmp(a, "--fields") == 0 || strcmp(a, "--field-registry") == 0 ||
-                    strcmp(a, "--expected-length") == 0) &&
+                    strcmp(a, "--expected-length") == 0 || strcmp(a, "--dialect") == 0) &&
                    i + 1 < argc) {
             const char *v = argv[++i];
-            if (strcmp(a, "--fields") == 0)
+            if (strcmp(a, "--dialect") == 0) {
+                if ((o->dialect = sr_dialect_lookup(v)) < 0) {
+                    fprintf(stderr, "syncroll check-body: --dialect '%s' is not one of %s\n", v,
+                            sr_dialect_names());
+                    return SR_EXIT_USAGE;
+                }
+                o->source = "given";
+            } else if (strcmp(a, "--fields") == 0)
                 o->fields = v;
             else if (strcmp(a, "--field-registry") == 0)
                 o->registry = v;
@@ -183,7 +206,7 @@ static int build_registry(sr_fields **out, const opts *o, sr_err *err)
     /* The file's definitions first: one named like a built-in replaces it (a registry file
      * defining rollout_sample_support with any dtype selects the #2079 contract). */
     if ((o->registry && (rc = sr_fields_load_file(f, o->registry, err))) ||
-        (rc = sr_fields_add_missing_builtins(f, err))) {
+        (rc = sr_dialect_add_fields(f, (sr_dialect)o->dialect, err))) {
         sr_fields_free(f);
         return rc;
     }
@@ -203,6 +226,42 @@ static int build_registry(sr_fields **out, const opts *o, sr_err *err)
     }
     *out = f;
     return rc;
+}
+
+/* The body read whole (to tell its dialect), fed in the same 64 KiB chunks. */
+static int feed_buf(sr_splicer *s, const sr_buf *b, sr_err *err)
+{
+    int rc = 0;
+    for (size_t at = 0; !rc && at < b->len; at += (size_t)64 << 10) {
+        size_t n = b->len - at < ((size_t)64 << 10) ? b->len - at : (size_t)64 << 10;
+        rc = sr_splice_stream_feed(s, b->data + at, n, err);
+    }
+    return rc;
+}
+
+/* Reads the body whole and tells its dialect (o->dialect, o->source, o->why). */
+static int detect(opts *o, sr_buf *b, sr_err *err)
+{
+    int rc = strcmp(o->path, "-") == 0
+                 ? sr_buf_read_stream(b, stdin, "standard input", SR_SPLICE_DEFAULT_MAX_BODY, err)
+                 : sr_buf_read_file(b, o->path, SR_SPLICE_DEFAULT_MAX_BODY, err);
+    if (rc)
+        return rc;
+    sr_err e = SR_ERR_INIT;
+    int d = sr_dialect_sniff(b->data ? b->data : "", b->len, &o->why, &e);
+    if (d >= 0) {
+        o->dialect = d;
+        o->source = "detected";
+        return 0;
+    }
+    /* No key tells: skyrl, as before dialects; keys of two: the reader must say. */
+    if (strstr(e.msg, "several dialects")) {
+        *err = e;
+        return e.code;
+    }
+    o->dialect = SR_DIALECT_SKYRL;
+    o->source = "default";
+    return 0;
 }
 
 static int feed_file(sr_splicer *s, const char *path, sr_err *err)
@@ -240,7 +299,11 @@ static int canonical_of(const sr_ndarray *a, const sr_array_stats *st)
 
 static const char *kind_name(sr_splice_kind k)
 {
-    return k == SR_SPLICE_ENVELOPE ? "envelope" : k == SR_SPLICE_NULL ? "null" : "int_array";
+    return k == SR_SPLICE_ENVELOPE ? "envelope"
+           : k == SR_SPLICE_NULL   ? "null"
+           : k == SR_SPLICE_STRING ? "string"
+           : k == SR_SPLICE_NESTED ? "nested"
+                                   : "int_array";
 }
 
 /* min/max (exact integers, finite floats, or null) and the dtype's counts (README schema). */
@@ -298,10 +361,12 @@ static cJSON *entry_json(const sr_splice_entry *e)
     return o;
 }
 
-static void print_json(const sr_splice_result *r)
+static void print_json(const sr_splice_result *r, const opts *o)
 {
     cJSON *root = cJSON_CreateObject();
     cJSON_AddBoolToObject(root, "valid", 1);
+    cJSON_AddStringToObject(root, "dialect", sr_dialect_name((sr_dialect)o->dialect));
+    cJSON_AddStringToObject(root, "dialect_source", o->source);
     cJSON_AddNumberToObject(root, "body_bytes", (double)r->stats.body_bytes);
     cJSON_AddNumberToObject(root, "blobs", (double)r->stats.blobs);
     cJSON_AddNumberToObject(root, "int_arrays", (double)r->stats.int_arrays);
@@ -335,8 +400,16 @@ static void print_stats_text(const sr_splice_entry *e, const sr_array_stats *st)
                e->path, (long long)e->b64_noncanonical);
 }
 
-static void print_text(const sr_splice_result *r)
+static void print_text(const sr_splice_result *r, const opts *o)
 {
+    if (strcmp(o->source, "default") != 0) {
+        printf("dialect: %s (%s", sr_dialect_name((sr_dialect)o->dialect), o->source);
+        if (o->why) {
+            fputs(": ", stdout);
+            put_text(stdout, o->why);
+        }
+        printf(")\n");
+    }
     for (size_t i = 0; i < r->count; i++) {
         const sr_splice_entry *e = &r->entries[i];
         put_text(stdout, e->path);
@@ -371,20 +444,26 @@ int sr_cmd_check_body(int argc, char **argv)
     sr_err err = SR_ERR_INIT;
     sr_fields *f = NULL;
     sr_splicer *s = NULL;
+    sr_buf body = SR_BUF_INIT;
     const sr_splice_result *r = NULL;
-    if ((rc = build_registry(&f, &o, &err)) || (rc = sr_splicer_new(&s, f, NULL, &err))) {
+    int whole = o.dialect < 0;
+    if ((whole && (rc = detect(&o, &body, &err))) || (rc = build_registry(&f, &o, &err)) ||
+        (rc = sr_splicer_new(&s, f, NULL, &err))) {
         sr_fields_free(f);
+        sr_buf_release(&body);
         return report_error(&o, &err, rc == SR_E_NOMEM ? SR_EXIT_FAIL : SR_EXIT_USAGE);
     }
     int status = SR_EXIT_OK;
-    if ((rc = sr_splice_stream_begin(s, o.expected, &err)) || (rc = feed_file(s, o.path, &err)) ||
+    if ((rc = sr_splice_stream_begin(s, o.expected, &err)) ||
+        (rc = whole ? feed_buf(s, &body, &err) : feed_file(s, o.path, &err)) ||
         (rc = sr_splice_stream_finish(s, &r, &err)))
         status = report_error(&o, &err, rc == SR_E_IO ? SR_EXIT_USAGE : sr_exit_for_code(rc));
     else if (o.json)
-        print_json(r);
+        print_json(r, &o);
     else
-        print_text(r);
+        print_text(r, &o);
     sr_splicer_free(s);
     sr_fields_free(f);
+    sr_buf_release(&body);
     return status;
 }

@@ -58,6 +58,42 @@ typedef struct loaded {
     size_t n;
 } loaded;
 
+/*
+ * l->v[l->n] was just loaded from `path`: one execution per dialect of its engines.dialects (the
+ * loaded one for the first; the others loaded again), each appended to l.
+ */
+static int expand_dialects(loaded *l, const char *path, const run_args *a, sr_err *err)
+{
+    sr_scenario *base = l->v[l->n];
+    unsigned mask = base->dialects;
+    l->n++;
+    if (!mask)
+        return 0;
+    int own = (int)base->engine.dialect, keep = -1, rc = 0;
+    for (int d = 0; d < SR_DIALECT_COUNT && keep < 0; d++)
+        if (mask & (1u << d))
+            keep = d;
+    /* The loaded one is the file's own dialect when listed (plain id), else the first listed. */
+    if (mask & (1u << own))
+        keep = own;
+    else if ((rc = sr_scenario_for_dialect(base, (sr_dialect)keep, err)))
+        return rc;
+    for (int d = 0; d < SR_DIALECT_COUNT && !rc; d++) {
+        if (!(mask & (1u << d)) || d == keep)
+            continue;
+        sr_scenario *s = NULL;
+        rc = sr_scenario_load_max(&s, path, a->max_scenario_bytes, err);
+        if (!rc)
+            rc = sr_scenario_for_dialect(s, (sr_dialect)d, err);
+        if (rc) {
+            sr_scenario_free(s);
+            return rc;
+        }
+        l->v[l->n++] = s;
+    }
+    return 0;
+}
+
 static int load_all(loaded *l, const run_args *a)
 {
     char **files = NULL;
@@ -67,7 +103,8 @@ static int load_all(loaded *l, const run_args *a)
         fprintf(stderr, "syncroll run: %s\n", err.msg);
         return -1;
     }
-    l->v = calloc(n + 1, sizeof(*l->v));
+    /* A scenario runs at most once per dialect (engines.dialects). */
+    l->v = calloc(n * SR_DIALECT_COUNT + 1, sizeof(*l->v));
     int bad = !l->v;
     for (size_t i = 0; l->v && i < n; i++) {
         sr_err e = SR_ERR_INIT;
@@ -77,13 +114,18 @@ static int load_all(loaded *l, const run_args *a)
             bad = 1;
             continue;
         }
-        for (size_t j = 0; j < l->n; j++)
-            if (strcmp(l->v[j]->id, l->v[l->n]->id) == 0) {
-                fprintf(stderr, "%s: id '%s' is also the id of %s [scenario.invalid]\n", files[i],
-                        l->v[l->n]->id, l->v[j]->path);
-                bad = 1;
-            }
-        l->n++;
+        size_t first = l->n;
+        if (expand_dialects(l, files[i], a, &e) != 0) {
+            fprintf(stderr, "%s [%s]\n", e.msg, sr_code_name(e.code));
+            bad = 1;
+        }
+        for (size_t k = first; k < l->n; k++)
+            for (size_t j = 0; j < k; j++)
+                if (strcmp(l->v[j]->id, l->v[k]->id) == 0) {
+                    fprintf(stderr, "%s: id '%s' is also the id of %s [scenario.invalid]\n",
+                            files[i], l->v[k]->id, l->v[j]->path);
+                    bad = 1;
+                }
     }
     sr_scenario_files_free(files, n);
     return bad ? -1 : 0;

@@ -84,7 +84,30 @@ static int check_opts(const sr_client_opts *o, sr_err *err)
     if (o->deadline_ms < 1 || o->attempt_timeout_ms < 0 || o->connect_timeout_ms < 0 ||
         o->control_timeout_ms < 1)
         return sr_err_set(err, SR_E_INVAL, "client: deadlines and timeouts must be positive");
+    const sr_dialect_desc *d = sr_dialect_get(o->dialect);
+    if (!d || o->dialect_route < 0 || o->dialect_route >= SR_DIALECT_MAX_ROUTES ||
+        !d->routes[o->dialect_route].path)
+        return sr_err_set(err, SR_E_INVAL, "client: dialect %d has no generate route %d",
+                          (int)o->dialect, o->dialect_route);
+    if (o->route_layers < 0 || o->route_topk < 0)
+        return sr_err_set(err, SR_E_INVAL, "client: route_layers and route_topk must be >= 0");
     return 0;
+}
+
+/* The registry of a dialect other than skyrl's: its route fields, then the caller's other
+ * entries (custom side channels) whose names it does not use. */
+static int dialect_fields(sr_client *c, const sr_fields *given, sr_err *err)
+{
+    int rc = sr_fields_new(&c->own_fields, err);
+    if (!rc)
+        rc = sr_dialect_add_fields(c->own_fields, c->opts.dialect, err);
+    for (size_t i = 0; !rc && given && i < sr_fields_count(given); i++) {
+        const sr_field_def *d = sr_fields_at(given, i);
+        if (!sr_fields_find(c->own_fields, d->name, d->name_len))
+            rc = sr_fields_add(c->own_fields, d, err);
+    }
+    c->fields = c->own_fields;
+    return rc;
 }
 
 int sr_client_new(sr_client **out, const char *const *urls, size_t n_urls, const sr_fields *fields,
@@ -114,7 +137,9 @@ int sr_client_new(sr_client **out, const char *const *urls, size_t n_urls, const
         }
     c->fields = fields;
     rc = pool_new(&c->pool, err);
-    if (!rc && !fields) {
+    if (!rc && o.dialect != SR_DIALECT_SKYRL) {
+        rc = dialect_fields(c, fields, err);
+    } else if (!rc && !fields) {
         rc = sr_fields_new(&c->own_fields, err);
         if (!rc)
             rc = sr_fields_add_builtins(c->own_fields, err);
@@ -198,6 +223,7 @@ void sr_client_conn_free(sr_client_conn *k)
     free(k->tokens);
     free(k->logprobs);
     free(k->spans);
+    free(k->rows);
     free(k);
 }
 

@@ -106,6 +106,7 @@
 #include "sr_err.h"
 #include "sr_fields.h"
 #include "sr_ndarray.h"
+#include "spec/dialect.h"
 
 #define SR_CLIENT_MAX_ENGINES   64
 #define SR_CLIENT_MAX_ATTEMPTS  64
@@ -119,6 +120,10 @@ typedef struct sr_client_quirks {
     int retry_json_decode_only;
     int no_prompt_start;
     int prefix_without_quote; /* the splice's quirk of the same name (sr_splice.h) */
+    int npy_assume_uint8;     /* vllm: the bytes after the .npy header read as uint8 whatever the
+                                 descr says (uint16 routes of > 256 experts become twice the rows) */
+    int sglang_rows_from_zero; /* sglang: the flat routes taken as rows from 0, not from the
+                                  routed_experts_start_len the request sent */
 } sr_client_quirks;
 
 /* Options. Plain struct: start from SR_CLIENT_OPTS_INIT. */
@@ -136,13 +141,20 @@ typedef struct sr_client_opts {
     size_t max_error_body;      /* bytes of a non-2xx body kept for the message (65536) */
     sr_client_quirks quirks;
     int strict_base64; /* 1: non-zero trailing base64 bits are base64.bad_padding (sr_splice.h) */
+    /* The wire (spec/dialect.h; default skyrl) and which of its generate routes (0: the first,
+     * e.g. vLLM's /inference/v1/generate; 1: its /v1/completions). */
+    sr_dialect dialect;
+    int dialect_route;
+    /* The model's MoE layers and top_k: a wire without a shape (sglang's flat int32) is reshaped
+     * by them, and every wire's shape is checked against them (wire.shape); 0: not known. */
+    int64_t route_layers, route_topk;
 } sr_client_opts;
 
 #define SR_CLIENT_OPTS_INIT                                                                        \
     {                                                                                              \
         5, 50, 2000, 0.5, 0, 60000, 0, 5000, 30000, 0, 65536,                                      \
-        {0, 0, 0},                                                                                 \
-            0                                                                                      \
+        {0, 0, 0, 0, 0},                                                                           \
+            0, SR_DIALECT_SKYRL, 0, 0, 0                                                           \
     }
 
 /* One generate request. Plain struct: start from SR_CLIENT_REQ_INIT. Everything is borrowed. */

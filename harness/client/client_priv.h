@@ -51,6 +51,8 @@ struct sr_client_conn {
     sr_client_span *spans;
     size_t spans_cap;
     char finish[32];
+    unsigned char *rows; /* routes a wire had to be re-assembled into (response.c) */
+    size_t rows_cap;
     char errbuf[CURL_ERROR_SIZE];
 };
 
@@ -84,6 +86,16 @@ int sr_client_attempt_run(sr_client_conn *k, int splice, const struct curl_slist
 /* Reads a spliced response into `out` (see client.h §1.7 rules). */
 int sr_client_decode_spliced(sr_client_result *out, sr_client_conn *k, const sr_splice_result *r,
                              int want_routes, sr_err *err);
+
+/* The request body of `r` in the shape of route `rt` (body.c), the route start `start` (-1: none)
+ * where the wire carries one. */
+int sr_client_build_body(sr_buf *b, const sr_dialect_route *rt, const sr_client_req *r,
+                         int64_t start, sr_err *err);
+
+/* Reads a spliced response of a dialect other than skyrl into `out` (response.c): its frame, its
+ * routes mapped to the rows skyrl's wire carries for the same request. */
+int sr_client_decode_dialect(sr_client_result *out, sr_client_conn *k, const sr_splice_result *r,
+                             const sr_client_req *req, sr_err *err);
 
 /* Reads a parsed native response into `out`. */
 int sr_client_decode_native(sr_client_result *out, sr_client_conn *k, const cJSON *doc,

@@ -65,99 +65,6 @@ static int check_request(const sr_client_req *r, sr_err *err)
     return rc ? rc : check_session(r->session_id, err);
 }
 
-/* Writes v in decimal at p (at most 11 bytes) and returns the byte count. */
-static size_t put_int32(char *p, int32_t v)
-{
-    char digits[10];
-    size_t n = 0, len = 0;
-    uint32_t u = v < 0 ? 0u - (uint32_t)v : (uint32_t)v;
-    do {
-        digits[n++] = (char)('0' + u % 10);
-        u /= 10;
-    } while (u);
-    if (v < 0)
-        p[len++] = '-';
-    while (n)
-        p[len++] = digits[--n];
-    return len;
-}
-
-/* Appends a member's value as cJSON prints it; integers (cJSON's "%d" case) and the literals
- * without cJSON's allocation and printf, which showed in the per-request profile. */
-static int put_value(sr_buf *b, const cJSON *m, sr_err *err)
-{
-    if (cJSON_IsNumber(m) && m->valuedouble == (double)m->valueint) {
-        char num[16];
-        size_t n = put_int32(num, (int32_t)m->valueint);
-        return sr_buf_append(b, num, n, err);
-    }
-    if (cJSON_IsTrue(m) || cJSON_IsFalse(m) || cJSON_IsNull(m))
-        return sr_buf_puts(b, cJSON_IsTrue(m) ? "true" : cJSON_IsFalse(m) ? "false" : "null", err);
-    char *v = cJSON_PrintUnformatted(m);
-    if (!v)
-        return sr_err_set(err, SR_E_NOMEM, "client: cannot print sampling_params");
-    int rc = sr_buf_puts(b, v, err);
-    free(v);
-    return rc;
-}
-
-static int put_sampling(sr_buf *b, const cJSON *sp, int64_t start, sr_err *err)
-{
-    int rc = sr_buf_puts(b, "{\"sampling_params\":{", err), first = 1;
-    const cJSON *m;
-    cJSON_ArrayForEach(m, sp)
-    {
-        if (!rc && !first)
-            rc = sr_buf_puts(b, ",", err);
-        if (!rc)
-            rc = sr_buf_put_json_string(b, m->string, err);
-        if (!rc)
-            rc = sr_buf_puts(b, ":", err);
-        if (!rc)
-            rc = put_value(b, m, err);
-        first = 0;
-    }
-    if (!rc && start >= 0)
-        rc = sr_buf_printf(b, err, "%s\"routed_experts_prompt_start\":%lld", first ? "" : ",",
-                           (long long)start);
-    return rc ? rc : sr_buf_puts(b, "}", err);
-}
-
-/* The §1.2 body: sampling_params (start injected), model, token_ids, cache_salt, in that order. */
-static int build_body(sr_buf *b, const sr_client_req *r, int64_t start, sr_err *err)
-{
-    sr_buf_reset(b);
-    int rc = put_sampling(b, r->sampling_params, start, err);
-    if (!rc)
-        rc = sr_buf_puts(b, ",\"model\":", err);
-    if (!rc)
-        rc = sr_buf_put_json_string(b, r->model && r->model[0] ? r->model : "default", err);
-    if (!rc && r->n_tokens > (SIZE_MAX - 32) / 12)
-        rc = sr_err_set(err, SR_E_LIMIT, "client: %zu token ids do not fit a request body",
-                        r->n_tokens);
-    if (!rc)
-        rc = sr_buf_reserve(b, r->n_tokens * 12 + 32, err);
-    if (!rc)
-        rc = sr_buf_puts(b, ",\"token_ids\":[", err);
-    /* The reserve holds every id (at most 11 bytes and a comma each), so ids are written in
-     * place: snprintf per id was 8 % of the client's CPU per request (bench/README.md). */
-    for (size_t i = 0; !rc && i < r->n_tokens; i++) {
-        if (i)
-            b->data[b->len++] = ',';
-        b->len += put_int32(b->data + b->len, r->token_ids[i]);
-    }
-    if (!rc)
-        b->data[b->len] = '\0';
-    if (!rc)
-        rc = sr_buf_puts(b, "]", err);
-    if (!rc && r->cache_salt) {
-        rc = sr_buf_puts(b, ",\"cache_salt\":", err);
-        if (!rc)
-            rc = sr_buf_put_json_string(b, r->cache_salt, err);
-    }
-    return rc ? rc : sr_buf_puts(b, "}", err);
-}
-
 /* ---- generate ---- */
 
 typedef struct gen_ctx {
@@ -167,6 +74,7 @@ typedef struct gen_ctx {
     struct curl_slist *headers;
     double t0;
     uint64_t seed;
+    int splice; /* the response goes through the splice (skyrl with routes; every other wire) */
 } gen_ctx;
 
 static int make_headers(struct curl_slist **out, const char *session, sr_err *err)
@@ -203,9 +111,11 @@ static int fail(gen_ctx *g, int code, sr_err *err)
 static int decode(gen_ctx *g, const sr_xfer_out *x, sr_err *err)
 {
     double t0 = sr_clock_ms();
-    int rc = x->spliced
+    const sr_client_opts *o = &g->k->c->opts;
+    int rc = !x->spliced ? sr_client_decode_native(g->out, g->k, x->native, err)
+             : o->dialect == SR_DIALECT_SKYRL
                  ? sr_client_decode_spliced(g->out, g->k, x->spliced, g->req->return_routes, err)
-                 : sr_client_decode_native(g->out, g->k, x->native, err);
+                 : sr_client_decode_dialect(g->out, g->k, x->spliced, g->req, err);
     g->out->decode_ms = sr_clock_ms() - t0;
     return rc;
 }
@@ -272,7 +182,7 @@ static int attempt_loop(gen_ctx *g, sr_err *err)
         out->n_attempts = a + 1;
         sr_xfer_out x;
         int rc =
-            sr_client_attempt_run(g->k, g->req->return_routes, g->headers, timeout, att, &x, err);
+            sr_client_attempt_run(g->k, g->splice, g->headers, timeout, att, &x, err);
         att->elapsed_ms = sr_clock_ms() - now;
         out->http_status = att->http_status;
         out->splice_ms = x.splice_ms;
@@ -307,17 +217,22 @@ int sr_client_generate(sr_client_result *out, sr_client_conn *k, const sr_client
                        sr_err *err)
 {
     result_reset(out);
-    gen_ctx g = {k, req, out, NULL, sr_clock_ms(), 0};
+    gen_ctx g = {k, req, out, NULL, sr_clock_ms(), 0, 0};
     int rc = check_request(req, err);
     if (rc)
         return rc;
     const sr_client *c = k->c;
     out->engine = sr_client_engine_for(c, req->session_id);
     out->url = c->urls[out->engine];
-    out->path = req->return_routes ? "/skyrl/v1/generate" : "/inference/v1/generate";
+    /* skyrl: /skyrl/v1/generate with routes, vLLM's native route without (read by cJSON);
+     * another wire: its route, always through the splice. */
+    const sr_dialect_route *rt = &sr_dialect_get(c->opts.dialect)->routes[c->opts.dialect_route];
+    int skyrl = c->opts.dialect == SR_DIALECT_SKYRL;
+    out->path = !skyrl || req->return_routes ? rt->path : "/inference/v1/generate";
+    g.splice = !skyrl || req->return_routes;
     if (req->return_routes && !c->opts.quirks.no_prompt_start)
         out->prompt_start_sent = req->prompt_start;
-    rc = build_body(&k->req_body, req, out->prompt_start_sent, err);
+    rc = sr_client_build_body(&k->req_body, rt, req, out->prompt_start_sent, err);
     out->bytes_sent = k->req_body.len;
     sr_buf_reset(&k->url);
     if (!rc)

@@ -223,3 +223,250 @@ int sr_client_decode_native(sr_client_result *out, sr_client_conn *k, const cJSO
     out->token_ids = k->tokens;
     return rc ? rc : read_common(out, k, c0, err);
 }
+
+/* ---- the other dialects' frames (spec/dialect.h) ---- */
+
+static const cJSON *get(const cJSON *o, const char *key)
+{
+    return cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, key) : NULL;
+}
+
+/* SGLang: meta_info.finish_reason is {"type": "stop", ...} or null. */
+static int read_finish_object(sr_client_result *out, sr_client_conn *k, const cJSON *meta,
+                              sr_err *err)
+{
+    const cJSON *f = get(meta, "finish_reason");
+    const cJSON *t = get(f, "type");
+    if (!f || cJSON_IsNull(f)) {
+        out->finish_reason = NULL;
+        return 0;
+    }
+    if (!cJSON_IsString(t) || strlen(t->valuestring) >= sizeof k->finish)
+        return sr_err_set(err, SR_E_CLIENT_BAD_RESPONSE,
+                          "meta_info.finish_reason is not null or {\"type\": <short string>}");
+    strcpy(k->finish, t->valuestring);
+    out->finish_reason = k->finish;
+    return 0;
+}
+
+/* SGLang: meta_info.output_token_logprobs [[logprob, token_id, text], ..], one per token. */
+static int read_logprobs_sglang(sr_client_result *out, sr_client_conn *k, const cJSON *meta,
+                                sr_err *err)
+{
+    const cJSON *lp = get(meta, "output_token_logprobs");
+    out->has_logprobs = 0;
+    if (!lp || cJSON_IsNull(lp))
+        return 0;
+    size_t cnt = cJSON_IsArray(lp) ? (size_t)cJSON_GetArraySize(lp) : 0, i = 0;
+    if (!cJSON_IsArray(lp) || cnt != out->n_tokens)
+        return sr_err_set(err, SR_E_CLIENT_BAD_RESPONSE,
+                          "meta_info.output_token_logprobs is not a list of %zu entries",
+                          out->n_tokens);
+    int rc = grow((void **)&k->logprobs, &k->logprobs_cap, cnt ? cnt : 1, sizeof(double), err);
+    const cJSON *e;
+    cJSON_ArrayForEach(e, lp)
+    {
+        const cJSON *v = cJSON_IsArray(e) ? e->child : NULL;
+        if (rc || !cJSON_IsNumber(v))
+            return rc ? rc
+                      : sr_err_set_at(err, SR_E_CLIENT_BAD_RESPONSE, (int64_t)i,
+                                      "meta_info.output_token_logprobs[%zu] is not [logprob, ..]",
+                                      i);
+        k->logprobs[i++] = v->valuedouble;
+    }
+    out->logprobs = k->logprobs;
+    out->has_logprobs = cnt > 0;
+    return 0;
+}
+
+/* Where a wire's routes are, from its frame: the choice, the choice's message, SGLang's
+ * meta_info, or Dynamo's nvext.engine_data (one row per encoding, as the engine writes them). */
+static const cJSON *routes_node(const sr_dialect_desc *d, const cJSON *doc, const cJSON *c0,
+                                const char *key)
+{
+    switch (d->encoding) {
+    case SR_ENC_FLAT_B64:
+        return get(get(doc, "meta_info"), key);
+    case SR_ENC_OBJECT:
+        return get(get(get(doc, "nvext"), "engine_data"), key);
+    case SR_ENC_NRLRE:
+        return get(get(c0, "message"), key);
+    default:
+        return get(c0, key);
+    }
+}
+
+/* Room for n bytes of re-assembled routes in the conn. */
+static int rows_room(sr_client_conn *k, size_t n, sr_err *err)
+{
+    return grow((void **)&k->rows, &k->rows_cap, n ? n : 1, 1, err);
+}
+
+/* Checks a [R, L, K] route array against the model's layers and top_k (when known). */
+static int check_cell(const sr_client_opts *o, const sr_ndarray *a, const char *what, sr_err *err)
+{
+    if (a->ndim != 3)
+        return sr_err_set(err, SR_E_WIRE_SHAPE, "%s has %d dimensions, not [rows, layers, top_k]",
+                          what, a->ndim);
+    if (a->shape[0] && ((o->route_layers && a->shape[1] != o->route_layers) ||
+                        (o->route_topk && a->shape[2] != o->route_topk)))
+        return sr_err_set(err, SR_E_WIRE_SHAPE,
+                          "%s is [%lld, %lld, %lld]; the model has %lld layers and top_k %lld", what,
+                          (long long)a->shape[0], (long long)a->shape[1], (long long)a->shape[2],
+                          (long long)o->route_layers, (long long)o->route_topk);
+    return 0;
+}
+
+/* vLLM 0.21: prompt_routed_experts [P, L, K] then the choice's [G, L, K] as one int32 array of
+ * P + G rows (the last, the pass on the last sampled token, is dropped by the caller). */
+static int join_split(sr_ndarray *out, sr_client_conn *k, const sr_ndarray *p, const sr_ndarray *g,
+                      const sr_client_opts *o, sr_err *err)
+{
+    int rc = check_cell(o, p, "prompt_routed_experts", err);
+    if (!rc)
+        rc = check_cell(o, g, "choices[0].routed_experts", err);
+    if (rc)
+        return rc;
+    const sr_ndarray *shape = g->shape[0] ? g : p;
+    if (p->shape[0] && g->shape[0] && (p->shape[1] != g->shape[1] || p->shape[2] != g->shape[2]))
+        return sr_err_set(err, SR_E_WIRE_SHAPE,
+                          "prompt_routed_experts rows are [%lld, %lld], the choice's [%lld, %lld]",
+                          (long long)p->shape[1], (long long)p->shape[2], (long long)g->shape[1],
+                          (long long)g->shape[2]);
+    size_t cell = (size_t)(shape->shape[1] * shape->shape[2]);
+    size_t n = (size_t)(p->shape[0] + g->shape[0]) * cell;
+    if ((rc = rows_room(k, n * 4, err)))
+        return rc;
+    int32_t *dst = (int32_t *)k->rows;
+    for (size_t i = 0; i < (size_t)p->shape[0] * cell; i++)
+        *dst++ = (int32_t)sr_ndarray_get_i64(p, i);
+    for (size_t i = 0; i < (size_t)g->shape[0] * cell; i++)
+        *dst++ = (int32_t)sr_ndarray_get_i64(g, i);
+    *out = *shape;
+    out->dtype = SR_DTYPE_INT32;
+    out->shape[0] = p->shape[0] + g->shape[0];
+    out->data = k->rows;
+    out->nbytes = n * 4;
+    out->owned = 0;
+    return 0;
+}
+
+/* The wire's route array as it came, [R, L, K], and the oracle row its first row is. */
+static int wire_routes(sr_ndarray *a, int64_t *first_row, sr_client_result *out,
+                       sr_client_conn *k, const sr_splice_result *r, const cJSON *c0,
+                       const sr_dialect_desc *d, sr_err *err)
+{
+    const sr_client_opts *o = &k->c->opts;
+    const sr_splice_entry *e = entry_for(r, routes_node(d, r->doc, c0, "routed_experts"));
+    if (!e || e->kind == SR_SPLICE_NULL)
+        return sr_err_set(err, SR_E_CLIENT_ROUTES_MISSING, "%s must return routes at %s (got %s)",
+                          d->name, d->routes_at, e ? "null" : "no routed_experts key");
+    *a = e->array;
+    /* A wire with a start begins at the start the request carried; one without, at row 0. */
+    *first_row = d->routes[o->dialect_route].request.start_key && out->prompt_start_sent >= 0
+                     ? out->prompt_start_sent
+                     : 0;
+    if (d->rows == SR_ROWS_SPLIT) {
+        const sr_splice_entry *pe = entry_for(r, get(r->doc, "prompt_routed_experts"));
+        if (!pe || pe->kind == SR_SPLICE_NULL)
+            return sr_err_set(err, SR_E_CLIENT_ROUTES_MISSING,
+                              "vllm-json must return prompt_routed_experts beside the choice's "
+                              "routed_experts");
+        return join_split(a, k, &pe->array, &e->array, o, err);
+    }
+    if (o->quirks.npy_assume_uint8 && d->encoding == SR_ENC_NPY && a->dtype != SR_DTYPE_UINT8) {
+        /* The defect: np.frombuffer(raw[header:], np.uint8).reshape(-1, L, K). */
+        a->shape[0] *= (int64_t)sr_dtype_size(a->dtype);
+        a->dtype = SR_DTYPE_UINT8;
+    }
+    if (o->quirks.sglang_rows_from_zero && d->encoding == SR_ENC_FLAT_B64)
+        *first_row = 0; /* the defect: the rows taken as [0, ...), not [start, ...) */
+    if (d->encoding == SR_ENC_FLAT_B64) {
+        /* SGLang: flat int32, the client reshapes (-1, layers, top_k). */
+        int64_t cell = o->route_layers * o->route_topk;
+        if (!cell || a->shape[0] % cell)
+            return sr_err_set(err, SR_E_WIRE_SHAPE,
+                              "meta_info.routed_experts holds %lld values, not rows of %lld "
+                              "layers x top_k %lld",
+                              (long long)a->shape[0], (long long)o->route_layers,
+                              (long long)o->route_topk);
+        a->ndim = 3;
+        a->shape[1] = o->route_layers;
+        a->shape[2] = o->route_topk;
+        a->shape[0] /= cell;
+    }
+    if (d->encoding == SR_ENC_OBJECT) {
+        /* Dynamo names the first row it kept: it must be the start the request asked for. */
+        const cJSON *st = get(e->sidecar, "start");
+        if (!cJSON_IsNumber(st) || st->valuedouble != (double)*first_row)
+            return sr_err_set(err, SR_E_WIRE_SHAPE,
+                              "nvext.engine_data.routed_experts.start is %s; the request's start "
+                              "was %lld",
+                              cJSON_IsNumber(st) ? "another row" : "missing",
+                              (long long)*first_row);
+    }
+    return check_cell(o, a, d->routes_at, err);
+}
+
+/* Maps the wire's rows to the ones skyrl's wire carries: [want, P + G - 1) of the oracle. */
+static int to_oracle_rows(sr_client_result *out, const sr_client_req *req, sr_ndarray *a,
+                          int64_t first_row, const sr_dialect_desc *d, int no_start,
+                          int quirk_from_zero, sr_err *err)
+{
+    int64_t rows = a->shape[0];
+    /* NeMo-RL appends one filler row, vLLM 0.21 the pass on the last sampled token. */
+    if ((d->rows == SR_ROWS_FILLER || d->rows == SR_ROWS_SPLIT) && rows > 0)
+        rows--;
+    int64_t want = req->prompt_start >= 0 && !no_start ? req->prompt_start : 0;
+    /* The defect slices its rows as numpy does: past the end is empty, not an error. */
+    if (quirk_from_zero && want - first_row > rows)
+        want = first_row + rows;
+    if (want < first_row || want - first_row > rows)
+        return sr_err_set(err, SR_E_WIRE_SHAPE,
+                          "%s routes begin at row %lld with %lld rows; row %lld was asked for",
+                          d->name, (long long)first_row, (long long)rows, (long long)want);
+    size_t cell = (size_t)(a->shape[1] * a->shape[2]) * sr_dtype_size(a->dtype);
+    size_t skip = (size_t)(want - first_row);
+    out->routes = *a;
+    out->routes.shape[0] = rows - (int64_t)skip;
+    out->routes.data = a->data ? (unsigned char *)a->data + skip * cell : NULL;
+    out->routes.nbytes = (size_t)out->routes.shape[0] * cell;
+    out->routes.owned = 0;
+    out->has_routes = 1;
+    return 0;
+}
+
+int sr_client_decode_dialect(sr_client_result *out, sr_client_conn *k, const sr_splice_result *r,
+                             const sr_client_req *req, sr_err *err)
+{
+    const sr_client_opts *o = &k->c->opts;
+    const sr_dialect_desc *d = sr_dialect_get(o->dialect);
+    const sr_dialect_route *rt = &d->routes[o->dialect_route];
+    int sgl = rt->api == SR_API_SGLANG;
+    const cJSON *c0 = sgl ? r->doc : the_choice(r->doc, err);
+    if (!c0 || !cJSON_IsObject(c0))
+        return c0 ? sr_err_set(err, SR_E_CLIENT_BAD_RESPONSE, "the response is not an object")
+                  : (err ? err->code : SR_E_CLIENT_BAD_RESPONSE);
+    const char *tkey = sgl ? "output_ids" : "token_ids";
+    const cJSON *tnode = cJSON_GetObjectItemCaseSensitive(c0, tkey);
+    const sr_splice_entry *te = entry_for(r, tnode);
+    int rc = te && te->kind == SR_SPLICE_INT_ARRAY
+                 ? tokens_from_array(k, &te->array, &out->n_tokens, err)
+                 : tokens_from_json(k, tnode, &out->n_tokens, err);
+    out->token_ids = k->tokens;
+    if (!rc)
+        rc = sgl ? read_finish_object(out, k, get(c0, "meta_info"), err) : read_finish(out, k, c0, err);
+    if (!rc)
+        rc = sgl ? read_logprobs_sglang(out, k, get(c0, "meta_info"), err)
+                 : read_logprobs(out, k, c0, err);
+    if (!rc)
+        rc = read_syncroll(out, k, c0, err);
+    if (rc || !req->return_routes)
+        return rc;
+    sr_ndarray a;
+    int64_t first_row = 0;
+    rc = wire_routes(&a, &first_row, out, k, r, c0, d, err);
+    return rc ? rc
+              : to_oracle_rows(out, req, &a, first_row, d, o->quirks.no_prompt_start,
+                               o->quirks.sglang_rows_from_zero, err);
+}

@@ -433,7 +433,17 @@ static int emit_extra(sr_buf *b, const sr_gen_job *j, const sr_gen_ctx *c, const
 
 /* ---- the body ---- */
 
-static int emit_logprobs(sr_buf *b, sr_gen_job *j, sr_err *err)
+double sr_gen_logprob_at(sr_gen_job *j, int64_t i)
+{
+    double v = j->logprobs[i];
+    if (!isfinite(v)) {
+        v = CLAMPED_LOGPROB;
+        j->clamped++;
+    }
+    return v;
+}
+
+int sr_gen_emit_logprobs(sr_buf *b, sr_gen_job *j, sr_err *err)
 {
     if (j->req.logprobs < 0)
         return sr_buf_puts(b, ",\"logprobs\":null", err);
@@ -441,11 +451,7 @@ static int emit_logprobs(sr_buf *b, sr_gen_job *j, sr_err *err)
     if (!rc)
         rc = sr_buf_puts(b, ",\"logprobs\":{\"content\":[", err);
     for (int64_t i = 0; !rc && i < j->G; i++) {
-        double v = j->logprobs[i];
-        if (!isfinite(v)) {
-            v = CLAMPED_LOGPROB;
-            j->clamped++;
-        }
+        double v = sr_gen_logprob_at(j, i);
         rc = sr_buf_puts(b, i ? ",{\"logprob\":" : "{\"logprob\":", err);
         if (!rc)
             rc = sr_jw_double(b, v, err);
@@ -553,7 +559,7 @@ int sr_gen_body(sr_buf *out, sr_gen_job *j, const sr_gen_ctx *c, sr_err *err)
     if (!rc)
         rc = sr_buf_printf(out, err, ",\"finish_reason\":\"%s\"", sr_gen_finish_name(j->finish));
     if (!rc)
-        rc = emit_logprobs(out, j, err);
+        rc = sr_gen_emit_logprobs(out, j, err);
     if (!rc && !j->native)
         rc = emit_choice_fields(out, j, c, err);
     if (!rc)

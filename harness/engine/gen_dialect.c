@@ -20,6 +20,8 @@ typedef struct wire_rows {
     int64_t prompt_rows; /* SR_ROWS_SPLIT: rows of the prompt region */
     int64_t start;       /* first oracle row */
     sr_dtype dt;         /* the dialect's dtype (SR_DTYPE_INVALID for nested lists) */
+    int big_endian;      /* fault npy_big_endian: elements byte-swapped, descr '>' */
+    int fortran;         /* fault npy_fortran_order: elements column-major */
 } wire_rows;
 
 static int collect_rows(wire_rows *w, sr_gen_job *j, const sr_oracle *o, sr_err *err)
@@ -57,8 +59,18 @@ static int put_b64(sr_buf *b, const wire_rows *w, const void *head, size_t head_
         return sr_err_set(err, SR_E_NOMEM, "cannot allocate %zu bytes", raw_len);
     if (head_len)
         memcpy(raw, head, head_len);
-    for (size_t i = 0; i < n; i++)
-        sr_gen_set_el(raw + head_len, w->dt, i, w->v[i]);
+    size_t R = (size_t)w->rows, L = (size_t)w->L, K = (size_t)w->K;
+    for (size_t i = 0; i < n; i++) {
+        /* Fortran order: element (r, l, k) at r + R * (l + L * k). */
+        size_t at = w->fortran ? i / (L * K) + R * ((i / K) % L + L * (i % K)) : i;
+        unsigned char *p = raw + head_len + at * isz;
+        sr_gen_set_el(raw + head_len, w->dt, at, w->v[i]);
+        for (size_t a = 0; w->big_endian && a < isz / 2; a++) {
+            unsigned char t = p[a];
+            p[a] = p[isz - 1 - a];
+            p[isz - 1 - a] = t;
+        }
+    }
     size_t enc = sr_base64_encoded_len(raw_len);
     int rc = sr_buf_reserve(b, enc + 2, err);
     if (!rc) {
@@ -117,6 +129,14 @@ static int npy_choice(sr_buf *b, const wire_rows *w, sr_err *err)
     size_t hl = 0;
     int64_t shape[3] = {w->rows, w->L, w->K};
     rc = sr_npy_write_header(&hl, head, sizeof(head), w->dt, shape, 3, err);
+    /* The faults rewrite the header's text in place (same lengths: '<' to '>', False to True
+     * and a space of the padding). */
+    char *at = w->big_endian ? memchr(head, '<', hl) : NULL;
+    if (at)
+        *at = '>';
+    at = w->fortran ? memmem(head, hl, "False", 5) : NULL;
+    if (at)
+        memcpy(at, "True ", 5);
     return rc ? rc : put_b64(b, w, head, hl, err);
 }
 
@@ -217,6 +237,22 @@ static int openai_head(sr_buf *b, const sr_gen_job *j, const sr_gen_ctx *c, cons
     return rc ? rc : sr_buf_puts(b, ",\"choices\":[{\"index\":0", err);
 }
 
+/* SGLang's meta_info.output_token_logprobs: [[logprob, token_id, null], ..] when asked for. */
+static int sglang_logprobs(sr_buf *b, sr_gen_job *j, sr_err *err)
+{
+    if (j->req.logprobs < 0)
+        return 0;
+    int rc = sr_buf_puts(b, ",\"output_token_logprobs\":[", err);
+    for (int64_t i = 0; !rc && i < j->G; i++) {
+        rc = sr_buf_puts(b, i ? ",[" : "[", err);
+        if (!rc)
+            rc = sr_jw_double(b, sr_gen_logprob_at(j, i), err);
+        if (!rc)
+            rc = sr_buf_printf(b, err, ",%d,null]", (int)j->tokens[i]);
+    }
+    return rc ? rc : sr_buf_puts(b, "]", err);
+}
+
 static int frame(sr_buf *b, sr_gen_job *j, const sr_gen_ctx *c, const enc_ops *e,
                  const wire_rows *w, sr_err *err)
 {
@@ -233,6 +269,8 @@ static int frame(sr_buf *b, sr_gen_job *j, const sr_gen_ctx *c, const enc_ops *e
                                "\"%s\"},\"prompt_tokens\":%zu,\"completion_tokens\":%lld",
                                c->engine_id, (long long)c->request_ordinal, fin, j->req.P,
                                (long long)j->G);
+        if (!rc)
+            rc = sglang_logprobs(b, j, err);
         if (!rc)
             rc = hook(e->in_choice, b, w, err);
         if (!rc)
@@ -264,6 +302,8 @@ static int frame(sr_buf *b, sr_gen_job *j, const sr_gen_ctx *c, const enc_ops *e
     if (!rc)
         rc = sr_buf_printf(b, err, ",\"finish_reason\":\"%s\"", fin);
     if (!rc)
+        rc = sr_gen_emit_logprobs(b, j, err);
+    if (!rc)
         rc = hook(e->in_choice, b, w, err);
     if (!rc)
         rc = sr_gen_emit_syncroll(b, j, c, err);
@@ -287,6 +327,8 @@ int sr_gen_body_dialect(sr_buf *out, sr_gen_job *j, const sr_gen_ctx *c, sr_err 
     int has = !rc && c->routes && j->want_routes && !routes_null;
     if (has)
         rc = collect_rows(&w, j, c->oracle, err);
+    w.big_endian = j->body_fault && j->body_fault->kind == SR_FK_NPY_BIG_ENDIAN;
+    w.fortran = j->body_fault && j->body_fault->kind == SR_FK_NPY_FORTRAN_ORDER;
     if (!rc)
         rc = frame(out, j, c, &ENC[j->dialect->encoding], has ? &w : NULL, err);
     free(w.v);

@@ -25,4 +25,11 @@ int sr_gen_add_last_row(sr_gen_job *j, const sr_oracle *o, sr_err *err);
 /* Appends `,"syncroll":{...}` (gen.h). */
 int sr_gen_emit_syncroll(sr_buf *b, const sr_gen_job *j, const sr_gen_ctx *c, sr_err *err);
 
+/* Appends ,"logprobs":{"content":[{"logprob":x},..]} (null when not asked for); non-finite values
+ * are clamped and counted in j->clamped. */
+int sr_gen_emit_logprobs(sr_buf *b, sr_gen_job *j, sr_err *err);
+
+/* The sampled tokens' logprobs, clamped as sr_gen_emit_logprobs does (index i of j->logprobs). */
+double sr_gen_logprob_at(sr_gen_job *j, int64_t i);
+
 #endif /* SR_ENGINE_GEN_PRIV_H */

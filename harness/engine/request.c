@@ -261,6 +261,11 @@ static int parse_shape(sr_gen_request *r, const sr_json_doc *d, const sr_gen_lim
         rc = opt_int(d, params, sh->max_tokens_key, 1, lim->max_seq, &r->max_tokens, NULL, err);
     if (!rc)
         rc = opt_bool(d, params, "ignore_eos", &r->ignore_eos, err);
+    int lp = 0;
+    if (!rc && sh->logprobs_switch && !(rc = opt_bool(d, root, sh->logprobs_switch, &lp, err)))
+        r->logprobs = lp ? 0 : r->logprobs; /* the sampled token's logprob only */
+    else if (!rc && params && !sh->logprobs_switch)
+        rc = opt_int(d, params, "logprobs", 0, 1000, &r->logprobs, NULL, err);
     const cJSON *at = sh->start_in_params ? params : root;
     if (!rc && sh->start_key && at)
         rc = opt_int(d, at, sh->start_key, 0, (int64_t)r->P, &r->route_start, &r->has_route_start,

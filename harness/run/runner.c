@@ -265,6 +265,12 @@ static int make_client(sr_scn_run *run, sr_err *err)
     o.quirks.retry_json_decode_only = s->quirks[SR_QUIRK_RETRY_JSON_DECODE_ONLY];
     o.quirks.no_prompt_start = s->quirks[SR_QUIRK_NO_PROMPT_START];
     o.quirks.prefix_without_quote = s->quirks[SR_QUIRK_PREFIX_WITHOUT_QUOTE];
+    o.quirks.npy_assume_uint8 = s->quirks[SR_QUIRK_NPY_ASSUME_UINT8];
+    o.quirks.sglang_rows_from_zero = s->quirks[SR_QUIRK_SGLANG_ROWS_FROM_ZERO];
+    /* The engines' wire; the model's shape reshapes and checks what the wire carries. */
+    o.dialect = s->engine.dialect;
+    o.route_layers = s->engine.num_layers;
+    o.route_topk = s->engine.topk;
     int rc = sr_client_new(&run->client, (const char *const *)run->urls, (size_t)run->n_engines,
                            s->fields, &o, err);
     if (!rc && !s->n_urls)

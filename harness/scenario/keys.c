@@ -51,6 +51,7 @@ static const sr_scenario_key keys[] = {
     {"engines.sample_support_k", "integer"},
     {"engines.sync_dialect", "string"},
     {"engines.dialect", "string"},
+    {"engines.dialects", "array"},
     {"engines.ready_timeout_ms", "integer"},
     {"engines.stop_grace_ms", "integer"},
     {"client", "object"},
@@ -66,6 +67,7 @@ static const sr_scenario_key keys[] = {
     {"client.max_error_body_bytes", "integer"},
     {"client.concurrency", "integer"},
     {"client.strict_base64", "boolean"},
+    {"client.generate_path", "string"},
     {"client.quirks", "array"},
     {"weights", "object"},
     {"weights.total_bytes", "integer"},
@@ -175,6 +177,8 @@ static const sr_quirk_info quirks[SR_QUIRK_COUNT] = {
     [SR_QUIRK_AFFINITY_ERROR_FATAL] = {"affinity_error_fatal", "pool", "skyrl-affinity-oserror"},
     [SR_QUIRK_VPP1_REJECTED] = {"vpp1_rejected", "config", "skyrl-vpp1"},
     [SR_QUIRK_PREFIX_WITHOUT_QUOTE] = {"prefix_without_quote", "splice", "skyrl-lookalike-suffix"},
+    [SR_QUIRK_NPY_ASSUME_UINT8] = {"npy_assume_uint8", "client", "vllm-uint16-as-uint8"},
+    [SR_QUIRK_SGLANG_ROWS_FROM_ZERO] = {"sglang_rows_from_zero", "client", "sglang-rows-from-zero"},
 };
 
 const sr_quirk_info *sr_quirk_info_of(sr_quirk q)

@@ -70,6 +70,28 @@ static int parse_urls(scn_parse *p, const cJSON *u)
     return 0;
 }
 
+/* engines.dialects: names of spec/dialect.h's table, each once. */
+static int parse_dialects(scn_parse *p, const cJSON *en)
+{
+    const cJSON *list = sr_scn_member(en, "dialects");
+    if (!list)
+        return 0;
+    if (!cJSON_IsArray(list) || !list->child)
+        return sr_scn_fail(p, list, "engines.dialects must be a non-empty list of dialect names");
+    unsigned mask = 0;
+    for (const cJSON *it = list->child; it; it = it->next) {
+        int d = cJSON_IsString(it) ? sr_dialect_lookup(it->valuestring) : -1;
+        if (d < 0)
+            return sr_scn_fail(p, it, "engines.dialects: not a dialect (one of %s)",
+                               sr_dialect_names());
+        if (mask & (1u << d))
+            return sr_scn_fail(p, it, "engines.dialects names %s twice", it->valuestring);
+        mask |= 1u << d;
+    }
+    p->s->dialects = mask;
+    return 0;
+}
+
 static int parse_engines(scn_parse *p, const cJSON *en)
 {
     sr_scenario *s = p->s;
@@ -108,6 +130,8 @@ static int parse_engines(scn_parse *p, const cJSON *en)
         rc = sr_spec_parse_sync_dialect(c, &sx, en);
     if (!rc)
         rc = sr_spec_parse_dialect(c, &sx, en);
+    if (!rc)
+        rc = parse_dialects(p, en);
     if (!rc && !(rc = sr_scn_int(p, en, "sample_support_k", 1, SR_ENGINE_MAX_SUPPORT_K,
                                  c->support_k, 0, &v)))
         c->support_k = (int)v;
@@ -138,6 +162,30 @@ static int parse_quirks(scn_parse *p, const cJSON *q)
             return sr_scn_fail(p, e, "quirk %s is listed twice", e->valuestring);
         p->s->quirks[found] = 1;
     }
+    return 0;
+}
+
+/* client.generate_path: one of the generate routes of every dialect the scenario runs in (its
+ * engines.dialect and engines.dialects); kept as the route's index in engines.dialect. */
+static int parse_generate_path(scn_parse *p, const cJSON *cl)
+{
+    const char *path = NULL;
+    int rc = sr_scn_str(p, cl, "generate_path", NULL, NULL, &path);
+    if (rc || !path)
+        return rc;
+    sr_scenario *s = p->s;
+    unsigned mask = s->dialects | (1u << s->engine.dialect);
+    for (int d = 0; d < SR_DIALECT_COUNT; d++) {
+        if (!(mask & (1u << d)) || sr_dialect_route_at((sr_dialect)d, path))
+            continue;
+        const sr_dialect_desc *dd = sr_dialect_get((sr_dialect)d);
+        return sr_scn_fail(p, sr_scn_member(cl, "generate_path"),
+                           "client.generate_path %s is not a generate route of dialect %s (%s%s%s)",
+                           path, dd->name, dd->routes[0].path, dd->routes[1].path ? ", " : "",
+                           dd->routes[1].path ? dd->routes[1].path : "");
+    }
+    const sr_dialect_route *r = sr_dialect_route_at(s->engine.dialect, path);
+    s->client.dialect_route = (int)(r - sr_dialect_get(s->engine.dialect)->routes);
     return 0;
 }
 
@@ -181,6 +229,8 @@ static int parse_client(scn_parse *p, const cJSON *cl)
         rc = sr_scn_int(p, cl, "concurrency", 1, 256, p->s->concurrency, 0, &p->s->concurrency);
     if (!rc)
         rc = sr_scn_bool(p, cl, "strict_base64", o->strict_base64, 0, &o->strict_base64);
+    if (!rc)
+        rc = parse_generate_path(p, cl);
     if (!rc)
         rc = parse_quirks(p, sr_scn_member(cl, "quirks"));
     return rc;
@@ -418,4 +468,27 @@ void sr_scenario_free(sr_scenario *s)
 void sr_scenario_set_seed(sr_scenario *s, uint64_t seed)
 {
     s->seed = s->engine.seed = s->client.seed = seed;
+}
+
+int sr_scenario_for_dialect(sr_scenario *s, sr_dialect d, sr_err *err)
+{
+    const char *name = sr_dialect_name(d);
+    if (!name)
+        return sr_err_set(err, SR_E_INVAL, "dialect %d is not in the table", (int)d);
+    /* The same generate path in the new dialect (the loader checked that it has it). */
+    const char *path = sr_dialect_get(s->engine.dialect)->routes[s->client.dialect_route].path;
+    const sr_dialect_route *r = sr_dialect_route_at(d, path);
+    s->client.dialect_route = r ? (int)(r - sr_dialect_get(d)->routes) : 0;
+    if (d != s->engine.dialect) {
+        size_t n = strlen(s->id), m = strlen(name);
+        if (n + 1 + m >= SR_SCN_ID_MAX)
+            return sr_err_set(err, SR_E_SCENARIO,
+                              "%s: id '%s.%s' of its %s execution (engines.dialects) is longer "
+                              "than %d bytes",
+                              s->path, s->id, name, name, SR_SCN_ID_MAX - 1);
+        s->id[n] = '.';
+        memcpy(s->id + n + 1, name, m + 1);
+    }
+    s->engine.dialect = d;
+    return 0;
 }

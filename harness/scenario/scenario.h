@@ -80,6 +80,8 @@ typedef enum sr_quirk {
     SR_QUIRK_AFFINITY_ERROR_FATAL,       /* pool */
     SR_QUIRK_VPP1_REJECTED,              /* config (sr_replay_config) */
     SR_QUIRK_PREFIX_WITHOUT_QUOTE,       /* splice (through the client) */
+    SR_QUIRK_NPY_ASSUME_UINT8,           /* client (vllm's .npy) */
+    SR_QUIRK_SGLANG_ROWS_FROM_ZERO,      /* client (sglang) */
     SR_QUIRK_COUNT
 } sr_quirk;
 
@@ -207,6 +209,9 @@ typedef struct sr_scenario {
     /* model, weights, emitted fields, engines' timing/server/faults/sample_support_k and the
      * seed, exactly as the engines will be configured */
     sr_engine_config engine;
+    /* engines.dialects: bit d set for each dialect the scenario also runs in (0: only
+     * engine.dialect); `syncroll run` makes one execution per bit (sr_scenario_for_dialect) */
+    unsigned dialects;
     sr_fields *fields;  /* the client's splice registry: built-ins + inline definitions */
     cJSON *fields_json; /* `fields` as written (names and definitions), owned */
     /* engines */
@@ -255,6 +260,14 @@ int sr_scenario_load(sr_scenario **out, const char *path, sr_err *err);
  * than" the bound for a stream) and the bound, before anything is parsed. sr_scenario_load and
  * sr_scenario_parse use SR_SCN_MAX_FILE and fail alike.
  */
+/*
+ * Makes s the execution of its matrix (engines.dialects) in dialect d: engine.dialect = d, and
+ * the id gains ".<dialect>" unless d is the dialect the file names (engines.dialect, default
+ * skyrl), so that execution keeps the plain id. SR_E_SCENARIO when the id would pass
+ * SR_SCN_ID_MAX - 1 bytes.
+ */
+int sr_scenario_for_dialect(sr_scenario *s, sr_dialect d, sr_err *err);
+
 int sr_scenario_load_max(sr_scenario **out, const char *path, size_t max_bytes, sr_err *err);
 
 /* The same from text in memory; `name` names it in messages. */

@@ -117,6 +117,12 @@ static cJSON *engines_json(const sr_scenario *s)
     add_int(e, "sample_support_k", c->support_k);
     cJSON_AddStringToObject(e, "sync_dialect", sr_sync_dialect_name(c->sync_dialect));
     cJSON_AddStringToObject(e, "dialect", sr_dialect_name(c->dialect));
+    if (s->dialects) {
+        cJSON *list = cJSON_AddArrayToObject(e, "dialects");
+        for (int d = 0; list && d < SR_DIALECT_COUNT; d++)
+            if (s->dialects & (1u << d))
+                cJSON_AddItemToArray(list, cJSON_CreateString(sr_dialect_name((sr_dialect)d)));
+    }
     add_int(e, "ready_timeout_ms", s->ready_timeout_ms);
     add_int(e, "stop_grace_ms", s->stop_grace_ms);
     return e;
@@ -138,6 +144,9 @@ static cJSON *client_json(const sr_scenario *s)
     add_int(c, "max_error_body_bytes", (int64_t)o->max_error_body);
     add_int(c, "concurrency", s->concurrency);
     cJSON_AddBoolToObject(c, "strict_base64", o->strict_base64);
+    if (o->dialect_route) /* a route other than the dialect's first (client.generate_path) */
+        cJSON_AddStringToObject(
+            c, "generate_path", sr_dialect_get(s->engine.dialect)->routes[o->dialect_route].path);
     cJSON *q = cJSON_AddArrayToObject(c, "quirks");
     for (int i = 0; i < SR_QUIRK_COUNT; i++)
         if (s->quirks[i])

@@ -1,7 +1,10 @@
 /* The dialect table (dialect.h); scenarios/FORMAT.md §3b cites the source of every row. */
 #include "dialect.h"
 
+#include <stdio.h>
 #include <string.h>
+
+#include "sr_nrlre.h"
 
 /* vLLM's RoutedExpertsManager: uint8 while every id fits (E <= 256), else uint16. */
 static sr_dtype vllm_dtype(int64_t experts)
@@ -27,12 +30,12 @@ static sr_dtype nemo_dtype(int64_t experts)
 /* vLLM's generate request: token_ids, SamplingParams holding routed_experts_prompt_start. */
 #define NATIVE_REQ(start)                                                                          \
     {                                                                                              \
-        "token_ids", "sampling_params", "max_tokens", start, 1, NULL, 1                            \
+        "token_ids", "sampling_params", "max_tokens", start, 1, NULL, 1, NULL                      \
     }
 /* OpenAI completions: prompt token ids and vLLM's extra sampling keys at the top level. */
 #define COMPLETIONS_REQ(start)                                                                     \
     {                                                                                              \
-        "prompt", NULL, "max_tokens", start, 0, NULL, 0                                            \
+        "prompt", NULL, "max_tokens", start, 0, NULL, 0, NULL                                      \
     }
 #define START "routed_experts_prompt_start"
 
@@ -62,7 +65,8 @@ static const sr_dialect_desc rows[SR_DIALECT_COUNT] = {
                            {{"/generate",
                              SR_API_SGLANG,
                              {"input_ids", "sampling_params", "max_new_tokens",
-                              "routed_experts_start_len", 0, "return_routed_experts", 0}}},
+                              "routed_experts_start_len", 0, "return_routed_experts", 0,
+                              "return_logprob"}}},
                            "meta_info.routed_experts",
                            SR_ENC_FLAT_B64,
                            SR_ROWS_TRIMMED,
@@ -76,7 +80,7 @@ static const sr_dialect_desc rows[SR_DIALECT_COUNT] = {
     [SR_DIALECT_NEMO_RL] = {"nemo-rl",
                             {{"/v1/chat/completions",
                               SR_API_CHAT,
-                              {"prompt_token_ids", NULL, "max_tokens", NULL, 0, NULL, 0}}},
+                              {"prompt_token_ids", NULL, "max_tokens", NULL, 0, NULL, 0, NULL}}},
                             "choices[i].message.routed_experts",
                             SR_ENC_NRLRE,
                             SR_ROWS_FILLER,
@@ -113,4 +117,124 @@ const sr_dialect_route *sr_dialect_route_at(sr_dialect d, const char *path)
         if (strcmp(r->routes[i].path, path) == 0)
             return &r->routes[i];
     return NULL;
+}
+
+/* ---- the client's reading of each wire ---- */
+
+static sr_field_def route_def(sr_field_kind kind, sr_field_wire wire, const char *name,
+                              sr_dtype_set dtypes, int ndim, int64_t min)
+{
+    sr_field_def d;
+    memset(&d, 0, sizeof(d));
+    d.kind = kind;
+    snprintf(d.name, sizeof(d.name), "%s", name);
+    d.wire = wire;
+    d.dtypes = dtypes;
+    d.ndim = ndim;
+    d.nullable = 1;
+    d.token_rows = 1;
+    d.min = min;
+    d.max = INT32_MAX;
+    return d;
+}
+
+#define U8_U16 (SR_DTYPE_BIT(SR_DTYPE_UINT8) | SR_DTYPE_BIT(SR_DTYPE_UINT16))
+
+int sr_dialect_add_fields(sr_fields *f, sr_dialect d, sr_err *err)
+{
+    sr_field_def defs[3];
+    int n = 0;
+    switch (d) {
+    case SR_DIALECT_SKYRL:
+        return sr_fields_add_missing_builtins(f, err);
+    case SR_DIALECT_VLLM:
+        defs[n++] = route_def(SR_FIELD_STRING, SR_WIRE_NPY, "routed_experts", U8_U16, 3, 0);
+        break;
+    case SR_DIALECT_VLLM_JSON:
+        defs[n++] = route_def(SR_FIELD_NESTED, SR_WIRE_RAW, "routed_experts", 0, 3, 0);
+        defs[n++] = route_def(SR_FIELD_NESTED, SR_WIRE_RAW, "prompt_routed_experts", 0, 3, -1);
+        break;
+    case SR_DIALECT_SGLANG:
+        defs[n++] = route_def(SR_FIELD_STRING, SR_WIRE_RAW, "routed_experts",
+                              SR_DTYPE_BIT(SR_DTYPE_INT32), 1, 0);
+        break;
+    case SR_DIALECT_DYNAMO:
+        defs[n++] = route_def(SR_FIELD_PACKED, SR_WIRE_RAW, "routed_experts", U8_U16, 3, 0);
+        break;
+    case SR_DIALECT_NEMO_RL:
+        defs[n++] = route_def(SR_FIELD_STRING, SR_WIRE_NRLRE, "routed_experts", SR_NRLRE_DTYPES,
+                              3, 0);
+        break;
+    default:
+        return sr_err_set(err, SR_E_INVAL, "dialect %d is not one of %s", (int)d,
+                          sr_dialect_names());
+    }
+    sr_field_def ids;
+    memset(&ids, 0, sizeof(ids));
+    ids.kind = SR_FIELD_INT_ARRAY;
+    snprintf(ids.name, sizeof(ids.name), "%s",
+             rows[d].routes[0].api == SR_API_SGLANG ? "output_ids" : "token_ids");
+    ids.max = INT32_MAX;
+    defs[n++] = ids;
+    for (int i = 0; i < n; i++) {
+        if (sr_fields_find(f, defs[i].name, strlen(defs[i].name)))
+            continue;
+        int rc = sr_fields_add(f, &defs[i], err);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+/* The byte patterns that tell a dialect (dialect.h), in no particular order. */
+static const struct {
+    sr_dialect d;
+    const char *pat;
+} SNIFF[] = {
+    {SR_DIALECT_SGLANG, "\"meta_info\":{"},
+    {SR_DIALECT_DYNAMO, "\"nvext\":{\"engine_data\":"},
+    {SR_DIALECT_VLLM_JSON, "\"prompt_routed_experts\":"},
+    {SR_DIALECT_VLLM_JSON, "\"routed_experts\":["},
+    {SR_DIALECT_VLLM, "\"routed_experts\":\"k05VTVBZ"},
+    {SR_DIALECT_NEMO_RL, "\"routed_experts\":\"nrlre1:"},
+    {SR_DIALECT_SKYRL, "\"routed_experts\":{\"data\":"},
+};
+
+int sr_dialect_sniff(const char *body, size_t len, const char **why, sr_err *err)
+{
+    unsigned seen = 0;
+    const char *first = NULL;
+    int found = -1;
+    for (size_t i = 0; i < sizeof(SNIFF) / sizeof(SNIFF[0]); i++) {
+        if (!memmem(body, len, SNIFF[i].pat, strlen(SNIFF[i].pat)))
+            continue;
+        /* dynamo's routes are an envelope too: its nvext wins over skyrl's pattern */
+        if (SNIFF[i].d == SR_DIALECT_SKYRL && (seen & (1u << SR_DIALECT_DYNAMO)))
+            continue;
+        if (!(seen & (1u << SNIFF[i].d)) && found < 0) {
+            found = (int)SNIFF[i].d;
+            first = SNIFF[i].pat;
+        }
+        seen |= 1u << SNIFF[i].d;
+    }
+    if (found >= 0 && !(seen & ~(1u << found))) {
+        if (why)
+            *why = first;
+        return found;
+    }
+    if (!seen)
+        return sr_err_set(err, SR_E_DIALECT_AMBIGUOUS,
+                          "no key of the body tells its dialect (no routes, meta_info or nvext); "
+                          "name one with --dialect (%s)",
+                          sr_dialect_names()),
+               -1;
+    char names[128] = "";
+    size_t used = 0;
+    for (int d = 0; d < SR_DIALECT_COUNT; d++)
+        if (seen & (1u << d))
+            used += (size_t)snprintf(names + used, sizeof(names) - used, "%s%s", used ? ", " : "",
+                                     rows[d].name);
+    return sr_err_set(err, SR_E_DIALECT_AMBIGUOUS,
+                      "the body has keys of several dialects (%s); name one with --dialect", names),
+           -1;
 }

@@ -31,6 +31,8 @@
 #include <stdint.h>
 
 #include "sr_dtype.h"
+#include "sr_err.h"
+#include "sr_fields.h"
 
 typedef enum sr_dialect {
     SR_DIALECT_SKYRL = 0,
@@ -68,7 +70,8 @@ typedef sr_dtype (*sr_dialect_dtype_fn)(int64_t experts);
  * `routes_switch`: a boolean the request must set true to get routes (sglang's
  * return_routed_experts); NULL: routes follow the engine's `fields` alone. `strict_params`:
  * `params` is vLLM's SamplingParams, validated as /skyrl/v1/generate validates it
- * (harness/engine/request.h); otherwise only the keys named here are read.
+ * (harness/engine/request.h); otherwise only the keys named here (and "logprobs", "ignore_eos")
+ * are read.
  */
 typedef struct sr_dialect_request {
     const char *tokens_key;
@@ -78,6 +81,9 @@ typedef struct sr_dialect_request {
     int start_in_params;
     const char *routes_switch;
     int strict_params;
+    /* A top-level boolean that asks for the sampled tokens' logprobs (sglang's return_logprob);
+     * NULL: the sampling member "logprobs" (an integer) asks, inside `params`. */
+    const char *logprobs_switch;
 } sr_dialect_request;
 
 /* The frame of a response around its choice(s). */
@@ -115,6 +121,31 @@ int sr_dialect_lookup(const char *name);
 
 /* "skyrl, vllm, vllm-json, sglang, dynamo, nemo-rl" (static). */
 const char *sr_dialect_names(void);
+
+/*
+ * Adds to `f` the splice registry entries that read dialect d's responses: its route field(s)
+ * (skyrl: the built-ins; vllm: routed_experts as a .npy string of uint8/uint16; vllm-json:
+ * routed_experts and prompt_routed_experts as nested lists, the prompt's with -1 allowed;
+ * sglang: routed_experts as raw int32; dynamo: routed_experts as an envelope of uint8/uint16 with
+ * its "start" sidecar; nemo-rl: routed_experts as an nrlre1 string) and the integer array of its
+ * token ids (token_ids, or sglang's output_ids). Entries whose name `f` holds already are kept
+ * as they are. SR_E_INVAL outside the enum, and sr_fields_add's errors.
+ */
+int sr_dialect_add_fields(sr_fields *f, sr_dialect d, sr_err *err);
+
+/*
+ * The dialect a raw response body is written in, told from the byte patterns of its frame and
+ * routes (no parse; keys written compactly, as every engine writes them):
+ *   sglang     "meta_info":{         dynamo   "nvext":{"engine_data":
+ *   vllm-json  "prompt_routed_experts": or "routed_experts":[
+ *   vllm       "routed_experts":"k05VTVBZ   (the base64 of the .npy magic \x93NUMPY)
+ *   nemo-rl    "routed_experts":"nrlre1:
+ *   skyrl      "routed_experts":{"data":    without "nvext"
+ * Returns the one dialect whose patterns occur and sets *why (static) to the pattern that told;
+ * -1 with dialect.ambiguous in err when none occurs (e.g. a body without routes: the frames of
+ * several dialects look alike) or patterns of two dialects do.
+ */
+int sr_dialect_sniff(const char *body, size_t len, const char **why, sr_err *err);
 
 /* The generate route of dialect d at `path`, or NULL. */
 const sr_dialect_route *sr_dialect_route_at(sr_dialect d, const char *path);

@@ -106,6 +106,12 @@ typedef enum sr_fault_reach {
       SR_FK_NONE, "the shape declares one row more than the data holds")                           \
     X(SR_FK_NON_CANONICAL_DTYPE, "non_canonical_dtype", SR_FL_BODY, SR_FR_GENERATE, SR_FK_NONE,    \
       SR_FK_NONE, "routes in the next wider dtype")                                                \
+    X(SR_FK_NPY_BIG_ENDIAN, "npy_big_endian", SR_FL_BODY, SR_FR_GENERATE, SR_FK_NONE, SR_FK_NONE,   \
+      "vllm's .npy routes written big-endian (descr '>u2', bytes swapped), as np.save of a "     \
+      "byte-swapped array writes them")                                                            \
+    X(SR_FK_NPY_FORTRAN_ORDER, "npy_fortran_order", SR_FL_BODY, SR_FR_GENERATE, SR_FK_NONE,        \
+      SR_FK_NONE, "vllm's .npy routes written in Fortran order (fortran_order True, elements "     \
+      "column-major)")                                                                             \
     X(SR_FK_REORDERED_ENVELOPE, "reordered_envelope", SR_FL_BODY, SR_FR_GENERATE,                  \
       SR_FK_KEYS("field"), SR_FK_NONE, "the envelope's keys in the order dtype, shape, data")      \
     X(SR_FK_RESPACED_JSON, "respaced_json", SR_FL_BODY, SR_FR_GENERATES, SR_FK_NONE, SR_FK_NONE,   \
