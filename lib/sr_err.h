@@ -296,6 +296,11 @@ typedef enum sr_class {
       "a NeMo-RL routes string names a dtype other than int8, int16 or int32")                     \
     X(SR_E_NRLRE_SHAPE, -1222, "nrlre.shape", SR_CLASS_PROTOCOL,                                   \
       "a NeMo-RL routes string's shape is not three plain decimal dims joined by 'x'")             \
+    /* the sglang control plane of the mock engine (-1320..-1339) */                              \
+    X(SR_E_SGL_UNSUPPORTED, -1320, "sglang.unsupported", SR_CLASS_PROTOCOL,                        \
+      "an sglang weight route whose payload this engine cannot carry (torch-pickled tensors)")     \
+    X(SR_E_SGL_NOT_YET, -1321, "sglang.not_yet", SR_CLASS_PROTOCOL,                                \
+      "an sglang weight route the mock engine validates but does not perform yet (from disk)")     \
     /* scenarios and the runner (-10xx) */                                                         \
     X(SR_E_SCENARIO, -1000, "scenario.invalid", SR_CLASS_USAGE,                                    \
       "a scenario breaks a rule of scenarios/FORMAT.md beyond key types (reference, combination)") \

@@ -21,15 +21,15 @@ static const char
             [SR_SYNC_DIALECT_SKYRL] =
                 {
                     /* init, start, update, finish, finish_backwards, set_version,
-                     * set_version_backwards, check, check_paused */
+                     * set_version_backwards, check, check_paused, destroy */
                     [SR_SS_UNINIT] = {"idle", "active", "!sync.protocol_order>uninit",
                                       "!sync.protocol_order>uninit", "!sync.protocol_order>uninit",
-                                      "-", "-", "-", "-"},
+                                      "-", "-", "-", "-", "-"},
                     [SR_SS_IDLE] = {"idle", "active", "!sync.protocol_order>idle",
                                     "!sync.protocol_order>idle", "!sync.protocol_order>idle", "-",
-                                    "-", "-", "-"},
+                                    "-", "-", "-", "-"},
                     [SR_SS_ACTIVE] = {"active", "!sync.protocol_order>active", "active", "idle",
-                                      "!sync.version_backwards>idle", "-", "-", "-", "-"},
+                                      "!sync.version_backwards>idle", "-", "-", "-", "-", "-"},
                 },
             [SR_SYNC_DIALECT_VLLM] =
                 {
@@ -37,21 +37,36 @@ static const char
                                       "!sync.protocol_order>uninit", "!sync.protocol_order>uninit",
                                       "!sync.protocol_order>uninit", "uninit",
                                       "!sync.version_backwards>uninit", "uninit",
-                                      "!sync.engine_paused>uninit"},
+                                      "!sync.engine_paused>uninit", "-"},
                     [SR_SS_IDLE] = {"idle", "active", "!sync.protocol_order>idle",
                                     "!sync.protocol_order>idle", "!sync.protocol_order>idle",
                                     "idle", "!sync.version_backwards>idle",
-                                    "idle", "!sync.engine_paused>idle"},
+                                    "idle", "!sync.engine_paused>idle", "-"},
                     [SR_SS_ACTIVE] = {"!sync.protocol_order>active", "!sync.protocol_order>active",
                                       "active", "idle", "!sync.version_backwards>idle",
                                       "!sync.protocol_order>active", "!sync.protocol_order>active",
-                                      "active", "!sync.engine_paused>active"},
+                                      "active", "!sync.engine_paused>active", "-"},
+                },
+            /* SGLang: no start, finish or checker; each update_weights_from_distributed is a
+             * whole update (update, then finish); ACTIVE is never entered and answers as IDLE. */
+            [SR_SYNC_DIALECT_SGLANG] =
+                {
+                    [SR_SS_UNINIT] = {"idle", "-", "!sync.protocol_order>uninit",
+                                      "!sync.protocol_order>uninit", "!sync.protocol_order>uninit",
+                                      "uninit", "!sync.version_backwards>uninit", "-", "-",
+                                      "!sync.protocol_order>uninit"},
+                    [SR_SS_IDLE] = {"!sync.protocol_order>idle", "-", "idle", "idle",
+                                    "!sync.version_backwards>idle", "idle",
+                                    "!sync.version_backwards>idle", "-", "-", "uninit"},
+                    [SR_SS_ACTIVE] = {"!sync.protocol_order>idle", "-", "idle", "idle",
+                                      "!sync.version_backwards>idle", "idle",
+                                      "!sync.version_backwards>idle", "-", "-", "uninit"},
                 },
 };
 
 /* The status a refusal of each plane answers with (skyrl: the reference's RuntimeError; vllm:
  * 409 Conflict as its rl_state_machine.py and weight_checker do). */
-static const unsigned REFUSAL_STATUS[SR_SYNC_DIALECT_COUNT] = {500, 409};
+static const unsigned REFUSAL_STATUS[SR_SYNC_DIALECT_COUNT] = {500, 409, 400};
 
 static void check_cell(sr_sync_dialect d, sr_sync_state s, sr_sync_call c)
 {
@@ -95,7 +110,7 @@ START_TEST(every_cell_of_every_plane)
         for (int s = 0; s < SR_SS_COUNT; s++)
             for (int c = 0; c < SR_SC_COUNT; c++, cells++)
                 check_cell((sr_sync_dialect)d, (sr_sync_state)s, (sr_sync_call)c);
-    ck_assert_int_eq(cells, 2 * 3 * 9);
+    ck_assert_int_eq(cells, 3 * 3 * 10);
 }
 END_TEST
 
@@ -109,8 +124,11 @@ START_TEST(finish_always_ends_the_update)
         ck_assert_int_eq(f->next, SR_SS_IDLE);
         ck_assert_int_eq(sr_sync_table_cell((sr_sync_dialect)d, SR_SS_ACTIVE, SR_SC_FINISH)->next,
                          SR_SS_IDLE);
-        ck_assert_int_eq(sr_sync_table_cell((sr_sync_dialect)d, SR_SS_IDLE, SR_SC_START)->next,
-                         SR_SS_ACTIVE);
+        /* sglang has no start: each update call is whole */
+        if (d != SR_SYNC_DIALECT_SGLANG)
+            ck_assert_int_eq(
+                sr_sync_table_cell((sr_sync_dialect)d, SR_SS_IDLE, SR_SC_START)->next,
+                SR_SS_ACTIVE);
     }
 }
 END_TEST
@@ -125,7 +143,8 @@ START_TEST(lookups_outside_the_enums)
     ck_assert_ptr_null(sr_sync_dialect_name(SR_SYNC_DIALECT_COUNT));
     ck_assert_int_eq(sr_sync_dialect_lookup("vllm"), SR_SYNC_DIALECT_VLLM);
     ck_assert_int_eq(sr_sync_dialect_lookup("skyrl"), SR_SYNC_DIALECT_SKYRL);
-    ck_assert_int_eq(sr_sync_dialect_lookup("sglang"), -1);
+    ck_assert_int_eq(sr_sync_dialect_lookup("sglang"), SR_SYNC_DIALECT_SGLANG);
+    ck_assert_int_eq(sr_sync_dialect_lookup("sgl"), -1);
     ck_assert_int_eq(sr_sync_dialect_lookup(NULL), -1);
 }
 END_TEST

@@ -139,7 +139,7 @@ int sr_spec_parse_sync_dialect(sr_engine_config *c, const sr_spec_ctx *x, const 
 {
     int d = (int)c->sync_dialect;
     int rc = parse_table_name(x, parent, "sync_dialect", sr_sync_dialect_lookup,
-                              "\"skyrl\" or \"vllm\"", &d);
+                              "\"skyrl\", \"vllm\" or \"sglang\"", &d);
     c->sync_dialect = (sr_sync_dialect)d;
     return rc;
 }

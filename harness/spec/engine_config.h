@@ -121,10 +121,11 @@
 typedef enum sr_sync_dialect {
     SR_SYNC_DIALECT_SKYRL = 0, /* collective_rpc skyrl_*_weight_update, delta fetch/update */
     SR_SYNC_DIALECT_VLLM,      /* vLLM's native dev-mode routes: /start_weight_update, ... */
+    SR_SYNC_DIALECT_SGLANG,    /* SGLang's routes: /init_weights_update_group, ... */
     SR_SYNC_DIALECT_COUNT
 } sr_sync_dialect;
 
-/* "skyrl", "vllm"; NULL outside the enum. */
+/* "skyrl", "vllm", "sglang"; NULL outside the enum. */
 const char *sr_sync_dialect_name(sr_sync_dialect d);
 /* The dialect named `name`, or -1. */
 int sr_sync_dialect_lookup(const char *name);

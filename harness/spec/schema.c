@@ -48,7 +48,7 @@ void sr_engine_config_defaults(sr_engine_config *c)
     c->max_queued = 1024;
 }
 
-static const char *const DIALECTS[SR_SYNC_DIALECT_COUNT] = {"skyrl", "vllm"};
+static const char *const DIALECTS[SR_SYNC_DIALECT_COUNT] = {"skyrl", "vllm", "sglang"};
 
 const char *sr_sync_dialect_name(sr_sync_dialect d)
 {
