@@ -25,6 +25,7 @@ typedef struct bucket_plan {
     int64_t target, index;
     size_t payload_len; /* bytes the tensors need after the header */
     int whole;          /* sglang: the request is a whole update, committed at its end */
+    int flush;          /* sglang: flush_cache (the prefix cache resets after the commit) */
 } bucket_plan;
 
 static int bad(sr_err *err, const char *what)
@@ -161,6 +162,7 @@ static int parse_header(bucket_plan *bp, sr_engine *e, const char *text, size_t 
              get_count(&bp->index, cJSON_GetObjectItem(sy, "bucket"), INT32_MAX))
         rc = bad(err, "update_info needs names (at most one per tensor) and syncroll "
                       "{target_version, bucket, sizes, checksums}");
+    bp->flush = bp->whole && !rc && sd.flush_cache;
     if (!rc && bp->whole && sd.weight_version >= 0 && sd.weight_version != bp->target)
         rc = sr_err_set(err, SR_E_ENGINE_REQUEST,
                         "update_weights_from_distributed: weight_version \"%lld\" differs from "
@@ -395,6 +397,8 @@ static int commit_whole(sr_bucket_rx *b, sr_err *err)
             rc = sr_engine_publish_update(e, target, &pend, "broadcast", err);
         pthread_mutex_unlock(&e->apply);
     }
+    if (!rc && b->bp.flush)
+        sr_engine_prefix_reset(e);
     free(only);
     return rc;
 }

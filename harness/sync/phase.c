@@ -1,5 +1,6 @@
-/* What every phase of a sync shares: phase names, deadlines, findings and the translation of
- * fan-out outcomes into check codes (sync_priv.h). Calls nothing else in sync/. */
+/* What every phase of a sync shares: phase names, the calls of each control plane, deadlines,
+ * findings and the translation of fan-out outcomes into check codes (sync_priv.h). Calls nothing
+ * else in sync/. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -17,6 +18,52 @@ static const char *const PHASES[SR_SYNC_PHASE_COUNT] = {"gather", "publish",    
 const char *sr_sync_phase_name(sr_sync_phase p)
 {
     return (unsigned)p < SR_SYNC_PHASE_COUNT ? PHASES[p] : NULL;
+}
+
+#define INIT_INFO                                                                                  \
+    "{\"init_info\":{\"master_address\":\"127.0.0.1\",\"master_port\":0,\"rank_offset\":%zu,"    \
+    "\"world_size\":%zu}}"
+
+static const sync_plane PLANES[SR_SYNC_DIALECT_COUNT] = {
+    [SR_SYNC_DIALECT_SKYRL] =
+        {
+            "/init_weight_transfer_engine", INIT_INFO, "/pause?mode=keep", "",
+            "/reset_prefix_cache", "{\"reset_running_requests\":true}", "/collective_rpc",
+            "{\"method\":\"skyrl_start_weight_update\",\"kwargs\":{\"is_checkpoint_format\":true}}",
+            "/collective_rpc", "/collective_rpc update_weights_nccl",
+            "{\"method\":\"update_weights_nccl\",\"kwargs\":{\"update_info\":{", "dtype_names", "",
+            "}}}}\n", "/collective_rpc",
+            "{\"method\":\"skyrl_finish_weight_update\",\"kwargs\":{\"syncroll\":"
+            "{\"target_version\":%lld}}}",
+            0, "/resume", "", 0,
+        },
+    [SR_SYNC_DIALECT_VLLM] =
+        {
+            "/init_weight_transfer_engine", INIT_INFO, "/pause?mode=keep", "",
+            "/reset_prefix_cache", "{\"reset_running_requests\":true}", "/start_weight_update",
+            "{\"is_checkpoint_format\":true}", "/update_weights", "/update_weights",
+            "{\"update_info\":{", "dtype_names", "", "}}}\n", "/finish_weight_update",
+            "{\"weight_version\":\"%lld\"}", 0, "/resume", "", 1,
+        },
+    /* SGLang (python/sglang/srt/entrypoints/http_server.py): no start or finish, each
+     * update_weights_from_distributed is whole and flushes the cache itself; the version is set
+     * once every bucket landed. */
+    [SR_SYNC_DIALECT_SGLANG] =
+        {
+            "/init_weights_update_group",
+            "{\"master_address\":\"127.0.0.1\",\"master_port\":0,\"rank_offset\":%zu,"
+            "\"world_size\":%zu,\"group_name\":\"syncroll\",\"backend\":\"nccl\"}",
+            "/pause_generation", "{\"mode\":\"in_place\"}", NULL, NULL, NULL, NULL,
+            "/update_weights_from_distributed", "/update_weights_from_distributed", "{", "dtypes",
+            ",\"group_name\":\"syncroll\",\"flush_cache\":true,\"weight_version\":\"%lld\"",
+            "}}\n", "/update_weight_version", "{\"new_version\":\"%lld\"}", 1,
+            "/continue_generation", "{}", 0,
+        },
+};
+
+const sync_plane *sync_plane_of(sr_sync_dialect d)
+{
+    return &PLANES[(unsigned)d < SR_SYNC_DIALECT_COUNT ? d : SR_SYNC_DIALECT_SKYRL];
 }
 
 void sync_check(sr_sync_result *res, int code, int engine, int layer, const char *fmt, ...)
