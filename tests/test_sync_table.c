@@ -149,6 +149,41 @@ START_TEST(lookups_outside_the_enums)
 }
 END_TEST
 
+/* Without a sync_dialect the data plane's dialect picks the control plane; a given one wins. */
+static sr_sync_dialect plane_of_config(const char *json)
+{
+    sr_engine_config c;
+    sr_err err = SR_ERR_INIT;
+    ck_assert_msg(sr_engine_config_parse(&c, json, strlen(json), "t", 0, &err) == 0, "%s: %s",
+                  json, err.msg);
+    sr_sync_dialect d = c.sync_dialect;
+    sr_engine_config_release(&c);
+    return d;
+}
+
+START_TEST(the_dialect_picks_the_control_plane)
+{
+    ck_assert_int_eq(sr_sync_dialect_of(SR_DIALECT_SKYRL), SR_SYNC_DIALECT_SKYRL);
+    ck_assert_int_eq(sr_sync_dialect_of(SR_DIALECT_VLLM), SR_SYNC_DIALECT_VLLM);
+    ck_assert_int_eq(sr_sync_dialect_of(SR_DIALECT_VLLM_JSON), SR_SYNC_DIALECT_VLLM);
+    ck_assert_int_eq(sr_sync_dialect_of(SR_DIALECT_DYNAMO), SR_SYNC_DIALECT_VLLM);
+    ck_assert_int_eq(sr_sync_dialect_of(SR_DIALECT_NEMO_RL), SR_SYNC_DIALECT_VLLM);
+    ck_assert_int_eq(sr_sync_dialect_of(SR_DIALECT_SGLANG), SR_SYNC_DIALECT_SGLANG);
+    ck_assert_int_eq(plane_of_config("{}"), SR_SYNC_DIALECT_SKYRL);
+    ck_assert_int_eq(plane_of_config("{\"dialect\":\"sglang\"}"), SR_SYNC_DIALECT_SGLANG);
+    ck_assert_int_eq(plane_of_config("{\"dialect\":\"nemo-rl\"}"), SR_SYNC_DIALECT_VLLM);
+    ck_assert_int_eq(plane_of_config("{\"dialect\":\"sglang\",\"sync_dialect\":\"skyrl\"}"),
+                     SR_SYNC_DIALECT_SKYRL);
+    ck_assert_int_eq(plane_of_config("{\"sync_dialect\":\"sglang\",\"dialect\":\"vllm\"}"),
+                     SR_SYNC_DIALECT_SGLANG);
+    sr_engine_config c;
+    sr_err err = SR_ERR_INIT;
+    const char *bad = "{\"sync_dialect\":\"sgl\"}";
+    ck_assert_int_eq(sr_engine_config_parse(&c, bad, strlen(bad), "t", 0, &err),
+                     SR_E_ENGINE_CONFIG);
+}
+END_TEST
+
 static Suite *table_suite(void)
 {
     Suite *s = suite_create("sync_table");
@@ -156,6 +191,7 @@ static Suite *table_suite(void)
     tcase_add_test(tc, every_cell_of_every_plane);
     tcase_add_test(tc, finish_always_ends_the_update);
     tcase_add_test(tc, lookups_outside_the_enums);
+    tcase_add_test(tc, the_dialect_picks_the_control_plane);
     suite_add_tcase(s, tc);
     return s;
 }
