@@ -135,8 +135,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (rc)
         check_rejected(rc, &err);
     for (int s = 0; s < SR_SS_COUNT; s++) {
-        const sr_sync_cell *c =
-            sr_sync_table_cell(SR_SYNC_DIALECT_SGLANG, (sr_sync_state)s, (sr_sync_call)(data[0] % SR_SC_COUNT));
+        const sr_sync_cell *c = sr_sync_table_cell(SR_SYNC_DIALECT_SGLANG, (sr_sync_state)s,
+                                                   (sr_sync_call)(data[0] % SR_SC_COUNT));
         if (!c || (c->code && !c->msg) || (unsigned)c->next >= SR_SS_COUNT)
             abort();
     }

@@ -296,7 +296,7 @@ typedef enum sr_class {
       "a NeMo-RL routes string names a dtype other than int8, int16 or int32")                     \
     X(SR_E_NRLRE_SHAPE, -1222, "nrlre.shape", SR_CLASS_PROTOCOL,                                   \
       "a NeMo-RL routes string's shape is not three plain decimal dims joined by 'x'")             \
-    /* the sglang control plane of the mock engine (-1320..-1339) */                              \
+    /* the sglang control plane of the mock engine (-1320..-1339) */                               \
     X(SR_E_SGL_UNSUPPORTED, -1320, "sglang.unsupported", SR_CLASS_PROTOCOL,                        \
       "an sglang weight route whose payload this engine cannot carry (torch-pickled tensors)")     \
     X(SR_E_SGL_NOT_YET, -1321, "sglang.not_yet", SR_CLASS_PROTOCOL,                                \

@@ -266,8 +266,7 @@ static inline void expected_fps(const sr_engine_config *c, int64_t version, uint
 static inline void eng_bucket_of_plane(sr_buf *b, const sr_weights *w, int64_t target, int sgl)
 {
     size_t n = sr_weights_count(w);
-    const char *keys[5] = {"names", sgl ? "dtypes" : "dtype_names", "shapes", "sizes",
-                           "checksums"};
+    const char *keys[5] = {"names", sgl ? "dtypes" : "dtype_names", "shapes", "sizes", "checksums"};
     ck_assert_int_eq(sr_buf_puts(b, sgl ? "{" : "{\"update_info\":{", NULL), 0);
     for (int k = 0; k < 5; k++) {
         if (k == 3 && sgl)

@@ -13,7 +13,7 @@
 #define SCFG "{\"sync_dialect\":\"sglang\",\"seed\":3,\"model\":{\"layers\":2}}"
 #define GEN  "{\"token_ids\":[5,6,7],\"sampling_params\":{\"max_tokens\":3}}"
 #define INIT                                                                                       \
-    "{\"master_address\":\"127.0.0.1\",\"master_port\":29500,\"rank_offset\":1,"                  \
+    "{\"master_address\":\"127.0.0.1\",\"master_port\":29500,\"rank_offset\":1,"                   \
     "\"world_size\":2,\"group_name\":\"syncroll\",\"backend\":\"nccl\"}"
 #define DIST_JSON                                                                                  \
     "{\"names\":[\"x\"],\"dtypes\":[\"bfloat16\"],\"shapes\":[[2,2]],\"group_name\":\"syncroll\"}"
@@ -69,8 +69,7 @@ START_TEST(out_of_order_without_a_group)
     eng_start(&e, SCFG);
     eng_expect(&e, "GET", "/syncroll/v1/state", NULL, 200,
                "\"dialect\":\"sglang\",\"state\":\"uninit\"");
-    refused(&e, "POST", "/update_weights_from_distributed", DIST_JSON, 400,
-            "sync.protocol_order");
+    refused(&e, "POST", "/update_weights_from_distributed", DIST_JSON, 400, "sync.protocol_order");
     refused(&e, "POST", "/destroy_weights_update_group", "{}", 400, "sync.protocol_order");
     sr_engine_config c;
     sr_weights *w = weights_at(&c, 1);
@@ -85,8 +84,7 @@ START_TEST(out_of_order_without_a_group)
     refused(&e, "POST", "/update_weight_version", "{\"new_version\":\"1\"}", 400,
             "sync.version_backwards");
     /* Bad bodies are named. */
-    refused(&e, "POST", "/update_weight_version", "{\"new_version\":3}", 400,
-            "engine.bad_request");
+    refused(&e, "POST", "/update_weight_version", "{\"new_version\":3}", 400, "engine.bad_request");
     refused(&e, "POST", "/init_weights_update_group", "{\"master_address\":\"h\"}", 400,
             "engine.bad_request");
     refused(&e, "POST", "/init_weights_update_group",
@@ -148,8 +146,7 @@ START_TEST(happy_path_and_out_of_order_with_a_group)
     uint64_t g, l[2];
     expected_fps(&c, 2, &g, l);
     char want[160];
-    snprintf(want, sizeof(want), "\"fingerprints\":{\"global\":\"%016llx\"",
-             (unsigned long long)g);
+    snprintf(want, sizeof(want), "\"fingerprints\":{\"global\":\"%016llx\"", (unsigned long long)g);
     eng_expect(&e, "GET", "/syncroll/v1/state", NULL, 200, want);
     /* A bucket naming a version below the held one is refused; the engine stays on 2. */
     sr_weights *w1 = weights_at(&c, 1);

@@ -28,8 +28,9 @@ static const char
                     [SR_SS_IDLE] = {"idle", "active", "!sync.protocol_order>idle",
                                     "!sync.protocol_order>idle", "!sync.protocol_order>idle", "-",
                                     "-", "-", "-", "-"},
-                    [SR_SS_ACTIVE] = {"active", "!sync.protocol_order>active", "active", "idle",
-                                      "!sync.version_backwards>idle", "-", "-", "-", "-", "-"},
+                    [SR_SS_ACTIVE] = {"active", "!sync.protocol_order>active", "active",
+                                      "idle", "!sync.version_backwards>idle", "-", "-", "-", "-",
+                                      "-"},
                 },
             [SR_SYNC_DIALECT_VLLM] =
                 {
@@ -40,8 +41,8 @@ static const char
                                       "!sync.engine_paused>uninit", "-"},
                     [SR_SS_IDLE] = {"idle", "active", "!sync.protocol_order>idle",
                                     "!sync.protocol_order>idle", "!sync.protocol_order>idle",
-                                    "idle", "!sync.version_backwards>idle",
-                                    "idle", "!sync.engine_paused>idle", "-"},
+                                    "idle", "!sync.version_backwards>idle", "idle",
+                                    "!sync.engine_paused>idle", "-"},
                     [SR_SS_ACTIVE] = {"!sync.protocol_order>active", "!sync.protocol_order>active",
                                       "active", "idle", "!sync.version_backwards>idle",
                                       "!sync.protocol_order>active", "!sync.protocol_order>active",
@@ -55,8 +56,8 @@ static const char
                                       "!sync.protocol_order>uninit", "!sync.protocol_order>uninit",
                                       "uninit", "!sync.version_backwards>uninit", "-", "-",
                                       "!sync.protocol_order>uninit"},
-                    [SR_SS_IDLE] = {"!sync.protocol_order>idle", "-", "idle", "idle",
-                                    "!sync.version_backwards>idle", "idle",
+                    [SR_SS_IDLE] = {"!sync.protocol_order>idle", "-", "idle",
+                                    "idle", "!sync.version_backwards>idle", "idle",
                                     "!sync.version_backwards>idle", "-", "-", "uninit"},
                     [SR_SS_ACTIVE] = {"!sync.protocol_order>idle", "-", "idle", "idle",
                                       "!sync.version_backwards>idle", "idle",
@@ -126,9 +127,8 @@ START_TEST(finish_always_ends_the_update)
                          SR_SS_IDLE);
         /* sglang has no start: each update call is whole */
         if (d != SR_SYNC_DIALECT_SGLANG)
-            ck_assert_int_eq(
-                sr_sync_table_cell((sr_sync_dialect)d, SR_SS_IDLE, SR_SC_START)->next,
-                SR_SS_ACTIVE);
+            ck_assert_int_eq(sr_sync_table_cell((sr_sync_dialect)d, SR_SS_IDLE, SR_SC_START)->next,
+                             SR_SS_ACTIVE);
     }
 }
 END_TEST
@@ -154,8 +154,8 @@ static sr_sync_dialect plane_of_config(const char *json)
 {
     sr_engine_config c;
     sr_err err = SR_ERR_INIT;
-    ck_assert_msg(sr_engine_config_parse(&c, json, strlen(json), "t", 0, &err) == 0, "%s: %s",
-                  json, err.msg);
+    ck_assert_msg(sr_engine_config_parse(&c, json, strlen(json), "t", 0, &err) == 0, "%s: %s", json,
+                  err.msg);
     sr_sync_dialect d = c.sync_dialect;
     sr_engine_config_release(&c);
     return d;

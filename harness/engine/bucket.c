@@ -144,8 +144,8 @@ static int parse_header(bucket_plan *bp, sr_engine *e, const char *text, size_t 
      * body of its /update_weights_from_distributed. */
     const cJSON *ui = bp->whole ? h
                       : m       ? cJSON_GetObjectItemCaseSensitive(
-                                cJSON_GetObjectItemCaseSensitive(h, "kwargs"), "update_info")
-                                : cJSON_GetObjectItemCaseSensitive(h, "update_info");
+                                      cJSON_GetObjectItemCaseSensitive(h, "kwargs"), "update_info")
+                          : cJSON_GetObjectItemCaseSensitive(h, "update_info");
     const cJSON *sy = cJSON_GetObjectItemCaseSensitive(ui, "syncroll");
     const cJSON *names = cJSON_GetObjectItemCaseSensitive(ui, "names");
     sr_sgl_dist sd;

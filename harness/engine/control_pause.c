@@ -15,7 +15,8 @@ static enum MHD_Result ok_status(req *r, const char *status)
 {
     char out[96];
     if (r->srv->cfg->sync_dialect == SR_SYNC_DIALECT_SGLANG) {
-        snprintf(out, sizeof(out), "{\"message\":\"Generation %s successfully.\",\"status\":\"ok\"}",
+        snprintf(out, sizeof(out),
+                 "{\"message\":\"Generation %s successfully.\",\"status\":\"ok\"}",
                  strcmp(status, "paused") == 0 ? "paused" : "continued");
         return sr_srv_ok(r, out);
     }

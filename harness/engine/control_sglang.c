@@ -15,8 +15,10 @@
 static enum MHD_Result reply(req *r, unsigned status, int code, const char *msg)
 {
     sr_buf b = SR_BUF_INIT;
-    int rc = sr_buf_puts(&b, code ? "{\"success\":false,\"message\":" : "{\"success\":true,"
-                                                                        "\"message\":",
+    int rc = sr_buf_puts(&b,
+                         code ? "{\"success\":false,\"message\":"
+                              : "{\"success\":true,"
+                                "\"message\":",
                          NULL);
     if (!rc)
         rc = sr_jw_str(&b, msg, NULL);

@@ -102,7 +102,9 @@ static int get_format(char *out, const cJSON *o, const char *route, sr_err *err)
 {
     const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, "load_format");
     out[0] = '\0';
-    return !x || cJSON_IsNull(x) ? 0 : get_str(out, SR_SGL_NAME_MAX, o, "load_format", NULL, route, err);
+    return !x || cJSON_IsNull(x)
+               ? 0
+               : get_str(out, SR_SGL_NAME_MAX, o, "load_format", NULL, route, err);
 }
 
 int sr_sgl_req_init(sr_sgl_init *out, const char *body, size_t len, sr_err *err)
@@ -113,8 +115,8 @@ int sr_sgl_req_init(sr_sgl_init *out, const char *body, size_t len, sr_err *err)
     int64_t port = 0;
     int rc = object_of(&o, body, len, 0, R, err);
     if (!rc)
-        rc = get_str(out->master_address, sizeof(out->master_address), o, "master_address", NULL,
-                     R, err);
+        rc = get_str(out->master_address, sizeof(out->master_address), o, "master_address", NULL, R,
+                     err);
     if (!rc)
         rc = get_int(&port, o, "master_port", 0, 65535, R, err);
     if (!rc)
@@ -178,8 +180,8 @@ int sr_sgl_req_dist_obj(sr_sgl_dist *out, const cJSON *o, sr_err *err)
             return rc;
     }
     out->n = n;
-    int rc = get_str(out->group_name, sizeof(out->group_name), o, "group_name", DEFAULT_GROUP, R,
-                     err);
+    int rc =
+        get_str(out->group_name, sizeof(out->group_name), o, "group_name", DEFAULT_GROUP, R, err);
     if (!rc)
         rc = get_bool(&out->flush_cache, o, "flush_cache", 1, R, err);
     if (!rc)
@@ -309,8 +311,7 @@ int sr_sgl_req_tags(unsigned *mask, const char *body, size_t len, sr_err *err)
     return rc;
 }
 
-int sr_sgl_req_version(int64_t *version, int *abort_all, const char *body, size_t len,
-                       sr_err *err)
+int sr_sgl_req_version(int64_t *version, int *abort_all, const char *body, size_t len, sr_err *err)
 {
     static const char R[] = "update_weight_version";
     cJSON *o;

@@ -36,7 +36,7 @@
 /* POST /init_weights_update_group: every key but backend ("nccl") is required. */
 typedef struct sr_sgl_init {
     char master_address[SR_SGL_ADDR_MAX];
-    int master_port; /* 0..65535 */
+    int master_port;                 /* 0..65535 */
     int64_t rank_offset, world_size; /* 0 <= rank_offset < world_size <= SR_SGL_MAX_WORLD */
     char group_name[SR_SGL_NAME_MAX];
     char backend[SR_SGL_NAME_MAX];
@@ -76,11 +76,14 @@ typedef struct sr_sgl_disk {
 int sr_sgl_req_disk(sr_sgl_disk *out, const char *body, size_t len, sr_err *err);
 
 /* POST /destroy_weights_update_group: group_name ("weight_update_group"). */
-int sr_sgl_req_destroy(char group_name[SR_SGL_NAME_MAX], const char *body, size_t len,
-                       sr_err *err);
+int sr_sgl_req_destroy(char group_name[SR_SGL_NAME_MAX], const char *body, size_t len, sr_err *err);
 
 /* POST /pause_generation: mode "abort" (the default), "retract" or "in_place". */
-typedef enum sr_sgl_pause_mode { SR_SGL_ABORT = 0, SR_SGL_RETRACT, SR_SGL_IN_PLACE } sr_sgl_pause_mode;
+typedef enum sr_sgl_pause_mode {
+    SR_SGL_ABORT = 0,
+    SR_SGL_RETRACT,
+    SR_SGL_IN_PLACE
+} sr_sgl_pause_mode;
 int sr_sgl_req_pause(sr_sgl_pause_mode *mode, const char *body, size_t len, sr_err *err);
 
 /* The tags of /release_memory_occupation and /resume_memory_occupation: null or absent (every
@@ -92,7 +95,6 @@ int sr_sgl_req_pause(sr_sgl_pause_mode *mode, const char *body, size_t len, sr_e
 int sr_sgl_req_tags(unsigned *mask, const char *body, size_t len, sr_err *err);
 
 /* POST /update_weight_version: new_version (required), abort_all_requests (false). */
-int sr_sgl_req_version(int64_t *version, int *abort_all, const char *body, size_t len,
-                       sr_err *err);
+int sr_sgl_req_version(int64_t *version, int *abort_all, const char *body, size_t len, sr_err *err);
 
 #endif /* SR_ENGINE_SGL_REQ_H */

@@ -43,7 +43,7 @@
 #define S_NOGROUP                                                                                  \
     "%s: no weights update group is initialised. Call POST /init_weights_update_group first."
 #define S_GROUP                                                                                    \
-    "%s: a weights update group is already initialised. Call POST "                               \
+    "%s: a weights update group is already initialised. Call POST "                                \
     "/destroy_weights_update_group first."
 
 static const sr_sync_cell SKYRL[SR_SS_COUNT][SR_SC_COUNT] = {
@@ -138,9 +138,9 @@ static const sr_sync_cell VLLM[SR_SS_COUNT][SR_SC_COUNT] = {
     {                                                                                              \
         [SR_SC_INIT] = init, [SR_SC_START] = ABSENT(IDLE), [SR_SC_UPDATE] = OK(IDLE),              \
         [SR_SC_FINISH] = OK(IDLE),                                                                 \
-        [SR_SC_FINISH_BACKWARDS] = BAD(IDLE, SYNC_VERSION_BACKWARDS, BACKWARDS),                  \
+        [SR_SC_FINISH_BACKWARDS] = BAD(IDLE, SYNC_VERSION_BACKWARDS, BACKWARDS),                   \
         [SR_SC_SET_VERSION] = OK(IDLE),                                                            \
-        [SR_SC_SET_VERSION_BACKWARDS] = BAD(IDLE, SYNC_VERSION_BACKWARDS, BACKWARDS),             \
+        [SR_SC_SET_VERSION_BACKWARDS] = BAD(IDLE, SYNC_VERSION_BACKWARDS, BACKWARDS),              \
         [SR_SC_CHECK] = ABSENT(IDLE), [SR_SC_CHECK_PAUSED] = ABSENT(IDLE),                         \
         [SR_SC_DESTROY] = destroy,                                                                 \
     }

@@ -194,8 +194,7 @@ int sync_bcast_send(sr_sync *s, int *ok, sr_sync_result *res, sr_err *err)
             continue;
         sync_check(res, sync_code(r), i, -1,
                    "engine %d (%s): POST %s bucket %zu of %zu (phase update): %s", i,
-                   sr_fanout_url(s->fan, i),
-                   sync_plane_of(s->o.control)->bucket_what,
+                   sr_fanout_url(s->fan, i), sync_plane_of(s->o.control)->bucket_what,
                    (size_t)(k % (nb ? nb : 1)), nb, r->msg);
     }
     for (size_t i = 0; i < s->n; i++)

@@ -366,8 +366,8 @@ static int run_protocol(sr_sync *s, sr_sync_result *res, int64_t target, int *ok
     if (good) {
         memcpy(started, ok, s->n * sizeof(int));
         if (pl->start_path)
-            good = step(s, res, SR_SYNC_START, pl->start_path, pl->start_body, all, started, &rc,
-                        err);
+            good =
+                step(s, res, SR_SYNC_START, pl->start_path, pl->start_body, all, started, &rc, err);
         for (size_t i = 0; i < s->n; i++)
             ok[i] = ok[i] && started[i];
     }
@@ -396,7 +396,8 @@ static int run_protocol(sr_sync *s, sr_sync_result *res, int64_t target, int *ok
     }
     /* Always, whatever failed: an engine left paused would hang every later rollout. */
     int rc2 = 0;
-    int resumed = step(s, res, SR_SYNC_RESUME, pl->resume_path, pl->resume_body, all, ok, &rc2, err);
+    int resumed =
+        step(s, res, SR_SYNC_RESUME, pl->resume_path, pl->resume_body, all, ok, &rc2, err);
     res->completed = good && resumed && !rc && !rc2;
     return rc ? rc : rc2;
 }

@@ -73,18 +73,18 @@ int sync_code(const sr_fanout_req *r);
  * path is a call the plane does not have. Bodies with a format take the arguments named.
  */
 typedef struct sync_plane {
-    const char *init_path, *init_fmt;     /* per engine; fmt: rank_offset, world_size (%zu) */
-    const char *pause_path, *pause_body;  /* generation pauses, in-flight requests kept */
-    const char *reset_path, *reset_body;  /* the prefix cache */
-    const char *start_path, *start_body;  /* start an update (NULL: each bucket is whole) */
+    const char *init_path, *init_fmt;      /* per engine; fmt: rank_offset, world_size (%zu) */
+    const char *pause_path, *pause_body;   /* generation pauses, in-flight requests kept */
+    const char *reset_path, *reset_body;   /* the prefix cache */
+    const char *start_path, *start_body;   /* start an update (NULL: each bucket is whole) */
     const char *bucket_path, *bucket_what; /* a bucket's route, and its name in findings */
-    const char *bucket_open;              /* the header up to its lists */
-    const char *dtype_key;                /* the dtypes list's key */
-    const char *bucket_mid;               /* after the lists, before "packed"; fmt: target */
-    const char *bucket_close;             /* after the syncroll object */
-    const char *finish_path, *finish_fmt; /* fmt: target (%lld) */
-    int finish_all_ok;                    /* finish goes to engines all of whose buckets landed,
-                                           * not to every started one (no update to end) */
+    const char *bucket_open;               /* the header up to its lists */
+    const char *dtype_key;                 /* the dtypes list's key */
+    const char *bucket_mid;                /* after the lists, before "packed"; fmt: target */
+    const char *bucket_close;              /* after the syncroll object */
+    const char *finish_path, *finish_fmt;  /* fmt: target (%lld) */
+    int finish_all_ok;                     /* finish goes to engines all of whose buckets landed,
+                                            * not to every started one (no update to end) */
     const char *resume_path, *resume_body;
     int compare; /* the plane has vLLM's weight checker: compare after the sync */
 } sync_plane;
