@@ -296,11 +296,46 @@ typedef enum sr_class {
       "a NeMo-RL routes string names a dtype other than int8, int16 or int32")                     \
     X(SR_E_NRLRE_SHAPE, -1222, "nrlre.shape", SR_CLASS_PROTOCOL,                                   \
       "a NeMo-RL routes string's shape is not three plain decimal dims joined by 'x'")             \
+    /* safetensors checkpoints (-13xx) */                                                          \
+    X(SR_E_ST_TRUNCATED, -1300, "st.truncated", SR_CLASS_PROTOCOL,                                 \
+      "a safetensors file is shorter than its 8-byte header length")                               \
+    X(SR_E_ST_HEADER_TOO_LARGE, -1301, "st.header_too_large", SR_CLASS_PROTOCOL,                   \
+      "a safetensors header length is above the 100 MB cap")                                       \
+    X(SR_E_ST_HEADER_LENGTH, -1302, "st.header_length", SR_CLASS_PROTOCOL,                         \
+      "a safetensors header length runs past the end of the file")                                 \
+    X(SR_E_ST_HEADER_START, -1303, "st.header_start", SR_CLASS_PROTOCOL,                           \
+      "a safetensors header does not start with '{'")                                              \
+    X(SR_E_ST_HEADER_JSON, -1304, "st.header_json", SR_CLASS_PROTOCOL,                             \
+      "a safetensors header is not one UTF-8 JSON object (space padding allowed)")                 \
+    X(SR_E_ST_DUPLICATE, -1305, "st.duplicate_name", SR_CLASS_PROTOCOL,                            \
+      "a safetensors header names a tensor (or a key) twice")                                      \
+    X(SR_E_ST_TENSOR, -1306, "st.tensor_entry", SR_CLASS_PROTOCOL,                                 \
+      "a safetensors tensor entry is not {dtype, shape, data_offsets} of the right types")         \
+    X(SR_E_ST_DTYPE, -1307, "st.dtype", SR_CLASS_PROTOCOL,                                         \
+      "a safetensors dtype is not one this reader knows (BOOL, U8, F16, BF16, F32, ...)")          \
+    X(SR_E_ST_SHAPE_OVERFLOW, -1308, "st.shape_overflow", SR_CLASS_PROTOCOL,                       \
+      "a safetensors shape's product times the item size overflows 64 bits")                       \
+    X(SR_E_ST_BYTE_COUNT, -1309, "st.byte_count", SR_CLASS_PROTOCOL,                               \
+      "a safetensors tensor's end - begin differs from prod(shape) * itemsize")                    \
+    X(SR_E_ST_OFFSETS, -1310, "st.offsets", SR_CLASS_PROTOCOL,                                     \
+      "safetensors data_offsets out of order, overlapping or leaving a gap")                       \
+    X(SR_E_ST_BUFFER, -1311, "st.buffer_size", SR_CLASS_PROTOCOL,                                  \
+      "safetensors tensors do not cover the byte buffer exactly (short or past it)")               \
+    X(SR_E_ST_METADATA, -1312, "st.metadata", SR_CLASS_PROTOCOL,                                   \
+      "a safetensors __metadata__ is not an object of string values")                              \
+    X(SR_E_ST_CHECKPOINT, -1313, "st.checkpoint", SR_CLASS_PROTOCOL,                               \
+      "a checkpoint folder lacks model.safetensors or a full shard set, or is mixed")              \
+    X(SR_E_ST_MISSING, -1314, "st.missing_tensor", SR_CLASS_PROTOCOL,                              \
+      "a checkpoint lacks a tensor the loader needs")                                              \
+    X(SR_E_ST_EXTRA, -1315, "st.extra_tensor", SR_CLASS_PROTOCOL,                                  \
+      "a checkpoint holds a tensor the loader does not know")                                      \
+    X(SR_E_ST_MISMATCH, -1316, "st.tensor_mismatch", SR_CLASS_PROTOCOL,                            \
+      "a checkpoint tensor (or its version) differs in dtype or shape from the loader's")          \
+    X(SR_E_ST_NAME, -1317, "st.name", SR_CLASS_PROTOCOL,                                           \
+      "a safetensors tensor name is empty, too long, or holds a NUL")                              \
     /* the sglang control plane of the mock engine (-1320..-1339) */                               \
     X(SR_E_SGL_UNSUPPORTED, -1320, "sglang.unsupported", SR_CLASS_PROTOCOL,                        \
-      "an sglang weight route whose payload this engine cannot carry (torch-pickled tensors)")     \
-    X(SR_E_SGL_NOT_YET, -1321, "sglang.not_yet", SR_CLASS_PROTOCOL,                                \
-      "an sglang weight route the mock engine validates but does not perform yet (from disk)")     \
+      "an sglang weight route whose payload this engine cannot carry (pickled tensors, gguf)")     \
     /* scenarios and the runner (-10xx) */                                                         \
     X(SR_E_SCENARIO, -1000, "scenario.invalid", SR_CLASS_USAGE,                                    \
       "a scenario breaks a rule of scenarios/FORMAT.md beyond key types (reference, combination)") \

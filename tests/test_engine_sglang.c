@@ -5,10 +5,14 @@
  * fingerprints those of the version sent) and every out-of-order cell of the sglang table
  * (harness/engine/sync_table.c) a request can reach, each answered 400 with SGLang's
  * {"success": false, "message": ...} body and the named check, after each of which the engine
- * still answers a generate. Also the routes that validate and refuse (update_weights_from_tensor,
- * update_weights_from_disk), the memory occupation, and the plane's routes in other planes (404).
+ * still answers a generate. Also update_weights_from_tensor (validated, then refused),
+ * update_weights_from_disk from a real safetensors checkpoint, the memory occupation, and the
+ * plane's routes in other planes (404).
  */
+#include <unistd.h>
+
 #include "engine_util.h"
+#include "sync/checkpoint.h"
 
 #define SCFG "{\"sync_dialect\":\"sglang\",\"seed\":3,\"model\":{\"layers\":2}}"
 #define GEN  "{\"token_ids\":[5,6,7],\"sampling_params\":{\"max_tokens\":3}}"
@@ -105,10 +109,11 @@ START_TEST(out_of_order_without_a_group)
             "sglang.unsupported");
     refused(&e, "POST", "/update_weights_from_tensor", "{\"serialized_named_tensors\":\"x\"}", 400,
             "engine.bad_request");
+    /* No server.sync_dirs: no folder may be named. */
     refused(&e, "POST", "/update_weights_from_disk",
             "{\"model_path\":\"/ckpt/step-3\",\"load_format\":\"auto\","
             "\"abort_all_requests\":false,\"weight_version\":\"3\",\"flush_cache\":true}",
-            400, "sglang.not_yet");
+            403, "engine.forbidden_path");
     refused(&e, "POST", "/update_weights_from_disk", "{\"load_format\":\"auto\"}", 400,
             "engine.bad_request");
     /* A skyrl or vllm call has no cell here. */
@@ -180,6 +185,49 @@ START_TEST(happy_path_and_out_of_order_with_a_group)
 }
 END_TEST
 
+/* update_weights_from_disk reads a safetensors checkpoint folder inside server.sync_dirs
+ * (harness/engine/disk.c) and reports its version; the set_version cells guard the version. */
+START_TEST(update_from_disk)
+{
+    char dir[] = "/tmp/sr-sgl-disk-XXXXXX", cfg[512], path[600], req[900];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(cfg, sizeof(cfg),
+             "{\"sync_dialect\":\"sglang\",\"seed\":3,\"model\":{\"layers\":2},"
+             "\"server\":{\"sync_dirs\":[\"%s\"]}}",
+             dir);
+    sr_engine_config c;
+    sr_weights *w = weights_at(&c, 3);
+    sr_err err = SR_ERR_INIT;
+    ck_assert_sr_ok(sr_sync_write_checkpoint(path, sizeof(path), w, dir, 3, 1, 1, &err), err);
+    eng e;
+    eng_start(&e, cfg);
+    snprintf(req, sizeof(req), "{\"model_path\":\"%s\",\"load_format\":\"gguf\"}", path);
+    refused(&e, "POST", "/update_weights_from_disk", req, 400, "sglang.unsupported");
+    refused(&e, "POST", "/update_weights_from_disk", "{\"model_path\":\"/etc\"}", 403,
+            "engine.forbidden_path");
+    snprintf(req, sizeof(req),
+             "{\"model_path\":\"%s\",\"load_format\":\"auto\",\"weight_version\":\"3\"}", path);
+    eng_expect(&e, "POST", "/update_weights_from_disk", req, 200,
+               "{\"success\":true,\"message\":\"Succeeded to update model weights. Weight "
+               "version is 3.\",\"num_paused_requests\":0}");
+    eng_expect(&e, "GET", "/get_weight_version", NULL, 200, "{\"weight_version\":\"3\"}");
+    uint64_t g, l[2];
+    expected_fps(&c, 3, &g, l);
+    char want[96];
+    snprintf(want, sizeof(want), "\"fingerprints\":{\"global\":\"%016llx\"", (unsigned long long)g);
+    eng_expect(&e, "GET", "/syncroll/v1/state", NULL, 200, want);
+    eng_expect(&e, "POST", "/skyrl/v1/generate", GEN, 200, NULL);
+    snprintf(req, sizeof(req), "{\"model_path\":\"%s\",\"weight_version\":\"1\"}", path);
+    refused(&e, "POST", "/update_weights_from_disk", req, 400, "sync.version_backwards");
+    eng_stop(&e);
+    sr_weights_free(w);
+    sr_engine_config_release(&c);
+    char cmd[700];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 static Suite *sglang_suite(void)
 {
     Suite *s = suite_create("engine_sglang");
@@ -187,6 +235,7 @@ static Suite *sglang_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, out_of_order_without_a_group);
     tcase_add_test(tc, happy_path_and_out_of_order_with_a_group);
+    tcase_add_test(tc, update_from_disk);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -105,17 +105,44 @@ static enum MHD_Result update_tensor(req *r)
     return answer(r, rc, &err, "");
 }
 
+/* A safetensors checkpoint folder inside server.sync_dirs (disk.c), guarded by the set_version
+ * cells when it names a version. */
 static enum MHD_Result update_disk(req *r)
 {
+    sr_engine *e = r->srv->e;
     sr_err err = SR_ERR_INIT;
     sr_sgl_disk q;
+    char dir[SR_ENGINE_PATH_MAX + 1];
+    int64_t now;
     int rc = sr_sgl_req_disk(&q, body(r), r->body.len, &err);
+    if (!rc && q.load_format[0] && strcmp(q.load_format, "auto") != 0 &&
+        strcmp(q.load_format, "safetensors") != 0)
+        rc = sr_err_set(&err, SR_E_SGL_UNSUPPORTED,
+                        "update_weights_from_disk: load_format '%s': this engine reads "
+                        "safetensors checkpoints only (auto or safetensors)",
+                        q.load_format);
     if (!rc)
-        rc = sr_err_set(&err, SR_E_SGL_NOT_YET,
-                        "update_weights_from_disk: the request is valid, but this engine does "
-                        "not load checkpoints from disk yet (model_path '%.200s')",
-                        q.model_path);
-    return answer(r, rc, &err, "");
+        rc = sr_engine_confine(dir, e, q.model_path, "model_path", &err);
+    if (!rc && q.weight_version >= 0)
+        rc = sr_engine_sync_call(e,
+                                 q.weight_version < sr_engine_version(e)
+                                     ? SR_SC_SET_VERSION_BACKWARDS
+                                     : SR_SC_SET_VERSION,
+                                 "update_weights_from_disk", &err);
+    if (!rc)
+        rc = sr_engine_load_disk(e, dir, q.weight_version, r->pick.f[SR_FL_WEIGHTS], &now, &err);
+    if (!rc && q.flush_cache)
+        sr_engine_prefix_reset(e);
+    if (rc == SR_E_ENGINE_FORBIDDEN_PATH)
+        return reply(r, 403, rc, err.msg);
+    if (rc)
+        return answer(r, rc, &err, "");
+    char out[160];
+    snprintf(out, sizeof(out),
+             "{\"success\":true,\"message\":\"Succeeded to update model weights. Weight "
+             "version is %lld.\",\"num_paused_requests\":0}",
+             (long long)now);
+    return sr_srv_ok(r, out);
 }
 
 static enum MHD_Result update_version(req *r)

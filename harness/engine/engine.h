@@ -23,8 +23,9 @@
  * serve_gen.c). Its functions live in the engine's layered files: engine_state.c (the state and
  * the weight transitions every update path shares: sr_engine_version, sr_engine_note_fault,
  * sr_engine_restart_weights, sr_engine_generate_answered),
- * weights.c (the delta transport: sr_engine_fetch, sr_engine_update_delta) and bucket.c (the
- * broadcast transport: sr_engine_bucket_*, sr_engine_sync_finish) build on engine_state.c;
+ * weights.c (the delta transport: sr_engine_fetch, sr_engine_update_delta), bucket.c (the
+ * broadcast transport: sr_engine_bucket_*, sr_engine_sync_finish) and disk.c (safetensors
+ * checkpoints: sr_engine_load_disk) build on engine_state.c;
  * engine.c (everything else) on top.
  *
  * Ownership: sr_engine_new copies the config (not its fault cJSON, which it parses).
@@ -173,6 +174,35 @@ int sr_engine_restart_weights(sr_engine *e, sr_err *err);
 /* A generate was answered: counts down an ack_before_apply deferral, whose deferred layers apply
  * (fingerprints included, the version unchanged) when it reaches 0. No-op without one. */
 void sr_engine_generate_answered(sr_engine *e);
+
+/*
+ * Disk (disk.c; SGLang's POST /update_weights_from_disk {"model_path": d}, issue #20: the data
+ * plane only, the HTTP endpoint calls this): reads the safetensors checkpoint folder `dir`
+ * (lib/sr_safetensors.h: model.safetensors or a full shard set; harness/sync/checkpoint.h writes
+ * one per version as <dir>/v<version>/) into the stage with pread, min(tensors, pool_workers(cap
+ * 32, reserved 0)) threads, then commits as the other transports do and reports version `target`
+ * (-1: the checkpoint's __metadata__.syncroll_version; both given must agree, else
+ * st.tensor_mismatch). Before any byte is read every tensor the engine holds must be in the
+ * checkpoint with the same dtype and shape (st.missing_tensor, st.tensor_mismatch) and the
+ * checkpoint must hold no other (st.extra_tensor); a malformed file is its st.* error. Any
+ * failure leaves the model, the fingerprints and the version as they were (the stage is spoilt,
+ * so the delta receiver resets at its next fetch). Weights faults apply as on the other paths;
+ * checksum_mismatch refuses the load (SR_E_DELTA_CHECKSUM). The state's "apply" reports
+ * transport "disk", payloads = tensors, workers, and fetch_ms = the read. The path is not
+ * confined to server.sync_dirs (the engine only reads it); the HTTP layer decides what it may
+ * name. *version receives the version reported afterwards.
+ */
+int sr_engine_load_disk(sr_engine *e, const char *dir, int64_t target, const sr_fault *f,
+                        int64_t *version, sr_err *err);
+
+/* Longest path a request may name (sync_dir, model_path), in bytes. */
+#define SR_ENGINE_PATH_MAX 3800
+
+/* Confines a path a request names (`what` in messages: "sync_dir", "model_path") to the folders
+ * of server.sync_dirs: out[SR_ENGINE_PATH_MAX + 1] receives its canonical form, which the caller
+ * then uses; SR_E_ENGINE_FORBIDDEN_PATH outside them (or when the config names none),
+ * SR_E_ENGINE_REQUEST when longer than SR_ENGINE_PATH_MAX. (weights.c) */
+int sr_engine_confine(char *out, sr_engine *e, const char *path, const char *what, sr_err *err);
 
 /* POST /fetch_weights; *fetched receives the receiver's version afterwards. */
 int sr_engine_fetch(sr_engine *e, int64_t target, const char *sync_dir, const sr_fault *f,

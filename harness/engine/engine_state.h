@@ -3,8 +3,9 @@
  * weights that every update path shares: the stage, pending weights faults, the commit of the
  * stage into the model and the publication of the model's fingerprints and version. The lowest
  * layer of the engine: engine.c (lifecycle, sessions, protocol guards, synthetic apply, state
- * document), weights.c (the delta receiver) and bucket.c (broadcast buckets) build on it, and it
- * uses none of them, nor their headers (engine.h included). Not an interface: nothing outside
+ * document), weights.c (the delta receiver), bucket.c (broadcast buckets) and disk.c (safetensors
+ * checkpoints) build on it, and it uses none of them, nor their headers (engine.h included). Not
+ * an interface: nothing outside
  * harness/engine includes it. sr_engine_version and sr_engine_note_fault are declared here for
  * the engine's own files and again in engine.h for its HTTP layer.
  *
@@ -53,8 +54,8 @@ typedef struct session_slot session_slot;
 typedef struct sr_apply_stats {
     int max_workers;       /* pool_workers(cap 32, reserved 0): the apply ceiling */
     int publish_workers;   /* pool_workers(cap 8, reserved 0): the reference publisher's pool */
-    const char *transport; /* "delta", "broadcast", "synthetic", "reset" (weight_checker), "restart"
-                              (serve_before_sync) or NULL before any apply */
+    const char *transport; /* "delta", "broadcast", "disk", "synthetic", "reset" (weight_checker),
+                              "restart" (serve_before_sync) or NULL before any apply */
     int64_t payloads;      /* payloads of the last fetch's last version, or tensors of the last
                               bucket */
     int workers;           /* min(payloads, max_workers) used for it; 0 when nothing applied */
