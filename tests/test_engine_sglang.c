@@ -158,6 +158,9 @@ START_TEST(happy_path_and_out_of_order_with_a_group)
     sr_buf b1 = SR_BUF_INIT;
     eng_bucket_of_plane(&b1, w1, 1, 1);
     post_bucket(&e, &b1, 400, "\"check\":\"sync.version_backwards\"");
+    refused(&e, "POST", "/update_weight_version", "{\"new_version\":\"1\"}", 400,
+            "sync.version_backwards");
+    eng_expect(&e, "POST", "/weight_checker", "{\"action\":\"checksum\"}", 404, NULL);
     eng_expect(&e, "GET", "/get_weight_version", NULL, 200, "{\"weight_version\":\"2\"}");
     eng_expect(&e, "POST", "/skyrl/v1/generate", GEN, 200, NULL);
     /* Memory occupation: released, generate waits; resumed, it runs. */

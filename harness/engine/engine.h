@@ -136,6 +136,11 @@ int64_t sr_engine_version(sr_engine *e);
  *   and <bytes> the tensors' raw bytes concatenated in that order (exactly sum(sizes) bytes).
  *   In the vllm control plane the bucket is a POST /update_weights (between /start_weight_update
  *   and /finish_weight_update) whose header is vLLM's body {"update_info":{...same...}}.
+ *   In the sglang plane it is a POST /update_weights_from_distributed whose header is SGLang's
+ *   body {"names","dtypes","shapes","group_name","flush_cache","weight_version",
+ *   "syncroll":{...}} (sgl_req.h); each such request is a whole update: the table steps update
+ *   when the header arrives and finish when the bytes are in, and the request's own tensors are
+ *   committed at its end under its target_version (no session, concurrent ones commit apart).
  *   Every name must be a tensor of the engine's set with the same dtype, shape and size, at
  *   most once per update. The body is not buffered: it streams into the stage as it arrives
  *   (like an NCCL receive, one stream per bucket; concurrent buckets are received in parallel,
