@@ -354,6 +354,19 @@ START_TEST(sglang_plane_sync_and_a_lost_group)
         sfx_assert_serves(&x, i);
     }
     sfx_stop(&x);
+    /* A weights fault aimed at SGLang's update route: the commits skip the layers it names and
+     * verification finds them stale. */
+    sfx_start(&x, 1,
+              "{" SYNC_MODEL ",\"sync_dialect\":\"sglang\",\"faults\":[{\"kind\":"
+              "\"partial_weight_apply\",\"layers\":[1],\"endpoints\":"
+              "[\"update_weights_from_distributed\"]}]}",
+              SR_SYNC_BROADCAST, &o);
+    sfx_sync(&x, 1, 1);
+    ck_assert(x.r.completed && !x.r.verified);
+    c = sfx_check(&x, "sync.partial_update");
+    ck_assert_ptr_nonnull(c);
+    ck_assert_msg(strstr(c->message, "layers.1"), "%s", c->message);
+    sfx_stop(&x);
     sr_sync *s = NULL;
     fx_model m;
     fx_model_load(&m, SYNC_CFG);
