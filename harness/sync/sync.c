@@ -325,19 +325,23 @@ static int step(sr_sync *s, sr_sync_result *res, sr_sync_phase p, const char *pa
     return !*rc && failures == 0;
 }
 
-/* The init of the broadcast group, once per sr_sync, engine by engine (each its rank). */
+/* The init of the broadcast group, engine by engine (each its rank), once per engine of an
+ * sr_sync: an engine whose init succeeded is not asked again after another one failed (the sglang
+ * plane refuses a second init while the group exists). */
 static int init_group(sr_sync *s, sr_sync_result *res, const sync_plane *pl, int *ok, int *rc,
                       sr_err *err)
 {
     char body[512];
     int good = 1;
     for (size_t i = 0; good && i < s->n; i++) {
+        if (s->inited[i])
+            continue;
         int one[SR_CLIENT_MAX_ENGINES] = {0};
         one[i] = 1;
         snprintf(body, sizeof(body), pl->init_fmt, i + 1, s->n + 1);
         good = step(s, res, SR_SYNC_INIT, pl->init_path, body, one, ok, rc, err);
+        s->inited[i] = (unsigned char)good;
     }
-    s->inited = good;
     return good;
 }
 
@@ -355,7 +359,7 @@ static int run_protocol(sr_sync *s, sr_sync_result *res, int64_t target, int *ok
         snprintf(body, sizeof(body), "{\"target_version\":%lld,\"sync_dir\":\"%s\"}",
                  (long long)target, dir);
         good = step(s, res, SR_SYNC_FETCH, "/fetch_weights", body, all, ok, &rc, err);
-    } else if (!s->inited) {
+    } else {
         good = init_group(s, res, pl, ok, &rc, err);
     }
     if (good)
