@@ -180,6 +180,18 @@ START_TEST(happy_path_and_out_of_order_with_a_group)
     sr_weights_free(w1);
     sr_engine_config_release(&c);
     eng_stop(&e);
+    /* SGLang's data plane picks its control plane: /generate answers around the weight routes. */
+    eng_start(&e, "{\"dialect\":\"sglang\",\"model\":{\"layers\":2}}");
+    eng_expect(&e, "GET", "/syncroll/v1/state", NULL, 200, "\"dialect\":\"sglang\"");
+#define SGEN "{\"input_ids\":[5,6,7],\"sampling_params\":{\"max_new_tokens\":3}}"
+    eng_expect(&e, "POST", "/generate", SGEN, 200, "\"meta_info\"");
+    accepted(&e, "/init_weights_update_group", INIT);
+    eng_expect(&e, "POST", "/pause_generation", "{\"mode\":\"abort\"}", 200, "\"status\":\"ok\"");
+    eng_expect(&e, "POST", "/update_weights_from_distributed", DIST_JSON, 400,
+               "\"check\":\"sync.no_transfer\"");
+    eng_expect(&e, "POST", "/continue_generation", "", 200, "\"status\":\"ok\"");
+    eng_expect(&e, "POST", "/generate", SGEN, 200, "\"meta_info\"");
+    eng_stop(&e);
     /* The other planes do not have these routes. */
     eng_start(&e, "{\"model\":{\"layers\":2}}");
     eng_expect(&e, "POST", "/init_weights_update_group", INIT, 404, "sglang");
