@@ -346,6 +346,9 @@ typedef enum sr_class {
       "a checkpoint tensor (or its version) differs in dtype or shape from the loader's")          \
     X(SR_E_ST_NAME, -1317, "st.name", SR_CLASS_PROTOCOL,                                           \
       "a safetensors tensor name is empty, too long, or holds a NUL")                              \
+    /* the sglang control plane of the mock engine (-1320..-1339) */                               \
+    X(SR_E_SGL_UNSUPPORTED, -1320, "sglang.unsupported", SR_CLASS_PROTOCOL,                        \
+      "an sglang weight route whose payload this engine cannot carry (pickled tensors, gguf)")     \
     /* scenarios and the runner (-10xx) */                                                         \
     X(SR_E_SCENARIO, -1000, "scenario.invalid", SR_CLASS_USAGE,                                    \
       "a scenario breaks a rule of scenarios/FORMAT.md beyond key types (reference, combination)") \

@@ -88,6 +88,39 @@ code=$(curl -sS -o "$tmp/fin.json" -w '%{http_code}' -X POST -d '' "$u/finish_we
 kill -TERM "$pid"
 wait "$pid" || die "serve --sync-dialect exited with $? after SIGTERM"
 pid=
-"$S" serve --sync-dialect sglang "$tmp/cfg.json" >/dev/null 2>"$tmp/err2" && die "sglang accepted"
-grep -q "bad --sync-dialect 'sglang': want skyrl or vllm" "$tmp/err2" || die "$(cat "$tmp/err2")"
+"$S" serve --sync-dialect sgl "$tmp/cfg.json" >/dev/null 2>"$tmp/err2" && die "sgl accepted"
+grep -q "bad --sync-dialect 'sgl': want skyrl, vllm or sglang" "$tmp/err2" || die "$(cat "$tmp/err2")"
 ok "serve --sync-dialect vllm"
+
+# --dialect sglang: the engines serve SGLang's control plane by default (its routes answer,
+# update without a group is 400 sync.protocol_order in SGLang's body); --sync-dialect overrides.
+rm -f "$tmp/fifo"
+mkfifo "$tmp/fifo"
+"$S" serve --stop-grace 5 --dialect sglang "$tmp/cfg.json" >"$tmp/fifo" 2>"$tmp/err" &
+pid=$!
+exec 3<"$tmp/fifo"
+IFS= read -r line <&3 || die "serve --dialect sglang printed no line"
+u=$(printf '%s\n' "$line" | grep -o '"url":"[^"]*"' | head -n 1 | sed 's/"url":"//; s/"$//')
+out=$(curl -sS "$u/get_weight_version") || die "GET $u/get_weight_version"
+[ "$out" = '{"weight_version":"0"}' ] || die "get_weight_version under sglang: $out"
+code=$(curl -sS -o "$tmp/upd.json" -w '%{http_code}' -X POST \
+    -d '{"names":[],"dtypes":[],"shapes":[]}' "$u/update_weights_from_distributed")
+[ "$code" = 400 ] && grep -q '^{"success":false,"message":".*"check":"sync.protocol_order"' \
+    "$tmp/upd.json" || die "update without a group under sglang: $code $(cat "$tmp/upd.json")"
+kill -TERM "$pid"
+wait "$pid" || die "serve --dialect sglang exited with $? after SIGTERM"
+pid=
+rm -f "$tmp/fifo"
+mkfifo "$tmp/fifo"
+"$S" serve --stop-grace 5 --dialect sglang --sync-dialect skyrl "$tmp/cfg.json" >"$tmp/fifo" \
+    2>"$tmp/err" &
+pid=$!
+exec 3<"$tmp/fifo"
+IFS= read -r line <&3 || die "serve --dialect sglang --sync-dialect skyrl printed no line"
+u=$(printf '%s\n' "$line" | grep -o '"url":"[^"]*"' | head -n 1 | sed 's/"url":"//; s/"$//')
+code=$(curl -sS -o /dev/null -w '%{http_code}' "$u/get_weight_version")
+[ "$code" = 404 ] || die "get_weight_version under --sync-dialect skyrl: $code"
+kill -TERM "$pid"
+wait "$pid" || die "serve exited with $? after SIGTERM"
+pid=
+ok "serve --dialect sglang"

@@ -260,14 +260,18 @@ static inline void expected_fps(const sr_engine_config *c, int64_t version, uint
 
 /* ---- weight sync over HTTP (the vllm control plane and the weights faults) ---- */
 
-/* A bucket of every tensor of w for `target`: vLLM's /update_weights body as the header line,
- * with syncroll's sizes and checksums, then the raw bytes (engine.h). */
-static inline void eng_bucket_of(sr_buf *b, const sr_weights *w, int64_t target)
+/* A bucket of every tensor of w for `target`: vLLM's /update_weights body (sgl: SGLang's
+ * /update_weights_from_distributed body, with weight_version) as the header line, with syncroll's
+ * sizes and checksums, then the raw bytes (engine.h). */
+static inline void eng_bucket_of_plane(sr_buf *b, const sr_weights *w, int64_t target, int sgl)
 {
     size_t n = sr_weights_count(w);
-    const char *keys[5] = {"names", "dtype_names", "shapes", "sizes", "checksums"};
-    ck_assert_int_eq(sr_buf_puts(b, "{\"update_info\":{", NULL), 0);
+    const char *keys[5] = {"names", sgl ? "dtypes" : "dtype_names", "shapes", "sizes", "checksums"};
+    ck_assert_int_eq(sr_buf_puts(b, sgl ? "{" : "{\"update_info\":{", NULL), 0);
     for (int k = 0; k < 5; k++) {
+        if (k == 3 && sgl)
+            sr_buf_printf(b, NULL, "\"group_name\":\"syncroll\",\"weight_version\":\"%lld\",",
+                          (long long)target);
         if (k == 3)
             sr_buf_printf(b, NULL,
                           "\"packed\":true,\"syncroll\":{\"target_version\":%lld,"
@@ -291,7 +295,7 @@ static inline void eng_bucket_of(sr_buf *b, const sr_weights *w, int64_t target)
                 sr_buf_printf(b, NULL, "%s\"%016llx%016llx\"", sep, (unsigned long long)t.digest_hi,
                               (unsigned long long)t.digest_lo);
         }
-        sr_buf_puts(b, k == 4 ? "]}}}\n" : "],", NULL);
+        sr_buf_puts(b, k < 4 ? "]," : sgl ? "]}}\n" : "]}}}\n", NULL);
     }
     for (size_t i = 0; i < n; i++) {
         sr_weights_info t;
@@ -300,12 +304,18 @@ static inline void eng_bucket_of(sr_buf *b, const sr_weights *w, int64_t target)
     }
 }
 
-static inline void eng_post_bucket(hresp *r, const eng *e, const sr_buf *b)
+static inline void eng_bucket_of(sr_buf *b, const sr_weights *w, int64_t target)
+{
+    eng_bucket_of_plane(b, w, target, 0);
+}
+
+/* POSTs bucket b to `path` with the bucket Content-Type. */
+static inline void eng_post_bucket_to(hresp *r, const eng *e, const sr_buf *b, const char *path)
 {
     memset(r, 0, sizeof(*r));
     CURL *h = curl_easy_init();
-    char url[160];
-    snprintf(url, sizeof(url), "%s/update_weights", e->url);
+    char url[200];
+    snprintf(url, sizeof(url), "%s%s", e->url, path);
     struct curl_slist *hd = curl_slist_append(NULL, "Content-Type: application/x-syncroll-bucket");
     curl_easy_setopt(h, CURLOPT_URL, url);
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, hd);
@@ -320,6 +330,11 @@ static inline void eng_post_bucket(hresp *r, const eng *e, const sr_buf *b)
     sr_buf_append(&r->body, "", 0, NULL);
     curl_slist_free_all(hd);
     curl_easy_cleanup(h);
+}
+
+static inline void eng_post_bucket(hresp *r, const eng *e, const sr_buf *b)
+{
+    eng_post_bucket_to(r, e, b, "/update_weights");
 }
 
 /* {"action":"compare","baseline":{name: digest}} of w's tensors. */

@@ -303,7 +303,8 @@ START_TEST(test_dialect_requests)
     const char *cfg = "{\"dialect\":\"dynamo\"}";
     ck_assert_sr_ok(sr_engine_config_parse(&c, cfg, strlen(cfg), "d.json", 0, &err), err);
     ck_assert_int_eq(c.dialect, SR_DIALECT_DYNAMO);
-    ck_assert_int_eq(c.sync_dialect, SR_SYNC_DIALECT_SKYRL);
+    /* Without a sync_dialect the dialect's control plane is the default (dynamo: vllm). */
+    ck_assert_int_eq(c.sync_dialect, SR_SYNC_DIALECT_VLLM);
     sr_engine_config_release(&c);
     const char *badcfg = "{\"dialect\":\"sgl\"}";
     sr_err e3 = SR_ERR_INIT;

@@ -300,6 +300,85 @@ START_TEST(vllm_plane_sync_is_checked_by_the_weight_checker)
 }
 END_TEST
 
+/* The sglang control plane from the trainer side: a sync drives SGLang's routes (group init once,
+ * pause_generation, whole-update buckets on /update_weights_from_distributed,
+ * update_weight_version, continue_generation; no collective_rpc, no start or finish) and verifies;
+ * an engine whose group was destroyed refuses the buckets 400 sync.protocol_order, which the
+ * trainer reports for that engine, and every engine is resumed and serves. The delta transport is
+ * refused for this plane. */
+#define SGL_CFG "{" SYNC_MODEL ",\"sync_dialect\":\"sglang\"}"
+
+START_TEST(sglang_plane_sync_and_a_lost_group)
+{
+    sr_sync_opts o = SR_SYNC_OPTS_INIT;
+    o.control = SR_SYNC_DIALECT_SGLANG;
+    sfx x;
+    sfx_start(&x, 2, SGL_CFG, SR_SYNC_BROADCAST, &o);
+    sfx_sync(&x, 1, 1);
+    sfx_assert_clean(&x);
+    sfx_sync(&x, 2, 2);
+    sfx_assert_clean(&x);
+    const char *want[][2] = {{"init_weights_update_group", "1"},
+                             {"pause_generation", "2"},
+                             {"continue_generation", "2"},
+                             {"update_weight_version", "2"},
+                             {"collective_rpc", "0"},
+                             {"start_weight_update", "0"},
+                             {"pause", "0"}};
+    for (int i = 0; i < 2; i++) {
+        for (size_t k = 0; k < sizeof(want) / sizeof(want[0]); k++)
+            ck_assert_msg(fx_count(&x.f, i, want[k][0]) == atoi(want[k][1]), "engine %d: %s %d", i,
+                          want[k][0], (int)fx_count(&x.f, i, want[k][0]));
+        ck_assert(fx_count(&x.f, i, "update_weights_from_distributed") >= 2);
+        sfx_assert_fps(&x, i, 2);
+    }
+    sr_client_reply r;
+    sr_err e = SR_ERR_INIT;
+    ck_assert_sr_ok(
+        sr_client_control(&r, 1, x.f.client, 0, "POST", "/destroy_weights_update_group", "{}", &e),
+        e);
+    sr_client_reply_release(&r);
+    sfx_sync(&x, 3, 3);
+    const sr_check *c = sfx_check(&x, "sync.protocol_order");
+    ck_assert_ptr_nonnull(c);
+    ck_assert_int_eq(c->where.engine, 0);
+    ck_assert_msg(strstr(c->message, "/update_weights_from_distributed") &&
+                      strstr(c->message, "no weights update group"),
+                  "%s", c->message);
+    ck_assert(!x.r.completed);
+    /* Engine 0 got no version; engine 1 took the update; both are resumed and serve. */
+    ck_assert_int_eq(fx_count(&x.f, 0, "update_weight_version"), 2);
+    ck_assert_int_eq(fx_count(&x.f, 1, "update_weight_version"), 3);
+    for (int i = 0; i < 2; i++) {
+        ck_assert_int_eq(fx_count(&x.f, i, "continue_generation"), 3);
+        sfx_assert_serves(&x, i);
+    }
+    sfx_stop(&x);
+    /* A weights fault aimed at SGLang's update route: the commits skip the layers it names and
+     * verification finds them stale. */
+    sfx_start(&x, 1,
+              "{" SYNC_MODEL ",\"sync_dialect\":\"sglang\",\"faults\":[{\"kind\":"
+              "\"partial_weight_apply\",\"layers\":[1],\"endpoints\":"
+              "[\"update_weights_from_distributed\"]}]}",
+              SR_SYNC_BROADCAST, &o);
+    sfx_sync(&x, 1, 1);
+    ck_assert(x.r.completed && !x.r.verified);
+    c = sfx_check(&x, "sync.partial_update");
+    ck_assert_ptr_nonnull(c);
+    ck_assert_msg(strstr(c->message, "layers.1"), "%s", c->message);
+    sfx_stop(&x);
+    sr_sync *s = NULL;
+    fx_model m;
+    fx_model_load(&m, SYNC_CFG);
+    const char *url = "http://127.0.0.1:9";
+    o.sync_dir = "/tmp";
+    o.transport = SR_SYNC_DELTA;
+    ck_assert_sr_code(sr_sync_new(&s, &url, 1, &m.spec, &o, &e), e, SR_E_INVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "sglang control plane syncs by broadcast"));
+    fx_model_free(&m);
+}
+END_TEST
+
 static Suite *faults_suite(void)
 {
     Suite *s = suite_create("sync_faults");
@@ -313,6 +392,7 @@ static Suite *faults_suite(void)
     tcase_add_test(tc, start_while_active_is_protocol_order_and_the_engine_serves);
     tcase_add_test(tc, malformed_buckets_are_named_errors);
     tcase_add_test(tc, vllm_plane_sync_is_checked_by_the_weight_checker);
+    tcase_add_test(tc, sglang_plane_sync_and_a_lost_group);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -21,15 +21,16 @@ static const char
             [SR_SYNC_DIALECT_SKYRL] =
                 {
                     /* init, start, update, finish, finish_backwards, set_version,
-                     * set_version_backwards, check, check_paused */
+                     * set_version_backwards, check, check_paused, destroy */
                     [SR_SS_UNINIT] = {"idle", "active", "!sync.protocol_order>uninit",
                                       "!sync.protocol_order>uninit", "!sync.protocol_order>uninit",
-                                      "-", "-", "-", "-"},
+                                      "-", "-", "-", "-", "-"},
                     [SR_SS_IDLE] = {"idle", "active", "!sync.protocol_order>idle",
                                     "!sync.protocol_order>idle", "!sync.protocol_order>idle", "-",
-                                    "-", "-", "-"},
-                    [SR_SS_ACTIVE] = {"active", "!sync.protocol_order>active", "active", "idle",
-                                      "!sync.version_backwards>idle", "-", "-", "-", "-"},
+                                    "-", "-", "-", "-"},
+                    [SR_SS_ACTIVE] = {"active", "!sync.protocol_order>active", "active",
+                                      "idle", "!sync.version_backwards>idle", "-", "-", "-", "-",
+                                      "-"},
                 },
             [SR_SYNC_DIALECT_VLLM] =
                 {
@@ -37,21 +38,36 @@ static const char
                                       "!sync.protocol_order>uninit", "!sync.protocol_order>uninit",
                                       "!sync.protocol_order>uninit", "uninit",
                                       "!sync.version_backwards>uninit", "uninit",
-                                      "!sync.engine_paused>uninit"},
+                                      "!sync.engine_paused>uninit", "-"},
                     [SR_SS_IDLE] = {"idle", "active", "!sync.protocol_order>idle",
                                     "!sync.protocol_order>idle", "!sync.protocol_order>idle",
-                                    "idle", "!sync.version_backwards>idle",
-                                    "idle", "!sync.engine_paused>idle"},
+                                    "idle", "!sync.version_backwards>idle", "idle",
+                                    "!sync.engine_paused>idle", "-"},
                     [SR_SS_ACTIVE] = {"!sync.protocol_order>active", "!sync.protocol_order>active",
                                       "active", "idle", "!sync.version_backwards>idle",
                                       "!sync.protocol_order>active", "!sync.protocol_order>active",
-                                      "active", "!sync.engine_paused>active"},
+                                      "active", "!sync.engine_paused>active", "-"},
+                },
+            /* SGLang: no start, finish or checker; each update_weights_from_distributed is a
+             * whole update (update, then finish); ACTIVE is never entered and answers as IDLE. */
+            [SR_SYNC_DIALECT_SGLANG] =
+                {
+                    [SR_SS_UNINIT] = {"idle", "-", "!sync.protocol_order>uninit",
+                                      "!sync.protocol_order>uninit", "!sync.protocol_order>uninit",
+                                      "uninit", "!sync.version_backwards>uninit", "-", "-",
+                                      "!sync.protocol_order>uninit"},
+                    [SR_SS_IDLE] = {"!sync.protocol_order>idle", "-", "idle",
+                                    "idle", "!sync.version_backwards>idle", "idle",
+                                    "!sync.version_backwards>idle", "-", "-", "uninit"},
+                    [SR_SS_ACTIVE] = {"!sync.protocol_order>idle", "-", "idle", "idle",
+                                      "!sync.version_backwards>idle", "idle",
+                                      "!sync.version_backwards>idle", "-", "-", "uninit"},
                 },
 };
 
 /* The status a refusal of each plane answers with (skyrl: the reference's RuntimeError; vllm:
  * 409 Conflict as its rl_state_machine.py and weight_checker do). */
-static const unsigned REFUSAL_STATUS[SR_SYNC_DIALECT_COUNT] = {500, 409};
+static const unsigned REFUSAL_STATUS[SR_SYNC_DIALECT_COUNT] = {500, 409, 400};
 
 static void check_cell(sr_sync_dialect d, sr_sync_state s, sr_sync_call c)
 {
@@ -95,7 +111,7 @@ START_TEST(every_cell_of_every_plane)
         for (int s = 0; s < SR_SS_COUNT; s++)
             for (int c = 0; c < SR_SC_COUNT; c++, cells++)
                 check_cell((sr_sync_dialect)d, (sr_sync_state)s, (sr_sync_call)c);
-    ck_assert_int_eq(cells, 2 * 3 * 9);
+    ck_assert_int_eq(cells, 3 * 3 * 10);
 }
 END_TEST
 
@@ -109,8 +125,10 @@ START_TEST(finish_always_ends_the_update)
         ck_assert_int_eq(f->next, SR_SS_IDLE);
         ck_assert_int_eq(sr_sync_table_cell((sr_sync_dialect)d, SR_SS_ACTIVE, SR_SC_FINISH)->next,
                          SR_SS_IDLE);
-        ck_assert_int_eq(sr_sync_table_cell((sr_sync_dialect)d, SR_SS_IDLE, SR_SC_START)->next,
-                         SR_SS_ACTIVE);
+        /* sglang has no start: each update call is whole */
+        if (d != SR_SYNC_DIALECT_SGLANG)
+            ck_assert_int_eq(sr_sync_table_cell((sr_sync_dialect)d, SR_SS_IDLE, SR_SC_START)->next,
+                             SR_SS_ACTIVE);
     }
 }
 END_TEST
@@ -125,8 +143,44 @@ START_TEST(lookups_outside_the_enums)
     ck_assert_ptr_null(sr_sync_dialect_name(SR_SYNC_DIALECT_COUNT));
     ck_assert_int_eq(sr_sync_dialect_lookup("vllm"), SR_SYNC_DIALECT_VLLM);
     ck_assert_int_eq(sr_sync_dialect_lookup("skyrl"), SR_SYNC_DIALECT_SKYRL);
-    ck_assert_int_eq(sr_sync_dialect_lookup("sglang"), -1);
+    ck_assert_int_eq(sr_sync_dialect_lookup("sglang"), SR_SYNC_DIALECT_SGLANG);
+    ck_assert_int_eq(sr_sync_dialect_lookup("sgl"), -1);
     ck_assert_int_eq(sr_sync_dialect_lookup(NULL), -1);
+}
+END_TEST
+
+/* Without a sync_dialect the data plane's dialect picks the control plane; a given one wins. */
+static sr_sync_dialect plane_of_config(const char *json)
+{
+    sr_engine_config c;
+    sr_err err = SR_ERR_INIT;
+    ck_assert_msg(sr_engine_config_parse(&c, json, strlen(json), "t", 0, &err) == 0, "%s: %s", json,
+                  err.msg);
+    sr_sync_dialect d = c.sync_dialect;
+    sr_engine_config_release(&c);
+    return d;
+}
+
+START_TEST(the_dialect_picks_the_control_plane)
+{
+    ck_assert_int_eq(sr_sync_dialect_of(SR_DIALECT_SKYRL), SR_SYNC_DIALECT_SKYRL);
+    ck_assert_int_eq(sr_sync_dialect_of(SR_DIALECT_VLLM), SR_SYNC_DIALECT_VLLM);
+    ck_assert_int_eq(sr_sync_dialect_of(SR_DIALECT_VLLM_JSON), SR_SYNC_DIALECT_VLLM);
+    ck_assert_int_eq(sr_sync_dialect_of(SR_DIALECT_DYNAMO), SR_SYNC_DIALECT_VLLM);
+    ck_assert_int_eq(sr_sync_dialect_of(SR_DIALECT_NEMO_RL), SR_SYNC_DIALECT_VLLM);
+    ck_assert_int_eq(sr_sync_dialect_of(SR_DIALECT_SGLANG), SR_SYNC_DIALECT_SGLANG);
+    ck_assert_int_eq(plane_of_config("{}"), SR_SYNC_DIALECT_SKYRL);
+    ck_assert_int_eq(plane_of_config("{\"dialect\":\"sglang\"}"), SR_SYNC_DIALECT_SGLANG);
+    ck_assert_int_eq(plane_of_config("{\"dialect\":\"nemo-rl\"}"), SR_SYNC_DIALECT_VLLM);
+    ck_assert_int_eq(plane_of_config("{\"dialect\":\"sglang\",\"sync_dialect\":\"skyrl\"}"),
+                     SR_SYNC_DIALECT_SKYRL);
+    ck_assert_int_eq(plane_of_config("{\"sync_dialect\":\"sglang\",\"dialect\":\"vllm\"}"),
+                     SR_SYNC_DIALECT_SGLANG);
+    sr_engine_config c;
+    sr_err err = SR_ERR_INIT;
+    const char *bad = "{\"sync_dialect\":\"sgl\"}";
+    ck_assert_int_eq(sr_engine_config_parse(&c, bad, strlen(bad), "t", 0, &err),
+                     SR_E_ENGINE_CONFIG);
 }
 END_TEST
 
@@ -137,6 +191,7 @@ static Suite *table_suite(void)
     tcase_add_test(tc, every_cell_of_every_plane);
     tcase_add_test(tc, finish_always_ends_the_update);
     tcase_add_test(tc, lookups_outside_the_enums);
+    tcase_add_test(tc, the_dialect_picks_the_control_plane);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -36,8 +36,8 @@ static void usage(FILE *f)
             "  --listen ADDR   numeric address to bind (default 127.0.0.1)\n"
             "  --ready-fd N    write the bound port and a newline to descriptor N, then close it\n"
             "  --lifetime S    watchdog: stop after S seconds even if nobody asks (default: none)\n"
-            "  --sync-dialect D  weight-sync control plane, skyrl or vllm (default: the config's\n"
-            "                  sync_dialect, else skyrl)\n"
+            "  --sync-dialect D  weight-sync control plane, skyrl, vllm or sglang (default: the\n"
+            "                  config's sync_dialect, else the control plane of the dialect)\n"
             "  --dialect D     generate wire: skyrl, vllm, vllm-json, sglang, dynamo, nemo-rl\n"
             "                  (default: the config's dialect, else skyrl)\n\n"
             "SIGTERM or SIGINT stop the engine cleanly (exit 0); the watchdog exits 1.\n");
@@ -221,6 +221,8 @@ int sr_cmd_engine(int argc, char **argv)
     }
     if (a.sync_dialect >= 0)
         cfg.sync_dialect = (sr_sync_dialect)a.sync_dialect;
+    else if (a.dialect >= 0 && !cfg.sync_dialect_given)
+        cfg.sync_dialect = sr_sync_dialect_of(a.dialect); /* the dialect's control plane */
     if (a.dialect >= 0)
         cfg.dialect = (sr_dialect)a.dialect;
     sr_engine *e = NULL;

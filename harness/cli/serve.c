@@ -20,7 +20,7 @@ static void usage(FILE *f)
         f,
         "usage: syncroll serve [--listen ADDR] [--ready-timeout SECONDS]\n"
         "                      [--stop-grace SECONDS] [--max-scenario-bytes N]\n"
-        "                      [--sync-dialect skyrl|vllm] [--dialect D]\n"
+        "                      [--sync-dialect skyrl|vllm|sglang] [--dialect D]\n"
         "                      SCENARIO_OR_CONFIG.json\n\n"
         "Starts the mock engines the file declares as `syncroll engine` child processes on free\n"
         "ports, prints one JSON line\n"
@@ -48,12 +48,16 @@ static void usage(FILE *f)
         "  --max-scenario-bytes N  refuse a larger scenario file (scenario.too_large; default\n"
         "                       4 MiB, at most 1 GiB), as run and lint do\n"
         "  --sync-dialect D     the weight-sync control plane the engines speak: skyrl\n"
-        "                       (collective_rpc skyrl_*_weight_update, the delta store) or vllm\n"
+        "                       (collective_rpc skyrl_*_weight_update, the delta store), vllm\n"
         "                       (vLLM's native /start_weight_update, /update_weights,\n"
-        "                       /finish_weight_update, /weight_checker, ...); default: the\n"
-        "                       file's engines.sync_dialect (sync_dialect in an engine config),\n"
-        "                       else skyrl. README \"Weight-sync control planes\" lists the "
-        "calls.\n"
+        "                       /finish_weight_update, /weight_checker, ...) or sglang\n"
+        "                       (SGLang's /init_weights_update_group,\n"
+        "                       /update_weights_from_distributed, /pause_generation, ...);\n"
+        "                       default: the file's engines.sync_dialect (sync_dialect in an\n"
+        "                       engine config), else the control plane of --dialect or of the\n"
+        "                       file's engines.dialect (sglang -> sglang; vllm, vllm-json,\n"
+        "                       dynamo, nemo-rl -> vllm), else skyrl. README \"Weight-sync\n"
+        "                       control planes\" lists the calls.\n"
         "  --dialect D          the generate wire the engines also serve: skyrl, vllm,\n"
         "                       vllm-json, sglang, dynamo or nemo-rl (README \"Engine "
         "dialects\");\n"
@@ -112,7 +116,7 @@ static int parse_args(serve_args *a, int argc, char **argv)
             a->grace_set = 1;
         } else if (strcmp(o, "--sync-dialect") == 0) {
             if (sr_sync_dialect_lookup(v) < 0)
-                return bad_value(o, v, "skyrl or vllm");
+                return bad_value(o, v, "skyrl, vllm or sglang");
             a->sync_dialect = v;
         } else if (strcmp(o, "--dialect") == 0) {
             if (sr_dialect_lookup(v) < 0)

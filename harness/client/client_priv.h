@@ -104,7 +104,7 @@ int sr_client_decode_native(sr_client_result *out, sr_client_conn *k, const cJSO
 /* error.check of a JSON error body {"error":{"check":..}} (the mock engine names its check
  * there), or NULL; borrowed from doc. */
 const char *sr_client_body_check(const cJSON *doc);
-/* (error.check, or "check" beside a {"detail": ..} body) */
+/* (error.check, or "check" beside a {"detail": ..} body or a {"success": false, ..} body) */
 
 /* The message of a non-2xx body: error.message of a JSON body, else its text (cut, one line). */
 void sr_client_status_text(char *out, size_t cap, const char *body, size_t len, const cJSON *doc);

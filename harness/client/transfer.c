@@ -113,8 +113,11 @@ const char *sr_client_body_check(const cJSON *doc)
 {
     const cJSON *e = doc ? cJSON_GetObjectItemCaseSensitive(doc, "error") : NULL;
     const cJSON *c = cJSON_IsObject(e) ? cJSON_GetObjectItemCaseSensitive(e, "check") : NULL;
-    /* The mock's vllm control plane answers FastAPI's {"detail": ..} with the check beside it. */
-    if (!c && doc && cJSON_GetObjectItemCaseSensitive(doc, "detail"))
+    /* The mock's vllm control plane answers FastAPI's {"detail": ..} with the check beside it,
+     * its sglang plane SGLang's {"success": false, "message": ..}. */
+    if (!c && doc &&
+        (cJSON_GetObjectItemCaseSensitive(doc, "detail") ||
+         cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(doc, "success"))))
         c = cJSON_GetObjectItemCaseSensitive(doc, "check");
     return cJSON_IsString(c) ? c->valuestring : NULL;
 }

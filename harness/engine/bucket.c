@@ -9,6 +9,7 @@
 
 #include "engine.h"
 #include "engine_state.h"
+#include "sgl_req.h"
 #include "sr_pool.h"
 
 typedef struct bucket_item {
@@ -23,6 +24,8 @@ typedef struct bucket_plan {
     size_t n;
     int64_t target, index;
     size_t payload_len; /* bytes the tensors need after the header */
+    int whole;          /* sglang: the request is a whole update, committed at its end */
+    int flush;          /* sglang: flush_cache (the prefix cache resets after the commit) */
 } bucket_plan;
 
 static int bad(sr_err *err, const char *what)
@@ -109,7 +112,7 @@ static int parse_item(bucket_plan *bp, sr_engine *e, const cursor *c, unsigned c
 static int parse_items(bucket_plan *bp, sr_engine *e, const cJSON *ui, const cJSON *sy, sr_err *err)
 {
     cursor c = {cJSON_GetObjectItemCaseSensitive(ui, "names"),
-                cJSON_GetObjectItemCaseSensitive(ui, "dtype_names"),
+                cJSON_GetObjectItemCaseSensitive(ui, bp->whole ? "dtypes" : "dtype_names"),
                 cJSON_GetObjectItemCaseSensitive(ui, "shapes"),
                 cJSON_GetObjectItemCaseSensitive(sy, "sizes"),
                 cJSON_GetObjectItemCaseSensitive(sy, "checksums")};
@@ -135,16 +138,22 @@ static int parse_items(bucket_plan *bp, sr_engine *e, const cJSON *ui, const cJS
 static int parse_header(bucket_plan *bp, sr_engine *e, const char *text, size_t len, sr_err *err)
 {
     cJSON *h = cJSON_ParseWithLength(text, len);
-    const cJSON *m = cJSON_GetObjectItemCaseSensitive(h, "method");
-    /* skyrl: the collective_rpc call; vllm: the body of its native /update_weights. */
-    const cJSON *ui = m ? cJSON_GetObjectItemCaseSensitive(
-                              cJSON_GetObjectItemCaseSensitive(h, "kwargs"), "update_info")
-                        : cJSON_GetObjectItemCaseSensitive(h, "update_info");
+    bp->whole = e->cfg.sync_dialect == SR_SYNC_DIALECT_SGLANG;
+    const cJSON *m = bp->whole ? NULL : cJSON_GetObjectItemCaseSensitive(h, "method");
+    /* skyrl: the collective_rpc call; vllm: the body of its native /update_weights; sglang: the
+     * body of its /update_weights_from_distributed. */
+    const cJSON *ui = bp->whole ? h
+                      : m       ? cJSON_GetObjectItemCaseSensitive(
+                                      cJSON_GetObjectItemCaseSensitive(h, "kwargs"), "update_info")
+                          : cJSON_GetObjectItemCaseSensitive(h, "update_info");
     const cJSON *sy = cJSON_GetObjectItemCaseSensitive(ui, "syncroll");
     const cJSON *names = cJSON_GetObjectItemCaseSensitive(ui, "names");
-    int rc = 0;
+    sr_sgl_dist sd;
+    int rc = bp->whole ? sr_sgl_req_dist_obj(&sd, h, err) : 0;
     int64_t cnt = cJSON_GetArraySize(names);
-    if (m && (!cJSON_IsString(m) || strcmp(m->valuestring, "update_weights_nccl") != 0))
+    if (rc) {
+        /* the sglang body's own keys */
+    } else if (m && (!cJSON_IsString(m) || strcmp(m->valuestring, "update_weights_nccl") != 0))
         rc = bad(err, "the header's method must be update_weights_nccl");
     else if (!cJSON_IsObject(sy) || !cJSON_IsArray(names) ||
              cnt > (int64_t)sr_weights_count(e->weights) ||
@@ -153,6 +162,12 @@ static int parse_header(bucket_plan *bp, sr_engine *e, const char *text, size_t 
              get_count(&bp->index, cJSON_GetObjectItem(sy, "bucket"), INT32_MAX))
         rc = bad(err, "update_info needs names (at most one per tensor) and syncroll "
                       "{target_version, bucket, sizes, checksums}");
+    bp->flush = bp->whole && !rc && sd.flush_cache;
+    if (!rc && bp->whole && sd.weight_version >= 0 && sd.weight_version != bp->target)
+        rc = sr_err_set(err, SR_E_ENGINE_REQUEST,
+                        "update_weights_from_distributed: weight_version \"%lld\" differs from "
+                        "the bucket's syncroll.target_version %lld",
+                        (long long)sd.weight_version, (long long)bp->target);
     bp->n = rc ? 0 : (size_t)cnt;
     bp->items = calloc(bp->n ? bp->n : 1, sizeof(bucket_item));
     if (!rc && !bp->items)
@@ -170,24 +185,28 @@ static int claim(sr_engine *e, const bucket_plan *bp, int *corrupt, sr_err *err)
     pthread_mutex_lock(&e->mu);
     if ((rc = sr_engine_sync_step_locked(e, SR_SC_UPDATE, NULL, err))) {
         /* refused by the control plane's table */
+    } else if (bp->whole) {
+        /* a whole update on its own: no session to match */
     } else if (e->bc.target >= 0 && e->bc.target != bp->target) {
         rc = sr_err_set(
             err, SR_E_ENGINE_REQUEST,
             "update_weights_nccl: bucket %lld targets version %lld, earlier buckets %lld",
             (long long)bp->index, (long long)bp->target, (long long)e->bc.target);
     }
-    for (size_t i = 0; !rc && i < bp->n; i++)
+    for (size_t i = 0; !rc && !bp->whole && i < bp->n; i++)
         if (e->bc.received[bp->items[i].index])
             rc = sr_err_set(err, SR_E_ENGINE_REQUEST,
                             "update_weights_nccl: tensor '%s' was already sent in this update",
                             e->stage_view[bp->items[i].index].name);
-    if (!rc) {
+    if (!rc && !bp->whole) {
         for (size_t i = 0; i < bp->n; i++)
             e->bc.received[bp->items[i].index] = 1;
         e->bc.target = bp->target;
         *corrupt = e->bc.corrupt && bp->n > 0;
         if (bp->n)
             e->bc.corrupt = 0;
+    }
+    if (!rc) {
         /* "threads" of a broadcast: the most buckets received at once in this update. */
         if (e->bc.buckets == 0 && e->bc.streams == 0)
             e->st.threads = 0;
@@ -350,6 +369,40 @@ static void undo_transfer(sr_bucket_rx *b)
     pthread_mutex_unlock(&e->apply);
 }
 
+/* The end of a whole update (sglang): the table's finish (finish_backwards below the version
+ * held), then the commit of this request's tensors and the version it names. */
+static int commit_whole(sr_bucket_rx *b, sr_err *err)
+{
+    sr_engine *e = b->e;
+    size_t n = sr_weights_count(e->weights);
+    unsigned char *only = calloc(n ? n : 1, 1);
+    if (!only)
+        return sr_err_set(err, SR_E_NOMEM, "cannot commit a bucket");
+    for (size_t i = 0; i < b->bp.n; i++)
+        only[b->bp.items[i].index] = 1;
+    int64_t target = b->bp.target;
+    pthread_mutex_lock(&e->mu);
+    int rc = sr_engine_sync_step_locked(
+        e, target < e->version ? SR_SC_FINISH_BACKWARDS : SR_SC_FINISH, NULL, err);
+    e->sync_finishes++;
+    pthread_mutex_unlock(&e->mu);
+    sr_pending pend;
+    sr_engine_take_pending(e, NULL, &pend);
+    if (!rc) {
+        pthread_mutex_lock(&e->apply);
+        rc = sr_engine_defer_save_locked(e, &pend, err);
+        if (!rc)
+            rc = sr_engine_commit_locked(e, only, &pend.skip, err);
+        if (!rc)
+            rc = sr_engine_publish_update(e, target, &pend, "broadcast", err);
+        pthread_mutex_unlock(&e->apply);
+    }
+    if (!rc && b->bp.flush)
+        sr_engine_prefix_reset(e);
+    free(only);
+    return rc;
+}
+
 int sr_engine_bucket_end(sr_bucket_rx *b, const sr_fault *f, sr_err *err)
 {
     sr_engine *e = b->e;
@@ -385,6 +438,8 @@ int sr_engine_bucket_end(sr_bucket_rx *b, const sr_fault *f, sr_err *err)
         e->bc.buckets++;
     }
     pthread_mutex_unlock(&e->mu);
+    if (!rc && b->bp.whole)
+        rc = commit_whole(b, err);
     bucket_free(b);
     return rc;
 }

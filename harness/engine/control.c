@@ -331,8 +331,28 @@ enum MHD_Result sr_srv_control(req *r)
     MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, check_qparam, &q);
     if (q.msg[0])
         return sr_srv_bad_request(r, q.msg);
-    int vllm = r->srv->cfg->sync_dialect == SR_SYNC_DIALECT_VLLM;
+    sr_sync_dialect plane = r->srv->cfg->sync_dialect;
+    int vllm = plane == SR_SYNC_DIALECT_VLLM;
+    /* update_weight_version is SGLang's route too. */
+    if (r->ep == SR_EP_UPDATE_VERSION && plane == SR_SYNC_DIALECT_SGLANG)
+        return sr_srv_control_sglang(r);
     switch (r->ep) {
+    case SR_EP_SGL_INIT_GROUP:
+    case SR_EP_SGL_UPDATE_DIST:
+    case SR_EP_SGL_UPDATE_TENSOR:
+    case SR_EP_SGL_UPDATE_DISK:
+    case SR_EP_SGL_DESTROY_GROUP:
+    case SR_EP_SGL_PAUSE:
+    case SR_EP_SGL_CONTINUE:
+    case SR_EP_SGL_RELEASE_MEMORY:
+    case SR_EP_SGL_RESUME_MEMORY:
+    case SR_EP_SGL_WEIGHT_VERSION:
+        /* SGLang's routes exist only in its control plane. */
+        return plane == SR_SYNC_DIALECT_SGLANG
+                   ? sr_srv_control_sglang(r)
+                   : sr_srv_error(r, 404, "NotFoundError", 0,
+                                  "Not Found (a route of the sglang control plane; this engine "
+                                  "speaks another engines.sync_dialect)");
     case SR_EP_START_UPDATE:
     case SR_EP_FINISH_UPDATE:
     case SR_EP_UPDATE_VERSION:
@@ -343,7 +363,7 @@ enum MHD_Result sr_srv_control(req *r)
         return vllm ? sr_srv_control_vllm(r)
                     : sr_srv_error(r, 404, "NotFoundError", 0,
                                    "Not Found (a route of the vllm control plane; this engine "
-                                   "speaks engines.sync_dialect \"skyrl\")");
+                                   "speaks another engines.sync_dialect)");
     case SR_EP_INIT_TRANSFER:
     case SR_EP_UPDATE_WEIGHTS:
         if (vllm)

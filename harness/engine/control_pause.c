@@ -10,10 +10,16 @@
 #include "server_priv.h"
 
 /* The answer to a pause or resume: vLLM's {"status": "paused"|"resumed"} in its control plane,
- * empty in skyrl's. */
+ * SGLang's (http_server.py pause_generation, continue_generation) in sglang's, empty in skyrl's. */
 static enum MHD_Result ok_status(req *r, const char *status)
 {
-    char out[48];
+    char out[96];
+    if (r->srv->cfg->sync_dialect == SR_SYNC_DIALECT_SGLANG) {
+        snprintf(out, sizeof(out),
+                 "{\"message\":\"Generation %s successfully.\",\"status\":\"ok\"}",
+                 strcmp(status, "paused") == 0 ? "paused" : "continued");
+        return sr_srv_ok(r, out);
+    }
     if (r->srv->cfg->sync_dialect != SR_SYNC_DIALECT_VLLM)
         return sr_srv_ok(r, NULL);
     snprintf(out, sizeof(out), "{\"status\":\"%s\"}", status);
@@ -84,6 +90,11 @@ static enum MHD_Result pause_scheduler(req *r, const char *mode)
     }
     pthread_mutex_unlock(&s->mu);
     return ok_status(r, "paused");
+}
+
+enum MHD_Result sr_srv_pause_mode(req *r, const char *mode)
+{
+    return pause_scheduler(r, mode);
 }
 
 static const char *pause_mode(req *r)
@@ -191,6 +202,18 @@ static void wake_tags(sr_server *s, unsigned tags, int resume)
         s->pmode = NULL;
     }
     release_held_locked(s);
+    pthread_mutex_unlock(&s->mu);
+}
+
+void sr_srv_memory(sr_server *s, unsigned tags, int release)
+{
+    if (!release) {
+        wake_tags(s, tags, 0);
+        return;
+    }
+    pthread_mutex_lock(&s->mu);
+    s->asleep |= tags;
+    freeze_or_abort_running_locked(s, 1);
     pthread_mutex_unlock(&s->mu);
 }
 

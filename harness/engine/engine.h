@@ -136,6 +136,11 @@ int64_t sr_engine_version(sr_engine *e);
  *   and <bytes> the tensors' raw bytes concatenated in that order (exactly sum(sizes) bytes).
  *   In the vllm control plane the bucket is a POST /update_weights (between /start_weight_update
  *   and /finish_weight_update) whose header is vLLM's body {"update_info":{...same...}}.
+ *   In the sglang plane it is a POST /update_weights_from_distributed whose header is SGLang's
+ *   body {"names","dtypes","shapes","group_name","flush_cache","weight_version",
+ *   "syncroll":{...}} (sgl_req.h); each such request is a whole update: the table steps update
+ *   when the header arrives and finish when the bytes are in, and the request's own tensors are
+ *   committed at its end under its target_version (no session, concurrent ones commit apart).
  *   Every name must be a tensor of the engine's set with the same dtype, shape and size, at
  *   most once per update. The body is not buffered: it streams into the stage as it arrives
  *   (like an NCCL receive, one stream per bucket; concurrent buckets are received in parallel,
@@ -194,6 +199,15 @@ void sr_engine_generate_answered(sr_engine *e);
  */
 int sr_engine_load_disk(sr_engine *e, const char *dir, int64_t target, const sr_fault *f,
                         int64_t *version, sr_err *err);
+
+/* Longest path a request may name (sync_dir, model_path), in bytes. */
+#define SR_ENGINE_PATH_MAX 3800
+
+/* Confines a path a request names (`what` in messages: "sync_dir", "model_path") to the folders
+ * of server.sync_dirs: out[SR_ENGINE_PATH_MAX + 1] receives its canonical form, which the caller
+ * then uses; SR_E_ENGINE_FORBIDDEN_PATH outside them (or when the config names none),
+ * SR_E_ENGINE_REQUEST when longer than SR_ENGINE_PATH_MAX. (weights.c) */
+int sr_engine_confine(char *out, sr_engine *e, const char *path, const char *what, sr_err *err);
 
 /* POST /fetch_weights; *fetched receives the receiver's version afterwards. */
 int sr_engine_fetch(sr_engine *e, int64_t target, const char *sync_dir, const sr_fault *f,

@@ -240,7 +240,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         const char *ct = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Type");
         int bucket_ep =
             r->ep == SR_EP_COLLECTIVE_RPC ||
-            (r->ep == SR_EP_UPDATE_WEIGHTS && s->cfg->sync_dialect == SR_SYNC_DIALECT_VLLM);
+            (r->ep == SR_EP_UPDATE_WEIGHTS && s->cfg->sync_dialect == SR_SYNC_DIALECT_VLLM) ||
+            (r->ep == SR_EP_SGL_UPDATE_DIST && s->cfg->sync_dialect == SR_SYNC_DIALECT_SGLANG);
         if (bucket_ep && ct &&
             strncmp(ct, SR_ENGINE_BUCKET_CTYPE, strlen(SR_ENGINE_BUCKET_CTYPE)) == 0)
             sr_engine_bucket_begin(&r->brx, s->e, NULL); /* NULL: answered 500 at the end */

@@ -34,7 +34,8 @@
  *
  * The sync_dir of /fetch_weights and /update_weights must resolve (realpath, so neither `..` nor
  * a symlink escapes) inside a folder of cfg->sync_dirs (none when the config names none); any
- * other is answered 403 engine.forbidden_path and nothing is created (weights.c).
+ * other is answered 403 engine.forbidden_path and nothing is created (weights.c); so is the
+ * model_path of the sglang plane's /update_weights_from_disk (read only, control_sglang.c).
  *
  * Nothing blocks a worker thread: waits (latency faults, simulated decode time, pauses, stalls,
  * dribbling) suspend the connection, and a scheduler thread resumes it at its deadline. Keep-mode

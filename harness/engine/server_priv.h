@@ -236,6 +236,10 @@ enum MHD_Result sr_srv_control(req *r);
 /* The vllm control plane's weight-transfer routes (control_vllm.c): init, start, update (a
  * bucket or JSON), finish, update_weight_version, weight_info, weight_checker, is_paused. */
 enum MHD_Result sr_srv_control_vllm(req *r);
+/* The sglang control plane's routes (control_sglang.c): the weights update group, updates from
+ * distributed (a bucket or JSON), tensor and disk, update_weight_version, get_weight_version,
+ * pause_generation, continue_generation and the memory occupation. */
+enum MHD_Result sr_srv_control_sglang(req *r);
 /* Pause and sleep (control_pause.c): /pause, /resume, /sleep, /wake_up, /is_sleeping, the
  * collective_rpc skyrl_sleep_for_weight_sync / skyrl_wake_for_weight_sync (kwargs may be NULL),
  * and the answer of a wait-mode pause once nothing runs any more. */
@@ -247,6 +251,11 @@ enum MHD_Result sr_srv_is_sleeping(req *r);
 enum MHD_Result sr_srv_rpc_sleep(req *r, const cJSON *kw);
 enum MHD_Result sr_srv_rpc_wake(req *r, const cJSON *kw);
 enum MHD_Result sr_srv_pause_done(req *r);
+/* The scheduler's pause in `mode` ("keep", "abort" or "wait"), answered as /pause is. */
+enum MHD_Result sr_srv_pause_mode(req *r, const char *mode);
+/* SGLang's memory occupation: release (1) puts the SR_SLEEP_* `tags` to sleep and freezes what
+ * runs; resume (0) wakes them (held requests run once nothing sleeps or is paused). Takes mu. */
+void sr_srv_memory(sr_server *s, unsigned tags, int release);
 
 /* Called when a RUNNING request leaves that state: wakes pause?mode=wait requests at zero
  * (server_sched.c). */

@@ -15,6 +15,10 @@
     {                                                                                              \
         SR_SS_##s, SR_E_##c, 409, m                                                                \
     }
+#define BAD(s, c, m)                                                                               \
+    {                                                                                              \
+        SR_SS_##s, SR_E_##c, 400, m                                                                \
+    }
 #define ABSENT(s)                                                                                  \
     {                                                                                              \
         SR_SS_##s, SR_E_ENGINE_REQUEST, 404, "%s: no such call in this control plane"              \
@@ -36,6 +40,11 @@
     "%s requires an initialised weight transfer engine. Call POST /init_weight_transfer_engine "   \
     "first."
 #define V_PAUSED "%s requires an awake, unpaused engine"
+#define S_NOGROUP                                                                                  \
+    "%s: no weights update group is initialised. Call POST /init_weights_update_group first."
+#define S_GROUP                                                                                    \
+    "%s: a weights update group is already initialised. Call POST "                                \
+    "/destroy_weights_update_group first."
 
 static const sr_sync_cell SKYRL[SR_SS_COUNT][SR_SC_COUNT] = {
     /* skyrl's delta transport never calls init: UNINIT answers as IDLE. */
@@ -50,6 +59,7 @@ static const sr_sync_cell SKYRL[SR_SS_COUNT][SR_SC_COUNT] = {
             [SR_SC_SET_VERSION_BACKWARDS] = ABSENT(UNINIT),
             [SR_SC_CHECK] = ABSENT(UNINIT),
             [SR_SC_CHECK_PAUSED] = ABSENT(UNINIT),
+            [SR_SC_DESTROY] = ABSENT(UNINIT),
         },
     [SR_SS_IDLE] =
         {
@@ -62,6 +72,7 @@ static const sr_sync_cell SKYRL[SR_SS_COUNT][SR_SC_COUNT] = {
             [SR_SC_SET_VERSION_BACKWARDS] = ABSENT(IDLE),
             [SR_SC_CHECK] = ABSENT(IDLE),
             [SR_SC_CHECK_PAUSED] = ABSENT(IDLE),
+            [SR_SC_DESTROY] = ABSENT(IDLE),
         },
     [SR_SS_ACTIVE] =
         {
@@ -75,6 +86,7 @@ static const sr_sync_cell SKYRL[SR_SS_COUNT][SR_SC_COUNT] = {
             [SR_SC_SET_VERSION_BACKWARDS] = ABSENT(ACTIVE),
             [SR_SC_CHECK] = ABSENT(ACTIVE),
             [SR_SC_CHECK_PAUSED] = ABSENT(ACTIVE),
+            [SR_SC_DESTROY] = ABSENT(ACTIVE),
         },
 };
 
@@ -90,6 +102,7 @@ static const sr_sync_cell VLLM[SR_SS_COUNT][SR_SC_COUNT] = {
             [SR_SC_SET_VERSION_BACKWARDS] = CONFLICT(UNINIT, SYNC_VERSION_BACKWARDS, BACKWARDS),
             [SR_SC_CHECK] = OK(UNINIT),
             [SR_SC_CHECK_PAUSED] = CONFLICT(UNINIT, SYNC_ENGINE_PAUSED, V_PAUSED),
+            [SR_SC_DESTROY] = ABSENT(UNINIT),
         },
     [SR_SS_IDLE] =
         {
@@ -102,6 +115,7 @@ static const sr_sync_cell VLLM[SR_SS_COUNT][SR_SC_COUNT] = {
             [SR_SC_SET_VERSION_BACKWARDS] = CONFLICT(IDLE, SYNC_VERSION_BACKWARDS, BACKWARDS),
             [SR_SC_CHECK] = OK(IDLE),
             [SR_SC_CHECK_PAUSED] = CONFLICT(IDLE, SYNC_ENGINE_PAUSED, V_PAUSED),
+            [SR_SC_DESTROY] = ABSENT(IDLE),
         },
     [SR_SS_ACTIVE] =
         {
@@ -114,7 +128,40 @@ static const sr_sync_cell VLLM[SR_SS_COUNT][SR_SC_COUNT] = {
             [SR_SC_SET_VERSION_BACKWARDS] = CONFLICT(ACTIVE, SYNC_ORDER, V_ACTIVE),
             [SR_SC_CHECK] = OK(ACTIVE),
             [SR_SC_CHECK_PAUSED] = CONFLICT(ACTIVE, SYNC_ENGINE_PAUSED, V_PAUSED),
+            [SR_SC_DESTROY] = ABSENT(ACTIVE),
         },
+};
+
+/* SGLang's group and weight routes. The version guards are syncroll's (SGLang's weight_version is a
+ * free string): as in the other planes, a version below the one held is refused. */
+#define SGLANG_ROW(init, destroy)                                                                  \
+    {                                                                                              \
+        [SR_SC_INIT] = init, [SR_SC_START] = ABSENT(IDLE), [SR_SC_UPDATE] = OK(IDLE),              \
+        [SR_SC_FINISH] = OK(IDLE),                                                                 \
+        [SR_SC_FINISH_BACKWARDS] = BAD(IDLE, SYNC_VERSION_BACKWARDS, BACKWARDS),                   \
+        [SR_SC_SET_VERSION] = OK(IDLE),                                                            \
+        [SR_SC_SET_VERSION_BACKWARDS] = BAD(IDLE, SYNC_VERSION_BACKWARDS, BACKWARDS),              \
+        [SR_SC_CHECK] = ABSENT(IDLE), [SR_SC_CHECK_PAUSED] = ABSENT(IDLE),                         \
+        [SR_SC_DESTROY] = destroy,                                                                 \
+    }
+
+static const sr_sync_cell SGLANG[SR_SS_COUNT][SR_SC_COUNT] = {
+    [SR_SS_UNINIT] =
+        {
+            [SR_SC_INIT] = OK(IDLE),
+            [SR_SC_START] = ABSENT(UNINIT),
+            [SR_SC_UPDATE] = BAD(UNINIT, SYNC_ORDER, S_NOGROUP),
+            [SR_SC_FINISH] = BAD(UNINIT, SYNC_ORDER, S_NOGROUP),
+            [SR_SC_FINISH_BACKWARDS] = BAD(UNINIT, SYNC_ORDER, S_NOGROUP),
+            [SR_SC_SET_VERSION] = OK(UNINIT),
+            [SR_SC_SET_VERSION_BACKWARDS] = BAD(UNINIT, SYNC_VERSION_BACKWARDS, BACKWARDS),
+            [SR_SC_CHECK] = ABSENT(UNINIT),
+            [SR_SC_CHECK_PAUSED] = ABSENT(UNINIT),
+            [SR_SC_DESTROY] = BAD(UNINIT, SYNC_ORDER, S_NOGROUP),
+        },
+    [SR_SS_IDLE] = SGLANG_ROW(BAD(IDLE, SYNC_ORDER, S_GROUP), OK(UNINIT)),
+    /* Never entered (each update call is whole): answers as IDLE. */
+    [SR_SS_ACTIVE] = SGLANG_ROW(BAD(IDLE, SYNC_ORDER, S_GROUP), OK(UNINIT)),
 };
 
 const sr_sync_cell *sr_sync_table_cell(sr_sync_dialect d, sr_sync_state s, sr_sync_call c)
@@ -126,6 +173,8 @@ const sr_sync_cell *sr_sync_table_cell(sr_sync_dialect d, sr_sync_state s, sr_sy
         return &SKYRL[s][c];
     case SR_SYNC_DIALECT_VLLM:
         return &VLLM[s][c];
+    case SR_SYNC_DIALECT_SGLANG:
+        return &SGLANG[s][c];
     case SR_SYNC_DIALECT_COUNT:
         break;
     }
@@ -141,17 +190,25 @@ static const char *const CALLS[SR_SC_COUNT] = {"init",
                                                "set_version",
                                                "set_version_backwards",
                                                "check",
-                                               "check_paused"};
+                                               "check_paused",
+                                               "destroy"};
 
 static const char *const METHODS[SR_SYNC_DIALECT_COUNT][SR_SC_COUNT] = {
     [SR_SYNC_DIALECT_SKYRL] = {"init_weight_transfer_engine", "skyrl_start_weight_update",
                                "update_weights_nccl", "skyrl_finish_weight_update",
                                "skyrl_finish_weight_update", "update_weight_version",
-                               "update_weight_version", "weight_checker", "weight_checker"},
+                               "update_weight_version", "weight_checker", "weight_checker",
+                               "destroy_weights_update_group"},
     [SR_SYNC_DIALECT_VLLM] = {"init_weight_transfer_engine", "start_weight_update",
                               "update_weights", "finish_weight_update", "finish_weight_update",
                               "update_weight_version", "update_weight_version", "weight_checker",
-                              "weight_checker"},
+                              "weight_checker", "destroy_weights_update_group"},
+    [SR_SYNC_DIALECT_SGLANG] = {"init_weights_update_group", "start_weight_update",
+                                "update_weights_from_distributed",
+                                "update_weights_from_distributed",
+                                "update_weights_from_distributed", "update_weight_version",
+                                "update_weight_version", "weight_checker", "weight_checker",
+                                "destroy_weights_update_group"},
 };
 
 const char *sr_sync_call_method(sr_sync_dialect d, sr_sync_call c)

@@ -19,6 +19,13 @@
  * as vLLM's dev-mode RLHF routes do for ordering violations
  * (vllm/entrypoints/serve/dev/rlhf/rl_state_machine.py, require_update_active/_inactive) and for a
  * weight check on a paused engine (vllm/entrypoints/serve/dev/rlhf/api_router.py weight_checker).
+ * sglang answers a refusal 400 {"success": false, "message": msg} as SGLang's http_server.py does
+ * for every failed weight route (python/sglang/srt/entrypoints/http_server.py,
+ * init_weights_update_group, update_weights_from_distributed, destroy_weights_update_group). SGLang
+ * has no start or finish: each update_weights_from_distributed is a whole update, so the engine
+ * steps `update` when its header arrives and `finish` (or finish_backwards, a weight_version below
+ * the one held) when its bytes are in, and a request never sees ACTIVE (that row answers as IDLE).
+ * UNINIT there means no weights update group: init moves to IDLE, destroy back.
  * A cell that the plane has no endpoint for is SR_E_ENGINE_REQUEST 404.
  *
  * Everything here is a lookup in constant tables: thread-safe, nothing to free.
@@ -45,6 +52,7 @@ typedef enum sr_sync_call {
     SR_SC_SET_VERSION_BACKWARDS, /* update_weight_version to a lower version */
     SR_SC_CHECK,                 /* weight_checker on an awake, unpaused engine */
     SR_SC_CHECK_PAUSED,          /* weight_checker while paused or asleep */
+    SR_SC_DESTROY,               /* destroy_weights_update_group (sglang) */
     SR_SC_COUNT
 } sr_sync_call;
 
@@ -67,7 +75,8 @@ const sr_sync_cell *sr_sync_table_cell(sr_sync_dialect d, sr_sync_state s, sr_sy
 const char *sr_sync_call_method(sr_sync_dialect d, sr_sync_call c);
 
 /* "uninit", "idle", "active" and "init", "start", "update", "finish", "finish_backwards",
- * "set_version", "set_version_backwards", "check", "check_paused"; NULL outside the enums. */
+ * "set_version", "set_version_backwards", "check", "check_paused", "destroy"; NULL outside the
+ * enums. */
 const char *sr_sync_state_name(sr_sync_state s);
 const char *sr_sync_call_name(sr_sync_call c);
 

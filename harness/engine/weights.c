@@ -13,7 +13,7 @@
 #include "sr_clock.h"
 
 /* The receiver's state lives in {sync_dir}/receiver-<engine id>; the id is made file-safe. */
-#define RX_DIR_MAX 3800
+#define RX_DIR_MAX SR_ENGINE_PATH_MAX
 
 /* ---- where the receiver may write ---- */
 
@@ -67,29 +67,24 @@ static int is_inside(const char *p, const char *root)
     return strncmp(p, root, n) == 0 && (p[n] == '\0' || p[n] == '/');
 }
 
-/*
- * Confines the receiver to the folders of server.sync_dirs (none when the config names none):
- * `out` receives the canonical sync_dir, which is what the receiver then
- * uses, so a link swapped in later than this check is not followed through `..`.
- */
-static int confine(char *out, sr_engine *e, const char *sync_dir, sr_err *err)
+int sr_engine_confine(char *out, sr_engine *e, const char *path, const char *what, sr_err *err)
 {
     const sr_engine_config *c = &e->cfg;
-    if (strlen(sync_dir) > RX_DIR_MAX)
-        return sr_err_set(err, SR_E_ENGINE_REQUEST, "sync_dir is longer than %d bytes", RX_DIR_MAX);
-    if (canonical(out, sync_dir))
-        return sr_err_set(
-            err, SR_E_ENGINE_FORBIDDEN_PATH,
-            "sync_dir '%.300s' cannot be resolved to a folder inside server.sync_dirs", sync_dir);
+    if (strlen(path) > RX_DIR_MAX)
+        return sr_err_set(err, SR_E_ENGINE_REQUEST, "%s is longer than %d bytes", what, RX_DIR_MAX);
+    if (canonical(out, path))
+        return sr_err_set(err, SR_E_ENGINE_FORBIDDEN_PATH,
+                          "%s '%.300s' cannot be resolved to a folder inside server.sync_dirs",
+                          what, path);
     for (int i = 0; i < c->n_sync_dirs; i++) {
         char root[RX_DIR_MAX + 1];
         if (!canonical(root, c->sync_dirs[i]) && is_inside(out, root))
             return 0;
     }
     return sr_err_set(err, SR_E_ENGINE_FORBIDDEN_PATH,
-                      "sync_dir '%.300s' (%.300s) is outside the folders this engine may write "
+                      "%s '%.300s' (%.300s) is outside the folders this engine may use "
                       "(server.sync_dirs%s)",
-                      sync_dir, out, c->n_sync_dirs ? "" : " names none");
+                      what, path, out, c->n_sync_dirs ? "" : " names none");
 }
 
 /* ---- the delta receiver ---- */
@@ -195,7 +190,7 @@ int sr_engine_fetch(sr_engine *e, int64_t target, const char *sync_dir, const sr
                           "fetch_weights needs target_version in 1..%d and a sync_dir",
                           SR_DELTA_MAX_VERSION);
     char dir[RX_DIR_MAX + 1];
-    int rc = confine(dir, e, sync_dir, err);
+    int rc = sr_engine_confine(dir, e, sync_dir, "sync_dir", err);
     if (rc)
         return rc;
     sync_dir = dir;
@@ -235,7 +230,7 @@ int sr_engine_update_delta(sr_engine *e, int64_t target, const char *sync_dir, c
         return sr_err_set(err, SR_E_ENGINE_REQUEST, "target version %lld is outside 1..%d",
                           (long long)target, SR_DELTA_MAX_VERSION);
     char dir[RX_DIR_MAX + 1];
-    int rc = confine(dir, e, sync_dir, err);
+    int rc = sr_engine_confine(dir, e, sync_dir, "sync_dir", err);
     if (rc)
         return rc;
     sync_dir = dir;

@@ -363,10 +363,12 @@ static int parse_top(scn_parse *p, const cJSON *root)
     if (!rc)
         rc = load_weights(p, sr_scn_member(root, "weights"));
     const cJSON *en = sr_scn_member(root, "engines");
-    if (!rc && s->engine.sync_dialect == SR_SYNC_DIALECT_VLLM && strcmp(s->transport, "delta") == 0)
+    if (!rc && s->engine.sync_dialect != SR_SYNC_DIALECT_SKYRL &&
+        strcmp(s->transport, "delta") == 0)
         rc = sr_scn_fail(p, sr_scn_member(en, "sync_dialect"),
-                         "engines.sync_dialect \"vllm\" syncs by broadcast: set weights.transport "
-                         "to \"broadcast\" (vLLM's native plane has no delta store)");
+                         "engines.sync_dialect \"%s\" syncs by broadcast: set weights.transport "
+                         "to \"broadcast\" (only the skyrl plane has a delta store)",
+                         sr_sync_dialect_name(s->engine.sync_dialect));
     if (!rc)
         rc = parse_pool_trainer(p, sr_scn_member(root, "pool"), sr_scn_member(root, "trainer"));
     if (!rc)

@@ -30,6 +30,20 @@ static const ep_row rows[SR_EP_COUNT] = {
     [SR_EP_WEIGHT_INFO] = {"weight_info", "GET", "/weight_info"},
     [SR_EP_WEIGHT_CHECKER] = {"weight_checker", "POST", "/weight_checker"},
     [SR_EP_IS_PAUSED] = {"is_paused", "GET", "/is_paused"},
+    [SR_EP_SGL_INIT_GROUP] = {"init_weights_update_group", "POST", "/init_weights_update_group"},
+    [SR_EP_SGL_UPDATE_DIST] = {"update_weights_from_distributed", "POST",
+                               "/update_weights_from_distributed"},
+    [SR_EP_SGL_UPDATE_TENSOR] = {"update_weights_from_tensor", "POST",
+                                 "/update_weights_from_tensor"},
+    [SR_EP_SGL_UPDATE_DISK] = {"update_weights_from_disk", "POST", "/update_weights_from_disk"},
+    [SR_EP_SGL_DESTROY_GROUP] = {"destroy_weights_update_group", "POST",
+                                 "/destroy_weights_update_group"},
+    [SR_EP_SGL_PAUSE] = {"pause_generation", "POST", "/pause_generation"},
+    [SR_EP_SGL_CONTINUE] = {"continue_generation", "POST", "/continue_generation"},
+    [SR_EP_SGL_RELEASE_MEMORY] = {"release_memory_occupation", "POST",
+                                  "/release_memory_occupation"},
+    [SR_EP_SGL_RESUME_MEMORY] = {"resume_memory_occupation", "POST", "/resume_memory_occupation"},
+    [SR_EP_SGL_WEIGHT_VERSION] = {"get_weight_version", "GET", "/get_weight_version"},
 };
 
 const char *sr_endpoint_name(sr_endpoint ep)

@@ -39,13 +39,26 @@ typedef enum sr_endpoint {
     SR_EP_WEIGHT_INFO,    /* GET /weight_info */
     SR_EP_WEIGHT_CHECKER, /* POST /weight_checker */
     SR_EP_IS_PAUSED,      /* GET /is_paused */
+    /* SGLang's weight-sync routes (engines.sync_dialect "sglang"; 404 in the other planes;
+     * /update_weight_version above is shared with vllm) */
+    SR_EP_SGL_INIT_GROUP,     /* POST /init_weights_update_group */
+    SR_EP_SGL_UPDATE_DIST,    /* POST /update_weights_from_distributed */
+    SR_EP_SGL_UPDATE_TENSOR,  /* POST /update_weights_from_tensor */
+    SR_EP_SGL_UPDATE_DISK,    /* POST /update_weights_from_disk */
+    SR_EP_SGL_DESTROY_GROUP,  /* POST /destroy_weights_update_group */
+    SR_EP_SGL_PAUSE,          /* POST /pause_generation */
+    SR_EP_SGL_CONTINUE,       /* POST /continue_generation */
+    SR_EP_SGL_RELEASE_MEMORY, /* POST /release_memory_occupation */
+    SR_EP_SGL_RESUME_MEMORY,  /* POST /resume_memory_occupation */
+    SR_EP_SGL_WEIGHT_VERSION, /* GET /get_weight_version */
     SR_EP_COUNT
 } sr_endpoint;
 
 /* The bit of endpoint e in an endpoint mask (a fault's endpoints, a kind's allowed ones). */
 #define SR_EP_BIT(e) (1u << (e))
-/* Every endpoint's bit. */
-#define SR_EP_ALL (SR_EP_BIT(SR_EP_COUNT) - 1u)
+/* Every endpoint's bit (a mask is an unsigned int: at most 32 endpoints). */
+#define SR_EP_ALL (SR_EP_COUNT >= 32 ? ~0u : SR_EP_BIT(SR_EP_COUNT) - 1u)
+_Static_assert(SR_EP_COUNT <= 32, "an endpoint mask holds at most 32 endpoints");
 
 /*
  * A broadcast weight bucket posted to /collective_rpc (harness/engine/engine.h describes the

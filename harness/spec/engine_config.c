@@ -139,8 +139,10 @@ int sr_spec_parse_sync_dialect(sr_engine_config *c, const sr_spec_ctx *x, const 
 {
     int d = (int)c->sync_dialect;
     int rc = parse_table_name(x, parent, "sync_dialect", sr_sync_dialect_lookup,
-                              "\"skyrl\" or \"vllm\"", &d);
+                              "\"skyrl\", \"vllm\" or \"sglang\"", &d);
     c->sync_dialect = (sr_sync_dialect)d;
+    if (!rc && cJSON_GetObjectItemCaseSensitive(parent, "sync_dialect"))
+        c->sync_dialect_given = 1;
     return rc;
 }
 
@@ -151,6 +153,8 @@ int sr_spec_parse_dialect(sr_engine_config *c, const sr_spec_ctx *x, const cJSON
     snprintf(want, sizeof(want), "one of %s", sr_dialect_names());
     int rc = parse_table_name(x, parent, "dialect", sr_dialect_lookup, want, &d);
     c->dialect = (sr_dialect)d;
+    if (!rc && !c->sync_dialect_given && cJSON_GetObjectItemCaseSensitive(parent, "dialect"))
+        c->sync_dialect = sr_sync_dialect_of(d);
     return rc;
 }
 

@@ -121,13 +121,18 @@
 typedef enum sr_sync_dialect {
     SR_SYNC_DIALECT_SKYRL = 0, /* collective_rpc skyrl_*_weight_update, delta fetch/update */
     SR_SYNC_DIALECT_VLLM,      /* vLLM's native dev-mode routes: /start_weight_update, ... */
+    SR_SYNC_DIALECT_SGLANG,    /* SGLang's routes: /init_weights_update_group, ... */
     SR_SYNC_DIALECT_COUNT
 } sr_sync_dialect;
 
-/* "skyrl", "vllm"; NULL outside the enum. */
+/* "skyrl", "vllm", "sglang"; NULL outside the enum. */
 const char *sr_sync_dialect_name(sr_sync_dialect d);
 /* The dialect named `name`, or -1. */
 int sr_sync_dialect_lookup(const char *name);
+/* The control plane of data-plane dialect `d` (spec/dialect.h), the default of sync_dialect:
+ * skyrl -> skyrl; vllm, vllm-json, dynamo, nemo-rl -> vllm; sglang -> sglang. Defined in
+ * schema.c; an int so that this header needs no dialect.h. */
+sr_sync_dialect sr_sync_dialect_of(int dialect);
 
 typedef struct sr_engine_config {
     char id[SR_ENGINE_ID_MAX];      /* this engine's id (see sr_engine_config_id_for) */
@@ -177,6 +182,7 @@ typedef struct sr_engine_config {
     int max_pending;              /* server.max_pending_connections */
     int max_queued;               /* server.max_queued_requests */
     sr_sync_dialect sync_dialect; /* sync_dialect (top level of the config) */
+    int sync_dialect_given;       /* 1: the config named sync_dialect (else the dialect's) */
     sr_dialect dialect;           /* the data-plane wire (spec/dialect.h; engines.dialect) */
     int n_sync_dirs;              /* server.sync_dirs; 0: the engine may write no folder */
     char sync_dirs[SR_ENGINE_MAX_SYNC_DIRS][SR_ENGINE_SYNC_DIR_MAX];
@@ -263,15 +269,16 @@ int sr_spec_parse_faults(sr_engine_config *c, const sr_spec_ctx *x, const cJSON 
 
 /*
  * `sync_dialect` of `parent` (the engine config's root, a scenario's `engines`): absent keeps
- * c->sync_dialect; "skyrl" or "vllm"; anything else is an error at the key. (Issue #19's
- * engines.dialect will make the data plane's dialect the default control plane.)
+ * c->sync_dialect; "skyrl", "vllm" or "sglang" (c->sync_dialect_given becomes 1); anything else
+ * is an error at the key.
  */
 int sr_spec_parse_sync_dialect(sr_engine_config *c, const sr_spec_ctx *x, const cJSON *parent);
 
 /*
  * `dialect` of `parent` (as above): absent keeps c->dialect (default skyrl); a name of
- * spec/dialect.h's table; anything else is an error at the key naming the dialects. It does not
- * change c->sync_dialect (yet: the dialect's control plane will become its default).
+ * spec/dialect.h's table; anything else is an error at the key naming the dialects. Unless a
+ * sync_dialect was given, c->sync_dialect becomes the dialect's control plane
+ * (sr_sync_dialect_of).
  */
 int sr_spec_parse_dialect(sr_engine_config *c, const sr_spec_ctx *x, const cJSON *parent);
 

@@ -8,7 +8,9 @@
 #define EPB     SR_EP_BIT
 #define EP_GEN  EPB(SR_EP_GENERATE)
 #define EP_GENS (EPB(SR_EP_GENERATE) | EPB(SR_EP_NATIVE))
-#define EP_SYNC (EPB(SR_EP_UPDATE_WEIGHTS) | EPB(SR_EP_COLLECTIVE_RPC) | EPB(SR_EP_FETCH_WEIGHTS))
+#define EP_SYNC                                                                                    \
+    (EPB(SR_EP_UPDATE_WEIGHTS) | EPB(SR_EP_COLLECTIVE_RPC) | EPB(SR_EP_FETCH_WEIGHTS) |            \
+     EPB(SR_EP_SGL_UPDATE_DIST) | EPB(SR_EP_SGL_UPDATE_DISK))
 
 /* The endpoint masks of a reach (constant expressions, for the table below). */
 #define DEFAULT_EPS(r)                                                                             \

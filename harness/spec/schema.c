@@ -48,7 +48,7 @@ void sr_engine_config_defaults(sr_engine_config *c)
     c->max_queued = 1024;
 }
 
-static const char *const DIALECTS[SR_SYNC_DIALECT_COUNT] = {"skyrl", "vllm"};
+static const char *const DIALECTS[SR_SYNC_DIALECT_COUNT] = {"skyrl", "vllm", "sglang"};
 
 const char *sr_sync_dialect_name(sr_sync_dialect d)
 {
@@ -61,6 +61,21 @@ int sr_sync_dialect_lookup(const char *name)
         if (strcmp(DIALECTS[i], name) == 0)
             return i;
     return -1;
+}
+
+sr_sync_dialect sr_sync_dialect_of(int dialect)
+{
+    switch (dialect) {
+    case SR_DIALECT_VLLM:
+    case SR_DIALECT_VLLM_JSON:
+    case SR_DIALECT_DYNAMO:
+    case SR_DIALECT_NEMO_RL:
+        return SR_SYNC_DIALECT_VLLM;
+    case SR_DIALECT_SGLANG:
+        return SR_SYNC_DIALECT_SGLANG;
+    default:
+        return SR_SYNC_DIALECT_SKYRL;
+    }
 }
 
 void sr_engine_config_id_for(char *out, size_t cap, const sr_engine_config *c, int index)

@@ -78,26 +78,26 @@ static int put_list(sr_buf *b, const char *key, const sr_weights *w, const sync_
     return rc ? rc : sr_buf_puts(b, "]", err);
 }
 
-static int build_bucket(sync_bucket *k, const sr_weights *w, int64_t target, size_t index, int vllm,
-                        sr_err *err)
+static int build_bucket(sync_bucket *k, const sr_weights *w, int64_t target, size_t index,
+                        const sync_plane *pl, sr_err *err)
 {
     sr_buf *b = &k->header;
     b->max = SR_BUCKET_HEADER_MAX - 1;
-    /* skyrl: the collective_rpc call; vllm: the body of its native /update_weights. */
-    int rc = sr_buf_puts(b,
-                         vllm ? "{\"update_info\":{"
-                              : "{\"method\":\"update_weights_nccl\",\"kwargs\":{\"update_info\":{",
-                         err);
+    /* skyrl: the collective_rpc call; vllm: the body of its native /update_weights; sglang: the
+     * body of its /update_weights_from_distributed. */
+    int rc = sr_buf_puts(b, pl->bucket_open, err);
     if (!rc)
         rc = put_list(b, "names", w, k, item_name, err);
     if (!rc)
         rc = sr_buf_puts(b, ",", err);
     if (!rc)
-        rc = put_list(b, "dtype_names", w, k, item_dtype, err);
+        rc = put_list(b, pl->dtype_key, w, k, item_dtype, err);
     if (!rc)
         rc = sr_buf_puts(b, ",", err);
     if (!rc)
         rc = put_list(b, "shapes", w, k, item_shape, err);
+    if (!rc)
+        rc = sr_buf_printf(b, err, pl->bucket_mid, (long long)target);
     if (!rc)
         rc = sr_buf_printf(b, err,
                            ",\"packed\":true,\"syncroll\":{\"target_version\":%lld,"
@@ -110,7 +110,7 @@ static int build_bucket(sync_bucket *k, const sr_weights *w, int64_t target, siz
     if (!rc)
         rc = put_list(b, "checksums", w, k, item_checksum, err);
     if (!rc)
-        rc = sr_buf_puts(b, vllm ? "}}}\n" : "}}}}\n", err);
+        rc = sr_buf_puts(b, pl->bucket_close, err);
     k->segs = rc ? NULL : calloc(k->count + 1, sizeof(sr_fanout_seg));
     if (!rc && !k->segs)
         rc = sr_err_set(err, SR_E_NOMEM, "sync: cannot allocate bucket segments");
@@ -147,8 +147,7 @@ int sync_bcast_plan(sr_sync *s, int64_t target, sr_sync_result *res, sr_err *err
             k->count++;
             i++;
         }
-        rc = build_bucket(k, s->w, target, s->n_buckets - 1, s->o.control == SR_SYNC_DIALECT_VLLM,
-                          err);
+        rc = build_bucket(k, s->w, target, s->n_buckets - 1, sync_plane_of(s->o.control), err);
     }
     res->buckets = s->n_buckets;
     for (size_t b = 0; b < s->n_buckets; b++)
@@ -166,7 +165,7 @@ int sync_bcast_send(sr_sync *s, int *ok, sr_sync_result *res, sr_err *err)
         for (size_t b = 0; ok[i] && b < nb; b++) {
             sr_fanout_req *r = &reqs[n++];
             r->engine = (int)i;
-            r->path = s->o.control == SR_SYNC_DIALECT_VLLM ? "/update_weights" : "/collective_rpc";
+            r->path = sync_plane_of(s->o.control)->bucket_path;
             r->ctype = SR_ENGINE_BUCKET_CTYPE;
             r->segs = s->buckets[b].segs;
             r->nseg = s->buckets[b].count + 1;
@@ -195,9 +194,7 @@ int sync_bcast_send(sr_sync *s, int *ok, sr_sync_result *res, sr_err *err)
             continue;
         sync_check(res, sync_code(r), i, -1,
                    "engine %d (%s): POST %s bucket %zu of %zu (phase update): %s", i,
-                   sr_fanout_url(s->fan, i),
-                   s->o.control == SR_SYNC_DIALECT_VLLM ? "/update_weights"
-                                                        : "/collective_rpc update_weights_nccl",
+                   sr_fanout_url(s->fan, i), sync_plane_of(s->o.control)->bucket_what,
                    (size_t)(k % (nb ? nb : 1)), nb, r->msg);
     }
     for (size_t i = 0; i < s->n; i++)

@@ -1,5 +1,6 @@
-/* What every phase of a sync shares: phase names, deadlines, findings and the translation of
- * fan-out outcomes into check codes (sync_priv.h). Calls nothing else in sync/. */
+/* What every phase of a sync shares: phase names, the calls of each control plane, deadlines,
+ * findings and the translation of fan-out outcomes into check codes (sync_priv.h). Calls nothing
+ * else in sync/. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -17,6 +18,86 @@ static const char *const PHASES[SR_SYNC_PHASE_COUNT] = {"gather", "publish",    
 const char *sr_sync_phase_name(sr_sync_phase p)
 {
     return (unsigned)p < SR_SYNC_PHASE_COUNT ? PHASES[p] : NULL;
+}
+
+#define INIT_INFO                                                                                  \
+    "{\"init_info\":{\"master_address\":\"127.0.0.1\",\"master_port\":0,\"rank_offset\":%zu,"      \
+    "\"world_size\":%zu}}"
+
+static const sync_plane PLANES[SR_SYNC_DIALECT_COUNT] = {
+    [SR_SYNC_DIALECT_SKYRL] =
+        {
+            .init_path = "/init_weight_transfer_engine",
+            .init_fmt = INIT_INFO,
+            .pause_path = "/pause?mode=keep",
+            .pause_body = "",
+            .reset_path = "/reset_prefix_cache",
+            .reset_body = "{\"reset_running_requests\":true}",
+            .start_path = "/collective_rpc",
+            .start_body = "{\"method\":\"skyrl_start_weight_update\",\"kwargs\":"
+                          "{\"is_checkpoint_format\":true}}",
+            .bucket_path = "/collective_rpc",
+            .bucket_what = "/collective_rpc update_weights_nccl",
+            .bucket_open = "{\"method\":\"update_weights_nccl\",\"kwargs\":{\"update_info\":{",
+            .dtype_key = "dtype_names",
+            .bucket_mid = "",
+            .bucket_close = "}}}}\n",
+            .finish_path = "/collective_rpc",
+            .finish_fmt = "{\"method\":\"skyrl_finish_weight_update\",\"kwargs\":{\"syncroll\":"
+                          "{\"target_version\":%lld}}}",
+            .resume_path = "/resume",
+            .resume_body = "",
+        },
+    [SR_SYNC_DIALECT_VLLM] =
+        {
+            .init_path = "/init_weight_transfer_engine",
+            .init_fmt = INIT_INFO,
+            .pause_path = "/pause?mode=keep",
+            .pause_body = "",
+            .reset_path = "/reset_prefix_cache",
+            .reset_body = "{\"reset_running_requests\":true}",
+            .start_path = "/start_weight_update",
+            .start_body = "{\"is_checkpoint_format\":true}",
+            .bucket_path = "/update_weights",
+            .bucket_what = "/update_weights",
+            .bucket_open = "{\"update_info\":{",
+            .dtype_key = "dtype_names",
+            .bucket_mid = "",
+            .bucket_close = "}}}\n",
+            .finish_path = "/finish_weight_update",
+            .finish_fmt = "{\"weight_version\":\"%lld\"}",
+            .resume_path = "/resume",
+            .resume_body = "",
+            .compare = 1,
+        },
+    /* SGLang (python/sglang/srt/entrypoints/http_server.py): no start or finish, each
+     * update_weights_from_distributed is whole and flushes the cache itself; the version is set
+     * once every bucket landed. */
+    [SR_SYNC_DIALECT_SGLANG] =
+        {
+            .init_path = "/init_weights_update_group",
+            .init_fmt = "{\"master_address\":\"127.0.0.1\",\"master_port\":0,\"rank_offset\":%zu,"
+                        "\"world_size\":%zu,\"group_name\":\"syncroll\",\"backend\":\"nccl\"}",
+            .pause_path = "/pause_generation",
+            .pause_body = "{\"mode\":\"in_place\"}",
+            .bucket_path = "/update_weights_from_distributed",
+            .bucket_what = "/update_weights_from_distributed",
+            .bucket_open = "{",
+            .dtype_key = "dtypes",
+            .bucket_mid =
+                ",\"group_name\":\"syncroll\",\"flush_cache\":true,\"weight_version\":\"%lld\"",
+            .bucket_close = "}}\n",
+            .finish_path = "/update_weight_version",
+            .finish_fmt = "{\"new_version\":\"%lld\"}",
+            .finish_all_ok = 1,
+            .resume_path = "/continue_generation",
+            .resume_body = "{}",
+        },
+};
+
+const sync_plane *sync_plane_of(sr_sync_dialect d)
+{
+    return &PLANES[(unsigned)d < SR_SYNC_DIALECT_COUNT ? d : SR_SYNC_DIALECT_SKYRL];
 }
 
 void sync_check(sr_sync_result *res, int code, int engine, int layer, const char *fmt, ...)

@@ -66,10 +66,12 @@ static int check_opts(const sr_sync_opts *o, size_t n_urls, sr_err *err)
     if (o->transport == SR_SYNC_DELTA && (!o->sync_dir || !*o->sync_dir))
         return sr_err_set(err, SR_E_INVAL, "sync: the delta transport needs a sync_dir");
     if ((unsigned)o->control >= SR_SYNC_DIALECT_COUNT ||
-        (o->control == SR_SYNC_DIALECT_VLLM && o->transport == SR_SYNC_DELTA))
+        (o->control != SR_SYNC_DIALECT_SKYRL && o->transport == SR_SYNC_DELTA))
         return sr_err_set(err, SR_E_INVAL,
-                          "sync: the vllm control plane syncs by broadcast (weights.transport "
-                          "\"broadcast\"), not delta");
+                          "sync: the %s control plane syncs by broadcast (weights.transport "
+                          "\"broadcast\"), not delta",
+                          sr_sync_dialect_name(o->control) ? sr_sync_dialect_name(o->control)
+                                                           : "?");
     return 0;
 }
 
@@ -323,11 +325,32 @@ static int step(sr_sync *s, sr_sync_result *res, sr_sync_phase p, const char *pa
     return !*rc && failures == 0;
 }
 
+/* The init of the broadcast group, engine by engine (each its rank), once per engine of an
+ * sr_sync: an engine whose init succeeded is not asked again after another one failed (the sglang
+ * plane refuses a second init while the group exists). */
+static int init_group(sr_sync *s, sr_sync_result *res, const sync_plane *pl, int *ok, int *rc,
+                      sr_err *err)
+{
+    char body[512];
+    int good = 1;
+    for (size_t i = 0; good && i < s->n; i++) {
+        if (s->inited[i])
+            continue;
+        int one[SR_CLIENT_MAX_ENGINES] = {0};
+        one[i] = 1;
+        snprintf(body, sizeof(body), pl->init_fmt, i + 1, s->n + 1);
+        good = step(s, res, SR_SYNC_INIT, pl->init_path, body, one, ok, rc, err);
+        s->inited[i] = (unsigned char)good;
+    }
+    return good;
+}
+
 static int run_protocol(sr_sync *s, sr_sync_result *res, int64_t target, int *ok, sr_err *err)
 {
     int all[SR_CLIENT_MAX_ENGINES], started[SR_CLIENT_MAX_ENGINES];
     for (size_t i = 0; i < s->n; i++)
         all[i] = 1;
+    const sync_plane *pl = sync_plane_of(s->o.control);
     char body[4400], dir[4096] = "";
     int rc = 0, good = 1;
     int delta = s->o.transport == SR_SYNC_DELTA;
@@ -336,34 +359,19 @@ static int run_protocol(sr_sync *s, sr_sync_result *res, int64_t target, int *ok
         snprintf(body, sizeof(body), "{\"target_version\":%lld,\"sync_dir\":\"%s\"}",
                  (long long)target, dir);
         good = step(s, res, SR_SYNC_FETCH, "/fetch_weights", body, all, ok, &rc, err);
-    } else if (!s->inited) {
-        good = 1;
-        for (size_t i = 0; good && i < s->n; i++) {
-            int one[SR_CLIENT_MAX_ENGINES] = {0};
-            one[i] = 1;
-            snprintf(body, sizeof(body),
-                     "{\"init_info\":{\"master_address\":\"127.0.0.1\",\"master_port\":0,"
-                     "\"rank_offset\":%zu,\"world_size\":%zu}}",
-                     i + 1, s->n + 1);
-            good =
-                step(s, res, SR_SYNC_INIT, "/init_weight_transfer_engine", body, one, ok, &rc, err);
-        }
-        s->inited = good;
+    } else {
+        good = init_group(s, res, pl, ok, &rc, err);
     }
     if (good)
-        good = step(s, res, SR_SYNC_PAUSE, "/pause?mode=keep", "", all, ok, &rc, err);
-    if (good)
-        good = step(s, res, SR_SYNC_RESET_CACHE, "/reset_prefix_cache",
-                    "{\"reset_running_requests\":true}", all, ok, &rc, err);
+        good = step(s, res, SR_SYNC_PAUSE, pl->pause_path, pl->pause_body, all, ok, &rc, err);
+    if (good && pl->reset_path)
+        good = step(s, res, SR_SYNC_RESET_CACHE, pl->reset_path, pl->reset_body, all, ok, &rc, err);
     memset(started, 0, sizeof(started));
-    int vllm = s->o.control == SR_SYNC_DIALECT_VLLM;
     if (good) {
         memcpy(started, ok, s->n * sizeof(int));
-        good = step(s, res, SR_SYNC_START, vllm ? "/start_weight_update" : "/collective_rpc",
-                    vllm ? "{\"is_checkpoint_format\":true}"
-                         : "{\"method\":\"skyrl_start_weight_update\",\"kwargs\":"
-                           "{\"is_checkpoint_format\":true}}",
-                    all, started, &rc, err);
+        if (pl->start_path)
+            good =
+                step(s, res, SR_SYNC_START, pl->start_path, pl->start_body, all, started, &rc, err);
         for (size_t i = 0; i < s->n; i++)
             ok[i] = ok[i] && started[i];
     }
@@ -380,24 +388,20 @@ static int run_protocol(sr_sync *s, sr_sync_result *res, int64_t target, int *ok
         res->phase_ns[SR_SYNC_UPDATE] += (uint64_t)((sr_clock_ms() - t0) * 1e6);
         res->phase_ran[SR_SYNC_UPDATE] = 1;
     }
-    int any_started = 0;
+    /* Finish ends every started update; a plane without one sets the version only where every
+     * bucket landed. */
+    int fin_on[SR_CLIENT_MAX_ENGINES], any = 0;
     for (size_t i = 0; i < s->n; i++)
-        any_started |= started[i];
-    if (any_started) {
-        if (vllm)
-            snprintf(body, sizeof(body), "{\"weight_version\":\"%lld\"}", (long long)target);
-        else
-            snprintf(body, sizeof(body),
-                     "{\"method\":\"skyrl_finish_weight_update\",\"kwargs\":{\"syncroll\":"
-                     "{\"target_version\":%lld}}}",
-                     (long long)target);
-        int fin = step(s, res, SR_SYNC_FINISH, vllm ? "/finish_weight_update" : "/collective_rpc",
-                       body, started, ok, &rc, err);
+        any |= fin_on[i] = pl->finish_all_ok ? started[i] && ok[i] : started[i];
+    if (any) {
+        snprintf(body, sizeof(body), pl->finish_fmt, (long long)target);
+        int fin = step(s, res, SR_SYNC_FINISH, pl->finish_path, body, fin_on, ok, &rc, err);
         good = good && fin;
     }
     /* Always, whatever failed: an engine left paused would hang every later rollout. */
     int rc2 = 0;
-    int resumed = step(s, res, SR_SYNC_RESUME, "/resume", "", all, ok, &rc2, err);
+    int resumed =
+        step(s, res, SR_SYNC_RESUME, pl->resume_path, pl->resume_body, all, ok, &rc2, err);
     res->completed = good && resumed && !rc && !rc2;
     return rc ? rc : rc2;
 }
@@ -441,7 +445,7 @@ int sr_sync_run(sr_sync_result *res, sr_sync *s, int64_t target, int64_t content
         double t1 = sr_clock_ms();
         /* The vllm plane can say what each engine holds: compare it with what was sent (first,
          * so that its finding is the one an engine's partial update is reported by). */
-        if (res->completed && s->o.control == SR_SYNC_DIALECT_VLLM)
+        if (res->completed && sync_plane_of(s->o.control)->compare)
             rc = sync_compare_weights(s, res, err);
         if (!rc)
             rc = sync_verify(s, res, target, err);

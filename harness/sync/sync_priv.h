@@ -38,8 +38,8 @@ struct sr_sync {
      * fingerprints): version, then per engine num_layers layer fingerprints and the global. */
     int64_t *known_version;
     uint64_t *known_fp;
-    int inited;          /* broadcast: init_weight_transfer_engine done */
-    double t0_ms;        /* when the current sync started */
+    unsigned char inited[SR_CLIENT_MAX_ENGINES]; /* broadcast: the plane's init done, per engine */
+    double t0_ms;                                /* when the current sync started */
     int64_t last_target; /* the highest version a sync was run to (initially the initial one) */
     int pool;            /* sr_pool_workers(cap, reserved) */
     char salt[192];
@@ -67,6 +67,30 @@ double sync_phase_end(const sr_sync *s, sr_sync_phase p, int64_t *budget_ms);
  * sync.protocol_order, delta.checksum or sync.no_transfer; sync.engine_failed for any other
  * failure. */
 int sync_code(const sr_fanout_req *r);
+
+/*
+ * The calls of one control plane (engines.sync_dialect), as the orchestrator makes them: a NULL
+ * path is a call the plane does not have. Bodies with a format take the arguments named.
+ */
+typedef struct sync_plane {
+    const char *init_path, *init_fmt;      /* per engine; fmt: rank_offset, world_size (%zu) */
+    const char *pause_path, *pause_body;   /* generation pauses, in-flight requests kept */
+    const char *reset_path, *reset_body;   /* the prefix cache */
+    const char *start_path, *start_body;   /* start an update (NULL: each bucket is whole) */
+    const char *bucket_path, *bucket_what; /* a bucket's route, and its name in findings */
+    const char *bucket_open;               /* the header up to its lists */
+    const char *dtype_key;                 /* the dtypes list's key */
+    const char *bucket_mid;                /* after the lists, before "packed"; fmt: target */
+    const char *bucket_close;              /* after the syncroll object */
+    const char *finish_path, *finish_fmt;  /* fmt: target (%lld) */
+    int finish_all_ok;                     /* finish goes to engines all of whose buckets landed,
+                                            * not to every started one (no update to end) */
+    const char *resume_path, *resume_body;
+    int compare; /* the plane has vLLM's weight checker: compare after the sync */
+} sync_plane;
+
+/* The calls of plane d (a valid sr_sync_dialect). */
+const sync_plane *sync_plane_of(sr_sync_dialect d);
 
 /* ---- bcast.c ---- */
 
