@@ -219,6 +219,16 @@ START_TEST(test_model_faults)
     ck_assert_int_eq(rb.data[0], rb.data[1]);
     hresp_free(&bad), hresp_free(&good), eng_stop(&e);
 
+    start_with(&e, "{\"kind\":\"pd_decode_replica\",\"nth\":1}");
+    faulted_and_normal(&e, &bad, &good);
+    routes_of(&bad, &rb, &nb);
+    routes_of(&good, &rg, &ng);
+    ck_assert_int_eq(nb, ng);
+    for (size_t i = 0; i < 4 * ROW; i++) /* rows 2..5, the prompt's from the start on */
+        ck_assert_int_eq(rb.data[i], 0);
+    ck_assert_mem_eq(rb.data + 4 * ROW, rg.data + 4 * ROW, rg.len - 4 * ROW);
+    hresp_free(&bad), hresp_free(&good), eng_stop(&e);
+
     start_with(&e, "{\"kind\":\"routes_dropped\",\"nth\":1}");
     faulted_and_normal(&e, &bad, &good);
     routes_of(&bad, &rb, &nb);

@@ -89,6 +89,9 @@ static int check_opts(const sr_client_opts *o, sr_err *err)
         !d->routes[o->dialect_route].path)
         return sr_err_set(err, SR_E_INVAL, "client: dialect %d has no generate route %d",
                           (int)o->dialect, o->dialect_route);
+    if (o->pd_decode >= SR_CLIENT_MAX_ENGINES || o->pd_prefill >= SR_CLIENT_MAX_ENGINES ||
+        (o->pd_decode >= 0 && o->pd_prefill == o->pd_decode))
+        return sr_err_set(err, SR_E_INVAL, "client: the prefill and decode engines must differ");
     if (o->route_layers < 0 || o->route_topk < 0)
         return sr_err_set(err, SR_E_INVAL, "client: route_layers and route_topk must be >= 0");
     return 0;
@@ -125,6 +128,11 @@ int sr_client_new(sr_client **out, const char *const *urls, size_t n_urls, const
     if (!urls || n_urls < 1 || n_urls > SR_CLIENT_MAX_ENGINES)
         return sr_err_set(err, SR_E_INVAL, "client: 1..%d engine URLs are needed, got %zu",
                           SR_CLIENT_MAX_ENGINES, n_urls);
+    if ((size_t)(o.pd_decode + 1) > n_urls || (o.pd_merge && (size_t)(o.pd_prefill + 1) > n_urls) ||
+        (o.pd_decode >= 0 && o.pd_merge && o.pd_prefill < 0))
+        return sr_err_set(err, SR_E_INVAL,
+                          "client: prefill engine %d and decode engine %d must be among the %zu",
+                          o.pd_prefill, o.pd_decode, n_urls);
     sr_client *c = calloc(1, sizeof *c);
     if (!c)
         return sr_err_set(err, SR_E_NOMEM, "client: cannot allocate");
@@ -224,6 +232,7 @@ void sr_client_conn_free(sr_client_conn *k)
     free(k->logprobs);
     free(k->spans);
     free(k->rows);
+    free(k->pd_rows);
     free(k);
 }
 

@@ -148,13 +148,21 @@ typedef struct sr_client_opts {
     /* The model's MoE layers and top_k: a wire without a shape (sglang's flat int32) is reshaped
      * by them, and every wire's shape is checked against them (wire.shape); 0: not known. */
     int64_t route_layers, route_topk;
+    /*
+     * Prefill/decode disaggregation (vllm-project/router#184): with pd_decode >= 0 every generate
+     * goes to engine pd_decode (not by session); with pd_merge as well, each generate that asks
+     * for routes is first sent to engine pd_prefill with max_tokens 1, and its rows (the prompt's,
+     * from the start on) replace the decode reply's prompt-region rows, which a decode replica
+     * never computed. pd_merge 0 is the unmerged router's defect. -1: off.
+     */
+    int pd_prefill, pd_decode, pd_merge;
 } sr_client_opts;
 
 #define SR_CLIENT_OPTS_INIT                                                                        \
     {                                                                                              \
         5, 50, 2000, 0.5, 0, 60000, 0, 5000, 30000, 0, 65536,                                      \
         {0, 0, 0, 0, 0},                                                                           \
-            0, SR_DIALECT_SKYRL, 0, 0, 0                                                           \
+            0, SR_DIALECT_SKYRL, 0, 0, 0, -1, -1, 1                                                \
     }
 
 /* One generate request. Plain struct: start from SR_CLIENT_REQ_INIT. Everything is borrowed. */

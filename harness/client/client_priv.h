@@ -53,6 +53,8 @@ struct sr_client_conn {
     char finish[32];
     unsigned char *rows; /* routes a wire had to be re-assembled into (response.c) */
     size_t rows_cap;
+    unsigned char *pd_rows; /* the prefill replica's rows of the current generate (generate.c) */
+    size_t pd_rows_cap;
     char errbuf[CURL_ERROR_SIZE];
 };
 

@@ -213,8 +213,14 @@ static void result_reset(sr_client_result *out)
     out->weight_version = -1;
 }
 
-int sr_client_generate(sr_client_result *out, sr_client_conn *k, const sr_client_req *req,
-                       sr_err *err)
+/* The engine a session's generates go to: the decode replica of a P/D pair, else sticky. */
+static int engine_of(const sr_client *c, const char *session_id)
+{
+    return c->opts.pd_decode >= 0 ? c->opts.pd_decode : sr_client_engine_for(c, session_id);
+}
+
+static int generate_on(sr_client_result *out, sr_client_conn *k, const sr_client_req *req,
+                       int engine, sr_err *err)
 {
     result_reset(out);
     gen_ctx g = {k, req, out, NULL, sr_clock_ms(), 0, 0};
@@ -222,7 +228,7 @@ int sr_client_generate(sr_client_result *out, sr_client_conn *k, const sr_client
     if (rc)
         return rc;
     const sr_client *c = k->c;
-    out->engine = sr_client_engine_for(c, req->session_id);
+    out->engine = engine;
     out->url = c->urls[out->engine];
     /* skyrl: /skyrl/v1/generate with routes, vLLM's native route without (read by cJSON);
      * another wire: its route, always through the splice. */
@@ -247,12 +253,81 @@ int sr_client_generate(sr_client_result *out, sr_client_conn *k, const sr_client
     return rc;
 }
 
+/* The prefill replica's rows for `req` (the same request with max_tokens 1) into k->pd_rows. */
+static int pd_prefill(sr_client_conn *k, const sr_client_req *req, sr_ndarray *rows, sr_err *err)
+{
+    cJSON *sp = req->sampling_params ? cJSON_Duplicate(req->sampling_params, 1)
+                                     : cJSON_CreateObject();
+    cJSON *one = cJSON_CreateNumber(1);
+    int rc = sp && one ? 0 : sr_err_set(err, SR_E_NOMEM, "client: cannot build the prefill");
+    if (!rc && cJSON_GetObjectItemCaseSensitive(sp, "max_tokens"))
+        cJSON_ReplaceItemInObjectCaseSensitive(sp, "max_tokens", one);
+    else if (!rc)
+        cJSON_AddItemToObject(sp, "max_tokens", one);
+    else
+        cJSON_Delete(one);
+    sr_client_req pre = *req;
+    pre.sampling_params = sp;
+    sr_client_result *r = rc ? NULL : malloc(sizeof(*r));
+    if (!rc && !r)
+        rc = sr_err_set(err, SR_E_NOMEM, "client: cannot allocate the prefill's result");
+    if (!rc && !(rc = generate_on(r, k, &pre, k->c->opts.pd_prefill, err))) {
+        *rows = r->routes;
+        size_t n = r->routes.nbytes;
+        if (n > k->pd_rows_cap) {
+            unsigned char *p = realloc(k->pd_rows, n);
+            rc = p ? 0 : sr_err_set(err, SR_E_NOMEM, "client: cannot keep the prefill's rows");
+            if (p)
+                k->pd_rows = p, k->pd_rows_cap = n;
+        }
+        if (!rc && n)
+            memcpy(k->pd_rows, r->routes.data, n);
+        rows->data = k->pd_rows;
+    }
+    if (rc)
+        sr_err_prefix(err, "prefill on engine %d: ", k->c->opts.pd_prefill);
+    free(r);
+    cJSON_Delete(sp);
+    return rc;
+}
+
+/* Replaces the decode reply's prompt-region rows (its first rows) by the prefill's. */
+static int pd_merge(sr_client_result *out, const sr_ndarray *pre, sr_err *err)
+{
+    const sr_ndarray *a = &out->routes;
+    if (pre->dtype != a->dtype || pre->ndim != 3 || a->ndim != 3 ||
+        pre->shape[1] != a->shape[1] || pre->shape[2] != a->shape[2] ||
+        pre->shape[0] > a->shape[0])
+        return sr_err_set(err, SR_E_WIRE_SHAPE,
+                          "the prefill replica's %lld rows do not fit the decode reply's %lld",
+                          (long long)pre->shape[0], (long long)a->shape[0]);
+    if (pre->nbytes)
+        memcpy(a->data, pre->data, pre->nbytes);
+    return 0;
+}
+
+int sr_client_generate(sr_client_result *out, sr_client_conn *k, const sr_client_req *req,
+                       sr_err *err)
+{
+    const sr_client_opts *o = &k->c->opts;
+    if (o->pd_decode < 0 || !o->pd_merge || !req->return_routes)
+        return generate_on(out, k, req, engine_of(k->c, req->session_id), err);
+    sr_ndarray pre;
+    int rc = pd_prefill(k, req, &pre, err);
+    if (rc) {
+        result_reset(out);
+        return rc;
+    }
+    rc = generate_on(out, k, req, o->pd_decode, err);
+    return rc ? rc : pd_merge(out, &pre, err);
+}
+
 int sr_client_finish_session(sr_client_conn *k, const char *session_id)
 {
     if (!session_id || !session_id[0])
         return 0;
     const sr_client *c = k->c;
-    int engine = sr_client_engine_for(c, session_id);
+    int engine = engine_of(c, session_id);
     char *q = curl_easy_escape(k->easy, session_id, 0);
     if (!q)
         return SR_E_NOMEM;

@@ -314,6 +314,13 @@ int sr_gen_apply_model_fault(sr_gen_job *j, const sr_oracle *o, int *routes_null
     case SR_FK_ROUTES_DROPPED:
         *routes_null = 1;
         break;
+    case SR_FK_PD_DECODE_REPLICA: {
+        /* vllm-project/router#184: the decode replica's rows below P are not the prompt's. */
+        int64_t hi = j->row_hi < P ? j->row_hi : P;
+        if (hi > j->row_lo)
+            memset(j->routes, 0, (size_t)(hi - j->row_lo) * rb);
+        break;
+    }
     case SR_FK_STALE_PREFIX_CACHE: {
         int64_t hi = j->row_hi < P ? j->row_hi : P;
         if (!j->has_prev || hi <= j->row_lo)

@@ -189,6 +189,30 @@ static int parse_generate_path(scn_parse *p, const cJSON *cl)
     return 0;
 }
 
+/* client.pd: a prefill/decode pair among the scenario's engines (client.h, pd_*). */
+static int parse_pd(scn_parse *p, const cJSON *pd)
+{
+    sr_client_opts *o = &p->s->client;
+    int64_t pre = 0, dec = 1;
+    if (!pd)
+        return 0;
+    int rc = sr_scn_check_object(p, pd, "client.pd");
+    if (!rc)
+        rc = sr_scn_int(p, pd, "prefill", 0, SR_CLIENT_MAX_ENGINES - 1, 0, 0, &pre);
+    if (!rc)
+        rc = sr_scn_int(p, pd, "decode", 0, SR_CLIENT_MAX_ENGINES - 1, 1, 0, &dec);
+    if (!rc)
+        rc = sr_scn_bool(p, pd, "merge", 1, 0, &o->pd_merge);
+    int n = p->s->n_urls ? p->s->n_urls : p->s->engine.count;
+    if (!rc && (pre == dec || pre >= n || dec >= n))
+        rc = sr_scn_fail(p, pd,
+                         "client.pd: prefill %lld and decode %lld must be two of the %d engines",
+                         (long long)pre, (long long)dec, n);
+    o->pd_prefill = (int)pre;
+    o->pd_decode = (int)dec;
+    return rc;
+}
+
 static int parse_client(scn_parse *p, const cJSON *cl)
 {
     sr_client_opts *o = &p->s->client;
@@ -231,6 +255,8 @@ static int parse_client(scn_parse *p, const cJSON *cl)
         rc = sr_scn_bool(p, cl, "strict_base64", o->strict_base64, 0, &o->strict_base64);
     if (!rc)
         rc = parse_generate_path(p, cl);
+    if (!rc)
+        rc = parse_pd(p, sr_scn_member(cl, "pd"));
     if (!rc)
         rc = parse_quirks(p, sr_scn_member(cl, "quirks"));
     return rc;

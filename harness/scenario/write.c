@@ -147,6 +147,12 @@ static cJSON *client_json(const sr_scenario *s)
     if (o->dialect_route) /* a route other than the dialect's first (client.generate_path) */
         cJSON_AddStringToObject(
             c, "generate_path", sr_dialect_get(s->engine.dialect)->routes[o->dialect_route].path);
+    if (o->pd_decode >= 0) {
+        cJSON *pd = cJSON_AddObjectToObject(c, "pd");
+        add_int(pd, "prefill", o->pd_prefill);
+        add_int(pd, "decode", o->pd_decode);
+        cJSON_AddBoolToObject(pd, "merge", o->pd_merge);
+    }
     cJSON *q = cJSON_AddArrayToObject(c, "quirks");
     for (int i = 0; i < SR_QUIRK_COUNT; i++)
         if (s->quirks[i])

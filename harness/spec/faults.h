@@ -100,6 +100,10 @@ typedef enum sr_fault_reach {
       SR_FK_NONE,                                                                                  \
       "the engine restarts on its initial weights and serves, before any sync, under the version " \
       "it held")                                                                                   \
+    X(SR_FK_PD_DECODE_REPLICA, "pd_decode_replica", SR_FL_MODEL, SR_FR_GENERATE, SR_FK_NONE,       \
+      SR_FK_NONE,                                                                                  \
+      "the decode replica of a prefill/decode pair: it never ran the prompt's forward pass, so "  \
+      "its prompt-region rows are invalid (zeros) until a router merges the prefill's")          \
     X(SR_FK_BAD_BASE64, "bad_base64", SR_FL_BODY, SR_FR_GENERATE, SR_FK_KEYS("field", "offset"),   \
       SR_FK_NONE, "a `!` in the field's base64 blob")                                              \
     X(SR_FK_BYTE_COUNT_OFF, "byte_count_off", SR_FL_BODY, SR_FR_GENERATE, SR_FK_KEYS("field"),     \
