@@ -262,6 +262,16 @@ static int parse_client(scn_parse *p, const cJSON *cl)
     return rc;
 }
 
+/* weights.transport follows the sync plane unless written: delta for skyrl, broadcast for the
+ * others; -1 when "delta" was written for a plane without a delta store. */
+static int plane_transport(sr_scenario *s)
+{
+    int skyrl = s->engine.sync_dialect == SR_SYNC_DIALECT_SKYRL;
+    if (!s->transport_given)
+        snprintf(s->transport, sizeof(s->transport), "%s", skyrl ? "delta" : "broadcast");
+    return !skyrl && strcmp(s->transport, "delta") == 0 ? -1 : 0;
+}
+
 static int load_weights(scn_parse *p, const cJSON *w)
 {
     sr_scenario *s = p->s;
@@ -276,6 +286,7 @@ static int load_weights(scn_parse *p, const cJSON *w)
         rc = sr_spec_parse_weights(c, &x, w, NULL);
     if (!rc && !(rc = sr_scn_str(p, w, "transport", "delta", transports, &t)))
         snprintf(s->transport, sizeof(s->transport), "%s", t);
+    s->transport_given = sr_scn_member(w, "transport") != NULL;
     const cJSON *k = sr_scn_member(w, "workers");
     if (!rc && k) {
         rc = sr_scn_check_object(p, k, "weights.workers");
@@ -388,12 +399,11 @@ static int parse_top(scn_parse *p, const cJSON *root)
         rc = parse_client(p, sr_scn_member(root, "client"));
     if (!rc)
         rc = load_weights(p, sr_scn_member(root, "weights"));
-    const cJSON *en = sr_scn_member(root, "engines");
-    if (!rc && s->engine.sync_dialect != SR_SYNC_DIALECT_SKYRL &&
-        strcmp(s->transport, "delta") == 0)
-        rc = sr_scn_fail(p, sr_scn_member(en, "sync_dialect"),
-                         "engines.sync_dialect \"%s\" syncs by broadcast: set weights.transport "
-                         "to \"broadcast\" (only the skyrl plane has a delta store)",
+    const cJSON *w = sr_scn_member(root, "weights");
+    if (!rc && plane_transport(s) != 0)
+        rc = sr_scn_fail(p, sr_scn_member(w, "transport"),
+                         "weights.transport \"delta\" with engines.sync_dialect \"%s\": only the "
+                         "skyrl plane has a delta store (the others sync by broadcast)",
                          sr_sync_dialect_name(s->engine.sync_dialect));
     if (!rc)
         rc = parse_pool_trainer(p, sr_scn_member(root, "pool"), sr_scn_member(root, "trainer"));
@@ -518,5 +528,13 @@ int sr_scenario_for_dialect(sr_scenario *s, sr_dialect d, sr_err *err)
         memcpy(s->id + n + 1, name, m + 1);
     }
     s->engine.dialect = d;
+    /* The execution's control plane and transport follow its dialect unless the file names them. */
+    if (!s->engine.sync_dialect_given)
+        s->engine.sync_dialect = sr_sync_dialect_of(d);
+    if (plane_transport(s))
+        return sr_err_set(err, SR_E_SCENARIO,
+                          "%s: its %s execution (engines.dialects) syncs with the %s plane, which "
+                          "has no delta store, but weights.transport says \"delta\"",
+                          s->path, name, sr_sync_dialect_name(s->engine.sync_dialect));
     return 0;
 }

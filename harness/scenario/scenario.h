@@ -220,6 +220,7 @@ typedef struct sr_scenario {
     int64_t ready_timeout_ms, stop_grace_ms;
     /* weights beyond the engine config */
     char transport[16]; /* "delta" or "broadcast" */
+    int transport_given; /* weights.transport was written (else it follows the sync plane) */
     int64_t workers_cap, workers_reserved;
     /* client */
     sr_client_opts client;
