@@ -139,6 +139,41 @@ START_TEST(test_npy_header_faults)
 }
 END_TEST
 
+/* vLLM 0.21's prefix-cache sentinel: the first `row` rows of prompt_routed_experts are -1, read
+ * by the vllm-json registry (which allows -1 there only), the choice's rows untouched. */
+START_TEST(test_prefix_cached_sentinel)
+{
+    eng e;
+    eng_start(&e, "{\"seed\":3,\"dialect\":\"vllm-json\",\"model\":{\"vocab\":1000,\"layers\":2,"
+                  "\"experts\":40,\"topk\":4,\"eos_id\":-1},\"faults\":["
+                  "{\"kind\":\"prefix_cached_sentinel\",\"nth\":1,\"row\":3}]}");
+    hresp r[2];
+    sr_fields *reg;
+    sr_splicer *sp;
+    sr_err err = SR_ERR_INIT;
+    ck_assert_sr_ok(sr_fields_new(&reg, &err), err);
+    ck_assert_sr_ok(sr_dialect_add_fields(reg, SR_DIALECT_VLLM_JSON, &err), err);
+    ck_assert_sr_ok(sr_splicer_new(&sp, reg, NULL, &err), err);
+    for (int i = 0; i < 2; i++) {
+        http_post(&r[i], &e, "/inference/v1/generate", REQ);
+        ck_assert_int_eq(r[i].status, 200);
+        const sr_splice_result *res;
+        ck_assert_sr_ok(sr_splice(sp, r[i].body.data, r[i].body.len, -1, &res, &err), err);
+        const sr_splice_entry *pre = splice_find(res, "prompt_routed_experts");
+        ck_assert_int_eq(pre->array.shape[0], 6);
+        for (size_t k = 0; k < 6 * 8; k++) {
+            int64_t v = sr_ndarray_get_i64(&pre->array, k);
+            ck_assert_msg(i == 0 && k < 3 * 8 ? v == -1 : v >= 0, "reply %d value %zu is %lld", i,
+                          k, (long long)v);
+        }
+        hresp_free(&r[i]);
+    }
+    sr_splicer_free(sp);
+    sr_fields_free(reg);
+    eng_stop(&e);
+}
+END_TEST
+
 /* Routes of a reply as a byte copy and the row count. */
 static void routes_of(const hresp *r, sr_buf *out, int64_t *rows)
 {
@@ -544,6 +579,7 @@ static Suite *faults_suite(void)
                         (int)(sizeof(BODY_CASES) / sizeof(BODY_CASES[0])));
     tcase_add_test(tc, test_model_faults);
     tcase_add_test(tc, test_npy_header_faults);
+    tcase_add_test(tc, test_prefix_cached_sentinel);
     tcase_add_test(tc, test_stale_prefix_cache);
     tcase_add_test(tc, test_http_faults);
     tcase_add_test(tc, test_truncate_at_byte_n);

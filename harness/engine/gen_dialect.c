@@ -46,6 +46,13 @@ static int collect_rows(wire_rows *w, sr_gen_job *j, const sr_oracle *o, sr_err 
         w->v[i] = sr_gen_get_el(j->routes, j->gen_dtype, i);
     for (size_t i = (size_t)have * cell; i < n; i++)
         w->v[i] = (int64_t)(i % (size_t)w->K); /* NeMo-RL's filler row: arange(K) per layer */
+    const sr_fault *f = j->model_fault;
+    if (f && f->kind == SR_FK_PREFIX_CACHED_SENTINEL && d->rows == SR_ROWS_SPLIT) {
+        /* vLLM 0.21 marks the prompt positions its prefix cache served with -1. */
+        int64_t hi = f->row < w->prompt_rows ? f->row : w->prompt_rows;
+        for (size_t i = 0; i < (size_t)(hi > w->start ? hi - w->start : 0) * cell; i++)
+            w->v[i] = -1;
+    }
     return 0;
 }
 

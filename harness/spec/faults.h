@@ -100,6 +100,10 @@ typedef enum sr_fault_reach {
       SR_FK_NONE,                                                                                  \
       "the engine restarts on its initial weights and serves, before any sync, under the version " \
       "it held")                                                                                   \
+    X(SR_FK_PREFIX_CACHED_SENTINEL, "prefix_cached_sentinel", SR_FL_MODEL, SR_FR_GENERATE,         \
+      SR_FK_KEYS("row"), SR_FK_KEYS("row"),                                                        \
+      "vllm-json (vLLM 0.21): the first `row` prompt rows, positions served from the prefix "     \
+      "cache, are -1 in prompt_routed_experts")                                                    \
     X(SR_FK_PD_DECODE_REPLICA, "pd_decode_replica", SR_FL_MODEL, SR_FR_GENERATE, SR_FK_NONE,       \
       SR_FK_NONE,                                                                                  \
       "the decode replica of a prefill/decode pair: it never ran the prompt's forward pass, so "  \
