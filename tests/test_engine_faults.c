@@ -139,6 +139,63 @@ START_TEST(test_npy_header_faults)
 }
 END_TEST
 
+/* The body faults that make sense on the string wires and dynamo's object: a '!' in the base64,
+ * and a shape (or, on sglang's shapeless flat int32, a byte count) one row off. */
+START_TEST(test_body_faults_in_dialects)
+{
+    static const struct {
+        sr_dialect d;
+        const char *path;
+        int bad_b64, count_off;
+    } cases[] = {
+        {SR_DIALECT_VLLM, "/inference/v1/generate", SR_E_B64_CHAR, SR_E_NPY_BYTE_COUNT},
+        {SR_DIALECT_SGLANG, "/generate", SR_E_B64_CHAR, SR_E_WIRE_BYTE_COUNT},
+        {SR_DIALECT_DYNAMO, "/v1/completions", SR_E_B64_CHAR, SR_E_ENV_BYTE_COUNT},
+        {SR_DIALECT_NEMO_RL, "/v1/chat/completions", SR_E_B64_CHAR, SR_E_WIRE_BYTE_COUNT},
+    };
+    static const char *const faults[2] = {"{\"kind\":\"bad_base64\",\"nth\":1}",
+                                          "{\"kind\":\"byte_count_off\",\"nth\":1}"};
+    /* each dialect's own request shape, routes asked for */
+    static const char *const reqs[] = {
+        REQ,
+        "{\"input_ids\":[5,6,7,8,9,10],\"sampling_params\":{\"max_new_tokens\":8},"
+        "\"return_routed_experts\":true}",
+        "{\"model\":\"default\",\"prompt\":[5,6,7,8,9,10],\"max_tokens\":8}",
+        "{\"model\":\"default\",\"prompt_token_ids\":[5,6,7,8,9,10],\"max_tokens\":8}",
+    };
+    for (size_t c = 0; c < 4; c++) {
+        for (int f = 0; f < 2; f++) {
+            eng e;
+            char cfg[1024];
+            snprintf(cfg, sizeof(cfg), "{" BASE_MODEL ",\"dialect\":\"%s\",\"faults\":[%s]}",
+                     sr_dialect_name(cases[c].d), faults[f]);
+            eng_start(&e, cfg);
+            sr_fields *reg;
+            sr_splicer *sp;
+            sr_err err = SR_ERR_INIT;
+            ck_assert_sr_ok(sr_fields_new(&reg, &err), err);
+            ck_assert_sr_ok(sr_dialect_add_fields(reg, cases[c].d, &err), err);
+            ck_assert_sr_ok(sr_splicer_new(&sp, reg, NULL, &err), err);
+            for (int i = 0; i < 2; i++) {
+                hresp r;
+                http_post(&r, &e, cases[c].path, reqs[c]);
+                ck_assert_int_eq(r.status, 200);
+                const sr_splice_result *res;
+                int rc = sr_splice(sp, r.body.data, r.body.len, -1, &res, &err);
+                int want = i ? 0 : f ? cases[c].count_off : cases[c].bad_b64;
+                ck_assert_msg(rc == want, "%s %s reply %d: %s (%s), expected %s",
+                              sr_dialect_name(cases[c].d), faults[f], i, sr_code_name(rc), err.msg,
+                              sr_code_name(want));
+                hresp_free(&r);
+            }
+            sr_splicer_free(sp);
+            sr_fields_free(reg);
+            eng_stop(&e);
+        }
+    }
+}
+END_TEST
+
 /* vLLM 0.21's prefix-cache sentinel: the first `row` rows of prompt_routed_experts are -1, read
  * by the vllm-json registry (which allows -1 there only), the choice's rows untouched. */
 START_TEST(test_prefix_cached_sentinel)
@@ -580,6 +637,7 @@ static Suite *faults_suite(void)
     tcase_add_test(tc, test_model_faults);
     tcase_add_test(tc, test_npy_header_faults);
     tcase_add_test(tc, test_prefix_cached_sentinel);
+    tcase_add_test(tc, test_body_faults_in_dialects);
     tcase_add_test(tc, test_stale_prefix_cache);
     tcase_add_test(tc, test_http_faults);
     tcase_add_test(tc, test_truncate_at_byte_n);

@@ -22,6 +22,9 @@ typedef struct wire_rows {
     sr_dtype dt;         /* the dialect's dtype (SR_DTYPE_INVALID for nested lists) */
     int big_endian;      /* fault npy_big_endian: elements byte-swapped, descr '>' */
     int fortran;         /* fault npy_fortran_order: elements column-major */
+    int bad_b64;         /* fault bad_base64: a '!' at base64 character bad_off (or the last) */
+    int64_t bad_off;
+    int count_off;       /* fault byte_count_off: the shape (or byte count) says one row more */
 } wire_rows;
 
 static int collect_rows(wire_rows *w, sr_gen_job *j, const sr_oracle *o, sr_err *err)
@@ -78,11 +81,21 @@ static int put_b64(sr_buf *b, const wire_rows *w, const void *head, size_t head_
             p[isz - 1 - a] = t;
         }
     }
+    /* byte_count_off on a wire without a shape (sglang's flat int32): one byte short. */
+    if (w->count_off && !head_len && w->dt == SR_DTYPE_INT32 && raw_len)
+        raw_len--;
     size_t enc = sr_base64_encoded_len(raw_len);
-    int rc = sr_buf_reserve(b, enc + 2, err);
+    int rc = sr_buf_reserve(b, enc + 6, err);
     if (!rc) {
         b->data[b->len++] = '"';
-        b->len += sr_base64_encode(b->data + b->len, raw, raw_len, SR_B64_AUTO);
+        char *at = b->data + b->len;
+        b->len += sr_base64_encode(at, raw, raw_len, SR_B64_AUTO);
+        if (w->bad_b64 && enc)
+            at[w->bad_off >= 0 && (size_t)w->bad_off < enc ? (size_t)w->bad_off : enc - 1] = '!';
+        else if (w->bad_b64) {
+            memcpy(at, "!!!!", 4); /* an empty blob: four bad characters */
+            b->len += 4;
+        }
         b->data[b->len++] = '"';
     }
     free(raw);
@@ -91,8 +104,8 @@ static int put_b64(sr_buf *b, const wire_rows *w, const void *head, size_t head_
 
 static int put_shape(sr_buf *b, const wire_rows *w, sr_err *err)
 {
-    return sr_buf_printf(b, err, "[%lld,%lld,%lld]", (long long)w->rows, (long long)w->L,
-                         (long long)w->K);
+    return sr_buf_printf(b, err, "[%lld,%lld,%lld]", (long long)(w->rows + w->count_off),
+                         (long long)w->L, (long long)w->K);
 }
 
 /* Nested lists of rows [r0, r1). */
@@ -134,7 +147,7 @@ static int npy_choice(sr_buf *b, const wire_rows *w, sr_err *err)
         return rc ? rc : sr_buf_puts(b, "null", err);
     char head[SR_NPY_HEADER_MAX];
     size_t hl = 0;
-    int64_t shape[3] = {w->rows, w->L, w->K};
+    int64_t shape[3] = {w->rows + w->count_off, w->L, w->K};
     rc = sr_npy_write_header(&hl, head, sizeof(head), w->dt, shape, 3, err);
     /* The faults rewrite the header's text in place (same lengths: '<' to '>', False to True
      * and a space of the padding). */
@@ -195,7 +208,7 @@ static int nrlre_message(sr_buf *b, const wire_rows *w, sr_err *err)
         return rc ? rc : sr_buf_puts(b, "null", err);
     char pre[SR_NRLRE_PREFIX_MAX];
     size_t pl = 0;
-    int64_t shape[3] = {w->rows, w->L, w->K};
+    int64_t shape[3] = {w->rows + w->count_off, w->L, w->K};
     rc = sr_nrlre_write_prefix(&pl, pre, sizeof(pre), w->dt, shape, err);
     size_t at = b->len;
     if (!rc)
@@ -334,8 +347,15 @@ int sr_gen_body_dialect(sr_buf *out, sr_gen_job *j, const sr_gen_ctx *c, sr_err 
     int has = !rc && c->routes && j->want_routes && !routes_null;
     if (has)
         rc = collect_rows(&w, j, c->oracle, err);
-    w.big_endian = j->body_fault && j->body_fault->kind == SR_FK_NPY_BIG_ENDIAN;
-    w.fortran = j->body_fault && j->body_fault->kind == SR_FK_NPY_FORTRAN_ORDER;
+    const sr_fault *bf = j->body_fault;
+    /* Body faults aimed at another field than the routes have nothing to corrupt here. */
+    if (bf && bf->field[0] && strcmp(bf->field, "routed_experts") != 0)
+        bf = NULL;
+    w.big_endian = bf && bf->kind == SR_FK_NPY_BIG_ENDIAN;
+    w.fortran = bf && bf->kind == SR_FK_NPY_FORTRAN_ORDER;
+    w.bad_b64 = bf && bf->kind == SR_FK_BAD_BASE64;
+    w.bad_off = bf && bf->has_bytes ? bf->bytes : -1;
+    w.count_off = bf && bf->kind == SR_FK_BYTE_COUNT_OFF;
     if (!rc)
         rc = frame(out, j, c, &ENC[j->dialect->encoding], has ? &w : NULL, err);
     free(w.v);
