@@ -37,6 +37,7 @@
 
 #include "sr_err.h"
 #include "sr_fields.h"
+#include "spec/dialect.h"
 
 /* A packed-corruption fault of the engine and the outcome the splice must give (0: valid). */
 typedef struct sr_vf_fault {
@@ -56,13 +57,17 @@ typedef struct sr_vf_body {
 } sr_vf_body;
 
 typedef struct sr_vf_input {
-    const sr_fields *registry; /* what the client would register: built-ins + the file */
-    const sr_field_def *def;   /* the field under test (from registry) */
-    int from_definition;       /* the engine emitted it from `def` (values can be recomputed) */
+    const sr_fields *registry; /* what the client would register: the dialect's + the file's */
+    const sr_field_def *def;   /* the field under test as the client reads it (from registry, in
+                                  the dialect's wire: spec/dialect.h sr_dialect_field_def) */
+    const sr_field_def *src;   /* the packed definition the engine emits it from */
+    int from_definition;       /* the engine emitted it from `src` (values can be recomputed) */
+    sr_dialect dialect;        /* the wire of the bodies */
     uint64_t seed;             /* the engine's seed */
     const sr_vf_body *clean;   /* bodies without faults */
     size_t n_clean;
-    const sr_vf_body *faulted; /* faulted[i] was produced under sr_vf_faults()[i] */
+    const sr_vf_body *faulted; /* faulted[i] was produced under sr_vf_faults()[i]; NULL when
+                                  the engine's body faults do not apply to the wire */
     size_t rows;               /* token rows of the throughput body */
     FILE *out;
 } sr_vf_input;
