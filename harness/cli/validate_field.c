@@ -52,7 +52,8 @@ typedef struct vf_args {
     uint64_t seed;
     size_t rows;
     sr_dialect dialect;
-    int dialect_given; /* --dialect: the file's definitions are converted to its wire */
+    int dialect_given;    /* --dialect: the file's definitions are converted to its wire */
+    const char *producer; /* --producer: the definitions the engine emits from, or NULL */
 } vf_args;
 
 static int parse_args(vf_args *a, int argc, char **argv)
@@ -62,6 +63,7 @@ static int parse_args(vf_args *a, int argc, char **argv)
     a->rows = 30000;
     a->dialect = SR_DIALECT_SKYRL;
     a->dialect_given = 0;
+    a->producer = NULL;
     for (int i = 1; i < argc; i++) {
         long long v;
         if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
@@ -85,6 +87,8 @@ static int parse_args(vf_args *a, int argc, char **argv)
             }
             a->dialect = (sr_dialect)d;
             a->dialect_given = 1;
+        } else if (strcmp(argv[i], "--producer") == 0 && i + 1 < argc) {
+            a->producer = argv[++i];
         } else if (argv[i][0] == '-' || a->path) {
             fprintf(stderr, "syncroll validate-field: bad argument '%s' (see --help)\n", argv[i]);
             return SR_EXIT_USAGE;
@@ -103,6 +107,7 @@ static int parse_args(vf_args *a, int argc, char **argv)
  * registry entry that reads it in the dialect's wire, or why the wire cannot carry it. */
 typedef struct vf_field {
     sr_field_def src;
+    sr_field_def emit; /* what the engine emits from: src, or --producer's definition */
     sr_field_def wire;
     int refused; /* sr_code (dialect.field_unsupported), 0 when carried */
     char why[SR_ERR_MSG_MAX];
@@ -121,8 +126,19 @@ static int under_test(const sr_field_def *d, const vf_args *a)
     return d->kind == SR_FIELD_PACKED || (a->dialect_given && d->kind == SR_FIELD_STRING);
 }
 
-/* The fields under test, converted to the dialect's wire; returns how many. */
-static size_t wire_fields(vf_field *out, const sr_fields *file, const vf_args *a)
+/* The packed form of a definition (a string wire's definition loses its wire). */
+static sr_field_def packed(const sr_field_def *d)
+{
+    sr_field_def p = *d;
+    p.kind = SR_FIELD_PACKED;
+    p.wire = SR_WIRE_RAW;
+    return p;
+}
+
+/* The fields under test, converted to the dialect's wire; returns how many. `prod` (or NULL)
+ * holds the producer's definitions, which the engine emits from in place of the file's. */
+static size_t wire_fields(vf_field *out, const sr_fields *file, const sr_fields *prod,
+                          const vf_args *a)
 {
     size_t n = 0;
     for (size_t i = 0; i < sr_fields_count(file); i++) {
@@ -131,10 +147,12 @@ static size_t wire_fields(vf_field *out, const sr_fields *file, const vf_args *a
             continue;
         vf_field *f = &out[n++];
         memset(f, 0, sizeof(*f));
-        f->src = *d;
-        f->src.kind = SR_FIELD_PACKED;
-        f->src.wire = SR_WIRE_RAW;
+        f->src = packed(d);
+        const sr_field_def *pd = prod ? sr_fields_find(prod, d->name, d->name_len) : NULL;
+        f->emit = pd && (pd->kind == SR_FIELD_PACKED || pd->kind == SR_FIELD_STRING) ? packed(pd)
+                                                                                   : f->src;
         sr_err e = SR_ERR_INIT;
+        sr_field_def unused;
         if (a->dialect != SR_DIALECT_SKYRL && engine_native(d)) {
             f->refused = sr_err_set(&e, SR_E_DIALECT_FIELD,
                                     "%s cannot be carried in the %s wire: %s", d->name,
@@ -144,6 +162,8 @@ static size_t wire_fields(vf_field *out, const sr_fields *file, const vf_args *a
                                         : "the engine emits it in skyrl's envelope only");
         } else {
             f->refused = sr_dialect_field_def(&f->wire, &f->src, a->dialect, &e);
+            if (!f->refused && pd)
+                f->refused = sr_dialect_field_def(&unused, &f->emit, a->dialect, &e);
         }
         if (f->refused)
             snprintf(f->why, sizeof(f->why), "%s", e.msg);
@@ -221,7 +241,7 @@ static char *engine_config(const vf_field *fs, size_t n, const vf_args *a)
     size_t nk = n_faults(a);
     const sr_vf_fault *kinds = sr_vf_faults(&(size_t){0});
     for (size_t f = 0; f < n; f++) {
-        const sr_field_def *d = &fs[f].src;
+        const sr_field_def *d = &fs[f].emit;
         if (fs[f].refused)
             continue;
         if (strcmp(d->name, "rollout_sample_support") == 0)
@@ -424,6 +444,7 @@ static int battery(const vf_args *a, const sr_fields *reg, const vf_field *fs, s
         sr_vf_input in = {reg,
                           d,
                           &fs[f].src,
+                          &fs[f].emit,
                           !engine_native(d),
                           a->dialect,
                           a->seed,
@@ -511,14 +532,18 @@ int sr_cmd_validate_field(int argc, char **argv)
     size_t n = 0;
     if (!fs)
         rc = sr_err_set(&err, SR_E_NOMEM, "cannot allocate the field list");
+    sr_fields *prod = NULL;
+    if (!rc && a.producer && !(rc = sr_fields_new(&prod, &err)))
+        rc = sr_fields_load_file(prod, a.producer, &err);
     if (!rc && !(rc = sr_fields_new(&file, &err)) &&
         !(rc = sr_fields_load_file(file, a.path, &err))) {
-        n = wire_fields(fs, file, &a);
+        n = wire_fields(fs, file, prod, &a);
         rc = build_registry(&reg, file, fs, n, &a, &err);
     }
     if (rc) {
         fprintf(stderr, "syncroll validate-field: %s: %s\n", sr_code_name(rc), err.msg);
         sr_fields_free(file);
+        sr_fields_free(prod);
         free(fs);
         return rc == SR_E_NOMEM ? SR_EXIT_FAIL : SR_EXIT_USAGE;
     }
@@ -533,6 +558,7 @@ int sr_cmd_validate_field(int argc, char **argv)
     }
     sr_fields_free(reg);
     sr_fields_free(file);
+    sr_fields_free(prod);
     free(fs);
     return status;
 }

@@ -95,7 +95,7 @@ static int expected_of(sr_gen_extra *x, const vf *v, const sr_vf_body *b, const 
         return sr_err_set(err, SR_E_NOMEM, "cannot copy %zu tokens", G);
     for (size_t i = 0; i < G; i++)
         gen[i] = (int32_t)sr_ndarray_get_i64(&t->array, i);
-    int rc = sr_gen_extra_make(x, v->in->src, v->in->seed, b->prompt, b->P, gen, G, 0, err);
+    int rc = sr_gen_extra_make(x, v->in->emit, v->in->seed, b->prompt, b->P, gen, G, 0, err);
     free(gen);
     return rc;
 }

@@ -60,8 +60,10 @@ typedef struct sr_vf_input {
     const sr_fields *registry; /* what the client would register: the dialect's + the file's */
     const sr_field_def *def;   /* the field under test as the client reads it (from registry, in
                                   the dialect's wire: spec/dialect.h sr_dialect_field_def) */
-    const sr_field_def *src;   /* the packed definition the engine emits it from */
-    int from_definition;       /* the engine emitted it from `src` (values can be recomputed) */
+    const sr_field_def *src;   /* its packed definition (the contract: listed dtypes, ndim) */
+    const sr_field_def *emit;  /* the packed definition the engine emits it from: src, or the
+                                  producer's own (`validate-field --producer`) */
+    int from_definition;       /* the engine emitted it from `emit` (values can be recomputed) */
     sr_dialect dialect;        /* the wire of the bodies */
     uint64_t seed;             /* the engine's seed */
     const sr_vf_body *clean;   /* bodies without faults */
