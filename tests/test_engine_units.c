@@ -346,16 +346,14 @@ START_TEST(test_dialect_field_wires)
     sr_field_def two = d;
     two.dtypes |= SR_DTYPE_BIT(SR_DTYPE_INT32);
     sr_err e = SR_ERR_INIT;
-    ck_assert_sr_code(sr_dialect_field_def(&w, &two, SR_DIALECT_SGLANG, &e), e,
-                      SR_E_DIALECT_FIELD);
+    ck_assert_sr_code(sr_dialect_field_def(&w, &two, SR_DIALECT_SGLANG, &e), e, SR_E_DIALECT_FIELD);
     ck_assert_msg(strstr(e.msg, "side_ids") && strstr(e.msg, "sglang"), "%s", e.msg);
     /* Floats: no nested integer lists, no nrlre1 string; 1-D: no nrlre1 string. */
     sr_field_def fl = d;
     fl.dtypes = SR_DTYPE_BIT(SR_DTYPE_FLOAT32);
     ck_assert_sr_code(sr_dialect_field_def(&w, &fl, SR_DIALECT_VLLM_JSON, &e), e,
                       SR_E_DIALECT_FIELD);
-    ck_assert_sr_code(sr_dialect_field_def(&w, &fl, SR_DIALECT_NEMO_RL, &e), e,
-                      SR_E_DIALECT_FIELD);
+    ck_assert_sr_code(sr_dialect_field_def(&w, &fl, SR_DIALECT_NEMO_RL, &e), e, SR_E_DIALECT_FIELD);
     sr_field_def flat = d;
     flat.ndim = 1;
     ck_assert_sr_code(sr_dialect_field_def(&w, &flat, SR_DIALECT_NEMO_RL, &e), e,

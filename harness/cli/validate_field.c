@@ -170,16 +170,16 @@ static size_t wire_fields(vf_field *out, const sr_fields *file, const sr_fields 
         f->src = packed(d);
         const sr_field_def *pd = prod ? sr_fields_find(prod, d->name, d->name_len) : NULL;
         f->emit = pd && (pd->kind == SR_FIELD_PACKED || pd->kind == SR_FIELD_STRING) ? packed(pd)
-                                                                                   : f->src;
+                                                                                     : f->src;
         sr_err e = SR_ERR_INIT;
         sr_field_def unused;
         if (a->dialect != SR_DIALECT_SKYRL && engine_native(d)) {
-            f->refused = sr_err_set(&e, SR_E_DIALECT_FIELD,
-                                    "%s cannot be carried in the %s wire: %s", d->name,
-                                    sr_dialect_name(a->dialect),
-                                    strcmp(d->name, "routed_experts") == 0
-                                        ? "it is the dialect's own route field"
-                                        : "the engine emits it in skyrl's envelope only");
+            f->refused =
+                sr_err_set(&e, SR_E_DIALECT_FIELD, "%s cannot be carried in the %s wire: %s",
+                           d->name, sr_dialect_name(a->dialect),
+                           strcmp(d->name, "routed_experts") == 0
+                               ? "it is the dialect's own route field"
+                               : "the engine emits it in skyrl's envelope only");
         } else {
             f->refused = sr_dialect_field_def(&f->wire, &f->src, a->dialect, &e);
             if (!f->refused && pd)
@@ -344,8 +344,8 @@ static int request_body(sr_buf *req, const sr_dialect_route *rt, const int32_t *
 }
 
 /* One generate: prompt -> the raw response body (HTTP 200 required). */
-static int generate(sr_buf *body, sr_fanout *fan, const sr_dialect_route *rt,
-                    const int32_t *prompt, size_t P, int max_tokens, sr_err *err)
+static int generate(sr_buf *body, sr_fanout *fan, const sr_dialect_route *rt, const int32_t *prompt,
+                    size_t P, int max_tokens, sr_err *err)
 {
     sr_buf req = SR_BUF_INIT;
     int rc = request_body(&req, rt, prompt, P, max_tokens, err);

@@ -124,7 +124,9 @@ static const char *wire_name(const sr_field_def *w)
         return "nested list";
     if (w->kind != SR_FIELD_STRING)
         return "envelope";
-    return w->wire == SR_WIRE_NPY ? ".npy string" : w->wire == SR_WIRE_RAW ? "raw string" : "nrlre1 string";
+    return w->wire == SR_WIRE_NPY   ? ".npy string"
+           : w->wire == SR_WIRE_RAW ? "raw string"
+                                    : "nrlre1 string";
 }
 
 /* Whether `got`, read in wire w, holds the values of `want`: byte for byte (dtype and shape
@@ -169,15 +171,14 @@ static int check_clean(vf *v, sr_err *err)
         int c1 = sr_splice(v->one, b->data, b->len, -1, &r1, &e);
         const sr_splice_entry *f = c1 ? NULL : find(r1, name);
         const sr_splice_entry *routes = c1 ? NULL : find(r1, "routed_experts");
-        if (c1 || !f || f->kind != kind_of(in->def) || !routes ||
-            routes->kind == SR_SPLICE_NULL) {
+        if (c1 || !f || f->kind != kind_of(in->def) || !routes || routes->kind == SR_SPLICE_NULL) {
             /* The first failing response is shown; the count comes after the loop. */
             if (emitted == i)
                 line(v, "FAIL", "emit", "response %zu: %s%s%s", i + 1, c1 ? code_name(c1) : "",
                      c1 ? ": " : "",
-                     c1        ? e.msg
-                     : !f      ? "the field is missing"
-                     : !routes ? "no routed_experts"
+                     c1                          ? e.msg
+                     : !f                        ? "the field is missing"
+                     : !routes                   ? "no routed_experts"
                      : f->kind == SR_SPLICE_NULL ? "null instead of its value"
                                                  : "routed_experts is null");
             continue;
@@ -576,8 +577,7 @@ static int check_throughput(vf *v, sr_err *err)
             line(v, "INFO", "size",
                  "%s: %.2f wire bytes (%s text) and %.2f decoded bytes per token row",
                  sr_dtype_name((sr_dtype)t), rows ? (double)env_len / (double)rows : 0.0,
-                 wire_name(w),
-                 rows ? (double)a.nbytes / (double)rows : 0.0);
+                 wire_name(w), rows ? (double)a.nbytes / (double)rows : 0.0);
         }
         sr_gen_extra_release(&x);
     }

@@ -163,8 +163,8 @@ int sr_dialect_add_fields(sr_fields *f, sr_dialect d, sr_err *err)
         defs[n++] = route_def(SR_FIELD_PACKED, SR_WIRE_RAW, "routed_experts", U8_U16, 3, 0);
         break;
     case SR_DIALECT_NEMO_RL:
-        defs[n++] = route_def(SR_FIELD_STRING, SR_WIRE_NRLRE, "routed_experts", SR_NRLRE_DTYPES,
-                              3, 0);
+        defs[n++] =
+            route_def(SR_FIELD_STRING, SR_WIRE_NRLRE, "routed_experts", SR_NRLRE_DTYPES, 3, 0);
         break;
     default:
         return sr_err_set(err, SR_E_INVAL, "dialect %d is not one of %s", (int)d,
@@ -195,8 +195,8 @@ static sr_dtype_set emitted(const sr_field_def *def)
 
 static int refuse(sr_err *err, const sr_field_def *def, sr_dialect d, const char *why)
 {
-    return sr_err_set(err, SR_E_DIALECT_FIELD, "%s cannot be carried in the %s wire: %s",
-                      def->name, sr_dialect_name(d), why);
+    return sr_err_set(err, SR_E_DIALECT_FIELD, "%s cannot be carried in the %s wire: %s", def->name,
+                      sr_dialect_name(d), why);
 }
 
 /* The union of the value ranges of `set` (integer dtypes other than uint64). */
@@ -231,8 +231,9 @@ int sr_dialect_field_def(sr_field_def *out, const sr_field_def *def, sr_dialect 
     if (enc == SR_ENC_NESTED) {
         for (int t = 1; t < SR_DTYPE_COUNT; t++)
             if ((can >> t & 1) && (!sr_dtype_is_integer((sr_dtype)t) || t == SR_DTYPE_UINT64))
-                return refuse(err, def, d, "nested JSON lists carry integer dtypes only (not "
-                                           "bool, floats or uint64)");
+                return refuse(err, def, d,
+                              "nested JSON lists carry integer dtypes only (not "
+                              "bool, floats or uint64)");
         out->kind = SR_FIELD_NESTED;
         out->canonical = 0;
         int_range(can, &out->min, &out->max);
@@ -249,8 +250,9 @@ int sr_dialect_field_def(sr_field_def *out, const sr_field_def *def, sr_dialect 
     }
     if (enc == SR_ENC_FLAT_B64) {
         if (can & (can - 1))
-            return refuse(err, def, d, "raw bytes do not say their dtype, so the field must "
-                                       "have exactly one dtype the engine can emit");
+            return refuse(err, def, d,
+                          "raw bytes do not say their dtype, so the field must "
+                          "have exactly one dtype the engine can emit");
         out->wire = SR_WIRE_RAW;
         out->dtypes = can;
         out->ndim = 1;
