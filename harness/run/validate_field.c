@@ -1,5 +1,6 @@
 /* The battery of `syncroll validate-field` (validate_field.h). */
 #include "validate_field.h"
+#include "validate_field_wire.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
@@ -8,10 +9,7 @@
 #include "sr_gen_extra.h"
 #include "sr_buf.h"
 #include "sr_clock.h"
-#include "sr_base64.h"
 #include "sr_envelope.h"
-#include "sr_npy.h"
-#include "sr_nrlre.h"
 #include "sr_splice.h"
 
 static const sr_vf_fault FAULTS[] = {
@@ -116,17 +114,6 @@ static sr_splice_kind kind_of(const sr_field_def *w)
     return w->kind == SR_FIELD_STRING   ? SR_SPLICE_STRING
            : w->kind == SR_FIELD_NESTED ? SR_SPLICE_NESTED
                                         : SR_SPLICE_ENVELOPE;
-}
-
-static const char *wire_name(const sr_field_def *w)
-{
-    if (w->kind == SR_FIELD_NESTED)
-        return "nested list";
-    if (w->kind != SR_FIELD_STRING)
-        return "envelope";
-    return w->wire == SR_WIRE_NPY   ? ".npy string"
-           : w->wire == SR_WIRE_RAW ? "raw string"
-                                    : "nrlre1 string";
 }
 
 /* Whether `got`, read in wire w, holds the values of `want`: byte for byte (dtype and shape
@@ -236,70 +223,6 @@ static void check_onepass(vf *v)
              v->emitted - v->onepass, v->emitted);
 }
 
-/* Appends `"` + base64(head, then a's bytes) + `"`. */
-static int put_b64(sr_buf *b, const char *head, size_t hl, const sr_ndarray *a, sr_err *err)
-{
-    int rc = sr_buf_puts(b, "\"", err);
-    if (!rc)
-        rc = sr_buf_append(b, head, hl, err);
-    if (!rc)
-        rc = sr_buf_reserve(b, sr_base64_encoded_len(a->nbytes) + 1, err);
-    if (!rc) {
-        b->len += sr_base64_encode(b->data + b->len, a->data, a->nbytes, SR_B64_AUTO);
-        b->data[b->len++] = '"';
-    }
-    return rc;
-}
-
-/* Nested lists of a's axes from `axis` on, elements from *at (advanced). */
-static int put_nested(sr_buf *b, const sr_ndarray *a, int axis, uint64_t *at, sr_err *err)
-{
-    int rc = sr_buf_puts(b, "[", err);
-    for (int64_t i = 0; !rc && i < a->shape[axis]; i++) {
-        if (i)
-            rc = sr_buf_puts(b, ",", err);
-        if (!rc && axis + 1 < a->ndim)
-            rc = put_nested(b, a, axis + 1, at, err);
-        else if (!rc)
-            rc = sr_buf_printf(b, err, "%lld", (long long)sr_ndarray_get_i64(a, (*at)++));
-    }
-    return rc ? rc : sr_buf_puts(b, "]", err);
-}
-
-/* The value of `a` in wire w, as the engine writes it (spec/dialect.h sr_dialect_field_def). */
-static int put_value(sr_buf *b, const sr_field_def *w, const sr_ndarray *a, sr_err *err)
-{
-    char head[SR_NPY_HEADER_MAX > SR_NRLRE_PREFIX_MAX ? SR_NPY_HEADER_MAX : SR_NRLRE_PREFIX_MAX];
-    size_t hl = 0;
-    uint64_t at = 0;
-    int rc = 0;
-    if (w->kind == SR_FIELD_NESTED)
-        return put_nested(b, a, 0, &at, err);
-    if (w->kind != SR_FIELD_STRING)
-        return sr_envelope_pack(b, a, 0, NULL, SR_B64_AUTO, err);
-    if (w->wire == SR_WIRE_NPY)
-        rc = sr_npy_write_header(&hl, head, sizeof(head), a->dtype, a->shape, a->ndim, err);
-    else if (w->wire == SR_WIRE_NRLRE)
-        rc = sr_nrlre_write_prefix(&hl, head, sizeof(head), a->dtype, a->shape, err);
-    if (rc)
-        return rc;
-    if (w->wire != SR_WIRE_NPY)
-        return put_b64(b, head, hl, a, err);
-    /* The .npy header and the data are one base64 stream. */
-    unsigned char *raw = malloc(hl + a->nbytes + 1);
-    if (!raw)
-        return sr_err_set(err, SR_E_NOMEM, "cannot allocate %zu bytes", hl + a->nbytes);
-    memcpy(raw, head, hl);
-    if (a->nbytes)
-        memcpy(raw + hl, a->data, a->nbytes);
-    sr_ndarray whole = *a;
-    whole.data = raw;
-    whole.nbytes = hl + a->nbytes;
-    rc = put_b64(b, NULL, 0, &whole, err);
-    free(raw);
-    return rc;
-}
-
 /* `{"choices":[{"token_ids":[4,5,6],"finish_reason":"stop","logprobs":null,"<name>":<value>}]}`
  * with the value in the field's wire (the splice finds a key wherever the frame puts it). */
 static int body_with(sr_buf *b, const sr_field_def *w, const sr_ndarray *a, size_t *env_len,
@@ -312,7 +235,7 @@ static int body_with(sr_buf *b, const sr_field_def *w, const sr_ndarray *a, size
                            w->name);
     size_t at = b->len;
     if (!rc)
-        rc = put_value(b, w, a, err);
+        rc = sr_vf_wire_put(b, w, a, err);
     if (env_len)
         *env_len = b->len - at;
     return rc ? rc : sr_buf_puts(b, "}]}", err);
@@ -375,38 +298,6 @@ static int check_dtypes(vf *v, sr_err *err)
     return rc;
 }
 
-static const char *find_bytes(const char *hay, size_t n, const char *needle, size_t m)
-{
-    for (size_t i = 0; m && i + m <= n; i++)
-        if (hay[i] == needle[0] && memcmp(hay + i, needle, m) == 0)
-            return hay + i;
-    return NULL;
-}
-
-/* The end of the value that starts at p (an envelope object, a string or nested lists), or
- * NULL when it does not end before `end`. */
-static const char *value_end(const char *p, const char *end)
-{
-    if (p >= end)
-        return NULL;
-    if (*p == '"') {
-        const char *q = memchr(p + 1, '"', (size_t)(end - p - 1));
-        return q ? q + 1 : NULL;
-    }
-    if (*p == '{') {
-        const char *q = memchr(p, '}', (size_t)(end - p));
-        return q ? q + 1 : NULL;
-    }
-    int depth = 0;
-    for (const char *q = p; q < end; q++) {
-        depth += *q == '[';
-        depth -= *q == ']';
-        if (depth == 0)
-            return q + 1;
-    }
-    return NULL;
-}
-
 /* The value of `"<name>":` in the first clean body replaced by `null`. */
 static int check_null(vf *v, sr_err *err)
 {
@@ -415,21 +306,19 @@ static int check_null(vf *v, sr_err *err)
     if (!in->n_clean)
         return 0;
     const sr_vf_body *b = &in->clean[0];
-    sr_buf key = SR_BUF_INIT, body = SR_BUF_INIT;
-    int rc = sr_buf_printf(&key, err, "\"%s\":", name);
-    const char *k = rc ? NULL : find_bytes(b->data, b->len, key.data, key.len);
-    const char *val = k ? k + key.len : NULL;
-    const char *end = val ? value_end(val, b->data + b->len) : NULL;
-    if (!rc && !end) {
+    sr_buf body = SR_BUF_INIT;
+    size_t off = 0, vlen = 0;
+    int rc = 0, found = sr_vf_wire_find(b->data, b->len, name, &off, &vlen) == 0;
+    if (!found) {
         line(v, "FAIL", "null", "no %s value in the first response to replace", name);
-    } else if (!rc) {
-        rc = sr_buf_append(&body, b->data, (size_t)(val - b->data), err);
+    } else {
+        rc = sr_buf_append(&body, b->data, off, err);
         if (!rc)
             rc = sr_buf_puts(&body, "null", err);
         if (!rc)
-            rc = sr_buf_append(&body, end, b->len - (size_t)(end - b->data), err);
+            rc = sr_buf_append(&body, b->data + off + vlen, b->len - off - vlen, err);
     }
-    if (!rc && end) {
+    if (!rc && found) {
         const sr_splice_result *r = NULL;
         sr_err e = SR_ERR_INIT;
         int c = sr_splice(v->one, body.data, body.len, -1, &r, &e);
@@ -443,8 +332,40 @@ static int check_null(vf *v, sr_err *err)
             line(v, "FAIL", "null", "\"%s\":null gave %s%s%s", name, code_name(c), c ? ": " : "",
                  c ? e.msg : "");
     }
-    sr_buf_release(&key);
     sr_buf_release(&body);
+    return rc;
+}
+
+/* Outside skyrl: the battery's own corruptions of the first clean body's value, in its wire. */
+static int check_wire_faults(vf *v, sr_err *err)
+{
+    const sr_vf_input *in = v->in;
+    line(v, "SKIP", "fault",
+         "the engine's body faults act on skyrl's envelope only; none reaches %s's %s; the "
+         "battery corrupts the field in the body itself:",
+         sr_dialect_name(in->dialect), sr_vf_wire_name(in->def));
+    sr_vf_wire_fault fs[SR_VF_WIRE_FAULTS_MAX];
+    size_t n = sr_vf_wire_faults(fs, in->def);
+    sr_buf b = SR_BUF_INIT;
+    int rc = 0;
+    for (size_t i = 0; !rc && i < n && in->n_clean; i++) {
+        sr_err e = SR_ERR_INIT;
+        int c =
+            sr_vf_wire_corrupt(&b, in->clean[0].data, in->clean[0].len, in->def, fs[i].edit, &e);
+        if (c == SR_E_NOMEM)
+            rc = sr_err_set(err, c, "%s", e.msg);
+        const sr_splice_result *r = NULL;
+        if (!c)
+            c = sr_splice(v->one, b.data, b.len, -1, &r, &e);
+        if (rc)
+            break;
+        if (c == fs[i].expect)
+            line(v, "PASS", "fault", "%-20s -> %s", fs[i].name, code_name(c));
+        else
+            line(v, "FAIL", "fault", "%-20s -> %s, expected %s%s%s", fs[i].name, code_name(c),
+                 code_name(fs[i].expect), c ? ": " : "", c ? e.msg : "");
+    }
+    sr_buf_release(&b);
     return rc;
 }
 
@@ -453,12 +374,8 @@ static int check_faults(vf *v, sr_err *err)
     const sr_vf_input *in = v->in;
     size_t n;
     const sr_vf_fault *fs = sr_vf_faults(&n);
-    if (!in->faulted) {
-        line(v, "SKIP", "fault",
-             "the engine's body faults act on skyrl's envelope only; none reaches %s's %s",
-             sr_dialect_name(in->dialect), wire_name(in->def));
-        return 0;
-    }
+    if (!in->faulted)
+        return check_wire_faults(v, err);
     for (size_t i = 0; i < n; i++) {
         const sr_vf_body *b = &in->faulted[i];
         const sr_splice_result *r = NULL;
@@ -577,7 +494,7 @@ static int check_throughput(vf *v, sr_err *err)
             line(v, "INFO", "size",
                  "%s: %.2f wire bytes (%s text) and %.2f decoded bytes per token row",
                  sr_dtype_name((sr_dtype)t), rows ? (double)env_len / (double)rows : 0.0,
-                 wire_name(w), rows ? (double)a.nbytes / (double)rows : 0.0);
+                 sr_vf_wire_name(w), rows ? (double)a.nbytes / (double)rows : 0.0);
         }
         sr_gen_extra_release(&x);
     }
