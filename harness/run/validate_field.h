@@ -3,6 +3,14 @@
  * (lib/sr_fields.h), on response bodies that a mock engine produced with the field beside the
  * routes (lib/sr_gen_extra.h), before the field ships.
  *
+ * The bodies are in one engine dialect's wire (in->dialect; spec/dialect.h), and in->def is the
+ * registry entry that reads the field there (sr_dialect_field_def): an envelope (skyrl, dynamo),
+ * a base64 string (vllm .npy, sglang raw and flat, nemo-rl nrlre1) or nested integer lists
+ * (vllm-json). "Envelope" below means the value in that wire; the values are compared as the
+ * wire carries them (flat for raw, as integers for nested lists). Outside skyrl the engine's
+ * body faults do not reach the field (in->faulted NULL): the fault check prints SKIP for them
+ * and runs the battery's own corruptions of the wire instead (validate_field_wire.h).
+ *
  * Checks, each printed as one line `  PASS|FAIL|INFO  <check>  <detail>`:
  *   emit        every clean body splices with the registry (built-ins + the file's definitions)
  *               and carries the field as an envelope beside a valid routed_experts envelope, in
