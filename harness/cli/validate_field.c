@@ -572,7 +572,10 @@ int sr_cmd_validate_field(int argc, char **argv)
     }
     int status;
     if (n == 0) {
-        fprintf(stderr, "syncroll validate-field: %s defines no packed field\n", a.path);
+        fprintf(stderr,
+                "syncroll validate-field: %s defines no packed field (a definition with a "
+                "\"wire\" key is validated with --dialect, in that dialect's wire)\n",
+                a.path);
         status = SR_EXIT_USAGE;
     } else {
         status = run(&a, reg, fs, n, &err);
