@@ -121,24 +121,29 @@ typedef struct extras {
     sr_dialect d;
 } extras;
 
-/* Appends `"` + base64(head, then body) + `"`. */
-static int put_b64_two(sr_buf *b, const void *head, size_t hl, const void *body, size_t n,
-                       sr_err *err)
+/* Appends `"` + text (tl bytes, as is) + base64(head bytes, then body bytes) + `"`. */
+static int put_b64_two(sr_buf *b, const char *text, size_t tl, const void *head, size_t hl,
+                       const void *body, size_t n, sr_err *err)
 {
-    unsigned char *raw = malloc(hl + n ? hl + n : 1);
-    if (!raw)
+    unsigned char *joined = hl ? malloc(hl + n) : NULL;
+    if (hl && !joined)
         return sr_err_set(err, SR_E_NOMEM, "cannot allocate %zu bytes", hl + n);
-    if (hl)
-        memcpy(raw, head, hl);
-    if (n)
-        memcpy(raw + hl, body, n);
-    int rc = sr_buf_reserve(b, sr_base64_encoded_len(hl + n) + 2, err);
+    if (joined) {
+        memcpy(joined, head, hl);
+        if (n)
+            memcpy(joined + hl, body, n);
+    }
+    const void *src = joined ? (const void *)joined : body;
+    int rc = sr_buf_reserve(b, tl + sr_base64_encoded_len(hl + n) + 2, err);
     if (!rc) {
         b->data[b->len++] = '"';
-        b->len += sr_base64_encode(b->data + b->len, raw, hl + n, SR_B64_AUTO);
+        if (tl)
+            memcpy(b->data + b->len, text, tl);
+        b->len += tl;
+        b->len += sr_base64_encode(b->data + b->len, src, hl + n, SR_B64_AUTO);
         b->data[b->len++] = '"';
     }
-    free(raw);
+    free(joined);
     return rc;
 }
 
@@ -168,23 +173,12 @@ static int put_extra_value(sr_buf *b, const sr_gen_extra *x, sr_route_encoding e
     switch (enc) {
     case SR_ENC_NPY:
         rc = sr_npy_write_header(&hl, head, sizeof(head), x->dtype, x->shape, x->ndim, err);
-        return rc ? rc : put_b64_two(b, head, hl, x->bytes, x->nbytes, err);
+        return rc ? rc : put_b64_two(b, NULL, 0, head, hl, x->bytes, x->nbytes, err);
     case SR_ENC_FLAT_B64:
-        return put_b64_two(b, NULL, 0, x->bytes, x->nbytes, err);
+        return put_b64_two(b, NULL, 0, NULL, 0, x->bytes, x->nbytes, err);
     case SR_ENC_NRLRE:
         rc = sr_nrlre_write_prefix(&hl, head, sizeof(head), x->dtype, x->shape, err);
-        if (!rc)
-            rc = sr_buf_puts(b, "\"", err);
-        if (!rc)
-            rc = sr_buf_append(b, head, hl, err);
-        if (rc || (rc = put_b64_two(b, NULL, 0, x->bytes, x->nbytes, err)))
-            return rc;
-        /* "<prefix>""<b64>" -> "<prefix><b64>" */
-        memmove(b->data + b->len - sr_base64_encoded_len(x->nbytes) - 2,
-                b->data + b->len - sr_base64_encoded_len(x->nbytes) - 1,
-                sr_base64_encoded_len(x->nbytes) + 1);
-        b->len--;
-        return 0;
+        return rc ? rc : put_b64_two(b, head, hl, NULL, 0, x->bytes, x->nbytes, err);
     case SR_ENC_NESTED:
         return put_nested_extra(b, x, 0, &at, err);
     default: /* SR_ENC_OBJECT: {"data","shape","dtype"} */
