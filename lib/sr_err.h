@@ -309,6 +309,8 @@ typedef enum sr_class {
       "a nested route list holds a value that is not an integer in the field's range")             \
     X(SR_E_DIALECT_AMBIGUOUS, -1235, "dialect.ambiguous", SR_CLASS_USAGE,                          \
       "a body's dialect cannot be told from its keys; name it with --dialect")                     \
+    X(SR_E_DIALECT_FIELD, -1260, "dialect.field_unsupported", SR_CLASS_USAGE,                      \
+      "a packed field definition cannot be carried in the engine dialect's wire")                  \
     /* safetensors checkpoints (-13xx) */                                                          \
     X(SR_E_ST_TRUNCATED, -1300, "st.truncated", SR_CLASS_PROTOCOL,                                 \
       "a safetensors file is shorter than its 8-byte header length")                               \

@@ -314,6 +314,68 @@ START_TEST(test_dialect_requests)
 }
 END_TEST
 
+/* Extra fields in each wire (sr_dialect_field_def): the converted kinds, and the fields a wire
+ * cannot carry refused with dialect.field_unsupported, in a config too. */
+START_TEST(test_dialect_field_wires)
+{
+    sr_err err = SR_ERR_INIT;
+    sr_field_def d, w;
+    memset(&d, 0, sizeof(d));
+    d.kind = SR_FIELD_PACKED;
+    snprintf(d.name, sizeof(d.name), "side_ids");
+    d.dtypes = SR_DTYPE_BIT(SR_DTYPE_INT16);
+    d.ndim = 3;
+    d.nullable = 1;
+    d.token_rows = 1;
+    ck_assert_sr_ok(sr_dialect_field_def(&w, &d, SR_DIALECT_SKYRL, &err), err);
+    ck_assert_int_eq(w.kind, SR_FIELD_PACKED);
+    ck_assert_sr_ok(sr_dialect_field_def(&w, &d, SR_DIALECT_DYNAMO, &err), err);
+    ck_assert_int_eq(w.kind, SR_FIELD_PACKED);
+    ck_assert_sr_ok(sr_dialect_field_def(&w, &d, SR_DIALECT_VLLM, &err), err);
+    ck_assert_int_eq(w.kind, SR_FIELD_STRING);
+    ck_assert_int_eq(w.wire, SR_WIRE_NPY);
+    ck_assert_sr_ok(sr_dialect_field_def(&w, &d, SR_DIALECT_SGLANG, &err), err);
+    ck_assert_int_eq(w.wire, SR_WIRE_RAW);
+    ck_assert_int_eq(w.ndim, 1);
+    ck_assert_sr_ok(sr_dialect_field_def(&w, &d, SR_DIALECT_NEMO_RL, &err), err);
+    ck_assert_int_eq(w.wire, SR_WIRE_NRLRE);
+    ck_assert_sr_ok(sr_dialect_field_def(&w, &d, SR_DIALECT_VLLM_JSON, &err), err);
+    ck_assert_int_eq(w.kind, SR_FIELD_NESTED);
+    ck_assert_int_eq(w.min, INT16_MIN);
+    ck_assert_int_eq(w.max, INT16_MAX);
+    /* Two dtypes: raw bytes cannot say which. */
+    sr_field_def two = d;
+    two.dtypes |= SR_DTYPE_BIT(SR_DTYPE_INT32);
+    sr_err e = SR_ERR_INIT;
+    ck_assert_sr_code(sr_dialect_field_def(&w, &two, SR_DIALECT_SGLANG, &e), e, SR_E_DIALECT_FIELD);
+    ck_assert_msg(strstr(e.msg, "side_ids") && strstr(e.msg, "sglang"), "%s", e.msg);
+    /* Floats: no nested integer lists, no nrlre1 string; 1-D: no nrlre1 string. */
+    sr_field_def fl = d;
+    fl.dtypes = SR_DTYPE_BIT(SR_DTYPE_FLOAT32);
+    ck_assert_sr_code(sr_dialect_field_def(&w, &fl, SR_DIALECT_VLLM_JSON, &e), e,
+                      SR_E_DIALECT_FIELD);
+    ck_assert_sr_code(sr_dialect_field_def(&w, &fl, SR_DIALECT_NEMO_RL, &e), e, SR_E_DIALECT_FIELD);
+    sr_field_def flat = d;
+    flat.ndim = 1;
+    ck_assert_sr_code(sr_dialect_field_def(&w, &flat, SR_DIALECT_NEMO_RL, &e), e,
+                      SR_E_DIALECT_FIELD);
+    /* A string wire's name needs 5 bytes. */
+    sr_field_def shortname = d;
+    snprintf(shortname.name, sizeof(shortname.name), "ids");
+    ck_assert_sr_code(sr_dialect_field_def(&w, &shortname, SR_DIALECT_VLLM, &e), e,
+                      SR_E_DIALECT_FIELD);
+    ck_assert_sr_ok(sr_dialect_field_def(&w, &shortname, SR_DIALECT_DYNAMO, &err), err);
+    /* At config time. */
+    sr_engine_config c;
+    const char *cfg = "{\"dialect\":\"nemo-rl\",\"fields\":[\"routed_experts\",{\"name\":"
+                      "\"entropy\",\"dtypes\":[\"float32\"],\"ndim\":1}]}";
+    ck_assert_sr_code(sr_engine_config_parse(&c, cfg, strlen(cfg), "d.json", 0, &e), e,
+                      SR_E_ENGINE_CONFIG);
+    ck_assert_msg(strstr(e.msg, "dialect.field_unsupported") && strstr(e.msg, "entropy"), "%s",
+                  e.msg);
+}
+END_TEST
+
 START_TEST(test_config_parse)
 {
     sr_engine_config c;
@@ -425,6 +487,7 @@ static Suite *units_suite(void)
     tcase_add_test(tc, test_fault_picking);
     tcase_add_test(tc, test_request_parse);
     tcase_add_test(tc, test_dialect_requests);
+    tcase_add_test(tc, test_dialect_field_wires);
     tcase_add_test(tc, test_config_parse);
     tcase_add_test(tc, test_body_is_reference_bytes);
     suite_add_tcase(s, tc);

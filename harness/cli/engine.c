@@ -225,6 +225,11 @@ int sr_cmd_engine(int argc, char **argv)
         cfg.sync_dialect = sr_sync_dialect_of(a.dialect); /* the dialect's control plane */
     if (a.dialect >= 0)
         cfg.dialect = (sr_dialect)a.dialect;
+    /* The config checked its fields against its own dialect; --dialect may name another. */
+    for (int i = 0; !rc && a.dialect >= 0 && i < cfg.n_extra; i++) {
+        sr_field_def wire;
+        rc = sr_dialect_field_def(&wire, &cfg.extra[i], cfg.dialect, &err);
+    }
     sr_engine *e = NULL;
     sr_server *srv = NULL;
     if (!rc)

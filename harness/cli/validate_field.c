@@ -19,27 +19,51 @@
 #include "sr_clock.h"
 #include "sr_fields.h"
 #include "run/validate_field.h"
+#include "spec/dialect.h"
 
 static const char USAGE[] =
-    "usage: syncroll validate-field [--seed N] [--rows N] FIELD.json\n"
+    "usage: syncroll validate-field [--seed N] [--rows N] [--dialect D] [--producer P.json]\n"
+    "                               FIELD.json\n"
     "\n"
     "Validates new packed side-channel fields before they ship. FIELD.json holds their\n"
     "definitions in the registry format of lib/sr_fields.h ({\"fields\": [{\"name\": ...,\n"
-    "\"dtypes\": [...], \"ndim\": N, ...}]}, as `check-body --field-registry` reads). A mock "
-    "engine\n"
-    "is started that emits every field beside routed_experts (a field it does not know from\n"
-    "its definition, with seeded values inside the contract; rollout_sample_support from its own\n"
-    "generator), and for each packed field the battery checks: emit (every response carries it,\n"
-    "in a listed dtype), round-trip (splice + decode give the engine's values, one-shot and\n"
+    "\"dtypes\": [...], \"ndim\": N, ...}]}, as `check-body --field-registry` reads). A mock\n"
+    "engine is started that emits every field beside routed_experts (a field it does not know\n"
+    "from its definition, with seeded values inside the contract; rollout_sample_support from its\n"
+    "own generator), and for each packed field the battery checks: emit (every response carries\n"
+    "it, in a listed dtype), round-trip (splice + decode give the engine's values, one-shot and\n"
     "streamed; every listed dtype survives pack -> splice -> decode), null (accepted exactly\n"
     "when nullable), fault (every packed-corruption fault of the engine aimed at the field gives\n"
     "its named error), one-pass (one pass over each body with the field registered), and\n"
-    "reports decode throughput and bytes per token.\n"
+    "reports decode throughput against memcpy and bytes per token.\n"
+    "\n"
+    "--dialect D runs it all in the wire an engine of dialect D uses (skyrl, vllm, vllm-json,\n"
+    "sglang, dynamo, nemo-rl; scenarios/FORMAT.md 5b): the engine serves D's generate route,\n"
+    "the client's registry is D's (sr_dialect_add_fields) plus the file's definitions converted\n"
+    "to D's wire (a definition's \"wire\" key is replaced by the converted kind), and the field\n"
+    "travels as its routes do:\n"
+    "  skyrl      an envelope {data,shape,dtype} in the choice (the default)\n"
+    "  vllm       a base64 .npy string in the choice (dtype and shape in its header)\n"
+    "  sglang     base64 of the raw bytes in meta_info, flat: one dtype only\n"
+    "  dynamo     an envelope {data,shape,dtype} under nvext.engine_data\n"
+    "  nemo-rl    an nrlre1 string in choices[0].message: 3-D int8/int16/int32 fields only\n"
+    "  vllm-json  nested JSON integer lists in the choice: integer dtypes only (no uint64)\n"
+    "A field the wire cannot carry FAILs the check `wire` (dialect.field_unsupported), and so do\n"
+    "routed_experts and rollout_sample_support outside skyrl (the routes are the dialect's own;\n"
+    "the engine emits the sample support in skyrl only). Every check runs in the dialect's\n"
+    "wire but the engine's faults: its body faults act on skyrl's envelope only, so outside\n"
+    "skyrl they are SKIPped and the battery corrupts the field in a clean body itself, each\n"
+    "with its named error: bad_base64 (base64.invalid_char; not vllm-json), not_string\n"
+    "(wire.not_string; vllm, sglang, nemo-rl), bad_leaf (nested.value; vllm-json),\n"
+    "duplicate_field (json.duplicate_key; all).\n"
     "\n"
     "options:\n"
-    "  --seed N   the engine's seed (default 1)\n"
-    "  --rows N   token rows of the throughput body (default 30000)\n"
-    "  -h, --help show this help\n"
+    "  --seed N         the engine's seed (default 1)\n"
+    "  --rows N         token rows of the throughput body (default 30000)\n"
+    "  --dialect D      the engine's wire (default skyrl); another name is a usage error\n"
+    "  --producer P     the engine emits each field P.json defines from P's definition instead\n"
+    "                   of FIELD.json's (a producer that breaks the contract fails emit)\n"
+    "  -h, --help       show this help\n"
     "\n"
     "exit status: 0 every field is ready; 1 a check failed (or the engine could not run);\n"
     "2 usage error or a malformed definition file.\n";
@@ -50,6 +74,9 @@ typedef struct vf_args {
     const char *path;
     uint64_t seed;
     size_t rows;
+    sr_dialect dialect;
+    int dialect_given;    /* --dialect: the file's definitions are converted to its wire */
+    const char *producer; /* --producer: the definitions the engine emits from, or NULL */
 } vf_args;
 
 static int parse_args(vf_args *a, int argc, char **argv)
@@ -57,6 +84,9 @@ static int parse_args(vf_args *a, int argc, char **argv)
     a->path = NULL;
     a->seed = 1;
     a->rows = 30000;
+    a->dialect = SR_DIALECT_SKYRL;
+    a->dialect_given = 0;
+    a->producer = NULL;
     for (int i = 1; i < argc; i++) {
         long long v;
         if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
@@ -70,6 +100,18 @@ static int parse_args(vf_args *a, int argc, char **argv)
                    sr_arg_int(argv[i + 1], 1, 1 << 24, &v) == 0) {
             a->rows = (size_t)v;
             i++;
+        } else if (strcmp(argv[i], "--dialect") == 0 && i + 1 < argc) {
+            int d = sr_dialect_lookup(argv[++i]);
+            if (d < 0) {
+                fprintf(stderr,
+                        "syncroll validate-field: unknown dialect '%s': one of %s (see --help)\n",
+                        argv[i], sr_dialect_names());
+                return SR_EXIT_USAGE;
+            }
+            a->dialect = (sr_dialect)d;
+            a->dialect_given = 1;
+        } else if (strcmp(argv[i], "--producer") == 0 && i + 1 < argc) {
+            a->producer = argv[++i];
         } else if (argv[i][0] == '-' || a->path) {
             fprintf(stderr, "syncroll validate-field: bad argument '%s' (see --help)\n", argv[i]);
             return SR_EXIT_USAGE;
@@ -84,35 +126,96 @@ static int parse_args(vf_args *a, int argc, char **argv)
     return 0;
 }
 
-/* The client's registry: the file's definitions, then the built-ins it does not redefine. */
-static int build_registry(sr_fields **out, const sr_fields *file, sr_err *err)
+/* One packed field of the file under test: its definition (what the engine emits from) and the
+ * registry entry that reads it in the dialect's wire, or why the wire cannot carry it. */
+typedef struct vf_field {
+    sr_field_def src;
+    sr_field_def emit; /* what the engine emits from: src, or --producer's definition */
+    sr_field_def wire;
+    int refused; /* sr_code (dialect.field_unsupported), 0 when carried */
+    char why[SR_ERR_MSG_MAX];
+} vf_field;
+
+/* A field the engine emits from its own generator rather than from the definition. */
+static int engine_native(const sr_field_def *d)
 {
-    sr_fields *reg = NULL, *bi = NULL;
-    int rc = sr_fields_new(&reg, err);
-    if (!rc)
-        rc = sr_fields_new(&bi, err);
-    if (!rc)
-        rc = sr_fields_add_builtins(bi, err);
-    for (size_t i = 0; !rc && i < sr_fields_count(file); i++)
-        rc = sr_fields_add(reg, sr_fields_at(file, i), err);
-    for (size_t i = 0; !rc && i < sr_fields_count(bi); i++) {
-        const sr_field_def *d = sr_fields_at(bi, i);
-        if (!sr_fields_find(reg, d->name, d->name_len))
-            rc = sr_fields_add(reg, d, err);
+    return strcmp(d->name, "routed_experts") == 0 || strcmp(d->name, "rollout_sample_support") == 0;
+}
+
+/* Whether field i of the file is under test: packed, or (with --dialect) a string wire's
+ * definition, whose packed form is converted to the dialect's wire. */
+static int under_test(const sr_field_def *d, const vf_args *a)
+{
+    return d->kind == SR_FIELD_PACKED || (a->dialect_given && d->kind == SR_FIELD_STRING);
+}
+
+/* The packed form of a definition (a string wire's definition loses its wire). */
+static sr_field_def packed(const sr_field_def *d)
+{
+    sr_field_def p = *d;
+    p.kind = SR_FIELD_PACKED;
+    p.wire = SR_WIRE_RAW;
+    return p;
+}
+
+/* The fields under test, converted to the dialect's wire; returns how many. `prod` (or NULL)
+ * holds the producer's definitions, which the engine emits from in place of the file's. */
+static size_t wire_fields(vf_field *out, const sr_fields *file, const sr_fields *prod,
+                          const vf_args *a)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < sr_fields_count(file); i++) {
+        const sr_field_def *d = sr_fields_at(file, i);
+        if (!under_test(d, a))
+            continue;
+        vf_field *f = &out[n++];
+        memset(f, 0, sizeof(*f));
+        f->src = packed(d);
+        const sr_field_def *pd = prod ? sr_fields_find(prod, d->name, d->name_len) : NULL;
+        f->emit = pd && (pd->kind == SR_FIELD_PACKED || pd->kind == SR_FIELD_STRING) ? packed(pd)
+                                                                                     : f->src;
+        sr_err e = SR_ERR_INIT;
+        sr_field_def unused;
+        if (a->dialect != SR_DIALECT_SKYRL && engine_native(d)) {
+            f->refused =
+                sr_err_set(&e, SR_E_DIALECT_FIELD, "%s cannot be carried in the %s wire: %s",
+                           d->name, sr_dialect_name(a->dialect),
+                           strcmp(d->name, "routed_experts") == 0
+                               ? "it is the dialect's own route field"
+                               : "the engine emits it in skyrl's envelope only");
+        } else {
+            f->refused = sr_dialect_field_def(&f->wire, &f->src, a->dialect, &e);
+            if (!f->refused && pd)
+                f->refused = sr_dialect_field_def(&unused, &f->emit, a->dialect, &e);
+        }
+        if (f->refused)
+            snprintf(f->why, sizeof(f->why), "%s", e.msg);
     }
-    sr_fields_free(bi);
+    return n;
+}
+
+/* The client's registry: the file's other entries, the carried fields in the dialect's wire,
+ * then the entries that read the dialect's responses (skyrl: the built-ins) that they do not
+ * redefine. */
+static int build_registry(sr_fields **out, const sr_fields *file, const vf_field *fs, size_t n,
+                          const vf_args *a, sr_err *err)
+{
+    sr_fields *reg = NULL;
+    int rc = sr_fields_new(&reg, err);
+    for (size_t i = 0; !rc && i < sr_fields_count(file); i++)
+        if (!under_test(sr_fields_at(file, i), a))
+            rc = sr_fields_add(reg, sr_fields_at(file, i), err);
+    for (size_t i = 0; !rc && i < n; i++)
+        if (!fs[i].refused)
+            rc = sr_fields_add(reg, &fs[i].wire, err);
+    if (!rc)
+        rc = sr_dialect_add_fields(reg, a->dialect, err);
     if (rc) {
         sr_fields_free(reg);
         reg = NULL;
     }
     *out = reg;
     return rc;
-}
-
-/* A field the engine emits from its own generator rather than from the definition. */
-static int engine_native(const sr_field_def *d)
-{
-    return strcmp(d->name, "routed_experts") == 0 || strcmp(d->name, "rollout_sample_support") == 0;
 }
 
 static cJSON *def_json(const sr_field_def *d)
@@ -131,19 +234,26 @@ static cJSON *def_json(const sr_field_def *d)
     return o;
 }
 
-/* Request ordinal (1-based) of fault k aimed at packed field f. */
-static int fault_ordinal(size_t f, size_t k)
+/* The engine's body faults act on skyrl's envelope only: other dialects run no fault request. */
+static size_t n_faults(const vf_args *a)
 {
     size_t nk;
     sr_vf_faults(&nk);
-    return (int)(N_CLEAN + f * nk + k + 1);
+    return a->dialect == SR_DIALECT_SKYRL ? nk : 0;
 }
 
-/* The engine config: the fields beside the routes and one fault per (field, kind). */
-static char *engine_config(const sr_field_def *const *defs, size_t n, uint64_t seed)
+/* Request ordinal (1-based) of fault k aimed at packed field f. */
+static int fault_ordinal(const vf_args *a, size_t f, size_t k)
+{
+    return (int)(N_CLEAN + f * n_faults(a) + k + 1);
+}
+
+/* The engine config: the dialect, the fields beside the routes and one fault per (field, kind). */
+static char *engine_config(const vf_field *fs, size_t n, const vf_args *a)
 {
     cJSON *r = cJSON_CreateObject();
-    cJSON_AddNumberToObject(r, "seed", (double)seed);
+    cJSON_AddNumberToObject(r, "seed", (double)a->seed);
+    cJSON_AddStringToObject(r, "dialect", sr_dialect_name(a->dialect));
     cJSON *m = cJSON_AddObjectToObject(r, "model");
     cJSON_AddNumberToObject(m, "vocab", 1000);
     cJSON_AddNumberToObject(m, "layers", 2);
@@ -151,22 +261,25 @@ static char *engine_config(const sr_field_def *const *defs, size_t n, uint64_t s
     cJSON_AddNumberToObject(m, "topk", 4);
     cJSON *fl = cJSON_AddArrayToObject(r, "fields"), *fa = cJSON_AddArrayToObject(r, "faults");
     cJSON_AddItemToArray(fl, cJSON_CreateString("routed_experts"));
-    size_t nk;
-    const sr_vf_fault *fs = sr_vf_faults(&nk);
+    size_t nk = n_faults(a);
+    const sr_vf_fault *kinds = sr_vf_faults(&(size_t){0});
     for (size_t f = 0; f < n; f++) {
-        if (strcmp(defs[f]->name, "rollout_sample_support") == 0)
-            cJSON_AddItemToArray(fl, cJSON_CreateString(defs[f]->name));
-        else if (!engine_native(defs[f]))
-            cJSON_AddItemToArray(fl, def_json(defs[f]));
+        const sr_field_def *d = &fs[f].emit;
+        if (fs[f].refused)
+            continue;
+        if (strcmp(d->name, "rollout_sample_support") == 0)
+            cJSON_AddItemToArray(fl, cJSON_CreateString(d->name));
+        else if (!engine_native(d))
+            cJSON_AddItemToArray(fl, def_json(d));
         for (size_t k = 0; k < nk; k++) {
             cJSON *x = cJSON_CreateObject();
-            cJSON_AddStringToObject(x, "kind", fs[k].kind);
-            if (strcmp(fs[k].kind, "respaced_json") != 0)
-                cJSON_AddStringToObject(x, "field", defs[f]->name);
-            if (strcmp(fs[k].kind, "extra_envelope") == 0)
+            cJSON_AddStringToObject(x, "kind", kinds[k].kind);
+            if (strcmp(kinds[k].kind, "respaced_json") != 0)
+                cJSON_AddStringToObject(x, "field", d->name);
+            if (strcmp(kinds[k].kind, "extra_envelope") == 0)
                 cJSON_AddStringToObject(x, "key", "unregistered_side_channel");
             cJSON *nth = cJSON_AddArrayToObject(x, "nth");
-            cJSON_AddItemToArray(nth, cJSON_CreateNumber(fault_ordinal(f, k)));
+            cJSON_AddItemToArray(nth, cJSON_CreateNumber(fault_ordinal(a, f, k)));
             cJSON_AddItemToArray(fa, x);
         }
     }
@@ -177,24 +290,72 @@ static char *engine_config(const sr_field_def *const *defs, size_t n, uint64_t s
 
 #define GENERATE_MS 30000 /* the deadline of one captured generate */
 
+static int put_key(sr_buf *b, int *first, const char *key, sr_err *err)
+{
+    int rc = sr_buf_printf(b, err, "%s\"%s\":", *first ? "" : ",", key);
+    *first = 0;
+    return rc;
+}
+
+/* The dialect's generate request (its first route, spec/dialect.h): the prompt, max tokens,
+ * ignore_eos, routes from row 0 (the start where the wire has one, its routes switch). */
+static int request_body(sr_buf *req, const sr_dialect_route *rt, const int32_t *prompt, size_t P,
+                        int max_tokens, sr_err *err)
+{
+    const sr_dialect_request *q = &rt->request;
+    int first = 1, rc = sr_buf_puts(req, "{", err);
+    if (!rc && q->params) {
+        int inner = 1;
+        rc = put_key(req, &first, q->params, err);
+        if (!rc)
+            rc = sr_buf_puts(req, "{", err);
+        if (!rc)
+            rc = put_key(req, &inner, q->max_tokens_key, err);
+        if (!rc)
+            rc = sr_buf_printf(req, err, "%d,\"ignore_eos\":true", max_tokens);
+        if (!rc && q->start_key && q->start_in_params)
+            rc = sr_buf_printf(req, err, ",\"%s\":0", q->start_key);
+        if (!rc)
+            rc = sr_buf_puts(req, "}", err);
+    } else if (!rc) {
+        rc = put_key(req, &first, q->max_tokens_key, err);
+        if (!rc)
+            rc = sr_buf_printf(req, err, "%d,\"ignore_eos\":true", max_tokens);
+    }
+    if (!rc && q->start_key && (!q->start_in_params || !q->params)) {
+        rc = put_key(req, &first, q->start_key, err);
+        if (!rc)
+            rc = sr_buf_puts(req, "0", err);
+    }
+    if (!rc && q->routes_switch) {
+        rc = put_key(req, &first, q->routes_switch, err);
+        if (!rc)
+            rc = sr_buf_puts(req, "true", err);
+    }
+    if (!rc && rt->api != SR_API_SGLANG) {
+        rc = put_key(req, &first, "model", err);
+        if (!rc)
+            rc = sr_buf_puts(req, "\"default\"", err);
+    }
+    if (!rc)
+        rc = put_key(req, &first, q->tokens_key, err);
+    if (!rc)
+        rc = sr_buf_puts(req, "[", err);
+    for (size_t i = 0; !rc && i < P; i++)
+        rc = sr_buf_printf(req, err, i ? ",%d" : "%d", prompt[i]);
+    return rc ? rc : sr_buf_puts(req, "]}", err);
+}
+
 /* One generate: prompt -> the raw response body (HTTP 200 required). */
-static int generate(sr_buf *body, sr_fanout *fan, const int32_t *prompt, size_t P, int max_tokens,
-                    sr_err *err)
+static int generate(sr_buf *body, sr_fanout *fan, const sr_dialect_route *rt, const int32_t *prompt,
+                    size_t P, int max_tokens, sr_err *err)
 {
     sr_buf req = SR_BUF_INIT;
-    int rc = sr_buf_printf(&req, err,
-                           "{\"sampling_params\":{\"max_tokens\":%d,\"logprobs\":0,\"ignore_eos\":"
-                           "true,\"routed_experts_prompt_start\":0},\"model\":\"default\","
-                           "\"token_ids\":[",
-                           max_tokens);
-    for (size_t i = 0; !rc && i < P; i++)
-        rc = sr_buf_printf(&req, err, i ? ",%d" : "%d", prompt[i]);
-    if (!rc)
-        rc = sr_buf_puts(&req, "]}", err);
+    int rc = request_body(&req, rt, prompt, P, max_tokens, err);
     sr_fanout_seg seg = {req.data, req.len};
     sr_fanout_req r;
     memset(&r, 0, sizeof(r));
-    r.path = "/skyrl/v1/generate";
+    r.path = rt->path;
     r.segs = &seg;
     r.nseg = 1;
     if (!rc)
@@ -223,9 +384,10 @@ typedef struct capture {
 #define PROMPT_MAX 64
 
 /* Clean requests first (prompts of 1..36 tokens, 1..15 generated), then one per fault. */
-static int capture_all(capture *cap, const char *url, sr_err *err)
+static int capture_all(capture *cap, const char *url, sr_dialect d, sr_err *err)
 {
     sr_fanout *fan = NULL;
+    const sr_dialect_route *rt = &sr_dialect_get(d)->routes[0];
     int rc = sr_fanout_new(&fan, &url, 1, 0, err);
     for (size_t i = 0; !rc && i < cap->n; i++) {
         size_t P = i < N_CLEAN ? 1 + 5 * i : 4;
@@ -233,12 +395,11 @@ static int capture_all(capture *cap, const char *url, sr_err *err)
         for (size_t j = 0; j < P; j++)
             p[j] = (int32_t)((i * 31 + j * 7 + 3) % 1000);
         cap->P[i] = P;
-        rc = generate(&cap->bodies[i], fan, p, P, i < N_CLEAN ? 1 + 2 * (int)i : 4, err);
+        rc = generate(&cap->bodies[i], fan, rt, p, P, i < N_CLEAN ? 1 + 2 * (int)i : 4, err);
     }
     sr_fanout_free(fan);
     return rc;
 }
-
 /* Starts the engine on `cfg` (its output into `log`), returns its URL in url. */
 static int start_engine(sr_proc *p, const char *cfg, const char *log, char *url, size_t cap,
                         sr_err *err)
@@ -278,11 +439,9 @@ static void describe(FILE *out, const sr_field_def *d)
 }
 
 /* Runs the battery on every packed field; returns the exit status. */
-static int battery(const vf_args *a, const sr_fields *reg, const sr_field_def *const *defs,
-                   size_t n, const capture *cap, sr_err *err)
+static int battery(const vf_args *a, const sr_fields *reg, const vf_field *fs, size_t n,
+                   const capture *cap, sr_err *err)
 {
-    size_t nk;
-    sr_vf_faults(&nk);
     sr_vf_body *bodies = calloc(cap->n, sizeof(*bodies));
     if (!bodies) {
         sr_err_set(err, SR_E_NOMEM, "cannot allocate the body list");
@@ -297,18 +456,27 @@ static int battery(const vf_args *a, const sr_fields *reg, const sr_field_def *c
     size_t ready = 0;
     int rc = 0;
     for (size_t f = 0; !rc && f < n; f++) {
-        const sr_field_def *d = sr_fields_find(reg, defs[f]->name, defs[f]->name_len);
+        describe(stdout, &fs[f].src);
+        if (fs[f].refused) {
+            printf("  %-4s  %-10s  %s: %s\n", "FAIL", "wire", sr_code_name(fs[f].refused),
+                   fs[f].why);
+            printf("NOT READY %s\n", fs[f].src.name);
+            continue;
+        }
+        const sr_field_def *d = sr_fields_find(reg, fs[f].src.name, fs[f].src.name_len);
         sr_vf_input in = {reg,
                           d,
+                          &fs[f].src,
+                          &fs[f].emit,
                           !engine_native(d),
+                          a->dialect,
                           a->seed,
                           bodies,
                           N_CLEAN,
-                          bodies + fault_ordinal(f, 0) - 1,
+                          n_faults(a) ? bodies + fault_ordinal(a, f, 0) - 1 : NULL,
                           a->rows,
                           stdout};
         int failed = 0;
-        describe(stdout, d);
         rc = sr_vf_run(&failed, &in, err);
         if (!rc) {
             printf("%s %s\n", failed ? "NOT READY" : "READY", d->name);
@@ -322,8 +490,7 @@ static int battery(const vf_args *a, const sr_fields *reg, const sr_field_def *c
     return ready == n ? SR_EXIT_OK : SR_EXIT_FAIL;
 }
 
-static int run(const vf_args *a, const sr_fields *reg, const sr_field_def *const *defs, size_t n,
-               sr_err *err)
+static int run(const vf_args *a, const sr_fields *reg, const vf_field *fs, size_t n, sr_err *err)
 {
     char dir[] = "/tmp/syncroll-validate-field-XXXXXX", cfg[128], log[128], url[160];
     if (!mkdtemp(dir)) {
@@ -332,13 +499,12 @@ static int run(const vf_args *a, const sr_fields *reg, const sr_field_def *const
     }
     snprintf(cfg, sizeof(cfg), "%s/engine.json", dir);
     snprintf(log, sizeof(log), "%s/engine.log", dir);
-    size_t nk;
-    sr_vf_faults(&nk);
+    size_t nk = n_faults(a);
     capture cap = {NULL, NULL, NULL, N_CLEAN + n * nk};
     cap.bodies = calloc(cap.n, sizeof(*cap.bodies));
     cap.prompts = calloc(cap.n * PROMPT_MAX, sizeof(*cap.prompts));
     cap.P = calloc(cap.n, sizeof(*cap.P));
-    char *text = engine_config(defs, n, a->seed);
+    char *text = engine_config(fs, n, a);
     sr_proc p = SR_PROC_INIT;
     int rc = cap.bodies && cap.prompts && cap.P && text
                  ? 0
@@ -348,16 +514,17 @@ static int run(const vf_args *a, const sr_fields *reg, const sr_field_def *const
     if (!rc)
         rc = start_engine(&p, cfg, log, url, sizeof(url), err);
     if (!rc)
-        printf("validate-field: %s: %zu packed field(s); engine %s (seed %llu) emits them beside "
-               "routed_experts; %d clean responses, %zu faulted\n",
-               a->path, n, url, (unsigned long long)a->seed, N_CLEAN, n * nk);
+        printf("validate-field: %s: %zu packed field(s); engine %s (seed %llu, dialect %s: %s) "
+               "emits them beside routed_experts; %d clean responses, %zu faulted\n",
+               a->path, n, url, (unsigned long long)a->seed, sr_dialect_name(a->dialect),
+               sr_dialect_get(a->dialect)->routes[0].path, N_CLEAN, n * nk);
     if (!rc)
-        rc = capture_all(&cap, url, err);
+        rc = capture_all(&cap, url, a->dialect, err);
     if (p.pid > 0)
         sr_procs_stop(&p, 1, 2000);
     int status = SR_EXIT_FAIL;
     if (!rc)
-        status = battery(a, reg, defs, n, &cap, err);
+        status = battery(a, reg, fs, n, &cap, err);
     else
         fprintf(stderr,
                 "syncroll validate-field: the engine could not run; its config and log are in %s\n",
@@ -384,27 +551,40 @@ int sr_cmd_validate_field(int argc, char **argv)
         return rc < 0 ? SR_EXIT_OK : rc;
     sr_err err = SR_ERR_INIT;
     sr_fields *file = NULL, *reg = NULL;
-    if ((rc = sr_fields_new(&file, &err)) || (rc = sr_fields_load_file(file, a.path, &err)) ||
-        (rc = build_registry(&reg, file, &err))) {
+    vf_field *fs = calloc(SR_FIELDS_MAX, sizeof(*fs));
+    size_t n = 0;
+    if (!fs)
+        rc = sr_err_set(&err, SR_E_NOMEM, "cannot allocate the field list");
+    sr_fields *prod = NULL;
+    if (!rc && a.producer && !(rc = sr_fields_new(&prod, &err)))
+        rc = sr_fields_load_file(prod, a.producer, &err);
+    if (!rc && !(rc = sr_fields_new(&file, &err)) &&
+        !(rc = sr_fields_load_file(file, a.path, &err))) {
+        n = wire_fields(fs, file, prod, &a);
+        rc = build_registry(&reg, file, fs, n, &a, &err);
+    }
+    if (rc) {
         fprintf(stderr, "syncroll validate-field: %s: %s\n", sr_code_name(rc), err.msg);
         sr_fields_free(file);
+        sr_fields_free(prod);
+        free(fs);
         return rc == SR_E_NOMEM ? SR_EXIT_FAIL : SR_EXIT_USAGE;
     }
-    const sr_field_def *defs[SR_FIELDS_MAX];
-    size_t n = 0;
-    for (size_t i = 0; i < sr_fields_count(file); i++)
-        if (sr_fields_at(file, i)->kind == SR_FIELD_PACKED)
-            defs[n++] = sr_fields_at(file, i);
     int status;
     if (n == 0) {
-        fprintf(stderr, "syncroll validate-field: %s defines no packed field\n", a.path);
+        fprintf(stderr,
+                "syncroll validate-field: %s defines no packed field (a definition with a "
+                "\"wire\" key is validated with --dialect, in that dialect's wire)\n",
+                a.path);
         status = SR_EXIT_USAGE;
     } else {
-        status = run(&a, reg, defs, n, &err);
+        status = run(&a, reg, fs, n, &err);
         if (err.code)
             fprintf(stderr, "syncroll validate-field: %s: %s\n", sr_code_name(err.code), err.msg);
     }
     sr_fields_free(reg);
     sr_fields_free(file);
+    sr_fields_free(prod);
+    free(fs);
     return status;
 }

@@ -24,6 +24,8 @@ int64_t sr_gen_get_el(const void *p, sr_dtype dt, size_t i)
         return ((const uint16_t *)p)[i];
     case SR_DTYPE_INT32:
         return ((const int32_t *)p)[i];
+    case SR_DTYPE_UINT32:
+        return ((const uint32_t *)p)[i];
     case SR_DTYPE_INT64:
         return ((const int64_t *)p)[i];
     default:

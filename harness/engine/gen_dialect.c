@@ -10,6 +10,8 @@
 #include "gen_priv.h"
 #include "jsonw.h"
 #include "sr_base64.h"
+#include "sr_envelope.h"
+#include "sr_gen_extra.h"
 #include "sr_npy.h"
 #include "sr_nrlre.h"
 
@@ -130,9 +132,115 @@ static int put_nested(sr_buf *b, const wire_rows *w, int64_t r0, int64_t r1, sr_
     return rc ? rc : sr_buf_puts(b, "]", err);
 }
 
-/* ---- the writers, one row per encoding; w NULL: the reply carries no routes ---- */
+/* ---- the extra fields (engine config `fields` definitions) beside the routes ---- */
 
-typedef int (*put_fn)(sr_buf *b, const wire_rows *w, sr_err *err);
+/* What the writers need to emit the extra fields after the routes. */
+typedef struct extras {
+    const sr_gen_job *j;
+    const sr_gen_ctx *c;
+    sr_dialect d;
+} extras;
+
+/* Appends `"` + text (tl bytes, as is) + base64(head bytes, then body bytes) + `"`. */
+static int put_b64_two(sr_buf *b, const char *text, size_t tl, const void *head, size_t hl,
+                       const void *body, size_t n, sr_err *err)
+{
+    unsigned char *joined = hl ? malloc(hl + n) : NULL;
+    if (hl && !joined)
+        return sr_err_set(err, SR_E_NOMEM, "cannot allocate %zu bytes", hl + n);
+    if (joined) {
+        memcpy(joined, head, hl);
+        if (n)
+            memcpy(joined + hl, body, n);
+    }
+    const void *src = joined ? (const void *)joined : body;
+    int rc = sr_buf_reserve(b, tl + sr_base64_encoded_len(hl + n) + 2, err);
+    if (!rc) {
+        b->data[b->len++] = '"';
+        if (tl)
+            memcpy(b->data + b->len, text, tl);
+        b->len += tl;
+        b->len += sr_base64_encode(b->data + b->len, src, hl + n, SR_B64_AUTO);
+        b->data[b->len++] = '"';
+    }
+    free(joined);
+    return rc;
+}
+
+/* Nested lists of x's axes from `axis` on, elements from *at (advanced). */
+static int put_nested_extra(sr_buf *b, const sr_gen_extra *x, int axis, size_t *at, sr_err *err)
+{
+    int rc = sr_buf_puts(b, "[", err);
+    for (int64_t i = 0; !rc && i < x->shape[axis]; i++) {
+        if (i)
+            rc = sr_buf_puts(b, ",", err);
+        if (!rc && axis + 1 < x->ndim)
+            rc = put_nested_extra(b, x, axis + 1, at, err);
+        else if (!rc)
+            rc = sr_buf_printf(b, err, "%lld",
+                               (long long)sr_gen_get_el(x->bytes, x->dtype, (*at)++));
+    }
+    return rc ? rc : sr_buf_puts(b, "]", err);
+}
+
+/* The value of one extra field in the wire of encoding `enc` (sr_dialect_field_def's rules). */
+static int put_extra_value(sr_buf *b, const sr_gen_extra *x, sr_route_encoding enc, sr_err *err)
+{
+    char head[SR_NPY_HEADER_MAX > SR_NRLRE_PREFIX_MAX ? SR_NPY_HEADER_MAX : SR_NRLRE_PREFIX_MAX];
+    size_t hl = 0, at = 0;
+    sr_ndarray a;
+    int rc;
+    switch (enc) {
+    case SR_ENC_NPY:
+        rc = sr_npy_write_header(&hl, head, sizeof(head), x->dtype, x->shape, x->ndim, err);
+        return rc ? rc : put_b64_two(b, NULL, 0, head, hl, x->bytes, x->nbytes, err);
+    case SR_ENC_FLAT_B64:
+        return put_b64_two(b, NULL, 0, NULL, 0, x->bytes, x->nbytes, err);
+    case SR_ENC_NRLRE:
+        rc = sr_nrlre_write_prefix(&hl, head, sizeof(head), x->dtype, x->shape, err);
+        return rc ? rc : put_b64_two(b, head, hl, NULL, 0, x->bytes, x->nbytes, err);
+    case SR_ENC_NESTED:
+        return put_nested_extra(b, x, 0, &at, err);
+    default: /* SR_ENC_OBJECT: {"data","shape","dtype"} */
+        memset(&a, 0, sizeof(a));
+        a.dtype = x->dtype;
+        a.ndim = x->ndim;
+        memcpy(a.shape, x->shape, sizeof(a.shape));
+        a.data = x->bytes;
+        a.nbytes = x->nbytes;
+        return sr_envelope_pack(b, &a, 0, NULL, SR_B64_AUTO, err);
+    }
+}
+
+/* Appends `,"<name>":<value>` for every extra field (the first without its comma when
+ * `comma` is 0). A field the wire cannot carry fails the reply (dialect.field_unsupported). */
+static int put_extras(sr_buf *b, const extras *e, int comma, sr_err *err)
+{
+    const sr_gen_job *j = e->j;
+    const sr_gen_ctx *c = e->c;
+    int rc = 0;
+    for (int i = 0; !rc && i < c->n_extra; i++) {
+        const sr_field_def *d = &c->extra[i];
+        sr_field_def w;
+        sr_gen_extra x;
+        if ((rc = sr_dialect_field_def(&w, d, e->d, err)))
+            break;
+        rc = sr_gen_extra_make(&x, d, c->seed, j->req.tokens, j->req.P, j->tokens, (size_t)j->G,
+                               d->max_bytes, err);
+        if (rc)
+            break;
+        rc = sr_buf_printf(b, err, "%s\"%s\":", comma || i ? "," : "", d->name);
+        if (!rc)
+            rc = put_extra_value(b, &x, sr_dialect_get(e->d)->encoding, err);
+        sr_gen_extra_release(&x);
+    }
+    return rc;
+}
+
+/* ---- the writers, one row per encoding; w NULL: the reply carries no routes; each writes
+ * the extra fields after the routes, in the same object ---- */
+
+typedef int (*put_fn)(sr_buf *b, const wire_rows *w, const extras *x, sr_err *err);
 
 typedef struct enc_ops {
     put_fn in_message;  /* inside choices[0].message (chat frames) */
@@ -140,7 +248,7 @@ typedef struct enc_ops {
     put_fn in_response; /* at the top level, after the choices */
 } enc_ops;
 
-static int npy_choice(sr_buf *b, const wire_rows *w, sr_err *err)
+static int npy_routes(sr_buf *b, const wire_rows *w, sr_err *err)
 {
     int rc = sr_buf_puts(b, ",\"routed_experts\":", err);
     if (rc || !w)
@@ -160,35 +268,43 @@ static int npy_choice(sr_buf *b, const wire_rows *w, sr_err *err)
     return rc ? rc : put_b64(b, w, head, hl, err);
 }
 
-static int nested_choice(sr_buf *b, const wire_rows *w, sr_err *err)
+static int npy_choice(sr_buf *b, const wire_rows *w, const extras *x, sr_err *err)
 {
-    int rc = sr_buf_puts(b, ",\"routed_experts\":", err);
-    if (rc || !w)
-        return rc ? rc : sr_buf_puts(b, "null", err);
-    return put_nested(b, w, w->prompt_rows, w->rows, err);
+    int rc = npy_routes(b, w, err);
+    return rc ? rc : put_extras(b, x, 1, err);
 }
 
-static int nested_response(sr_buf *b, const wire_rows *w, sr_err *err)
+static int nested_choice(sr_buf *b, const wire_rows *w, const extras *x, sr_err *err)
 {
+    int rc = sr_buf_puts(b, ",\"routed_experts\":", err);
+    if (!rc)
+        rc = w ? put_nested(b, w, w->prompt_rows, w->rows, err) : sr_buf_puts(b, "null", err);
+    return rc ? rc : put_extras(b, x, 1, err);
+}
+
+static int nested_response(sr_buf *b, const wire_rows *w, const extras *x, sr_err *err)
+{
+    (void)x;
     int rc = sr_buf_puts(b, ",\"prompt_routed_experts\":", err);
     if (rc || !w)
         return rc ? rc : sr_buf_puts(b, "null", err);
     return put_nested(b, w, 0, w->prompt_rows, err);
 }
 
-static int flat_choice(sr_buf *b, const wire_rows *w, sr_err *err)
+static int flat_choice(sr_buf *b, const wire_rows *w, const extras *x, sr_err *err)
 {
-    if (!w) /* SGLang leaves the key out unless routes were asked for */
-        return 0;
-    int rc = sr_buf_puts(b, ",\"routed_experts\":", err);
-    return rc ? rc : put_b64(b, w, NULL, 0, err);
+    int rc = 0;
+    if (w) { /* SGLang leaves the key out unless routes were asked for */
+        rc = sr_buf_puts(b, ",\"routed_experts\":", err);
+        if (!rc)
+            rc = put_b64(b, w, NULL, 0, err);
+    }
+    return rc ? rc : put_extras(b, x, 1, err);
 }
 
-static int object_response(sr_buf *b, const wire_rows *w, sr_err *err)
+static int object_routes(sr_buf *b, const wire_rows *w, sr_err *err)
 {
-    if (!w)
-        return 0;
-    int rc = sr_buf_puts(b, ",\"nvext\":{\"engine_data\":{\"routed_experts\":{\"data\":", err);
+    int rc = sr_buf_puts(b, "\"routed_experts\":{\"data\":", err);
     if (!rc)
         rc = put_b64(b, w, NULL, 0, err);
     if (!rc)
@@ -196,12 +312,12 @@ static int object_response(sr_buf *b, const wire_rows *w, sr_err *err)
     if (!rc)
         rc = put_shape(b, w, err);
     if (!rc)
-        rc = sr_buf_printf(b, err, ",\"start\":%lld,\"dtype\":\"%s\"}}}", (long long)w->start,
+        rc = sr_buf_printf(b, err, ",\"start\":%lld,\"dtype\":\"%s\"}", (long long)w->start,
                            sr_dtype_name(w->dt));
     return rc;
 }
 
-static int nrlre_message(sr_buf *b, const wire_rows *w, sr_err *err)
+static int nrlre_routes(sr_buf *b, const wire_rows *w, sr_err *err)
 {
     int rc = sr_buf_puts(b, ",\"routed_experts\":", err);
     if (rc || !w)
@@ -224,6 +340,24 @@ static int nrlre_message(sr_buf *b, const wire_rows *w, sr_err *err)
     return 0;
 }
 
+static int object_response(sr_buf *b, const wire_rows *w, const extras *x, sr_err *err)
+{
+    if (!w && !x->c->n_extra)
+        return 0;
+    int rc = sr_buf_puts(b, ",\"nvext\":{\"engine_data\":{", err);
+    if (!rc && w)
+        rc = object_routes(b, w, err);
+    if (!rc)
+        rc = put_extras(b, x, w != NULL, err);
+    return rc ? rc : sr_buf_puts(b, "}}", err);
+}
+
+static int nrlre_message(sr_buf *b, const wire_rows *w, const extras *x, sr_err *err)
+{
+    int rc = nrlre_routes(b, w, err);
+    return rc ? rc : put_extras(b, x, 1, err);
+}
+
 static const enc_ops ENC[] = {
     [SR_ENC_ENVELOPE] = {NULL, NULL, NULL}, /* sr_gen_body */
     [SR_ENC_NPY] = {NULL, npy_choice, NULL},
@@ -233,9 +367,9 @@ static const enc_ops ENC[] = {
     [SR_ENC_NRLRE] = {nrlre_message, NULL, NULL},
 };
 
-static int hook(put_fn f, sr_buf *b, const wire_rows *w, sr_err *err)
+static int hook(put_fn f, sr_buf *b, const wire_rows *w, const extras *x, sr_err *err)
 {
-    return f ? f(b, w, err) : 0;
+    return f ? f(b, w, x, err) : 0;
 }
 
 /* ---- the frames ---- */
@@ -274,7 +408,7 @@ static int sglang_logprobs(sr_buf *b, sr_gen_job *j, sr_err *err)
 }
 
 static int frame(sr_buf *b, sr_gen_job *j, const sr_gen_ctx *c, const enc_ops *e,
-                 const wire_rows *w, sr_err *err)
+                 const wire_rows *w, const extras *x, sr_err *err)
 {
     const char *fin = sr_gen_finish_name(j->finish);
     int rc = 0;
@@ -292,7 +426,7 @@ static int frame(sr_buf *b, sr_gen_job *j, const sr_gen_ctx *c, const enc_ops *e
         if (!rc)
             rc = sglang_logprobs(b, j, err);
         if (!rc)
-            rc = hook(e->in_choice, b, w, err);
+            rc = hook(e->in_choice, b, w, x, err);
         if (!rc)
             rc = sr_buf_puts(b, "}", err);
         if (!rc)
@@ -303,7 +437,7 @@ static int frame(sr_buf *b, sr_gen_job *j, const sr_gen_ctx *c, const enc_ops *e
         if (!rc)
             rc = sr_buf_puts(b, ",\"message\":{\"role\":\"assistant\",\"content\":\"\"", err);
         if (!rc)
-            rc = hook(e->in_message, b, w, err);
+            rc = hook(e->in_message, b, w, x, err);
         if (!rc)
             rc = sr_buf_puts(b, "}", err);
         break;
@@ -324,13 +458,13 @@ static int frame(sr_buf *b, sr_gen_job *j, const sr_gen_ctx *c, const enc_ops *e
     if (!rc)
         rc = sr_gen_emit_logprobs(b, j, err);
     if (!rc)
-        rc = hook(e->in_choice, b, w, err);
+        rc = hook(e->in_choice, b, w, x, err);
     if (!rc)
         rc = sr_gen_emit_syncroll(b, j, c, err);
     if (!rc)
         rc = sr_buf_puts(b, "}]", err);
     if (!rc)
-        rc = hook(e->in_response, b, w, err);
+        rc = hook(e->in_response, b, w, x, err);
     return rc ? rc : sr_buf_puts(b, "}", err);
 }
 
@@ -356,8 +490,9 @@ int sr_gen_body_dialect(sr_buf *out, sr_gen_job *j, const sr_gen_ctx *c, sr_err 
     w.bad_b64 = bf && bf->kind == SR_FK_BAD_BASE64;
     w.bad_off = bf && bf->has_bytes ? bf->bytes : -1;
     w.count_off = bf && bf->kind == SR_FK_BYTE_COUNT_OFF;
+    extras x = {j, c, (sr_dialect)sr_dialect_lookup(j->dialect->name)};
     if (!rc)
-        rc = frame(out, j, c, &ENC[j->dialect->encoding], has ? &w : NULL, err);
+        rc = frame(out, j, c, &ENC[j->dialect->encoding], has ? &w : NULL, &x, err);
     free(w.v);
     return rc;
 }

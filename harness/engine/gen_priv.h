@@ -10,7 +10,7 @@ size_t sr_gen_row_bytes(const sr_gen_job *j, const sr_oracle *o);
 /* The narrowest route dtype that can hold the value v (uint8, int16 or int32). */
 sr_dtype sr_gen_dtype_holding(int64_t v);
 
-/* Element i of an integer array of dtype dt (int8..int64, uint8, uint16; 0 for others). */
+/* Element i of an integer array of dtype dt (int8..int64, uint8..uint32; 0 for others). */
 int64_t sr_gen_get_el(const void *p, sr_dtype dt, size_t i);
 /* Stores v (truncated to dt) as element i. */
 void sr_gen_set_el(void *p, sr_dtype dt, size_t i, int64_t v);

@@ -1,5 +1,6 @@
 /* The battery of `syncroll validate-field` (validate_field.h). */
 #include "validate_field.h"
+#include "validate_field_wire.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
@@ -84,22 +85,62 @@ static int expected_of(sr_gen_extra *x, const vf *v, const sr_vf_body *b, const 
                        sr_err *err)
 {
     const sr_splice_entry *t = find(r, "token_ids");
+    if (!t)
+        t = find(r, "output_ids"); /* sglang */
     size_t G = t ? (size_t)sr_ndarray_numel(&t->array) : 0;
     int32_t *gen = malloc((G ? G : 1) * sizeof(*gen));
     if (!gen)
         return sr_err_set(err, SR_E_NOMEM, "cannot copy %zu tokens", G);
     for (size_t i = 0; i < G; i++)
         gen[i] = (int32_t)sr_ndarray_get_i64(&t->array, i);
-    int rc = sr_gen_extra_make(x, v->in->def, v->in->seed, b->prompt, b->P, gen, G, 0, err);
+    int rc = sr_gen_extra_make(x, v->in->emit, v->in->seed, b->prompt, b->P, gen, G, 0, err);
     free(gen);
     return rc;
 }
 
-static int equal_extra(const sr_ndarray *a, const sr_gen_extra *x)
+static void view(sr_ndarray *a, const sr_gen_extra *x)
 {
-    return a->dtype == x->dtype && a->ndim == x->ndim &&
-           memcmp(a->shape, x->shape, (size_t)x->ndim * sizeof(int64_t)) == 0 &&
-           a->nbytes == x->nbytes && (x->nbytes == 0 || memcmp(a->data, x->bytes, x->nbytes) == 0);
+    memset(a, 0, sizeof(*a));
+    a->dtype = x->dtype;
+    a->ndim = x->ndim;
+    memcpy(a->shape, x->shape, sizeof(a->shape));
+    a->data = x->bytes;
+    a->nbytes = x->nbytes;
+}
+
+/* The splice's entry kind for a field read in wire w. */
+static sr_splice_kind kind_of(const sr_field_def *w)
+{
+    return w->kind == SR_FIELD_STRING   ? SR_SPLICE_STRING
+           : w->kind == SR_FIELD_NESTED ? SR_SPLICE_NESTED
+                                        : SR_SPLICE_ENVELOPE;
+}
+
+/* Whether `got`, read in wire w, holds the values of `want`: byte for byte (dtype and shape
+ * too) but that a raw string is flat and nested lists decode to int32/int64 elements. */
+static int same_values(const sr_ndarray *got, const sr_ndarray *want, const sr_field_def *w)
+{
+    uint64_t n = sr_ndarray_numel(want);
+    if (w->kind == SR_FIELD_STRING && w->wire == SR_WIRE_RAW)
+        return got->dtype == want->dtype && got->ndim == 1 && (uint64_t)got->shape[0] == n &&
+               got->nbytes == want->nbytes &&
+               (n == 0 || memcmp(got->data, want->data, want->nbytes) == 0);
+    if (w->kind != SR_FIELD_NESTED)
+        return sr_ndarray_equal(got, want);
+    if (got->ndim != want->ndim ||
+        memcmp(got->shape, want->shape, (size_t)want->ndim * sizeof(int64_t)) != 0)
+        return 0;
+    for (uint64_t i = 0; i < n; i++)
+        if (sr_ndarray_get_i64(got, i) != sr_ndarray_get_i64(want, i))
+            return 0;
+    return 1;
+}
+
+static int equal_extra(const sr_ndarray *a, const sr_gen_extra *x, const sr_field_def *w)
+{
+    sr_ndarray b;
+    view(&b, x);
+    return same_values(a, &b, w);
 }
 
 /* emit, the engine half of round-trip, and one-pass over the clean bodies. */
@@ -117,17 +158,16 @@ static int check_clean(vf *v, sr_err *err)
         int c1 = sr_splice(v->one, b->data, b->len, -1, &r1, &e);
         const sr_splice_entry *f = c1 ? NULL : find(r1, name);
         const sr_splice_entry *routes = c1 ? NULL : find(r1, "routed_experts");
-        if (c1 || !f || f->kind != SR_SPLICE_ENVELOPE || !routes ||
-            routes->kind != SR_SPLICE_ENVELOPE) {
+        if (c1 || !f || f->kind != kind_of(in->def) || !routes || routes->kind == SR_SPLICE_NULL) {
             /* The first failing response is shown; the count comes after the loop. */
             if (emitted == i)
                 line(v, "FAIL", "emit", "response %zu: %s%s%s", i + 1, c1 ? code_name(c1) : "",
                      c1 ? ": " : "",
-                     c1        ? e.msg
-                     : !f      ? "the field is missing"
-                     : !routes ? "no routed_experts"
-                               : "null instead of an "
-                                 "envelope");
+                     c1                          ? e.msg
+                     : !f                        ? "the field is missing"
+                     : !routes                   ? "no routed_experts"
+                     : f->kind == SR_SPLICE_NULL ? "null instead of its value"
+                                                 : "routed_experts is null");
             continue;
         }
         emitted++;
@@ -142,7 +182,7 @@ static int check_clean(vf *v, sr_err *err)
             sr_gen_extra x;
             if ((rc = expected_of(&x, v, b, r1, err)))
                 break;
-            same = equal_extra(&f->array, &x);
+            same = equal_extra(&f->array, &x, in->def);
             sr_gen_extra_release(&x);
         }
         equal += same;
@@ -152,7 +192,9 @@ static int check_clean(vf *v, sr_err *err)
     char dts[160];
     if (emitted == in->n_clean)
         line(v, "PASS", "emit", "%zu/%zu responses carry %s beside routed_experts (dtypes %s)",
-             emitted, in->n_clean, name, sr_dtype_set_str(seen, dts, sizeof(dts)));
+             emitted, in->n_clean, name,
+             in->def->kind == SR_FIELD_NESTED ? "of the JSON integers"
+                                              : sr_dtype_set_str(seen, dts, sizeof(dts)));
     else
         line(v, "FAIL", "emit", "%zu of %zu responses did not carry a valid %s",
              in->n_clean - emitted, in->n_clean, name);
@@ -181,17 +223,19 @@ static void check_onepass(vf *v)
              v->emitted - v->onepass, v->emitted);
 }
 
-/* `{"choices":[{"token_ids":[...],"finish_reason":"stop","logprobs":null,"<name>":<env>}]}` */
-static int body_with(sr_buf *b, const char *name, const sr_ndarray *a, size_t *env_len, sr_err *err)
+/* `{"choices":[{"token_ids":[4,5,6],"finish_reason":"stop","logprobs":null,"<name>":<value>}]}`
+ * with the value in the field's wire (the splice finds a key wherever the frame puts it). */
+static int body_with(sr_buf *b, const sr_field_def *w, const sr_ndarray *a, size_t *env_len,
+                     sr_err *err)
 {
     sr_buf_reset(b);
     int rc = sr_buf_printf(b, err,
                            "{\"choices\":[{\"token_ids\":[4,5,6],\"finish_reason\":"
                            "\"stop\",\"logprobs\":null,\"%s\":",
-                           name);
+                           w->name);
     size_t at = b->len;
     if (!rc)
-        rc = sr_envelope_pack(b, a, 0, NULL, SR_B64_AUTO, err);
+        rc = sr_vf_wire_put(b, w, a, err);
     if (env_len)
         *env_len = b->len - at;
     return rc ? rc : sr_buf_puts(b, "}]}", err);
@@ -207,20 +251,10 @@ static sr_field_def single(const sr_field_def *d, sr_dtype t)
     return s;
 }
 
-static void view(sr_ndarray *a, const sr_gen_extra *x)
-{
-    memset(a, 0, sizeof(*a));
-    a->dtype = x->dtype;
-    a->ndim = x->ndim;
-    memcpy(a->shape, x->shape, sizeof(a->shape));
-    a->data = x->bytes;
-    a->nbytes = x->nbytes;
-}
-
 /* The packing half of round-trip: every listed dtype through pack, splice and decode. */
 static int check_dtypes(vf *v, sr_err *err)
 {
-    const sr_field_def *d = v->in->def;
+    const sr_field_def *d = v->in->src, *wd = v->in->def;
     static const int32_t prompt[3] = {1, 2, 3}, gen[3] = {4, 5, 6};
     sr_buf b = SR_BUF_INIT;
     int rc = 0, bad = 0;
@@ -244,10 +278,10 @@ static int check_dtypes(vf *v, sr_err *err)
         view(&a, &x);
         const sr_splice_result *r = NULL;
         sr_err e = SR_ERR_INIT;
-        rc = body_with(&b, d->name, &a, NULL, err);
+        rc = body_with(&b, wd, &a, NULL, err);
         int c = rc ? 0 : sr_splice(v->one, b.data, b.len, -1, &r, &e);
         const sr_splice_entry *f = c ? NULL : find(r, d->name);
-        if (!rc && (c || !f || !sr_ndarray_equal(&f->array, &a))) {
+        if (!rc && (c || !f || !same_values(&f->array, &a, wd))) {
             line(v, "FAIL", "round-trip", "a packed %s array does not come back: %s",
                  sr_dtype_name((sr_dtype)t), c ? e.msg : "the decoded array differs");
             bad = 1;
@@ -264,15 +298,7 @@ static int check_dtypes(vf *v, sr_err *err)
     return rc;
 }
 
-static const char *find_bytes(const char *hay, size_t n, const char *needle, size_t m)
-{
-    for (size_t i = 0; m && i + m <= n; i++)
-        if (hay[i] == needle[0] && memcmp(hay + i, needle, m) == 0)
-            return hay + i;
-    return NULL;
-}
-
-/* `"<name>":{...}` of the first clean body replaced by `"<name>":null`. */
+/* The value of `"<name>":` in the first clean body replaced by `null`. */
 static int check_null(vf *v, sr_err *err)
 {
     const sr_vf_input *in = v->in;
@@ -280,21 +306,19 @@ static int check_null(vf *v, sr_err *err)
     if (!in->n_clean)
         return 0;
     const sr_vf_body *b = &in->clean[0];
-    sr_buf key = SR_BUF_INIT, body = SR_BUF_INIT;
-    int rc = sr_buf_printf(&key, err, "\"%s\":{", name);
-    const char *k = rc ? NULL : find_bytes(b->data, b->len, key.data, key.len);
-    const char *end = k ? memchr(k, '}', b->len - (size_t)(k - b->data)) : NULL;
-    if (!rc && !end) {
-        line(v, "FAIL", "null", "no %s envelope in the first response to replace", name);
-    } else if (!rc) {
-        size_t pre = (size_t)(k - b->data) + key.len - 1;
-        rc = sr_buf_append(&body, b->data, pre, err);
+    sr_buf body = SR_BUF_INIT;
+    size_t off = 0, vlen = 0;
+    int rc = 0, found = sr_vf_wire_find(b->data, b->len, name, &off, &vlen) == 0;
+    if (!found) {
+        line(v, "FAIL", "null", "no %s value in the first response to replace", name);
+    } else {
+        rc = sr_buf_append(&body, b->data, off, err);
         if (!rc)
             rc = sr_buf_puts(&body, "null", err);
         if (!rc)
-            rc = sr_buf_append(&body, end + 1, b->len - (size_t)(end + 1 - b->data), err);
+            rc = sr_buf_append(&body, b->data + off + vlen, b->len - off - vlen, err);
     }
-    if (!rc && end) {
+    if (!rc && found) {
         const sr_splice_result *r = NULL;
         sr_err e = SR_ERR_INIT;
         int c = sr_splice(v->one, body.data, body.len, -1, &r, &e);
@@ -308,8 +332,40 @@ static int check_null(vf *v, sr_err *err)
             line(v, "FAIL", "null", "\"%s\":null gave %s%s%s", name, code_name(c), c ? ": " : "",
                  c ? e.msg : "");
     }
-    sr_buf_release(&key);
     sr_buf_release(&body);
+    return rc;
+}
+
+/* Outside skyrl: the battery's own corruptions of the first clean body's value, in its wire. */
+static int check_wire_faults(vf *v, sr_err *err)
+{
+    const sr_vf_input *in = v->in;
+    line(v, "SKIP", "fault",
+         "the engine's body faults act on skyrl's envelope only; none reaches %s's %s; the "
+         "battery corrupts the field in the body itself:",
+         sr_dialect_name(in->dialect), sr_vf_wire_name(in->def));
+    sr_vf_wire_fault fs[SR_VF_WIRE_FAULTS_MAX];
+    size_t n = sr_vf_wire_faults(fs, in->def);
+    sr_buf b = SR_BUF_INIT;
+    int rc = 0;
+    for (size_t i = 0; !rc && i < n && in->n_clean; i++) {
+        sr_err e = SR_ERR_INIT;
+        int c =
+            sr_vf_wire_corrupt(&b, in->clean[0].data, in->clean[0].len, in->def, fs[i].edit, &e);
+        if (c == SR_E_NOMEM)
+            rc = sr_err_set(err, c, "%s", e.msg);
+        const sr_splice_result *r = NULL;
+        if (!c)
+            c = sr_splice(v->one, b.data, b.len, -1, &r, &e);
+        if (rc)
+            break;
+        if (c == fs[i].expect)
+            line(v, "PASS", "fault", "%-20s -> %s", fs[i].name, code_name(c));
+        else
+            line(v, "FAIL", "fault", "%-20s -> %s, expected %s%s%s", fs[i].name, code_name(c),
+                 code_name(fs[i].expect), c ? ": " : "", c ? e.msg : "");
+    }
+    sr_buf_release(&b);
     return rc;
 }
 
@@ -318,6 +374,8 @@ static int check_faults(vf *v, sr_err *err)
     const sr_vf_input *in = v->in;
     size_t n;
     const sr_vf_fault *fs = sr_vf_faults(&n);
+    if (!in->faulted)
+        return check_wire_faults(v, err);
     for (size_t i = 0; i < n; i++) {
         const sr_vf_body *b = &in->faulted[i];
         const sr_splice_result *r = NULL;
@@ -332,7 +390,7 @@ static int check_faults(vf *v, sr_err *err)
                 int rc = expected_of(&x, v, b, r, err);
                 if (rc)
                     return rc;
-                ok = equal_extra(&f->array, &x);
+                ok = equal_extra(&f->array, &x, in->def);
                 sr_gen_extra_release(&x);
             }
         }
@@ -390,7 +448,7 @@ static int time_splice(vf *v, const sr_buf *b, double *splice_ms, double *copy_m
 
 static int check_throughput(vf *v, sr_err *err)
 {
-    const sr_field_def *d = v->in->def;
+    const sr_field_def *d = v->in->src, *w = v->in->def;
     sr_dtype_set can = sr_gen_extra_dtypes(d) & d->dtypes;
     sr_buf b = SR_BUF_INIT;
     int rc = 0;
@@ -424,7 +482,7 @@ static int check_throughput(vf *v, sr_err *err)
         size_t env_len = 0;
         double sms = 0, cms = 0;
         char desc[96];
-        rc = body_with(&b, d->name, &a, &env_len, err);
+        rc = body_with(&b, w, &a, &env_len, err);
         if (!rc)
             rc = time_splice(v, &b, &sms, &cms, err);
         if (!rc) {
@@ -434,9 +492,9 @@ static int check_throughput(vf *v, sr_err *err)
                  sr_ndarray_desc(a.dtype, a.ndim, a.shape, desc, sizeof(desc)), a.nbytes, b.len,
                  sms, sms > 0 ? (double)a.nbytes / (sms * 1e3) : 0.0, cms > 0 ? sms / cms : 0.0);
             line(v, "INFO", "size",
-                 "%s: %.2f wire bytes (envelope text) and %.2f decoded bytes per token row",
+                 "%s: %.2f wire bytes (%s text) and %.2f decoded bytes per token row",
                  sr_dtype_name((sr_dtype)t), rows ? (double)env_len / (double)rows : 0.0,
-                 rows ? (double)a.nbytes / (double)rows : 0.0);
+                 sr_vf_wire_name(w), rows ? (double)a.nbytes / (double)rows : 0.0);
         }
         sr_gen_extra_release(&x);
     }

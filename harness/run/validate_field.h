@@ -3,6 +3,14 @@
  * (lib/sr_fields.h), on response bodies that a mock engine produced with the field beside the
  * routes (lib/sr_gen_extra.h), before the field ships.
  *
+ * The bodies are in one engine dialect's wire (in->dialect; spec/dialect.h), and in->def is the
+ * registry entry that reads the field there (sr_dialect_field_def): an envelope (skyrl, dynamo),
+ * a base64 string (vllm .npy, sglang raw and flat, nemo-rl nrlre1) or nested integer lists
+ * (vllm-json). "Envelope" below means the value in that wire; the values are compared as the
+ * wire carries them (flat for raw, as integers for nested lists). Outside skyrl the engine's
+ * body faults do not reach the field (in->faulted NULL): the fault check prints SKIP for them
+ * and runs the battery's own corruptions of the wire instead (validate_field_wire.h).
+ *
  * Checks, each printed as one line `  PASS|FAIL|INFO  <check>  <detail>`:
  *   emit        every clean body splices with the registry (built-ins + the file's definitions)
  *               and carries the field as an envelope beside a valid routed_experts envelope, in
@@ -37,6 +45,7 @@
 
 #include "sr_err.h"
 #include "sr_fields.h"
+#include "spec/dialect.h"
 
 /* A packed-corruption fault of the engine and the outcome the splice must give (0: valid). */
 typedef struct sr_vf_fault {
@@ -56,13 +65,19 @@ typedef struct sr_vf_body {
 } sr_vf_body;
 
 typedef struct sr_vf_input {
-    const sr_fields *registry; /* what the client would register: built-ins + the file */
-    const sr_field_def *def;   /* the field under test (from registry) */
-    int from_definition;       /* the engine emitted it from `def` (values can be recomputed) */
+    const sr_fields *registry; /* what the client would register: the dialect's + the file's */
+    const sr_field_def *def;   /* the field under test as the client reads it (from registry, in
+                                  the dialect's wire: spec/dialect.h sr_dialect_field_def) */
+    const sr_field_def *src;   /* its packed definition (the contract: listed dtypes, ndim) */
+    const sr_field_def *emit;  /* the packed definition the engine emits it from: src, or the
+                                  producer's own (`validate-field --producer`) */
+    int from_definition;       /* the engine emitted it from `emit` (values can be recomputed) */
+    sr_dialect dialect;        /* the wire of the bodies */
     uint64_t seed;             /* the engine's seed */
     const sr_vf_body *clean;   /* bodies without faults */
     size_t n_clean;
-    const sr_vf_body *faulted; /* faulted[i] was produced under sr_vf_faults()[i] */
+    const sr_vf_body *faulted; /* faulted[i] was produced under sr_vf_faults()[i]; NULL when
+                                  the engine's body faults do not apply to the wire */
     size_t rows;               /* token rows of the throughput body */
     FILE *out;
 } sr_vf_input;

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "sr_gen_extra.h"
 #include "sr_nrlre.h"
 
 /* vLLM's RoutedExpertsManager: uint8 while every id fits (E <= 256), else uint16. */
@@ -162,8 +163,8 @@ int sr_dialect_add_fields(sr_fields *f, sr_dialect d, sr_err *err)
         defs[n++] = route_def(SR_FIELD_PACKED, SR_WIRE_RAW, "routed_experts", U8_U16, 3, 0);
         break;
     case SR_DIALECT_NEMO_RL:
-        defs[n++] = route_def(SR_FIELD_STRING, SR_WIRE_NRLRE, "routed_experts", SR_NRLRE_DTYPES,
-                              3, 0);
+        defs[n++] =
+            route_def(SR_FIELD_STRING, SR_WIRE_NRLRE, "routed_experts", SR_NRLRE_DTYPES, 3, 0);
         break;
     default:
         return sr_err_set(err, SR_E_INVAL, "dialect %d is not one of %s", (int)d,
@@ -183,6 +184,85 @@ int sr_dialect_add_fields(sr_fields *f, sr_dialect d, sr_err *err)
         if (rc)
             return rc;
     }
+    return 0;
+}
+
+/* Which dtypes of a packed definition the engine can emit (canonical narrows them). */
+static sr_dtype_set emitted(const sr_field_def *def)
+{
+    return sr_gen_extra_dtypes(def) & def->dtypes;
+}
+
+static int refuse(sr_err *err, const sr_field_def *def, sr_dialect d, const char *why)
+{
+    return sr_err_set(err, SR_E_DIALECT_FIELD, "%s cannot be carried in the %s wire: %s", def->name,
+                      sr_dialect_name(d), why);
+}
+
+/* The union of the value ranges of `set` (integer dtypes other than uint64). */
+static void int_range(sr_dtype_set set, int64_t *lo, int64_t *hi)
+{
+    *lo = INT64_MAX;
+    *hi = INT64_MIN;
+    for (int t = 1; t < SR_DTYPE_COUNT; t++) {
+        if (!(set >> t & 1))
+            continue;
+        unsigned bits = (unsigned)sr_dtype_size((sr_dtype)t) * 8u;
+        int64_t a = !sr_dtype_is_signed((sr_dtype)t) ? 0
+                    : bits == 64                     ? INT64_MIN
+                                                     : -((int64_t)1 << (bits - 1));
+        int64_t b = sr_dtype_is_signed((sr_dtype)t) || bits == 64
+                        ? (int64_t)(((uint64_t)1 << (bits - 1)) - 1)
+                        : (int64_t)(((uint64_t)1 << bits) - 1);
+        *lo = a < *lo ? a : *lo;
+        *hi = b > *hi ? b : *hi;
+    }
+}
+
+int sr_dialect_field_def(sr_field_def *out, const sr_field_def *def, sr_dialect d, sr_err *err)
+{
+    if ((int)d < 0 || d >= SR_DIALECT_COUNT || def->kind != SR_FIELD_PACKED)
+        return sr_err_set(err, SR_E_INVAL, "no %s wire for %s", sr_dialect_names(), def->name);
+    *out = *def;
+    sr_route_encoding enc = rows[d].encoding;
+    if (enc == SR_ENC_ENVELOPE || enc == SR_ENC_OBJECT)
+        return 0;
+    sr_dtype_set can = emitted(def);
+    if (enc == SR_ENC_NESTED) {
+        for (int t = 1; t < SR_DTYPE_COUNT; t++)
+            if ((can >> t & 1) && (!sr_dtype_is_integer((sr_dtype)t) || t == SR_DTYPE_UINT64))
+                return refuse(err, def, d,
+                              "nested JSON lists carry integer dtypes only (not "
+                              "bool, floats or uint64)");
+        out->kind = SR_FIELD_NESTED;
+        out->canonical = 0;
+        int_range(can, &out->min, &out->max);
+        return 0;
+    }
+    if (strlen(def->name) < 5)
+        return refuse(err, def, d, "a string-blob field's name must be at least 5 bytes");
+    out->kind = SR_FIELD_STRING;
+    out->canonical = 0;
+    if (enc == SR_ENC_NPY) {
+        out->wire = SR_WIRE_NPY;
+        out->dtypes = can;
+        return 0;
+    }
+    if (enc == SR_ENC_FLAT_B64) {
+        if (can & (can - 1))
+            return refuse(err, def, d,
+                          "raw bytes do not say their dtype, so the field must "
+                          "have exactly one dtype the engine can emit");
+        out->wire = SR_WIRE_RAW;
+        out->dtypes = can;
+        out->ndim = 1;
+        out->token_rows = 0;
+        return 0;
+    }
+    if (def->ndim != 3 || (can & ~SR_NRLRE_DTYPES))
+        return refuse(err, def, d, "an nrlre1 string carries 3-D int8, int16 or int32 arrays only");
+    out->wire = SR_WIRE_NRLRE;
+    out->dtypes = can;
     return 0;
 }
 

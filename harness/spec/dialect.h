@@ -147,6 +147,25 @@ int sr_dialect_add_fields(sr_fields *f, sr_dialect d, sr_err *err);
  */
 int sr_dialect_sniff(const char *body, size_t len, const char **why, sr_err *err);
 
+/*
+ * The registry entry that reads packed field `def` (a definition the engine emits from,
+ * lib/sr_gen_extra.h) in dialect d's wire, at its routes' place; *out is `def` converted:
+ *   skyrl, dynamo  the envelope itself (dynamo's under nvext.engine_data, no "start")
+ *   vllm           SR_FIELD_STRING wire npy: dtype and shape from the .npy header
+ *   sglang         SR_FIELD_STRING wire raw: flat (ndim 1, no token rows) in the one dtype the
+ *                  engine can emit for def; refused when it can emit more than one (raw bytes do
+ *                  not say which)
+ *   nemo-rl        SR_FIELD_STRING wire nrlre: only 3-D fields whose dtypes are all int8, int16
+ *                  or int32 (the nrlre1 prefix names no other)
+ *   vllm-json      SR_FIELD_NESTED of def's ndim levels, [min, max] the union of its dtypes'
+ *                  ranges: only integer dtypes other than uint64 (bool, floats and uint64 do not
+ *                  fit JSON integers read as int64)
+ * A string wire needs a name of 5 bytes or more (lib/sr_fields.h). canonical is dropped outside
+ * the envelope (the wire's own dtype rules apply). Errors: SR_E_DIALECT_FIELD naming the field,
+ * the dialect and the reason; SR_E_INVAL outside the enum or for a def that is not packed.
+ */
+int sr_dialect_field_def(sr_field_def *out, const sr_field_def *def, sr_dialect d, sr_err *err);
+
 /* The generate route of dialect d at `path`, or NULL. */
 const sr_dialect_route *sr_dialect_route_at(sr_dialect d, const char *path);
 

@@ -174,6 +174,19 @@ int sr_spec_parse_faults(sr_engine_config *c, const sr_spec_ctx *x, const cJSON 
     return 0;
 }
 
+int sr_spec_check_extra_wire(const sr_engine_config *c, const sr_spec_ctx *x, const cJSON *root)
+{
+    for (int i = 0; i < c->n_extra; i++) {
+        sr_field_def w;
+        sr_err e = SR_ERR_INIT;
+        int rc = sr_dialect_field_def(&w, &c->extra[i], c->dialect, &e);
+        if (rc)
+            return sr_spec_fail(x, cJSON_GetObjectItemCaseSensitive(root, "fields"), "%s: %s",
+                                sr_code_name(rc), e.msg);
+    }
+    return 0;
+}
+
 /* A config problem of any kind is engine.invalid_config, as the engine has always said. */
 static int recode(int rc, sr_err *err)
 {
@@ -213,6 +226,8 @@ static int parse_sections(sr_engine_config *c, const sr_spec_ctx *x, const cJSON
         rc = sr_spec_parse_sync_dialect(c, x, eng);
     if (!rc)
         rc = sr_spec_parse_dialect(c, x, eng);
+    if (!rc)
+        rc = sr_spec_check_extra_wire(c, x, root);
     if (!rc && (n = cJSON_GetObjectItemCaseSensitive(eng, "timing")))
         rc = sr_spec_parse_timing(c, x, n, "timing");
     if (!rc && (n = cJSON_GetObjectItemCaseSensitive(eng, "server")))

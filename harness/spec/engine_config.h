@@ -282,6 +282,14 @@ int sr_spec_parse_sync_dialect(sr_engine_config *c, const sr_spec_ctx *x, const 
  */
 int sr_spec_parse_dialect(sr_engine_config *c, const sr_spec_ctx *x, const cJSON *parent);
 
+/*
+ * Every field c emits from its definition must be carried by c->dialect's wire
+ * (sr_dialect_field_def): the first that is not fails at `fields` of `root`, the message naming
+ * dialect.field_unsupported and the reason (the config's code stays x->code). Called after the
+ * dialect is known (`syncroll engine --dialect D` checks its fields again against D).
+ */
+int sr_spec_check_extra_wire(const sr_engine_config *c, const sr_spec_ctx *x, const cJSON *root);
+
 /* What becomes of the definition objects of a `fields` array. */
 typedef enum sr_spec_defs {
     SR_SPEC_DEFS_EMIT = 0, /* an engine config: the engine emits them (c->extra) */
