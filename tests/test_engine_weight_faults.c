@@ -93,6 +93,62 @@ START_TEST(test_update_ok_no_transfer)
 }
 END_TEST
 
+/* bucket_order_mismatch (NovaSky-AI/SkyRL#1816, comment): a bucket of every tensor (float16
+ * experts and globals, float32 routers) for version 1 passes its checksums and the finish reports
+ * version 1, but the engine unpacked it grouped by dtype: the weight checker's compare against
+ * the version-1 digests fails and the fingerprints are neither version 0's nor version 1's. */
+START_TEST(test_bucket_order_mismatch)
+{
+#define ORDER "{\"kind\":\"bucket_order_mismatch\",\"endpoints\":[\"update_weights\"]}"
+    const char *t = "{" BASE_MODEL ",\"sync_dialect\":\"vllm\",\"faults\":[" ORDER "]}";
+    sr_engine_config c;
+    sr_err err = SR_ERR_INIT;
+    ck_assert_sr_ok(sr_engine_config_parse(&c, t, strlen(t), "t", 0, &err), err);
+    uint64_t g[2], l[2][2];
+    expected_fps(&c, 0, &g[0], l[0]);
+    expected_fps(&c, 1, &g[1], l[1]);
+    sr_weights_spec ws = sr_engine_config_weights(&c);
+    sr_weights *w;
+    ck_assert_sr_ok(sr_weights_new(&w, &ws, 1, &err), err);
+    eng e;
+    eng_start(&e, t);
+    eng_expect(&e, "POST", "/init_weight_transfer_engine", "{\"init_info\":{}}", 200, NULL);
+    eng_expect(&e, "POST", "/start_weight_update", "{}", 200, NULL);
+    sr_buf b = SR_BUF_INIT, base = SR_BUF_INIT;
+    eng_bucket_of(&b, w, 1);
+    hresp r;
+    eng_post_bucket(&r, &e, &b);
+    ck_assert_msg(r.status == 200, "%ld %s", r.status, r.body.data);
+    hresp_free(&r);
+    eng_expect(&e, "POST", "/finish_weight_update", "{\"weight_version\":1}", 200, NULL);
+    eng_expect(&e, "GET", "/weight_info", NULL, 200, "{\"weight_version\":\"1\"}");
+    eng_baseline_of(&base, w);
+    sr_buf_append(&base, "", 0, NULL);
+    eng_expect(&e, "POST", "/weight_checker", base.data, 200, "{\"match\":false");
+    http_get(&r, &e, "/syncroll/v1/state");
+    ck_assert_int_eq(r.status, 200);
+    for (int v = 0; v < 2; v++) {
+        char fp[3][24];
+        snprintf(fp[0], sizeof(fp[0]), "\"%016llx\"", (unsigned long long)g[v]);
+        snprintf(fp[1], sizeof(fp[1]), "\"%016llx\"", (unsigned long long)l[v][0]);
+        snprintf(fp[2], sizeof(fp[2]), "\"%016llx\"", (unsigned long long)l[v][1]);
+        /* Name order is embed, layer 0 experts, layer 0 router, ..., lm_head: grouped by dtype,
+         * lm_head and every router move, so no fingerprint is a version's. */
+        for (int k = 0; k < 3; k++)
+            ck_assert_msg(!strstr(r.body.data, fp[k]), "fingerprint %d is version %d's: %s", k,
+                          v, r.body.data);
+    }
+    ck_assert_ptr_nonnull(strstr(r.body.data, "\"bucket_order_mismatch\""));
+    hresp_free(&r);
+    eng_expect(&e, "POST", "/skyrl/v1/generate", REQ, 200, "\"weight_version\":1");
+    sr_buf_release(&b);
+    sr_buf_release(&base);
+    sr_weights_free(w);
+    sr_engine_config_release(&c);
+    eng_stop(&e);
+}
+END_TEST
+
 /* The expected fingerprints of the BASE_MODEL engine at versions 0 and 1: g[v] global, l[v][slot].
  */
 typedef struct base_fps {
@@ -271,6 +327,7 @@ static Suite *weight_faults_suite(void)
     tcase_add_test(tc, test_serve_before_sync);
     tcase_add_test(tc, test_ack_before_apply);
     tcase_add_test(tc, test_partial_apply_on_error);
+    tcase_add_test(tc, test_bucket_order_mismatch);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -182,7 +182,11 @@ typedef enum sr_fault_reach {
     X(SR_FK_PARTIAL_APPLY_ON_ERROR, "partial_apply_on_error", SR_FL_WEIGHTS, SR_FR_WEIGHT_SYNC,    \
       SR_FK_KEYS("layers"), SR_FK_NONE,                                                            \
       "the update fails after applying all but the MoE layer slots `layers` (default: the last) "  \
-      "and reports the old version")
+      "and reports the old version")                                                               \
+    X(SR_FK_BUCKET_ORDER_MISMATCH, "bucket_order_mismatch", SR_FL_WEIGHTS, SR_FR_WEIGHT_SYNC,      \
+      SR_FK_NONE, SR_FK_NONE,                                                                      \
+      "a mixed-dtype broadcast bucket is unpacked grouped by dtype, not in its metadata's order: " \
+      "each tensor gets another offset's bytes, silently (checksums pass)")
 
 #define SR_FK_ENUM_(sym, ...) sym,
 typedef enum sr_fault_kind { SR_FAULT_KIND_TABLE(SR_FK_ENUM_) SR_FK_COUNT } sr_fault_kind;
