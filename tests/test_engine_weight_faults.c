@@ -135,8 +135,8 @@ START_TEST(test_bucket_order_mismatch)
         /* Name order is embed, layer 0 experts, layer 0 router, ..., lm_head: grouped by dtype,
          * lm_head and every router move, so no fingerprint is a version's. */
         for (int k = 0; k < 3; k++)
-            ck_assert_msg(!strstr(r.body.data, fp[k]), "fingerprint %d is version %d's: %s", k,
-                          v, r.body.data);
+            ck_assert_msg(!strstr(r.body.data, fp[k]), "fingerprint %d is version %d's: %s", k, v,
+                          r.body.data);
     }
     ck_assert_ptr_nonnull(strstr(r.body.data, "\"bucket_order_mismatch\""));
     hresp_free(&r);
