@@ -331,24 +331,33 @@ static int run_protocol(sr_sync *s, sr_sync_result *res, int64_t target, int *ok
     char body[4400], dir[4096] = "";
     int rc = 0, good = 1;
     int delta = s->o.transport == SR_SYNC_DELTA;
-    if (delta) {
+    if (delta)
         json_body_str(dir, sizeof(dir), s->sync_dir);
-        snprintf(body, sizeof(body), "{\"target_version\":%lld,\"sync_dir\":\"%s\"}",
-                 (long long)target, dir);
-        good = step(s, res, SR_SYNC_FETCH, "/fetch_weights", body, all, ok, &rc, err);
-    } else if (!s->inited) {
-        good = 1;
+    if (!s->inited) {
+        /* Once per engine, as SkyRL's client does: the NCCL group's rank for a broadcast; the
+         * delta receiver's DeltaTransferInitInfo (its state folder) for a delta sync. */
         for (size_t i = 0; good && i < s->n; i++) {
             int one[SR_CLIENT_MAX_ENGINES] = {0};
             one[i] = 1;
-            snprintf(body, sizeof(body),
-                     "{\"init_info\":{\"master_address\":\"127.0.0.1\",\"master_port\":0,"
-                     "\"rank_offset\":%zu,\"world_size\":%zu}}",
-                     i + 1, s->n + 1);
+            if (delta)
+                snprintf(body, sizeof(body),
+                         "{\"init_info\":{\"base_model_path\":\"syncroll:synthetic\","
+                         "\"local_checkpoint_dir\":\"%s/receiver-%zu\"}}",
+                         dir, i);
+            else
+                snprintf(body, sizeof(body),
+                         "{\"init_info\":{\"master_address\":\"127.0.0.1\",\"master_port\":0,"
+                         "\"rank_offset\":%zu,\"world_size\":%zu}}",
+                         i + 1, s->n + 1);
             good =
                 step(s, res, SR_SYNC_INIT, "/init_weight_transfer_engine", body, one, ok, &rc, err);
         }
         s->inited = good;
+    }
+    if (good && delta) {
+        snprintf(body, sizeof(body), "{\"target_version\":%lld,\"sync_dir\":\"%s\"}",
+                 (long long)target, dir);
+        good = step(s, res, SR_SYNC_FETCH, "/fetch_weights", body, all, ok, &rc, err);
     }
     if (good)
         good = step(s, res, SR_SYNC_PAUSE, "/pause?mode=keep", "", all, ok, &rc, err);

@@ -38,7 +38,7 @@ struct sr_sync {
      * fingerprints): version, then per engine num_layers layer fingerprints and the global. */
     int64_t *known_version;
     uint64_t *known_fp;
-    int inited;          /* broadcast: init_weight_transfer_engine done */
+    int inited;          /* init_weight_transfer_engine done (either transport) */
     double t0_ms;        /* when the current sync started */
     int64_t last_target; /* the highest version a sync was run to (initially the initial one) */
     int pool;            /* sr_pool_workers(cap, reserved) */
