@@ -344,6 +344,7 @@ enum MHD_Result sr_srv_control(req *r)
     case SR_EP_WEIGHT_INFO:
     case SR_EP_WEIGHT_CHECKER:
     case SR_EP_IS_PAUSED:
+    case SR_EP_ABORT_REQUESTS:
         /* vLLM's native routes exist only in its control plane. */
         return vllm ? sr_srv_control_vllm(r)
                     : sr_srv_error(r, 404, "NotFoundError", 0,

@@ -93,6 +93,46 @@ static enum MHD_Result weight_checker(req *r)
     return sr_srv_respond(r, 200, "application/json", &b, 1);
 }
 
+/*
+ * POST /abort_requests {"request_ids": [id, ..]} as vLLM's router (vllm/entrypoints/serve/disagg/
+ * api_router.py, attach_router): 400 "JSON decode error: ..." or "Missing 'request_ids' in
+ * request body", else the abort of those requests and 200 with an empty body; the aborted
+ * generates answer finish_reason "abort" with the tokens sampled so far.
+ */
+#define SR_ABORT_MAX_IDS 1024
+
+static enum MHD_Result abort_requests(req *r)
+{
+    cJSON *o = cJSON_ParseWithLength(body(r), r->body.len);
+    const cJSON *ids = cJSON_GetObjectItemCaseSensitive(o, "request_ids");
+    enum MHD_Result ret;
+    const char *list[SR_ABORT_MAX_IDS];
+    size_t n = 0;
+    const cJSON *x;
+    int bad = 0;
+    const cJSON *arr = cJSON_IsArray(ids) ? ids : NULL;
+    cJSON_ArrayForEach(x, arr)
+    {
+        if (!cJSON_IsString(x) || n == SR_ABORT_MAX_IDS)
+            bad = 1;
+        else
+            list[n++] = x->valuestring;
+    }
+    if (!cJSON_IsObject(o))
+        ret = detail(r, 400, SR_E_ENGINE_REQUEST, "JSON decode error: the body is not an object");
+    else if (!ids || cJSON_IsNull(ids))
+        ret = detail(r, 400, SR_E_ENGINE_REQUEST, "Missing 'request_ids' in request body");
+    else if (!cJSON_IsArray(ids) || bad)
+        ret = detail(r, 400, SR_E_ENGINE_REQUEST,
+                     "'request_ids' must be a list of at most 1024 request id strings");
+    else {
+        sr_srv_abort_ids(r->srv, list, n);
+        ret = sr_srv_ok(r, NULL);
+    }
+    cJSON_Delete(o);
+    return ret;
+}
+
 static enum MHD_Result with_version(req *r)
 {
     sr_err err = SR_ERR_INIT;
@@ -163,6 +203,8 @@ enum MHD_Result sr_srv_control_vllm(req *r)
         return sr_srv_ok(r, out);
     case SR_EP_WEIGHT_CHECKER:
         return weight_checker(r);
+    case SR_EP_ABORT_REQUESTS:
+        return abort_requests(r);
     case SR_EP_IS_PAUSED:
         pthread_mutex_lock(&s->mu);
         rc = s->paused;

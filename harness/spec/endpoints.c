@@ -30,6 +30,7 @@ static const ep_row rows[SR_EP_COUNT] = {
     [SR_EP_WEIGHT_INFO] = {"weight_info", "GET", "/weight_info"},
     [SR_EP_WEIGHT_CHECKER] = {"weight_checker", "POST", "/weight_checker"},
     [SR_EP_IS_PAUSED] = {"is_paused", "GET", "/is_paused"},
+    [SR_EP_ABORT_REQUESTS] = {"abort_requests", "POST", "/abort_requests"},
 };
 
 const char *sr_endpoint_name(sr_endpoint ep)

@@ -39,6 +39,7 @@ typedef enum sr_endpoint {
     SR_EP_WEIGHT_INFO,    /* GET /weight_info */
     SR_EP_WEIGHT_CHECKER, /* POST /weight_checker */
     SR_EP_IS_PAUSED,      /* GET /is_paused */
+    SR_EP_ABORT_REQUESTS, /* POST /abort_requests */
     SR_EP_COUNT
 } sr_endpoint;
 
