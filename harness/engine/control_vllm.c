@@ -99,38 +99,19 @@ static enum MHD_Result weight_checker(req *r)
  * request body", else the abort of those requests and 200 with an empty body; the aborted
  * generates answer finish_reason "abort" with the tokens sampled so far.
  */
-#define SR_ABORT_MAX_IDS 1024
-
 static enum MHD_Result abort_requests(req *r)
 {
-    cJSON *o = cJSON_ParseWithLength(body(r), r->body.len);
-    const cJSON *ids = cJSON_GetObjectItemCaseSensitive(o, "request_ids");
-    enum MHD_Result ret;
-    const char *list[SR_ABORT_MAX_IDS];
-    size_t n = 0;
-    const cJSON *x;
-    int bad = 0;
-    const cJSON *arr = cJSON_IsArray(ids) ? ids : NULL;
-    cJSON_ArrayForEach(x, arr)
-    {
-        if (!cJSON_IsString(x) || n == SR_ABORT_MAX_IDS)
-            bad = 1;
-        else
-            list[n++] = x->valuestring;
-    }
-    if (!cJSON_IsObject(o))
-        ret = detail(r, 400, SR_E_ENGINE_REQUEST, "JSON decode error: the body is not an object");
-    else if (!ids || cJSON_IsNull(ids))
-        ret = detail(r, 400, SR_E_ENGINE_REQUEST, "Missing 'request_ids' in request body");
-    else if (!cJSON_IsArray(ids) || bad)
-        ret = detail(r, 400, SR_E_ENGINE_REQUEST,
-                     "'request_ids' must be a list of at most 1024 request id strings");
-    else {
-        sr_srv_abort_ids(r->srv, list, n);
-        ret = sr_srv_ok(r, NULL);
-    }
-    cJSON_Delete(o);
-    return ret;
+    sr_err err = SR_ERR_INIT;
+    sr_abort_req q = SR_ABORT_REQ_INIT;
+    int rc = sr_sync_req_abort(&q, body(r), r->body.len, &err);
+    if (rc)
+        return refuse(r, rc, &err);
+    const char *ids[SR_SYNC_REQ_MAX_ABORT_IDS];
+    for (size_t i = 0; i < q.n; i++)
+        ids[i] = q.ids[i];
+    sr_srv_abort_ids(r->srv, ids, q.n);
+    sr_abort_req_release(&q);
+    return sr_srv_ok(r, NULL);
 }
 
 static enum MHD_Result with_version(req *r)
