@@ -60,8 +60,11 @@
  *
  * ---- Workers ----
  *
- * sr_delta_publish runs `workers` OpenMP threads over the tensors (the reference:
- * pool_workers(cap 8, reserved 0), sr_delta_publish_workers). Apply runs
+ * sr_delta_publish first finds the tensors that differ from its snapshot (memcmp, with at most
+ * `workers` threads and one per 8 MiB of tensors, so a small set is scanned on the calling
+ * thread), then diffs and compresses only those with min(#changed, `workers`) OpenMP threads
+ * (the reference: pool_workers(cap 8, reserved 0), sr_delta_publish_workers); a version in
+ * which nothing changed starts no team. Apply runs
  * min(#payloads, max_workers) threads per version, where #payloads counts the records that
  * apply to local tensors and max_workers is normally pool_workers(cap 32, reserved 0)
  * (sr_delta_apply_workers); a version with no applicable payload applies nothing and starts no
@@ -219,8 +222,8 @@ typedef struct sr_delta_publish_result {
     size_t payload_files;        /* payload files written */
     uint64_t uncompressed_bytes; /* sum over the records */
     uint64_t compressed_bytes;   /* sum over the records */
-    int workers;                 /* team size actually used: 1 when run serially on the
-                                    calling thread, 0 when no given tensor was in the base */
+    int workers;                 /* diff team size actually used: 1 when run serially on the
+                                    calling thread, 0 when no tensor changed (no team) */
 } sr_delta_publish_result;
 
 /*
