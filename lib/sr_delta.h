@@ -49,13 +49,16 @@
  *   1. state missing or write_in_progress: reset the local tensors from the base (version 0);
  *      a state file that is not valid is SR_E_DELTA_STATE (sr_delta_receiver_reset recovers);
  *   2. version == target: nothing to do; version > target: SR_E_DELTA_VERSION;
- *   3. writes {version, true, target}; for each v in (version, target]: reads the manifest,
+ *   3. for each v in (version, target]: reads the manifest,
  *      checks "version" == v and "base_version" == v - 1 (SR_E_DELTA_VERSION), validates every
  *      applicable record and its payload blob BEFORE changing any byte, then XORs every payload
- *      into its local tensor and verifies the tensor's checksum;
+ *      into its local tensor and verifies the tensor's checksum; {version, true, target} is
+ *      written before the first payload changes a byte (and only then: versions that apply
+ *      nothing leave the tensors as they were and skip that write and its fsyncs);
  *   4. only after the last version writes {target, false, target}.
- * Any failure after step 3 began leaves write_in_progress set, so the next fetch resets from
- * the base and replays every version: a half-applied version is never taken for a whole one.
+ * Any failure after step 3 began leaves write_in_progress set (written then if it was not yet),
+ * so the next fetch resets from the base and replays every version: a half-applied version is
+ * never taken for a whole one.
  * Records naming a tensor absent from the local set are skipped (as the reference does).
  *
  * ---- Workers ----
