@@ -73,9 +73,6 @@ static enum MHD_Result first_final(req *r)
         const char *sid = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "X-Session-ID");
         if (sid)
             snprintf(r->session, sizeof(r->session), "%s", sid);
-        const char *xr = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "X-Request-Id");
-        if (xr)
-            snprintf(r->xrid, sizeof(r->xrid), "%s", xr);
         r->turn = sr_engine_session_turn(s->e, r->session);
     }
     sr_faults_pick(&r->pick, sr_engine_faults(s->e), s->cfg->index, (sr_endpoint)r->ep, r->turn);
