@@ -1,6 +1,7 @@
 /*
  * libFuzzer target for the bodies of the vllm control plane's routes (harness/engine/sync_req.h):
- * the first byte picks the parser (finish_weight_update, update_weight_version, weight_checker),
+ * the first byte picks the parser (finish_weight_update, update_weight_version, weight_checker,
+ * abort_requests),
  * the rest is the body. A rejected body must carry engine.bad_request (or resource.nomem); an
  * accepted one a version in range, an action in the enum, and a baseline within its bounds whose
  * entries are NUL-terminated names and 32-digit hex digests. Every outcome then drives a step of
@@ -50,7 +51,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int64_t v = -2;
     int rc;
     sr_sync_call call = SR_SC_CHECK;
-    switch (data[0] % 3) {
+    switch (data[0] % 4) {
+    case 3: {
+        sr_abort_req q = SR_ABORT_REQ_INIT;
+        rc = sr_sync_req_abort(&q, body, len, &err);
+        if (!rc && (q.n > SR_SYNC_REQ_MAX_ABORT_IDS || (q.n && !q.ids)))
+            abort();
+        for (size_t i = 0; !rc && i < q.n; i++)
+            if (strnlen(q.ids[i], SR_SYNC_REQ_ID_MAX) - 1 >= SR_SYNC_REQ_ID_MAX - 1)
+                abort();
+        if (rc && (q.ids || q.n))
+            abort(); /* a refused body leaves nothing allocated */
+        sr_abort_req_release(&q);
+        break;
+    }
     case 0:
         rc = sr_sync_req_finish(&v, body, len, &err);
         if (!rc && (v < -1 || v > SR_SYNC_REQ_MAX_VERSION))

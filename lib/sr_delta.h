@@ -49,19 +49,25 @@
  *   1. state missing or write_in_progress: reset the local tensors from the base (version 0);
  *      a state file that is not valid is SR_E_DELTA_STATE (sr_delta_receiver_reset recovers);
  *   2. version == target: nothing to do; version > target: SR_E_DELTA_VERSION;
- *   3. writes {version, true, target}; for each v in (version, target]: reads the manifest,
+ *   3. for each v in (version, target]: reads the manifest,
  *      checks "version" == v and "base_version" == v - 1 (SR_E_DELTA_VERSION), validates every
  *      applicable record and its payload blob BEFORE changing any byte, then XORs every payload
- *      into its local tensor and verifies the tensor's checksum;
+ *      into its local tensor and verifies the tensor's checksum; {version, true, target} is
+ *      written before the first payload changes a byte (and only then: versions that apply
+ *      nothing leave the tensors as they were and skip that write and its fsyncs);
  *   4. only after the last version writes {target, false, target}.
- * Any failure after step 3 began leaves write_in_progress set, so the next fetch resets from
- * the base and replays every version: a half-applied version is never taken for a whole one.
+ * Any failure after step 3 began leaves write_in_progress set (written then if it was not yet),
+ * so the next fetch resets from the base and replays every version: a half-applied version is
+ * never taken for a whole one.
  * Records naming a tensor absent from the local set are skipped (as the reference does).
  *
  * ---- Workers ----
  *
- * sr_delta_publish runs `workers` OpenMP threads over the tensors (the reference:
- * pool_workers(cap 8, reserved 0), sr_delta_publish_workers). Apply runs
+ * sr_delta_publish first finds the tensors that differ from its snapshot (memcmp, with at most
+ * `workers` threads and one per 8 MiB of tensors, so a small set is scanned on the calling
+ * thread), then diffs and compresses only those with min(#changed, `workers`) OpenMP threads
+ * (the reference: pool_workers(cap 8, reserved 0), sr_delta_publish_workers); a version in
+ * which nothing changed starts no team. Apply runs
  * min(#payloads, max_workers) threads per version, where #payloads counts the records that
  * apply to local tensors and max_workers is normally pool_workers(cap 32, reserved 0)
  * (sr_delta_apply_workers); a version with no applicable payload applies nothing and starts no
@@ -219,8 +225,8 @@ typedef struct sr_delta_publish_result {
     size_t payload_files;        /* payload files written */
     uint64_t uncompressed_bytes; /* sum over the records */
     uint64_t compressed_bytes;   /* sum over the records */
-    int workers;                 /* team size actually used: 1 when run serially on the
-                                    calling thread, 0 when no given tensor was in the base */
+    int workers;                 /* diff team size actually used: 1 when run serially on the
+                                    calling thread, 0 when no tensor changed (no team) */
 } sr_delta_publish_result;
 
 /*

@@ -457,8 +457,25 @@ static int plan_jobs(version_plan *vp, const sr_delta_receiver *rx, const char *
     return 0;
 }
 
+/* The in-progress marker of a fetch from `from` to `target`, written once before the first byte
+ * of a local tensor changes (or when a version fails): a fetch whose versions apply nothing
+ * leaves the tensors as they were and needs no marker, which saves its two fsyncs. */
+typedef struct marker {
+    int64_t from, target;
+    int written;
+} marker;
+
+static int mark_in_progress(const sr_delta_receiver *rx, marker *mk, sr_err *err)
+{
+    if (mk->written)
+        return 0;
+    int rc = write_state(rx, mk->from, 1, mk->target, err);
+    mk->written = rc == 0;
+    return rc;
+}
+
 static int apply_version(sr_delta_fetch_result *res, const sr_delta_receiver *rx,
-                         const char *sync_dir, int64_t v, sr_err *err)
+                         const char *sync_dir, int64_t v, marker *mk, sr_err *err)
 {
     version_plan vp = {NULL, NULL, NULL, 0};
     char vdir[4096];
@@ -480,7 +497,8 @@ static int apply_version(sr_delta_fetch_result *res, const sr_delta_receiver *rx
         res->last_workers =
             vp.njobs < (size_t)rx->opts.max_workers ? (int)vp.njobs : rx->opts.max_workers;
         sr_delta_team t = {aworker_init, aworker_fini, apply_job, &c};
-        rc = sr_delta_run(&res->last_threads, vp.njobs, rx->opts.max_workers, &t, err);
+        rc = vp.njobs ? mark_in_progress(rx, mk, err) : 0;
+        rc = rc ? rc : sr_delta_run(&res->last_threads, vp.njobs, rx->opts.max_workers, &t, err);
         if (!rc)
             res->applied += vp.njobs;
     }
@@ -512,15 +530,21 @@ static int fetch_locked(sr_delta_fetch_result *res, sr_delta_receiver *rx, const
     if (s.version > target)
         return sr_err_set(err, SR_E_DELTA_VERSION, "the receiver is at version %lld, ahead of %lld",
                           (long long)s.version, (long long)target);
-    rc = write_state(rx, s.version, 1, target, err);
+    marker mk = {s.version, target, 0};
     for (int64_t v = s.version + 1; !rc && v <= target; v++) {
-        rc = apply_version(res, rx, sync_dir, v, err);
+        rc = apply_version(res, rx, sync_dir, v, &mk, err);
         if (!rc) {
             res->version = v;
             res->versions_applied++;
         }
     }
-    return rc ? rc : write_state(rx, target, 0, target, err);
+    if (rc) {
+        /* A failed version leaves the marker whatever it reached, so the next fetch resets. */
+        sr_err ignored = SR_ERR_INIT;
+        mark_in_progress(rx, &mk, &ignored);
+        return rc;
+    }
+    return write_state(rx, target, 0, target, err);
 }
 
 int sr_delta_fetch(sr_delta_fetch_result *res, sr_delta_receiver *rx, const char *sync_dir,

@@ -29,13 +29,19 @@ typedef struct job {
     unsigned char *blob; /* one zstd frame of in ^ snapshot, malloc'd */
     size_t blob_len;
     uint64_t hi, lo;
+    int dirty; /* the scan found a byte that differs from the snapshot */
 } job;
 
 typedef struct pub_ctx {
     sr_delta_publisher *p;
     job *jobs;
     size_t *by_size; /* job indices, largest tensor first, to balance the team */
+    size_t *dirty;   /* the dirty ones among them, in the same order */
 } pub_ctx;
+
+/* Bytes of tensors one scan worker compares, at least: below it a team costs more than it saves
+ * (a sync in which nothing changed waited longer for its threads than for its memcmp). */
+#define SR_DELTA_SCAN_BYTES_PER_WORKER ((size_t)8 << 20)
 
 typedef struct worker {
     ZSTD_CCtx *cctx;
@@ -207,20 +213,28 @@ static int compress_patch(job *j, const unsigned char *nw, const unsigned char *
     return 0;
 }
 
-static int diff_job(void *ctx, void *w, size_t k, sr_err *err)
+/* The scan: which tensors differ from the snapshot (memcmp stops at the first changed byte). */
+static int scan_job(void *ctx, void *w, size_t k, sr_err *err)
 {
     pub_ctx *c = ctx;
     job *j = &c->jobs[c->by_size[k]];
+    j->dirty = j->in->nbytes && memcmp(j->in->data, c->p->snap[j->slot].data, j->in->nbytes) != 0;
+    return 0;
+}
+
+/* The diff of a dirty tensor: XOR, checksum and compress. */
+static int diff_job(void *ctx, void *w, size_t k, sr_err *err)
+{
+    pub_ctx *c = ctx;
+    job *j = &c->jobs[c->dirty[k]];
     const unsigned char *nw = j->in->data, *old = c->p->snap[j->slot].data;
-    if (j->in->nbytes == 0 || memcmp(nw, old, j->in->nbytes) == 0)
-        return 0;
     return compress_patch(j, nw, old, w, c->p->opts.zstd_level, err);
 }
 
 static int commit_job(void *ctx, void *w, size_t k, sr_err *err)
 {
     pub_ctx *c = ctx;
-    job *j = &c->jobs[c->by_size[k]];
+    job *j = &c->jobs[c->dirty[k]];
     if (j->changed)
         memcpy(c->p->snap[j->slot].data, j->in->data, j->in->nbytes);
     return 0;
@@ -378,7 +392,7 @@ static int match_jobs(job **out, size_t *njobs, size_t *skipped, const sr_delta_
                                  t[i].name, p->snap[s].dtype, p->snap[s].nbytes, t[i].dtype,
                                  t[i].nbytes);
         }
-        jobs[m++] = (job){&t[i], (size_t)s, 0, NULL, 0, 0, 0};
+        jobs[m++] = (job){&t[i], (size_t)s, 0, NULL, 0, 0, 0, 0};
     }
     qsort(jobs, m, sizeof(job), cmp_job_slot);
     *out = jobs;
@@ -406,7 +420,7 @@ int sr_delta_publish(sr_delta_publish_result *res, sr_delta_publisher *p,
     if (p->version >= SR_DELTA_MAX_VERSION)
         return sr_err_set(err, SR_E_DELTA_VERSION, "version %lld is the last one allowed",
                           (long long)p->version);
-    pub_ctx c = {p, NULL, NULL};
+    pub_ctx c = {p, NULL, NULL, NULL};
     size_t njobs = 0;
     int rc = match_jobs(&c.jobs, &njobs, &r.skipped, p, tensors, n, err);
     if (rc)
@@ -417,9 +431,24 @@ int sr_delta_publish(sr_delta_publish_result *res, sr_delta_publisher *p,
         sizes[i] = c.jobs[i].in->nbytes;
     rc = rc ? rc : sr_delta_schedule_by_size(&c.by_size, sizes, njobs, err);
     free(sizes);
+    /* Scan with a team sized by the bytes, then diff and commit only the dirty tensors: a
+     * version in which nothing changed starts no team at all. */
+    size_t total = 0, ndirty = 0;
+    for (size_t i = 0; i < njobs; i++)
+        total += c.jobs[i].in->nbytes;
+    size_t scanners = 1 + total / SR_DELTA_SCAN_BYTES_PER_WORKER;
+    int threads = 0, scan_threads = 0;
+    sr_delta_team scan = {NULL, NULL, scan_job, &c};
+    rc = rc ? rc
+            : sr_delta_run(&scan_threads, njobs,
+                           scanners < (size_t)workers ? (int)scanners : workers, &scan, err);
+    c.dirty = rc ? NULL : malloc((njobs ? njobs : 1) * sizeof(size_t));
+    rc = rc ? rc : c.dirty ? 0 : sr_err_set(err, SR_E_NOMEM, "cannot allocate a schedule");
+    for (size_t k = 0; !rc && k < njobs; k++)
+        if (c.jobs[c.by_size[k]].dirty)
+            c.dirty[ndirty++] = c.by_size[k];
     sr_delta_team diff = {worker_init, worker_fini, diff_job, &c};
-    int threads = 0;
-    rc = rc ? rc : sr_delta_run(&threads, njobs, workers, &diff, err);
+    rc = rc ? rc : sr_delta_run(&threads, ndirty, workers, &diff, err);
     r.version = p->version + 1;
     r.workers = threads;
     rc = rc ? rc : write_version(p, c.jobs, njobs, &r, err);
@@ -427,7 +456,7 @@ int sr_delta_publish(sr_delta_publish_result *res, sr_delta_publisher *p,
      * publish can simply be retried. */
     sr_delta_team commit = {NULL, NULL, commit_job, &c};
     int unused;
-    rc = rc ? rc : sr_delta_run(&unused, njobs, workers, &commit, err);
+    rc = rc ? rc : sr_delta_run(&unused, ndirty, workers, &commit, err);
     if (!rc) {
         p->version++;
         r.unchanged = njobs - r.records;
@@ -435,6 +464,7 @@ int sr_delta_publish(sr_delta_publish_result *res, sr_delta_publisher *p,
             *res = r;
     }
     free(c.by_size);
+    free(c.dirty);
     free_jobs(c.jobs, njobs);
     return rc;
 }

@@ -263,6 +263,8 @@ START_TEST(delta_after_disk_resets_the_receiver)
         free(t);
     }
     int64_t got;
+    /* The delta receiver exists after init only (SkyRL's DeltaWeightTransferEngine). */
+    ck_assert_sr_ok(sr_engine_sync_call(x.e, SR_SC_INIT, NULL, &err), err);
     ck_assert_sr_ok(sr_engine_fetch(x.e, 1, sync, NULL, &got, &err), err);
     ck_assert_sr_ok(sr_engine_update_delta(x.e, 1, sync, NULL, &got, &err), err);
     assert_engine_holds(&x, w[1], 1);

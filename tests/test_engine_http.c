@@ -79,7 +79,9 @@ START_TEST(sync_dir_outside_sync_dirs_is_forbidden)
     char rx[256];
     snprintf(rx, sizeof(rx), "%s/receiver-h", outside);
     ck_assert_msg(!exists(rx), "%s was created", rx);
-    /* The allowed folder is not refused (nothing is published there: a named delta error). */
+    /* The allowed folder is not refused (nothing is published there: a named delta error) once
+     * the receiver is initialised. */
+    eng_expect(&e, "POST", "/init_weight_transfer_engine", "{\"init_info\":{}}", 200, NULL);
     snprintf(body, sizeof(body), "{\"target_version\":1,\"sync_dir\":\"%s/\"}", allowed);
     hresp r;
     http_req(&r, NULL, &e, "POST", "/fetch_weights", body, NULL, 20000);

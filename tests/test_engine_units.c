@@ -124,7 +124,8 @@ START_TEST(test_fault_plan_errors_are_named)
                             : k == SR_FK_LATENCY ? ",\"ms\":1"
                             : k == SR_FK_REFUSE  ? ",\"ms\":1"
                             : k == SR_FK_DRIBBLE ? ",\"bytes_per_second\":10"
-                                                 : "";
+                            : k == SR_FK_PREFIX_CACHED_SENTINEL ? ",\"row\":1"
+                                                                : "";
         snprintf(text, sizeof(text), "[{\"kind\":\"%s\"%s}]", name, extra);
         sr_faults *fs = NULL;
         sr_err err = SR_ERR_INIT;

@@ -7,6 +7,7 @@
  * answers a generate.
  */
 #include "engine_util.h"
+#include "sr_clock.h"
 
 #define VCFG "{\"sync_dialect\":\"vllm\",\"seed\":3,\"model\":{\"layers\":2}}"
 #define GEN  "{\"token_ids\":[5,6,7],\"sampling_params\":{\"max_tokens\":3}}"
@@ -150,6 +151,84 @@ START_TEST(happy_path_and_out_of_order_while_active)
 }
 END_TEST
 
+/* POST /abort_requests (vllm/entrypoints/serve/disagg/api_router.py): a bad body is 400 with
+ * vLLM's detail; a native generate in flight (its reply's request_id "<engine>-<n>") and one
+ * named by its X-Request-Id header finish at once with finish_reason "abort" and fewer tokens
+ * than asked; an unknown id is ignored (200); the engine serves on. 404 in the skyrl plane. */
+#define SLOW                                                                                       \
+    "{\"id\":\"a\",\"sync_dialect\":\"vllm\",\"seed\":3,\"model\":{\"layers\":2,\"eos_id\":-1},"   \
+    "\"timing\":{\"prefill_ms\":0,\"decode_ms_per_token\":50}}"
+#define LONG_GEN "{\"token_ids\":[5,6,7],\"sampling_params\":{\"max_tokens\":200}}"
+
+typedef struct hdr_req {
+    pthread_t t;
+    const eng *e;
+    hresp r;
+} hdr_req;
+
+/* A generate with the header X-Request-Id: mine-7. */
+static void *hdr_main(void *arg)
+{
+    hdr_req *b = arg;
+    memset(&b->r, 0, sizeof(b->r));
+    CURL *h = curl_easy_init();
+    char url[256];
+    snprintf(url, sizeof(url), "%s/skyrl/v1/generate", b->e->url);
+    struct curl_slist *hd = curl_slist_append(NULL, "Content-Type: application/json");
+    hd = curl_slist_append(hd, "X-Request-Id: mine-7");
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hd);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, hresp_body_cb);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &b->r);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 60000L);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_POSTFIELDS, LONG_GEN);
+    curl_easy_perform(h);
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &b->r.status);
+    sr_buf_append(&b->r.body, "", 0, NULL);
+    curl_slist_free_all(hd);
+    curl_easy_cleanup(h);
+    return NULL;
+}
+
+START_TEST(abort_requests_aborts_in_flight_generates)
+{
+    eng e;
+    eng_start(&e, SLOW);
+    refused(&e, "POST", "/abort_requests", "{}", 400, "engine.bad_request");
+    refused(&e, "POST", "/abort_requests", "not json", 400, "engine.bad_request");
+    refused(&e, "POST", "/abort_requests", "{\"request_ids\":[1]}", 400, "engine.bad_request");
+    eng_expect(&e, "POST", "/abort_requests", "{\"request_ids\":[\"nobody\"]}", 200, NULL);
+    bg_req nat;
+    hdr_req hd = {.e = &e};
+    bg_start(&nat, &e, "/inference/v1/generate", LONG_GEN);
+    ck_assert_int_eq(pthread_create(&hd.t, NULL, hdr_main, &hd), 0);
+    eng_wait_state(&e, "inflight", 2);
+    double t0 = sr_clock_ms();
+    hresp r;
+    http_post(&r, &e, "/abort_requests", "{\"request_ids\":[\"a-1\",\"mine-7\"]}");
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_int_eq((int)r.body.len, 0);
+    hresp_free(&r);
+    bg_join(&nat);
+    pthread_join(hd.t, NULL);
+    ck_assert_msg(sr_clock_ms() - t0 < 5000, "the aborted requests ran on");
+    hresp *got[2] = {&nat.r, &hd.r};
+    for (int i = 0; i < 2; i++) {
+        ck_assert_msg(got[i]->status == 200, "%ld %s", got[i]->status, got[i]->body.data);
+        ck_assert_msg(strstr(got[i]->body.data, "\"finish_reason\":\"abort\""), "%s",
+                      got[i]->body.data);
+    }
+    ck_assert_ptr_nonnull(strstr(nat.r.body.data, "{\"request_id\":\"a-1\""));
+    hresp_free(&nat.r), hresp_free(&hd.r);
+    eng_expect(&e, "POST", "/skyrl/v1/generate", GEN, 200, "\"finish_reason\":\"length\"");
+    eng_stop(&e);
+    eng_start(&e, "{\"seed\":3}");
+    eng_expect(&e, "POST", "/abort_requests", "{\"request_ids\":[]}", 404, NULL);
+    eng_stop(&e);
+}
+END_TEST
+
 static Suite *vllm_suite(void)
 {
     Suite *s = suite_create("engine_vllm");
@@ -157,6 +236,7 @@ static Suite *vllm_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, out_of_order_before_start);
     tcase_add_test(tc, happy_path_and_out_of_order_while_active);
+    tcase_add_test(tc, abort_requests_aborts_in_flight_generates);
     suite_add_tcase(s, tc);
     return s;
 }

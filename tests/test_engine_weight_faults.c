@@ -93,6 +93,62 @@ START_TEST(test_update_ok_no_transfer)
 }
 END_TEST
 
+/* bucket_order_mismatch (NovaSky-AI/SkyRL#1816, comment): a bucket of every tensor (float16
+ * experts and globals, float32 routers) for version 1 passes its checksums and the finish reports
+ * version 1, but the engine unpacked it grouped by dtype: the weight checker's compare against
+ * the version-1 digests fails and the fingerprints are neither version 0's nor version 1's. */
+START_TEST(test_bucket_order_mismatch)
+{
+#define ORDER "{\"kind\":\"bucket_order_mismatch\",\"endpoints\":[\"update_weights\"]}"
+    const char *t = "{" BASE_MODEL ",\"sync_dialect\":\"vllm\",\"faults\":[" ORDER "]}";
+    sr_engine_config c;
+    sr_err err = SR_ERR_INIT;
+    ck_assert_sr_ok(sr_engine_config_parse(&c, t, strlen(t), "t", 0, &err), err);
+    uint64_t g[2], l[2][2];
+    expected_fps(&c, 0, &g[0], l[0]);
+    expected_fps(&c, 1, &g[1], l[1]);
+    sr_weights_spec ws = sr_engine_config_weights(&c);
+    sr_weights *w;
+    ck_assert_sr_ok(sr_weights_new(&w, &ws, 1, &err), err);
+    eng e;
+    eng_start(&e, t);
+    eng_expect(&e, "POST", "/init_weight_transfer_engine", "{\"init_info\":{}}", 200, NULL);
+    eng_expect(&e, "POST", "/start_weight_update", "{}", 200, NULL);
+    sr_buf b = SR_BUF_INIT, base = SR_BUF_INIT;
+    eng_bucket_of(&b, w, 1);
+    hresp r;
+    eng_post_bucket(&r, &e, &b);
+    ck_assert_msg(r.status == 200, "%ld %s", r.status, r.body.data);
+    hresp_free(&r);
+    eng_expect(&e, "POST", "/finish_weight_update", "{\"weight_version\":1}", 200, NULL);
+    eng_expect(&e, "GET", "/weight_info", NULL, 200, "{\"weight_version\":\"1\"}");
+    eng_baseline_of(&base, w);
+    sr_buf_append(&base, "", 0, NULL);
+    eng_expect(&e, "POST", "/weight_checker", base.data, 200, "{\"match\":false");
+    http_get(&r, &e, "/syncroll/v1/state");
+    ck_assert_int_eq(r.status, 200);
+    for (int v = 0; v < 2; v++) {
+        char fp[3][24];
+        snprintf(fp[0], sizeof(fp[0]), "\"%016llx\"", (unsigned long long)g[v]);
+        snprintf(fp[1], sizeof(fp[1]), "\"%016llx\"", (unsigned long long)l[v][0]);
+        snprintf(fp[2], sizeof(fp[2]), "\"%016llx\"", (unsigned long long)l[v][1]);
+        /* Name order is embed, layer 0 experts, layer 0 router, ..., lm_head: grouped by dtype,
+         * lm_head and every router move, so no fingerprint is a version's. */
+        for (int k = 0; k < 3; k++)
+            ck_assert_msg(!strstr(r.body.data, fp[k]), "fingerprint %d is version %d's: %s", k, v,
+                          r.body.data);
+    }
+    ck_assert_ptr_nonnull(strstr(r.body.data, "\"bucket_order_mismatch\""));
+    hresp_free(&r);
+    eng_expect(&e, "POST", "/skyrl/v1/generate", REQ, 200, "\"weight_version\":1");
+    sr_buf_release(&b);
+    sr_buf_release(&base);
+    sr_weights_free(w);
+    sr_engine_config_release(&c);
+    eng_stop(&e);
+}
+END_TEST
+
 /* The expected fingerprints of the BASE_MODEL engine at versions 0 and 1: g[v] global, l[v][slot].
  */
 typedef struct base_fps {
@@ -211,6 +267,90 @@ START_TEST(test_serve_before_sync)
 }
 END_TEST
 
+/* The token_ids of a skyrl generate reply (at most cap); returns how many. */
+static int reply_tokens(int32_t *out, int cap, const char *body)
+{
+    const char *p = strstr(body, "\"token_ids\":[");
+    ck_assert_ptr_nonnull(p);
+    p += strlen("\"token_ids\":[");
+    int n = 0;
+    while (*p && *p != ']' && n < cap) {
+        char *end;
+        out[n++] = (int32_t)strtol(p, &end, 10);
+        p = *end == ',' ? end + 1 : end;
+    }
+    return n;
+}
+
+/* Token `k` (0-based among the generated) as the oracle samples it after prompt + tok[0..k) with
+ * the fingerprints (g, l): one step of the speculative schedule. */
+static int32_t oracle_token(const sr_oracle *o, const int32_t *prompt, size_t P, const int32_t *tok,
+                            int k, uint64_t g, const uint64_t *l)
+{
+    int32_t in[64], one[8];
+    memcpy(in, prompt, P * sizeof(int32_t));
+    memcpy(in + P, tok, (size_t)k * sizeof(int32_t));
+    sr_oracle_request r = SR_ORACLE_REQUEST_INIT;
+    r.prompt = in;
+    r.prompt_len = P + (size_t)k;
+    r.max_tokens = 1;
+    r.prior_generated = (size_t)k;
+    sr_oracle_output out = SR_ORACLE_OUTPUT_INIT;
+    out.tokens = one;
+    sr_err err = SR_ERR_INIT;
+    ck_assert_sr_ok(sr_oracle_generate(&out, o, g, l, &r, &err), err);
+    return one[0];
+}
+
+/* stale_draft_model (sgl-project/sglang#28257): before any update the fault changes nothing (a
+ * fresh engine's body); after the update to version 1 the reply claims version 1 throughout, but
+ * tokens 1, 2, 4, 5, 7 are the draft's, sampled with version 0's fingerprints, and tokens 0, 3, 6
+ * the target's, with version 1's (checked step by step against the oracle). */
+START_TEST(test_stale_draft_model)
+{
+    const char *t = "{" BASE_MODEL "}";
+    sr_engine_config c;
+    sr_err err = SR_ERR_INIT;
+    ck_assert_sr_ok(sr_engine_config_parse(&c, t, strlen(t), "t", 0, &err), err);
+    sr_oracle_model m = sr_engine_config_model(&c);
+    sr_oracle *o;
+    ck_assert_sr_ok(sr_oracle_new(&o, &m, &err), err);
+    uint64_t g[2], l[2][2];
+    expected_fps(&c, 0, &g[0], l[0]);
+    expected_fps(&c, 1, &g[1], l[1]);
+    eng fresh, e;
+    hresp v0, before, after;
+    eng_start(&fresh, t);
+    http_post(&v0, &fresh, "/skyrl/v1/generate", REQ);
+    eng_stop(&fresh);
+    start_with(&e, "{\"kind\":\"stale_draft_model\"}");
+    http_post(&before, &e, "/skyrl/v1/generate", REQ);
+    const char *tail = strstr(v0.body.data, ",\"syncroll\":");
+    ck_assert_ptr_nonnull(tail);
+    ck_assert_int_eq(strncmp(before.body.data, v0.body.data, (size_t)(tail - v0.body.data)), 0);
+    eng_expect(&e, "POST", "/update_weights", "{\"update_info\":{\"target_version\":1}}", 200,
+               NULL);
+    http_post(&after, &e, "/skyrl/v1/generate", REQ);
+    ck_assert_int_eq(after.status, 200);
+    ck_assert_ptr_nonnull(strstr(after.body.data, "\"rows\":[[2,13,1]]"));
+    int32_t tok[8], prompt[6] = {5, 6, 7, 8, 9, 10};
+    ck_assert_int_eq(reply_tokens(tok, 8, after.body.data), 8);
+    int drafted = 0;
+    for (int k = 0; k < 8; k++) {
+        int draft = k % 3 != 0;
+        int32_t want = oracle_token(o, prompt, 6, tok, k, g[!draft], l[!draft]);
+        int32_t other = oracle_token(o, prompt, 6, tok, k, g[draft], l[draft]);
+        ck_assert_msg(tok[k] == want, "token %d: %d, the %s's would be %d", k, tok[k],
+                      draft ? "draft" : "target", want);
+        drafted += draft && want != other;
+    }
+    ck_assert_int_gt(drafted, 0); /* the stale draft changed some token */
+    hresp_free(&v0), hresp_free(&before), hresp_free(&after), eng_stop(&e);
+    sr_oracle_free(o);
+    sr_engine_config_release(&c);
+}
+END_TEST
+
 /* ack_before_apply (modelscope/ms-swift#10207): the update to version 1 is acknowledged with MoE
  * layer slot 1 (the last) still at version 0; the 2 generates answered next are computed with
  * it (the same body both times), and after them the slot applies: the fingerprints become version
@@ -269,8 +409,10 @@ static Suite *weight_faults_suite(void)
     tcase_add_test(tc, test_version_regress);
     tcase_add_test(tc, test_init_group_hang);
     tcase_add_test(tc, test_serve_before_sync);
+    tcase_add_test(tc, test_stale_draft_model);
     tcase_add_test(tc, test_ack_before_apply);
     tcase_add_test(tc, test_partial_apply_on_error);
+    tcase_add_test(tc, test_bucket_order_mismatch);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -42,7 +42,7 @@ START_TEST(delta_versions_in_a_row)
             sfx_assert_fps(&x, i, v);
         }
         for (int p = SR_SYNC_GATHER; p < SR_SYNC_PHASE_COUNT; p++)
-            ck_assert_int_eq(x.r.phase_ran[p], p != SR_SYNC_INIT);
+            ck_assert_int_eq(x.r.phase_ran[p], p != SR_SYNC_INIT || v == 1); /* init once */
     }
     ck_assert_int_eq(sr_sync_version(x.s), 3);
     ck_assert_str_eq(sr_sync_cache_salt(x.s), "default@3");

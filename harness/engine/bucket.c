@@ -403,6 +403,48 @@ static int commit_whole(sr_bucket_rx *b, sr_err *err)
     return rc;
 }
 
+/* bucket_order_mismatch (NovaSky-AI/SkyRL#1816, comment): the receiver unpacks a mixed-dtype
+ * bucket with its tensors grouped by dtype (in the order the dtypes first appear) while the
+ * sender packed them in the metadata's order, so each tensor gets the bytes at the wrong offset.
+ * The checksums were verified first: the garbage lands silently, as in the report. A bucket of
+ * one dtype unpacks the same either way. */
+static int unpack_grouped(sr_bucket_rx *b, sr_err *err)
+{
+    sr_engine *e = b->e;
+    size_t n = b->bp.n, *order = malloc((n ? n : 1) * sizeof(size_t));
+    unsigned char *payload = malloc(b->bp.payload_len ? b->bp.payload_len : 1);
+    int rc = 0;
+    if (!order || !payload) {
+        rc = sr_err_set(err, SR_E_NOMEM, "cannot unpack a bucket of %zu bytes", b->bp.payload_len);
+        goto out;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *d = e->stage_view[b->bp.items[i].index].dtype;
+        int first = 1;
+        for (size_t j = 0; j < i && first; j++)
+            first = strcmp(e->stage_view[b->bp.items[j].index].dtype, d) != 0;
+        for (size_t j = i; first && j < n; j++)
+            if (strcmp(e->stage_view[b->bp.items[j].index].dtype, d) == 0)
+                order[k++] = j;
+    }
+    pthread_mutex_lock(&e->apply);
+    for (size_t i = 0; i < n; i++)
+        memcpy(payload + b->bp.items[i].offset, e->stage_view[b->bp.items[i].index].data,
+               b->bp.items[i].nbytes);
+    size_t off = 0;
+    for (size_t j = 0; j < n; j++) {
+        const bucket_item *it = &b->bp.items[order[j]];
+        memcpy(e->stage_view[it->index].data, payload + off, it->nbytes);
+        off += it->nbytes;
+    }
+    pthread_mutex_unlock(&e->apply);
+out:
+    free(order);
+    free(payload);
+    return rc;
+}
+
 int sr_engine_bucket_end(sr_bucket_rx *b, const sr_fault *f, sr_err *err)
 {
     sr_engine *e = b->e;
@@ -422,6 +464,8 @@ int sr_engine_bucket_end(sr_bucket_rx *b, const sr_fault *f, sr_err *err)
         rc = verify(b, b->corrupt || (f && f->kind == SR_FK_CHECKSUM_MISMATCH), err);
     if (!rc && f && f->kind == SR_FK_UPDATE_OK_NO_TRANSFER)
         undo_transfer(b);
+    if (!rc && f && f->kind == SR_FK_BUCKET_ORDER_MISMATCH)
+        rc = unpack_grouped(b, err);
     pthread_mutex_lock(&e->mu);
     e->st.buckets++;
     if (b->claimed) {

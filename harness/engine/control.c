@@ -134,9 +134,14 @@ static enum MHD_Result do_fetch(req *r, const cJSON *b)
         sr_engine_fetch(r->srv->e, v, d->valuestring, r->pick.f[SR_FL_WEIGHTS], &fetched, &err);
     if (rc)
         return sync_error(r, rc, &err);
-    char out[96];
-    snprintf(out, sizeof(out), "{\"version\":%lld,\"fetched_version\":%lld}",
-             (long long)sr_engine_version(r->srv->e), (long long)fetched);
+    /* SkyRL's /fetch_weights answers {"status":"ok","result": <one dict per worker>}
+     * (skyrl/backends/skyrl_train/inference_servers/vllm_server_actor.py, delta_engine.py);
+     * "version" and "fetched_version" are syncroll's. */
+    char out[200];
+    snprintf(out, sizeof(out),
+             "{\"status\":\"ok\",\"result\":[{\"status\":\"ok\",\"target_version\":%lld}],"
+             "\"version\":%lld,\"fetched_version\":%lld}",
+             (long long)v, (long long)sr_engine_version(r->srv->e), (long long)fetched);
     return sr_srv_ok(r, out);
 }
 
@@ -202,7 +207,7 @@ static enum MHD_Result with_body(req *r)
             ret = sr_srv_bad_request(r, "reset_running_requests must be a boolean");
         else {
             sr_engine_prefix_reset(r->srv->e);
-            ret = sr_srv_ok(r, NULL);
+            ret = sr_srv_ok(r, "{\"status\":\"ok\"}"); /* as SkyRL's vllm_server_actor.py */
         }
         break;
     }
@@ -359,6 +364,7 @@ enum MHD_Result sr_srv_control(req *r)
     case SR_EP_WEIGHT_INFO:
     case SR_EP_WEIGHT_CHECKER:
     case SR_EP_IS_PAUSED:
+    case SR_EP_ABORT_REQUESTS:
         /* vLLM's native routes exist only in its control plane. */
         return vllm ? sr_srv_control_vllm(r)
                     : sr_srv_error(r, 404, "NotFoundError", 0,

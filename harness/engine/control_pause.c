@@ -70,6 +70,49 @@ static void freeze_or_abort_running_locked(sr_server *s, int keep)
     }
 }
 
+static int id_matches(const sr_server *s, const req *r, const char *const *ids, size_t n)
+{
+    char own[SR_ENGINE_SESSION_MAX + 96];
+    int named = r->ep == SR_EP_NATIVE || r->route;
+    snprintf(own, sizeof(own), "%s-%lld", s->cfg->id, (long long)r->ordinal);
+    for (size_t i = 0; i < n; i++)
+        if ((named && strcmp(ids[i], own) == 0) || (r->xrid[0] && strcmp(ids[i], r->xrid) == 0))
+            return 1;
+    return 0;
+}
+
+size_t sr_srv_abort_ids(sr_server *s, const char *const *ids, size_t n)
+{
+    size_t k = 0, m = 0;
+    pthread_mutex_lock(&s->mu);
+    /* Matches first: taking one out of the heap reorders it. */
+    req **run = malloc((s->nheap ? s->nheap : 1) * sizeof(*run));
+    for (size_t i = 0; run && i < s->nheap; i++)
+        if (s->heap[i]->state == RS_RUNNING && id_matches(s, s->heap[i], ids, n))
+            run[m++] = s->heap[i];
+    int64_t now = sr_srv_now_ns();
+    for (size_t i = 0; i < m; i++, k++) {
+        req *r = run[i];
+        sr_srv_unschedule_locked(r);
+        sr_srv_running_dec_locked(s);
+        r->k_done = sr_srv_tokens_at(r, now);
+        r->state = RS_ABORTING;
+        sr_srv_resume_locked(r);
+    }
+    free(run);
+    for (req *r = s->held.head, *next; r; r = next) {
+        next = r->lnext;
+        if ((r->state != RS_FROZEN && r->state != RS_HELD) || !id_matches(s, r, ids, n))
+            continue;
+        sr_srv_list_remove_locked(r);
+        r->state = RS_ABORTING;
+        sr_srv_resume_locked(r);
+        k++;
+    }
+    pthread_mutex_unlock(&s->mu);
+    return k;
+}
+
 /* The pause of the scheduler in `mode` (keep, abort or wait), for /pause and /sleep (vLLM pauses
  * the scheduler before it sleeps). MHD_YES once a wait-mode pause was suspended until nothing
  * runs; otherwise answers 200. Takes s->mu. */

@@ -93,6 +93,27 @@ static enum MHD_Result weight_checker(req *r)
     return sr_srv_respond(r, 200, "application/json", &b, 1);
 }
 
+/*
+ * POST /abort_requests {"request_ids": [id, ..]} as vLLM's router (vllm/entrypoints/serve/disagg/
+ * api_router.py, attach_router): 400 "JSON decode error: ..." or "Missing 'request_ids' in
+ * request body", else the abort of those requests and 200 with an empty body; the aborted
+ * generates answer finish_reason "abort" with the tokens sampled so far.
+ */
+static enum MHD_Result abort_requests(req *r)
+{
+    sr_err err = SR_ERR_INIT;
+    sr_abort_req q = SR_ABORT_REQ_INIT;
+    int rc = sr_sync_req_abort(&q, body(r), r->body.len, &err);
+    if (rc)
+        return refuse(r, rc, &err);
+    const char *ids[SR_SYNC_REQ_MAX_ABORT_IDS];
+    for (size_t i = 0; i < q.n; i++)
+        ids[i] = q.ids[i];
+    sr_srv_abort_ids(r->srv, ids, q.n);
+    sr_abort_req_release(&q);
+    return sr_srv_ok(r, NULL);
+}
+
 static enum MHD_Result with_version(req *r)
 {
     sr_err err = SR_ERR_INIT;
@@ -163,6 +184,8 @@ enum MHD_Result sr_srv_control_vllm(req *r)
         return sr_srv_ok(r, out);
     case SR_EP_WEIGHT_CHECKER:
         return weight_checker(r);
+    case SR_EP_ABORT_REQUESTS:
+        return abort_requests(r);
     case SR_EP_IS_PAUSED:
         pthread_mutex_lock(&s->mu);
         rc = s->paused;

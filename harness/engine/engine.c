@@ -6,6 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "engine_state.h"
 #include "jsonw.h"
 #include "sr_weights.h"
@@ -73,6 +75,7 @@ void sr_engine_free(sr_engine *e)
     free(e->layer_fps);
     free(e->prev_layer_fps);
     free(e->init_info);
+    free(e->init_local_dir);
     sr_engine_sync_release(e);
     sr_oracle_free(e->oracle);
     sr_weights_free(e->weights);
@@ -218,10 +221,17 @@ void sr_engine_prefix_reset(sr_engine *e)
 
 void sr_engine_set_init_info(sr_engine *e, const char *json)
 {
-    char *copy = json ? strdup(json) : NULL;
+    char *copy = json ? strdup(json) : NULL, *dir = NULL;
+    cJSON *o = json ? cJSON_Parse(json) : NULL;
+    const cJSON *d = cJSON_GetObjectItemCaseSensitive(o, "local_checkpoint_dir");
+    if (cJSON_IsString(d) && d->valuestring[0])
+        dir = strdup(d->valuestring);
+    cJSON_Delete(o);
     pthread_mutex_lock(&e->mu);
     free(e->init_info);
     e->init_info = copy;
+    free(e->init_local_dir);
+    e->init_local_dir = dir;
     pthread_mutex_unlock(&e->mu);
 }
 

@@ -38,6 +38,7 @@ void sr_engine_sync_release(sr_engine *e)
 {
     sr_delta_receiver_free(e->rx);
     free(e->rx_sync_dir);
+    free(e->rx_state_dir);
     free(e->stage_view);
     sr_weights_free(e->stage);
     free(e->bc.received);

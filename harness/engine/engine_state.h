@@ -107,7 +107,8 @@ struct sr_engine {
     int64_t sync_starts, sync_finishes, sync_applies, sync_order_errors; /* (mu) */
     int64_t prefix_resets;                                               /* (mu) */
     char *init_info;                                                     /* (mu) */
-    session_slot *sessions;                                              /* (mu) */
+    char *init_local_dir; /* (mu) init_info.local_checkpoint_dir (the receiver's state), or NULL */
+    session_slot *sessions; /* (mu) */
     size_t n_sessions, n_used;
     int64_t session_resets;
     _Atomic int64_t requests[SR_EP_COUNT];
@@ -119,6 +120,7 @@ struct sr_engine {
     int stage_foreign;           /* a broadcast wrote the stage: the receiver must reset */
     sr_delta_receiver *rx;
     char *rx_sync_dir;           /* the sync_dir the receiver was made for */
+    char *rx_state_dir;          /* the folder of the receiver's state */
     sr_skip_set pend_skip;       /* (mu) weights faults waiting for the next commit */
     int pend_not_bumped;         /* (mu) */
     int pend_regress;            /* (mu) version_regress waiting for the next commit */

@@ -158,6 +158,28 @@ static void fill_oracle_req(sr_oracle_request *r, const sr_gen_job *j)
     r->route_dtype = j->gen_dtype;
 }
 
+/* Tokens the draft proposes (and the target accepts) between two of the target's own tokens. */
+#define SR_GEN_DRAFT_TOKENS 2
+
+/* stale_draft_model (sgl-project/sglang#28257): speculative decoding whose draft model kept the
+ * weights before the last update. The target samples token 0 from the prefill and then one bonus
+ * token after each run of SR_GEN_DRAFT_TOKENS accepted draft tokens; the accepted ones (and the
+ * forward passes they come from) are the draft's, computed with `prev`, while the reply claims
+ * the target's version throughout (the spans keep w's version). */
+static int draft_decode(sr_gen_job *j, const sr_oracle *o, const sr_gen_weights *w,
+                        const sr_gen_weights *prev, sr_err *err)
+{
+    sr_gen_weights draft = *prev;
+    draft.version = w->version;
+    int rc = 0;
+    for (int64_t k = 1; !rc && k < j->G; k += SR_GEN_DRAFT_TOKENS + 1) {
+        rc = sr_gen_continue(j, o, &draft, k, err);
+        if (!rc && k + SR_GEN_DRAFT_TOKENS < j->G)
+            rc = sr_gen_continue(j, o, w, k + SR_GEN_DRAFT_TOKENS, err);
+    }
+    return rc;
+}
+
 int sr_gen_run(sr_gen_job *j, const sr_oracle *o, const sr_gen_weights *w,
                const sr_gen_weights *prev, sr_err *err)
 {
@@ -185,6 +207,8 @@ int sr_gen_run(sr_gen_job *j, const sr_oracle *o, const sr_gen_weights *w,
     }
     j->nspans = 0;
     spans_push(j, span_lo(j), (int64_t)j->req.P + j->G - 1, w->version);
+    if (!rc && prev && j->model_fault && j->model_fault->kind == SR_FK_STALE_DRAFT_MODEL)
+        rc = draft_decode(j, o, w, prev, err);
     return rc;
 }
 

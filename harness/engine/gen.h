@@ -49,6 +49,10 @@
  *   routes_dropped         "routed_experts":null
  *   stale_prefix_cache     prompt rows [start, P) computed with the fingerprints the engine held
  *                          before its last weight update (while "rows" claims the new version)
+ *   stale_draft_model      generated tokens 1, 2, 4, 5, 7, ... (the draft proposes two, the
+ *                          target adds the third; token 0 is the prefill's) are sampled, and their
+ * rows computed, with the fingerprints held before the last update (the speculative draft model's),
+ * while "rows" claims the new version
  *
  * Ownership: a job owns its request (moved in), buffers and weight copies; sr_gen_job_release.
  * Thread-safety: a job belongs to one thread at a time; the oracle may be shared.

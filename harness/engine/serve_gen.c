@@ -109,6 +109,10 @@ static enum MHD_Result start(req *r)
         return sr_srv_error(r, 400, "BadRequestError", SR_E_ENGINE_REQUEST,
                             "/skyrl/v1/generate does not support LoRA.");
     const char *body = r->body.data ? r->body.data : "";
+    /* /abort_requests may name it by this header (control_pause.c). */
+    const char *xr = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "X-Request-Id");
+    if (xr)
+        snprintf(r->xrid, sizeof(r->xrid), "%s", xr);
     if (r->route ? sr_gen_request_parse_as(&q, body, r->body.len, &lim, &r->route->request, &err)
                  : sr_gen_request_parse(&q, body, r->body.len, &lim, &err))
         return sr_srv_error(r, err.code == SR_E_NOMEM ? 500 : 400,

@@ -85,6 +85,7 @@ struct req {
     int counted;    /* holds one of those slots until on_completed */
     int admitted;   /* was queued and took a slot: its body deadline starts at the next call */
     char session[SR_ENGINE_SESSION_MAX + 1];
+    char xrid[SR_ENGINE_SESSION_MAX + 1]; /* a generate's X-Request-Id header, or "" */
     int64_t turn, ordinal;
     sr_fault_pick pick;
     req_state state;    /* (mu) */
@@ -231,6 +232,12 @@ void *sr_srv_sched_main(void *arg);
 int64_t sr_srv_tokens_at(const req *r, int64_t t);
 /* The generate endpoints (serve_gen.c). */
 enum MHD_Result sr_srv_generate(req *r);
+/* Aborts the in-flight generates named by `ids` (n of them): a generate whose reply carries
+ * "request_id" "<engine id>-<ordinal>" (native and dialect routes) or whose X-Request-Id header
+ * is the id. Running, frozen and held ones finish now with finish_reason "abort" and the tokens
+ * sampled so far; others (finished, unknown) are ignored, as vLLM ignores unknown ids. Returns
+ * how many were aborted. Takes s->mu (control_pause.c). */
+size_t sr_srv_abort_ids(sr_server *s, const char *const *ids, size_t n);
 /* The control endpoints (control.c). */
 enum MHD_Result sr_srv_control(req *r);
 /* The vllm control plane's weight-transfer routes (control_vllm.c): init, start, update (a

@@ -143,3 +143,44 @@ void sr_checker_req_release(sr_checker_req *r)
     free(r->baseline);
     *r = (sr_checker_req)SR_CHECKER_REQ_INIT;
 }
+
+int sr_sync_req_abort(sr_abort_req *out, const char *body, size_t len, sr_err *err)
+{
+    *out = (sr_abort_req)SR_ABORT_REQ_INIT;
+    cJSON *o = cJSON_ParseWithLength(body, len);
+    const cJSON *ids = cJSON_GetObjectItemCaseSensitive(o, "request_ids");
+    int n = cJSON_GetArraySize(ids), rc = 0;
+    if (!cJSON_IsObject(o))
+        rc = sr_err_set(err, SR_E_ENGINE_REQUEST, "JSON decode error: the body is not an object");
+    else if (!ids || cJSON_IsNull(ids))
+        rc = sr_err_set(err, SR_E_ENGINE_REQUEST, "Missing 'request_ids' in request body");
+    else if (!cJSON_IsArray(ids) || n > SR_SYNC_REQ_MAX_ABORT_IDS)
+        rc = sr_err_set(err, SR_E_ENGINE_REQUEST,
+                        "'request_ids' must be a list of at most %d request ids",
+                        SR_SYNC_REQ_MAX_ABORT_IDS);
+    else if (!(out->ids = calloc(n ? (size_t)n : 1, sizeof(*out->ids))))
+        rc = sr_err_set(err, SR_E_NOMEM, "cannot hold %d request ids", n);
+    const cJSON *x;
+    const cJSON *arr = rc ? NULL : ids;
+    cJSON_ArrayForEach(x, arr)
+    {
+        size_t k = cJSON_IsString(x) ? strlen(x->valuestring) : 0;
+        if (k == 0 || k >= SR_SYNC_REQ_ID_MAX) {
+            rc = sr_err_set(err, SR_E_ENGINE_REQUEST,
+                            "request_ids[%zu] must be a string of 1..%d bytes", out->n,
+                            SR_SYNC_REQ_ID_MAX - 1);
+            break;
+        }
+        memcpy(out->ids[out->n++], x->valuestring, k + 1);
+    }
+    cJSON_Delete(o);
+    if (rc)
+        sr_abort_req_release(out);
+    return rc;
+}
+
+void sr_abort_req_release(sr_abort_req *r)
+{
+    free(r->ids);
+    *r = (sr_abort_req)SR_ABORT_REQ_INIT;
+}

@@ -1,6 +1,7 @@
 /*
  * sync_req: the JSON bodies of vLLM's native weight-transfer routes as the mock engine reads them
- * (vllm/entrypoints/serve/dev/rlhf/api_router.py): pure parsers of untrusted bytes, fuzzed by
+ * (vllm/entrypoints/serve/dev/rlhf/api_router.py; /abort_requests from its disagg router): pure
+ * parsers of untrusted bytes, fuzzed by
  * fuzz/fuzz_sync_request.c.
  *
  * Versions. vLLM carries weight versions as strings; the mock's are integers 0..1e9, so a
@@ -58,5 +59,25 @@ typedef struct sr_checker_req {
  * each with a 32-digit hex digest); the others ignore it. */
 int sr_sync_req_checker(sr_checker_req *out, const char *body, size_t len, sr_err *err);
 void sr_checker_req_release(sr_checker_req *r);
+
+#define SR_SYNC_REQ_MAX_ABORT_IDS 1024 /* request ids one /abort_requests may name */
+#define SR_SYNC_REQ_ID_MAX        128  /* bytes of one request id, including the NUL */
+
+/* A parsed /abort_requests body: ids[n] (owned; release with sr_abort_req_release). */
+typedef struct sr_abort_req {
+    char (*ids)[SR_SYNC_REQ_ID_MAX];
+    size_t n;
+} sr_abort_req;
+#define SR_ABORT_REQ_INIT                                                                          \
+    {                                                                                              \
+        NULL, 0                                                                                    \
+    }
+
+/* POST /abort_requests {"request_ids": [id, ..]} (vllm/entrypoints/serve/disagg/api_router.py):
+ * at most SR_SYNC_REQ_MAX_ABORT_IDS strings of 1..127 bytes each (an empty list is allowed).
+ * The message names vLLM's detail: "JSON decode error: ..." for a body that is not a JSON
+ * object, "Missing 'request_ids' in request body" without the key (or null). */
+int sr_sync_req_abort(sr_abort_req *out, const char *body, size_t len, sr_err *err);
+void sr_abort_req_release(sr_abort_req *r);
 
 #endif /* SR_ENGINE_SYNC_REQ_H */

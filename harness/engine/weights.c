@@ -12,7 +12,8 @@
 #include "sr_buf.h"
 #include "sr_clock.h"
 
-/* The receiver's state lives in {sync_dir}/receiver-<engine id>; the id is made file-safe. */
+/* The receiver's state lives in the init info's local_checkpoint_dir, or else in
+ * {sync_dir}/receiver-<engine id> (the id made file-safe). */
 #define RX_DIR_MAX SR_ENGINE_PATH_MAX
 
 /* ---- where the receiver may write ---- */
@@ -102,23 +103,67 @@ static int stage_reset(void *ctx, sr_err *err)
     return rc;
 }
 
-/* A fresh receiver for sync_dir, reset so its state (version 0) matches the stage. */
-static int rx_create(sr_engine *e, const char *sync_dir, sr_err *err)
+/*
+ * The reference receiver (SkyRL's DeltaWeightTransferEngine, skyrl/backends/skyrl_train/
+ * weight_sync/delta_engine.py) exists only after init_weight_transfer_engine: fetch_weights and
+ * the delta update before it raise "has not been initialized". Refused as sync.protocol_order.
+ */
+static int require_init(sr_engine *e, const char *call, sr_err *err)
 {
-    char dir[RX_DIR_MAX + 128];
-    int n = snprintf(dir, sizeof(dir), "%s/receiver-", sync_dir);
-    for (const char *p = e->cfg.id; *p && (size_t)n + 1 < sizeof(dir); p++, n++) {
+    pthread_mutex_lock(&e->mu);
+    int uninit = e->sync_state == SR_SS_UNINIT;
+    e->sync_order_errors += uninit;
+    pthread_mutex_unlock(&e->mu);
+    if (!uninit)
+        return 0;
+    return sr_err_set(err, SR_E_SYNC_ORDER,
+                      "DeltaWeightTransferEngine has not been initialized (%s before "
+                      "init_weight_transfer_engine)",
+                      call);
+}
+
+/*
+ * The folder of the receiver's state into out[RX_DIR_MAX + 128]: the init info's
+ * local_checkpoint_dir when it named one (confined like a sync_dir), else
+ * {sync_dir}/receiver-<engine id>.
+ */
+static int rx_state_dir(char *out, sr_engine *e, const char *sync_dir, sr_err *err)
+{
+    pthread_mutex_lock(&e->mu);
+    char *local = e->init_local_dir ? strdup(e->init_local_dir) : NULL;
+    int missing = e->init_local_dir && !local;
+    pthread_mutex_unlock(&e->mu);
+    if (missing)
+        return sr_err_set(err, SR_E_NOMEM, "cannot copy the local_checkpoint_dir");
+    if (local) {
+        int rc = sr_engine_confine(out, e, local, "local_checkpoint_dir", err);
+        if (rc)
+            sr_err_prefix(err, "init_info.local_checkpoint_dir: ");
+        free(local);
+        return rc;
+    }
+    int n = snprintf(out, RX_DIR_MAX + 128, "%s/receiver-", sync_dir);
+    for (const char *p = e->cfg.id; *p && (size_t)n + 1 < RX_DIR_MAX + 128; p++, n++) {
         char c = *p;
         int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
                  c == '-' || c == '_' || c == '.';
-        dir[n] = ok ? c : '_';
+        out[n] = ok ? c : '_';
     }
-    dir[n] = '\0';
+    out[n] = '\0';
+    return 0;
+}
+
+/* A fresh receiver for sync_dir with its state in dir, reset so its state (version 0) matches the
+ * stage. */
+static int rx_create(sr_engine *e, const char *sync_dir, const char *dir, sr_err *err)
+{
     sr_delta_receiver_free(e->rx);
     e->rx = NULL;
     free(e->rx_sync_dir);
+    free(e->rx_state_dir);
     e->rx_sync_dir = strdup(sync_dir);
-    if (!e->rx_sync_dir)
+    e->rx_state_dir = strdup(dir);
+    if (!e->rx_sync_dir || !e->rx_state_dir)
         return sr_err_set(err, SR_E_NOMEM, "cannot copy the sync_dir");
     sr_delta_receiver_opts o = SR_DELTA_RECEIVER_OPTS_INIT;
     o.max_workers = e->st.max_workers;
@@ -132,11 +177,14 @@ static int rx_create(sr_engine *e, const char *sync_dir, sr_err *err)
 /* Called with apply held; sync_dir is canonical (confine). */
 static int rx_ensure(sr_engine *e, const char *sync_dir, sr_err *err)
 {
-    int rc = sr_engine_stage_ensure(e, err);
+    char dir[RX_DIR_MAX + 128];
+    int rc = rx_state_dir(dir, e, sync_dir, err);
+    if (!rc)
+        rc = sr_engine_stage_ensure(e, err);
     if (rc)
         return rc;
-    if (!e->rx || strcmp(e->rx_sync_dir, sync_dir) != 0)
-        rc = rx_create(e, sync_dir, err);
+    if (!e->rx || strcmp(e->rx_sync_dir, sync_dir) != 0 || strcmp(e->rx_state_dir, dir) != 0)
+        rc = rx_create(e, sync_dir, dir, err);
     else if (e->stage_foreign)
         rc = sr_delta_receiver_reset(e->rx, err);
     if (!rc)
@@ -191,6 +239,8 @@ int sr_engine_fetch(sr_engine *e, int64_t target, const char *sync_dir, const sr
                           SR_DELTA_MAX_VERSION);
     char dir[RX_DIR_MAX + 1];
     int rc = sr_engine_confine(dir, e, sync_dir, "sync_dir", err);
+    if (!rc)
+        rc = require_init(e, "fetch_weights", err);
     if (rc)
         return rc;
     sync_dir = dir;
@@ -231,6 +281,8 @@ int sr_engine_update_delta(sr_engine *e, int64_t target, const char *sync_dir, c
                           (long long)target, SR_DELTA_MAX_VERSION);
     char dir[RX_DIR_MAX + 1];
     int rc = sr_engine_confine(dir, e, sync_dir, "sync_dir", err);
+    if (!rc)
+        rc = require_init(e, "update_weights", err);
     if (rc)
         return rc;
     sync_dir = dir;

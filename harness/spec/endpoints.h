@@ -12,6 +12,7 @@
 #ifndef SR_SPEC_ENDPOINTS_H
 #define SR_SPEC_ENDPOINTS_H
 
+#include <stdint.h>
 #include <stddef.h>
 
 /* Endpoints of the mock engine (also bit positions in a fault's endpoint mask). */
@@ -51,14 +52,15 @@ typedef enum sr_endpoint {
     SR_EP_SGL_RELEASE_MEMORY, /* POST /release_memory_occupation */
     SR_EP_SGL_RESUME_MEMORY,  /* POST /resume_memory_occupation */
     SR_EP_SGL_WEIGHT_VERSION, /* GET /get_weight_version */
+    SR_EP_ABORT_REQUESTS, /* POST /abort_requests */
     SR_EP_COUNT
 } sr_endpoint;
 
 /* The bit of endpoint e in an endpoint mask (a fault's endpoints, a kind's allowed ones). */
-#define SR_EP_BIT(e) (1u << (e))
-/* Every endpoint's bit (a mask is an unsigned int: at most 32 endpoints). */
-#define SR_EP_ALL (SR_EP_COUNT >= 32 ? ~0u : SR_EP_BIT(SR_EP_COUNT) - 1u)
-_Static_assert(SR_EP_COUNT <= 32, "an endpoint mask holds at most 32 endpoints");
+#define SR_EP_BIT(e) ((uint64_t)1 << (e))
+/* Every endpoint's bit (a mask is a uint64_t: at most 64 endpoints). */
+#define SR_EP_ALL (SR_EP_COUNT >= 64 ? ~(uint64_t)0 : SR_EP_BIT(SR_EP_COUNT) - 1u)
+_Static_assert(SR_EP_COUNT <= 64, "an endpoint mask holds at most 64 endpoints");
 
 /*
  * A broadcast weight bucket posted to /collective_rpc (harness/engine/engine.h describes the

@@ -220,7 +220,7 @@ static int parse_params(const pctx *pc, const cJSON *obj, const sr_fault_kind_in
 /* ---- targeting ---- */
 
 static int endpoint_bit(const pctx *pc, const char *name, const sr_fault_kind_info *ki,
-                        uint32_t *mask)
+                        uint64_t *mask)
 {
     if (strcmp(name, "any") == 0) {
         *mask |= ki->allowed_endpoints & SR_EP_ALL;
@@ -240,7 +240,7 @@ static int endpoint_bit(const pctx *pc, const char *name, const sr_fault_kind_in
 }
 
 static int parse_endpoints(const pctx *pc, const cJSON *obj, const sr_fault_kind_info *ki,
-                           uint32_t *out)
+                           uint64_t *out)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, "endpoints");
     if (!v) {

@@ -108,6 +108,10 @@ typedef enum sr_fault_reach {
       SR_FK_NONE,                                                                                  \
       "the decode replica of a prefill/decode pair: it never ran the prompt's forward pass, so "  \
       "its prompt-region rows are invalid (zeros) until a router merges the prefill's")          \
+    X(SR_FK_STALE_DRAFT_MODEL, "stale_draft_model", SR_FL_MODEL, SR_FR_GENERATE, SR_FK_NONE,       \
+      SR_FK_NONE,                                                                                  \
+      "after an update, the accepted draft tokens (two of every three generated after the "        \
+      "first) are sampled and routed with the weights before it, under the new version")           \
     X(SR_FK_BAD_BASE64, "bad_base64", SR_FL_BODY, SR_FR_GENERATE, SR_FK_KEYS("field", "offset"),   \
       SR_FK_NONE, "a `!` in the field's base64 blob")                                              \
     X(SR_FK_BYTE_COUNT_OFF, "byte_count_off", SR_FL_BODY, SR_FR_GENERATE, SR_FK_KEYS("field"),     \
@@ -190,7 +194,11 @@ typedef enum sr_fault_reach {
     X(SR_FK_PARTIAL_APPLY_ON_ERROR, "partial_apply_on_error", SR_FL_WEIGHTS, SR_FR_WEIGHT_SYNC,    \
       SR_FK_KEYS("layers"), SR_FK_NONE,                                                            \
       "the update fails after applying all but the MoE layer slots `layers` (default: the last) "  \
-      "and reports the old version")
+      "and reports the old version")                                                               \
+    X(SR_FK_BUCKET_ORDER_MISMATCH, "bucket_order_mismatch", SR_FL_WEIGHTS, SR_FR_WEIGHT_SYNC,      \
+      SR_FK_NONE, SR_FK_NONE,                                                                      \
+      "a mixed-dtype broadcast bucket is unpacked grouped by dtype, not in its metadata's order: " \
+      "each tensor gets another offset's bytes, silently (checksums pass)")
 
 #define SR_FK_ENUM_(sym, ...) sym,
 typedef enum sr_fault_kind { SR_FAULT_KIND_TABLE(SR_FK_ENUM_) SR_FK_COUNT } sr_fault_kind;
@@ -206,8 +214,8 @@ typedef struct sr_fault_kind_info {
     sr_fault_reach reach;
     const char *params[SR_FAULT_MAX_PARAMS];   /* keys it accepts besides the targeting ones */
     const char *required[SR_FAULT_MAX_PARAMS]; /* of those, the ones it requires */
-    uint32_t default_endpoints; /* endpoint mask (bit = sr_endpoint) when the fault names none */
-    uint32_t allowed_endpoints; /* endpoints it may name (from reach) */
+    uint64_t default_endpoints; /* endpoint mask (bit = sr_endpoint) when the fault names none */
+    uint64_t allowed_endpoints; /* endpoints it may name (from reach) */
     const char *doc;            /* one line: what the engine does (FORMAT.md's "effect") */
 } sr_fault_kind_info;
 
@@ -252,7 +260,7 @@ typedef struct sr_fault {
     sr_fault_kind kind;
     char id[SR_FAULT_ID_MAX];
     uint64_t engines;   /* bit mask of engine indices 0..63; all ones = any */
-    uint32_t endpoints; /* bit mask of sr_endpoint */
+    uint64_t endpoints; /* bit mask of sr_endpoint */
     int64_t nth[SR_FAULT_MAX_LIST];
     int n_nth;
     int64_t turns[SR_FAULT_MAX_LIST];

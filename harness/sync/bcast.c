@@ -22,14 +22,19 @@ void sync_bcast_free(sr_sync *s)
 static int put_str(sr_buf *b, const char *s, sr_err *err)
 {
     int rc = sr_buf_puts(b, "\"", err);
-    for (; !rc && *s; s++) {
+    while (!rc && *s) {
+        /* Runs of plain bytes in one append: a bucket header names every tensor. */
+        size_t n = 0;
+        while (s[n] && s[n] != '"' && s[n] != '\\' && (unsigned char)s[n] >= 0x20)
+            n++;
+        rc = n ? sr_buf_append(b, s, n, err) : 0;
+        s += n;
         unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            rc = sr_buf_printf(b, err, "\\%c", c);
-        else if (c < 0x20)
-            rc = sr_buf_printf(b, err, "\\u%04x", c);
-        else
-            rc = sr_buf_append(b, s, 1, err);
+        if (rc || !c)
+            break;
+        rc = c == '"' || c == '\\' ? sr_buf_printf(b, err, "\\%c", c)
+                                   : sr_buf_printf(b, err, "\\u%04x", c);
+        s++;
     }
     return rc ? rc : sr_buf_puts(b, "\"", err);
 }
@@ -59,8 +64,14 @@ static int item_size(sr_buf *b, const sr_weights_info *t, sr_err *err)
 
 static int item_checksum(sr_buf *b, const sr_weights_info *t, sr_err *err)
 {
-    return sr_buf_printf(b, err, "\"%016llx%016llx\"", (unsigned long long)t->digest_hi,
-                         (unsigned long long)t->digest_lo);
+    static const char hex[] = "0123456789abcdef";
+    char out[34];
+    out[0] = out[33] = '"';
+    for (int i = 0; i < 16; i++) {
+        out[1 + i] = hex[(t->digest_hi >> (60 - 4 * i)) & 15];
+        out[17 + i] = hex[(t->digest_lo >> (60 - 4 * i)) & 15];
+    }
+    return sr_buf_append(b, out, sizeof(out), err);
 }
 
 static int put_list(sr_buf *b, const char *key, const sr_weights *w, const sync_bucket *k,

@@ -325,21 +325,32 @@ static int step(sr_sync *s, sr_sync_result *res, sr_sync_phase p, const char *pa
     return !*rc && failures == 0;
 }
 
-/* The init of the broadcast group, engine by engine (each its rank), once per engine of an
- * sr_sync: an engine whose init succeeded is not asked again after another one failed (the sglang
- * plane refuses a second init while the group exists). */
-static int init_group(sr_sync *s, sr_sync_result *res, const sync_plane *pl, int *ok, int *rc,
-                      sr_err *err)
+/*
+ * The plane's init, engine by engine, once per engine of an sr_sync, as SkyRL's client does: the
+ * broadcast group's rank, or (delta_dir not NULL: the skyrl plane's delta transport) the delta
+ * receiver's DeltaTransferInitInfo with its state folder under the sync folder. An engine whose
+ * init succeeded is not asked again after another one failed (the sglang plane refuses a second
+ * init while the group exists).
+ */
+static int init_group(sr_sync *s, sr_sync_result *res, const sync_plane *pl, const char *delta_dir,
+                      int *ok, int *rc, sr_err *err)
 {
-    char body[512];
+    char body[4400];
     int good = 1;
     for (size_t i = 0; good && i < s->n; i++) {
         if (s->inited[i])
             continue;
         int one[SR_CLIENT_MAX_ENGINES] = {0};
         one[i] = 1;
-        snprintf(body, sizeof(body), pl->init_fmt, i + 1, s->n + 1);
-        good = step(s, res, SR_SYNC_INIT, pl->init_path, body, one, ok, rc, err);
+        if (delta_dir)
+            snprintf(body, sizeof(body),
+                     "{\"init_info\":{\"base_model_path\":\"syncroll:synthetic\","
+                     "\"local_checkpoint_dir\":\"%s/receiver-%zu\"}}",
+                     delta_dir, i);
+        else
+            snprintf(body, sizeof(body), pl->init_fmt, i + 1, s->n + 1);
+        good = step(s, res, SR_SYNC_INIT, delta_dir ? "/init_weight_transfer_engine" : pl->init_path,
+                    body, one, ok, rc, err);
         s->inited[i] = (unsigned char)good;
     }
     return good;
@@ -354,13 +365,13 @@ static int run_protocol(sr_sync *s, sr_sync_result *res, int64_t target, int *ok
     char body[4400], dir[4096] = "";
     int rc = 0, good = 1;
     int delta = s->o.transport == SR_SYNC_DELTA;
-    if (delta) {
+    if (delta)
         json_body_str(dir, sizeof(dir), s->sync_dir);
+    good = init_group(s, res, pl, delta ? dir : NULL, ok, &rc, err);
+    if (good && delta) {
         snprintf(body, sizeof(body), "{\"target_version\":%lld,\"sync_dir\":\"%s\"}",
                  (long long)target, dir);
         good = step(s, res, SR_SYNC_FETCH, "/fetch_weights", body, all, ok, &rc, err);
-    } else {
-        good = init_group(s, res, pl, ok, &rc, err);
     }
     if (good)
         good = step(s, res, SR_SYNC_PAUSE, pl->pause_path, pl->pause_body, all, ok, &rc, err);

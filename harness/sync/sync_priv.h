@@ -38,7 +38,7 @@ struct sr_sync {
      * fingerprints): version, then per engine num_layers layer fingerprints and the global. */
     int64_t *known_version;
     uint64_t *known_fp;
-    unsigned char inited[SR_CLIENT_MAX_ENGINES]; /* broadcast: the plane's init done, per engine */
+    unsigned char inited[SR_CLIENT_MAX_ENGINES]; /* the plane's init done, per engine */
     double t0_ms;                                /* when the current sync started */
     int64_t last_target; /* the highest version a sync was run to (initially the initial one) */
     int pool;            /* sr_pool_workers(cap, reserved) */
