@@ -269,6 +269,8 @@ static int plane_transport(sr_scenario *s)
     int skyrl = s->engine.sync_dialect == SR_SYNC_DIALECT_SKYRL;
     if (!s->transport_given)
         snprintf(s->transport, sizeof(s->transport), "%s", skyrl ? "delta" : "broadcast");
+    if (strcmp(s->transport, "disk") == 0)
+        return s->engine.sync_dialect == SR_SYNC_DIALECT_SGLANG ? 0 : -1;
     return !skyrl && strcmp(s->transport, "delta") == 0 ? -1 : 0;
 }
 
@@ -276,7 +278,7 @@ static int load_weights(scn_parse *p, const cJSON *w)
 {
     sr_scenario *s = p->s;
     sr_engine_config *c = &s->engine;
-    static const char *const transports[] = {"delta", "broadcast", NULL};
+    static const char *const transports[] = {"delta", "broadcast", "disk", NULL};
     const char *t;
     if (!w)
         return 0;
@@ -402,9 +404,10 @@ static int parse_top(scn_parse *p, const cJSON *root)
     const cJSON *w = sr_scn_member(root, "weights");
     if (!rc && plane_transport(s) != 0)
         rc = sr_scn_fail(p, sr_scn_member(w, "transport"),
-                         "weights.transport \"delta\" with engines.sync_dialect \"%s\": only the "
-                         "skyrl plane has a delta store (the others sync by broadcast)",
-                         sr_sync_dialect_name(s->engine.sync_dialect));
+                         "weights.transport \"%s\" with engines.sync_dialect \"%s\": only the "
+                         "skyrl plane has a delta store, and only the sglang plane loads from disk "
+                         "(the others sync by broadcast)",
+                         s->transport, sr_sync_dialect_name(s->engine.sync_dialect));
     if (!rc)
         rc = parse_pool_trainer(p, sr_scn_member(root, "pool"), sr_scn_member(root, "trainer"));
     if (!rc)
@@ -534,7 +537,8 @@ int sr_scenario_for_dialect(sr_scenario *s, sr_dialect d, sr_err *err)
     if (plane_transport(s))
         return sr_err_set(err, SR_E_SCENARIO,
                           "%s: its %s execution (engines.dialects) syncs with the %s plane, which "
-                          "has no delta store, but weights.transport says \"delta\"",
-                          s->path, name, sr_sync_dialect_name(s->engine.sync_dialect));
+                          "cannot move weights.transport \"%s\"",
+                          s->path, name, sr_sync_dialect_name(s->engine.sync_dialect),
+                          s->transport);
     return 0;
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "checkpoint.h"
 #include "sr_clock.h"
 #include "sync_priv.h"
 
@@ -15,8 +16,11 @@ int sr_sync_transport_parse(sr_sync_transport *out, const char *name, sr_err *er
         *out = SR_SYNC_DELTA;
     else if (name && strcmp(name, "broadcast") == 0)
         *out = SR_SYNC_BROADCAST;
+    else if (name && strcmp(name, "disk") == 0)
+        *out = SR_SYNC_DISK;
     else
-        return sr_err_set(err, SR_E_INVAL, "sync: transport must be delta or broadcast, got '%s'",
+        return sr_err_set(err, SR_E_INVAL,
+                          "sync: transport must be delta, broadcast or disk, got '%s'",
                           name ? name : "(null)");
     return 0;
 }
@@ -51,7 +55,7 @@ static int check_opts(const sr_sync_opts *o, size_t n_urls, sr_err *err)
     if (n_urls < 1 || n_urls > SR_CLIENT_MAX_ENGINES)
         return sr_err_set(err, SR_E_INVAL, "sync: 1..%d engines, got %zu", SR_CLIENT_MAX_ENGINES,
                           n_urls);
-    if ((o->transport != SR_SYNC_DELTA && o->transport != SR_SYNC_BROADCAST) ||
+    if ((unsigned)o->transport > SR_SYNC_DISK ||
         o->deadline_ms < 1 || o->total_deadline_ms < 0 || o->bucket_bytes < 1 ||
         o->send_workers < 0 || o->send_workers > SR_SYNC_MAX_INFLIGHT || o->initial_version < 0 ||
         o->initial_version > SR_WEIGHTS_MAX_VERSION)
@@ -63,8 +67,13 @@ static int check_opts(const sr_sync_opts *o, size_t n_urls, sr_err *err)
         if (o->phase_deadline_ms[p] < 0)
             return sr_err_set(err, SR_E_INVAL, "sync: negative deadline for phase %s",
                               sr_sync_phase_name((sr_sync_phase)p));
-    if (o->transport == SR_SYNC_DELTA && (!o->sync_dir || !*o->sync_dir))
-        return sr_err_set(err, SR_E_INVAL, "sync: the delta transport needs a sync_dir");
+    if (o->transport != SR_SYNC_BROADCAST && (!o->sync_dir || !*o->sync_dir))
+        return sr_err_set(err, SR_E_INVAL, "sync: the %s transport needs a sync_dir",
+                          o->transport == SR_SYNC_DELTA ? "delta" : "disk");
+    if (o->transport == SR_SYNC_DISK && o->control != SR_SYNC_DIALECT_SGLANG)
+        return sr_err_set(err, SR_E_INVAL,
+                          "sync: the disk transport is SGLang's /update_weights_from_disk "
+                          "(engines.sync_dialect \"sglang\")");
     if ((unsigned)o->control >= SR_SYNC_DIALECT_COUNT ||
         (o->control != SR_SYNC_DIALECT_SKYRL && o->transport == SR_SYNC_DELTA))
         return sr_err_set(err, SR_E_INVAL,
@@ -236,6 +245,22 @@ static int gather(sr_sync *s, sr_sync_result *res, int64_t c, sr_err *err)
     return rc;
 }
 
+/* The disk transport's publish: version `target` as a checkpoint folder {sync_dir}/v<target>/
+ * (two shards, written by the publish pool), its path in s->disk_path. A version is written once:
+ * syncing a version again reuses its folder. */
+static int publish_disk(sr_sync *s, int64_t target, sr_err *err)
+{
+    if (mkdir(s->sync_dir, 0777) != 0 && errno != EEXIST)
+        return sr_err_set(err, SR_E_IO, "sync: cannot create %s: %s", s->sync_dir,
+                          strerror(errno));
+    struct stat st;
+    int rc = sr_sync_checkpoint_path(s->disk_path, sizeof(s->disk_path), s->sync_dir, target, err);
+    if (!rc && stat(s->disk_path, &st) != 0)
+        rc = sr_sync_write_checkpoint(s->disk_path, sizeof(s->disk_path), s->w, s->sync_dir,
+                                      target, 2, s->pool > 0 ? s->pool : 1, err);
+    return rc;
+}
+
 /* Publishes every delta version P+1 .. target. */
 static int publish_delta(sr_sync *s, sr_sync_result *res, int64_t target, int64_t content,
                          sr_err *err)
@@ -364,10 +389,14 @@ static int run_protocol(sr_sync *s, sr_sync_result *res, int64_t target, int *ok
     const sync_plane *pl = sync_plane_of(s->o.control);
     char body[4400], dir[4096] = "";
     int rc = 0, good = 1;
-    int delta = s->o.transport == SR_SYNC_DELTA;
+    int delta = s->o.transport == SR_SYNC_DELTA, disk = s->o.transport == SR_SYNC_DISK;
     if (delta)
         json_body_str(dir, sizeof(dir), s->sync_dir);
-    good = init_group(s, res, pl, delta ? dir : NULL, ok, &rc, err);
+    else if (disk)
+        json_body_str(dir, sizeof(dir), s->disk_path);
+    /* From disk needs no group: each engine reads the checkpoint folder itself. */
+    if (!disk)
+        good = init_group(s, res, pl, delta ? dir : NULL, ok, &rc, err);
     if (good && delta) {
         snprintf(body, sizeof(body), "{\"target_version\":%lld,\"sync_dir\":\"%s\"}",
                  (long long)target, dir);
@@ -391,6 +420,13 @@ static int run_protocol(sr_sync *s, sr_sync_result *res, int64_t target, int *ok
                  "{\"update_info\":{\"target_version\":%lld,\"version\":%lld,\"sync_dir\":\"%s\"}}",
                  (long long)target, (long long)target, dir);
         good = step(s, res, SR_SYNC_UPDATE, "/update_weights", body, started, ok, &rc, err);
+    } else if (good && disk) {
+        snprintf(body, sizeof(body),
+                 "{\"model_path\":\"%s\",\"load_format\":\"safetensors\",\"weight_version\":"
+                 "\"%lld\",\"flush_cache\":true}",
+                 dir, (long long)target);
+        good = step(s, res, SR_SYNC_UPDATE, "/update_weights_from_disk", body, started, ok, &rc,
+                    err);
     } else if (good && !rc) {
         double t0 = sr_clock_ms();
         rc = sync_bcast_send(s, ok, res, err);
@@ -440,6 +476,12 @@ int sr_sync_run(sr_sync_result *res, sr_sync *s, int64_t target, int64_t content
     int rc;
     if (s->o.transport == SR_SYNC_DELTA) {
         rc = publish_delta(s, res, target, content, err);
+    } else if (s->o.transport == SR_SYNC_DISK) {
+        rc = gather(s, res, content, err);
+        double t1 = sr_clock_ms();
+        if (!rc)
+            rc = publish_disk(s, target, err);
+        phase_done(s, res, SR_SYNC_PUBLISH, t1);
     } else {
         rc = gather(s, res, content, err);
         double t1 = sr_clock_ms();

@@ -81,7 +81,14 @@
 #include "sr_pool.h"
 #include "sr_weights.h"
 
-typedef enum sr_sync_transport { SR_SYNC_DELTA = 0, SR_SYNC_BROADCAST } sr_sync_transport;
+/* delta: SkyRL's delta store; broadcast: the loopback broadcast (NCCL's stand-in); disk: a
+ * safetensors checkpoint folder per version (harness/sync/checkpoint.h) that SGLang's
+ * /update_weights_from_disk loads. */
+typedef enum sr_sync_transport {
+    SR_SYNC_DELTA = 0,
+    SR_SYNC_BROADCAST,
+    SR_SYNC_DISK
+} sr_sync_transport;
 
 typedef enum sr_sync_phase {
     SR_SYNC_GATHER = 0,
@@ -112,7 +119,8 @@ int sr_sync_transport_parse(sr_sync_transport *out, const char *name, sr_err *er
 
 /*
  * Options. Plain struct: start from SR_SYNC_OPTS_INIT.
- *   transport          delta or broadcast
+ *   transport          delta, broadcast, or disk (the sglang plane only: version v written as
+ *                      {sync_dir}/v<v>/ in safetensors, loaded by /update_weights_from_disk)
  *   model              cache-salt prefix (the policy model's name); NULL: "default"
  *   sync_dir           delta: publish directory (created if missing, one level); unused by
  *                      broadcast (may be NULL). Each engine keeps its receiver state in

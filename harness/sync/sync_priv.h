@@ -27,6 +27,7 @@ struct sr_sync {
     sr_sync_opts o;
     char *model;
     char *sync_dir;
+    char disk_path[4200]; /* disk transport: the folder of the version being synced */
     size_t n;
     sr_fanout *fan;
     sr_weights *w;   /* the trainer's weights */
