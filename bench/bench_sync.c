@@ -44,6 +44,7 @@ static const char *SMALL_CFG_FMT =
     "\"server\":{\"threads\":4,\"sync_dirs\":[\"%s\"]}%s}";
 /* The second %s of SMALL_CFG_FMT for an engine speaking vLLM's native control plane. */
 static const char *VLLM_PLANE = ",\"sync_dialect\":\"vllm\"";
+static const char *SGLANG_PLANE = ",\"sync_dialect\":\"sglang\"";
 
 typedef struct engine {
     sr_proc p;
@@ -180,7 +181,9 @@ static void bench_overhead(sr_sync_transport t, int fsync, sr_sync_dialect contr
     if (!mkdtemp(dir))
         die("mkdtemp", NULL);
     snprintf(cfg, sizeof(cfg), SMALL_CFG_FMT, dir,
-             control == SR_SYNC_DIALECT_VLLM ? VLLM_PLANE : "");
+             control == SR_SYNC_DIALECT_VLLM     ? VLLM_PLANE
+             : control == SR_SYNC_DIALECT_SGLANG ? SGLANG_PLANE
+                                                 : "");
     engine_start(&g, cfg);
     sr_sync_opts o = SR_SYNC_OPTS_INIT;
     o.transport = t;
@@ -227,6 +230,12 @@ int main(void)
     /* The vllm plane: broadcast plus a weight_checker compare of every tensor after each sync. */
     bench_overhead(SR_SYNC_BROADCAST, 1, SR_SYNC_DIALECT_VLLM,
                    "sync.overhead.nothing_changed.1002_tensors.vllm", 5 * reps);
+    /* The sglang plane: whole-update buckets on /update_weights_from_distributed, and from disk
+     * (a checkpoint folder written and loaded per version, nothing changed). */
+    bench_overhead(SR_SYNC_BROADCAST, 1, SR_SYNC_DIALECT_SGLANG,
+                   "sync.overhead.nothing_changed.1002_tensors.sglang", 5 * reps);
+    bench_overhead(SR_SYNC_DISK, 1, SR_SYNC_DIALECT_SGLANG,
+                   "sync.overhead.nothing_changed.1002_tensors.sglang_disk", 5 * reps);
     if (getenv("BENCH_SYNC_OVERHEAD_ONLY"))
         return 0;
     bench_broadcast(&base, reps);
