@@ -11,6 +11,16 @@
  * "routed_experts_prompt_start":s},"model":"...","token_ids":[...],"cache_salt":"..."} (the start
  * only when given, the salt only when not NULL).
  *
+ * Other dialects (opts.dialect, spec/dialect.h; scenarios/FORMAT.md §5b): the request goes to the
+ * dialect's route opts.dialect_route in that route's shape (body.c: token ids, the sampling
+ * members in its params object or at the top level, max_tokens under its name, the start where
+ * the wire has one, sglang's return_routed_experts / return_logprob switches), always through the
+ * splice with the dialect's registry (sr_dialect_add_fields plus the caller's other fields); the
+ * reply's frame is read by the dialect (response.c) and its routes mapped back to the rows the
+ * skyrl wire carries for the same request, [start, P+G-1), with the named errors wire.*,
+ * npy.*, nrlre.*, nested.*. A prefill/decode pair (opts.pd_*) sends every generate to the decode
+ * engine and merges the prefill engine's prompt rows (sr_client_generate, generate.c).
+ *
  * Client-side checks, before anything is sent (SR_E_CLIENT_INVALID, message as the reference):
  *   token_ids empty, or an id negative;
  *   prompt_start given (>= 0) without return_routes ("routed_experts_prompt_start requires
