@@ -18,6 +18,15 @@
  *     cannot take (its bytes are kept while it is read), so the parser meets it exactly as the
  *     reference's parser does; it is then read from the document, as is an array the scan did not
  *     match (written with spaces), with the same checks.
+ *   - String-blob fields (sr_fields.h SR_FIELD_STRING: the .npy, raw int32 and nrlre1 route
+ *     wires of other engine dialects) match `"f":"` right after a ':' the same way; the base64
+ *     is decoded on the fly like an envelope's and the parser sees "" (nrlre1: its prefix
+ *     "nrlre1:<dtype>:<shape>:" is copied to the text first). Such an entry is SR_SPLICE_STRING,
+ *     its array read by the field's wire (a .npy header, the prefix, or 1-D elements); a string
+ *     the scan did not cut (spaced JSON) is decoded from the document with the same checks.
+ *     Nested-list fields (SR_FIELD_NESTED) are read from the document (lib/sr_nested.h) as
+ *     SR_SPLICE_NESTED. Their errors: wire.not_string, wire.byte_count, npy.*, nrlre.*,
+ *     nested.shape, nested.value, in step 4's document order.
  *   - After parsing, blobs are re-attached in document order per field: every object member whose
  *     key is a registered packed field and whose value is an object with a "data" member takes
  *     the field's next blob. Nothing is recursed into below a re-attached envelope.
