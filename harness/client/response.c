@@ -75,6 +75,17 @@ static int tokens_from_json(sr_client_conn *k, const cJSON *arr, size_t *n, sr_e
     return rc;
 }
 
+/* Keeps the finish reason string `f` in the conn; `what` is the message when it is not one. */
+static int keep_finish(sr_client_result *out, sr_client_conn *k, const cJSON *f, const char *what,
+                       sr_err *err)
+{
+    if (!cJSON_IsString(f) || strlen(f->valuestring) >= sizeof k->finish)
+        return sr_err_set(err, SR_E_CLIENT_BAD_RESPONSE, "%s", what);
+    strcpy(k->finish, f->valuestring);
+    out->finish_reason = k->finish;
+    return 0;
+}
+
 static int read_finish(sr_client_result *out, sr_client_conn *k, const cJSON *c0, sr_err *err)
 {
     const cJSON *f = cJSON_GetObjectItemCaseSensitive(c0, "finish_reason");
@@ -82,12 +93,8 @@ static int read_finish(sr_client_result *out, sr_client_conn *k, const cJSON *c0
         out->finish_reason = NULL;
         return 0;
     }
-    if (!cJSON_IsString(f) || strlen(f->valuestring) >= sizeof k->finish)
-        return sr_err_set(err, SR_E_CLIENT_BAD_RESPONSE,
-                          "choices[0].finish_reason is missing or not a short string");
-    strcpy(k->finish, f->valuestring);
-    out->finish_reason = k->finish;
-    return 0;
+    return keep_finish(out, k, f, "choices[0].finish_reason is missing or not a short string",
+                       err);
 }
 
 static int read_logprobs(sr_client_result *out, sr_client_conn *k, const cJSON *c0, sr_err *err)
@@ -236,17 +243,12 @@ static int read_finish_object(sr_client_result *out, sr_client_conn *k, const cJ
                               sr_err *err)
 {
     const cJSON *f = get(meta, "finish_reason");
-    const cJSON *t = get(f, "type");
     if (!f || cJSON_IsNull(f)) {
         out->finish_reason = NULL;
         return 0;
     }
-    if (!cJSON_IsString(t) || strlen(t->valuestring) >= sizeof k->finish)
-        return sr_err_set(err, SR_E_CLIENT_BAD_RESPONSE,
-                          "meta_info.finish_reason is not null or {\"type\": <short string>}");
-    strcpy(k->finish, t->valuestring);
-    out->finish_reason = k->finish;
-    return 0;
+    return keep_finish(out, k, get(f, "type"),
+                       "meta_info.finish_reason is not null or {\"type\": <short string>}", err);
 }
 
 /* SGLang: meta_info.output_token_logprobs [[logprob, token_id, text], ..], one per token. */
