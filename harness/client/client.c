@@ -210,8 +210,12 @@ int sr_client_conn_new(sr_client_conn **out, const sr_client *c, sr_err *err)
         sr_client_conn_free(k);
         return rc;
     }
-    /* One kept-alive connection per engine survives between requests. */
-    curl_easy_setopt(k->easy, CURLOPT_MAXCONNECTS, (long)(c->n < 5 ? 5 : c->n));
+    /* A conn keeps alive only the connections one generate uses (its engine's, and the prefill
+     * replica's under a P/D merge): when its next job goes to another engine the old connection
+     * is closed, so the client's descriptors are bounded by its conns and settle after the first
+     * batch, however jobs fall on engines (a soak compares them across iterations). */
+    curl_easy_setopt(k->easy, CURLOPT_MAXCONNECTS,
+                     c->opts.pd_merge && c->opts.pd_decode >= 0 ? 2L : 1L);
     k->req_body.max = c->opts.max_body;
     *out = k;
     return 0;
