@@ -27,8 +27,77 @@ static void pool_free(sr_conn_pool *p)
         return;
     for (size_t i = 0; i < p->n; i++)
         sr_client_conn_free(p->idle[i]);
+    for (size_t e = 0; e < SR_CLIENT_MAX_ENGINES; e++) {
+        for (size_t i = 0; i < p->easy[e].n; i++)
+            curl_easy_cleanup(p->easy[e].e[i]);
+        free(p->easy[e].e);
+    }
     pthread_mutex_destroy(&p->mu);
     free(p);
+}
+
+/* An idle handle of the engine with the most of them (called with the lock held), or NULL. */
+static CURL *steal_idle(sr_conn_pool *p)
+{
+    size_t best = SR_CLIENT_MAX_ENGINES;
+    for (size_t e = 0; e < SR_CLIENT_MAX_ENGINES; e++)
+        if (p->easy[e].n && (best == SR_CLIENT_MAX_ENGINES || p->easy[e].n > p->easy[best].n))
+            best = e;
+    return best < SR_CLIENT_MAX_ENGINES ? p->easy[best].e[--p->easy[best].n] : NULL;
+}
+
+CURL *sr_client_easy_take(const sr_client *c, int engine)
+{
+    sr_conn_pool *p = c->pool;
+    sr_easy_stack *s = &p->easy[engine];
+    CURL *e = NULL;
+    pthread_mutex_lock(&p->mu);
+    if (s->n)
+        e = s->e[--s->n];
+    else if (p->handles >= p->conns)
+        e = steal_idle(p);
+    int fresh = !e;
+    if (fresh)
+        p->handles++;
+    pthread_mutex_unlock(&p->mu);
+    if (!fresh)
+        return e;
+    e = curl_easy_init();
+    if (e) {
+        /* One connection a handle; the old one is closed when it connects elsewhere. */
+        curl_easy_setopt(e, CURLOPT_MAXCONNECTS, 1L);
+        return e;
+    }
+    pthread_mutex_lock(&p->mu);
+    p->handles--;
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+void sr_client_easy_give(const sr_client *c, int engine, CURL *e)
+{
+    if (!e)
+        return;
+    sr_conn_pool *p = c->pool;
+    sr_easy_stack *s = &p->easy[engine];
+    pthread_mutex_lock(&p->mu);
+    int kept = s->n < s->cap;
+    if (!kept) {
+        size_t cap = s->cap ? s->cap * 2 : 8;
+        CURL **g = realloc(s->e, cap * sizeof *g);
+        if (g) {
+            s->e = g;
+            s->cap = cap;
+            kept = 1;
+        }
+    }
+    if (kept)
+        s->e[s->n++] = e;
+    else
+        p->handles--;
+    pthread_mutex_unlock(&p->mu);
+    if (!kept)
+        curl_easy_cleanup(e);
 }
 
 int sr_client_pool_take(sr_client_conn **out, const sr_client *c, sr_err *err)
@@ -197,25 +266,20 @@ int sr_client_conn_new(sr_client_conn **out, const sr_client *c, sr_err *err)
     if (!k)
         return sr_err_set(err, SR_E_NOMEM, "client: cannot allocate a conn");
     k->c = c;
-    k->easy = curl_easy_init();
-    int rc = k->easy ? 0 : sr_err_set(err, SR_E_NOMEM, "client: curl_easy_init failed");
-    if (!rc) {
-        sr_splice_opts so = SR_SPLICE_OPTS_INIT;
-        so.max_body = c->opts.max_body;
-        so.prefix_without_quote = c->opts.quirks.prefix_without_quote;
-        so.strict_base64 = c->opts.strict_base64;
-        rc = sr_splicer_new(&k->splicer, c->fields, &so, err);
-    }
+    k->engine = -1;
+    sr_splice_opts so = SR_SPLICE_OPTS_INIT;
+    so.max_body = c->opts.max_body;
+    so.prefix_without_quote = c->opts.quirks.prefix_without_quote;
+    so.strict_base64 = c->opts.strict_base64;
+    int rc = sr_splicer_new(&k->splicer, c->fields, &so, err);
     if (rc) {
-        sr_client_conn_free(k);
+        sr_splicer_free(k->splicer);
+        free(k);
         return rc;
     }
-    /* A conn keeps alive only the connections one generate uses (its engine's, and the prefill
-     * replica's under a P/D merge): when its next job goes to another engine the old connection
-     * is closed, so the client's descriptors are bounded by its conns and settle after the first
-     * batch, however jobs fall on engines (a soak compares them across iterations). */
-    curl_easy_setopt(k->easy, CURLOPT_MAXCONNECTS,
-                     c->opts.pd_merge && c->opts.pd_decode >= 0 ? 2L : 1L);
+    pthread_mutex_lock(&c->pool->mu);
+    c->pool->conns++;
+    pthread_mutex_unlock(&c->pool->mu);
     k->req_body.max = c->opts.max_body;
     *out = k;
     return 0;
@@ -225,8 +289,10 @@ void sr_client_conn_free(sr_client_conn *k)
 {
     if (!k)
         return;
-    if (k->easy)
-        curl_easy_cleanup(k->easy);
+    sr_conn_pool *p = k->c->pool;
+    pthread_mutex_lock(&p->mu);
+    p->conns--;
+    pthread_mutex_unlock(&p->mu);
     sr_splicer_free(k->splicer);
     sr_buf_release(&k->req_body);
     sr_buf_release(&k->body);

@@ -90,12 +90,15 @@
  * bounded by control_timeout_ms (connecting also by connect_timeout_ms).
  *
  * Concurrency: an sr_client is immutable after sr_client_new (but for its pool of idle conns,
- * guarded by a mutex) and may be shared by any number of threads. An sr_client_conn (one curl
- * easy handle, its kept-alive connections to the engines, one splicer and reused buffers) belongs
- * to one thread at a time; sr_client_parallel runs jobs on a bounded set of threads, one conn
- * each, taken from the client's pool and given back to it, so the kept-alive connections and
- * warm buffers of one batch serve the next (at most SR_CLIENT_POOL_MAX idle conns are kept; they
- * and their sockets are released by sr_client_free). No global mutable state: the process must call
+ * guarded by a mutex) and may be shared by any number of threads. An sr_client_conn (one
+ * splicer and reused buffers) belongs to one thread at a time; sr_client_parallel runs jobs on a
+ * bounded set of threads, one conn each, taken from the client's pool and given back to it, so
+ * the warm buffers of one batch serve the next (at most SR_CLIENT_POOL_MAX idle conns are kept).
+ * Kept-alive connections belong to the client, per engine: each attempt borrows a curl easy
+ * handle whose one connection goes to its engine, and gives it back, so any thread reuses an
+ * engine's idle connection; the client never has more handles (so connections) than conns, so
+ * its sockets settle once a batch has run at full concurrency (a soak compares them across
+ * iterations). Handles and sockets are released by sr_client_free. No global mutable state: the process must call
  * sr_client_global_init (curl_global_init(CURL_GLOBAL_DEFAULT)) once, from main() before any
  * thread starts and before the first client or fan-out (the client test suites call
  * curl_global_init in theirs), and sr_client_global_cleanup at exit.
@@ -335,8 +338,8 @@ typedef int (*sr_client_job_fn)(sr_client_conn *k, size_t index, void *ctx);
 
 /*
  * Runs fn(conn, i, ctx) for every i in 0 .. n_jobs-1 on min(limit, n_jobs) threads (limit >= 1),
- * each with its own conn (so keep-alive connections are reused across that thread's jobs; the
- * conns come from and return to the client's idle pool, so also across calls). Jobs
+ * each with its own conn (so its buffers are reused across that thread's jobs; the conns come
+ * from and return to the client's idle pool, so also across calls). Jobs
  * are claimed in index order; a job must write only its own slot of any shared output. rcs (may
  * be NULL) receives every job's return value. If a thread cannot be started the others (or the
  * calling thread) take its share. Returns 0, or SR_E_INVAL (no fn, limit < 1) / SR_E_NOMEM

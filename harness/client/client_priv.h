@@ -19,18 +19,42 @@ struct sr_client {
     struct sr_conn_pool *pool; /* idle conns kept for the next sr_client_parallel */
 };
 
-/* Idle conns of a client; the only part of an sr_client that changes after sr_client_new. */
+/* Idle easy handles of one engine, each with at most one kept-alive connection, to it. */
+typedef struct sr_easy_stack {
+    CURL **e;
+    size_t n, cap;
+} sr_easy_stack;
+
+/* Idle conns of a client and its easy handles per engine; the only part of an sr_client that
+ * changes after sr_client_new. */
 typedef struct sr_conn_pool {
     pthread_mutex_t mu;
     sr_client_conn *idle[SR_CLIENT_POOL_MAX];
     size_t n;
+    size_t conns;   /* conns alive (pooled or not): at most one easy handle each is in use */
+    size_t handles; /* easy handles alive, idle or in use; kept <= conns */
+    sr_easy_stack easy[SR_CLIENT_MAX_ENGINES];
 } sr_conn_pool;
 
 /* An idle conn of the client, or a new one when none is idle (SR_E_NOMEM). */
 int sr_client_pool_take(sr_client_conn **out, const sr_client *c, sr_err *err);
 
-/* Keeps k (and its kept-alive connections) for the next call; beyond the cap it is freed. */
+/* Keeps k for the next call; beyond the cap it is freed. */
 void sr_client_pool_give(const sr_client *c, sr_client_conn *k);
+
+/*
+ * An easy handle for an attempt on `engine`: an idle one whose kept-alive connection goes there;
+ * else a new one while the client has fewer handles than conns; else an idle handle of another
+ * engine (its connection is closed when this attempt connects). NULL only when curl cannot make
+ * a handle. Kept-alive connections thus belong to the client, per engine: any thread reuses an
+ * engine's idle connection, and the client's handles (and sockets) never outnumber its conns, so
+ * they settle once a batch has run at full concurrency (a soak compares them across iterations).
+ * Thread-safe; the handle is the caller's until sr_client_easy_give.
+ */
+CURL *sr_client_easy_take(const sr_client *c, int engine);
+
+/* Gives e back as an idle handle of `engine` (the engine of the attempt it last carried). */
+void sr_client_easy_give(const sr_client *c, int engine, CURL *e);
 
 /* Copies an engine base URL into dst (SR_CLIENT_URL_MAX bytes) without its trailing '/'s;
  * -1 if it is NULL, empty or too long. */
@@ -38,7 +62,8 @@ int sr_client_url_copy(char *dst, const char *url);
 
 struct sr_client_conn {
     const sr_client *c;
-    CURL *easy;
+    CURL *easy; /* during an attempt only: a handle of engine `engine` (sr_client_easy_take) */
+    int engine; /* the engine of the current generate */
     sr_splicer *splicer;
     sr_buf req_body;   /* the request body of the current generate */
     sr_buf body;       /* a native or non-2xx response body */
@@ -76,8 +101,9 @@ void sr_client_sleep_ms(int64_t ms);
 void sr_client_easy_common(CURL *e, int64_t connect_timeout_ms, char *errbuf);
 
 /*
- * Runs one attempt: POST k->req_body to k->url with `headers`, the response spliced while it
- * streams (splice = 1) or read into k->body. timeout_ms bounds the whole attempt. Fills `att`
+ * Runs one attempt: POST k->req_body to k->url (engine k->engine's, on a handle taken for the
+ * attempt and given back after it) with `headers`, the response spliced while it streams
+ * (splice = 1) or read into k->body. timeout_ms bounds the whole attempt. Fills `att`
  * (code, status, curl code, bytes, new_connection) and `out`; returns att->code with a message
  * in err.
  */

@@ -181,8 +181,7 @@ static int attempt_loop(gen_ctx *g, sr_err *err)
         att->start_ms = now - g->t0;
         out->n_attempts = a + 1;
         sr_xfer_out x;
-        int rc =
-            sr_client_attempt_run(g->k, g->splice, g->headers, timeout, att, &x, err);
+        int rc = sr_client_attempt_run(g->k, g->splice, g->headers, timeout, att, &x, err);
         att->elapsed_ms = sr_clock_ms() - now;
         out->http_status = att->http_status;
         out->splice_ms = x.splice_ms;
@@ -230,6 +229,7 @@ static int generate_on(sr_client_result *out, sr_client_conn *k, const sr_client
     const sr_client *c = k->c;
     out->engine = engine;
     out->url = c->urls[out->engine];
+    k->engine = engine;
     /* skyrl: /skyrl/v1/generate with routes, vLLM's native route without (read by cJSON);
      * another wire: its route, always through the splice. */
     const sr_dialect_route *rt = &sr_dialect_get(c->opts.dialect)->routes[c->opts.dialect_route];
@@ -256,8 +256,8 @@ static int generate_on(sr_client_result *out, sr_client_conn *k, const sr_client
 /* The prefill replica's rows for `req` (the same request with max_tokens 1) into k->pd_rows. */
 static int pd_prefill(sr_client_conn *k, const sr_client_req *req, sr_ndarray *rows, sr_err *err)
 {
-    cJSON *sp = req->sampling_params ? cJSON_Duplicate(req->sampling_params, 1)
-                                     : cJSON_CreateObject();
+    cJSON *sp =
+        req->sampling_params ? cJSON_Duplicate(req->sampling_params, 1) : cJSON_CreateObject();
     cJSON *one = cJSON_CreateNumber(1);
     int rc = sp && one ? 0 : sr_err_set(err, SR_E_NOMEM, "client: cannot build the prefill");
     if (!rc && cJSON_GetObjectItemCaseSensitive(sp, "max_tokens"))
@@ -295,9 +295,8 @@ static int pd_prefill(sr_client_conn *k, const sr_client_req *req, sr_ndarray *r
 static int pd_merge(sr_client_result *out, const sr_ndarray *pre, sr_err *err)
 {
     const sr_ndarray *a = &out->routes;
-    if (pre->dtype != a->dtype || pre->ndim != 3 || a->ndim != 3 ||
-        pre->shape[1] != a->shape[1] || pre->shape[2] != a->shape[2] ||
-        pre->shape[0] > a->shape[0])
+    if (pre->dtype != a->dtype || pre->ndim != 3 || a->ndim != 3 || pre->shape[1] != a->shape[1] ||
+        pre->shape[2] != a->shape[2] || pre->shape[0] > a->shape[0])
         return sr_err_set(err, SR_E_WIRE_SHAPE,
                           "the prefill replica's %lld rows do not fit the decode reply's %lld",
                           (long long)pre->shape[0], (long long)a->shape[0]);
@@ -328,7 +327,9 @@ int sr_client_finish_session(sr_client_conn *k, const char *session_id)
         return 0;
     const sr_client *c = k->c;
     int engine = engine_of(c, session_id);
-    char *q = curl_easy_escape(k->easy, session_id, 0);
+    CURL *e = sr_client_easy_take(c, engine);
+    char *q = e ? curl_easy_escape(e, session_id, 0) : NULL;
+    sr_client_easy_give(c, engine, e);
     if (!q)
         return SR_E_NOMEM;
     char path[SR_CLIENT_SESSION_MAX * 3 + 64];

@@ -229,7 +229,10 @@ int sr_client_attempt_run(sr_client_conn *k, int splice, const struct curl_slist
     xfer x = {k, splice, MODE_NONE, 0, -1, 0, SR_ERR_INIT, 0, 0, 0, 0};
     memset(out, 0, sizeof *out);
     out->retry_after_ms = -1;
-    CURL *e = k->easy;
+    CURL *e = sr_client_easy_take(k->c, k->engine);
+    if (!e)
+        return att->code = sr_err_set(err, SR_E_NOMEM, "client: curl_easy_init failed");
+    k->easy = e;
     sr_client_easy_common(e, k->c->opts.connect_timeout_ms, k->errbuf);
     curl_easy_setopt(e, CURLOPT_URL, k->url.data);
     curl_easy_setopt(e, CURLOPT_POST, 1L);
@@ -259,5 +262,8 @@ int sr_client_attempt_run(sr_client_conn *k, int splice, const struct curl_slist
     /* Nothing else may point at this attempt's stack frame. */
     curl_easy_setopt(e, CURLOPT_WRITEDATA, NULL);
     curl_easy_setopt(e, CURLOPT_PREREQDATA, NULL);
+    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, NULL);
+    k->easy = NULL;
+    sr_client_easy_give(k->c, k->engine, e);
     return rc;
 }
