@@ -54,7 +54,7 @@ CURL *sr_client_easy_take(const sr_client *c, int engine)
     pthread_mutex_lock(&p->mu);
     if (s->n)
         e = s->e[--s->n];
-    else if (p->handles >= p->conns)
+    else if (p->handles >= p->conns + c->n - 1)
         e = steal_idle(p);
     int fresh = !e;
     if (fresh)

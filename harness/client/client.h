@@ -96,11 +96,12 @@
  * the warm buffers of one batch serve the next (at most SR_CLIENT_POOL_MAX idle conns are kept).
  * Kept-alive connections belong to the client, per engine: each attempt borrows a curl easy
  * handle whose one connection goes to its engine, and gives it back, so any thread reuses an
- * engine's idle connection; the client never has more handles (so connections) than conns, so
- * its sockets settle once a batch has run at full concurrency (a soak compares them across
- * iterations). Handles and sockets are released by sr_client_free. No global mutable state: the process must call
- * sr_client_global_init (curl_global_init(CURL_GLOBAL_DEFAULT)) once, from main() before any
- * thread starts and before the first client or fan-out (the client test suites call
+ * engine's idle connection; the client never has more handles (so connections) than conns +
+ * engines - 1 (one thread keeps a connection to every engine), so its sockets settle once a batch
+ * has run at full concurrency (a soak compares them across iterations). Handles and sockets are
+ * released by sr_client_free. No global mutable state: the process must call sr_client_global_init
+ * (curl_global_init(CURL_GLOBAL_DEFAULT)) once, from main()
+ * before any thread starts and before the first client or fan-out (the client test suites call
  * curl_global_init in theirs), and sr_client_global_cleanup at exit.
  *
  * Ownership: everything an sr_client_result points to belongs to the conn and stays valid until
@@ -132,9 +133,9 @@
 typedef struct sr_client_quirks {
     int retry_json_decode_only;
     int no_prompt_start;
-    int prefix_without_quote; /* the splice's quirk of the same name (sr_splice.h) */
-    int npy_assume_uint8;     /* vllm: the bytes after the .npy header read as uint8 whatever the
-                                 descr says (uint16 routes of > 256 experts become twice the rows) */
+    int prefix_without_quote;  /* the splice's quirk of the same name (sr_splice.h) */
+    int npy_assume_uint8;      /* vllm: the bytes after the .npy header read as uint8 whatever the
+                                  descr says (uint16 routes of > 256 experts become twice the rows) */
     int sglang_rows_from_zero; /* sglang: the flat routes taken as rows from 0, not from the
                                   routed_experts_start_len the request sent */
 } sr_client_quirks;
@@ -173,9 +174,8 @@ typedef struct sr_client_opts {
 
 #define SR_CLIENT_OPTS_INIT                                                                        \
     {                                                                                              \
-        5, 50, 2000, 0.5, 0, 60000, 0, 5000, 30000, 0, 65536,                                      \
-        {0, 0, 0, 0, 0},                                                                           \
-            0, SR_DIALECT_SKYRL, 0, 0, 0, -1, -1, 1                                                \
+        5, 50, 2000, 0.5, 0, 60000, 0, 5000, 30000, 0, 65536, {0, 0, 0, 0, 0}, 0,                  \
+            SR_DIALECT_SKYRL, 0, 0, 0, -1, -1, 1                                                   \
     }
 
 /* One generate request. Plain struct: start from SR_CLIENT_REQ_INIT. Everything is borrowed. */

@@ -32,7 +32,7 @@ typedef struct sr_conn_pool {
     sr_client_conn *idle[SR_CLIENT_POOL_MAX];
     size_t n;
     size_t conns;   /* conns alive (pooled or not): at most one easy handle each is in use */
-    size_t handles; /* easy handles alive, idle or in use; kept <= conns */
+    size_t handles; /* easy handles alive, idle or in use; kept <= conns + engines - 1 */
     sr_easy_stack easy[SR_CLIENT_MAX_ENGINES];
 } sr_conn_pool;
 
@@ -44,11 +44,12 @@ void sr_client_pool_give(const sr_client *c, sr_client_conn *k);
 
 /*
  * An easy handle for an attempt on `engine`: an idle one whose kept-alive connection goes there;
- * else a new one while the client has fewer handles than conns; else an idle handle of another
- * engine (its connection is closed when this attempt connects). NULL only when curl cannot make
- * a handle. Kept-alive connections thus belong to the client, per engine: any thread reuses an
- * engine's idle connection, and the client's handles (and sockets) never outnumber its conns, so
- * they settle once a batch has run at full concurrency (a soak compares them across iterations).
+ * else a new one while the client has fewer handles than conns + engines - 1 (so one thread keeps
+ * a connection to every engine); else an idle handle of another engine (its connection is closed
+ * when this attempt connects). NULL only when curl cannot make a handle. Kept-alive connections
+ * thus belong to the client, per engine: any thread reuses an engine's idle connection, and the
+ * client's handles (and sockets) stay within that bound, so they settle once a batch has run at
+ * full concurrency (a soak compares them across iterations).
  * Thread-safe; the handle is the caller's until sr_client_easy_give.
  */
 CURL *sr_client_easy_take(const sr_client *c, int engine);
