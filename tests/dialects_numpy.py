@@ -7,12 +7,13 @@ dialect's own request shape (urllib), and the routes are decoded as that stack's
 
   vllm       np.load(io.BytesIO(base64.b64decode(s)), allow_pickle=False)
   vllm-json  np.array(prompt_routed_experts) and np.array(choices[0].routed_experts)
-  sglang     np.frombuffer(base64.b64decode(s), np.int32).reshape(-1, L, K)
+  sglang     np.frombuffer(base64.b64decode(s), np.int32).reshape(-1, L, K), from meta_info
+             (/generate) and from sglext (/v1/completions)
   dynamo     np.frombuffer(base64.b64decode(o["data"]), o["dtype"]).reshape(o["shape"])
   nemo-rl    s.split(":", 3) -> nrlre1, dtype, SxLxK, base64 (validate=True) -> np.frombuffer
 
 and compared exactly with the oracle's rows, which `serve_oracle_check --rows` recomputes from
-the prompt and the generated tokens (the rows rule of each dialect: scenarios/FORMAT.md §3b).
+the prompt and the generated tokens (the rows rule of each dialect: scenarios/FORMAT.md §5b).
 Two models run: 16 experts (vllm uint8, nemo-rl int8) and 300 (vllm uint16, nemo-rl int16).
 The first reply of each dialect (16 experts) must equal fixtures/dialects/<dialect>.body byte
 for byte (`--update` rewrites those files), and vllm's decoded bytes must be exactly what
@@ -83,7 +84,7 @@ def vllm(url, oc, cfg, experts):
                            "max_tokens": MAX_TOKENS, "routed_experts_prompt_start": START}}),
                       ("/v1/completions",
                        {"model": "default", "prompt": PROMPT, "max_tokens": MAX_TOKENS,
-                        "routed_experts_prompt_start": START})):
+                        "routed_experts_prompt_start": START, "return_token_ids": True})):
         raw = post(url + path, req)
         d = json.loads(raw)
         ch = d["choices"][0]
@@ -99,11 +100,15 @@ def vllm(url, oc, cfg, experts):
         check(arr.shape == (n - 1 - START, L, K), f"vllm {path}: shape {arr.shape}")
         same(arr, oracle(oc, cfg, START, n - 1, toks), f"vllm {path}")
         bodies.append(raw)
+    # vLLM's OpenAI routes return the sampled token ids only when return_token_ids is set.
+    d = json.loads(post(url + "/v1/completions", {"prompt": PROMPT, "max_tokens": 2}))
+    check("token_ids" not in d["choices"][0], "vllm /v1/completions: token_ids without the switch")
     return bodies[0]
 
 
 def vllm_json(url, oc, cfg, experts):
-    raw = post(url + "/v1/completions", {"prompt": PROMPT, "max_tokens": MAX_TOKENS})
+    raw = post(url + "/v1/completions", {"prompt": PROMPT, "max_tokens": MAX_TOKENS,
+                                         "return_token_ids": True})
     d = json.loads(raw)
     ch = d["choices"][0]
     prompt = np.array(d["prompt_routed_experts"], dtype=np.int64)
@@ -129,6 +134,21 @@ def sglang(url, oc, cfg, experts):
     d2 = json.loads(post(url + "/generate", {"input_ids": PROMPT,
                                              "sampling_params": {"max_new_tokens": 2}}))
     check("routed_experts" not in d2["meta_info"], "sglang: routes without the switch")
+    # SGLang's OpenAI completions route: the same rows in the response-level sglext object
+    # (CompletionResponse.sglext.routed_experts), token ids with return_token_ids.
+    d3 = json.loads(post(url + "/v1/completions", {
+        "model": "default", "prompt": PROMPT, "max_tokens": MAX_TOKENS,
+        "return_routed_experts": True, "routed_experts_start_len": START,
+        "return_token_ids": True}))
+    ch = d3["choices"][0]
+    arr3 = np.frombuffer(base64.b64decode(d3["sglext"]["routed_experts"]),
+                         np.int32).reshape(-1, L, K)
+    toks3 = PROMPT + ch["token_ids"]
+    same(arr3, oracle(oc, cfg, START, len(toks3) - 1, toks3), "sglang /v1/completions")
+    check("routed_experts" not in ch, "sglang /v1/completions: routes inside the choice")
+    d4 = json.loads(post(url + "/v1/completions", {"prompt": PROMPT, "max_tokens": 2}))
+    check("sglext" not in d4 and "token_ids" not in d4["choices"][0],
+          "sglang /v1/completions: sglext or token_ids without their switches")
     return raw
 
 

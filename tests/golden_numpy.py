@@ -420,8 +420,10 @@ def dialect_routes(raw, dialect):
         return {"choices[0].routed_experts": np.array(doc["choices"][0]["routed_experts"]),
                 "prompt_routed_experts": np.array(doc["prompt_routed_experts"])}
     if dialect == "sglang":
-        s = doc["meta_info"]["routed_experts"]
-        return {"meta_info.routed_experts":
+        # /generate: meta_info; the OpenAI routes: the response-level sglext object.
+        where = "sglext" if "sglext" in doc else "meta_info"
+        s = doc[where]["routed_experts"]
+        return {where + ".routed_experts":
                 np.frombuffer(base64.b64decode(s, validate=True), np.int32)}
     if dialect == "dynamo":
         o = doc["nvext"]["engine_data"]["routed_experts"]

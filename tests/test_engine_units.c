@@ -120,10 +120,10 @@ START_TEST(test_fault_plan_errors_are_named)
         const char *name = sr_fault_kind_name((sr_fault_kind)k);
         ck_assert_ptr_nonnull(name);
         char text[256];
-        const char *extra = k == SR_FK_TRUNCATE  ? ",\"bytes\":1"
-                            : k == SR_FK_LATENCY ? ",\"ms\":1"
-                            : k == SR_FK_REFUSE  ? ",\"ms\":1"
-                            : k == SR_FK_DRIBBLE ? ",\"bytes_per_second\":10"
+        const char *extra = k == SR_FK_TRUNCATE                 ? ",\"bytes\":1"
+                            : k == SR_FK_LATENCY                ? ",\"ms\":1"
+                            : k == SR_FK_REFUSE                 ? ",\"ms\":1"
+                            : k == SR_FK_DRIBBLE                ? ",\"bytes_per_second\":10"
                             : k == SR_FK_PREFIX_CACHED_SENTINEL ? ",\"row\":1"
                                                                 : "";
         snprintf(text, sizeof(text), "[{\"kind\":\"%s\"%s}]", name, extra);
@@ -299,7 +299,30 @@ START_TEST(test_dialect_requests)
     ck_assert_int_eq(sr_dialect_lookup("nemo-rl"), SR_DIALECT_NEMO_RL);
     ck_assert_int_eq(sr_dialect_lookup("sgl"), -1);
     ck_assert_ptr_nonnull(sr_dialect_route_at(SR_DIALECT_VLLM, "/v1/completions"));
-    ck_assert_ptr_null(sr_dialect_route_at(SR_DIALECT_SGLANG, "/v1/completions"));
+    ck_assert_ptr_null(sr_dialect_route_at(SR_DIALECT_NEMO_RL, "/v1/completions"));
+    /* SGLang's OpenAI completions route: routes in sglext, token ids only when asked. */
+    const sr_dialect_route *sc = sr_dialect_route_at(SR_DIALECT_SGLANG, "/v1/completions");
+    ck_assert_ptr_nonnull(sc);
+    ck_assert_str_eq(sc->routes_ext, "sglext");
+    const char *asked = "{\"prompt\":[1,2],\"return_routed_experts\":true,"
+                        "\"routed_experts_start_len\":1,\"return_token_ids\":true}";
+    ck_assert_sr_ok(sr_gen_request_parse_as(&r, asked, strlen(asked), &LIM, &sc->request, &err),
+                    err);
+    ck_assert_int_eq(r.no_routes, 0);
+    ck_assert_int_eq(r.no_tokens, 0);
+    ck_assert_int_eq(r.route_start, 1);
+    sr_gen_request_release(&r);
+    const char *plain = "{\"prompt\":[1,2]}";
+    ck_assert_sr_ok(sr_gen_request_parse_as(&r, plain, strlen(plain), &LIM, &sc->request, &err),
+                    err);
+    ck_assert_int_eq(r.no_routes, 1);
+    ck_assert_int_eq(r.no_tokens, 1);
+    sr_gen_request_release(&r);
+    const char *badtok = "{\"prompt\":[1],\"return_token_ids\":1}";
+    sr_err e4 = SR_ERR_INIT;
+    ck_assert_sr_code(sr_gen_request_parse_as(&r, badtok, strlen(badtok), &LIM, &sc->request, &e4),
+                      e4, SR_E_ENGINE_REQUEST);
+    ck_assert_msg(strstr(e4.msg, "return_token_ids"), "%s", e4.msg);
     sr_engine_config c;
     const char *cfg = "{\"dialect\":\"dynamo\"}";
     ck_assert_sr_ok(sr_engine_config_parse(&c, cfg, strlen(cfg), "d.json", 0, &err), err);

@@ -332,6 +332,11 @@ static int request_body(sr_buf *req, const sr_dialect_route *rt, const int32_t *
         if (!rc)
             rc = sr_buf_puts(req, "true", err);
     }
+    if (!rc && q->tokens_switch) {
+        rc = put_key(req, &first, q->tokens_switch, err);
+        if (!rc)
+            rc = sr_buf_puts(req, "true", err);
+    }
     if (!rc && rt->api != SR_API_SGLANG) {
         rc = put_key(req, &first, "model", err);
         if (!rc)

@@ -134,6 +134,11 @@ int sr_client_build_body(sr_buf *b, const sr_dialect_route *rt, const sr_client_
         if (!rc)
             rc = sr_buf_puts(b, "true", err);
     }
+    if (!rc && q->tokens_switch) {
+        rc = put_key(b, &first, q->tokens_switch, err);
+        if (!rc)
+            rc = sr_buf_puts(b, "true", err);
+    }
     const cJSON *lp = r->sampling_params && q->logprobs_switch
                           ? cJSON_GetObjectItemCaseSensitive(r->sampling_params, "logprobs")
                           : NULL;

@@ -93,8 +93,7 @@ static int read_finish(sr_client_result *out, sr_client_conn *k, const cJSON *c0
         out->finish_reason = NULL;
         return 0;
     }
-    return keep_finish(out, k, f, "choices[0].finish_reason is missing or not a short string",
-                       err);
+    return keep_finish(out, k, f, "choices[0].finish_reason is missing or not a short string", err);
 }
 
 static int read_logprobs(sr_client_result *out, sr_client_conn *k, const cJSON *c0, sr_err *err)
@@ -283,9 +282,11 @@ static int read_logprobs_sglang(sr_client_result *out, sr_client_conn *k, const 
 
 /* Where a wire's routes are, from its frame: the choice, the choice's message, SGLang's
  * meta_info, or Dynamo's nvext.engine_data (one row per encoding, as the engine writes them). */
-static const cJSON *routes_node(const sr_dialect_desc *d, const cJSON *doc, const cJSON *c0,
-                                const char *key)
+static const cJSON *routes_node(const sr_dialect_desc *d, const sr_dialect_route *rt,
+                                const cJSON *doc, const cJSON *c0, const char *key)
 {
+    if (rt->routes_ext)
+        return get(get(doc, rt->routes_ext), key);
     switch (d->encoding) {
     case SR_ENC_FLAT_B64:
         return get(get(doc, "meta_info"), key);
@@ -313,9 +314,10 @@ static int check_cell(const sr_client_opts *o, const sr_ndarray *a, const char *
     if (a->shape[0] && ((o->route_layers && a->shape[1] != o->route_layers) ||
                         (o->route_topk && a->shape[2] != o->route_topk)))
         return sr_err_set(err, SR_E_WIRE_SHAPE,
-                          "%s is [%lld, %lld, %lld]; the model has %lld layers and top_k %lld", what,
-                          (long long)a->shape[0], (long long)a->shape[1], (long long)a->shape[2],
-                          (long long)o->route_layers, (long long)o->route_topk);
+                          "%s is [%lld, %lld, %lld]; the model has %lld layers and top_k %lld",
+                          what, (long long)a->shape[0], (long long)a->shape[1],
+                          (long long)a->shape[2], (long long)o->route_layers,
+                          (long long)o->route_topk);
     return 0;
 }
 
@@ -354,15 +356,18 @@ static int join_split(sr_ndarray *out, sr_client_conn *k, const sr_ndarray *p, c
 }
 
 /* The wire's route array as it came, [R, L, K], and the oracle row its first row is. */
-static int wire_routes(sr_ndarray *a, int64_t *first_row, sr_client_result *out,
-                       sr_client_conn *k, const sr_splice_result *r, const cJSON *c0,
-                       const sr_dialect_desc *d, sr_err *err)
+static int wire_routes(sr_ndarray *a, int64_t *first_row, sr_client_result *out, sr_client_conn *k,
+                       const sr_splice_result *r, const cJSON *c0, const sr_dialect_desc *d,
+                       sr_err *err)
 {
     const sr_client_opts *o = &k->c->opts;
-    const sr_splice_entry *e = entry_for(r, routes_node(d, r->doc, c0, "routed_experts"));
+    const sr_dialect_route *rt = &d->routes[o->dialect_route];
+    const sr_splice_entry *e = entry_for(r, routes_node(d, rt, r->doc, c0, "routed_experts"));
     if (!e || e->kind == SR_SPLICE_NULL)
-        return sr_err_set(err, SR_E_CLIENT_ROUTES_MISSING, "%s must return routes at %s (got %s)",
-                          d->name, d->routes_at, e ? "null" : "no routed_experts key");
+        return sr_err_set(err, SR_E_CLIENT_ROUTES_MISSING, "%s must return routes at %s%s (got %s)",
+                          d->name, rt->routes_ext ? rt->routes_ext : d->routes_at,
+                          rt->routes_ext ? ".routed_experts" : "",
+                          e ? "null" : "no routed_experts key");
     *a = e->array;
     /* A wire with a start begins at the start the request carried; one without, at row 0. */
     *first_row = d->routes[o->dialect_route].request.start_key && out->prompt_start_sent >= 0
@@ -388,10 +393,10 @@ static int wire_routes(sr_ndarray *a, int64_t *first_row, sr_client_result *out,
         int64_t cell = o->route_layers * o->route_topk;
         if (!cell || a->shape[0] % cell)
             return sr_err_set(err, SR_E_WIRE_SHAPE,
-                              "meta_info.routed_experts holds %lld values, not rows of %lld "
-                              "layers x top_k %lld",
-                              (long long)a->shape[0], (long long)o->route_layers,
-                              (long long)o->route_topk);
+                              "%s%s holds %lld values, not rows of %lld layers x top_k %lld",
+                              rt->routes_ext ? rt->routes_ext : d->routes_at,
+                              rt->routes_ext ? ".routed_experts" : "", (long long)a->shape[0],
+                              (long long)o->route_layers, (long long)o->route_topk);
         a->ndim = 3;
         a->shape[1] = o->route_layers;
         a->shape[2] = o->route_topk;
@@ -457,7 +462,8 @@ int sr_client_decode_dialect(sr_client_result *out, sr_client_conn *k, const sr_
                  : tokens_from_json(k, tnode, &out->n_tokens, err);
     out->token_ids = k->tokens;
     if (!rc)
-        rc = sgl ? read_finish_object(out, k, get(c0, "meta_info"), err) : read_finish(out, k, c0, err);
+        rc = sgl ? read_finish_object(out, k, get(c0, "meta_info"), err)
+                 : read_finish(out, k, c0, err);
     if (!rc)
         rc = sgl ? read_logprobs_sglang(out, k, get(c0, "meta_info"), err)
                  : read_logprobs(out, k, c0, err);

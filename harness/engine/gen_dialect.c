@@ -26,7 +26,7 @@ typedef struct wire_rows {
     int fortran;         /* fault npy_fortran_order: elements column-major */
     int bad_b64;         /* fault bad_base64: a '!' at base64 character bad_off (or the last) */
     int64_t bad_off;
-    int count_off;       /* fault byte_count_off: the shape (or byte count) says one row more */
+    int count_off; /* fault byte_count_off: the shape (or byte count) says one row more */
 } wire_rows;
 
 static int collect_rows(wire_rows *w, sr_gen_job *j, const sr_oracle *o, sr_err *err)
@@ -407,9 +407,30 @@ static int sglang_logprobs(sr_buf *b, sr_gen_job *j, sr_err *err)
     return rc ? rc : sr_buf_puts(b, "]", err);
 }
 
+/* The routes (and extra fields) in the response-level object `ext` (SGLang's OpenAI routes:
+ * "sglext"), written by the encoding's choice writer; left out when it writes nothing. */
+static int ext_routes(sr_buf *b, const char *ext, put_fn f, const wire_rows *w, const extras *x,
+                      sr_err *err)
+{
+    size_t at = b->len;
+    int rc = sr_buf_printf(b, err, ",\"%s\":{", ext);
+    size_t open = b->len;
+    if (!rc)
+        rc = hook(f, b, w, x, err);
+    if (rc || b->len == open) {
+        b->len = at;
+        return rc;
+    }
+    /* The writer's members begin with a comma: the object's first one must not. */
+    memmove(b->data + open, b->data + open + 1, b->len - open - 1);
+    b->len--;
+    return sr_buf_puts(b, "}", err);
+}
+
 static int frame(sr_buf *b, sr_gen_job *j, const sr_gen_ctx *c, const enc_ops *e,
                  const wire_rows *w, const extras *x, sr_err *err)
 {
+    const char *ext = j->route->routes_ext;
     const char *fin = sr_gen_finish_name(j->finish);
     int rc = 0;
     switch (j->route->api) {
@@ -451,20 +472,20 @@ static int frame(sr_buf *b, sr_gen_job *j, const sr_gen_ctx *c, const enc_ops *e
                            c->engine_id, (long long)c->request_ordinal);
         break;
     }
-    if (!rc)
+    if (!rc && !j->req.no_tokens)
         rc = put_tokens(b, "token_ids", j, err);
     if (!rc)
         rc = sr_buf_printf(b, err, ",\"finish_reason\":\"%s\"", fin);
     if (!rc)
         rc = sr_gen_emit_logprobs(b, j, err);
-    if (!rc)
+    if (!rc && !ext)
         rc = hook(e->in_choice, b, w, x, err);
     if (!rc)
         rc = sr_gen_emit_syncroll(b, j, c, err);
     if (!rc)
         rc = sr_buf_puts(b, "}]", err);
     if (!rc)
-        rc = hook(e->in_response, b, w, x, err);
+        rc = ext ? ext_routes(b, ext, e->in_choice, w, x, err) : hook(e->in_response, b, w, x, err);
     return rc ? rc : sr_buf_puts(b, "}", err);
 }
 

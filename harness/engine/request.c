@@ -274,6 +274,10 @@ static int parse_shape(sr_gen_request *r, const sr_json_doc *d, const sr_gen_lim
     if (!rc && sh->routes_switch)
         rc = opt_bool(d, root, sh->routes_switch, &want, err);
     r->no_routes = !want;
+    int tokens = sh->tokens_switch ? 0 : 1;
+    if (!rc && sh->tokens_switch)
+        rc = opt_bool(d, root, sh->tokens_switch, &tokens, err);
+    r->no_tokens = !tokens;
     if (!rc && (int64_t)r->P + r->max_tokens > lim->max_seq)
         rc = sr_json_error(d, tok, err, SR_E_ENGINE_REQUEST,
                            "prompt length %zu plus %s %lld exceeds the engine's maximum "

@@ -51,11 +51,12 @@ typedef struct sr_gen_request {
     char *model;      /* owned, NULL if absent */
     char *cache_salt; /* owned, NULL if absent */
     int no_routes;    /* the dialect's routes switch was absent or false */
+    int no_tokens;    /* the route's token-ids switch was absent or false */
 } sr_gen_request;
 
 #define SR_GEN_REQUEST_INIT                                                                        \
     {                                                                                              \
-        NULL, 0, 0, -1, 0, NULL, 0, 0, 0, NULL, NULL, 0                                            \
+        NULL, 0, 0, -1, 0, NULL, 0, 0, 0, NULL, NULL, 0, 0                                         \
     }
 
 /* Parses and validates `len` bytes. On error `out` is SR_GEN_REQUEST_INIT. */
@@ -72,6 +73,7 @@ int sr_gen_request_parse(sr_gen_request *out, const char *body, size_t len,
  *     "ignore_eos"            null or a boolean
  *   shape->start_key        null or an integer in [0, P] (in params when start_in_params)
  *   shape->routes_switch    null or a boolean; routes only when true (no_routes otherwise)
+ *   shape->tokens_switch    null or a boolean; token ids only when true (no_tokens otherwise)
  *   "model"                 optional string
  * Every other key is ignored (these wires carry many: messages, stream, nvext, ...). Errors as
  * sr_gen_request_parse: SR_E_ENGINE_REQUEST naming the key, SR_E_NOMEM.

@@ -1,4 +1,4 @@
-/* The dialect table (dialect.h); scenarios/FORMAT.md §3b cites the source of every row. */
+/* The dialect table (dialect.h); scenarios/FORMAT.md §5b cites the source of every row. */
 #include "dialect.h"
 
 #include <stdio.h>
@@ -31,14 +31,17 @@ static sr_dtype nemo_dtype(int64_t experts)
 /* vLLM's generate request: token_ids, SamplingParams holding routed_experts_prompt_start. */
 #define NATIVE_REQ(start)                                                                          \
     {                                                                                              \
-        "token_ids", "sampling_params", "max_tokens", start, 1, NULL, 1, NULL                      \
+        "token_ids", "sampling_params", "max_tokens", start, 1, NULL, 1, NULL, NULL                \
     }
-/* OpenAI completions: prompt token ids and vLLM's extra sampling keys at the top level. */
-#define COMPLETIONS_REQ(start)                                                                     \
+/* OpenAI completions: prompt token ids and the extra sampling keys at the top level; `routes`
+ * asks for routes (sglang), `tokens` for the choice's token ids (vLLM's and SGLang's
+ * return_token_ids). */
+#define COMPLETIONS_REQ(start, routes, tokens)                                                     \
     {                                                                                              \
-        "prompt", NULL, "max_tokens", start, 0, NULL, 0, NULL                                      \
+        "prompt", NULL, "max_tokens", start, 0, routes, 0, NULL, tokens                            \
     }
-#define START "routed_experts_prompt_start"
+#define TOKENS "return_token_ids"
+#define START  "routed_experts_prompt_start"
 
 static const sr_dialect_desc rows[SR_DIALECT_COUNT] = {
     [SR_DIALECT_SKYRL] = {"skyrl",
@@ -49,7 +52,8 @@ static const sr_dialect_desc rows[SR_DIALECT_COUNT] = {
                           NULL},
     [SR_DIALECT_VLLM] = {"vllm",
                          {{"/inference/v1/generate", SR_API_NATIVE, NATIVE_REQ(START)},
-                          {"/v1/completions", SR_API_COMPLETIONS, COMPLETIONS_REQ(START)}},
+                          {"/v1/completions", SR_API_COMPLETIONS,
+                           COMPLETIONS_REQ(START, NULL, TOKENS)}},
                          "choices[i].routed_experts",
                          SR_ENC_NPY,
                          SR_ROWS_TRIMMED,
@@ -57,23 +61,28 @@ static const sr_dialect_desc rows[SR_DIALECT_COUNT] = {
     /* 0.21 had no prompt start: both regions from row 0; nested lists carry no dtype. */
     [SR_DIALECT_VLLM_JSON] = {"vllm-json",
                               {{"/inference/v1/generate", SR_API_NATIVE, NATIVE_REQ(NULL)},
-                               {"/v1/completions", SR_API_COMPLETIONS, COMPLETIONS_REQ(NULL)}},
+                               {"/v1/completions", SR_API_COMPLETIONS,
+                                COMPLETIONS_REQ(NULL, NULL, TOKENS)}},
                               "prompt_routed_experts + choices[i].routed_experts",
                               SR_ENC_NESTED,
                               SR_ROWS_SPLIT,
                               NULL},
-    [SR_DIALECT_SGLANG] = {"sglang",
-                           {{"/generate",
-                             SR_API_SGLANG,
-                             {"input_ids", "sampling_params", "max_new_tokens",
-                              "routed_experts_start_len", 0, "return_routed_experts", 0,
-                              "return_logprob"}}},
-                           "meta_info.routed_experts",
-                           SR_ENC_FLAT_B64,
-                           SR_ROWS_TRIMMED,
-                           sglang_dtype},
+    [SR_DIALECT_SGLANG] =
+        {"sglang",
+         {{"/generate",
+           SR_API_SGLANG,
+           {"input_ids", "sampling_params", "max_new_tokens", "routed_experts_start_len", 0,
+            "return_routed_experts", 0, "return_logprob", NULL}},
+          /* CompletionRequest; the routes in CompletionResponse.sglext */
+          {"/v1/completions", SR_API_COMPLETIONS,
+           COMPLETIONS_REQ("routed_experts_start_len", "return_routed_experts", TOKENS), "sglext"}},
+         "meta_info.routed_experts",
+         SR_ENC_FLAT_B64,
+         SR_ROWS_TRIMMED,
+         sglang_dtype},
     [SR_DIALECT_DYNAMO] = {"dynamo",
-                           {{"/v1/completions", SR_API_COMPLETIONS, COMPLETIONS_REQ(START)}},
+                           {{"/v1/completions", SR_API_COMPLETIONS,
+                             COMPLETIONS_REQ(START, NULL, NULL)}},
                            "nvext.engine_data.routed_experts",
                            SR_ENC_OBJECT,
                            SR_ROWS_TRIMMED,
@@ -81,7 +90,8 @@ static const sr_dialect_desc rows[SR_DIALECT_COUNT] = {
     [SR_DIALECT_NEMO_RL] = {"nemo-rl",
                             {{"/v1/chat/completions",
                               SR_API_CHAT,
-                              {"prompt_token_ids", NULL, "max_tokens", NULL, 0, NULL, 0, NULL}}},
+                              {"prompt_token_ids", NULL, "max_tokens", NULL, 0, NULL, 0, NULL,
+                               NULL}}},
                             "choices[i].message.routed_experts",
                             SR_ENC_NRLRE,
                             SR_ROWS_FILLER,
@@ -143,7 +153,7 @@ static sr_field_def route_def(sr_field_kind kind, sr_field_wire wire, const char
 
 int sr_dialect_add_fields(sr_fields *f, sr_dialect d, sr_err *err)
 {
-    sr_field_def defs[3];
+    sr_field_def defs[2 + SR_DIALECT_MAX_ROUTES];
     int n = 0;
     switch (d) {
     case SR_DIALECT_SKYRL:
@@ -170,15 +180,24 @@ int sr_dialect_add_fields(sr_fields *f, sr_dialect d, sr_err *err)
         return sr_err_set(err, SR_E_INVAL, "dialect %d is not one of %s", (int)d,
                           sr_dialect_names());
     }
-    sr_field_def ids;
-    memset(&ids, 0, sizeof(ids));
-    ids.kind = SR_FIELD_INT_ARRAY;
-    snprintf(ids.name, sizeof(ids.name), "%s",
-             rows[d].routes[0].api == SR_API_SGLANG ? "output_ids" : "token_ids");
-    ids.max = INT32_MAX;
-    defs[n++] = ids;
+    /* The sampled token ids of every route (sglang: output_ids on /generate, token_ids on its
+     * OpenAI route), spliced as integer arrays. */
+    for (int r = 0; r < SR_DIALECT_MAX_ROUTES && rows[d].routes[r].path; r++) {
+        sr_field_def ids;
+        memset(&ids, 0, sizeof(ids));
+        ids.kind = SR_FIELD_INT_ARRAY;
+        snprintf(ids.name, sizeof(ids.name), "%s",
+                 rows[d].routes[r].api == SR_API_SGLANG ? "output_ids" : "token_ids");
+        ids.max = INT32_MAX;
+        defs[n++] = ids;
+    }
     for (int i = 0; i < n; i++) {
         if (sr_fields_find(f, defs[i].name, strlen(defs[i].name)))
+            continue;
+        int dup = 0;
+        for (int k = 0; k < i; k++)
+            dup |= strcmp(defs[k].name, defs[i].name) == 0;
+        if (dup)
             continue;
         int rc = sr_fields_add(f, &defs[i], err);
         if (rc)
@@ -272,6 +291,7 @@ static const struct {
     const char *pat;
 } SNIFF[] = {
     {SR_DIALECT_SGLANG, "\"meta_info\":{"},
+    {SR_DIALECT_SGLANG, "\"sglext\":{\"routed_experts\":"},
     {SR_DIALECT_DYNAMO, "\"nvext\":{\"engine_data\":"},
     {SR_DIALECT_VLLM_JSON, "\"prompt_routed_experts\":"},
     {SR_DIALECT_VLLM_JSON, "\"routed_experts\":["},

@@ -4,18 +4,22 @@
  * A dialect says how a generate request asks for routed experts and where and how the response
  * carries them. One row per dialect, read by the engine (which emits the wire) and, later, by the
  * client (which parses it): adding a wire is adding a row, never an `if` on a name. The sources
- * of every row (file, commit, PR) are cited in scenarios/FORMAT.md §3b.
+ * of every row (file, commit, PR) are cited in scenarios/FORMAT.md §5b.
  *
  *   name       generate paths                         routes in the response
  *   skyrl      /skyrl/v1/generate                     choices[i].routed_experts {data,shape,dtype}
  *   vllm       /inference/v1/generate, /v1/completions choices[i].routed_experts: base64 of .npy
  *   vllm-json  /inference/v1/generate, /v1/completions response prompt_routed_experts [P,L,K] +
  *                                                      choices[i].routed_experts [G,L,K], nested
- * lists sglang     /generate                              meta_info.routed_experts: base64 flat
- * int32 dynamo     /v1/completions                        nvext.engine_data.routed_experts
+ *                                                      lists
+ *   sglang     /generate                              meta_info.routed_experts: base64 flat int32
+ *              /v1/completions                        sglext.routed_experts (response level)
+ *   dynamo     /v1/completions                        nvext.engine_data.routed_experts
  *                                                      {data,shape,start,dtype}, raw bytes
  *   nemo-rl    /v1/chat/completions                   choices[i].message.routed_experts
  *                                                      "nrlre1:<dtype>:<SxLxK>:<base64>"
+ * The OpenAI completions routes of vllm, vllm-json and sglang return the choice's token_ids only
+ * when the request sets return_token_ids (tokens_switch below), as those servers do.
  *
  * Rows of the oracle each wire carries (P prompt tokens, G generated, s the request's start):
  *   SR_ROWS_TRIMMED  [s, P+G-1)        skyrl, vllm, sglang (s = routed_experts_start_len), dynamo
@@ -84,6 +88,9 @@ typedef struct sr_dialect_request {
     /* A top-level boolean that asks for the sampled tokens' logprobs (sglang's return_logprob);
      * NULL: the sampling member "logprobs" (an integer) asks, inside `params`. */
     const char *logprobs_switch;
+    /* A top-level boolean the request must set true to get the sampled token ids in the choice
+     * (the OpenAI completions routes of vLLM and SGLang: return_token_ids); NULL: always there. */
+    const char *tokens_switch;
 } sr_dialect_request;
 
 /* The frame of a response around its choice(s). */
@@ -99,6 +106,9 @@ typedef struct sr_dialect_route {
     const char *path; /* POST path; NULL ends the list */
     sr_dialect_api api;
     sr_dialect_request request;
+    /* A top-level object of the response that holds the routes on this route instead of the
+     * dialect's own place (SGLang's OpenAI routes: "sglext"); NULL: the dialect's place. */
+    const char *routes_ext;
 } sr_dialect_route;
 
 typedef struct sr_dialect_desc {
@@ -127,16 +137,18 @@ const char *sr_dialect_names(void);
  * (skyrl: the built-ins; vllm: routed_experts as a .npy string of uint8/uint16; vllm-json:
  * routed_experts and prompt_routed_experts as nested lists, the prompt's with -1 allowed;
  * sglang: routed_experts as raw int32; dynamo: routed_experts as an envelope of uint8/uint16 with
- * its "start" sidecar; nemo-rl: routed_experts as an nrlre1 string) and the integer array of its
- * token ids (token_ids, or sglang's output_ids). Entries whose name `f` holds already are kept
- * as they are. SR_E_INVAL outside the enum, and sr_fields_add's errors.
+ * its "start" sidecar; nemo-rl: routed_experts as an nrlre1 string) and the integer arrays of
+ * the token ids of each of its routes (token_ids; sglang's /generate: output_ids). Entries whose
+ * name `f` holds already are kept as they are. SR_E_INVAL outside the enum, and sr_fields_add's
+ * errors.
  */
 int sr_dialect_add_fields(sr_fields *f, sr_dialect d, sr_err *err);
 
 /*
  * The dialect a raw response body is written in, told from the byte patterns of its frame and
  * routes (no parse; keys written compactly, as every engine writes them):
- *   sglang     "meta_info":{         dynamo   "nvext":{"engine_data":
+ *   sglang     "meta_info":{ or "sglext":{"routed_experts":
+ *   dynamo     "nvext":{"engine_data":
  *   vllm-json  "prompt_routed_experts": or "routed_experts":[
  *   vllm       "routed_experts":"k05VTVBZ   (the base64 of the .npy magic \x93NUMPY)
  *   nemo-rl    "routed_experts":"nrlre1:
