@@ -229,8 +229,20 @@ def stop(p):
 def bad_names(syncroll, tmp, cfg_text):
     out = subprocess.run([syncroll, "serve", "--dialect", "sgl", cfg_text], capture_output=True,
                          text=True, check=False)
-    check(out.returncode != 0 and "bad --dialect 'sgl'" in out.stderr,
-          f"serve --dialect sgl: {out.returncode} {out.stderr.strip()}")
+    check(out.returncode == 2 and "usage.invalid_argument: --dialect 'sgl' is not one of"
+          in out.stderr, f"serve --dialect sgl: {out.returncode} {out.stderr.strip()}")
+    # The same named error from every command that takes --dialect.
+    for cmd in (["engine", "--config", cfg_text, "--dialect", "sgl"],
+                ["check-body", "--dialect", "sgl", cfg_text],
+                ["validate-field", "--dialect", "sgl", cfg_text]):
+        out = subprocess.run([syncroll, *cmd], capture_output=True, text=True, check=False)
+        check(out.returncode == 2 and f"syncroll {cmd[0]}: usage.invalid_argument: --dialect "
+              "'sgl' is not one of skyrl, vllm, vllm-json, sglang, dynamo, nemo-rl" in out.stderr,
+              f"{cmd[0]} --dialect sgl: {out.returncode} {out.stderr.strip()}")
+    out = subprocess.run([syncroll, "serve", "--port", "0", cfg_text], capture_output=True,
+                         text=True, check=False)
+    check(out.returncode == 2 and "unknown or incomplete option '--port'" in out.stderr,
+          f"serve --port: {out.returncode} {out.stderr.strip()}")
     bad = os.path.join(tmp, "bad.json")
     with open(bad, "w") as f:
         f.write('{"dialect": "sgl"}\n')

@@ -89,7 +89,8 @@ kill -TERM "$pid"
 wait "$pid" || die "serve --sync-dialect exited with $? after SIGTERM"
 pid=
 "$S" serve --sync-dialect sgl "$tmp/cfg.json" >/dev/null 2>"$tmp/err2" && die "sgl accepted"
-grep -q "bad --sync-dialect 'sgl': want skyrl, vllm or sglang" "$tmp/err2" || die "$(cat "$tmp/err2")"
+grep -q "^syncroll serve: usage.invalid_argument: --sync-dialect 'sgl' is not one of skyrl, vllm, sglang" \
+    "$tmp/err2" || die "$(cat "$tmp/err2")"
 ok "serve --sync-dialect vllm"
 
 # --dialect sglang: the engines serve SGLang's control plane by default (its routes answer,

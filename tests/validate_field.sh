@@ -95,7 +95,7 @@ done
 "$S" validate-field --dialect vllm-npy tests/fields/draft_tokens.field.json >"$tmp/out" 2>&1
 status=$?
 if [ "$status" -ne 2 ] ||
-    ! grep -q "unknown dialect 'vllm-npy': one of skyrl, vllm, vllm-json, sglang, dynamo, nemo-rl" "$tmp/out"; then
+    ! grep -q "usage.invalid_argument: --dialect 'vllm-npy' is not one of skyrl, vllm, vllm-json, sglang, dynamo, nemo-rl" "$tmp/out"; then
     cat "$tmp/out"
     bad "a bad --dialect gave exit $status"
 else

@@ -3,7 +3,12 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
+
+#include "spec/dialect.h"
+#include "spec/engine_config.h"
+#include "sr_err.h"
 
 int sr_arg_int(const char *s, long long lo, long long hi, long long *out)
 {
@@ -37,5 +42,30 @@ int sr_arg_scenario_bytes(const char *s, size_t *out)
     if (sr_arg_int(s, 1, SR_ARG_SCENARIO_BYTES_MAX, &v))
         return -1;
     *out = (size_t)v;
+    return 0;
+}
+
+static int bad_name(const char *cmd, const char *opt, const char *v, const char *names)
+{
+    fprintf(stderr, "syncroll %s: %s: %s '%s' is not one of %s\n", cmd, sr_code_name(SR_E_INVAL),
+            opt, v ? v : "", names);
+    return -1;
+}
+
+int sr_arg_dialect(const char *cmd, const char *opt, const char *v, int *out)
+{
+    int d = v ? sr_dialect_lookup(v) : -1;
+    if (d < 0)
+        return bad_name(cmd, opt, v, sr_dialect_names());
+    *out = d;
+    return 0;
+}
+
+int sr_arg_sync_dialect(const char *cmd, const char *opt, const char *v, int *out)
+{
+    int d = v ? sr_sync_dialect_lookup(v) : -1;
+    if (d < 0)
+        return bad_name(cmd, opt, v, "skyrl, vllm, sglang");
+    *out = d;
     return 0;
 }

@@ -21,4 +21,14 @@ int sr_arg_double(const char *s, double lo, double hi, double *out);
  * [1, SR_ARG_SCENARIO_BYTES_MAX] into *out: 0, or -1 (and *out untouched). */
 int sr_arg_scenario_bytes(const char *s, size_t *out);
 
+/*
+ * The value of a dialect option of subcommand `cmd` (e.g. "serve"): --dialect names a generate
+ * wire (spec/dialect.h), --sync-dialect a control plane (spec/engine_config.h). 0 and the enum's
+ * value in *out; else -1, *out untouched, after printing on stderr
+ *   syncroll <cmd>: usage.invalid_argument: <opt> '<v>' is not one of <the names>
+ * (the caller exits with SR_EXIT_USAGE).
+ */
+int sr_arg_dialect(const char *cmd, const char *opt, const char *v, int *out);
+int sr_arg_sync_dialect(const char *cmd, const char *opt, const char *v, int *out);
+
 #endif /* SR_CLI_ARGS_H */

@@ -37,7 +37,10 @@ static const char USAGE[] =
     "canonical (smallest) one for the values, and min and max (exact integers; floats over\n"
     "the finite values with NaN/inf counts; bools as 0/1 with non-canonical bytes counted).\n"
     "\n"
-    "Contracts: routed_experts is uint8/int16/int32, 3-D, canonical (#2079). For\n"
+    "Contracts: routed_experts is uint8/int16/int32, 3-D, canonical (#2079) in skyrl's\n"
+    "envelope; in another dialect it has that wire's dtype rule (vllm and dynamo: uint8, or\n"
+    "uint16 past 256 experts; sglang: int32; nemo-rl: int8/int16/int32), and a dtype wider\n"
+    "than the values need is printed as not canonical without failing. For\n"
     "rollout_sample_support check-body applies the later stack's contract (#2082+): int32,\n"
     "2-D. The #2079 client's splice itself checks no dtype (its tests decode float32 support):\n"
     "to check a body as #2079 would, pass --field-registry with a rollout_sample_support\n"
@@ -78,9 +81,9 @@ typedef struct opts {
     const char *path, *fields, *registry;
     int json;
     int64_t expected;
-    int dialect;           /* -1: tell it from the body */
-    const char *source;    /* "given", "detected" or "default" */
-    const char *why;       /* the pattern that told it (detected) */
+    int dialect;        /* -1: tell it from the body */
+    const char *source; /* "given", "detected" or "default" */
+    const char *why;    /* the pattern that told it (detected) */
 } opts;
 
 static int parse_args(opts *o, int argc, char **argv)
@@ -101,11 +104,8 @@ static int parse_args(opts *o, int argc, char **argv)
                    i + 1 < argc) {
             const char *v = argv[++i];
             if (strcmp(a, "--dialect") == 0) {
-                if ((o->dialect = sr_dialect_lookup(v)) < 0) {
-                    fprintf(stderr, "syncroll check-body: --dialect '%s' is not one of %s\n", v,
-                            sr_dialect_names());
+                if (sr_arg_dialect("check-body", a, v, &o->dialect))
                     return SR_EXIT_USAGE;
-                }
                 o->source = "given";
             } else if (strcmp(a, "--fields") == 0)
                 o->fields = v;

@@ -78,11 +78,13 @@ static int parse_args(engine_args *a, int argc, char **argv)
             a->ready_fd = (int)n;
         else if (strcmp(o, "--lifetime") == 0 && !sr_arg_double(val, 0.001, 1e7, &d))
             a->lifetime = d;
-        else if (strcmp(o, "--sync-dialect") == 0 && sr_sync_dialect_lookup(val) >= 0)
-            a->sync_dialect = sr_sync_dialect_lookup(val);
-        else if (strcmp(o, "--dialect") == 0 && sr_dialect_lookup(val) >= 0)
-            a->dialect = sr_dialect_lookup(val);
-        else {
+        else if (strcmp(o, "--sync-dialect") == 0) {
+            if (sr_arg_sync_dialect("engine", o, val, &a->sync_dialect))
+                return -1;
+        } else if (strcmp(o, "--dialect") == 0) {
+            if (sr_arg_dialect("engine", o, val, &a->dialect))
+                return -1;
+        } else {
             fprintf(stderr, "syncroll engine: bad option or value: %s %s\n", o, val);
             return -1;
         }

@@ -81,6 +81,17 @@ static int bad_value(const char *opt, const char *v, const char *want)
     return -2;
 }
 
+/* serve's options that take a value. */
+static int is_option(const char *o)
+{
+    static const char *const opts[] = {"--listen",       "--ready-timeout", "--stop-grace",
+                                       "--sync-dialect", "--dialect",       "--max-scenario-bytes"};
+    for (size_t i = 0; i < sizeof(opts) / sizeof(opts[0]); i++)
+        if (strcmp(o, opts[i]) == 0)
+            return 1;
+    return 0;
+}
+
 /* 0, -1 (usage: print it) or -2 (a bad value, already named). */
 static int parse_args(serve_args *a, int argc, char **argv)
 {
@@ -98,8 +109,11 @@ static int parse_args(serve_args *a, int argc, char **argv)
             a->file = o;
             continue;
         }
-        if (i + 1 >= argc)
+        if (i + 1 >= argc || !is_option(o)) {
+            fprintf(stderr, "syncroll serve: %s: unknown or incomplete option '%s'\n",
+                    sr_code_name(SR_E_INVAL), o);
             return -1;
+        }
         const char *v = argv[++i];
         double d;
         if (strcmp(o, "--listen") == 0) {
@@ -115,12 +129,14 @@ static int parse_args(serve_args *a, int argc, char **argv)
             a->grace_ms = (int)(d * 1000);
             a->grace_set = 1;
         } else if (strcmp(o, "--sync-dialect") == 0) {
-            if (sr_sync_dialect_lookup(v) < 0)
-                return bad_value(o, v, "skyrl, vllm or sglang");
+            int sd;
+            if (sr_arg_sync_dialect("serve", o, v, &sd))
+                return -2;
             a->sync_dialect = v;
         } else if (strcmp(o, "--dialect") == 0) {
-            if (sr_dialect_lookup(v) < 0)
-                return bad_value(o, v, sr_dialect_names());
+            int dd;
+            if (sr_arg_dialect("serve", o, v, &dd))
+                return -2;
             a->dialect = v;
         } else if (strcmp(o, "--max-scenario-bytes") == 0) {
             if (sr_arg_scenario_bytes(v, &a->max_scenario_bytes))

@@ -101,13 +101,10 @@ static int parse_args(vf_args *a, int argc, char **argv)
             a->rows = (size_t)v;
             i++;
         } else if (strcmp(argv[i], "--dialect") == 0 && i + 1 < argc) {
-            int d = sr_dialect_lookup(argv[++i]);
-            if (d < 0) {
-                fprintf(stderr,
-                        "syncroll validate-field: unknown dialect '%s': one of %s (see --help)\n",
-                        argv[i], sr_dialect_names());
+            int d;
+            if (sr_arg_dialect("validate-field", "--dialect", argv[i + 1], &d))
                 return SR_EXIT_USAGE;
-            }
+            i++;
             a->dialect = (sr_dialect)d;
             a->dialect_given = 1;
         } else if (strcmp(argv[i], "--producer") == 0 && i + 1 < argc) {

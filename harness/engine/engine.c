@@ -371,9 +371,14 @@ static int state_tensors(sr_buf *b, sr_engine *e, sr_err *err)
             rc = sr_buf_puts(b, i ? ",{\"name\":" : "{\"name\":", err);
         if (!rc)
             rc = sr_jw_str(b, t.name, err);
+        /* dtype and shape too: what an outside trainer needs to write a bucket header. */
         if (!rc)
-            rc = sr_buf_printf(b, err, ",\"layer\":%d,\"digest\":\"%016llx%016llx\"}", t.layer,
-                               (unsigned long long)t.digest_hi, (unsigned long long)t.digest_lo);
+            rc = sr_buf_printf(b, err,
+                               ",\"layer\":%d,\"dtype\":\"%s\",\"shape\":[%lld,%lld],"
+                               "\"digest\":\"%016llx%016llx\"}",
+                               t.layer, sr_dtype_name(t.dtype), (long long)t.shape[0],
+                               (long long)t.shape[1], (unsigned long long)t.digest_hi,
+                               (unsigned long long)t.digest_lo);
     }
     pthread_mutex_unlock(&e->apply);
     return rc ? rc : sr_buf_puts(b, "]", err);

@@ -161,7 +161,7 @@ int64_t sr_engine_version(sr_engine *e);
  * /syncroll/v1/state gains "apply": {"transport", "max_workers" (pool_workers(32, 0)),
  * "publish_workers" (pool_workers(8, 0)), "payloads", "workers" and "threads" of the last
  * apply, "receiver_version", counters, "fetch_ms", "commit_ms"}; with ?tensors=1 also
- * "tensors": [{"name", "layer", "digest"}] of the model.
+ * "tensors": [{"name", "layer", "dtype", "shape", "digest"}] of the model.
  * (SR_ENGINE_BUCKET_CTYPE and SR_BUCKET_HEADER_MAX live in spec/endpoints.h: the trainer writes
  * buckets too.)
  */
