@@ -379,6 +379,54 @@ START_TEST(sglang_plane_sync_and_a_lost_group)
 }
 END_TEST
 
+/* The disk transport on the sglang plane: a version whose bytes equal the last version every
+ * engine loaded and verified writes no folder and loads nothing (only update_weight_version), and
+ * still verifies; after a load that failed (checksum_mismatch on the second
+ * update_weights_from_disk) the same bytes are written and loaded again, which heals the engine. */
+#define DISK_CFG                                                                                   \
+    "{" SYNC_MODEL ",\"sync_dialect\":\"sglang\",\"faults\":[{\"kind\":\"checksum_mismatch\","     \
+    "\"endpoints\":[\"update_weights_from_disk\"],\"nth\":[2]}]}"
+
+static int folder_exists(const sfx *x, int v)
+{
+    char p[200];
+    struct stat st;
+    snprintf(p, sizeof(p), "%s/v%d", x->dir, v);
+    return stat(p, &st) == 0;
+}
+
+START_TEST(disk_skips_a_version_of_the_same_bytes)
+{
+    sr_sync_opts o = SR_SYNC_OPTS_INIT;
+    o.control = SR_SYNC_DIALECT_SGLANG;
+    sfx x;
+    sfx_start(&x, 1, DISK_CFG, SR_SYNC_DISK, &o);
+    sfx_sync(&x, 1, 1);
+    sfx_assert_clean(&x);
+    ck_assert(folder_exists(&x, 1));
+    sfx_sync(&x, 2, SR_SYNC_SAME_BYTES);
+    sfx_assert_clean(&x);
+    ck_assert(!folder_exists(&x, 2));
+    ck_assert(!x.r.phase_ran[SR_SYNC_UPDATE]);
+    ck_assert_int_eq(fx_count(&x.f, 0, "update_weights_from_disk"), 1);
+    ck_assert_int_eq(fx_count(&x.f, 0, "update_weight_version"), 2);
+    ck_assert_int_eq((int)sfx_state_num(&x, 0, "weight_version", NULL), 2);
+    sfx_assert_fps(&x, 0, 1);
+    /* New bytes whose load fails: the engine stays on version 2's bytes. */
+    sfx_sync(&x, 3, 3);
+    ck_assert_ptr_nonnull(sfx_check(&x, "sync.checksum"));
+    ck_assert_int_eq(fx_count(&x.f, 0, "update_weights_from_disk"), 2);
+    /* The same bytes again: not skipped, since no engine verifiably holds them. */
+    sfx_sync(&x, 4, SR_SYNC_SAME_BYTES);
+    sfx_assert_clean(&x);
+    ck_assert(folder_exists(&x, 4));
+    ck_assert_int_eq(fx_count(&x.f, 0, "update_weights_from_disk"), 3);
+    sfx_assert_fps(&x, 0, 3);
+    sfx_assert_serves(&x, 0);
+    sfx_stop(&x);
+}
+END_TEST
+
 static Suite *faults_suite(void)
 {
     Suite *s = suite_create("sync_faults");
@@ -393,6 +441,7 @@ static Suite *faults_suite(void)
     tcase_add_test(tc, malformed_buckets_are_named_errors);
     tcase_add_test(tc, vllm_plane_sync_is_checked_by_the_weight_checker);
     tcase_add_test(tc, sglang_plane_sync_and_a_lost_group);
+    tcase_add_test(tc, disk_skips_a_version_of_the_same_bytes);
     suite_add_tcase(s, tc);
     return s;
 }

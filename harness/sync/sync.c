@@ -55,10 +55,9 @@ static int check_opts(const sr_sync_opts *o, size_t n_urls, sr_err *err)
     if (n_urls < 1 || n_urls > SR_CLIENT_MAX_ENGINES)
         return sr_err_set(err, SR_E_INVAL, "sync: 1..%d engines, got %zu", SR_CLIENT_MAX_ENGINES,
                           n_urls);
-    if ((unsigned)o->transport > SR_SYNC_DISK ||
-        o->deadline_ms < 1 || o->total_deadline_ms < 0 || o->bucket_bytes < 1 ||
-        o->send_workers < 0 || o->send_workers > SR_SYNC_MAX_INFLIGHT || o->initial_version < 0 ||
-        o->initial_version > SR_WEIGHTS_MAX_VERSION)
+    if ((unsigned)o->transport > SR_SYNC_DISK || o->deadline_ms < 1 || o->total_deadline_ms < 0 ||
+        o->bucket_bytes < 1 || o->send_workers < 0 || o->send_workers > SR_SYNC_MAX_INFLIGHT ||
+        o->initial_version < 0 || o->initial_version > SR_WEIGHTS_MAX_VERSION)
         return sr_err_set(err, SR_E_INVAL,
                           "sync: bad options (transport, deadline_ms >= 1, bucket_bytes >= 1, "
                           "send_workers 0..%d, initial_version)",
@@ -188,6 +187,7 @@ void sr_sync_free(sr_sync *s)
     sr_fanout_free(s->fan);
     free(s->known_version);
     free(s->known_fp);
+    free(s->disk_held);
     free(s->model);
     free(s->sync_dir);
     free(s);
@@ -245,19 +245,47 @@ static int gather(sr_sync *s, sr_sync_result *res, int64_t c, sr_err *err)
     return rc;
 }
 
+/* Compares w's tensor digests with the last version every engine loaded and verified
+ * (compare = 1), or stores them as that version (compare = 0). */
+static int disk_digests(sr_sync *s, int compare, sr_err *err)
+{
+    size_t n = sr_weights_count(s->w);
+    if (!s->disk_held && !(s->disk_held = calloc(2 * (n ? n : 1), sizeof(uint64_t))))
+        return compare ? 0 : sr_err_set(err, SR_E_NOMEM, "sync: no memory for %zu digests", n);
+    int same = 1;
+    for (size_t i = 0; i < n; i++) {
+        sr_weights_info t;
+        int rc = sr_weights_tensor(&t, s->w, i, err);
+        if (rc)
+            return compare ? 0 : rc;
+        if (compare) {
+            same &= s->disk_held[2 * i] == t.digest_hi && s->disk_held[2 * i + 1] == t.digest_lo;
+        } else {
+            s->disk_held[2 * i] = t.digest_hi;
+            s->disk_held[2 * i + 1] = t.digest_lo;
+        }
+    }
+    return compare ? same : 0;
+}
+
 /* The disk transport's publish: version `target` as a checkpoint folder {sync_dir}/v<target>/
  * (two shards, written by the publish pool), its path in s->disk_path. A version is written once:
- * syncing a version again reuses its folder. */
+ * syncing a version again reuses its folder. A version whose bytes equal the last one every
+ * engine loaded and verified is not written (s->disk_same): the engines only set its number, as
+ * a delta version in which nothing changed moves nothing. */
 static int publish_disk(sr_sync *s, int64_t target, sr_err *err)
 {
+    sr_err e2 = SR_ERR_INIT;
+    s->disk_same = s->disk_held_ok && disk_digests(s, 1, &e2);
+    if (s->disk_same)
+        return 0;
     if (mkdir(s->sync_dir, 0777) != 0 && errno != EEXIST)
-        return sr_err_set(err, SR_E_IO, "sync: cannot create %s: %s", s->sync_dir,
-                          strerror(errno));
+        return sr_err_set(err, SR_E_IO, "sync: cannot create %s: %s", s->sync_dir, strerror(errno));
     struct stat st;
     int rc = sr_sync_checkpoint_path(s->disk_path, sizeof(s->disk_path), s->sync_dir, target, err);
     if (!rc && stat(s->disk_path, &st) != 0)
-        rc = sr_sync_write_checkpoint(s->disk_path, sizeof(s->disk_path), s->w, s->sync_dir,
-                                      target, 2, s->pool > 0 ? s->pool : 1, err);
+        rc = sr_sync_write_checkpoint(s->disk_path, sizeof(s->disk_path), s->w, s->sync_dir, target,
+                                      2, s->pool > 0 ? s->pool : 1, err);
     return rc;
 }
 
@@ -374,8 +402,9 @@ static int init_group(sr_sync *s, sr_sync_result *res, const sync_plane *pl, con
                      delta_dir, i);
         else
             snprintf(body, sizeof(body), pl->init_fmt, i + 1, s->n + 1);
-        good = step(s, res, SR_SYNC_INIT, delta_dir ? "/init_weight_transfer_engine" : pl->init_path,
-                    body, one, ok, rc, err);
+        good =
+            step(s, res, SR_SYNC_INIT, delta_dir ? "/init_weight_transfer_engine" : pl->init_path,
+                 body, one, ok, rc, err);
         s->inited[i] = (unsigned char)good;
     }
     return good;
@@ -421,12 +450,15 @@ static int run_protocol(sr_sync *s, sr_sync_result *res, int64_t target, int *ok
                  (long long)target, (long long)target, dir);
         good = step(s, res, SR_SYNC_UPDATE, "/update_weights", body, started, ok, &rc, err);
     } else if (good && disk) {
-        snprintf(body, sizeof(body),
-                 "{\"model_path\":\"%s\",\"load_format\":\"safetensors\",\"weight_version\":"
-                 "\"%lld\",\"flush_cache\":true}",
-                 dir, (long long)target);
-        good = step(s, res, SR_SYNC_UPDATE, "/update_weights_from_disk", body, started, ok, &rc,
-                    err);
+        /* Bytes every engine verifiably holds already: only the version is set (finish). */
+        if (!s->disk_same) {
+            snprintf(body, sizeof(body),
+                     "{\"model_path\":\"%s\",\"load_format\":\"safetensors\",\"weight_version\":"
+                     "\"%lld\",\"flush_cache\":true}",
+                     dir, (long long)target);
+            good = step(s, res, SR_SYNC_UPDATE, "/update_weights_from_disk", body, started, ok, &rc,
+                        err);
+        }
     } else if (good && !rc) {
         double t0 = sr_clock_ms();
         rc = sync_bcast_send(s, ok, res, err);
@@ -509,6 +541,14 @@ int sr_sync_run(sr_sync_result *res, sr_sync *s, int64_t target, int64_t content
     if (!rc && res->completed) {
         s->version = target;
         set_salt(s);
+    }
+    if (s->o.transport == SR_SYNC_DISK) {
+        /* Only bytes every engine loaded and verified may be skipped next time. */
+        int all_ok = !rc && res->completed && s->o.verify && res->verified && !res->n_checks;
+        for (size_t i = 0; i < s->n; i++)
+            all_ok = all_ok && res->engines[i].ok;
+        sr_err e2 = SR_ERR_INIT;
+        s->disk_held_ok = all_ok && (s->disk_same || !disk_digests(s, 0, &e2));
     }
     res->version = s->version;
     res->total_ns = (uint64_t)((sr_clock_ms() - t0) * 1e6);

@@ -46,6 +46,11 @@ struct sr_sync {
     char salt[192];
     sync_bucket *buckets;
     size_t n_buckets;
+    /* Disk transport: the tensor digests (hi, lo per tensor) of the last version every engine
+     * loaded and verified (disk_held_ok), and whether this sync's bytes equal them
+     * (disk_same: then no folder is written and nothing loaded, only the version set). */
+    uint64_t *disk_held;
+    int disk_held_ok, disk_same;
 };
 
 /* ---- phase.c ---- */
