@@ -1,7 +1,9 @@
 /*
- * The weight-sync receiver's state tables (harness/engine/sync_table.h), every cell of both
- * control planes against the protocol written out here independently: accepted cells with their
- * next state, refused ones with their named error, HTTP status and a message that names the call.
+ * The weight-sync receiver's state tables (harness/engine/sync_table.h), every cell of the three
+ * control planes (skyrl, vllm, sglang) in-process against the protocol written out independently
+ * in tests/sync_protocol.h: accepted cells with their next state, refused ones with their named
+ * error, HTTP status and a message that names the call. tests/test_sync_table_http.c drives the
+ * same cells through engines over HTTP.
  */
 #include <stdio.h>
 #include <string.h>
@@ -9,70 +11,12 @@
 #include "engine/sync_table.h"
 #include "sr_err.h"
 #include "sr_test.h"
-
-/*
- * The expected protocol, one row per state, one token per call in sr_sync_call order:
- * "idle"/"active"/"uninit" (accepted, the next state) or "!name>next" (refused with the error
- * named `name`, the state becoming `next`), "-" (no such call in the plane: engine.bad_request).
- */
-static const char
-    *const EXPECT[SR_SYNC_DIALECT_COUNT][SR_SS_COUNT][SR_SC_COUNT] =
-        {
-            [SR_SYNC_DIALECT_SKYRL] =
-                {
-                    /* init, start, update, finish, finish_backwards, set_version,
-                     * set_version_backwards, check, check_paused, destroy */
-                    [SR_SS_UNINIT] = {"idle", "active", "!sync.protocol_order>uninit",
-                                      "!sync.protocol_order>uninit", "!sync.protocol_order>uninit",
-                                      "-", "-", "-", "-", "-"},
-                    [SR_SS_IDLE] = {"idle", "active", "!sync.protocol_order>idle",
-                                    "!sync.protocol_order>idle", "!sync.protocol_order>idle", "-",
-                                    "-", "-", "-", "-"},
-                    [SR_SS_ACTIVE] = {"active", "!sync.protocol_order>active", "active",
-                                      "idle", "!sync.version_backwards>idle", "-", "-", "-", "-",
-                                      "-"},
-                },
-            [SR_SYNC_DIALECT_VLLM] =
-                {
-                    [SR_SS_UNINIT] = {"idle", "!sync.protocol_order>uninit",
-                                      "!sync.protocol_order>uninit", "!sync.protocol_order>uninit",
-                                      "!sync.protocol_order>uninit", "uninit",
-                                      "!sync.version_backwards>uninit", "uninit",
-                                      "!sync.engine_paused>uninit", "-"},
-                    [SR_SS_IDLE] = {"idle", "active", "!sync.protocol_order>idle",
-                                    "!sync.protocol_order>idle", "!sync.protocol_order>idle",
-                                    "idle", "!sync.version_backwards>idle", "idle",
-                                    "!sync.engine_paused>idle", "-"},
-                    [SR_SS_ACTIVE] = {"!sync.protocol_order>active", "!sync.protocol_order>active",
-                                      "active", "idle", "!sync.version_backwards>idle",
-                                      "!sync.protocol_order>active", "!sync.protocol_order>active",
-                                      "active", "!sync.engine_paused>active", "-"},
-                },
-            /* SGLang: no start, finish or checker; each update_weights_from_distributed is a
-             * whole update (update, then finish); ACTIVE is never entered and answers as IDLE. */
-            [SR_SYNC_DIALECT_SGLANG] =
-                {
-                    [SR_SS_UNINIT] = {"idle", "-", "!sync.protocol_order>uninit",
-                                      "!sync.protocol_order>uninit", "!sync.protocol_order>uninit",
-                                      "uninit", "!sync.version_backwards>uninit", "-", "-",
-                                      "!sync.protocol_order>uninit"},
-                    [SR_SS_IDLE] = {"!sync.protocol_order>idle", "-", "idle",
-                                    "idle", "!sync.version_backwards>idle", "idle",
-                                    "!sync.version_backwards>idle", "-", "-", "uninit"},
-                    [SR_SS_ACTIVE] = {"!sync.protocol_order>idle", "-", "idle", "idle",
-                                      "!sync.version_backwards>idle", "idle",
-                                      "!sync.version_backwards>idle", "-", "-", "uninit"},
-                },
-};
-
-/* The status a refusal of each plane answers with (skyrl: the reference's RuntimeError; vllm:
- * 409 Conflict as its rl_state_machine.py and weight_checker do). */
-static const unsigned REFUSAL_STATUS[SR_SYNC_DIALECT_COUNT] = {500, 409, 400};
+#include "sync_protocol.h"
 
 static void check_cell(sr_sync_dialect d, sr_sync_state s, sr_sync_call c)
 {
     const sr_sync_cell *cell = sr_sync_table_cell(d, s, c);
-    const char *want = EXPECT[d][s][c];
+    const char *want = SYNC_PROTOCOL[d][s][c];
     const char *where[3] = {sr_sync_dialect_name(d), sr_sync_state_name(s), sr_sync_call_name(c)};
     ck_assert_ptr_nonnull(cell);
     ck_assert_ptr_nonnull(want);
@@ -98,7 +42,7 @@ static void check_cell(sr_sync_dialect d, sr_sync_state s, sr_sync_call c)
     ck_assert_msg(strstr(cell->msg, "%s") != NULL, "%s %s x %s: message names no call", where[0],
                   where[1], where[2]);
     if (strcmp(want, "-") != 0)
-        ck_assert_uint_eq(cell->status, REFUSAL_STATUS[d]);
+        ck_assert_uint_eq(cell->status, SYNC_REFUSAL_STATUS[d]);
     char msg[512];
     snprintf(msg, sizeof(msg), cell->msg, "the_call");
     ck_assert_ptr_nonnull(strstr(msg, "the_call"));

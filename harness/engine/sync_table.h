@@ -2,8 +2,9 @@
  * sync_table: the weight-sync receiver of the mock engine as a state table, one per control plane
  * (engines.sync_dialect): state x call -> next state, or a named error with the HTTP status and
  * message the engine answers. The engine's weight-sync functions (engine.c, bucket.c) look every
- * protocol-order decision up here instead of deciding it themselves, and the unit suite walks
- * every cell (tests/test_sync_table.c), so the table is the whole protocol.
+ * protocol-order decision up here instead of deciding it themselves, and the unit suites walk
+ * every cell (tests/test_sync_table.c in-process, tests/test_sync_table_http.c over HTTP), so the
+ * table is the whole protocol.
  *
  * States: UNINIT (no init_weight_transfer_engine yet), IDLE (initialised, no update active),
  * ACTIVE (between start and finish). The skyrl plane does not require init (its delta transport
@@ -26,7 +27,14 @@
  * steps `update` when its header arrives and `finish` (or finish_backwards, a weight_version below
  * the one held) when its bytes are in, and a request never sees ACTIVE (that row answers as IDLE).
  * UNINIT there means no weights update group: init moves to IDLE, destroy back.
- * A cell that the plane has no endpoint for is SR_E_ENGINE_REQUEST 404.
+ *
+ * A call that the plane has no route for is an absent cell, SR_E_ENGINE_REQUEST 404 "%s: no such
+ * call in this control plane", which keeps the table total; over HTTP no request reaches it: the
+ * router (control.c, sr_srv_control) answers the route of another plane first with its own 404,
+ * {"error":{"message":"Not Found (a route of the <plane> control plane; this engine speaks another
+ * engines.sync_dialect)","type":"NotFoundError","code":404}} without a "check", and the receiver's
+ * state does not move. tests/test_sync_table_http.c drives every cell over HTTP and asserts that
+ * 404 for the absent ones.
  *
  * Everything here is a lookup in constant tables: thread-safe, nothing to free.
  */
