@@ -1,7 +1,11 @@
 /*
  * The mock engine's bucket receiver in process (harness/engine/bucket.c; engine.h, "One broadcast
- * bucket"), driven through the entry points the HTTP layer calls (begin, feed, end): a refused
- * bucket's message names the call its caller named (NULL: the plane's update call).
+ * bucket"), driven through the entry points the HTTP layer calls (begin, feed, end), as
+ * fuzz/fuzz_bucket.c drives them: a refused bucket's message names the call its caller named
+ * (NULL: the plane's update call), and the header's syncroll keys are matched case-sensitively
+ * like every other key of it (fuzz_bucket's invariant check stopped on a bucket whose
+ * "Target_Version" the engine had taken for target_version and committed; that input is
+ * fuzz/corpus/fuzz_bucket/vllm-target-version-case).
  */
 #include "engine/engine.h"
 #include "engine_util.h"
@@ -74,11 +78,49 @@ START_TEST(test_messages_name_the_call)
 }
 END_TEST
 
+START_TEST(test_header_keys_are_case_sensitive)
+{
+    static const char *const cfg[2] = {VCFG, SCFG};
+    static const char *const key[2] = {"\"target_version\"", "\"bucket\""};
+    static const char *const odd[2] = {"\"Target_Version\"", "\"BUCKET\""};
+    for (int k = 0; k < 2; k++)
+        for (int j = 0; j < 2; j++) {
+            sr_weights *w;
+            sr_engine *e = ready(cfg[k], &w);
+            sr_buf b = SR_BUF_INIT;
+            eng_bucket_of_plane(&b, w, 1, k);
+            char *at = strstr(b.data, key[j]);
+            ck_assert_ptr_nonnull(at);
+            memcpy(at, odd[j], strlen(odd[j]));
+            sr_err err = SR_ERR_INIT;
+            ck_assert_sr_code(post(e, NULL, &b, b.len, &err), err, SR_E_ENGINE_REQUEST);
+            ck_assert_msg(strstr(err.msg, "syncroll {target_version, bucket, sizes, checksums}"),
+                          "%s", err.msg);
+            int64_t v = -1;
+            if (k == 0) /* the spoiled update is discarded */
+                ck_assert_int_ne(sr_engine_sync_finish(e, -1, NULL, &v, &err), 0);
+            ck_assert_int_eq(sr_engine_version(e), 0);
+            /* The same bucket with the key as sent is taken. */
+            memcpy(at, key[j], strlen(key[j]));
+            if (k == 0)
+                ck_assert_sr_ok(sr_engine_sync_start(e, &err), err);
+            ck_assert_sr_ok(post(e, NULL, &b, b.len, &err), err);
+            if (k == 0)
+                ck_assert_sr_ok(sr_engine_sync_finish(e, -1, NULL, &v, &err), err);
+            ck_assert_int_eq(sr_engine_version(e), 1);
+            sr_buf_release(&b);
+            sr_weights_free(w);
+            sr_engine_free(e);
+        }
+}
+END_TEST
+
 static Suite *bucket_suite(void)
 {
     Suite *s = suite_create("engine_bucket");
     TCase *tc = tcase_create("bucket");
     tcase_add_test(tc, test_messages_name_the_call);
+    tcase_add_test(tc, test_header_keys_are_case_sensitive);
     suite_add_tcase(s, tc);
     return s;
 }

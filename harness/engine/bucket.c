@@ -161,9 +161,9 @@ static int parse_header(bucket_plan *bp, sr_engine *e, const char *text, size_t 
         rc = bad(err, bp->call, "the header's method must be update_weights_nccl");
     else if (!cJSON_IsObject(sy) || !cJSON_IsArray(names) ||
              cnt > (int64_t)sr_weights_count(e->weights) ||
-             get_count(&bp->target, cJSON_GetObjectItem(sy, "target_version"),
+             get_count(&bp->target, cJSON_GetObjectItemCaseSensitive(sy, "target_version"),
                        SR_WEIGHTS_MAX_VERSION) ||
-             get_count(&bp->index, cJSON_GetObjectItem(sy, "bucket"), INT32_MAX))
+             get_count(&bp->index, cJSON_GetObjectItemCaseSensitive(sy, "bucket"), INT32_MAX))
         rc = bad(err, bp->call,
                  "update_info needs names (at most one per tensor) and syncroll "
                  "{target_version, bucket, sizes, checksums}");
