@@ -143,6 +143,12 @@ START_TEST(happy_path_and_out_of_order_with_a_group)
     eng_bucket_of_plane(&b, w, 2, 1);
     post_bucket(&e, &b, 200, "{\"success\":true,\"message\":\"");
     eng_expect(&e, "GET", "/get_weight_version", NULL, 200, "{\"weight_version\":\"2\"}");
+    /* A refused bucket's message names the route it was posted to, not skyrl's method. */
+    sr_buf cut = SR_BUF_INIT;
+    ck_assert_int_eq(sr_buf_append(&cut, b.data, b.len - 1, NULL), 0);
+    post_bucket(&e, &cut, 400,
+                "\"message\":\"POST /update_weights_from_distributed: the tensors need ");
+    sr_buf_release(&cut);
     accepted(&e, "/update_weight_version", "{\"new_version\":\"2\",\"abort_all_requests\":false}");
     eng_expect(&e, "POST", "/continue_generation", "", 200,
                "{\"message\":\"Generation continued successfully.\",\"status\":\"ok\"}");

@@ -139,6 +139,17 @@ START_TEST(happy_path_and_out_of_order_while_active)
             "sync.no_transfer");
     refused(&e, "POST", "/finish_weight_update", "", 500, "sync.no_transfer");
     eng_expect(&e, "GET", "/syncroll/v1/state", NULL, 200, "\"state\":\"idle\"");
+    /* A refused bucket's message names the route it was posted to, not skyrl's method. */
+    eng_expect(&e, "POST", "/start_weight_update", "{}", 200, NULL);
+    sr_buf cut = SR_BUF_INIT;
+    ck_assert_int_eq(sr_buf_append(&cut, b.data, b.len - 1, NULL), 0);
+    eng_post_bucket(&r, &e, &cut);
+    ck_assert_msg(r.status == 400 &&
+                      strstr(r.body.data, "{\"detail\":\"POST /update_weights: the tensors need "),
+                  "bucket: %ld %s", r.status, r.body.data);
+    hresp_free(&r);
+    sr_buf_release(&cut);
+    refused(&e, "POST", "/finish_weight_update", "", 400, "engine.bad_request");
     /* The skyrl plane does not have these routes. */
     sr_buf_release(&base);
     sr_buf_release(&b);

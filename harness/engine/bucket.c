@@ -1,5 +1,7 @@
-/* Broadcast over HTTP on the engine side: update_weights_nccl buckets with their bytes, and the
- * finish that commits them (engine.h, "Broadcast buckets"). */
+/* Broadcast over HTTP on the engine side: buckets with their bytes (skyrl's update_weights_nccl,
+ * vllm's POST /update_weights, sglang's POST /update_weights_from_distributed), and the finish that
+ * commits them (engine.h, "Broadcast buckets"). Every message about a bucket names the call it
+ * arrived on, as the HTTP layer named it at sr_engine_bucket_begin. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,11 +28,12 @@ typedef struct bucket_plan {
     size_t payload_len; /* bytes the tensors need after the header */
     int whole;          /* sglang: the request is a whole update, committed at its end */
     int flush;          /* sglang: flush_cache (the prefix cache resets after the commit) */
+    const char *call;   /* the call the bucket arrived on, for messages (sr_bucket_rx's) */
 } bucket_plan;
 
-static int bad(sr_err *err, const char *what)
+static int bad(sr_err *err, const char *call, const char *what)
 {
-    return sr_err_set(err, SR_E_ENGINE_REQUEST, "update_weights_nccl bucket: %s", what);
+    return sr_err_set(err, SR_E_ENGINE_REQUEST, "%s bucket: %s", call, what);
 }
 
 static int hex128(uint64_t *hi, uint64_t *lo, const char *s)
@@ -82,27 +85,27 @@ static int parse_item(bucket_plan *bp, sr_engine *e, const cursor *c, unsigned c
     int64_t nb, d0, d1;
     if (!cJSON_IsString(c->name) || !cJSON_IsString(c->dtype) || !cJSON_IsArray(c->shape) ||
         !cJSON_IsString(c->checksum) || get_count(&nb, c->size, (int64_t)SR_WEIGHTS_MAX_BYTES))
-        return bad(err, "names, dtype_names, shapes, sizes and checksums need one valid entry "
-                        "per tensor");
+        return bad(err, bp->call,
+                   "names, dtype_names, shapes, sizes and checksums need one valid entry per "
+                   "tensor");
     const char *name = c->name->valuestring;
     if (sr_weights_find(&it->index, e->weights, name, NULL) ||
         sr_weights_tensor(&t, e->weights, it->index, err))
-        return sr_err_set(err, SR_E_ENGINE_REQUEST, "update_weights_nccl: unknown tensor '%.200s'",
-                          name);
+        return sr_err_set(err, SR_E_ENGINE_REQUEST, "%s: unknown tensor '%.200s'", bp->call, name);
     const cJSON *s0 = c->shape->child, *s1 = s0 ? s0->next : NULL;
     if (strcmp(c->dtype->valuestring, sr_dtype_name(t.dtype)) != 0 || !s1 || s1->next ||
         get_count(&d0, s0, INT64_MAX / 2) || get_count(&d1, s1, INT64_MAX / 2) ||
         d0 != t.shape[0] || d1 != t.shape[1] || (size_t)nb != t.nbytes)
         return sr_err_set(err, SR_E_ENGINE_REQUEST,
-                          "update_weights_nccl: tensor '%s' is %s [%lld, %lld] (%zu bytes) here; "
-                          "the bucket's dtype, shape or size differ",
-                          t.name, sr_dtype_name(t.dtype), (long long)t.shape[0],
+                          "%s: tensor '%s' is %s [%lld, %lld] (%zu bytes) here; the bucket's "
+                          "dtype, shape or size differ",
+                          bp->call, t.name, sr_dtype_name(t.dtype), (long long)t.shape[0],
                           (long long)t.shape[1], t.nbytes);
     if (hex128(&it->hi, &it->lo, c->checksum->valuestring))
-        return bad(err, "a checksum is not 32 lowercase hex digits (xxh3-128)");
+        return bad(err, bp->call, "a checksum is not 32 lowercase hex digits (xxh3-128)");
     if (seen[it->index]++)
-        return sr_err_set(err, SR_E_ENGINE_REQUEST,
-                          "update_weights_nccl: tensor '%s' appears twice in the bucket", t.name);
+        return sr_err_set(err, SR_E_ENGINE_REQUEST, "%s: tensor '%s' appears twice in the bucket",
+                          bp->call, t.name);
     it->offset = *offset;
     it->nbytes = t.nbytes;
     *offset += t.nbytes;
@@ -118,7 +121,7 @@ static int parse_items(bucket_plan *bp, sr_engine *e, const cJSON *ui, const cJS
                 cJSON_GetObjectItemCaseSensitive(sy, "checksums")};
     if (!cJSON_IsArray(c.dtype) || !cJSON_IsArray(c.shape) || !cJSON_IsArray(c.size) ||
         !cJSON_IsArray(c.checksum))
-        return bad(err, "dtype_names, shapes, sizes and checksums must be arrays");
+        return bad(err, bp->call, "dtype_names, shapes, sizes and checksums must be arrays");
     c = (cursor){c.name->child, c.dtype->child, c.shape->child, c.size->child, c.checksum->child};
     unsigned char *seen = calloc(sr_weights_count(e->weights) + 1, 1);
     if (!seen)
@@ -128,7 +131,8 @@ static int parse_items(bucket_plan *bp, sr_engine *e, const cJSON *ui, const cJS
     for (size_t i = 0; !rc && i < bp->n; i++, cursor_next(&c))
         rc = parse_item(bp, e, &c, seen, i, &offset, err);
     if (!rc && (c.dtype || c.shape || c.size || c.checksum))
-        rc = bad(err, "dtype_names, shapes, sizes and checksums have more entries than names");
+        rc = bad(err, bp->call,
+                 "dtype_names, shapes, sizes and checksums have more entries than names");
     bp->payload_len = offset;
     free(seen);
     return rc;
@@ -154,20 +158,21 @@ static int parse_header(bucket_plan *bp, sr_engine *e, const char *text, size_t 
     if (rc) {
         /* the sglang body's own keys */
     } else if (m && (!cJSON_IsString(m) || strcmp(m->valuestring, "update_weights_nccl") != 0))
-        rc = bad(err, "the header's method must be update_weights_nccl");
+        rc = bad(err, bp->call, "the header's method must be update_weights_nccl");
     else if (!cJSON_IsObject(sy) || !cJSON_IsArray(names) ||
              cnt > (int64_t)sr_weights_count(e->weights) ||
-             get_count(&bp->target, cJSON_GetObjectItem(sy, "target_version"),
+             get_count(&bp->target, cJSON_GetObjectItemCaseSensitive(sy, "target_version"),
                        SR_WEIGHTS_MAX_VERSION) ||
-             get_count(&bp->index, cJSON_GetObjectItem(sy, "bucket"), INT32_MAX))
-        rc = bad(err, "update_info needs names (at most one per tensor) and syncroll "
-                      "{target_version, bucket, sizes, checksums}");
+             get_count(&bp->index, cJSON_GetObjectItemCaseSensitive(sy, "bucket"), INT32_MAX))
+        rc = bad(err, bp->call,
+                 "update_info needs names (at most one per tensor) and syncroll "
+                 "{target_version, bucket, sizes, checksums}");
     bp->flush = bp->whole && !rc && sd.flush_cache;
     if (!rc && bp->whole && sd.weight_version >= 0 && sd.weight_version != bp->target)
         rc = sr_err_set(err, SR_E_ENGINE_REQUEST,
-                        "update_weights_from_distributed: weight_version \"%lld\" differs from "
-                        "the bucket's syncroll.target_version %lld",
-                        (long long)sd.weight_version, (long long)bp->target);
+                        "%s: weight_version \"%lld\" differs from the bucket's "
+                        "syncroll.target_version %lld",
+                        bp->call, (long long)sd.weight_version, (long long)bp->target);
     bp->n = rc ? 0 : (size_t)cnt;
     bp->items = calloc(bp->n ? bp->n : 1, sizeof(bucket_item));
     if (!rc && !bp->items)
@@ -188,15 +193,14 @@ static int claim(sr_engine *e, const bucket_plan *bp, int *corrupt, sr_err *err)
     } else if (bp->whole) {
         /* a whole update on its own: no session to match */
     } else if (e->bc.target >= 0 && e->bc.target != bp->target) {
-        rc = sr_err_set(
-            err, SR_E_ENGINE_REQUEST,
-            "update_weights_nccl: bucket %lld targets version %lld, earlier buckets %lld",
-            (long long)bp->index, (long long)bp->target, (long long)e->bc.target);
+        rc = sr_err_set(err, SR_E_ENGINE_REQUEST,
+                        "%s: bucket %lld targets version %lld, earlier buckets %lld", bp->call,
+                        (long long)bp->index, (long long)bp->target, (long long)e->bc.target);
     }
     for (size_t i = 0; !rc && !bp->whole && i < bp->n; i++)
         if (e->bc.received[bp->items[i].index])
             rc = sr_err_set(err, SR_E_ENGINE_REQUEST,
-                            "update_weights_nccl: tensor '%s' was already sent in this update",
+                            "%s: tensor '%s' was already sent in this update", bp->call,
                             e->stage_view[bp->items[i].index].name);
     if (!rc && !bp->whole) {
         for (size_t i = 0; i < bp->n; i++)
@@ -234,9 +238,10 @@ struct sr_bucket_rx {
     int claimed;        /* the tensors were claimed in the update */
     int rc;             /* the first error; the rest of the body is drained */
     sr_err err;
+    char call[64]; /* the call the bucket arrived on, for messages */
 };
 
-int sr_engine_bucket_begin(sr_bucket_rx **out, sr_engine *e, sr_err *err)
+int sr_engine_bucket_begin(sr_bucket_rx **out, sr_engine *e, const char *call, sr_err *err)
 {
     sr_bucket_rx *b = calloc(1, sizeof(*b));
     if (!b || !(b->h = XXH3_createState())) {
@@ -247,6 +252,9 @@ int sr_engine_bucket_begin(sr_bucket_rx **out, sr_engine *e, sr_err *err)
     b->e = e;
     b->head.max = SR_BUCKET_HEADER_MAX;
     b->err = (sr_err)SR_ERR_INIT;
+    snprintf(b->call, sizeof(b->call), "%s",
+             call ? call : sr_sync_call_method(e->cfg.sync_dialect, SR_SC_UPDATE));
+    b->bp.call = b->call;
     *out = b;
     return 0;
 }
@@ -305,8 +313,9 @@ void sr_engine_bucket_feed(sr_bucket_rx *b, const char *p, size_t n)
         const char *nl = memchr(p, '\n', n);
         size_t take = nl ? (size_t)(nl - p) : n;
         if (!b->rc && sr_buf_append(&b->head, p, take, NULL))
-            b->rc = bad(&b->err, "no header line (a JSON object, then '\\n', then the bytes) "
-                                 "within SR_BUCKET_HEADER_MAX bytes");
+            b->rc = bad(&b->err, b->call,
+                        "no header line (a JSON object, then '\\n', then the bytes) "
+                        "within SR_BUCKET_HEADER_MAX bytes");
         if (!nl)
             return;
         int rc = b->rc ? b->rc : begin_payload(b);
@@ -452,12 +461,11 @@ int sr_engine_bucket_end(sr_bucket_rx *b, const sr_fault *f, sr_err *err)
     if (rc && err)
         *err = b->err;
     if (!rc && !b->in_payload)
-        rc = bad(err, "no header line (a JSON object, then '\\n', then the bytes)");
+        rc = bad(err, b->call, "no header line (a JSON object, then '\\n', then the bytes)");
     if (!rc && (b->item < b->bp.n || b->extra))
         rc = sr_err_set(err, SR_E_ENGINE_REQUEST,
-                        "update_weights_nccl: the tensors need %zu bytes after the header, the "
-                        "body carries %s",
-                        b->bp.payload_len, b->extra ? "more" : "fewer");
+                        "%s: the tensors need %zu bytes after the header, the body carries %s",
+                        b->call, b->bp.payload_len, b->extra ? "more" : "fewer");
     if (!rc && f && f->kind != SR_FK_CHECKSUM_MISMATCH)
         sr_engine_note_fault(e, f);
     if (!rc)
@@ -493,7 +501,7 @@ void sr_engine_bucket_abort(sr_bucket_rx *b)
     if (!b)
         return;
     sr_err err = SR_ERR_INIT;
-    sr_err_set(&err, SR_E_ENGINE_REQUEST, "update_weights_nccl: the connection closed mid-body");
+    sr_err_set(&err, SR_E_ENGINE_REQUEST, "%s: the connection closed mid-body", b->call);
     if (!b->rc) {
         b->rc = err.code;
         b->err = err;

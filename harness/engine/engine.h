@@ -222,10 +222,13 @@ int sr_engine_update_delta(sr_engine *e, int64_t target, const char *sync_dir, c
  * of the body (errors are remembered and the rest is drained), end when the body is complete
  * (f: the weights fault picked for the request; returns the bucket's outcome and frees it), or
  * abort if the connection goes away first. The tensors are claimed and copied into the stage as
- * the bytes arrive, each hashed while hot, and verified at the end.
+ * the bytes arrive, each hashed while hot, and verified at the end. `call` names the call the
+ * bucket arrived on in every message about it ("update_weights_nccl", "POST /update_weights",
+ * "POST /update_weights_from_distributed"; copied, at most 63 bytes kept); NULL: the plane's name
+ * of its update call (sync_table.h).
  */
 typedef struct sr_bucket_rx sr_bucket_rx;
-int sr_engine_bucket_begin(sr_bucket_rx **out, sr_engine *e, sr_err *err);
+int sr_engine_bucket_begin(sr_bucket_rx **out, sr_engine *e, const char *call, sr_err *err);
 void sr_engine_bucket_feed(sr_bucket_rx *b, const char *p, size_t n);
 int sr_engine_bucket_end(sr_bucket_rx *b, const sr_fault *f, sr_err *err);
 void sr_engine_bucket_abort(sr_bucket_rx *b);

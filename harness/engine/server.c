@@ -215,6 +215,21 @@ static enum MHD_Result check_framing(req *r, int *refused)
     return MHD_YES;
 }
 
+/* The call a bucket body may arrive on at `ep` in this engine's control plane, as its messages
+ * name it (the route a client posted to; skyrl's collective_rpc by its method); NULL where `ep`
+ * takes no bucket. */
+static const char *bucket_call(const sr_server *s, sr_endpoint ep)
+{
+    sr_sync_dialect d = s->cfg->sync_dialect;
+    if (ep == SR_EP_COLLECTIVE_RPC)
+        return "update_weights_nccl";
+    if (ep == SR_EP_UPDATE_WEIGHTS && d == SR_SYNC_DIALECT_VLLM)
+        return "POST /update_weights";
+    if (ep == SR_EP_SGL_UPDATE_DIST && d == SR_SYNC_DIALECT_SGLANG)
+        return "POST /update_weights_from_distributed";
+    return NULL;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                   const char *method, const char *version, const char *upload_data,
                                   size_t *upload_size, void **con_cls)
@@ -238,13 +253,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         r->bad_method = r->ep < 0 && path_known(url);
         r->body.max = s->cfg->max_body_bytes;
         const char *ct = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Type");
-        int bucket_ep =
-            r->ep == SR_EP_COLLECTIVE_RPC ||
-            (r->ep == SR_EP_UPDATE_WEIGHTS && s->cfg->sync_dialect == SR_SYNC_DIALECT_VLLM) ||
-            (r->ep == SR_EP_SGL_UPDATE_DIST && s->cfg->sync_dialect == SR_SYNC_DIALECT_SGLANG);
-        if (bucket_ep && ct &&
-            strncmp(ct, SR_ENGINE_BUCKET_CTYPE, strlen(SR_ENGINE_BUCKET_CTYPE)) == 0)
-            sr_engine_bucket_begin(&r->brx, s->e, NULL); /* NULL: answered 500 at the end */
+        const char *call = bucket_call(s, r->ep);
+        if (call && ct && strncmp(ct, SR_ENGINE_BUCKET_CTYPE, strlen(SR_ENGINE_BUCKET_CTYPE)) == 0)
+            sr_engine_bucket_begin(&r->brx, s->e, call, NULL); /* NULL: answered 500 at the end */
         pthread_mutex_lock(&s->mu);
         s->live_reqs++;
         pthread_mutex_unlock(&s->mu);
