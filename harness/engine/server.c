@@ -157,64 +157,6 @@ static void release_slot(sr_server *s)
     pthread_mutex_unlock(&s->mu);
 }
 
-/* Counts the Content-Length and Transfer-Encoding headers of a request and whether the
- * Content-Length values agree (libmicrohttpd reads only the first of each). */
-typedef struct framing {
-    int n_len, n_te, len_differ;
-    const char *len, *te;
-} framing;
-
-static enum MHD_Result count_framing(void *cls, enum MHD_ValueKind kind, const char *key,
-                                     const char *value)
-{
-    framing *f = cls;
-    (void)kind;
-    if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0) {
-        f->len_differ |= f->n_len++ && strcmp(f->len, value ? value : "") != 0;
-        f->len = value ? value : "";
-    } else if (strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING) == 0) {
-        f->n_te++;
-        f->te = value ? value : "";
-    }
-    return MHD_YES;
-}
-
-/*
- * Framing a careful HTTP/1.1 server refuses before reading the body (RFC 9112 §6): a transfer
- * coding other than chunked is not implemented (501); Content-Length values that disagree, or a
- * Content-Length beside Transfer-Encoding, are invalid framing (400); a declared body over
- * max_body_bytes is 413 at once (a broadcast bucket is bounded by its tensors instead). Each
- * answer closes the connection: its body is not read. MHD_YES when the request may go on.
- */
-static enum MHD_Result check_framing(req *r, int *refused)
-{
-    framing f = {0, 0, 0, "", ""};
-    MHD_get_connection_values(r->conn, MHD_HEADER_KIND, count_framing, &f);
-    char msg[200];
-    *refused = 1;
-    if (f.n_te && (f.n_te > 1 || strcasecmp(f.te, "chunked") != 0)) {
-        snprintf(msg, sizeof(msg), "Transfer-Encoding '%.64s' is not implemented (only chunked)",
-                 f.te);
-        return sr_srv_error_close(r, 501, "NotImplementedError", SR_E_ENGINE_UNSUPPORTED, msg);
-    }
-    if (f.len_differ || (f.n_len && f.n_te))
-        return sr_srv_error_close(r, 400, "BadRequestError", SR_E_ENGINE_BAD_FRAMING,
-                                  f.n_te ? "Content-Length beside Transfer-Encoding"
-                                         : "conflicting Content-Length headers");
-    char *end = NULL;
-    unsigned long long n = f.n_len ? strtoull(f.len, &end, 10) : 0;
-    if (f.n_len && !r->brx && end && end != f.len && *end == '\0' &&
-        n > r->srv->cfg->max_body_bytes) {
-        snprintf(msg, sizeof(msg),
-                 "request body of %llu bytes (Content-Length) is larger than the engine's limit "
-                 "of %zu bytes",
-                 n, r->srv->cfg->max_body_bytes);
-        return sr_srv_error_close(r, 413, "RequestTooLargeError", SR_E_LIMIT, msg);
-    }
-    *refused = 0;
-    return MHD_YES;
-}
-
 /* The call a bucket body may arrive on at `ep` in this engine's control plane, as its messages
  * name it (the route a client posted to; skyrl's collective_rpc by its method); NULL where `ep`
  * takes no bucket. */
@@ -265,7 +207,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         r->cx = ci ? ci->socket_context : NULL;
         sr_conn_phase(s, r->cx, SR_CONN_BODY);
         int refused;
-        enum MHD_Result ret = check_framing(r, &refused);
+        enum MHD_Result ret = sr_srv_check_framing(r, &refused);
         if (refused) {
             sr_conn_phase(s, r->cx, SR_CONN_BUSY);
             return ret;

@@ -204,6 +204,14 @@ const char *sr_srv_arg(req *r, const char *name);
 enum MHD_Result sr_srv_ok(req *r, const char *json);
 /* 400 engine.bad_request with `msg`. */
 enum MHD_Result sr_srv_bad_request(req *r, const char *msg);
+/*
+ * Refuses, before the body is read, framing a careful HTTP/1.1 server refuses (RFC 9112 §6): a
+ * transfer coding other than chunked (501), Content-Length values that disagree or one beside
+ * Transfer-Encoding (400), a declared body over max_body_bytes (413; a broadcast bucket is bounded
+ * by its tensors instead), each answered with Connection: close. *refused = 1 when it answered;
+ * MHD_YES when the request may go on.
+ */
+enum MHD_Result sr_srv_check_framing(req *r, int *refused);
 /* The same with "Connection: close": the connection is closed once the answer is sent. */
 enum MHD_Result sr_srv_error_close(req *r, unsigned status, const char *type, int code,
                                    const char *msg);
