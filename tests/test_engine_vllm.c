@@ -86,6 +86,48 @@ START_TEST(out_of_order_before_start)
 }
 END_TEST
 
+/* The "fingerprints" object of the engine's state (what its bytes are), into out[cap]. */
+static void fingerprints(const eng *e, char *out, size_t cap)
+{
+    hresp r;
+    http_req(&r, NULL, e, "GET", "/syncroll/v1/state", NULL, NULL, 20000);
+    ck_assert_int_eq(r.status, 200);
+    const char *a = strstr(r.body.data, "\"fingerprints\":{");
+    const char *b = a ? strstr(a, "]}") : NULL;
+    ck_assert_msg(a && b && (size_t)(b - a) < cap, "%s", r.body.data);
+    memcpy(out, a, (size_t)(b - a));
+    out[b - a] = '\0';
+    hresp_free(&r);
+}
+
+/* vLLM's finish_weight_update sets the version it names even when no bucket came (a label, as
+ * LLM.finish_weight_update calls set_weight_version): the version moves, the bytes do not, so
+ * the routes and weight_checker still tell what the engine holds. */
+START_TEST(finish_without_buckets_sets_the_version_label)
+{
+    eng e;
+    eng_start(&e, VCFG);
+    char before[512], after[512];
+    fingerprints(&e, before, sizeof(before));
+    eng_expect(&e, "POST", "/init_weight_transfer_engine",
+               "{\"init_info\":{\"master_address\":\"127.0.0.1\",\"master_port\":29500,"
+               "\"rank_offset\":1,\"world_size\":2}}",
+               200, "Weight transfer initialized");
+    eng_expect(&e, "POST", "/start_weight_update", "{\"is_checkpoint_format\":true}", 200, NULL);
+    eng_expect(&e, "POST", "/finish_weight_update", "{\"weight_version\":\"7\"}", 200,
+               "Weight update finished");
+    eng_expect(&e, "GET", "/weight_info", NULL, 200, "{\"weight_version\":\"7\"}");
+    fingerprints(&e, after, sizeof(after));
+    ck_assert_str_eq(before, after);
+    /* Without a version the finish changes nothing. */
+    eng_expect(&e, "POST", "/start_weight_update", "{\"is_checkpoint_format\":true}", 200, NULL);
+    eng_expect(&e, "POST", "/finish_weight_update", "", 200, "Weight update finished");
+    eng_expect(&e, "GET", "/weight_info", NULL, 200, "{\"weight_version\":\"7\"}");
+    eng_expect(&e, "POST", "/skyrl/v1/generate", GEN, 200, "\"weight_version\":7");
+    eng_stop(&e);
+}
+END_TEST
+
 /* The happy path, then the cells of state active. */
 START_TEST(happy_path_and_out_of_order_while_active)
 {
@@ -246,6 +288,7 @@ static Suite *vllm_suite(void)
     TCase *tc = tcase_create("vllm");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, out_of_order_before_start);
+    tcase_add_test(tc, finish_without_buckets_sets_the_version_label);
     tcase_add_test(tc, happy_path_and_out_of_order_while_active);
     tcase_add_test(tc, abort_requests_aborts_in_flight_generates);
     suite_add_tcase(s, tc);

@@ -559,6 +559,11 @@ int sr_engine_sync_finish(sr_engine *e, int64_t target, const sr_fault *f, int64
                             (long long)e->bc.target);
         if (target < 0)
             target = e->bc.target;
+        /* vLLM's finish_weight_update(weight_version) sets the version it names whatever came
+         * before it (LLM.finish_weight_update calls set_weight_version): with no bucket that is a
+         * label alone, and the routes keep following the bytes the engine holds. */
+        if (!rc && !buckets && target > e->version && e->cfg.sync_dialect == SR_SYNC_DIALECT_VLLM)
+            e->version = target;
         memcpy(got, e->bc.received, n);
         /* The update ends here whatever happened (the table's next state), so a failed one never
          * blocks the next start. */
