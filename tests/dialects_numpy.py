@@ -103,6 +103,20 @@ def vllm(url, oc, cfg, experts):
     # vLLM's OpenAI routes return the sampled token ids only when return_token_ids is set.
     d = json.loads(post(url + "/v1/completions", {"prompt": PROMPT, "max_tokens": 2}))
     check("token_ids" not in d["choices"][0], "vllm /v1/completions: token_ids without the switch")
+    # Their logprobs are OpenAI's CompletionLogProbs, not the chat form's content list.
+    d = json.loads(post(url + "/v1/completions", {"prompt": PROMPT, "max_tokens": MAX_TOKENS,
+                                                  "logprobs": 0, "return_token_ids": True}))
+    ch = d["choices"][0]
+    lp = ch["logprobs"]
+    g = len(ch["token_ids"])
+    check(sorted(lp) == ["text_offset", "token_logprobs", "tokens", "top_logprobs"],
+          f"vllm /v1/completions logprobs keys {sorted(lp)}")
+    check(len(lp["token_logprobs"]) == g and all(isinstance(x, float) and x <= 0
+                                                 for x in lp["token_logprobs"]),
+          f"vllm /v1/completions token_logprobs {lp['token_logprobs']}")
+    check(lp["tokens"] == [f"token_id:{t}" for t in ch["token_ids"]] and
+          lp["text_offset"] == [0] * g and lp["top_logprobs"] == [None] * g,
+          f"vllm /v1/completions logprobs {lp}")
     return bodies[0]
 
 

@@ -129,6 +129,39 @@ static int read_logprobs(sr_client_result *out, sr_client_conn *k, const cJSON *
     return rc;
 }
 
+/* The OpenAI completions form (CompletionLogProbs): choices[0].logprobs.token_logprobs[i]. */
+static int read_logprobs_completions(sr_client_result *out, sr_client_conn *k, const cJSON *c0,
+                                     sr_err *err)
+{
+    const cJSON *lp = cJSON_GetObjectItemCaseSensitive(c0, "logprobs");
+    out->has_logprobs = 0;
+    if (!lp || cJSON_IsNull(lp))
+        return 0;
+    const cJSON *tl = cJSON_GetObjectItemCaseSensitive(lp, "token_logprobs");
+    if (!cJSON_IsArray(tl))
+        return sr_err_set(err, SR_E_CLIENT_BAD_RESPONSE,
+                          "choices[0].logprobs has no token_logprobs array");
+    size_t cnt = (size_t)cJSON_GetArraySize(tl), i = 0;
+    if (cnt != out->n_tokens)
+        return sr_err_set(err, SR_E_CLIENT_BAD_RESPONSE,
+                          "choices[0].logprobs.token_logprobs has %zu entries for %zu tokens", cnt,
+                          out->n_tokens);
+    int rc = grow((void **)&k->logprobs, &k->logprobs_cap, cnt ? cnt : 1, sizeof(double), err);
+    const cJSON *v;
+    cJSON_ArrayForEach(v, tl)
+    {
+        if (rc)
+            return rc;
+        if (!cJSON_IsNumber(v))
+            return sr_err_set_at(err, SR_E_CLIENT_BAD_RESPONSE, (int64_t)i,
+                                 "choices[0].logprobs.token_logprobs[%zu] is not a number", i);
+        k->logprobs[i++] = v->valuedouble;
+    }
+    out->logprobs = k->logprobs;
+    out->has_logprobs = cnt > 0;
+    return rc;
+}
+
 static int read_spans(sr_client_result *out, sr_client_conn *k, const cJSON *rows, sr_err *err)
 {
     size_t cnt = (size_t)cJSON_GetArraySize(rows), i = 0;
@@ -464,9 +497,11 @@ int sr_client_decode_dialect(sr_client_result *out, sr_client_conn *k, const sr_
     if (!rc)
         rc = sgl ? read_finish_object(out, k, get(c0, "meta_info"), err)
                  : read_finish(out, k, c0, err);
-    if (!rc)
-        rc = sgl ? read_logprobs_sglang(out, k, get(c0, "meta_info"), err)
-                 : read_logprobs(out, k, c0, err);
+    if (!rc && sgl)
+        rc = read_logprobs_sglang(out, k, get(c0, "meta_info"), err);
+    else if (!rc)
+        rc = rt->api == SR_API_COMPLETIONS ? read_logprobs_completions(out, k, c0, err)
+                                           : read_logprobs(out, k, c0, err);
     if (!rc)
         rc = read_syncroll(out, k, c0, err);
     if (rc || !req->return_routes)

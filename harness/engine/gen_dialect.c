@@ -391,6 +391,38 @@ static int openai_head(sr_buf *b, const sr_gen_job *j, const sr_gen_ctx *c, cons
     return rc ? rc : sr_buf_puts(b, ",\"choices\":[{\"index\":0", err);
 }
 
+/* The logprobs of an OpenAI completions choice (CompletionLogProbs): ,"logprobs":{"text_offset":
+ * [0,..],"token_logprobs":[x,..],"tokens":["token_id:<id>",..],"top_logprobs":[null,..]}, null
+ * when not asked for; clamped as sr_gen_emit_logprobs does. The mock has no tokenizer: its text is
+ * "" and a token is named by its id, as vLLM's return_tokens_as_token_ids names it. */
+static int completions_logprobs(sr_buf *b, sr_gen_job *j, sr_err *err)
+{
+    if (j->req.logprobs < 0)
+        return sr_buf_puts(b, ",\"logprobs\":null", err);
+    int rc = sr_buf_reserve(b, (size_t)j->G * 56 + 96, err);
+    if (!rc)
+        rc = sr_buf_puts(b, ",\"logprobs\":{\"text_offset\":[", err);
+    for (int64_t i = 0; !rc && i < j->G; i++)
+        rc = sr_buf_puts(b, i ? ",0" : "0", err);
+    if (!rc)
+        rc = sr_buf_puts(b, "],\"token_logprobs\":[", err);
+    for (int64_t i = 0; !rc && i < j->G; i++) {
+        if (i)
+            rc = sr_buf_puts(b, ",", err);
+        if (!rc)
+            rc = sr_jw_double(b, sr_gen_logprob_at(j, i), err);
+    }
+    if (!rc)
+        rc = sr_buf_puts(b, "],\"tokens\":[", err);
+    for (int64_t i = 0; !rc && i < j->G; i++)
+        rc = sr_buf_printf(b, err, "%s\"token_id:%d\"", i ? "," : "", (int)j->tokens[i]);
+    if (!rc)
+        rc = sr_buf_puts(b, "],\"top_logprobs\":[", err);
+    for (int64_t i = 0; !rc && i < j->G; i++)
+        rc = sr_buf_puts(b, i ? ",null" : "null", err);
+    return rc ? rc : sr_buf_puts(b, "]}", err);
+}
+
 /* SGLang's meta_info.output_token_logprobs: [[logprob, token_id, null], ..] when asked for. */
 static int sglang_logprobs(sr_buf *b, sr_gen_job *j, sr_err *err)
 {
@@ -477,7 +509,8 @@ static int frame(sr_buf *b, sr_gen_job *j, const sr_gen_ctx *c, const enc_ops *e
     if (!rc)
         rc = sr_buf_printf(b, err, ",\"finish_reason\":\"%s\"", fin);
     if (!rc)
-        rc = sr_gen_emit_logprobs(b, j, err);
+        rc = j->route->api == SR_API_COMPLETIONS ? completions_logprobs(b, j, err)
+                                                 : sr_gen_emit_logprobs(b, j, err);
     if (!rc && !ext)
         rc = hook(e->in_choice, b, w, x, err);
     if (!rc)
