@@ -53,6 +53,17 @@ struct sr_sync {
     int disk_held_ok, disk_same;
 };
 
+/* The canonical xxh3-128 hex of a digest (high 64 bits first) into out[32], no NUL: written by
+ * hand, as a plan of 1,002 tensors formats as many (printf was most of that time). */
+static inline void sync_digest_hex(char *out, uint64_t hi, uint64_t lo)
+{
+    static const char hex[] = "0123456789abcdef";
+    for (int i = 0; i < 16; i++) {
+        out[i] = hex[(hi >> (60 - 4 * i)) & 15];
+        out[16 + i] = hex[(lo >> (60 - 4 * i)) & 15];
+    }
+}
+
 /* ---- phase.c ---- */
 
 /* Adds a check to res (dropped past SR_SYNC_MAX_CHECKS; not repeated for an engine that already
