@@ -105,7 +105,7 @@ grep -q 'log: <a href="artifacts/' "$run8/report.html" && ok "an engine log insi
     bad "an engine log inside the run folder is no longer a link"
 
 # --- 11: messages name the option, the real errno and the range; no rounding past 2^53. ---
-expect_out 2 "serve: bad --ready-timeout '0': want a number of seconds in \[0.001, 3600\]" \
+expect_out 2 "serve: usage.invalid_argument: --ready-timeout '0': want a number of seconds in \[0.001, 3600\]" \
     "serve names a bad --ready-timeout and its range" "$S" serve --ready-timeout 0 "$MIN"
 ln -s loop-b "$tmp/loop-a" && ln -s loop-a "$tmp/loop-b"
 expect_out 2 'loop-a: Too many levels of symbolic links' "lint reports ELOOP as such" \

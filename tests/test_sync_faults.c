@@ -380,12 +380,14 @@ START_TEST(sglang_plane_sync_and_a_lost_group)
 END_TEST
 
 /* The disk transport on the sglang plane: a version whose bytes equal the last version every
- * engine loaded and verified writes no folder and loads nothing (only update_weight_version), and
- * still verifies; after a load that failed (checksum_mismatch on the second
- * update_weights_from_disk) the same bytes are written and loaded again, which heals the engine. */
+ * engine loaded and verified, and still reports holding, writes no folder and loads nothing (only
+ * update_weight_version), and still verifies. An engine whose weights were reset since (as a
+ * restart would) gets the folder written and loaded again, and so does one after a load that
+ * failed (checksum_mismatch on the third update_weights_from_disk): both heal the engine. */
 #define DISK_CFG                                                                                   \
     "{" SYNC_MODEL ",\"sync_dialect\":\"sglang\",\"faults\":[{\"kind\":\"checksum_mismatch\","     \
-    "\"endpoints\":[\"update_weights_from_disk\"],\"nth\":[2]}]}"
+    "\"endpoints\":[\"update_weights_from_disk\"],\"nth\":[3]},"                                   \
+    "{\"kind\":\"serve_before_sync\",\"nth\":[1]}]}"
 
 static int folder_exists(const sfx *x, int v)
 {
@@ -412,16 +414,33 @@ START_TEST(disk_skips_a_version_of_the_same_bytes)
     ck_assert_int_eq(fx_count(&x.f, 0, "update_weight_version"), 2);
     ck_assert_int_eq((int)sfx_state_num(&x, 0, "weight_version", NULL), 2);
     sfx_assert_fps(&x, 0, 1);
-    /* New bytes whose load fails: the engine stays on version 2's bytes. */
-    sfx_sync(&x, 3, 3);
-    ck_assert_ptr_nonnull(sfx_check(&x, "sync.checksum"));
-    ck_assert_int_eq(fx_count(&x.f, 0, "update_weights_from_disk"), 2);
-    /* The same bytes again: not skipped, since no engine verifiably holds them. */
-    sfx_sync(&x, 4, SR_SYNC_SAME_BYTES);
+    /* The engine restarts on its initial weights at its first generate (serve_before_sync):
+     * the same bytes are written and loaded again. */
+    sr_client_reply rp;
+    sr_err e = SR_ERR_INIT;
+    ck_assert_sr_ok(sr_client_control(&rp, 1, x.f.client, 0, "POST", "/skyrl/v1/generate",
+                                      "{\"token_ids\":[1,2,3],\"sampling_params\":"
+                                      "{\"max_tokens\":2}}",
+                                      &e),
+                    e);
+    ck_assert_int_eq(rp.http_status, 200);
+    sr_client_reply_release(&rp);
+    sfx_assert_fps(&x, 0, 0);
+    sfx_sync(&x, 3, SR_SYNC_SAME_BYTES);
     sfx_assert_clean(&x);
-    ck_assert(folder_exists(&x, 4));
+    ck_assert(folder_exists(&x, 3));
+    ck_assert_int_eq(fx_count(&x.f, 0, "update_weights_from_disk"), 2);
+    sfx_assert_fps(&x, 0, 1);
+    /* New bytes whose load fails: the engine stays on the old bytes. */
+    sfx_sync(&x, 4, 4);
+    ck_assert_ptr_nonnull(sfx_check(&x, "sync.checksum"));
     ck_assert_int_eq(fx_count(&x.f, 0, "update_weights_from_disk"), 3);
-    sfx_assert_fps(&x, 0, 3);
+    /* The same bytes again: not skipped, since no engine verifiably holds them. */
+    sfx_sync(&x, 5, SR_SYNC_SAME_BYTES);
+    sfx_assert_clean(&x);
+    ck_assert(folder_exists(&x, 5));
+    ck_assert_int_eq(fx_count(&x.f, 0, "update_weights_from_disk"), 4);
+    sfx_assert_fps(&x, 0, 4);
     sfx_assert_serves(&x, 0);
     sfx_stop(&x);
 }

@@ -64,8 +64,14 @@ int sr_arg_dialect(const char *cmd, const char *opt, const char *v, int *out)
 int sr_arg_sync_dialect(const char *cmd, const char *opt, const char *v, int *out)
 {
     int d = v ? sr_sync_dialect_lookup(v) : -1;
-    if (d < 0)
-        return bad_name(cmd, opt, v, "skyrl, vllm, sglang");
+    if (d < 0) {
+        char names[96] = "";
+        size_t used = 0;
+        for (int k = 0; k < SR_SYNC_DIALECT_COUNT && used < sizeof(names); k++)
+            used += (size_t)snprintf(names + used, sizeof(names) - used, "%s%s", k ? ", " : "",
+                                     sr_sync_dialect_name((sr_sync_dialect)k));
+        return bad_name(cmd, opt, v, names);
+    }
     *out = d;
     return 0;
 }

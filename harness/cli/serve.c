@@ -77,19 +77,17 @@ typedef struct serve_args {
 /* A bad option value: named with its accepted range; -2 tells the caller not to print usage. */
 static int bad_value(const char *opt, const char *v, const char *want)
 {
-    fprintf(stderr, "syncroll serve: bad %s '%s': want %s\n", opt, v, want);
+    fprintf(stderr, "syncroll serve: %s: %s '%s': want %s\n", sr_code_name(SR_E_INVAL), opt, v,
+            want);
     return -2;
 }
 
-/* serve's options that take a value. */
-static int is_option(const char *o)
+/* An option serve does not take, or one without its value: named, then the usage (-1). */
+static int unknown(const char *o)
 {
-    static const char *const opts[] = {"--listen",       "--ready-timeout", "--stop-grace",
-                                       "--sync-dialect", "--dialect",       "--max-scenario-bytes"};
-    for (size_t i = 0; i < sizeof(opts) / sizeof(opts[0]); i++)
-        if (strcmp(o, opts[i]) == 0)
-            return 1;
-    return 0;
+    fprintf(stderr, "syncroll serve: %s: unknown or incomplete option '%s'\n",
+            sr_code_name(SR_E_INVAL), o);
+    return -1;
 }
 
 /* 0, -1 (usage: print it) or -2 (a bad value, already named). */
@@ -109,11 +107,8 @@ static int parse_args(serve_args *a, int argc, char **argv)
             a->file = o;
             continue;
         }
-        if (i + 1 >= argc || !is_option(o)) {
-            fprintf(stderr, "syncroll serve: %s: unknown or incomplete option '%s'\n",
-                    sr_code_name(SR_E_INVAL), o);
-            return -1;
-        }
+        if (i + 1 >= argc)
+            return unknown(o);
         const char *v = argv[++i];
         double d;
         if (strcmp(o, "--listen") == 0) {
@@ -140,9 +135,9 @@ static int parse_args(serve_args *a, int argc, char **argv)
             a->dialect = v;
         } else if (strcmp(o, "--max-scenario-bytes") == 0) {
             if (sr_arg_scenario_bytes(v, &a->max_scenario_bytes))
-                return -1;
+                return bad_value(o, v, "an integer of bytes in [1, 1073741824]");
         } else {
-            return -1;
+            return unknown(o);
         }
     }
     return a->file ? 0 : -1;

@@ -289,9 +289,15 @@ void sr_client_conn_free(sr_client_conn *k)
 {
     if (!k)
         return;
+    /* Fewer conns, fewer handles: the idle ones past the bound are closed with it. */
     sr_conn_pool *p = k->c->pool;
     pthread_mutex_lock(&p->mu);
     p->conns--;
+    CURL *e;
+    while (p->handles > p->conns + k->c->n - 1 && (e = steal_idle(p)) != NULL) {
+        p->handles--;
+        curl_easy_cleanup(e);
+    }
     pthread_mutex_unlock(&p->mu);
     sr_splicer_free(k->splicer);
     sr_buf_release(&k->req_body);

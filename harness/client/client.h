@@ -261,6 +261,8 @@ typedef struct sr_client_conn sr_client_conn;
 int sr_client_new(sr_client **out, const char *const *urls, size_t n_urls, const sr_fields *fields,
                   const sr_client_opts *opts, sr_err *err);
 
+/* Frees the client, its idle conns and its connections. Every conn the caller made with
+ * sr_client_conn_new must be freed first. NULL is a no-op. */
 void sr_client_free(sr_client *c);
 
 const sr_client_opts *sr_client_options(const sr_client *c);
@@ -270,7 +272,11 @@ const char *sr_client_engine_url(const sr_client *c, size_t i);
 /* The engine a session id is routed to (NULL is the empty id). */
 int sr_client_engine_for(const sr_client *c, const char *session_id);
 
-/* A connection context for one thread (curl handle, splicer, buffers). SR_E_NOMEM. */
+/*
+ * A connection context for one thread (splicer, buffers; the connections are the client's, see
+ * "Concurrency"). SR_E_NOMEM. A conn belongs to its client: free it with sr_client_conn_free
+ * before sr_client_free (the conn gives its share of the client's idle handles back).
+ */
 int sr_client_conn_new(sr_client_conn **out, const sr_client *c, sr_err *err);
 void sr_client_conn_free(sr_client_conn *k);
 

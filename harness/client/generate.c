@@ -327,9 +327,9 @@ int sr_client_finish_session(sr_client_conn *k, const char *session_id)
         return 0;
     const sr_client *c = k->c;
     int engine = engine_of(c, session_id);
-    CURL *e = sr_client_easy_take(c, engine);
-    char *q = e ? curl_easy_escape(e, session_id, 0) : NULL;
-    sr_client_easy_give(c, engine, e);
+    /* libcurl ignores the handle of curl_easy_escape since 7.82.0 (Debian 12 has 7.88), so no
+     * engine's connection is borrowed for it. */
+    char *q = curl_easy_escape(NULL, session_id, 0);
     if (!q)
         return SR_E_NOMEM;
     char path[SR_CLIENT_SESSION_MAX * 3 + 64];

@@ -262,7 +262,10 @@ int sr_client_attempt_run(sr_client_conn *k, int splice, const struct curl_slist
     /* Nothing else may point at this attempt's stack frame. */
     curl_easy_setopt(e, CURLOPT_WRITEDATA, NULL);
     curl_easy_setopt(e, CURLOPT_PREREQDATA, NULL);
+    /* An idle handle points at nothing of this conn (every attempt sets them again). */
     curl_easy_setopt(e, CURLOPT_ERRORBUFFER, NULL);
+    curl_easy_setopt(e, CURLOPT_POSTFIELDS, NULL);
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, NULL);
     k->easy = NULL;
     sr_client_easy_give(k->c, k->engine, e);
     return rc;

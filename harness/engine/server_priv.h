@@ -204,6 +204,9 @@ const char *sr_srv_arg(req *r, const char *name);
 enum MHD_Result sr_srv_ok(req *r, const char *json);
 /* 400 engine.bad_request with `msg`. */
 enum MHD_Result sr_srv_bad_request(req *r, const char *msg);
+/* The same with "Connection: close": the connection is closed once the answer is sent. */
+enum MHD_Result sr_srv_error_close(req *r, unsigned status, const char *type, int code,
+                                   const char *msg);
 /*
  * Refuses, before the body is read, framing a careful HTTP/1.1 server refuses (RFC 9112 §6): a
  * transfer coding other than chunked (501), Content-Length values that disagree or one beside
@@ -212,9 +215,6 @@ enum MHD_Result sr_srv_bad_request(req *r, const char *msg);
  * MHD_YES when the request may go on.
  */
 enum MHD_Result sr_srv_check_framing(req *r, int *refused);
-/* The same with "Connection: close": the connection is closed once the answer is sent. */
-enum MHD_Result sr_srv_error_close(req *r, unsigned status, const char *type, int code,
-                                   const char *msg);
 
 /* The scheduler (server_sched.c). */
 

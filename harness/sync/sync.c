@@ -271,12 +271,16 @@ static int disk_digests(sr_sync *s, int compare, sr_err *err)
 /* The disk transport's publish: version `target` as a checkpoint folder {sync_dir}/v<target>/
  * (two shards, written by the publish pool), its path in s->disk_path. A version is written once:
  * syncing a version again reuses its folder. A version whose bytes equal the last one every
- * engine loaded and verified is not written (s->disk_same): the engines only set its number, as
- * a delta version in which nothing changed moves nothing. */
+ * engine loaded and verified, and which every engine still reports holding, is not written
+ * (s->disk_same): the engines only set its number, as a delta version in which nothing changed
+ * moves nothing. */
 static int publish_disk(sr_sync *s, int64_t target, sr_err *err)
 {
     sr_err e2 = SR_ERR_INIT;
-    s->disk_same = s->disk_held_ok && disk_digests(s, 1, &e2);
+    int hold = 0;
+    /* The engines are asked too: one restarted or reset since holds other bytes. */
+    s->disk_same =
+        s->disk_held_ok && disk_digests(s, 1, &e2) && !sync_engines_hold(s, &hold, &e2) && hold;
     if (s->disk_same)
         return 0;
     if (mkdir(s->sync_dir, 0777) != 0 && errno != EEXIST)

@@ -47,8 +47,9 @@ struct sr_sync {
     sync_bucket *buckets;
     size_t n_buckets;
     /* Disk transport: the tensor digests (hi, lo per tensor) of the last version every engine
-     * loaded and verified (disk_held_ok), and whether this sync's bytes equal them
-     * (disk_same: then no folder is written and nothing loaded, only the version set). */
+     * loaded and verified (disk_held_ok), and whether this sync's bytes equal them and every
+     * engine still reports their fingerprints (disk_same: then no folder is written and nothing
+     * loaded, only the version set). */
     uint64_t *disk_held;
     int disk_held_ok, disk_same;
 };
@@ -134,5 +135,10 @@ int sync_compare_weights(sr_sync *s, sr_sync_result *res, sr_err *err);
  * (known_version, known_fp); then records what each engine reported as its known state.
  */
 int sync_verify(sr_sync *s, sr_sync_result *res, int64_t target, sr_err *err);
+
+/* *hold = 1 when every engine's state reports the fingerprints of the trainer's weights as they
+ * are now (the disk transport's skip, which must not trust a restarted engine); a request that
+ * fails or answers otherwise gives 0, not an error. SR_E_NOMEM only. */
+int sync_engines_hold(sr_sync *s, int *hold, sr_err *err);
 
 #endif /* SR_SYNC_PRIV_H */

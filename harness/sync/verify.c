@@ -221,3 +221,40 @@ int sync_verify(sr_sync *s, sr_sync_result *res, int64_t target, sr_err *err)
     free(sn.layers);
     return rc;
 }
+
+int sync_engines_hold(sr_sync *s, int *hold, sr_err *err)
+{
+    *hold = 0;
+    int L = sr_weights_spec_of(s->w)->num_layers;
+    uint64_t g, *l = calloc((size_t)L, sizeof(uint64_t));
+    seen sn = {0, 0, calloc((size_t)L, sizeof(uint64_t))};
+    sr_fanout_req reqs[SR_CLIENT_MAX_ENGINES];
+    if (!l || !sn.layers) {
+        free(l);
+        free(sn.layers);
+        return sr_err_set(err, SR_E_NOMEM, "sync: cannot allocate fingerprints");
+    }
+    sr_weights_fingerprints(&g, l, s->w);
+    memset(reqs, 0, sizeof(reqs));
+    for (size_t i = 0; i < s->n; i++) {
+        reqs[i].engine = (int)i;
+        reqs[i].get = 1;
+        reqs[i].path = "/syncroll/v1/state";
+    }
+    int64_t budget;
+    double end = sync_phase_end(s, SR_SYNC_PUBLISH, &budget);
+    /* A failure to ask is no finding here: the sync then writes and loads as usual. */
+    sr_err ignored = SR_ERR_INIT;
+    int all = !sr_fanout_run(s->fan, reqs, s->n, 1, end, budget, &ignored);
+    for (size_t i = 0; all && i < s->n; i++) {
+        sr_sync_engine_result er;
+        cJSON *d = reqs[i].code ? NULL : cJSON_ParseWithLength(reqs[i].resp.data, reqs[i].resp.len);
+        all = d && !parse_state(&sn, &er, d, L) && same_fps(&sn, g, l, L);
+        cJSON_Delete(d);
+    }
+    *hold = all;
+    sr_fanout_reqs_release(reqs, s->n);
+    free(l);
+    free(sn.layers);
+    return 0;
+}
