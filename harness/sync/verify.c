@@ -174,27 +174,54 @@ static int judge(sr_sync *s, sr_sync_result *res, int i, const seen *sn, int64_t
     return 0;
 }
 
-int sync_verify(sr_sync *s, sr_sync_result *res, int64_t target, sr_err *err)
-{
-    int L = sr_weights_spec_of(s->w)->num_layers;
-    uint64_t new_g, *new_l = calloc((size_t)L, sizeof(uint64_t));
-    seen sn = {0, 0, calloc((size_t)L, sizeof(uint64_t))};
+/* What a look at every engine's state needs: the trainer's fingerprints now, room for an
+ * engine's, and the GET requests, sent with `phase`'s deadline. Returns the fan-out's code; the
+ * caller releases with states_done (also after an error). */
+typedef struct states {
+    int L;
+    uint64_t g, *l;
+    seen sn;
     sr_fanout_req reqs[SR_CLIENT_MAX_ENGINES];
-    if (!new_l || !sn.layers) {
-        free(new_l);
-        free(sn.layers);
+} states;
+
+static int states_fetch(states *t, sr_sync *s, sr_sync_phase phase, sr_err *err)
+{
+    memset(t, 0, sizeof(*t));
+    t->L = sr_weights_spec_of(s->w)->num_layers;
+    t->l = calloc((size_t)t->L, sizeof(uint64_t));
+    t->sn.layers = calloc((size_t)t->L, sizeof(uint64_t));
+    if (!t->l || !t->sn.layers)
         return sr_err_set(err, SR_E_NOMEM, "sync: cannot allocate fingerprints");
-    }
-    sr_weights_fingerprints(&new_g, new_l, s->w);
-    memset(reqs, 0, sizeof(reqs));
+    sr_weights_fingerprints(&t->g, t->l, s->w);
     for (size_t i = 0; i < s->n; i++) {
-        reqs[i].engine = (int)i;
-        reqs[i].get = 1;
-        reqs[i].path = "/syncroll/v1/state";
+        t->reqs[i].engine = (int)i;
+        t->reqs[i].get = 1;
+        t->reqs[i].path = "/syncroll/v1/state";
     }
     int64_t budget;
-    double end = sync_phase_end(s, SR_SYNC_VERIFY, &budget);
-    int rc = sr_fanout_run(s->fan, reqs, s->n, 1, end, budget, err);
+    double end = sync_phase_end(s, phase, &budget);
+    return sr_fanout_run(s->fan, t->reqs, s->n, 1, end, budget, err);
+}
+
+static void states_done(states *t, size_t n)
+{
+    sr_fanout_reqs_release(t->reqs, n);
+    free(t->l);
+    free(t->sn.layers);
+}
+
+int sync_verify(sr_sync *s, sr_sync_result *res, int64_t target, sr_err *err)
+{
+    states t;
+    int rc = states_fetch(&t, s, SR_SYNC_VERIFY, err);
+    if (!t.l || !t.sn.layers) {
+        states_done(&t, s->n);
+        return rc;
+    }
+    int L = t.L;
+    uint64_t new_g = t.g, *new_l = t.l;
+    seen sn = t.sn;
+    sr_fanout_req *reqs = t.reqs;
     for (size_t i = 0; !rc && i < s->n; i++) {
         sr_sync_engine_result *er = &res->engines[i];
         cJSON *d = reqs[i].code ? NULL : cJSON_ParseWithLength(reqs[i].resp.data, reqs[i].resp.len);
@@ -216,45 +243,25 @@ int sync_verify(sr_sync *s, sr_sync_result *res, int64_t target, sr_err *err)
     res->verified = !rc;
     for (size_t i = 0; i < s->n; i++)
         res->verified = res->verified && res->engines[i].ok;
-    sr_fanout_reqs_release(reqs, s->n);
-    free(new_l);
-    free(sn.layers);
+    states_done(&t, s->n);
     return rc;
 }
 
 int sync_engines_hold(sr_sync *s, int *hold, sr_err *err)
 {
-    *hold = 0;
-    int L = sr_weights_spec_of(s->w)->num_layers;
-    uint64_t g, *l = calloc((size_t)L, sizeof(uint64_t));
-    seen sn = {0, 0, calloc((size_t)L, sizeof(uint64_t))};
-    sr_fanout_req reqs[SR_CLIENT_MAX_ENGINES];
-    if (!l || !sn.layers) {
-        free(l);
-        free(sn.layers);
-        return sr_err_set(err, SR_E_NOMEM, "sync: cannot allocate fingerprints");
-    }
-    sr_weights_fingerprints(&g, l, s->w);
-    memset(reqs, 0, sizeof(reqs));
-    for (size_t i = 0; i < s->n; i++) {
-        reqs[i].engine = (int)i;
-        reqs[i].get = 1;
-        reqs[i].path = "/syncroll/v1/state";
-    }
-    int64_t budget;
-    double end = sync_phase_end(s, SR_SYNC_PUBLISH, &budget);
     /* A failure to ask is no finding here: the sync then writes and loads as usual. */
+    states t;
     sr_err ignored = SR_ERR_INIT;
-    int all = !sr_fanout_run(s->fan, reqs, s->n, 1, end, budget, &ignored);
+    int rc = states_fetch(&t, s, SR_SYNC_PUBLISH, &ignored);
+    int all = !rc;
     for (size_t i = 0; all && i < s->n; i++) {
         sr_sync_engine_result er;
-        cJSON *d = reqs[i].code ? NULL : cJSON_ParseWithLength(reqs[i].resp.data, reqs[i].resp.len);
-        all = d && !parse_state(&sn, &er, d, L) && same_fps(&sn, g, l, L);
+        const sr_fanout_req *r = &t.reqs[i];
+        cJSON *d = r->code ? NULL : cJSON_ParseWithLength(r->resp.data, r->resp.len);
+        all = d && !parse_state(&t.sn, &er, d, t.L) && same_fps(&t.sn, t.g, t.l, t.L);
         cJSON_Delete(d);
     }
     *hold = all;
-    sr_fanout_reqs_release(reqs, s->n);
-    free(l);
-    free(sn.layers);
-    return 0;
+    states_done(&t, s->n);
+    return rc == SR_E_NOMEM ? sr_err_set(err, SR_E_NOMEM, "%s", ignored.msg) : 0;
 }
