@@ -209,6 +209,54 @@ START_TEST(schema_violations_are_bad_responses)
 }
 END_TEST
 
+/* vLLM's OpenAI completions route: the request asks for token ids (return_token_ids), the
+ * logprobs are OpenAI's CompletionLogProbs, and any other shape of them is a bad response. */
+START_TEST(completions_route_logprobs)
+{
+    static const int32_t ids[] = {1, 2, 3};
+    static const char *const replies[] = {
+        /* ok: token_logprobs, one a token */
+        "{\"choices\":[{\"index\":0,\"text\":\"\",\"token_ids\":[7,8],\"finish_reason\":\"stop\","
+        "\"logprobs\":{\"text_offset\":[0,0],\"token_logprobs\":[-0.5,-1.5],\"tokens\":"
+        "[\"token_id:7\",\"token_id:8\"],\"top_logprobs\":[null,null]}}]}",
+        /* the chat form is not the completions form */
+        "{\"choices\":[{\"token_ids\":[7,8],\"finish_reason\":\"stop\",\"logprobs\":{\"content\":"
+        "[{\"logprob\":-0.5},{\"logprob\":-1.5}]}}]}",
+        /* one logprob for two tokens */
+        "{\"choices\":[{\"token_ids\":[7,8],\"finish_reason\":\"stop\",\"logprobs\":"
+        "{\"token_logprobs\":[-0.5]}}]}",
+        /* a logprob that is not a number */
+        "{\"choices\":[{\"token_ids\":[7,8],\"finish_reason\":\"stop\",\"logprobs\":"
+        "{\"token_logprobs\":[-0.5,\"x\"]}}]}",
+    };
+    sr_client_opts o = SR_CLIENT_OPTS_INIT;
+    o.dialect = SR_DIALECT_VLLM;
+    o.dialect_route = 1;
+    for (size_t i = 0; i < sizeof replies / sizeof replies[0]; i++) {
+        sr_client_req q = SR_CLIENT_REQ_INIT;
+        q.token_ids = ids;
+        q.n_tokens = 3;
+        capture c;
+        sr_client_result r;
+        sr_err e = SR_ERR_INIT;
+        int rc = capture_try(&c, &o, &q, &r, replies[i], &e);
+        ck_assert_msg(strstr(c.req, "POST /v1/completions ") &&
+                          strstr(body_of(&c), "\"return_token_ids\":true"),
+                      "request %zu: %s", i, c.req);
+        if (i == 0) {
+            ck_assert_sr_ok(rc, e);
+            ck_assert(r.has_logprobs);
+            ck_assert_int_eq((int)r.n_tokens, 2);
+            ck_assert(r.logprobs[0] == -0.5 && r.logprobs[1] == -1.5);
+        } else {
+            ck_assert_msg(rc == SR_E_CLIENT_BAD_RESPONSE && strstr(e.msg, "token_logprobs"),
+                          "reply %zu: %s (%s)", i, sr_code_name(rc), e.msg);
+        }
+        capture_done(&c);
+    }
+}
+END_TEST
+
 /* Each §1.2 violation is a named error and nothing is sent (the URL is a closed port). */
 START_TEST(request_validation_is_client_side)
 {
@@ -540,6 +588,7 @@ static Suite *client_suite(void)
     tcase_add_test(tc, body_headers_and_reply_are_exact);
     tcase_add_test(tc, request_validation_is_client_side);
     tcase_add_test(tc, schema_violations_are_bad_responses);
+    tcase_add_test(tc, completions_route_logprobs);
     tcase_add_test(tc, r3_generate_is_spliced_and_verified);
     tcase_add_test(tc, sessions_stick_to_one_engine);
     tcase_add_test(tc, parallel_reuses_conns_across_calls);

@@ -100,9 +100,9 @@
  * engines - 1 (one thread keeps a connection to every engine), so its sockets settle once a batch
  * has run at full concurrency (a soak compares them across iterations). Handles and sockets are
  * released by sr_client_free. No global mutable state: the process must call sr_client_global_init
- * (curl_global_init(CURL_GLOBAL_DEFAULT)) once, from main()
- * before any thread starts and before the first client or fan-out (the client test suites call
- * curl_global_init in theirs), and sr_client_global_cleanup at exit.
+ * (curl_global_init(CURL_GLOBAL_DEFAULT)) once, from main() before any thread starts and before
+ * the first client or fan-out (the client test suites call curl_global_init in theirs), and
+ * sr_client_global_cleanup at exit.
  *
  * Ownership: everything an sr_client_result points to belongs to the conn and stays valid until
  * the next request on that conn or sr_client_conn_free. Units: times in milliseconds, sizes in

@@ -120,7 +120,10 @@ int sr_sync_transport_parse(sr_sync_transport *out, const char *name, sr_err *er
 /*
  * Options. Plain struct: start from SR_SYNC_OPTS_INIT.
  *   transport          delta, broadcast, or disk (the sglang plane only: version v written as
- *                      {sync_dir}/v<v>/ in safetensors, loaded by /update_weights_from_disk)
+ *                      {sync_dir}/v<v>/ in safetensors, loaded by /update_weights_from_disk;
+ *                      not written nor loaded when its bytes equal the last version every engine
+ *                      loaded and verified and every engine's state still reports them: then
+ *                      only /update_weight_version sets the number)
  *   model              cache-salt prefix (the policy model's name); NULL: "default"
  *   sync_dir           delta: publish directory (created if missing, one level); unused by
  *                      broadcast (may be NULL). Each engine keeps its receiver state in
