@@ -92,6 +92,15 @@ size_t sr_base64_decoded_max(size_t n)
     return n / 4 * 3 + 3;
 }
 
+size_t sr_base64_decoded_min(const char *src, size_t n)
+{
+    size_t pad = 0;
+    if (src && n >= 1 && src[n - 1] == '=')
+        pad += 1 + (n >= 2 && src[n - 2] == '=');
+    size_t least = n / 4 * 3;
+    return least > pad ? least - pad : 0;
+}
+
 /* ---- encoding ---- */
 
 static void scalar_encode(char *d, const unsigned char *s, size_t n)
@@ -402,8 +411,8 @@ int sr_base64_decode_until_quote(void *dst, size_t *out_len, const char *src, si
 }
 
 int sr_base64_decode_until_quote_ex(void *dst, size_t *out_len, const char *src, size_t n,
-                                    size_t *consumed, int *found, sr_b64_impl impl,
-                                    unsigned flags, int64_t *noncanon_at, sr_err *err)
+                                    size_t *consumed, int *found, sr_b64_impl impl, unsigned flags,
+                                    int64_t *noncanon_at, sr_err *err)
 {
     if (!out_len || !consumed || !found || (n && (!dst || !src)))
         return sr_err_set(err, SR_E_INVAL, "base64: NULL argument");

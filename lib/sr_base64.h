@@ -70,6 +70,15 @@ size_t sr_base64_encoded_len(size_t n);
 /* An upper bound of the decoded length of n encoded characters: n / 4 * 3 + 3. */
 size_t sr_base64_decoded_max(size_t n);
 
+/*
+ * A lower bound of the decoded length of the n characters at src: n / 4 * 3 less the trailing
+ * '=' (at most two). It is the exact length of every text the decoder accepts, so a size limit
+ * checked with it before decoding refuses exactly the arrays past the limit (a bound built on
+ * n / 4 * 3 alone would also refuse an array of exactly the limit whose size is not a multiple
+ * of 3). NULL src with n > 0 reads nothing and gives n / 4 * 3.
+ */
+size_t sr_base64_decoded_min(const char *src, size_t n);
+
 /* Encodes n bytes into dst, which must hold sr_base64_encoded_len(n) bytes. No NUL is written.
  * Returns the number of characters written. */
 size_t sr_base64_encode(char *dst, const void *src, size_t n, sr_b64_impl impl);
@@ -141,7 +150,7 @@ int sr_base64_decode_until_quote(void *dst, size_t *out_len, const char *src, si
 
 /* As sr_base64_decode_until_quote with flags and the note of sr_base64_decode_ex. */
 int sr_base64_decode_until_quote_ex(void *dst, size_t *out_len, const char *src, size_t n,
-                                    size_t *consumed, int *found, sr_b64_impl impl,
-                                    unsigned flags, int64_t *noncanon_at, sr_err *err);
+                                    size_t *consumed, int *found, sr_b64_impl impl, unsigned flags,
+                                    int64_t *noncanon_at, sr_err *err);
 
 #endif /* SR_BASE64_H */

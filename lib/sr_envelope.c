@@ -29,8 +29,8 @@ sr_contract sr_contract_routes(void)
 
 int sr_envelope_is_reserved_key(const char *key)
 {
-    return key && (strcmp(key, "data") == 0 || strcmp(key, "shape") == 0 ||
-                   strcmp(key, "dtype") == 0);
+    return key &&
+           (strcmp(key, "data") == 0 || strcmp(key, "shape") == 0 || strcmp(key, "dtype") == 0);
 }
 
 /* ---- pack ---- */
@@ -88,7 +88,8 @@ static int append_body(sr_buf *out, const sr_ndarray *a, const cJSON *extra, sr_
     if ((rc = sr_buf_printf(out, err, "],\"dtype\":\"%s\"", sr_dtype_name(a->dtype))))
         return rc;
     for (const cJSON *it = extra ? extra->child : NULL; it; it = it->next) {
-        char *key = cJSON_PrintUnformatted(&(cJSON){.type = cJSON_String, .valuestring = it->string});
+        char *key =
+            cJSON_PrintUnformatted(&(cJSON){.type = cJSON_String, .valuestring = it->string});
         char *val = cJSON_PrintUnformatted(it);
         if (!key || !val) {
             free(key);
@@ -188,8 +189,8 @@ static int dim_value(const cJSON *it, int64_t *out)
 static int read_dtype(sr_dtype *dt, const cJSON *dtype_item, const sr_contract *c, sr_err *err)
 {
     char names[160];
-    const char *allowed = sr_dtype_set_str(c->allowed ? c->allowed : 0xffffffffu, names,
-                                           sizeof(names));
+    const char *allowed =
+        sr_dtype_set_str(c->allowed ? c->allowed : 0xffffffffu, names, sizeof(names));
     if (!cJSON_IsString(dtype_item)) {
         char *txt = cJSON_PrintUnformatted(dtype_item);
         int rc = sr_err_set(err, SR_E_ENV_DTYPE, "packed array dtype %s is not one of %s",
@@ -216,7 +217,8 @@ static int read_shape(int64_t *dims, int *ndim, const cJSON *shape, int shape_te
 {
     int n = cJSON_GetArraySize(shape);
     int want = c->ndim;
-    int bad = (want >= 0 && n != want) || n > SR_NDIM_MAX || shape_text == SR_SHAPE_TEXT_NON_INTEGER;
+    int bad =
+        (want >= 0 && n != want) || n > SR_NDIM_MAX || shape_text == SR_SHAPE_TEXT_NON_INTEGER;
     int i = 0;
     for (const cJSON *it = shape->child; it && !bad; it = it->next, i++) {
         if (dim_value(it, &dims[i]) != 0)
@@ -276,7 +278,8 @@ static int validate(sr_ndarray *out, const cJSON *shape_item, const cJSON *dtype
     int64_t dims[SR_NDIM_MAX];
     int ndim = 0;
     int rc;
-    if ((rc = read_dtype(&dt, dtype_item, c, err)) || (rc = read_shape(dims, &ndim, shape_item, shape_text, c, err)))
+    if ((rc = read_dtype(&dt, dtype_item, c, err)) ||
+        (rc = read_shape(dims, &ndim, shape_item, shape_text, c, err)))
         return rc;
     size_t expect;
     char desc[200];
@@ -291,8 +294,9 @@ static int validate(sr_ndarray *out, const cJSON *shape_item, const cJSON *dtype
                           field_name(c), sr_ndarray_desc(dt, ndim, dims, desc, sizeof(desc)),
                           expect, max_bytes_of(c));
     if (nbytes != expect)
-        return sr_err_set(err, SR_E_ENV_BYTE_COUNT, "packed array data has %zu bytes, expected %zu for %s",
-                          nbytes, expect, sr_ndarray_desc(dt, ndim, dims, desc, sizeof(desc)));
+        return sr_err_set(err, SR_E_ENV_BYTE_COUNT,
+                          "packed array data has %zu bytes, expected %zu for %s", nbytes, expect,
+                          sr_ndarray_desc(dt, ndim, dims, desc, sizeof(desc)));
     out->dtype = dt;
     out->ndim = ndim;
     memcpy(out->shape, dims, sizeof(int64_t) * (size_t)ndim);
@@ -304,8 +308,8 @@ static int validate(sr_ndarray *out, const cJSON *shape_item, const cJSON *dtype
     return 0;
 }
 
-int sr_envelope_unpack_decoded(sr_ndarray *out, const cJSON *payload, int shape_text,
-                               void *bytes, size_t nbytes, const sr_contract *c, sr_err *err)
+int sr_envelope_unpack_decoded(sr_ndarray *out, const cJSON *payload, int shape_text, void *bytes,
+                               size_t nbytes, const sr_contract *c, sr_err *err)
 {
     sr_ndarray init = SR_NDARRAY_INIT;
     *out = init;
@@ -318,8 +322,8 @@ int sr_envelope_unpack_decoded(sr_ndarray *out, const cJSON *payload, int shape_
     return rc;
 }
 
-int sr_envelope_unpack(sr_ndarray *out, const cJSON *payload, int shape_text,
-                       const sr_contract *c, sr_arena *arena, sr_err *err)
+int sr_envelope_unpack(sr_ndarray *out, const cJSON *payload, int shape_text, const sr_contract *c,
+                       sr_arena *arena, sr_err *err)
 {
     sr_ndarray init = SR_NDARRAY_INIT;
     *out = init;
@@ -330,13 +334,16 @@ int sr_envelope_unpack(sr_ndarray *out, const cJSON *payload, int shape_text,
     const char *b64 = data->valuestring;
     size_t n = strlen(b64);
     size_t cap = sr_base64_decoded_max(n);
-    if (n / 4 * 3 > max_bytes_of(c))
-        return sr_err_set(err, SR_E_ENV_TOO_LARGE,
-                          "packed %s data of %zu base64 characters exceeds the maximum of %zu bytes",
-                          field_name(c), n, max_bytes_of(c));
+    /* Padding carries no data: an array of exactly the maximum passes whatever its size mod 3. */
+    if (sr_base64_decoded_min(b64, n) > max_bytes_of(c))
+        return sr_err_set(
+            err, SR_E_ENV_TOO_LARGE,
+            "packed %s data of %zu base64 characters exceeds the maximum of %zu bytes",
+            field_name(c), n, max_bytes_of(c));
     /* err may be NULL, so the arena's code is read from a local record. */
     sr_err ae = SR_ERR_INIT;
-    void *mem = arena ? sr_arena_alloc(arena, cap, &ae) : aligned_alloc(64, (cap + 63) & ~(size_t)63);
+    void *mem =
+        arena ? sr_arena_alloc(arena, cap, &ae) : aligned_alloc(64, (cap + 63) & ~(size_t)63);
     if (!mem)
         return arena ? sr_err_set(err, ae.code, "%s", ae.msg)
                      : sr_err_set(err, SR_E_NOMEM, "cannot allocate %zu bytes", cap);
@@ -368,8 +375,8 @@ int sr_routes_canonical_dtype(sr_dtype *out, int64_t max, sr_err *err)
     else if (max <= INT32_MAX)
         *out = SR_DTYPE_INT32;
     else
-        return sr_err_set(err, SR_E_ROUTES_TOO_WIDE, "routed expert index exceeds signed int32: %lld",
-                          (long long)max);
+        return sr_err_set(err, SR_E_ROUTES_TOO_WIDE,
+                          "routed expert index exceeds signed int32: %lld", (long long)max);
     return 0;
 }
 
@@ -378,9 +385,10 @@ static int routes_shape_ok(const sr_ndarray *a, sr_err *err)
     if (a->ndim == 3 && sr_dtype_is_integer(a->dtype))
         return 0;
     char desc[200];
-    return sr_err_set(err, SR_E_ROUTES_INVALID,
-                      "routed expert indices must be an integer [tokens, layers, topk] array, got %s",
-                      sr_ndarray_desc(a->dtype, a->ndim, a->shape, desc, sizeof(desc)));
+    return sr_err_set(
+        err, SR_E_ROUTES_INVALID,
+        "routed expert indices must be an integer [tokens, layers, topk] array, got %s",
+        sr_ndarray_desc(a->dtype, a->ndim, a->shape, desc, sizeof(desc)));
 }
 
 static int routes_range(sr_dtype *canon, const sr_ndarray *a, sr_err *err)
@@ -403,10 +411,9 @@ int sr_routes_check_canonical(const sr_ndarray *a, const char *field, sr_err *er
     if (rc)
         return rc;
     if (canon != a->dtype)
-        return sr_err_set(err, SR_E_ENV_NON_CANONICAL,
-                          "packed %s uses non-canonical dtype %s; expected %s",
-                          field ? field : "routed_experts", sr_dtype_name(a->dtype),
-                          sr_dtype_name(canon));
+        return sr_err_set(
+            err, SR_E_ENV_NON_CANONICAL, "packed %s uses non-canonical dtype %s; expected %s",
+            field ? field : "routed_experts", sr_dtype_name(a->dtype), sr_dtype_name(canon));
     return 0;
 }
 

@@ -242,7 +242,10 @@ static int string_bytes(sr_splicer *s, sr_splice_entry *e, size_t ref, const uns
     }
     if (!cJSON_IsString(e->node))
         return sr_err_set(err, SR_E_WIRE_NOT_STRING, "%s must be a base64 string (%s wire)",
-                          d->name, d->wire == SR_WIRE_NPY ? ".npy" : d->wire == SR_WIRE_RAW ? "raw" : "nrlre1");
+                          d->name,
+                          d->wire == SR_WIRE_NPY   ? ".npy"
+                          : d->wire == SR_WIRE_RAW ? "raw"
+                                                   : "nrlre1");
     const char *v = e->node->valuestring;
     size_t len = strlen(v), skip = 0;
     if (d->wire == SR_WIRE_NRLRE) {
@@ -252,7 +255,7 @@ static int string_bytes(sr_splicer *s, sr_splice_entry *e, size_t ref, const uns
             return rc;
         skip = h.data_offset;
     }
-    if ((len - skip) / 4 * 3 > maxb)
+    if (sr_base64_decoded_min(v + skip, len - skip) > maxb)
         return sr_err_set(err, SR_E_ENV_TOO_LARGE, "%s's base64 exceeds its %zu bytes", d->name,
                           maxb);
     size_t off = 0, got = 0;
@@ -269,8 +272,7 @@ static int string_bytes(sr_splicer *s, sr_splice_entry *e, size_t ref, const uns
 }
 
 /* A string-blob entry: the payload read by its wire into e->array (dtype, shape, data). */
-static int check_string(sr_splicer *s, sr_splice_entry *e, size_t ref, size_t *doc_off,
-                        sr_err *err)
+static int check_string(sr_splicer *s, sr_splice_entry *e, size_t ref, size_t *doc_off, sr_err *err)
 {
     const sr_field_def *d = e->field;
     const unsigned char *p = NULL;

@@ -373,6 +373,46 @@ START_TEST(limits_before_allocation)
 }
 END_TEST
 
+/* The size bound counts decoded bytes, not base64 padding: an array of exactly max_bytes bytes
+ * is taken whatever its size modulo 3, one byte more is refused (before, a 4-byte array with
+ * max_bytes 4 was envelope.too_large: 8 characters counted as 6 bytes). */
+START_TEST(limit_is_exact_for_every_padding)
+{
+    static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    sr_err e = SR_ERR_INIT;
+    sr_contract c = sr_contract_routes();
+    for (size_t max = 1; max <= 13; max++) {
+        c.max_bytes = max;
+        for (size_t n = max - 1; n <= max + 1; n++) {
+            if (n == 0)
+                continue;
+            /* n zero bytes in standard base64, padded. */
+            char data[64] = {0};
+            size_t len = (n + 2) / 3 * 4;
+            for (size_t i = 0; i < len; i++)
+                data[i] = b64[0];
+            if (n % 3 == 1)
+                data[len - 1] = data[len - 2] = '=';
+            else if (n % 3 == 2)
+                data[len - 1] = '=';
+            char json[200];
+            snprintf(json, sizeof(json),
+                     "{\"data\":\"%s\",\"shape\":[%zu,1,1],\"dtype\":\"uint8\"}", data, n);
+            sr_ndarray out;
+            int rc = unpack_text(&out, json, &c, &e);
+            if (n <= max) {
+                ck_assert_msg(rc == 0, "max_bytes %zu, %zu bytes: %s", max, n, e.msg);
+                ck_assert_uint_eq(out.nbytes, n);
+                sr_ndarray_release(&out);
+            } else {
+                ck_assert_msg(rc == SR_E_ENV_TOO_LARGE, "max_bytes %zu, %zu bytes: rc %d", max, n,
+                              rc);
+            }
+        }
+    }
+}
+END_TEST
+
 START_TEST(unpack_decoded_validates_spliced_blobs)
 {
     sr_err e = SR_ERR_INIT;
@@ -466,6 +506,7 @@ static Suite *suite(void)
     tcase_add_test(tc, unpack_errors_are_named);
     tcase_add_test(tc, byte_count_message_matches_reference);
     tcase_add_test(tc, limits_before_allocation);
+    tcase_add_test(tc, limit_is_exact_for_every_padding);
     tcase_add_test(tc, unpack_decoded_validates_spliced_blobs);
     tcase_add_test(tc, shape_text_classifier);
     tcase_add_test(tc, arena_decoding_is_a_view);

@@ -9,8 +9,8 @@
 #include "sr_nrlre.h"
 #include "splice_harness.h"
 
-static sr_fields *wire_fields(sr_field_kind kind, sr_field_wire wire, sr_dtype_set dtypes,
-                              const char *name)
+static sr_fields *wire_fields_max(sr_field_kind kind, sr_field_wire wire, sr_dtype_set dtypes,
+                                  const char *name, size_t max_bytes)
 {
     sr_fields *f;
     sr_err err = SR_ERR_INIT;
@@ -24,6 +24,7 @@ static sr_fields *wire_fields(sr_field_kind kind, sr_field_wire wire, sr_dtype_s
     d.ndim = kind == SR_FIELD_STRING && wire == SR_WIRE_RAW ? 1 : 3;
     d.nullable = 1;
     d.token_rows = 1;
+    d.max_bytes = max_bytes;
     d.min = -1;
     d.max = INT32_MAX;
     ck_assert_sr_ok(sr_fields_add(f, &d, &err), err);
@@ -34,6 +35,12 @@ static sr_fields *wire_fields(sr_field_kind kind, sr_field_wire wire, sr_dtype_s
     t.max = INT32_MAX;
     ck_assert_sr_ok(sr_fields_add(f, &t, &err), err);
     return f;
+}
+
+static sr_fields *wire_fields(sr_field_kind kind, sr_field_wire wire, sr_dtype_set dtypes,
+                              const char *name)
+{
+    return wire_fields_max(kind, wire, dtypes, name, 0);
 }
 
 /* The base64 of n bytes at p, in a static ring. */
@@ -137,8 +144,8 @@ END_TEST
 
 START_TEST(raw_int32_string_is_one_flat_array)
 {
-    use_fields(wire_fields(SR_FIELD_STRING, SR_WIRE_RAW, SR_DTYPE_BIT(SR_DTYPE_INT32),
-                           "routed_experts"));
+    use_fields(
+        wire_fields(SR_FIELD_STRING, SR_WIRE_RAW, SR_DTYPE_BIT(SR_DTYPE_INT32), "routed_experts"));
     int32_t v[300];
     for (size_t i = 0; i < 300; i++)
         v[i] = (int32_t)(i * 37 % 600);
@@ -161,10 +168,34 @@ START_TEST(raw_int32_string_is_one_flat_array)
 }
 END_TEST
 
+/* A string blob's size limit counts decoded bytes, not base64 padding: 1 and 2 int32 elements
+ * (4 and 8 bytes, written with two and one '=') pass a max_bytes of exactly their size, one
+ * element more is envelope.too_large (before, n / 4 * 3 refused both at the limit). */
+START_TEST(raw_string_limit_is_exact_despite_padding)
+{
+    int32_t v[3] = {5, 6, 7};
+    /* Compact bodies cut the blob; spaced ones decode it from the document: both are bounded. */
+    static const char *const forms[] = {"{\"routed_experts\":\"%s\"}",
+                                        "{\"routed_experts\": \"%s\"}"};
+    for (size_t elems = 1; elems <= 2; elems++) {
+        use_fields(wire_fields_max(SR_FIELD_STRING, SR_WIRE_RAW, SR_DTYPE_BIT(SR_DTYPE_INT32),
+                                   "routed_experts", elems * sizeof(int32_t)));
+        for (size_t k = 0; k < 2; k++) {
+            static char body[256];
+            snprintf(body, sizeof body, forms[k], b64(v, elems * 4));
+            ck_assert_msg(check(body) == 0, "%zu elements, form %zu refused", elems, k);
+            ck_assert_int_eq(entry(0)->array.shape[0], (int64_t)elems);
+            snprintf(body, sizeof body, forms[k], b64(v, elems * 4 + 4));
+            ck_assert_int_eq(check(body), SR_E_ENV_TOO_LARGE);
+        }
+    }
+}
+END_TEST
+
 START_TEST(nrlre_prefix_stays_in_the_document)
 {
-    sr_dtype_set ints = SR_DTYPE_BIT(SR_DTYPE_INT8) | SR_DTYPE_BIT(SR_DTYPE_INT16) |
-                        SR_DTYPE_BIT(SR_DTYPE_INT32);
+    sr_dtype_set ints =
+        SR_DTYPE_BIT(SR_DTYPE_INT8) | SR_DTYPE_BIT(SR_DTYPE_INT16) | SR_DTYPE_BIT(SR_DTYPE_INT32);
     use_fields(wire_fields(SR_FIELD_STRING, SR_WIRE_NRLRE, ints, "routed_experts"));
     int16_t v[5 * 6];
     for (size_t i = 0; i < 30; i++)
@@ -260,6 +291,7 @@ static Suite *suite(void)
     tcase_add_test(t, npy_string_is_cut_and_read_by_its_header);
     tcase_add_test(t, npy_header_violations_are_named);
     tcase_add_test(t, raw_int32_string_is_one_flat_array);
+    tcase_add_test(t, raw_string_limit_is_exact_despite_padding);
     tcase_add_test(t, nrlre_prefix_stays_in_the_document);
     tcase_add_test(t, nested_lists_are_rectangular_integers);
     tcase_add_test(t, string_field_names_are_long_enough_for_the_output_bound);
