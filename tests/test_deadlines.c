@@ -179,6 +179,8 @@ typedef struct sync_stall {
     const char *fault;
 } sync_stall;
 
+#define SYNC_STALL_MS 1500
+
 #define STALL_AT(ep, extra) "{\"kind\":\"stall\",\"endpoints\":[\"" ep "\"]" extra "}"
 
 static const sync_stall SYNC_STALLS[] = {
@@ -198,8 +200,10 @@ START_TEST(sync_phase_stall_is_a_sync_deadline)
 {
     const sync_stall *c = &SYNC_STALLS[_i];
     sr_sync_opts o = SR_SYNC_OPTS_INIT;
-    o.deadline_ms = 300;
-    o.total_deadline_ms = 300;
+    /* Long enough that the phases before the stalled one (real HTTP, fsync) finish on a loaded
+     * host: at 300 ms a busy CI machine fired the deadline in an earlier phase. */
+    o.deadline_ms = SYNC_STALL_MS;
+    o.total_deadline_ms = SYNC_STALL_MS;
     sfx x;
     char cfg[512];
     snprintf(cfg, sizeof(cfg), "{" SYNC_MODEL ",\"faults\":[%s]}", c->fault);
@@ -211,7 +215,7 @@ START_TEST(sync_phase_stall_is_a_sync_deadline)
     ck_assert_msg(d != NULL, "phase %s (%s): no sync.deadline among %zu checks (first: %s)",
                   c->phase, c->fault, x.r.n_checks, x.r.n_checks ? x.r.checks[0].name : "none");
     ck_assert_msg(strstr(d->message, c->phase), "phase %s: %s", c->phase, d->message);
-    assert_within(ms, 300, c->phase);
+    assert_within(ms, SYNC_STALL_MS, c->phase);
     sfx_stop(&x);
 }
 END_TEST
