@@ -1,6 +1,7 @@
 /* syncroll run, after the options: loading, selection, the run folder, rounds, reports. */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -33,21 +34,44 @@ static int mkdir_p(const char *path)
     return mkdir(tmp, 0777) != 0 && errno != EEXIST ? -1 : 0;
 }
 
-/* Removes a work folder and the files in it (work folders hold no subfolders). */
-static void remove_folder(const char *dir)
+/*
+ * Empties the folder open as `fd` (closed here): every entry is removed relative to it
+ * (unlinkat), subfolders first emptied through openat with O_NOFOLLOW | O_DIRECTORY, so a
+ * symbolic link is removed as a link and never followed out of the run folder. `depth` bounds
+ * the nesting (a work folder is shallow: artifacts/<id>/sync/<version>/...). Best effort: what
+ * cannot be removed stays, and the caller's rmdir then leaves the folder.
+ */
+static void empty_folder(int fd, int depth)
 {
-    DIR *d = opendir(dir);
-    if (!d)
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        close(fd);
         return;
+    }
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
         if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
             continue;
-        char p[8192];
-        snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
-        unlink(p);
+        if (unlinkat(dirfd(d), e->d_name, 0) == 0 || (errno != EISDIR && errno != EPERM))
+            continue;
+        int sub = depth < 32
+                      ? openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                      : -1;
+        if (sub >= 0) {
+            empty_folder(sub, depth + 1);
+            unlinkat(dirfd(d), e->d_name, AT_REMOVEDIR);
+        }
     }
     closedir(d);
+}
+
+/* Removes a work folder and everything in it, subfolders included (empty_folder). */
+static void remove_folder(const char *dir)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    empty_folder(fd, 0);
     rmdir(dir);
 }
 
