@@ -60,4 +60,28 @@ int sr_artifact_trace_rows(const char *dir, const char *name, const sr_ndarray *
 int sr_artifact_copy_tail(const char *dir, const char *name, const char *src, size_t max,
                           sr_err *err);
 
+/*
+ * The writers above with a description: the index.txt line reads "<name>: <desc>; <part>"
+ * (desc NULL: as above). sr_artifact_copy_tail_as returns the bytes written in *written (may be
+ * NULL).
+ */
+int sr_artifact_bytes_as(const char *dir, const char *name, const char *desc, const void *data,
+                         size_t len, int64_t focus, size_t max, sr_err *err);
+int sr_artifact_copy_tail_as(const char *dir, const char *name, const char *desc, const char *src,
+                             size_t max, size_t *written, sr_err *err);
+
+/* Writes dir/name with `len` bytes of text (all of them), listed as "<name>: <desc>". */
+int sr_artifact_text(const char *dir, const char *name, const char *desc, const char *text,
+                     size_t len, sr_err *err);
+
+/*
+ * Writes dir/name as a NumPy .npy file (format 1.0, C order) of a little-endian int32 matrix
+ * [rows, cols] (data row-major, rows * cols values), listed as "<name>: <desc>".
+ */
+int sr_artifact_npy_i32(const char *dir, const char *name, const char *desc, const int32_t *data,
+                        int64_t rows, int64_t cols, sr_err *err);
+
+/* Appends "<name>: <desc>" to dir/index.txt without writing a file (e.g. a file left out). */
+int sr_artifact_note(const char *dir, const char *name, const char *desc, sr_err *err);
+
 #endif /* SR_ARTIFACTS_H */

@@ -158,6 +158,8 @@ static cJSON *check_json(jw *j, const sr_check *c)
     add_opt(j, w, "row", c->where.row);
     add_opt(j, w, "layer", c->where.layer);
     attach(j, o, "where", w);
+    add_str(j, o, "evidence", c->evidence[0] ? c->evidence : NULL);
+    add_bool(j, o, "evidence_cut", c->evidence_cut);
     return o;
 }
 
