@@ -9,7 +9,8 @@ Runs real failing scenarios over loopback and reads what they left:
     response bytes are the exchange that carried the wrong row (its routed_experts blob, decoded
     with base64 and numpy at the request's routed_experts_prompt_start, holds the got row);
   - a transport fault (scenarios/bugs/skyrl-retry-unterminated.defect.json, a body cut inside a
-    blob): the response bytes are the cut body (not JSON, as many bytes as the exchange says);
+    blob): the response bytes are the cut body (not JSON, as many bytes as the exchange says),
+    and `syncroll check-body` names it (splice.unterminated) as it splices a whole kept body;
   - a latency budget that cannot hold: a check outside any rollout gets evidence/scenario/;
   - sixteen failing rollouts with ~1 MiB responses: the 16 MiB cap per scenario cuts, the
     index.txt says which files were left out, results.json and report.html say it was cut;
@@ -162,6 +163,9 @@ def main():
             check("response-turn%d.bin" % c["where"]["turn"] in idx, "the turn's response kept")
             g, w = check_rows(folder, c)
             check_blob(folder, g, w)
+            r = subprocess.run([syncroll, "check-body", os.path.join(
+                folder, "response-turn%d.bin" % w["turn"])], stdout=subprocess.DEVNULL)
+            check(r.returncode == 0, "check-body splices the kept response (exit 0)")
             checks_txt = open(os.path.join(folder, "checks.txt")).read()
             check(c["message"] in checks_txt, "checks.txt holds the check's message")
             repro = open(os.path.join(folder, "repro.txt")).read()
@@ -180,6 +184,10 @@ def main():
     check(m and int(m.group(1)) == len(body) > 0, "the cut body is kept whole (%d)" % len(body))
     check(b'"routed_experts"' in body and body.rstrip()[-1:] != b"}",
           "the response bytes stop inside the routes blob")
+    r = subprocess.run([syncroll, "check-body", os.path.join(folder, "response-turn%d.bin" %
+                        c["where"]["turn"])], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       text=True)
+    check("splice.unterminated" in r.stdout, "check-body on the kept body: splice.unterminated")
 
     bu = by_id["ev-budget"]
     c = [c for c in bu["checks"] if c["name"] == "budget.latency"][0]
