@@ -1,7 +1,8 @@
 /*
  * artifacts: bounded writers for a failing scenario's folder <run>/artifacts/<scenario>/
  * (DESIGN.md §7, issue 9 item 6). The runner creates the folder and writes the expanded scenario
- * and the engine config itself; these functions add the evidence of the failure:
+ * and the engine config itself; these functions write the evidence of a failure, which
+ * harness/run/evidence.h lays out (its folders, names and bounds):
  *
  *   sr_artifact_bytes       raw request or response bytes of the failing exchange, at most
  *                           `max` of them: the whole when it fits, else a window centred on the
@@ -11,9 +12,9 @@
  *                           '!' where they differ;
  *   sr_artifact_copy_tail   an engine log (or any file), its last `max` bytes.
  *
- * Suggested names: "request-<step>-<sample>-<turn>.bin", "response-<step>-<sample>-<turn>.bin",
- * "trace-<step>-<sample>.txt", "engine-<i>.log". Every writer appends one line to
- * <dir>/index.txt saying what the file holds and, when cut, which part:
+ * The *_as writers, sr_artifact_text, sr_artifact_npy_i32 and sr_artifact_note (below) take a
+ * description. Every writer appends one line to <dir>/index.txt saying what the file holds and,
+ * when cut, which part:
  *   "response-1-0-2.bin: bytes [1048576, 2097152) of 126877696 (cut around byte 1572864)".
  *
  * Arguments: `dir` must exist; `name` is a plain file name (no '/', not "." or "..", at most
