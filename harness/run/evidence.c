@@ -96,9 +96,10 @@ static int put_tail(ev *e, const char *name, const char *what, const char *src, 
     if (!src || stat(src, &st) != 0)
         return sr_artifact_note(e->dir, name, "not written: the file is not there", e->err);
     size_t n = (uint64_t)st.st_size < max ? (size_t)st.st_size : max;
+    n = n ? n : 1; /* the copy's bound: a log that grows meanwhile stays within what is reserved */
     if (!reserve(e, n))
         return left_out(e, name, n);
-    return sr_artifact_copy_tail_as(e->dir, name, what, src, max, NULL, e->err);
+    return sr_artifact_copy_tail_as(e->dir, name, what, src, n, NULL, e->err);
 }
 
 static void check_text(sr_buf *b, const sr_check *c)
