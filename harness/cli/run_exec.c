@@ -38,41 +38,54 @@ static int mkdir_p(const char *path)
  * Empties the folder open as `fd` (closed here): every entry is removed relative to it
  * (unlinkat), subfolders first emptied through openat with O_NOFOLLOW | O_DIRECTORY, so a
  * symbolic link is removed as a link and never followed out of the run folder. `depth` bounds
- * the nesting (a work folder is shallow: artifacts/<id>/sync/<version>/...). Best effort: what
- * cannot be removed stays, and the caller's rmdir then leaves the folder.
+ * the nesting (a work folder is shallow: artifacts/<id>/sync/<version>/...). Goes on past an
+ * entry it cannot remove; returns 0, or the errno of the first failure with its entry in `what`.
  */
-static void empty_folder(int fd, int depth)
+static int empty_folder(int fd, int depth, char *what, size_t cap)
 {
     DIR *d = fdopendir(fd);
     if (!d) {
+        int e = errno;
         close(fd);
-        return;
+        return e;
     }
+    int first = 0;
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
         if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
             continue;
-        if (unlinkat(dirfd(d), e->d_name, 0) == 0 || (errno != EISDIR && errno != EPERM))
+        if (unlinkat(dirfd(d), e->d_name, 0) == 0)
             continue;
-        int sub = depth < 32
-                      ? openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-                      : -1;
-        if (sub >= 0) {
-            empty_folder(sub, depth + 1);
-            unlinkat(dirfd(d), e->d_name, AT_REMOVEDIR);
+        int rc = errno;
+        if (rc == EISDIR || rc == EPERM) {
+            int sub = depth < 32 ? openat(dirfd(d), e->d_name,
+                                          O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                                 : -1;
+            rc = sub < 0 ? (depth < 32 ? errno : ELOOP) : empty_folder(sub, depth + 1, NULL, 0);
+            if (sub >= 0 && unlinkat(dirfd(d), e->d_name, AT_REMOVEDIR) != 0 && !rc)
+                rc = errno;
+        }
+        if (rc && !first) {
+            first = rc;
+            if (what)
+                snprintf(what, cap, "%s", e->d_name);
         }
     }
     closedir(d);
+    return first;
 }
 
-/* Removes a work folder and everything in it, subfolders included (empty_folder). */
-static void remove_folder(const char *dir)
+int sr_run_remove_folder(const char *dir, sr_err *err)
 {
+    char what[256] = "";
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0)
-        return;
-    empty_folder(fd, 0);
-    rmdir(dir);
+    int e = fd < 0 ? errno : empty_folder(fd, 0, what, sizeof(what));
+    if (!e && rmdir(dir) != 0)
+        e = errno;
+    if (e)
+        return sr_err_set(err, SR_E_IO, "%s: cannot remove%s%s: %s", dir, what[0] ? " " : "", what,
+                          strerror(e));
+    return 0;
 }
 
 /* ---- loading and selection ---- */
@@ -361,7 +374,9 @@ static void run_job(pool *p, const job *j)
         sr_run_scenario_in(j->res, j->scn, &o, &p->stop);
         if ((j->res->verdict == SR_VERDICT_PASS || j->res->verdict == SR_VERDICT_SKIP) &&
             !p->keep) {
-            remove_folder(work);
+            sr_err re = SR_ERR_INIT;
+            if (sr_run_remove_folder(work, &re) != 0)
+                fprintf(stderr, "syncroll run: warning: %s\n", re.msg);
             sr_result_set_str(&j->res->artifacts, NULL, NULL);
         }
     }
