@@ -59,4 +59,19 @@ second=$(readlink "$tmp/link/latest")
 [ -n "$first" ] && [ "$first" != "$second" ] && [ -d "$tmp/link/$second" ] &&
     ok "latest follows the newest run" || bad "latest: '$first' then '$second'"
 
+
+# 5. A passing scenario leaves no work folder, even one with subfolders: the weight sync of
+# scenarios/nightly/sync-during-rollout.json publishes into artifacts/<id>/sync/ (issue 29).
+# With --keep the folder and its sync/ subfolder stay.
+expect 0 "a passing sync scenario" "$S" run --out "$tmp/sync" \
+    "$SRC/scenarios/nightly/sync-during-rollout.json"
+left=$(find "$tmp"/sync/latest/artifacts -mindepth 1 2>/dev/null | head -5)
+[ -d "$tmp/sync/latest/artifacts" ] && [ -z "$left" ] &&
+    ok "no work folder left by a passing sync scenario" ||
+    bad "a passing sync scenario left its work folder: $left"
+expect 0 "the same with --keep" "$S" run --keep --out "$tmp/synckeep" \
+    "$SRC/scenarios/nightly/sync-during-rollout.json"
+[ -d "$tmp"/synckeep/latest/artifacts/nightly-sync-during-rollout/sync ] &&
+    ok "--keep keeps the work folder and its sync/ subfolder" || bad "--keep lost the sync folder"
+
 finish

@@ -1,6 +1,7 @@
 /* syncroll run, after the options: loading, selection, the run folder, rounds, reports. */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -33,22 +34,58 @@ static int mkdir_p(const char *path)
     return mkdir(tmp, 0777) != 0 && errno != EEXIST ? -1 : 0;
 }
 
-/* Removes a work folder and the files in it (work folders hold no subfolders). */
-static void remove_folder(const char *dir)
+/*
+ * Empties the folder open as `fd` (closed here): every entry is removed relative to it
+ * (unlinkat), subfolders first emptied through openat with O_NOFOLLOW | O_DIRECTORY, so a
+ * symbolic link is removed as a link and never followed out of the run folder. `depth` bounds
+ * the nesting (a work folder is shallow: artifacts/<id>/sync/<version>/...). Goes on past an
+ * entry it cannot remove; returns 0, or the errno of the first failure with its entry in `what`.
+ */
+static int empty_folder(int fd, int depth, char *what, size_t cap)
 {
-    DIR *d = opendir(dir);
-    if (!d)
-        return;
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        int e = errno;
+        close(fd);
+        return e;
+    }
+    int first = 0;
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
         if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
             continue;
-        char p[8192];
-        snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
-        unlink(p);
+        if (unlinkat(dirfd(d), e->d_name, 0) == 0)
+            continue;
+        int rc = errno;
+        if (rc == EISDIR || rc == EPERM) {
+            int sub = depth < 32 ? openat(dirfd(d), e->d_name,
+                                          O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                                 : -1;
+            rc = sub < 0 ? (depth < 32 ? errno : ELOOP) : empty_folder(sub, depth + 1, NULL, 0);
+            if (sub >= 0 && unlinkat(dirfd(d), e->d_name, AT_REMOVEDIR) != 0 && !rc)
+                rc = errno;
+        }
+        if (rc && !first) {
+            first = rc;
+            if (what)
+                snprintf(what, cap, "%s", e->d_name);
+        }
     }
     closedir(d);
-    rmdir(dir);
+    return first;
+}
+
+int sr_run_remove_folder(const char *dir, sr_err *err)
+{
+    char what[256] = "";
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int e = fd < 0 ? errno : empty_folder(fd, 0, what, sizeof(what));
+    if (!e && rmdir(dir) != 0)
+        e = errno;
+    if (e)
+        return sr_err_set(err, SR_E_IO, "%s: cannot remove%s%s: %s", dir, what[0] ? " " : "", what,
+                          strerror(e));
+    return 0;
 }
 
 /* ---- loading and selection ---- */
@@ -337,7 +374,9 @@ static void run_job(pool *p, const job *j)
         sr_run_scenario_in(j->res, j->scn, &o, &p->stop);
         if ((j->res->verdict == SR_VERDICT_PASS || j->res->verdict == SR_VERDICT_SKIP) &&
             !p->keep) {
-            remove_folder(work);
+            sr_err re = SR_ERR_INIT;
+            if (sr_run_remove_folder(work, &re) != 0)
+                fprintf(stderr, "syncroll run: warning: %s\n", re.msg);
             sr_result_set_str(&j->res->artifacts, NULL, NULL);
         }
     }

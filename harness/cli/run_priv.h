@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "run/shard.h"
+#include "sr_err.h"
 #include "signals.h"
 
 /* `syncroll run` only: a report file could not be written (the run itself may have passed). */
@@ -48,6 +49,15 @@ int sr_run_main(const run_args *a, sr_signals *sig, int argc, char **argv);
 struct sr_run_header;
 void sr_run_fill_header(struct sr_run_header *h, const run_args *a, int argc, char **argv,
                         const char *run_id, const char *dir);
+
+/*
+ * Removes a scenario's work folder `dir` and everything in it, subfolders included, relative to
+ * the folder's descriptor (openat/unlinkat with O_NOFOLLOW): a symbolic link inside is removed as
+ * a link, never followed, so nothing outside `dir` is touched; `dir` itself must not be a
+ * symbolic link. Goes on past what it cannot remove. 0, or SR_E_IO naming `dir`, the first entry
+ * that stayed and why.
+ */
+int sr_run_remove_folder(const char *dir, sr_err *err);
 
 /* 1 if `g` may name a run group: 1-128 characters of [A-Za-z0-9._:-]. */
 int sr_run_group_valid(const char *g);

@@ -302,6 +302,7 @@ void sr_client_conn_free(sr_client_conn *k)
     sr_splicer_free(k->splicer);
     sr_buf_release(&k->req_body);
     sr_buf_release(&k->body);
+    sr_client_exchange_release(&k->cap);
     sr_buf_release(&k->url);
     cJSON_Delete(k->native_doc);
     free(k->tokens);
@@ -310,6 +311,39 @@ void sr_client_conn_free(sr_client_conn *k)
     free(k->rows);
     free(k->pd_rows);
     free(k);
+}
+
+/* ---- exchange capture ---- */
+
+void sr_client_conn_capture(sr_client_conn *k, size_t cap)
+{
+    k->capture = cap;
+}
+
+void sr_client_conn_take_exchange(sr_client_conn *k, sr_client_exchange *x)
+{
+    /* The request body is the buffer the next request is built in: swapped, never copied. */
+    size_t max = k->req_body.max;
+    sr_buf req = k->req_body;
+    k->req_body = x->request;
+    sr_buf_reset(&k->req_body);
+    k->req_body.max = max;
+    sr_client_exchange old = *x;
+    *x = k->cap;
+    x->request = req;
+    k->cap = old;
+    k->cap.request = (sr_buf)SR_BUF_INIT;
+    sr_buf_reset(&k->cap.response);
+    sr_buf_reset(&k->cap.headers);
+    k->cap.response_bytes = 0;
+}
+
+void sr_client_exchange_release(sr_client_exchange *x)
+{
+    sr_buf_release(&x->request);
+    sr_buf_release(&x->response);
+    sr_buf_release(&x->headers);
+    x->response_bytes = 0;
 }
 
 /* ---- the process ---- */

@@ -116,6 +116,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "sr_buf.h"
 #include "sr_clock.h"
 #include "sr_err.h"
 #include "sr_fields.h"
@@ -297,6 +298,44 @@ int sr_client_generate(sr_client_result *out, sr_client_conn *k, const sr_client
  * the return value is 0 or what happened (for logs), never worth failing a rollout for.
  */
 int sr_client_finish_session(sr_client_conn *k, const char *session_id);
+
+/* ---- exchange capture (failure evidence) ---- */
+
+/*
+ * What a conn keeps of its last generate while capture is on (sr_client_conn_capture), for the
+ * failure evidence of a run (harness/run/evidence.h): the request body as sent (the very buffer
+ * the request was built in), the first `cap` bytes of the LAST attempt's response body with the
+ * count of bytes it received in all, and that attempt's status line and response headers (at
+ * most SR_CLIENT_CAPTURE_HEADERS bytes). Timings are the result's attempts. Off by default;
+ * with capture on, the only work added to a request is copying at most `cap` response bytes per
+ * attempt and the header lines (the request body is handed over by swapping buffers, not
+ * copied).
+ */
+#define SR_CLIENT_CAPTURE_HEADERS 4096
+
+typedef struct sr_client_exchange {
+    sr_buf request;          /* the request body, all of it */
+    sr_buf response;         /* the first `cap` bytes of the last attempt's response body */
+    uint64_t response_bytes; /* body bytes the last attempt received (>= response.len) */
+    sr_buf headers;          /* status line(s) and response headers of the last attempt */
+} sr_client_exchange;
+
+#define SR_CLIENT_EXCHANGE_INIT                                                                    \
+    {                                                                                              \
+        SR_BUF_INIT, SR_BUF_INIT, 0, SR_BUF_INIT                                                   \
+    }
+
+/* Turns capture on (cap > 0: response bytes kept per attempt) or off (0) for k's next generates. */
+void sr_client_conn_capture(sr_client_conn *k, size_t cap);
+
+/*
+ * Swaps what k captured of its last generate with *x: *x then holds that exchange, and k reuses
+ * the buffers *x held (emptied) for its next generate. Nothing is copied.
+ */
+void sr_client_conn_take_exchange(sr_client_conn *k, sr_client_exchange *x);
+
+/* Frees the buffers of x (which stays usable, empty). */
+void sr_client_exchange_release(sr_client_exchange *x);
 
 /* ---- control plane ---- */
 

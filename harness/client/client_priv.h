@@ -82,6 +82,8 @@ struct sr_client_conn {
     unsigned char *pd_rows; /* the prefill replica's rows of the current generate (generate.c) */
     size_t pd_rows_cap;
     char errbuf[CURL_ERROR_SIZE];
+    size_t capture;         /* response bytes captured per attempt; 0: capture off */
+    sr_client_exchange cap; /* the last generate's exchange (request: swapped in after it) */
 };
 
 /* What one attempt produced besides its sr_client_attempt record. */

@@ -80,6 +80,10 @@ static size_t on_write(char *p, size_t size, size_t nmemb, void *ud)
     x->bytes += n;
     x->chunks++;
     sr_client_conn *k = x->k;
+    if (k->capture && k->cap.response.len < k->capture) {
+        size_t room = k->capture - k->cap.response.len;
+        sr_buf_append(&k->cap.response, p, n < room ? n : room, NULL);
+    }
     if (x->mode == MODE_SPLICE) {
         double t0 = sr_clock_ms();
         x->stop_rc = sr_splice_stream_feed(k->splicer, p, n, &x->stop_err);
@@ -95,6 +99,16 @@ static size_t on_write(char *p, size_t size, size_t nmemb, void *ud)
         k->c->opts.max_error_body > k->body.len ? k->c->opts.max_error_body - k->body.len : 0;
     if (room && sr_buf_append(&k->body, p, n < room ? n : room, NULL))
         return 0;
+    return n;
+}
+
+/* Capture on: the status lines and response headers of the attempt, bounded. */
+static size_t on_header(char *p, size_t size, size_t nmemb, void *ud)
+{
+    sr_buf *h = ud;
+    size_t n = size * nmemb;
+    if (h->len + n <= SR_CLIENT_CAPTURE_HEADERS)
+        sr_buf_append(h, p, n, NULL);
     return n;
 }
 
@@ -245,7 +259,14 @@ int sr_client_attempt_run(sr_client_conn *k, int splice, const struct curl_slist
     curl_easy_setopt(e, CURLOPT_PREREQDATA, &x);
     curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)(timeout_ms > 0 ? timeout_ms : 1));
     k->body.max = splice ? k->c->opts.max_error_body + 1 : k->c->opts.max_body;
+    if (k->capture) {
+        sr_buf_reset(&k->cap.response);
+        sr_buf_reset(&k->cap.headers);
+        curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+        curl_easy_setopt(e, CURLOPT_HEADERDATA, &k->cap.headers);
+    }
     CURLcode cc = curl_easy_perform(e);
+    k->cap.response_bytes = x.bytes;
     if (x.mode == MODE_NONE && cc == CURLE_OK)
         start_body(&x);
     long conns = 0;
@@ -262,6 +283,8 @@ int sr_client_attempt_run(sr_client_conn *k, int splice, const struct curl_slist
     /* Nothing else may point at this attempt's stack frame. */
     curl_easy_setopt(e, CURLOPT_WRITEDATA, NULL);
     curl_easy_setopt(e, CURLOPT_PREREQDATA, NULL);
+    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, NULL);
+    curl_easy_setopt(e, CURLOPT_HEADERDATA, NULL);
     /* An idle handle points at nothing of this conn (every attempt sets them again). */
     curl_easy_setopt(e, CURLOPT_ERRORBUFFER, NULL);
     curl_easy_setopt(e, CURLOPT_POSTFIELDS, NULL);

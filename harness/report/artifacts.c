@@ -10,6 +10,7 @@
 
 #include "report_priv.h"
 #include "sr_buf.h"
+#include "sr_npy.h"
 
 static int check_name(const char *dir, const char *name, char *path, size_t cap, sr_err *err)
 {
@@ -25,10 +26,12 @@ static int check_name(const char *dir, const char *name, char *path, size_t cap,
 /* Appends "<name>: <what>\n" to dir/index.txt with a single write. */
 static int index_line(const char *dir, const char *name, const char *what, sr_err *err)
 {
-    char path[4096], line[SR_ARTIFACT_NAME_MAX + 256];
+    char path[4096], line[SR_ARTIFACT_NAME_MAX + 1024];
     snprintf(path, sizeof(path), "%s/index.txt", dir);
     int n = snprintf(line, sizeof(line), "%s: %s\n", name, what);
     size_t len = n < 0 ? 0 : (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1;
+    if (len == sizeof(line) - 1)
+        line[len - 1] = '\n'; /* a cut line still ends the line */
     int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0666);
     if (fd < 0)
         return sr_err_set(err, SR_E_IO, "%s: cannot open: %s", path, strerror(errno));
@@ -53,7 +56,22 @@ static int write_file(const char *path, const void *data, size_t len, sr_err *er
 int sr_artifact_bytes(const char *dir, const char *name, const void *data, size_t len,
                       int64_t focus, size_t max, sr_err *err)
 {
-    char path[4096], what[200];
+    return sr_artifact_bytes_as(dir, name, NULL, data, len, focus, max, err);
+}
+
+/* "<desc>; <part>" into out, or part alone. */
+static const char *described(char *out, size_t cap, const char *desc, const char *part)
+{
+    if (!desc)
+        return part;
+    snprintf(out, cap, "%s; %s", desc, part);
+    return out;
+}
+
+int sr_artifact_bytes_as(const char *dir, const char *name, const char *desc, const void *data,
+                         size_t len, int64_t focus, size_t max, sr_err *err)
+{
+    char path[4096], what[200], line[600];
     int rc = check_name(dir, name, path, sizeof(path), err);
     if (rc)
         return rc;
@@ -76,13 +94,19 @@ int sr_artifact_bytes(const char *dir, const char *name, const void *data, size_
         snprintf(what, sizeof(what), "all %zu bytes", len);
     }
     rc = write_file(path, (const char *)data + a, n, err);
-    return rc ? rc : index_line(dir, name, what, err);
+    return rc ? rc : index_line(dir, name, described(line, sizeof(line), desc, what), err);
 }
 
 int sr_artifact_copy_tail(const char *dir, const char *name, const char *src, size_t max,
                           sr_err *err)
 {
-    char path[4096], what[4300], buf[65536];
+    return sr_artifact_copy_tail_as(dir, name, NULL, src, max, NULL, err);
+}
+
+int sr_artifact_copy_tail_as(const char *dir, const char *name, const char *desc, const char *src,
+                             size_t max, size_t *written, sr_err *err)
+{
+    char path[4096], what[4300], buf[65536], line[4700];
     int rc = check_name(dir, name, path, sizeof(path), err);
     if (rc)
         return rc;
@@ -115,7 +139,55 @@ int sr_artifact_copy_tail(const char *dir, const char *name, const char *src, si
                  (long long)size, src);
     else
         snprintf(what, sizeof(what), "all %lld bytes of %s", (long long)size, src);
-    return index_line(dir, name, what, err);
+    if (written)
+        *written = (size_t)(size - start);
+    return index_line(dir, name, described(line, sizeof(line), desc, what), err);
+}
+
+int sr_artifact_text(const char *dir, const char *name, const char *desc, const char *text,
+                     size_t len, sr_err *err)
+{
+    char path[4096];
+    int rc = check_name(dir, name, path, sizeof(path), err);
+    if (!rc && !text && len)
+        rc = sr_err_set(err, SR_E_INVAL, "artifact %s: no text", name);
+    rc = rc ? rc : write_file(path, text ? text : "", len, err);
+    return rc ? rc : index_line(dir, name, desc ? desc : "text", err);
+}
+
+int sr_artifact_npy_i32(const char *dir, const char *name, const char *desc, const int32_t *data,
+                        int64_t rows, int64_t cols, sr_err *err)
+{
+    char path[4096], head[SR_NPY_HEADER_MAX];
+    int rc = check_name(dir, name, path, sizeof(path), err);
+    if (rc)
+        return rc;
+    if (rows < 0 || cols < 0 || (rows > 0 && cols > 0 && !data) || rows > (1 << 24) ||
+        cols > (1 << 16))
+        return sr_err_set(err, SR_E_INVAL, "artifact %s: bad int32 matrix [%lld, %lld]", name,
+                          (long long)rows, (long long)cols);
+    int64_t shape[2] = {rows, cols};
+    size_t hlen = 0;
+    rc = sr_npy_write_header(&hlen, head, sizeof(head), SR_DTYPE_INT32, shape, 2, err);
+    sr_buf b = SR_BUF_INIT;
+    rc = rc ? rc : sr_buf_append(&b, head, hlen, err);
+    /* Little-endian whatever the host: the header says "<i4". */
+    for (int64_t i = 0; !rc && i < rows * cols; i++) {
+        uint32_t v = (uint32_t)data[i];
+        unsigned char le[4] = {(unsigned char)v, (unsigned char)(v >> 8), (unsigned char)(v >> 16),
+                               (unsigned char)(v >> 24)};
+        rc = sr_buf_append(&b, le, 4, err);
+    }
+    rc = rc ? rc : write_file(path, b.data, b.len, err);
+    sr_buf_release(&b);
+    return rc ? rc : index_line(dir, name, desc ? desc : "int32 matrix", err);
+}
+
+int sr_artifact_note(const char *dir, const char *name, const char *desc, sr_err *err)
+{
+    char path[4096];
+    int rc = check_name(dir, name, path, sizeof(path), err);
+    return rc ? rc : index_line(dir, name, desc ? desc : "", err);
 }
 
 /* ---- trace rows ---- */

@@ -1,7 +1,8 @@
 /*
  * artifacts: bounded writers for a failing scenario's folder <run>/artifacts/<scenario>/
  * (DESIGN.md §7, issue 9 item 6). The runner creates the folder and writes the expanded scenario
- * and the engine config itself; these functions add the evidence of the failure:
+ * and the engine config itself; these functions write the evidence of a failure, which
+ * harness/run/evidence.h lays out (its folders, names and bounds):
  *
  *   sr_artifact_bytes       raw request or response bytes of the failing exchange, at most
  *                           `max` of them: the whole when it fits, else a window centred on the
@@ -11,9 +12,9 @@
  *                           '!' where they differ;
  *   sr_artifact_copy_tail   an engine log (or any file), its last `max` bytes.
  *
- * Suggested names: "request-<step>-<sample>-<turn>.bin", "response-<step>-<sample>-<turn>.bin",
- * "trace-<step>-<sample>.txt", "engine-<i>.log". Every writer appends one line to
- * <dir>/index.txt saying what the file holds and, when cut, which part:
+ * The *_as writers, sr_artifact_text, sr_artifact_npy_i32 and sr_artifact_note (below) take a
+ * description. Every writer appends one line to <dir>/index.txt saying what the file holds and,
+ * when cut, which part:
  *   "response-1-0-2.bin: bytes [1048576, 2097152) of 126877696 (cut around byte 1572864)".
  *
  * Arguments: `dir` must exist; `name` is a plain file name (no '/', not "." or "..", at most
@@ -59,5 +60,29 @@ int sr_artifact_trace_rows(const char *dir, const char *name, const sr_ndarray *
 /* Copies the last `max` bytes of file `src` (all of it when smaller) to dir/name. */
 int sr_artifact_copy_tail(const char *dir, const char *name, const char *src, size_t max,
                           sr_err *err);
+
+/*
+ * The writers above with a description: the index.txt line reads "<name>: <desc>; <part>"
+ * (desc NULL: as above). sr_artifact_copy_tail_as returns the bytes written in *written (may be
+ * NULL).
+ */
+int sr_artifact_bytes_as(const char *dir, const char *name, const char *desc, const void *data,
+                         size_t len, int64_t focus, size_t max, sr_err *err);
+int sr_artifact_copy_tail_as(const char *dir, const char *name, const char *desc, const char *src,
+                             size_t max, size_t *written, sr_err *err);
+
+/* Writes dir/name with `len` bytes of text (all of them), listed as "<name>: <desc>". */
+int sr_artifact_text(const char *dir, const char *name, const char *desc, const char *text,
+                     size_t len, sr_err *err);
+
+/*
+ * Writes dir/name as a NumPy .npy file (format 1.0, C order) of a little-endian int32 matrix
+ * [rows, cols] (data row-major, rows * cols values), listed as "<name>: <desc>".
+ */
+int sr_artifact_npy_i32(const char *dir, const char *name, const char *desc, const int32_t *data,
+                        int64_t rows, int64_t cols, sr_err *err);
+
+/* Appends "<name>: <desc>" to dir/index.txt without writing a file (e.g. a file left out). */
+int sr_artifact_note(const char *dir, const char *name, const char *desc, sr_err *err);
 
 #endif /* SR_ARTIFACTS_H */

@@ -167,6 +167,22 @@ static void link(sr_rw *w, const sr_run_result *run, const char *label, const ch
     sr_rw_puts(w, "</a> ");
 }
 
+/* A check's failure evidence (sr_check.evidence, under the scenario's artifacts folder): a link
+ * to its index.txt, and a note when the scenario's evidence cap left files out. */
+static void evidence_link(sr_rw *w, const sr_run_result *run, const sr_scenario_result *s,
+                          const sr_check *c)
+{
+    if (!c->evidence[0] || !s->artifacts)
+        return;
+    char path[8192];
+    snprintf(path, sizeof(path), "%s/%s", s->artifacts, c->evidence);
+    sr_rw_puts(w, "<br>");
+    link(w, run, "evidence", path);
+    if (c->evidence_cut)
+        sr_rw_puts(w, "(cut: the scenario's evidence cap was reached; its index.txt lists what "
+                      "was left out)");
+}
+
 static void failure(sr_rw *w, const sr_run_result *run, size_t i)
 {
     const sr_scenario_result *s = run->scenarios[i];
@@ -186,7 +202,9 @@ static void failure(sr_rw *w, const sr_run_result *run, size_t i)
             sr_rw_puts(w, c->expected ? " (expected)" : "");
             tag_text(w, "</td><td>", c->classification, "</td><td>");
             where(w, &c->where);
-            tag_text(w, "</td><td>", c->message, "</td></tr>\n");
+            tag_text(w, "</td><td>", c->message, "");
+            evidence_link(w, run, s, c);
+            sr_rw_puts(w, "</td></tr>\n");
         }
         sr_rw_puts(w, "</table>\n");
         if (s->checks_dropped)

@@ -143,7 +143,8 @@ static cJSON *counters(jw *j, const sr_counters *c)
     return o;
 }
 
-static cJSON *check_json(jw *j, const sr_check *c)
+/* kept: the scenario's artifacts folder is there, so its evidence paths resolve. */
+static cJSON *check_json(jw *j, const sr_check *c, int kept)
 {
     cJSON *o = chk(j, cJSON_CreateObject());
     add_str(j, o, "name", c->name);
@@ -158,6 +159,8 @@ static cJSON *check_json(jw *j, const sr_check *c)
     add_opt(j, w, "row", c->where.row);
     add_opt(j, w, "layer", c->where.layer);
     attach(j, o, "where", w);
+    add_str(j, o, "evidence", kept && c->evidence[0] ? c->evidence : NULL);
+    add_bool(j, o, "evidence_cut", c->evidence_cut);
     return o;
 }
 
@@ -220,7 +223,7 @@ static cJSON *scenario_json(jw *j, const sr_scenario_result *s)
     attach(j, o, "expect", ex);
     cJSON *ck = chk(j, cJSON_CreateArray());
     for (size_t i = 0; ck && i < s->n_checks; i++)
-        push(j, ck, check_json(j, &s->checks[i]));
+        push(j, ck, check_json(j, &s->checks[i], s->artifacts != NULL));
     attach(j, o, "checks", ck);
     add_num(j, o, "checks_dropped", (double)s->checks_dropped);
     attach(j, o, "fired", counts(j, s->fired, s->n_fired));

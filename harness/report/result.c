@@ -296,6 +296,24 @@ int sr_scenario_check(sr_scenario_result *s, const char *name, const char *class
     return rc;
 }
 
+size_t sr_scenario_set_evidence(sr_scenario_result *s, int64_t step, int64_t sample,
+                                const char *path, int cut)
+{
+    size_t n = 0;
+    pthread_mutex_lock(&s->mu);
+    for (size_t i = 0; i < s->n_checks; i++) {
+        sr_check *c = &s->checks[i];
+        if (c->evidence[0] || (step < 0 && c->expected) ||
+            (step >= 0 && (c->where.step != step || c->where.sample != sample)))
+            continue;
+        snprintf(c->evidence, sizeof(c->evidence), "%s", path);
+        c->evidence_cut = cut;
+        n++;
+    }
+    pthread_mutex_unlock(&s->mu);
+    return n;
+}
+
 int sr_scenario_skip_check(sr_scenario_result *s, const char *name, const char *reason)
 {
     int rc = 0;

@@ -70,8 +70,9 @@
 /* Version of this model as written to results.json ("schema"). */
 #define SR_RESULT_SCHEMA_VERSION 1
 
-#define SR_RESULT_NAME_MAX   64  /* a check name or classification, including the NUL */
-#define SR_RESULT_MAX_CHECKS 256 /* check entries kept per scenario; `fired` counts them all */
+#define SR_RESULT_NAME_MAX     64  /* a check name or classification, including the NUL */
+#define SR_RESULT_MAX_CHECKS   256 /* check entries kept per scenario; `fired` counts them all */
+#define SR_RESULT_EVIDENCE_MAX 64  /* a check's evidence path, including the NUL */
 
 typedef enum sr_verdict {
     SR_VERDICT_PASS = 0,
@@ -125,6 +126,11 @@ typedef struct sr_check {
     char message[SR_ERR_MSG_MAX];            /* names scenario, sample, turn, row, layer */
     sr_check_where where;
     int expected; /* 1 if the scenario's expect.checks names it */
+    /* Its failure evidence (harness/run/evidence.h): the index.txt of the folder that holds it,
+     * relative to the scenario's `artifacts` folder ("evidence/step0-sample1/index.txt"); ""
+     * when none was written. evidence_cut: the scenario's evidence cap left files out of it. */
+    char evidence[SR_RESULT_EVIDENCE_MAX];
+    int evidence_cut;
 } sr_check;
 
 /* How often a check name fired in a scenario (every firing, kept or not). */
@@ -289,6 +295,14 @@ int sr_run_result_add_copy(sr_scenario_result **out, sr_run_result *run,
 int sr_scenario_check(sr_scenario_result *s, const char *name, const char *classification,
                       const sr_check_where *where, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
+
+/*
+ * Sets the evidence path (sr_check.evidence, cut at SR_RESULT_EVIDENCE_MAX) of every kept check
+ * that has none yet and fired at (step, sample); step -1 matches every such check that is not
+ * expected (locks the entry). Returns how many were set.
+ */
+size_t sr_scenario_set_evidence(sr_scenario_result *s, int64_t step, int64_t sample,
+                                const char *path, int cut);
 
 /* Records a check that was skipped and why (once per name; later reasons are dropped). */
 int sr_scenario_skip_check(sr_scenario_result *s, const char *name, const char *reason);

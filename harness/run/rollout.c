@@ -229,6 +229,11 @@ static int request_turn(rollout_state *s, int turn, sr_client_result *r, sr_err 
         q.prompt_start =
             c->quirks.overwrite_trace_each_turn ? 0 : sr_route_trace_prompt_start(s->trace);
     int rc = sr_client_generate(r, s->k, &q, err);
+    if (c->capture_bytes) {
+        sr_rollout_exchange *e = &res->exchanges[(turn - 1) % SR_ROLLOUT_KEEP_EXCHANGES];
+        sr_client_conn_take_exchange(s->k, &e->x);
+        e->turn = turn;
+    }
     turn_from_client(t, r);
     if (rc)
         return rc;
@@ -343,6 +348,7 @@ int sr_rollout_run(sr_rollout_result *res, sr_client_conn *k, const sr_rollout_c
     s.cfg = cfg;
     s.k = k;
     s.res = res;
+    sr_client_conn_capture(k, cfg->capture_bytes);
     int rc = check_config(cfg, &res->err);
     if (!rc)
         rc = setup(&s, &res->err);
@@ -380,7 +386,23 @@ void sr_rollout_result_release(sr_rollout_result *r)
     for (int i = 0; r->turns && i < r->n_turns; i++)
         free(r->turns[i].attempts);
     free(r->turns);
+    sr_rollout_drop_exchanges(r);
     memset(r, 0, sizeof *r);
+}
+
+const sr_client_exchange *sr_rollout_exchange_of(const sr_rollout_result *r, int turn)
+{
+    const sr_rollout_exchange *e =
+        turn > 0 ? &r->exchanges[(turn - 1) % SR_ROLLOUT_KEEP_EXCHANGES] : NULL;
+    return e && e->turn == turn ? &e->x : NULL;
+}
+
+void sr_rollout_drop_exchanges(sr_rollout_result *r)
+{
+    for (int i = 0; i < SR_ROLLOUT_KEEP_EXCHANGES; i++) {
+        sr_client_exchange_release(&r->exchanges[i].x);
+        r->exchanges[i].turn = 0;
+    }
 }
 
 /* The per-turn state updates, trace recording and the end of a rollout. */

@@ -109,12 +109,14 @@ typedef struct sr_rollout_config {
     sr_rollout_quirks quirks;
     sr_rollout_hook after_turn; /* may be NULL */
     void *hook_ctx;
+    size_t capture_bytes; /* > 0: keep the exchanges of the last turns (below), each response's
+                             first capture_bytes bytes; 0: nothing is kept */
 } sr_rollout_config;
 
 #define SR_ROLLOUT_CONFIG_INIT                                                                     \
     {                                                                                              \
         NULL, 0, NULL, NULL, NULL, NULL, 1, 1, 0, -1, 0, 1, {0, 1, 0, 0, 0}, SR_TRACE_OPTS_INIT,   \
-            {0, 0}, NULL, NULL                                                                     \
+            {0, 0}, NULL, NULL, 0                                                                  \
     }
 
 /* What one turn did; timings in ms, sizes in bytes. */
@@ -136,6 +138,19 @@ typedef struct sr_rollout_turn {
     uint64_t bytes_sent, bytes_received, bytes_total;
 } sr_rollout_turn;
 
+/*
+ * Exchanges kept for failure evidence (capture_bytes > 0): the request and response bytes and
+ * response headers of the last SR_ROLLOUT_KEEP_EXCHANGES turns, turn k in slot
+ * (k - 1) % SR_ROLLOUT_KEEP_EXCHANGES (sr_client_exchange: the client hands its buffers over
+ * without copying the request). A failed turn's exchange is its last attempt's.
+ */
+#define SR_ROLLOUT_KEEP_EXCHANGES 4
+
+typedef struct sr_rollout_exchange {
+    int turn; /* 1-based turn the slot holds, 0 when empty */
+    sr_client_exchange x;
+} sr_rollout_exchange;
+
 typedef struct sr_rollout_result {
     int code;        /* 0 or the rollout's error */
     sr_err err;      /* its message */
@@ -154,6 +169,7 @@ typedef struct sr_rollout_result {
     sr_rollout_turn *turns;
     int n_turns;
     double total_ms, finalize_ms;
+    sr_rollout_exchange exchanges[SR_ROLLOUT_KEEP_EXCHANGES]; /* (above) */
 } sr_rollout_result;
 
 /* Runs one rollout on `k`. Returns result->code (0 or an error, also in err). */
@@ -170,5 +186,11 @@ int sr_rollout_run_batch(sr_rollout_result *results, const sr_rollout_config *cf
                          const sr_client *c, int limit, sr_err *err);
 
 void sr_rollout_result_release(sr_rollout_result *r);
+
+/* The exchange of 1-based turn `turn` if it is still kept, else NULL. */
+const sr_client_exchange *sr_rollout_exchange_of(const sr_rollout_result *r, int turn);
+
+/* Frees the kept exchanges only (once a rollout is judged, its bytes are not needed). */
+void sr_rollout_drop_exchanges(sr_rollout_result *r);
 
 #endif /* SR_ROLLOUT_H */

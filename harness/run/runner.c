@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "evidence.h"
 #include "runner_soak.h"
 #include "runner_steps.h"
 #include "runner_verdict.h"
@@ -438,6 +439,8 @@ static void execute(sr_scn_run *run)
         return;
     }
     sr_run_judge(res, run->scn);
+    if (sr_evidence_scenario(run, &err) != 0)
+        fprintf(stderr, "syncroll run: %s: the failure evidence: %s\n", run->scn->id, err.msg);
 }
 
 void sr_run_scenario(sr_scenario_result *res, const sr_scenario *scn, const sr_run_opts *opts)

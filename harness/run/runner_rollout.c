@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "evidence.h"
 #include "runner_rollout.h"
 #include "sr_mix.h"
 
@@ -76,6 +77,8 @@ static int make_configs(rbatch *b, sr_err *err)
         c.trace_opts.padding_as_captured = s->quirks[SR_QUIRK_PADDING_AS_CAPTURED];
         c.quirks.synthetic_eos_loss_active = s->quirks[SR_QUIRK_SYNTHETIC_EOS_LOSS_ACTIVE];
         c.quirks.overwrite_trace_each_turn = s->quirks[SR_QUIRK_OVERWRITE_TRACE_EACH_TURN];
+        /* A failing rollout's exchanges become its evidence (evidence.h). */
+        c.capture_bytes = SR_EVIDENCE_EXCHANGE_BYTES;
         b->cfgs[i] = c;
     }
     return 0;
@@ -148,7 +151,15 @@ static int rollout_job(sr_client_conn *k, size_t i, void *ctx)
         run->res};
     int ok = 0;
     sr_err err = SR_ERR_INIT;
-    int rc = sr_verify_rollout(&ok, run->verifier, r, (int64_t)i, &vc, &err);
+    sr_verify_fired fired;
+    int rc = sr_verify_rollout_fired(&ok, run->verifier, r, (int64_t)i, &vc, &fired, &err);
+    sr_err e2 = SR_ERR_INIT;
+    if (!rc && !ok &&
+        sr_evidence_rollout(run, b->step, (int64_t)i, b->sessions[i], r, &fired, &e2) != 0)
+        fprintf(stderr, "syncroll run: %s: the evidence of rollout %zu: %s\n", run->scn->id, i,
+                e2.msg);
+    /* Judged: its bytes are no longer needed (a passing rollout's are freed at once). */
+    sr_rollout_drop_exchanges(r);
     sr_counters c;
     memset(&c, 0, sizeof(c));
     if (ok)

@@ -88,7 +88,8 @@ typedef struct sr_scn_run {
                                               iteration started (owned by runner_soak.c), the
                                               zero of check_state's and wait.until's counters;
                                               NULL otherwise (counters are absolute) */
-    sr_run_stop *stop;      /* the run's stop switch, or NULL (never interrupted) */
+    sr_run_stop *stop;                     /* the run's stop switch, or NULL (never interrupted) */
+    atomic_llong evidence_used; /* bytes of failure evidence written (evidence.h, its cap) */
 } sr_scn_run;
 
 /* The stop signal's number once the run was interrupted (sr_run_stop), else 0. Any thread. */

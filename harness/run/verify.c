@@ -176,6 +176,7 @@ typedef struct rv {
     int L, K;
     int ok;
     sr_err *err;
+    sr_verify_fired *fired; /* NULL: not listed */
 } rv;
 
 /* The 1-based turn whose request first produced token position q (or row q), 0 if none. */
@@ -216,6 +217,15 @@ static int check(rv *x, const char *name, const char *cls, int64_t turn, int64_t
     int rc =
         sr_scenario_check(x->ctx->res, name, cls, &w, "scenario %s step %s sample %lld%s: %s",
                           x->ctx->scenario, x->ctx->step_name, (long long)x->sample, at, detail);
+    if (x->fired && x->fired->n < SR_VERIFY_FIRED_MAX) {
+        sr_check *c = &x->fired->c[x->fired->n++];
+        memset(c, 0, sizeof(*c));
+        snprintf(c->name, sizeof(c->name), "%s", name);
+        snprintf(c->classification, sizeof(c->classification), "%s", cls ? cls : "");
+        snprintf(c->message, sizeof(c->message), "scenario %s step %s sample %lld%s: %s",
+                 x->ctx->scenario, x->ctx->step_name, (long long)x->sample, at, detail);
+        c->where = w;
+    }
     return rc ? sr_err_set(x->err, rc, "cannot record a check") : 0;
 }
 
@@ -544,7 +554,15 @@ static int setup(rv *x)
 int sr_verify_rollout(int *ok, sr_verifier *v, const sr_rollout_result *r, int64_t sample,
                       const sr_verify_ctx *ctx, sr_err *err)
 {
-    rv x = {v, r, ctx, sample, NULL, 0, 0, NULL, 0, 0, 1, err};
+    return sr_verify_rollout_fired(ok, v, r, sample, ctx, NULL, err);
+}
+
+int sr_verify_rollout_fired(int *ok, sr_verifier *v, const sr_rollout_result *r, int64_t sample,
+                            const sr_verify_ctx *ctx, sr_verify_fired *fired, sr_err *err)
+{
+    rv x = {v, r, ctx, sample, NULL, 0, 0, NULL, 0, 0, 1, err, fired};
+    if (fired)
+        fired->n = 0;
     int rc = 0;
     *ok = 1;
     if (r->code) {

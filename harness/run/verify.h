@@ -85,4 +85,16 @@ void sr_verifier_note_version(sr_verifier *v, int64_t version);
 int sr_verify_rollout(int *ok, sr_verifier *v, const sr_rollout_result *r, int64_t sample,
                       const sr_verify_ctx *ctx, sr_err *err);
 
+/* The checks one rollout fired (name, class, where, message), for its failure evidence. */
+#define SR_VERIFY_FIRED_MAX 16
+
+typedef struct sr_verify_fired {
+    sr_check c[SR_VERIFY_FIRED_MAX]; /* the first SR_VERIFY_FIRED_MAX, in firing order */
+    int n;
+} sr_verify_fired;
+
+/* sr_verify_rollout, and every check it records is also listed in *fired (n set to 0 first). */
+int sr_verify_rollout_fired(int *ok, sr_verifier *v, const sr_rollout_result *r, int64_t sample,
+                            const sr_verify_ctx *ctx, sr_verify_fired *fired, sr_err *err);
+
 #endif /* SR_VERIFY_H */
