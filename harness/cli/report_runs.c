@@ -1,10 +1,12 @@
 /* syncroll report over many run folders: loading one, --merge (shards) and --history (nights). */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "args.h"
 #include "commands.h"
@@ -169,17 +171,67 @@ static char **list_folders(const char *dir, size_t *n)
     return v;
 }
 
-/* Adds one folder: a night, a skipped night, or nothing (no results.json). */
-static int add_folder(sr_history *h, const char *dir, const char *name, sr_err *err)
+/*
+ * Reads DIR/name/results.json relative to the open folder `dfd` without following a symbolic
+ * link at either step (openat with O_NOFOLLOW): a linked night or results.json would count a
+ * night twice or read any file. 0 and the bytes in *data (the caller frees), 1 when the folder
+ * has no results.json, or an sr_code with the message in *e.
+ */
+static int read_night(int dfd, const char *name, char **data, size_t *len, sr_err *e)
 {
-    char json[8300];
+    int nfd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (nfd < 0)
+        return errno == ENOTDIR || errno == ELOOP
+                   ? sr_err_set(e, SR_E_NOT_REGULAR, "%s is a symbolic link: not followed", name)
+                   : sr_err_set(e, SR_E_IO, "cannot open %s: %s", name, strerror(errno));
+    int fd = openat(nfd, "results.json", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    int saved = errno;
+    close(nfd);
+    if (fd < 0 && saved == ENOENT)
+        return 1;
+    if (fd < 0)
+        return saved == ELOOP ? sr_err_set(e, SR_E_NOT_REGULAR,
+                                           "%s/results.json is a symbolic link: not followed", name)
+                              : sr_err_set(e, SR_E_IO, "cannot open %s/results.json: %s", name,
+                                           strerror(saved));
     struct stat st;
-    snprintf(json, sizeof(json), "%s/%s/results.json", dir, name);
-    if (lstat(json, &st) != 0 && errno == ENOENT)
-        return 0;
+    int rc = 0;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+        rc = sr_err_set(e, SR_E_NOT_REGULAR, "%s/results.json is not a regular file", name);
+    else if ((uint64_t)st.st_size > SR_REPORT_MAX_BYTES)
+        rc = sr_err_set(e, SR_E_LIMIT, "%s/results.json is larger than %zu bytes", name,
+                        SR_REPORT_MAX_BYTES);
+    else if (!(*data = malloc((size_t)st.st_size + 1)))
+        rc = sr_err_set(e, SR_E_NOMEM, "cannot read %s/results.json", name);
+    size_t got = 0;
+    while (!rc && got < (size_t)st.st_size) {
+        ssize_t r = read(fd, *data + got, (size_t)st.st_size - got);
+        if (r <= 0 && !(r < 0 && errno == EINTR))
+            rc = sr_err_set(e, SR_E_IO, "cannot read %s/results.json: %s", name,
+                            r ? strerror(errno) : "file shrank");
+        got += r > 0 ? (size_t)r : 0;
+    }
+    close(fd);
+    *len = got;
+    return rc;
+}
+
+/* Adds one folder: a night, a skipped night (printed as SKIPPED), or nothing. */
+static int add_folder(sr_history *h, int dfd, const char *name, sr_err *err)
+{
+    char *data = NULL;
+    size_t len = 0;
     sr_run_result *run = NULL;
     sr_err e = SR_ERR_INIT;
-    int rc = sr_report_load(&run, json, &e);
+    int rc = read_night(dfd, name, &data, &len, &e);
+    if (rc == 1)
+        return 0;
+    if (!rc) {
+        char label[4200];
+        snprintf(label, sizeof(label), "%s/results.json", name);
+        rc = sr_report_load_mem(&run, data, len, label, &e);
+    }
+    free(data);
     if (rc)
         return sr_history_skip(h, name, rc, e.msg, err);
     rc = sr_history_add(h, name, run, err);
@@ -234,9 +286,13 @@ int sr_report_cli_history(int argc, char **argv)
     }
     sr_history *h = NULL;
     sr_err err = SR_ERR_INIT;
-    int rc = sr_history_new(&h, &err);
+    int dfd = open(a.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int rc = dfd < 0 ? sr_err_set(&err, SR_E_IO, "cannot open %s: %s", a.dir, strerror(errno))
+                     : sr_history_new(&h, &err);
     for (size_t i = 0; !rc && i < n; i++)
-        rc = add_folder(h, a.dir, names[i], &err);
+        rc = add_folder(h, dfd, names[i], &err);
+    if (dfd >= 0)
+        close(dfd);
     for (size_t i = 0; i < n; i++)
         free(names[i]);
     free(names);

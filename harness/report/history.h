@@ -14,9 +14,14 @@
  * night did not run it. Only pass (good) and fail, error (bad) and mixed (both) are judged:
  *   - flaky: a mixed night; or good and bad in two nights of one git rev; or at least
  *     SR_HISTORY_FLAKY_CHANGES changes between good and bad over the window;
- *   - failing: the newest judged verdict is bad: `first_fail` is the first night of that bad
+ *   - failing: the newest judged verdict is bad or mixed (flaky or not: a scenario whose latest
+ *     night failed is always listed as failing): `first_fail` is the first night of that bad
  *     streak, `last_pass` the good night before it (-1: bad since the window's first judged
- *     night), whose git revs bracket the change. Flaky scenarios are listed as flaky only.
+ *     night), whose git revs bracket the change.
+ *
+ * A results.json may be crafted: a start time that is not shaped like an ISO 8601 time is kept
+ * as "invalid"; every other string is escaped by the HTML and JSON renderers and cleaned of
+ * control characters by the text renderer.
  *
  * Bounds: at most SR_HISTORY_MAX_NIGHTS nights (added or skipped) and SR_HISTORY_MAX_SCENARIOS
  * distinct ids; beyond them sr_history_add and sr_history_skip return SR_E_LIMIT. Strings are

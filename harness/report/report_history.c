@@ -165,6 +165,18 @@ static int grow_nights(sr_history *h, sr_err *err)
     return 0;
 }
 
+/*
+ * A results.json may be crafted: its start time is kept only when it has the shape of an ISO
+ * 8601 time (digits and "-:.TZ+" only), else it reads "invalid", so no renderer ever sees
+ * markup or control characters in it (the renderers escape everything else they print).
+ */
+static void iso_copy(char *dst, size_t cap, const char *src)
+{
+    size_t n = strnlen(src, cap);
+    int ok = n > 0 && n < cap && strspn(src, "0123456789-:.TZ+") == n;
+    snprintf(dst, cap, "%s", ok ? src : "invalid");
+}
+
 int sr_history_add(sr_history *h, const char *name, const sr_run_result *run, sr_err *err)
 {
     if (!h || !name || !run)
@@ -177,8 +189,7 @@ int sr_history_add(sr_history *h, const char *name, const sr_run_result *run, sr
     const sr_run_header *rh = &run->header;
     n->order = h->n_nights + h->n_skipped;
     n->start_unix_ms = rh->start_unix_ms;
-    memcpy(n->start_iso, rh->start_iso, sizeof(n->start_iso));
-    n->start_iso[sizeof(n->start_iso) - 1] = '\0';
+    iso_copy(n->start_iso, sizeof(n->start_iso), rh->start_iso);
     n->partial = run->partial;
     memcpy(n->counts, run->counts, sizeof(n->counts));
     for (int p = 0; p < SR_PHASE_COUNT; p++) {
@@ -272,12 +283,19 @@ static void judge_flaky(const sr_history *h, sr_hscenario *s)
     }
 }
 
-/* The bad streak that ends the window, and the good night before it. */
+/*
+ * The bad streak that ends the window, and the good night before it. A newest judged night
+ * that is mixed (one execution failed) is a failing night too, and starts no streak before it.
+ */
 static void judge_failing(const sr_history *h, sr_hscenario *s)
 {
     s->first_fail = s->last_pass = -1;
     for (size_t i = h->n_nights; i-- > 0;) {
         uint8_t c = s->timeline[i];
+        if (c == SR_HCELL_MIXED && s->first_fail < 0) {
+            s->first_fail = (long)i;
+            continue;
+        }
         if (c == SR_HCELL_PASS || c == SR_HCELL_MIXED) {
             s->last_pass = (long)i;
             break;
@@ -285,7 +303,7 @@ static void judge_failing(const sr_history *h, sr_hscenario *s)
         if (is_bad(c))
             s->first_fail = (long)i;
     }
-    s->failing = s->first_fail >= 0 && !s->flaky;
+    s->failing = s->first_fail >= 0;
 }
 
 int sr_history_finish(sr_history *h, size_t last, sr_err *err)
@@ -319,16 +337,19 @@ int sr_history_finish(sr_history *h, size_t last, sr_err *err)
 
 /* ---- text ---- */
 
-static const char *rev12(const char *rev, char *buf)
+/* The first 12 characters of a git rev (or "unknown"), cleaned for the terminal. */
+static void rev12(sr_rw *w, const char *rev)
 {
+    char buf[16];
     snprintf(buf, 13, "%s", rev ? rev : "unknown");
-    return buf;
+    sr_rw_puts(w, " (git ");
+    sr_rw_utf8(w, buf);
+    sr_rw_puts(w, ")");
 }
 
 int sr_history_render_text(sr_buf *out, const sr_history *h, sr_err *err)
 {
     sr_rw w = sr_report_writer(out, err);
-    char r1[16], r2[16];
     size_t failing = 0, flaky = 0;
     for (size_t i = 0; i < h->n_skipped; i++) {
         sr_rw_puts(&w, "SKIPPED ");
@@ -346,11 +367,12 @@ int sr_history_render_text(sr_buf *out, const sr_history *h, sr_err *err)
             sr_rw_utf8(&w, s->id);
             sr_rw_puts(&w, ": first failing night ");
             sr_rw_utf8(&w, f->name);
-            sr_rw_printf(&w, " (git %s)", rev12(f->git_rev, r1));
+            rev12(&w, f->git_rev);
             if (s->last_pass >= 0) {
                 sr_rw_puts(&w, ", last passing night ");
                 sr_rw_utf8(&w, h->nights[s->last_pass].name);
-                sr_rw_printf(&w, " (git %s)\n", rev12(h->nights[s->last_pass].git_rev, r2));
+                rev12(&w, h->nights[s->last_pass].git_rev);
+                sr_rw_puts(&w, "\n");
             } else {
                 sr_rw_puts(&w, ", no passing night before it in the window\n");
             }
@@ -365,9 +387,13 @@ int sr_history_render_text(sr_buf *out, const sr_history *h, sr_err *err)
         }
     }
     sr_rw_printf(&w, "%zu nights", h->n_nights);
-    if (h->n_nights)
-        sr_rw_printf(&w, " (%s .. %s)", h->nights[0].start_iso,
-                     h->nights[h->n_nights - 1].start_iso);
+    if (h->n_nights) {
+        sr_rw_puts(&w, " (");
+        sr_rw_utf8(&w, h->nights[0].start_iso);
+        sr_rw_puts(&w, " .. ");
+        sr_rw_utf8(&w, h->nights[h->n_nights - 1].start_iso);
+        sr_rw_puts(&w, ")");
+    }
     sr_rw_printf(&w, ", %zu scenarios, %zu failing, %zu flaky, %zu skipped (unreadable)",
                  h->n_scenarios, failing, flaky, h->n_skipped);
     if (h->dropped)

@@ -102,7 +102,7 @@ static void verdict_lists(sr_rw *w, const sr_history *h)
             continue;
         sr_rw_puts(w, "<tr><td>");
         text(w, s->id);
-        sr_rw_puts(w, "</td>");
+        sr_rw_puts(w, s->flaky ? " <span class=\"badge skip\">flaky</span></td>" : "</td>");
         night_cell(w, h, s->first_fail);
         night_cell(w, h, s->last_pass);
         sr_rw_puts(w, "</tr>\n");
@@ -246,10 +246,13 @@ int sr_history_render_html(sr_buf *out, const sr_history *h, sr_err *err)
                  "<head>\n<meta charset=\"utf-8\"/>\n<title>syncroll history</title>\n"
                  "<style>\n%s%s</style>\n</head>\n<body>\n<h1>syncroll history: %zu nights</h1>\n",
                  sr_report_css(), css_extra, h->n_nights);
-    if (h->n_nights)
-        sr_rw_printf(&w, "<p class=\"meta\">from %s to %s; %zu scenarios", h->nights[0].start_iso,
-                     h->nights[h->n_nights - 1].start_iso, h->n_scenarios);
-    else
+    if (h->n_nights) {
+        sr_rw_puts(&w, "<p class=\"meta\">from ");
+        text(&w, h->nights[0].start_iso);
+        sr_rw_puts(&w, " to ");
+        text(&w, h->nights[h->n_nights - 1].start_iso);
+        sr_rw_printf(&w, "; %zu scenarios", h->n_scenarios);
+    } else
         sr_rw_puts(&w, "<p class=\"meta\">no readable night");
     if (h->dropped)
         sr_rw_printf(&w, "; %zu older nights left out (--last)", h->dropped);
