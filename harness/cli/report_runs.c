@@ -55,8 +55,8 @@ static void free_runs(sr_run_result **v, size_t n)
     free(v);
 }
 
-/* Writes the merged run into OUT (created if missing); 0 or -1 (printed). */
-static int write_merged(sr_run_result *m, const char *out)
+/* Creates OUT and names the merged run after it; 0 or -1 (printed). */
+static int prepare_out(sr_run_result *m, const char *out)
 {
     sr_err err = SR_ERR_INIT;
     if (mkdir(out, 0777) != 0 && errno != EEXIST) {
@@ -66,29 +66,33 @@ static int write_merged(sr_run_result *m, const char *out)
     const char *base = strrchr(out, '/');
     base = base && base[1] ? base + 1 : out;
     if (sr_result_set_str(&m->header.out_dir, out, &err) ||
-        sr_result_set_str(&m->header.run_id, base, &err) ||
-        sr_report_write(m, out, SR_REPORT_ALL, &err)) {
+        sr_result_set_str(&m->header.run_id, base, &err)) {
         fprintf(stderr, "syncroll report: %s [%s]\n", err.msg, sr_code_name(err.code));
         return -1;
     }
     return 0;
 }
 
-int sr_report_cli_merge(int argc, char **argv)
+/* Writes the merged run's reports into OUT; 0 or -1 (printed). */
+static int write_merged(sr_run_result *m, const char *out)
 {
-    if (argc < 2 || argv[0][0] == '-') {
-        fprintf(stderr, "syncroll report: --merge needs OUT and at least one RUN_DIR\n");
-        return SR_EXIT_USAGE;
+    sr_err err = SR_ERR_INIT;
+    if (sr_report_write(m, out, SR_REPORT_ALL, &err)) {
+        fprintf(stderr, "syncroll report: %s [%s]\n", err.msg, sr_code_name(err.code));
+        return -1;
     }
-    size_t n = (size_t)argc - 1;
-    sr_run_result **v = calloc(n, sizeof(*v));
-    if (!v)
-        return SR_EXIT_FAIL;
+    return 0;
+}
+
+/* Loads the shards named by argv[1..n]; 0, or -1 after printing why (usage error). */
+static int load_shards(sr_run_result **v, char **dirs, size_t n, char **argv)
+{
     char dir[4096];
     /* Writing the merged run over one of its shards would destroy that shard. */
     char *out_real = realpath(argv[0], NULL);
-    for (size_t i = 0; i < n; i++) {
-        int bad = argv[i + 1][0] == '-' || sr_report_cli_load(&v[i], argv[i + 1], dir, sizeof(dir));
+    int bad = 0;
+    for (size_t i = 0; !bad && i < n; i++) {
+        bad = argv[i + 1][0] == '-' || sr_report_cli_load(&v[i], argv[i + 1], dir, sizeof(dir));
         if (argv[i + 1][0] == '-')
             fprintf(stderr, "syncroll report: --merge takes no option ('%s')\n", argv[i + 1]);
         char *in_real = bad || !out_real ? NULL : realpath(dir, NULL);
@@ -100,35 +104,62 @@ int sr_report_cli_merge(int argc, char **argv)
             bad = 1;
         }
         free(in_real);
-        if (bad) {
-            free(out_real);
-            free_runs(v, n);
-            return SR_EXIT_USAGE;
-        }
+        if (!bad && !(dirs[i] = strdup(dir)))
+            bad = 1;
     }
     free(out_real);
+    return bad ? -1 : 0;
+}
+
+/*
+ * The exit status of a merge, as `syncroll run` gives it: 1 when a scenario failed, errored or
+ * was interrupted, or the merged run is partial (a shard missing or interrupted), else 0.
+ */
+static int merged_status(const sr_run_result *m)
+{
+    return m->counts[SR_VERDICT_FAIL] || m->counts[SR_VERDICT_ERROR] ||
+                   m->counts[SR_VERDICT_INTERRUPTED] || m->partial
+               ? SR_EXIT_FAIL
+               : SR_EXIT_OK;
+}
+
+int sr_report_cli_merge(int argc, char **argv)
+{
+    if (argc < 2 || argv[0][0] == '-') {
+        fprintf(stderr, "syncroll report: --merge needs OUT and at least one RUN_DIR\n");
+        return SR_EXIT_USAGE;
+    }
+    size_t n = (size_t)argc - 1;
+    sr_run_result **v = calloc(n, sizeof(*v));
+    char **dirs = calloc(n + 1, sizeof(char *));
     sr_run_result *m = NULL;
     sr_err err = SR_ERR_INIT;
-    int rc = sr_report_merge(&m, (const sr_run_result *const *)v, (const char *const *)argv + 1, n,
+    int rc = 0, status = SR_EXIT_USAGE;
+    if (v && dirs && !load_shards(v, dirs, n, argv)) {
+        rc = sr_report_merge(&m, (const sr_run_result *const *)v, (const char *const *)argv + 1, n,
                              &err);
-    free_runs(v, n);
-    if (rc)
-        fprintf(stderr, "syncroll report: %s: %s\n", sr_code_name(rc), err.msg);
-    if (!m)
-        return SR_EXIT_USAGE;
-    int status = rc ? SR_EXIT_FAIL : SR_EXIT_OK;
-    if (write_merged(m, argv[0]))
-        status = SR_EXIT_USAGE;
-    else {
+        if (rc)
+            fprintf(stderr, "syncroll report: %s: %s\n", sr_code_name(rc), err.msg);
+    }
+    if (m && !prepare_out(m, argv[0]) &&
+        !sr_report_cli_carry(m, v, (const char *const *)dirs, n, argv[0]) &&
+        !write_merged(m, argv[0])) {
         printf("merged %zu shard%s into %s%s\n", n, n == 1 ? "" : "s", argv[0],
                m->partial ? " (partial)" : "");
         size_t failed = m->counts[SR_VERDICT_FAIL] + m->counts[SR_VERDICT_ERROR];
         printf("%zu passed, %zu failed", m->counts[SR_VERDICT_PASS], failed);
         if (m->counts[SR_VERDICT_SKIP])
             printf(", %zu skipped", m->counts[SR_VERDICT_SKIP]);
+        if (m->counts[SR_VERDICT_INTERRUPTED])
+            printf(", %zu interrupted", m->counts[SR_VERDICT_INTERRUPTED]);
         printf("\n");
+        status = rc ? SR_EXIT_FAIL : merged_status(m);
     }
     sr_run_result_free(m);
+    free_runs(v, n);
+    for (size_t i = 0; dirs && i < n; i++)
+        free(dirs[i]);
+    free(dirs);
     return status;
 }
 

@@ -92,8 +92,10 @@ int sr_report_load_mem(sr_run_result **out, const char *data, size_t len, const 
  * new run *out (the caller's, freed with sr_run_result_free): every scenario execution of every
  * shard, copied, ordered round by round and then by file and id; the header of the first shard
  * (version, git rev, run group, options, machine, command) with no shard of its own, the
- * earliest start, the wall time from it to the latest end, and `merged_from` listing the
- * shards' run ids in shard order; a shard that was partial makes the merge partial. A pure
+ * earliest start, the wall time from it to the latest end, `merged_from` listing the
+ * shards' run ids in shard order, `shards` the same with each shard's host and command,
+ * `merged_of` the shard count; each scenario's `shard` says which shard ran it. A shard that
+ * was partial makes the merge partial. A pure
  * function: the shards are only read. `names[i]` (e.g. the folder) names shard i in messages.
  *
  * Errors, each naming the shards involved: SR_E_REPORT_RUN_MISMATCH (a run that is not a
