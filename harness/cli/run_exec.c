@@ -17,6 +17,7 @@
 #include "report/report.h"
 #include "report/term.h"
 #include "run/runner.h"
+#include "run/shard_balance.h"
 #include "sr_clock.h"
 
 static int mkdir_p(const char *path)
@@ -56,6 +57,8 @@ static void remove_folder(const char *dir)
 typedef struct loaded {
     sr_scenario **v;
     size_t n;
+    const char **mine; /* --timings: the ids of this shard, sorted (borrowed from v) */
+    size_t n_mine;
 } loaded;
 
 /*
@@ -139,7 +142,7 @@ static int has_tag(const sr_scenario *s, const char *t)
     return 0;
 }
 
-static int selected(const sr_scenario *s, const run_args *a)
+static int tag_selected(const sr_scenario *s, const run_args *a)
 {
     int any = a->n_tags == 0;
     for (size_t i = 0; i < a->n_tags; i++)
@@ -147,7 +150,63 @@ static int selected(const sr_scenario *s, const run_args *a)
     for (size_t i = 0; i < a->n_exclude; i++)
         if (has_tag(s, a->exclude[i]))
             return 0;
-    return any && sr_shard_selects(&a->shard, s->id);
+    return any;
+}
+
+static int by_str(const void *x, const void *y)
+{
+    return strcmp(*(const char *const *)x, *(const char *const *)y);
+}
+
+static int selected(const sr_scenario *s, const run_args *a)
+{
+    if (!tag_selected(s, a))
+        return 0;
+    if (a->shard.n && a->timings) {
+        const char *key = s->id;
+        return bsearch(&key, a->shard_ids, a->n_shard_ids, sizeof(char *), by_str) != NULL;
+    }
+    return sr_shard_selects(&a->shard, s->id);
+}
+
+/*
+ * --timings: the ids of this shard by the balanced partition (run/shard_balance.h) of every
+ * scenario the tags select, into l->mine and a->shard_ids. 0, or -1 after printing the error.
+ */
+static int balance_shards(loaded *l, run_args *a)
+{
+    if (!a->shard.n || !a->timings)
+        return 0;
+    sr_shard_timings t;
+    sr_err err = SR_ERR_INIT;
+    const char **ids = calloc(l->n + 1, sizeof(char *));
+    int *of = calloc(l->n + 1, sizeof(int));
+    size_t n = 0;
+    for (size_t i = 0; ids && of && i < l->n; i++)
+        if (tag_selected(l->v[i], a))
+            ids[n++] = l->v[i]->id;
+    int rc = !ids || !of ? sr_err_set(&err, SR_E_NOMEM, "cannot balance the shards")
+                         : sr_shard_timings_load(&t, a->timings, &err);
+    if (!rc) {
+        rc = sr_shard_balance(of, NULL, &a->shard, ids, n, &t, &err);
+        sr_shard_timings_free(&t);
+    }
+    for (size_t i = 0; !rc && i < n; i++)
+        if (of[i] == a->shard.k)
+            ids[l->n_mine++] = ids[i];
+    free(of);
+    if (rc) {
+        free(ids);
+        fprintf(stderr, "syncroll run: %s [%s]\n", err.msg, sr_code_name(rc));
+        return -1;
+    }
+    qsort(ids, l->n_mine, sizeof(char *), by_str);
+    l->mine = ids;
+    a->shard_ids = ids;
+    a->n_shard_ids = l->n_mine;
+    fprintf(stderr, "syncroll run: shard %d/%d balanced by the durations of %s: %zu of %zu\n",
+            a->shard.k, a->shard.n, a->timings, l->n_mine, n);
+    return 0;
 }
 
 /*
@@ -448,6 +507,7 @@ static void free_loaded(loaded *l)
     for (size_t i = 0; i < l->n; i++)
         sr_scenario_free(l->v[i]);
     free(l->v);
+    free(l->mine);
 }
 
 /* Runs every round under the signal watcher, then reports; returns the exit status. */
@@ -488,10 +548,12 @@ static int run_and_report(sr_run_result *run, const loaded *l, const run_args *a
     return failed ? SR_EXIT_FAIL : SR_EXIT_OK;
 }
 
-int sr_run_main(const run_args *a, sr_signals *sig, int argc, char **argv)
+int sr_run_main(const run_args *args, sr_signals *sig, int argc, char **argv)
 {
-    loaded l = {NULL, 0};
-    if (load_all(&l, a) || memory_refused(&l, a)) {
+    run_args shard_args = *args; /* plus this shard's ids when --timings balances */
+    const run_args *a = &shard_args;
+    loaded l = {NULL, 0, NULL, 0};
+    if (load_all(&l, a) || balance_shards(&l, &shard_args) || memory_refused(&l, a)) {
         free_loaded(&l);
         return SR_EXIT_USAGE;
     }
