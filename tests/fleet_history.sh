@@ -47,12 +47,20 @@ assert sc["late-error"]["timeline"][-2:] == ["error", "error"]
 assert sc["new-scenario"]["timeline"][:5] == ["absent"] * 4 + ["pass"]
 req = [n["phases"]["request"]["p99_ms"] for n in d["nights"]]
 assert req[-1] > req[0] * 1.5, req
+# Per scenario: a wall time and a p99 per phase for every night, null where it did not run.
+lat = sc["regressing"]["latency"]
+assert len(lat["wall_ms"]) == 10 and all(v > 0 for v in lat["wall_ms"]), lat["wall_ms"]
+r = lat["p99_ms"]["request"]
+assert len(r) == 10 and r[-1] > r[0] * 1.5, r
+assert sc["new-scenario"]["latency"]["p99_ms"]["request"][:4] == [None] * 4
 print("ok")' "$N/history.json"
 expect 0 "history.html is well-formed (XHTML)" xmllint --noout "$N/history.html"
 errs=$(xmllint --html --noout "$N/history.html" 2>&1 | grep 'parser error' |
     grep -Ev 'Tag (svg|line|text|title|polyline|circle|footer|section) invalid')
 [ -z "$errs" ] || bad "history.html has HTML parser errors: $errs"
 grep -q '<svg' "$N/history.html" || bad "history.html has no SVG chart"
+[ "$(sed -n '/id="scenario-trends"/,/<\/table>/p' "$N/history.html" | grep -c '^<tr><td>.*<svg')" -eq 6 ] ||
+    bad "history.html has no trend row with sparklines for each of the 6 scenarios"
 urls=$(grep -o 'https\{0,1\}://[^"]*' "$N/history.html" | grep -v '^http://www.w3.org/')
 [ -z "$urls" ] || bad "history.html references outside the page: $urls"
 
