@@ -41,14 +41,19 @@ static void usage(FILE *f)
             "    and so are two folders of one shard (report.shard_duplicate) and a scenario\n"
             "    that ran in two shards (report.scenario_twice): exit 2, nothing written. A\n"
             "    missing shard (report.shard_missing) is named; the reports of the shards\n"
-            "    present are written marked partial and the exit status is 1.\n\n"
+            "    present are written marked partial and the exit status is 1. Otherwise the\n"
+            "    exit status is run's: 1 when a scenario failed, errored or was interrupted or\n"
+            "    a shard was partial, else 0. What each shard's report.html links to is copied\n"
+            "    into OUT/shard-K (no symbolic link followed, 256 MiB in all), so the merged\n"
+            "    report's links resolve from OUT alone.\n\n"
             "--history DIR [--last N] [--out OUT_DIR]  reads every run folder DIR/*/results.json\n"
             "    (one per night; symbolic links such as latest are not followed), keeps the\n"
             "    newest N by start time, and writes history.html and history.json into OUT_DIR\n"
             "    (default DIR): each scenario's verdict night by night, the scenarios failing\n"
-            "    now with their first failing night and the git revs around it, flaky ones,\n"
-            "    p50/p99 trends per phase. An unreadable or corrupt results.json is reported\n"
-            "    (SKIPPED) and left out. Exit status 0 written, 2 usage error, no readable\n"
+            "    now (flaky or not) with their first failing night and the git revs around it,\n"
+            "    flaky ones, p50/p99 trends per phase and per scenario. An unreadable, corrupt\n"
+            "    or symlinked results.json is reported (SKIPPED) and left out. Exit status 0 "
+            "written, 2 usage error, no readable\n"
             "    night, or a file that could not be written.\n",
             SR_REPORT_DEFAULT_THRESHOLD, SR_REPORT_DEFAULT_FLOOR_NS / 1e6, SR_REPORT_DEFAULT_TOP);
 }
