@@ -153,56 +153,35 @@ static int tag_selected(const sr_scenario *s, const run_args *a)
     return any;
 }
 
-static int by_str(const void *x, const void *y)
-{
-    return strcmp(*(const char *const *)x, *(const char *const *)y);
-}
-
 static int selected(const sr_scenario *s, const run_args *a)
 {
     if (!tag_selected(s, a))
         return 0;
-    if (a->shard.n && a->timings) {
-        const char *key = s->id;
-        return bsearch(&key, a->shard_ids, a->n_shard_ids, sizeof(char *), by_str) != NULL;
-    }
+    if (a->shard.n && a->timings)
+        return sr_shard_ids_has(a->shard_ids, a->n_shard_ids, s->id);
     return sr_shard_selects(&a->shard, s->id);
 }
 
-/*
- * --timings: the ids of this shard by the balanced partition (run/shard_balance.h) of every
- * scenario the tags select, into l->mine and a->shard_ids. 0, or -1 after printing the error.
- */
+/* --timings: this shard's ids of the scenarios the tags select (run/shard_balance.h), into
+ * l->mine and a->shard_ids. 0, or -1 after printing the error. */
 static int balance_shards(loaded *l, run_args *a)
 {
     if (!a->shard.n || !a->timings)
         return 0;
-    sr_shard_timings t;
     sr_err err = SR_ERR_INIT;
     const char **ids = calloc(l->n + 1, sizeof(char *));
-    int *of = calloc(l->n + 1, sizeof(int));
     size_t n = 0;
-    for (size_t i = 0; ids && of && i < l->n; i++)
+    for (size_t i = 0; ids && i < l->n; i++)
         if (tag_selected(l->v[i], a))
             ids[n++] = l->v[i]->id;
-    int rc = !ids || !of ? sr_err_set(&err, SR_E_NOMEM, "cannot balance the shards")
-                         : sr_shard_timings_load(&t, a->timings, &err);
-    if (!rc) {
-        rc = sr_shard_balance(of, NULL, &a->shard, ids, n, &t, &err);
-        sr_shard_timings_free(&t);
-    }
-    for (size_t i = 0; !rc && i < n; i++)
-        if (of[i] == a->shard.k)
-            ids[l->n_mine++] = ids[i];
-    free(of);
+    int rc = ids ? sr_shard_balanced_ids(&l->mine, &l->n_mine, &a->shard, a->timings, ids, n, &err)
+                 : sr_err_set(&err, SR_E_NOMEM, "cannot balance the shards");
+    free(ids);
     if (rc) {
-        free(ids);
         fprintf(stderr, "syncroll run: %s [%s]\n", err.msg, sr_code_name(rc));
         return -1;
     }
-    qsort(ids, l->n_mine, sizeof(char *), by_str);
-    l->mine = ids;
-    a->shard_ids = ids;
+    a->shard_ids = l->mine;
     a->n_shard_ids = l->n_mine;
     fprintf(stderr, "syncroll run: shard %d/%d balanced by the durations of %s: %zu of %zu\n",
             a->shard.k, a->shard.n, a->timings, l->n_mine, n);

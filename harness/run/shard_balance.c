@@ -186,6 +186,47 @@ int sr_shard_timings_load(sr_shard_timings *out, const char *path, sr_err *err)
     return rc;
 }
 
+static int by_str(const void *x, const void *y)
+{
+    return strcmp(*(const char *const *)x, *(const char *const *)y);
+}
+
+int sr_shard_balanced_ids(const char ***mine, size_t *n_mine, const sr_shard *s, const char *path,
+                          const char *const *ids, size_t n, sr_err *err)
+{
+    if (!mine || !n_mine || !s || !path || (n && !ids))
+        return sr_err_set(err, SR_E_INVAL, "sr_shard_balanced_ids: bad argument");
+    *mine = NULL;
+    *n_mine = 0;
+    sr_shard_timings t;
+    const char **v = calloc(n + 1, sizeof(char *));
+    int *of = calloc(n + 1, sizeof(int));
+    int rc = !v || !of ? sr_err_set(err, SR_E_NOMEM, "cannot balance %zu scenarios", n)
+                       : sr_shard_timings_load(&t, path, err);
+    if (!rc) {
+        rc = sr_shard_balance(of, NULL, s, ids, n, &t, err);
+        sr_shard_timings_free(&t);
+    }
+    size_t k = 0;
+    for (size_t i = 0; !rc && i < n; i++)
+        if (of[i] == s->k)
+            v[k++] = ids[i];
+    free(of);
+    if (rc) {
+        free(v);
+        return rc;
+    }
+    qsort(v, k, sizeof(char *), by_str);
+    *mine = v;
+    *n_mine = k;
+    return 0;
+}
+
+int sr_shard_ids_has(const char *const *mine, size_t n_mine, const char *id)
+{
+    return mine && bsearch(&id, mine, n_mine, sizeof(char *), by_str) != NULL;
+}
+
 typedef struct item {
     const char *id;
     size_t index;

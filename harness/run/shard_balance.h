@@ -55,4 +55,15 @@ double sr_shard_timings_get(const sr_shard_timings *t, const char *id);
 int sr_shard_balance(int *shard_of, double *load_ms, const sr_shard *s, const char *const *ids,
                      size_t n, const sr_shard_timings *t, sr_err *err);
 
+/*
+ * Shard s->k's part of ids[0..n) (distinct) by the balanced partition with the timings of
+ * `path`: *mine receives those ids sorted (the strings are borrowed from ids; the array is the
+ * caller's, freed with free()) and *n_mine their number. The errors of the two functions above.
+ */
+int sr_shard_balanced_ids(const char ***mine, size_t *n_mine, const sr_shard *s, const char *path,
+                          const char *const *ids, size_t n, sr_err *err);
+
+/* 1 if `id` is in the sorted list of sr_shard_balanced_ids. */
+int sr_shard_ids_has(const char *const *mine, size_t n_mine, const char *id);
+
 #endif /* SR_RUN_SHARD_BALANCE_H */
