@@ -44,12 +44,36 @@ for k in 1 2 3 4; do
     fi
 done
 [ -n "${failing:-}" ] || die "no shard ran the failing scenario"
+# A symbolic link inside the failure's artifacts (to a file outside): never followed nor copied.
+art=$(ls -d "$tmp/job-$failing"/runs/2*/artifacts/nightly-sim-failing) || die "no artifacts kept"
+echo "outside" >"$tmp/outside.txt"
+ln -s "$tmp/outside.txt" "$art/leak"
 
 expect_out 1 '^11 passed, 1 failed$' "the merge of a nightly with one failure exits 1" \
     "$S" report --merge "$tmp/merged" "$tmp/job-1/runs/latest" "$tmp/job-2/runs/latest" \
     "$tmp/job-3/runs/latest" "$tmp/job-4/runs/latest"
 printf '%s\n' "$OUT" | grep -q '^carried 2 linked files and folders ' ||
     bad "the merge did not carry the failure's artifacts and expanded scenario"
+printf '%s\n' "$OUT" | grep -q '^1 symbolic link or special file inside carried folders left out$' ||
+    bad "the merge does not say it left the symbolic link out"
+[ -e "$tmp/merged/shard-$failing/artifacts/nightly-sim-failing/leak" ] &&
+    bad "a symbolic link of a shard folder was copied"
+grep -rq outside "$tmp/merged" && bad "a file outside the shard folder was read into merged/"
+
+# Over the bound (a 300 MiB sparse file, refused before a byte is copied): the folder is not
+# carried and is named as text, not as a dead link; what fits is still carried.
+truncate -s 300M "$art/huge.bin" || die "truncate"
+expect_out 1 '^carried 2 linked files and folders .*; the rest is over the 256 MiB bound$' \
+    "a merge over the carry bound says so" \
+    "$S" report --merge "$tmp/big" "$tmp/job-1/runs/latest" "$tmp/job-2/runs/latest" \
+    "$tmp/job-3/runs/latest" "$tmp/job-4/runs/latest"
+printf '%s\n' "$OUT" | grep -q '^1 link not carried ' || bad "the merge does not count the link it left"
+grep -q 'href="shard-[0-9]/[^"]*/artifacts/nightly-sim-failing"' "$tmp/big/report.html" &&
+    bad "the folder over the bound is still a link"
+grep -q "artifacts: $tmp/job-$failing/runs/2[^ ]*/artifacts/nightly-sim-failing " "$tmp/big/report.html" ||
+    bad "the folder over the bound is not named in its shard folder"
+[ -e "$tmp/big/shard-$failing/artifacts/nightly-sim-failing/huge.bin" ] &&
+    bad "the file over the bound was written"
 rm -rf "$tmp/job-1" "$tmp/job-2" "$tmp/job-3" "$tmp/job-4"
 expect_out 0 '^ok [0-9]+ links$' "every link of the merged report.html resolves under merged/" \
     python3 - "$tmp/merged" <<'PY'

@@ -41,7 +41,8 @@ typedef struct carried {
 typedef struct budget {
     uint64_t bytes;
     size_t entries;
-    int cut; /* something did not fit */
+    size_t skipped; /* symbolic links and special files inside a carried folder, left out */
+    int cut;        /* something did not fit */
 } budget;
 
 static int copy_tree(int sdir, int ddir, const char *name, int depth, budget *b);
@@ -114,14 +115,24 @@ static int copy_tree(int sdir, int ddir, const char *name, int depth, budget *b)
         return -1;
     }
     int fd = openat(sdir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0 && errno == ELOOP && depth > 0) {
+        b->skipped++; /* a symbolic link inside a linked folder: left out, never followed */
+        return 0;
+    }
     if (fd < 0)
         return -1;
     struct stat st;
     int rc = -1;
-    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+    if (fstat(fd, &st) != 0)
+        rc = -1;
+    else if (S_ISREG(st.st_mode))
         rc = copy_file(fd, &st, ddir, name, b);
     else if (S_ISDIR(st.st_mode))
         rc = copy_folder(fd, ddir, name, depth, b);
+    else if (depth > 0) {
+        b->skipped++; /* a FIFO, socket or device inside a linked folder */
+        rc = 0;
+    }
     close(fd);
     return rc;
 }
@@ -336,6 +347,9 @@ int sr_report_cli_carry(sr_run_result *m, sr_run_result *const *shards, const ch
         printf("carried %zu linked file%s and folder%s (%.1f MiB) into %s/shard-*%s\n", c.n,
                c.n == 1 ? "" : "s", c.n == 1 ? "" : "s", (double)b.bytes / 1048576.0, out,
                b.cut ? "; the rest is over the 256 MiB bound" : "");
+    if (!rc && b.skipped)
+        printf("%zu symbolic link%s or special file%s inside carried folders left out\n", b.skipped,
+               b.skipped == 1 ? "" : "s", b.skipped == 1 ? "" : "s");
     if (!rc && failed)
         printf("%zu link%s not carried (over the bound, unreadable or a symbolic link): the "
                "merged report names them in the shard folders\n",
