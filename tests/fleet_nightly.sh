@@ -107,7 +107,7 @@ PY
     [ -f "$tmp/merged/shard-$failing/artifacts/nightly-sim-failing/engine-0.log" ] ||
     bad "the failure's engine log was not carried into merged/shard-$failing"
 
-expect_out 0 '^ok$' "failure first, shard column, shard header, grouped checks" python3 - \
+expect_out 0 '^ok$' "failure first (html, text, junit), shard column, shard header, grouped checks" python3 - \
     "$tmp/merged" "$failing" <<'PY'
 import json, re, sys
 root, k = sys.argv[1], sys.argv[2]
@@ -126,6 +126,10 @@ lines = [l for l in text.splitlines() if re.match(r"(\[\d/4\] )?(PASS|FAIL)", l)
 assert lines[0].startswith("[%s/4] FAIL  nightly-sim-failing" % k), lines[:2]
 assert re.search(r"^  shard 4/4: .* on .*: .*syncroll run ", text, re.M), "no shard lines"
 assert "... 5 more client.routes_missing like these (8 in all)" in text
+import xml.etree.ElementTree as ET
+cases = [c for c in ET.parse(root + "/junit.xml").getroot().iter("testcase")]
+assert cases[0].find("failure") is not None and "nightly-sim-failing" in cases[0].get("name"), \
+    [c.get("name") for c in cases[:2]]
 d = json.load(open(root + "/results.json"))
 assert d["run"]["merged_of"] == 4 and len(d["run"]["shards"]) == 4, d["run"]
 assert {s["id"]: s["shard"] for s in d["scenarios"]}["nightly-sim-failing"] == int(k)
