@@ -8,7 +8,14 @@ backslash-continued lines and splitting at shell separators); its subcommand mus
 invocation is then executed as a dry run (`--list`, no engine starts) with the environment the
 CI system would give one shard, and must select its shard from the source the example relies
 on. Each file must also merge its shards (`report --merge`), and its shard count must agree
-with its parallelism. Usage: ci_examples.py SYNCROLL SOURCE_DIR
+with its parallelism.
+
+The three examples must be equivalent (issue 29): every one balances its shards by the recorded
+durations (`run --timings fixtures/nightly-timings.json`), gates on the merge (its exit status
+becomes the job's, but only after the history and the upload: a script that keeps the status
+and exits with it last, or GitHub's failing step followed by `if: always()` steps), keeps a
+history (`report --history ... --last 30`) and uploads or keeps merged/ and the history report.
+Usage: ci_examples.py SYNCROLL SOURCE_DIR
 """
 import os
 import re
@@ -130,8 +137,29 @@ def check_file(name, docs, subst, env, source, shards):
             dry_run(name, c, env, source)
     if not any(c[:2] == ["report", "--merge"] for c in cmds):
         bad("%s: no `syncroll report --merge`" % name)
+    runs = [c for c in cmds if c[0] == "run"]
+    if not runs or not all("--timings" in c and
+                           c[c.index("--timings") + 1] == "fixtures/nightly-timings.json"
+                           for c in runs):
+        bad("%s: a shard is not balanced by --timings fixtures/nightly-timings.json" % name)
+    if not any(c[:2] == ["report", "--history"] and "--last" in c for c in cmds):
+        bad("%s: no `syncroll report --history ... --last N`" % name)
     if shards != 4:
         bad("%s: %s shards where the run expects 4" % (name, shards))
+
+
+def script_gate(name, script):
+    """A script that merges: the merge's status kept, history after it, that status last."""
+    lines = [l.strip() for l in script.replace("\\\n", " ").splitlines() if l.strip()]
+    text = " ".join(lines)
+    m = re.search(r"report --merge [^;\n]*\|\| status=\$\$?\?", text)
+    h = text.find("report --history")
+    last = re.search(r"exit \"?\$\$?\{?status\}?\"?;?$", text)
+    if not m or h < m.end() or not last:
+        bad("%s: the merge is not the gate (status kept, history after it, exit with it last)"
+            % name)
+    else:
+        ok("%s: the merge's status is the job's, after the history" % name)
 
 
 def github():
@@ -156,6 +184,18 @@ def github():
                                                                      env["RUN_GROUP"])
 
     check_file(name, docs, expand, env, "option", len(matrix))
+    steps = wf["jobs"]["merge"]["steps"]
+    merge = [i for i, s in enumerate(steps) if "--merge" in str(s.get("run", ""))]
+    later = steps[merge[0] + 1:] if merge else []
+    if (not merge or steps[merge[0]].get("continue-on-error") or
+            any(s.get("if") != "always()" for s in later)):
+        bad("%s: the merge step is not the gate followed by `if: always()` steps" % name)
+    else:
+        ok("%s: the merge step is the gate; history and upload run always" % name)
+    paths = " ".join(str(s.get("with", {}).get("path", "")) for s in later
+                     if "upload-artifact" in str(s.get("uses", "")))
+    if "merged/" not in paths or "history-report/" not in paths:
+        bad("%s: merged/ and history-report/ are not uploaded" % name)
 
 
 def buildkite():
@@ -177,6 +217,14 @@ def buildkite():
         return s.replace("$$", "$").replace("${BUILDKITE_PARALLEL_JOB}", "0")
 
     check_file(name, docs, subst, env, "buildkite", steps[0]["parallelism"])
+    merge = [s for s in p["steps"] if isinstance(s, dict) and "--merge" in str(s.get("command"))]
+    if len(merge) != 1:
+        bad("%s: want one merge step" % name)
+        return
+    script_gate(name, merge[0]["command"])
+    paths = " ".join(merge[0].get("artifact_paths", []))
+    if "merged/**" not in paths or "history-report/" not in paths:
+        bad("%s: the merge step does not upload merged/ (all of it) and history-report/" % name)
 
 
 def kubernetes():
@@ -201,6 +249,16 @@ def kubernetes():
         return s
 
     check_file(name, docs, subst, env, "kubernetes", spec["completions"])
+    merge = [j for j in jobs if "--merge" in str(j)]
+    if len(merge) != 1:
+        bad("%s: want one merge Job" % name)
+        return
+    c = merge[0]["spec"]["template"]["spec"]["containers"][0]
+    script = " ".join(c.get("args", []))
+    script_gate(name, script.replace("; ", ";\n"))
+    mounts = [v["mountPath"] for v in c.get("volumeMounts", [])]
+    if "/reports" not in mounts or "--out /reports/history" not in script:
+        bad("%s: the merged run and the history are not kept on the volume" % name)
 
 
 github()

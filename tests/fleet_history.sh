@@ -47,12 +47,20 @@ assert sc["late-error"]["timeline"][-2:] == ["error", "error"]
 assert sc["new-scenario"]["timeline"][:5] == ["absent"] * 4 + ["pass"]
 req = [n["phases"]["request"]["p99_ms"] for n in d["nights"]]
 assert req[-1] > req[0] * 1.5, req
+# Per scenario: a wall time and a p99 per phase for every night, null where it did not run.
+lat = sc["regressing"]["latency"]
+assert len(lat["wall_ms"]) == 10 and all(v > 0 for v in lat["wall_ms"]), lat["wall_ms"]
+r = lat["p99_ms"]["request"]
+assert len(r) == 10 and r[-1] > r[0] * 1.5, r
+assert sc["new-scenario"]["latency"]["p99_ms"]["request"][:4] == [None] * 4
 print("ok")' "$N/history.json"
 expect 0 "history.html is well-formed (XHTML)" xmllint --noout "$N/history.html"
 errs=$(xmllint --html --noout "$N/history.html" 2>&1 | grep 'parser error' |
     grep -Ev 'Tag (svg|line|text|title|polyline|circle|footer|section) invalid')
 [ -z "$errs" ] || bad "history.html has HTML parser errors: $errs"
 grep -q '<svg' "$N/history.html" || bad "history.html has no SVG chart"
+[ "$(sed -n '/id="scenario-trends"/,/<\/table>/p' "$N/history.html" | grep -c '^<tr><td>.*<svg')" -eq 6 ] ||
+    bad "history.html has no trend row with sparklines for each of the 6 scenarios"
 urls=$(grep -o 'https\{0,1\}://[^"]*' "$N/history.html" | grep -v '^http://www.w3.org/')
 [ -z "$urls" ] || bad "history.html references outside the page: $urls"
 
@@ -79,6 +87,39 @@ for k in range(1, 11):
 EOF
 expect_out 0 '^FLAKY steady-a: changed between pass and fail 9 times in 10 nights$' \
     "alternating verdicts are flaky" "$S" report --history "$tmp/alt" --out "$tmp/alt-out"
+# Its newest night failed: it is failing now, flaky or not (the page listed it only as flaky).
+printf '%s\n' "$OUT" | grep -q '^FAILING steady-a: first failing night night-10 (git rev10), last passing night night-09 (git rev09)$' ||
+    bad "a flaky scenario whose latest night failed is not listed as failing"
+grep -q '<h2>Failing now (3)</h2>' "$tmp/alt-out/history.html" &&
+    grep -q '<tr><td>steady-a <span class="badge skip">flaky</span></td><td>night-10</td>' \
+        "$tmp/alt-out/history.html" ||
+    bad "history.html's Failing now does not count the flaky scenario that failed last"
+
+# A crafted results.json: markup in the start time, terminal escapes in the id and git rev.
+mkdir "$tmp/hostile"
+cp -r "$N/night-01" "$N/night-02" "$tmp/hostile/"
+python3 - "$tmp/hostile/night-02/results.json" <<'EOF2' || bad "could not forge the hostile night"
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["run"]["start"]["iso"] = "P\"'><script>alert(9)</script>\u001b]0;x\u0007"
+d["run"]["git_rev"] = "\u001b[2J\u0007rev"
+d["scenarios"][0]["id"] = "<b>x</b>\u001b[31m\u0007"
+d["scenarios"][0]["verdict"] = "fail"
+json.dump(d, open(sys.argv[1], "w"))
+EOF2
+expect 0 "history of a crafted night" "$S" report --history "$tmp/hostile" --out "$tmp/hostile-out"
+printf '%s' "$OUT" | od -c | grep -q '033\|007' && bad "ESC or BEL from results.json reached the terminal"
+grep -q '<script\|<b>x' "$tmp/hostile-out/history.html" && bad "markup from results.json is in history.html unescaped"
+grep -q 'to invalid;' "$tmp/hostile-out/history.html" || bad "a start time that is no time is not shown as invalid"
+expect 0 "the crafted night's history.html is well-formed" xmllint --noout "$tmp/hostile-out/history.html"
+
+# A night whose results.json is a symbolic link (to another night's, or any file) is not read.
+mkdir "$tmp/linked" "$tmp/linked/night-x"
+cp -r "$N/night-01" "$N/night-02" "$tmp/linked/"
+ln -s ../night-02/results.json "$tmp/linked/night-x/results.json"
+expect_out 0 '^SKIPPED night-x: io\.not_regular_file: night-x/results\.json is a symbolic link: not followed \(this night is left out\)$' \
+    "a symlinked results.json is skipped by name" "$S" report --history "$tmp/linked" --out "$tmp/linked-out"
+printf '%s\n' "$OUT" | grep -q '^2 nights ' || bad "the symlinked night was counted"
 
 mkdir "$tmp/empty"
 expect_out 2 'usage\.invalid_argument: .*holds no readable run folder' "no night" \

@@ -49,9 +49,24 @@ expect 0 "report --report json" "$S" report "$tmp/c" --report json
 expect 0 "re-written results.json is identical" cmp "$tmp/a/results.json" "$tmp/c/results.json"
 
 # Baselines: b is a with every latency doubled.
-expect_out 1 '^REGRESSED run request p99 ' "slower run regresses" "$S" report "$tmp/b" --baseline "$tmp/a"
-expect_out 1 '^27 p99 regressions above 20% ' "regressions are counted" \
+# Largest increase first, the top 10 only, and nothing that grew by 0.1 ms or less.
+expect_out 1 '^REGRESSED row-mismatch .* sync_total p99 224\.693 ms -> 449\.386 ms \(\+224\.693 ms, \+100\.0%\)$' \
+    "slower run regresses, largest first" "$S" report "$tmp/b" --baseline "$tmp/a"
+printf '%s\n' "$OUT" | grep -m 1 '^REGRESSED' | grep -q ' sync_total p99 224\.693 ms' ||
+    bad "the largest increase is not listed first"
+[ "$(printf '%s\n' "$OUT" | grep -c '^REGRESSED')" -eq 10 ] || bad "--baseline did not print the top 10"
+printf '%s\n' "$OUT" | grep -q '^\.\.\. 11 more regressions, smaller (--top 21 shows them)$' ||
+    bad "--baseline did not count the regressions beyond the top 10"
+expect_out 1 '^21 p99 regressions above 20% and 0\.1 ms against .*; 6 under the floor ignored$' \
+    "regressions are counted, those under the floor apart" \
     "$S" report "$tmp/b" --baseline "$tmp/a/results.json" --report text
+printf '%s\n' "$OUT" | awk '/^REGRESSED/ { d = $(NF - 2); sub(/^\(\+/, "", d); if (d + 0 <= 0.1) exit 1 }' ||
+    bad "--baseline printed an increase under the floor"
+expect_out 1 '^27 p99 regressions above 20% and 0 ms ' "--floor 0 keeps every one" \
+    "$S" report "$tmp/b" --baseline "$tmp/a" --floor 0 --top 30
+[ "$(printf '%s\n' "$OUT" | grep -c '^REGRESSED')" -eq 27 ] || bad "--top 30 did not print all 27"
+expect 2 "bad --floor" "$S" report "$tmp/b" --baseline "$tmp/a" --floor -1
+expect 2 "bad --top" "$S" report "$tmp/b" --baseline "$tmp/a" --top 0
 expect_out 0 '^no p99 regression' "faster run does not regress" "$S" report "$tmp/a" --baseline "$tmp/b"
 expect 0 "threshold above the slowdown" "$S" report "$tmp/b" --baseline "$tmp/a" --threshold 500
 

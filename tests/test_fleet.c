@@ -8,6 +8,7 @@
 #include "report/history.h"
 #include "report/report.h"
 #include "run/shard.h"
+#include "run/shard_balance.h"
 #include "sr_test.h"
 
 /* ---- the shard ---- */
@@ -192,6 +193,13 @@ START_TEST(merge_shards)
     ck_assert_int_eq(m->header.shard_n, 0);
     ck_assert_uint_eq(m->header.n_merged_from, 3);
     ck_assert_str_eq(m->header.merged_from[0], "run-1");
+    /* each shard's host and command, the shard count, and which shard ran each scenario */
+    ck_assert_int_eq(m->header.merged_of, 3);
+    ck_assert_uint_eq(m->header.n_shards, 3);
+    ck_assert_int_eq(m->header.shards[2].k, 3);
+    ck_assert_str_eq(m->header.shards[0].run_id, "run-1");
+    ck_assert_int_eq(m->scenarios[0]->shard, 1);
+    ck_assert_int_eq(m->scenarios[3]->shard, 3);
     ck_assert_int_eq((int)m->header.start_unix_ms, 1001);
     ck_assert_int_eq(m->partial, 0);
     sr_run_result_free(m);
@@ -311,6 +319,36 @@ START_TEST(history_analysis)
 }
 END_TEST
 
+/* Fixed durations: the longest-first greedy partition, within max(1.2 x mean, longest). */
+START_TEST(shard_balance_fixed)
+{
+    char *tid[] = {"a", "b", "c", "d", "e", "f"}; /* sorted, as sr_shard_timings_load keeps */
+    double tms[] = {100, 90, 60, 50, 40, 10};
+    sr_shard_timings t = {tid, tms, 6};
+    const char *ids[] = {"f", "e", "d", "c", "b", "a", "new"}; /* "new": the mean, 58.33 */
+    int of[7];
+    double load[3];
+    sr_shard s = {2, 3, "option", ""};
+    sr_err err = SR_ERR_INIT;
+    ck_assert_sr_ok(sr_shard_balance(of, load, &s, ids, 7, &t, &err), err);
+    /* longest first, each to the least loaded: a -> 1, b -> 2, c -> 3, new -> 3, d -> 2,
+     * e -> 1, f -> 3; loads 140, 140, 128.3 */
+    const int want[] = {3, 1, 2, 3, 2, 1, 3};
+    for (int i = 0; i < 7; i++)
+        ck_assert_int_eq(of[i], want[i]);
+    ck_assert(load[0] == 140 && load[1] == 140 && load[2] > 128.3 && load[2] < 128.4);
+    ck_assert(140 <= 1.2 * (load[0] + load[1] + load[2]) / 3);
+    ck_assert(sr_shard_timings_get(&t, "c") == 60 && sr_shard_timings_get(&t, "zz") < 0);
+    const char **mine = NULL;
+    size_t n = 0;
+    ck_assert_sr_code(sr_shard_balanced_ids(&mine, &n, &s, "/nonexistent/t.json", ids, 7, &err),
+                      err, SR_E_IO);
+    ck_assert_ptr_null(mine);
+    ck_assert_sr_code(sr_shard_balance(of, NULL, &(sr_shard){0, 0, "", ""}, ids, 7, &t, &err), err,
+                      SR_E_INVAL);
+}
+END_TEST
+
 START_TEST(history_limits)
 {
     sr_history *h = NULL;
@@ -339,6 +377,7 @@ int main(void)
     tcase_add_test(tc, merge_refusals);
     tcase_add_test(tc, history_analysis);
     tcase_add_test(tc, history_limits);
+    tcase_add_test(tc, shard_balance_fixed);
     suite_add_tcase(s, tc);
     return sr_test_run(s);
 }

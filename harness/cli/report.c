@@ -16,7 +16,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: syncroll report RUN_DIR [--baseline OTHER_RUN] [--threshold PCT]\n"
-            "                       [--report LIST]\n"
+            "                       [--floor MS] [--top N] [--report LIST]\n"
             "       syncroll report --merge OUT RUN_DIR...\n"
             "       syncroll report --history DIR [--last N] [--out OUT_DIR]\n\n"
             "Re-renders the reports of a run folder (RUN_DIR/results.json, as `syncroll run`\n"
@@ -26,7 +26,11 @@ static void usage(FILE *f)
             "  --baseline DIR     compare with another run folder: list every phase whose p99\n"
             "                     regressed by more than the threshold, for the whole run and\n"
             "                     per scenario id present in both runs (repeats merged)\n"
-            "  --threshold PCT    regression threshold in percent (default %.0f)\n\n"
+            "  --threshold PCT    regression threshold in percent (default %.0f)\n"
+            "  --floor MS         ignore a p99 that grew by no more than MS milliseconds\n"
+            "                     (default %.1f; 0 keeps every one)\n"
+            "  --top N            print the N largest regressions, largest increase first,\n"
+            "                     and count the rest (default %d)\n\n"
             "RUN_DIR and DIR may also name a results.json file. Exit status: 0 reports written\n"
             "and no regression, 1 a p99 regressed, 2 usage error, unreadable or malformed\n"
             "results.json, or a report that could not be written.\n\n"
@@ -37,21 +41,27 @@ static void usage(FILE *f)
             "    and so are two folders of one shard (report.shard_duplicate) and a scenario\n"
             "    that ran in two shards (report.scenario_twice): exit 2, nothing written. A\n"
             "    missing shard (report.shard_missing) is named; the reports of the shards\n"
-            "    present are written marked partial and the exit status is 1.\n\n"
+            "    present are written marked partial and the exit status is 1. Otherwise the\n"
+            "    exit status is run's: 1 when a scenario failed, errored or was interrupted or\n"
+            "    a shard was partial, else 0. What each shard's report.html links to is copied\n"
+            "    into OUT/shard-K (no symbolic link followed, 256 MiB in all), so the merged\n"
+            "    report's links resolve from OUT alone.\n\n"
             "--history DIR [--last N] [--out OUT_DIR]  reads every run folder DIR/*/results.json\n"
             "    (one per night; symbolic links such as latest are not followed), keeps the\n"
             "    newest N by start time, and writes history.html and history.json into OUT_DIR\n"
             "    (default DIR): each scenario's verdict night by night, the scenarios failing\n"
-            "    now with their first failing night and the git revs around it, flaky ones,\n"
-            "    p50/p99 trends per phase. An unreadable or corrupt results.json is reported\n"
-            "    (SKIPPED) and left out. Exit status 0 written, 2 usage error, no readable\n"
+            "    now (flaky or not) with their first failing night and the git revs around it,\n"
+            "    flaky ones, p50/p99 trends per phase and per scenario. An unreadable, corrupt\n"
+            "    or symlinked results.json is reported (SKIPPED) and left out. Exit status 0 "
+            "written, 2 usage error, no readable\n"
             "    night, or a file that could not be written.\n",
-            SR_REPORT_DEFAULT_THRESHOLD);
+            SR_REPORT_DEFAULT_THRESHOLD, SR_REPORT_DEFAULT_FLOOR_NS / 1e6, SR_REPORT_DEFAULT_TOP);
 }
 
 typedef struct report_args {
     const char *run, *baseline;
-    double threshold;
+    double threshold, floor_ms;
+    long long top;
     unsigned which;
 } report_args;
 
@@ -60,6 +70,8 @@ static int parse(report_args *a, int argc, char **argv)
 {
     memset(a, 0, sizeof(*a));
     a->threshold = SR_REPORT_DEFAULT_THRESHOLD;
+    a->floor_ms = SR_REPORT_DEFAULT_FLOOR_NS / 1e6;
+    a->top = SR_REPORT_DEFAULT_TOP;
     a->which = DEFAULT_REPORTS;
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -73,7 +85,8 @@ static int parse(report_args *a, int argc, char **argv)
             a->run = o;
             continue;
         }
-        if (!v || (strcmp(o, "--baseline") && strcmp(o, "--threshold") && strcmp(o, "--report"))) {
+        if (!v || (strcmp(o, "--baseline") && strcmp(o, "--threshold") && strcmp(o, "--report") &&
+                   strcmp(o, "--floor") && strcmp(o, "--top"))) {
             fprintf(stderr, "syncroll report: unknown or incomplete option '%s'\n", o);
             return -1;
         }
@@ -84,6 +97,17 @@ static int parse(report_args *a, int argc, char **argv)
         } else if (strcmp(o, "--report") == 0) {
             if (sr_report_parse_list(&a->which, v, &err)) {
                 fprintf(stderr, "syncroll report: %s\n", err.msg);
+                return -1;
+            }
+        } else if (strcmp(o, "--floor") == 0) {
+            if (sr_arg_double(v, 0, 1e9, &a->floor_ms)) {
+                fprintf(stderr, "syncroll report: bad value for --floor (milliseconds >= 0): %s\n",
+                        v);
+                return -1;
+            }
+        } else if (strcmp(o, "--top") == 0) {
+            if (sr_arg_int(v, 1, 1000000, &a->top)) {
+                fprintf(stderr, "syncroll report: bad value for --top (1 to 1000000): %s\n", v);
                 return -1;
             }
         } else {
@@ -105,35 +129,49 @@ static void fmt_ms(char *buf, size_t cap, uint64_t ns)
     snprintf(buf, cap, "%.3f ms", (double)ns / 1e6);
 }
 
+/* Prints a string of results.json on the terminal: control characters become '?'. */
+static void put_clean(const char *s)
+{
+    for (; s && *s; s++)
+        putchar((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s);
+}
+
 static int compare(const sr_run_result *run, const report_args *a)
 {
     char dir[4096];
     sr_run_result *base = NULL;
     if (sr_report_cli_load(&base, a->baseline, dir, sizeof(dir)))
         return SR_EXIT_USAGE;
-    sr_regression *r = NULL;
-    size_t n = 0;
+    sr_regressions r;
     sr_err err = SR_ERR_INIT;
-    int rc = sr_report_compare(&r, &n, run, base, a->threshold, &err);
+    int rc = sr_report_compare_sized(&r, run, base, a->threshold,
+                                     (uint64_t)(a->floor_ms * 1e6 + 0.5), &err);
     sr_run_result_free(base);
     if (rc) {
         fprintf(stderr, "syncroll report: %s\n", err.msg);
         return SR_EXIT_USAGE;
     }
-    for (size_t i = 0; i < n; i++) {
+    size_t shown = r.n < (size_t)a->top ? r.n : (size_t)a->top;
+    for (size_t i = 0; i < shown; i++) {
         char b[32], c[32];
-        fmt_ms(b, sizeof(b), r[i].base_p99);
-        fmt_ms(c, sizeof(c), r[i].cur_p99);
-        printf("REGRESSED %s %s p99 %s -> %s (+%.1f%%)\n", r[i].scope, sr_phase_name(r[i].phase), b,
-               c, r[i].pct);
+        fmt_ms(b, sizeof(b), r.v[i].base_p99);
+        fmt_ms(c, sizeof(c), r.v[i].cur_p99);
+        printf("REGRESSED ");
+        put_clean(r.v[i].scope);
+        printf(" %s p99 %s -> %s (+%.3f ms, +%.1f%%)\n", sr_phase_name(r.v[i].phase), b, c,
+               (double)(r.v[i].cur_p99 - r.v[i].base_p99) / 1e6, r.v[i].pct);
     }
-    free(r);
-    if (n)
-        printf("%zu p99 regression%s above %g%% against %s\n", n, n == 1 ? "" : "s", a->threshold,
-               a->baseline);
+    if (r.n > shown)
+        printf("... %zu more regression%s, smaller (--top %zu shows them)\n", r.n - shown,
+               r.n - shown == 1 ? "" : "s", r.n);
+    free(r.v);
+    if (r.n)
+        printf("%zu p99 regression%s", r.n, r.n == 1 ? "" : "s");
     else
-        printf("no p99 regression above %g%% against %s\n", a->threshold, a->baseline);
-    return n ? SR_EXIT_FAIL : SR_EXIT_OK;
+        printf("no p99 regression");
+    printf(" above %g%% and %g ms against %s; %zu under the floor ignored\n", a->threshold,
+           a->floor_ms, a->baseline, r.under_floor);
+    return r.n ? SR_EXIT_FAIL : SR_EXIT_OK;
 }
 
 int sr_cmd_report(int argc, char **argv)

@@ -1,10 +1,12 @@
 /* syncroll report over many run folders: loading one, --merge (shards) and --history (nights). */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "args.h"
 #include "commands.h"
@@ -53,8 +55,8 @@ static void free_runs(sr_run_result **v, size_t n)
     free(v);
 }
 
-/* Writes the merged run into OUT (created if missing); 0 or -1 (printed). */
-static int write_merged(sr_run_result *m, const char *out)
+/* Creates OUT and names the merged run after it; 0 or -1 (printed). */
+static int prepare_out(sr_run_result *m, const char *out)
 {
     sr_err err = SR_ERR_INIT;
     if (mkdir(out, 0777) != 0 && errno != EEXIST) {
@@ -64,29 +66,33 @@ static int write_merged(sr_run_result *m, const char *out)
     const char *base = strrchr(out, '/');
     base = base && base[1] ? base + 1 : out;
     if (sr_result_set_str(&m->header.out_dir, out, &err) ||
-        sr_result_set_str(&m->header.run_id, base, &err) ||
-        sr_report_write(m, out, SR_REPORT_ALL, &err)) {
+        sr_result_set_str(&m->header.run_id, base, &err)) {
         fprintf(stderr, "syncroll report: %s [%s]\n", err.msg, sr_code_name(err.code));
         return -1;
     }
     return 0;
 }
 
-int sr_report_cli_merge(int argc, char **argv)
+/* Writes the merged run's reports into OUT; 0 or -1 (printed). */
+static int write_merged(sr_run_result *m, const char *out)
 {
-    if (argc < 2 || argv[0][0] == '-') {
-        fprintf(stderr, "syncroll report: --merge needs OUT and at least one RUN_DIR\n");
-        return SR_EXIT_USAGE;
+    sr_err err = SR_ERR_INIT;
+    if (sr_report_write(m, out, SR_REPORT_ALL, &err)) {
+        fprintf(stderr, "syncroll report: %s [%s]\n", err.msg, sr_code_name(err.code));
+        return -1;
     }
-    size_t n = (size_t)argc - 1;
-    sr_run_result **v = calloc(n, sizeof(*v));
-    if (!v)
-        return SR_EXIT_FAIL;
+    return 0;
+}
+
+/* Loads the shards named by argv[1..n]; 0, or -1 after printing why (usage error). */
+static int load_shards(sr_run_result **v, char **dirs, size_t n, char **argv)
+{
     char dir[4096];
     /* Writing the merged run over one of its shards would destroy that shard. */
     char *out_real = realpath(argv[0], NULL);
-    for (size_t i = 0; i < n; i++) {
-        int bad = argv[i + 1][0] == '-' || sr_report_cli_load(&v[i], argv[i + 1], dir, sizeof(dir));
+    int bad = 0;
+    for (size_t i = 0; !bad && i < n; i++) {
+        bad = argv[i + 1][0] == '-' || sr_report_cli_load(&v[i], argv[i + 1], dir, sizeof(dir));
         if (argv[i + 1][0] == '-')
             fprintf(stderr, "syncroll report: --merge takes no option ('%s')\n", argv[i + 1]);
         char *in_real = bad || !out_real ? NULL : realpath(dir, NULL);
@@ -98,35 +104,62 @@ int sr_report_cli_merge(int argc, char **argv)
             bad = 1;
         }
         free(in_real);
-        if (bad) {
-            free(out_real);
-            free_runs(v, n);
-            return SR_EXIT_USAGE;
-        }
+        if (!bad && !(dirs[i] = strdup(dir)))
+            bad = 1;
     }
     free(out_real);
+    return bad ? -1 : 0;
+}
+
+/*
+ * The exit status of a merge, as `syncroll run` gives it: 1 when a scenario failed, errored or
+ * was interrupted, or the merged run is partial (a shard missing or interrupted), else 0.
+ */
+static int merged_status(const sr_run_result *m)
+{
+    return m->counts[SR_VERDICT_FAIL] || m->counts[SR_VERDICT_ERROR] ||
+                   m->counts[SR_VERDICT_INTERRUPTED] || m->partial
+               ? SR_EXIT_FAIL
+               : SR_EXIT_OK;
+}
+
+int sr_report_cli_merge(int argc, char **argv)
+{
+    if (argc < 2 || argv[0][0] == '-') {
+        fprintf(stderr, "syncroll report: --merge needs OUT and at least one RUN_DIR\n");
+        return SR_EXIT_USAGE;
+    }
+    size_t n = (size_t)argc - 1;
+    sr_run_result **v = calloc(n, sizeof(*v));
+    char **dirs = calloc(n + 1, sizeof(char *));
     sr_run_result *m = NULL;
     sr_err err = SR_ERR_INIT;
-    int rc = sr_report_merge(&m, (const sr_run_result *const *)v, (const char *const *)argv + 1, n,
+    int rc = 0, status = SR_EXIT_USAGE;
+    if (v && dirs && !load_shards(v, dirs, n, argv)) {
+        rc = sr_report_merge(&m, (const sr_run_result *const *)v, (const char *const *)argv + 1, n,
                              &err);
-    free_runs(v, n);
-    if (rc)
-        fprintf(stderr, "syncroll report: %s: %s\n", sr_code_name(rc), err.msg);
-    if (!m)
-        return SR_EXIT_USAGE;
-    int status = rc ? SR_EXIT_FAIL : SR_EXIT_OK;
-    if (write_merged(m, argv[0]))
-        status = SR_EXIT_USAGE;
-    else {
+        if (rc)
+            fprintf(stderr, "syncroll report: %s: %s\n", sr_code_name(rc), err.msg);
+    }
+    if (m && !prepare_out(m, argv[0]) &&
+        !sr_report_cli_carry(m, v, (const char *const *)dirs, n, argv[0]) &&
+        !write_merged(m, argv[0])) {
         printf("merged %zu shard%s into %s%s\n", n, n == 1 ? "" : "s", argv[0],
                m->partial ? " (partial)" : "");
         size_t failed = m->counts[SR_VERDICT_FAIL] + m->counts[SR_VERDICT_ERROR];
         printf("%zu passed, %zu failed", m->counts[SR_VERDICT_PASS], failed);
         if (m->counts[SR_VERDICT_SKIP])
             printf(", %zu skipped", m->counts[SR_VERDICT_SKIP]);
+        if (m->counts[SR_VERDICT_INTERRUPTED])
+            printf(", %zu interrupted", m->counts[SR_VERDICT_INTERRUPTED]);
         printf("\n");
+        status = rc ? SR_EXIT_FAIL : merged_status(m);
     }
     sr_run_result_free(m);
+    free_runs(v, n);
+    for (size_t i = 0; dirs && i < n; i++)
+        free(dirs[i]);
+    free(dirs);
     return status;
 }
 
@@ -169,17 +202,67 @@ static char **list_folders(const char *dir, size_t *n)
     return v;
 }
 
-/* Adds one folder: a night, a skipped night, or nothing (no results.json). */
-static int add_folder(sr_history *h, const char *dir, const char *name, sr_err *err)
+/*
+ * Reads DIR/name/results.json relative to the open folder `dfd` without following a symbolic
+ * link at either step (openat with O_NOFOLLOW): a linked night or results.json would count a
+ * night twice or read any file. 0 and the bytes in *data (the caller frees), 1 when the folder
+ * has no results.json, or an sr_code with the message in *e.
+ */
+static int read_night(int dfd, const char *name, char **data, size_t *len, sr_err *e)
 {
-    char json[8300];
+    int nfd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (nfd < 0)
+        return errno == ENOTDIR || errno == ELOOP
+                   ? sr_err_set(e, SR_E_NOT_REGULAR, "%s is a symbolic link: not followed", name)
+                   : sr_err_set(e, SR_E_IO, "cannot open %s: %s", name, strerror(errno));
+    int fd = openat(nfd, "results.json", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    int saved = errno;
+    close(nfd);
+    if (fd < 0 && saved == ENOENT)
+        return 1;
+    if (fd < 0)
+        return saved == ELOOP ? sr_err_set(e, SR_E_NOT_REGULAR,
+                                           "%s/results.json is a symbolic link: not followed", name)
+                              : sr_err_set(e, SR_E_IO, "cannot open %s/results.json: %s", name,
+                                           strerror(saved));
     struct stat st;
-    snprintf(json, sizeof(json), "%s/%s/results.json", dir, name);
-    if (lstat(json, &st) != 0 && errno == ENOENT)
-        return 0;
+    int rc = 0;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+        rc = sr_err_set(e, SR_E_NOT_REGULAR, "%s/results.json is not a regular file", name);
+    else if ((uint64_t)st.st_size > SR_REPORT_MAX_BYTES)
+        rc = sr_err_set(e, SR_E_LIMIT, "%s/results.json is larger than %zu bytes", name,
+                        SR_REPORT_MAX_BYTES);
+    else if (!(*data = malloc((size_t)st.st_size + 1)))
+        rc = sr_err_set(e, SR_E_NOMEM, "cannot read %s/results.json", name);
+    size_t got = 0;
+    while (!rc && got < (size_t)st.st_size) {
+        ssize_t r = read(fd, *data + got, (size_t)st.st_size - got);
+        if (r <= 0 && !(r < 0 && errno == EINTR))
+            rc = sr_err_set(e, SR_E_IO, "cannot read %s/results.json: %s", name,
+                            r ? strerror(errno) : "file shrank");
+        got += r > 0 ? (size_t)r : 0;
+    }
+    close(fd);
+    *len = got;
+    return rc;
+}
+
+/* Adds one folder: a night, a skipped night (printed as SKIPPED), or nothing. */
+static int add_folder(sr_history *h, int dfd, const char *name, sr_err *err)
+{
+    char *data = NULL;
+    size_t len = 0;
     sr_run_result *run = NULL;
     sr_err e = SR_ERR_INIT;
-    int rc = sr_report_load(&run, json, &e);
+    int rc = read_night(dfd, name, &data, &len, &e);
+    if (rc == 1)
+        return 0;
+    if (!rc) {
+        char label[4200];
+        snprintf(label, sizeof(label), "%s/results.json", name);
+        rc = sr_report_load_mem(&run, data, len, label, &e);
+    }
+    free(data);
     if (rc)
         return sr_history_skip(h, name, rc, e.msg, err);
     rc = sr_history_add(h, name, run, err);
@@ -234,9 +317,13 @@ int sr_report_cli_history(int argc, char **argv)
     }
     sr_history *h = NULL;
     sr_err err = SR_ERR_INIT;
-    int rc = sr_history_new(&h, &err);
+    int dfd = open(a.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int rc = dfd < 0 ? sr_err_set(&err, SR_E_IO, "cannot open %s: %s", a.dir, strerror(errno))
+                     : sr_history_new(&h, &err);
     for (size_t i = 0; !rc && i < n; i++)
-        rc = add_folder(h, a.dir, names[i], &err);
+        rc = add_folder(h, dfd, names[i], &err);
+    if (dfd >= 0)
+        close(dfd);
     for (size_t i = 0; i < n; i++)
         free(names[i]);
     free(names);

@@ -36,6 +36,11 @@ static void usage(FILE *f)
            "                   source used is printed; malformed or conflicting values are\n"
            "                   run.shard_env (exit 2)\n"
            "  --shard-count N  the shard count when the environment gives only an index\n"
+           "  --timings PATH   balance the shards by recorded durations instead of the hash:\n"
+           "                   PATH is a run folder, a results.json or a history folder\n"
+           "                   (DIR/*/results.json, the newest night of each id); longest\n"
+           "                   first, each to the least loaded shard; every job of the run\n"
+           "                   must pass the same timings\n"
            "  --run-group G    what makes shards one run for `syncroll report --merge` (also\n"
            "                   SYNCROLL_RUN_GROUP; default derived from the git rev and the\n"
            "                   options that select and run scenarios); [A-Za-z0-9._:-], <= 128\n"
@@ -119,6 +124,8 @@ static int value_opt(run_args *a, const char *o, const char *v)
         return sr_arg_int(v, 1, SR_SHARD_MAX, &x) ? -1 : (a->shard_count = x, 1);
     if (strcmp(o, "--run-group") == 0)
         return sr_run_group_valid(v) ? (a->run_group = v, 1) : -1;
+    if (strcmp(o, "--timings") == 0)
+        return *v ? (a->timings = v, 1) : -1;
     return 0;
 }
 

@@ -18,6 +18,7 @@
 #include "report/report.h"
 #include "report/term.h"
 #include "run/runner.h"
+#include "run/shard_balance.h"
 #include "sr_clock.h"
 
 static int mkdir_p(const char *path)
@@ -93,6 +94,8 @@ int sr_run_remove_folder(const char *dir, sr_err *err)
 typedef struct loaded {
     sr_scenario **v;
     size_t n;
+    const char **mine; /* --timings: the ids of this shard, sorted (borrowed from v) */
+    size_t n_mine;
 } loaded;
 
 /*
@@ -176,7 +179,7 @@ static int has_tag(const sr_scenario *s, const char *t)
     return 0;
 }
 
-static int selected(const sr_scenario *s, const run_args *a)
+static int tag_selected(const sr_scenario *s, const run_args *a)
 {
     int any = a->n_tags == 0;
     for (size_t i = 0; i < a->n_tags; i++)
@@ -184,7 +187,42 @@ static int selected(const sr_scenario *s, const run_args *a)
     for (size_t i = 0; i < a->n_exclude; i++)
         if (has_tag(s, a->exclude[i]))
             return 0;
-    return any && sr_shard_selects(&a->shard, s->id);
+    return any;
+}
+
+static int selected(const sr_scenario *s, const run_args *a)
+{
+    if (!tag_selected(s, a))
+        return 0;
+    if (a->shard.n && a->timings)
+        return sr_shard_ids_has(a->shard_ids, a->n_shard_ids, s->id);
+    return sr_shard_selects(&a->shard, s->id);
+}
+
+/* --timings: this shard's ids of the scenarios the tags select (run/shard_balance.h), into
+ * l->mine and a->shard_ids. 0, or -1 after printing the error. */
+static int balance_shards(loaded *l, run_args *a)
+{
+    if (!a->shard.n || !a->timings)
+        return 0;
+    sr_err err = SR_ERR_INIT;
+    const char **ids = calloc(l->n + 1, sizeof(char *));
+    size_t n = 0;
+    for (size_t i = 0; ids && i < l->n; i++)
+        if (tag_selected(l->v[i], a))
+            ids[n++] = l->v[i]->id;
+    int rc = ids ? sr_shard_balanced_ids(&l->mine, &l->n_mine, &a->shard, a->timings, ids, n, &err)
+                 : sr_err_set(&err, SR_E_NOMEM, "cannot balance the shards");
+    free(ids);
+    if (rc) {
+        fprintf(stderr, "syncroll run: %s [%s]\n", err.msg, sr_code_name(rc));
+        return -1;
+    }
+    a->shard_ids = l->mine;
+    a->n_shard_ids = l->n_mine;
+    fprintf(stderr, "syncroll run: shard %d/%d balanced by the durations of %s: %zu of %zu\n",
+            a->shard.k, a->shard.n, a->timings, l->n_mine, n);
+    return 0;
 }
 
 /*
@@ -487,6 +525,7 @@ static void free_loaded(loaded *l)
     for (size_t i = 0; i < l->n; i++)
         sr_scenario_free(l->v[i]);
     free(l->v);
+    free(l->mine);
 }
 
 /* Runs every round under the signal watcher, then reports; returns the exit status. */
@@ -527,10 +566,12 @@ static int run_and_report(sr_run_result *run, const loaded *l, const run_args *a
     return failed ? SR_EXIT_FAIL : SR_EXIT_OK;
 }
 
-int sr_run_main(const run_args *a, sr_signals *sig, int argc, char **argv)
+int sr_run_main(const run_args *args, sr_signals *sig, int argc, char **argv)
 {
-    loaded l = {NULL, 0};
-    if (load_all(&l, a) || memory_refused(&l, a)) {
+    run_args shard_args = *args; /* plus this shard's ids when --timings balances */
+    const run_args *a = &shard_args;
+    loaded l = {NULL, 0, NULL, 0};
+    if (load_all(&l, a) || balance_shards(&l, &shard_args) || memory_refused(&l, a)) {
         free_loaded(&l);
         return SR_EXIT_USAGE;
     }

@@ -14,9 +14,14 @@
  * night did not run it. Only pass (good) and fail, error (bad) and mixed (both) are judged:
  *   - flaky: a mixed night; or good and bad in two nights of one git rev; or at least
  *     SR_HISTORY_FLAKY_CHANGES changes between good and bad over the window;
- *   - failing: the newest judged verdict is bad: `first_fail` is the first night of that bad
+ *   - failing: the newest judged verdict is bad or mixed (flaky or not: a scenario whose latest
+ *     night failed is always listed as failing): `first_fail` is the first night of that bad
  *     streak, `last_pass` the good night before it (-1: bad since the window's first judged
- *     night), whose git revs bracket the change. Flaky scenarios are listed as flaky only.
+ *     night), whose git revs bracket the change.
+ *
+ * A results.json may be crafted: a start time that is not shaped like an ISO 8601 time is kept
+ * as "invalid"; every other string is escaped by the HTML and JSON renderers and cleaned of
+ * control characters by the text renderer.
  *
  * Bounds: at most SR_HISTORY_MAX_NIGHTS nights (added or skipped) and SR_HISTORY_MAX_SCENARIOS
  * distinct ids; beyond them sr_history_add and sr_history_skip return SR_E_LIMIT. Strings are
@@ -66,6 +71,9 @@ typedef struct sr_hnight {
     size_t order;      /* position when added (ties of start time) */
     uint32_t *cell_id; /* scenario index of each verdict below */
     uint8_t *cell;     /* sr_hcell */
+    float *cell_wall;  /* the scenario's wall time in ms (its executions' mean); per cell */
+    float *cell_p99;   /* per cell SR_PHASE_COUNT p99s in ms (the largest of its executions;
+                        * -1: no sample) */
     size_t n_cells;
 } sr_hnight;
 
@@ -78,6 +86,8 @@ typedef struct sr_hskip {
 typedef struct sr_hscenario {
     char *id;
     uint8_t *timeline; /* sr_hcell per kept night, oldest first (after sr_history_finish) */
+    float *wall_ms;    /* per kept night: its wall time in ms, -1 when absent */
+    float *p99_ms;     /* per kept night, SR_PHASE_COUNT p99s in ms each, -1 for no sample */
     int flaky;
     char flaky_why[256];
     long first_fail, last_pass;  /* night indexes; -1 when none (see above) */
@@ -113,7 +123,8 @@ int sr_history_finish(sr_history *h, size_t last, sr_err *err);
  * Renders the finished history, appended to `out`: `text` the terminal lines (one per skipped
  * night, failing scenario and flaky scenario, then a count line), `json` history.json (schema in
  * reports/README.md), `html` history.html (one self-contained page: tables, a verdict grid and
- * an inline SVG trend chart per phase). SR_E_NOMEM, SR_E_LIMIT (SR_REPORT_MAX_BYTES).
+ * an inline SVG trend chart per phase, and per scenario a trend of its wall time and of each
+ * phase's p99 night by night). SR_E_NOMEM, SR_E_LIMIT (SR_REPORT_MAX_BYTES).
  */
 int sr_history_render_text(sr_buf *out, const sr_history *h, sr_err *err);
 int sr_history_render_json(sr_buf *out, const sr_history *h, sr_err *err);

@@ -92,8 +92,10 @@ int sr_report_load_mem(sr_run_result **out, const char *data, size_t len, const 
  * new run *out (the caller's, freed with sr_run_result_free): every scenario execution of every
  * shard, copied, ordered round by round and then by file and id; the header of the first shard
  * (version, git rev, run group, options, machine, command) with no shard of its own, the
- * earliest start, the wall time from it to the latest end, and `merged_from` listing the
- * shards' run ids in shard order; a shard that was partial makes the merge partial. A pure
+ * earliest start, the wall time from it to the latest end, `merged_from` listing the
+ * shards' run ids in shard order, `shards` the same with each shard's host and command,
+ * `merged_of` the shard count; each scenario's `shard` says which shard ran it. A shard that
+ * was partial makes the merge partial. A pure
  * function: the shards are only read. `names[i]` (e.g. the folder) names shard i in messages.
  *
  * Errors, each naming the shards involved: SR_E_REPORT_RUN_MISMATCH (a run that is not a
@@ -135,5 +137,29 @@ int sr_report_compare(sr_regression **out, size_t *n, const sr_run_result *cur,
 
 /* The default threshold of `syncroll report --baseline`, in percent. */
 #define SR_REPORT_DEFAULT_THRESHOLD 20.0
+
+/* The default absolute floor of `syncroll report --baseline` (0.1 ms), in nanoseconds. */
+#define SR_REPORT_DEFAULT_FLOOR_NS 100000u
+
+/* The default number of regressions `syncroll report --baseline` prints (--top). */
+#define SR_REPORT_DEFAULT_TOP 10
+
+/* The regressions of sr_report_compare_sized. */
+typedef struct sr_regressions {
+    sr_regression *v; /* largest increase first; the caller frees it with free() */
+    size_t n;
+    size_t under_floor; /* above the threshold in percent, but by no more than the floor */
+} sr_regressions;
+
+/*
+ * sr_report_compare, for people: a regression must also grow p99 by more than `floor_ns`
+ * nanoseconds (a phase of 2 us that became 3 us is +50 % but no signal), and the list is
+ * ordered by the size of the increase in nanoseconds, largest first (then by percentage,
+ * scope, phase), except that the `scenario` phase, which holds all the others, comes after
+ * every other phase. Those ignored by the floor are counted in under_floor. The same errors.
+ */
+int sr_report_compare_sized(sr_regressions *out, const sr_run_result *cur,
+                            const sr_run_result *base, double threshold_pct, uint64_t floor_ns,
+                            sr_err *err);
 
 #endif /* SR_REPORT_H */

@@ -10,6 +10,8 @@ typedef struct cmp {
     sr_regression *v;
     size_t n, cap;
     double threshold;
+    uint64_t floor_ns; /* increases up to this are ignored */
+    size_t floored;    /* regressions by percentage that the floor ignored */
 } cmp;
 
 static int consider(cmp *c, const char *scope, int phase, const sr_hist *cur, const sr_hist *base,
@@ -23,6 +25,10 @@ static int consider(cmp *c, const char *scope, int phase, const sr_hist *cur, co
     double pct = ((double)x - (double)b) / (double)b * 100.0;
     if (!(pct > c->threshold))
         return 0;
+    if (x - b <= c->floor_ns) {
+        c->floored++;
+        return 0;
+    }
     if (c->n == c->cap) {
         size_t cap = c->cap ? c->cap * 2 : 8;
         sr_regression *v = realloc(c->v, cap * sizeof(*v));
@@ -107,6 +113,44 @@ static int by_id(cmp *c, const sr_run_result *cur, const sr_run_result *base, sr
     return rc;
 }
 
+/*
+ * Largest increase first; equal increases by percentage, then scope and phase (stable). The
+ * `scenario` phase (a scenario's wall time, engines' start included) holds every other phase,
+ * so its regressions come after those of the phases that explain them.
+ */
+static int by_size(const void *pa, const void *pb)
+{
+    const sr_regression *a = pa, *b = pb;
+    int wa = a->phase == SR_PHASE_SCENARIO, wb = b->phase == SR_PHASE_SCENARIO;
+    if (wa != wb)
+        return wa - wb;
+    uint64_t da = a->cur_p99 - a->base_p99, db = b->cur_p99 - b->base_p99;
+    if (da != db)
+        return da > db ? -1 : 1;
+    if (a->pct != b->pct)
+        return a->pct > b->pct ? -1 : 1;
+    int c = strcmp(a->scope, b->scope);
+    return c ? c : (int)a->phase - (int)b->phase;
+}
+
+static int compare(cmp *c, const sr_run_result *cur, const sr_run_result *base, sr_err *err)
+{
+    if (!isfinite(c->threshold) || c->threshold < 0)
+        return sr_err_set(err, SR_E_INVAL, "threshold must be a finite percentage >= 0, got %g",
+                          c->threshold);
+    int rc = 0;
+    for (int p = 0; p < SR_PHASE_COUNT && !rc; p++)
+        rc = consider(c, "run", p, cur->phase[p], base->phase[p], err);
+    if (!rc)
+        rc = by_id(c, cur, base, err);
+    if (rc) {
+        free(c->v);
+        c->v = NULL;
+        c->n = 0;
+    }
+    return rc;
+}
+
 int sr_report_compare(sr_regression **out, size_t *n, const sr_run_result *cur,
                       const sr_run_result *base, double threshold_pct, sr_err *err)
 {
@@ -114,20 +158,28 @@ int sr_report_compare(sr_regression **out, size_t *n, const sr_run_result *cur,
         return sr_err_set(err, SR_E_INVAL, "sr_report_compare: bad argument");
     *out = NULL;
     *n = 0;
-    if (!isfinite(threshold_pct) || threshold_pct < 0)
-        return sr_err_set(err, SR_E_INVAL, "threshold must be a finite percentage >= 0, got %g",
-                          threshold_pct);
-    cmp c = {NULL, 0, 0, threshold_pct};
-    int rc = 0;
-    for (int p = 0; p < SR_PHASE_COUNT && !rc; p++)
-        rc = consider(&c, "run", p, cur->phase[p], base->phase[p], err);
-    if (!rc)
-        rc = by_id(&c, cur, base, err);
-    if (rc) {
-        free(c.v);
-        return rc;
-    }
+    cmp c = {NULL, 0, 0, threshold_pct, 0, 0};
+    int rc = compare(&c, cur, base, err);
     *out = c.v;
     *n = c.n;
+    return rc;
+}
+
+int sr_report_compare_sized(sr_regressions *out, const sr_run_result *cur,
+                            const sr_run_result *base, double threshold_pct, uint64_t floor_ns,
+                            sr_err *err)
+{
+    if (!out || !cur || !base)
+        return sr_err_set(err, SR_E_INVAL, "sr_report_compare_sized: bad argument");
+    memset(out, 0, sizeof(*out));
+    cmp c = {NULL, 0, 0, threshold_pct, floor_ns, 0};
+    int rc = compare(&c, cur, base, err);
+    if (rc)
+        return rc;
+    if (c.n > 1)
+        qsort(c.v, c.n, sizeof(sr_regression), by_size);
+    out->v = c.v;
+    out->n = c.n;
+    out->under_floor = c.floored;
     return 0;
 }

@@ -34,6 +34,8 @@ static void night_free(sr_hnight *n)
     free(n->run_group);
     free(n->cell_id);
     free(n->cell);
+    free(n->cell_wall);
+    free(n->cell_p99);
 }
 
 void sr_history_free(sr_history *h)
@@ -49,6 +51,8 @@ void sr_history_free(sr_history *h)
     for (size_t i = 0; i < h->n_scenarios; i++) {
         free(h->scenarios[i].id);
         free(h->scenarios[i].timeline);
+        free(h->scenarios[i].wall_ms);
+        free(h->scenarios[i].p99_ms);
     }
     free(h->scenarios);
     free(h->index);
@@ -122,11 +126,33 @@ static sr_hcell merge_cell(sr_hcell a, sr_verdict v)
     return rank[a] >= rank[b] ? a : b;
 }
 
+/*
+ * Cell j's latencies with its k-th execution s that ran (skipped ones are left out): the wall
+ * time averaged, each p99 the largest.
+ */
+static void add_latency(sr_hnight *n, size_t j, size_t k, const sr_scenario_result *s)
+{
+    n->cell_wall[j] = k == 1 ? (float)s->wall_ms
+                             : n->cell_wall[j] + ((float)s->wall_ms - n->cell_wall[j]) / (float)k;
+    for (int p = 0; p < SR_PHASE_COUNT; p++) {
+        sr_latency_row r;
+        sr_report_latency(&r, s->phase[p]);
+        float v = (float)((double)r.p99 / 1e6), *d = &n->cell_p99[j * SR_PHASE_COUNT + p];
+        if (r.count && v > *d)
+            *d = v;
+    }
+}
+
 static int add_cells(sr_history *h, sr_hnight *n, const sr_run_result *run, sr_err *err)
 {
     size_t cap = run->n_scenarios;
-    if (cap && (!(n->cell_id = calloc(cap, sizeof(uint32_t))) || !(n->cell = calloc(cap, 1))))
+    if (cap && (!(n->cell_id = calloc(cap, sizeof(uint32_t))) || !(n->cell = calloc(cap, 1)) ||
+                !(n->cell_wall = calloc(cap, sizeof(float))) ||
+                !(n->cell_p99 = calloc(cap * SR_PHASE_COUNT, sizeof(float)))))
         return sr_err_set(err, SR_E_NOMEM, "cannot keep the verdicts of night %s", n->name);
+    size_t *execs = cap ? calloc(cap, sizeof(size_t)) : NULL;
+    if (cap && !execs)
+        return sr_err_set(err, SR_E_NOMEM, "cannot keep the latencies of night %s", n->name);
     for (size_t i = 0; i < run->n_scenarios; i++) {
         const sr_scenario_result *s = run->scenarios[i];
         long idx = scenario_index(h, s->id ? s->id : "");
@@ -143,10 +169,16 @@ static int add_cells(sr_history *h, sr_hnight *n, const sr_run_result *run, sr_e
             hs->seen_night = n->order + 1;
             hs->seen_pos = j;
             n->cell_id[n->n_cells] = (uint32_t)idx;
+            for (int p = 0; p < SR_PHASE_COUNT; p++)
+                n->cell_p99[j * SR_PHASE_COUNT + p] = -1;
+            n->cell_wall[j] = -1;
             n->cell[n->n_cells++] = SR_HCELL_ABSENT;
         }
         n->cell[j] = (uint8_t)merge_cell((sr_hcell)n->cell[j], s->verdict);
+        if (s->verdict != SR_VERDICT_SKIP)
+            add_latency(n, j, ++execs[j], s);
     }
+    free(execs);
     return 0;
 }
 
@@ -165,6 +197,18 @@ static int grow_nights(sr_history *h, sr_err *err)
     return 0;
 }
 
+/*
+ * A results.json may be crafted: its start time is kept only when it has the shape of an ISO
+ * 8601 time (digits and "-:.TZ+" only), else it reads "invalid", so no renderer ever sees
+ * markup or control characters in it (the renderers escape everything else they print).
+ */
+static void iso_copy(char *dst, size_t cap, const char *src)
+{
+    size_t n = strnlen(src, cap);
+    int ok = n > 0 && n < cap && strspn(src, "0123456789-:.TZ+") == n;
+    snprintf(dst, cap, "%s", ok ? src : "invalid");
+}
+
 int sr_history_add(sr_history *h, const char *name, const sr_run_result *run, sr_err *err)
 {
     if (!h || !name || !run)
@@ -177,8 +221,7 @@ int sr_history_add(sr_history *h, const char *name, const sr_run_result *run, sr
     const sr_run_header *rh = &run->header;
     n->order = h->n_nights + h->n_skipped;
     n->start_unix_ms = rh->start_unix_ms;
-    memcpy(n->start_iso, rh->start_iso, sizeof(n->start_iso));
-    n->start_iso[sizeof(n->start_iso) - 1] = '\0';
+    iso_copy(n->start_iso, sizeof(n->start_iso), rh->start_iso);
     n->partial = run->partial;
     memcpy(n->counts, run->counts, sizeof(n->counts));
     for (int p = 0; p < SR_PHASE_COUNT; p++) {
@@ -272,12 +315,19 @@ static void judge_flaky(const sr_history *h, sr_hscenario *s)
     }
 }
 
-/* The bad streak that ends the window, and the good night before it. */
+/*
+ * The bad streak that ends the window, and the good night before it. A newest judged night
+ * that is mixed (one execution failed) is a failing night too, and starts no streak before it.
+ */
 static void judge_failing(const sr_history *h, sr_hscenario *s)
 {
     s->first_fail = s->last_pass = -1;
     for (size_t i = h->n_nights; i-- > 0;) {
         uint8_t c = s->timeline[i];
+        if (c == SR_HCELL_MIXED && s->first_fail < 0) {
+            s->first_fail = (long)i;
+            continue;
+        }
         if (c == SR_HCELL_PASS || c == SR_HCELL_MIXED) {
             s->last_pass = (long)i;
             break;
@@ -285,7 +335,7 @@ static void judge_failing(const sr_history *h, sr_hscenario *s)
         if (is_bad(c))
             s->first_fail = (long)i;
     }
-    s->failing = s->first_fail >= 0 && !s->flaky;
+    s->failing = s->first_fail >= 0;
 }
 
 int sr_history_finish(sr_history *h, size_t last, sr_err *err)
@@ -302,14 +352,29 @@ int sr_history_finish(sr_history *h, size_t last, sr_err *err)
         h->n_nights = last;
         h->dropped = drop;
     }
+    size_t nn = h->n_nights + 1;
     for (size_t i = 0; i < h->n_scenarios; i++) {
-        free(h->scenarios[i].timeline);
-        if (!(h->scenarios[i].timeline = calloc(h->n_nights + 1, 1)))
+        sr_hscenario *s = &h->scenarios[i];
+        free(s->timeline);
+        free(s->wall_ms);
+        free(s->p99_ms);
+        s->wall_ms = s->p99_ms = NULL;
+        if (!(s->timeline = calloc(nn, 1)) || !(s->wall_ms = malloc(nn * sizeof(float))) ||
+            !(s->p99_ms = malloc(nn * SR_PHASE_COUNT * sizeof(float))))
             return sr_err_set(err, SR_E_NOMEM, "cannot build the timelines");
+        for (size_t k = 0; k < nn * SR_PHASE_COUNT; k++)
+            s->p99_ms[k] = -1;
+        for (size_t k = 0; k < nn; k++)
+            s->wall_ms[k] = -1;
     }
     for (size_t i = 0; i < h->n_nights; i++)
-        for (size_t j = 0; j < h->nights[i].n_cells; j++)
-            h->scenarios[h->nights[i].cell_id[j]].timeline[i] = h->nights[i].cell[j];
+        for (size_t j = 0; j < h->nights[i].n_cells; j++) {
+            sr_hscenario *s = &h->scenarios[h->nights[i].cell_id[j]];
+            s->timeline[i] = h->nights[i].cell[j];
+            s->wall_ms[i] = h->nights[i].cell_wall[j];
+            memcpy(&s->p99_ms[i * SR_PHASE_COUNT], &h->nights[i].cell_p99[j * SR_PHASE_COUNT],
+                   SR_PHASE_COUNT * sizeof(float));
+        }
     for (size_t i = 0; i < h->n_scenarios; i++) {
         judge_flaky(h, &h->scenarios[i]);
         judge_failing(h, &h->scenarios[i]);
@@ -319,16 +384,19 @@ int sr_history_finish(sr_history *h, size_t last, sr_err *err)
 
 /* ---- text ---- */
 
-static const char *rev12(const char *rev, char *buf)
+/* The first 12 characters of a git rev (or "unknown"), cleaned for the terminal. */
+static void rev12(sr_rw *w, const char *rev)
 {
+    char buf[16];
     snprintf(buf, 13, "%s", rev ? rev : "unknown");
-    return buf;
+    sr_rw_puts(w, " (git ");
+    sr_rw_utf8(w, buf);
+    sr_rw_puts(w, ")");
 }
 
 int sr_history_render_text(sr_buf *out, const sr_history *h, sr_err *err)
 {
     sr_rw w = sr_report_writer(out, err);
-    char r1[16], r2[16];
     size_t failing = 0, flaky = 0;
     for (size_t i = 0; i < h->n_skipped; i++) {
         sr_rw_puts(&w, "SKIPPED ");
@@ -346,11 +414,12 @@ int sr_history_render_text(sr_buf *out, const sr_history *h, sr_err *err)
             sr_rw_utf8(&w, s->id);
             sr_rw_puts(&w, ": first failing night ");
             sr_rw_utf8(&w, f->name);
-            sr_rw_printf(&w, " (git %s)", rev12(f->git_rev, r1));
+            rev12(&w, f->git_rev);
             if (s->last_pass >= 0) {
                 sr_rw_puts(&w, ", last passing night ");
                 sr_rw_utf8(&w, h->nights[s->last_pass].name);
-                sr_rw_printf(&w, " (git %s)\n", rev12(h->nights[s->last_pass].git_rev, r2));
+                rev12(&w, h->nights[s->last_pass].git_rev);
+                sr_rw_puts(&w, "\n");
             } else {
                 sr_rw_puts(&w, ", no passing night before it in the window\n");
             }
@@ -365,9 +434,13 @@ int sr_history_render_text(sr_buf *out, const sr_history *h, sr_err *err)
         }
     }
     sr_rw_printf(&w, "%zu nights", h->n_nights);
-    if (h->n_nights)
-        sr_rw_printf(&w, " (%s .. %s)", h->nights[0].start_iso,
-                     h->nights[h->n_nights - 1].start_iso);
+    if (h->n_nights) {
+        sr_rw_puts(&w, " (");
+        sr_rw_utf8(&w, h->nights[0].start_iso);
+        sr_rw_puts(&w, " .. ");
+        sr_rw_utf8(&w, h->nights[h->n_nights - 1].start_iso);
+        sr_rw_puts(&w, ")");
+    }
     sr_rw_printf(&w, ", %zu scenarios, %zu failing, %zu flaky, %zu skipped (unreadable)",
                  h->n_scenarios, failing, flaky, h->n_skipped);
     if (h->dropped)
@@ -426,6 +499,35 @@ static cJSON *nights_json(const sr_history *h)
     return a;
 }
 
+/* One series of floats per night, null where the night has none. */
+static cJSON *series_json(const sr_history *h, const float *v, size_t stride)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (size_t k = 0; k < h->n_nights; k++) {
+        float x = v[k * stride];
+        cJSON_AddItemToArray(a, x < 0 ? cJSON_CreateNull()
+                                      : cJSON_CreateNumber((double)(int64_t)(x * 1000) / 1000));
+    }
+    return a;
+}
+
+/* {"wall_ms": [...], "p99_ms": {"<phase>": [...]}} over the kept nights. */
+static cJSON *scenario_latency(const sr_history *h, const sr_hscenario *s)
+{
+    cJSON *o = cJSON_CreateObject(), *ph = cJSON_CreateObject();
+    cJSON_AddItemToObject(o, "wall_ms", series_json(h, s->wall_ms, 1));
+    for (int p = 0; p < SR_PHASE_COUNT; p++) {
+        int any = 0;
+        for (size_t k = 0; k < h->n_nights && !any; k++)
+            any = s->p99_ms[k * SR_PHASE_COUNT + p] >= 0;
+        if (any)
+            cJSON_AddItemToObject(ph, sr_phase_name((sr_phase)p),
+                                  series_json(h, &s->p99_ms[p], SR_PHASE_COUNT));
+    }
+    cJSON_AddItemToObject(o, "p99_ms", ph);
+    return o;
+}
+
 static cJSON *scenarios_json(const sr_history *h)
 {
     cJSON *a = cJSON_CreateArray();
@@ -436,6 +538,7 @@ static cJSON *scenarios_json(const sr_history *h)
         for (size_t k = 0; k < h->n_nights; k++)
             cJSON_AddItemToArray(t, cJSON_CreateString(sr_hcell_name((sr_hcell)s->timeline[k])));
         cJSON_AddItemToObject(o, "timeline", t);
+        cJSON_AddItemToObject(o, "latency", scenario_latency(h, s));
         cJSON_AddBoolToObject(o, "failing", s->failing);
         cJSON_AddItemToObject(o, "first_fail", night_ref(h, s->first_fail));
         cJSON_AddItemToObject(o, "last_pass", night_ref(h, s->first_fail >= 0 ? s->last_pass : -1));

@@ -1,7 +1,8 @@
 /*
  * history.html (history.h): one self-contained page, well-formed XHTML read as HTML5 like
  * report.html (inline CSS and SVG, no script, no external reference): the nights, the failing
- * and flaky scenarios, a verdict grid (scenario x night) and a p50/p99 trend chart per phase.
+ * and flaky scenarios, a verdict grid (scenario x night), a p50/p99 trend chart per phase and
+ * a sparkline per scenario and phase.
  */
 #include "history.h"
 
@@ -102,7 +103,7 @@ static void verdict_lists(sr_rw *w, const sr_history *h)
             continue;
         sr_rw_puts(w, "<tr><td>");
         text(w, s->id);
-        sr_rw_puts(w, "</td>");
+        sr_rw_puts(w, s->flaky ? " <span class=\"badge skip\">flaky</span></td>" : "</td>");
         night_cell(w, h, s->first_fail);
         night_cell(w, h, s->last_pass);
         sr_rw_puts(w, "</tr>\n");
@@ -238,6 +239,71 @@ static void trend(sr_rw *w, const sr_history *h, int p)
     sr_rw_puts(w, "</svg>\n");
 }
 
+/* ---- per-scenario trends ---- */
+
+#define SW 132
+#define SH 30
+
+/* A sparkline of one series (stride floats apart, -1: none) and its newest value. */
+static void spark(sr_rw *w, const sr_history *h, const float *v, size_t stride)
+{
+    double top = 0;
+    long last = -1;
+    for (size_t k = 0; k < h->n_nights; k++)
+        if (v[k * stride] >= 0) {
+            top = v[k * stride] > top ? v[k * stride] : top;
+            last = (long)k;
+        }
+    sr_rw_puts(w, "<td>");
+    if (last < 0) {
+        sr_rw_puts(w, "</td>");
+        return;
+    }
+    sr_rw_printf(w,
+                 "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+                 "viewBox=\"0 0 %d %d\" role=\"img\"><polyline class=\"p99\" points=\"",
+                 SW, SH, SW, SH);
+    for (size_t k = 0; k < h->n_nights; k++) {
+        if (v[k * stride] < 0)
+            continue;
+        double x = h->n_nights > 1 ? 2 + (double)k * (SW - 4) / (double)(h->n_nights - 1) : SW / 2;
+        double y = SH - 2 - (top > 0 ? v[k * stride] / top : 0) * (SH - 4);
+        sr_rw_printf(w, "%.1f,%.1f ", x, y);
+    }
+    char t[32];
+    sr_rw_printf(w, "\"/></svg> %s</td>", sr_report_fmt_ns(t, sizeof(t), v[last * stride] * 1e6));
+}
+
+/* Each scenario's wall time and the p99 of each phase it recorded, night by night. */
+static void scenario_trends(sr_rw *w, const sr_history *h)
+{
+    int used[SR_PHASE_COUNT] = {0};
+    for (size_t i = 0; i < h->n_scenarios; i++)
+        for (size_t k = 0; k < h->n_nights; k++)
+            for (int p = 0; p < SR_PHASE_COUNT; p++)
+                used[p] |= h->scenarios[i].p99_ms[k * SR_PHASE_COUNT + p] >= 0;
+    sr_rw_puts(w, "<h2 id=\"scenario-trends\">Latency per scenario, night by night</h2>\n"
+                  "<p class=\"meta\">each line scaled to its own maximum; the value is the "
+                  "newest night's (wall time: the mean of the night's executions; p99: the "
+                  "largest).</p>\n<table><tr><th>scenario</th><th>wall</th>");
+    for (int p = 0; p < SR_PHASE_COUNT; p++)
+        if (used[p])
+            sr_rw_printf(w, "<th>%s p99</th>", sr_phase_name((sr_phase)p));
+    sr_rw_puts(w, "</tr>\n");
+    for (size_t i = 0; i < h->n_scenarios; i++) {
+        const sr_hscenario *s = &h->scenarios[i];
+        sr_rw_puts(w, "<tr><td>");
+        text(w, s->id);
+        sr_rw_puts(w, "</td>");
+        spark(w, h, s->wall_ms, 1);
+        for (int p = 0; p < SR_PHASE_COUNT; p++)
+            if (used[p])
+                spark(w, h, &s->p99_ms[p], SR_PHASE_COUNT);
+        sr_rw_puts(w, "</tr>\n");
+    }
+    sr_rw_puts(w, "</table>\n");
+}
+
 int sr_history_render_html(sr_buf *out, const sr_history *h, sr_err *err)
 {
     sr_rw w = sr_report_writer(out, err);
@@ -246,10 +312,13 @@ int sr_history_render_html(sr_buf *out, const sr_history *h, sr_err *err)
                  "<head>\n<meta charset=\"utf-8\"/>\n<title>syncroll history</title>\n"
                  "<style>\n%s%s</style>\n</head>\n<body>\n<h1>syncroll history: %zu nights</h1>\n",
                  sr_report_css(), css_extra, h->n_nights);
-    if (h->n_nights)
-        sr_rw_printf(&w, "<p class=\"meta\">from %s to %s; %zu scenarios", h->nights[0].start_iso,
-                     h->nights[h->n_nights - 1].start_iso, h->n_scenarios);
-    else
+    if (h->n_nights) {
+        sr_rw_puts(&w, "<p class=\"meta\">from ");
+        text(&w, h->nights[0].start_iso);
+        sr_rw_puts(&w, " to ");
+        text(&w, h->nights[h->n_nights - 1].start_iso);
+        sr_rw_printf(&w, "; %zu scenarios", h->n_scenarios);
+    } else
         sr_rw_puts(&w, "<p class=\"meta\">no readable night");
     if (h->dropped)
         sr_rw_printf(&w, "; %zu older nights left out (--last)", h->dropped);
@@ -261,6 +330,7 @@ int sr_history_render_html(sr_buf *out, const sr_history *h, sr_err *err)
     for (int p = 0; p < SR_PHASE_COUNT; p++)
         trend(&w, h, p);
     sr_rw_puts(&w, "</div>\n");
+    scenario_trends(&w, h);
     nights_table(&w, h);
     sr_rw_puts(&w, "<footer>syncroll report --history</footer>\n</body>\n</html>\n");
     return w.rc;

@@ -6,6 +6,7 @@
 #include "report_priv.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void text(sr_rw *w, const char *s)
@@ -24,6 +25,21 @@ static void badge(sr_rw *w, sr_verdict v, const char *extra)
 {
     sr_rw_printf(w, "<span class=\"badge %s%s\">%s</span>", sr_verdict_name(v), extra,
                  sr_verdict_name(v));
+}
+
+/* A merged run's shards: each one's run id, host and command. */
+static void shards_table(sr_rw *w, const sr_run_header *h)
+{
+    sr_rw_puts(w, "<table id=\"shards\">\n<tr><th>shard</th><th>run</th><th>host</th>"
+                  "<th>command</th></tr>\n");
+    for (size_t i = 0; i < h->n_shards; i++) {
+        const sr_merged_shard *m = &h->shards[i];
+        sr_rw_printf(w, "<tr><td>%d/%d</td>", m->k, h->merged_of);
+        tag_text(w, "<td>", m->run_id ? m->run_id : "?", "</td>");
+        tag_text(w, "<td>", m->hostname ? m->hostname : "?", "</td>");
+        tag_text(w, "<td><code>", m->command ? m->command : "?", "</code></td></tr>\n");
+    }
+    sr_rw_puts(w, "</table>\n");
 }
 
 static void header(sr_rw *w, const sr_run_result *run)
@@ -70,12 +86,14 @@ static void header(sr_rw *w, const sr_run_result *run)
         text(w, h->shard_source ? h->shard_source : "?");
     }
     if (h->n_merged_from)
-        sr_rw_printf(w, ", merged from %zu shards", h->n_merged_from);
+        sr_rw_printf(w, ", merged from %zu of %d shards", h->n_merged_from, h->merged_of);
     if (h->run_group) {
         sr_rw_puts(w, ", run group ");
         text(w, h->run_group);
     }
     sr_rw_puts(w, "</p>\n");
+    if (h->n_shards)
+        shards_table(w, h);
 }
 
 static void fired_list(sr_rw *w, const sr_scenario_result *s)
@@ -90,12 +108,24 @@ static void fired_list(sr_rw *w, const sr_scenario_result *s)
     }
 }
 
+/* The verdict table: failed and errored first, then interrupted, then the rest (report_priv.h);
+ * a merged run has a column with the shard that ran each scenario. */
 static void verdict_table(sr_rw *w, const sr_run_result *run)
 {
-    sr_rw_puts(w, "<h2 id=\"verdicts\">Verdicts</h2>\n<table>\n<tr><th>verdict</th>"
-                  "<th>scenario</th><th>folder</th><th class=\"n\">wall</th>"
-                  "<th>checks fired</th><th>reason</th></tr>\n");
-    for (size_t i = 0; i < run->n_scenarios; i++) {
+    int merged = run->header.merged_of > 0;
+    size_t *order = calloc(run->n_scenarios + 1, sizeof(size_t));
+    if (!order) {
+        w->rc = sr_err_set(w->err, SR_E_NOMEM, "cannot order %zu scenarios", run->n_scenarios);
+        return;
+    }
+    sr_report_order(run, order);
+    sr_rw_printf(w,
+                 "<h2 id=\"verdicts\">Verdicts</h2>\n<table>\n<tr><th>verdict</th>"
+                 "<th>scenario</th>%s<th>folder</th><th class=\"n\">wall</th>"
+                 "<th>checks fired</th><th>reason</th></tr>\n",
+                 merged ? "<th>shard</th>" : "");
+    for (size_t j = 0; j < run->n_scenarios; j++) {
+        size_t i = order[j];
         const sr_scenario_result *s = run->scenarios[i];
         char id[160], suite[256], t[32];
         sr_report_display_id(id, sizeof(id), s);
@@ -108,6 +138,10 @@ static void verdict_table(sr_rw *w, const sr_run_result *run)
             sr_rw_printf(w, "<a href=\"#f-%zu\">", i);
         text(w, id);
         sr_rw_puts(w, failed ? "</a>" : "");
+        if (merged && s->shard)
+            sr_rw_printf(w, "</td><td>%d/%d", s->shard, run->header.merged_of);
+        else if (merged)
+            sr_rw_puts(w, "</td><td>");
         tag_text(w, "</td><td>", suite, "</td>");
         sr_rw_printf(
             w, "<td class=\"n\">%s</td><td>",
@@ -115,6 +149,7 @@ static void verdict_table(sr_rw *w, const sr_run_result *run)
         fired_list(w, s);
         tag_text(w, "</td><td>", s->reason, "</td></tr>\n");
     }
+    free(order);
     sr_rw_puts(w, "</table>\n");
 }
 
@@ -198,13 +233,23 @@ static void failure(sr_rw *w, const sr_run_result *run, size_t i)
                       "</tr>\n");
         for (size_t k = 0; k < s->n_checks; k++) {
             const sr_check *c = &s->checks[k];
+            size_t rank = sr_report_check_rank(s, k), size = sr_report_check_group_size(s, k);
+            if (rank >= SR_REPORT_GROUP_SHOWN)
+                continue;
             tag_text(w, "<tr><td><code>", c->name, "</code>");
             sr_rw_puts(w, c->expected ? " (expected)" : "");
+            if (rank == 0 && size > 1)
+                sr_rw_printf(w, " x%zu", size);
             tag_text(w, "</td><td>", c->classification, "</td><td>");
             where(w, &c->where);
             tag_text(w, "</td><td>", c->message, "");
             evidence_link(w, run, s, c);
             sr_rw_puts(w, "</td></tr>\n");
+            if (rank + 1 == SR_REPORT_GROUP_SHOWN && size > SR_REPORT_GROUP_SHOWN)
+                sr_rw_printf(w,
+                             "<tr><td colspan=\"4\">... %zu more like these (%zu in all)</td>"
+                             "</tr>\n",
+                             size - SR_REPORT_GROUP_SHOWN, size);
         }
         sr_rw_puts(w, "</table>\n");
         if (s->checks_dropped)

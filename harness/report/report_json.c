@@ -214,6 +214,8 @@ static cJSON *scenario_json(jw *j, const sr_scenario_result *s)
     attach(j, o, "tags", strv(j, s->tags, s->n_tags));
     add_num(j, o, "seed", (double)s->seed);
     add_num(j, o, "repeat", s->repeat);
+    if (s->shard)
+        add_num(j, o, "shard", s->shard);
     add_bool(j, o, "external_engines", s->external);
     add_str(j, o, "verdict", sr_verdict_name(s->verdict));
     add_str(j, o, "reason", s->reason[0] ? s->reason : NULL);
@@ -248,6 +250,21 @@ static cJSON *scenario_json(jw *j, const sr_scenario_result *s)
     return o;
 }
 
+/* A merged run's shards: [{"shard": k, "run_id", "hostname", "command"}] in shard order. */
+static cJSON *shards_json(jw *j, const sr_run_header *h)
+{
+    cJSON *a = chk(j, cJSON_CreateArray());
+    for (size_t i = 0; a && i < h->n_shards; i++) {
+        cJSON *e = chk(j, cJSON_CreateObject());
+        add_num(j, e, "shard", h->shards[i].k);
+        add_str(j, e, "run_id", h->shards[i].run_id);
+        add_str(j, e, "hostname", h->shards[i].hostname);
+        add_str(j, e, "command", h->shards[i].command);
+        push(j, a, e);
+    }
+    return a;
+}
+
 static cJSON *header_json(jw *j, const sr_run_result *run)
 {
     const sr_run_header *h = &run->header;
@@ -261,6 +278,10 @@ static cJSON *header_json(jw *j, const sr_run_result *run)
         attach(j, o, "merged_from", strv(j, h->merged_from, h->n_merged_from));
     else
         add_str(j, o, "merged_from", NULL);
+    if (h->merged_of) {
+        add_num(j, o, "merged_of", h->merged_of);
+        attach(j, o, "shards", shards_json(j, h));
+    }
     add_str(j, o, "out_dir", h->out_dir);
     cJSON *m = chk(j, cJSON_CreateObject());
     add_str(j, m, "hostname", h->hostname);

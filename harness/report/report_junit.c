@@ -226,12 +226,15 @@ void sr_report_junit(sr_rw *w, const sr_run_result *run)
     size_t n = run->n_scenarios, n_suites = 0;
     char ts[32], (*suite)[256] = calloc(n + 1, sizeof(*suite));
     size_t *of = calloc(n + 1, sizeof(size_t)), *first = calloc(n + 1, sizeof(size_t));
-    if (!suite || !of || !first) {
+    size_t *order = calloc(n + 1, sizeof(size_t));
+    if (!suite || !of || !first || !order) {
         if (!w->rc)
             w->rc = sr_err_set(w->err, SR_E_NOMEM, "cannot build junit.xml");
-        free(suite), free(of), free(first);
+        free(suite), free(of), free(first), free(order);
         return;
     }
+    /* In each suite, failed and errored test cases first (report_priv.h), as the other tables. */
+    sr_report_order(run, order);
     /* Suites in order of first appearance; of[i] is scenario i's suite. */
     tally all = {0};
     for (size_t i = 0; i < n; i++) {
@@ -261,11 +264,11 @@ void sr_report_junit(sr_rw *w, const sr_run_result *run)
         attr(w, "hostname", run->header.hostname ? run->header.hostname : "localhost");
         sr_rw_printf(w, " id=\"%zu\">\n", k);
         suite_properties(w, run);
-        for (size_t j = first[k]; j < n; j++)
-            if (of[j] == k)
-                testcase(w, run->scenarios[j], name);
+        for (size_t j = 0; j < n; j++)
+            if (of[order[j]] == k)
+                testcase(w, run->scenarios[order[j]], name);
         sr_rw_puts(w, "  </testsuite>\n");
     }
     sr_rw_puts(w, "</testsuites>\n");
-    free(suite), free(of), free(first);
+    free(suite), free(of), free(first), free(order);
 }

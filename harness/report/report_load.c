@@ -414,6 +414,9 @@ static void load_scenario(ld *l, const cJSON *o, sr_scenario_result *s)
     int64_t rep = 1;
     integer(l, o, "repeat", 1, INT_MAX, &rep);
     s->repeat = (int)rep;
+    int64_t shard = 0;
+    integer(l, o, "shard", 0, 1000000, &shard);
+    s->shard = (int)shard;
     s->external = get_bool(l, o, "external_engines");
     s->verdict = verdict(l, o, "verdict", SR_VERDICT_PASS);
     str_fixed(l, o, "reason", s->reason, sizeof(s->reason));
@@ -469,6 +472,29 @@ static int parse_shard(const char *s, int *k, int *n)
     return 0;
 }
 
+/* A merged run's "merged_of" and "shards" (report_json.c); absent in other runs. */
+static void load_shards(ld *l, const cJSON *o, sr_run_header *h)
+{
+    int64_t of = 0;
+    integer(l, o, "merged_of", 0, 1000000, &of);
+    h->merged_of = (int)of;
+    const cJSON *a = get(o, "shards") ? get_typed(l, o, "shards", 1) : NULL, *x;
+    int n = a ? cJSON_GetArraySize(a) : 0;
+    if (n && !(h->shards = calloc((size_t)n, sizeof(sr_merged_shard))))
+        nomem(l);
+    const cJSON *list = h->shards ? a : NULL;
+    cJSON_ArrayForEach(x, list)
+    {
+        sr_merged_shard *m = &h->shards[h->n_shards++];
+        int64_t k = 0;
+        integer(l, x, "shard", 0, 1000000, &k);
+        m->k = (int)k;
+        str_owned(l, x, "run_id", &m->run_id);
+        str_owned(l, x, "hostname", &m->hostname);
+        str_owned(l, x, "command", &m->command);
+    }
+}
+
 static void load_header(ld *l, const cJSON *o, sr_run_header *h)
 {
     str_owned(l, o, "version", &h->version);
@@ -478,6 +504,7 @@ static void load_header(ld *l, const cJSON *o, sr_run_header *h)
     str_owned(l, o, "selection", &h->selection);
     if (get(o, "merged_from"))
         strv(l, o, "merged_from", &h->merged_from, &h->n_merged_from);
+    load_shards(l, o, h);
     str_owned(l, o, "out_dir", &h->out_dir);
     const cJSON *m = get_typed(l, o, "machine", 0);
     str_owned(l, m, "hostname", &h->hostname);

@@ -123,9 +123,11 @@ static int merge_header(sr_run_result *m, const sr_run_result *const *v, size_t 
     h->repeat = a->repeat;
     h->until_fail = a->until_fail;
     h->keep = a->keep;
+    h->merged_of = a->shard_n;
     bad = bad || !(h->tags = calloc(a->n_tags + 1, sizeof(char *))) ||
           !(h->exclude_tags = calloc(a->n_exclude_tags + 1, sizeof(char *))) ||
-          !(h->merged_from = calloc(n + 1, sizeof(char *)));
+          !(h->merged_from = calloc(n + 1, sizeof(char *))) ||
+          !(h->shards = calloc(n + 1, sizeof(sr_merged_shard)));
     for (size_t i = 0; !bad && i < a->n_tags; i++)
         bad = sr_result_set_str(&h->tags[h->n_tags++], a->tags[i], NULL);
     for (size_t i = 0; !bad && i < a->n_exclude_tags; i++)
@@ -136,12 +138,20 @@ static int merge_header(sr_run_result *m, const sr_run_result *const *v, size_t 
             first = i;
     h->start_unix_ms = v[first]->header.start_unix_ms;
     memcpy(h->start_iso, v[first]->header.start_iso, sizeof(h->start_iso));
-    /* merged_from in shard order */
+    /* merged_from and shards in shard order */
     for (int k = 1; !bad && k <= a->shard_n; k++)
-        for (size_t i = 0; !bad && i < n; i++)
-            if (v[i]->header.shard_k == k)
-                bad = sr_result_set_str(&h->merged_from[h->n_merged_from++],
-                                        v[i]->header.run_id ? v[i]->header.run_id : "?", NULL);
+        for (size_t i = 0; !bad && i < n; i++) {
+            const sr_run_header *s = &v[i]->header;
+            if (s->shard_k != k)
+                continue;
+            sr_merged_shard *d = &h->shards[h->n_shards++];
+            d->k = k;
+            bad = sr_result_set_str(&h->merged_from[h->n_merged_from++],
+                                    s->run_id ? s->run_id : "?", NULL) ||
+                  sr_result_set_str(&d->run_id, s->run_id, NULL) ||
+                  sr_result_set_str(&d->hostname, s->hostname, NULL) ||
+                  sr_result_set_str(&d->command, s->command, NULL);
+        }
     return bad ? -1 : 0;
 }
 
@@ -232,6 +242,8 @@ int sr_report_merge(sr_run_result **out, const sr_run_result *const *shards,
     for (size_t i = 0; !rc && i < ne; i++) {
         sr_scenario_result *s;
         rc = sr_run_result_add_copy(&s, m, e[i].s, err);
+        if (!rc)
+            s->shard = shards[e[i].shard]->header.shard_k;
     }
     for (size_t i = 0; !rc && i < n; i++)
         if (shards[i]->partial &&

@@ -98,6 +98,24 @@ const char *sr_report_display_id(char *buf, size_t cap, const sr_scenario_result
  */
 const char *sr_report_relpath(const sr_run_result *run, const char *path);
 
+/*
+ * The order verdict tables list a run's scenario executions in (report_text.c): failed and
+ * errored first, then interrupted, then the rest, each in the run's order. Fills idx[0..n) with
+ * indexes into run->scenarios (the caller's array of run->n_scenarios entries).
+ */
+void sr_report_order(const sr_run_result *run, size_t *idx);
+
+/* How many of a group of repeated checks a failure shows before "... N more like these". */
+#define SR_REPORT_GROUP_SHOWN 3
+
+/*
+ * Repeated checks (report_text.c): checks of one scenario with the same name, classification
+ * and expectation form a group. sr_report_check_rank gives check k's 0-based position in its
+ * group; sr_report_check_group_size the number of checks in k's group.
+ */
+size_t sr_report_check_rank(const sr_scenario_result *s, size_t k);
+size_t sr_report_check_group_size(const sr_scenario_result *s, size_t k);
+
 /* sr_code_name(code), or "unknown.error" for a code the table does not name. */
 const char *sr_report_code_name(int code);
 

@@ -2,7 +2,66 @@
 #include "report_priv.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+static int failed_first_rank(sr_verdict v)
+{
+    return v == SR_VERDICT_FAIL || v == SR_VERDICT_ERROR ? 0 : v == SR_VERDICT_INTERRUPTED ? 1 : 2;
+}
+
+void sr_report_order(const sr_run_result *run, size_t *idx)
+{
+    size_t k = 0;
+    for (int rank = 0; rank < 3; rank++)
+        for (size_t i = 0; i < run->n_scenarios; i++)
+            if (failed_first_rank(run->scenarios[i]->verdict) == rank)
+                idx[k++] = i;
+}
+
+static int same_group(const sr_check *a, const sr_check *b)
+{
+    return a->expected == b->expected && strcmp(a->name, b->name) == 0 &&
+           strcmp(a->classification, b->classification) == 0;
+}
+
+size_t sr_report_check_rank(const sr_scenario_result *s, size_t k)
+{
+    size_t r = 0;
+    for (size_t i = 0; i < k; i++)
+        r += same_group(&s->checks[i], &s->checks[k]);
+    return r;
+}
+
+size_t sr_report_check_group_size(const sr_scenario_result *s, size_t k)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < s->n_checks; i++)
+        n += same_group(&s->checks[i], &s->checks[k]);
+    return n;
+}
+
+/* The header lines of a merged run: the shard count and each shard's run, host and command. */
+static void merged_shards(sr_rw *w, const sr_run_header *h)
+{
+    sr_rw_printf(w, "\nmerged from %zu of %d shards:", h->n_merged_from, h->merged_of);
+    if (!h->n_shards) {
+        for (size_t i = 0; i < h->n_merged_from; i++) {
+            sr_rw_puts(w, " ");
+            sr_rw_utf8(w, h->merged_from[i]);
+        }
+        return;
+    }
+    for (size_t i = 0; i < h->n_shards; i++) {
+        const sr_merged_shard *m = &h->shards[i];
+        sr_rw_printf(w, "\n  shard %d/%d: ", m->k, h->merged_of);
+        sr_rw_utf8(w, m->run_id ? m->run_id : "?");
+        sr_rw_puts(w, " on ");
+        sr_rw_utf8(w, m->hostname ? m->hostname : "?");
+        sr_rw_puts(w, ": ");
+        sr_rw_utf8(w, m->command ? m->command : "?");
+    }
+}
 
 static void header(sr_rw *w, const sr_run_result *run)
 {
@@ -11,8 +70,13 @@ static void header(sr_rw *w, const sr_run_result *run)
     sr_rw_utf8(w, h->version ? h->version : "?");
     sr_rw_puts(w, "  run ");
     sr_rw_utf8(w, h->run_id ? h->run_id : "?");
-    if (h->git_rev)
-        sr_rw_printf(w, "  (git %.12s)", h->git_rev);
+    if (h->git_rev) {
+        char rev[16];
+        snprintf(rev, 13, "%s", h->git_rev);
+        sr_rw_puts(w, "  (git ");
+        sr_rw_utf8(w, rev);
+        sr_rw_puts(w, ")");
+    }
     sr_rw_puts(w, "\nstarted ");
     sr_rw_utf8(w, h->start_iso[0] ? h->start_iso : "?");
     sr_rw_puts(w, " on ");
@@ -34,13 +98,8 @@ static void header(sr_rw *w, const sr_run_result *run)
             sr_rw_puts(w, ")");
         }
     }
-    if (h->n_merged_from) {
-        sr_rw_printf(w, "\nmerged from %zu shards:", h->n_merged_from);
-        for (size_t i = 0; i < h->n_merged_from; i++) {
-            sr_rw_puts(w, " ");
-            sr_rw_utf8(w, h->merged_from[i]);
-        }
-    }
+    if (h->n_merged_from)
+        merged_shards(w, h);
     if (h->run_group) {
         sr_rw_puts(w, "\nrun group: ");
         sr_rw_utf8(w, h->run_group);
@@ -77,6 +136,9 @@ static void checks(sr_rw *w, const sr_scenario_result *s)
     sr_rw_puts(w, "\n");
     for (size_t i = 0; i < s->n_checks; i++) {
         const sr_check *c = &s->checks[i];
+        size_t rank = sr_report_check_rank(s, i);
+        if (rank >= SR_REPORT_GROUP_SHOWN)
+            continue;
         sr_rw_puts(w, "      check ");
         sr_rw_utf8(w, c->name);
         if (c->classification[0]) {
@@ -88,6 +150,12 @@ static void checks(sr_rw *w, const sr_scenario_result *s)
         sr_rw_puts(w, c->expected ? " (expected): " : ": ");
         sr_rw_utf8(w, c->message);
         sr_rw_puts(w, "\n");
+        size_t size = sr_report_check_group_size(s, i);
+        if (rank + 1 == SR_REPORT_GROUP_SHOWN && size > SR_REPORT_GROUP_SHOWN) {
+            sr_rw_printf(w, "      ... %zu more ", size - SR_REPORT_GROUP_SHOWN);
+            sr_rw_utf8(w, c->name);
+            sr_rw_printf(w, " like these (%zu in all)\n", size);
+        }
     }
     if (s->checks_dropped)
         sr_rw_printf(w, "      ... %llu more firings not kept\n",
@@ -105,6 +173,14 @@ static void checks(sr_rw *w, const sr_scenario_result *s)
             sr_rw_utf8(w, s->steps[i].kind);
             sr_rw_printf(w, ") stopped: %s\n", sr_report_code_name(s->steps[i].code));
         }
+}
+
+/* A scenario's line; in a merged run with the shard that ran it. */
+static void line(sr_rw *w, const sr_run_result *run, const sr_scenario_result *s)
+{
+    if (run->header.merged_of && s->shard)
+        sr_rw_printf(w, "[%d/%d] ", s->shard, run->header.merged_of);
+    sr_report_line(w, s, 0);
 }
 
 static void latency(sr_rw *w, sr_hist *const *phase)
@@ -149,8 +225,15 @@ static void counters(sr_rw *w, const sr_counters *c)
 void sr_report_text(sr_rw *w, const sr_run_result *run)
 {
     header(w, run);
+    size_t *order = calloc(run->n_scenarios + 1, sizeof(size_t));
+    if (!order) {
+        w->rc = sr_err_set(w->err, SR_E_NOMEM, "cannot order %zu scenarios", run->n_scenarios);
+        return;
+    }
+    sr_report_order(run, order);
     for (size_t i = 0; i < run->n_scenarios; i++)
-        sr_report_line(w, run->scenarios[i], 0);
+        line(w, run, run->scenarios[order[i]]);
+    free(order);
     int any = 0;
     for (size_t i = 0; i < run->n_scenarios; i++) {
         const sr_scenario_result *s = run->scenarios[i];

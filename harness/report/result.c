@@ -113,6 +113,12 @@ void sr_run_result_free(sr_run_result *run)
     free(h->run_group);
     free(h->selection);
     free_strv(h->merged_from, h->n_merged_from);
+    for (size_t i = 0; i < h->n_shards; i++) {
+        free(h->shards[i].run_id);
+        free(h->shards[i].hostname);
+        free(h->shards[i].command);
+    }
+    free(h->shards);
     for (size_t i = 0; i < run->n_scenarios; i++)
         scenario_free(run->scenarios[i]);
     free(run->scenarios);
@@ -187,6 +193,7 @@ static int copy_members(sr_scenario_result *d, const sr_scenario_result *src)
         dup_strv(&d->expect_checks, &d->n_expect_checks, src->expect_checks, src->n_expect_checks);
     d->seed = src->seed;
     d->repeat = src->repeat;
+    d->shard = src->shard;
     d->external = src->external;
     d->verdict = src->verdict;
     memcpy(d->reason, src->reason, sizeof(d->reason));

@@ -216,7 +216,16 @@ typedef struct sr_scenario_result {
     double wall_ms;
     sr_hist *phase[SR_PHASE_COUNT]; /* nanoseconds */
     sr_counters counters;
+    int shard; /* in a merged run (report --merge): the 1-based shard that ran it; else 0 */
 } sr_scenario_result;
+
+/* One shard of a merged run, as its own header said (report --merge). Strings owned or NULL. */
+typedef struct sr_merged_shard {
+    int k;          /* shard k of the run's shard count */
+    char *run_id;   /* the shard's run id */
+    char *hostname; /* the machine that ran it */
+    char *command;  /* its command line */
+} sr_merged_shard;
 
 typedef struct sr_run_header {
     char *version;  /* SYNCROLL_VERSION */
@@ -241,7 +250,10 @@ typedef struct sr_run_header {
     char *selection;    /* the options that select and run scenarios, canonically; NULL */
     char **merged_from; /* run ids of the shards a merged run came from (report --merge) */
     size_t n_merged_from;
-    char **tags; /* --tag (any of) */
+    sr_merged_shard *shards; /* the same shards, in shard order, with host and command */
+    size_t n_shards;
+    int merged_of; /* a merged run: the shard count of the run it merges; else 0 */
+    char **tags;   /* --tag (any of) */
     size_t n_tags;
     char **exclude_tags;
     size_t n_exclude_tags;
