@@ -204,6 +204,9 @@ typedef enum sr_class {
       "reading, writing, syncing or renaming a file of the delta store failed")                    \
     X(SR_E_DELTA_LOCKED, -807, "delta.locked", SR_CLASS_TRANSIENT,                                 \
       "another receiver holds the lock of the delta state directory")                              \
+    X(SR_E_DELTA_SYMLINK, -808, "delta.symlink", SR_CLASS_USAGE,                                   \
+      "a file or folder the delta store or a checkpoint under a sync folder uses is a symlink "   \
+      "(refused, never followed)")                                                                 \
     /* generate client and rollout loop (-95x, -96x of the -9xx range) */                          \
     X(SR_E_CLIENT_INVALID, -950, "client.invalid_request", SR_CLASS_USAGE,                         \
       "a generate request fails the client-side checks of skyrl-contract 1.2 and is never sent")   \
