@@ -72,7 +72,7 @@
  * Every file and folder below sync_dir and state_dir (version folders, manifests, payloads,
  * state.json and its temporary file, lock) is opened relative to its folder's descriptor with
  * O_NOFOLLOW (and O_EXCL for a temporary file), and sync_dir and state_dir themselves with
- * O_NOFOLLOW on their last component: a symlink at any of these names is SR_E_DELTA_SYMLINK, and
+ * O_NOFOLLOW on their last component: a symlink at any of these names is SR_E_SYMLINK, and
  * nothing is created, truncated, renamed over or read through it. Symlinks above the last
  * component of a given folder path are the caller's to check.
  *
@@ -103,7 +103,7 @@
  * Errors: SR_E_DELTA_MANIFEST (message "path:line:col: ..." for JSON and schema errors),
  * SR_E_DELTA_PAYLOAD, SR_E_DELTA_CHECKSUM, SR_E_DELTA_VERSION, SR_E_DELTA_STATE
  * ("path:line:col: ..."), SR_E_DELTA_TENSOR, SR_E_DELTA_IO, SR_E_DELTA_LOCKED,
- * SR_E_DELTA_SYMLINK, SR_E_INVAL (bad
+ * SR_E_SYMLINK, SR_E_INVAL (bad
  * arguments, duplicate or unknown-dtype tensors in a caller's list), SR_E_NOMEM.
  *
  * Thread-safety: a publisher or receiver belongs to one thread at a time (it starts its own
@@ -341,7 +341,7 @@ int sr_delta_fetch(sr_delta_fetch_result *res, sr_delta_receiver *rx, const char
 
 /*
  * Resets the local tensors from the base and writes state {0, false, 0}, whatever the state
- * file held (the way out of SR_E_DELTA_STATE). Errors: SR_E_DELTA_LOCKED, SR_E_DELTA_SYMLINK,
+ * file held (the way out of SR_E_DELTA_STATE). Errors: SR_E_DELTA_LOCKED, SR_E_SYMLINK,
  * SR_E_DELTA_IO, the reset callback's.
  */
 int sr_delta_receiver_reset(sr_delta_receiver *rx, sr_err *err);

@@ -16,13 +16,13 @@
  * of our names would otherwise redirect a create, truncate or read to any file outside.
  */
 
-/* The error of an openat that failed on `name`: a symlink there is SR_E_DELTA_SYMLINK. */
+/* The error of an openat that failed on `name`: a symlink there is SR_E_SYMLINK. */
 static int open_failed(int at, const char *name, const char *shown, int e, const char *what,
                        sr_err *err)
 {
     struct stat st;
     if (fstatat(at, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
-        return sr_err_set(err, SR_E_DELTA_SYMLINK,
+        return sr_err_set(err, SR_E_SYMLINK,
                           "%s: is a symlink; files of the delta store are never opened through "
                           "one",
                           shown);
@@ -44,7 +44,7 @@ int sr_delta_check_name(int dfd, const char *name, const char *shown, sr_err *er
 {
     struct stat st;
     if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
-        return sr_err_set(err, SR_E_DELTA_SYMLINK,
+        return sr_err_set(err, SR_E_SYMLINK,
                           "%s: is a symlink; files of the delta store are never written through "
                           "one",
                           shown);

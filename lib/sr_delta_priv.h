@@ -94,18 +94,18 @@ size_t sr_delta_state_render(char *buf, size_t cap, const sr_delta_state *s);
 /*
  * Folders and files under a sync folder are opened relative to a folder descriptor with
  * O_NOFOLLOW (openat, mkdirat, renameat, unlinkat): a symlink planted at any name the store uses
- * is SR_E_DELTA_SYMLINK and nothing is created, truncated or read through it. A root given by
+ * is SR_E_SYMLINK and nothing is created, truncated or read through it. A root given by
  * path (the caller checked it) may have symlinks above its last component, not at it.
  */
 
 /*
  * Opens the folder `name` relative to `at` (AT_FDCWD for a path) into *fd (caller closes) with
- * O_DIRECTORY | O_NOFOLLOW, creating it first (one level) when `create`. SR_E_DELTA_SYMLINK,
+ * O_DIRECTORY | O_NOFOLLOW, creating it first (one level) when `create`. SR_E_SYMLINK,
  * SR_E_DELTA_IO.
  */
 int sr_delta_open_dir(int *fd, int at, const char *name, int create, sr_err *err);
 
-/* SR_E_DELTA_SYMLINK (`shown` names it) when `name` in folder dfd is a symlink, else 0. */
+/* SR_E_SYMLINK (`shown` names it) when `name` in folder dfd is a symlink, else 0. */
 int sr_delta_check_name(int dfd, const char *name, const char *shown, sr_err *err);
 
 /*
@@ -123,7 +123,7 @@ typedef struct sr_delta_afile {
 
 /*
  * Creates .{name}.tmp in folder dfd (`dir` is its path, for messages) with O_CREAT | O_EXCL |
- * O_NOFOLLOW (a stale regular temporary file is replaced). SR_E_DELTA_SYMLINK, SR_E_DELTA_IO.
+ * O_NOFOLLOW (a stale regular temporary file is replaced). SR_E_SYMLINK, SR_E_DELTA_IO.
  */
 int sr_delta_afile_open(sr_delta_afile *f, int dfd, const char *dir, const char *name,
                         sr_err *err);
@@ -131,7 +131,7 @@ int sr_delta_afile_open(sr_delta_afile *f, int dfd, const char *dir, const char 
 /* Writes all n bytes. SR_E_DELTA_IO. */
 int sr_delta_afile_write(sr_delta_afile *f, const void *p, size_t n, sr_err *err);
 
-/* fsync (if do_fsync), close, renameat to the final name (refused with SR_E_DELTA_SYMLINK when
+/* fsync (if do_fsync), close, renameat to the final name (refused with SR_E_SYMLINK when
  * a symlink sits there). On failure the temporary file is removed. */
 int sr_delta_afile_commit(sr_delta_afile *f, int do_fsync, sr_err *err);
 
@@ -147,7 +147,7 @@ int sr_delta_fsync_dir(int dfd, const char *dir, sr_err *err);
 
 /*
  * Opens `name` in folder dfd for reading (O_NOFOLLOW, O_NONBLOCK) into *fd (caller closes);
- * a missing file sets *missing = 1 and returns 0. SR_E_DELTA_SYMLINK, SR_E_DELTA_IO (`shown`
+ * a missing file sets *missing = 1 and returns 0. SR_E_SYMLINK, SR_E_DELTA_IO (`shown`
  * names the file in messages).
  */
 int sr_delta_open_file(int *fd, int dfd, const char *name, const char *shown, int *missing,
@@ -156,7 +156,7 @@ int sr_delta_open_file(int *fd, int dfd, const char *name, const char *shown, in
 /*
  * Reads the whole file `name` of folder dfd, at most `max` bytes, into *buf (caller frees;
  * NUL-terminated). A missing file sets *missing = 1 and returns 0 with *buf NULL. A larger file
- * is `too_large_code`. Other failures are SR_E_DELTA_SYMLINK or SR_E_DELTA_IO.
+ * is `too_large_code`. Other failures are SR_E_SYMLINK or SR_E_DELTA_IO.
  */
 int sr_delta_read_file(char **buf, size_t *len, int *missing, int dfd, const char *name,
                        const char *shown, size_t max, int too_large_code, sr_err *err);

@@ -56,6 +56,9 @@ typedef enum sr_class {
       "a path to read names a FIFO, device, socket or directory instead of a regular file")        \
     X(SR_E_TOO_MUCH_MEMORY, -108, "resource.memory_estimate", SR_CLASS_RESOURCE,                   \
       "a scenario's estimated memory exceeds the machine's physical memory (lint/run --force)")    \
+    X(SR_E_SYMLINK, -109, "io.symlink", SR_CLASS_USAGE,                                            \
+      "a file or folder under a sync folder (delta store, receiver state, checkpoint) is a "      \
+      "symlink: refused, never followed")                                                          \
     /* base64 (-2xx) */                                                                            \
     X(SR_E_B64_CHAR, -200, "base64.invalid_char", SR_CLASS_PROTOCOL,                               \
       "a byte outside the RFC 4648 standard alphabet (whitespace, url-safe, backslash, ...)")      \
@@ -204,9 +207,6 @@ typedef enum sr_class {
       "reading, writing, syncing or renaming a file of the delta store failed")                    \
     X(SR_E_DELTA_LOCKED, -807, "delta.locked", SR_CLASS_TRANSIENT,                                 \
       "another receiver holds the lock of the delta state directory")                              \
-    X(SR_E_DELTA_SYMLINK, -808, "delta.symlink", SR_CLASS_USAGE,                                   \
-      "a file or folder the delta store or a checkpoint under a sync folder uses is a symlink "   \
-      "(refused, never followed)")                                                                 \
     /* generate client and rollout loop (-95x, -96x of the -9xx range) */                          \
     X(SR_E_CLIENT_INVALID, -950, "client.invalid_request", SR_CLASS_USAGE,                         \
       "a generate request fails the client-side checks of skyrl-contract 1.2 and is never sent")   \
