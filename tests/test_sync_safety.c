@@ -329,8 +329,8 @@ START_TEST(checkpoint_writer_refuses_planted_symlinks)
 END_TEST
 
 /* Before the fix /update_weights_from_disk opened model.safetensors and shards by path: a
- * symlink to a checkpoint outside server.sync_dirs was loaded (200). Now it is io.symlink and
- * the engine stays on its version; the real files load. */
+ * symlink to a checkpoint outside server.sync_dirs was loaded (200). Now it is 400 io.symlink
+ * and the engine stays on its version; the real files load. Version v is written in v shards. */
 START_TEST(disk_load_refuses_symlinked_files)
 {
     fix f;
@@ -355,9 +355,12 @@ START_TEST(disk_load_refuses_symlinked_files)
         snprintf(real, sizeof(real), "%s/v%d/%s", f.out, shards, files[shards - 1]);
         sh("mv '%s' '%s.real'", link, link);
         ck_assert_int_eq(symlink(real, link), 0);
-        snprintf(req, sizeof(req), "{\"model_path\":\"%s\",\"weight_version\":\"3\"}", inside);
+        snprintf(req, sizeof(req), "{\"model_path\":\"%s\",\"weight_version\":\"%d\"}", inside,
+                 shards);
         eng_expect(&e, "POST", "/update_weights_from_disk", req, 400, CHECK);
-        eng_expect(&e, "GET", "/get_weight_version", NULL, 200, "{\"weight_version\":\"0\"}");
+        char want[64];
+        snprintf(want, sizeof(want), "{\"weight_version\":\"%d\"}", shards - 1);
+        eng_expect(&e, "GET", "/get_weight_version", NULL, 200, want);
         ck_assert_int_eq(unlink(link), 0);
         sh("mv '%s.real' '%s'", link, link);
         eng_expect(&e, "POST", "/update_weights_from_disk", req, 200, "\"success\":true");
