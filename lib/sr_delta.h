@@ -366,7 +366,8 @@ int sr_delta_receiver_state(sr_delta_state *out, int *exists, const sr_delta_rec
 
 /*
  * The reference's validate_ready: the state exists, is not in progress and is at `target`, and
- * so are this receiver's local tensors; SR_E_DELTA_VERSION otherwise (SR_E_DELTA_STATE, SR_E_DELTA_IO from reading it).
+ * so are this receiver's local tensors; SR_E_DELTA_VERSION otherwise (SR_E_DELTA_STATE,
+ * SR_E_DELTA_IO from reading it).
  */
 int sr_delta_receiver_check_ready(const sr_delta_receiver *rx, int64_t target, sr_err *err);
 

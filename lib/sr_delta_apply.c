@@ -150,8 +150,8 @@ static int read_state(sr_delta_state *out, int *exists, int dfd, const sr_delta_
     char *text;
     size_t len;
     int missing;
-    int rc = sr_delta_read_file(&text, &len, &missing, dfd, "state.json", path,
-                                SR_DELTA_STATE_MAX, SR_E_DELTA_STATE, err);
+    int rc = sr_delta_read_file(&text, &len, &missing, dfd, "state.json", path, SR_DELTA_STATE_MAX,
+                                SR_E_DELTA_STATE, err);
     *exists = !rc && !missing;
     if (!rc && !missing)
         rc = sr_delta_state_parse(out, text, len, path, err);

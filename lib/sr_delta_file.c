@@ -71,7 +71,8 @@ int sr_delta_afile_open(sr_delta_afile *f, int dfd, const char *dir, const char 
     /* O_EXCL | O_NOFOLLOW: a symlink or a hard link planted at the temporary name is never
      * written through; a regular file left there by a crash is removed and created anew. */
     for (int attempt = 0; attempt < 2; attempt++) {
-        f->fd = openat(dfd, f->tmp_name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+        f->fd =
+            openat(dfd, f->tmp_name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
         if (f->fd >= 0)
             return 0;
         int e = errno;
@@ -121,9 +122,9 @@ int sr_delta_afile_commit(sr_delta_afile *f, int do_fsync, sr_err *err)
     f->fd = -1;
     /* renameat replaces a symlink at the final name rather than following it; refusing one is
      * only so that a planted link is reported, not silently dropped. */
-    int rc = c != 0 ? sr_err_set(err, SR_E_DELTA_IO, "%s: close failed: %s", f->tmp,
-                                 strerror(errno))
-                    : sr_delta_check_name(f->dfd, f->name, f->path, err);
+    int rc = c != 0
+                 ? sr_err_set(err, SR_E_DELTA_IO, "%s: close failed: %s", f->tmp, strerror(errno))
+                 : sr_delta_check_name(f->dfd, f->name, f->path, err);
     if (!rc && renameat(f->dfd, f->tmp_name, f->dfd, f->name) != 0)
         rc = sr_err_set(err, SR_E_DELTA_IO, "%s: rename failed: %s", f->path, strerror(errno));
     if (rc)

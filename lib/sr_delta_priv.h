@@ -125,8 +125,7 @@ typedef struct sr_delta_afile {
  * Creates .{name}.tmp in folder dfd (`dir` is its path, for messages) with O_CREAT | O_EXCL |
  * O_NOFOLLOW (a stale regular temporary file is replaced). SR_E_SYMLINK, SR_E_DELTA_IO.
  */
-int sr_delta_afile_open(sr_delta_afile *f, int dfd, const char *dir, const char *name,
-                        sr_err *err);
+int sr_delta_afile_open(sr_delta_afile *f, int dfd, const char *dir, const char *name, sr_err *err);
 
 /* Writes all n bytes. SR_E_DELTA_IO. */
 int sr_delta_afile_write(sr_delta_afile *f, const void *p, size_t n, sr_err *err);

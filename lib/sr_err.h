@@ -57,7 +57,7 @@ typedef enum sr_class {
     X(SR_E_TOO_MUCH_MEMORY, -108, "resource.memory_estimate", SR_CLASS_RESOURCE,                   \
       "a scenario's estimated memory exceeds the machine's physical memory (lint/run --force)")    \
     X(SR_E_SYMLINK, -109, "io.symlink", SR_CLASS_USAGE,                                            \
-      "a file or folder under a sync folder (delta store, receiver state, checkpoint) is a "      \
+      "a file or folder under a sync folder (delta store, receiver state, checkpoint) is a "       \
       "symlink: refused, never followed")                                                          \
     /* base64 (-2xx) */                                                                            \
     X(SR_E_B64_CHAR, -200, "base64.invalid_char", SR_CLASS_PROTOCOL,                               \
@@ -299,7 +299,7 @@ typedef enum sr_class {
       "a NeMo-RL routes string names a dtype other than int8, int16 or int32")                     \
     X(SR_E_NRLRE_SHAPE, -1222, "nrlre.shape", SR_CLASS_PROTOCOL,                                   \
       "a NeMo-RL routes string's shape is not three plain decimal dims joined by 'x'")             \
-    /* route wires of the engine dialects, read by the splice and the client (-123x..-125x) */    \
+    /* route wires of the engine dialects, read by the splice and the client (-123x..-125x) */     \
     X(SR_E_WIRE_NOT_STRING, -1230, "wire.not_string", SR_CLASS_PROTOCOL,                           \
       "a route field of a string wire (.npy, raw int32, nrlre1) holds something but a string")     \
     X(SR_E_WIRE_BYTE_COUNT, -1231, "wire.byte_count", SR_CLASS_PROTOCOL,                           \

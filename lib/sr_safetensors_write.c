@@ -144,8 +144,8 @@ static int write_file_at(int dfd, const char *name, const char *path, const sr_s
     if (!rc)
         rc = build_header(&h, o, n, m, n_meta, err);
     int fd = -1;
-    if (!rc && (fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                            0644)) < 0)
+    if (!rc &&
+        (fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644)) < 0)
         rc = open_err(err, dfd, name, "cannot create", path);
     if (!rc) {
         unsigned char len8[8];
@@ -316,7 +316,7 @@ int sr_st_write_checkpoint(const char *dir, const sr_st_in *t, size_t n, const s
     struct stat st;
     int there = fstatat(pfd, base, &st, AT_SYMLINK_NOFOLLOW);
     if (there == 0 || errno != ENOENT) {
-        rc = there != 0              ? io_err(err, "cannot look at", dir)
+        rc = there != 0            ? io_err(err, "cannot look at", dir)
              : S_ISLNK(st.st_mode) ? open_err(err, pfd, base, "", dir)
                                    : sr_err_set(err, SR_E_IO,
                                                 "safetensors: checkpoint folder %.3000s already "

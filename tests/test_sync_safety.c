@@ -274,8 +274,8 @@ START_TEST(publisher_refuses_every_planted_symlink)
     ck_assert_sr_code(pub_v1(&p, &err), err, SR_E_SYMLINK);
     ck_assert_int_eq(entries(f.out), 0);
     ck_assert_int_eq(unlink(vdir), 0);
-    const char *names[] = {".payload-000000.srdp.tmp", "payload-000000.srdp",
-                           ".manifest.json.tmp", "manifest.json"};
+    const char *names[] = {".payload-000000.srdp.tmp", "payload-000000.srdp", ".manifest.json.tmp",
+                           "manifest.json"};
     for (int i = 0; i < 4; i++)
         for (int missing = 0; missing < 2; missing++) {
             sh("rm -rf '%s' && mkdir '%s'", vdir, vdir);
