@@ -206,7 +206,7 @@ typedef enum sr_class {
     X(SR_E_DELTA_IO, -806, "delta.io", SR_CLASS_RESOURCE,                                          \
       "reading, writing, syncing or renaming a file of the delta store failed")                    \
     X(SR_E_DELTA_LOCKED, -807, "delta.locked", SR_CLASS_TRANSIENT,                                 \
-      "another receiver holds the lock of the delta state directory")                              \
+      "another receiver held the lock of the delta state folder past the lock wait")               \
     /* generate client and rollout loop (-95x, -96x of the -9xx range) */                          \
     X(SR_E_CLIENT_INVALID, -950, "client.invalid_request", SR_CLASS_USAGE,                         \
       "a generate request fails the client-side checks of skyrl-contract 1.2 and is never sent")   \
