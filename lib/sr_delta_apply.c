@@ -5,9 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <xxhash.h>
@@ -182,59 +180,16 @@ static int write_state(const sr_delta_receiver *rx, int dfd, int64_t version, in
     return sr_delta_write_file(dfd, rx->state_dir, "state.json", text, n, rx->opts.fsync, err);
 }
 
-/*
- * Takes the writer lock of the state folder dfd, waiting up to opts.lock_wait_ms for a receiver
- * that holds it (the reference blocks on it: engines of one node share the folder); returns its
- * descriptor in *fd (close it to release).
- */
-static int lock_state(int *fd, int dfd, const sr_delta_receiver *rx, sr_err *err)
-{
-    char path[4096];
-    snprintf(path, sizeof(path), "%s/lock", rx->state_dir);
-    int missing;
-    *fd = openat(dfd, "lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
-    if (*fd < 0) {
-        int rc = sr_delta_open_file(fd, dfd, "lock", path, &missing, err);
-        if (!rc) {
-            if (*fd >= 0)
-                close(*fd);
-            rc = sr_err_set(err, SR_E_DELTA_IO, "%s: cannot open", path);
-        }
-        *fd = -1;
-        return rc;
-    }
-    struct timespec t0, now;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    long nap_us = 1000;
-    for (;;) {
-        if (flock(*fd, LOCK_EX | LOCK_NB) == 0)
-            return 0;
-        int e = errno;
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        double waited =
-            (double)(now.tv_sec - t0.tv_sec) * 1e3 + (double)(now.tv_nsec - t0.tv_nsec) / 1e6;
-        if ((e != EWOULDBLOCK && e != EINTR) || waited >= rx->opts.lock_wait_ms) {
-            close(*fd);
-            *fd = -1;
-            if (e != EWOULDBLOCK && e != EINTR)
-                return sr_err_set(err, SR_E_DELTA_IO, "%s: cannot lock: %s", path, strerror(e));
-            return sr_err_set(err, SR_E_DELTA_LOCKED,
-                              "%s: another receiver still held the lock after %d ms", path,
-                              rx->opts.lock_wait_ms);
-        }
-        /* flock has no timeout: poll with a growing nap (1 ms .. 50 ms). */
-        usleep((useconds_t)nap_us);
-        nap_us = nap_us < 50000 ? nap_us * 2 : 50000;
-    }
-}
-
 /* Opens the state folder and takes its lock: *dfd and *lfd to close (lock last). */
 static int lock_folder(int *dfd, int *lfd, const sr_delta_receiver *rx, sr_err *err)
 {
     *lfd = -1;
     int rc = open_state_dir(dfd, rx, err);
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/lock", rx->state_dir);
+    /* The reference blocks on this lock: the engines of one node share the folder. */
     if (!rc)
-        rc = lock_state(lfd, *dfd, rx, err);
+        rc = sr_delta_lock(lfd, *dfd, "lock", path, rx->opts.lock_wait_ms, err);
     if (rc && *dfd >= 0) {
         close(*dfd);
         *dfd = -1;
@@ -465,79 +420,6 @@ static void plan_free(version_plan *vp)
     sr_delta_manifest_free(vp->m);
 }
 
-/* Opens {sync_dir}/delta-{v:08d} (sfd is sync_dir's folder) into *vfd; a missing folder is
- * an unpublished version. */
-static int open_version(int *vfd, int sfd, const char *sync_dir, int64_t v, sr_err *err)
-{
-    char name[32];
-    snprintf(name, sizeof(name), "delta-%08lld", (long long)v);
-    struct stat st;
-    if (fstatat(sfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT)
-        return sr_err_set(err, SR_E_DELTA_MANIFEST,
-                          "%s/%s/manifest.json: missing (version %lld not published)", sync_dir,
-                          name, (long long)v);
-    int rc = sr_delta_open_dir(vfd, sfd, name, 0, err);
-    if (rc)
-        sr_err_prefix(err, "%s/", sync_dir);
-    return rc;
-}
-
-static int load_manifest(version_plan *vp, int vfd, const char *vdir, int64_t v, int64_t base,
-                         sr_err *err)
-{
-    char path[4200];
-    snprintf(path, sizeof(path), "%s/manifest.json", vdir);
-    char *text;
-    size_t len;
-    int missing;
-    int rc = sr_delta_read_file(&text, &len, &missing, vfd, "manifest.json", path,
-                                SR_DELTA_MANIFEST_MAX, SR_E_DELTA_MANIFEST, err);
-    if (!rc && missing)
-        rc = sr_err_set(err, SR_E_DELTA_MANIFEST, "%s: missing (version %lld not published)", path,
-                        (long long)v);
-    rc = rc ? rc : sr_delta_manifest_parse(&vp->m, text, len, path, err);
-    free(text);
-    if (!rc && (vp->m->version != v || vp->m->base_version != base))
-        rc = sr_err_set(err, SR_E_DELTA_VERSION,
-                        "%s: version %lld base_version %lld, expected version %lld on base %lld",
-                        path, (long long)vp->m->version, (long long)vp->m->base_version,
-                        (long long)v, (long long)base);
-    return rc;
-}
-
-static int open_payload(pfile *f, int vfd, const char *vdir, sr_err *err)
-{
-    char path[4400];
-    snprintf(path, sizeof(path), "%s/%s", vdir, f->name);
-    int missing;
-    int rc = sr_delta_open_file(&f->fd, vfd, f->name, path, &missing, err);
-    if (!rc && missing)
-        rc = sr_err_set(err, SR_E_DELTA_PAYLOAD, "%s: cannot open: %s", path, strerror(ENOENT));
-    if (rc)
-        return rc;
-    struct stat st;
-    uint8_t hdr[SR_DELTA_PAYLOAD_HEADER];
-    if (fstat(f->fd, &st) != 0 || !S_ISREG(st.st_mode))
-        return sr_err_set(err, SR_E_DELTA_PAYLOAD, "%s: not a regular file", path);
-    ssize_t got = pread(f->fd, hdr, sizeof(hdr), 0);
-    uint64_t n, ibytes;
-    rc = sr_delta_index_header(&n, &ibytes, hdr, got < 0 ? 0 : (size_t)got, (uint64_t)st.st_size,
-                               path, err);
-    if (rc)
-        return rc;
-    uint8_t *ix = malloc(ibytes ? (size_t)ibytes : 1);
-    if (!ix)
-        return sr_err_set(err, SR_E_NOMEM, "%s: cannot allocate the index", path);
-    got = ibytes ? pread(f->fd, ix, (size_t)ibytes, SR_DELTA_PAYLOAD_HEADER) : 0;
-    if (got < 0 || (uint64_t)got != ibytes)
-        rc = sr_err_set(err, SR_E_DELTA_PAYLOAD, "%s: the index is truncated", path);
-    rc = rc ? rc
-            : sr_delta_index_parse(&f->index, ix, (size_t)ibytes, n, (uint64_t)st.st_size, path,
-                                   err);
-    free(ix);
-    return rc;
-}
-
 /* Checks every applicable record against the local tensor and its blob before any write. */
 static int plan_jobs(version_plan *vp, const sr_delta_receiver *rx, int vfd, const char *vdir,
                      size_t *skipped, sr_err *err)
@@ -567,7 +449,7 @@ static int plan_jobs(version_plan *vp, const sr_delta_receiver *rx, int vfd, con
                                  r->name, r->dtype, (unsigned long long)r->uncompressed_num_bytes,
                                  t->dtype, t->nbytes);
         pfile *f = &vp->files[r->payload_file_index];
-        int rc = f->fd < 0 ? open_payload(f, vfd, vdir, err) : 0;
+        int rc = f->fd < 0 ? sr_delta_open_payload(&f->fd, &f->index, vfd, vdir, f->name, err) : 0;
         if (rc)
             return rc;
         const sr_delta_blob *b = sr_delta_index_find(&f->index, r->payload_key);
@@ -607,8 +489,8 @@ static int apply_version(sr_delta_fetch_result *res, const sr_delta_receiver *rx
     char vdir[4096];
     snprintf(vdir, sizeof(vdir), "%s/delta-%08lld", sync_dir, (long long)v);
     int vfd = -1;
-    int rc = open_version(&vfd, sfd, sync_dir, v, err);
-    rc = rc ? rc : load_manifest(&vp, vfd, vdir, v, v - 1, err);
+    int rc = sr_delta_open_version(&vfd, sfd, sync_dir, v, err);
+    rc = rc ? rc : sr_delta_load_manifest(&vp.m, vfd, vdir, v, v - 1, err);
     rc = rc ? rc : plan_jobs(&vp, rx, vfd, vdir, &res->skipped, err);
     apply_ctx c = {vp.jobs, NULL};
     size_t *sizes = rc ? NULL : malloc((vp.njobs ? vp.njobs : 1) * sizeof(size_t));

@@ -5,7 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ---- folders and files opened relative to a checked folder ---- */
@@ -211,6 +213,47 @@ int sr_delta_read_file(char **buf, size_t *len, int *missing, int dfd, const cha
     *buf = b;
     *len = got;
     return 0;
+}
+
+/* ---- the writer lock ---- */
+
+int sr_delta_lock(int *fd, int dfd, const char *name, const char *shown, int wait_ms, sr_err *err)
+{
+    int missing;
+    *fd = openat(dfd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (*fd < 0) {
+        int rc = sr_delta_open_file(fd, dfd, name, shown, &missing, err);
+        if (!rc) {
+            if (*fd >= 0)
+                close(*fd);
+            rc = sr_err_set(err, SR_E_DELTA_IO, "%s: cannot open", shown);
+        }
+        *fd = -1;
+        return rc;
+    }
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    long nap_us = 1000;
+    for (;;) {
+        if (flock(*fd, LOCK_EX | LOCK_NB) == 0)
+            return 0;
+        int e = errno;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        double waited =
+            (double)(now.tv_sec - t0.tv_sec) * 1e3 + (double)(now.tv_nsec - t0.tv_nsec) / 1e6;
+        if ((e != EWOULDBLOCK && e != EINTR) || waited >= wait_ms) {
+            close(*fd);
+            *fd = -1;
+            if (e != EWOULDBLOCK && e != EINTR)
+                return sr_err_set(err, SR_E_DELTA_IO, "%s: cannot lock: %s", shown, strerror(e));
+            return sr_err_set(err, SR_E_DELTA_LOCKED,
+                              "%s: another receiver still held the lock after %d ms", shown,
+                              wait_ms);
+        }
+        /* flock has no timeout: poll with a growing nap (1 ms .. 50 ms). */
+        usleep((useconds_t)nap_us);
+        nap_us = nap_us < 50000 ? nap_us * 2 : 50000;
+    }
 }
 
 /* ---- payload container ---- */

@@ -160,6 +160,14 @@ int sr_delta_open_file(int *fd, int dfd, const char *name, const char *shown, in
 int sr_delta_read_file(char **buf, size_t *len, int *missing, int dfd, const char *name,
                        const char *shown, size_t max, int too_large_code, sr_err *err);
 
+/*
+ * Opens (creating it, O_NOFOLLOW) the lock file `name` of folder dfd and takes an exclusive
+ * flock on it, waiting up to wait_ms (>= 0; polled) while another holder has it; *fd is the
+ * descriptor to close to release it. SR_E_DELTA_LOCKED after the wait, SR_E_SYMLINK,
+ * SR_E_DELTA_IO (`shown` names the file).
+ */
+int sr_delta_lock(int *fd, int dfd, const char *name, const char *shown, int wait_ms, sr_err *err);
+
 /* One blob of a payload file, as listed in its index. */
 typedef struct sr_delta_blob {
     const char *key; /* points into the index's key storage; NUL-terminated */
@@ -196,5 +204,23 @@ int sr_delta_index_parse(sr_delta_index *out, const uint8_t *index, size_t len, 
 const sr_delta_blob *sr_delta_index_find(const sr_delta_index *ix, const char *key);
 
 void sr_delta_index_free(sr_delta_index *ix);
+
+/* ---- sr_delta_read.c: a published version ---- */
+
+/* Opens {sync_dir}/delta-{v:08d} (sfd: sync_dir's folder) into *vfd; a missing folder is
+ * SR_E_DELTA_MANIFEST (version not published). SR_E_SYMLINK, SR_E_DELTA_IO. */
+int sr_delta_open_version(int *vfd, int sfd, const char *sync_dir, int64_t v, sr_err *err);
+
+/* Reads and parses the manifest of folder vfd (`vdir` for messages) into *m (caller frees),
+ * checking version == v and base_version == base (SR_E_DELTA_VERSION). SR_E_DELTA_MANIFEST,
+ * SR_E_SYMLINK, SR_E_DELTA_IO, SR_E_NOMEM. */
+int sr_delta_load_manifest(sr_delta_manifest **m, int vfd, const char *vdir, int64_t v,
+                           int64_t base, sr_err *err);
+
+/* Opens payload file `name` of folder vfd into *fd (the caller closes it, also on failure when
+ * >= 0) and parses its index into *ix (sr_delta_index_free). SR_E_DELTA_PAYLOAD, SR_E_SYMLINK,
+ * SR_E_DELTA_IO, SR_E_NOMEM. */
+int sr_delta_open_payload(int *fd, sr_delta_index *ix, int vfd, const char *vdir, const char *name,
+                          sr_err *err);
 
 #endif /* SR_DELTA_PRIV_H */
