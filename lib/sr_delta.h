@@ -44,22 +44,37 @@
  *
  * ---- Receiver state ----
  *
- * {state_dir}/state.json = {"version": n, "write_in_progress": bool, "target_version": n}.
- * sr_delta_fetch(target) holds an exclusive lock on {state_dir}/lock for its whole run, then:
- *   1. state missing or write_in_progress: reset the local tensors from the base (version 0);
- *      a state file that is not valid is SR_E_DELTA_STATE (sr_delta_receiver_reset recovers);
- *   2. version == target: nothing to do; version > target: SR_E_DELTA_VERSION;
- *   3. for each v in (version, target]: reads the manifest,
+ * {state_dir}/state.json = {"version": n, "write_in_progress": bool, "target_version": n} says
+ * which version the folder holds; several receivers (engines of one node) may share one folder,
+ * and each also knows which version its own local tensors hold (unknown when it is created).
+ * sr_delta_fetch(target) holds an exclusive lock on {state_dir}/lock for its whole run, waiting
+ * up to opts.lock_wait_ms for another receiver that holds it (SR_E_DELTA_LOCKED after), then:
+ *   1. the folder's version F is the state's, or 0 when the state is missing or
+ *      write_in_progress; a state file that is not valid is SR_E_DELTA_STATE
+ *      (sr_delta_receiver_reset recovers); F > target is SR_E_DELTA_VERSION;
+ *   2. local tensors of an unknown version or one past F are reset from the base (version 0),
+ *      then brought to F by applying versions (their version, F] WITHOUT writing the folder;
+ *   3. F == target: done, the folder is not written (another receiver put it there);
+ *   4. for each v in (F, target]: reads the manifest,
  *      checks "version" == v and "base_version" == v - 1 (SR_E_DELTA_VERSION), validates every
  *      applicable record and its payload blob BEFORE changing any byte, then XORs every payload
  *      into its local tensor and verifies the tensor's checksum; {version, true, target} is
  *      written before the first payload changes a byte (and only then: versions that apply
  *      nothing leave the tensors as they were and skip that write and its fsyncs);
- *   4. only after the last version writes {target, false, target}.
+ *   5. only after the last version writes {target, false, target}.
  * Any failure after step 3 began leaves write_in_progress set (written then if it was not yet),
  * so the next fetch resets from the base and replays every version: a half-applied version is
  * never taken for a whole one.
  * Records naming a tensor absent from the local set are skipped (as the reference does).
+ *
+ * ---- Symlinks ----
+ *
+ * Every file and folder below sync_dir and state_dir (version folders, manifests, payloads,
+ * state.json and its temporary file, lock) is opened relative to its folder's descriptor with
+ * O_NOFOLLOW (and O_EXCL for a temporary file), and sync_dir and state_dir themselves with
+ * O_NOFOLLOW on their last component: a symlink at any of these names is SR_E_SYMLINK, and
+ * nothing is created, truncated, renamed over or read through it. Symlinks above the last
+ * component of a given folder path are the caller's to check.
  *
  * ---- Workers ----
  *
@@ -87,7 +102,8 @@
  *
  * Errors: SR_E_DELTA_MANIFEST (message "path:line:col: ..." for JSON and schema errors),
  * SR_E_DELTA_PAYLOAD, SR_E_DELTA_CHECKSUM, SR_E_DELTA_VERSION, SR_E_DELTA_STATE
- * ("path:line:col: ..."), SR_E_DELTA_TENSOR, SR_E_DELTA_IO, SR_E_DELTA_LOCKED, SR_E_INVAL (bad
+ * ("path:line:col: ..."), SR_E_DELTA_TENSOR, SR_E_DELTA_IO, SR_E_DELTA_LOCKED,
+ * SR_E_SYMLINK, SR_E_INVAL (bad
  * arguments, duplicate or unknown-dtype tensors in a caller's list), SR_E_NOMEM.
  *
  * Thread-safety: a publisher or receiver belongs to one thread at a time (it starts its own
@@ -267,17 +283,22 @@ int sr_delta_publish(sr_delta_publish_result *res, sr_delta_publisher *p,
  *   reset, reset_ctx  optional: called instead of copying the base tensors to reset the local
  *                tensors to version 0 (e.g. regenerating synthetic weights); must return 0 or a
  *                negative sr_code with err set
+ *   lock_wait_ms how long a fetch or reset waits for the folder's lock held by another receiver
+ *                (>= 0; 0: one try), SR_DELTA_LOCK_WAIT_MS by default
  */
 typedef struct sr_delta_receiver_opts {
     int max_workers;
     int fsync;
     int (*reset)(void *ctx, sr_err *err);
     void *reset_ctx;
+    int lock_wait_ms;
 } sr_delta_receiver_opts;
+
+#define SR_DELTA_LOCK_WAIT_MS 120000
 
 #define SR_DELTA_RECEIVER_OPTS_INIT                                                                \
     {                                                                                              \
-        1, 1, NULL, NULL                                                                           \
+        1, 1, NULL, NULL, SR_DELTA_LOCK_WAIT_MS                                                    \
     }
 
 typedef struct sr_delta_receiver sr_delta_receiver;
@@ -320,10 +341,21 @@ int sr_delta_fetch(sr_delta_fetch_result *res, sr_delta_receiver *rx, const char
 
 /*
  * Resets the local tensors from the base and writes state {0, false, 0}, whatever the state
- * file held (the way out of SR_E_DELTA_STATE). Errors: SR_E_DELTA_LOCKED, SR_E_DELTA_IO, the
- * reset callback's.
+ * file held (the way out of SR_E_DELTA_STATE). Errors: SR_E_DELTA_LOCKED, SR_E_SYMLINK,
+ * SR_E_DELTA_IO, the reset callback's.
  */
 int sr_delta_receiver_reset(sr_delta_receiver *rx, sr_err *err);
+
+/* Resets the local tensors from the base (version 0) without touching the folder. The reset
+ * callback's errors. */
+int sr_delta_receiver_reset_local(sr_delta_receiver *rx, sr_err *err);
+
+/* Forgets which version the local tensors hold (someone else changed them): the next fetch
+ * resets them first. The folder is not touched. */
+void sr_delta_receiver_forget(sr_delta_receiver *rx);
+
+/* The version the local tensors hold, or -1 when unknown. */
+int64_t sr_delta_receiver_local_version(const sr_delta_receiver *rx);
 
 /*
  * Reads the state file. *exists = 0 (and *out zeroed) when there is none. Errors:
@@ -333,8 +365,9 @@ int sr_delta_receiver_state(sr_delta_state *out, int *exists, const sr_delta_rec
                             sr_err *err);
 
 /*
- * The reference's validate_ready: the state exists, is not in progress and is at `target`;
- * SR_E_DELTA_VERSION otherwise (SR_E_DELTA_STATE, SR_E_DELTA_IO from reading it).
+ * The reference's validate_ready: the state exists, is not in progress and is at `target`, and
+ * so are this receiver's local tensors; SR_E_DELTA_VERSION otherwise (SR_E_DELTA_STATE,
+ * SR_E_DELTA_IO from reading it).
  */
 int sr_delta_receiver_check_ready(const sr_delta_receiver *rx, int64_t target, sr_err *err);
 

@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -23,6 +22,9 @@ struct sr_delta_receiver {
     const sr_delta_tensor *base;
     size_t *base_of; /* base index of each local tensor */
     sr_delta_receiver_opts opts;
+    /* The version the local tensors hold, -1 when unknown. The state file says what the folder
+     * holds; receivers sharing a folder each track their own tensors here. */
+    int64_t local_version;
 };
 
 /* One payload file of the version being applied. */
@@ -89,9 +91,11 @@ int sr_delta_receiver_new(sr_delta_receiver **out, const char *state_dir,
     sr_delta_receiver_opts o = SR_DELTA_RECEIVER_OPTS_INIT;
     if (opts)
         o = *opts;
-    if (!state_dir || strlen(state_dir) >= 3900 || o.max_workers < 1 || (!base && !o.reset))
+    if (!state_dir || strlen(state_dir) >= 3900 || o.max_workers < 1 || (!base && !o.reset) ||
+        o.lock_wait_ms < 0)
         return sr_err_set(err, SR_E_INVAL,
-                          "receiver: bad state_dir, max_workers < 1, or neither base nor reset");
+                          "receiver: bad state_dir, max_workers < 1, lock_wait_ms < 0, or neither "
+                          "base nor reset");
     sr_delta_receiver *rx = calloc(1, sizeof(*rx));
     if (!rx)
         return sr_err_set(err, SR_E_NOMEM, "cannot allocate a receiver");
@@ -99,13 +103,17 @@ int sr_delta_receiver_new(sr_delta_receiver **out, const char *state_dir,
     rx->local = local;
     rx->n = n_local;
     rx->opts = o;
+    rx->local_version = -1;
     int rc = sr_delta_set_index(&rx->order, local, n_local, "local", err);
     if (!rc && base) {
         rx->base = base;
         rc = map_base(rx, base, n_base, err);
     }
-    if (!rc && mkdir(state_dir, 0755) != 0 && errno != EEXIST)
-        rc = sr_err_set(err, SR_E_DELTA_IO, "%s: cannot create: %s", state_dir, strerror(errno));
+    int dfd = -1;
+    if (!rc)
+        rc = sr_delta_open_dir(&dfd, AT_FDCWD, state_dir, 1, err);
+    if (dfd >= 0)
+        close(dfd);
     if (rc) {
         sr_delta_receiver_free(rx);
         return rc;
@@ -125,8 +133,14 @@ void sr_delta_receiver_free(sr_delta_receiver *rx)
 
 /* ---- state ---- */
 
-int sr_delta_receiver_state(sr_delta_state *out, int *exists, const sr_delta_receiver *rx,
-                            sr_err *err)
+/* Opens the state folder (created if missing; never through a symlink at its name). */
+static int open_state_dir(int *dfd, const sr_delta_receiver *rx, sr_err *err)
+{
+    return sr_delta_open_dir(dfd, AT_FDCWD, rx->state_dir, 1, err);
+}
+
+static int read_state(sr_delta_state *out, int *exists, int dfd, const sr_delta_receiver *rx,
+                      sr_err *err)
 {
     char path[4096];
     snprintf(path, sizeof(path), "%s/state.json", rx->state_dir);
@@ -134,8 +148,8 @@ int sr_delta_receiver_state(sr_delta_state *out, int *exists, const sr_delta_rec
     char *text;
     size_t len;
     int missing;
-    int rc =
-        sr_delta_read_file(&text, &len, &missing, path, SR_DELTA_STATE_MAX, SR_E_DELTA_STATE, err);
+    int rc = sr_delta_read_file(&text, &len, &missing, dfd, "state.json", path, SR_DELTA_STATE_MAX,
+                                SR_E_DELTA_STATE, err);
     *exists = !rc && !missing;
     if (!rc && !missing)
         rc = sr_delta_state_parse(out, text, len, path, err);
@@ -143,31 +157,52 @@ int sr_delta_receiver_state(sr_delta_state *out, int *exists, const sr_delta_rec
     return rc;
 }
 
-static int write_state(const sr_delta_receiver *rx, int64_t version, int in_progress,
+int sr_delta_receiver_state(sr_delta_state *out, int *exists, const sr_delta_receiver *rx,
+                            sr_err *err)
+{
+    int dfd;
+    memset(out, 0, sizeof(*out));
+    *exists = 0;
+    int rc = open_state_dir(&dfd, rx, err);
+    if (rc)
+        return rc;
+    rc = read_state(out, exists, dfd, rx, err);
+    close(dfd);
+    return rc;
+}
+
+static int write_state(const sr_delta_receiver *rx, int dfd, int64_t version, int in_progress,
                        int64_t target, sr_err *err)
 {
     sr_delta_state s = {version, in_progress, target};
     char text[256];
     size_t n = sr_delta_state_render(text, sizeof(text), &s);
-    return sr_delta_write_file(rx->state_dir, "state.json", text, n, rx->opts.fsync, err);
+    return sr_delta_write_file(dfd, rx->state_dir, "state.json", text, n, rx->opts.fsync, err);
 }
 
-/* Takes the writer lock; returns its descriptor in *fd (close it to release). */
-static int lock_state(int *fd, const sr_delta_receiver *rx, sr_err *err)
+/* Opens the state folder and takes its lock: *dfd and *lfd to close (lock last). */
+static int lock_folder(int *dfd, int *lfd, const sr_delta_receiver *rx, sr_err *err)
 {
+    *lfd = -1;
+    int rc = open_state_dir(dfd, rx, err);
     char path[4096];
     snprintf(path, sizeof(path), "%s/lock", rx->state_dir);
-    *fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (*fd < 0)
-        return sr_err_set(err, SR_E_DELTA_IO, "%s: cannot open: %s", path, strerror(errno));
-    if (flock(*fd, LOCK_EX | LOCK_NB) != 0) {
-        int e = errno;
-        close(*fd);
-        *fd = -1;
-        return sr_err_set(err, e == EWOULDBLOCK ? SR_E_DELTA_LOCKED : SR_E_DELTA_IO,
-                          "%s: cannot lock: %s", path, strerror(e));
+    /* The reference blocks on this lock: the engines of one node share the folder. */
+    if (!rc)
+        rc = sr_delta_lock(lfd, *dfd, "lock", path, rx->opts.lock_wait_ms, err);
+    if (rc && *dfd >= 0) {
+        close(*dfd);
+        *dfd = -1;
     }
-    return 0;
+    return rc;
+}
+
+static void unlock_folder(int dfd, int lfd)
+{
+    if (lfd >= 0)
+        close(lfd);
+    if (dfd >= 0)
+        close(dfd);
 }
 
 static int copy_base_job(void *ctx, void *w, size_t k, sr_err *err)
@@ -181,28 +216,48 @@ static int copy_base_job(void *ctx, void *w, size_t k, sr_err *err)
 
 static int reset_local(sr_delta_receiver *rx, sr_err *err)
 {
+    rx->local_version = -1;
+    int rc;
     if (rx->opts.reset) {
         sr_err e = SR_ERR_INIT;
-        int rc = rx->opts.reset(rx->opts.reset_ctx, &e);
+        rc = rx->opts.reset(rx->opts.reset_ctx, &e);
         if (rc && err)
             *err = e;
-        return rc;
+    } else {
+        sr_delta_team t = {NULL, NULL, copy_base_job, rx};
+        int threads;
+        rc = sr_delta_run(&threads, rx->n, rx->opts.max_workers, &t, err);
     }
-    sr_delta_team t = {NULL, NULL, copy_base_job, rx};
-    int threads;
-    return sr_delta_run(&threads, rx->n, rx->opts.max_workers, &t, err);
+    if (!rc)
+        rx->local_version = 0;
+    return rc;
 }
 
 int sr_delta_receiver_reset(sr_delta_receiver *rx, sr_err *err)
 {
-    int fd;
-    int rc = lock_state(&fd, rx, err);
+    int dfd, lfd;
+    int rc = lock_folder(&dfd, &lfd, rx, err);
     if (rc)
         return rc;
     rc = reset_local(rx, err);
-    rc = rc ? rc : write_state(rx, 0, 0, 0, err);
-    close(fd);
+    rc = rc ? rc : write_state(rx, dfd, 0, 0, 0, err);
+    unlock_folder(dfd, lfd);
     return rc;
+}
+
+int sr_delta_receiver_reset_local(sr_delta_receiver *rx, sr_err *err)
+{
+    return reset_local(rx, err);
+}
+
+void sr_delta_receiver_forget(sr_delta_receiver *rx)
+{
+    rx->local_version = -1;
+}
+
+int64_t sr_delta_receiver_local_version(const sr_delta_receiver *rx)
+{
+    return rx->local_version;
 }
 
 int sr_delta_receiver_check_ready(const sr_delta_receiver *rx, int64_t target, sr_err *err)
@@ -218,6 +273,11 @@ int sr_delta_receiver_check_ready(const sr_delta_receiver *rx, int64_t target, s
             (long long)target,
             !exists ? "no state" : (s.write_in_progress ? "a write is in progress" : "at"),
             (long long)s.version);
+    if (rx->local_version != target)
+        return sr_err_set(err, SR_E_DELTA_VERSION,
+                          "receiver not ready for version %lld: the folder holds it, this "
+                          "receiver's tensors are at %lld (fetch first)",
+                          (long long)target, (long long)rx->local_version);
     return 0;
 }
 
@@ -360,62 +420,8 @@ static void plan_free(version_plan *vp)
     sr_delta_manifest_free(vp->m);
 }
 
-static int load_manifest(version_plan *vp, const char *sync_dir, int64_t v, int64_t base,
-                         sr_err *err)
-{
-    char path[4096];
-    snprintf(path, sizeof(path), "%s/delta-%08lld/manifest.json", sync_dir, (long long)v);
-    char *text;
-    size_t len;
-    int missing;
-    int rc = sr_delta_read_file(&text, &len, &missing, path, SR_DELTA_MANIFEST_MAX,
-                                SR_E_DELTA_MANIFEST, err);
-    if (!rc && missing)
-        rc = sr_err_set(err, SR_E_DELTA_MANIFEST, "%s: missing (version %lld not published)", path,
-                        (long long)v);
-    rc = rc ? rc : sr_delta_manifest_parse(&vp->m, text, len, path, err);
-    free(text);
-    if (!rc && (vp->m->version != v || vp->m->base_version != base))
-        rc = sr_err_set(err, SR_E_DELTA_VERSION,
-                        "%s: version %lld base_version %lld, expected version %lld on base %lld",
-                        path, (long long)vp->m->version, (long long)vp->m->base_version,
-                        (long long)v, (long long)base);
-    return rc;
-}
-
-static int open_payload(pfile *f, const char *vdir, sr_err *err)
-{
-    char path[4400];
-    snprintf(path, sizeof(path), "%s/%s", vdir, f->name);
-    f->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* never block on a FIFO */
-    if (f->fd < 0)
-        return sr_err_set(err, errno == ENOENT ? SR_E_DELTA_PAYLOAD : SR_E_DELTA_IO,
-                          "%s: cannot open: %s", path, strerror(errno));
-    struct stat st;
-    uint8_t hdr[SR_DELTA_PAYLOAD_HEADER];
-    if (fstat(f->fd, &st) != 0 || !S_ISREG(st.st_mode))
-        return sr_err_set(err, SR_E_DELTA_PAYLOAD, "%s: not a regular file", path);
-    ssize_t got = pread(f->fd, hdr, sizeof(hdr), 0);
-    uint64_t n, ibytes;
-    int rc = sr_delta_index_header(&n, &ibytes, hdr, got < 0 ? 0 : (size_t)got,
-                                   (uint64_t)st.st_size, path, err);
-    if (rc)
-        return rc;
-    uint8_t *ix = malloc(ibytes ? (size_t)ibytes : 1);
-    if (!ix)
-        return sr_err_set(err, SR_E_NOMEM, "%s: cannot allocate the index", path);
-    got = ibytes ? pread(f->fd, ix, (size_t)ibytes, SR_DELTA_PAYLOAD_HEADER) : 0;
-    if (got < 0 || (uint64_t)got != ibytes)
-        rc = sr_err_set(err, SR_E_DELTA_PAYLOAD, "%s: the index is truncated", path);
-    rc = rc ? rc
-            : sr_delta_index_parse(&f->index, ix, (size_t)ibytes, n, (uint64_t)st.st_size, path,
-                                   err);
-    free(ix);
-    return rc;
-}
-
 /* Checks every applicable record against the local tensor and its blob before any write. */
-static int plan_jobs(version_plan *vp, const sr_delta_receiver *rx, const char *vdir,
+static int plan_jobs(version_plan *vp, const sr_delta_receiver *rx, int vfd, const char *vdir,
                      size_t *skipped, sr_err *err)
 {
     const sr_delta_manifest *m = vp->m;
@@ -443,7 +449,7 @@ static int plan_jobs(version_plan *vp, const sr_delta_receiver *rx, const char *
                                  r->name, r->dtype, (unsigned long long)r->uncompressed_num_bytes,
                                  t->dtype, t->nbytes);
         pfile *f = &vp->files[r->payload_file_index];
-        int rc = f->fd < 0 ? open_payload(f, vdir, err) : 0;
+        int rc = f->fd < 0 ? sr_delta_open_payload(&f->fd, &f->index, vfd, vdir, f->name, err) : 0;
         if (rc)
             return rc;
         const sr_delta_blob *b = sr_delta_index_find(&f->index, r->payload_key);
@@ -459,29 +465,33 @@ static int plan_jobs(version_plan *vp, const sr_delta_receiver *rx, const char *
 
 /* The in-progress marker of a fetch from `from` to `target`, written once before the first byte
  * of a local tensor changes (or when a version fails): a fetch whose versions apply nothing
- * leaves the tensors as they were and needs no marker, which saves its two fsyncs. */
+ * leaves the tensors as they were and needs no marker, which saves its two fsyncs. A marker
+ * with dfd -1 writes nothing: the local tensors catch up with what the folder already holds. */
 typedef struct marker {
     int64_t from, target;
     int written;
+    int dfd;
 } marker;
 
 static int mark_in_progress(const sr_delta_receiver *rx, marker *mk, sr_err *err)
 {
-    if (mk->written)
+    if (mk->written || mk->dfd < 0)
         return 0;
-    int rc = write_state(rx, mk->from, 1, mk->target, err);
+    int rc = write_state(rx, mk->dfd, mk->from, 1, mk->target, err);
     mk->written = rc == 0;
     return rc;
 }
 
-static int apply_version(sr_delta_fetch_result *res, const sr_delta_receiver *rx,
+static int apply_version(sr_delta_fetch_result *res, const sr_delta_receiver *rx, int sfd,
                          const char *sync_dir, int64_t v, marker *mk, sr_err *err)
 {
     version_plan vp = {NULL, NULL, NULL, 0};
     char vdir[4096];
     snprintf(vdir, sizeof(vdir), "%s/delta-%08lld", sync_dir, (long long)v);
-    int rc = load_manifest(&vp, sync_dir, v, v - 1, err);
-    rc = rc ? rc : plan_jobs(&vp, rx, vdir, &res->skipped, err);
+    int vfd = -1;
+    int rc = sr_delta_open_version(&vfd, sfd, sync_dir, v, err);
+    rc = rc ? rc : sr_delta_load_manifest(&vp.m, vfd, vdir, v, v - 1, err);
+    rc = rc ? rc : plan_jobs(&vp, rx, vfd, vdir, &res->skipped, err);
     apply_ctx c = {vp.jobs, NULL};
     size_t *sizes = rc ? NULL : malloc((vp.njobs ? vp.njobs : 1) * sizeof(size_t));
     if (!rc && !sizes)
@@ -504,47 +514,66 @@ static int apply_version(sr_delta_fetch_result *res, const sr_delta_receiver *rx
     }
     free(c.by_size);
     plan_free(&vp);
+    if (vfd >= 0)
+        close(vfd);
     return rc;
 }
 
 /* ---- fetch ---- */
 
-static int fetch_locked(sr_delta_fetch_result *res, sr_delta_receiver *rx, const char *sync_dir,
-                        int64_t target, sr_err *err)
+/* Applies versions (from, to] to the local tensors; mk says whether the folder is marked. */
+static int apply_range(sr_delta_fetch_result *res, sr_delta_receiver *rx, int sfd,
+                       const char *sync_dir, int64_t from, int64_t to, marker *mk, sr_err *err)
+{
+    int rc = 0;
+    for (int64_t v = from + 1; !rc && v <= to; v++) {
+        rc = apply_version(res, rx, sfd, sync_dir, v, mk, err);
+        if (!rc) {
+            res->version = v;
+            res->versions_applied++;
+            rx->local_version = v;
+        }
+    }
+    if (rc)
+        rx->local_version = -1; /* half-applied: the next fetch resets the tensors */
+    return rc;
+}
+
+static int fetch_locked(sr_delta_fetch_result *res, sr_delta_receiver *rx, int dfd, int sfd,
+                        const char *sync_dir, int64_t target, sr_err *err)
 {
     sr_delta_state s;
     int exists;
-    int rc = sr_delta_receiver_state(&s, &exists, rx, err);
+    int rc = read_state(&s, &exists, dfd, rx, err);
     if (rc)
         return rc;
-    if (!exists || s.write_in_progress) {
+    /* What the folder holds: nothing usable when there is no state or a write broke off. */
+    int64_t folder = !exists || s.write_in_progress ? 0 : s.version;
+    if (folder > target)
+        return sr_err_set(err, SR_E_DELTA_VERSION, "the receiver is at version %lld, ahead of %lld",
+                          (long long)folder, (long long)target);
+    if (rx->local_version < 0 || rx->local_version > folder) {
         rc = reset_local(rx, err);
         if (rc)
             return rc;
         res->reset = 1;
-        s.version = 0;
     }
-    res->from_version = res->version = s.version;
-    if (s.version == target)
-        return 0;
-    if (s.version > target)
-        return sr_err_set(err, SR_E_DELTA_VERSION, "the receiver is at version %lld, ahead of %lld",
-                          (long long)s.version, (long long)target);
-    marker mk = {s.version, target, 0};
-    for (int64_t v = s.version + 1; !rc && v <= target; v++) {
-        rc = apply_version(res, rx, sync_dir, v, &mk, err);
-        if (!rc) {
-            res->version = v;
-            res->versions_applied++;
-        }
-    }
+    res->from_version = res->version = rx->local_version;
+    /* Another receiver sharing the folder may have brought it further than these tensors: they
+     * catch up by reading the versions, and the folder is left as it is. */
+    marker none = {0, 0, 0, -1};
+    rc = apply_range(res, rx, sfd, sync_dir, rx->local_version, folder, &none, err);
+    if (rc || folder == target)
+        return rc;
+    marker mk = {folder, target, 0, dfd};
+    rc = apply_range(res, rx, sfd, sync_dir, folder, target, &mk, err);
     if (rc) {
         /* A failed version leaves the marker whatever it reached, so the next fetch resets. */
         sr_err ignored = SR_ERR_INIT;
         mark_in_progress(rx, &mk, &ignored);
         return rc;
     }
-    return write_state(rx, target, 0, target, err);
+    return write_state(rx, dfd, target, 0, target, err);
 }
 
 int sr_delta_fetch(sr_delta_fetch_result *res, sr_delta_receiver *rx, const char *sync_dir,
@@ -559,11 +588,14 @@ int sr_delta_fetch(sr_delta_fetch_result *res, sr_delta_receiver *rx, const char
                         "outside [1, %d]",
                         (long long)target, SR_DELTA_MAX_VERSION);
     } else {
-        int fd;
-        rc = lock_state(&fd, rx, err);
+        int dfd, lfd, sfd = -1;
+        rc = lock_folder(&dfd, &lfd, rx, err);
         if (!rc) {
-            rc = fetch_locked(&r, rx, sync_dir, target, err);
-            close(fd);
+            rc = sr_delta_open_dir(&sfd, AT_FDCWD, sync_dir, 0, err);
+            rc = rc ? rc : fetch_locked(&r, rx, dfd, sfd, sync_dir, target, err);
+            if (sfd >= 0)
+                close(sfd);
+            unlock_folder(dfd, lfd);
         }
     }
     if (res)

@@ -5,22 +5,87 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
+
+/* ---- folders and files opened relative to a checked folder ---- */
+
+/*
+ * Why every name below a folder is opened with openat(..., O_NOFOLLOW): the folders live under
+ * sync folders that other processes (a trainer, a user) may write, and a symlink planted at one
+ * of our names would otherwise redirect a create, truncate or read to any file outside.
+ */
+
+/* The error of an openat that failed on `name`: a symlink there is SR_E_SYMLINK. */
+static int open_failed(int at, const char *name, const char *shown, int e, const char *what,
+                       sr_err *err)
+{
+    struct stat st;
+    if (fstatat(at, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
+        return sr_err_set(err, SR_E_SYMLINK,
+                          "%s: is a symlink; files of the delta store are never opened through "
+                          "one",
+                          shown);
+    return sr_err_set(err, SR_E_DELTA_IO, "%s: cannot %s: %s", shown, what, strerror(e));
+}
+
+int sr_delta_open_dir(int *fd, int at, const char *name, int create, sr_err *err)
+{
+    *fd = -1;
+    if (create && mkdirat(at, name, 0755) != 0 && errno != EEXIST)
+        return sr_err_set(err, SR_E_DELTA_IO, "%s: cannot create: %s", name, strerror(errno));
+    *fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (*fd < 0)
+        return open_failed(at, name, name, errno, "open the folder", err);
+    return 0;
+}
+
+int sr_delta_check_name(int dfd, const char *name, const char *shown, sr_err *err)
+{
+    struct stat st;
+    if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
+        return sr_err_set(err, SR_E_SYMLINK,
+                          "%s: is a symlink; files of the delta store are never written through "
+                          "one",
+                          shown);
+    return 0;
+}
 
 /* ---- atomic files ---- */
 
-int sr_delta_afile_open(sr_delta_afile *f, const char *dir, const char *name, sr_err *err)
+int sr_delta_afile_open(sr_delta_afile *f, int dfd, const char *dir, const char *name, sr_err *err)
 {
     f->fd = -1;
+    f->dfd = dfd;
     int a = snprintf(f->path, sizeof(f->path), "%s/%s", dir, name);
     int b = snprintf(f->tmp, sizeof(f->tmp), "%s/.%s.tmp", dir, name);
-    if (a < 0 || b < 0 || (size_t)a >= sizeof(f->path) || (size_t)b >= sizeof(f->tmp))
+    int c = snprintf(f->name, sizeof(f->name), "%s", name);
+    int d = snprintf(f->tmp_name, sizeof(f->tmp_name), ".%s.tmp", name);
+    if (a < 0 || b < 0 || c < 0 || d < 0 || (size_t)a >= sizeof(f->path) ||
+        (size_t)b >= sizeof(f->tmp) || (size_t)c >= sizeof(f->name) ||
+        (size_t)d >= sizeof(f->tmp_name))
         return sr_err_set(err, SR_E_DELTA_IO, "%s/%s: path too long", dir, name);
-    f->fd = open(f->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (f->fd < 0)
-        return sr_err_set(err, SR_E_DELTA_IO, "%s: cannot create: %s", f->tmp, strerror(errno));
-    return 0;
+    int rc = sr_delta_check_name(dfd, name, f->path, err);
+    if (rc)
+        return rc;
+    /* O_EXCL | O_NOFOLLOW: a symlink or a hard link planted at the temporary name is never
+     * written through; a regular file left there by a crash is removed and created anew. */
+    for (int attempt = 0; attempt < 2; attempt++) {
+        f->fd =
+            openat(dfd, f->tmp_name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (f->fd >= 0)
+            return 0;
+        int e = errno;
+        struct stat st;
+        if (e == EEXIST && attempt == 0 &&
+            fstatat(dfd, f->tmp_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+            unlinkat(dfd, f->tmp_name, 0) == 0)
+            continue;
+        return open_failed(dfd, f->tmp_name, f->tmp, e, "create", err);
+    }
+    return sr_err_set(err, SR_E_DELTA_IO, "%s: cannot create", f->tmp);
 }
 
 int sr_delta_afile_write(sr_delta_afile *f, const void *p, size_t n, sr_err *err)
@@ -41,10 +106,11 @@ int sr_delta_afile_write(sr_delta_afile *f, const void *p, size_t n, sr_err *err
 
 void sr_delta_afile_abort(sr_delta_afile *f)
 {
-    if (f->fd >= 0)
+    if (f->fd >= 0) {
         close(f->fd);
+        unlinkat(f->dfd, f->tmp_name, 0);
+    }
     f->fd = -1;
-    unlink(f->tmp);
 }
 
 int sr_delta_afile_commit(sr_delta_afile *f, int do_fsync, sr_err *err)
@@ -56,20 +122,23 @@ int sr_delta_afile_commit(sr_delta_afile *f, int do_fsync, sr_err *err)
     }
     int c = close(f->fd);
     f->fd = -1;
-    if (c != 0 || rename(f->tmp, f->path) != 0) {
-        int rc = sr_err_set(err, SR_E_DELTA_IO, "%s: close or rename failed: %s", f->path,
-                            strerror(errno));
-        unlink(f->tmp);
-        return rc;
-    }
-    return 0;
+    /* renameat replaces a symlink at the final name rather than following it; refusing one is
+     * only so that a planted link is reported, not silently dropped. */
+    int rc = c != 0
+                 ? sr_err_set(err, SR_E_DELTA_IO, "%s: close failed: %s", f->tmp, strerror(errno))
+                 : sr_delta_check_name(f->dfd, f->name, f->path, err);
+    if (!rc && renameat(f->dfd, f->tmp_name, f->dfd, f->name) != 0)
+        rc = sr_err_set(err, SR_E_DELTA_IO, "%s: rename failed: %s", f->path, strerror(errno));
+    if (rc)
+        unlinkat(f->dfd, f->tmp_name, 0);
+    return rc;
 }
 
-int sr_delta_write_file(const char *dir, const char *name, const void *p, size_t n, int do_fsync,
-                        sr_err *err)
+int sr_delta_write_file(int dfd, const char *dir, const char *name, const void *p, size_t n,
+                        int do_fsync, sr_err *err)
 {
     sr_delta_afile f;
-    int rc = sr_delta_afile_open(&f, dir, name, err);
+    int rc = sr_delta_afile_open(&f, dfd, dir, name, err);
     if (rc)
         return rc;
     rc = sr_delta_afile_write(&f, p, n, err);
@@ -78,52 +147,56 @@ int sr_delta_write_file(const char *dir, const char *name, const void *p, size_t
         return rc;
     }
     rc = sr_delta_afile_commit(&f, do_fsync, err);
-    return rc ? rc : (do_fsync ? sr_delta_fsync_dir(dir, err) : 0);
+    return rc ? rc : (do_fsync ? sr_delta_fsync_dir(dfd, dir, err) : 0);
 }
 
-int sr_delta_fsync_dir(const char *dir, sr_err *err)
+int sr_delta_fsync_dir(int dfd, const char *dir, sr_err *err)
 {
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return sr_err_set(err, SR_E_DELTA_IO, "%s: cannot open directory: %s", dir,
+    if (fsync(dfd) != 0)
+        return sr_err_set(err, SR_E_DELTA_IO, "%s: directory fsync failed: %s", dir,
                           strerror(errno));
-    int rc = fsync(fd);
-    int e = errno;
-    close(fd);
-    if (rc != 0)
-        return sr_err_set(err, SR_E_DELTA_IO, "%s: directory fsync failed: %s", dir, strerror(e));
     return 0;
 }
 
-int sr_delta_read_file(char **buf, size_t *len, int *missing, const char *path, size_t max,
-                       int too_large_code, sr_err *err)
+int sr_delta_open_file(int *fd, int dfd, const char *name, const char *shown, int *missing,
+                       sr_err *err)
 {
-    *buf = NULL;
-    *len = 0;
     *missing = 0;
     /* O_NONBLOCK: a FIFO planted in place of the file must not block the open. */
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0 && errno == ENOENT) {
+    *fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
+    if (*fd >= 0)
+        return 0;
+    if (errno == ENOENT) {
         *missing = 1;
         return 0;
     }
-    if (fd < 0)
-        return sr_err_set(err, SR_E_DELTA_IO, "%s: cannot open: %s", path, strerror(errno));
+    return open_failed(dfd, name, shown, errno, "open", err);
+}
+
+int sr_delta_read_file(char **buf, size_t *len, int *missing, int dfd, const char *name,
+                       const char *shown, size_t max, int too_large_code, sr_err *err)
+{
+    *buf = NULL;
+    *len = 0;
+    int fd;
+    int rc = sr_delta_open_file(&fd, dfd, name, shown, missing, err);
+    if (rc || *missing)
+        return rc;
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         close(fd);
-        return sr_err_set(err, SR_E_DELTA_IO, "%s: not a readable regular file", path);
+        return sr_err_set(err, SR_E_DELTA_IO, "%s: not a readable regular file", shown);
     }
     if ((uint64_t)st.st_size > max) {
         close(fd);
-        return sr_err_set(err, too_large_code, "%s: %lld bytes exceed the maximum of %zu", path,
+        return sr_err_set(err, too_large_code, "%s: %lld bytes exceed the maximum of %zu", shown,
                           (long long)st.st_size, max);
     }
     size_t n = (size_t)st.st_size;
     char *b = malloc(n + 1);
     if (!b) {
         close(fd);
-        return sr_err_set(err, SR_E_NOMEM, "%s: cannot allocate %zu bytes", path, n);
+        return sr_err_set(err, SR_E_NOMEM, "%s: cannot allocate %zu bytes", shown, n);
     }
     size_t got = 0;
     while (got < n) {
@@ -140,6 +213,47 @@ int sr_delta_read_file(char **buf, size_t *len, int *missing, const char *path, 
     *buf = b;
     *len = got;
     return 0;
+}
+
+/* ---- the writer lock ---- */
+
+int sr_delta_lock(int *fd, int dfd, const char *name, const char *shown, int wait_ms, sr_err *err)
+{
+    int missing;
+    *fd = openat(dfd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (*fd < 0) {
+        int rc = sr_delta_open_file(fd, dfd, name, shown, &missing, err);
+        if (!rc) {
+            if (*fd >= 0)
+                close(*fd);
+            rc = sr_err_set(err, SR_E_DELTA_IO, "%s: cannot open", shown);
+        }
+        *fd = -1;
+        return rc;
+    }
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    long nap_us = 1000;
+    for (;;) {
+        if (flock(*fd, LOCK_EX | LOCK_NB) == 0)
+            return 0;
+        int e = errno;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        double waited =
+            (double)(now.tv_sec - t0.tv_sec) * 1e3 + (double)(now.tv_nsec - t0.tv_nsec) / 1e6;
+        if ((e != EWOULDBLOCK && e != EINTR) || waited >= wait_ms) {
+            close(*fd);
+            *fd = -1;
+            if (e != EWOULDBLOCK && e != EINTR)
+                return sr_err_set(err, SR_E_DELTA_IO, "%s: cannot lock: %s", shown, strerror(e));
+            return sr_err_set(err, SR_E_DELTA_LOCKED,
+                              "%s: another receiver still held the lock after %d ms", shown,
+                              wait_ms);
+        }
+        /* flock has no timeout: poll with a growing nap (1 ms .. 50 ms). */
+        usleep((useconds_t)nap_us);
+        nap_us = nap_us < 50000 ? nap_us * 2 : 50000;
+    }
 }
 
 /* ---- payload container ---- */

@@ -92,41 +92,81 @@ size_t sr_delta_state_render(char *buf, size_t cap, const sr_delta_state *s);
 /* ---- sr_delta_file.c: files and the payload container ---- */
 
 /*
- * A file being written atomically: data goes to a temporary name in the same directory and
- * becomes visible under its final name only on commit.
+ * Folders and files under a sync folder are opened relative to a folder descriptor with
+ * O_NOFOLLOW (openat, mkdirat, renameat, unlinkat): a symlink planted at any name the store uses
+ * is SR_E_SYMLINK and nothing is created, truncated or read through it. A root given by
+ * path (the caller checked it) may have symlinks above its last component, not at it.
+ */
+
+/*
+ * Opens the folder `name` relative to `at` (AT_FDCWD for a path) into *fd (caller closes) with
+ * O_DIRECTORY | O_NOFOLLOW, creating it first (one level) when `create`. SR_E_SYMLINK,
+ * SR_E_DELTA_IO.
+ */
+int sr_delta_open_dir(int *fd, int at, const char *name, int create, sr_err *err);
+
+/* SR_E_SYMLINK (`shown` names it) when `name` in folder dfd is a symlink, else 0. */
+int sr_delta_check_name(int dfd, const char *name, const char *shown, sr_err *err);
+
+/*
+ * A file being written atomically: data goes to a temporary name in the same folder (dfd,
+ * borrowed) and becomes visible under its final name only on commit.
  */
 typedef struct sr_delta_afile {
     int fd;
-    char tmp[4096];
+    int dfd;
+    char name[256];
+    char tmp_name[264];
+    char tmp[4096]; /* shown in messages */
     char path[4096];
 } sr_delta_afile;
 
-/* Creates {dir}/.{name}.tmp for writing. SR_E_DELTA_IO. */
-int sr_delta_afile_open(sr_delta_afile *f, const char *dir, const char *name, sr_err *err);
+/*
+ * Creates .{name}.tmp in folder dfd (`dir` is its path, for messages) with O_CREAT | O_EXCL |
+ * O_NOFOLLOW (a stale regular temporary file is replaced). SR_E_SYMLINK, SR_E_DELTA_IO.
+ */
+int sr_delta_afile_open(sr_delta_afile *f, int dfd, const char *dir, const char *name, sr_err *err);
 
 /* Writes all n bytes. SR_E_DELTA_IO. */
 int sr_delta_afile_write(sr_delta_afile *f, const void *p, size_t n, sr_err *err);
 
-/* fsync (if do_fsync), close, rename to the final name. On failure the file is removed. */
+/* fsync (if do_fsync), close, renameat to the final name (refused with SR_E_SYMLINK when
+ * a symlink sits there). On failure the temporary file is removed. */
 int sr_delta_afile_commit(sr_delta_afile *f, int do_fsync, sr_err *err);
 
 /* Closes and removes the temporary file (after a failure). */
 void sr_delta_afile_abort(sr_delta_afile *f);
 
-/* Writes a whole file atomically (open, write, commit). */
-int sr_delta_write_file(const char *dir, const char *name, const void *p, size_t n, int do_fsync,
-                        sr_err *err);
+/* Writes a whole file atomically (open, write, commit, then fsync of the folder). */
+int sr_delta_write_file(int dfd, const char *dir, const char *name, const void *p, size_t n,
+                        int do_fsync, sr_err *err);
 
-/* fsyncs a directory so renames and creations in it are durable. SR_E_DELTA_IO. */
-int sr_delta_fsync_dir(const char *dir, sr_err *err);
+/* fsyncs the folder dfd (`dir` for messages). SR_E_DELTA_IO. */
+int sr_delta_fsync_dir(int dfd, const char *dir, sr_err *err);
 
 /*
- * Reads a whole file of at most `max` bytes into *buf (caller frees; NUL-terminated). A missing
- * file sets *missing = 1 and returns 0 with *buf NULL. A larger file is `too_large_code`.
- * Other failures are SR_E_DELTA_IO.
+ * Opens `name` in folder dfd for reading (O_NOFOLLOW, O_NONBLOCK) into *fd (caller closes);
+ * a missing file sets *missing = 1 and returns 0. SR_E_SYMLINK, SR_E_DELTA_IO (`shown`
+ * names the file in messages).
  */
-int sr_delta_read_file(char **buf, size_t *len, int *missing, const char *path, size_t max,
-                       int too_large_code, sr_err *err);
+int sr_delta_open_file(int *fd, int dfd, const char *name, const char *shown, int *missing,
+                       sr_err *err);
+
+/*
+ * Reads the whole file `name` of folder dfd, at most `max` bytes, into *buf (caller frees;
+ * NUL-terminated). A missing file sets *missing = 1 and returns 0 with *buf NULL. A larger file
+ * is `too_large_code`. Other failures are SR_E_SYMLINK or SR_E_DELTA_IO.
+ */
+int sr_delta_read_file(char **buf, size_t *len, int *missing, int dfd, const char *name,
+                       const char *shown, size_t max, int too_large_code, sr_err *err);
+
+/*
+ * Opens (creating it, O_NOFOLLOW) the lock file `name` of folder dfd and takes an exclusive
+ * flock on it, waiting up to wait_ms (>= 0; polled) while another holder has it; *fd is the
+ * descriptor to close to release it. SR_E_DELTA_LOCKED after the wait, SR_E_SYMLINK,
+ * SR_E_DELTA_IO (`shown` names the file).
+ */
+int sr_delta_lock(int *fd, int dfd, const char *name, const char *shown, int wait_ms, sr_err *err);
 
 /* One blob of a payload file, as listed in its index. */
 typedef struct sr_delta_blob {
@@ -164,5 +204,23 @@ int sr_delta_index_parse(sr_delta_index *out, const uint8_t *index, size_t len, 
 const sr_delta_blob *sr_delta_index_find(const sr_delta_index *ix, const char *key);
 
 void sr_delta_index_free(sr_delta_index *ix);
+
+/* ---- sr_delta_read.c: a published version ---- */
+
+/* Opens {sync_dir}/delta-{v:08d} (sfd: sync_dir's folder) into *vfd; a missing folder is
+ * SR_E_DELTA_MANIFEST (version not published). SR_E_SYMLINK, SR_E_DELTA_IO. */
+int sr_delta_open_version(int *vfd, int sfd, const char *sync_dir, int64_t v, sr_err *err);
+
+/* Reads and parses the manifest of folder vfd (`vdir` for messages) into *m (caller frees),
+ * checking version == v and base_version == base (SR_E_DELTA_VERSION). SR_E_DELTA_MANIFEST,
+ * SR_E_SYMLINK, SR_E_DELTA_IO, SR_E_NOMEM. */
+int sr_delta_load_manifest(sr_delta_manifest **m, int vfd, const char *vdir, int64_t v,
+                           int64_t base, sr_err *err);
+
+/* Opens payload file `name` of folder vfd into *fd (the caller closes it, also on failure when
+ * >= 0) and parses its index into *ix (sr_delta_index_free). SR_E_DELTA_PAYLOAD, SR_E_SYMLINK,
+ * SR_E_DELTA_IO, SR_E_NOMEM. */
+int sr_delta_open_payload(int *fd, sr_delta_index *ix, int vfd, const char *vdir, const char *name,
+                          sr_err *err);
 
 #endif /* SR_DELTA_PRIV_H */

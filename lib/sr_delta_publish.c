@@ -1,6 +1,7 @@
 #include "sr_delta_priv.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -242,7 +243,7 @@ static int commit_job(void *ctx, void *w, size_t k, sr_err *err)
 
 /* ---- phase 2: write the version folder ---- */
 
-static int write_payload(const char *vdir, size_t file, const job *const *recs, size_t n,
+static int write_payload(int vfd, const char *vdir, size_t file, const job *const *recs, size_t n,
                          int do_fsync, sr_err *err)
 {
     const char **keys = malloc((n ? n : 1) * sizeof(char *));
@@ -257,7 +258,7 @@ static int write_payload(const char *vdir, size_t file, const job *const *recs, 
     char name[64];
     sr_delta_payload_name(name, sizeof(name), file);
     sr_delta_afile f;
-    if (!rc && (rc = sr_delta_afile_open(&f, vdir, name, err)) == 0) {
+    if (!rc && (rc = sr_delta_afile_open(&f, vfd, vdir, name, err)) == 0) {
         rc = sr_delta_afile_write(&f, hdr.data, hdr.len, err);
         for (size_t i = 0; !rc && i < n; i++)
             rc = sr_delta_afile_write(&f, recs[i]->blob, recs[i]->blob_len, err);
@@ -274,7 +275,7 @@ static int write_payload(const char *vdir, size_t file, const job *const *recs, 
 
 /* Groups the changed jobs (in snapshot order) into payload files and writes them. */
 static int write_payloads(sr_delta_out_record *recs, const job **changed, size_t n, size_t *n_files,
-                          const char *vdir, const sr_delta_publish_opts *o, sr_err *err)
+                          int vfd, const char *vdir, const sr_delta_publish_opts *o, sr_err *err)
 {
     uint64_t max = o->max_file_bytes ? o->max_file_bytes : SR_DELTA_DEFAULT_FILE_BYTES;
     size_t file = 0, first = 0;
@@ -283,7 +284,7 @@ static int write_payloads(sr_delta_out_record *recs, const job **changed, size_t
     for (size_t i = 0; i <= n && !rc; i++) {
         int close_file = i == n || (i > first && size + changed[i]->blob_len > max);
         if (close_file && i > first) {
-            rc = write_payload(vdir, file, changed + first, i - first, o->fsync, err);
+            rc = write_payload(vfd, vdir, file, changed + first, i - first, o->fsync, err);
             file++;
             first = i;
             size = 0;
@@ -297,36 +298,33 @@ static int write_payloads(sr_delta_out_record *recs, const job **changed, size_t
     return rc;
 }
 
-static int write_manifest(const char *vdir, const sr_delta_publisher *p,
+static int write_manifest(int sfd, int vfd, const char *vdir, const sr_delta_publisher *p,
                           const sr_delta_out_record *recs, size_t n, size_t n_files, sr_err *err)
 {
     sr_buf m = SR_BUF_INIT;
     m.max = SR_DELTA_MANIFEST_MAX;
     int rc = sr_delta_manifest_render(&m, p->version + 1, p->version, recs, n, n_files, err);
-    rc = rc ? rc : sr_delta_write_file(vdir, "manifest.json", m.data, m.len, p->opts.fsync, err);
+    rc = rc ? rc
+            : sr_delta_write_file(vfd, vdir, "manifest.json", m.data, m.len, p->opts.fsync, err);
     sr_buf_release(&m);
-    if (!rc && p->opts.fsync && (rc = sr_delta_fsync_dir(p->sync_dir, err)) != 0) {
+    if (!rc && p->opts.fsync && (rc = sr_delta_fsync_dir(sfd, p->sync_dir, err)) != 0) {
         /* Not durably published: withdraw it so that a retry can publish this version again. */
-        char path[4200];
-        snprintf(path, sizeof(path), "%s/manifest.json", vdir);
-        unlink(path);
+        unlinkat(vfd, "manifest.json", 0);
     }
     return rc;
 }
 
-static int write_version(const sr_delta_publisher *p, job *jobs, size_t njobs,
-                         sr_delta_publish_result *res, sr_err *err)
+/* Writes the version folder's files under the open folders sfd (sync_dir) and vfd (vdir). */
+static int write_files(const sr_delta_publisher *p, int sfd, int vfd, const char *vdir, job *jobs,
+                       size_t njobs, sr_delta_publish_result *res, sr_err *err)
 {
-    char vdir[4096];
-    int len =
-        snprintf(vdir, sizeof(vdir), "%s/delta-%08lld", p->sync_dir, (long long)(p->version + 1));
-    if (len < 0 || (size_t)len >= sizeof(vdir) - 64)
-        return sr_err_set(err, SR_E_DELTA_IO, "%s: path too long", p->sync_dir);
-    if (mkdir(vdir, 0755) != 0 && errno != EEXIST)
-        return sr_err_set(err, SR_E_DELTA_IO, "%s: cannot create: %s", vdir, strerror(errno));
     char mpath[4200];
     snprintf(mpath, sizeof(mpath), "%s/manifest.json", vdir);
-    if (access(mpath, F_OK) == 0)
+    struct stat st;
+    int rc = sr_delta_check_name(vfd, "manifest.json", mpath, err);
+    if (rc)
+        return rc;
+    if (fstatat(vfd, "manifest.json", &st, AT_SYMLINK_NOFOLLOW) == 0)
         return sr_err_set(err, SR_E_DELTA_VERSION, "%s already exists: version %lld was published",
                           mpath, (long long)(p->version + 1));
     const job **changed = malloc((njobs ? njobs : 1) * sizeof(job *));
@@ -348,12 +346,35 @@ static int write_version(const sr_delta_publisher *p, job *jobs, size_t njobs,
         n++;
     }
     res->records = n;
-    int rc = write_payloads(recs, changed, n, &res->payload_files, vdir, &p->opts, err);
+    rc = write_payloads(recs, changed, n, &res->payload_files, vfd, vdir, &p->opts, err);
     if (!rc && p->opts.fsync && res->payload_files)
-        rc = sr_delta_fsync_dir(vdir, err);
-    rc = rc ? rc : write_manifest(vdir, p, recs, n, res->payload_files, err);
+        rc = sr_delta_fsync_dir(vfd, vdir, err);
+    rc = rc ? rc : write_manifest(sfd, vfd, vdir, p, recs, n, res->payload_files, err);
     free(changed);
     free(recs);
+    return rc;
+}
+
+static int write_version(const sr_delta_publisher *p, job *jobs, size_t njobs,
+                         sr_delta_publish_result *res, sr_err *err)
+{
+    char vdir[4096], vname[32];
+    snprintf(vname, sizeof(vname), "delta-%08lld", (long long)(p->version + 1));
+    int len = snprintf(vdir, sizeof(vdir), "%s/%s", p->sync_dir, vname);
+    if (len < 0 || (size_t)len >= sizeof(vdir) - 64)
+        return sr_err_set(err, SR_E_DELTA_IO, "%s: path too long", p->sync_dir);
+    int sfd = -1, vfd = -1;
+    int rc = sr_delta_open_dir(&sfd, AT_FDCWD, p->sync_dir, 0, err);
+    if (!rc) {
+        rc = sr_delta_open_dir(&vfd, sfd, vname, 1, err);
+        if (rc)
+            sr_err_prefix(err, "%s/", p->sync_dir);
+    }
+    rc = rc ? rc : write_files(p, sfd, vfd, vdir, jobs, njobs, res, err);
+    if (vfd >= 0)
+        close(vfd);
+    if (sfd >= 0)
+        close(sfd);
     return rc;
 }
 

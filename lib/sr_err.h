@@ -56,6 +56,9 @@ typedef enum sr_class {
       "a path to read names a FIFO, device, socket or directory instead of a regular file")        \
     X(SR_E_TOO_MUCH_MEMORY, -108, "resource.memory_estimate", SR_CLASS_RESOURCE,                   \
       "a scenario's estimated memory exceeds the machine's physical memory (lint/run --force)")    \
+    X(SR_E_SYMLINK, -109, "io.symlink", SR_CLASS_USAGE,                                            \
+      "a file or folder under a sync folder (delta store, receiver state, checkpoint) is a "       \
+      "symlink: refused, never followed")                                                          \
     /* base64 (-2xx) */                                                                            \
     X(SR_E_B64_CHAR, -200, "base64.invalid_char", SR_CLASS_PROTOCOL,                               \
       "a byte outside the RFC 4648 standard alphabet (whitespace, url-safe, backslash, ...)")      \
@@ -203,7 +206,7 @@ typedef enum sr_class {
     X(SR_E_DELTA_IO, -806, "delta.io", SR_CLASS_RESOURCE,                                          \
       "reading, writing, syncing or renaming a file of the delta store failed")                    \
     X(SR_E_DELTA_LOCKED, -807, "delta.locked", SR_CLASS_TRANSIENT,                                 \
-      "another receiver holds the lock of the delta state directory")                              \
+      "another receiver held the lock of the delta state folder past the lock wait")               \
     /* generate client and rollout loop (-95x, -96x of the -9xx range) */                          \
     X(SR_E_CLIENT_INVALID, -950, "client.invalid_request", SR_CLASS_USAGE,                         \
       "a generate request fails the client-side checks of skyrl-contract 1.2 and is never sent")   \
@@ -296,7 +299,7 @@ typedef enum sr_class {
       "a NeMo-RL routes string names a dtype other than int8, int16 or int32")                     \
     X(SR_E_NRLRE_SHAPE, -1222, "nrlre.shape", SR_CLASS_PROTOCOL,                                   \
       "a NeMo-RL routes string's shape is not three plain decimal dims joined by 'x'")             \
-    /* route wires of the engine dialects, read by the splice and the client (-123x..-125x) */    \
+    /* route wires of the engine dialects, read by the splice and the client (-123x..-125x) */     \
     X(SR_E_WIRE_NOT_STRING, -1230, "wire.not_string", SR_CLASS_PROTOCOL,                           \
       "a route field of a string wire (.npy, raw int32, nrlre1) holds something but a string")     \
     X(SR_E_WIRE_BYTE_COUNT, -1231, "wire.byte_count", SR_CLASS_PROTOCOL,                           \

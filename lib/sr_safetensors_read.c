@@ -14,7 +14,8 @@
 #define PATH_CAP 4096
 
 typedef struct st_file {
-    char *path;
+    char *path; /* for messages; the file is opened by its name relative to the folder */
+    const char *name;
     int fd;
     uint64_t size;
     sr_st_header *h;
@@ -88,14 +89,33 @@ static int ends_with(const char *s, const char *tail)
     return a >= b && !strcmp(s + a - b, tail);
 }
 
-/* The file names of the checkpoint in `dir`: *count of them into c->files (paths only). */
-static int list_files(sr_st_checkpoint *c, const char *dir, sr_err *err)
+/* Opens the checkpoint folder itself (O_NOFOLLOW on its last component) into *dfd. */
+static int open_folder(int *dfd, const char *dir, sr_err *err)
 {
-    DIR *d = opendir(dir);
-    if (!d)
-        return sr_err_set(err, errno == ENOENT || errno == ENOTDIR ? SR_E_ST_CHECKPOINT : SR_E_IO,
-                          "safetensors: cannot open checkpoint folder %.3000s: %s", dir,
-                          strerror(errno));
+    *dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (*dfd >= 0)
+        return 0;
+    int e = errno;
+    struct stat st;
+    if (lstat(dir, &st) == 0 && S_ISLNK(st.st_mode))
+        return sr_err_set(err, SR_E_SYMLINK,
+                          "safetensors: checkpoint folder %.3000s is a symlink (never followed)",
+                          dir);
+    return sr_err_set(err, e == ENOENT || e == ENOTDIR ? SR_E_ST_CHECKPOINT : SR_E_IO,
+                      "safetensors: cannot open checkpoint folder %.3000s: %s", dir, strerror(e));
+}
+
+/* The file names of the checkpoint in folder dfd (`dir`): into c->files (paths only). */
+static int list_files(sr_st_checkpoint *c, int dfd, const char *dir, sr_err *err)
+{
+    int lfd = dup(dfd);
+    DIR *d = lfd >= 0 ? fdopendir(lfd) : NULL;
+    if (!d) {
+        if (lfd >= 0)
+            close(lfd);
+        return sr_err_set(err, SR_E_IO, "safetensors: cannot list checkpoint folder %.3000s: %s",
+                          dir, strerror(errno));
+    }
     int single = 0, of = 0, rc = 0, i, n;
     unsigned char *seen = NULL;
     struct dirent *de;
@@ -145,15 +165,23 @@ static int list_files(sr_st_checkpoint *c, const char *dir, sr_err *err)
         c->n_files++;
         if (!(c->files[k].path = strdup(p)))
             rc = sr_err_set(err, SR_E_NOMEM, "safetensors: no memory");
+        else
+            c->files[k].name = c->files[k].path + strlen(dir) + 1;
     }
     return rc;
 }
 
-/* Opens file f (regular only, never blocking on a FIFO) and parses its header. */
-static int open_file(st_file *f, sr_err *err)
+/* Opens file f of folder dfd (regular only, never through a symlink, never blocking on a FIFO)
+ * and parses its header. */
+static int open_file(st_file *f, int dfd, sr_err *err)
 {
-    f->fd = open(f->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    f->fd = openat(dfd, f->name, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
     struct stat st;
+    if (f->fd < 0 && fstatat(dfd, f->name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
+        return sr_err_set(err, SR_E_SYMLINK,
+                          "safetensors: %.3000s is a symlink; checkpoint files are never read "
+                          "through one",
+                          f->path);
     if (f->fd < 0 || fstat(f->fd, &st))
         return sr_err_set(err, SR_E_IO, "safetensors: cannot open %.3000s: %s", f->path,
                           strerror(errno));
@@ -221,9 +249,13 @@ int sr_st_checkpoint_open(sr_st_checkpoint **out, const char *dir, sr_err *err)
     sr_st_checkpoint *c = calloc(1, sizeof(*c));
     if (!c)
         return sr_err_set(err, SR_E_NOMEM, "safetensors: no memory");
-    int rc = list_files(c, dir, err);
+    int dfd = -1;
+    int rc = open_folder(&dfd, dir, err);
+    rc = rc ? rc : list_files(c, dfd, dir, err);
     for (size_t f = 0; !rc && f < c->n_files; f++)
-        rc = open_file(&c->files[f], err);
+        rc = open_file(&c->files[f], dfd, err);
+    if (dfd >= 0)
+        close(dfd);
     if (!rc)
         rc = build_index(c, err);
     if (rc) {

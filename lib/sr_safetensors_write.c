@@ -107,8 +107,24 @@ static int build_header(sr_buf *b, const sr_st_in *const *o, size_t n, const sr_
     return rc;
 }
 
-int sr_st_write_file(const char *path, const sr_st_in *t, size_t n, const sr_st_meta *m,
-                     size_t n_meta, sr_err *err)
+/* The error of an open or create of `name` in folder dfd that failed: SR_E_SYMLINK for a
+ * symlink there. */
+static int open_err(sr_err *err, int dfd, const char *name, const char *what, const char *shown)
+{
+    int e = errno;
+    struct stat st;
+    if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
+        return sr_err_set(err, SR_E_SYMLINK,
+                          "safetensors: %.3000s is a symlink; checkpoints are never written "
+                          "through one",
+                          shown);
+    errno = e;
+    return io_err(err, what, shown);
+}
+
+/* sr_st_write_file of `name` in folder dfd (`path` names it in messages). */
+static int write_file_at(int dfd, const char *name, const char *path, const sr_st_in *t, size_t n,
+                         const sr_st_meta *m, size_t n_meta, sr_err *err)
 {
     const sr_st_in **o = malloc((n ? n : 1) * sizeof(*o));
     if (!o)
@@ -128,8 +144,9 @@ int sr_st_write_file(const char *path, const sr_st_in *t, size_t n, const sr_st_
     if (!rc)
         rc = build_header(&h, o, n, m, n_meta, err);
     int fd = -1;
-    if (!rc && (fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644)) < 0)
-        rc = io_err(err, "cannot create", path);
+    if (!rc &&
+        (fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644)) < 0)
+        rc = open_err(err, dfd, name, "cannot create", path);
     if (!rc) {
         unsigned char len8[8];
         for (int i = 0; i < 8; i++)
@@ -149,41 +166,48 @@ int sr_st_write_file(const char *path, const sr_st_in *t, size_t n, const sr_st_
     return rc;
 }
 
-static int fsync_dir(const char *dir, sr_err *err)
+int sr_st_write_file(const char *path, const sr_st_in *t, size_t n, const sr_st_meta *m,
+                     size_t n_meta, sr_err *err)
 {
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return io_err(err, "cannot open folder", dir);
-    int rc = fsync(fd) ? io_err(err, "cannot fsync folder", dir) : 0;
-    close(fd);
-    return rc;
+    return write_file_at(AT_FDCWD, path, path, t, n, m, n_meta, err);
 }
 
-/* Removes a folder a crashed writer left, and the files in it (no subfolders expected). */
-static int remove_partial(const char *dir, sr_err *err)
+/*
+ * Removes the folder `name` of folder pfd that a crashed writer left, and the files in it (no
+ * subfolders expected). The folder is opened without following a symlink at its name, and its
+ * entries are unlinked relative to it: nothing outside can be removed.
+ */
+static int remove_partial(int pfd, const char *name, const char *shown, sr_err *err)
 {
-    DIR *d = opendir(dir);
-    if (!d)
-        return errno == ENOENT ? 0 : io_err(err, "cannot open", dir);
+    struct stat st;
+    if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+        return errno == ENOENT ? 0 : io_err(err, "cannot look at", shown);
+    int dfd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+    if (!d) {
+        int rc = open_err(err, pfd, name, "cannot open", shown);
+        if (dfd >= 0)
+            close(dfd);
+        return rc;
+    }
     struct dirent *de;
     int rc = 0;
     while (!rc && (de = readdir(d))) {
         if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
             continue;
-        char p[PATH_CAP + 256];
-        snprintf(p, sizeof(p), "%.4000s/%.255s", dir, de->d_name);
-        if (unlink(p))
-            rc = io_err(err, "cannot remove", p);
+        if (unlinkat(dfd, de->d_name, 0))
+            rc = io_err(err, "cannot remove a file in", shown);
     }
     closedir(d);
-    if (!rc && rmdir(dir))
-        rc = io_err(err, "cannot remove", dir);
+    if (!rc && unlinkat(pfd, name, AT_REMOVEDIR))
+        rc = io_err(err, "cannot remove", shown);
     return rc;
 }
 
 /* One shard job of a checkpoint write. */
 typedef struct shard_job {
-    const char *dir;
+    const char *dir; /* for messages */
+    int dfd;
     const sr_st_in *t;   /* in name order */
     const size_t *first; /* shard s holds t[first[s] .. first[s + 1]) */
     int shards;
@@ -194,13 +218,14 @@ typedef struct shard_job {
 static int write_shard(void *ctx, int64_t s, sr_err *err)
 {
     const shard_job *j = ctx;
-    char p[PATH_CAP];
+    char p[PATH_CAP], name[64];
     if (j->shards == 1)
-        snprintf(p, sizeof(p), "%s/model.safetensors", j->dir);
+        snprintf(name, sizeof(name), "model.safetensors");
     else
-        snprintf(p, sizeof(p), "%s/model-%05d-of-%05d.safetensors", j->dir, (int)s + 1, j->shards);
-    return sr_st_write_file(p, j->t + j->first[s], j->first[s + 1] - j->first[s], j->m, j->n_meta,
-                            err);
+        snprintf(name, sizeof(name), "model-%05d-of-%05d.safetensors", (int)s + 1, j->shards);
+    snprintf(p, sizeof(p), "%.3900s/%s", j->dir, name);
+    return write_file_at(j->dfd, name, p, j->t + j->first[s], j->first[s + 1] - j->first[s], j->m,
+                         j->n_meta, err);
 }
 
 static int in_by_name(const void *a, const void *b)
@@ -226,31 +251,85 @@ static void plan_shards(size_t *first, const sr_st_in *s, size_t n, int shards)
     first[shards] = n;
 }
 
+/* Opens `parent`, the folder the checkpoint goes in (O_NOFOLLOW on its last component). */
+static int open_parent(int *pfd, const char *parent, sr_err *err)
+{
+    *pfd = open(parent, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    return *pfd < 0 ? open_err(err, AT_FDCWD, parent, "cannot open folder", parent) : 0;
+}
+
+/* Writes the shards into `tmp` (name `tname` in pfd), then renames it to `base` durably. */
+static int write_folder(int pfd, const char *tname, const char *tmp, const char *base,
+                        const char *dir, shard_job *j, int workers, sr_err *err)
+{
+    int rc = remove_partial(pfd, tname, tmp, err);
+    if (!rc && mkdirat(pfd, tname, 0755))
+        rc = open_err(err, pfd, tname, "cannot create", tmp);
+    int tfd = -1;
+    if (!rc && (tfd = openat(pfd, tname, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+        rc = open_err(err, pfd, tname, "cannot open", tmp);
+    if (!rc) {
+        j->dfd = tfd;
+        rc = sr_fill_rows(j->shards, workers, write_shard, j, err);
+    }
+    if (!rc && fsync(tfd))
+        rc = io_err(err, "cannot fsync folder", tmp);
+    if (tfd >= 0)
+        close(tfd);
+    struct stat st;
+    if (!rc && fstatat(pfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0)
+        rc = S_ISLNK(st.st_mode) ? open_err(err, pfd, base, "", dir)
+                                 : sr_err_set(err, SR_E_IO,
+                                              "safetensors: checkpoint folder %.3000s already "
+                                              "exists",
+                                              dir);
+    if (!rc && renameat(pfd, tname, pfd, base))
+        rc = io_err(err, "cannot rename to", dir);
+    if (!rc && fsync(pfd))
+        rc = io_err(err, "cannot fsync the folder of", dir);
+    return rc;
+}
+
 int sr_st_write_checkpoint(const char *dir, const sr_st_in *t, size_t n, const sr_st_meta *m,
                            size_t n_meta, int shards, int workers, sr_err *err)
 {
     if (!dir || !*dir || shards < 1 || shards > SR_ST_MAX_SHARDS || (n && (size_t)shards > n) ||
         (!n && shards != 1) || workers < 1 || strlen(dir) > PATH_CAP - 64)
         return sr_err_set(err, SR_E_INVAL, "safetensors: bad checkpoint write arguments");
-    struct stat st;
-    if (lstat(dir, &st) == 0 || errno != ENOENT)
-        return sr_err_set(err, SR_E_IO, "safetensors: checkpoint folder %.3000s already exists",
-                          dir);
-    char tmp[PATH_CAP], parent[PATH_CAP];
+    char tmp[PATH_CAP], parent[PATH_CAP], base[PATH_CAP], tname[PATH_CAP];
     snprintf(tmp, sizeof(tmp), "%s.partial", dir);
     snprintf(parent, sizeof(parent), "%s", dir);
     char *sl = strrchr(parent, '/');
+    snprintf(base, sizeof(base), "%s", sl ? sl + 1 : dir);
     if (!sl)
         snprintf(parent, sizeof(parent), ".");
     else
         sl == parent ? (void)(parent[1] = '\0') : (void)(*sl = '\0');
+    snprintf(tname, sizeof(tname), "%.4000s.partial", base);
+    if (!*base || !strcmp(base, ".") || !strcmp(base, ".."))
+        return sr_err_set(err, SR_E_INVAL, "safetensors: checkpoint folder %.3000s has no name",
+                          dir);
+    int pfd;
+    int rc = open_parent(&pfd, parent, err);
+    if (rc)
+        return rc;
+    struct stat st;
+    int there = fstatat(pfd, base, &st, AT_SYMLINK_NOFOLLOW);
+    if (there == 0 || errno != ENOENT) {
+        rc = there != 0            ? io_err(err, "cannot look at", dir)
+             : S_ISLNK(st.st_mode) ? open_err(err, pfd, base, "", dir)
+                                   : sr_err_set(err, SR_E_IO,
+                                                "safetensors: checkpoint folder %.3000s already "
+                                                "exists",
+                                                dir);
+        close(pfd);
+        return rc;
+    }
     sr_st_in *s = malloc((n ? n : 1) * sizeof(*s));
     size_t *first = malloc(((size_t)shards + 1) * sizeof(*first));
-    int rc = s && first ? 0 : sr_err_set(err, SR_E_NOMEM, "safetensors: no memory for the plan");
-    if (!rc) {
-        for (size_t i = 0; i < n && !rc; i++)
-            rc = check_in(&t[i], err);
-    }
+    rc = s && first ? 0 : sr_err_set(err, SR_E_NOMEM, "safetensors: no memory for the plan");
+    for (size_t i = 0; i < n && !rc; i++)
+        rc = check_in(&t[i], err);
     if (!rc) {
         memcpy(s, t, n * sizeof(*s));
         qsort(s, n, sizeof(*s), in_by_name);
@@ -261,20 +340,10 @@ int sr_st_write_checkpoint(const char *dir, const sr_st_in *t, size_t n, const s
     }
     if (!rc) {
         plan_shards(first, s, n, shards);
-        rc = remove_partial(tmp, err);
+        shard_job j = {tmp, -1, s, first, shards, m, n_meta};
+        rc = write_folder(pfd, tname, tmp, base, dir, &j, workers, err);
     }
-    if (!rc && mkdir(tmp, 0755))
-        rc = io_err(err, "cannot create", tmp);
-    if (!rc) {
-        shard_job j = {tmp, s, first, shards, m, n_meta};
-        rc = sr_fill_rows(shards, workers, write_shard, &j, err);
-    }
-    if (!rc)
-        rc = fsync_dir(tmp, err);
-    if (!rc && rename(tmp, dir))
-        rc = io_err(err, "cannot rename to", dir);
-    if (!rc)
-        rc = fsync_dir(parent, err);
+    close(pfd);
     free(s);
     free(first);
     return rc;

@@ -145,6 +145,7 @@ static inline sr_delta_receiver *new_rx(fixture *f, int max_workers)
     sr_delta_receiver_opts o = SR_DELTA_RECEIVER_OPTS_INIT;
     o.max_workers = max_workers;
     o.fsync = 0;
+    o.lock_wait_ms = 100; /* the lock test waits this long for a lock it holds itself */
     ck_assert_sr_ok(sr_delta_receiver_new(&rx, f->state, f->local.t, NT, f->base.t, NT, &o, &e), e);
     return rx;
 }

@@ -210,7 +210,7 @@ START_TEST(corrupt_state_file_is_reported_and_reset_recovers)
     ck_assert_int_eq(fetch(rx, &f, 1).reset, 0);
     ck_assert(tset_equal(&f.local, &f.trainer));
 
-    /* A second fetch while the lock is held elsewhere fails at once. */
+    /* A second fetch while the lock is held elsewhere fails when its lock wait has passed. */
     char lock[256];
     snprintf(lock, sizeof(lock), "%s/lock", f.state);
     int fd = open(lock, O_RDWR);
@@ -236,17 +236,20 @@ static void hand_version(const fixture *f, int64_t v, int ti, const void *blob, 
     char dir[256];
     snprintf(dir, sizeof(dir), "%s/delta-%08lld", f->sync, (long long)v);
     ck_assert_int_eq(mkdir(dir, 0755), 0);
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY);
+    ck_assert_int_ge(dfd, 0);
     sr_buf b = SR_BUF_INIT;
     const char *key = f->trainer.t[ti].name;
     uint64_t l = blob_len;
     ck_assert_sr_ok(sr_delta_index_render(&b, &key, &l, 1, &e), e);
     ck_assert_sr_ok(sr_buf_append(&b, blob, blob_len, &e), e);
-    ck_assert_sr_ok(sr_delta_write_file(dir, "payload-000000.srdp", b.data, b.len, 0, &e), e);
+    ck_assert_sr_ok(sr_delta_write_file(dfd, dir, "payload-000000.srdp", b.data, b.len, 0, &e), e);
     sr_buf_reset(&b);
     sr_delta_out_record r = {&f->trainer.t[ti], blob_len, hi, lo, 0};
     ck_assert_sr_ok(sr_delta_manifest_render(&b, v, v - 1, &r, 1, 1, &e), e);
-    ck_assert_sr_ok(sr_delta_write_file(dir, "manifest.json", b.data, b.len, 0, &e), e);
+    ck_assert_sr_ok(sr_delta_write_file(dfd, dir, "manifest.json", b.data, b.len, 0, &e), e);
     sr_buf_release(&b);
+    close(dfd);
 }
 
 static void expect_fetch_error(sr_delta_receiver *rx, const fixture *f, int64_t v, int code,

@@ -120,9 +120,12 @@ int64_t sr_engine_version(sr_engine *e);
  *
  * Delta (skyrl-contract §8.2):
  *   POST /fetch_weights {"target_version": v, "sync_dir": d}: sr_delta_fetch into the stage with
- *     a receiver whose state lives in {d}/receiver-<engine id>/ (created, and reset to version
- *     0, on the first fetch from d; a broadcast that wrote the stage forces another reset). The
- *     apply team is min(#payloads, pool_workers(cap 32, reserved 0)).
+ *     a receiver whose state lives in {d}/receiver-<engine id>/ or the init info's
+ *     local_checkpoint_dir (created on the first fetch; the stage is reset to version 0 then,
+ *     and again after a broadcast or disk load wrote it). Engines may share that folder: a
+ *     fetch waits for its lock, and one that finds the folder at v already brings only its own
+ *     stage there, leaving the folder as it is. The apply team is min(#payloads,
+ *     pool_workers(cap 32, reserved 0)).
  *   POST /update_weights {"update_info": {"target_version": v, "version": v, "sync_dir": d}}:
  *     the receiver's validate_ready (SR_E_DELTA_VERSION unless it holds v), then the commit.
  *     Without "sync_dir" the synthetic apply above runs instead.

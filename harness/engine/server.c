@@ -137,6 +137,9 @@ static int admit(req *r)
         s->refused++;
     }
     pthread_mutex_unlock(&s->mu);
+    /* A request now waits for a slot: the reaper's body deadline may have become shorter. */
+    if (queued)
+        sr_conn_wake(s);
     return queued;
 }
 

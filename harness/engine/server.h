@@ -18,7 +18,11 @@
  * Slow clients (slowloris): a connection that has not sent a whole request head within
  * cfg->header_timeout_ms of its accept, or a request whose body has not fully arrived within
  * cfg->body_timeout_ms of its head, is answered 408 engine.request_timeout and closed (by
- * sr_server_tick). At most cfg->max_pending connections may wait without a request in progress
+ * sr_server_tick). While requests wait in the queue for a slot and at least max_connections -
+ * max(1, max_connections / 8) slots are held by connections still sending a body, a body gets no
+ * more than header_timeout_ms (408 naming that rule): slow bodies cannot hold every slot until
+ * body_timeout_ms and starve the requests behind them (server_conn.c). At most
+ * cfg->max_pending connections may wait without a request in progress
  * (new, or kept alive between requests); a new connection past that closes the one waiting
  * longest (a new one is answered 503 engine.pending_limit, a kept-alive one closed silently).
  * libmicrohttpd's socket limit is max_connections + max_queued + SR_SERVER_CONN_HEADROOM (16) +

@@ -136,28 +136,59 @@ void sr_conn_phase(sr_server *s, sr_conn *x, int phase)
         wake_owner(s);
 }
 
-/* Closes the connections of `l` (oldest first) waiting since before `limit_ms` ago; returns the
- * milliseconds until the next one is due, or -1. */
-static int64_t reap_list(sr_conn_list *l, int limit_ms, int64_t now, const char *what)
+/* Closes the connections of `l` (oldest first) waiting since before `limit_ms` ago (`why` names
+ * the limit); returns the milliseconds until the next one is due, or -1. */
+static int64_t reap_list(sr_conn_list *l, int limit_ms, int64_t now, const char *what,
+                         const char *why)
 {
     int64_t limit = (int64_t)limit_ms * 1000000;
     while (l->head && now - l->head->since_ns >= limit) {
-        char msg[160];
+        char msg[300];
         snprintf(msg, sizeof(msg), "the request's %s did not arrive within %d ms (%s)", what,
-                 limit_ms,
-                 l->head->phase == SR_CONN_BODY ? "engines.server.body_timeout_ms"
-                                                : "engines.server.header_timeout_ms");
+                 limit_ms, why);
         close_locked(l->head, 408, SR_E_ENGINE_REQUEST_TIMEOUT, msg);
     }
     return l->head ? (l->head->since_ns + limit - now + 999999) / 1000000 : -1;
+}
+
+int sr_conn_body_cap(const sr_server *s)
+{
+    int m = s->cfg->max_connections;
+    return m - (m / 8 > 1 ? m / 8 : 1);
+}
+
+/*
+ * The time a request body may take: body_timeout_ms, or, while requests wait for a busy slot and
+ * at least sr_conn_body_cap of the slots are held by connections still sending a body, no more
+ * than a head may take (header_timeout_ms). Slow bodies would otherwise hold every slot until
+ * body_timeout_ms and starve the requests queued behind them.
+ */
+static int body_limit(const sr_server *s, const char **why)
+{
+    int limit = s->cfg->body_timeout_ms;
+    *why = "engines.server.body_timeout_ms";
+    if (s->queued.n > 0 && s->body.n >= sr_conn_body_cap(s) && s->cfg->header_timeout_ms < limit) {
+        limit = s->cfg->header_timeout_ms;
+        *why = "engines.server.header_timeout_ms: requests wait for a busy slot while most slots "
+               "are held by connections sending a body";
+    }
+    return limit;
 }
 
 int64_t sr_conn_reap(sr_server *s)
 {
     int64_t now = sr_srv_now_ns();
     pthread_mutex_lock(&s->mu);
-    int64_t a = reap_list(&s->fresh, s->cfg->header_timeout_ms, now, "head");
-    int64_t b = reap_list(&s->body, s->cfg->body_timeout_ms, now, "body");
+    int64_t a = reap_list(&s->fresh, s->cfg->header_timeout_ms, now, "head",
+                          "engines.server.header_timeout_ms");
+    const char *why;
+    int limit = body_limit(s, &why);
+    int64_t b = reap_list(&s->body, limit, now, "body", why);
     pthread_mutex_unlock(&s->mu);
     return a < 0 ? b : (b < 0 || a < b ? a : b);
+}
+
+void sr_conn_wake(sr_server *s)
+{
+    wake_owner(s);
 }

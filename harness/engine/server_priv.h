@@ -184,9 +184,16 @@ void sr_conn_closed(sr_server *s, sr_conn *x);
  * answered, connection kept). A closing connection stays closing. NULL is a no-op. */
 void sr_conn_phase(sr_server *s, sr_conn *x, int phase);
 /* Closes every connection past its deadline (fresh: header_timeout_ms since accept; body:
- * body_timeout_ms since the head) with 408 engine.request_timeout; returns the milliseconds
- * until the next deadline, or -1 when none is pending. Called from sr_server_tick. */
+ * body_timeout_ms since the head, or header_timeout_ms while requests wait for a slot and at
+ * least sr_conn_body_cap slots are held by connections sending a body) with 408
+ * engine.request_timeout; returns the milliseconds until the next deadline, or -1 when none is
+ * pending. Called from sr_server_tick. */
 int64_t sr_conn_reap(sr_server *s);
+/* max_connections - max(1, max_connections / 8): the body-sending slot holders past which slow
+ * bodies lose their long deadline while requests are queued. */
+int sr_conn_body_cap(const sr_server *s);
+/* Wakes the owner's loop so that sr_server_tick recomputes the deadlines. */
+void sr_conn_wake(sr_server *s);
 
 /* Monotonic nanoseconds (server_sched.c). */
 int64_t sr_srv_now_ns(void);

@@ -153,8 +153,9 @@ static int rx_state_dir(char *out, sr_engine *e, const char *sync_dir, sr_err *e
     return 0;
 }
 
-/* A fresh receiver for sync_dir with its state in dir, reset so its state (version 0) matches the
- * stage. */
+/* A fresh receiver for sync_dir with its state in dir. It does not know which version the stage
+ * holds, so its first fetch resets the stage; the folder is not written here: engines of one node
+ * may share it (SkyRL's default), and another engine's state must survive this one's start. */
 static int rx_create(sr_engine *e, const char *sync_dir, const char *dir, sr_err *err)
 {
     sr_delta_receiver_free(e->rx);
@@ -171,7 +172,7 @@ static int rx_create(sr_engine *e, const char *sync_dir, const char *dir, sr_err
     o.reset_ctx = e;
     int rc = sr_delta_receiver_new(&e->rx, dir, e->stage_view, sr_weights_count(e->stage), NULL, 0,
                                    &o, err);
-    return rc ? rc : sr_delta_receiver_reset(e->rx, err);
+    return rc;
 }
 
 /* Called with apply held; sync_dir is canonical (confine). */
@@ -186,7 +187,7 @@ static int rx_ensure(sr_engine *e, const char *sync_dir, sr_err *err)
     if (!e->rx || strcmp(e->rx_sync_dir, sync_dir) != 0 || strcmp(e->rx_state_dir, dir) != 0)
         rc = rx_create(e, sync_dir, dir, err);
     else if (e->stage_foreign)
-        rc = sr_delta_receiver_reset(e->rx, err);
+        sr_delta_receiver_forget(e->rx);
     if (!rc)
         e->stage_foreign = 0;
     return rc;
@@ -202,10 +203,14 @@ static int corrupt_next_payload(sr_engine *e, const char *sync_dir, sr_err *err)
     sr_delta_state s;
     int exists;
     int rc = sr_delta_receiver_state(&s, &exists, e->rx, err);
-    if (!rc && (!exists || s.write_in_progress)) {
-        rc = sr_delta_receiver_reset(e->rx, err);
-        s.version = 0;
+    int64_t local = sr_delta_receiver_local_version(e->rx);
+    /* The fetch will reset the stage when the folder's state is unusable or the stage's version
+     * is unknown or past the folder's: reset it now so the flipped bit survives. */
+    if (!rc && (!exists || s.write_in_progress || local < 0 || local > s.version)) {
+        rc = sr_delta_receiver_reset_local(e->rx, err);
+        local = 0;
     }
+    s.version = local;
     char path[RX_DIR_MAX + 64];
     sr_buf text = SR_BUF_INIT;
     snprintf(path, sizeof(path), "%s/delta-%08lld/manifest.json", sync_dir,
