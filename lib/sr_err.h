@@ -114,7 +114,7 @@ typedef enum sr_class {
     X(SR_E_FIELD_UNKNOWN, -411, "fields.unknown", SR_CLASS_USAGE,                                  \
       "a packed-field name is not in the registry")                                                \
     X(SR_E_FIELD_SHAPE, -412, "fields.shape_mismatch", SR_CLASS_PROTOCOL,                          \
-      "a field's array does not have the shape its definition declares (\"shape\": [\"T\", 8])")      \
+      "a field's array does not have the shape its definition declares (\"shape\": [\"T\", 8])")   \
     X(SR_E_FIELD_RANGE, -413, "fields.out_of_range", SR_CLASS_PROTOCOL,                            \
       "a field's values lie outside the range its definition declares, or a float that must be "   \
       "finite is not")                                                                             \
