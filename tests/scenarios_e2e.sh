@@ -29,7 +29,7 @@ NFAULT=$(grep -l '"fault"' "$T"/pass/*.json | wc -l)
 
 # Malformed scenarios: exit 2 with file:line:col, and nothing runs.
 run 2 "lint: misspelled key" lint "$T/malformed/misspelled.json"
-has "lint: misspelled key" "misspelled.json:5:25: unknown key 'bacth' in steps.rollout [json.schema]"
+has "lint: misspelled key" "misspelled.json:5:25: unknown key 'bacth' in steps.rollout; did you mean 'batch'? valid keys: kind, name, async, batch, turns,"
 run 2 "lint: unknown quirk" lint "$T/malformed/unknown-quirk.json"
 has "lint: unknown quirk" "unknown-quirk.json:4:25: unknown quirk (see FORMAT.md, client.quirks) [scenario.invalid]"
 run 2 "lint: quirk listed twice" lint "$T/malformed/quirk-twice.json"
