@@ -26,6 +26,21 @@ static void fz_fields(const uint8_t *data, size_t size)
         const sr_field_def *d = sr_fields_at(f, i);
         CHECK(d->name_len >= 1 && d->name_len <= SR_FIELD_NAME_MAX &&
               strlen(d->name) == d->name_len);
+        /* A declared shape is consistent, and the array check runs on any small array. */
+        CHECK(!d->has_shape || (d->ndim >= 1 && (d->dims[0] == SR_FIELD_DIM_T) == d->token_rows));
+        CHECK(!d->has_range || d->range_lo <= d->range_hi);
+        int32_t v[6] = {0, 1, -1, 255, 256, 7};
+        sr_ndarray a = SR_NDARRAY_INIT;
+        a.dtype = SR_DTYPE_INT32;
+        a.ndim = 2;
+        a.shape[0] = 3;
+        a.shape[1] = 2;
+        a.data = v;
+        a.nbytes = sizeof(v);
+        int c = sr_field_check_array(d, &a, 3, 0, &e);
+        CHECK(c == 0 || c == SR_E_FIELD_SHAPE || c == SR_E_FIELD_RANGE);
+        c = sr_field_check_array(d, &a, -1, 1, &e);
+        CHECK(c == 0 || c == SR_E_FIELD_SHAPE || c == SR_E_FIELD_RANGE);
     }
     sr_fields_free(f);
 }

@@ -116,6 +116,11 @@ typedef enum sr_class {
       "a packed-field definition is malformed")                                                    \
     X(SR_E_FIELD_UNKNOWN, -411, "fields.unknown", SR_CLASS_USAGE,                                  \
       "a packed-field name is not in the registry")                                                \
+    X(SR_E_FIELD_SHAPE, -412, "fields.shape_mismatch", SR_CLASS_PROTOCOL,                          \
+      "a field's array does not have the shape its definition declares (\"shape\": [\"T\", 8])")   \
+    X(SR_E_FIELD_RANGE, -413, "fields.out_of_range", SR_CLASS_PROTOCOL,                            \
+      "a field's values lie outside the range its definition declares, or a float that must be "   \
+      "finite is not")                                                                             \
     X(SR_E_INTARRAY_SYNTAX, -420, "intarray.syntax", SR_CLASS_TRANSIENT,                           \
       "a registered integer array (token_ids) is not valid JSON ([01], [1,], [1 2]): the "         \
       "reference's JSON decoder fails too and its client retries")                                 \

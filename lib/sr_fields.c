@@ -1,4 +1,5 @@
 #include "sr_fields.h"
+#include "sr_fields_priv.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -104,7 +105,7 @@ static const char *def_problem(const sr_field_def *d, size_t name_len)
                 return "canonical requires integer dtypes";
         }
     }
-    return NULL;
+    return sr_fields_constraint_problem(d);
 }
 
 int sr_fields_add(sr_fields *f, const sr_field_def *def, sr_err *err)
@@ -271,14 +272,15 @@ static int read_wire(sr_field_def *d, const sr_json_doc *doc, const cJSON *obj, 
 
 static int read_packed(sr_field_def *d, const sr_json_doc *doc, const cJSON *obj, sr_err *err)
 {
-    static const char *const keys[] = {"name",       "dtypes",    "ndim", "canonical", "nullable",
-                                       "token_rows", "max_bytes", "wire", NULL};
+    static const char *const keys[] = {"name",     "dtypes",     "ndim",      "canonical",
+                                       "nullable", "token_rows", "max_bytes", "wire",
+                                       "shape",    "range",      "finite",    NULL};
     int64_t ndim = 0, maxb = 0;
     int rc = sr_json_check_keys(doc, obj, "a field definition", keys, err);
     memset(d, 0, sizeof(*d));
     d->kind = SR_FIELD_PACKED;
     if (rc || (rc = read_name(d, doc, obj, err)) || (rc = read_dtypes(d, doc, obj, err)) ||
-        (rc = sr_json_get_int(doc, obj, "ndim", 1, 1, SR_NDIM_MAX, 0, &ndim, err)) ||
+        (rc = sr_json_get_int(doc, obj, "ndim", 0, 1, SR_NDIM_MAX, 0, &ndim, err)) ||
         (rc = sr_json_get_bool(doc, obj, "canonical", 0, 0, &d->canonical, err)) ||
         (rc = sr_json_get_bool(doc, obj, "nullable", 0, 1, &d->nullable, err)) ||
         (rc = sr_json_get_bool(doc, obj, "token_rows", 0, 0, &d->token_rows, err)) ||
@@ -286,7 +288,8 @@ static int read_packed(sr_field_def *d, const sr_json_doc *doc, const cJSON *obj
         return rc;
     d->ndim = (int)ndim;
     d->max_bytes = (size_t)maxb;
-    return read_wire(d, doc, obj, err);
+    rc = sr_fields_read_constraints(d, doc, obj, err);
+    return rc ? rc : read_wire(d, doc, obj, err);
 }
 
 static int read_int_array(sr_field_def *d, const sr_json_doc *doc, const cJSON *obj, sr_err *err)

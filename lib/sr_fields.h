@@ -35,11 +35,26 @@
  *                "canonical": false, "nullable": true, "token_rows": true,
  *                "max_bytes": 1073741824}],
  *    "int_arrays": [{"name": "prompt_ids", "min": 0, "max": 262143}]}
- * "name", "dtypes" and "ndim" (1..SR_NDIM_MAX) are required for a field; the rest default to
- * canonical false, nullable true, token_rows false, max_bytes SR_ENVELOPE_DEFAULT_MAX. For an
+ * "name", "dtypes" and "ndim" (1..SR_NDIM_MAX) are required for a field (ndim may be left out
+ * when "shape" is given); the rest default to canonical false, nullable true, token_rows false,
+ * max_bytes SR_ENVELOPE_DEFAULT_MAX, no shape and no value constraint. For an
  * integer array, "min" and "max" default to 0 and 2^31 - 1. "canonical" requires integer dtypes.
  * Every problem is SR_E_FIELD_DEF with "source:line:col: ..." (unparsable JSON, unknown or
  * duplicate keys, wrong types, bad names, duplicate names); SR_E_IO for an unreadable file.
+ *
+ * Declared shape and values (packed and string-blob fields; sr_field_check_array enforces them):
+ *   "shape": ["T", 8]   one entry per axis: "T" (axis 0 only: the token dimension, one row per
+ *                       token; it sets token_rows, and "token_rows": false with it is an error),
+ *                       "*" (any length) or a fixed length 1..2^31 - 1. "ndim", when given too,
+ *                       must equal the entry count. The fixed lengths times the widest listed
+ *                       dtype (the bytes of one row) must not exceed max_bytes (or the default):
+ *                       the product is computed without overflow. token_rows true needs "T" at
+ *                       axis 0.
+ *   "range": [lo, hi]   every value lies in [lo, hi] (inclusive): integers when the field lists
+ *                       an integer dtype (an id range, e.g. [0, 255]; exact in int64), else
+ *                       finite numbers; lo <= hi. For floats a range also requires finite values.
+ *   "finite": true      float values must be finite (no NaN or infinity); default false.
+ * Each bad entry is SR_E_FIELD_DEF naming the key and the axis ("shape: axis 1 must be ...").
  *
  * Ownership: a registry owns copies of its definitions; pointers returned by sr_fields_at and
  * sr_fields_find stay valid until the registry is freed or changed.
@@ -54,6 +69,7 @@
 #include "sr_dtype.h"
 #include "sr_envelope.h"
 #include "sr_err.h"
+#include "sr_ndarray.h"
 
 #define SR_FIELD_NAME_MAX 64
 #define SR_FIELDS_MAX     32
@@ -87,7 +103,17 @@ typedef struct sr_field_def {
     int64_t min, max; /* accepted value range */
     /* SR_FIELD_STRING (dtypes, ndim, nullable, token_rows and max_bytes apply as for packed) */
     sr_field_wire wire;
+    /* SR_FIELD_PACKED and SR_FIELD_STRING: the declared shape and value constraints */
+    int has_shape;                /* dims holds ndim entries */
+    int64_t dims[SR_NDIM_MAX];    /* SR_FIELD_DIM_T, SR_FIELD_DIM_ANY or a fixed length >= 1 */
+    int has_range;                /* values lie in [range_lo, range_hi] */
+    int64_t range_min, range_max; /* the range as integers (integer dtypes) */
+    double range_lo, range_hi;    /* the range as doubles (float dtypes) */
+    int finite;                   /* float values must be finite (also implied by has_range) */
 } sr_field_def;
+
+#define SR_FIELD_DIM_T   (-1) /* "T": one row per token */
+#define SR_FIELD_DIM_ANY (-2) /* "*": any length */
 
 typedef struct sr_fields sr_fields;
 
@@ -146,6 +172,22 @@ const sr_field_def *sr_fields_find(const sr_fields *f, const char *name, size_t 
 
 /* Index of `def` in its registry (def must come from sr_fields_at/find of `f`). */
 size_t sr_fields_index(const sr_fields *f, const sr_field_def *def);
+
+/*
+ * Checks a decoded array of field d against d's declared shape and value constraints (a no-op
+ * without them). `tokens` is the number of token rows expected for a "T" axis, or -1 when not
+ * known. `flat`: the wire carries no shape (sglang's raw bytes, read 1-D): the element count must
+ * then be a multiple of the fixed trailing lengths (tokens times their product when tokens is
+ * known, and only when every axis past 0 is fixed). SR_E_FIELD_SHAPE names the axis, its length
+ * and the declared shape ("logit_topk: axis 1 has length 7, the definition declares 8 (shape [T,
+ * 8])"); SR_E_FIELD_RANGE names the first bad element's index and value and how many are bad.
+ * A mismatching ndim (an unflat array) is SR_E_FIELD_SHAPE too.
+ */
+int sr_field_check_array(const sr_field_def *d, const sr_ndarray *a, int64_t tokens, int flat,
+                         sr_err *err);
+
+/* "[T, 8]" (or "" without a declared shape) into buf; returns buf. */
+const char *sr_field_shape_str(const sr_field_def *d, char *buf, size_t cap);
 
 /*
  * The envelope contract of a packed field: name (borrowed from def), allowed dtypes, ndim,

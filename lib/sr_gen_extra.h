@@ -8,20 +8,26 @@
  *   seed    s = mix(engine seed, FNV-1a of d.name, every prompt token, every generated token)
  *   dtype   one of sr_gen_extra_dtypes(d), chosen by s, so that a series of requests exercises
  *           every dtype the engine can emit for the field
- *   shape   d.ndim axes; axis 0 is G (one row per generated token) when d.token_rows, else
- *           1 + s % 4; every other axis is 1 + h(name, axis) % 4, fixed per field as the width
- *           of a real side channel would be
+ *   shape   d.ndim axes. With a declared shape (d.has_shape): "T" is G, a fixed length is
+ *           itself, "*" is as below. Without: axis 0 is G (one row per generated token) when
+ *           d.token_rows, else 1 + s % 4; every other axis is 1 + h(name, axis) % 4, fixed per
+ *           field as the width of a real side channel would be
  *   values  drawn per element with splitmix64 from s: integers anywhere in the dtype's range,
  *           except that with d.canonical they lie where the chosen dtype is exactly the smallest
  *           route dtype of the maximum (uint8 [0, 255], int16 [256, 32767], int32 [32768,
  *           2^31 - 1]); bool 0 or 1; floats finite in [-8, 8) (float16 as IEEE half bits); all
- *           little-endian. An empty array under d.canonical is emitted as uint8 when allowed.
+ *           little-endian. A declared range (d.has_range) narrows each: integers are uniform in
+ *           its intersection with the above, floats in the range within the dtype's finite
+ *           values (rounded into it). A dtype whose values cannot meet the range is not among
+ *           sr_gen_extra_dtypes. An empty array under d.canonical is emitted as uint8 when
+ *           allowed.
  * A definition whose canonical flag leaves no route dtype in its list cannot be emitted
  * (sr_gen_extra_dtypes returns 0; the engine config refuses it).
  *
  * Ownership: sr_gen_extra_make fills *out with malloc'ed bytes; sr_gen_extra_release frees them.
  * Errors: SR_E_NOMEM; SR_E_ENGINE_CONFIG for a definition that cannot be emitted; SR_E_LIMIT
- * when the array would exceed max_bytes. Pure functions of their arguments; thread-safe.
+ * when the array would exceed max_bytes; SR_E_ENV_OVERFLOW for a shape whose bytes overflow. Pure
+ * functions of their arguments; thread-safe.
  */
 #ifndef SR_GEN_EXTRA_H
 #define SR_GEN_EXTRA_H
@@ -42,7 +48,8 @@ typedef struct sr_gen_extra {
     unsigned char *bytes; /* nbytes (allocated with at least 1 byte) */
 } sr_gen_extra;
 
-/* The dtypes of d the engine can emit: d.dtypes, or only its route dtypes when canonical. */
+/* The dtypes of d the engine can emit: d.dtypes, or only its route dtypes when canonical, less
+ * those that hold no value of d's declared range. */
 sr_dtype_set sr_gen_extra_dtypes(const sr_field_def *d);
 
 /*

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "sr_buf.h"
+#include "sr_suggest.h"
 
 typedef struct pos_slot {
     const cJSON *node; /* NULL: empty slot */
@@ -362,9 +363,15 @@ int sr_json_check_keys(const sr_json_doc *d, const cJSON *obj, const char *what,
         int ok = 0;
         for (const char *const *a = allowed; *a && !ok; a++)
             ok = strcmp(*a, c->string) == 0;
-        if (!ok)
-            return sr_json_error(d, c, err, SR_E_JSON_SCHEMA, "unknown key '%s' in %s", c->string,
-                                 what);
+        if (!ok) {
+            size_t n = 0;
+            while (allowed[n])
+                n++;
+            char hint[512];
+            sr_suggest_text(hint, sizeof(hint), c->string, allowed, n, "valid keys");
+            return sr_json_error(d, c, err, SR_E_JSON_SCHEMA, "unknown key '%s' in %s; %s",
+                                 c->string, what, hint);
+        }
         for (const cJSON *p = obj->child; p != c; p = p->next) {
             if (strcmp(p->string, c->string) == 0)
                 return sr_json_error(d, c, err, SR_E_JSON_SCHEMA, "key '%s' appears twice in %s",

@@ -6,7 +6,8 @@
 #   error <dotted.name>         otherwise (the name printed on standard error)
 # and, when NAME.offset exists, the error's byte offset in the body ("offset" of the --json
 # output) must be the number it holds (GOLDEN_UPDATE never writes .offset files: an offset is
-# counted by hand from the body and is what the test holds the code to).
+# counted by hand from the body and is what the test holds the code to), and when NAME.stderr
+# exists, standard error must hold its line.
 # GOLDEN_UPDATE=1 rewrites the .expected files instead of comparing (review the diff!).
 . "$(dirname "$0")/lib.sh"
 cd "$SRC" || exit 2
@@ -34,6 +35,12 @@ for body in fixtures/bodies/*.body; do
             bad "$body: error offset ${got:-none}, expected $want"
             continue
         fi
+    fi
+    # NAME.stderr: a line standard error must hold (a note, e.g. an unregistered envelope).
+    if [ -f "$name.stderr" ] && ! grep -qF "$(cat "$name.stderr")" "$tmp/err"; then
+        bad "$body: standard error lacks '$(cat "$name.stderr")'"
+        cat "$tmp/err"
+        continue
     fi
     if [ "${GOLDEN_UPDATE:-0}" = 1 ]; then
         cp "$tmp/got" "$name.expected"

@@ -2,7 +2,9 @@
 """Extra packed fields in every engine dialect, decoded with numpy (ctest cli.fields_numpy).
 
 An engine config emits two fields from their definitions beside the routes (lib/sr_gen_extra.h):
-side_ids (int16, 3-D, token rows) and, where the wire carries floats, tok_scores (float32, 1-D).
+side_ids (int16, 3-D, token rows) and, where the wire carries floats, tok_scores (float32, 1-D);
+and two fields with a declared shape and range, topk_logits (float16 [T, 8] in [-2, 2]) and
+topk_ids (int32 [T, 8] in [0, 255]), whose skyrl arrays must have that shape and those values.
 For every dialect of harness/spec/dialect.h, `syncroll serve` runs that config with the
 dialect's `dialect` key, a generate request is POSTed in the dialect's request shape, and each
 field is decoded the way that stack's clients decode its routes (scenarios/FORMAT.md 5b):
@@ -38,7 +40,11 @@ except ImportError as e:  # pragma: no cover - depends on the machine
 
 SIDE = {"name": "side_ids", "dtypes": ["int16"], "ndim": 3, "token_rows": True}
 SCORES = {"name": "tok_scores", "dtypes": ["float32"], "ndim": 1, "token_rows": True}
-FLOATS = {"skyrl", "vllm", "dynamo"}  # the wires that carry a float field
+# Declared shapes and ranges (lib/sr_fields.h "shape", "range"): the engine emits [T, 8] with
+# every value in the range, and every wire that carries the field decodes to exactly that.
+TOPK = {"name": "topk_logits", "dtypes": ["float16"], "shape": ["T", 8], "range": [-2, 2]}
+TOPK_IDS = {"name": "topk_ids", "dtypes": ["int32"], "shape": ["T", 8], "range": [0, 255]}
+FLOATS = {"skyrl", "vllm", "dynamo"}  # the wires that carry a float field of two dtypes
 PROMPT = [5, 6, 7, 8]
 
 
@@ -125,6 +131,8 @@ def write_config(tmp, dialect, fields):
 
 def one_dialect(syncroll, tmp, dialect):
     fields = [SIDE] + ([SCORES] if dialect in FLOATS else [])
+    fields += [TOPK] if dialect in FLOATS | {"sglang"} else []  # one dtype: sglang's raw too
+    fields += [TOPK_IDS] if dialect != "nemo-rl" else []  # nrlre1 strings are 3-D only
     p, url = serve(syncroll, write_config(tmp, dialect, fields))
     try:
         path, req = request(dialect)
@@ -151,6 +159,17 @@ def main():
             want = one_dialect(syncroll, tmp, "skyrl")
             check(want["side_ids"].dtype == np.int16 and want["side_ids"].shape[0] == 4,
                   f"skyrl side_ids: {want['side_ids'].dtype} {want['side_ids'].shape}")
+            t, ids = want["topk_logits"], want["topk_ids"]
+            check(t.dtype == np.float16 and t.shape == (4, 8) and np.all(np.isfinite(t)) and
+                  t.min() >= -2 and t.max() <= 2,
+                  f"skyrl topk_logits: {t.dtype}{list(t.shape)} in [{t.min()}, {t.max()}], "
+                  "declared float16 [T, 8] in [-2, 2] (T = 4 tokens)")
+            check(ids.dtype == np.int32 and ids.shape == (4, 8) and ids.min() >= 0 and
+                  ids.max() <= 255 and len(np.unique(ids)) > 1,
+                  f"skyrl topk_ids: {ids.dtype}{list(ids.shape)} in [{ids.min()}, {ids.max()}], "
+                  "declared int32 [T, 8] in [0, 255]")
+            print("ok: skyrl emits topk_logits float16 [4, 8] in [-2, 2] and topk_ids int32 "
+                  "[4, 8] in [0, 255] as declared")
         except Fail as e:
             print(f"FAIL: skyrl: {e}")
             return 1
@@ -160,6 +179,8 @@ def main():
                 for name, arr in got.items():
                     ref = want[name]
                     if d == "sglang":  # flat: the reader reshapes
+                        check(arr.size == ref.size, f"{name}: {arr.size} flat elements, "
+                              f"skyrl's {list(ref.shape)} holds {ref.size}")
                         arr = arr.reshape(ref.shape)
                     check(arr.shape == ref.shape and np.array_equal(arr, ref) and
                           (d == "vllm-json" or arr.dtype == ref.dtype),

@@ -68,8 +68,10 @@ def load_registry(args, src):
             for f in doc.get("fields", []):
                 reg = [r for r in reg if r["name"] != f["name"]]  # replaces a built-in
                 reg.append({"name": f["name"], "kind": "packed", "dtypes": f["dtypes"],
-                            "ndim": f["ndim"], "canonical": f.get("canonical", False),
-                            "nullable": f.get("nullable", True)})
+                            "ndim": f.get("ndim", len(f.get("shape", []))),
+                            "canonical": f.get("canonical", False),
+                            "nullable": f.get("nullable", True), "shape": f.get("shape"),
+                            "range": f.get("range"), "finite": f.get("finite", False)})
             for f in doc.get("int_arrays", []):
                 reg = [r for r in reg if r["name"] != f["name"]]
                 reg.append({"name": f["name"], "kind": "ints", "min": f.get("min", 0),
@@ -325,7 +327,38 @@ def envelope(f, val, blob):
          "canonical": canon, **st, "spliced": True, "sidecar": plain(side)}
     if noncanon:  # the character before the padding holds the dropped bits
         e["b64_noncanonical"] = blob["at"] + len(blob["chars"].rstrip(b"=")) - 1
+    e["_array"] = arr
     return e
+
+
+def declared(f, arr):
+    """A definition's "shape" (fixed lengths; "T" and "*" free here), "range" and "finite"."""
+    want = f.get("shape")
+    if want is not None and (arr.ndim != len(want) or any(
+            isinstance(w, int) and w != n for w, n in zip(want, arr.shape))):
+        raise Fail("fields.shape_mismatch")
+    floats = arr.dtype.kind == "f"
+    v = arr.astype(np.float64) if floats else arr.astype(object)
+    if floats and (f.get("finite") or f.get("range")) and not np.all(np.isfinite(v)):
+        raise Fail("fields.out_of_range")
+    lo_hi = f.get("range")
+    if lo_hi and arr.size and (min(v.flat) < lo_hi[0] or max(v.flat) > lo_hi[1]):
+        raise Fail("fields.out_of_range")
+
+
+def unregistered(node, path, registered, out):
+    """Paths of envelope-shaped objects no entry read, in document order (not descended into)."""
+    if isinstance(node, Obj):
+        d = node.d
+        if (isinstance(d.get("data"), str) and isinstance(d.get("shape"), list)
+                and isinstance(d.get("dtype"), str) and path not in registered):
+            out.append(path or "$")
+            return
+        for key, val in node.pairs:
+            unregistered(val, f"{path}.{key}" if path else key, registered, out)
+    elif isinstance(node, list):
+        for i, x in enumerate(node):
+            unregistered(x, f"{path}[{i}]", registered, out)
 
 
 def plain(v):
@@ -393,8 +426,18 @@ def splice(raw, reg):
                 raise Fail("intarray.syntax")
             e.update(int_entry(val, f, False))
         entries.append(e)
-    return {"valid": True, "body_bytes": len(raw), "blobs": len(blobs),
-            "int_arrays": len(arrays), "entries": entries}
+    for e, (kind, f, *_rest) in zip(entries, w.entries):
+        arr = e.pop("_array", None)
+        if arr is not None:
+            declared(f, arr)
+    out = {"valid": True, "body_bytes": len(raw), "blobs": len(blobs),
+           "int_arrays": len(arrays), "entries": entries}
+    loose = []
+    unregistered(doc, "", {e["path"] for e in entries if e.get("kind") == "envelope"}, loose)
+    if loose:  # check-body --json names them (at most 16) and counts them
+        out["unregistered_envelopes"] = loose[:16]
+        out["unregistered_envelopes_total"] = len(loose)
+    return out
 
 
 def same(a, b):

@@ -29,9 +29,9 @@ NFAULT=$(grep -l '"fault"' "$T"/pass/*.json | wc -l)
 
 # Malformed scenarios: exit 2 with file:line:col, and nothing runs.
 run 2 "lint: misspelled key" lint "$T/malformed/misspelled.json"
-has "lint: misspelled key" "misspelled.json:5:25: unknown key 'bacth' in steps.rollout [json.schema]"
+has "lint: misspelled key" "misspelled.json:5:25: unknown key 'bacth' in steps.rollout; did you mean 'batch'? valid keys: kind, name, async, batch, turns,"
 run 2 "lint: unknown quirk" lint "$T/malformed/unknown-quirk.json"
-has "lint: unknown quirk" "unknown-quirk.json:4:25: unknown quirk (see FORMAT.md, client.quirks) [scenario.invalid]"
+has "lint: unknown quirk" "unknown-quirk.json:4:25: unknown quirk; did you mean 'lock_first_dtype'? quirks (FORMAT.md, client.quirks): retry_json_decode_only,"
 run 2 "lint: quirk listed twice" lint "$T/malformed/quirk-twice.json"
 has "lint: quirk listed twice" "quirk-twice.json:4:45: quirk lock_first_dtype is listed twice [scenario.invalid]"
 run 2 "lint: bad reference" lint "$T/malformed"

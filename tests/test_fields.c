@@ -222,6 +222,121 @@ START_TEST(narrowing_keeps_registry_order)
 }
 END_TEST
 
+/* "shape", "range" and "finite": what they set, and each bad form named with its position. */
+START_TEST(declared_shapes_and_ranges)
+{
+    sr_fields *f = builtins();
+    sr_err err = SR_ERR_INIT;
+    const char *ok = "{\"fields\": [{\"name\": \"logit_topk\", \"dtypes\": [\"float16\"],"
+                     " \"shape\": [\"T\", 8], \"range\": [-4, 4.5], \"finite\": true},"
+                     " {\"name\": \"topk_ids\", \"dtypes\": [\"int32\"], \"ndim\": 3,"
+                     " \"shape\": [\"*\", 2, 4], \"range\": [0, 255]}]}";
+    ck_assert_sr_ok(sr_fields_load_json(f, ok, strlen(ok), "defs.json", &err), err);
+    const sr_field_def *l = sr_fields_find(f, "logit_topk", 10);
+    ck_assert_int_eq(l->has_shape, 1);
+    ck_assert_int_eq(l->ndim, 2);
+    ck_assert_int_eq(l->token_rows, 1);
+    ck_assert_int_eq(l->dims[0], SR_FIELD_DIM_T);
+    ck_assert_int_eq(l->dims[1], 8);
+    ck_assert_int_eq(l->has_range, 1);
+    ck_assert(l->range_lo == -4.0 && l->range_hi == 4.5);
+    ck_assert_int_eq(l->finite, 1);
+    char buf[64];
+    ck_assert_str_eq(sr_field_shape_str(l, buf, sizeof(buf)), "[T, 8]");
+    const sr_field_def *t = sr_fields_find(f, "topk_ids", 8);
+    ck_assert_int_eq(t->token_rows, 0);
+    ck_assert_str_eq(sr_field_shape_str(t, buf, sizeof(buf)), "[*, 2, 4]");
+    ck_assert_int_eq(t->range_min, 0);
+    ck_assert_int_eq(t->range_max, 255);
+    sr_fields_free(f);
+
+#define DEF(extra) "{\"fields\": [{\"name\": \"x\", \"dtypes\": [\"int32\"], " extra "}]}"
+    expect_bad(DEF("\"shape\": [8, \"T\"]"), "defs.json:1:61: shape: \"T\" (the token dimension) "
+                                             "is allowed at axis 0 only, here at axis 1");
+    expect_bad(DEF("\"shape\": [\"T\", 0]"), "shape: axis 1 must be \"T\" (axis 0), \"*\" or an "
+                                             "integer length 1..2147483647");
+    expect_bad(DEF("\"shape\": [\"T\", 2.5]"), "shape: axis 1 must be");
+    expect_bad(DEF("\"shape\": [\"T\", \"N\"]"), "shape: axis 1 must be");
+    expect_bad(DEF("\"shape\": []"), "shape must be a non-empty array");
+    expect_bad(DEF("\"shape\": [1,1,1,1,1,1,1,1,1]"), "shape: at most 8 axes");
+    expect_bad(DEF("\"ndim\": 3, \"shape\": [\"T\", 8]"), "shape has 2 axes but ndim is 3");
+    expect_bad(DEF("\"token_rows\": false, \"shape\": [\"T\", 8]"),
+               "token_rows is false, but shape[0] is \"T\"");
+    expect_bad(DEF("\"token_rows\": true, \"shape\": [\"*\", 8]"),
+               "token_rows is true, but shape[0] is not \"T\"");
+    /* The product of the fixed lengths overflows 64 bits: refused before it is computed. */
+    expect_bad(DEF("\"shape\": [\"T\", 2147483647, 2147483647, 2147483647]"),
+               "shape: the fixed lengths times the widest dtype exceed max_bytes");
+    expect_bad(DEF("\"max_bytes\": 100, \"shape\": [\"T\", 26]"), "exceed max_bytes");
+    expect_bad(DEF("\"ndim\": 2"
+                   ", \"range\": [0.5, 3]"),
+               "range: the field lists an integer dtype, so its bounds must be integers");
+    expect_bad(DEF("\"ndim\": 2, \"range\": [3, 2]"), "range: lo must not exceed hi");
+    expect_bad(DEF("\"ndim\": 2, \"range\": [3]"), "range must be [lo, hi]");
+    expect_bad(DEF("\"ndim\": 2, \"finite\": 1"), "finite");
+    expect_bad(DEF("\"canonical\": false"), "missing required key 'ndim'");
+#undef DEF
+}
+END_TEST
+
+static sr_ndarray arr(sr_dtype t, int ndim, int64_t a0, int64_t a1, void *data)
+{
+    sr_ndarray a = SR_NDARRAY_INIT;
+    a.dtype = t;
+    a.ndim = ndim;
+    a.shape[0] = a0;
+    a.shape[1] = a1;
+    a.data = data;
+    a.nbytes = (size_t)(a0 * (ndim > 1 ? a1 : 1)) * sr_dtype_size(t);
+    return a;
+}
+
+/* sr_field_check_array: the declared shape (also in a flat wire) and values, with named errors. */
+START_TEST(arrays_are_checked_against_the_declaration)
+{
+    sr_fields *f = builtins();
+    sr_err err = SR_ERR_INIT;
+    const char *txt = "{\"fields\": [{\"name\": \"ids\", \"dtypes\": [\"int32\"],"
+                      " \"shape\": [\"T\", 4], \"range\": [0, 255]},"
+                      " {\"name\": \"scores\", \"dtypes\": [\"float32\"],"
+                      " \"shape\": [\"T\", 2], \"finite\": true}]}";
+    ck_assert_sr_ok(sr_fields_load_json(f, txt, strlen(txt), "d", &err), err);
+    const sr_field_def *ids = sr_fields_find(f, "ids", 3), *sc = sr_fields_find(f, "scores", 6);
+    int32_t v[12] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 255};
+    sr_ndarray a = arr(SR_DTYPE_INT32, 2, 3, 4, v);
+    ck_assert_sr_ok(sr_field_check_array(ids, &a, 3, 0, &err), err);
+    ck_assert_sr_ok(sr_field_check_array(ids, &a, -1, 0, &err), err);
+    ck_assert_sr_code(sr_field_check_array(ids, &a, 2, 0, &err), err, SR_E_FIELD_SHAPE);
+    ck_assert_str_eq(err.msg, "ids: axis 0 (T) has 3 rows, the reply has 2 tokens (declared "
+                              "shape [T, 4])");
+    sr_ndarray b = arr(SR_DTYPE_INT32, 2, 4, 3, v);
+    ck_assert_sr_code(sr_field_check_array(ids, &b, 4, 0, &err), err, SR_E_FIELD_SHAPE);
+    ck_assert_str_eq(err.msg, "ids: axis 1 has length 3, the definition declares 4 (shape [T, 4])");
+    /* Flat (sglang's raw bytes): the count against T x 4. */
+    sr_ndarray flat = arr(SR_DTYPE_INT32, 1, 12, 0, v);
+    ck_assert_sr_ok(sr_field_check_array(ids, &flat, 3, 1, &err), err);
+    ck_assert_sr_code(sr_field_check_array(ids, &flat, 4, 1, &err), err, SR_E_FIELD_SHAPE);
+    ck_assert_str_eq(err.msg, "ids: 12 elements in the flat wire = T x 3 for T = 4 tokens: the "
+                              "trailing size is 3, the definition declares 4 (shape [T, 4])");
+    sr_ndarray odd = arr(SR_DTYPE_INT32, 1, 10, 0, v);
+    ck_assert_sr_code(sr_field_check_array(ids, &odd, -1, 1, &err), err, SR_E_FIELD_SHAPE);
+    ck_assert_ptr_nonnull(strstr(err.msg, "not a multiple of the trailing size 4"));
+    v[5] = 256;
+    v[9] = -1;
+    ck_assert_sr_code(sr_field_check_array(ids, &a, 3, 0, &err), err, SR_E_FIELD_RANGE);
+    ck_assert_str_eq(err.msg, "ids: element 5 (flat index) is 256; the definition declares "
+                              "values in [0, 255] (2 of 12 elements outside)");
+    float s[4] = {1.0f, -2.0f, 0.5f, 0.0f};
+    sr_ndarray c = arr(SR_DTYPE_FLOAT32, 2, 2, 2, s);
+    ck_assert_sr_ok(sr_field_check_array(sc, &c, 2, 0, &err), err);
+    s[3] = 1.0f / 0.0f;
+    ck_assert_sr_code(sr_field_check_array(sc, &c, 2, 0, &err), err, SR_E_FIELD_RANGE);
+    ck_assert_ptr_nonnull(strstr(err.msg, "element 3 (flat index) is inf; the definition "
+                                          "declares finite values (1 of 4"));
+    sr_fields_free(f);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("fields");
@@ -232,6 +347,8 @@ static Suite *suite(void)
     tcase_add_test(tc, registry_file_must_be_a_small_regular_file);
     tcase_add_test(tc, json_errors_carry_line_and_column);
     tcase_add_test(tc, narrowing_keeps_registry_order);
+    tcase_add_test(tc, declared_shapes_and_ranges);
+    tcase_add_test(tc, arrays_are_checked_against_the_declaration);
     suite_add_tcase(s, tc);
     return s;
 }

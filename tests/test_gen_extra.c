@@ -80,6 +80,43 @@ START_TEST(token_rows_shape_and_determinism)
 }
 END_TEST
 
+/* A declared shape and range: the engine emits [T, 8] (and a "*" axis, 1..4) with every value
+ * inside the range, in every dtype it picks. */
+START_TEST(declared_shape_and_range_are_emitted)
+{
+    sr_field_def d = def_of("{\"fields\":[{\"name\":\"logit_topk\",\"dtypes\":[\"float16\","
+                            "\"float32\",\"float64\"],\"shape\":[\"T\",8],\"range\":[-0.5,2]}]}");
+    sr_field_def ids = def_of("{\"fields\":[{\"name\":\"topk_ids\",\"dtypes\":[\"uint8\","
+                              "\"int16\",\"int64\"],\"shape\":[\"*\",3,2],\"range\":[7,300]}]}");
+    sr_err err = SR_ERR_INIT;
+    /* uint8 cannot hold 256..300 but holds 7..255: all three dtypes stay emittable. */
+    ck_assert_uint_eq(sr_gen_extra_dtypes(&ids), ids.dtypes);
+    for (int32_t k = 0; k < 24; k++) {
+        int32_t prompt[2] = {k, 3}, gen[5] = {9, 8, 7, 6, k};
+        sr_gen_extra x;
+        ck_assert_sr_ok(sr_gen_extra_make(&x, &d, 1, prompt, 2, gen, 5, 0, &err), err);
+        sr_ndarray a = view(&x);
+        ck_assert_int_eq(x.ndim, 2);
+        ck_assert_int_eq(x.shape[0], 5);
+        ck_assert_int_eq(x.shape[1], 8);
+        ck_assert_sr_ok(sr_field_check_array(&d, &a, 5, 0, &err), err);
+        sr_gen_extra_release(&x);
+        ck_assert_sr_ok(sr_gen_extra_make(&x, &ids, 1, prompt, 2, gen, 5, 0, &err), err);
+        a = view(&x);
+        ck_assert_int_eq(x.ndim, 3);
+        ck_assert(x.shape[0] >= 1 && x.shape[0] <= 4);
+        ck_assert_int_eq(x.shape[1], 3);
+        ck_assert_int_eq(x.shape[2], 2);
+        ck_assert_sr_ok(sr_field_check_array(&ids, &a, -1, 0, &err), err);
+        sr_gen_extra_release(&x);
+    }
+    /* A range no listed dtype can hold leaves nothing to emit. */
+    sr_field_def none = def_of("{\"fields\":[{\"name\":\"small\",\"dtypes\":[\"uint8\"],"
+                               "\"ndim\":1,\"range\":[300,400]}]}");
+    ck_assert_uint_eq(sr_gen_extra_dtypes(&none), 0);
+}
+END_TEST
+
 START_TEST(refusals_are_named)
 {
     sr_field_def d = def_of(
@@ -133,6 +170,7 @@ static Suite *suite(void)
     tcase_add_test(t, canonical_values_fit_their_dtype);
     tcase_add_test(t, token_rows_shape_and_determinism);
     tcase_add_test(t, refusals_are_named);
+    tcase_add_test(t, declared_shape_and_range_are_emitted);
     tcase_add_test(t, engine_config_definitions);
     suite_add_tcase(s, t);
     return s;

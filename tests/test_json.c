@@ -45,7 +45,8 @@ START_TEST(unknown_and_duplicate_keys_are_located)
     const cJSON *model = cJSON_GetObjectItem(sr_json_root(d), "model");
     static const char *const allowed[] = {"layers", "experts", NULL};
     ck_assert_sr_code(sr_json_check_keys(d, model, "model", allowed, &e), e, SR_E_JSON_SCHEMA);
-    ck_assert_str_eq(e.msg, "t.json:3:4: unknown key 'expertz' in model");
+    ck_assert_str_eq(e.msg, "t.json:3:4: unknown key 'expertz' in model; did you mean 'experts'? "
+                            "valid keys: layers, experts");
     sr_json_free(d);
 
     d = parse("{\"layers\": 2, \"layers\": 3}");
@@ -194,7 +195,7 @@ START_TEST(detached_trees)
     ck_assert(u == 2);
     static const char *const allowed[] = {"i", "f", "l", NULL};
     ck_assert_sr_code(sr_json_check_keys(NULL, r, "obj", allowed, &e), e, SR_E_JSON_SCHEMA);
-    ck_assert_str_eq(e.msg, "unknown key 'x' in obj");
+    ck_assert_str_eq(e.msg, "unknown key 'x' in obj; valid keys: i, f, l");
     int line, col;
     ck_assert_int_eq(sr_json_where(NULL, r, 0, &line, &col), -1);
     cJSON_Delete(r);

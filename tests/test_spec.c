@@ -353,22 +353,25 @@ START_TEST(test_fault_plan_is_typed)
     static const struct {
         const char *text, *msg;
     } bad[] = {
-        {"{\"faults\": [{\"kind\": \"reset\"},\n {\"kind\": \"nope\"}]}",
-         "e.json:2:2: faults: fault 1 (nope): unknown fault kind (scenarios/FORMAT.md lists the "
-         "kinds)"},
+        {"{\"faults\": [{\"kind\": \"reset\"},\n {\"kind\": \"resett\"}]}",
+         "e.json:2:2: faults: fault 1 (resett): unknown fault kind; did you mean 'reset'? kinds "
+         "(scenarios/FORMAT.md lists them): latency, routes_all_zero, rows_p_plus_g, "},
         {"{\"faults\": [{\"kind\": \"reset\", \"id\": \"x\"}, {\"kind\": \"stall\", \"id\": "
          "\"x\"}]}",
          "e.json:1:61: faults: fault 1: id \"x\" is used twice"},
         {"{\"faults\": {\"kind\": \"reset\"}}",
          "e.json:1:2: faults: the plan must be a JSON array of fault objects"},
         {"{\"engines\": {\"faults\": [{\"kind\": \"reset\", \"bytes\": 1}]}}",
-         "e.json:1:25: engines.faults: fault 0 (reset): unknown key 'bytes' in this kind of fault"},
+         "e.json:1:25: engines.faults: fault 0 (reset): unknown key 'bytes' in this kind of "
+         "fault; valid keys: kind, id, engines, endpoints, nth, turn, probability, count"},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         ck_assert_sr_code(
             sr_engine_config_parse(&c, bad[i].text, strlen(bad[i].text), "e.json", 0, &err), err,
             SR_E_ENGINE_CONFIG);
-        ck_assert_str_eq(err.msg, bad[i].msg);
+        /* A message that lists many names is compared on its beginning. */
+        ck_assert_msg(strncmp(err.msg, bad[i].msg, strlen(bad[i].msg)) == 0,
+                      "message '%s' does not start with '%s'", err.msg, bad[i].msg);
         ck_assert_ptr_null(c.faults);
         sr_engine_config_release(&c);
     }

@@ -121,7 +121,8 @@ START_TEST(test_errors_are_named)
                      "fault 0 (truncate): 'bytes' is -1, outside [0, 4611686018427387903]");
     ck_assert_sr_code(parse_one("{\"kind\": \"reset\", \"bytes\": 3}", &f, &err), err,
                       SR_E_FAULT_SPEC);
-    ck_assert_str_eq(err.msg, "fault 0 (reset): unknown key 'bytes' in this kind of fault");
+    ck_assert_str_eq(err.msg, "fault 0 (reset): unknown key 'bytes' in this kind of fault; valid "
+                              "keys: kind, id, engines, endpoints, nth, turn, probability, count");
     ck_assert_sr_code(parse_one("{\"kind\": \"teleport\"}", &f, &err), err, SR_E_FAULT_SPEC);
     ck_assert_msg(strncmp(err.msg, "fault 0 (teleport): unknown fault kind", 38) == 0, "%s",
                   err.msg);
@@ -131,7 +132,13 @@ START_TEST(test_errors_are_named)
                      "fault 0 (reset): 'nth' entries is 0, outside [1, 4611686018427387903]");
     ck_assert_sr_code(parse_one("{\"kind\": \"stall\", \"endpoints\": \"nowhere\"}", &f, &err), err,
                       SR_E_FAULT_SPEC);
-    ck_assert_str_eq(err.msg, "fault 0 (stall): unknown endpoint \"nowhere\"");
+    static const char unknown_ep[] =
+        "fault 0 (stall): unknown endpoint \"nowhere\"; endpoints of this kind: any, generate, ";
+    ck_assert_msg(strncmp(err.msg, unknown_ep, strlen(unknown_ep)) == 0, "%s", err.msg);
+    ck_assert_sr_code(parse_one("{\"kind\": \"stall\", \"endpoints\": \"generat\"}", &f, &err), err,
+                      SR_E_FAULT_SPEC);
+    ck_assert_ptr_nonnull(
+        strstr(err.msg, "unknown endpoint \"generat\"; did you mean 'generate'?"));
     /* Defaults and parsed values. */
     ck_assert_sr_ok(parse_one("{\"kind\": \"truncate_in_blob\", \"offset\": 7, \"nth\": 2,"
                               " \"engines\": [1, 3], \"keep_length\": true}",

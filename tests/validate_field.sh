@@ -92,6 +92,71 @@ for case in "vllm npy.descr" "sglang wire.byte_count" "dynamo envelope.dtype"; d
         ok "an int16 producer is rejected in $1 with $2"
     fi
 done
+# A declared shape and range (tests/fields/topk_logits.field.json: float16 [T, 8] in [-8, 8]):
+# the mock emits them, so the field is ready in every wire that can carry a float16 field; a
+# producer that sends [T, 7] fails emit with fields.shape_mismatch naming the dimension in each
+# of those wires (sglang's flat bytes too), one whose values leave the range with
+# fields.out_of_range; nemo-rl and vllm-json cannot carry the field at all (wire).
+topk=tests/fields/topk_logits.field.json
+for d in skyrl vllm sglang dynamo; do
+    "$S" validate-field --rows 200 --dialect "$d" "$topk" >"$tmp/out" 2>&1
+    status=$?
+    if [ "$status" -ne 0 ] || grep -q '^  FAIL' "$tmp/out" ||
+        ! grep -q '^topk_logits  .*shape \[T, 8\]' "$tmp/out"; then
+        cat "$tmp/out"
+        bad "$topk was not ready in $d (exit $status)"
+    else
+        ok "$topk (shape [T, 8], range) ready in $d"
+    fi
+    "$S" validate-field --rows 200 --dialect "$d" --producer tests/fields/topk_logits_7.producer.json \
+        "$topk" >"$tmp/out" 2>&1
+    status=$?
+    if [ "$d" = sglang ]; then
+        want='fields.shape_mismatch: topk_logits: 7 elements in the flat wire = T x 7 for T = 1 tokens: the trailing size is 7, the definition declares 8'
+    else
+        want='fields.shape_mismatch: topk_logits: axis 1 has length 7, the definition declares 8 (shape \[T, 8\])'
+    fi
+    if [ "$status" -ne 1 ] || ! grep -q "^  FAIL  emit        response 1: $want" "$tmp/out" ||
+        grep -q '^  PASS  emit' "$tmp/out" || ! grep -q '^NOT READY topk_logits$' "$tmp/out"; then
+        cat "$tmp/out"
+        bad "a [T, 7] producer was not NOT READY in $d naming the dimension (exit $status)"
+    else
+        ok "a [T, 7] producer is NOT READY in $d: $(grep -o 'axis 1 has length 7\|trailing size is 7' "$tmp/out" | head -n 1)"
+    fi
+    "$S" validate-field --rows 200 --dialect "$d" --producer tests/fields/topk_logits_wide.producer.json \
+        "$topk" >"$tmp/out" 2>&1
+    status=$?
+    if [ "$status" -ne 1 ] ||
+        ! grep -q '^  FAIL  emit        response [0-9]*: fields.out_of_range: topk_logits: element [0-9]* (flat index) is [0-9.e+]*; the definition declares finite values in \[-8, 8\]' "$tmp/out"; then
+        cat "$tmp/out"
+        bad "a producer outside [-8, 8] was not caught in $d (exit $status)"
+    else
+        ok "a producer outside the range is caught in $d with fields.out_of_range"
+    fi
+done
+for d in nemo-rl vllm-json; do
+    "$S" validate-field --rows 200 --dialect "$d" --producer tests/fields/topk_logits_7.producer.json \
+        "$topk" >"$tmp/out" 2>&1
+    status=$?
+    if [ "$status" -ne 1 ] || ! grep -q '^  FAIL  wire  .*dialect.field_unsupported' "$tmp/out"; then
+        cat "$tmp/out"
+        bad "$d did not refuse the float16 field as wire (exit $status)"
+    else
+        ok "$d cannot carry the float16 field (wire)"
+    fi
+done
+# Without a declared shape, sglang's raw bytes cannot tell a float32 producer from float16: emit
+# passes, and the round trip that fails says what differs (the dtype), not only a count.
+"$S" validate-field --rows 200 --dialect sglang --producer tests/fields/topk_logits_f32.producer.json \
+    tests/fields/topk_logits_noshape.field.json >"$tmp/out" 2>&1
+status=$?
+if [ "$status" -ne 1 ] ||
+    ! grep -q '^  FAIL  round-trip  8 of 8 bodies decoded to other values; response 1: the wire decodes float16\[8\], the engine sent float32\[1, 4\]: other dtype' "$tmp/out"; then
+    cat "$tmp/out"
+    bad "sglang's failing round trip did not name the difference (exit $status)"
+else
+    ok "sglang's failing round trip names the dtype the producer sent"
+fi
 "$S" validate-field --dialect vllm-npy tests/fields/draft_tokens.field.json >"$tmp/out" 2>&1
 status=$?
 if [ "$status" -ne 2 ] ||

@@ -9,6 +9,7 @@
 #include "spec/dialect.h"
 #include "spec/engine_config.h"
 #include "sr_err.h"
+#include "sr_suggest.h"
 
 int sr_arg_int(const char *s, long long lo, long long hi, long long *out)
 {
@@ -45,18 +46,26 @@ int sr_arg_scenario_bytes(const char *s, size_t *out)
     return 0;
 }
 
-static int bad_name(const char *cmd, const char *opt, const char *v, const char *names)
+/* `names` is the list as text, `each` the n names, from which the closest is suggested. */
+static int bad_name(const char *cmd, const char *opt, const char *v, const char *names,
+                    const char *const *each, size_t n)
 {
-    fprintf(stderr, "syncroll %s: %s: %s '%s' is not one of %s\n", cmd, sr_code_name(SR_E_INVAL),
-            opt, v ? v : "", names);
+    const char *near = v ? sr_suggest_closest(v, each, n) : NULL;
+    fprintf(stderr, "syncroll %s: %s: %s '%s' is not one of %s%s%s%s\n", cmd,
+            sr_code_name(SR_E_INVAL), opt, v ? v : "", names, near ? "; did you mean '" : "",
+            near ? near : "", near ? "'?" : "");
     return -1;
 }
 
 int sr_arg_dialect(const char *cmd, const char *opt, const char *v, int *out)
 {
     int d = v ? sr_dialect_lookup(v) : -1;
-    if (d < 0)
-        return bad_name(cmd, opt, v, sr_dialect_names());
+    if (d < 0) {
+        const char *each[SR_DIALECT_COUNT];
+        for (int k = 0; k < SR_DIALECT_COUNT; k++)
+            each[k] = sr_dialect_name((sr_dialect)k);
+        return bad_name(cmd, opt, v, sr_dialect_names(), each, SR_DIALECT_COUNT);
+    }
     *out = d;
     return 0;
 }
@@ -66,11 +75,14 @@ int sr_arg_sync_dialect(const char *cmd, const char *opt, const char *v, int *ou
     int d = v ? sr_sync_dialect_lookup(v) : -1;
     if (d < 0) {
         char names[96] = "";
+        const char *each[SR_SYNC_DIALECT_COUNT];
         size_t used = 0;
-        for (int k = 0; k < SR_SYNC_DIALECT_COUNT && used < sizeof(names); k++)
+        for (int k = 0; k < SR_SYNC_DIALECT_COUNT && used < sizeof(names); k++) {
+            each[k] = sr_sync_dialect_name((sr_sync_dialect)k);
             used += (size_t)snprintf(names + used, sizeof(names) - used, "%s%s", k ? ", " : "",
-                                     sr_sync_dialect_name((sr_sync_dialect)k));
-        return bad_name(cmd, opt, v, names);
+                                     each[k]);
+        }
+        return bad_name(cmd, opt, v, names, each, SR_SYNC_DIALECT_COUNT);
     }
     *out = d;
     return 0;

@@ -46,6 +46,10 @@ static const char USAGE[] =
     "to check a body as #2079 would, pass --field-registry with a rollout_sample_support\n"
     "definition listing the dtypes to allow (fixtures/fields/sample_support_2079.json).\n"
     "\n"
+    "An object shaped like an envelope ({\"data\", \"shape\", \"dtype\"}) under a key no\n"
+    "registry names is left to the JSON parser; it is named in a note on standard error and in\n"
+    "unregistered_envelopes in --json (the body stays valid).\n"
+    "\n"
     "Base64 is read as the reference's pybase64 validate=True: non-zero trailing bits in the\n"
     "last quad (\"AR==\" for the byte 1) are dropped and reported as a note (non-canonical\n"
     "encoding; b64_noncanonical in --json), not an error; a scenario's client.strict_base64\n"
@@ -56,7 +60,9 @@ static const char USAGE[] =
     "                           arrays); the others are left to the JSON parser\n"
     "  --field-registry F.json  add the definitions of F.json to the built-in registry\n"
     "                           (routed_experts, rollout_sample_support, token_ids); a\n"
-    "                           definition named like a built-in replaces it\n"
+    "                           definition named like a built-in replaces it; a declared\n"
+    "                           \"shape\" or \"range\" is checked (fields.shape_mismatch,\n"
+    "                           fields.out_of_range)\n"
     "  --dialect D              read the body as dialect D (skyrl, vllm, vllm-json, sglang,\n"
     "                           dynamo, nemo-rl) instead of telling it from its keys\n"
     "  --expected-length N      the announced Content-Length: fewer bytes is\n"
@@ -361,7 +367,87 @@ static cJSON *entry_json(const sr_splice_entry *e)
     return o;
 }
 
-static void print_json(const sr_splice_result *r, const opts *o)
+/* At most this many unregistered envelopes are named (the count is exact). */
+#define UNREG_MAX 16
+
+/* Envelope-shaped objects ({"data": string, "shape": array, "dtype": string}) that no registry
+ * entry read: the splice leaves them to the JSON parser, unchecked. */
+typedef struct unreg {
+    char paths[UNREG_MAX][256];
+    size_t n, total;
+} unreg;
+
+static int registered_node(const sr_splice_result *r, const cJSON *node)
+{
+    for (size_t i = 0; i < r->count; i++)
+        if (r->entries[i].node == node)
+            return 1;
+    return 0;
+}
+
+static void find_unregistered(unreg *u, const sr_splice_result *r, const cJSON *node, char *path,
+                              size_t len, int depth)
+{
+    if (!node || depth > 64)
+        return;
+    if (cJSON_IsObject(node)) {
+        const cJSON *d = cJSON_GetObjectItemCaseSensitive(node, "data");
+        const cJSON *sh = cJSON_GetObjectItemCaseSensitive(node, "shape");
+        const cJSON *dt = cJSON_GetObjectItemCaseSensitive(node, "dtype");
+        if (cJSON_IsString(d) && cJSON_IsArray(sh) && cJSON_IsString(dt) &&
+            !registered_node(r, node)) {
+            if (u->n < UNREG_MAX)
+                snprintf(u->paths[u->n++], sizeof(u->paths[0]), "%s", len ? path : "$");
+            u->total++;
+            return;
+        }
+    }
+    if (!cJSON_IsObject(node) && !cJSON_IsArray(node))
+        return;
+    size_t i = 0;
+    for (const cJSON *c = node->child; c; c = c->next, i++) {
+        int n = cJSON_IsObject(node)
+                    ? snprintf(path + len, 1024 - len, "%s%s", len ? "." : "", c->string)
+                    : snprintf(path + len, 1024 - len, "[%zu]", i);
+        if (n > 0 && len + (size_t)n < 1024)
+            find_unregistered(u, r, c, path, len + (size_t)n, depth + 1);
+        path[len] = '\0';
+    }
+}
+
+/* The note on standard error, one line per envelope named. */
+static void note_unregistered(const unreg *u)
+{
+    for (size_t i = 0; i < u->n; i++) {
+        fputs("syncroll check-body: note: ", stderr);
+        put_text(stderr, u->paths[i]);
+        fputs(" is a packed-array envelope {data, shape, dtype} that no registry names: the JSON "
+              "parser read it unchecked (give its definition with --field-registry)\n",
+              stderr);
+    }
+    if (u->total > u->n)
+        fprintf(stderr, "syncroll check-body: note: %zu more unregistered envelopes\n",
+                u->total - u->n);
+}
+
+/* The declared shape and value constraints of the registry entries that have them. */
+static int check_declared(const sr_splice_result *r, sr_err *err)
+{
+    for (size_t i = 0; i < r->count; i++) {
+        const sr_splice_entry *e = &r->entries[i];
+        const sr_field_def *d = e->field;
+        if (e->kind == SR_SPLICE_NULL || e->kind == SR_SPLICE_INT_ARRAY ||
+            !(d->has_shape || d->has_range || d->finite))
+            continue;
+        int rc = sr_field_check_array(d, &e->array, -1,
+                                      d->kind == SR_FIELD_STRING && d->wire == SR_WIRE_RAW, err);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+static void print_json(const sr_splice_result *r, const opts *o, const unreg *u)
 {
     cJSON *root = cJSON_CreateObject();
     cJSON_AddBoolToObject(root, "valid", 1);
@@ -373,6 +459,12 @@ static void print_json(const sr_splice_result *r, const opts *o)
     cJSON *list = cJSON_AddArrayToObject(root, "entries");
     for (size_t i = 0; i < r->count; i++)
         cJSON_AddItemToArray(list, entry_json(&r->entries[i]));
+    if (u->total) { /* only then: the keys of a body without one stay as they were */
+        cJSON *un = cJSON_AddArrayToObject(root, "unregistered_envelopes");
+        for (size_t i = 0; i < u->n; i++)
+            cJSON_AddItemToArray(un, cJSON_CreateString(u->paths[i]));
+        cJSON_AddNumberToObject(root, "unregistered_envelopes_total", (double)u->total);
+    }
     put_json(root);
 }
 
@@ -456,12 +548,19 @@ int sr_cmd_check_body(int argc, char **argv)
     int status = SR_EXIT_OK;
     if ((rc = sr_splice_stream_begin(s, o.expected, &err)) ||
         (rc = whole ? feed_buf(s, &body, &err) : feed_file(s, o.path, &err)) ||
-        (rc = sr_splice_stream_finish(s, &r, &err)))
+        (rc = sr_splice_stream_finish(s, &r, &err)) || (rc = check_declared(r, &err)))
         status = report_error(&o, &err, rc == SR_E_IO ? SR_EXIT_USAGE : sr_exit_for_code(rc));
-    else if (o.json)
-        print_json(r, &o);
-    else
-        print_text(r, &o);
+    if (!rc) {
+        static unreg u; /* 4 KiB of paths: off the stack */
+        char path[1024] = "";
+        memset(&u, 0, sizeof(u));
+        find_unregistered(&u, r, r->doc, path, 0, 0);
+        note_unregistered(&u);
+        if (o.json)
+            print_json(r, &o, &u);
+        else
+            print_text(r, &o);
+    }
     sr_splicer_free(s);
     sr_fields_free(f);
     sr_buf_release(&body);

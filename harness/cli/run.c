@@ -116,8 +116,13 @@ static int value_opt(run_args *a, const char *o, const char *v)
         return sr_arg_int(v, 1, 86400, &x) ? -1 : (a->duration_ms = x * 1000, 1);
     if (strcmp(o, "--max-scenario-bytes") == 0)
         return sr_arg_scenario_bytes(v, &a->max_scenario_bytes) ? -1 : 1;
-    if (strcmp(o, "--report") == 0)
-        return sr_report_parse_list(&a->reports, v, NULL) ? -1 : 1;
+    if (strcmp(o, "--report") == 0) {
+        sr_err e = SR_ERR_INIT; /* the unknown name, the known ones and the closest */
+        if (!sr_report_parse_list(&a->reports, v, &e))
+            return 1;
+        fprintf(stderr, "syncroll run: %s: %s\n", sr_code_name(e.code), e.msg);
+        return -1;
+    }
     if (strcmp(o, "--shard") == 0)
         return (a->shard_opt = v, 1);
     if (strcmp(o, "--shard-count") == 0)

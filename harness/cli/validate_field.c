@@ -31,7 +31,9 @@ static const char USAGE[] =
     "engine is started that emits every field beside routed_experts (a field it does not know\n"
     "from its definition, with seeded values inside the contract; rollout_sample_support from its\n"
     "own generator), and for each packed field the battery checks: emit (every response carries\n"
-    "it, in a listed dtype), round-trip (splice + decode give the engine's values, one-shot and\n"
+    "it, in a listed dtype, with the declared \"shape\" such as [\"T\", 8] and \"range\": else\n"
+    "fields.shape_mismatch or fields.out_of_range, in every wire), round-trip (splice + decode "
+    "give the engine's values, one-shot and\n"
     "streamed; every listed dtype survives pack -> splice -> decode), null (accepted exactly\n"
     "when nullable), fault (every packed-corruption fault of the engine aimed at the field gives\n"
     "its named error), one-pass (one pass over each body with the field registered), and\n"
@@ -62,7 +64,8 @@ static const char USAGE[] =
     "  --rows N         token rows of the throughput body (default 30000)\n"
     "  --dialect D      the engine's wire (default skyrl); another name is a usage error\n"
     "  --producer P     the engine emits each field P.json defines from P's definition instead\n"
-    "                   of FIELD.json's (a producer that breaks the contract fails emit)\n"
+    "                   of FIELD.json's (a producer that breaks the contract fails emit); its\n"
+    "                   \"shape\" and \"range\" state what the producer sends\n"
     "  -h, --help       show this help\n"
     "\n"
     "exit status: 0 every field is ready; 1 a check failed (or the engine could not run);\n"
@@ -228,6 +231,31 @@ static cJSON *def_json(const sr_field_def *d)
     cJSON_AddBoolToObject(o, "token_rows", d->token_rows);
     if (d->max_bytes)
         cJSON_AddNumberToObject(o, "max_bytes", (double)d->max_bytes);
+    if (d->has_shape) {
+        cJSON *sh = cJSON_AddArrayToObject(o, "shape");
+        for (int a = 0; a < d->ndim; a++)
+            cJSON_AddItemToArray(sh, d->dims[a] == SR_FIELD_DIM_T ? cJSON_CreateString("T")
+                                     : d->dims[a] == SR_FIELD_DIM_ANY
+                                         ? cJSON_CreateString("*")
+                                         : cJSON_CreateNumber((double)d->dims[a]));
+    }
+    if (d->has_range) {
+        /* Integer bounds exactly (cJSON prints doubles with 17 digits, which int64 may exceed). */
+        char lo[32], hi[32];
+        int ints = d->range_min != INT64_MIN || d->range_max != INT64_MAX;
+        if (ints) {
+            snprintf(lo, sizeof(lo), "%lld", (long long)d->range_min);
+            snprintf(hi, sizeof(hi), "%lld", (long long)d->range_max);
+        } else {
+            snprintf(lo, sizeof(lo), "%.17g", d->range_lo);
+            snprintf(hi, sizeof(hi), "%.17g", d->range_hi);
+        }
+        cJSON *rg = cJSON_AddArrayToObject(o, "range");
+        cJSON_AddItemToArray(rg, cJSON_CreateRaw(lo));
+        cJSON_AddItemToArray(rg, cJSON_CreateRaw(hi));
+    }
+    if (d->finite)
+        cJSON_AddBoolToObject(o, "finite", 1);
     return o;
 }
 
@@ -432,12 +460,21 @@ static int write_text(const char *path, const char *text, sr_err *err)
 
 static void describe(FILE *out, const sr_field_def *d)
 {
-    char dts[160];
-    fprintf(out, "%s  %s, ndim %d, %s, %s, %s\n", d->name,
-            sr_dtype_set_str(d->dtypes, dts, sizeof(dts)), d->ndim,
+    char dts[160], shape[128], range[96] = "";
+    if (d->has_range && (d->range_min != INT64_MIN || d->range_max != INT64_MAX))
+        snprintf(range, sizeof(range), ", values in [%lld, %lld]", (long long)d->range_min,
+                 (long long)d->range_max);
+    else if (d->has_range)
+        snprintf(range, sizeof(range), ", finite values in [%.9g, %.9g]", d->range_lo, d->range_hi);
+    else if (d->finite)
+        snprintf(range, sizeof(range), ", finite values");
+    fprintf(out, "%s  %s, %s%s, %s, %s, %s%s\n", d->name,
+            sr_dtype_set_str(d->dtypes, dts, sizeof(dts)), d->has_shape ? "shape " : "ndim ",
+            d->has_shape ? sr_field_shape_str(d, shape, sizeof(shape))
+                         : (snprintf(shape, sizeof(shape), "%d", d->ndim), shape),
             d->nullable ? "nullable" : "not nullable",
             d->token_rows ? "token rows" : "no token rows",
-            d->canonical ? "canonical" : "not canonical");
+            d->canonical ? "canonical" : "not canonical", range);
 }
 
 /* Runs the battery on every packed field; returns the exit status. */

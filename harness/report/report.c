@@ -8,6 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "sr_suggest.h"
+
 static const sr_reporter reporters[] = {
     {"text", SR_REPORT_TEXT, "summary.txt", sr_report_text},
     {"json", SR_REPORT_JSON, "results.json", sr_report_json},
@@ -51,10 +53,13 @@ int sr_report_parse_list(unsigned *out, const char *list, sr_err *err)
         for (size_t i = 0; i < N_REPORTERS && !bit; i++)
             if (strlen(reporters[i].name) == m && strncmp(p, reporters[i].name, m) == 0)
                 bit = reporters[i].bit;
-        if (!bit)
-            return sr_err_set(err, SR_E_INVAL,
-                              "unknown reporter '%.*s' (known: text, json, junit, html, all)",
-                              (int)m, p);
+        if (!bit) {
+            static const char *const known[] = {"text", "json", "junit", "html", "all"};
+            char word[32], hint[160];
+            snprintf(word, sizeof(word), "%.*s", (int)(m < 31 ? m : 31), p);
+            sr_suggest_text(hint, sizeof(hint), word, known, 5, "known");
+            return sr_err_set(err, SR_E_INVAL, "unknown reporter '%.*s'; %s", (int)m, p, hint);
+        }
         bits |= bit;
         if (!p[n])
             break;

@@ -80,13 +80,18 @@ static int splice_chunked(sr_splicer *s, const char *b, size_t n, const sr_splic
     return rc ? rc : sr_splice_stream_finish(s, r, err);
 }
 
+/* The generated tokens of a reply (token_ids, sglang's output_ids), or NULL. */
+static const sr_splice_entry *tokens_of(const sr_splice_result *r)
+{
+    const sr_splice_entry *t = find(r, "token_ids");
+    return t ? t : find(r, "output_ids");
+}
+
 /* The engine's array for a clean or look-alike body: recomputed from the definition. */
 static int expected_of(sr_gen_extra *x, const vf *v, const sr_vf_body *b, const sr_splice_result *r,
                        sr_err *err)
 {
-    const sr_splice_entry *t = find(r, "token_ids");
-    if (!t)
-        t = find(r, "output_ids"); /* sglang */
+    const sr_splice_entry *t = tokens_of(r);
     size_t G = t ? (size_t)sr_ndarray_numel(&t->array) : 0;
     int32_t *gen = malloc((G ? G : 1) * sizeof(*gen));
     if (!gen)
@@ -136,11 +141,58 @@ static int same_values(const sr_ndarray *got, const sr_ndarray *want, const sr_f
     return 1;
 }
 
-static int equal_extra(const sr_ndarray *a, const sr_gen_extra *x, const sr_field_def *w)
+/* What differs between the decoded `got` (in wire w) and the engine's `want`, as text. */
+static void difference(char *buf, size_t cap, const sr_ndarray *got, const sr_ndarray *want,
+                       const sr_field_def *w)
+{
+    char g[96], e[96];
+    sr_ndarray_desc(got->dtype, got->ndim, got->shape, g, sizeof(g));
+    sr_ndarray_desc(want->dtype, want->ndim, want->shape, e, sizeof(e));
+    uint64_t n = sr_ndarray_numel(want), m = sr_ndarray_numel(got);
+    int flat = w->kind == SR_FIELD_STRING && w->wire == SR_WIRE_RAW;
+    if (got->dtype != want->dtype && w->kind != SR_FIELD_NESTED)
+        snprintf(buf, cap, "the wire decodes %s, the engine sent %s: other dtype%s", g, e,
+                 flat ? " (raw bytes do not say their dtype: the producer's differs from the "
+                        "definition's)"
+                      : "");
+    else if (flat ? m != n
+                  : got->ndim != want->ndim ||
+                        memcmp(got->shape, want->shape, (size_t)want->ndim * sizeof(int64_t)) != 0)
+        snprintf(buf, cap, "the wire decodes %s, the engine sent %s: other shape", g, e);
+    else {
+        /* Same dtype (or nested integers): floats compare by their bytes, integers by value. */
+        size_t isz = sr_dtype_size(want->dtype);
+        int floats = sr_dtype_is_float(want->dtype);
+        uint64_t i = 0;
+        while (i < n && (floats ? memcmp((const char *)got->data + i * isz,
+                                         (const char *)want->data + i * isz, isz) == 0
+                                : sr_ndarray_get_i64(got, i) == sr_ndarray_get_i64(want, i)))
+            i++;
+        snprintf(buf, cap, "%s as sent, but element %llu (flat index) differs", e,
+                 (unsigned long long)i);
+    }
+}
+
+static int equal_extra(const sr_ndarray *a, const sr_gen_extra *x, const sr_field_def *w, char *why,
+                       size_t cap)
 {
     sr_ndarray b;
     view(&b, x);
-    return same_values(a, &b, w);
+    int same = same_values(a, &b, w);
+    if (!same && why)
+        difference(why, cap, a, &b, w);
+    return same;
+}
+
+/* The contract beyond the splice's: the declared shape (T = the reply's generated tokens) and
+ * value constraints of the field's definition, in the wire's form (flat for raw bytes). */
+static int declared(const vf *v, const sr_splice_entry *f, const sr_splice_result *r, sr_err *e)
+{
+    const sr_splice_entry *t = tokens_of(r);
+    int64_t T = t ? (int64_t)sr_ndarray_numel(&t->array) : -1;
+    const sr_field_def *w = v->in->def;
+    return sr_field_check_array(v->in->src, &f->array, T,
+                                w->kind == SR_FIELD_STRING && w->wire == SR_WIRE_RAW, e);
 }
 
 /* emit, the engine half of round-trip, and one-pass over the clean bodies. */
@@ -151,6 +203,8 @@ static int check_clean(vf *v, sr_err *err)
     size_t emitted = 0, equal = 0, onepass = 0, blobs = 0;
     sr_dtype_set seen = 0;
     int rc = 0;
+    char why[SR_ERR_MSG_MAX] = "";
+    size_t why_at = 0;
     for (size_t i = 0; !rc && i < in->n_clean; i++) {
         const sr_vf_body *b = &in->clean[i];
         const sr_splice_result *r1 = NULL, *r2 = NULL;
@@ -158,6 +212,8 @@ static int check_clean(vf *v, sr_err *err)
         int c1 = sr_splice(v->one, b->data, b->len, -1, &r1, &e);
         const sr_splice_entry *f = c1 ? NULL : find(r1, name);
         const sr_splice_entry *routes = c1 ? NULL : find(r1, "routed_experts");
+        if (!c1 && f && f->kind == kind_of(in->def))
+            c1 = declared(v, f, r1, &e);
         if (c1 || !f || f->kind != kind_of(in->def) || !routes || routes->kind == SR_SPLICE_NULL) {
             /* The first failing response is shown; the count comes after the loop. */
             if (emitted == i)
@@ -178,13 +234,20 @@ static int check_clean(vf *v, sr_err *err)
         int c2 = splice_chunked(v->two, b->data, b->len, &r2, &e);
         const sr_splice_entry *f2 = c2 ? NULL : find(r2, name);
         int same = f2 && sr_ndarray_equal(&f->array, &f2->array);
+        if (!same && !why[0])
+            snprintf(why, sizeof(why),
+                     "the %d-byte streamed splice gave other values than the "
+                     "one-shot",
+                     CHUNK);
         if (same && in->from_definition) {
             sr_gen_extra x;
             if ((rc = expected_of(&x, v, b, r1, err)))
                 break;
-            same = equal_extra(&f->array, &x, in->def);
+            same = equal_extra(&f->array, &x, in->def, why[0] ? NULL : why, sizeof(why));
             sr_gen_extra_release(&x);
         }
+        if (!same && !why_at)
+            why_at = i + 1;
         equal += same;
     }
     if (rc)
@@ -203,8 +266,8 @@ static int check_clean(vf *v, sr_err *err)
              "%zu bodies: %s after splice + decode, one-shot and in %d-byte chunks", equal,
              in->from_definition ? "exactly the engine's values" : "identical arrays", CHUNK);
     else if (emitted)
-        line(v, "FAIL", "round-trip", "%zu of %zu bodies decoded to other values", emitted - equal,
-             emitted);
+        line(v, "FAIL", "round-trip", "%zu of %zu bodies decoded to other values; response %zu: %s",
+             emitted - equal, emitted, why_at, why);
     v->emitted = emitted;
     v->onepass = onepass;
     v->blobs = blobs;
@@ -390,13 +453,16 @@ static int check_faults(vf *v, sr_err *err)
                 int rc = expected_of(&x, v, b, r, err);
                 if (rc)
                     return rc;
-                ok = equal_extra(&f->array, &x, in->def);
+                ok = equal_extra(&f->array, &x, in->def, NULL, 0);
                 sr_gen_extra_release(&x);
             }
         }
         if (ok)
             line(v, "PASS", "fault", "%-20s -> %s", fs[i].kind,
                  c ? code_name(c) : "valid, the field's true values kept");
+        else if (c == fs[i].expect)
+            line(v, "FAIL", "fault", "%-20s -> valid, but %s", fs[i].kind,
+                 f ? "the field's values are not the engine's" : "the field is missing");
         else
             line(v, "FAIL", "fault", "%-20s -> %s, expected %s%s%s", fs[i].kind, code_name(c),
                  code_name(fs[i].expect), c ? ": " : "", c ? e.msg : "");

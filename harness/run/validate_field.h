@@ -15,17 +15,18 @@
  *   emit        every clean body splices with the registry (built-ins + the file's definitions)
  *               and carries the field as an envelope beside a valid routed_experts envelope, in
  *               a dtype of the definition (a producer that violates the dtype list, ndim or
- *               canonical flag fails here with the named error)
+ *               canonical flag fails here with the named error), with the definition's declared
+ *               shape and values (sr_field_check_array with T = the reply's generated tokens,
+ *               flat in sglang's raw wire: fields.shape_mismatch, fields.out_of_range)
  *   round-trip  the decoded arrays equal what the engine emitted (for fields the engine emits
  *               from their definition, recomputed with sr_gen_extra_make), one-shot and streamed
- *               in 7-byte chunks alike; and an array of every listed dtype, packed with
- *               sr_envelope_pack into a body, comes back from splice + decode byte for byte
- *               (a dtype no array can use under the definition, e.g. uint16 with canonical,
- *               fails)
- *   null        `"<field>":null` is accepted as nothing captured when the definition is nullable,
- *               and refused as envelope.not_object when it is not
- *   fault       one line per packed-corruption fault of the engine aimed at the field: the
- *               splice fails with exactly the named error of sr_vf_faults() (or, for the
+ *               in 7-byte chunks alike (a failure names the first differing response and what
+ *               differs: dtype, shape or the first element); and an array of every listed dtype,
+ * packed with sr_envelope_pack into a body, comes back from splice + decode byte for byte (a dtype
+ * no array can use under the definition, e.g. uint16 with canonical, fails) null `"<field>":null`
+ * is accepted as nothing captured when the definition is nullable, and refused as
+ * envelope.not_object when it is not fault       one line per packed-corruption fault of the engine
+ * aimed at the field: the splice fails with exactly the named error of sr_vf_faults() (or, for the
  *               look-alike and the unregistered key, succeeds with the field's true values)
  *   one-pass    with the field registered, every clean body is spliced in one pass over its
  *               bytes (stats.passes == 1, each byte scanned once)

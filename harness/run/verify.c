@@ -188,11 +188,19 @@ static int64_t turn_of(const sr_rollout_result *r, int64_t q)
     return r->n_turns;
 }
 
+/* The 1-based turn whose request first computed route row `row`: row i is computed when token
+ * i is an input, i.e. by the first request that holds token position i + 1. Fault selectors
+ * (`turn`) count turns the same way, so a message names the turn its fault fired on. */
+static int64_t turn_of_row(const sr_rollout_result *r, int64_t row)
+{
+    return turn_of(r, row + 1);
+}
+
 static int64_t row_version(const rv *x, int64_t row)
 {
     if (x->r->row_version && row >= 0 && row < x->C)
         return x->r->row_version[row];
-    int64_t t = turn_of(x->r, row + 1);
+    int64_t t = turn_of_row(x->r, row);
     return t > 0 ? x->r->turns[t - 1].weight_version : -1;
 }
 
@@ -400,7 +408,7 @@ static int report_class(rv *x, sr_row_class c, const cls_tally *t)
              "routes %.120s differ from the oracle's %.120s at weight version %lld; "
              "%s (%lld mismatching row-layers of this class)",
              g, w, (long long)t->ver, why, (long long)t->count);
-    return check(x, "trace.row_mismatch", sr_row_class_name(c), turn_of(x->r, t->row), t->row,
+    return check(x, "trace.row_mismatch", sr_row_class_name(c), turn_of_row(x->r, t->row), t->row,
                  t->layer, d);
 }
 
@@ -444,7 +452,7 @@ static int verify_valid(rv *x)
              "a route row does not hold %d distinct expert ids in [0, %lld) "
              "(%lld row-layers)",
              x->K, (long long)x->ctx->experts, (long long)bad);
-    return check(x, "routes.invalid", NULL, turn_of(x->r, first), first, layer, d);
+    return check(x, "routes.invalid", NULL, turn_of_row(x->r, first), first, layer, d);
 }
 
 static int verify_rows(rv *x, int64_t *verified)
@@ -460,7 +468,7 @@ static int verify_rows(rv *x, int64_t *verified)
     for (int64_t i = 0; !rc && i < x->C; i++) {
         int64_t ver = row_version(x, i);
         if (ver < 0) {
-            rc = check(x, "trace.version_unknown", NULL, turn_of(x->r, i), i, -1,
+            rc = check(x, "trace.version_unknown", NULL, turn_of_row(x->r, i), i, -1,
                        "no weight version is known for the pass that computed this row");
             break;
         }

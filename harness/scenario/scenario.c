@@ -6,6 +6,7 @@
 
 #include "scenario_priv.h"
 #include "sr_splice.h"
+#include "sr_suggest.h"
 
 #define HOUR_MS 3600000
 
@@ -156,8 +157,15 @@ static int parse_quirks(scn_parse *p, const cJSON *q)
         for (int i = 0; cJSON_IsString(e) && i < SR_QUIRK_COUNT; i++)
             if (strcmp(sr_quirk_info_of((sr_quirk)i)->name, e->valuestring) == 0)
                 found = i;
-        if (found < 0)
-            return sr_scn_fail(p, e, "unknown quirk (see FORMAT.md, client.quirks)");
+        if (found < 0) {
+            const char *names[SR_QUIRK_COUNT];
+            for (int i = 0; i < SR_QUIRK_COUNT; i++)
+                names[i] = sr_quirk_info_of((sr_quirk)i)->name;
+            char hint[400];
+            sr_suggest_text(hint, sizeof(hint), cJSON_IsString(e) ? e->valuestring : "", names,
+                            SR_QUIRK_COUNT, "quirks (FORMAT.md, client.quirks)");
+            return sr_scn_fail(p, e, "unknown quirk; %s", hint);
+        }
         if (p->s->quirks[found])
             return sr_scn_fail(p, e, "quirk %s is listed twice", e->valuestring);
         p->s->quirks[found] = 1;

@@ -7,6 +7,7 @@
 #include "scenario_priv.h"
 #include "spec/checks.h"
 #include "sr_oracle.h"
+#include "sr_suggest.h"
 #include "sr_trace.h"
 #include "sr_weights.h"
 
@@ -361,6 +362,30 @@ static int parse_name(scn_parse *p, const cJSON *st, sr_scn_step *step, int i)
     return 0;
 }
 
+/* An unknown expect.checks name: the closest of the verifier's own checks and the module errors,
+ * and the own checks listed (`syncroll errors` lists the module errors, too many to print). */
+static int unknown_check(scn_parse *p, const cJSON *at, const char *name)
+{
+    size_t own = sr_check_info_count(), n = own + sr_code_count();
+    const char **names = calloc(n, sizeof(*names));
+    if (!names)
+        return sr_err_set(p->err, SR_E_NOMEM, "cannot list the check names");
+    for (size_t i = 0; i < own; i++)
+        names[i] = sr_check_info_at(i)->name;
+    for (size_t i = own; i < n; i++)
+        names[i] = sr_code_name(sr_code_at(i - own));
+    const char *near = sr_suggest_closest(name, names, n);
+    char hint[360];
+    sr_suggest_text(hint, sizeof(hint), name, names, own,
+                    "the verifier's checks (`syncroll errors` lists the module errors)");
+    int rc = near && !sr_suggest_closest(name, names, own)
+                 ? sr_scn_fail(p, at, "'%s' is not a check name; did you mean '%s'? %s", name, near,
+                               hint)
+                 : sr_scn_fail(p, at, "'%s' is not a check name; %s", name, hint);
+    free(names);
+    return rc;
+}
+
 static int parse_step(scn_parse *p, const cJSON *st, int i)
 {
     sr_scn_step *step = &p->s->steps[i];
@@ -374,9 +399,15 @@ static int parse_step(scn_parse *p, const cJSON *st, int i)
     for (int j = 0; j < SR_STEP_KIND_COUNT; j++)
         if (strcmp(sr_step_kind_name((sr_step_kind)j), kind) == 0)
             k = j;
-    if (k < 0)
+    if (k < 0) {
+        const char *names[SR_STEP_KIND_COUNT];
+        for (int j = 0; j < SR_STEP_KIND_COUNT; j++)
+            names[j] = sr_step_kind_name((sr_step_kind)j);
+        char hint[400];
+        sr_suggest_text(hint, sizeof(hint), kind, names, SR_STEP_KIND_COUNT, "step kinds");
         return sr_json_error(p->doc, sr_scn_member(st, "kind"), p->err, SR_E_JSON_SCHEMA,
-                             "unknown step kind '%s'", kind);
+                             "unknown step kind '%s'; %s", kind, hint);
+    }
     step->kind = (sr_step_kind)k;
     int line = 0, col = 0;
     sr_json_where(p->doc, st, 0, &line, &col);
@@ -451,15 +482,19 @@ int sr_scn_parse_expect(scn_parse *p, const cJSON *root)
                 *classes = sr_scn_member(ex, "classifications");
     for (int i = 0; !rc && i < s->n_expect_checks; i++)
         if (!sr_scenario_known_check(s->expect_checks[i]))
-            return sr_scn_fail(p, cJSON_GetArrayItem(checks, i),
-                               "'%s' is not a check name (FORMAT.md lists them; `syncroll "
-                               "errors` lists the module errors)",
-                               s->expect_checks[i]);
+            return unknown_check(p, cJSON_GetArrayItem(checks, i), s->expect_checks[i]);
     for (int i = 0; !rc && i < s->n_expect_classes; i++)
-        if (!sr_scenario_known_class(s->expect_classes[i]))
+        if (!sr_scenario_known_class(s->expect_classes[i])) {
+            const char *names[SR_ROW_CLASS_COUNT];
+            for (int c = 0; c < SR_ROW_CLASS_COUNT; c++)
+                names[c] = sr_row_class_name((sr_row_class)c);
+            char hint[300];
+            sr_suggest_text(hint, sizeof(hint), s->expect_classes[i], names, SR_ROW_CLASS_COUNT,
+                            "classifications");
             return sr_scn_fail(p, cJSON_GetArrayItem(classes, i),
-                               "'%s' is not a classification of trace.row_mismatch",
-                               s->expect_classes[i]);
+                               "'%s' is not a classification of trace.row_mismatch; %s",
+                               s->expect_classes[i], hint);
+        }
     if (!rc && s->expect_verdict == SR_VERDICT_PASS && (s->n_expect_checks || s->n_expect_classes))
         return sr_scn_fail(p, ex, "expect.verdict \"pass\" takes no checks or classifications");
     if (!rc && s->expect_verdict == SR_VERDICT_FAIL && !s->n_expect_checks)

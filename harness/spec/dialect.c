@@ -278,6 +278,7 @@ int sr_dialect_field_def(sr_field_def *out, const sr_field_def *def, sr_dialect 
         out->dtypes = can;
         out->ndim = 1;
         out->token_rows = 0;
+        out->has_shape = 0; /* flat: sr_field_check_array checks the count against def's shape */
         return 0;
     }
     if (def->ndim != 3 || (can & ~SR_NRLRE_DTYPES))

@@ -5,6 +5,7 @@
 
 #include "engine_config.h"
 #include "sr_buf.h"
+#include "sr_suggest.h"
 #include "sr_weights.h"
 
 static int check_section(const sr_spec_ctx *x, const cJSON *obj, const char *section,
@@ -120,8 +121,20 @@ int sr_spec_parse_server(sr_engine_config *c, const sr_spec_ctx *x, const cJSON 
 
 /* A string member `key` of `parent` naming a row of a table: absent keeps *out; a name `lookup`
  * does not know is an error at the key saying what it `must be`. */
+/* The table names as functions of an int, for parse_table_name's suggestion. */
+static const char *sync_name(int i)
+{
+    return sr_sync_dialect_name((sr_sync_dialect)i);
+}
+
+static const char *dialect_name(int i)
+{
+    return sr_dialect_name((sr_dialect)i);
+}
+
 static int parse_table_name(const sr_spec_ctx *x, const cJSON *parent, const char *key,
-                            int (*lookup)(const char *), const char *must_be, int *out)
+                            int (*lookup)(const char *), const char *(*name_of)(int), int count,
+                            const char *must_be, int *out)
 {
     const char *s = NULL;
     const cJSON *n = cJSON_GetObjectItemCaseSensitive(parent, key);
@@ -129,8 +142,14 @@ static int parse_table_name(const sr_spec_ctx *x, const cJSON *parent, const cha
     if (rc || !n)
         return rc;
     int d = lookup(s);
-    if (d < 0)
-        return sr_spec_fail(x, n, "%s must be %s, not \"%.40s\"", key, must_be, s);
+    if (d < 0) {
+        const char *names[16];
+        for (int i = 0; i < count && i < 16; i++)
+            names[i] = name_of(i);
+        const char *near = sr_suggest_closest(s, names, (size_t)(count < 16 ? count : 16));
+        return sr_spec_fail(x, n, "%s must be %s, not \"%.40s\"%s%s%s", key, must_be, s,
+                            near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "");
+    }
     *out = d;
     return 0;
 }
@@ -138,8 +157,8 @@ static int parse_table_name(const sr_spec_ctx *x, const cJSON *parent, const cha
 int sr_spec_parse_sync_dialect(sr_engine_config *c, const sr_spec_ctx *x, const cJSON *parent)
 {
     int d = (int)c->sync_dialect;
-    int rc = parse_table_name(x, parent, "sync_dialect", sr_sync_dialect_lookup,
-                              "\"skyrl\", \"vllm\" or \"sglang\"", &d);
+    int rc = parse_table_name(x, parent, "sync_dialect", sr_sync_dialect_lookup, sync_name,
+                              SR_SYNC_DIALECT_COUNT, "\"skyrl\", \"vllm\" or \"sglang\"", &d);
     c->sync_dialect = (sr_sync_dialect)d;
     if (!rc && cJSON_GetObjectItemCaseSensitive(parent, "sync_dialect"))
         c->sync_dialect_given = 1;
@@ -151,7 +170,8 @@ int sr_spec_parse_dialect(sr_engine_config *c, const sr_spec_ctx *x, const cJSON
     int d = (int)c->dialect;
     char want[96];
     snprintf(want, sizeof(want), "one of %s", sr_dialect_names());
-    int rc = parse_table_name(x, parent, "dialect", sr_dialect_lookup, want, &d);
+    int rc = parse_table_name(x, parent, "dialect", sr_dialect_lookup, dialect_name,
+                              SR_DIALECT_COUNT, want, &d);
     c->dialect = (sr_dialect)d;
     if (!rc && !c->sync_dialect_given && cJSON_GetObjectItemCaseSensitive(parent, "dialect"))
         c->sync_dialect = sr_sync_dialect_of(d);

@@ -8,6 +8,7 @@
 
 #include "endpoints.h"
 #include "sr_json.h"
+#include "sr_suggest.h"
 
 struct sr_fault_plan {
     size_t n;
@@ -236,7 +237,15 @@ static int endpoint_bit(const pctx *pc, const char *name, const sr_fault_kind_in
         *mask |= SR_EP_BIT(i);
         return 0;
     }
-    return fail(pc, "unknown endpoint \"%s\"", name);
+    const char *names[2 * SR_EP_COUNT + 1];
+    size_t n = 0;
+    names[n++] = "any";
+    for (int i = 0; i < SR_EP_COUNT; i++)
+        if (ki->allowed_endpoints & SR_EP_BIT(i))
+            names[n++] = sr_endpoint_name((sr_endpoint)i);
+    char hint[300];
+    sr_suggest_text(hint, sizeof(hint), name, names, n, "endpoints of this kind");
+    return fail(pc, "unknown endpoint \"%s\"; %s", name, hint);
 }
 
 static int parse_endpoints(const pctx *pc, const cJSON *obj, const sr_fault_kind_info *ki,
@@ -330,8 +339,15 @@ int sr_fault_parse(sr_fault *f, const cJSON *obj, size_t index, sr_err *err)
         return fail(&pc, "\"kind\" (a string) is required");
     pc.kind = k->valuestring;
     int kind = sr_fault_kind_lookup(k->valuestring);
-    if (kind < 0)
-        return fail(&pc, "unknown fault kind (scenarios/FORMAT.md lists the kinds)");
+    if (kind < 0) {
+        const char *names[SR_FK_COUNT];
+        for (int i = 0; i < SR_FK_COUNT; i++)
+            names[i] = sr_fault_kind_name((sr_fault_kind)i);
+        char hint[360];
+        sr_suggest_text(hint, sizeof(hint), k->valuestring, names, SR_FK_COUNT,
+                        "kinds (scenarios/FORMAT.md lists them)");
+        return fail(&pc, "unknown fault kind; %s", hint);
+    }
     const sr_fault_kind_info *ki = sr_fault_kind_info_of((sr_fault_kind)kind);
     f->kind = ki->kind;
     defaults(f, ki, index);
