@@ -252,6 +252,13 @@ static void failure(sr_rw *w, const sr_run_result *run, size_t i)
                              size - SR_REPORT_GROUP_SHOWN, size);
         }
         sr_rw_puts(w, "</table>\n");
+        /* The cap is per scenario: say so even when the cut checks are past the shown ones. */
+        for (size_t k = 0; k < s->n_checks; k++)
+            if (s->checks[k].evidence_cut) {
+                sr_rw_puts(w, "<p>Evidence cut: the scenario's evidence cap was reached; each "
+                              "index.txt lists what was left out.</p>\n");
+                break;
+            }
         if (s->checks_dropped)
             sr_rw_printf(w, "<p>... %llu more firings not kept</p>\n",
                          (unsigned long long)s->checks_dropped);
