@@ -273,6 +273,10 @@ typedef enum sr_class {
       "a finish or version update named a weight version below the one the engine holds")          \
     X(SR_E_SYNC_ENGINE_PAUSED, -927, "sync.engine_paused", SR_CLASS_PROTOCOL,                      \
       "a call that needs an awake, unpaused engine (weight_checker) came while it was not (409)")  \
+    X(SR_E_SYNC_INCOMPLETE, -928, "sync.incomplete_update", SR_CLASS_PROTOCOL,                     \
+      "a finish came while a bucket of the update was still arriving: nothing of it is applied")   \
+    X(SR_E_SYNC_CONCURRENT, -929, "sync.concurrent_update", SR_CLASS_PROTOCOL,                     \
+      "a bucket named a tensor that another bucket still arriving is writing: refused")            \
     /* NumPy .npy and NeMo-RL nrlre1 route payloads (-12xx) */                                     \
     X(SR_E_NPY_MAGIC, -1200, "npy.magic", SR_CLASS_PROTOCOL,                                       \
       "a .npy route payload does not start with the magic \\x93NUMPY")                             \
@@ -296,7 +300,7 @@ typedef enum sr_class {
       "a NeMo-RL routes string names a dtype other than int8, int16 or int32")                     \
     X(SR_E_NRLRE_SHAPE, -1222, "nrlre.shape", SR_CLASS_PROTOCOL,                                   \
       "a NeMo-RL routes string's shape is not three plain decimal dims joined by 'x'")             \
-    /* route wires of the engine dialects, read by the splice and the client (-123x..-125x) */    \
+    /* route wires of the engine dialects, read by the splice and the client (-123x..-125x) */     \
     X(SR_E_WIRE_NOT_STRING, -1230, "wire.not_string", SR_CLASS_PROTOCOL,                           \
       "a route field of a string wire (.npy, raw int32, nrlre1) holds something but a string")     \
     X(SR_E_WIRE_BYTE_COUNT, -1231, "wire.byte_count", SR_CLASS_PROTOCOL,                           \
