@@ -305,7 +305,10 @@ static cJSON *engine_config_json(const sr_engine_config *c, const char *sync_dir
     if (c->support)
         cJSON_AddItemToArray(f, cJSON_CreateString("rollout_sample_support"));
     add_int(r, "sample_support_k", c->support_k);
-    cJSON_AddStringToObject(r, "sync_dialect", sr_sync_dialect_name(c->sync_dialect));
+    /* Only a sync dialect the scenario names: a defaulted one (the dialect's control plane) must
+     * stay a default, so that `engine --dialect D` / `serve --dialect D` give the engine D's. */
+    if (c->sync_dialect_given)
+        cJSON_AddStringToObject(r, "sync_dialect", sr_sync_dialect_name(c->sync_dialect));
     cJSON_AddStringToObject(r, "dialect", sr_dialect_name(c->dialect));
     cJSON_AddItemToObject(r, "timing", timing_json(c));
     cJSON *sv = server_json(c);
