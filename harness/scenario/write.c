@@ -145,8 +145,8 @@ static cJSON *client_json(const sr_scenario *s)
     add_int(c, "concurrency", s->concurrency);
     cJSON_AddBoolToObject(c, "strict_base64", o->strict_base64);
     if (o->dialect_route) /* a route other than the dialect's first (client.generate_path) */
-        cJSON_AddStringToObject(
-            c, "generate_path", sr_dialect_get(s->engine.dialect)->routes[o->dialect_route].path);
+        cJSON_AddStringToObject(c, "generate_path",
+                                sr_dialect_get(s->engine.dialect)->routes[o->dialect_route].path);
     if (o->pd_decode >= 0) {
         cJSON *pd = cJSON_AddObjectToObject(c, "pd");
         add_int(pd, "prefill", o->pd_prefill);
