@@ -393,6 +393,8 @@ START_TEST(nul_scan_units)
                      SR_E_ENGINE_REQUEST);
     ck_assert_int_eq(sr_sync_req_no_nul("{\"a\":\"\\u0001\"}", 13, "t", &err), 0);
     ck_assert_int_eq(sr_sync_req_no_nul("{\"a\":1}\0", 8, "t", &err), SR_E_ENGINE_REQUEST);
+    /* A NUL byte right after a backslash (found by fuzz_sync_request). */
+    ck_assert_int_eq(sr_sync_req_no_nul("{\"a\":\"\\\0\"}", 10, "t", &err), SR_E_ENGINE_REQUEST);
     ck_assert_int_eq(sr_sync_req_no_nul("\"\\u000", 6, "t", &err), 0);
     ck_assert_int_eq(sr_sync_req_no_nul(NULL, 0, "t", &err), 0);
 }

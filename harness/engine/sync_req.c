@@ -10,13 +10,15 @@
 
 int sr_sync_req_no_nul(const char *body, size_t len, const char *what, sr_err *err)
 {
+    /* A raw NUL first, wherever it is (also right after a backslash, which the walk skips). */
+    const char *z = body ? memchr(body, '\0', len) : NULL;
+    if (z)
+        return sr_err_set(err, SR_E_ENGINE_REQUEST,
+                          "%s: the body holds a NUL byte at byte %zu, which JSON text cannot", what,
+                          (size_t)(z - body));
     int in_str = 0;
     for (size_t i = 0; body && i < len; i++) {
         char c = body[i];
-        if (c == '\0')
-            return sr_err_set(err, SR_E_ENGINE_REQUEST,
-                              "%s: the body holds a NUL byte at byte %zu, which JSON text cannot",
-                              what, i);
         if (!in_str) {
             in_str = c == '"';
         } else if (c == '"') {
