@@ -17,7 +17,7 @@ FUZZ_SMOKE_SECONDS ?= 10
 SYNCROLL := $(BUILD)/harness/syncroll
 MAKEFLAGS += --no-print-directory
 
-.PHONY: all deps fuzz-deps build test run bench fuzz fuzz-smoke sanitize format clean help \
+.PHONY: all deps fuzz-deps build test run bench fuzz fuzz-smoke sanitize tsan format clean help \
         report-shot mutate
 
 all: build
@@ -30,6 +30,7 @@ help:
 	@echo "make fuzz-smoke  the same for FUZZ_SMOKE_SECONDS (default 10) each, as CI runs it"
 	@echo "make mutate    mutation run of the suite (tests/mutants/mutants.json) into reports/mutate/"
 	@echo "make sanitize  build with address+undefined sanitizers into build-sanitize and run ctest"
+	@echo "make tsan      build with ThreadSanitizer into build-tsan, run the engine, sync and client suites"
 	@echo "make soak      run scenarios/soak/ for SOAK_SECONDS (default 600) each, alone (-j 1)"
 	@echo "make memcheck  unit suites and smoke scenarios (harness and engines) under valgrind"
 	@echo "make deps      install missing Debian packages (as root), or print the command"
@@ -97,6 +98,19 @@ sanitize: deps
 	@cmake --build build-sanitize -j$(JOBS)
 	cd build-sanitize && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j$(JOBS)
 
+# ThreadSanitizer over the suites whose threads share state: the mock engine (libmicrohttpd's
+# threads, the weight-sync receiver), the sync side and the client. OpenMP teams are capped at one
+# thread (OMP_THREAD_LIMIT=1): libgomp is not built with TSan, so its barriers are invisible to it
+# and every parallel region would report races that are not there; the OpenMP paths (apply,
+# publish, threaded splice) are covered by make sanitize and their own tests instead. Any report
+# stops the process (halt_on_error), so it fails its test.
+TSAN_TESTS ?= ^unit[.](engine|sync|client)
+tsan: deps
+	@cmake -S . -B build-tsan -DSYNCROLL_TSAN=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	@cmake --build build-tsan -j$(JOBS)
+	cd build-tsan && OMP_THREAD_LIMIT=1 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+	  ctest --output-on-failure -j$(JOBS) -R '$(TSAN_TESTS)'
+
 # Renders a run's report.html to report.png beside it with headless Chromium (installed here
 # only: nothing else needs it). REPORT_RUN names another run folder.
 REPORT_RUN ?= reports/latest
@@ -117,7 +131,7 @@ format:
 	clang-format -i lib/*.[ch] $$(find harness -name "*.[ch]") tests/*.[ch] bench/*.[ch] fuzz/*.c
 
 clean:
-	rm -rf $(BUILD) build-sanitize $(FUZZ_BUILD)
+	rm -rf $(BUILD) build-sanitize build-tsan $(FUZZ_BUILD)
 
 # The long soak: every scenario of scenarios/soak/ for SOAK_SECONDS each, one after the other
 # (-j 1: the runner's descriptor and memory samples must be the soak's own); see README

@@ -1,11 +1,13 @@
 /*
  * libFuzzer target for the bodies of the vllm control plane's routes (harness/engine/sync_req.h):
- * the first byte picks the parser (finish_weight_update, update_weight_version, weight_checker,
- * abort_requests),
- * the rest is the body. A rejected body must carry engine.bad_request (or resource.nomem); an
- * accepted one a version in range, an action in the enum, and a baseline within its bounds whose
- * entries are NUL-terminated names and 32-digit hex digests. Every outcome then drives a step of
- * both control-plane tables (harness/engine/sync_table.h), whose cells must all exist.
+ * the first byte picks the parser (finish_weight_update or start_weight_update,
+ * update_weight_version, weight_checker, abort_requests),
+ * the rest is the body. Every body first passes the escaped-NUL scan (sr_sync_req_no_nul), which
+ * must refuse any NUL byte and name its refusals. A rejected body must carry engine.bad_request (or
+ * resource.nomem); an accepted one a version in range, an action in the enum, and a baseline within
+ * its bounds whose entries are NUL-terminated names and 32-digit hex digests. Every outcome then
+ * drives a step of both control-plane tables (harness/engine/sync_table.h), whose cells must all
+ * exist.
  */
 #include <ctype.h>
 #include <stdint.h>
@@ -49,7 +51,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t len = size - 1;
     sr_err err = SR_ERR_INIT;
     int64_t v = -2;
-    int rc;
+    int rc = sr_sync_req_no_nul(body, len, "fuzz", &err);
+    if (rc)
+        check_rejected(rc, &err);
+    else if (memchr(body, 0, len))
+        abort(); /* a NUL byte passed the scan */
+    err = (sr_err)SR_ERR_INIT;
     sr_sync_call call = SR_SC_CHECK;
     switch (data[0] % 4) {
     case 3: {
@@ -66,6 +73,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         break;
     }
     case 0:
+        if (data[0] & 16) {
+            rc = sr_sync_req_start(body, len, &err);
+            call = SR_SC_START;
+            break;
+        }
         rc = sr_sync_req_finish(&v, body, len, &err);
         if (!rc && (v < -1 || v > SR_SYNC_REQ_MAX_VERSION))
             abort();

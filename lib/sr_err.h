@@ -281,6 +281,10 @@ typedef enum sr_class {
       "a finish or version update named a weight version below the one the engine holds")          \
     X(SR_E_SYNC_ENGINE_PAUSED, -927, "sync.engine_paused", SR_CLASS_PROTOCOL,                      \
       "a call that needs an awake, unpaused engine (weight_checker) came while it was not (409)")  \
+    X(SR_E_SYNC_INCOMPLETE, -928, "sync.incomplete_update", SR_CLASS_PROTOCOL,                     \
+      "a finish came while a bucket of the update was still arriving: nothing of it is applied")   \
+    X(SR_E_SYNC_CONCURRENT, -929, "sync.concurrent_update", SR_CLASS_PROTOCOL,                     \
+      "a bucket named a tensor that another bucket still arriving is writing: refused")            \
     /* NumPy .npy and NeMo-RL nrlre1 route payloads (-12xx) */                                     \
     X(SR_E_NPY_MAGIC, -1200, "npy.magic", SR_CLASS_PROTOCOL,                                       \
       "a .npy route payload does not start with the magic \\x93NUMPY")                             \

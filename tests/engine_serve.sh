@@ -125,3 +125,37 @@ kill -TERM "$pid"
 wait "$pid" || die "serve exited with $? after SIGTERM"
 pid=
 ok "serve --dialect sglang"
+
+# Issue 29: --dialect vllm with a scenario FILE that names no sync dialect serves vLLM's control
+# plane (the dialect's), as with an engine config; a FILE that names one keeps it.
+rm -f "$tmp/fifo"
+mkfifo "$tmp/fifo"
+"$S" serve --stop-grace 5 --dialect vllm "$SCN" >"$tmp/fifo" 2>"$tmp/err" &
+pid=$!
+exec 3<"$tmp/fifo"
+IFS= read -r line <&3 || die "serve --dialect vllm $SCN printed no line"
+u=$(printf '%s\n' "$line" | grep -o '"url":"[^"]*"' | head -n 1 | sed 's/"url":"//; s/"$//')
+out=$(curl -sS "$u/weight_info") || die "GET $u/weight_info"
+[ "$out" = '{"weight_version":"0"}' ] || die "weight_info of a scenario under --dialect vllm: $out"
+kill -TERM "$pid"
+wait "$pid" || die "serve --dialect vllm $SCN exited with $? after SIGTERM"
+pid=
+python3 - "$SCN" "$tmp/given.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+s.setdefault("engines", {})["sync_dialect"] = "skyrl"
+json.dump(s, open(sys.argv[2], "w"))
+PY
+rm -f "$tmp/fifo"
+mkfifo "$tmp/fifo"
+"$S" serve --stop-grace 5 --dialect vllm "$tmp/given.json" >"$tmp/fifo" 2>"$tmp/err" &
+pid=$!
+exec 3<"$tmp/fifo"
+IFS= read -r line <&3 || die "serve --dialect vllm given.json printed no line"
+u=$(printf '%s\n' "$line" | grep -o '"url":"[^"]*"' | head -n 1 | sed 's/"url":"//; s/"$//')
+code=$(curl -sS -o /dev/null -w '%{http_code}' "$u/weight_info")
+[ "$code" = 404 ] || die "weight_info of a scenario naming sync_dialect skyrl: $code"
+kill -TERM "$pid"
+wait "$pid" || die "serve --dialect vllm given.json exited with $? after SIGTERM"
+pid=
+ok "serve --dialect vllm SCENARIO (the sync dialect follows unless the file names one)"

@@ -263,9 +263,18 @@ static inline void expected_fps(const sr_engine_config *c, int64_t version, uint
 /* A bucket of every tensor of w for `target`: vLLM's /update_weights body (sgl: SGLang's
  * /update_weights_from_distributed body, with weight_version) as the header line, with syncroll's
  * sizes and checksums, then the raw bytes (engine.h). */
+static inline void eng_bucket_range(sr_buf *b, const sr_weights *w, int64_t target, int sgl,
+                                    size_t first, size_t count, int index);
+
 static inline void eng_bucket_of_plane(sr_buf *b, const sr_weights *w, int64_t target, int sgl)
 {
-    size_t n = sr_weights_count(w);
+    eng_bucket_range(b, w, target, sgl, 0, sr_weights_count(w), 0);
+}
+
+/* The same for tensors first .. first+count-1 of w as bucket number `index`. */
+static inline void eng_bucket_range(sr_buf *b, const sr_weights *w, int64_t target, int sgl,
+                                    size_t first, size_t count, int index)
+{
     const char *keys[5] = {"names", sgl ? "dtypes" : "dtype_names", "shapes", "sizes", "checksums"};
     ck_assert_int_eq(sr_buf_puts(b, sgl ? "{" : "{\"update_info\":{", NULL), 0);
     for (int k = 0; k < 5; k++) {
@@ -275,13 +284,13 @@ static inline void eng_bucket_of_plane(sr_buf *b, const sr_weights *w, int64_t t
         if (k == 3)
             sr_buf_printf(b, NULL,
                           "\"packed\":true,\"syncroll\":{\"target_version\":%lld,"
-                          "\"bucket\":0,",
-                          (long long)target);
+                          "\"bucket\":%d,",
+                          (long long)target, index);
         sr_buf_printf(b, NULL, "\"%s\":[", keys[k]);
-        for (size_t i = 0; i < n; i++) {
+        for (size_t i = first; i < first + count; i++) {
             sr_weights_info t;
             ck_assert_int_eq(sr_weights_tensor(&t, w, i, NULL), 0);
-            const char *sep = i ? "," : "";
+            const char *sep = i > first ? "," : "";
             if (k == 0)
                 sr_buf_printf(b, NULL, "%s\"%s\"", sep, t.name);
             else if (k == 1)
@@ -297,7 +306,7 @@ static inline void eng_bucket_of_plane(sr_buf *b, const sr_weights *w, int64_t t
         }
         sr_buf_puts(b, k < 4 ? "]," : sgl ? "]}}\n" : "]}}}\n", NULL);
     }
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = first; i < first + count; i++) {
         sr_weights_info t;
         sr_weights_tensor(&t, w, i, NULL);
         ck_assert_int_eq(sr_buf_append(b, t.data, t.nbytes, NULL), 0);
@@ -330,6 +339,83 @@ static inline void eng_post_bucket_to(hresp *r, const eng *e, const sr_buf *b, c
     sr_buf_append(&r->body, "", 0, NULL);
     curl_slist_free_all(hd);
     curl_easy_cleanup(h);
+}
+
+/* A bucket in flight: the first `sent` bytes of `b` POSTed over a raw connection whose
+ * Content-Length announces all of b, so the engine holds the bucket arriving until
+ * eng_partial_finish sends the rest (or eng_partial_drop closes the connection). */
+typedef struct eng_partial {
+    int fd;
+    const sr_buf *b;
+    size_t sent;
+} eng_partial;
+
+static inline void eng_partial_start(eng_partial *p, const eng *e, const sr_buf *b,
+                                     const char *path, size_t upto)
+{
+    char head[400];
+    snprintf(head, sizeof(head),
+             "POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+             "application/x-syncroll-bucket\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n",
+             path, b->len);
+    p->fd = sr_test_raw_send(e->port, head);
+    p->b = b;
+    p->sent = upto;
+    ck_assert_int_eq((long)send(p->fd, b->data, upto, MSG_NOSIGNAL), (long)upto);
+}
+
+/* Sends the rest of the bucket and reads the answer (status and body) into r. */
+static inline void eng_partial_finish(eng_partial *p, hresp *r)
+{
+    memset(r, 0, sizeof(*r));
+    size_t left = p->b->len - p->sent;
+    ck_assert_int_eq((long)send(p->fd, p->b->data + p->sent, left, MSG_NOSIGNAL), (long)left);
+    sr_buf all = SR_BUF_INIT;
+    char tmp[4096];
+    ssize_t k;
+    while ((k = recv(p->fd, tmp, sizeof(tmp), 0)) > 0)
+        ck_assert_int_eq(sr_buf_append(&all, tmp, (size_t)k, NULL), 0);
+    sr_buf_append(&all, "", 0, NULL);
+    close(p->fd);
+    ck_assert_msg(all.len && sscanf(all.data, "HTTP/1.1 %ld", &r->status) == 1,
+                  "no HTTP answer to the bucket: %.200s", all.len ? all.data : "");
+    const char *body = strstr(all.data, "\r\n\r\n");
+    sr_buf_puts(&r->body, body ? body + 4 : "", NULL);
+    sr_buf_append(&r->body, "", 0, NULL);
+    sr_buf_release(&all);
+}
+
+static inline void eng_partial_drop(eng_partial *p)
+{
+    close(p->fd);
+}
+
+/* An integer member of the state's "sync" object. */
+static inline long long eng_sync_int(const eng *e, const char *key)
+{
+    hresp r;
+    http_get(&r, e, "/syncroll/v1/state");
+    ck_assert_int_eq(r.status, 200);
+    cJSON *s = cJSON_Parse(r.body.data);
+    const cJSON *v =
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(s, "sync"), key);
+    ck_assert_msg(cJSON_IsNumber(v), "state.sync has no number '%s'", key);
+    long long x = (long long)v->valuedouble;
+    cJSON_Delete(s);
+    hresp_free(&r);
+    return x;
+}
+
+/* Polls until state.sync.`key` equals want, failing after 20 s (a bound, not a timing). */
+static inline void eng_wait_sync(const eng *e, const char *key, long long want)
+{
+    for (int i = 0; i < 20000; i++) {
+        if (eng_sync_int(e, key) == want)
+            return;
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    ck_abort_msg("engine state sync.%s never reached %lld", key, want);
 }
 
 static inline void eng_post_bucket(hresp *r, const eng *e, const sr_buf *b)

@@ -324,7 +324,7 @@ START_TEST(test_weight_sync_protocol_order)
     ck_assert_ptr_nonnull(strstr(
         r.body.data, "\"sync\":{\"active\":false,\"starts\":1,"
                      "\"finishes\":1,\"applies\":0,\"protocol_errors\":3,\"dialect\":\"skyrl\","
-                     "\"state\":\"idle\"}"));
+                     "\"state\":\"idle\",\"buckets_in_flight\":0}"));
     hresp_free(&r);
     /* A synthetic apply moves the version and the fingerprints to the expected ones. */
     eng_expect(&e, "POST", "/update_weights", "{\"update_info\":{\"target_version\":3}}", 200,

@@ -178,7 +178,7 @@ END_TEST
 
 typedef struct trickle {
     int port;
-    volatile int stop;
+    _Atomic int stop; /* set by the main thread (volatile is no synchronisation: TSan) */
     int fd[TRICKLERS];
     long reconnects;
 } trickle;

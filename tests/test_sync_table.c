@@ -55,7 +55,7 @@ START_TEST(every_cell_of_every_plane)
         for (int s = 0; s < SR_SS_COUNT; s++)
             for (int c = 0; c < SR_SC_COUNT; c++, cells++)
                 check_cell((sr_sync_dialect)d, (sr_sync_state)s, (sr_sync_call)c);
-    ck_assert_int_eq(cells, 3 * 3 * 10);
+    ck_assert_int_eq(cells, 3 * 3 * 12);
 }
 END_TEST
 
@@ -69,6 +69,9 @@ START_TEST(finish_always_ends_the_update)
         ck_assert_int_eq(f->next, SR_SS_IDLE);
         ck_assert_int_eq(sr_sync_table_cell((sr_sync_dialect)d, SR_SS_ACTIVE, SR_SC_FINISH)->next,
                          SR_SS_IDLE);
+        ck_assert_int_eq(
+            sr_sync_table_cell((sr_sync_dialect)d, SR_SS_ACTIVE, SR_SC_FINISH_INCOMPLETE)->next,
+            SR_SS_IDLE);
         /* sglang has no start: each update call is whole */
         if (d != SR_SYNC_DIALECT_SGLANG)
             ck_assert_int_eq(sr_sync_table_cell((sr_sync_dialect)d, SR_SS_IDLE, SR_SC_START)->next,

@@ -14,8 +14,10 @@
  * Cells no request reaches are listed below with the reason and asserted as the reason says:
  * ABSENT (the plane has no route for the call: the router answers the other plane's route 404
  * before the table is consulted; asserted byte for byte, nothing moves), SHADOWED (the request
- * steps another cell first, which refuses it: it answers as that cell) and UNREACHABLE_STATE (no
- * cell of the plane leads to the state; asserted through the table).
+ * steps another cell first, which refuses it, or the call's condition cannot hold in that state:
+ * it answers as that cell) and UNREACHABLE_STATE (no cell of the plane leads to the state;
+ * asserted through the table). The atomic-version cells (update_busy, finish_incomplete) are
+ * driven with a bucket of every tensor half sent over a raw connection, in flight.
  */
 #include <stdarg.h>
 
@@ -78,6 +80,8 @@ static const plane PLANES[SR_SYNC_DIALECT_COUNT] = {
              [SR_SC_CHECK] = {"/weight_checker", CHECKSUM},
              [SR_SC_CHECK_PAUSED] = {"/weight_checker", CHECKSUM},
              [SR_SC_DESTROY] = {"/destroy_weights_update_group", DESTROY},
+             [SR_SC_UPDATE_BUSY] = {"/collective_rpc", NULL, FWD},
+             [SR_SC_FINISH_INCOMPLETE] = {"/collective_rpc", SKY_FIN "}"},
          },
          /* A synthetic apply: skyrl's /update_weights steps no cell. */
          {"/update_weights", "{\"update_info\":{\"target_version\":" STR(HELD) "}}"},
@@ -99,6 +103,8 @@ static const plane PLANES[SR_SYNC_DIALECT_COUNT] = {
              [SR_SC_CHECK] = {"/weight_checker", CHECKSUM},
              [SR_SC_CHECK_PAUSED] = {"/weight_checker", CHECKSUM},
              [SR_SC_DESTROY] = {"/destroy_weights_update_group", DESTROY},
+             [SR_SC_UPDATE_BUSY] = {"/update_weights", NULL, FWD},
+             [SR_SC_FINISH_INCOMPLETE] = {"/finish_weight_update", ""},
          },
          {"/update_weight_version", VERSION(HELD)},
          {"/pause?mode=abort", ""},
@@ -120,6 +126,8 @@ static const plane PLANES[SR_SYNC_DIALECT_COUNT] = {
              [SR_SC_CHECK] = {"/weight_checker", CHECKSUM},
              [SR_SC_CHECK_PAUSED] = {"/weight_checker", CHECKSUM},
              [SR_SC_DESTROY] = {"/destroy_weights_update_group", DESTROY},
+             [SR_SC_UPDATE_BUSY] = {"/update_weights_from_distributed", NULL, FWD},
+             [SR_SC_FINISH_INCOMPLETE] = {"/update_weights_from_distributed", NULL, FWD},
          },
          {"/update_weight_version", VERSION(HELD)},
          {"/pause_generation", "{\"mode\":\"abort\"}"},
@@ -150,7 +158,8 @@ static const struct absent {
     {SR_SYNC_DIALECT_SGLANG, SR_SC_CHECK_PAUSED, "vllm"},
 };
 
-/* Cells whose request steps cell `as` first, which refuses it: the request answers as `as`. */
+/* Cells whose request is another cell's, `as`: it steps `as` first, which refuses it, or the
+ * condition of the call cannot hold in that state. The request answers as `as`. */
 static const struct shadowed {
     sr_sync_dialect d;
     sr_sync_state s;
@@ -161,6 +170,25 @@ static const struct shadowed {
      "the update's header steps update, refused without a group, so its end is never reached"},
     {SR_SYNC_DIALECT_SGLANG, SR_SS_UNINIT, SR_SC_FINISH_BACKWARDS, SR_SC_UPDATE,
      "the update's header steps update, refused without a group, so its end is never reached"},
+#define NOT_IN_FLIGHT                                                                              \
+    "outside an active update no bucket is in flight (a finish ends or discards them all), so "    \
+    "the "                                                                                         \
+    "call is a plain one"
+    {SR_SYNC_DIALECT_SKYRL, SR_SS_UNINIT, SR_SC_UPDATE_BUSY, SR_SC_UPDATE, NOT_IN_FLIGHT},
+    {SR_SYNC_DIALECT_SKYRL, SR_SS_UNINIT, SR_SC_FINISH_INCOMPLETE, SR_SC_FINISH, NOT_IN_FLIGHT},
+    {SR_SYNC_DIALECT_SKYRL, SR_SS_IDLE, SR_SC_UPDATE_BUSY, SR_SC_UPDATE, NOT_IN_FLIGHT},
+    {SR_SYNC_DIALECT_SKYRL, SR_SS_IDLE, SR_SC_FINISH_INCOMPLETE, SR_SC_FINISH, NOT_IN_FLIGHT},
+    {SR_SYNC_DIALECT_VLLM, SR_SS_UNINIT, SR_SC_UPDATE_BUSY, SR_SC_UPDATE, NOT_IN_FLIGHT},
+    {SR_SYNC_DIALECT_VLLM, SR_SS_UNINIT, SR_SC_FINISH_INCOMPLETE, SR_SC_FINISH, NOT_IN_FLIGHT},
+    {SR_SYNC_DIALECT_VLLM, SR_SS_IDLE, SR_SC_UPDATE_BUSY, SR_SC_UPDATE, NOT_IN_FLIGHT},
+    {SR_SYNC_DIALECT_VLLM, SR_SS_IDLE, SR_SC_FINISH_INCOMPLETE, SR_SC_FINISH, NOT_IN_FLIGHT},
+    {SR_SYNC_DIALECT_SGLANG, SR_SS_UNINIT, SR_SC_UPDATE_BUSY, SR_SC_UPDATE,
+     "without a group no bucket is accepted, so none is in flight"},
+    {SR_SYNC_DIALECT_SGLANG, SR_SS_UNINIT, SR_SC_FINISH_INCOMPLETE, SR_SC_UPDATE,
+     "the update's header steps update, refused without a group, so its end is never reached"},
+    {SR_SYNC_DIALECT_SGLANG, SR_SS_IDLE, SR_SC_FINISH_INCOMPLETE, SR_SC_FINISH,
+     "each update is whole: its finish comes at its own end, once every byte of it is in"},
+#undef NOT_IN_FLIGHT
 };
 
 /* States no cell of the plane leads to (asserted through the table), so no request reaches
@@ -410,10 +438,24 @@ static void drive_cell(fails *f, const plane *p, sr_sync_state s, sr_sync_call c
     eng e;
     eng_start(&e, p->cfg);
     if (reach(f, where, &e, p, s, c)) {
+        /* update_busy and finish_incomplete: a bucket of every tensor half sent, in flight. */
+        int in_flight = as == c && (c == SR_SC_UPDATE_BUSY || c == SR_SC_FINISH_INCOMPLETE);
+        sr_buf half = SR_BUF_INIT;
+        eng_partial part;
+        if (in_flight) {
+            sr_weights *w = weights_at(p, FWD);
+            eng_bucket_of_plane(&half, w, FWD, p->d == SR_SYNC_DIALECT_SGLANG);
+            sr_weights_free(w);
+            eng_partial_start(&part, &e, &half, p->call[SR_SC_UPDATE].path, half.len / 2);
+            eng_wait_sync(&e, "buckets_in_flight", 1);
+        }
         sstate st0 = state_of(&e);
         hresp r;
         send_req(&r, &e, p, &p->call[c]);
         sstate st1 = state_of(&e);
+        if (in_flight)
+            eng_partial_drop(&part);
+        sr_buf_release(&half);
         char got[96];
         observed(got, sizeof(got), &r, &st1);
         expect(f, strcmp(got, SYNC_PROTOCOL[p->d][s][as]) == 0, where,

@@ -12,6 +12,7 @@
 #include "engine.h"
 #include "engine_state.h"
 #include "sgl_req.h"
+#include "sync_req.h"
 #include "sr_pool.h"
 
 typedef struct bucket_item {
@@ -141,7 +142,8 @@ static int parse_items(bucket_plan *bp, sr_engine *e, const cJSON *ui, const cJS
 /* Parses the header line (without its '\n') and checks every tensor it names. */
 static int parse_header(bucket_plan *bp, sr_engine *e, const char *text, size_t len, sr_err *err)
 {
-    cJSON *h = cJSON_ParseWithLength(text, len);
+    int nul = sr_sync_req_no_nul(text, len, bp->call, err);
+    cJSON *h = nul ? NULL : cJSON_ParseWithLength(text, len);
     bp->whole = e->cfg.sync_dialect == SR_SYNC_DIALECT_SGLANG;
     const cJSON *m = bp->whole ? NULL : cJSON_GetObjectItemCaseSensitive(h, "method");
     /* skyrl: the collective_rpc call; vllm: the body of its native /update_weights; sglang: the
@@ -153,10 +155,10 @@ static int parse_header(bucket_plan *bp, sr_engine *e, const char *text, size_t 
     const cJSON *sy = cJSON_GetObjectItemCaseSensitive(ui, "syncroll");
     const cJSON *names = cJSON_GetObjectItemCaseSensitive(ui, "names");
     sr_sgl_dist sd;
-    int rc = bp->whole ? sr_sgl_req_dist_obj(&sd, h, err) : 0;
+    int rc = nul ? nul : bp->whole ? sr_sgl_req_dist_obj(&sd, h, err) : 0;
     int64_t cnt = cJSON_GetArraySize(names);
     if (rc) {
-        /* the sglang body's own keys */
+        /* an escaped NUL, or the sglang body's own keys */
     } else if (m && (!cJSON_IsString(m) || strcmp(m->valuestring, "update_weights_nccl") != 0))
         rc = bad(err, bp->call, "the header's method must be update_weights_nccl");
     else if (!cJSON_IsObject(sy) || !cJSON_IsArray(names) ||
@@ -183,12 +185,24 @@ static int parse_header(bucket_plan *bp, sr_engine *e, const char *text, size_t 
     return rc;
 }
 
-/* The protocol checks and the claim of the bucket's tensors, under mu. */
-static int claim(sr_engine *e, const bucket_plan *bp, int *corrupt, sr_err *err)
+/* 1 if a bucket still arriving writes one of bp's tensors. Called with mu held. */
+static int tensors_busy(const sr_engine *e, const bucket_plan *bp)
+{
+    for (size_t i = 0; i < bp->n; i++)
+        if (e->bc.busy[bp->items[i].index])
+            return 1;
+    return 0;
+}
+
+/* The protocol checks and the claim of the bucket's tensors, under mu: they are busy until the
+ * bucket ends (a whole update: until it is committed), and the bucket belongs to the update of
+ * generation *gen. */
+static int claim(sr_engine *e, const bucket_plan *bp, int *corrupt, uint64_t *gen, sr_err *err)
 {
     int rc = 0;
     pthread_mutex_lock(&e->mu);
-    if ((rc = sr_engine_sync_step_locked(e, SR_SC_UPDATE, NULL, err))) {
+    sr_sync_call c = tensors_busy(e, bp) ? SR_SC_UPDATE_BUSY : SR_SC_UPDATE;
+    if ((rc = sr_engine_sync_step_locked(e, c, NULL, err))) {
         /* refused by the control plane's table */
     } else if (bp->whole) {
         /* a whole update on its own: no session to match */
@@ -211,6 +225,9 @@ static int claim(sr_engine *e, const bucket_plan *bp, int *corrupt, sr_err *err)
             e->bc.corrupt = 0;
     }
     if (!rc) {
+        for (size_t i = 0; i < bp->n; i++)
+            e->bc.busy[bp->items[i].index] = 1;
+        *gen = e->bc.gen;
         /* "threads" of a broadcast: the most buckets received at once in this update. */
         if (e->bc.buckets == 0 && e->bc.streams == 0)
             e->st.threads = 0;
@@ -236,6 +253,7 @@ struct sr_bucket_rx {
     XXH128_hash_t *got; /* digest of each tensor as received */
     int corrupt;        /* a checksum_mismatch fault fired on start */
     int claimed;        /* the tensors were claimed in the update */
+    uint64_t gen;       /* the generation of the update it was claimed in */
     int rc;             /* the first error; the rest of the body is drained */
     sr_err err;
     char call[64]; /* the call the bucket arrived on, for messages */
@@ -271,7 +289,7 @@ static int begin_payload(sr_bucket_rx *b)
     if (!rc)
         rc = sr_engine_stage_ensure(e, &b->err);
     if (!rc)
-        rc = claim(e, &b->bp, &b->corrupt, &b->err);
+        rc = claim(e, &b->bp, &b->corrupt, &b->gen, &b->err);
     b->claimed = rc == 0;
     if (!rc) {
         e->stage_pristine = 0;
@@ -283,11 +301,27 @@ static int begin_payload(sr_bucket_rx *b)
     return rc;
 }
 
-/* Copies payload bytes into the stage, hashing each piece while it is hot. */
+/* 1 once the update the bucket was claimed in has ended without it (a finish came while it
+ * arrived): its bytes must no longer reach the stage. Takes mu. */
+static int stale(sr_bucket_rx *b)
+{
+    if (!b->claimed || b->bp.whole)
+        return 0;
+    pthread_mutex_lock(&b->e->mu);
+    int gone = b->gen != b->e->bc.gen;
+    pthread_mutex_unlock(&b->e->mu);
+    return gone;
+}
+
+/* Copies payload bytes into the stage, hashing each piece while it is hot. The stage is written
+ * under apply with the generation checked, so a bucket of a discarded update never writes over
+ * the next update's bytes. */
 static void feed_payload(sr_bucket_rx *b, const unsigned char *p, size_t n)
 {
     sr_engine *e = b->e;
     pthread_mutex_lock(&e->apply);
+    if (stale(b))
+        n = 0;
     while (n && b->item < b->bp.n) {
         const bucket_item *it = &b->bp.items[b->item];
         unsigned char *dst = (unsigned char *)e->stage_view[it->index].data + b->item_off;
@@ -454,12 +488,31 @@ out:
     return rc;
 }
 
+/* The tensors a bucket held are free again. Called with mu held. */
+static void release_busy(sr_bucket_rx *b)
+{
+    for (size_t i = 0; i < b->bp.n; i++)
+        b->e->bc.busy[b->bp.items[i].index] = 0;
+}
+
+/* A bucket of an update that a finish ended while it arrived (sync_table.h, finish_incomplete):
+ * nothing of it is applied, and it says so rather than answering 200. */
+static int late(sr_bucket_rx *b, sr_err *err)
+{
+    return sr_err_set(err, SR_E_SYNC_INCOMPLETE,
+                      "%s: bucket %lld of version %lld arrived after the update it belonged to "
+                      "was finished; that update was discarded and this bucket is not applied",
+                      b->call, (long long)b->bp.index, (long long)b->bp.target);
+}
+
 int sr_engine_bucket_end(sr_bucket_rx *b, const sr_fault *f, sr_err *err)
 {
     sr_engine *e = b->e;
     int rc = b->rc;
     if (rc && err)
         *err = b->err;
+    if (stale(b))
+        rc = late(b, err); /* its bytes may be the next update's: nothing to verify */
     if (!rc && !b->in_payload)
         rc = bad(err, b->call, "no header line (a JSON object, then '\\n', then the bytes)");
     if (!rc && (b->item < b->bp.n || b->extra))
@@ -475,16 +528,24 @@ int sr_engine_bucket_end(sr_bucket_rx *b, const sr_fault *f, sr_err *err)
     if (!rc && f && f->kind == SR_FK_BUCKET_ORDER_MISMATCH)
         rc = unpack_grouped(b, err);
     pthread_mutex_lock(&e->mu);
+    /* Decided under mu with the finish: either this bucket ends before it (and is counted in its
+     * update) or the finish discarded the update first and the bucket is late. */
+    int gone = b->claimed && !b->bp.whole && b->gen != e->bc.gen;
+    if (gone && rc != SR_E_SYNC_INCOMPLETE)
+        rc = late(b, err);
     e->st.buckets++;
-    if (b->claimed) {
+    if (b->claimed && !gone) {
         e->bc.streams--;
         e->st.payloads = (int64_t)b->bp.n;
         e->st.workers = 1;
+        if (!b->bp.whole)
+            release_busy(b);
     }
     if (rc) {
         e->st.bucket_failures++;
-        /* A bucket that reached the update spoils it: finish will refuse to commit. */
-        if (rc != SR_E_SYNC_ORDER)
+        /* A bucket that reached the update spoils it: finish will refuse to commit. A refusal of
+         * the table (order, a busy tensor) never reached it, and a late bucket's update is gone. */
+        if (rc != SR_E_SYNC_ORDER && rc != SR_E_SYNC_CONCURRENT && !gone)
             sr_engine_bcast_spoil_locked(e, rc, err ? err->msg : "");
     } else {
         e->bc.buckets++;
@@ -492,6 +553,13 @@ int sr_engine_bucket_end(sr_bucket_rx *b, const sr_fault *f, sr_err *err)
     pthread_mutex_unlock(&e->mu);
     if (!rc && b->bp.whole)
         rc = commit_whole(b, err);
+    if (b->claimed && b->bp.whole) {
+        /* A whole update's tensors stay busy until it is committed, so a concurrent update of
+         * one of them cannot mix its bytes in (sync.concurrent_update). */
+        pthread_mutex_lock(&e->mu);
+        release_busy(b);
+        pthread_mutex_unlock(&e->mu);
+    }
     bucket_free(b);
     return rc;
 }
@@ -539,14 +607,22 @@ int sr_engine_sync_finish(sr_engine *e, int64_t target, const sr_fault *f, int64
     int64_t buckets = 0;
     pthread_mutex_lock(&e->mu);
     int was_active = e->sync_state == SR_SS_ACTIVE;
-    rc = sr_engine_sync_step_locked(
-        e, target >= 0 && target < e->version ? SR_SC_FINISH_BACKWARDS : SR_SC_FINISH, NULL, err);
+    /* The version the update goes to: the finish's, else its buckets' (the guard against going
+     * backwards holds either way). */
+    int64_t to = target >= 0 ? target : was_active ? e->bc.target : -1;
+    sr_sync_call call = was_active && e->bc.streams > 0 ? SR_SC_FINISH_INCOMPLETE
+                        : to >= 0 && to < e->version    ? SR_SC_FINISH_BACKWARDS
+                                                        : SR_SC_FINISH;
+    rc = sr_engine_sync_step_locked(e, call, NULL, err);
+    if (rc == SR_E_SYNC_INCOMPLETE)
+        sr_engine_bcast_discard_locked(e);
     if (!was_active && !rc)
         rc = sr_err_set(err, SR_E_INTERNAL, "the weight-sync table finished an inactive update");
     if (was_active) {
         buckets = e->bc.buckets;
         if (rc) {
-            /* refused by the table (a version going backwards): the update is discarded */
+            /* refused by the table (a bucket still arriving, a version going backwards): the
+             * update is discarded */
         } else if (!e->bc.failed && buckets &&
                    (e->bc.corrupt || (f && f->kind == SR_FK_CHECKSUM_MISMATCH)))
             rc = sr_err_set(err, SR_E_DELTA_CHECKSUM,
@@ -557,8 +633,7 @@ int sr_engine_sync_finish(sr_engine *e, int64_t target, const sr_fault *f, int64
             rc = sr_err_set(err, SR_E_ENGINE_REQUEST,
                             "finish targets version %lld, the buckets %lld", (long long)target,
                             (long long)e->bc.target);
-        if (target < 0)
-            target = e->bc.target;
+        target = to;
         /* vLLM's finish_weight_update(weight_version) sets the version it names whatever came
          * before it (LLM.finish_weight_update calls set_weight_version): with no bucket that is a
          * label alone, and the routes keep following the bytes the engine holds. */
@@ -576,9 +651,14 @@ int sr_engine_sync_finish(sr_engine *e, int64_t target, const sr_fault *f, int64
         *version = cur;
         return rc;
     }
-    if (rc)
+    if (rc && target >= 0)
         sr_err_prefix(err, "the update to version %lld is discarded, the engine stays on %lld: ",
                       (long long)target, (long long)cur);
+    else if (rc)
+        sr_err_prefix(err,
+                      "the update is discarded (neither the finish nor an accepted bucket named "
+                      "its version), the engine stays on %lld: ",
+                      (long long)cur);
     sr_pending pend;
     sr_engine_take_pending(e, NULL, &pend);
     if (!rc && buckets) {

@@ -10,6 +10,7 @@
 #include <cjson/cJSON.h>
 
 #include "server_priv.h"
+#include "sync_req.h"
 
 /* Parses the body as a JSON object ({} when empty). NULL after an error response was queued. */
 static cJSON *body_object(req *r, enum MHD_Result *ret)
@@ -45,7 +46,7 @@ static int get_version(const cJSON *o, const char *a, const char *b, int64_t *v)
     if (!x)
         return 0;
     if (!cJSON_IsNumber(x) || x->valuedouble != floor(x->valuedouble) || x->valuedouble < 0 ||
-        x->valuedouble > 1e9)
+        x->valuedouble > SR_WEIGHTS_MAX_VERSION)
         return -1;
     *v = (int64_t)x->valuedouble;
     return 1;
@@ -63,11 +64,13 @@ static enum MHD_Result apply(req *r, int64_t target)
     return sr_srv_ok(r, out);
 }
 
-static int64_t finish_target(const cJSON *kw)
+/* The finish's kwargs.syncroll.target_version into *v (-1 when absent); -1 when it is not a
+ * version (a finish past the ceiling is refused, not taken as one naming none). */
+static int finish_target(const cJSON *kw, int64_t *v)
 {
     const cJSON *sy = kw ? cJSON_GetObjectItemCaseSensitive(kw, "syncroll") : NULL;
-    int64_t v = -1;
-    return sy && get_version(sy, "target_version", NULL, &v) > 0 ? v : -1;
+    *v = -1;
+    return sy && get_version(sy, "target_version", NULL, v) < 0 ? -1 : 0;
 }
 
 static enum MHD_Result do_collective(req *r, const cJSON *b)
@@ -101,7 +104,11 @@ static enum MHD_Result do_collective(req *r, const cJSON *b)
         if (!has)
             rc = sr_engine_sync_no_transfer(r->srv->e, name, &err);
     } else if (strcmp(name, "skyrl_finish_weight_update") == 0) {
-        rc = sr_engine_sync_finish(r->srv->e, finish_target(kw), wf, &v, &err);
+        int64_t target;
+        if (finish_target(kw, &target))
+            return sr_srv_bad_request(r, "kwargs.syncroll.target_version must be a weight "
+                                         "version (an integer 0..SR_WEIGHTS_MAX_VERSION, 100000)");
+        rc = sr_engine_sync_finish(r->srv->e, target, wf, &v, &err);
     } else if (strcmp(name, "skyrl_sleep_for_weight_sync") == 0) {
         return sr_srv_rpc_sleep(r, kw);
     } else if (strcmp(name, "skyrl_wake_for_weight_sync") == 0) {
@@ -197,6 +204,9 @@ static enum MHD_Result with_body(req *r)
     enum MHD_Result ret = MHD_NO;
     if (r->ep == SR_EP_COLLECTIVE_RPC && is_bucket(r))
         return do_bucket(r);
+    sr_err err = SR_ERR_INIT;
+    if (sr_sync_req_no_nul(r->body.data, r->body.len, "the request body", &err))
+        return sr_srv_bad_request(r, err.msg);
     cJSON *b = body_object(r, &ret);
     if (!b)
         return ret;

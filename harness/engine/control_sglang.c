@@ -8,8 +8,10 @@
 #include <string.h>
 
 #include "jsonw.h"
+#include "sr_safetensors.h"
 #include "server_priv.h"
 #include "sgl_req.h"
+#include "sync_req.h"
 
 /* {"success": ok, "message": msg[, "check": name]} with `status`. */
 static enum MHD_Result reply(req *r, unsigned status, int code, const char *msg)
@@ -105,8 +107,30 @@ static enum MHD_Result update_tensor(req *r)
     return answer(r, rc, &err, "");
 }
 
+/* The version a checkpoint folder names (__metadata__.syncroll_version), so that a load that names
+ * none is guarded as one that does; -1 when the folder cannot be read or names no valid version:
+ * then the load itself reports why (disk.c), and it loads only the version asked here, since the
+ * request then names it. */
+static int64_t folder_version(const char *dir)
+{
+    sr_st_checkpoint *c = NULL;
+    sr_err err = SR_ERR_INIT;
+    int64_t v = -1;
+    if (!sr_st_checkpoint_open(&c, dir, &err)) {
+        const char *m = sr_st_checkpoint_meta(c, "syncroll_version");
+        size_t n = m ? strlen(m) : 0;
+        int digits = n >= 1 && n <= 9;
+        for (size_t i = 0; digits && i < n; i++)
+            digits = m[i] >= '0' && m[i] <= '9';
+        if (digits && atoll(m) <= SR_WEIGHTS_MAX_VERSION)
+            v = atoll(m);
+    }
+    sr_st_checkpoint_free(c);
+    return v;
+}
+
 /* A safetensors checkpoint folder inside server.sync_dirs (disk.c), guarded by the set_version
- * cells when it names a version. */
+ * cells with the version it names or, when it names none, the folder's. */
 static enum MHD_Result update_disk(req *r)
 {
     sr_engine *e = r->srv->e;
@@ -123,6 +147,8 @@ static enum MHD_Result update_disk(req *r)
                         q.load_format);
     if (!rc)
         rc = sr_engine_confine(dir, e, q.model_path, "model_path", &err);
+    if (!rc && q.weight_version < 0)
+        q.weight_version = folder_version(dir);
     if (!rc && q.weight_version >= 0)
         rc = sr_engine_sync_call(e,
                                  q.weight_version < sr_engine_version(e)
@@ -182,7 +208,9 @@ enum MHD_Result sr_srv_control_sglang(req *r)
     sr_err err = SR_ERR_INIT;
     sr_sgl_pause_mode mode;
     char out[96];
-    int rc;
+    int rc = sr_sync_req_no_nul(r->body.data, r->body.len, "the request body", &err);
+    if (rc)
+        return answer(r, rc, &err, "");
     switch (r->ep) {
     case SR_EP_SGL_INIT_GROUP:
         return init_group(r);

@@ -30,11 +30,12 @@ static enum MHD_Result detail(req *r, unsigned status, int code, const char *msg
 /* A refusal of the engine: 409 for the table's protocol cells, 400 a bad body, 500 otherwise. */
 static enum MHD_Result refuse(req *r, int rc, const sr_err *err)
 {
-    unsigned status =
-        rc == SR_E_SYNC_ORDER || rc == SR_E_SYNC_VERSION_BACKWARDS || rc == SR_E_SYNC_ENGINE_PAUSED
-            ? 409
-        : rc == SR_E_ENGINE_REQUEST ? 400
-                                    : 500;
+    unsigned status = rc == SR_E_SYNC_ORDER || rc == SR_E_SYNC_VERSION_BACKWARDS ||
+                              rc == SR_E_SYNC_ENGINE_PAUSED || rc == SR_E_SYNC_INCOMPLETE ||
+                              rc == SR_E_SYNC_CONCURRENT
+                          ? 409
+                      : rc == SR_E_ENGINE_REQUEST ? 400
+                                                  : 500;
     return detail(r, status, rc, err->msg);
 }
 
@@ -164,12 +165,16 @@ enum MHD_Result sr_srv_control_vllm(req *r)
     sr_server *s = r->srv;
     sr_err err = SR_ERR_INIT;
     char out[96];
-    int rc;
+    int rc = sr_sync_req_no_nul(r->body.data, r->body.len, "the request body", &err);
+    if (rc)
+        return detail(r, 400, rc, err.msg);
     switch (r->ep) {
     case SR_EP_INIT_TRANSFER:
         return init_transfer(r);
     case SR_EP_START_UPDATE:
-        rc = sr_engine_sync_start(s->e, &err);
+        rc = sr_sync_req_start(body(r), r->body.len, &err);
+        if (!rc)
+            rc = sr_engine_sync_start(s->e, &err);
         if (!rc)
             sr_engine_note_fault(s->e, r->pick.f[SR_FL_WEIGHTS]);
         return rc ? refuse(r, rc, &err) : sr_srv_ok(r, "{\"message\":\"Weight update started\"}");

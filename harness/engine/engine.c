@@ -325,10 +325,12 @@ static int state_sync(sr_buf *b, sr_engine *e, sr_err *err)
     return sr_buf_printf(
         b, err,
         ",\"sync\":{\"active\":%s,\"starts\":%lld,\"finishes\":%lld,"
-        "\"applies\":%lld,\"protocol_errors\":%lld,\"dialect\":\"%s\",\"state\":\"%s\"}",
+        "\"applies\":%lld,\"protocol_errors\":%lld,\"dialect\":\"%s\",\"state\":\"%s\","
+        "\"buckets_in_flight\":%lld}",
         e->sync_state == SR_SS_ACTIVE ? "true" : "false", (long long)e->sync_starts,
         (long long)e->sync_finishes, (long long)e->sync_applies, (long long)e->sync_order_errors,
-        sr_sync_dialect_name(e->cfg.sync_dialect), sr_sync_state_name(e->sync_state));
+        sr_sync_dialect_name(e->cfg.sync_dialect), sr_sync_state_name(e->sync_state),
+        (long long)e->bc.streams);
 }
 
 /* The "apply" member: what the receiver and the last apply did. Called with mu held. */

@@ -143,7 +143,9 @@ int64_t sr_engine_version(sr_engine *e);
  *   body {"names","dtypes","shapes","group_name","flush_cache","weight_version",
  *   "syncroll":{...}} (sgl_req.h); each such request is a whole update: the table steps update
  *   when the header arrives and finish when the bytes are in, and the request's own tensors are
- *   committed at its end under its target_version (no session, concurrent ones commit apart).
+ *   committed at its end under its target_version (no session, concurrent ones of other tensors
+ *   commit apart; one naming a tensor another still arriving writes is refused
+ *   SR_E_SYNC_CONCURRENT, so two updates never mix their bytes).
  *   Every name must be a tensor of the engine's set with the same dtype, shape and size, at
  *   most once per update. The body is not buffered: it streams into the stage as it arrives
  *   (like an NCCL receive, one stream per bucket; concurrent buckets are received in parallel,
@@ -151,8 +153,11 @@ int64_t sr_engine_version(sr_engine *e);
  *   at the end (SR_E_DELTA_CHECKSUM otherwise). Any failed bucket spoils the update. The
  *   engine's max_body_bytes does not bound a bucket: its tensors do.
  *   skyrl_finish_weight_update (kwargs may carry {"syncroll":{"target_version":v}}) ends the
- *   update in every case, and commits the tensors received only if no bucket failed; otherwise
- *   it answers the first failure (the engine stays on its version).
+ *   update in every case, and commits the tensors received only if no bucket failed and none is
+ *   still arriving; otherwise it answers the first failure, or SR_E_SYNC_INCOMPLETE while a bucket
+ *   arrives (that bucket is then refused SR_E_SYNC_INCOMPLETE too and writes nothing more), and
+ *   the engine stays on its version: an update is applied whole or not at all (sync_table.h). A
+ *   finish that names no version is guarded with its buckets' target_version.
  * Faults: a weights fault that fires on any sync request is remembered until the next commit
  * (partial_weight_apply, version_not_bumped). checksum_mismatch flips one bit of a payload: on
  * /fetch_weights in the first tensor the next manifest patches (the receiver's checksum fails,

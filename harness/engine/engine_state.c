@@ -18,7 +18,8 @@ int sr_engine_sync_init(sr_engine *e, sr_err *err)
     e->bc.target = -1;
     size_t n = sr_weights_count(e->weights);
     e->bc.received = calloc(n ? n : 1, 1);
-    if (!rc && !e->bc.received)
+    e->bc.busy = calloc(n ? n : 1, 1);
+    if (!rc && (!e->bc.received || !e->bc.busy))
         rc = sr_err_set(err, SR_E_NOMEM, "cannot allocate the broadcast session");
     return rc;
 }
@@ -42,6 +43,7 @@ void sr_engine_sync_release(sr_engine *e)
     free(e->stage_view);
     sr_weights_free(e->stage);
     free(e->bc.received);
+    free(e->bc.busy);
     defer_free(e);
 }
 
@@ -139,6 +141,16 @@ void sr_engine_bcast_begin_locked(sr_engine *e)
     e->bc.fail_code = 0;
     e->bc.fail_msg[0] = '\0';
     e->bc.corrupt = 0;
+    e->bc.gen++;
+}
+
+void sr_engine_bcast_discard_locked(sr_engine *e)
+{
+    if (e->cfg.sync_dialect == SR_SYNC_DIALECT_SGLANG || e->bc.streams == 0)
+        return;
+    memset(e->bc.busy, 0, sr_weights_count(e->weights));
+    e->bc.streams = 0;
+    e->bc.gen++;
 }
 
 int sr_engine_sync_step_locked(sr_engine *e, sr_sync_call c, const char *method, sr_err *err)

@@ -71,9 +71,12 @@ typedef struct sr_bcast {
     unsigned char *received; /* per tensor: 1 once a bucket delivered it in this update */
     int64_t target;          /* -1 until a bucket names it */
     int64_t buckets;
-    int64_t streams; /* buckets being received now */
-    int failed;      /* a bucket failed: finish refuses to commit */
-    int fail_code;   /* its sr_code */
+    int64_t streams;     /* buckets of this update being received now */
+    unsigned char *busy; /* per tensor: a bucket still arriving writes it (any plane) */
+    uint64_t gen;        /* the update's generation: a start or a discarding finish moves it, so
+                            a bucket of an update that ended knows it (atomic versions) */
+    int failed;          /* a bucket failed: finish refuses to commit */
+    int fail_code;       /* its sr_code */
     char fail_msg[SR_ERR_MSG_MAX];
     int corrupt; /* a checksum_mismatch fault fired on a request without a payload */
 } sr_bcast;
@@ -182,6 +185,11 @@ void sr_engine_take_pending(sr_engine *e, const sr_fault *f, sr_pending *p);
 
 /* Starts a broadcast session: clears the received set. Called with mu held. */
 void sr_engine_bcast_begin_locked(sr_engine *e);
+
+/* Ends the session's buckets still arriving without applying them (a finish while one arrives):
+ * the generation moves on, so each of them stops writing the stage and is answered
+ * sync.incomplete_update; their tensors are free again. Called with mu held. */
+void sr_engine_bcast_discard_locked(sr_engine *e);
 
 /*
  * Looks call `c` up in the table of the engine's control plane at its current state and moves to

@@ -23,9 +23,10 @@
 #include <cjson/cJSON.h>
 
 #include "sr_err.h"
+#include "sr_weights.h" /* SR_WEIGHTS_MAX_VERSION */
 
-#define SR_SGL_MAX_VERSION 1000000000
-#define SR_SGL_ADDR_MAX    256     /* master_address bytes with the NUL */
+#define SR_SGL_MAX_VERSION SR_WEIGHTS_MAX_VERSION /* the one ceiling of every plane */
+#define SR_SGL_ADDR_MAX    256                    /* master_address bytes with the NUL */
 #define SR_SGL_NAME_MAX    128     /* group_name, backend, load_format bytes with the NUL */
 #define SR_SGL_PATH_MAX    4096    /* model_path bytes with the NUL */
 #define SR_SGL_MAX_WORLD   1048576 /* world_size */

@@ -8,6 +8,33 @@
 
 #include <cjson/cJSON.h>
 
+int sr_sync_req_no_nul(const char *body, size_t len, const char *what, sr_err *err)
+{
+    /* A raw NUL first, wherever it is (also right after a backslash, which the walk skips). */
+    const char *z = body ? memchr(body, '\0', len) : NULL;
+    if (z)
+        return sr_err_set(err, SR_E_ENGINE_REQUEST,
+                          "%s: the body holds a NUL byte at byte %zu, which JSON text cannot", what,
+                          (size_t)(z - body));
+    int in_str = 0;
+    for (size_t i = 0; body && i < len; i++) {
+        char c = body[i];
+        if (!in_str) {
+            in_str = c == '"';
+        } else if (c == '"') {
+            in_str = 0;
+        } else if (c == '\\' && i + 1 < len) {
+            if (len - i >= 6 && memcmp(body + i + 1, "u0000", 5) == 0)
+                return sr_err_set(err, SR_E_ENGINE_REQUEST,
+                                  "%s: a JSON string holds an escaped NUL (\\u0000) at byte %zu; "
+                                  "a version, name or path cannot hold one (it would end there)",
+                                  what, i);
+            i++;
+        }
+    }
+    return 0;
+}
+
 /* The body as a JSON object; an empty body is {} when `empty_ok`. */
 static int object_of(cJSON **out, const char *body, size_t len, int empty_ok, sr_err *err)
 {
@@ -48,6 +75,14 @@ static int version_of(int64_t *v, const cJSON *x, const char *field, sr_err *err
     return sr_err_set(err, SR_E_ENGINE_REQUEST,
                       "%s must be a weight version: an integer 0..%d or a string of its digits",
                       field, SR_SYNC_REQ_MAX_VERSION);
+}
+
+int sr_sync_req_start(const char *body, size_t len, sr_err *err)
+{
+    cJSON *o;
+    int rc = object_of(&o, body, len, 1, err);
+    cJSON_Delete(o);
+    return rc;
 }
 
 int sr_sync_req_finish(int64_t *version, const char *body, size_t len, sr_err *err)

@@ -4,8 +4,13 @@
  * parsers of untrusted bytes, fuzzed by
  * fuzz/fuzz_sync_request.c.
  *
- * Versions. vLLM carries weight versions as strings; the mock's are integers 0..1e9, so a
- * version is a JSON integer in that range or a string of 1..10 decimal digits naming one.
+ * Versions. vLLM carries weight versions as strings; the mock's are integers
+ * 0..SR_WEIGHTS_MAX_VERSION (100000, the one ceiling of every weight-sync path: finish, version,
+ * buckets, disk), so a version is a JSON integer in that range or a string of 1..10 decimal digits
+ * naming one.
+ *
+ * Strings: a JSON string holding an escaped NUL (\u0000) is refused (sr_sync_req_no_nul), since
+ * the parsed C string would end at the NUL and name something else ("3\u0000" as 3).
  *
  * Errors: SR_E_ENGINE_REQUEST naming the field (answered 400), SR_E_NOMEM. Bodies are bounded by
  * the server's max_body_bytes before they get here. Thread-safe; no global state.
@@ -17,11 +22,23 @@
 #include <stdint.h>
 
 #include "sr_err.h"
+#include "sr_weights.h" /* SR_WEIGHTS_MAX_VERSION */
 
-#define SR_SYNC_REQ_MAX_VERSION  1000000000
+#define SR_SYNC_REQ_MAX_VERSION  SR_WEIGHTS_MAX_VERSION
 #define SR_SYNC_REQ_MAX_BASELINE 65536 /* tensors a weight_checker baseline may name */
 #define SR_SYNC_REQ_NAME_MAX     256   /* bytes of a tensor name in a baseline */
 #define SR_SYNC_REQ_DIGEST_HEX   32    /* hex digits of a checksum (xxh3-128) */
+
+/* 0, or SR_E_ENGINE_REQUEST when a string (a key or a value) of the JSON text body[0..len) holds
+ * an escaped NUL (\u0000), naming the offset; `what` names the request in the message. The text
+ * is walked string by string as RFC 8259 writes them ("\\u0000", an escaped backslash, is no
+ * NUL); a text that is not JSON is left to its parser. Every control-plane body and bucket header
+ * passes here before it is parsed. */
+int sr_sync_req_no_nul(const char *body, size_t len, const char *what, sr_err *err);
+
+/* POST /start_weight_update [{"is_checkpoint_format": bool, ...}]: a JSON object (an empty body is
+ * {}), refused as finish refuses one that is not. */
+int sr_sync_req_start(const char *body, size_t len, sr_err *err);
 
 /* POST /finish_weight_update [{"weight_version": v}] (an empty body is no version): *version
  * receives v, or -1 when none is given (null or absent). */

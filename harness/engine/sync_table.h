@@ -12,7 +12,17 @@
  *
  * Calls are what the engine classifies a request as: the endpoint plus the one condition that
  * changes its answer (a finish or version naming a version below the one held; a weight check
- * while paused or asleep), so that every guard of the protocol is a cell.
+ * while paused or asleep; a bucket naming a tensor that another bucket still arriving writes; a
+ * finish while a bucket of the update is still arriving), so that every guard of the protocol is
+ * a cell.
+ *
+ * Atomic versions: nothing of an update is visible (version, weight_checker, routes) until every
+ * bucket of it has arrived complete and verified. A finish while a bucket of the update is still
+ * arriving is finish_incomplete: refused sync.incomplete_update and the update discarded (-> idle),
+ * and the late bucket is answered sync.incomplete_update too (bucket.c); a bucket naming a tensor
+ * another bucket still writes is update_busy: refused sync.concurrent_update, the other one goes
+ * on. Outside an active update no bucket of the vllm and skyrl planes is in flight (a finish ends
+ * or discards them all), so there those two calls answer as update and finish.
  *
  * Status and body shape per plane: skyrl answers a refusal 500 with the engine's error body
  * {"error":{"message","type":"RuntimeError","code","check"}} (the reference raises RuntimeError
@@ -61,6 +71,8 @@ typedef enum sr_sync_call {
     SR_SC_CHECK,                 /* weight_checker on an awake, unpaused engine */
     SR_SC_CHECK_PAUSED,          /* weight_checker while paused or asleep */
     SR_SC_DESTROY,               /* destroy_weights_update_group (sglang) */
+    SR_SC_UPDATE_BUSY,           /* an update naming a tensor a bucket still arriving writes */
+    SR_SC_FINISH_INCOMPLETE,     /* finish while a bucket of the update is still arriving */
     SR_SC_COUNT
 } sr_sync_call;
 
@@ -83,8 +95,8 @@ const sr_sync_cell *sr_sync_table_cell(sr_sync_dialect d, sr_sync_state s, sr_sy
 const char *sr_sync_call_method(sr_sync_dialect d, sr_sync_call c);
 
 /* "uninit", "idle", "active" and "init", "start", "update", "finish", "finish_backwards",
- * "set_version", "set_version_backwards", "check", "check_paused", "destroy"; NULL outside the
- * enums. */
+ * "set_version", "set_version_backwards", "check", "check_paused", "destroy", "update_busy",
+ * "finish_incomplete"; NULL outside the enums. */
 const char *sr_sync_state_name(sr_sync_state s);
 const char *sr_sync_call_name(sr_sync_call c);
 

@@ -145,8 +145,8 @@ static cJSON *client_json(const sr_scenario *s)
     add_int(c, "concurrency", s->concurrency);
     cJSON_AddBoolToObject(c, "strict_base64", o->strict_base64);
     if (o->dialect_route) /* a route other than the dialect's first (client.generate_path) */
-        cJSON_AddStringToObject(
-            c, "generate_path", sr_dialect_get(s->engine.dialect)->routes[o->dialect_route].path);
+        cJSON_AddStringToObject(c, "generate_path",
+                                sr_dialect_get(s->engine.dialect)->routes[o->dialect_route].path);
     if (o->pd_decode >= 0) {
         cJSON *pd = cJSON_AddObjectToObject(c, "pd");
         add_int(pd, "prefill", o->pd_prefill);
@@ -305,7 +305,10 @@ static cJSON *engine_config_json(const sr_engine_config *c, const char *sync_dir
     if (c->support)
         cJSON_AddItemToArray(f, cJSON_CreateString("rollout_sample_support"));
     add_int(r, "sample_support_k", c->support_k);
-    cJSON_AddStringToObject(r, "sync_dialect", sr_sync_dialect_name(c->sync_dialect));
+    /* Only a sync dialect the scenario names: a defaulted one (the dialect's control plane) must
+     * stay a default, so that `engine --dialect D` / `serve --dialect D` give the engine D's. */
+    if (c->sync_dialect_given)
+        cJSON_AddStringToObject(r, "sync_dialect", sr_sync_dialect_name(c->sync_dialect));
     cJSON_AddStringToObject(r, "dialect", sr_dialect_name(c->dialect));
     cJSON_AddItemToObject(r, "timing", timing_json(c));
     cJSON *sv = server_json(c);
