@@ -217,7 +217,7 @@ START_TEST(receiver_refuses_every_planted_symlink)
                 spit(victim, "keep");
                 snprintf(link, sizeof(link), "%s/%s", dir, names[i]);
                 ck_assert_int_eq(symlink(missing ? absent : victim, link), 0);
-                fetch_v1(&e, &f, 500, CHECK);
+                fetch_v1(&e, &f, 403, CHECK);
                 ck_assert_msg(holds(victim, "keep"), "%s: the outside file changed", link);
                 ck_assert_msg(!exists(absent), "%s: the outside file was created", link);
             }
@@ -229,7 +229,7 @@ START_TEST(receiver_refuses_every_planted_symlink)
     eng_expect(&e, "POST", "/init_weight_transfer_engine", "{\"init_info\":{}}", 200, NULL);
     sh("rm -rf '%s' && find '%s' -mindepth 1 -delete", rx, f.out);
     ck_assert_int_eq(symlink(f.out, rx), 0);
-    fetch_v1(&e, &f, 500, CHECK);
+    fetch_v1(&e, &f, 403, CHECK);
     ck_assert_int_eq(entries(f.out), 0);
     ck_assert_int_eq(unlink(rx), 0);
     /* What the receiver reads: the version folder, its manifest and a payload file. */
@@ -243,7 +243,7 @@ START_TEST(receiver_refuses_every_planted_symlink)
         snprintf(to, sizeof(to), "%s%s", moved, reads[i]);
         sh("rm -rf '%s' && cp -a '%s' '%s'", moved, vdir, moved);
         sh("rm -rf '%s' && ln -s '%s' '%s'", from, to, from);
-        fetch_v1(&e, &f, 500, CHECK);
+        fetch_v1(&e, &f, 403, CHECK);
         sh("rm -f '%s' && cp -a '%s' '%s'", from, to, from);
     }
     fetch_v1(&e, &f, 200, "\"fetched_version\":1");

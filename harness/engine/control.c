@@ -31,7 +31,8 @@ static cJSON *body_object(req *r, enum MHD_Result *ret)
 
 static enum MHD_Result sync_error(req *r, int rc, const sr_err *err)
 {
-    if (rc == SR_E_ENGINE_FORBIDDEN_PATH)
+    /* A symbolic link planted under a sync folder is refused like a path outside them. */
+    if (rc == SR_E_ENGINE_FORBIDDEN_PATH || rc == SR_E_SYMLINK)
         return sr_srv_error(r, 403, "PermissionDeniedError", rc, err->msg);
     unsigned status = rc == SR_E_ENGINE_REQUEST ? 400 : 500;
     return sr_srv_error(r, status, status == 400 ? "BadRequestError" : "RuntimeError", rc,
