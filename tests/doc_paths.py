@@ -22,7 +22,8 @@ shell and CMake files, and checks five rules. Each failure is printed as file:li
 3. Sections: a reference `FILE.md §N` (also `FILE.md section N`, `FILE.md Appendix X`, and lists
    such as `§8.2, §8.3` or ranges `§1.2-1.4` after one file name), in Markdown or in a source
    comment, names a Markdown file of the repository with a heading numbered N: "## 5. ...",
-   "### 5a. ...", "### 1.2 ...", "## Appendix A ...".
+   "### 5a. ...", "### 1.2 ...", "## Appendix A ...". A section cited after a word that names
+   some other document (`DESIGN §4`, `some-contract §1.2`, `client.h §1.7`) fails too.
 4. Markdown names: every `*.md` name, in Markdown or in a source comment, names a file of the
    repository: a path from the root, a path from the citing file's folder, or a base name that
    exactly one file of the repository has.
@@ -58,6 +59,10 @@ SECTION_REF = re.compile(r"(?<![\w/.-])([\w./-]+\.md)`?\s*,?\s+(" + SECTION_ITEM
                          r"|[0-9][\w.]*(?![\w.])))*)")
 LINK = re.compile(r"(?<!\\)\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
 REFDEF = re.compile(r"^\s{0,3}\[[^\]]+\]:\s*<?(\S+?)>?(?:\s+.*)?$")
+# A section reference after a word that names some document (a capitalised name, a name with a
+# hyphen, dot or slash) other than a Markdown file of the repository.
+DOC_SECTION = re.compile(r"(?<![\w./-])([A-Za-z][\w./-]*)`?\s+"
+                         r"(?:§\s?[0-9]|section [0-9]|Appendix [A-Z])")
 OUTSIDE_REL = re.compile(r"(?<![\w.-])((?:\.\./)+[\w./-]*)")
 OUTSIDE_ABS = re.compile(r"(?<![\w./-])(/work(?:/[\w.-]*)*)")
 
@@ -244,6 +249,12 @@ def check_text(tree, rel, lineno, text, report, markdown):
         for q in expand(name):
             if not tree.find_md(q, rel):
                 report(f"{where}: no such Markdown file in the repository: {q}")
+    for m in DOC_SECTION.finditer(text):
+        name = m.group(1)
+        if not name.endswith(".md") and (re.search(r"[-._/]", name) or
+                                         (name.isupper() and len(name) >= 3)):
+            report(f"{where}: section of a document that is not a Markdown file of the "
+                   f"repository: {m.group(0)}")
     for m in SECTION_REF.finditer(text):
         name, items = m.group(1), m.group(2)
         target = tree.find_md(name, rel)
@@ -339,6 +350,8 @@ BROKEN = {
     "lib/sr_bad.h": ("#ifndef X\n/*\n * The old design (see NOTES.md §4).\n */\n", 3),
     "lib/sr_bad2.c": ("int x; /* docs/guide.md §9 */\n", 1),
     "tests/bad.py": ("import os\n\n# as ../shared/NOTES.md says\n", 3),
+    "bad/doc.md": ("# Bad\n\nAs the-contract §1.2 and NOTES §4 say.\n", 3),
+    "lib/sr_bad3.h": ("/* The body of old-contract section 3. */\n", 1),
 }
 
 
