@@ -68,7 +68,7 @@ typedef struct sr_scenario_key {
 size_t sr_scenario_key_count(void);
 const sr_scenario_key *sr_scenario_key_at(size_t i);
 
-/* ---- quirks: switchable legacy behaviours of our own modules (the README's bug catalogue) ---- */
+/* ---- quirks: switchable legacy behaviours of our own modules (scenarios/bugs/README.md) ---- */
 
 typedef enum sr_quirk {
     SR_QUIRK_RETRY_JSON_DECODE_ONLY = 0, /* client */
