@@ -46,7 +46,9 @@ import tempfile
 
 PATH = re.compile(r"(?<![\w/.-])((?:lib|harness|tests|bench|fuzz|scenarios|fixtures|\.ci)/"
                   r"[A-Za-z0-9_.{},*/-]*)")
-SKIP_DIRS = {".git", "build", "build-sanitize", "build-fuzz", "reports", "node_modules"}
+SKIP_DIRS = {".git", "build", "build-sanitize", "build-fuzz", "node_modules"}
+# Folders of generated output: their own files count (reports/README.md), their subfolders not.
+SHALLOW_DIRS = {"reports"}
 SOURCE_EXT = (".c", ".h", ".py", ".sh")
 SOURCE_NAMES = ("CMakeLists.txt",)
 
@@ -63,6 +65,9 @@ REFDEF = re.compile(r"^\s{0,3}\[[^\]]+\]:\s*<?(\S+?)>?(?:\s+.*)?$")
 # hyphen, dot or slash) other than a Markdown file of the repository.
 DOC_SECTION = re.compile(r"(?<![\w./-])([A-Za-z][\w./-]*)`?\s+"
                          r"(?:§\s?[0-9]|section [0-9]|Appendix [A-Z])")
+# C comments, and the string and character literals a comment marker may hide in.
+C_TOKEN = re.compile(r"/\*.*?(?:\*/|\Z)|//[^\n]*|\"(?:\\.|[^\"\\\n])*\"?|'(?:\\.|[^'\\\n])*'?",
+                     re.S)
 OUTSIDE_REL = re.compile(r"(?<![\w.-])((?:\.\./)+[\w./-]*)")
 OUTSIDE_ABS = re.compile(r"(?<![\w./-])(/work(?:/[\w.-]*)*)")
 
@@ -104,6 +109,8 @@ def repo_files(root):
                           os.path.isfile(os.path.join(root, n)))
     found = []
     for dirpath, dirs, names in os.walk(root):
+        if os.path.relpath(dirpath, root) in SHALLOW_DIRS:
+            dirs[:] = []
         dirs[:] = [d for d in dirs if d not in SKIP_DIRS and not d.startswith("build")]
         for n in names:
             found.append(os.path.relpath(os.path.join(dirpath, n), root))
@@ -187,31 +194,16 @@ def comments_of(path):
         text = fh.read()
     out = []
     if path.endswith((".c", ".h")):
-        i, line, n = 0, 1, len(text)
-        while i < n:
-            c = text[i]
-            if c == "\n":
-                line += 1
-                i += 1
-            elif text.startswith("/*", i):
-                j = text.find("*/", i + 2)
-                j = n if j < 0 else j
-                for k, part in enumerate(text[i + 2:j].split("\n")):
+        line, pos = 1, 0
+        for m in C_TOKEN.finditer(text):
+            line += text.count("\n", pos, m.start())
+            pos = m.start()
+            tok = m.group(0)
+            if tok.startswith("/*"):
+                for k, part in enumerate(tok[2:-2].split("\n")):
                     out.append((line + k, part))
-                line += text.count("\n", i, j)
-                i = j + 2
-            elif text.startswith("//", i):
-                j = text.find("\n", i)
-                j = n if j < 0 else j
-                out.append((line, text[i + 2:j]))
-                i = j
-            elif c in "\"'":
-                j = i + 1
-                while j < n and text[j] != c and text[j] != "\n":
-                    j += 2 if text[j] == "\\" else 1
-                i = j + 1
-            else:
-                i += 1
+            elif tok.startswith("//"):
+                out.append((line, tok[2:]))
     else:  # Python, shell, CMake: '#' comments (not inside a quoted string on the line)
         for lineno, raw in enumerate(text.split("\n"), 1):
             quote = None
