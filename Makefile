@@ -17,7 +17,7 @@ FUZZ_SMOKE_SECONDS ?= 10
 SYNCROLL := $(BUILD)/harness/syncroll
 MAKEFLAGS += --no-print-directory
 
-.PHONY: all deps fuzz-deps build test run bench fuzz fuzz-smoke sanitize tsan format clean help \
+.PHONY: all deps fuzz-deps build test run bench fuzz fuzz-smoke sanitize tsan format clean help docs \
         report-shot mutate
 
 all: build
@@ -35,6 +35,7 @@ help:
 	@echo "make memcheck  unit suites and smoke scenarios (harness and engines) under valgrind"
 	@echo "make deps      install missing Debian packages (as root), or print the command"
 	@echo "make format    clang-format every C file in place"
+	@echo "make docs      regenerate docs/reference/{errors,faults,checks}.md from the source tables"
 	@echo "make report-shot  render reports/latest/report.html to report.png (headless Chromium)"
 
 # Installs what is missing with apt-get when root; otherwise prints the exact command and fails.
@@ -70,6 +71,9 @@ run: build
 	@if ls scenarios/nightly/*.json >/dev/null 2>&1; then dir=scenarios/nightly; \
 	else dir=scenarios/examples; echo "scenarios/nightly/ has no scenarios yet: running $$dir"; fi; \
 	$(SYNCROLL) run -j$(JOBS) $$dir
+
+docs: build
+	@sh tests/docs_generated.sh $(SYNCROLL) . --write
 
 bench: build
 	@sh bench/run.sh $(BUILD)

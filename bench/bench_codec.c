@@ -1,6 +1,6 @@
 /*
  * bench_codec: base64 decode of 120 MiB of base64 and encode of 90 MiB of raw bytes (the
- * routes of the reference body, perf-anchors.md), scalar and AVX2, 1 and 2 threads, and the
+ * routes of the reference body, design.md §8), scalar and AVX2, 1 and 2 threads, and the
  * fused stop-at-quote decode. Every line is a ratio against memcpy of the same byte count
  * measured in this process: decode against memcpy of the base64 input size, encode against
  * memcpy of its output size (both 120 MiB). Targets: AVX2 decode 1 thread <= 0.9, AVX2

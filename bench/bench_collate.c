@@ -1,5 +1,5 @@
 /*
- * Collation benchmark (perf-anchors.md): 32 samples of [T_i, 48, 8] int16 routes, left-padded
+ * Collation benchmark (design.md §8): 32 samples of [T_i, 48, 8] int16 routes, left-padded
  * into [32, 10923, 48, 8] (256 MiB), into a warm reused output buffer, with 1 and 2 workers.
  * Baseline: memcpy of the output size in the same process.
  * Targets: 1 worker <= 1.2 x memcpy; 2 workers >= 1.4 x faster than 1 worker (ratio <= 0.714

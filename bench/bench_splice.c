@@ -1,5 +1,5 @@
 /*
- * bench_splice: the response-body splice on the reference body of perf-anchors.md (16 choices,
+ * bench_splice: the response-body splice on the reference body of design.md §8 (16 choices,
  * 122,880 tokens in all, 48 layers, top-8, int16 expert ids below 512, token ids, some text;
  * `data` first, compact JSON: 121.3 MiB), against memcpy of the body in the same process:
  *

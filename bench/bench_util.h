@@ -1,7 +1,7 @@
 /*
  * Shared benchmark plumbing. Every measurement is the median of >= 11 repetitions, reported as a
  * ratio against a baseline measured in the same process (absolute times drift on this shared
- * machine, perf-anchors.md), in exactly one line:
+ * machine, design.md §8), in exactly one line:
  *
  *   bench: <name> median_ms=<x> min_ms=<x> max_ms=<x> ratio=<x> vs=<baseline name> [key=<x>...]
  *

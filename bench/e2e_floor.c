@@ -121,7 +121,7 @@ void e2e_floor_free(e2e_floor *f)
     free(f);
 }
 
-/* The client's request body for turn k of result r (client.h §1.2 layout). */
+/* The client's request body for turn k of result r (the layout of skyrl.md §1.2). */
 static int build_body(sr_buf *b, const sr_rollout_result *r, const sr_rollout_turn *tu,
                       const char *model, const char *sp_text)
 {

@@ -3,12 +3,12 @@
 
 Usage: reference_splice.py BODY_FILE [REPS]
 
-BODY_FILE is the reference body that bench/bench_splice writes (perf-anchors.md: 16 choices,
+BODY_FILE is the reference body that bench/bench_splice writes (design.md §8: 16 choices,
 122,880 tokens, [T, 48, 8] int16 routes, 121.3 MiB, `data` first, compact JSON). REPS (default
 11, at least 11) repetitions of each path are timed after one warm-up call; every path ends with
 the routes of every choice as NumPy arrays of the declared shape and dtype.
 
-  reference  SkyRL's load_packed_body (skyrl-contract.md section 3): find each
+  reference  SkyRL's load_packed_body (docs/reference/skyrl.md section 3): find each
              `"<field>":{"data":"` anchor with bytes.find, cut the blob out (up to the next `"`),
              json.loads the joined rest, re-attach each blob to its envelope in document order,
              then decode: binascii.a2b_base64(strict_mode=True) + numpy.frombuffer + reshape, with
@@ -18,7 +18,7 @@ the routes of every choice as NumPy arrays of the declared shape and dtype.
 
 Prints one `bench:` line per path in bench_util.h's format; ratio is against the `copy` line
 measured in this process. The standard library's json is used (Debian's python3 has no orjson),
-so these baselines are slower than the orjson figures of perf-anchors.md.
+so these baselines are slower than the orjson figures the reference PR reports (skyrl.md §3.4).
 """
 
 import binascii

@@ -2,7 +2,6 @@
 #include <stdio.h>
 #include <string.h>
 
-
 #include "cli/commands.h"
 #include "client/client.h"
 #include "run/procs.h"
@@ -10,6 +9,8 @@
 const sr_command sr_commands[] = {
     {"version", "print the version and the base64 kernel in use", sr_cmd_version},
     {"errors", "list every named error with its class and meaning", sr_cmd_errors},
+    {"faults", "list every engine fault kind with its parameters and effect", sr_cmd_faults},
+    {"checks", "list every check a verdict can name and the route-row classes", sr_cmd_checks},
     {"engine", "run one mock inference engine (HTTP) until SIGTERM", sr_cmd_engine},
     {"serve", "start a scenario's mock engines for external clients", sr_cmd_serve},
     {"check-body", "splice and validate a captured response body", sr_cmd_check_body},

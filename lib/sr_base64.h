@@ -9,7 +9,7 @@
  * to the start of the encoded text; for SR_E_B64_LENGTH, the length).
  *
  * Non-zero trailing bits ("AR==": the R carries bits below the one decoded byte; "AAB=") are
- * accepted and dropped, as the reference does (skyrl-contract Appendix B): the decoders report
+ * accepted and dropped, as the reference does (skyrl.md Appendix B): the decoders report
  * the offset of the first such character as a note (noncanon_at, -1 if none), because the
  * text is not what a canonical encoder writes. With SR_B64_STRICT_BITS they are
  * SR_E_B64_PADDING instead (client.strict_base64).

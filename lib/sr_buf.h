@@ -1,7 +1,7 @@
 /*
  * sr_buf: a growable byte buffer with a hard maximum size.
  *
- * Every growable buffer in syncroll has a maximum (DESIGN.md §4): appending past `max` fails with
+ * Every growable buffer has a maximum (conventions.md §3): appending past `max` fails with
  * SR_E_LIMIT and leaves the buffer unchanged. The buffer owns `data`; release it with
  * sr_buf_release(). `data` is always NUL-terminated when len > 0 or after any append, so text
  * can be printed directly; the NUL is not counted in `len`.

@@ -1,6 +1,6 @@
 /*
  * sr_collate: left-padded collation of routed-expert routes into one batch
- * (skyrl-contract §7.3, SkyRL preprocess._collate_rollout_expert_indices and
+ * (docs/reference/skyrl.md §7.3, SkyRL preprocess._collate_rollout_expert_indices and
  * make_router_padding_mask).
  *
  * Layout. Sample i has real length real_i = prompt_i + response_i tokens and captured_i route

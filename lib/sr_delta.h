@@ -1,5 +1,5 @@
 /*
- * sr_delta: the delta weight store (skyrl-contract §8.1, §8.2): a publisher that writes one
+ * sr_delta: the delta weight store (skyrl.md §8.1, §8.2): a publisher that writes one
  * folder per weight version holding the XOR of each changed tensor against the previous version,
  * and a receiver that applies those folders in order to its local tensors.
  *

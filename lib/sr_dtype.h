@@ -2,7 +2,7 @@
  * sr_dtype: NumPy dtype names, item sizes and integer ranges.
  *
  * Packed arrays on the wire carry NumPy dtype *names* ("uint8", "int16", "float32", ...) with no
- * byte-order mark; the bytes are little-endian (skyrl-contract §1.5). This module maps names to
+ * byte-order mark; the bytes are little-endian (skyrl.md §1.5). This module maps names to
  * an enum and back and answers size and range questions. Pure functions; thread-safe.
  */
 #ifndef SR_DTYPE_H

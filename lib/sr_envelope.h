@@ -1,6 +1,6 @@
 /*
  * sr_envelope: the packed n-d array envelope {"data":"<b64>","shape":[...],"dtype":"..."}
- * (skyrl-contract §1.5, §2) and canonical routed-expert dtypes (§2.3, §2.4).
+ * (docs/reference/skyrl.md §1.5, §2) and canonical routed-expert dtypes (§2.3, §2.4).
  *
  * Wire rules: `data` is the first key, then `shape`, then `dtype`, then sidecar keys in order;
  * compact JSON (no whitespace); `data` is strict standard base64 with padding of the array's

@@ -214,7 +214,8 @@ typedef enum sr_class {
       "another receiver held the lock of the delta state folder past the lock wait")               \
     /* generate client and rollout loop (-95x, -96x of the -9xx range) */                          \
     X(SR_E_CLIENT_INVALID, -950, "client.invalid_request", SR_CLASS_USAGE,                         \
-      "a generate request fails the client-side checks of skyrl-contract 1.2 and is never sent")   \
+      "a generate request fails the client-side checks (docs/reference/skyrl.md section 1.2) "     \
+      "and is never sent")                                                                         \
     X(SR_E_CLIENT_ROUTES_MISSING, -951, "client.routes_missing", SR_CLASS_PROTOCOL,                \
       "routed experts were requested but the response carries null or no routed_experts")          \
     X(SR_E_CLIENT_RETRY_EXHAUSTED, -952, "client.retry_exhausted", SR_CLASS_RESOURCE,              \

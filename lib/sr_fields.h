@@ -3,7 +3,7 @@
  *
  * Four kinds of entries (the last two carry the route wires of the other engine dialects):
  *   packed fields     keys whose value is a packed-array envelope {"data":"<b64>",...}
- *                     (skyrl-contract §1.5): the splice cuts the blob out before the JSON parser
+ *                     (skyrl.md §1.5): the splice cuts the blob out before the JSON parser
  *                     runs and decodes it. A definition says which dtypes and how many dimensions
  *                     the array may have, whether its values must use their smallest (canonical)
  *                     route dtype, whether JSON null is allowed, and whether axis 0 counts token

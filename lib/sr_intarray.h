@@ -2,7 +2,7 @@
  * sr_intarray: a strict, incremental parser for JSON arrays of integers (token ids).
  *
  * cJSON spends about as long on the 123k token ids of a large response as memcpy takes for the
- * whole 121 MiB body (perf-anchors.md), so the response-body splice hands registered
+ * whole 121 MiB body (design.md §8), so the response-body splice hands registered
  * integer-array keys to this parser instead. Grammar (RFC 8259 restricted to integers):
  *
  *   array  = ws '[' ws [ value *( ws ',' ws value ) ] ws ']'

@@ -9,7 +9,7 @@
  *
  * An sr_arena hands out 64-byte-aligned blocks from large chunks and keeps them across
  * sr_arena_reset(), so the second response decoded into the same arena touches no fresh pages
- * (a first touch costs ~3 µs per 4 KiB page here, more than the decode; perf-anchors.md).
+ * (a first touch costs ~3 µs per 4 KiB page here, more than the decode; design.md §8).
  * Blocks stay valid until the next reset or free. The arena has a byte maximum; exceeding it is
  * SR_E_LIMIT.
  *

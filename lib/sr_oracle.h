@@ -3,14 +3,14 @@
  *
  * Every token, logprob and route row the mock engine emits is a pure function of (scenario
  * seed, model shape, weight fingerprints, token prefix), so the verifier can recompute each one
- * exactly (DESIGN.md §1). Route rows at MoE layer l depend on the fingerprint of the weights the
+ * exactly (design.md §2). Route rows at MoE layer l depend on the fingerprint of the weights the
  * engine actually applied for layer l (sr_weights), so stale, partial or corrupted weight syncs
  * show up as wrong routes at exactly the affected layers; tokens and logprobs depend on the
  * fingerprint of the global tensors (embedding, output head). Layer fingerprints are indexed by
  * MoE layer slot (0 .. num_layers-1, in layer_indices order), exactly as
  * sr_weights_fingerprints() returns them for the same layer_indices.
  *
- * Row semantics (skyrl-contract §5.1): row i holds the routes of the forward pass whose input is
+ * Row semantics (skyrl.md §5.1): row i holds the routes of the forward pass whose input is
  * token i; a request with prompt length P producing G tokens yields rows 0 .. P+G-2 (P+G-1
  * rows), and routed_experts_prompt_start = s asks for rows [s, P+G-1).
  *

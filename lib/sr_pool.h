@@ -1,6 +1,6 @@
 /*
  * sr_pool: worker-pool sizing from the CPU topology, and a parallel row fill
- * (skyrl-contract §7.1, §7.2).
+ * (docs/reference/skyrl.md §7.1, §7.2).
  *
  * Pool sizing. sr_pool_workers() returns max(1, min(cap, cores - reserved)) where cores is
  * either given or detected as min(CPU affinity count, cgroup CPU quota):

@@ -1,6 +1,6 @@
 /*
  * sr_replay_config: the routing-replay (R3) versus virtual pipeline parallelism check
- * (skyrl-contract §9).
+ * (docs/reference/skyrl.md §9).
  *
  * Megatron's router replay pushes target indices onto a per-router FIFO consumed in recompute;
  * interleaved (virtual) pipeline chunks run microbatches out of the order the FIFO assumes. So

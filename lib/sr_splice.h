@@ -1,6 +1,6 @@
 /*
  * sr_splice: parse a generate response body whose packed blobs never reach the JSON parser
- * (skyrl-contract §3), one-shot or streamed in arbitrary chunks.
+ * (docs/reference/skyrl.md §3), one-shot or streamed in arbitrary chunks.
  *
  * Algorithm (§3.2, in one left-to-right pass over the raw body whatever the number of fields):
  *   - The anchor is the 10 bytes `:{"data":"`. A registered packed field f matches when the
@@ -246,7 +246,7 @@ cJSON *sr_splice_take_doc(sr_splicer *s);
 
 /*
  * Whether a response that failed with `code` may be retried. Default: exactly the transient
- * codes. With retry_json_decode_only = 1 (the reference client's behaviour, skyrl-contract §4.2,
+ * codes. With retry_json_decode_only = 1 (the reference client's behaviour, skyrl.md §4.2,
  * kept as the client quirk `retry_json_decode_only`): only what the reference's JSON decoder
  * raises: splice.invalid_json, splice.truncated, intarray.syntax, json.invalid_utf8 and
  * json.number_overflow; a body cut inside a blob (splice.unterminated) or short of its

@@ -1,6 +1,6 @@
 /*
  * sr_trace: the token-metadata trace and the routed-expert trace of a multi-turn trajectory
- * (skyrl-contract §5.2, §5.3, with the later fixes of §5.4 and §5.6b).
+ * (docs/reference/skyrl.md §5.2, §5.3, with the later fixes of §5.4 and §5.6b).
  *
  * Token-metadata trace (sr_meta_trace). Rows of per-token metadata arrive in chunks, each with
  * the row count the caller expects; every row has the same row shape (the chunk's trailing

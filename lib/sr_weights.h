@@ -3,7 +3,7 @@
  *
  * The trainer side publishes versions of it, the mock engine holds and patches one, and the
  * routing oracle (sr_oracle) routes with its fingerprints: a partial, stale or corrupted weight
- * sync therefore shows up at exactly the layers whose bytes differ (DESIGN.md §1).
+ * sync therefore shows up at exactly the layers whose bytes differ (docs/internals/design.md §3).
  *
  * ---- Tensors (names, dtypes, shapes) ----
  *

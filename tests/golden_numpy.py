@@ -3,7 +3,7 @@
 
 Every fixtures/bodies/NAME.body (with the options of NAME.args) is spliced and decoded here
 independently of syncroll -- its own byte scan for packed blobs and integer arrays, the standard
-library's base64 and json, and numpy for the arrays -- following skyrl-contract section 3 and the
+library's base64 and json, and numpy for the arrays -- following skyrl.md section 3 and the
 check order of lib/sr_envelope.h. The result is compared with `syncroll check-body --json` on the
 same body: for a valid body every entry (path, field, kind, shape, dtype, bytes, canonical, min,
 max, spliced, sidecar) and the counts; for an invalid one the dotted error name.

@@ -1,6 +1,6 @@
 /*
  * A slow, deliberately simple model of the reference client's splice and decode
- * (skyrl-contract §2.2, §3, Appendix B), for differential tests of lib/sr_splice: the fuzz
+ * (docs/reference/skyrl.md §2.2, §3, Appendix B), for differential tests of lib/sr_splice: the fuzz
  * target fuzz/fuzz_splice_diff.c and the ctest unit.splice_diff. Written from the contract, not
  * from syncroll's code:
  *

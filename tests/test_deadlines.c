@@ -1,5 +1,5 @@
 /*
- * No unbounded waits (DESIGN.md §2): a stall provoked at every phase — connect (refused port,
+ * No unbounded waits (design.md §1): a stall provoked at every phase — connect (refused port,
  * blackholed listen queue), response headers, response body, control plane, every weight-sync
  * phase (delta and broadcast), engine start (an engine that never reports readiness) and a
  * `wait.until` step — ends as its named deadline failure within the configured time. Each bound

@@ -443,7 +443,7 @@ START_TEST(test_config_parse)
 }
 END_TEST
 
-/* skyrl-contract Appendix A: the reply body, byte for byte, up to the syncroll key. */
+/* docs/reference/skyrl.md Appendix A: the reply body, byte for byte, up to the syncroll key. */
 START_TEST(test_body_is_reference_bytes)
 {
     sr_oracle_model m = SR_ORACLE_MODEL_INIT;

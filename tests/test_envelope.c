@@ -1,4 +1,4 @@
-/* The packed-array envelope: every worked vector and error case of skyrl-contract §1.5, §2.1-§2.4
+/* The packed-array envelope: every worked vector and error case of skyrl.md §1.5, §2.1-§2.4
  * and the envelope rows of Appendix A, each asserting the named error. */
 #include <string.h>
 

@@ -1,5 +1,5 @@
 /*
- * The agent loop of skyrl-contract §6 against real mock-engine processes: prompt starts, loss
+ * The agent loop of skyrl.md §6 against real mock-engine processes: prompt starts, loss
  * masks, finalized routes recomputed with the oracle for every row, retries inside rollouts,
  * 64 concurrent rollouts over 2 engines, and each quirk failing in its named way.
  */

@@ -1,5 +1,5 @@
 /*
- * sr_splice: every splice row of skyrl-contract Appendix A and every case of §3.3, each asserting
+ * sr_splice: every splice row of skyrl.md Appendix A and every case of §3.3, each asserting
  * its named error. Every body is spliced every way (splice_harness.h): one-shot, threaded and
  * streamed in many chunkings must agree.
  */

@@ -25,6 +25,8 @@ extern const sr_command sr_commands[];
 
 int sr_cmd_version(int argc, char **argv);
 int sr_cmd_errors(int argc, char **argv);
+int sr_cmd_faults(int argc, char **argv);
+int sr_cmd_checks(int argc, char **argv);
 int sr_cmd_engine(int argc, char **argv);
 int sr_cmd_serve(int argc, char **argv);
 int sr_cmd_check_body(int argc, char **argv);

@@ -20,23 +20,6 @@ int sr_cmd_version(int argc, char **argv)
     return SR_EXIT_OK;
 }
 
-int sr_cmd_errors(int argc, char **argv)
-{
-    if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
-        printf("usage: syncroll errors\n\nLists every error name with its class and meaning.\n");
-        return SR_EXIT_OK;
-    }
-    if (argc > 1) {
-        fprintf(stderr, "syncroll errors: unexpected argument '%s'\n", argv[1]);
-        return SR_EXIT_USAGE;
-    }
-    for (size_t i = 0; i < sr_code_count(); i++) {
-        int c = sr_code_at(i);
-        printf("%-28s %-9s %s\n", sr_code_name(c), sr_class_name(sr_code_class(c)), sr_code_doc(c));
-    }
-    return SR_EXIT_OK;
-}
-
 int sr_exit_for_code(int code)
 {
     switch (sr_code_class(code)) {

@@ -1,7 +1,7 @@
 /*
  * The generate request body of every dialect, from its route's request shape (spec/dialect.h):
  * where the token ids, the sampling members, the route start and the routes switch go. For
- * skyrl's /skyrl/v1/generate (and vLLM's native route) this is exactly skyrl-contract §1.2:
+ * skyrl's /skyrl/v1/generate (and vLLM's native route) this is exactly skyrl.md §1.2:
  * {"sampling_params":{<the caller's members in order>,"routed_experts_prompt_start":s},
  *  "model":"...","token_ids":[...],"cache_salt":"..."}.
  */

@@ -1,5 +1,5 @@
 /*
- * client: the generate client (skyrl-contract §1.1, §1.2, §1.7, §4) over a list of engine URLs,
+ * client: the generate client (skyrl.md §1.1, §1.2, §1.7, §4) over a list of engine URLs,
  * on libcurl.
  *
  * Data plane. One POST per generate, to ONE engine chosen stickily by the session id (FNV-1a of
@@ -67,7 +67,7 @@
  * waits included): a wait or an attempt that would pass it ends the request with client.deadline.
  * All attempts failing transiently -> client.retry_exhausted naming the last outcome.
  *
- * Quirks (legacy behaviours, off by default; bug-catalog rows):
+ * Quirks (legacy behaviours, off by default; bug catalogue rows):
  *   retry_json_decode_only  the reference's classification (§4.2): only transport failures and
  *                           bodies the JSON decoder rejects (splice.invalid_json,
  *                           splice.truncated, intarray.syntax, json.invalid_utf8,

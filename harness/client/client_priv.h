@@ -114,7 +114,7 @@ int sr_client_attempt_run(sr_client_conn *k, int splice, const struct curl_slist
                           int64_t timeout_ms, sr_client_attempt *att, sr_xfer_out *out,
                           sr_err *err);
 
-/* Reads a spliced response into `out` (see client.h §1.7 rules). */
+/* Reads a spliced response into `out` (the rules of skyrl.md §1.7, see client.h). */
 int sr_client_decode_spliced(sr_client_result *out, sr_client_conn *k, const sr_splice_result *r,
                              int want_routes, sr_err *err);
 

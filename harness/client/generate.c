@@ -41,7 +41,7 @@ static int check_sampling(const cJSON *sp, sr_err *err)
     return 0;
 }
 
-/* The client-side validation of skyrl-contract §1.2; nothing is sent when it fails. */
+/* The client-side validation of docs/reference/skyrl.md §1.2; nothing is sent when it fails. */
 static int check_request(const sr_client_req *r, sr_err *err)
 {
     if (!r->token_ids || r->n_tokens == 0)

@@ -1,4 +1,4 @@
-/* The control plane of the mock engine (skyrl-contract §4.4, §8): the dispatch, caches, sessions,
+/* The control plane of the mock engine (skyrl.md §4.4, §8): the dispatch, caches, sessions,
  * weight-sync phases, state; pause and sleep are in control_pause.c, the vllm routes in
  * control_vllm.c. */
 #include <errno.h>

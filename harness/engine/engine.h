@@ -6,7 +6,7 @@
  * stale_prefix_cache fault), the fault plan, session turn counters (from X-Session-ID), request
  * counters and the weight-sync protocol state.
  *
- * Weight sync: the protocol-order guards of skyrl-contract §8.3 (start while an update is
+ * Weight sync: the protocol-order guards of docs/reference/skyrl.md §8.3 (start while an update is
  * active, update or finish without start: SR_E_SYNC_ORDER, and the engine keeps serving); the
  * real receiver of both transports (described below at sr_engine_fetch); and a
  * synthetic apply that regenerates the weight set at a target version (sr_weights_reset), kept
@@ -118,7 +118,7 @@ int64_t sr_engine_version(sr_engine *e);
  * fingerprints and the reported version (unless version_not_bumped), so a failed sync leaves
  * the engine entirely on its old version.
  *
- * Delta (skyrl-contract §8.2):
+ * Delta (docs/reference/skyrl.md §8.2):
  *   POST /fetch_weights {"target_version": v, "sync_dir": d}: sr_delta_fetch into the stage with
  *     a receiver whose state lives in {d}/receiver-<engine id>/ or the init info's
  *     local_checkpoint_dir (created on the first fetch; the stage is reset to version 0 then,

@@ -5,7 +5,7 @@
  * the engine holds, can be cut short (pause mode "abort") or continued after a weight update
  * (pause mode "keep": tokens already sampled stay, the rest is generated with the new weights,
  * so a request may straddle two versions), applies the engine-side model faults, and serialises
- * the reply exactly as the reference server does (skyrl-contract §1.3, §1.4): compact JSON,
+ * the reply exactly as the reference server does (skyrl.md §1.3, §1.4): compact JSON,
  * keys in reference order, logprobs clamped to -9999.0, routes rows [start, P+G-1) as a
  * canonical-dtype envelope, then the extra key "syncroll".
  *

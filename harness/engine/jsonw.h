@@ -1,6 +1,6 @@
 /*
  * jsonw: the small JSON writer of the mock engine. Output is compact and byte-identical to what
- * orjson (the reference server's serialiser, skyrl-contract §1.3) writes for the same values:
+ * orjson (the reference server's serialiser, skyrl.md §1.3) writes for the same values:
  * no whitespace, keys in the order the caller writes them, non-ASCII and '/' not escaped.
  *
  * Floats follow orjson's f64 format (the Ryu "pretty" format): the shortest digit string that

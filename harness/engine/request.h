@@ -1,5 +1,5 @@
 /*
- * request: parsing and validation of a generate request body (skyrl-contract §1.2, §1.3).
+ * request: parsing and validation of a generate request body (docs/reference/skyrl.md §1.2, §1.3).
  *
  * Accepted body: a JSON object with
  *   "token_ids"        required, 1.. integers in [0, vocab) (integer literals only)

@@ -25,7 +25,7 @@
     }
 
 /* The messages name the call with %s; the skyrl ones are the reference receiver's RuntimeErrors
- * (skyrl-contract §8.3), the vllm ones those of vLLM's rl_state_machine.py. */
+ * (docs/reference/skyrl.md §8.3), the vllm ones those of vLLM's rl_state_machine.py. */
 #define SKY_ACTIVE  "%s called while a weight update is already active"
 #define SKY_UNSTART "%s called without skyrl_start_weight_update (no weight update is active)"
 #define BACKWARDS                                                                                  \

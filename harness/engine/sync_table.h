@@ -8,7 +8,7 @@
  *
  * States: UNINIT (no init_weight_transfer_engine yet), IDLE (initialised, no update active),
  * ACTIVE (between start and finish). The skyrl plane does not require init (its delta transport
- * never calls it, skyrl-contract §8.2), so there UNINIT answers exactly as IDLE does.
+ * never calls it, docs/reference/skyrl.md §8.2), so there UNINIT answers exactly as IDLE does.
  *
  * Calls are what the engine classifies a request as: the endpoint plus the one condition that
  * changes its answer (a finish or version naming a version below the one held; a weight check
@@ -26,7 +26,7 @@
  *
  * Status and body shape per plane: skyrl answers a refusal 500 with the engine's error body
  * {"error":{"message","type":"RuntimeError","code","check"}} (the reference raises RuntimeError
- * in a collective_rpc, skyrl-contract §8.3); vllm answers 409 {"detail": message, "check": name}
+ * in a collective_rpc, skyrl.md §8.3); vllm answers 409 {"detail": message, "check": name}
  * as vLLM's dev-mode RLHF routes do for ordering violations
  * (vllm/entrypoints/serve/dev/rlhf/rl_state_machine.py, require_update_active/_inactive) and for a
  * weight check on a paused engine (vllm/entrypoints/serve/dev/rlhf/api_router.py weight_checker).

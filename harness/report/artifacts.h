@@ -1,6 +1,6 @@
 /*
  * artifacts: bounded writers for a failing scenario's folder <run>/artifacts/<scenario>/
- * (DESIGN.md §7, issue 9 item 6). The runner creates the folder and writes the expanded scenario
+ * (docs/internals/design.md §6). The runner creates the folder and writes the expanded scenario
  * and the engine config itself; these functions write the evidence of a failure, which
  * harness/run/evidence.h lays out (its folders, names and bounds):
  *

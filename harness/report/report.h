@@ -1,5 +1,5 @@
 /*
- * report: the reporters of a run (DESIGN.md §7, issue 9) over the result model of result.h.
+ * report: the reporters of a run (docs/internals/design.md §6) over the result model of result.h.
  *
  * Four reporters, each a separate file behind one table (report.c), each writing one file into
  * the run folder <out>/<run-id>/:

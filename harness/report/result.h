@@ -1,5 +1,5 @@
 /*
- * result: the result model of one `syncroll run` (DESIGN.md §6, §7). The runner fills it; every
+ * result: the result model of one `syncroll run` (design.md §5, §6). The runner fills it; every
  * reporter (text, results.json, JUnit, HTML) only reads it.
  *
  * A run (sr_run_result) has a header (version, git revision, machine, seed, options, start

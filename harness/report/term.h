@@ -1,5 +1,5 @@
 /*
- * term: what `syncroll run` prints while it runs (DESIGN.md §7, issue 9 item 7).
+ * term: what `syncroll run` prints while it runs (docs/internals/design.md §6).
  *
  * One line per finished scenario (the lines of sr_report_line: "PASS  <id>  0.03 s",
  * "FAIL  <id>  0.03 s  <reason>" + "      repro: ..." + "      artifacts: ...", "ERROR ...",

@@ -1,5 +1,5 @@
 /*
- * procs: child processes with a readiness pipe and a stop deadline (DESIGN.md §2).
+ * procs: child processes with a readiness pipe and a stop deadline (docs/internals/design.md §1).
  *
  * A child is started with posix_spawn (never fork: the caller may already run threads) with
  * stdin on /dev/null, stdout and stderr inherited, an empty signal mask and default dispositions,

@@ -1,5 +1,5 @@
 /*
- * rollout: the multi-turn agent loop of skyrl-contract §6 against the generate client, with a
+ * rollout: the multi-turn agent loop of skyrl.md §6 against the generate client, with a
  * seeded environment, loss masks, logprobs and an incremental routed-expert trace.
  *
  * Multi-turn (token-in/token-out, the default; §6). input_ids starts as the prompt (P0 tokens).

@@ -50,7 +50,7 @@
 #include "sr_err.h"
 #include "verify_checks.h"
 
-/* The clamp the engine writes for a non-finite logprob (skyrl-contract §1.3). */
+/* The clamp the engine writes for a non-finite logprob (docs/reference/skyrl.md §1.6). */
 #define SR_VERIFY_CLAMPED_LOGPROB (-9999.0)
 
 /* Weight versions tried when classifying a row as stale or newer, nearest first. */

@@ -68,7 +68,7 @@ typedef struct sr_scenario_key {
 size_t sr_scenario_key_count(void);
 const sr_scenario_key *sr_scenario_key_at(size_t i);
 
-/* ---- quirks: switchable legacy behaviours of our own modules (bug-catalog.md) ---- */
+/* ---- quirks: switchable legacy behaviours of our own modules (scenarios/bugs/README.md) ---- */
 
 typedef enum sr_quirk {
     SR_QUIRK_RETRY_JSON_DECODE_ONLY = 0, /* client */
@@ -88,7 +88,7 @@ typedef enum sr_quirk {
 typedef struct sr_quirk_info {
     const char *name;   /* as written in client.quirks */
     const char *module; /* "client", "trace", "rollout", "pool", "config", "splice" */
-    const char *bug;    /* bug-catalog id */
+    const char *bug;    /* bug catalogue id */
 } sr_quirk_info;
 
 /* The quirk's description, or NULL outside the enum. */

@@ -52,6 +52,20 @@ static const char *const classes[SR_ROW_CLASS_COUNT] = {
     "all_zero_capture", "duplicated_row", "overwritten_prefix", "off_by_one",
     "stale_weights",    "newer_weights",  "unclassified"};
 
+static const char *const class_docs[SR_ROW_CLASS_COUNT] = {
+    "holds expert 0 in every slot (vllm#54730)",
+    "equals the row captured before it (sglang#12162)",
+    "equals a re-computation at a later version that replaced the first capture (SkyRL #1530)",
+    "equals the oracle's row of a neighbour, i-1 or i+1",
+    "equals the oracle at an older weight version v-k; the message says which",
+    "equals the oracle at a newer weight version than the engine claimed",
+    "matches nothing above"};
+
+const char *sr_row_class_doc(sr_row_class c)
+{
+    return (unsigned)c < SR_ROW_CLASS_COUNT ? class_docs[c] : NULL;
+}
+
 const char *sr_row_class_name(sr_row_class c)
 {
     return (unsigned)c < SR_ROW_CLASS_COUNT ? classes[c] : NULL;

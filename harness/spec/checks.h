@@ -43,6 +43,10 @@ typedef enum sr_row_class {
  * "newer_weights", "unclassified"; NULL outside the enum. */
 const char *sr_row_class_name(sr_row_class c);
 
+/* One line: what a row of class c is like ("holds expert 0 in every slot ..."); NULL outside
+ * the enum. */
+const char *sr_row_class_doc(sr_row_class c);
+
 /* The class called `name`, or -1 (also for NULL). */
 int sr_row_class_lookup(const char *name);
 

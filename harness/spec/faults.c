@@ -83,8 +83,9 @@ typedef struct param {
     double lo, hi;    /* range of T_NUM */
     size_t off;       /* of the member of sr_fault that receives it */
     size_t size;
-    size_t given; /* of the int member set to 1 when the key is present; 0: none (an optional
-                   * value with no default, written back only when it was given) */
+    size_t given;    /* of the int member set to 1 when the key is present; 0: none (an optional
+                      * value with no default, written back only when it was given) */
+    const char *doc; /* one line for docs/reference/faults.md (sr_fault_param_doc) */
 } param;
 
 /* Offset and size of member m of sr_fault, which must have type T (AT) or be an array of T
@@ -94,37 +95,47 @@ typedef struct param {
 #define ATA(m, T)                                                                                  \
     offsetof(sr_fault, m) + 0 * sizeof(((sr_fault *)0)->m + 0 == (T *)0), sizeof(((sr_fault *)0)->m)
 /* clang-format off */
-#define INT(k, lo, hi, m) {k, T_INT, lo, hi, 0, 0, AT(m, int64_t), 0}
-#define NUM(k, lo, hi, m) {k, T_NUM, 0, 0, lo, hi, AT(m, double), 0}
-#define STR(k, m)         {k, T_STR, 0, 0, 0, 0, ATA(m, char), 0}
+#define INT(k, lo, hi, m, d) {k, T_INT, lo, hi, 0, 0, AT(m, int64_t), 0, d}
+#define NUM(k, lo, hi, m, d) {k, T_NUM, 0, 0, lo, hi, AT(m, double), 0, d}
+#define STR(k, m, d)         {k, T_STR, 0, 0, 0, 0, ATA(m, char), 0, d}
 /* clang-format on */
 /* An int64_t member whose presence int member g records. */
-#define INT_GIVEN(k, lo, hi, m, g)                                                                 \
+#define INT_GIVEN(k, lo, hi, m, g, d)                                                              \
     {                                                                                              \
         k, T_INT, lo, hi, 0, 0, AT(m, int64_t),                                                    \
-            offsetof(sr_fault, g) + 0 * sizeof(&((sr_fault *)0)->g == (int *)0)                    \
+            offsetof(sr_fault, g) + 0 * sizeof(&((sr_fault *)0)->g == (int *)0), d                 \
     }
 #define BIG (INT64_MAX / 2)
 
 static const param PARAMS[] = {
-    {"dist", T_DIST, 0, 0, 0, 0, AT(dist, sr_latency_dist), 0},
-    NUM("ms", 0, SR_FAULT_MAX_MS, ms),
-    NUM("min_ms", 0, SR_FAULT_MAX_MS, min_ms),
-    NUM("max_ms", 0, SR_FAULT_MAX_MS, max_ms),
-    NUM("median_ms", 0, SR_FAULT_MAX_MS, median_ms),
-    NUM("sigma", 0, 4, sigma),
-    INT_GIVEN("bytes", 0, BIG, bytes, has_bytes),
-    INT_GIVEN("offset", 0, BIG, bytes, has_bytes),
-    {"keep_length", T_BOOL, 0, 0, 0, 0, AT(keep_length, int), 0},
-    NUM("bytes_per_second", 1, 1e12, bytes_per_second),
-    INT("retry_after", 0, 86400, retry_after),
-    STR("text", text),
-    INT("row", 0, INT32_MAX, row),
-    INT("layer", 0, INT32_MAX, layer),
-    STR("field", field),
-    STR("key", key),
-    {"layers", T_LAYERS, 0, 1023, 0, 0, ATA(layers, int), 0},
-    INT("requests", 1, 1000000, requests),
+    {"dist", T_DIST, 0, 0, 0, 0, AT(dist, sr_latency_dist), 0,
+     "latency's distribution: `fixed` (needs `ms`), `uniform` (needs `min_ms` <= `max_ms`) or "
+     "`lognormal` (needs `median_ms`); default `fixed`"},
+    NUM("ms", 0, SR_FAULT_MAX_MS, ms,
+        "latency: the fixed delay; refuse: how long the port refuses connections"),
+    NUM("min_ms", 0, SR_FAULT_MAX_MS, min_ms, "latency (uniform): the shortest delay"),
+    NUM("max_ms", 0, SR_FAULT_MAX_MS, max_ms, "latency (uniform): the longest delay"),
+    NUM("median_ms", 0, SR_FAULT_MAX_MS, median_ms, "latency (lognormal): the median delay"),
+    NUM("sigma", 0, 4, sigma, "latency (lognormal): the log-space standard deviation; default 0.5"),
+    INT_GIVEN("bytes", 0, BIG, bytes, has_bytes,
+              "the body byte at which a transport fault cuts or stalls"),
+    INT_GIVEN("offset", 0, BIG, bytes, has_bytes,
+              "body faults: the byte of the blob to corrupt; truncate_in_blob and "
+              "truncate_after_blobs: the cut's distance into or past the blob"),
+    {"keep_length", T_BOOL, 0, 0, 0, 0, AT(keep_length, int), 0,
+     "truncations: announce the full Content-Length and close after the cut; default false"},
+    NUM("bytes_per_second", 1, 1e12, bytes_per_second, "dribble: the rate, sent in 1/20 s slices"),
+    INT("retry_after", 0, 86400, retry_after,
+        "http_429: the Retry-After header in seconds; default 1"),
+    STR("text", text, "http faults: the body that replaces the default one"),
+    INT("row", 0, INT32_MAX, row, "the route row a model fault changes"),
+    INT("layer", 0, INT32_MAX, layer, "the MoE layer of that row"),
+    STR("field", field, "the packed field a body fault corrupts; default `routed_experts`"),
+    STR("key", key, "extra_envelope: the unregistered key; default `debug_routes`"),
+    {"layers", T_LAYERS, 0, 1023, 0, 0, ATA(layers, int), 0,
+     "weights faults: the MoE layer slots they affect; default the last"},
+    INT("requests", 1, 1000000, requests,
+        "ack_before_apply: generates answered before the deferred layers apply; default 1"),
 };
 
 static const param *param_of(const char *key)
@@ -133,6 +144,43 @@ static const param *param_of(const char *key)
         if (strcmp(PARAMS[i].key, key) == 0)
             return &PARAMS[i];
     return NULL;
+}
+
+size_t sr_fault_param_count(void)
+{
+    return sizeof(PARAMS) / sizeof(PARAMS[0]);
+}
+
+const char *sr_fault_param_describe(size_t i, char *type, size_t cap, const char **doc)
+{
+    if (i >= sr_fault_param_count())
+        return NULL;
+    const param *p = &PARAMS[i];
+    switch (p->type) {
+    case T_INT:
+        if (p->ihi >= BIG)
+            snprintf(type, cap, "integer >= %lld", (long long)p->ilo);
+        else
+            snprintf(type, cap, "integer %lld..%lld", (long long)p->ilo, (long long)p->ihi);
+        break;
+    case T_NUM:
+        snprintf(type, cap, "number %.15g..%.15g", p->lo, p->hi);
+        break;
+    case T_BOOL:
+        snprintf(type, cap, "boolean");
+        break;
+    case T_STR:
+        snprintf(type, cap, "string");
+        break;
+    case T_DIST:
+        snprintf(type, cap, "string");
+        break;
+    case T_LAYERS:
+        snprintf(type, cap, "list of integers %lld..%lld", (long long)p->ilo, (long long)p->ihi);
+        break;
+    }
+    *doc = p->doc;
+    return p->key;
 }
 
 static const char *const DIST_NAMES[] = {"fixed", "uniform", "lognormal"};

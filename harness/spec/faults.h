@@ -102,12 +102,12 @@ typedef enum sr_fault_reach {
       "it held")                                                                                   \
     X(SR_FK_PREFIX_CACHED_SENTINEL, "prefix_cached_sentinel", SR_FL_MODEL, SR_FR_GENERATE,         \
       SR_FK_KEYS("row"), SR_FK_KEYS("row"),                                                        \
-      "vllm-json (vLLM 0.21): the first `row` prompt rows, positions served from the prefix "     \
+      "vllm-json (vLLM 0.21): the first `row` prompt rows, positions served from the prefix "      \
       "cache, are -1 in prompt_routed_experts")                                                    \
     X(SR_FK_PD_DECODE_REPLICA, "pd_decode_replica", SR_FL_MODEL, SR_FR_GENERATE, SR_FK_NONE,       \
       SR_FK_NONE,                                                                                  \
-      "the decode replica of a prefill/decode pair: it never ran the prompt's forward pass, so "  \
-      "its prompt-region rows are invalid (zeros) until a router merges the prefill's")          \
+      "the decode replica of a prefill/decode pair: it never ran the prompt's forward pass, so "   \
+      "its prompt-region rows are invalid (zeros) until a router merges the prefill's")            \
     X(SR_FK_STALE_DRAFT_MODEL, "stale_draft_model", SR_FL_MODEL, SR_FR_GENERATE, SR_FK_NONE,       \
       SR_FK_NONE,                                                                                  \
       "after an update, the accepted draft tokens (two of every three generated after the "        \
@@ -118,11 +118,12 @@ typedef enum sr_fault_reach {
       SR_FK_NONE, "the shape declares one row more than the data holds")                           \
     X(SR_FK_NON_CANONICAL_DTYPE, "non_canonical_dtype", SR_FL_BODY, SR_FR_GENERATE, SR_FK_NONE,    \
       SR_FK_NONE, "routes in the next wider dtype")                                                \
-    X(SR_FK_NPY_BIG_ENDIAN, "npy_big_endian", SR_FL_BODY, SR_FR_GENERATE, SR_FK_NONE, SR_FK_NONE,   \
-      "vllm's .npy routes written big-endian (descr '>u2', bytes swapped), as np.save of a "     \
+    X(SR_FK_NPY_BIG_ENDIAN, "npy_big_endian", SR_FL_BODY, SR_FR_GENERATE, SR_FK_NONE, SR_FK_NONE,  \
+      "vllm's .npy routes written big-endian (descr '>u2', bytes swapped), as np.save of a "       \
       "byte-swapped array writes them")                                                            \
     X(SR_FK_NPY_FORTRAN_ORDER, "npy_fortran_order", SR_FL_BODY, SR_FR_GENERATE, SR_FK_NONE,        \
-      SR_FK_NONE, "vllm's .npy routes written in Fortran order (fortran_order True, elements "     \
+      SR_FK_NONE,                                                                                  \
+      "vllm's .npy routes written in Fortran order (fortran_order True, elements "                 \
       "column-major)")                                                                             \
     X(SR_FK_REORDERED_ENVELOPE, "reordered_envelope", SR_FL_BODY, SR_FR_GENERATE,                  \
       SR_FK_KEYS("field"), SR_FK_NONE, "the envelope's keys in the order dtype, shape, data")      \
@@ -239,6 +240,14 @@ const char *sr_fault_layer_name(sr_fault_layer l);
  * "probability", "count"), NULL-terminated.
  */
 const char *const *sr_fault_common_keys(void);
+
+/*
+ * The parameter table, for generated docs: the number of parameter keys, and for key i its name
+ * (the return value, borrowed; NULL past the end), its type and range written into `type` (cap
+ * bytes, "integer 0..86400") and its one-line meaning in *doc (borrowed).
+ */
+size_t sr_fault_param_count(void);
+const char *sr_fault_param_describe(size_t i, char *type, size_t cap, const char **doc);
 
 /*
  * Writes the id of a fault that has no "id": "<kind>#<index>" (index 0-based in the plan).

@@ -1,12 +1,12 @@
 /*
- * sync: trainer-side weight-sync orchestration against a set of engines (skyrl-contract §8.2,
+ * sync: trainer-side weight-sync orchestration against a set of engines (skyrl.md §8.2,
  * §8.3), with a deadline on every phase and verification after every sync.
  *
  * The trainer holds a synthetic weight set (sr_weights) built from the engines' spec. A sync to
  * target version T sets those bytes to content version T (normally; see sr_sync_run), publishes
  * them, drives every engine through the protocol, always resumes, then verifies.
  *
- * Delta (skyrl-contract §8.2):
+ * Delta (docs/reference/skyrl.md §8.2):
  *   gather    the trainer's bytes at each version to publish
  *   publish   sr_delta_publish into opts.sync_dir of every version P+1 .. T not yet published
  *             (P = the last published; the delta store needs consecutive versions), with
@@ -58,7 +58,7 @@
  * Versions. sr_sync_version() is the version counter: the engines' initial version, set to T
  * after a sync whose protocol phases all succeeded on every engine (verification findings do not
  * hold it back: the engines did switch). The cache salt for later generates is
- * "<model>@<counter>" (skyrl-contract §4.5).
+ * "<model>@<counter>" (docs/reference/skyrl.md §4.5).
  *
  * Ownership: sr_sync_new copies everything it is given; free with sr_sync_free. A result is a
  * plain struct filled by sr_sync_run (nothing to release). Units: ns in results, ms in options.
