@@ -23,7 +23,7 @@ MAKEFLAGS += --no-print-directory
 all: build
 
 help:
-	@echo "make run       install deps, build, run scenarios/nightly (else scenarios/examples) into reports/"
+	@echo "make run       install deps, build, run scenarios/nightly into reports/"
 	@echo "make test      install deps, build, run every test (ctest)"
 	@echo "make bench     run the benchmarks into reports/bench/latest.{txt,json}; print the targets table"
 	@echo "make fuzz      build and run every fuzz target for FUZZ_SECONDS (default 60) each"
@@ -66,11 +66,9 @@ build: deps
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
 
-# The nightly suite once scenarios/nightly/ holds scenarios; until then FORMAT.md's examples.
+# The nightly suite against the built-in mock engines; the reports go to reports/<run>/.
 run: build
-	@if ls scenarios/nightly/*.json >/dev/null 2>&1; then dir=scenarios/nightly; \
-	else dir=scenarios/examples; echo "scenarios/nightly/ has no scenarios yet: running $$dir"; fi; \
-	$(SYNCROLL) run -j$(JOBS) $$dir
+	@$(SYNCROLL) run -j$(JOBS) scenarios/nightly
 
 docs: build
 	@sh tests/docs_generated.sh $(SYNCROLL) . --write

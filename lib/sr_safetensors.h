@@ -1,7 +1,7 @@
 /*
  * sr_safetensors: Hugging Face safetensors files and checkpoint folders (issue #20).
  *
- * ---- The format (huggingface/safetensors README.md, "Format"; read through the search tool) ----
+ * ---- The format (huggingface/safetensors README.md, "Format") ----
  *
  *   8 bytes   N, an unsigned little-endian 64-bit integer: the header length
  *   N bytes   a UTF-8 JSON object: {"__metadata__": {str: str} (optional),

@@ -258,7 +258,7 @@ class Obj:
 
 
 def stats(arr, dtype):
-    """check-body's statistics (README "check-body --json"): exact integer min/max, bools as
+    """check-body's statistics (docs/reference/check-body.md "--json output"): exact integer min/max, bools as
     0/1 with a count of non-canonical bytes, floats over the finite values with NaN/inf counts;
     min/max null when there is no value to take them over."""
     out = {}

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The project's own mutation run (`make mutate`, README "How the suite is checked").
+"""The project's own mutation run (`make mutate`, docs/internals/testing.md).
 
 Reads the mutant list tests/mutants/mutants.json, copies the source tree once into a scratch
 folder (build-mutate/src, git-ignored), configures one build there (build-mutate/build), and for

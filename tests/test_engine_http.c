@@ -330,7 +330,7 @@ START_TEST(framing_a_careful_server_refuses)
 END_TEST
 
 /*
- * The one framing case the engine cannot answer itself (README "Reliability"): a chunk-size line
+ * The one framing case the engine cannot answer itself (docs/reference/reliability.md): a chunk-size line
  * whose extension does not fit the connection's 32 KiB read buffer is answered by libmicrohttpd
  * 0.9.75 with its own 500 (1.0.0 and later: 413) before the application sees a byte of it. Pinned
  * here so a library change shows, and so that it stays an answer and a closed connection, never

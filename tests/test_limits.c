@@ -1,5 +1,5 @@
 /*
- * Every resource limit of README "Limits" exists, is configurable, and a violation is its named
+ * Every resource limit of docs/reference/reliability.md exists, is configurable, and a violation is its named
  * error: response body bytes (splice and client), decoded array bytes and shape products
  * (envelope, field registry), tokens per rollout (rollout.token_limit), scenario file size
  * (scenario.too_large), request body size at the engine (413), concurrent connections at the

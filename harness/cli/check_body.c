@@ -313,7 +313,8 @@ static const char *kind_name(sr_splice_kind k)
                                    : "int_array";
 }
 
-/* min/max (exact integers, finite floats, or null) and the dtype's counts (README schema). */
+/* min/max (exact integers, finite floats, or null) and the dtype's counts
+ * (docs/reference/check-body.md, "--json output"). */
 static void stats_json(cJSON *o, const sr_array_stats *st)
 {
     char num[32];

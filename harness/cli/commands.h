@@ -1,7 +1,7 @@
 /*
  * The syncroll subcommands. Each takes the arguments after its name (argv[0] is the subcommand
  * name) and returns the process exit status: 0 success, 1 a check or scenario failed, 2 usage
- * error or malformed input, 3 protocol error, 4 transient error (see README "Exit codes").
+ * error or malformed input, 3 protocol error, 4 transient error (see README "Exit statuses").
  */
 #ifndef SR_COMMANDS_H
 #define SR_COMMANDS_H

@@ -30,7 +30,7 @@ static void usage(FILE *f)
             "Runs one mock inference engine: /skyrl/v1/generate, /inference/v1/generate, the\n"
             "generate routes of its dialect, the control plane and /syncroll/v1/state, with the\n"
             "faults the config declares.\n\n"
-            "  --config FILE   engine config or scenario JSON (see README, \"Mock engines\")\n"
+            "  --config FILE   engine config or scenario JSON (docs/reference/engine.md)\n"
             "  --index I       engine index in the scenario (fault targeting, default id)\n"
             "  --port P        TCP port, 0 for any free port (default 0)\n"
             "  --listen ADDR   numeric address to bind (default 127.0.0.1)\n"

@@ -34,7 +34,7 @@
  * resource.limit (not for broadcast buckets). libmicrohttpd itself answers a chunk-size line
  * longer than its read buffer (32 KiB per connection) with 500 (0.9.75; 413 from 1.0.0): it
  * parses chunk lines before the handler sees any body byte and offers no option or callback to
- * answer otherwise (README "Reliability" gives the details).
+ * answer otherwise (docs/reference/reliability.md gives the details).
  *
  * The sync_dir of /fetch_weights and /update_weights must resolve (realpath, so neither `..` nor
  * a symlink escapes) inside a folder of cfg->sync_dirs (none when the config names none); any

@@ -12,7 +12,7 @@ typedef struct ci_source {
     int base; /* value of the index variable in the first shard */
 } ci_source;
 
-/* Confirmed in each system's documentation (README "Sharding in CI" cites them). */
+/* Confirmed in each system's documentation (docs/guide/ci.md cites them). */
 static const ci_source sources[] = {
     {"buildkite", "BUILDKITE_PARALLEL_JOB", "BUILDKITE_PARALLEL_JOB_COUNT", 0},
     {"kubernetes", "JOB_COMPLETION_INDEX", NULL, 0},

@@ -16,11 +16,12 @@
  * SR_FAULT_KIND_TABLE below is the one list of fault kinds: each row gives the enum value, the
  * stable name, the layer, the endpoints it reaches, the parameter keys the kind accepts and
  * requires, and a one-line description. The enum, name lookup, the layer, key validation and
- * the endpoint defaults are all derived from it, and tests/test_spec_faults.c checks
- * scenarios/FORMAT.md, README.md and the engine's fault suite (tests/test_engine_faults.c)
- * against it. Adding a kind: one row here, the code that applies it in its layer of the engine
- * (engine/), one row in FORMAT.md and in README.md, a case in tests/test_engine_faults.c, and a
- * scenario that uses it.
+ * the endpoint defaults are all derived from it, and so is the reference page
+ * docs/reference/faults.md (`syncroll faults --markdown`, `make docs`; ctest docs.generated keeps
+ * it current, tests/test_spec_faults.c reads it back and checks the engine's fault suite,
+ * tests/test_engine_faults.c, against the table). Adding a kind: one row here, the code that
+ * applies it in its layer of the engine (engine/), a case in tests/test_engine_faults.c, a
+ * scenario that uses it, and `make docs`.
  *
  * Each kind belongs to one layer, and a request gets at most one fault per layer (the first
  * matching one in declaration order). Model and body kinds apply to the generate endpoints
