@@ -191,20 +191,20 @@ static long bucket_at(uint64_t v)
  * Records values that reproduce the buckets, min, max and sum exactly: min and max once each,
  * then every other value at its bucket's lower end (within [min, max]), raised towards the
  * bucket's upper end bucket by bucket until the values add up to `sum`. At most three distinct
- * values per bucket, so this costs O(buckets).
+ * values per bucket, so this costs O(buckets). 0 or SR_E_NOMEM.
  */
-static void hist_fill(sr_hist *h, bk *b, size_t nb, uint64_t mn, uint64_t mx, uint64_t sum,
-                      uint64_t count)
+static int hist_fill(sr_hist *h, bk *b, size_t nb, uint64_t mn, uint64_t mx, uint64_t sum,
+                     uint64_t count)
 {
     for (size_t i = 0; i < nb; i++) {
         b[i].lo = b[i].lo < mn ? mn : b[i].lo;
         b[i].hi = b[i].hi > mx ? mx : b[i].hi;
     }
     unsigned __int128 fixed = mn;
-    sr_hist_record(h, mn);
+    int rc = sr_hist_record(h, mn);
     b[0].c--;
     if (count > 1) {
-        sr_hist_record(h, mx);
+        rc = rc ? rc : sr_hist_record(h, mx);
         b[nb - 1].c--;
         fixed += mx;
     }
@@ -217,12 +217,13 @@ static void hist_fill(sr_hist *h, bk *b, size_t nb, uint64_t mn, uint64_t mx, ui
         unsigned __int128 room = (unsigned __int128)c * w;
         unsigned __int128 take = d < room ? d : room;
         uint64_t k = w ? (uint64_t)(take / w) : 0, r = w ? (uint64_t)(take % w) : 0;
-        sr_hist_record_n(h, b[i].hi, k);
-        if (r)
-            sr_hist_record(h, b[i].lo + r);
-        sr_hist_record_n(h, b[i].lo, c - k - (r ? 1 : 0));
+        rc = rc ? rc : sr_hist_record_n(h, b[i].hi, k);
+        if (r && !rc)
+            rc = sr_hist_record(h, b[i].lo + r);
+        rc = rc ? rc : sr_hist_record_n(h, b[i].lo, c - k - (r ? 1 : 0));
         d -= take;
     }
+    return rc;
 }
 
 static void load_hist(ld *l, const cJSON *phase, sr_hist *h)
@@ -271,8 +272,8 @@ static void load_hist(ld *l, const cJSON *phase, sr_hist *h)
                    mx > b[nb - 1].hi))
         fail(l, hj, "buckets disagree with count %llu, min_ns or max_ns",
              (unsigned long long)count);
-    if (!l->rc)
-        hist_fill(h, b, nb, mn, mx, sum, count);
+    if (!l->rc && hist_fill(h, b, nb, mn, mx, sum, count))
+        nomem(l);
     free(b);
 }
 
@@ -311,11 +312,13 @@ static int expected(const sr_scenario_result *s, const char *name)
 static void load_checks(ld *l, const cJSON *o, sr_scenario_result *s)
 {
     const cJSON *a = get_typed(l, o, "checks", 1), *x;
-    if (a && cJSON_GetArraySize(a) > 0 &&
-        !(s->checks = calloc(SR_RESULT_MAX_CHECKS, sizeof(sr_check)))) {
+    int len = a ? cJSON_GetArraySize(a) : 0;
+    size_t cap = len < SR_RESULT_MAX_CHECKS ? (size_t)len : SR_RESULT_MAX_CHECKS;
+    if (cap && !(s->checks = calloc(cap, sizeof(sr_check)))) {
         nomem(l);
         return;
     }
+    s->cap_checks = cap;
     cJSON_ArrayForEach(x, a)
     {
         if (s->n_checks == SR_RESULT_MAX_CHECKS)

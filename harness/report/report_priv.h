@@ -18,6 +18,7 @@ typedef struct sr_rw {
 } sr_rw;
 
 void sr_rw_puts(sr_rw *w, const char *s);
+void sr_rw_put(sr_rw *w, const char *p, size_t n); /* n bytes of p, as they are */
 void sr_rw_printf(sr_rw *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /*
