@@ -235,11 +235,12 @@ int sr_cmd_run(int argc, char **argv)
     sr_signals_ignore_pipe();
     sr_signals_ignore_file_size();
     /* Stop signals are blocked here, before any thread starts, so every thread inherits the
-     * mask and only the run's watcher (run_exec.c) sees them. libcurl's global state was
-     * initialised by main(), also before any thread. */
+     * mask and only the run's watcher (run_exec.c) sees them. SIGHUP (the terminal or the CI
+     * session went away) stops the run as SIGTERM does: the reports are what is left of it.
+     * libcurl's global state was initialised by main(), also before any thread. */
     sr_signals sig;
     sr_err err = SR_ERR_INIT;
-    if (sr_signals_open(&sig, SR_SIG_STOP, &err)) {
+    if (sr_signals_open(&sig, SR_SIG_STOP | SR_SIG_HANGUP, &err)) {
         fprintf(stderr, "syncroll run: %s\n", err.msg);
         free_args(&a);
         return SR_EXIT_FAIL;

@@ -229,7 +229,10 @@ typedef struct pool {
 
 static const char *signal_name(int signo)
 {
-    return signo == SIGINT ? "SIGINT" : signo == SIGTERM ? "SIGTERM" : "a stop signal";
+    return signo == SIGINT    ? "SIGINT"
+           : signo == SIGTERM ? "SIGTERM"
+           : signo == SIGHUP  ? "SIGHUP"
+                              : "a stop signal";
 }
 
 /* ---- the stop signals' watcher ---- */
@@ -243,7 +246,7 @@ typedef struct watcher {
 } watcher;
 
 /*
- * Reads SIGINT/SIGTERM from the signalfd. The first one sets the stop switch, which the
+ * Reads SIGINT/SIGTERM/SIGHUP from the signalfd. The first one sets the stop switch, which the
  * runners read at their safe points, and sends SIGTERM to every engine's process group, which
  * also ends any request still waiting on one; engines still there a second later get SIGKILL
  * (every second, until the run is over), so no stalled step outlives the signal by much. A
@@ -289,8 +292,8 @@ static void watch_start(watcher *w, sr_signals *sig, sr_run_stop *stop)
     atomic_store(&w->done, 0);
     w->started = sig && sig->fd >= 0 && pthread_create(&w->thread, NULL, watch, w) == 0;
     if (!w->started)
-        fprintf(stderr, "syncroll run: warning: no signal watcher: SIGINT/SIGTERM are held until "
-                        "the run ends\n");
+        fprintf(stderr, "syncroll run: warning: no signal watcher: SIGINT/SIGTERM/SIGHUP are held "
+                        "until the run ends\n");
 }
 
 static void watch_stop(watcher *w)
@@ -478,6 +481,15 @@ static int run_and_report(sr_run_result *run, const loaded *l, const run_args *a
         sr_term_note(p->term, note);
     }
     sr_term_finish(p->term, run);
+    /* A stop signal that arrived while the reports were written (the watcher had ended) is
+     * still pending: the reports are complete, but the exit status says the run was stopped. */
+    int late = signo || !sig || sig->fd < 0 ? 0 : sr_signals_next(sig);
+    if (late > 0) {
+        fprintf(stderr,
+                "syncroll run: %s while the reports were written: they are complete; exit %d\n",
+                signal_name(late), 128 + late);
+        signo = late;
+    }
     if (bad_reports)
         fprintf(stderr, "syncroll run: %d report(s) could not be written (exit status %d)\n",
                 bad_reports, signo ? 128 + signo : SR_RUN_EXIT_REPORT);
