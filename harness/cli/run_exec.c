@@ -334,7 +334,8 @@ static void run_job(pool *p, const job *j)
         sr_scenario_set_verdict(j->res, SR_VERDICT_INTERRUPTED, "run.interrupted: not started");
     } else if (mkdir_p(work) != 0) {
         sr_result_set_str(&j->res->id, j->scn->id, NULL);
-        sr_scenario_set_verdict(j->res, SR_VERDICT_ERROR, "cannot create %s", work);
+        sr_scenario_set_verdict(j->res, SR_VERDICT_ERROR, "cannot create %s: %s", work,
+                                strerror(errno));
     } else {
         sr_run_opts o = {p->self, work, expanded, repro, j->repeat, p->t0, p->n_jobs};
         sr_run_scenario_in(j->res, j->scn, &o, &p->stop);
@@ -525,7 +526,8 @@ int sr_run_main(const run_args *a, sr_signals *sig, int argc, char **argv)
     pool p;
     memset(&p, 0, sizeof(p));
     if (make_run_dir(dir, sizeof(dir), run_id, sizeof(run_id), a->out) != 0)
-        fprintf(stderr, "syncroll run: cannot create the run folder under %s\n", a->out);
+        fprintf(stderr, "syncroll run: cannot create the run folder under %s: %s\n", a->out,
+                strerror(errno));
     else if (sr_proc_self_exe(self, sizeof(self), &err) || sr_run_result_new(&run, &err))
         fprintf(stderr, "syncroll run: %s\n", err.msg);
     else if (sr_proc_reg_init(&p.stop.procs))

@@ -293,18 +293,27 @@ static int read_line(sr_proc *p)
     return 0;
 }
 
+#define READY_EXIT_WAIT_MS   2000
+#define READY_EXIT_WAIT_TEXT "2 s"
+
 static int not_ready_error(sr_proc *p, size_t i, sr_err *err)
 {
     char how[64];
-    /* The pipe closed: the child is exiting or has exited; reap it if it is gone already. */
-    sr_proc_poll_exit(p);
+    /* The pipe closed: the child is exiting or has exited. Its exit status is the cause the
+     * user needs ("exited with status 2", "killed by signal 11"), so it is waited for, up to
+     * READY_EXIT_WAIT_MS: a child that closed the pipe and lives on is said to be so. */
+    int64_t until = (int64_t)sr_clock_ms() + READY_EXIT_WAIT_MS;
+    while (!sr_proc_poll_exit(p) && !p->reaped && (int64_t)sr_clock_ms() < until)
+        poll(NULL, 0, 5);
     if (p->ready_fd >= 0) {
         close(p->ready_fd);
         p->ready_fd = -1;
     }
     return sr_err_set_at(err, SR_E_PROC_EXITED, (int64_t)i,
-                         "child %zu (pid %d) closed its readiness pipe before reporting ready (%s)",
-                         i, (int)p->pid, sr_proc_describe(p, how, sizeof(how)));
+                         "child %zu (pid %d) closed its readiness pipe before reporting ready "
+                         "(%s%s)",
+                         i, (int)p->pid, sr_proc_describe(p, how, sizeof(how)),
+                         p->reaped ? "" : " " READY_EXIT_WAIT_TEXT " later");
 }
 
 int sr_procs_wait_ready(sr_proc *ps, size_t n, int timeout_ms, sr_err *err)
