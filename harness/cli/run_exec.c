@@ -411,20 +411,39 @@ static int run_rounds(sr_run_result *run, const loaded *l, const run_args *a, po
     return any_fail;
 }
 
-/* Writes every selected report; each one that cannot be written is named on stderr. Returns the
- * number that failed. */
+/* Writes the reports of `which`; the bits of those that could not be written go to *failed,
+ * their errors to errs (indexed by bit position). */
+static void try_reports(const sr_run_result *run, const char *dir, unsigned which, unsigned *failed,
+                        sr_err *errs)
+{
+    *failed = 0;
+    for (unsigned bit = 1, k = 0; bit & SR_REPORT_ALL; bit <<= 1, k++) {
+        sr_err_clear(&errs[k]);
+        if ((which & bit) && sr_report_write(run, dir, bit, &errs[k]))
+            *failed |= bit;
+    }
+}
+
+/*
+ * Writes every selected report. When some cannot be written (a full disk), the weight versions
+ * failed scenarios keep are removed and those reports tried again: the reports come before the
+ * largest artifacts. Each one still not written is named on stderr. Returns how many.
+ */
 static int write_reports(const sr_run_result *run, const char *dir, unsigned which)
 {
-    int failed = 0;
-    for (unsigned bit = 1; bit & SR_REPORT_ALL; bit <<= 1) {
-        sr_err err = SR_ERR_INIT;
-        if ((which & bit) && sr_report_write(run, dir, bit, &err)) {
+    sr_err errs[8];
+    unsigned failed;
+    try_reports(run, dir, which, &failed, errs);
+    if (failed && sr_run_drop_checkpoints(run))
+        try_reports(run, dir, failed, &failed, errs);
+    int n = 0;
+    for (unsigned bit = 1, k = 0; bit & SR_REPORT_ALL; bit <<= 1, k++)
+        if (failed & bit) {
             fprintf(stderr, "syncroll run: report %s not written: %s\n", sr_report_file_name(bit),
-                    err.msg);
-            failed++;
+                    errs[k].msg);
+            n++;
         }
-    }
-    return failed;
+    return n;
 }
 
 /*
