@@ -8,7 +8,7 @@
  * covered (7,424 buckets). Histograms recorded by different workers or engines merge exactly
  * (bucket-wise sums).
  *
- * Memory follows what was recorded: an empty histogram is its 72-byte header; its buckets are
+ * Memory follows what was recorded: an empty histogram is its 80-byte header; its buckets are
  * allocated on the first sample, as a sorted list of the buckets in use (16 bytes each), which
  * becomes the dense array of all 7,424 buckets (58 KiB) only past 256 distinct buckets.
  *
