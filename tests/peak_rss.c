@@ -7,7 +7,6 @@
  * Exits with the command's exit status (128 + signal when a signal ended it), 125 when it
  * could not be run.
  */
-#define _GNU_SOURCE
 #include <stdio.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
