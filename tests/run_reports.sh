@@ -166,4 +166,21 @@ else
     echo "skip: the disk filling before the reports: cannot mount a tmpfs ($(cat "$tmp/mount.err"))"
 fi
 
+# 7. An engine that fails to start (issue 32 item 16): the scenario's error says how it ended
+# and the end of its log, where the cause is (before: "... (still running)" at times, and no
+# cause). The engine is a wrapper (SYNCROLL_ENGINE) that says why on stderr and exits 3.
+cat >"$tmp/bad-engine.sh" <<'EOF'
+#!/bin/sh
+echo "first line of the log" >&2
+echo "bad-engine: this engine refuses to start" >&2
+exit 3
+EOF
+chmod +x "$tmp/bad-engine.sh"
+expect_out 1 'engine\.crashed: .*closed its readiness pipe before reporting ready \(exited with status 3\) \(proc\.exited\); its log ends: first line of the log \| bad-engine: this engine refuses to start$' \
+    "an engine that fails to start: its exit status and log tail" \
+    env SYNCROLL_ENGINE="$tmp/bad-engine.sh" "$S" run --out "$tmp/bad" "$tmp/tiny.json"
+grep -q 'its log ends: first line of the log | bad-engine: this engine refuses to start' \
+    "$tmp"/bad/latest/results.json && ok "the log tail is in results.json" ||
+    bad "results.json lacks the log tail"
+
 finish

@@ -270,6 +270,41 @@ const char *sr_proc_describe(const sr_proc *p, char *buf, size_t cap)
     return buf;
 }
 
+const char *sr_proc_log_tail(const char *path, char *out, size_t cap)
+{
+    if (!cap)
+        return out;
+    out[0] = '\0';
+    char raw[512];
+    size_t want = cap / 2 < sizeof(raw) ? cap / 2 : sizeof(raw); /* room for " | " expansions */
+    int fd = path ? open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK) : -1;
+    if (fd < 0)
+        return out;
+    off_t end = lseek(fd, 0, SEEK_END);
+    off_t at = end > (off_t)want ? end - (off_t)want : 0;
+    ssize_t n = end > 0 ? pread(fd, raw, (size_t)(end - at), at) : 0;
+    close(fd);
+    if (n <= 0)
+        return out;
+    size_t i = 0, o = 0;
+    if (at > 0) /* the first line is cut: start after its end */
+        while (i < (size_t)n && raw[i++] != '\n')
+            ;
+    while ((size_t)n > i && (raw[n - 1] == '\n' || raw[n - 1] == '\r'))
+        n--;
+    for (; i < (size_t)n && o + 4 < cap; i++) {
+        unsigned char c = (unsigned char)raw[i];
+        if (c == '\n') {
+            memcpy(out + o, " | ", 3);
+            o += 3;
+        } else {
+            out[o++] = c < 0x20 || c == 0x7F ? '?' : (char)c;
+        }
+    }
+    out[o] = '\0';
+    return out;
+}
+
 /* Reads what is available; returns 1 when the line is complete, -1 on EOF before it, else 0. */
 static int read_line(sr_proc *p)
 {
