@@ -621,17 +621,10 @@ static int load_text(sr_run_result **out, const char *t, size_t n, const char *n
     cut c = {0};
     int rc = sr_json_parse(&doc, outer ? outer : t, outer_len, name, SR_REPORT_MAX_BYTES, err);
     free(outer);
-    if (rc && !whole) {
-        sr_json_linecol(t, n, open, &c.open_line, &c.open_col);
-        sr_json_linecol(t, n, close, &c.close_line, &c.close_col);
-        sr_report_relocate(err, name, map_outer, &c);
-    }
-    if (rc)
-        return rc;
-    ld l = {doc, err, 0};
+    ld l = {doc, err, rc};
     sr_run_result *run = NULL;
     double wall = 0;
-    if (!load_outer(&run, &l, &wall)) {
+    if (!rc && load_outer(&run, &l, &wall) == 0) {
         const cJSON *root = sr_json_root(doc);
         if (whole) {
             load_list(&l, run, get(root, "scenarios"));
@@ -639,6 +632,11 @@ static int load_text(sr_run_result **out, const char *t, size_t n, const char *n
             for (pos = open + 1; !l.rc && sr_report_next_item(t, close, &pos, &a, &e) == 1;)
                 l.rc = load_item(run, t, a, e, name, &c, err);
         }
+    } else if (!whole && l.rc != SR_E_NOMEM) {
+        /* An error of the text around the list: placed as if the list's items were there. */
+        sr_json_linecol(t, n, open, &c.open_line, &c.open_col);
+        sr_json_linecol(t, n, close, &c.close_line, &c.close_col);
+        sr_report_relocate(err, name, map_outer, &c);
     }
     sr_json_free(doc);
     if (l.rc) {
