@@ -3,7 +3,8 @@
  * from other machines for `syncroll report`, --merge and --history: any bytes either fail with
  * a named error and no run, or give a run that every reporter renders, whose results.json loads
  * again, that merges (alone, and with itself: report.shard_duplicate when it is a shard) and
- * that a history of two nights of it analyses and renders.
+ * that a history of two nights of it analyses and renders; and it accepts only texts that parse
+ * whole as JSON (the loader parses the scenario list item by item).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 
 #include "report/history.h"
 #include "report/report.h"
+#include "sr_json.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -71,11 +73,30 @@ static void history(const sr_run_result *run)
     sr_history_free(h);
 }
 
+/*
+ * The loader reads the scenario list item by item (harness/report/report_split.c) instead of
+ * parsing the whole text: it must never accept a text that is not one JSON document, and a text
+ * that is not JSON must fail to load (its error may differ when the text has several faults).
+ */
+static void same_as_whole(const uint8_t *data, size_t size, int loaded_rc)
+{
+    sr_json_doc *doc = NULL;
+    sr_err e = SR_ERR_INIT;
+    int whole =
+        sr_json_parse(&doc, (const char *)data, size, "whole.json", SR_REPORT_MAX_BYTES, &e);
+    sr_json_free(doc);
+    if (!loaded_rc && whole) {
+        fprintf(stderr, "loaded a text that does not parse whole: %s\n", e.msg);
+        abort();
+    }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     sr_run_result *run = NULL;
     sr_err e = SR_ERR_INIT;
     int rc = sr_report_load_mem(&run, (const char *)data, size, "fuzz.json", &e);
+    same_as_whole(data, size, rc);
     if (rc) {
         if (e.code != rc || run || !sr_code_name(rc))
             abort();

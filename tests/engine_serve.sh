@@ -159,3 +159,37 @@ kill -TERM "$pid"
 wait "$pid" || die "serve --dialect vllm given.json exited with $? after SIGTERM"
 pid=
 ok "serve --dialect vllm SCENARIO (the sync dialect follows unless the file names one)"
+
+# serve of a file that does not exist is a bad argument, exit 2 as for run and lint (issue 32
+# item 16; before: 1).
+"$S" serve "$tmp/no-such.json" >/dev/null 2>"$tmp/err3"
+st=$?
+[ "$st" -eq 2 ] || die "serve of a missing file exited $st, expected 2"
+grep -q "^syncroll serve: io.error: $tmp/no-such.json: cannot open: No such file or directory" \
+    "$tmp/err3" || die "serve of a missing file: $(cat "$tmp/err3")"
+ok "serve of a missing file: exit 2, io.error named"
+
+# Engines that cannot start for want of descriptors (ulimit -n 5 to 12; which call fails first
+# depends on the limit): every failure names its OS reason (issue 32 item 17; before: "cannot
+# allocate the server state", "libmicrohttpd could not start"), and serve reports how the engine
+# ended, never "(still running)" (item 16: the readiness pipe closes before the exit is visible).
+failed_starts=0
+for n in 5 6 7 8 9 10 11 12; do
+    (ulimit -n "$n" && exec "$S" serve "$SRC/scenarios/examples/minimal.json") \
+        >"$tmp/ul.out" 2>"$tmp/ul.err" </dev/null &
+    pid=$!
+    # An engine that did start prints its line; stop it then.
+    while kill -0 "$pid" 2>/dev/null && ! grep -q '"engines"' "$tmp/ul.out"; do sleep 0.05; done
+    kill -TERM "$pid" 2>/dev/null
+    wait "$pid"
+    pid=
+    if grep -q "start_failed\|proc\.\|io\.error" "$tmp/ul.err"; then
+        failed_starts=$((failed_starts + 1))
+        grep "error\|failed\|proc\." "$tmp/ul.err" | grep -v "Too many open files" |
+            grep -v "closed its readiness pipe before reporting ready (exited with status" &&
+            die "ulimit -n $n: a failure without its OS reason (above)"
+        grep -q "still running" "$tmp/ul.err" && die "ulimit -n $n: $(cat "$tmp/ul.err")"
+    fi
+done
+[ "$failed_starts" -ge 3 ] || die "only $failed_starts of the descriptor limits made a start fail"
+ok "ulimit -n 5..12: $failed_starts failed starts, each with its OS reason and the engine's exit"

@@ -74,4 +74,128 @@ expect 0 "the same with --keep" "$S" run --keep --out "$tmp/synckeep" \
 [ -d "$tmp"/synckeep/latest/artifacts/nightly-sync-during-rollout/sync ] &&
     ok "--keep keeps the work folder and its sync/ subfolder" || bad "--keep lost the sync folder"
 
+# 5. A full disk during the disk transport (issue 32 item 8): version 1's checkpoint (two
+# shards of 527 KB) does not fit on a 512 KiB filesystem. The failed write's v1.partial folder
+# is removed, so the reports are written and the scenario's error names the OS reason (before:
+# the folder stayed, every report failed with ENOSPC, exit 3). The filesystem is a real tmpfs
+# of that size, which needs mount(2) (root with CAP_SYS_ADMIN): skipped, with the reason, where
+# it cannot be mounted.
+cat >"$tmp/disk.json" <<'EOF'
+{
+  "id": "reports-full-disk",
+  "description": "the disk transport's checkpoint does not fit on the run's filesystem",
+  "tags": ["reports"],
+  "model": {"vocab": 2000, "layers": 4, "experts": 64, "topk": 4},
+  "engines": {"count": 1, "dialect": "sglang"},
+  "weights": {"transport": "disk"},
+  "steps": [{"kind": "sync_weights", "version": 1, "deadline_ms": 20000}]
+}
+EOF
+mkdir "$tmp/small"
+if mount -t tmpfs -o size=512k tmpfs "$tmp/small" 2>"$tmp/mount.err"; then
+    at_exit 'umount "$tmp/small" 2>/dev/null'
+    expect_out 1 'ERROR +reports-full-disk .*io\.error: .*v1\.partial/.*: No space left on device' \
+        "a full disk in the disk transport: the scenario's error, exit 1" \
+        "$S" run --out "$tmp/small/out" "$tmp/disk.json"
+    for f in summary.txt results.json junit.xml report.html; do
+        [ -s "$tmp/small/out/latest/$f" ] && ok "full disk: $f written" || bad "full disk: no $f"
+    done
+    printf '%s\n' "$OUT" | grep -q 'not written' && bad "full disk: a report not written: $OUT"
+    [ -z "$(find "$tmp/small" -name '*.partial')" ] && ok "full disk: no .partial folder left" ||
+        bad "full disk: left $(find "$tmp/small" -name '*.partial')"
+    umount "$tmp/small" && at_exit ''
+else
+    echo "skip: a full disk in the disk transport: cannot mount a 512 KiB tmpfs ($(cat "$tmp/mount.err"))"
+fi
+
+# 6. The disk fills after a failed scenario kept its weight versions (1 MB of checkpoint) and
+# before the reports: the reports come first, so the kept versions are removed (said on stderr)
+# and the reports written (issue 32 item 8; before: every report but the first failed with
+# ENOSPC, exit 3). Deterministic: a wrapper puts a FIFO where summary.txt's temporary file will
+# be, the harness waits there to write its first report (its wchan is wait_for_partner), the test
+# then fills the tmpfs to the last block and reads the FIFO.
+cat >"$tmp/kept.json" <<'EOF'
+{
+  "id": "reports-kept-versions",
+  "description": "a disk sync, then a check that fails: the artifacts keep version 1",
+  "tags": ["reports"],
+  "model": {"vocab": 2000, "layers": 4, "experts": 64, "topk": 4},
+  "engines": {"count": 1, "dialect": "sglang"},
+  "weights": {"transport": "disk"},
+  "steps": [{"kind": "sync_weights", "version": 1, "deadline_ms": 20000},
+            {"kind": "check_state", "weight_version": 5}]
+}
+EOF
+cat >"$tmp/fifo-wrap.sh" <<EOF
+#!/bin/sh
+prev=
+for a in "\$@"; do [ "\$prev" = --config ] && cfg=\$a; prev=\$a; done
+mkfifo "\${cfg%/artifacts/*}/.summary.txt.tmp-\$SYNCROLL_PARENT_PID"
+exec "$S" "\$@"
+EOF
+chmod +x "$tmp/fifo-wrap.sh"
+mkdir "$tmp/fill"
+if mount -t tmpfs -o size=4m tmpfs "$tmp/fill" 2>"$tmp/mount.err"; then
+    at_exit 'umount "$tmp/fill" 2>/dev/null'
+    SYNCROLL_ENGINE="$tmp/fifo-wrap.sh" "$S" run --out "$tmp/fill/out" "$tmp/kept.json" \
+        >"$tmp/fill.log" 2>&1 &
+    pid=$!
+    n=0
+    while [ "$(cat "/proc/$pid/task/$pid/wchan" 2>/dev/null)" != wait_for_partner ] &&
+        kill -0 "$pid" 2>/dev/null && [ "$n" -lt 300 ]; do
+        sleep 0.1
+        n=$((n + 1))
+    done
+    if [ "$(cat "/proc/$pid/task/$pid/wchan" 2>/dev/null)" = wait_for_partner ]; then
+        dd if=/dev/zero of="$tmp/fill/filler" bs=4096 2>/dev/null
+        [ "$(df -k "$tmp/fill" | awk 'NR == 2 { print $4 }')" -eq 0 ] && ok "kept versions: disk full" ||
+            bad "kept versions: the disk is not full"
+        cat "$tmp"/fill/out/2*/.summary.txt.tmp-* >/dev/null
+        wait "$pid"
+        st=$?
+        [ "$st" -eq 1 ] && ok "kept versions: exit 1 (the scenario failed)" ||
+            bad "kept versions: exit $st: $(cat "$tmp/fill.log")"
+        grep -q "no room for the reports: removed the weight versions kept in .*/artifacts/reports-kept-versions/sync" \
+            "$tmp/fill.log" && ok "kept versions: their removal said" ||
+            bad "kept versions: nothing said: $(cat "$tmp/fill.log")"
+        grep -q "not written" "$tmp/fill.log" && bad "kept versions: $(cat "$tmp/fill.log")"
+        for f in results.json junit.xml report.html; do
+            [ -s "$tmp/fill/out/latest/$f" ] && ok "kept versions: $f written" ||
+                bad "kept versions: no $f"
+        done
+        [ -f "$tmp/fill/out/latest/artifacts/reports-kept-versions/engine-0.log" ] &&
+            ok "kept versions: the engine log stays" || bad "kept versions: the engine log went"
+    else
+        wchan=$(cat "/proc/$pid/task/$pid/wchan" 2>/dev/null)
+        kill "$pid" 2>/dev/null
+        cat "$tmp"/fill/out/2*/.summary.txt.tmp-* >/dev/null 2>&1
+        wait "$pid"
+        if [ "$wchan" = 0 ]; then
+            echo "skip: the disk filling before the reports: this kernel hides /proc/PID/wchan"
+        else
+            bad "kept versions: the harness never waited on the FIFO: $(cat "$tmp/fill.log")"
+        fi
+    fi
+    umount "$tmp/fill" && at_exit ''
+else
+    echo "skip: the disk filling before the reports: cannot mount a tmpfs ($(cat "$tmp/mount.err"))"
+fi
+
+# 7. An engine that fails to start (issue 32 item 16): the scenario's error says how it ended
+# and the end of its log, where the cause is (before: "... (still running)" at times, and no
+# cause). The engine is a wrapper (SYNCROLL_ENGINE) that says why on stderr and exits 3.
+cat >"$tmp/bad-engine.sh" <<'EOF'
+#!/bin/sh
+echo "first line of the log" >&2
+echo "bad-engine: this engine refuses to start" >&2
+exit 3
+EOF
+chmod +x "$tmp/bad-engine.sh"
+expect_out 1 'engine\.crashed: .*closed its readiness pipe before reporting ready \(exited with status 3\) \(proc\.exited\); its log ends: first line of the log \| bad-engine: this engine refuses to start$' \
+    "an engine that fails to start: its exit status and log tail" \
+    env SYNCROLL_ENGINE="$tmp/bad-engine.sh" "$S" run --out "$tmp/bad" "$tmp/tiny.json"
+grep -q 'its log ends: first line of the log | bad-engine: this engine refuses to start' \
+    "$tmp"/bad/latest/results.json && ok "the log tail is in results.json" ||
+    bad "results.json lacks the log tail"
+
 finish

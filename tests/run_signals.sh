@@ -161,6 +161,13 @@ kill -INT "$RUN_PID"
 finish_run 130 "SIGINT"
 partial_reports "SIGINT" SIGINT
 
+# 2b. SIGHUP (the terminal or the CI session went away): likewise with 129 (before: killed by
+# the signal's default action, no reports).
+start hup
+kill -HUP "$RUN_PID"
+finish_run 129 "SIGHUP"
+partial_reports "SIGHUP" SIGHUP
+
 # 3. A second signal exits at once and still kills the engines.
 start twice
 kill -TERM "$RUN_PID"
@@ -194,5 +201,42 @@ grep -o '"pid":[0-9]*' "$OUTD.log" | cut -d: -f2 >"$OUTD.pids"
 [ "$(wc -l <"$OUTD.pids")" -eq 2 ] || bad "serve: printed $(wc -l <"$OUTD.pids") pids, expected 2"
 kill -KILL "$RUN_PID"
 finish_run 137 "SIGKILL of serve"
+
+# 8. SIGTERM while the reports are written: exit 143, not 0; the reports are complete (every
+# scenario finished). A wrapper puts a FIFO where summary.txt's temporary file will be, before
+# the engine starts; writing the reports then blocks in opening it until this test reads it, and
+# the test sends the signal once the harness's main thread waits there (its wchan is the FIFO's
+# wait_for_partner), so the signal arrives at a known point of the report writing.
+cat >"$tmp/fifo-wrap.sh" <<EOF
+#!/bin/sh
+prev=
+for a in "\$@"; do [ "\$prev" = --config ] && cfg=\$a; prev=\$a; done
+mkfifo "\${cfg%/artifacts/*}/.summary.txt.tmp-\$SYNCROLL_PARENT_PID"
+exec "$S" "\$@"
+EOF
+chmod +x "$tmp/fifo-wrap.sh"
+OUTD=$tmp/late
+SYNCROLL_ENGINE="$tmp/fifo-wrap.sh" "$S" run --out "$OUTD" "$tmp/after.json" >"$OUTD.log" 2>&1 &
+RUN_PID=$!
+in_fifo_open() { [ "$(cat "/proc/$RUN_PID/task/$RUN_PID/wchan" 2>/dev/null)" = wait_for_partner ]; }
+if poll 30 in_fifo_open; then
+    kill -TERM "$RUN_PID"
+    cat "$OUTD"/2*/.summary.txt.tmp-* >"$OUTD.summary"
+    finish_run 143 "SIGTERM while the reports are written"
+    grep -q "SIGTERM while the reports were written: they are complete; exit 143" "$OUTD.log" &&
+        ok "late SIGTERM: said so" || bad "late SIGTERM: no message: $(cat "$OUTD.log")"
+    grep -q '^1 passed, 0 failed' "$OUTD.summary" && ok "late SIGTERM: summary complete" ||
+        bad "late SIGTERM: summary: $(cat "$OUTD.summary")"
+    d=$(ls -d "$OUTD"/2*/ | head -n 1)
+    grep -q '"partial":[[:space:]]*false' "$d/results.json" && ok "late SIGTERM: not partial" ||
+        bad "late SIGTERM: results.json partial or missing"
+elif [ "$(cat "/proc/$RUN_PID/task/$RUN_PID/wchan" 2>/dev/null)" = 0 ]; then
+    echo "skip: SIGTERM while the reports are written: this kernel hides /proc/PID/wchan"
+    cat "$OUTD"/2*/.summary.txt.tmp-* >/dev/null 2>&1
+    wait "$RUN_PID"
+    RUN_PID=
+else
+    bad "the harness never waited on the FIFO: $(cat "$OUTD.log")"
+fi
 
 finish

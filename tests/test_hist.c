@@ -89,6 +89,78 @@ START_TEST(small_values_are_exact_and_merge_is_exact)
 }
 END_TEST
 
+/* Every bucket of h equals its count in the dense reference r, and next_bucket visits exactly
+ * the buckets in use. */
+static void same_buckets(const sr_hist *h, const sr_hist *r)
+{
+    size_t nb = sr_hist_buckets(), i = 0;
+    for (size_t k = 0; k < nb; k++)
+        ck_assert_uint_eq(sr_hist_bucket_count(h, k), sr_hist_bucket_count(r, k));
+    for (size_t k = sr_hist_next_bucket(h, 0); k < nb; k = sr_hist_next_bucket(h, k + 1), i++)
+        ck_assert_uint_ne(sr_hist_bucket_count(h, k), 0);
+    size_t used = 0;
+    for (size_t k = 0; k < nb; k++)
+        used += sr_hist_bucket_count(r, k) != 0;
+    ck_assert_uint_eq(i, used);
+    ck_assert_uint_eq(sr_hist_count(h), sr_hist_count(r));
+    ck_assert_uint_eq(sr_hist_min(h), sr_hist_min(r));
+    ck_assert_uint_eq(sr_hist_max(h), sr_hist_max(r));
+    ck_assert_uint_eq(sr_hist_percentile(h, 50), sr_hist_percentile(r, 50));
+    ck_assert_uint_eq(sr_hist_percentile(h, 99.9), sr_hist_percentile(r, 99.9));
+}
+
+/* Memory follows the samples (issue 32): an empty histogram holds no buckets, a few samples a
+ * few; past 256 distinct buckets it turns dense, and every count, merge and percentile equals a
+ * dense histogram's through the change. */
+START_TEST(buckets_are_allocated_by_use)
+{
+    sr_hist *h, *r, *m;
+    sr_err e = SR_ERR_INIT;
+    ck_assert_sr_ok(sr_hist_new(&h, &e), e);
+    ck_assert_sr_ok(sr_hist_new_dense(&r, &e), e);
+    ck_assert_sr_ok(sr_hist_new(&m, &e), e);
+    size_t empty = sr_hist_bytes(h);
+    ck_assert_uint_lt(empty, 128);
+    ck_assert_uint_gt(sr_hist_bytes(r), 7424 * 8);
+    ck_assert_int_eq(sr_hist_record(h, 5000), 0);
+    ck_assert_int_eq(sr_hist_record(r, 5000), 0);
+    ck_assert_uint_le(sr_hist_bytes(h), empty + 64);
+    same_buckets(h, r);
+    uint64_t s = 7;
+    for (int i = 0; i < 5000; i++) {
+        uint64_t v = sample(&s);
+        ck_assert_int_eq(sr_hist_record(h, v), 0);
+        ck_assert_int_eq(sr_hist_record(r, v), 0);
+        if (i < 40) /* m stays sparse: a sparse source merged into a dense and a sparse one */
+            ck_assert_int_eq(sr_hist_record_n(m, v, 3), 0);
+        if (i == 100)
+            same_buckets(h, r); /* still sparse, in a sorted list of a hundred buckets */
+    }
+    ck_assert_uint_gt(sr_hist_bytes(h), 7424 * 8); /* dense by now */
+    same_buckets(h, r);
+    ck_assert_int_eq(sr_hist_merge(h, m), 0);
+    ck_assert_int_eq(sr_hist_merge(r, m), 0);
+    same_buckets(h, r);
+    /* A dense source into a sparse destination turns it dense, bucket-wise sums. */
+    sr_hist *m2;
+    ck_assert_sr_ok(sr_hist_new(&m2, &e), e);
+    ck_assert_int_eq(sr_hist_merge(m2, m), 0); /* sparse into empty sparse: a copy */
+    same_buckets(m2, m);
+    ck_assert_int_eq(sr_hist_merge(m, r), 0);
+    ck_assert_uint_eq(sr_hist_count(m), sr_hist_count(r) + 120);
+    for (size_t k = 0; k < sr_hist_buckets(); k++)
+        ck_assert_uint_eq(sr_hist_bucket_count(m, k),
+                          sr_hist_bucket_count(r, k) + sr_hist_bucket_count(m2, k));
+    sr_hist_free(m2);
+    sr_hist_reset(h);
+    ck_assert_uint_eq(sr_hist_count(h), 0);
+    ck_assert_uint_eq(sr_hist_next_bucket(h, 0), sr_hist_buckets());
+    sr_hist_free(h);
+    sr_hist_free(r);
+    sr_hist_free(m);
+}
+END_TEST
+
 START_TEST(bucket_ranges_tile_the_line)
 {
     uint64_t prev_hi = 0;
@@ -113,6 +185,7 @@ static Suite *suite(void)
     tcase_add_test(tc, percentiles_match_sorted_array);
     tcase_add_test(tc, small_values_are_exact_and_merge_is_exact);
     tcase_add_test(tc, bucket_ranges_tile_the_line);
+    tcase_add_test(tc, buckets_are_allocated_by_use);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -91,6 +91,45 @@ static char *term_output(const sr_term_opts *o)
     return buf;
 }
 
+/* results.json is read item by item (issue 32): an error is still placed at its line and
+ * column in the whole text, in an item, before the list and after it, pretty or on one line. */
+START_TEST(load_errors_placed_in_whole_text)
+{
+    static const struct {
+        const char *text, *want;
+    } cases[] = {
+        {"{\"schema\": 1, \"run\": {}, \"scenarios\": [\n{\"id\": \"a\"},\n"
+         "  {\"id\": \"b\", \"repeat\": \"x\"}\n], \"partial\": false}\n",
+         "t.json:3:15: 'repeat' must be an integer"},
+        {"{\"schema\": 1, \"run\": {}, \"scenarios\": [\n{\"id\": \"a\"},\n"
+         "  {\"id\": \"b\", \"repeat\": tru}\n], \"partial\": false}\n",
+         "t.json:3:25: invalid JSON"},
+        {"{\"schema\": 1, \"run\": {}, \"scenarios\": [\n{\"id\": \"a\"},\n"
+         "  {\"id\": \"b\"}\n], \"partial\": 7}\n",
+         "t.json:4:4: 'partial' must be true or false"},
+        {"{\"schema\": 1, \"run\": {}, \"scenarios\": [\n{\"id\": \"a\"},\n"
+         "  {\"id\": \"b\"}\n],\n \"partial\": tru}\n",
+         "t.json:5:13: invalid JSON"},
+        {"{\"schema\":1,\"run\":{},\"scenarios\":[{\"id\":\"a\"},{\"id\":\"b\",\"repeat\":\"x\"}],"
+         "\"partial\":false}",
+         "t.json:1:56: 'repeat' must be an integer"},
+        {"{\"schema\":1,\"run\":{},\"scenarios\":[{\"id\":\"a\"},{\"id\":\"b\"}],\"partial\":7}",
+         "t.json:1:58: 'partial' must be true or false"},
+        {"{\"schema\": 2, \"run\": {}, \"scenarios\": [{\"id\": \"a\"}]}",
+         "t.json:1:2: unsupported schema 2"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        sr_run_result *run = NULL;
+        sr_err e = SR_ERR_INIT;
+        ck_assert_int_ne(
+            sr_report_load_mem(&run, cases[i].text, strlen(cases[i].text), "t.json", &e), 0);
+        ck_assert_ptr_null(run);
+        ck_assert_msg(strncmp(e.msg, cases[i].want, strlen(cases[i].want)) == 0,
+                      "case %zu: '%s', expected '%s...'", i, e.msg, cases[i].want);
+    }
+}
+END_TEST
+
 START_TEST(term_plain_lines)
 {
     sr_term_opts o = {0, 0};
@@ -283,6 +322,7 @@ int main(void)
     tcase_add_test(tc, artifact_bytes_bounded);
     tcase_add_test(tc, artifact_copy_tail);
     tcase_add_test(tc, artifact_trace_rows);
+    tcase_add_test(tc, load_errors_placed_in_whole_text);
     suite_add_tcase(s, tc);
     return sr_test_run(s);
 }

@@ -60,14 +60,15 @@ static void usage(FILE *f)
            "scenarios/<id>.json (every scenario expanded with its defaults) and artifacts/<id>/\n"
            "(engine config and logs of failures); DIR/latest, a symbolic link, points at it\n"
            "(anything else named latest is left alone, with a warning).\n\n"
-           "SIGINT or SIGTERM stops the run: no scenario starts, the running ones stop at their\n"
-           "next step with the verdict `interrupted` (check run.interrupted), every engine is\n"
-           "stopped and every report is written marked partial; a second signal kills the\n"
-           "engines and exits at once.\n\n"
+           "SIGINT, SIGTERM or SIGHUP stops the run: no scenario starts, the running ones stop\n"
+           "at their next step with the verdict `interrupted` (check run.interrupted), every\n"
+           "engine is stopped and every report is written marked partial; a second signal kills\n"
+           "the engines and exits at once.\n\n"
            "Exit status: 0 all passed, 1 a scenario failed or errored, 2 usage error, a\n"
            "malformed scenario or one beyond the machine's memory (nothing runs then), 3 a\n"
-           "report could not be written (each file named on stderr), 130 / 143 interrupted by\n"
-           "SIGINT / SIGTERM.\n\n"
+           "report could not be written (each file named on stderr), 130 / 143 / 129\n"
+           "interrupted by SIGINT / SIGTERM / SIGHUP (also when the signal arrives while the\n"
+           "reports are written).\n\n"
            "Environment: SYNCROLL_ENGINE=PATH runs the mock engines as `PATH engine ...` (another\n"
            "syncroll build) instead of this executable; one that cannot be executed makes each\n"
            "scenario's verdict error (proc.spawn).\n");
@@ -247,11 +248,12 @@ int sr_cmd_run(int argc, char **argv)
     sr_signals_ignore_pipe();
     sr_signals_ignore_file_size();
     /* Stop signals are blocked here, before any thread starts, so every thread inherits the
-     * mask and only the run's watcher (run_exec.c) sees them. libcurl's global state was
-     * initialised by main(), also before any thread. */
+     * mask and only the run's watcher (run_exec.c) sees them. SIGHUP (the terminal or the CI
+     * session went away) stops the run as SIGTERM does: the reports are what is left of it.
+     * libcurl's global state was initialised by main(), also before any thread. */
     sr_signals sig;
     sr_err err = SR_ERR_INIT;
-    if (sr_signals_open(&sig, SR_SIG_STOP, &err)) {
+    if (sr_signals_open(&sig, SR_SIG_STOP | SR_SIG_HANGUP, &err)) {
         fprintf(stderr, "syncroll run: %s\n", err.msg);
         free_args(&a);
         return SR_EXIT_FAIL;

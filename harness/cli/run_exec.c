@@ -304,7 +304,10 @@ typedef struct pool {
 
 static const char *signal_name(int signo)
 {
-    return signo == SIGINT ? "SIGINT" : signo == SIGTERM ? "SIGTERM" : "a stop signal";
+    return signo == SIGINT    ? "SIGINT"
+           : signo == SIGTERM ? "SIGTERM"
+           : signo == SIGHUP  ? "SIGHUP"
+                              : "a stop signal";
 }
 
 /* ---- the stop signals' watcher ---- */
@@ -318,7 +321,7 @@ typedef struct watcher {
 } watcher;
 
 /*
- * Reads SIGINT/SIGTERM from the signalfd. The first one sets the stop switch, which the
+ * Reads SIGINT/SIGTERM/SIGHUP from the signalfd. The first one sets the stop switch, which the
  * runners read at their safe points, and sends SIGTERM to every engine's process group, which
  * also ends any request still waiting on one; engines still there a second later get SIGKILL
  * (every second, until the run is over), so no stalled step outlives the signal by much. A
@@ -364,8 +367,8 @@ static void watch_start(watcher *w, sr_signals *sig, sr_run_stop *stop)
     atomic_store(&w->done, 0);
     w->started = sig && sig->fd >= 0 && pthread_create(&w->thread, NULL, watch, w) == 0;
     if (!w->started)
-        fprintf(stderr, "syncroll run: warning: no signal watcher: SIGINT/SIGTERM are held until "
-                        "the run ends\n");
+        fprintf(stderr, "syncroll run: warning: no signal watcher: SIGINT/SIGTERM/SIGHUP are held "
+                        "until the run ends\n");
 }
 
 static void watch_stop(watcher *w)
@@ -406,7 +409,8 @@ static void run_job(pool *p, const job *j)
         sr_scenario_set_verdict(j->res, SR_VERDICT_INTERRUPTED, "run.interrupted: not started");
     } else if (mkdir_p(work) != 0) {
         sr_result_set_str(&j->res->id, j->scn->id, NULL);
-        sr_scenario_set_verdict(j->res, SR_VERDICT_ERROR, "cannot create %s", work);
+        sr_scenario_set_verdict(j->res, SR_VERDICT_ERROR, "cannot create %s: %s", work,
+                                strerror(errno));
     } else {
         sr_run_opts o = {p->self, work, expanded, repro, j->repeat, p->t0, p->n_jobs};
         sr_run_scenario_in(j->res, j->scn, &o, &p->stop);
@@ -484,20 +488,39 @@ static int run_rounds(sr_run_result *run, const loaded *l, const run_args *a, po
     return any_fail;
 }
 
-/* Writes every selected report; each one that cannot be written is named on stderr. Returns the
- * number that failed. */
+/* Writes the reports of `which`; the bits of those that could not be written go to *failed,
+ * their errors to errs (indexed by bit position). */
+static void try_reports(const sr_run_result *run, const char *dir, unsigned which, unsigned *failed,
+                        sr_err *errs)
+{
+    *failed = 0;
+    for (unsigned bit = 1, k = 0; bit & SR_REPORT_ALL; bit <<= 1, k++) {
+        sr_err_clear(&errs[k]);
+        if ((which & bit) && sr_report_write(run, dir, bit, &errs[k]))
+            *failed |= bit;
+    }
+}
+
+/*
+ * Writes every selected report. When some cannot be written (a full disk), the weight versions
+ * failed scenarios keep are removed and those reports tried again: the reports come before the
+ * largest artifacts. Each one still not written is named on stderr. Returns how many.
+ */
 static int write_reports(const sr_run_result *run, const char *dir, unsigned which)
 {
-    int failed = 0;
-    for (unsigned bit = 1; bit & SR_REPORT_ALL; bit <<= 1) {
-        sr_err err = SR_ERR_INIT;
-        if ((which & bit) && sr_report_write(run, dir, bit, &err)) {
+    sr_err errs[8];
+    unsigned failed;
+    try_reports(run, dir, which, &failed, errs);
+    if (failed && sr_run_drop_checkpoints(run))
+        try_reports(run, dir, failed, &failed, errs);
+    int n = 0;
+    for (unsigned bit = 1, k = 0; bit & SR_REPORT_ALL; bit <<= 1, k++)
+        if (failed & bit) {
             fprintf(stderr, "syncroll run: report %s not written: %s\n", sr_report_file_name(bit),
-                    err.msg);
-            failed++;
+                    errs[k].msg);
+            n++;
         }
-    }
-    return failed;
+    return n;
 }
 
 /*
@@ -556,6 +579,15 @@ static int run_and_report(sr_run_result *run, const loaded *l, const run_args *a
         sr_term_note(p->term, note);
     }
     sr_term_finish(p->term, run);
+    /* A stop signal that arrived while the reports were written (the watcher had ended) is
+     * still pending: the reports are complete, but the exit status says the run was stopped. */
+    int late = signo || !sig || sig->fd < 0 ? 0 : sr_signals_next(sig);
+    if (late > 0) {
+        fprintf(stderr,
+                "syncroll run: %s while the reports were written: they are complete; exit %d\n",
+                signal_name(late), 128 + late);
+        signo = late;
+    }
     if (bad_reports)
         fprintf(stderr, "syncroll run: %d report(s) could not be written (exit status %d)\n",
                 bad_reports, signo ? 128 + signo : SR_RUN_EXIT_REPORT);
@@ -593,7 +625,8 @@ int sr_run_main(const run_args *args, sr_signals *sig, int argc, char **argv)
     pool p;
     memset(&p, 0, sizeof(p));
     if (make_run_dir(dir, sizeof(dir), run_id, sizeof(run_id), a->out) != 0)
-        fprintf(stderr, "syncroll run: cannot create the run folder under %s\n", a->out);
+        fprintf(stderr, "syncroll run: cannot create the run folder under %s: %s\n", a->out,
+                strerror(errno));
     else if (sr_proc_self_exe(self, sizeof(self), &err) || sr_run_result_new(&run, &err))
         fprintf(stderr, "syncroll run: %s\n", err.msg);
     else if (sr_proc_reg_init(&p.stop.procs))

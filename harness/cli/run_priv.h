@@ -44,6 +44,16 @@ typedef struct run_args {
 int sr_run_main(const run_args *a, sr_signals *sig, int argc, char **argv);
 
 /*
+ * Makes room for the reports when they could not be written (a full disk): removes the weight
+ * versions (checkpoint and delta folders under artifacts/<id>/sync/) that failed scenarios keep,
+ * the largest artifacts and the ones their repro command writes again, each folder said on
+ * stderr. Engine logs, captured bodies and the rest of the evidence stay. Returns the number of
+ * scenarios whose versions were removed (0: nothing freed).
+ */
+struct sr_run_result;
+int sr_run_drop_checkpoints(const struct sr_run_result *run);
+
+/*
  * Fills the header of a new run: version, git rev (SYNCROLL_GIT_REV, else SYNCROLL_SOURCE_DIR's
  * .git, worktrees included), machine, command line, options, the shard and its source, the
  * selection (the options that choose and run scenarios) and the run group (--run-group, else

@@ -366,7 +366,7 @@ int sr_cmd_serve(int argc, char **argv)
     p.dir[0] = '\0';
     sr_engine_config cfg;
     sr_engine_config_defaults(&cfg);
-    int scenario = 0;
+    int scenario = 0, loading = !rc;
     if (!rc)
         rc = is_scenario(&scenario, a.file, a.max_scenario_bytes, &err);
     if (!rc && scenario)
@@ -377,8 +377,10 @@ int sr_cmd_serve(int argc, char **argv)
         remove_dir(&p);
         sr_signals_close(&sig);
         fprintf(stderr, "syncroll serve: %s: %s\n", sr_code_name(rc), err.msg);
-        /* A scenario file over the size limit is malformed input, as for run and lint. */
-        return rc == SR_E_SCENARIO_TOO_LARGE ? SR_EXIT_USAGE : sr_exit_for_code(rc);
+        /* A scenario file over the size limit is malformed input, and one that cannot be read
+         * a bad argument, as for run and lint (exit 2). */
+        return rc == SR_E_SCENARIO_TOO_LARGE || (loading && rc == SR_E_IO) ? SR_EXIT_USAGE
+                                                                           : sr_exit_for_code(rc);
     }
     int status = run_engines(&a, &p, &cfg, &sig);
     sr_signals_close(&sig);

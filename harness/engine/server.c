@@ -391,8 +391,11 @@ static int init_server(sr_server *s, sr_engine *e, sr_err *err)
      * can be in the heap at most once. */
     s->capheap = (size_t)conn_hard_limit(s) * (SR_SERVER_MAX_DAEMONS + 1) + 16;
     s->heap = calloc(s->capheap, sizeof(*s->heap));
-    if (!s->heap || pipe2(s->wake, O_CLOEXEC | O_NONBLOCK) != 0)
+    if (!s->heap)
         return sr_err_set(err, SR_E_ENGINE_START, "cannot allocate the server state");
+    if (pipe2(s->wake, O_CLOEXEC | O_NONBLOCK) != 0)
+        return sr_err_set(err, SR_E_ENGINE_START, "cannot create the scheduler's wake-up pipe: %s",
+                          strerror(errno));
     return 0;
 }
 
@@ -424,8 +427,11 @@ int sr_server_start(sr_server **out, sr_engine *e, const char *addr, int port, s
     }
     /* Under the lock, so handler threads (which take it) see everything the start did. */
     pthread_mutex_lock(&s->mu);
+    /* libmicrohttpd says nothing of why; errno is what its last system call left (EMFILE for
+     * its internal pipes or epoll under a low `ulimit -n`). */
     if (!rc && !(s->d = start_daemon(s, fd)))
-        rc = sr_err_set(err, SR_E_ENGINE_START, "libmicrohttpd could not start");
+        rc = sr_err_set(err, SR_E_ENGINE_START, "libmicrohttpd could not start (last OS error: %s)",
+                        strerror(errno));
     pthread_mutex_unlock(&s->mu);
     if (rc) {
         if (fd >= 0)

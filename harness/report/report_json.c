@@ -89,10 +89,8 @@ static cJSON *hist_json(jw *j, const sr_hist *h)
     add_num(j, o, "sum_ns", n ? (double)llroundl((long double)sr_hist_mean(h) * n) : 0.0);
     cJSON *b = chk(j, cJSON_CreateArray());
     size_t nb = sr_hist_buckets();
-    for (size_t i = 0; b && i < nb; i++) {
+    for (size_t i = sr_hist_next_bucket(h, 0); b && i < nb; i = sr_hist_next_bucket(h, i + 1)) {
         uint64_t c = sr_hist_bucket_count(h, i);
-        if (!c)
-            continue;
         uint64_t lo, hi;
         sr_hist_bucket_range(i, &lo, &hi);
         cJSON *pair = chk(j, cJSON_CreateArray());
@@ -315,6 +313,33 @@ static cJSON *header_json(jw *j, const sr_run_result *run)
     return o;
 }
 
+/* Prints a tree with cJSON's layout and appends it to w; `indent` tabs follow every newline, as
+ * if the tree were printed that deep inside a larger one (strings never hold a raw newline). */
+static void put_tree(sr_rw *w, cJSON *tree, int bad, int indent)
+{
+    char *txt = bad ? NULL : cJSON_Print(tree);
+    cJSON_Delete(tree);
+    if (!txt) {
+        if (!w->rc)
+            w->rc = sr_err_set(w->err, SR_E_NOMEM, "cannot build results.json");
+        return;
+    }
+    static const char tabs[] = "\t\t\t\t";
+    const char *p = txt;
+    for (const char *nl; (nl = strchr(p, '\n')); p = nl + 1) {
+        sr_rw_put(w, p, (size_t)(nl - p) + 1);
+        sr_rw_put(w, tabs, (size_t)indent);
+    }
+    sr_rw_puts(w, p);
+    free(txt);
+}
+
+/*
+ * The document is printed one scenario execution at a time: the run's tree with an empty
+ * "scenarios" list, cut where that list opens, then each execution's tree at the depth it has
+ * inside the list. The bytes are those of printing the whole tree at once, but only one
+ * execution's tree exists at a time (a whole run's tree took ~20 KB per execution).
+ */
 void sr_report_json(sr_rw *w, const sr_run_result *run)
 {
     jw j = {0};
@@ -330,18 +355,26 @@ void sr_report_json(sr_rw *w, const sr_run_result *run)
     attach(&j, tot, "counters", counters(&j, &run->counters));
     attach(&j, root, "totals", tot);
     attach(&j, root, "phases", phases(&j, run->phase));
-    cJSON *sc = chk(&j, cJSON_CreateArray());
-    for (size_t i = 0; sc && i < run->n_scenarios; i++)
-        push(&j, sc, scenario_json(&j, run->scenarios[i]));
-    attach(&j, root, "scenarios", sc);
+    attach(&j, root, "scenarios", chk(&j, cJSON_CreateArray()));
     char *txt = j.bad ? NULL : cJSON_Print(root);
     cJSON_Delete(root);
-    if (!txt) {
+    /* "scenarios" is the last member, so the text ends with its empty list. */
+    static const char tail[] = "\"scenarios\":\t[]\n}";
+    size_t n = txt ? strlen(txt) : 0, nt = sizeof(tail) - 1;
+    if (!txt || n < nt || strcmp(txt + n - nt, tail) != 0) {
+        free(txt);
         if (!w->rc)
             w->rc = sr_err_set(w->err, SR_E_NOMEM, "cannot build results.json");
         return;
     }
-    sr_rw_puts(w, txt);
-    sr_rw_puts(w, "\n");
+    sr_rw_put(w, txt, n - 3); /* up to and with the '[' */
     free(txt);
+    for (size_t i = 0; i < run->n_scenarios && !w->rc; i++) {
+        if (i)
+            sr_rw_puts(w, ", ");
+        jw js = {0};
+        cJSON *sc = scenario_json(&js, run->scenarios[i]);
+        put_tree(w, sc, js.bad, 2);
+    }
+    sr_rw_puts(w, "]\n}\n");
 }

@@ -191,20 +191,20 @@ static long bucket_at(uint64_t v)
  * Records values that reproduce the buckets, min, max and sum exactly: min and max once each,
  * then every other value at its bucket's lower end (within [min, max]), raised towards the
  * bucket's upper end bucket by bucket until the values add up to `sum`. At most three distinct
- * values per bucket, so this costs O(buckets).
+ * values per bucket, so this costs O(buckets). 0 or SR_E_NOMEM.
  */
-static void hist_fill(sr_hist *h, bk *b, size_t nb, uint64_t mn, uint64_t mx, uint64_t sum,
-                      uint64_t count)
+static int hist_fill(sr_hist *h, bk *b, size_t nb, uint64_t mn, uint64_t mx, uint64_t sum,
+                     uint64_t count)
 {
     for (size_t i = 0; i < nb; i++) {
         b[i].lo = b[i].lo < mn ? mn : b[i].lo;
         b[i].hi = b[i].hi > mx ? mx : b[i].hi;
     }
     unsigned __int128 fixed = mn;
-    sr_hist_record(h, mn);
+    int rc = sr_hist_record(h, mn);
     b[0].c--;
     if (count > 1) {
-        sr_hist_record(h, mx);
+        rc = rc ? rc : sr_hist_record(h, mx);
         b[nb - 1].c--;
         fixed += mx;
     }
@@ -217,12 +217,13 @@ static void hist_fill(sr_hist *h, bk *b, size_t nb, uint64_t mn, uint64_t mx, ui
         unsigned __int128 room = (unsigned __int128)c * w;
         unsigned __int128 take = d < room ? d : room;
         uint64_t k = w ? (uint64_t)(take / w) : 0, r = w ? (uint64_t)(take % w) : 0;
-        sr_hist_record_n(h, b[i].hi, k);
-        if (r)
-            sr_hist_record(h, b[i].lo + r);
-        sr_hist_record_n(h, b[i].lo, c - k - (r ? 1 : 0));
+        rc = rc ? rc : sr_hist_record_n(h, b[i].hi, k);
+        if (r && !rc)
+            rc = sr_hist_record(h, b[i].lo + r);
+        rc = rc ? rc : sr_hist_record_n(h, b[i].lo, c - k - (r ? 1 : 0));
         d -= take;
     }
+    return rc;
 }
 
 static void load_hist(ld *l, const cJSON *phase, sr_hist *h)
@@ -271,8 +272,8 @@ static void load_hist(ld *l, const cJSON *phase, sr_hist *h)
                    mx > b[nb - 1].hi))
         fail(l, hj, "buckets disagree with count %llu, min_ns or max_ns",
              (unsigned long long)count);
-    if (!l->rc)
-        hist_fill(h, b, nb, mn, mx, sum, count);
+    if (!l->rc && hist_fill(h, b, nb, mn, mx, sum, count))
+        nomem(l);
     free(b);
 }
 
@@ -311,11 +312,13 @@ static int expected(const sr_scenario_result *s, const char *name)
 static void load_checks(ld *l, const cJSON *o, sr_scenario_result *s)
 {
     const cJSON *a = get_typed(l, o, "checks", 1), *x;
-    if (a && cJSON_GetArraySize(a) > 0 &&
-        !(s->checks = calloc(SR_RESULT_MAX_CHECKS, sizeof(sr_check)))) {
+    int len = a ? cJSON_GetArraySize(a) : 0;
+    size_t cap = len < SR_RESULT_MAX_CHECKS ? (size_t)len : SR_RESULT_MAX_CHECKS;
+    if (cap && !(s->checks = calloc(cap, sizeof(sr_check)))) {
         nomem(l);
         return;
     }
+    s->cap_checks = cap;
     cJSON_ArrayForEach(x, a)
     {
         if (s->n_checks == SR_RESULT_MAX_CHECKS)
@@ -532,42 +535,139 @@ static void load_header(ld *l, const cJSON *o, sr_run_header *h)
     h->start_unix_ms = get_opt(l, t, "unix_ms");
 }
 
-/* Builds the run of a parsed results.json; frees the document. */
-static int load_doc(sr_run_result **out, sr_json_doc *doc, sr_err *err)
+/* Where the scenario list was cut out of the text (positions for messages). */
+typedef struct cut {
+    int open_line, open_col;   /* the '[' in the whole text */
+    int close_line, close_col; /* the ']' in the whole text */
+    int item_line, item_col;   /* the item being read */
+} cut;
+
+/* A position in the text without the list's items to one in the whole text. */
+static void map_outer(void *ctx, int *line, int *col)
 {
-    ld l = {doc, err, 0};
-    const cJSON *root = sr_json_root(doc);
+    const cut *c = ctx;
+    int ol = c->open_line, oc = c->open_col + 1; /* ']' follows '[' in the short text */
+    if (*line < ol || (*line == ol && *col < oc))
+        return;
+    if (*line == ol)
+        *col = *col - oc + c->close_col;
+    *line += c->close_line - ol;
+}
+
+/* A position in one item to one in the whole text. */
+static void map_item(void *ctx, int *line, int *col)
+{
+    const cut *c = ctx;
+    if (*line == 1)
+        *col += c->item_col - 1;
+    *line += c->item_line - 1;
+}
+
+/* Reads the header and totals of the parsed document into a new run (*out). */
+static int load_outer(sr_run_result **out, ld *l, double *wall)
+{
+    const cJSON *root = sr_json_root(l->doc);
     int64_t schema = 0;
     if (!cJSON_IsObject(root))
-        fail(&l, root, "results.json must be an object");
-    integer(&l, root, "schema", 0, 1000000000, &schema);
-    if (!l.rc && schema != SR_RESULT_SCHEMA_VERSION)
-        fail(&l, get(root, "schema"), "unsupported schema %lld (this syncroll reads %d)",
+        fail(l, root, "results.json must be an object");
+    integer(l, root, "schema", 0, 1000000000, &schema);
+    if (!l->rc && schema != SR_RESULT_SCHEMA_VERSION)
+        fail(l, get(root, "schema"), "unsupported schema %lld (this syncroll reads %d)",
              (long long)schema, SR_RESULT_SCHEMA_VERSION);
-    const cJSON *run_j = get_typed(&l, root, "run", 0);
-    const cJSON *scs = get_typed(&l, root, "scenarios", 1);
+    const cJSON *run_j = get_typed(l, root, "run", 0);
+    get_typed(l, root, "scenarios", 1);
     sr_run_result *run = NULL;
-    if (!l.rc && sr_run_result_new(&run, err))
-        l.rc = SR_E_NOMEM;
-    if (!l.rc)
-        load_header(&l, run_j, &run->header);
-    double wall = 0;
-    num(&l, run_j, "wall_ms", &wall);
-    if (!l.rc) {
-        run->partial = get_bool(&l, root, "partial");
-        str_owned(&l, root, "partial_reason", &run->partial_reason);
+    if (!l->rc && sr_run_result_new(&run, l->err))
+        l->rc = SR_E_NOMEM;
+    if (!l->rc)
+        load_header(l, run_j, &run->header);
+    num(l, run_j, "wall_ms", wall);
+    if (!l->rc) {
+        run->partial = get_bool(l, root, "partial");
+        str_owned(l, root, "partial_reason", &run->partial_reason);
     }
-    const cJSON *x, *list = l.rc ? NULL : scs;
+    *out = run;
+    return l->rc;
+}
+
+/* Appends every scenario of a parsed list to the run. */
+static int load_list(ld *l, sr_run_result *run, const cJSON *list)
+{
+    const cJSON *x;
     cJSON_ArrayForEach(x, list)
     {
         sr_scenario_result *s;
-        if (sr_run_result_add_scenario(&s, run, err)) {
-            l.rc = SR_E_NOMEM;
+        if (sr_run_result_add_scenario(&s, run, l->err))
+            return l->rc = SR_E_NOMEM;
+        load_scenario(l, x, s);
+        if (l->rc)
             break;
+    }
+    return l->rc;
+}
+
+/* Parses and appends one item t[a .. e) of the scenario list, placing errors in the text. */
+static int load_item(sr_run_result *run, const char *t, size_t a, size_t e, const char *name,
+                     cut *c, sr_err *err)
+{
+    sr_json_doc *doc = NULL;
+    sr_scenario_result *s;
+    int rc = sr_json_parse(&doc, t + a, e - a, name, SR_REPORT_MAX_BYTES, err);
+    if (!rc && sr_run_result_add_scenario(&s, run, err))
+        rc = SR_E_NOMEM;
+    if (!rc) {
+        ld l = {doc, err, 0};
+        load_scenario(&l, sr_json_root(doc), s);
+        rc = l.rc;
+    }
+    sr_json_free(doc);
+    if (rc && rc != SR_E_NOMEM) {
+        sr_json_linecol(t, e, a, &c->item_line, &c->item_col);
+        sr_report_relocate(err, name, map_item, c);
+    }
+    return rc;
+}
+
+/*
+ * Builds the run of a results.json text. The scenario list is read item by item, each parsed
+ * alone and freed before the next (sr_report_split), so the parsed trees never hold more than
+ * the header and one execution; a text not shaped so is parsed whole, which names its error.
+ */
+static int load_text(sr_run_result **out, const char *t, size_t n, const char *name, sr_err *err)
+{
+    size_t open, close;
+    int whole = sr_report_split(t, n, &open, &close) != 0;
+    size_t pos = open + 1, a, e;
+    for (int k; !whole && (k = sr_report_next_item(t, close, &pos, &a, &e)) != 0;)
+        whole = k < 0;
+    char *outer = whole ? NULL : malloc(n - (close - open) + 2);
+    if (!whole && !outer)
+        return sr_err_set(err, SR_E_NOMEM, "%s: cannot load results.json", name);
+    if (outer) {
+        memcpy(outer, t, open + 1);
+        memcpy(outer + open + 1, t + close, n - close);
+    }
+    size_t outer_len = whole ? n : n - (close - open - 1);
+    sr_json_doc *doc = NULL;
+    cut c = {0};
+    int rc = sr_json_parse(&doc, outer ? outer : t, outer_len, name, SR_REPORT_MAX_BYTES, err);
+    free(outer);
+    ld l = {doc, err, rc};
+    sr_run_result *run = NULL;
+    double wall = 0;
+    if (!rc && load_outer(&run, &l, &wall) == 0) {
+        const cJSON *root = sr_json_root(doc);
+        if (whole) {
+            load_list(&l, run, get(root, "scenarios"));
+        } else {
+            for (pos = open + 1; !l.rc && sr_report_next_item(t, close, &pos, &a, &e) == 1;)
+                l.rc = load_item(run, t, a, e, name, &c, err);
         }
-        load_scenario(&l, x, s);
-        if (l.rc)
-            break;
+    } else if (!whole && l.rc != SR_E_NOMEM) {
+        /* An error of the text around the list: placed as if the list's items were there. */
+        sr_json_linecol(t, n, open, &c.open_line, &c.open_col);
+        sr_json_linecol(t, n, close, &c.close_line, &c.close_col);
+        sr_report_relocate(err, name, map_outer, &c);
     }
     sr_json_free(doc);
     if (l.rc) {
@@ -584,9 +684,13 @@ int sr_report_load(sr_run_result **out, const char *path, sr_err *err)
     if (!out || !path)
         return sr_err_set(err, SR_E_INVAL, "sr_report_load: no path");
     *out = NULL;
-    sr_json_doc *doc = NULL;
-    int rc = sr_json_load_file(&doc, path, SR_REPORT_MAX_BYTES, err);
-    return rc ? rc : load_doc(out, doc, err);
+    sr_buf b = SR_BUF_INIT;
+    int rc = strcmp(path, "-") == 0 ? sr_buf_read_stream(&b, stdin, path, SR_REPORT_MAX_BYTES, err)
+                                    : sr_buf_read_file(&b, path, SR_REPORT_MAX_BYTES, err);
+    if (!rc)
+        rc = load_text(out, b.data, b.len, path, err);
+    sr_buf_release(&b);
+    return rc;
 }
 
 int sr_report_load_mem(sr_run_result **out, const char *data, size_t len, const char *name,
@@ -595,7 +699,8 @@ int sr_report_load_mem(sr_run_result **out, const char *data, size_t len, const 
     if (!out || (!data && len))
         return sr_err_set(err, SR_E_INVAL, "sr_report_load_mem: no data");
     *out = NULL;
-    sr_json_doc *doc = NULL;
-    int rc = sr_json_parse(&doc, data ? data : "", len, name, SR_REPORT_MAX_BYTES, err);
-    return rc ? rc : load_doc(out, doc, err);
+    if (len > SR_REPORT_MAX_BYTES)
+        return sr_err_set(err, SR_E_LIMIT, "%s: %zu bytes exceeds the maximum of %zu",
+                          name ? name : "<input>", len, SR_REPORT_MAX_BYTES);
+    return load_text(out, data ? data : "", len, name ? name : "<input>", err);
 }

@@ -18,6 +18,7 @@ typedef struct sr_rw {
 } sr_rw;
 
 void sr_rw_puts(sr_rw *w, const char *s);
+void sr_rw_put(sr_rw *w, const char *p, size_t n); /* n bytes of p, as they are */
 void sr_rw_printf(sr_rw *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /*
@@ -58,6 +59,20 @@ int sr_report_write_atomic(const char *dir, const char *name, const char *data, 
 
 /* Caps `out` at SR_REPORT_MAX_BYTES unless it has a smaller maximum; returns a writer on it. */
 sr_rw sr_report_writer(sr_buf *out, sr_err *err);
+
+/*
+ * The scenario list of a results.json text, found without parsing the whole text (report_split.c):
+ * sr_report_split gives the offsets of the '[' and ']' of the top-level object's first member
+ * called "scenarios" whose value is a list, or -1 when the text is not shaped so (the caller then
+ * parses it whole, which names the error). sr_report_next_item gives the next item of that list,
+ * t[*a .. *e), from *pos (start at open + 1, moved past the item and its comma): 1, 0 at the end,
+ * -1 when the separators are not JSON. The items themselves are checked by the parser that reads
+ * them. sr_report_relocate rewrites sr_json's "name:line:col: " prefix of err through `map`.
+ */
+int sr_report_split(const char *t, size_t n, size_t *open, size_t *close);
+int sr_report_next_item(const char *t, size_t close, size_t *pos, size_t *a, size_t *e);
+void sr_report_relocate(sr_err *err, const char *name, void (*map)(void *, int *, int *),
+                        void *ctx);
 
 /* The style sheet of report.html and history.html (inline CSS, no external reference). */
 const char *sr_report_css(void);

@@ -39,10 +39,15 @@ void sr_rw_printf(sr_rw *w, const char *fmt, ...)
     w->b->len += (size_t)n;
 }
 
-static void put_n(sr_rw *w, const char *p, size_t n)
+void sr_rw_put(sr_rw *w, const char *p, size_t n)
 {
     if (!w->rc && n)
         w->rc = sr_buf_append(w->b, p, n, w->err);
+}
+
+static void put_n(sr_rw *w, const char *p, size_t n)
+{
+    sr_rw_put(w, p, n);
 }
 
 /*

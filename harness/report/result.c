@@ -83,7 +83,7 @@ int sr_run_result_new(sr_run_result **out, sr_err *err)
     if (!r)
         return sr_err_set(err, SR_E_NOMEM, "cannot allocate the run result");
     for (int p = 0; p < SR_PHASE_COUNT; p++) {
-        int rc = sr_hist_new(&r->phase[p], err);
+        int rc = sr_hist_new_dense(&r->phase[p], err);
         if (rc) {
             sr_run_result_free(r);
             return rc;
@@ -203,7 +203,7 @@ static int copy_members(sr_scenario_result *d, const sr_scenario_result *src)
     d->wall_ms = src->wall_ms;
     d->counters = src->counters;
     bad = bad || dup_items(&d->checks, src->checks, src->n_checks, sizeof(sr_check));
-    d->n_checks = bad ? 0 : src->n_checks;
+    d->n_checks = d->cap_checks = bad ? 0 : src->n_checks;
     bad = bad || dup_items(&d->fired, src->fired, src->n_fired, sizeof(sr_check_count));
     d->n_fired = bad ? 0 : src->n_fired;
     bad = bad || dup_items(&d->fired_classes, src->fired_classes, src->n_fired_classes,
@@ -239,7 +239,9 @@ int sr_run_result_add_copy(sr_scenario_result **out, sr_run_result *run,
         return sr_err_set(err, SR_E_NOMEM, "cannot copy scenario result '%s'",
                           src->id ? src->id : "?");
     for (int p = 0; p < SR_PHASE_COUNT; p++)
-        sr_hist_merge(d->phase[p], src->phase[p]);
+        if (sr_hist_merge(d->phase[p], src->phase[p]))
+            return sr_err_set(err, SR_E_NOMEM, "cannot copy the %s histogram of '%s'",
+                              sr_phase_name((sr_phase)p), src->id ? src->id : "?");
     return 0;
 }
 
@@ -271,6 +273,23 @@ static int count_in(sr_check_count **list, size_t *n, const char *name, int expe
     return 0;
 }
 
+/* Room for one more kept check, doubling from 4 (the lock is held): most executions fire none,
+ * and a full list of SR_RESULT_MAX_CHECKS is 178 KiB. */
+static int grow_checks(sr_scenario_result *s)
+{
+    if (s->n_checks < s->cap_checks)
+        return 0;
+    size_t cap = s->cap_checks ? s->cap_checks * 2 : 4;
+    if (cap > SR_RESULT_MAX_CHECKS)
+        cap = SR_RESULT_MAX_CHECKS;
+    sr_check *v = realloc(s->checks, cap * sizeof(*v));
+    if (!v)
+        return SR_E_NOMEM;
+    s->checks = v;
+    s->cap_checks = cap;
+    return 0;
+}
+
 int sr_scenario_check(sr_scenario_result *s, const char *name, const char *classification,
                       const sr_check_where *where, const char *fmt, ...)
 {
@@ -283,8 +302,7 @@ int sr_scenario_check(sr_scenario_result *s, const char *name, const char *class
     if (!rc && s->n_checks >= SR_RESULT_MAX_CHECKS) {
         s->checks_dropped++;
     } else if (!rc) {
-        if (!s->checks && !(s->checks = calloc(SR_RESULT_MAX_CHECKS, sizeof(*s->checks))))
-            rc = SR_E_NOMEM;
+        rc = grow_checks(s);
         if (!rc) {
             sr_check *c = &s->checks[s->n_checks++];
             memset(c, 0, sizeof(*c));
@@ -348,8 +366,12 @@ void sr_scenario_record(sr_scenario_result *s, sr_phase phase, uint64_t ns)
     if ((unsigned)phase >= SR_PHASE_COUNT)
         return;
     pthread_mutex_lock(&s->mu);
-    sr_hist_record(s->phase[phase], ns);
+    int rc = sr_hist_record(s->phase[phase], ns);
     pthread_mutex_unlock(&s->mu);
+    if (rc)
+        sr_scenario_check(s, sr_code_name(SR_E_NOMEM), NULL, NULL,
+                          "a %s sample of %llu ns was lost: out of memory for its histogram",
+                          sr_phase_name(phase), (unsigned long long)ns);
 }
 
 static void add_counters(sr_counters *d, const sr_counters *a)
@@ -408,8 +430,9 @@ void sr_run_result_finish(sr_run_result *run, double wall_ms)
         if ((unsigned)s->verdict < SR_VERDICT_COUNT)
             run->counts[s->verdict]++;
         add_counters(&run->counters, &s->counters);
+        /* The run's histograms are dense (sr_run_result_new): merging into them cannot fail. */
         for (int p = 0; p < SR_PHASE_COUNT; p++)
-            sr_hist_merge(run->phase[p], s->phase[p]);
+            (void)sr_hist_merge(run->phase[p], s->phase[p]);
     }
     run->wall_ms = wall_ms;
 }

@@ -19,6 +19,8 @@
  *   - timings: start (ms since the run started) and wall time; one entry per step (kind, name,
  *     start, end, the harness error if the step could not run) for timelines;
  *   - a latency histogram per phase (sr_hist, values in NANOSECONDS, see sr_phase below);
+ *     allocated empty (no buckets until a sample), so an execution costs memory in proportion
+ *     to what it measured (README "Reliability" gives the bound);
  *   - counters (rollouts requested / verified / failed, turns, attempts, bytes, rows, ...);
  *   - the engines it ran (index, URL, pid, log file, how each ended).
  *
@@ -199,8 +201,8 @@ typedef struct sr_scenario_result {
     char **expect_checks;
     size_t n_expect_checks;
     /* what happened */
-    sr_check *checks;
-    size_t n_checks;
+    sr_check *checks; /* grown as checks fire, at most SR_RESULT_MAX_CHECKS */
+    size_t n_checks, cap_checks;
     uint64_t checks_dropped; /* firings beyond SR_RESULT_MAX_CHECKS */
     sr_check_count *fired;
     size_t n_fired;
@@ -276,7 +278,7 @@ typedef struct sr_run_result {
     char *partial_reason; /* owned; e.g. "interrupted by SIGTERM", NULL when not partial */
 } sr_run_result;
 
-/* An empty run with histograms allocated. */
+/* An empty run with its totals' histograms allocated dense (merging into them cannot fail). */
 int sr_run_result_new(sr_run_result **out, sr_err *err);
 
 /* Frees the run and everything it owns; NULL is a no-op. */
@@ -319,7 +321,8 @@ size_t sr_scenario_set_evidence(sr_scenario_result *s, int64_t step, int64_t sam
 /* Records a check that was skipped and why (once per name; later reasons are dropped). */
 int sr_scenario_skip_check(sr_scenario_result *s, const char *name, const char *reason);
 
-/* Records one sample of `phase`, in nanoseconds (locks the entry). */
+/* Records one sample of `phase`, in nanoseconds (locks the entry). When the histogram cannot
+ * grow (out of memory) the sample is lost and the check resource.nomem says so. */
 void sr_scenario_record(sr_scenario_result *s, sr_phase phase, uint64_t ns);
 
 /* Adds `delta` to the entry's counters, member by member (locks the entry). */

@@ -270,6 +270,41 @@ const char *sr_proc_describe(const sr_proc *p, char *buf, size_t cap)
     return buf;
 }
 
+const char *sr_proc_log_tail(const char *path, char *out, size_t cap)
+{
+    if (!cap)
+        return out;
+    out[0] = '\0';
+    char raw[512];
+    size_t want = cap / 2 < sizeof(raw) ? cap / 2 : sizeof(raw); /* room for " | " expansions */
+    int fd = path ? open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK) : -1;
+    if (fd < 0)
+        return out;
+    off_t end = lseek(fd, 0, SEEK_END);
+    off_t at = end > (off_t)want ? end - (off_t)want : 0;
+    ssize_t n = end > 0 ? pread(fd, raw, (size_t)(end - at), at) : 0;
+    close(fd);
+    if (n <= 0)
+        return out;
+    size_t i = 0, o = 0;
+    if (at > 0) /* the first line is cut: start after its end */
+        while (i < (size_t)n && raw[i++] != '\n')
+            ;
+    while ((size_t)n > i && (raw[n - 1] == '\n' || raw[n - 1] == '\r'))
+        n--;
+    for (; i < (size_t)n && o + 4 < cap; i++) {
+        unsigned char c = (unsigned char)raw[i];
+        if (c == '\n') {
+            memcpy(out + o, " | ", 3);
+            o += 3;
+        } else {
+            out[o++] = c < 0x20 || c == 0x7F ? '?' : (char)c;
+        }
+    }
+    out[o] = '\0';
+    return out;
+}
+
 /* Reads what is available; returns 1 when the line is complete, -1 on EOF before it, else 0. */
 static int read_line(sr_proc *p)
 {
@@ -293,18 +328,27 @@ static int read_line(sr_proc *p)
     return 0;
 }
 
+#define READY_EXIT_WAIT_MS   2000
+#define READY_EXIT_WAIT_TEXT "2 s"
+
 static int not_ready_error(sr_proc *p, size_t i, sr_err *err)
 {
     char how[64];
-    /* The pipe closed: the child is exiting or has exited; reap it if it is gone already. */
-    sr_proc_poll_exit(p);
+    /* The pipe closed: the child is exiting or has exited. Its exit status is the cause the
+     * user needs ("exited with status 2", "killed by signal 11"), so it is waited for, up to
+     * READY_EXIT_WAIT_MS: a child that closed the pipe and lives on is said to be so. */
+    int64_t until = (int64_t)sr_clock_ms() + READY_EXIT_WAIT_MS;
+    while (!sr_proc_poll_exit(p) && !p->reaped && (int64_t)sr_clock_ms() < until)
+        poll(NULL, 0, 5);
     if (p->ready_fd >= 0) {
         close(p->ready_fd);
         p->ready_fd = -1;
     }
     return sr_err_set_at(err, SR_E_PROC_EXITED, (int64_t)i,
-                         "child %zu (pid %d) closed its readiness pipe before reporting ready (%s)",
-                         i, (int)p->pid, sr_proc_describe(p, how, sizeof(how)));
+                         "child %zu (pid %d) closed its readiness pipe before reporting ready "
+                         "(%s%s)",
+                         i, (int)p->pid, sr_proc_describe(p, how, sizeof(how)),
+                         p->reaped ? "" : " " READY_EXIT_WAIT_TEXT " later");
 }
 
 int sr_procs_wait_ready(sr_proc *ps, size_t n, int timeout_ms, sr_err *err)

@@ -110,6 +110,13 @@ int sr_procs_stop(sr_proc *ps, size_t n, int grace_ms);
 /* Describes how a reaped child ended ("exited with status 2", "killed by signal 9"). */
 const char *sr_proc_describe(const sr_proc *p, char *buf, size_t cap);
 
+/*
+ * The last lines of a child's log file `path` that fit in out[cap], on one line: newlines become
+ * " | ", other control characters '?', a line cut at the front is dropped. "" when the file cannot
+ * be read or is empty. For messages that say why a child ended (the cause is in its log).
+ */
+const char *sr_proc_log_tail(const char *path, char *out, size_t cap);
+
 /* The path of the running executable (for spawning itself), into buf. */
 int sr_proc_self_exe(char *buf, size_t cap, sr_err *err);
 

@@ -142,8 +142,12 @@ static int start_engines(sr_scn_run *run, sr_err *err)
     sr_err e2 = SR_ERR_INIT;
     rc = sr_procs_wait_ready(run->procs, (size_t)n, (int)s->ready_timeout_ms, &e2);
     if (rc == SR_E_PROC_EXITED || rc == SR_E_PROC_READY) {
-        sr_run_check(run, -1, "engine.crashed", "the engines did not become ready: %s (%s)", e2.msg,
-                     sr_code_name(rc));
+        /* The cause is usually in the engine's log (e2.offset is the engine that failed). */
+        char tail[256] = "";
+        if (e2.offset >= 0 && e2.offset < n)
+            sr_proc_log_tail(run->res->engines[e2.offset].log, tail, sizeof(tail));
+        sr_run_check(run, -1, "engine.crashed", "the engines did not become ready: %s (%s)%s%s",
+                     e2.msg, sr_code_name(rc), tail[0] ? "; its log ends: " : "", tail);
         for (int i = 0; i < n; i++)
             run->crashed[i] = 1;
         return 0;

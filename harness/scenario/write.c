@@ -1,4 +1,5 @@
 /* The expanded-scenario writer and the engine-config writer (scenario.h). */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -264,10 +265,14 @@ static int write_file(const char *path, const sr_buf *b, sr_err *err)
 {
     FILE *f = fopen(path, "wb");
     if (!f)
-        return sr_err_set(err, SR_E_IO, "%s: cannot create", path);
+        return sr_err_set(err, SR_E_IO, "%s: cannot create: %s", path, strerror(errno));
     size_t w = b->len ? fwrite(b->data, 1, b->len, f) : 0;
-    int bad = fclose(f) != 0 || w != b->len;
-    return bad ? sr_err_set(err, SR_E_IO, "%s: cannot write", path) : 0;
+    int e = w != b->len ? errno : 0;
+    if (fclose(f) != 0 && !e)
+        e = errno;
+    return e || w != b->len
+               ? sr_err_set(err, SR_E_IO, "%s: cannot write: %s", path, strerror(e ? e : EIO))
+               : 0;
 }
 
 int sr_scenario_write_expanded(const sr_scenario *s, const char *path, sr_err *err)
