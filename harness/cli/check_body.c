@@ -17,6 +17,7 @@
 #include "sr_stats.h"
 #include "spec/dialect.h"
 
+/* The help, a printf format; %s: the dialect names (from the dialect table). */
 static const char USAGE[] =
     "usage: syncroll check-body [options] FILE|-\n"
     "\n"
@@ -27,7 +28,7 @@ static const char USAGE[] =
     "input.\n"
     "\n"
     "Dialects (scenarios/FORMAT.md section 5b): the body may be in any engine dialect's wire\n"
-    "(skyrl, vllm, vllm-json, sglang, dynamo, nemo-rl); its route fields are then read as that\n"
+    "(%s); its route fields are then read as that\n"
     "wire carries them (.npy, raw int32 and nrlre1 strings, nested lists, dynamo's object).\n"
     "Without --dialect the dialect is told from the body's keys and printed (\"dialect: vllm\n"
     "(detected: ...)\" first, \"dialect\" in --json); a body whose keys tell none (e.g. no\n"
@@ -64,8 +65,8 @@ static const char USAGE[] =
     "                           definition named like a built-in replaces it; a declared\n"
     "                           \"shape\" or \"range\" is checked (fields.shape_mismatch,\n"
     "                           fields.out_of_range)\n"
-    "  --dialect D              read the body as dialect D (skyrl, vllm, vllm-json, sglang,\n"
-    "                           dynamo, nemo-rl) instead of telling it from its keys\n"
+    "  --dialect D              read the body as dialect D (one of the dialects above)\n"
+    "                           instead of telling it from its keys\n"
     "  --expected-length N      the announced Content-Length: fewer bytes is\n"
     "                           splice.short_body, more is splice.long_body\n"
     "  --json                   print one JSON object on standard output instead of text\n"
@@ -101,7 +102,8 @@ static int parse_args(opts *o, int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            fputs(USAGE, stdout);
+            char names[SR_DIALECT_NAMES_MAX];
+            printf(USAGE, sr_dialect_names(names, sizeof(names), ", "));
             return -1;
         }
         if (strcmp(a, "--json") == 0) {

@@ -82,9 +82,10 @@ static int parse_dialects(scn_parse *p, const cJSON *en)
     unsigned mask = 0;
     for (const cJSON *it = list->child; it; it = it->next) {
         int d = cJSON_IsString(it) ? sr_dialect_lookup(it->valuestring) : -1;
+        char names[SR_DIALECT_NAMES_MAX];
         if (d < 0)
             return sr_scn_fail(p, it, "engines.dialects: not a dialect (one of %s)",
-                               sr_dialect_names());
+                               sr_dialect_names(names, sizeof(names), ", "));
         if (mask & (1u << d))
             return sr_scn_fail(p, it, "engines.dialects names %s twice", it->valuestring);
         mask |= 1u << d;
@@ -541,7 +542,7 @@ int sr_scenario_for_dialect(sr_scenario *s, sr_dialect d, sr_err *err)
     s->engine.dialect = d;
     /* The execution's control plane and transport follow its dialect unless the file names them. */
     if (!s->engine.sync_dialect_given)
-        s->engine.sync_dialect = sr_sync_dialect_of(d);
+        s->engine.sync_dialect = sr_dialect_sync_dialect((sr_dialect)d);
     if (plane_transport(s))
         return sr_err_set(err, SR_E_SCENARIO,
                           "%s: its %s execution (engines.dialects) syncs with the %s plane, which "

@@ -168,13 +168,13 @@ int sr_spec_parse_sync_dialect(sr_engine_config *c, const sr_spec_ctx *x, const 
 int sr_spec_parse_dialect(sr_engine_config *c, const sr_spec_ctx *x, const cJSON *parent)
 {
     int d = (int)c->dialect;
-    char want[96];
-    snprintf(want, sizeof(want), "one of %s", sr_dialect_names());
+    char want[SR_DIALECT_NAMES_MAX + 8], names[SR_DIALECT_NAMES_MAX];
+    snprintf(want, sizeof(want), "one of %s", sr_dialect_names(names, sizeof(names), ", "));
     int rc = parse_table_name(x, parent, "dialect", sr_dialect_lookup, dialect_name,
                               SR_DIALECT_COUNT, want, &d);
     c->dialect = (sr_dialect)d;
     if (!rc && !c->sync_dialect_given && cJSON_GetObjectItemCaseSensitive(parent, "dialect"))
-        c->sync_dialect = sr_sync_dialect_of(d);
+        c->sync_dialect = sr_dialect_sync_dialect((sr_dialect)d);
     return rc;
 }
 
