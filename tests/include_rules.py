@@ -34,7 +34,7 @@ LAYERS = {
     "harness": {"harness/cli", "lib", "harness/run", "harness/client"},
 }
 # The commands that start engines are the only trainer-side files that may include engine/.
-ENGINE_COMMANDS = {"harness/cli/engine.c", "harness/cli/serve.c"}
+ENGINE_COMMANDS = {"harness/cli/cmd_engine.c", "harness/cli/cmd_serve.c"}
 # main.c takes only these headers from the folders LAYERS lets it reach (ARCHITECTURE.md).
 MAIN_HEADERS = {"harness/cli/commands.h", "harness/run/procs.h", "harness/client/client.h"}
 

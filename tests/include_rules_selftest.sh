@@ -38,11 +38,11 @@ append harness/sync/sync.c '#include <engine/engine.h>'
 expect_problem "an engine header in angle brackets" "^harness/sync/sync.c:[0-9]*: .*sync/ may not include harness/engine/"
 
 fresh
-append harness/cli/lint.c '#include "engine/engine.h"'
-expect_problem "a trainer-side command includes engine/" "^harness/cli/lint.c:[0-9]*: .*cli/ may not include harness/engine/"
+append harness/cli/cmd_lint.c '#include "engine/engine.h"'
+expect_problem "a trainer-side command includes engine/" "^harness/cli/cmd_lint.c:[0-9]*: .*cli/ may not include harness/engine/"
 
 fresh
-append harness/cli/serve.c '#include "engine/engine.h"'
+append harness/cli/cmd_serve.c '#include "engine/engine.h"'
 expect_clean "serve, a command that runs engines, may include engine/"
 
 fresh

@@ -258,8 +258,8 @@ START_TEST(partial_run_in_every_report)
 {
     sr_run_result *run = synth_run("/tmp/run", 0);
     sr_scenario_result *s = run->scenarios[0];
-    sr_scenario_check(s, "run.interrupted", NULL, NULL, "SIGTERM arrived at step 1");
-    sr_scenario_set_verdict(s, SR_VERDICT_INTERRUPTED, "run.interrupted: SIGTERM at step 1");
+    sr_result_check(s, "run.interrupted", NULL, NULL, "SIGTERM arrived at step 1");
+    sr_result_set_verdict(s, SR_VERDICT_INTERRUPTED, "run.interrupted: SIGTERM at step 1");
     run->partial = 1;
     ck_assert_int_eq(sr_result_set_str(&run->partial_reason, "interrupted by SIGTERM", NULL), 0);
     sr_run_result_finish(run, run->wall_ms);

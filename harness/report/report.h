@@ -23,7 +23,7 @@
  *
  * Files are written atomically (a temporary file in the same folder, then rename), so a reader
  * never sees half a report. `<out>/latest` is pointed at the newest run by the runner
- * (cli/run_exec.c) when it creates the run folder; re-rendering does not move it.
+ * (cli/cmd_run_exec.c) when it creates the run folder; re-rendering does not move it.
  *
  * Errors: SR_E_INVAL (NULL argument, unknown reporter name, empty `which`), SR_E_NOMEM,
  * SR_E_LIMIT (an output above SR_REPORT_MAX_BYTES), SR_E_IO (cannot write or rename);

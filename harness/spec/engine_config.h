@@ -75,7 +75,7 @@
  *
  * Faults. The plan (`faults`, or `engines.faults` of a scenario) is parsed whole, once, by
  * sr_spec_parse_faults when the document loads, into the typed plan of spec/faults.h: the engine
- * builds its runtime faults from it (engine/faults.h, sr_faults_new) and the scenario writer
+ * builds its runtime faults from it (engine/engine_faults.h, sr_faults_new) and the scenario writer
  * writes it back with sr_fault_plan_write_json. A fault the plan refuses (a bad kind, key or
  * value, a repeated id) is an error at that fault: "FILE:LINE:COL: faults: fault I (KIND): ..."
  * (engine.invalid_config; "engines.faults: " in a scenario read as an engine config). JSON null

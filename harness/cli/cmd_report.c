@@ -8,7 +8,7 @@
 #include "args.h"
 #include "commands.h"
 #include "report/report.h"
-#include "report_cli.h"
+#include "cmd_report_priv.h"
 
 #define DEFAULT_REPORTS (SR_REPORT_TEXT | SR_REPORT_JUNIT | SR_REPORT_HTML)
 
