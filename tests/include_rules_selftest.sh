@@ -80,6 +80,18 @@ C
 expect_problem "a circle inside report/" "files call each other in a circle: harness/report/ping.c, harness/report/pong.c"
 
 fresh
+append harness/run/runner.c '#include "scenario/scenario_priv.h"'
+expect_problem "a private header included from another folder" "^harness/run/runner.c:[0-9]*: .*harness/scenario/scenario_priv.h is private to harness/scenario/"
+
+fresh
+append lib/sr_buf.c '#include "sr_splice_priv.h"'
+expect_clean "a private header of lib/ included inside lib/"
+
+fresh
+cp "$tmp/t/harness/spec/faults.h" "$tmp/t/harness/engine/faults.h"
+expect_problem "two files of one name under harness/" "harness/engine/faults.h, harness/spec/faults.h: the name faults.h is used twice"
+
+fresh
 append harness/scenario/keys.c '#include "scenario_priv_gone.h"'
 expect_problem "a stale include" "^harness/scenario/keys.c:[0-9]*: .*names no file"
 
