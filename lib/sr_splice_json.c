@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "sr_splice_priv.h"
+#include "sr_text.h"
 
 enum {
     JP_COMPLETE = SR_SPLICE_JSON_COMPLETE,

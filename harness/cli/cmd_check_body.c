@@ -13,6 +13,7 @@
 #include "sr_envelope.h"
 #include "sr_err.h"
 #include "sr_fields.h"
+#include "sr_file.h"
 #include "sr_splice.h"
 #include "sr_stats.h"
 #include "spec/dialect.h"
@@ -252,8 +253,8 @@ static int feed_buf(sr_splicer *s, const sr_buf *b, sr_err *err)
 static int detect(opts *o, sr_buf *b, sr_err *err)
 {
     int rc = strcmp(o->path, "-") == 0
-                 ? sr_buf_read_stream(b, stdin, "standard input", SR_SPLICE_DEFAULT_MAX_BODY, err)
-                 : sr_buf_read_file(b, o->path, SR_SPLICE_DEFAULT_MAX_BODY, err);
+                 ? sr_file_read_stream(b, stdin, "standard input", SR_SPLICE_DEFAULT_MAX_BODY, err)
+                 : sr_file_read(b, o->path, SR_SPLICE_DEFAULT_MAX_BODY, err);
     if (rc)
         return rc;
     sr_err e = SR_ERR_INIT;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "scenario_priv.h"
+#include "sr_file.h"
 #include "sr_splice.h"
 #include "sr_suggest.h"
 
@@ -483,7 +484,7 @@ int sr_scenario_load_max(sr_scenario **out, const char *path, size_t max_bytes, 
     *out = NULL;
     max_bytes = max_bytes ? max_bytes : SR_SCN_MAX_FILE;
     sr_buf b = SR_BUF_INIT;
-    int rc = sr_buf_read_file(&b, path, max_bytes, err);
+    int rc = sr_file_read(&b, path, max_bytes, err);
     /* Its message already names the file, its size and the bound. */
     if (rc == SR_E_LIMIT)
         rc = err ? (err->code = SR_E_SCENARIO_TOO_LARGE) : SR_E_SCENARIO_TOO_LARGE;

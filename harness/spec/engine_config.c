@@ -5,6 +5,7 @@
 
 #include "engine_config.h"
 #include "sr_buf.h"
+#include "sr_file.h"
 #include "sr_suggest.h"
 #include "sr_weights.h"
 
@@ -322,7 +323,7 @@ int sr_engine_config_load(sr_engine_config *c, const char *path, int index, sr_e
 {
     sr_engine_config_defaults(c);
     sr_buf b = SR_BUF_INIT;
-    int rc = sr_buf_read_file(&b, path, SR_JSON_DEFAULT_MAX, err);
+    int rc = sr_file_read(&b, path, SR_JSON_DEFAULT_MAX, err);
     if (rc)
         sr_err_prefix(err, "engine config ");
     else
