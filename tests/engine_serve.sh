@@ -181,6 +181,16 @@ for n in 5 6 7 8 9 10 11 12; do
     # An engine that did start prints its line; stop it then.
     while kill -0 "$pid" 2>/dev/null && ! grep -q '"engines"' "$tmp/ul.out"; do sleep 0.05; done
     kill -TERM "$pid" 2>/dev/null
+    # Bounded: a serve that does not end within 20 s of SIGTERM is a named failure with where it
+    # waits (its threads' wchan and its children), not a hang of the whole test.
+    waited=0
+    while kill -0 "$pid" 2>/dev/null && [ "$waited" -lt 400 ]; do sleep 0.05; waited=$((waited + 1)); done
+    if kill -0 "$pid" 2>/dev/null; then
+        where=$(for t in /proc/"$pid"/task/*; do printf '%s ' "$(cat "$t/wchan" 2>/dev/null)"; done)
+        kids=$(ps -o pid=,stat=,wchan=,args= --ppid "$pid" 2>/dev/null | tr '\n' ';')
+        kill -KILL "$pid" 2>/dev/null
+        die "ulimit -n $n: serve did not exit within 20 s of SIGTERM (threads in: $where; children: $kids; stderr: $(cat "$tmp/ul.err"))"
+    fi
     wait "$pid"
     pid=
     if grep -q "start_failed\|proc\.\|io\.error" "$tmp/ul.err"; then
