@@ -1,14 +1,10 @@
 /* The growable buffer (sr_buf.h). */
 #include "sr_buf.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "sr_text.h"
 
