@@ -140,8 +140,8 @@ static const sr_sync_call PATH[] = {SR_SC_INIT, SR_SC_START};
 static const size_t PATH_LEN[SR_SS_COUNT] = {0, 1, 2};
 
 /* The table's absent cells: the plane has no route for the call, so the route that makes it in
- * `owner`'s plane is answered by the router (control.c) with its 404 before any table lookup.
- * The list must name exactly the table's absent cells (absent_list_is_the_tables). */
+ * `owner`'s plane is answered by the router (engine_control.c) with its 404 before any table
+ * lookup. The list must name exactly the table's absent cells (absent_list_is_the_tables). */
 static const struct absent {
     sr_sync_dialect d;
     sr_sync_call c;

@@ -29,7 +29,7 @@
 #include <stdint.h>
 
 #include "spec/engine_config.h"
-#include "faults.h"
+#include "engine_faults.h"
 #include "sync_table.h"
 #include "sr_delta.h"
 #include "sr_err.h"

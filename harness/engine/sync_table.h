@@ -40,7 +40,8 @@
  *
  * A call that the plane has no route for is an absent cell, SR_E_ENGINE_REQUEST 404 "%s: no such
  * call in this control plane", which keeps the table total; over HTTP no request reaches it: the
- * router (control.c, sr_srv_control) answers the route of another plane first with its own 404,
+ * router (engine_control.c, sr_srv_control) answers the route of another plane first with its own
+ * 404,
  * {"error":{"message":"Not Found (a route of the <plane> control plane; this engine speaks another
  * engines.sync_dialect)","type":"NotFoundError","code":404}} without a "check", and the receiver's
  * state does not move. tests/test_sync_table_http.c drives every cell over HTTP and asserts that

@@ -11,6 +11,7 @@
 #include "engine_state.h"
 #include "sr_buf.h"
 #include "sr_clock.h"
+#include "sr_file.h"
 
 /* The receiver's state lives in the init info's local_checkpoint_dir, or else in
  * {sync_dir}/receiver-<engine id> (the id made file-safe). */
@@ -218,7 +219,7 @@ static int corrupt_next_payload(sr_engine *e, const char *sync_dir, sr_err *err)
     sr_delta_manifest *m = NULL;
     /* Never blocks: a FIFO planted in the sync folder is io.not_regular_file. */
     if (!rc)
-        rc = sr_buf_read_file(&text, path, SR_DELTA_MANIFEST_MAX, err);
+        rc = sr_file_read(&text, path, SR_DELTA_MANIFEST_MAX, err);
     if (!rc)
         rc = sr_delta_manifest_parse(&m, text.data, text.len, path, err);
     for (size_t i = 0; !rc && i < m->n_tensors; i++) {
