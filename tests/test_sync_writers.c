@@ -3,8 +3,9 @@
  * real HTTP against engines in child processes with real folders: sglang's
  * update_weights_from_disk during a half-sent update_weights_from_distributed and skyrl's delta
  * fetch_weights and update_weights during a half-sent bucket are refused sync.concurrent_update,
- * the bucket then commits its own version alone. And the delta routes stop at the one version
- * ceiling, SR_WEIGHTS_MAX_VERSION (the receiver entry points in process, the routes over HTTP).
+ * the bucket then commits its own version alone; vllm's weight checker reset likewise. And the
+ * delta routes stop at the one version ceiling, SR_WEIGHTS_MAX_VERSION (the receiver entry points
+ * in process, the routes over HTTP).
  */
 #include "engine/engine.h"
 #include "engine_util.h"
@@ -190,6 +191,40 @@ START_TEST(skyrl_delta_during_a_bucket)
 }
 END_TEST
 
+/* vllm: the weight checker's reset (it overwrites the model) while a bucket of version 5 is half
+ * sent, and while the update holds that bucket before its finish: refused 409, the update then
+ * commits version 5 alone; after it the reset works. */
+START_TEST(vllm_checker_reset_during_a_bucket)
+{
+    const char *cfg = "{\"sync_dialect\":\"vllm\",\"seed\":3,\"model\":{\"layers\":2}}";
+    const char *reset = "{\"action\":\"reset\"}";
+    sr_engine_config c;
+    sr_weights *w5 = weights_of(cfg, 5, &c);
+    sr_buf b = SR_BUF_INIT;
+    eng_bucket_of(&b, w5, 5);
+    eng e;
+    eng_start(&e, cfg);
+    call(&e, "/init_weight_transfer_engine", "{\"init_info\":{}}", 200, NULL);
+    call(&e, "/start_weight_update", "{}", 200, NULL);
+    eng_partial p;
+    eng_partial_start(&p, &e, &b, "/update_weights", b.len / 2);
+    eng_wait_sync(&e, "buckets_in_flight", 1);
+    call(&e, "/weight_checker", reset, 409, "sync.concurrent_update");
+    hresp r;
+    eng_partial_finish(&p, &r);
+    ck_assert_msg(r.status == 200, "the bucket: %ld %s", r.status, r.body.data);
+    hresp_free(&r);
+    call(&e, "/weight_checker", reset, 409, "sync.concurrent_update");
+    call(&e, "/finish_weight_update", "{\"weight_version\":\"5\"}", 200, NULL);
+    expect_holds(&e, &c, 5, 5);
+    call(&e, "/weight_checker", reset, 200, NULL);
+    eng_stop(&e);
+    sr_buf_release(&b);
+    sr_weights_free(w5);
+    sr_engine_config_release(&c);
+}
+END_TEST
+
 /* Issue 32 item 6 for the delta routes: fetch_weights and update_weights with a sync_dir accepted
  * up to SR_DELTA_MAX_VERSION (99,999,999) in the engine; now SR_WEIGHTS_MAX_VERSION, as everywhere
  * else. The routes parse the version with that ceiling first, so the receiver entry points are
@@ -248,6 +283,7 @@ static Suite *writers_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, sglang_disk_load_during_a_bucket);
     tcase_add_test(tc, skyrl_delta_during_a_bucket);
+    tcase_add_test(tc, vllm_checker_reset_during_a_bucket);
     tcase_add_test(tc, delta_version_ceiling);
     suite_add_tcase(s, tc);
     return s;
