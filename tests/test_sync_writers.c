@@ -147,9 +147,10 @@ static void publish_v1(const char *cfg, const char *dir)
     }
 }
 
-/* skyrl: a bucket of version 5 half sent; the delta fetch and the delta update of version 1 are
- * refused (before: the fetch answered 200 and rewrote the stage under the bucket, whose finish
- * then committed a tensor of neither version); the update commits version 5 alone. */
+/* skyrl: a bucket of version 5 half sent; the delta fetch and the delta update of version 1 (and
+ * a synthetic update) are refused (before: the fetch answered 200 and rewrote the stage under the
+ * bucket, whose finish then committed a tensor of neither version); the update commits version 5
+ * alone. */
 START_TEST(skyrl_delta_during_a_bucket)
 {
     char dir[] = "/tmp/sr-writers-delta-XXXXXX", cfg[512], fetch[700], upd[700];
@@ -173,6 +174,9 @@ START_TEST(skyrl_delta_during_a_bucket)
     eng_wait_sync(&e, "buckets_in_flight", 1);
     call(&e, "/fetch_weights", fetch, 500, "sync.concurrent_update");
     call(&e, "/update_weights", upd, 500, "sync.concurrent_update");
+    /* The synthetic apply (no sync_dir) writes the model: refused the same. */
+    call(&e, "/update_weights", "{\"update_info\":{\"target_version\":7}}", 500,
+         "sync.concurrent_update");
     hresp r;
     eng_partial_finish(&p, &r);
     ck_assert_msg(r.status == 200, "the bucket: %ld %s", r.status, r.body.data);
