@@ -562,8 +562,8 @@ int sr_engine_bucket_end(sr_bucket_rx *b, const sr_fault *f, sr_err *err)
     pthread_mutex_lock(&e->mu);
     /* Decided under mu with the finish: either this bucket ends before it (and is counted in its
      * update) or the finish discarded the update first and the bucket is late. */
-    int gone =
-        (b->claimed && !b->bp.whole && b->gen != e->bc.gen) || b->discarded || unhead_locked(b);
+    int head_late = unhead_locked(b); /* always: a header never parsed leaves bc.heading here */
+    int gone = (b->claimed && !b->bp.whole && b->gen != e->bc.gen) || b->discarded || head_late;
     if (gone && rc != SR_E_SYNC_INCOMPLETE)
         rc = late(b, err);
     e->st.buckets++;
