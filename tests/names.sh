@@ -14,7 +14,7 @@ lint() { # lint <file> <expected fixed string>
         ok "$1: $2"
     fi
 }
-lint fault-kind.json "unknown fault kind; did you mean 'routes_all_zero'? kinds (scenarios/FORMAT.md lists them): latency, routes_all_zero,"
+lint fault-kind.json "unknown fault kind; did you mean 'routes_all_zero'? kinds (all of them: \`syncroll faults\`): latency, routes_all_zero,"
 lint fault-kind.json "[scenario.invalid]"
 lint step-kind.json "unknown step kind 'abort'; step kinds: rollout, sync_weights, collate, pause, resume, wait, check_state, kill_engine [json.schema]"
 lint classification.json "'stale_prefix' is not a classification of trace.row_mismatch; did you mean 'stale_weights'? classifications: all_zero_capture, duplicated_row, overwritten_prefix, off_by_one, stale_weights, newer_weights, unclassified [scenario.invalid]"

@@ -355,7 +355,7 @@ START_TEST(test_fault_plan_is_typed)
     } bad[] = {
         {"{\"faults\": [{\"kind\": \"reset\"},\n {\"kind\": \"resett\"}]}",
          "e.json:2:2: faults: fault 1 (resett): unknown fault kind; did you mean 'reset'? kinds "
-         "(scenarios/FORMAT.md lists them): latency, routes_all_zero, rows_p_plus_g, "},
+         "(all of them: `syncroll faults`): latency, routes_all_zero, rows_p_plus_g, "},
         {"{\"faults\": [{\"kind\": \"reset\", \"id\": \"x\"}, {\"kind\": \"stall\", \"id\": "
          "\"x\"}]}",
          "e.json:1:61: faults: fault 1: id \"x\" is used twice"},

@@ -393,7 +393,7 @@ int sr_fault_parse(sr_fault *f, const cJSON *obj, size_t index, sr_err *err)
             names[i] = sr_fault_kind_name((sr_fault_kind)i);
         char hint[360];
         sr_suggest_text(hint, sizeof(hint), k->valuestring, names, SR_FK_COUNT,
-                        "kinds (scenarios/FORMAT.md lists them)");
+                        "kinds (all of them: `syncroll faults`)");
         return fail(&pc, "unknown fault kind; %s", hint);
     }
     const sr_fault_kind_info *ki = sr_fault_kind_info_of((sr_fault_kind)kind);
