@@ -185,6 +185,10 @@ START_TEST(skyrl_delta_during_a_bucket)
     call(&e, "/fetch_weights", fetch, 500, "sync.concurrent_update");
     call(&e, "/collective_rpc", SKY_FIN, 200, NULL);
     expect_holds(&e, &c, 5, 5);
+    /* The stage fetched before now holds the bucket's bytes: the delta update refuses to commit
+     * them as version 1 (before: 200, version 1 with version 5's bytes). */
+    call(&e, "/update_weights", upd, 500, "delta.version");
+    expect_holds(&e, &c, 5, 5);
     /* Once the update is committed the delta transport works again. */
     call(&e, "/fetch_weights", fetch, 200, NULL);
     eng_stop(&e);

@@ -307,6 +307,13 @@ int sr_engine_update_delta(sr_engine *e, int64_t target, const char *sync_dir, c
         rc = sr_err_set(
             err, SR_E_DELTA_VERSION,
             "update_weights: nothing was fetched from sync_dir %s (fetch_weights first)", sync_dir);
+    /* A bucket or a disk load wrote the stage after the fetch: committing it would label their
+     * bytes with this delta version. */
+    if (!rc && e->stage_foreign)
+        rc = sr_err_set(err, SR_E_DELTA_VERSION,
+                        "update_weights: a broadcast bucket or a disk load wrote the staged "
+                        "weights after the last fetch_weights; fetch version %lld again first",
+                        (long long)target);
     if (!rc)
         rc = sr_delta_receiver_check_ready(e->rx, target, err);
     if (!rc)
