@@ -181,6 +181,40 @@ else
     echo "skip: the disk filling before the reports: cannot mount a tmpfs ($(cat "$tmp/mount.err"))"
 fi
 
+# 6b. A report that cannot be written for a reason other than room (here EISDIR: a wrapper puts
+# a folder where report.html's temporary file will be) keeps the weight versions a failed
+# scenario keeps: removing them would not help (before: they were removed on any report
+# failure). Exit 3, report.html named, sync/v1 still there.
+cat >"$tmp/kept-small.json" <<'EOF'
+{
+  "id": "reports-kept-other",
+  "description": "a disk sync, then a check that fails: the artifacts keep version 1",
+  "tags": ["reports"],
+  "model": {"vocab": 64, "layers": 1, "experts": 4, "topk": 2},
+  "engines": {"count": 1, "dialect": "sglang"},
+  "weights": {"transport": "disk"},
+  "steps": [{"kind": "sync_weights", "version": 1, "deadline_ms": 20000},
+            {"kind": "check_state", "weight_version": 5}]
+}
+EOF
+cat >"$tmp/dir-wrap.sh" <<EOF
+#!/bin/sh
+prev=
+for a in "\$@"; do [ "\$prev" = --config ] && cfg=\$a; prev=\$a; done
+mkdir "\${cfg%/artifacts/*}/.report.html.tmp-\$SYNCROLL_PARENT_PID"
+exec "$S" "\$@"
+EOF
+chmod +x "$tmp/dir-wrap.sh"
+expect_out 3 'report\.html not written: .*/report\.html: cannot create .*: Is a directory' \
+    "a report not written for another reason than room: exit 3, named" \
+    env SYNCROLL_ENGINE="$tmp/dir-wrap.sh" "$S" run --out "$tmp/other" "$tmp/kept-small.json"
+printf '%s\n' "$OUT" | grep -q 'no room for the reports' &&
+    bad "another reason than room: the kept versions were removed: $OUT" ||
+    ok "another reason than room: nothing said about room"
+[ -s "$tmp"/other/latest/artifacts/reports-kept-other/sync/v1/model-00001-of-00002.safetensors ] &&
+    ok "another reason than room: the kept version stays" ||
+    bad "another reason than room: sync/v1 was removed"
+
 # 7. An engine that fails to start (issue 32 item 16): the scenario's error says how it ended
 # and the end of its log, where the cause is (before: "... (still running)" at times, and no
 # cause). The engine is a wrapper (SYNCROLL_ENGINE) that says why on stderr and exits 3.
