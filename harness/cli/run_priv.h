@@ -1,4 +1,5 @@
-/* Private to cmd_run*.c: the parsed options of `syncroll run`. */
+/* Private to the cli folder: the parsed options of `syncroll run`, and the safe folder removal
+ * that `report --merge` uses too. */
 #ifndef SR_CMD_RUN_PRIV_H
 #define SR_CMD_RUN_PRIV_H
 
