@@ -74,12 +74,12 @@ expect 0 "the same with --keep" "$S" run --keep --out "$tmp/synckeep" \
 [ -d "$tmp"/synckeep/latest/artifacts/nightly-sync-during-rollout/sync ] &&
     ok "--keep keeps the work folder and its sync/ subfolder" || bad "--keep lost the sync folder"
 
-# 5. A full disk during the disk transport (issue 32 item 8): version 1's checkpoint (two
-# shards of 527 KB) does not fit on a 512 KiB filesystem. The failed write's v1.partial folder
-# is removed, so the reports are written and the scenario's error names the OS reason (before:
-# the folder stayed, every report failed with ENOSPC, exit 3). The filesystem is a real tmpfs
-# of that size, which needs mount(2) (root with CAP_SYS_ADMIN): skipped, with the reason, where
-# it cannot be mounted.
+# 5. A full disk during the disk transport: version 1's checkpoint (two shards of 527 KB) does
+# not fit on a 512 KiB filesystem. The failed write removes its own v1.partial folder
+# (sr_st_write_checkpoint), so the reports are written at once, with no kept version to remove,
+# and the scenario's error names the OS reason. The filesystem is a real tmpfs of that size,
+# which needs mount(2) (root with CAP_SYS_ADMIN): skipped, with the reason, where it cannot be
+# mounted.
 cat >"$tmp/disk.json" <<'EOF'
 {
   "id": "reports-full-disk",
@@ -101,6 +101,8 @@ if mount -t tmpfs -o size=512k tmpfs "$tmp/small" 2>"$tmp/mount.err"; then
         [ -s "$tmp/small/out/latest/$f" ] && ok "full disk: $f written" || bad "full disk: no $f"
     done
     printf '%s\n' "$OUT" | grep -q 'not written' && bad "full disk: a report not written: $OUT"
+    printf '%s\n' "$OUT" | grep -q 'no room for the reports' &&
+        bad "full disk: the failed write left its partial folder for the reports to remove: $OUT"
     [ -z "$(find "$tmp/small" -name '*.partial')" ] && ok "full disk: no .partial folder left" ||
         bad "full disk: left $(find "$tmp/small" -name '*.partial')"
     umount "$tmp/small" && at_exit ''
