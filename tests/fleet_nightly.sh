@@ -1,5 +1,5 @@
 #!/bin/sh
-# A 4-shard nightly as a CI system runs it (ctest fleet.nightly, issue 29): twelve scenarios, one
+# A 4-shard nightly as a CI system runs it (ctest fleet.nightly): twelve scenarios, one
 # of them failing (routes dropped on turn 2 of 8 rollouts, no expectation), run as 4 shards from
 # the CI systems' own variables (Buildkite for 1-2, GitLab for 3-4), merged with
 # `report --merge`. The merge exits 1 as `run` does; every link of the merged report.html

@@ -1,4 +1,4 @@
-# `syncroll report` in bounded memory (issue 32 item 4): a results.json of 20,000 scenario
+# `syncroll report` in bounded memory: a results.json of 20,000 scenario
 # executions (generated from a real run by tests/gen_results.py, compactly, one in seven failing
 # with checks) renders every report with a peak resident set size, read from the kernel
 # (ru_maxrss via tests/peak_rss.c), under twice the file (its text and one report being written)

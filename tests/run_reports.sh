@@ -61,7 +61,7 @@ second=$(readlink "$tmp/link/latest")
 
 
 # 5. A passing scenario leaves no work folder, even one with subfolders: the weight sync of
-# scenarios/nightly/sync-during-rollout.json publishes into artifacts/<id>/sync/ (issue 29).
+# scenarios/nightly/sync-during-rollout.json publishes into artifacts/<id>/sync/.
 # With --keep the folder and its sync/ subfolder stay.
 expect 0 "a passing sync scenario" "$S" run --out "$tmp/sync" \
     "$SRC/scenarios/nightly/sync-during-rollout.json"
@@ -112,8 +112,7 @@ fi
 
 # 6. The disk fills after a failed scenario kept its weight versions (1 MB of checkpoint) and
 # before the reports: the reports come first, so the kept versions are removed (said on stderr)
-# and the reports written (issue 32 item 8; before: every report but the first failed with
-# ENOSPC, exit 3). Deterministic: a wrapper puts a FIFO where summary.txt's temporary file will
+# and the reports written (not: every report but the first failing with ENOSPC, exit 3). Deterministic: a wrapper puts a FIFO where summary.txt's temporary file will
 # be, the harness waits there to write its first report (its wchan is wait_for_partner), the test
 # then fills the tmpfs to the last block and reads the FIFO.
 cat >"$tmp/kept.json" <<'EOF'
@@ -217,7 +216,7 @@ printf '%s\n' "$OUT" | grep -q 'no room for the reports' &&
     ok "another reason than room: the kept version stays" ||
     bad "another reason than room: sync/v1 was removed"
 
-# 7. An engine that fails to start (issue 32 item 16): the scenario's error says how it ended
+# 7. An engine that fails to start: the scenario's error says how it ended
 # and the end of its log, where the cause is (before: "... (still running)" at times, and no
 # cause). The engine is a wrapper (SYNCROLL_ENGINE) that says why on stderr and exits 3.
 cat >"$tmp/bad-engine.sh" <<'EOF'

@@ -1,5 +1,6 @@
 /*
- * The file system surface under sync folders (issue 32 items 1 and 2, issue 29's shared folder),
+ * The file system surface under sync folders (symbolic links, one local checkpoint folder
+ * shared by two engines),
  * with real files and, for the engine, real HTTP to engine child processes:
  *   - a symlink planted at every name the delta receiver (lock, state.json, .state.json.tmp,
  *     receiver-<id>, the version folder, manifest.json, a payload file), the delta publisher
