@@ -1,7 +1,7 @@
 /*
  * The file system surface under sync folders (symbolic links, one local checkpoint folder
- * shared by two engines),
- * with real files and, for the engine, real HTTP to engine child processes:
+ * shared by two engines), with real files and, for the engine, real HTTP to engine child
+ * processes:
  *   - a symlink planted at every name the delta receiver (lock, state.json, .state.json.tmp,
  *     receiver-<id>, the version folder, manifest.json, a payload file), the delta publisher
  *     (version folder, payload and manifest files and their temporary names) and the checkpoint
