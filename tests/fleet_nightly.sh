@@ -78,6 +78,17 @@ cmp -s "$evsrc" "$tmp/merged/shard-$failing/artifacts/nightly-sim-failing/$evrel
 [ -e "$tmp/merged/shard-$failing/artifacts/nightly-sim-failing/stale.txt" ] &&
     bad "a file of an earlier merge stayed in merged/shard-$failing"
 
+# A symbolic link at OUT/shard-K is refused, named, and not followed: what it points to stays.
+mkdir "$tmp/m2" "$tmp/linked"
+echo "keep" >"$tmp/linked/keep.txt"
+ln -s "$tmp/linked" "$tmp/m2/shard-1"
+expect_out 2 "cannot clear what an earlier merge left: $tmp/m2/shard-1: cannot remove: .*\\[io\\.error\\]" \
+    "a symbolic link at OUT/shard-K: refused, named" \
+    "$S" report --merge "$tmp/m2" "$tmp/job-1/runs/latest" "$tmp/job-2/runs/latest" \
+    "$tmp/job-3/runs/latest" "$tmp/job-4/runs/latest"
+[ "$(cat "$tmp/linked/keep.txt" 2>/dev/null)" = keep ] && [ -L "$tmp/m2/shard-1" ] ||
+    bad "the link at OUT/shard-1 was followed or removed"
+
 # Over the bound (a 300 MiB sparse file, refused before a byte is copied): the folder is not
 # carried and is named as text, not as a dead link; what fits is still carried.
 truncate -s 300M "$art/huge.bin" || die "truncate"
