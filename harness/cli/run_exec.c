@@ -35,65 +35,6 @@ static int mkdir_p(const char *path)
     return mkdir(tmp, 0777) != 0 && errno != EEXIST ? -1 : 0;
 }
 
-/*
- * Empties the folder open as `fd` (closed here): every entry is removed relative to it
- * (unlinkat), subfolders first emptied through openat with O_NOFOLLOW | O_DIRECTORY, so a
- * symbolic link is removed as a link and never followed out of the run folder. `depth` bounds
- * the nesting (a work folder is shallow: artifacts/<id>/sync/<version>/...). Goes on past an
- * entry it cannot remove; returns 0, or the errno of the first failure with its entry in `what`.
- */
-static int empty_folder(int fd, int depth, char *what, size_t cap)
-{
-    DIR *d = fdopendir(fd);
-    if (!d) {
-        int e = errno;
-        close(fd);
-        return e;
-    }
-    int first = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-            continue;
-        if (unlinkat(dirfd(d), e->d_name, 0) == 0)
-            continue;
-        int rc = errno;
-        if (rc == EISDIR || rc == EPERM) {
-            int sub = depth < 32 ? openat(dirfd(d), e->d_name,
-                                          O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-                                 : -1;
-            rc = sub < 0 ? (depth < 32 ? errno : ELOOP) : empty_folder(sub, depth + 1, NULL, 0);
-            if (sub >= 0 && unlinkat(dirfd(d), e->d_name, AT_REMOVEDIR) != 0 && !rc)
-                rc = errno;
-        }
-        if (rc && !first) {
-            first = rc;
-            if (what)
-                snprintf(what, cap, "%s", e->d_name);
-        }
-    }
-    closedir(d);
-    return first;
-}
-
-int sr_run_remove_at(int dfd, const char *name, const char *shown, sr_err *err)
-{
-    char what[256] = "";
-    int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    int e = fd < 0 ? errno : empty_folder(fd, 0, what, sizeof(what));
-    if (!e && unlinkat(dfd, name, AT_REMOVEDIR) != 0)
-        e = errno;
-    if (e)
-        return sr_err_set(err, SR_E_IO, "%s: cannot remove%s%s: %s", shown, what[0] ? " " : "",
-                          what, strerror(e));
-    return 0;
-}
-
-int sr_run_remove_folder(const char *dir, sr_err *err)
-{
-    return sr_run_remove_at(AT_FDCWD, dir, dir, err);
-}
-
 /* ---- loading and selection ---- */
 
 typedef struct loaded {
