@@ -1,5 +1,4 @@
 /* syncroll run, after the options: loading, selection, the run folder, rounds, reports. */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
