@@ -219,17 +219,13 @@ int sr_delta_read_file(char **buf, size_t *len, int *missing, int dfd, const cha
 
 int sr_delta_lock(int *fd, int dfd, const char *name, const char *shown, int wait_ms, sr_err *err)
 {
-    int missing;
     *fd = openat(dfd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (*fd < 0) {
-        int rc = sr_delta_open_file(fd, dfd, name, shown, &missing, err);
-        if (!rc) {
-            if (*fd >= 0)
-                close(*fd);
-            rc = sr_err_set(err, SR_E_DELTA_IO, "%s: cannot open", shown);
-        }
+        /* The reason is this call's: a second look at a file that could not be created would
+         * only find it missing. A symbolic link in its place is named as one. */
+        int e = errno;
         *fd = -1;
-        return rc;
+        return open_failed(dfd, name, shown, e, "open", err);
     }
     struct timespec t0, now;
     clock_gettime(CLOCK_MONOTONIC, &t0);

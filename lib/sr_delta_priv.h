@@ -164,7 +164,7 @@ int sr_delta_read_file(char **buf, size_t *len, int *missing, int dfd, const cha
  * Opens (creating it, O_NOFOLLOW) the lock file `name` of folder dfd and takes an exclusive
  * flock on it, waiting up to wait_ms (>= 0; polled) while another holder has it; *fd is the
  * descriptor to close to release it. SR_E_DELTA_LOCKED after the wait, SR_E_SYMLINK,
- * SR_E_DELTA_IO (`shown` names the file).
+ * SR_E_DELTA_IO (`shown` names the file, with the OS reason the create failed for).
  */
 int sr_delta_lock(int *fd, int dfd, const char *name, const char *shown, int wait_ms, sr_err *err);
 

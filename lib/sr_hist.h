@@ -51,7 +51,8 @@ int sr_hist_record_n(sr_hist *h, uint64_t v, uint64_t count);
 /* Records one value (as sr_hist_record_n). */
 int sr_hist_record(sr_hist *h, uint64_t v);
 
-/* Adds every value of src to dst. Returns 0, or SR_E_NOMEM with dst unchanged. */
+/* Adds every value of src to dst. Returns 0, or SR_E_NOMEM with dst unchanged; never fails
+ * when dst is dense (sr_hist_new_dense), which needs no room. */
 int sr_hist_merge(sr_hist *dst, const sr_hist *src);
 
 /* Number of values recorded; exact min and max (0 when empty); mean (0 when empty). */

@@ -46,8 +46,10 @@
  * a multiple of 8, then write(2) of every tensor and fsync(2) of the file. sr_st_write_checkpoint
  * writes a whole folder: `dir` must not exist; the files go to "<dir>.partial/" (removed first
  * if a crashed writer left it), each fsynced, then that folder is fsynced, renamed to `dir`, and
- * dir's parent fsynced, so a reader never sees a half-written checkpoint. One shard is written as
- * model.safetensors, n > 1 as model-0000i-of-0000n.safetensors (5 digits, i from 1; tensors in
+ * dir's parent fsynced, so a reader never sees a half-written checkpoint. A write that fails
+ * after creating "<dir>.partial/" (a full disk) removes it, so the space it took is free again
+ * (what cannot be removed stays; the write's own error is the one returned). One shard is written
+ * as model.safetensors, n > 1 as model-0000i-of-0000n.safetensors (5 digits, i from 1; tensors in
  * name order, cut into n runs of about equal bytes).
  *
  * ---- Reading a checkpoint folder ----

@@ -276,6 +276,12 @@ static int write_folder(int pfd, const char *tname, const char *tmp, const char 
         rc = io_err(err, "cannot fsync folder", tmp);
     if (tfd >= 0)
         close(tfd);
+    if (rc && tfd >= 0) {
+        /* A write that failed midway (a full disk) leaves nothing behind: the partial folder
+         * holds the space the caller's reports need. Its own error is the one returned. */
+        sr_err ignored = SR_ERR_INIT;
+        remove_partial(pfd, tname, tmp, &ignored);
+    }
     struct stat st;
     if (!rc && fstatat(pfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0)
         rc = S_ISLNK(st.st_mode) ? open_err(err, pfd, base, "", dir)

@@ -10,7 +10,7 @@ CI system would give one shard, and must select its shard from the source the ex
 on. Each file must also merge its shards (`report --merge`), and its shard count must agree
 with its parallelism.
 
-The three examples must be equivalent (issue 29): every one balances its shards by the recorded
+The three examples must be equivalent: every one balances its shards by the recorded
 durations (`run --timings fixtures/nightly-timings.json`), gates on the merge (its exit status
 becomes the job's, but only after the history and the upload: a script that keeps the status
 and exits with it last, or GitHub's failing step followed by `if: always()` steps), keeps a

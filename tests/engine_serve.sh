@@ -126,7 +126,7 @@ wait "$pid" || die "serve exited with $? after SIGTERM"
 pid=
 ok "serve --dialect sglang"
 
-# Issue 29: --dialect vllm with a scenario FILE that names no sync dialect serves vLLM's control
+# --dialect vllm with a scenario FILE that names no sync dialect serves vLLM's control
 # plane (the dialect's), as with an engine config; a FILE that names one keeps it.
 rm -f "$tmp/fifo"
 mkfifo "$tmp/fifo"
@@ -160,8 +160,7 @@ wait "$pid" || die "serve --dialect vllm given.json exited with $? after SIGTERM
 pid=
 ok "serve --dialect vllm SCENARIO (the sync dialect follows unless the file names one)"
 
-# serve of a file that does not exist is a bad argument, exit 2 as for run and lint (issue 32
-# item 16; before: 1).
+# serve of a file that does not exist is a bad argument, exit 2 as for run and lint.
 "$S" serve "$tmp/no-such.json" >/dev/null 2>"$tmp/err3"
 st=$?
 [ "$st" -eq 2 ] || die "serve of a missing file exited $st, expected 2"
@@ -170,9 +169,9 @@ grep -q "^syncroll serve: io.error: $tmp/no-such.json: cannot open: No such file
 ok "serve of a missing file: exit 2, io.error named"
 
 # Engines that cannot start for want of descriptors (ulimit -n 5 to 12; which call fails first
-# depends on the limit): every failure names its OS reason (issue 32 item 17; before: "cannot
+# depends on the limit): every failure names its OS reason (not only "cannot
 # allocate the server state", "libmicrohttpd could not start"), and serve reports how the engine
-# ended, never "(still running)" (item 16: the readiness pipe closes before the exit is visible).
+# ended, never "(still running)" (the readiness pipe closes before the exit is visible).
 failed_starts=0
 for n in 5 6 7 8 9 10 11 12; do
     # The output of the round before must be gone: its '"engines"' line would end the wait below

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Shards balanced by recorded durations (ctest fleet.balance, issue 29): `run --list --shard K/4
+# Shards balanced by recorded durations (ctest fleet.balance): `run --list --shard K/4
 # --timings PATH` over (1) twelve scenarios with hand-written durations: the partition is the
 # longest-first greedy one, computed here independently, and its largest shard is within
 # max(1.2 x the mean, the longest scenario) where the hash partition is not; (2) the nightly

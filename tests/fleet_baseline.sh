@@ -1,5 +1,5 @@
 #!/bin/sh
-# `syncroll report --baseline` on real runs (ctest fleet.baseline, issue 29): one scenario run
+# `syncroll report --baseline` on real runs (ctest fleet.baseline): one scenario run
 # twice, the second time from a copy with a 40 ms latency fault on every generate request. The
 # comparison must list the request phase first (largest increase; the scenario's wall time, which
 # holds every phase, comes after the phases that explain it) and nothing that grew by 0.1 ms or

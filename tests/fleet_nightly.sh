@@ -1,5 +1,5 @@
 #!/bin/sh
-# A 4-shard nightly as a CI system runs it (ctest fleet.nightly, issue 29): twelve scenarios, one
+# A 4-shard nightly as a CI system runs it (ctest fleet.nightly): twelve scenarios, one
 # of them failing (routes dropped on turn 2 of 8 rollouts, no expectation), run as 4 shards from
 # the CI systems' own variables (Buildkite for 1-2, GitLab for 3-4), merged with
 # `report --merge`. The merge exits 1 as `run` does; every link of the merged report.html
@@ -59,6 +59,35 @@ printf '%s\n' "$OUT" | grep -q '^1 symbolic link or special file inside carried 
 [ -e "$tmp/merged/shard-$failing/artifacts/nightly-sim-failing/leak" ] &&
     bad "a symbolic link of a shard folder was copied"
 grep -rq outside "$tmp/merged" && bad "a file outside the shard folder was read into merged/"
+
+# A second merge into the same folder (a CI workspace reused night after night): the shards'
+# evidence paths are the same every night, so merged/shard-K is emptied first and the copy holds
+# the shard's bytes as they are now, not the first merge's (before: the old copy stayed and was
+# counted as carried). A file only the first merge wrote is gone too.
+evsrc=$(ls "$art"/evidence/step*-sample*/index.txt 2>/dev/null | head -1)
+[ -n "$evsrc" ] || die "no evidence index.txt in the failing shard"
+evrel=${evsrc#"$art"/}
+echo "stale from an earlier night" >"$tmp/merged/shard-$failing/artifacts/nightly-sim-failing/stale.txt"
+echo "changed since the first merge" >>"$evsrc"
+expect_out 1 '^11 passed, 1 failed$' "a second merge into the same folder exits 1" \
+    "$S" report --merge "$tmp/merged" "$tmp/job-1/runs/latest" "$tmp/job-2/runs/latest" \
+    "$tmp/job-3/runs/latest" "$tmp/job-4/runs/latest"
+cmp -s "$evsrc" "$tmp/merged/shard-$failing/artifacts/nightly-sim-failing/$evrel" &&
+    ok "the second merge's evidence holds the shard's new bytes" ||
+    bad "the second merge kept the first merge's copy of $evrel"
+[ -e "$tmp/merged/shard-$failing/artifacts/nightly-sim-failing/stale.txt" ] &&
+    bad "a file of an earlier merge stayed in merged/shard-$failing"
+
+# A symbolic link at OUT/shard-K is refused, named, and not followed: what it points to stays.
+mkdir "$tmp/m2" "$tmp/linked"
+echo "keep" >"$tmp/linked/keep.txt"
+ln -s "$tmp/linked" "$tmp/m2/shard-1"
+expect_out 2 "cannot clear what an earlier merge left: $tmp/m2/shard-1: cannot remove: .*\\[io\\.error\\]" \
+    "a symbolic link at OUT/shard-K: refused, named" \
+    "$S" report --merge "$tmp/m2" "$tmp/job-1/runs/latest" "$tmp/job-2/runs/latest" \
+    "$tmp/job-3/runs/latest" "$tmp/job-4/runs/latest"
+[ "$(cat "$tmp/linked/keep.txt" 2>/dev/null)" = keep ] && [ -L "$tmp/m2/shard-1" ] ||
+    bad "the link at OUT/shard-1 was followed or removed"
 
 # Over the bound (a 300 MiB sparse file, refused before a byte is copied): the folder is not
 # carried and is named as text, not as a dead link; what fits is still carried.

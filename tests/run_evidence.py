@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The failure evidence of `syncroll run` (issue 29 item 1; reports/README.md, "Failure evidence").
+"""The failure evidence of `syncroll run` (reports/README.md, "Failure evidence").
 
 Runs real failing scenarios over loopback and reads what they left:
   - a route-row bug (scenarios/bugs/duplicated-output-rows.defect.json without its expectation):
@@ -16,7 +16,8 @@ Runs real failing scenarios over loopback and reads what they left:
     index.txt says which files were left out, results.json and report.html say it was cut;
   - report.html, as written and as re-rendered by `syncroll report`: every href resolves to an
     existing file or folder from the run folder, and every failing check links its index.txt.
-Usage: run_evidence.py SYNCROLL SOURCE_DIR. Exit 77 (skipped) without numpy.
+Usage: run_evidence.py SYNCROLL SOURCE_DIR. Without numpy, the .npy rows and the decoded blob
+are skipped (said on stdout) and everything else is checked.
 """
 import base64
 import json
@@ -29,8 +30,7 @@ import tempfile
 try:
     import numpy as np
 except ImportError:
-    print("skipped: numpy is not installed")
-    sys.exit(77)
+    np = None  # the .npy rows and the routes blob are not read; everything else is checked
 
 CAP = 16 << 20
 fails = []
@@ -96,11 +96,15 @@ def check_rows(folder, c):
     check(list(x[5:]) == ints(m.group(2)), "the want experts are the message's %s" % m.group(2))
     check(x[4] == int(m.group(3)), "the want weight version is the message's")
     check(g[0] == w["sample"] and g[1] == w["turn"], "sample and turn columns are the check's")
+    return g, w
+
+
+def check_rows_text(folder, w):
+    """rows-<R>.txt marks the check's (row, layer); needs no numpy."""
     text = open(os.path.join(folder, "rows-%d.txt" % w["row"])).read()
     line = "%d %d %d %d" % (w["sample"], w["turn"], w["row"], w["layer"])
     check(any(ln.startswith(line) and ln.endswith(" !") for ln in text.splitlines()),
           "rows-%d.txt marks the failing (row, layer) with '!'" % w["row"])
-    return g, w
 
 
 def check_blob(folder, g, w):
@@ -161,8 +165,13 @@ def main():
             folders.add(folder)
             idx = check_index(folder)
             check("response-turn%d.bin" % c["where"]["turn"] in idx, "the turn's response kept")
-            g, w = check_rows(folder, c)
-            check_blob(folder, g, w)
+            w = c["where"]
+            check_rows_text(folder, w)
+            if np is not None:
+                g, w = check_rows(folder, c)
+                check_blob(folder, g, w)
+            else:
+                print("skip: the .npy rows and the routes blob (numpy is not installed)")
             r = subprocess.run([syncroll, "check-body", os.path.join(
                 folder, "response-turn%d.bin" % w["turn"])], stdout=subprocess.DEVNULL)
             check(r.returncode == 0, "check-body splices the kept response (exit 0)")

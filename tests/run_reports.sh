@@ -61,7 +61,7 @@ second=$(readlink "$tmp/link/latest")
 
 
 # 5. A passing scenario leaves no work folder, even one with subfolders: the weight sync of
-# scenarios/nightly/sync-during-rollout.json publishes into artifacts/<id>/sync/ (issue 29).
+# scenarios/nightly/sync-during-rollout.json publishes into artifacts/<id>/sync/.
 # With --keep the folder and its sync/ subfolder stay.
 expect 0 "a passing sync scenario" "$S" run --out "$tmp/sync" \
     "$SRC/scenarios/nightly/sync-during-rollout.json"
@@ -74,12 +74,12 @@ expect 0 "the same with --keep" "$S" run --keep --out "$tmp/synckeep" \
 [ -d "$tmp"/synckeep/latest/artifacts/nightly-sync-during-rollout/sync ] &&
     ok "--keep keeps the work folder and its sync/ subfolder" || bad "--keep lost the sync folder"
 
-# 5. A full disk during the disk transport (issue 32 item 8): version 1's checkpoint (two
-# shards of 527 KB) does not fit on a 512 KiB filesystem. The failed write's v1.partial folder
-# is removed, so the reports are written and the scenario's error names the OS reason (before:
-# the folder stayed, every report failed with ENOSPC, exit 3). The filesystem is a real tmpfs
-# of that size, which needs mount(2) (root with CAP_SYS_ADMIN): skipped, with the reason, where
-# it cannot be mounted.
+# 5. A full disk during the disk transport: version 1's checkpoint (two shards of 527 KB) does
+# not fit on a 512 KiB filesystem. The failed write removes its own v1.partial folder
+# (sr_st_write_checkpoint), so the reports are written at once, with no kept version to remove,
+# and the scenario's error names the OS reason. The filesystem is a real tmpfs of that size,
+# which needs mount(2) (root with CAP_SYS_ADMIN): skipped, with the reason, where it cannot be
+# mounted.
 cat >"$tmp/disk.json" <<'EOF'
 {
   "id": "reports-full-disk",
@@ -101,6 +101,8 @@ if mount -t tmpfs -o size=512k tmpfs "$tmp/small" 2>"$tmp/mount.err"; then
         [ -s "$tmp/small/out/latest/$f" ] && ok "full disk: $f written" || bad "full disk: no $f"
     done
     printf '%s\n' "$OUT" | grep -q 'not written' && bad "full disk: a report not written: $OUT"
+    printf '%s\n' "$OUT" | grep -q 'no room for the reports' &&
+        bad "full disk: the failed write left its partial folder for the reports to remove: $OUT"
     [ -z "$(find "$tmp/small" -name '*.partial')" ] && ok "full disk: no .partial folder left" ||
         bad "full disk: left $(find "$tmp/small" -name '*.partial')"
     umount "$tmp/small" && at_exit ''
@@ -110,8 +112,7 @@ fi
 
 # 6. The disk fills after a failed scenario kept its weight versions (1 MB of checkpoint) and
 # before the reports: the reports come first, so the kept versions are removed (said on stderr)
-# and the reports written (issue 32 item 8; before: every report but the first failed with
-# ENOSPC, exit 3). Deterministic: a wrapper puts a FIFO where summary.txt's temporary file will
+# and the reports written (not: every report but the first failing with ENOSPC, exit 3). Deterministic: a wrapper puts a FIFO where summary.txt's temporary file will
 # be, the harness waits there to write its first report (its wchan is wait_for_partner), the test
 # then fills the tmpfs to the last block and reads the FIFO.
 cat >"$tmp/kept.json" <<'EOF'
@@ -181,7 +182,41 @@ else
     echo "skip: the disk filling before the reports: cannot mount a tmpfs ($(cat "$tmp/mount.err"))"
 fi
 
-# 7. An engine that fails to start (issue 32 item 16): the scenario's error says how it ended
+# 6b. A report that cannot be written for a reason other than room (here EISDIR: a wrapper puts
+# a folder where report.html's temporary file will be) keeps the weight versions a failed
+# scenario keeps: removing them would not help (before: they were removed on any report
+# failure). Exit 3, report.html named, sync/v1 still there.
+cat >"$tmp/kept-small.json" <<'EOF'
+{
+  "id": "reports-kept-other",
+  "description": "a disk sync, then a check that fails: the artifacts keep version 1",
+  "tags": ["reports"],
+  "model": {"vocab": 64, "layers": 1, "experts": 4, "topk": 2},
+  "engines": {"count": 1, "dialect": "sglang"},
+  "weights": {"transport": "disk"},
+  "steps": [{"kind": "sync_weights", "version": 1, "deadline_ms": 20000},
+            {"kind": "check_state", "weight_version": 5}]
+}
+EOF
+cat >"$tmp/dir-wrap.sh" <<EOF
+#!/bin/sh
+prev=
+for a in "\$@"; do [ "\$prev" = --config ] && cfg=\$a; prev=\$a; done
+mkdir "\${cfg%/artifacts/*}/.report.html.tmp-\$SYNCROLL_PARENT_PID"
+exec "$S" "\$@"
+EOF
+chmod +x "$tmp/dir-wrap.sh"
+expect_out 3 'report\.html not written: .*/report\.html: cannot create .*: Is a directory' \
+    "a report not written for another reason than room: exit 3, named" \
+    env SYNCROLL_ENGINE="$tmp/dir-wrap.sh" "$S" run --out "$tmp/other" "$tmp/kept-small.json"
+printf '%s\n' "$OUT" | grep -q 'no room for the reports' &&
+    bad "another reason than room: the kept versions were removed: $OUT" ||
+    ok "another reason than room: nothing said about room"
+[ -s "$tmp"/other/latest/artifacts/reports-kept-other/sync/v1/model-00001-of-00002.safetensors ] &&
+    ok "another reason than room: the kept version stays" ||
+    bad "another reason than room: sync/v1 was removed"
+
+# 7. An engine that fails to start: the scenario's error says how it ended
 # and the end of its log, where the cause is (before: "... (still running)" at times, and no
 # cause). The engine is a wrapper (SYNCROLL_ENGINE) that says why on stderr and exits 3.
 cat >"$tmp/bad-engine.sh" <<'EOF'

@@ -1,4 +1,7 @@
 /* sr_delta: untrusted manifests, state files and payloads give named, located errors. */
+#include <fcntl.h>
+#include <errno.h>
+#include <unistd.h>
 #include <xxhash.h>
 #include <zstd.h>
 
@@ -412,6 +415,40 @@ START_TEST(payload_index_is_validated)
 }
 END_TEST
 
+/* ---- the writer lock ---- */
+
+/* A lock file that cannot be created names the OS reason: sysfs refuses to create files, even
+ * to root (EACCES; EROFS where it is mounted read-only), and the file is not there, so a retry
+ * that only opens it would say ENOENT. A symbolic link in its place is still io.symlink. */
+START_TEST(lock_open_failure_names_the_reason)
+{
+    char dir[] = "/tmp/syncroll-lock-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    ck_assert_int_ge(dfd, 0);
+    ck_assert_int_eq(symlinkat("/nonexistent-target", dfd, "link"), 0);
+    sr_err e = SR_ERR_INIT;
+    int fd = -1;
+    ck_assert_sr_code(sr_delta_lock(&fd, dfd, "link", "d/link", 0, &e), e, SR_E_SYMLINK);
+    ck_assert_int_eq(fd, -1);
+    unlinkat(dfd, "link", 0);
+    close(dfd);
+    ck_assert_int_eq(rmdir(dir), 0);
+
+    int sys = open("/sys/kernel", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    ck_assert_msg(sys >= 0, "/sys/kernel: %s", strerror(errno));
+    sr_err e2 = SR_ERR_INIT;
+    ck_assert_sr_code(sr_delta_lock(&fd, sys, "syncroll-lock", "sys/lock", 0, &e2), e2,
+                      SR_E_DELTA_IO);
+    close(sys);
+    char acces[128], rofs[128];
+    snprintf(acces, sizeof(acces), "sys/lock: cannot open: %s", strerror(EACCES));
+    snprintf(rofs, sizeof(rofs), "sys/lock: cannot open: %s", strerror(EROFS));
+    ck_assert_msg(strstr(e2.msg, acces) || strstr(e2.msg, rofs), "no OS reason: %s", e2.msg);
+    ck_assert_int_eq(fd, -1);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("delta_input");
@@ -423,6 +460,7 @@ int main(void)
     tcase_add_test(tc, payload_sizes_and_frames_are_checked);
     tcase_add_test(tc, payload_files_are_checked);
     tcase_add_test(tc, payload_index_is_validated);
+    tcase_add_test(tc, lock_open_failure_names_the_reason);
     suite_add_tcase(s, tc);
     return sr_test_run(s);
 }

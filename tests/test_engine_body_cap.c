@@ -1,5 +1,5 @@
 /*
- * Issue 32 item 11 over real HTTP: connections whose request body never completes must not
+ * Over real HTTP: connections whose request body never completes must not
  * starve generation for engines.server.body_timeout_ms. While requests wait for a busy slot and
  * at least max_connections - max(1, max_connections / 8) slots are held by connections still
  * sending a body, a body gets no more time than a head (header_timeout_ms): the slow ones are

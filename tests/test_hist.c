@@ -109,7 +109,7 @@ static void same_buckets(const sr_hist *h, const sr_hist *r)
     ck_assert_uint_eq(sr_hist_percentile(h, 99.9), sr_hist_percentile(r, 99.9));
 }
 
-/* Memory follows the samples (issue 32): an empty histogram holds no buckets, a few samples a
+/* Memory follows the samples: an empty histogram holds no buckets, a few samples a
  * few; past 256 distinct buckets it turns dense, and every count, merge and percentile equals a
  * dense histogram's through the change. */
 START_TEST(buckets_are_allocated_by_use)

@@ -91,7 +91,7 @@ static char *term_output(const sr_term_opts *o)
     return buf;
 }
 
-/* results.json is read item by item (issue 32): an error is still placed at its line and
+/* results.json is read item by item: an error is still placed at its line and
  * column in the whole text, in an item, before the list and after it, pretty or on one line. */
 START_TEST(load_errors_placed_in_whole_text)
 {

@@ -1,5 +1,5 @@
 /*
- * Weight updates are atomic per version (issue 32, items 3, 5, 6, 13, 14), over real HTTP against
+ * Weight updates are atomic per version, over real HTTP against
  * engines in child processes: a finish while a bucket of the update is still arriving is refused
  * sync.incomplete_update and nothing of the update is applied, the late bucket is refused too;
  * two concurrent sglang updates of one tensor cannot mix their bytes (sync.concurrent_update);
@@ -87,7 +87,7 @@ static void two_free(two *t)
     sr_buf_release(&t->b1);
 }
 
-/* Issue 32 item 3a: bucket 0 in full, part of bucket 1, finish: refused, nothing applied; bucket
+/* Bucket 0 in full, part of bucket 1, finish: refused, nothing applied; bucket
  * 1 completing later is refused too; then the same update sent whole commits. `path` is the
  * plane's bucket route, start/finish its calls, status its refusal status; `cut` the bytes of
  * bucket 1 sent before the finish, 0 for half of it (40: inside its header line, which the finish
@@ -155,7 +155,7 @@ START_TEST(skyrl_finish_with_a_bucket_arriving)
 }
 END_TEST
 
-/* Issue 32 item 3b: two concurrent update_weights_from_distributed of the same tensors: the
+/* Two concurrent update_weights_from_distributed of the same tensors: the
  * second is refused while the first arrives, the first commits its own bytes only. */
 START_TEST(sglang_concurrent_updates_of_one_tensor)
 {
@@ -193,7 +193,7 @@ START_TEST(sglang_concurrent_updates_of_one_tensor)
 }
 END_TEST
 
-/* Issue 32 item 5: the backwards guard when the finish names no version (its buckets do). */
+/* The backwards guard when the finish names no version (its buckets do). */
 START_TEST(backwards_without_a_version)
 {
     sr_engine_config c;
@@ -230,7 +230,7 @@ START_TEST(backwards_without_a_version)
 }
 END_TEST
 
-/* Issue 32 item 5, sglang: update_weights_from_disk without weight_version at 5, the folder
+/* The backwards guard, sglang: update_weights_from_disk without weight_version at 5, the folder
  * holding version 1: refused, the engine stays on 5. */
 START_TEST(sglang_disk_backwards_without_a_version)
 {
@@ -264,7 +264,7 @@ START_TEST(sglang_disk_backwards_without_a_version)
 }
 END_TEST
 
-/* Issue 32 item 6: one ceiling, SR_WEIGHTS_MAX_VERSION, in every route: one before and at it
+/* One ceiling, SR_WEIGHTS_MAX_VERSION, in every route: one before and at it
  * accepted, one past it refused engine.bad_request. */
 START_TEST(one_version_ceiling)
 {
@@ -327,7 +327,7 @@ START_TEST(one_version_ceiling)
 }
 END_TEST
 
-/* Issue 32 item 13: an escaped NUL in a control-plane string is refused, in every plane, in a
+/* An escaped NUL in a control-plane string is refused, in every plane, in a
  * JSON body and in a bucket's header; an escaped backslash before "u0000" is no NUL. */
 START_TEST(escaped_nul_refused)
 {
@@ -408,7 +408,7 @@ START_TEST(nul_scan_units)
 }
 END_TEST
 
-/* Issue 32 item 14: a finish after a failed bucket names no version -1; start_weight_update
+/* A finish after a failed bucket names no version -1; start_weight_update
  * refuses a body that is not JSON as finish does. */
 START_TEST(finish_after_a_failed_bucket_and_start_body)
 {

@@ -1,6 +1,7 @@
 /*
- * The file system surface under sync folders (issue 32 items 1 and 2, issue 29's shared folder),
- * with real files and, for the engine, real HTTP to engine child processes:
+ * The file system surface under sync folders (symbolic links, one local checkpoint folder
+ * shared by two engines), with real files and, for the engine, real HTTP to engine child
+ * processes:
  *   - a symlink planted at every name the delta receiver (lock, state.json, .state.json.tmp,
  *     receiver-<id>, the version folder, manifest.json, a payload file), the delta publisher
  *     (version folder, payload and manifest files and their temporary names) and the checkpoint
@@ -14,6 +15,7 @@
  */
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 
@@ -375,6 +377,7 @@ typedef struct bg_fetch {
     const eng *e;
     const fix *f;
     hresp r;
+    atomic_int returned; /* set once the fetch has its answer */
 } bg_fetch;
 
 static void *bg_fetch_run(void *arg)
@@ -383,6 +386,7 @@ static void *bg_fetch_run(void *arg)
     char body[256];
     snprintf(body, sizeof(body), "{\"target_version\":1,\"sync_dir\":\"%s\"}", b->f->sync);
     http_req(&b->r, NULL, b->e, "POST", "/fetch_weights", body, NULL, 60000);
+    atomic_store(&b->returned, 1);
     return NULL;
 }
 
@@ -407,7 +411,7 @@ static void same_fingerprint(const eng *a, const eng *b)
     hresp_free(&rb);
 }
 
-/* Issue 29: SkyRL's default puts every engine of a node in one local checkpoint folder. Before
+/* SkyRL's default puts every engine of a node in one local checkpoint folder. Before
  * the fix the second engine's fetch failed at once with 500 "cannot lock" while the first held
  * the lock, and its receiver rewrote the folder's state when it started. Now, with SkyRL's
  * call sequence (init on both with the same local_checkpoint_dir, fetch on both, update on
@@ -435,11 +439,16 @@ START_TEST(two_engines_share_one_local_checkpoint_folder)
     int fd = open(lock, O_RDWR | O_CREAT, 0644);
     ck_assert_int_ge(fd, 0);
     ck_assert_int_eq(flock(fd, LOCK_EX), 0);
-    bg_fetch bg = {&a, &f, {0}};
+    bg_fetch bg = {&a, &f, {0}, 0};
     pthread_t t;
     ck_assert_int_eq(pthread_create(&t, NULL, bg_fetch_run, &bg), 0);
-    struct timespec nap = {0, 300 * 1000000L}; /* lets the fetch reach the lock; not asserted */
+    /* The nap gives the fetch time to reach the lock. What is asserted is the order: the
+     * fetch has not returned while the lock is still held (a fetch that fails at once on a
+     * held lock has returned by now), and it then returns with the version. */
+    struct timespec nap = {0, 300 * 1000000L};
     nanosleep(&nap, NULL);
+    ck_assert_msg(!atomic_load(&bg.returned),
+                  "the fetch returned while the folder's lock was still held");
     close(fd);
     ck_assert_int_eq(pthread_join(t, NULL), 0);
     ck_assert_msg(bg.r.status == 200 && strstr(bg.r.body.data, "\"fetched_version\":1"),

@@ -5,7 +5,8 @@
  * is copied to OUT/shard-K/<the same relative path>, and the merged run's paths are pointed at
  * the copies. The links are read from the shard's report as rendered now, so whatever a
  * reporter links (artifacts, expanded scenario, engine logs, failure evidence) is carried
- * without this file knowing it.
+ * without this file knowing it. OUT/shard-K is emptied first when an earlier merge left it, and
+ * a copy that fails midway is removed, so every carried file holds the shard's bytes of now.
  *
  * Everything is opened relative to a folder descriptor with O_NOFOLLOW: a link in a shard's
  * folder is never followed (a results.json may be crafted, and a shard folder may hold
@@ -26,6 +27,7 @@
 
 #include "report/report.h"
 #include "cmd_report_priv.h"
+#include "cmd_run_priv.h"
 
 #define SR_CARRY_MAX_BYTES   ((uint64_t)256 << 20)
 #define SR_CARRY_MAX_DEPTH   16
@@ -54,9 +56,11 @@ static int copy_file(int fd, const struct stat *st, int ddir, const char *name, 
         b->cut = 1;
         return -1;
     }
+    /* OUT/shard-K is emptied before its shard is carried (clear_shard), so a file that exists
+     * was carried earlier in this merge, inside a linked folder. */
     int out = openat(ddir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
     if (out < 0)
-        return errno == EEXIST ? 0 : -1; /* carried already, inside a linked folder */
+        return errno == EEXIST ? 0 : -1;
     char buf[65536];
     int rc = 0;
     for (;;) {
@@ -76,6 +80,8 @@ static int copy_file(int fd, const struct stat *st, int ddir, const char *name, 
     }
     if (close(out) != 0)
         rc = -1;
+    if (rc)
+        unlinkat(ddir, name, 0); /* a copy cut off mid-file is not evidence */
     return rc;
 }
 
@@ -303,6 +309,27 @@ static int repoint(char **path, const sr_run_result *shard, const char *dir, con
     return sr_result_set_str(path, buf, NULL);
 }
 
+/*
+ * Removes OUT/shard-K (`name` under the open folder ofd) when an earlier merge left it: the
+ * shards' evidence paths are the same every night, so a copy from an earlier merge would be
+ * served as this one's. Removed relative to ofd without following a symbolic link (a link at
+ * OUT/shard-K is refused, not followed). 0, or -1 with the reason on stderr.
+ */
+static int clear_shard(int ofd, const char *out, const char *name)
+{
+    struct stat st;
+    char shown[PATH_MAX];
+    sr_err err = SR_ERR_INIT;
+    if (fstatat(ofd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT)
+        return 0;
+    snprintf(shown, sizeof(shown), "%s/%s", out, name);
+    if (sr_run_remove_at(ofd, name, shown, &err) == 0)
+        return 0;
+    fprintf(stderr, "syncroll report: cannot clear what an earlier merge left: %s [%s]\n", err.msg,
+            sr_code_name(err.code));
+    return -1;
+}
+
 int sr_report_cli_carry(sr_run_result *m, sr_run_result *const *shards, const char *const *dirs,
                         size_t n, const char *out)
 {
@@ -313,8 +340,10 @@ int sr_report_cli_carry(sr_run_result *m, sr_run_result *const *shards, const ch
     for (size_t i = 0; !rc && i < n; i++) {
         char name[32];
         snprintf(name, sizeof(name), "shard-%d", shards[i]->header.shard_k);
+        if ((rc = clear_shard(ofd, out, name)) != 0)
+            break;
         int src = open(dirs[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        int dst = src < 0 || (mkdirat(ofd, name, 0777) != 0 && errno != EEXIST)
+        int dst = src < 0 || mkdirat(ofd, name, 0777) != 0
                       ? -1
                       : openat(ofd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (src >= 0 && dst >= 0)

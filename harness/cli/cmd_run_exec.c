@@ -1,5 +1,4 @@
 /* syncroll run, after the options: loading, selection, the run folder, rounds, reports. */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -33,60 +32,6 @@ static int mkdir_p(const char *path)
             *p = '/';
         }
     return mkdir(tmp, 0777) != 0 && errno != EEXIST ? -1 : 0;
-}
-
-/*
- * Empties the folder open as `fd` (closed here): every entry is removed relative to it
- * (unlinkat), subfolders first emptied through openat with O_NOFOLLOW | O_DIRECTORY, so a
- * symbolic link is removed as a link and never followed out of the run folder. `depth` bounds
- * the nesting (a work folder is shallow: artifacts/<id>/sync/<version>/...). Goes on past an
- * entry it cannot remove; returns 0, or the errno of the first failure with its entry in `what`.
- */
-static int empty_folder(int fd, int depth, char *what, size_t cap)
-{
-    DIR *d = fdopendir(fd);
-    if (!d) {
-        int e = errno;
-        close(fd);
-        return e;
-    }
-    int first = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-            continue;
-        if (unlinkat(dirfd(d), e->d_name, 0) == 0)
-            continue;
-        int rc = errno;
-        if (rc == EISDIR || rc == EPERM) {
-            int sub = depth < 32 ? openat(dirfd(d), e->d_name,
-                                          O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-                                 : -1;
-            rc = sub < 0 ? (depth < 32 ? errno : ELOOP) : empty_folder(sub, depth + 1, NULL, 0);
-            if (sub >= 0 && unlinkat(dirfd(d), e->d_name, AT_REMOVEDIR) != 0 && !rc)
-                rc = errno;
-        }
-        if (rc && !first) {
-            first = rc;
-            if (what)
-                snprintf(what, cap, "%s", e->d_name);
-        }
-    }
-    closedir(d);
-    return first;
-}
-
-int sr_run_remove_folder(const char *dir, sr_err *err)
-{
-    char what[256] = "";
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    int e = fd < 0 ? errno : empty_folder(fd, 0, what, sizeof(what));
-    if (!e && rmdir(dir) != 0)
-        e = errno;
-    if (e)
-        return sr_err_set(err, SR_E_IO, "%s: cannot remove%s%s: %s", dir, what[0] ? " " : "", what,
-                          strerror(e));
-    return 0;
 }
 
 /* ---- loading and selection ---- */
@@ -491,28 +436,35 @@ static int run_rounds(sr_run_result *run, const loaded *l, const run_args *a, po
 /* Writes the reports of `which`; the bits of those that could not be written go to *failed,
  * their errors to errs (indexed by bit position). */
 static void try_reports(const sr_run_result *run, const char *dir, unsigned which, unsigned *failed,
-                        sr_err *errs)
+                        int *no_room, sr_err *errs)
 {
     *failed = 0;
+    *no_room = 0;
     for (unsigned bit = 1, k = 0; bit & SR_REPORT_ALL; bit <<= 1, k++) {
         sr_err_clear(&errs[k]);
-        if ((which & bit) && sr_report_write(run, dir, bit, &errs[k]))
+        int os = 0;
+        if ((which & bit) && sr_report_write_os(run, dir, bit, &os, &errs[k])) {
             *failed |= bit;
+            *no_room |= os == ENOSPC || os == EDQUOT;
+        }
     }
 }
 
 /*
- * Writes every selected report. When some cannot be written (a full disk), the weight versions
- * failed scenarios keep are removed and those reports tried again: the reports come before the
- * largest artifacts. Each one still not written is named on stderr. Returns how many.
+ * Writes every selected report. When one cannot be written for lack of room (ENOSPC or EDQUOT),
+ * the weight versions failed scenarios keep are removed and the failed reports tried again: the
+ * reports come before the largest artifacts. Any other failure (a file size limit, a permission)
+ * keeps them, since removing them would not help. Each report still not written is named on
+ * stderr. Returns how many.
  */
 static int write_reports(const sr_run_result *run, const char *dir, unsigned which)
 {
     sr_err errs[8];
     unsigned failed;
-    try_reports(run, dir, which, &failed, errs);
-    if (failed && sr_run_drop_checkpoints(run))
-        try_reports(run, dir, failed, &failed, errs);
+    int no_room;
+    try_reports(run, dir, which, &failed, &no_room, errs);
+    if (failed && no_room && sr_run_drop_checkpoints(run, stderr))
+        try_reports(run, dir, failed, &failed, &no_room, errs);
     int n = 0;
     for (unsigned bit = 1, k = 0; bit & SR_REPORT_ALL; bit <<= 1, k++)
         if (failed & bit) {

@@ -1,9 +1,11 @@
-/* Private to cmd_run*.c: the parsed options of `syncroll run`. */
+/* Private to the cli folder: the parsed options of `syncroll run`, and the safe folder removal
+ * that `report --merge` uses too. */
 #ifndef SR_CMD_RUN_PRIV_H
 #define SR_CMD_RUN_PRIV_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "run/shard.h"
 #include "sr_err.h"
@@ -44,14 +46,17 @@ typedef struct run_args {
 int sr_run_main(const run_args *a, sr_signals *sig, int argc, char **argv);
 
 /*
- * Makes room for the reports when they could not be written (a full disk): removes the weight
- * versions (checkpoint and delta folders under artifacts/<id>/sync/) that failed scenarios keep,
- * the largest artifacts and the ones their repro command writes again, each folder said on
- * stderr. Engine logs, captured bodies and the rest of the evidence stay. Returns the number of
- * scenarios whose versions were removed (0: nothing freed).
+ * Makes room for the reports when they could not be written for lack of room (the caller checks
+ * ENOSPC or EDQUOT): removes the weight versions (the folders under artifacts/<id>/sync/) that
+ * failed scenarios keep, the largest artifacts and the ones their repro command writes again.
+ * The folders of each sync/ are listed once, then each is removed once with sr_run_remove_at
+ * (a symbolic link inside is removed as a link, never followed; subfolders recursively, to a
+ * bounded depth). Each sync/ folder emptied, and each version that stayed with the reason, is
+ * said on `say` (stderr in the run). Engine logs, captured bodies and the rest of the evidence
+ * stay. Returns the number of scenarios with a version removed (0: nothing freed).
  */
 struct sr_run_result;
-int sr_run_drop_checkpoints(const struct sr_run_result *run);
+int sr_run_drop_checkpoints(const struct sr_run_result *run, FILE *say);
 
 /*
  * Fills the header of a new run: version, git rev (SYNCROLL_GIT_REV, else SYNCROLL_SOURCE_DIR's
@@ -71,6 +76,10 @@ void sr_run_fill_header(struct sr_run_header *h, const run_args *a, int argc, ch
  * that stayed and why.
  */
 int sr_run_remove_folder(const char *dir, sr_err *err);
+
+/* As sr_run_remove_folder for the folder `name` under the open folder `dfd` (AT_FDCWD: the
+ * current one); `name` itself must not be a symbolic link; errors name it as `shown`. */
+int sr_run_remove_at(int dfd, const char *name, const char *shown, sr_err *err);
 
 /* 1 if `g` may name a run group: 1-128 characters of [A-Za-z0-9._:-]. */
 int sr_run_group_valid(const char *g);

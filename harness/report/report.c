@@ -109,9 +109,12 @@ int sr_report_write_atomic(const char *dir, const char *name, const char *data, 
         return sr_err_set(err, SR_E_INVAL, "report path too long: %s/%s", dir, name);
     snprintf(tmp, sizeof(tmp), "%s/.%s.tmp-%ld", dir, name, (long)getpid());
     FILE *f = fopen(tmp, "wb");
-    if (!f)
-        return sr_err_set(err, SR_E_IO, "%s: cannot create (as %s): %s", path, tmp,
-                          strerror(errno));
+    if (!f) {
+        int e = errno;
+        sr_err_set(err, SR_E_IO, "%s: cannot create (as %s): %s", path, tmp, strerror(e));
+        errno = e;
+        return SR_E_IO;
+    }
     int bad = len && fwrite(data, 1, len, f) != len;
     int e = bad ? errno : 0;
     if (fclose(f) != 0 && !bad) {
@@ -121,13 +124,23 @@ int sr_report_write_atomic(const char *dir, const char *name, const char *data, 
     if (bad || rename(tmp, path) != 0) {
         e = bad ? e : errno;
         unlink(tmp);
-        return sr_err_set(err, SR_E_IO, "%s: cannot write: %s", path, strerror(e));
+        sr_err_set(err, SR_E_IO, "%s: cannot write: %s", path, strerror(e));
+        errno = e;
+        return SR_E_IO;
     }
     return 0;
 }
 
 int sr_report_write(const sr_run_result *run, const char *dir, unsigned which, sr_err *err)
 {
+    return sr_report_write_os(run, dir, which, NULL, err);
+}
+
+int sr_report_write_os(const sr_run_result *run, const char *dir, unsigned which, int *os_error,
+                       sr_err *err)
+{
+    if (os_error)
+        *os_error = 0;
     if (!run || !dir || !(which & SR_REPORT_ALL))
         return sr_err_set(err, SR_E_INVAL, "sr_report_write: no run, folder or reporter");
     int first = 0;
@@ -136,12 +149,15 @@ int sr_report_write(const sr_run_result *run, const char *dir, unsigned which, s
             continue;
         sr_buf b = SR_BUF_INIT;
         sr_err e = SR_ERR_INIT;
-        int rc = sr_report_render(&b, run, reporters[i].bit, &e);
-        if (!rc)
-            rc = sr_report_write_atomic(dir, reporters[i].file, b.data ? b.data : "", b.len, &e);
+        int rc = sr_report_render(&b, run, reporters[i].bit, &e), os = 0;
+        if (!rc && (rc = sr_report_write_atomic(dir, reporters[i].file, b.data ? b.data : "", b.len,
+                                                &e)) != 0)
+            os = errno;
         sr_buf_release(&b);
         if (rc && !first) {
             first = rc;
+            if (os_error)
+                *os_error = os;
             if (err)
                 *err = e;
         }

@@ -100,6 +100,11 @@ const char *sr_report_names(char *dst, size_t cap, unsigned which, const char *s
  */
 int sr_report_write(const sr_run_result *run, const char *dir, unsigned which, sr_err *err);
 
+/* As sr_report_write; when the first error is a failed write (SR_E_IO), *os_error (may be NULL)
+ * is the OS reason (errno: ENOSPC for a full disk), else 0. */
+int sr_report_write_os(const sr_run_result *run, const char *dir, unsigned which, int *os_error,
+                       sr_err *err);
+
 /* Renders one reporter (exactly one bit) into `out` (appended), without touching the disk. */
 int sr_report_render(sr_buf *out, const sr_run_result *run, unsigned bit, sr_err *err);
 

@@ -67,15 +67,24 @@ static const sr_scenario_result **sorted(const sr_run_result *run, size_t *n)
     return v;
 }
 
-/* Merges the run of executions v[*i..] that share v[*i]'s id into h[] and advances *i. */
-static void merge_run(sr_hist *const *h, const sr_scenario_result **v, size_t n, size_t *i)
+/*
+ * Merges the run of executions v[*i..] that share v[*i]'s id into h[] and advances *i. 0, or
+ * SR_E_NOMEM naming the scenario and the run (`which`): a comparison of histograms that miss
+ * executions would be wrong, so the caller stops.
+ */
+static int merge_run(sr_hist *const *h, const sr_scenario_result **v, size_t n, size_t *i,
+                     const char *which, sr_err *err)
 {
     for (int p = 0; p < SR_PHASE_COUNT; p++)
         sr_hist_reset(h[p]);
     const char *id = v[*i]->id;
     for (; *i < n && strcmp(v[*i]->id, id) == 0; (*i)++)
         for (int p = 0; p < SR_PHASE_COUNT; p++)
-            sr_hist_merge(h[p], v[*i]->phase[p]);
+            if (sr_hist_merge(h[p], v[*i]->phase[p]))
+                return sr_err_set(err, SR_E_NOMEM,
+                                  "--baseline: cannot merge the %s latencies of %s in the %s run",
+                                  sr_phase_name((sr_phase)p), id, which);
+    return 0;
 }
 
 /* Walks both runs' scenarios in id order and compares the ids they share. */
@@ -98,8 +107,9 @@ static int by_id(cmp *c, const sr_run_result *cur, const sr_run_result *base, sr
             j++;
         } else {
             const char *id = vc[i]->id;
-            merge_run(hc, vc, nc, &i);
-            merge_run(hb, vb, nb, &j);
+            rc = merge_run(hc, vc, nc, &i, "current", err);
+            if (!rc)
+                rc = merge_run(hb, vb, nb, &j, "baseline", err);
             for (int p = 0; p < SR_PHASE_COUNT && !rc; p++)
                 rc = consider(c, id, p, hc[p], hb[p], err);
         }

@@ -336,7 +336,7 @@ static void load_checks(ld *l, const cJSON *o, sr_scenario_result *s)
         c->where.turn = get_opt(l, w, "turn");
         c->where.row = get_opt(l, w, "row");
         c->where.layer = get_opt(l, w, "layer");
-        /* Since issue 29; older results.json have neither key. */
+        /* Older results.json, written before failure evidence, have neither key. */
         if (cJSON_IsString(cJSON_GetObjectItemCaseSensitive(x, "evidence")))
             str_fixed(l, x, "evidence", c->evidence, sizeof(c->evidence));
         c->evidence_cut = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(x, "evidence_cut"));

@@ -53,7 +53,8 @@ void sr_report_json(sr_rw *w, const sr_run_result *run);
 void sr_report_junit(sr_rw *w, const sr_run_result *run);
 void sr_report_html(sr_rw *w, const sr_run_result *run);
 
-/* Writes `len` bytes to dir/name through a temporary file in dir and a rename (SR_E_IO). */
+/* Writes `len` bytes to dir/name through a temporary file in dir and a rename (SR_E_IO, with
+ * errno left holding the OS reason). */
 int sr_report_write_atomic(const char *dir, const char *name, const char *data, size_t len,
                            sr_err *err);
 

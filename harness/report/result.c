@@ -430,7 +430,8 @@ void sr_run_result_finish(sr_run_result *run, double wall_ms)
         if ((unsigned)s->verdict < SR_VERDICT_COUNT)
             run->counts[s->verdict]++;
         add_counters(&run->counters, &s->counters);
-        /* The run's histograms are dense (sr_run_result_new): merging into them cannot fail. */
+        /* The run's histograms are dense (sr_run_result_new) and never replaced, and a merge
+         * into a dense histogram needs no room (sr_hist.h), so none can fail here. */
         for (int p = 0; p < SR_PHASE_COUNT; p++)
             (void)sr_hist_merge(run->phase[p], s->phase[p]);
     }

@@ -1,6 +1,6 @@
 /*
  * shard_balance: shards balanced by recorded durations (`syncroll run --shard K/N --timings
- * PATH`, issue 29). The hash partition of shard.h knows nothing of how long a scenario takes,
+ * PATH`). The hash partition of shard.h knows nothing of how long a scenario takes,
  * so four shards of a nightly suite may take 1 and 9 minutes. With the durations of an earlier
  * run, every job computes the same balanced partition on its own:
  *

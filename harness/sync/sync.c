@@ -1,6 +1,5 @@
 /* Trainer-side weight-sync orchestration (sync.h): options, the trainer's phases and the protocol
  * sequence over the engines. */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -271,32 +270,6 @@ static int disk_digests(sr_sync *s, int compare, sr_err *err)
     return compare ? same : 0;
 }
 
-/*
- * Removes <path>.partial, what a checkpoint write that failed (a full disk) leaves: on a full
- * filesystem it holds the space the run's reports need. Its files are removed through the folder's
- * descriptor, opened without following a symbolic link, so nothing outside it is touched; what
- * cannot be removed stays (the write's own error is the one reported).
- */
-static void remove_partial_checkpoint(const char *path)
-{
-    char tmp[4200];
-    if ((size_t)snprintf(tmp, sizeof(tmp), "%s.partial", path) >= sizeof(tmp))
-        return;
-    int fd = open(tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-    if (!d) {
-        if (fd >= 0)
-            close(fd);
-        return;
-    }
-    struct dirent *de;
-    while ((de = readdir(d)))
-        if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
-            unlinkat(fd, de->d_name, 0);
-    closedir(d);
-    rmdir(tmp);
-}
-
 /* The disk transport's publish: version `target` as a checkpoint folder {sync_dir}/v<target>/
  * (two shards, written by the publish pool), its path in s->disk_path. A version is written once:
  * syncing a version again reuses its folder. A version whose bytes equal the last one every
@@ -317,10 +290,9 @@ static int publish_disk(sr_sync *s, int64_t target, sr_err *err)
     struct stat st;
     int rc = sr_sync_checkpoint_path(s->disk_path, sizeof(s->disk_path), s->sync_dir, target, err);
     if (!rc && stat(s->disk_path, &st) != 0) {
+        /* A failed write removes its own partial folder (sr_st_write_checkpoint). */
         rc = sr_sync_write_checkpoint(s->disk_path, sizeof(s->disk_path), s->w, s->sync_dir, target,
                                       2, s->pool > 0 ? s->pool : 1, err);
-        if (rc)
-            remove_partial_checkpoint(s->disk_path);
     }
     return rc;
 }
