@@ -26,6 +26,6 @@ grep -m 1 '^REGRESSED' "$tmp/out" | grep -Eq '^REGRESSED (run|baseline-probe) re
 awk '/^REGRESSED/ { d = $(NF - 2); sub(/^\(\+/, "", d); if (d + 0 <= 0.1) { print; exit 1 } }' \
     "$tmp/out" || bad "a regression under the 0.1 ms floor is listed"
 grep -q '^REGRESSED .* request p99 .*(+[0-9.]* ms, ' "$tmp/out" &&
-    awk '/^REGRESSED .* request p99/ { d = $(NF - 2); sub(/^\(\+/, "", d); if (d + 0 < 35) exit 1 }' \
-        "$tmp/out" || bad "the request phase did not grow by about 40 ms"
+    awk '/^REGRESSED .* request p99/ { d = $(NF - 2); sub(/^\(\+/, "", d); if (d + 0 < 20) exit 1 }' \
+        "$tmp/out" || bad "the request phase did not grow by at least half the injected 40 ms"
 finish
