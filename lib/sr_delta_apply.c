@@ -1,4 +1,5 @@
 #include "sr_delta_priv.h"
+#include "sr_path.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -83,6 +84,20 @@ static int map_base(sr_delta_receiver *rx, const sr_delta_tensor *base, size_t n
     return rc;
 }
 
+/*
+ * A folder the receiver is given by path (its state folder, the sync_dir of a fetch), opened
+ * following no link in any component (sr_path.h): the engine checks the canonical path against
+ * its sync_dirs first, and a link swapped into an upper folder afterwards must not redirect it.
+ */
+static int open_given_dir(int *fd, const char *path, int create, sr_err *err)
+{
+    sr_err pe = SR_ERR_INIT;
+    int rc = sr_path_open_dir(fd, path, create, NULL, &pe);
+    if (!rc)
+        return 0;
+    return sr_err_set(err, rc == SR_E_SYMLINK ? SR_E_SYMLINK : SR_E_DELTA_IO, "%s", pe.msg);
+}
+
 int sr_delta_receiver_new(sr_delta_receiver **out, const char *state_dir,
                           const sr_delta_tensor *local, size_t n_local, const sr_delta_tensor *base,
                           size_t n_base, const sr_delta_receiver_opts *opts, sr_err *err)
@@ -111,7 +126,7 @@ int sr_delta_receiver_new(sr_delta_receiver **out, const char *state_dir,
     }
     int dfd = -1;
     if (!rc)
-        rc = sr_delta_open_dir(&dfd, AT_FDCWD, state_dir, 1, err);
+        rc = open_given_dir(&dfd, state_dir, 1, err);
     if (dfd >= 0)
         close(dfd);
     if (rc) {
@@ -136,7 +151,7 @@ void sr_delta_receiver_free(sr_delta_receiver *rx)
 /* Opens the state folder (created if missing; never through a symlink at its name). */
 static int open_state_dir(int *dfd, const sr_delta_receiver *rx, sr_err *err)
 {
-    return sr_delta_open_dir(dfd, AT_FDCWD, rx->state_dir, 1, err);
+    return open_given_dir(dfd, rx->state_dir, 1, err);
 }
 
 static int read_state(sr_delta_state *out, int *exists, int dfd, const sr_delta_receiver *rx,
@@ -591,7 +606,7 @@ int sr_delta_fetch(sr_delta_fetch_result *res, sr_delta_receiver *rx, const char
         int dfd, lfd, sfd = -1;
         rc = lock_folder(&dfd, &lfd, rx, err);
         if (!rc) {
-            rc = sr_delta_open_dir(&sfd, AT_FDCWD, sync_dir, 0, err);
+            rc = open_given_dir(&sfd, sync_dir, 0, err);
             rc = rc ? rc : fetch_locked(&r, rx, dfd, sfd, sync_dir, target, err);
             if (sfd >= 0)
                 close(sfd);

@@ -10,6 +10,7 @@
 
 #include "sr_pool.h"
 #include "sr_safetensors.h"
+#include "sr_path.h"
 
 #define PATH_CAP 4096
 
@@ -90,19 +91,20 @@ static int ends_with(const char *s, const char *tail)
 }
 
 /* Opens the checkpoint folder itself (O_NOFOLLOW on its last component) into *dfd. */
+/* The checkpoint folder, opened following no link in any component of `dir` (sr_path.h): the
+ * engine checks the canonical path against its sync_dirs first, and a link swapped into an
+ * upper folder afterwards must not redirect the read. */
 static int open_folder(int *dfd, const char *dir, sr_err *err)
 {
-    *dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (*dfd >= 0)
+    int e = 0;
+    sr_err pe = SR_ERR_INIT;
+    int rc = sr_path_open_dir(dfd, dir, 0, &e, &pe);
+    if (!rc)
         return 0;
-    int e = errno;
-    struct stat st;
-    if (lstat(dir, &st) == 0 && S_ISLNK(st.st_mode))
-        return sr_err_set(err, SR_E_SYMLINK,
-                          "safetensors: checkpoint folder %.3000s is a symlink (never followed)",
-                          dir);
+    if (rc == SR_E_SYMLINK)
+        return sr_err_set(err, SR_E_SYMLINK, "safetensors: checkpoint folder: %s", pe.msg);
     return sr_err_set(err, e == ENOENT || e == ENOTDIR ? SR_E_ST_CHECKPOINT : SR_E_IO,
-                      "safetensors: cannot open checkpoint folder %.3000s: %s", dir, strerror(e));
+                      "safetensors: cannot open checkpoint folder: %s", pe.msg);
 }
 
 /* The file names of the checkpoint in folder dfd (`dir`): into c->files (paths only). */

@@ -126,6 +126,15 @@ expect_out 0 'memory estimate: at most [0-9]+ MiB \(example-minimal\)' \
     "lint --force accepts it and prints the estimate" "$S" lint --force "$tmp/big.json"
 expect_out 0 'memory estimate: at most [0-9]+ MiB' "lint prints the estimate of a small scenario" \
     "$S" lint "$MIN"
+# The failure evidence a rollout keeps until it is judged counts too: 4 turns of at most 1 MiB of
+# response each (and the requests) per sample, so 256 more samples add at least 1024 MiB.
+sed 's/"steps": \[{"kind": "rollout"}\]/"steps": [{"kind": "rollout", "batch": 257}]/' "$MIN" \
+    >"$tmp/b257.json"
+one=$("$S" lint "$MIN" | sed -n 's/^memory estimate: at most \([0-9]*\) MiB.*/\1/p')
+many=$("$S" lint "$tmp/b257.json" | sed -n 's/^memory estimate: at most \([0-9]*\) MiB.*/\1/p')
+[ -n "$one" ] && [ -n "$many" ] && [ $((many - one)) -ge 1024 ] &&
+    ok "the estimate counts the evidence of 256 more samples ($one -> $many MiB)" ||
+    bad "the estimate does not count the rollouts' evidence: $one -> $many MiB"
 # run applies the same check before anything starts. Its scenario must be cheap to run should
 # the check regress (a refused 64 x 1 GiB scenario would allocate them): max_body_bytes, a
 # limit rather than an allocation, makes the estimate exceed the machine's memory with as few

@@ -8,9 +8,15 @@
 #include <sys/stat.h>
 
 #include "report/artifacts.h"
+#include "rollout.h"
+#include "scenario/scenario.h"
 #include "spec/dialect.h"
 #include "sr_buf.h"
 #include "sr_oracle.h"
+
+/* The scenario's memory estimate counts the evidence with these bounds (scenario.h). */
+_Static_assert(SR_SCN_EVIDENCE_TURNS == SR_ROLLOUT_KEEP_EXCHANGES, "evidence turns");
+_Static_assert(SR_SCN_EVIDENCE_RESPONSE_BYTES == SR_EVIDENCE_EXCHANGE_BYTES, "evidence bytes");
 
 #define MAX_TURNS 16 /* distinct turns a failure's exchanges are written for */
 

@@ -1,4 +1,4 @@
-/* The memory estimate of a scenario and its check (scenario.h), for lint and run (#21 item 14). */
+/* The memory estimate of a scenario and its check (scenario.h), for lint and run. */
 #include <stdint.h>
 #include <unistd.h>
 
@@ -20,7 +20,23 @@ uint64_t sr_scenario_memory_estimate(const sr_scenario *s)
     uint64_t engines = s->n_urls > 0 || s->engine.count < 0 ? 0 : (uint64_t)s->engine.count;
     uint64_t per_engine =
         add(add(mul(3, w), (uint64_t)s->engine.max_body_bytes), SR_SCN_ENGINE_OVERHEAD);
-    return add(mul(engines, per_engine), add(mul(3, w), SR_SCN_TRAINER_OVERHEAD));
+    uint64_t evidence = 0;
+    for (int i = 0; i < s->n_steps; i++) {
+        const sr_scn_rollout *r = &s->steps[i].rollout;
+        if (s->steps[i].kind != SR_STEP_ROLLOUT || r->batch <= 0)
+            continue;
+        /* A request holds the whole trajectory so far: at most its longest, ~12 bytes a token. */
+        uint64_t longest =
+            add((uint64_t)r->prompt_max,
+                mul((uint64_t)r->turns, add((uint64_t)r->max_tokens + 1, (uint64_t)r->obs_max)));
+        uint64_t request = add(mul(12, longest), 4096);
+        if (request > (uint64_t)s->engine.max_body_bytes)
+            request = (uint64_t)s->engine.max_body_bytes;
+        uint64_t per_sample =
+            mul(SR_SCN_EVIDENCE_TURNS, add(SR_SCN_EVIDENCE_RESPONSE_BYTES, request));
+        evidence = add(evidence, mul((uint64_t)r->batch, per_sample));
+    }
+    return add(add(mul(engines, per_engine), add(mul(3, w), SR_SCN_TRAINER_OVERHEAD)), evidence);
 }
 
 uint64_t sr_scenario_machine_memory(void)

@@ -219,7 +219,7 @@ typedef struct sr_scenario {
     int n_urls;
     int64_t ready_timeout_ms, stop_grace_ms;
     /* weights beyond the engine config */
-    char transport[16]; /* "delta" or "broadcast" */
+    char transport[16];  /* "delta" or "broadcast" */
     int transport_given; /* weights.transport was written (else it follows the sync plane) */
     int64_t workers_cap, workers_reserved;
     /* client */
@@ -289,9 +289,23 @@ void sr_scenario_set_seed(sr_scenario *s, uint64_t seed);
 #define SR_SCN_TRAINER_OVERHEAD ((uint64_t)64 << 20)
 
 /*
+ * The failure evidence a rollout keeps until it is judged (harness/run/rollout.h, evidence.h):
+ * the exchanges of its last SR_SCN_EVIDENCE_TURNS turns, each response at most
+ * SR_SCN_EVIDENCE_RESPONSE_BYTES, each request whole (at most the engine's max_body_bytes, and
+ * about 12 bytes per token of the step's longest trajectory). run/evidence.c checks these equal
+ * its own bounds.
+ */
+#define SR_SCN_EVIDENCE_TURNS          4
+#define SR_SCN_EVIDENCE_RESPONSE_BYTES ((uint64_t)1 << 20)
+
+/*
  * A rough upper estimate, in bytes, of the memory a run of `s` needs on this machine:
  *   local engines x (3 x weights.total_bytes + engines.server.max_body_bytes + 32 MiB)
- *   + 3 x weights.total_bytes + 64 MiB on the trainer side.
+ *   + 3 x weights.total_bytes + 64 MiB on the trainer side
+ *   + the evidence the rollouts keep until judged: for every rollout step, batch x
+ *     SR_SCN_EVIDENCE_TURNS x (SR_SCN_EVIDENCE_RESPONSE_BYTES + min(max_body_bytes,
+ *     12 x (prompt_max + turns x (max_tokens + 1 + obs_max)) + 4 KiB)), summed over the steps
+ *     (async ones may overlap).
  * Three copies of the weights on each side: the current set, the set being received or
  * published, and the delta base. External engines (engines.urls) count nothing. Saturates at
  * UINT64_MAX instead of wrapping.
