@@ -19,7 +19,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "engine/faults.h"
+#include "engine/engine_faults.h"
 #include "engine/gen.h"
 #include "engine/request.h"
 #include "sr_buf.h"

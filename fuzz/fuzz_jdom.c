@@ -15,6 +15,7 @@
 #include "../tests/jdom_oracle.h"
 #include "sr_buf.h"
 #include "sr_jdom.h"
+#include "sr_text.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

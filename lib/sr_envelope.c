@@ -1,6 +1,7 @@
 #include "sr_envelope.h"
 
 #include "sr_jdom.h"
+#include "sr_text.h"
 
 #include <math.h>
 #include <stdio.h>

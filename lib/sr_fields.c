@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "sr_buf.h"
+#include "sr_file.h"
 #include "sr_intarray.h"
 #include "sr_json.h"
 
@@ -359,7 +360,7 @@ int sr_fields_load_json(sr_fields *f, const char *text, size_t len, const char *
 int sr_fields_load_file(sr_fields *f, const char *path, sr_err *err)
 {
     sr_buf b = SR_BUF_INIT;
-    int rc = sr_buf_read_file(&b, path, SR_FIELDS_MAX_FILE, err);
+    int rc = sr_file_read(&b, path, SR_FIELDS_MAX_FILE, err);
     if (!rc)
         rc = sr_fields_load_json(f, b.data, b.len, path, err);
     sr_buf_release(&b);

@@ -148,7 +148,7 @@ int sr_fields_load_json(sr_fields *f, const char *text, size_t len, const char *
 #define SR_FIELDS_MAX_FILE ((size_t)1 << 20)
 
 /*
- * Reads the file at `path` with sr_buf_read_file (never blocking: a FIFO, device or directory is
+ * Reads the file at `path` with sr_file_read (never blocking: a FIFO, device or directory is
  * SR_E_NOT_REGULAR before a byte is read) and calls sr_fields_load_json. Errors beyond
  * sr_fields_load_json's: SR_E_IO (cannot open or read, with the OS reason), SR_E_NOT_REGULAR,
  * SR_E_LIMIT past SR_FIELDS_MAX_FILE bytes, SR_E_NOMEM.

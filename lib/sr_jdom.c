@@ -8,6 +8,7 @@
 
 #include "sr_buf.h"
 #include "sr_jdom_priv.h"
+#include "sr_text.h"
 
 typedef struct parser {
     sr_jdom *j;

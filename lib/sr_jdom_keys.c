@@ -7,6 +7,7 @@
 
 #include "sr_buf.h"
 #include "sr_jdom_priv.h"
+#include "sr_text.h"
 
 /* Keys longer than this appear abbreviated in paths (`["<first bytes>..."]`). */
 #define PATH_KEY_MAX 64

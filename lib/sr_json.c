@@ -7,7 +7,9 @@
 #include <string.h>
 
 #include "sr_buf.h"
+#include "sr_file.h"
 #include "sr_suggest.h"
+#include "sr_text.h"
 
 typedef struct pos_slot {
     const cJSON *node; /* NULL: empty slot */
@@ -294,8 +296,8 @@ int sr_json_load_file(sr_json_doc **out, const char *path, size_t max_bytes, sr_
     *out = NULL;
     size_t max = max_bytes ? max_bytes : SR_JSON_DEFAULT_MAX;
     sr_buf b = SR_BUF_INIT;
-    int rc = strcmp(path, "-") == 0 ? sr_buf_read_stream(&b, stdin, path, max, err)
-                                    : sr_buf_read_file(&b, path, max, err);
+    int rc = strcmp(path, "-") == 0 ? sr_file_read_stream(&b, stdin, path, max, err)
+                                    : sr_file_read(&b, path, max, err);
     if (!rc)
         rc = sr_json_parse(out, b.data, b.len, path, max, err);
     sr_buf_release(&b);

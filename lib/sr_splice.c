@@ -5,7 +5,7 @@
 #include <sys/mman.h>
 
 #include "sr_nrlre.h"
-#include "sr_splice_impl.h"
+#include "sr_splice_priv.h"
 
 static const char ANCHOR[] = ":{\"data\":\"";
 #define ANCHOR_LEN 10

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sr_splice_impl.h"
+#include "sr_splice_priv.h"
 
 /* ---- result bookkeeping ---- */
 
@@ -200,8 +200,8 @@ static int string_member(walker *w, const sr_field_def *d, size_t f, cJSON *c, s
 {
     if (cJSON_IsNull(c))
         return add_entry(w, SR_SPLICE_NULL, d, c, SIZE_MAX, err);
-    size_t bi = cJSON_IsString(c) && looks_cut(d, c->valuestring) ? pop_blob(w, (uint32_t)f)
-                                                                   : SIZE_MAX;
+    size_t bi =
+        cJSON_IsString(c) && looks_cut(d, c->valuestring) ? pop_blob(w, (uint32_t)f) : SIZE_MAX;
     int rc = add_entry(w, SR_SPLICE_STRING, d, c, bi, err);
     return rc ? rc : walk(w, c, err);
 }

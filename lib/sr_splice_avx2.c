@@ -1,8 +1,8 @@
-/* The AVX2 kernel of the splice's canonical-dtype statistics (see sr_splice_impl.h). */
+/* The AVX2 kernel of the splice's canonical-dtype statistics (see sr_splice_priv.h). */
 #include <immintrin.h>
 #include <string.h>
 
-#include "sr_splice_impl.h"
+#include "sr_splice_priv.h"
 
 uint64_t sr_splice_i_or_avx2(const unsigned char *p, size_t n)
 {

@@ -6,7 +6,7 @@
 #include "sr_nested.h"
 #include "sr_npy.h"
 #include "sr_nrlre.h"
-#include "sr_splice_impl.h"
+#include "sr_splice_priv.h"
 
 static size_t skip_ws(const char *t, size_t n, size_t i)
 {

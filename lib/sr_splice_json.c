@@ -1,5 +1,5 @@
 /*
- * The RFC 8259 grammar check of the splice's parser text (sr_splice_impl.h): why cJSON failed
+ * The RFC 8259 grammar check of the splice's parser text (sr_splice_priv.h): why cJSON failed
  * (the body was cut or is invalid), and whether a text cJSON accepted is JSON the reference's
  * parser accepts too. It runs on every response, so the common tokens take the short paths.
  */
@@ -9,7 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sr_splice_impl.h"
+#include "sr_splice_priv.h"
+#include "sr_text.h"
 
 enum {
     JP_COMPLETE = SR_SPLICE_JSON_COMPLETE,

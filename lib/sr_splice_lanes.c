@@ -1,12 +1,12 @@
 /*
- * The lane OR of decoded blob bytes (sr_splice_impl.h): the splice's dtype sniff ORs every
+ * The lane OR of decoded blob bytes (sr_splice_priv.h): the splice's dtype sniff ORs every
  * decoded byte into the lane of its position modulo 4, over whole blobs, on the single-threaded
  * scan and in the parallel windows alike.
  */
 #include <string.h>
 
 #include "sr_base64.h"
-#include "sr_splice_impl.h"
+#include "sr_splice_priv.h"
 
 void sr_splice_i_lane_or(uint32_t *acc, const unsigned char *p, size_t n, size_t pos)
 {

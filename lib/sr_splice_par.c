@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sr_splice_impl.h"
+#include "sr_splice_priv.h"
 
 #define PAR_BATCH 8
 
@@ -55,8 +55,8 @@ static void decode_window(const char *src, size_t n, unsigned char *dst, win_res
         int padded = got != head / 4 * 3;
         unsigned char tmp[16];
         size_t got2 = 0;
-        if (sr_base64_decode_until_quote_ex(tmp, &got2, src + head, n - head, &used, &found,
-                                            impl, SR_B64_STRICT_BITS, NULL, NULL) ||
+        if (sr_base64_decode_until_quote_ex(tmp, &got2, src + head, n - head, &used, &found, impl,
+                                            SR_B64_STRICT_BITS, NULL, NULL) ||
             (padded && !(found && used == 0))) {
             r->bad = 1;
         } else {

@@ -19,6 +19,7 @@
 #include "sr_err.h"
 #include "sr_buf.h"
 #include "sr_fields.h"
+#include "sr_file.h"
 #include "sr_json.h"
 #include "sr_splice.h"
 #include "spec/dialect.h"
@@ -49,11 +50,11 @@ static void fail(const char *name, const char *route, const char *fmt, const cha
     g_failures++;
 }
 
-/* The whole file, NUL-terminated (free() it), or NULL if it cannot be read (sr_buf_read_file). */
+/* The whole file, NUL-terminated (free() it), or NULL if it cannot be read (sr_file_read). */
 static char *read_file(const char *path, size_t *len)
 {
     sr_buf b = SR_BUF_INIT;
-    if (sr_buf_read_file(&b, path, 0, NULL) != 0)
+    if (sr_file_read(&b, path, 0, NULL) != 0)
         return NULL;
     if (len)
         *len = b.len;

@@ -29,9 +29,9 @@ static void scenario(sr_run_result *run, const char *id, sr_verdict v, double sc
     sr_scenario_result *s = synth_add(run, id, file, 1, 0, 50);
     synth_phases(s, seed, scale);
     if (v == SR_VERDICT_FAIL)
-        sr_scenario_check(s, "trace.row_mismatch", "off_by_one", NULL, "row 3 differs");
+        sr_result_check(s, "trace.row_mismatch", "off_by_one", NULL, "row 3 differs");
     if (v != SR_VERDICT_PASS)
-        sr_scenario_set_verdict(s, v, "synthetic %s", sr_verdict_name(v));
+        sr_result_set_verdict(s, v, "synthetic %s", sr_verdict_name(v));
 }
 
 static int night(const char *root, int k)

@@ -7,7 +7,10 @@ defines and another .c file calls, and fails, naming file:line, when:
 1. a folder includes a folder it may not (the table LAYERS below: arrows point one way, down);
 2. two .c files of one folder call each other's functions, directly or around a longer circle
    (a folder's files must form a caller -> callee order, cut by idea, not by length);
-3. an #include "..." names no file of the tree (a stale path after a move).
+3. an #include "..." names no file of the tree (a stale path after a move);
+4. a folder-private header (`*_priv.h`, the one suffix for them) is included from another folder;
+5. two files under harness/ share a name (`#include "faults.h"` must mean one file, and a file's
+   name says where it lives).
 
 Usage: include_rules.py SOURCE_DIR [--explain]. Exit 0 when every rule holds, 1 otherwise.
 See ARCHITECTURE.md for the module map these rules encode.
@@ -34,7 +37,7 @@ LAYERS = {
     "harness": {"harness/cli", "lib", "harness/run", "harness/client"},
 }
 # The commands that start engines are the only trainer-side files that may include engine/.
-ENGINE_COMMANDS = {"harness/cli/engine.c", "harness/cli/serve.c"}
+ENGINE_COMMANDS = {"harness/cli/cmd_engine.c", "harness/cli/cmd_serve.c"}
 # main.c takes only these headers from the folders LAYERS lets it reach (ARCHITECTURE.md).
 MAIN_HEADERS = {"harness/cli/commands.h", "harness/run/procs.h", "harness/client/client.h"}
 
@@ -108,6 +111,10 @@ def check_layers(root, files, problems):
             dst_folder = folder_of(target)
             if dst_folder == src_folder:
                 continue
+            if target.endswith("_priv.h"):
+                problems.append(f'{f}:{lineno}: #include "{m.group(1)}": {target} is private to '
+                                f"{dst_folder}/ (a *_priv.h header is included only there)")
+                continue
             if allowed is None:
                 problems.append(f"{f}:{lineno}: folder {src_folder}/ is not in the module "
                                 "map (tests/include_rules.py LAYERS, ARCHITECTURE.md)")
@@ -120,6 +127,21 @@ def check_layers(root, files, problems):
             if not ok:
                 problems.append(f'{f}:{lineno}: #include "{m.group(1)}": {src_folder}/ may '
                                 f"not include {dst_folder}/ ({target})")
+
+
+def check_names(files, problems):
+    """No two files under harness/ share a base name; private headers are *_priv.h."""
+    seen = {}
+    for f in files:
+        if f.startswith("harness/"):
+            seen.setdefault(os.path.basename(f), []).append(f)
+    for f in files:
+        if f.endswith("_impl.h"):
+            problems.append(f"{f}: a folder-private header is named *_priv.h (one suffix for them)")
+    for name, paths in sorted(seen.items()):
+        if len(paths) > 1:
+            problems.append(f"{', '.join(paths)}: the name {name} is used twice under harness/ "
+                            "(name a file after its folder, e.g. engine_faults.c)")
 
 
 def defined_functions(text):
@@ -218,6 +240,7 @@ def main():
     files = sorted(sources(root))
     problems = []
     check_layers(root, files, problems)
+    check_names(files, problems)
     check_circles(root, files, problems, explain)
     for p in problems:
         print(p)

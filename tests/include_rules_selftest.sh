@@ -38,11 +38,11 @@ append harness/sync/sync.c '#include <engine/engine.h>'
 expect_problem "an engine header in angle brackets" "^harness/sync/sync.c:[0-9]*: .*sync/ may not include harness/engine/"
 
 fresh
-append harness/cli/lint.c '#include "engine/engine.h"'
-expect_problem "a trainer-side command includes engine/" "^harness/cli/lint.c:[0-9]*: .*cli/ may not include harness/engine/"
+append harness/cli/cmd_lint.c '#include "engine/engine.h"'
+expect_problem "a trainer-side command includes engine/" "^harness/cli/cmd_lint.c:[0-9]*: .*cli/ may not include harness/engine/"
 
 fresh
-append harness/cli/serve.c '#include "engine/engine.h"'
+append harness/cli/cmd_serve.c '#include "engine/engine.h"'
 expect_clean "serve, a command that runs engines, may include engine/"
 
 fresh
@@ -78,6 +78,18 @@ int sr_selftest_pong(int n)
 }
 C
 expect_problem "a circle inside report/" "files call each other in a circle: harness/report/ping.c, harness/report/pong.c"
+
+fresh
+append harness/run/runner.c '#include "scenario/scenario_priv.h"'
+expect_problem "a private header included from another folder" "^harness/run/runner.c:[0-9]*: .*harness/scenario/scenario_priv.h is private to harness/scenario/"
+
+fresh
+append lib/sr_buf.c '#include "sr_splice_priv.h"'
+expect_clean "a private header of lib/ included inside lib/"
+
+fresh
+cp "$tmp/t/harness/spec/faults.h" "$tmp/t/harness/engine/faults.h"
+expect_problem "two files of one name under harness/" "harness/engine/faults.h, harness/spec/faults.h: the name faults.h is used twice"
 
 fresh
 append harness/scenario/keys.c '#include "scenario_priv_gone.h"'

@@ -60,7 +60,7 @@ static void synth_phases(sr_scenario_result *s, uint64_t seed, double scale)
         int n = p == SR_PHASE_SCENARIO ? 1 : 40 + p * 7;
         for (int i = 0; i < n; i++) {
             double u = (double)(synth_rng(&st) >> 11) * 0x1p-53;
-            sr_scenario_record(s, (sr_phase)p, (uint64_t)(typ[p] * scale * (0.5 + 2 * u * u)));
+            sr_result_record(s, (sr_phase)p, (uint64_t)(typ[p] * scale * (0.5 + 2 * u * u)));
         }
     }
 }
@@ -133,7 +133,7 @@ static sr_run_result *synth_run(const char *out_dir, double scale)
     sr_scenario_result *a = synth_add(run, "minimal", "scenarios/nightly/minimal.json", 1, 0, 120);
     synth_steps(a, 120, 0);
     synth_phases(a, 1, scale);
-    sr_scenario_count(a, &c);
+    sr_result_count(a, &c);
 
     sr_scenario_result *b =
         synth_add(run, SYNTH_HOSTILE_ID, "scenarios/bugs/row.json", 1, 120, 340.5);
@@ -143,29 +143,29 @@ static sr_run_result *synth_run(const char *out_dir, double scale)
     synth_phases(b, 2, scale);
     synth_engine(b, out_dir);
     sr_check_where w = {0, 1, 1, 2, 41, 3};
-    sr_scenario_check(b, "trace.row_mismatch", "off_by_one", &w,
-                      "sample 1 turn 2 row 41 layer 3: got <3,7> & want \x01 \xff [5,1]");
-    sr_scenario_check(b, "trace.row_mismatch", "off_by_one", NULL, "second firing");
-    sr_scenario_skip_check(b, "trace.oracle", "external engines: no oracle");
-    sr_scenario_set_verdict(b, SR_VERDICT_FAIL, "unexpected check trace.row_mismatch <x>");
+    sr_result_check(b, "trace.row_mismatch", "off_by_one", &w,
+                    "sample 1 turn 2 row 41 layer 3: got <3,7> & want \x01 \xff [5,1]");
+    sr_result_check(b, "trace.row_mismatch", "off_by_one", NULL, "second firing");
+    sr_result_skip_check(b, "trace.oracle", "external engines: no oracle");
+    sr_result_set_verdict(b, SR_VERDICT_FAIL, "unexpected check trace.row_mismatch <x>");
     char art[600];
     snprintf(art, sizeof(art), "%s/artifacts/%s", out_dir, SYNTH_HOSTILE_ID);
     sr_result_set_str(&b->artifacts, art, NULL);
-    sr_scenario_count(b, &c);
+    sr_result_count(b, &c);
 
     sr_scenario_result *e =
         synth_add(run, "engine-spawn", "scenarios/faults/http/spawn.json", 1, 460.5, 15);
     synth_steps(e, 15, SR_E_PROC_SPAWN);
-    sr_scenario_set_verdict(e, SR_VERDICT_ERROR, "cannot spawn engine 0: No such file");
+    sr_result_set_verdict(e, SR_VERDICT_ERROR, "cannot spawn engine 0: No such file");
 
     sr_scenario_result *k =
         synth_add(run, "external", "scenarios/nightly/external.json", 1, 475.5, 0);
-    sr_scenario_set_verdict(k, SR_VERDICT_SKIP, "needs engines at engines.urls");
+    sr_result_set_verdict(k, SR_VERDICT_SKIP, "needs engines at engines.urls");
 
     sr_scenario_result *r = synth_add(run, "minimal", "scenarios/nightly/minimal.json", 2, 480, 99);
     synth_steps(r, 99, 0);
     synth_phases(r, 3, scale);
-    sr_scenario_count(r, &c);
+    sr_result_count(r, &c);
 
     sr_run_result_finish(run, 600.25);
     return run;

@@ -12,7 +12,8 @@
  * Bodies with a NAME.args file (registries, --fields, --expected-length) are check-body's alone
  * and are listed as skipped. A body of another engine dialect (NAME.expected says "dialect":"D",
  * or an error: the dialect told from the body's keys, harness/spec/dialect.h) is spliced with that
- * dialect's registry; the one whose keys tell two dialects must expect dialect.ambiguous. Usage: splice_golden FIXTURES_DIR. Exit 0 when every body agrees.
+ * dialect's registry; the one whose keys tell two dialects must expect dialect.ambiguous. Usage:
+ * splice_golden FIXTURES_DIR. Exit 0 when every body agrees.
  */
 #include <dirent.h>
 #include <stdint.h>
@@ -24,6 +25,7 @@
 
 #include "sr_buf.h"
 #include "sr_fields.h"
+#include "sr_file.h"
 #include "sr_splice.h"
 #include "spec/dialect.h"
 
@@ -73,11 +75,11 @@ static uint64_t fnv(const void *p, size_t n)
     return h;
 }
 
-/* The whole file, NUL-terminated (free() it), or NULL if it cannot be read (sr_buf_read_file). */
+/* The whole file, NUL-terminated (free() it), or NULL if it cannot be read (sr_file_read). */
 static char *read_file(const char *path, size_t *len)
 {
     sr_buf b = SR_BUF_INIT;
-    if (sr_buf_read_file(&b, path, 0, NULL) != 0)
+    if (sr_file_read(&b, path, 0, NULL) != 0)
         return NULL;
     if (len)
         *len = b.len;

@@ -276,7 +276,7 @@ START_TEST(engine_that_never_gets_ready_is_engine_crashed)
             "{\"id\":\"never-ready\",\"description\":\"d\",\"engines\":{\"ready_timeout_ms\":1000,"
             "\"stop_grace_ms\":1000},\"steps\":[{\"kind\":\"rollout\"}]}",
             "#!/bin/sh\nexec sleep 60\n");
-    ck_assert(sr_scenario_fired(e.res, "engine.crashed"));
+    ck_assert(sr_result_fired(e.res, "engine.crashed"));
     ck_assert_int_eq(e.res->verdict, SR_VERDICT_FAIL);
     ck_assert_msg(strstr(e.res->reason, "did not become ready"), "reason: %s", e.res->reason);
     assert_within(e.res->wall_ms, 1000, "waiting for readiness");
@@ -293,7 +293,7 @@ START_TEST(wait_until_never_true_is_a_step_deadline)
             "\"until\":{\"min_inflight\":1},\"timeout_ms\":300}],"
             "\"expect\":{\"verdict\":\"fail\",\"checks\":[\"step.deadline\"]}}",
             NULL);
-    ck_assert(sr_scenario_fired(e.res, "step.deadline"));
+    ck_assert(sr_result_fired(e.res, "step.deadline"));
     ck_assert_int_eq(e.res->verdict, SR_VERDICT_PASS);
     const sr_step_timing *t = &e.res->steps[0];
     assert_within(t->end_ms - t->start_ms, 300, "the wait step");

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "spec/engine_config.h"
-#include "engine/faults.h"
+#include "engine/engine_faults.h"
 #include "engine/gen.h"
 #include "engine/jsonw.h"
 #include "engine/request.h"

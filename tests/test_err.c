@@ -5,6 +5,7 @@
 
 #include "sr_buf.h"
 #include "sr_dtype.h"
+#include "sr_file.h"
 #include "sr_ndarray.h"
 #include "sr_test.h"
 
@@ -120,12 +121,12 @@ START_TEST(buf_reads_a_file_within_its_limit)
     sr_buf b = SR_BUF_INIT;
 
     write_file(path, sizeof(path), dir, "ten", 10);
-    ck_assert_sr_ok(sr_buf_read_file(&b, path, 10, &e), e);
+    ck_assert_sr_ok(sr_file_read(&b, path, 10, &e), e);
     ck_assert_uint_eq(b.len, 10);
     ck_assert_str_eq(b.data, "abcdefghij");
     ck_assert_uint_eq(b.max, 10);
 
-    ck_assert_sr_code(sr_buf_read_file(&b, path, 9, &e), e, SR_E_LIMIT);
+    ck_assert_sr_code(sr_file_read(&b, path, 9, &e), e, SR_E_LIMIT);
     ck_assert_ptr_null(b.data);
     ck_assert_uint_eq(b.len, 0);
     ck_assert_ptr_nonnull(strstr(e.msg, path));
@@ -133,26 +134,26 @@ START_TEST(buf_reads_a_file_within_its_limit)
     ck_assert_ptr_nonnull(strstr(e.msg, "limit of 9 bytes"));
 
     write_file(empty, sizeof(empty), dir, "empty", 0);
-    ck_assert_sr_ok(sr_buf_read_file(&b, empty, 1, &e), e);
+    ck_assert_sr_ok(sr_file_read(&b, empty, 1, &e), e);
     ck_assert_uint_eq(b.len, 0);
     ck_assert_ptr_nonnull(b.data);
     ck_assert_str_eq(b.data, "");
 
     /* Larger than one allocation step, under the default maximum. */
     write_file(big, sizeof(big), dir, "big", 200000);
-    ck_assert_sr_ok(sr_buf_read_file(&b, big, 0, &e), e);
+    ck_assert_sr_ok(sr_file_read(&b, big, 0, &e), e);
     ck_assert_uint_eq(b.len, 200000);
     ck_assert_int_eq(b.data[199999], 'a' + 199999 % 26);
 
     char missing[256];
     snprintf(missing, sizeof(missing), "%s/missing", dir);
-    ck_assert_sr_code(sr_buf_read_file(&b, missing, 10, &e), e, SR_E_IO);
+    ck_assert_sr_code(sr_file_read(&b, missing, 10, &e), e, SR_E_IO);
     ck_assert_ptr_null(b.data);
     ck_assert_ptr_nonnull(strstr(e.msg, missing));
     ck_assert_ptr_nonnull(strstr(e.msg, "No such file"));
 
     /* A directory is not a regular file: refused by name before any read (issue #21 item 9). */
-    ck_assert_sr_code(sr_buf_read_file(&b, dir, 10, &e), e, SR_E_NOT_REGULAR);
+    ck_assert_sr_code(sr_file_read(&b, dir, 10, &e), e, SR_E_NOT_REGULAR);
     ck_assert_ptr_nonnull(strstr(e.msg, "not a regular file (a directory)"));
 
     unlink(path);
@@ -172,7 +173,7 @@ static int read_pipe(sr_buf *b, const char *bytes, size_t max, sr_err *e)
     close(fds[1]);
     FILE *f = fdopen(fds[0], "rb");
     ck_assert_ptr_nonnull(f);
-    int rc = sr_buf_read_stream(b, f, "<pipe>", max, e);
+    int rc = sr_file_read_stream(b, f, "<pipe>", max, e);
     fclose(f);
     return rc;
 }

@@ -162,10 +162,10 @@ static sr_run_result *shard_run(int k, int n, const char *rev, const char *const
         ck_assert_int_eq(sr_run_result_add_scenario(&s, r, NULL), 0);
         sr_result_set_str(&s->id, ids[i], NULL);
         sr_result_set_str(&s->file, ids[i], NULL);
-        sr_scenario_record(s, SR_PHASE_REQUEST, 1000 * (uint64_t)(k + 1));
+        sr_result_record(s, SR_PHASE_REQUEST, 1000 * (uint64_t)(k + 1));
         if (v[i] == SR_VERDICT_FAIL)
-            sr_scenario_check(s, "trace.row_mismatch", NULL, NULL, "x");
-        sr_scenario_set_verdict(s, v[i], NULL);
+            sr_result_check(s, "trace.row_mismatch", NULL, NULL, "x");
+        sr_result_set_verdict(s, v[i], NULL);
     }
     sr_run_result_finish(r, 10);
     return r;

@@ -12,9 +12,11 @@
 #include <unistd.h>
 
 #include "sr_buf.h"
+#include "sr_file.h"
 #include "sr_jdom.h"
 #include "sr_json.h"
 #include "sr_test.h"
+#include "sr_text.h"
 
 /* A FIFO nobody writes to: a blocking open would hang, so Check's timeout would fail it. */
 static void make_fifo(char *path, size_t cap)
@@ -31,7 +33,7 @@ START_TEST(fifo_is_refused_not_waited_for)
     alarm(5); /* a regression hangs; the alarm turns the hang into a failure */
     sr_err e = SR_ERR_INIT;
     sr_buf b = SR_BUF_INIT;
-    ck_assert_sr_code(sr_buf_read_file(&b, path, 0, &e), e, SR_E_NOT_REGULAR);
+    ck_assert_sr_code(sr_file_read(&b, path, 0, &e), e, SR_E_NOT_REGULAR);
     ck_assert_ptr_nonnull(strstr(e.msg, "not a regular file (a FIFO)"));
     ck_assert_ptr_null(b.data);
     sr_json_doc *d = NULL;
@@ -56,7 +58,7 @@ START_TEST(open_reports_the_real_errno)
     ck_assert_int_eq(symlink(a, b), 0);
     sr_err e = SR_ERR_INIT;
     sr_buf buf = SR_BUF_INIT;
-    ck_assert_sr_code(sr_buf_read_file(&buf, a, 0, &e), e, SR_E_IO);
+    ck_assert_sr_code(sr_file_read(&buf, a, 0, &e), e, SR_E_IO);
     ck_assert_ptr_nonnull(strstr(e.msg, strerror(ELOOP)));
     unlink(a);
     unlink(b);

@@ -70,6 +70,21 @@ START_TEST(parse_list)
     ck_assert_sr_code(sr_report_parse_list(&w, "text,,json", &e), e, SR_E_INVAL);
     ck_assert_str_eq(sr_report_file_name(SR_REPORT_JUNIT), "junit.xml");
     ck_assert_ptr_null(sr_report_file_name(SR_REPORT_ALL));
+    /* The names of the help texts come from the reporter table, in its order. */
+    char names[128];
+    ck_assert_str_eq(sr_report_names(names, sizeof(names), SR_REPORT_ALL, ","),
+                     "text,json,junit,html");
+    ck_assert_str_eq(sr_report_names(names, sizeof(names), SR_REPORT_HTML | SR_REPORT_TEXT, ", "),
+                     "text, html");
+    ck_assert_str_eq(sr_report_names(names, 7, SR_REPORT_ALL, ","), "text");
+    /* Every row of the table parses back to its own bit and names its own file. */
+    for (unsigned bit = 1; bit & SR_REPORT_ALL; bit <<= 1) {
+        sr_report_names(names, sizeof(names), bit, ",");
+        ck_assert_sr_ok(sr_report_parse_list(&w, names, &e), e);
+        ck_assert_uint_eq(w, bit);
+        ck_assert_ptr_nonnull(sr_report_file_name(bit));
+    }
+    ck_assert_uint_eq(SR_REPORT_ALL, (1u << SR_REPORTER_COUNT) - 1u);
 }
 END_TEST
 
@@ -243,8 +258,8 @@ START_TEST(partial_run_in_every_report)
 {
     sr_run_result *run = synth_run("/tmp/run", 0);
     sr_scenario_result *s = run->scenarios[0];
-    sr_scenario_check(s, "run.interrupted", NULL, NULL, "SIGTERM arrived at step 1");
-    sr_scenario_set_verdict(s, SR_VERDICT_INTERRUPTED, "run.interrupted: SIGTERM at step 1");
+    sr_result_check(s, "run.interrupted", NULL, NULL, "SIGTERM arrived at step 1");
+    sr_result_set_verdict(s, SR_VERDICT_INTERRUPTED, "run.interrupted: SIGTERM at step 1");
     run->partial = 1;
     ck_assert_int_eq(sr_result_set_str(&run->partial_reason, "interrupted by SIGTERM", NULL), 0);
     sr_run_result_finish(run, run->wall_ms);

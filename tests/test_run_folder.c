@@ -1,5 +1,5 @@
 /*
- * unit.run_folder: removing a scenario's work folder (sr_run_remove_folder, cli/run_priv.h,
+ * unit.run_folder: removing a scenario's work folder (sr_run_remove_folder, cli/cmd_run_priv.h,
  * issue 29): everything inside goes, subfolders included (a weight sync publishes into
  * artifacts/<id>/sync/<version>/), and a symbolic link inside is removed as a link, never
  * followed: what it points to outside the folder stays. A folder that cannot be removed is
@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cli/run_priv.h"
+#include "cli/cmd_run_priv.h"
 #include "sr_test.h"
 
 static void put(const char *dir, const char *rel)

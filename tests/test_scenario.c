@@ -11,6 +11,7 @@
 
 #include "client/client.h"
 #include "run/rollout.h"
+#include "run/runner_steps.h"
 #include "scenario/scenario.h"
 #include "sr_pool.h"
 #include "sr_replay_config.h"
@@ -476,6 +477,41 @@ START_TEST(test_longest_trajectory_limit_is_exact)
 }
 END_TEST
 
+/* The step-kind table (scenario.h) is the one list of kinds: every kind has a name that looks
+ * itself up, a runner executor (run/runner_steps.c is checked against the table at compile time
+ * for its size; a NULL hole shows here), and a section of FORMAT.md §10 headed by its name and
+ * the table's description. */
+START_TEST(test_step_kind_table)
+{
+    char *text = sr_test_read_all(SYNCROLL_SOURCE_DIR "/scenarios/FORMAT.md");
+    for (int k = 0; k < SR_STEP_KIND_COUNT; k++) {
+        const char *name = sr_step_kind_name((sr_step_kind)k);
+        ck_assert_ptr_nonnull(name);
+        ck_assert_int_eq(sr_step_kind_lookup(name), k);
+        ck_assert_msg(sr_step_executor((sr_step_kind)k) != NULL,
+                      "step kind %s has no executor in run/runner_steps.c", name);
+        const char *doc = sr_step_kind_doc((sr_step_kind)k);
+        ck_assert_msg(doc && *doc && !strchr(doc, '\n'), "step kind %s: no one-line doc", name);
+        char quoted[64];
+        snprintf(quoted, sizeof(quoted), "`%s`", name);
+        int found = 0;
+        for (const char *l = text; l && *l && !found;
+             l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+            const char *end = strchr(l, '\n');
+            size_t n = end ? (size_t)(end - l) : strlen(l);
+            char line[256];
+            snprintf(line, sizeof(line), "%.*s", (int)(n < 255 ? n : 255), l);
+            found = strncmp(line, "### ", 4) == 0 && strstr(line, quoted) && strstr(line, doc);
+        }
+        ck_assert_msg(found, "FORMAT.md has no heading \"### ... %s...: %s\"", quoted, doc);
+    }
+    ck_assert_int_eq(sr_step_kind_lookup("abort"), -1);
+    ck_assert_ptr_null(sr_step_kind_doc(SR_STEP_KIND_COUNT));
+    ck_assert_ptr_null(sr_step_executor(SR_STEP_KIND_COUNT));
+    free(text);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("scenario");
@@ -490,6 +526,7 @@ static Suite *suite(void)
     tcase_add_test(t, test_engine_config_carries_the_plan);
     tcase_add_test(t, test_seed_override_and_names);
     tcase_add_test(t, test_longest_trajectory_limit_is_exact);
+    tcase_add_test(t, test_step_kind_table);
     suite_add_tcase(s, t);
     return s;
 }

@@ -277,7 +277,7 @@ START_TEST(scenario_steps_record_into_the_scenario_result)
         ck_assert_msg(sc->n_checks == 0, "%s", sc->n_checks ? sc->checks[0].message : "");
         ck_assert_int_eq(sr_sync_version(st), 2);
     } else {
-        ck_assert(sr_scenario_fired(sc, "sync.deadline"));
+        ck_assert(sr_result_fired(sc, "sync.deadline"));
         ck_assert_int_eq(sc->checks[0].where.step, 1);
         ck_assert_int_eq(sc->checks[0].where.engine, 0);
         ck_assert_msg(strstr(sc->checks[0].message, "(phase finish)"), "%s", sc->checks[0].message);

@@ -87,12 +87,14 @@ static void two_free(two *t)
     sr_buf_release(&t->b1);
 }
 
-/* Issue 32 item 3a: bucket 0 in full, half of bucket 1, finish: refused, nothing applied; bucket
+/* Issue 32 item 3a: bucket 0 in full, part of bucket 1, finish: refused, nothing applied; bucket
  * 1 completing later is refused too; then the same update sent whole commits. `path` is the
- * plane's bucket route, start/finish its calls, status its refusal status. */
+ * plane's bucket route, start/finish its calls, status its refusal status; `cut` the bytes of
+ * bucket 1 sent before the finish, 0 for half of it (40: inside its header line, which the finish
+ * once acknowledged: 200, version 5, a fingerprint of neither version). */
 static void half_bucket_then_finish(const char *cfg, const char *path, const char *start_path,
                                     const char *start, const char *finish_path, const char *finish,
-                                    long status)
+                                    long status, size_t cut)
 {
     sr_engine_config c;
     sr_weights *w = weights_of(cfg, 5, &c);
@@ -107,7 +109,9 @@ static void half_bucket_then_finish(const char *cfg, const char *path, const cha
     ck_assert_msg(r.status == 200, "bucket 0: %ld %s", r.status, r.body.data);
     hresp_free(&r);
     eng_partial p;
-    eng_partial_start(&p, &e, &t.b1, path, t.b1.len / 2);
+    if (cut)
+        ck_assert_ptr_null(memchr(t.b1.data, '\n', cut)); /* inside the header line */
+    eng_partial_start(&p, &e, &t.b1, path, cut ? cut : t.b1.len / 2);
     eng_wait_sync(&e, "buckets_in_flight", 1);
     call(&e, finish_path, finish, status, "sync.incomplete_update");
     expect_holds(&e, &c, 0, 0); /* no version, no byte of version 5 */
@@ -136,14 +140,18 @@ static void half_bucket_then_finish(const char *cfg, const char *path, const cha
 START_TEST(vllm_finish_with_a_bucket_arriving)
 {
     half_bucket_then_finish(VCFG, "/update_weights", "/start_weight_update", "{}",
-                            "/finish_weight_update", "{\"weight_version\":\"5\"}", 409);
+                            "/finish_weight_update", "{\"weight_version\":\"5\"}", 409, 0);
+    half_bucket_then_finish(VCFG, "/update_weights", "/start_weight_update", "{}",
+                            "/finish_weight_update", "{\"weight_version\":\"5\"}", 409, 40);
 }
 END_TEST
 
 START_TEST(skyrl_finish_with_a_bucket_arriving)
 {
     half_bucket_then_finish(KCFG, "/collective_rpc", "/collective_rpc", SKY_START,
-                            "/collective_rpc", SKY_FIN, 500);
+                            "/collective_rpc", SKY_FIN, 500, 0);
+    half_bucket_then_finish(KCFG, "/collective_rpc", "/collective_rpc", SKY_START,
+                            "/collective_rpc", SKY_FIN, 500, 40);
 }
 END_TEST
 

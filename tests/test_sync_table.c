@@ -110,12 +110,20 @@ static sr_sync_dialect plane_of_config(const char *json)
 
 START_TEST(the_dialect_picks_the_control_plane)
 {
-    ck_assert_int_eq(sr_sync_dialect_of(SR_DIALECT_SKYRL), SR_SYNC_DIALECT_SKYRL);
-    ck_assert_int_eq(sr_sync_dialect_of(SR_DIALECT_VLLM), SR_SYNC_DIALECT_VLLM);
-    ck_assert_int_eq(sr_sync_dialect_of(SR_DIALECT_VLLM_JSON), SR_SYNC_DIALECT_VLLM);
-    ck_assert_int_eq(sr_sync_dialect_of(SR_DIALECT_DYNAMO), SR_SYNC_DIALECT_VLLM);
-    ck_assert_int_eq(sr_sync_dialect_of(SR_DIALECT_NEMO_RL), SR_SYNC_DIALECT_VLLM);
-    ck_assert_int_eq(sr_sync_dialect_of(SR_DIALECT_SGLANG), SR_SYNC_DIALECT_SGLANG);
+    ck_assert_int_eq(sr_dialect_sync_dialect(SR_DIALECT_SKYRL), SR_SYNC_DIALECT_SKYRL);
+    ck_assert_int_eq(sr_dialect_sync_dialect(SR_DIALECT_VLLM), SR_SYNC_DIALECT_VLLM);
+    ck_assert_int_eq(sr_dialect_sync_dialect(SR_DIALECT_VLLM_JSON), SR_SYNC_DIALECT_VLLM);
+    ck_assert_int_eq(sr_dialect_sync_dialect(SR_DIALECT_DYNAMO), SR_SYNC_DIALECT_VLLM);
+    ck_assert_int_eq(sr_dialect_sync_dialect(SR_DIALECT_NEMO_RL), SR_SYNC_DIALECT_VLLM);
+    ck_assert_int_eq(sr_dialect_sync_dialect(SR_DIALECT_SGLANG), SR_SYNC_DIALECT_SGLANG);
+    ck_assert_int_eq(sr_dialect_sync_dialect(SR_DIALECT_COUNT), SR_SYNC_DIALECT_SKYRL);
+    /* The names of messages and help texts come from the table, whole names only. */
+    char names[SR_DIALECT_NAMES_MAX];
+    ck_assert_str_eq(sr_dialect_names(names, sizeof(names), ", "),
+                     "skyrl, vllm, vllm-json, sglang, dynamo, nemo-rl");
+    ck_assert_str_eq(sr_dialect_names(names, 12, "|"), "skyrl|vllm");
+    for (int d = 0; d < SR_DIALECT_COUNT; d++)
+        ck_assert_ptr_nonnull(sr_dialect_get((sr_dialect)d)->field_wire);
     ck_assert_int_eq(plane_of_config("{}"), SR_SYNC_DIALECT_SKYRL);
     ck_assert_int_eq(plane_of_config("{\"dialect\":\"sglang\"}"), SR_SYNC_DIALECT_SGLANG);
     ck_assert_int_eq(plane_of_config("{\"dialect\":\"nemo-rl\"}"), SR_SYNC_DIALECT_VLLM);

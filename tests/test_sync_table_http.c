@@ -140,8 +140,8 @@ static const sr_sync_call PATH[] = {SR_SC_INIT, SR_SC_START};
 static const size_t PATH_LEN[SR_SS_COUNT] = {0, 1, 2};
 
 /* The table's absent cells: the plane has no route for the call, so the route that makes it in
- * `owner`'s plane is answered by the router (control.c) with its 404 before any table lookup.
- * The list must name exactly the table's absent cells (absent_list_is_the_tables). */
+ * `owner`'s plane is answered by the router (engine_control.c) with its 404 before any table
+ * lookup. The list must name exactly the table's absent cells (absent_list_is_the_tables). */
 static const struct absent {
     sr_sync_dialect d;
     sr_sync_call c;
@@ -424,9 +424,10 @@ static int reach(fails *f, const char *where, const eng *e, const plane *p, sr_s
 }
 
 /* One cell over HTTP: call c of plane p in state s must answer as `cell` (the cell of call `as`;
- * the router's 404 when `owner` names the plane that has the route). */
+ * the router's 404 when `owner` names the plane that has the route). `head_cut`: the bucket in
+ * flight is cut inside its header line (40 bytes) instead of half way through. */
 static void drive_cell(fails *f, const plane *p, sr_sync_state s, sr_sync_call c, sr_sync_call as,
-                       const char *owner)
+                       const char *owner, int head_cut)
 {
     const sr_sync_cell *cell = sr_sync_table_cell(p->d, s, as);
     char where[128];
@@ -435,6 +436,8 @@ static void drive_cell(fails *f, const plane *p, sr_sync_state s, sr_sync_call c
     if (as != c)
         snprintf(where + n, sizeof(where) - (size_t)n, " (answered by %s x %s)",
                  sr_sync_state_name(s), sr_sync_call_name(as));
+    else if (head_cut)
+        snprintf(where + n, sizeof(where) - (size_t)n, " (a bucket cut in its header line)");
     eng e;
     eng_start(&e, p->cfg);
     if (reach(f, where, &e, p, s, c)) {
@@ -446,7 +449,9 @@ static void drive_cell(fails *f, const plane *p, sr_sync_state s, sr_sync_call c
             sr_weights *w = weights_at(p, FWD);
             eng_bucket_of_plane(&half, w, FWD, p->d == SR_SYNC_DIALECT_SGLANG);
             sr_weights_free(w);
-            eng_partial_start(&part, &e, &half, p->call[SR_SC_UPDATE].path, half.len / 2);
+            size_t cut = head_cut ? 40 : half.len / 2;
+            ck_assert(!head_cut || !memchr(half.data, '\n', cut));
+            eng_partial_start(&part, &e, &half, p->call[SR_SC_UPDATE].path, cut);
             eng_wait_sync(&e, "buckets_in_flight", 1);
         }
         sstate st0 = state_of(&e);
@@ -575,7 +580,10 @@ START_TEST(every_cell_over_http)
                 absent++;
             else
                 driven++;
-            drive_cell(&f, p, s, c, sh ? sh->as : (sr_sync_call)c, sh ? NULL : owner);
+            drive_cell(&f, p, s, c, sh ? sh->as : (sr_sync_call)c, sh ? NULL : owner, 0);
+            /* A finish while a bucket's header line still arrives is incomplete too. */
+            if (!sh && !owner && c == SR_SC_FINISH_INCOMPLETE && p->d != SR_SYNC_DIALECT_SGLANG)
+                drive_cell(&f, p, s, c, (sr_sync_call)c, NULL, 1);
         }
     }
     ck_assert_int_eq(driven + absent + shadowed + unreachable, SR_SS_COUNT * SR_SC_COUNT);

@@ -35,7 +35,7 @@ static sr_verdict judge(const char *expect, const char *const *fired, char *reas
         char *cls = strchr(name, '/');
         if (cls)
             *cls++ = '\0';
-        ck_assert_int_eq(sr_scenario_check(res, name, cls, NULL, "fired %s", fired[i]), 0);
+        ck_assert_int_eq(sr_result_check(res, name, cls, NULL, "fired %s", fired[i]), 0);
     }
     sr_run_judge(res, s);
     sr_verdict v = res->verdict;

@@ -362,8 +362,8 @@ START_TEST(test_collation)
     b[(0 * 21 + 12) * 8 + 0] ^= 1; /* sample 0, column 12 = its row 2 */
     b[(0 * 21 + 3) * 8 + 0] = 9;   /* sample 0, column 3 = left padding */
     ck_assert_sr_ok(sr_verify_collation(&ok, &out, rp, ids, 2, &ctx, &err), err);
-    ck_assert(sr_scenario_fired(f.res, "collate.alignment"));
-    ck_assert(sr_scenario_fired(f.res, "collate.padding_rows"));
+    ck_assert(sr_result_fired(f.res, "collate.alignment"));
+    ck_assert(sr_result_fired(f.res, "collate.padding_rows"));
     sr_collate_buf_release(&buf);
     sr_rollout_result_release(&r[0]);
     sr_rollout_result_release(&r[1]);

@@ -64,7 +64,9 @@ int sr_arg_dialect(const char *cmd, const char *opt, const char *v, int *out)
         const char *each[SR_DIALECT_COUNT];
         for (int k = 0; k < SR_DIALECT_COUNT; k++)
             each[k] = sr_dialect_name((sr_dialect)k);
-        return bad_name(cmd, opt, v, sr_dialect_names(), each, SR_DIALECT_COUNT);
+        char names[SR_DIALECT_NAMES_MAX];
+        return bad_name(cmd, opt, v, sr_dialect_names(names, sizeof(names), ", "), each,
+                        SR_DIALECT_COUNT);
     }
     *out = d;
     return 0;
@@ -86,4 +88,31 @@ int sr_arg_sync_dialect(const char *cmd, const char *opt, const char *v, int *ou
     }
     *out = d;
     return 0;
+}
+
+const char *sr_arg_sync_defaults(char *dst, size_t cap, const char *indent)
+{
+    size_t len = 0;
+    if (!cap)
+        return dst;
+    dst[0] = '\0';
+    for (int p = 0; p < SR_SYNC_DIALECT_COUNT; p++) {
+        char line[SR_DIALECT_NAMES_MAX + 64];
+        int used = snprintf(line, sizeof(line), "%s%s for", indent,
+                            sr_sync_dialect_name((sr_sync_dialect)p));
+        int any = 0;
+        for (int d = 0; d < SR_DIALECT_COUNT && used > 0 && (size_t)used < sizeof(line); d++)
+            if (sr_dialect_sync_dialect((sr_dialect)d) == (sr_sync_dialect)p)
+                used += snprintf(line + used, sizeof(line) - (size_t)used, "%s %s",
+                                 any++ ? "," : "", sr_dialect_name((sr_dialect)d));
+        if (!any || used < 0 || (size_t)used >= sizeof(line))
+            continue;
+        int n = snprintf(dst + len, cap - len, "%s\n", line);
+        if (n < 0 || (size_t)n >= cap - len) {
+            dst[len] = '\0';
+            break;
+        }
+        len += (size_t)n;
+    }
+    return dst;
 }

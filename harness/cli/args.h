@@ -31,4 +31,12 @@ int sr_arg_scenario_bytes(const char *s, size_t *out);
 int sr_arg_dialect(const char *cmd, const char *opt, const char *v, int *out);
 int sr_arg_sync_dialect(const char *cmd, const char *opt, const char *v, int *out);
 
+/*
+ * For help texts: the default weight-sync control plane of every dialect, from the dialect table
+ * (spec/dialect.h), one line per plane that some dialect defaults to:
+ * "<indent><plane> for <dialect>, <dialect>\n". Written into dst (cap bytes, always
+ * NUL-terminated; lines that do not fit are left out). Returns dst.
+ */
+const char *sr_arg_sync_defaults(char *dst, size_t cap, const char *indent);
+
 #endif /* SR_CLI_ARGS_H */

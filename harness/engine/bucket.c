@@ -185,60 +185,6 @@ static int parse_header(bucket_plan *bp, sr_engine *e, const char *text, size_t 
     return rc;
 }
 
-/* 1 if a bucket still arriving writes one of bp's tensors. Called with mu held. */
-static int tensors_busy(const sr_engine *e, const bucket_plan *bp)
-{
-    for (size_t i = 0; i < bp->n; i++)
-        if (e->bc.busy[bp->items[i].index])
-            return 1;
-    return 0;
-}
-
-/* The protocol checks and the claim of the bucket's tensors, under mu: they are busy until the
- * bucket ends (a whole update: until it is committed), and the bucket belongs to the update of
- * generation *gen. */
-static int claim(sr_engine *e, const bucket_plan *bp, int *corrupt, uint64_t *gen, sr_err *err)
-{
-    int rc = 0;
-    pthread_mutex_lock(&e->mu);
-    sr_sync_call c = tensors_busy(e, bp) ? SR_SC_UPDATE_BUSY : SR_SC_UPDATE;
-    if ((rc = sr_engine_sync_step_locked(e, c, NULL, err))) {
-        /* refused by the control plane's table */
-    } else if (bp->whole) {
-        /* a whole update on its own: no session to match */
-    } else if (e->bc.target >= 0 && e->bc.target != bp->target) {
-        rc = sr_err_set(err, SR_E_ENGINE_REQUEST,
-                        "%s: bucket %lld targets version %lld, earlier buckets %lld", bp->call,
-                        (long long)bp->index, (long long)bp->target, (long long)e->bc.target);
-    }
-    for (size_t i = 0; !rc && !bp->whole && i < bp->n; i++)
-        if (e->bc.received[bp->items[i].index])
-            rc = sr_err_set(err, SR_E_ENGINE_REQUEST,
-                            "%s: tensor '%s' was already sent in this update", bp->call,
-                            e->stage_view[bp->items[i].index].name);
-    if (!rc && !bp->whole) {
-        for (size_t i = 0; i < bp->n; i++)
-            e->bc.received[bp->items[i].index] = 1;
-        e->bc.target = bp->target;
-        *corrupt = e->bc.corrupt && bp->n > 0;
-        if (bp->n)
-            e->bc.corrupt = 0;
-    }
-    if (!rc) {
-        for (size_t i = 0; i < bp->n; i++)
-            e->bc.busy[bp->items[i].index] = 1;
-        *gen = e->bc.gen;
-        /* "threads" of a broadcast: the most buckets received at once in this update. */
-        if (e->bc.buckets == 0 && e->bc.streams == 0)
-            e->st.threads = 0;
-        e->bc.streams++;
-        if (e->bc.streams > e->st.threads)
-            e->st.threads = (int)e->bc.streams;
-    }
-    pthread_mutex_unlock(&e->mu);
-    return rc;
-}
-
 /* ---- streaming ---- */
 
 struct sr_bucket_rx {
@@ -257,7 +203,92 @@ struct sr_bucket_rx {
     int rc;             /* the first error; the rest of the body is drained */
     sr_err err;
     char call[64]; /* the call the bucket arrived on, for messages */
+    int heading;   /* counted in bc.heading (begun in an active update, header not yet parsed) */
+    uint64_t head_gen; /* the generation of the update it was begun in */
+    int discarded;     /* that update was discarded while its header arrived: it is late */
 };
+
+/* 1 if a bucket still arriving writes one of bp's tensors. Called with mu held. */
+static int tensors_busy(const sr_engine *e, const bucket_plan *bp)
+{
+    for (size_t i = 0; i < bp->n; i++)
+        if (e->bc.busy[bp->items[i].index])
+            return 1;
+    return 0;
+}
+
+/* The bucket's header line is no longer arriving: it leaves bc.heading (if the update it was begun
+ * in still runs). 1 when that update was discarded meanwhile. Called with mu held. */
+static int unhead_locked(sr_bucket_rx *b)
+{
+    if (!b->heading)
+        return 0;
+    b->heading = 0;
+    if (b->head_gen != b->e->bc.gen)
+        return 1;
+    b->e->bc.heading--;
+    return 0;
+}
+
+/* A bucket of an update that a finish ended while it arrived (sync_table.h, finish_incomplete):
+ * nothing of it is applied, and it says so rather than answering 200. */
+static int late(sr_bucket_rx *b, sr_err *err)
+{
+    return sr_err_set(err, SR_E_SYNC_INCOMPLETE,
+                      "%s: bucket %lld of version %lld arrived after the update it belonged to "
+                      "was finished; that update was discarded and this bucket is not applied",
+                      b->call, (long long)b->bp.index, (long long)b->bp.target);
+}
+
+/* The protocol checks and the claim of the bucket's tensors, under mu: they are busy until the
+ * bucket ends (a whole update: until it is committed), and the bucket belongs to the update of
+ * generation b->gen. A bucket whose update was discarded while its header arrived is late. */
+static int claim(sr_bucket_rx *b, sr_err *err)
+{
+    sr_engine *e = b->e;
+    const bucket_plan *bp = &b->bp;
+    int rc = 0;
+    pthread_mutex_lock(&e->mu);
+    b->discarded = unhead_locked(b);
+    sr_sync_call c = tensors_busy(e, bp) ? SR_SC_UPDATE_BUSY : SR_SC_UPDATE;
+    if (b->discarded) {
+        rc = late(b, err);
+    } else if ((rc = sr_engine_sync_step_locked(e, c, NULL, err))) {
+        /* refused by the control plane's table */
+    } else if (bp->whole) {
+        /* a whole update on its own: no session to match */
+    } else if (e->bc.target >= 0 && e->bc.target != bp->target) {
+        rc = sr_err_set(err, SR_E_ENGINE_REQUEST,
+                        "%s: bucket %lld targets version %lld, earlier buckets %lld", bp->call,
+                        (long long)bp->index, (long long)bp->target, (long long)e->bc.target);
+    }
+    for (size_t i = 0; !rc && !bp->whole && i < bp->n; i++)
+        if (e->bc.received[bp->items[i].index])
+            rc = sr_err_set(err, SR_E_ENGINE_REQUEST,
+                            "%s: tensor '%s' was already sent in this update", bp->call,
+                            e->stage_view[bp->items[i].index].name);
+    if (!rc && !bp->whole) {
+        for (size_t i = 0; i < bp->n; i++)
+            e->bc.received[bp->items[i].index] = 1;
+        e->bc.target = bp->target;
+        b->corrupt = e->bc.corrupt && bp->n > 0;
+        if (bp->n)
+            e->bc.corrupt = 0;
+    }
+    if (!rc) {
+        for (size_t i = 0; i < bp->n; i++)
+            e->bc.busy[bp->items[i].index] = 1;
+        b->gen = e->bc.gen;
+        /* "threads" of a broadcast: the most buckets received at once in this update. */
+        if (e->bc.buckets == 0 && e->bc.streams == 0)
+            e->st.threads = 0;
+        e->bc.streams++;
+        if (e->bc.streams > e->st.threads)
+            e->st.threads = (int)e->bc.streams;
+    }
+    pthread_mutex_unlock(&e->mu);
+    return rc;
+}
 
 int sr_engine_bucket_begin(sr_bucket_rx **out, sr_engine *e, const char *call, sr_err *err)
 {
@@ -273,6 +304,17 @@ int sr_engine_bucket_begin(sr_bucket_rx **out, sr_engine *e, const char *call, s
     snprintf(b->call, sizeof(b->call), "%s",
              call ? call : sr_sync_call_method(e->cfg.sync_dialect, SR_SC_UPDATE));
     b->bp.call = b->call;
+    /* Counted from here: a finish must not acknowledge the update while this bucket's header line
+     * is still arriving (it would be claimed into an update already committed), and no other
+     * weight writer runs while the request is open. */
+    pthread_mutex_lock(&e->mu);
+    e->bc.open++;
+    if (e->cfg.sync_dialect != SR_SYNC_DIALECT_SGLANG && e->sync_state == SR_SS_ACTIVE) {
+        b->heading = 1;
+        b->head_gen = e->bc.gen;
+        e->bc.heading++;
+    }
+    pthread_mutex_unlock(&e->mu);
     *out = b;
     return 0;
 }
@@ -289,7 +331,7 @@ static int begin_payload(sr_bucket_rx *b)
     if (!rc)
         rc = sr_engine_stage_ensure(e, &b->err);
     if (!rc)
-        rc = claim(e, &b->bp, &b->corrupt, &b->gen, &b->err);
+        rc = claim(b, &b->err);
     b->claimed = rc == 0;
     if (!rc) {
         e->stage_pristine = 0;
@@ -495,16 +537,6 @@ static void release_busy(sr_bucket_rx *b)
         b->e->bc.busy[b->bp.items[i].index] = 0;
 }
 
-/* A bucket of an update that a finish ended while it arrived (sync_table.h, finish_incomplete):
- * nothing of it is applied, and it says so rather than answering 200. */
-static int late(sr_bucket_rx *b, sr_err *err)
-{
-    return sr_err_set(err, SR_E_SYNC_INCOMPLETE,
-                      "%s: bucket %lld of version %lld arrived after the update it belonged to "
-                      "was finished; that update was discarded and this bucket is not applied",
-                      b->call, (long long)b->bp.index, (long long)b->bp.target);
-}
-
 int sr_engine_bucket_end(sr_bucket_rx *b, const sr_fault *f, sr_err *err)
 {
     sr_engine *e = b->e;
@@ -530,7 +562,8 @@ int sr_engine_bucket_end(sr_bucket_rx *b, const sr_fault *f, sr_err *err)
     pthread_mutex_lock(&e->mu);
     /* Decided under mu with the finish: either this bucket ends before it (and is counted in its
      * update) or the finish discarded the update first and the bucket is late. */
-    int gone = b->claimed && !b->bp.whole && b->gen != e->bc.gen;
+    int head_late = unhead_locked(b); /* always: a header never parsed leaves bc.heading here */
+    int gone = (b->claimed && !b->bp.whole && b->gen != e->bc.gen) || b->discarded || head_late;
     if (gone && rc != SR_E_SYNC_INCOMPLETE)
         rc = late(b, err);
     e->st.buckets++;
@@ -560,6 +593,9 @@ int sr_engine_bucket_end(sr_bucket_rx *b, const sr_fault *f, sr_err *err)
         release_busy(b);
         pthread_mutex_unlock(&e->mu);
     }
+    pthread_mutex_lock(&e->mu);
+    e->bc.open--;
+    pthread_mutex_unlock(&e->mu);
     bucket_free(b);
     return rc;
 }
@@ -610,9 +646,11 @@ int sr_engine_sync_finish(sr_engine *e, int64_t target, const sr_fault *f, int64
     /* The version the update goes to: the finish's, else its buckets' (the guard against going
      * backwards holds either way). */
     int64_t to = target >= 0 ? target : was_active ? e->bc.target : -1;
-    sr_sync_call call = was_active && e->bc.streams > 0 ? SR_SC_FINISH_INCOMPLETE
-                        : to >= 0 && to < e->version    ? SR_SC_FINISH_BACKWARDS
-                                                        : SR_SC_FINISH;
+    /* A bucket still arriving, its header line included, makes the update incomplete. */
+    sr_sync_call call = was_active && (e->bc.streams > 0 || e->bc.heading > 0)
+                            ? SR_SC_FINISH_INCOMPLETE
+                        : to >= 0 && to < e->version ? SR_SC_FINISH_BACKWARDS
+                                                     : SR_SC_FINISH;
     rc = sr_engine_sync_step_locked(e, call, NULL, err);
     if (rc == SR_E_SYNC_INCOMPLETE)
         sr_engine_bcast_discard_locked(e);

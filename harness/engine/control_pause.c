@@ -1,5 +1,5 @@
-/* The pause and sleep of the mock engine (control.c dispatches here): the scheduler's pause in
- * its three modes, resume, the memory tags weights and kv_cache that sleep and wake separately,
+/* The pause and sleep of the mock engine (engine_control.c dispatches here): the scheduler's pause
+ * in its three modes, resume, the memory tags weights and kv_cache that sleep and wake separately,
  * and the rule that a generate runs only while nothing is paused or asleep (server_priv.h). */
 #include <stdio.h>
 #include <stdlib.h>

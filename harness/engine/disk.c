@@ -104,7 +104,9 @@ static int dest_stage(void *ctx, size_t k, const sr_st_info *x, void **dst, sr_e
 static int load_locked(sr_engine *e, const sr_st_checkpoint *c, int64_t v, sr_pending *pend,
                        sr_err *err)
 {
-    int rc = sr_engine_stage_ensure(e, err);
+    int rc = sr_engine_writers_idle(e, "update_weights_from_disk", err);
+    if (!rc)
+        rc = sr_engine_stage_ensure(e, err);
     size_t n = sr_st_checkpoint_count(c);
     size_t *map = rc ? NULL : calloc(n ? n : 1, sizeof(*map));
     if (!rc && !map)

@@ -310,7 +310,9 @@ int sr_engine_apply_version(sr_engine *e, int64_t target, const sr_fault *f, int
                           (long long)target, (long long)*version);
     }
     pthread_mutex_lock(&e->apply);
-    int rc = sr_engine_defer_save_locked(e, &pend, err);
+    int rc = sr_engine_writers_idle(e, "update_weights", err);
+    if (!rc)
+        rc = sr_engine_defer_save_locked(e, &pend, err);
     if (!rc)
         rc = reset_keeping(e, target, &pend.skip, err);
     if (!rc)
@@ -330,7 +332,7 @@ static int state_sync(sr_buf *b, sr_engine *e, sr_err *err)
         e->sync_state == SR_SS_ACTIVE ? "true" : "false", (long long)e->sync_starts,
         (long long)e->sync_finishes, (long long)e->sync_applies, (long long)e->sync_order_errors,
         sr_sync_dialect_name(e->cfg.sync_dialect), sr_sync_state_name(e->sync_state),
-        (long long)e->bc.streams);
+        (long long)(e->bc.streams + e->bc.heading));
 }
 
 /* The "apply" member: what the receiver and the last apply did. Called with mu held. */

@@ -19,7 +19,7 @@
  * Sessions: at most SR_ENGINE_MAX_SESSIONS are remembered; past that the table is cleared and
  * turn counting restarts (documented, not silent: the state reports session_resets).
  *
- * This header is the engine module's interface to its HTTP layer (server*.c, control.c,
+ * This header is the engine module's interface to its HTTP layer (server*.c, engine_control.c,
  * serve_gen.c). Its functions live in the engine's layered files: engine_state.c (the state and
  * the weight transitions every update path shares: sr_engine_version, sr_engine_note_fault,
  * sr_engine_restart_weights, sr_engine_generate_answered),
@@ -38,7 +38,7 @@
 #include <stdint.h>
 
 #include "spec/engine_config.h"
-#include "faults.h"
+#include "engine_faults.h"
 #include "gen.h"
 #include "spec/endpoints.h"
 #include "sync_req.h"
@@ -253,7 +253,7 @@ int sr_engine_sync_no_transfer(sr_engine *e, const char *method, sr_err *err);
 int sr_engine_sync_finish(sr_engine *e, int64_t target, const sr_fault *f, int64_t *version,
                           sr_err *err);
 
-/* ---- vLLM's weight checker and version (checker.c) ---- */
+/* ---- vLLM's weight checker and version (engine_checker.c) ---- */
 
 /* Appends {"checksums":{name: "<xxh3-128, 32 hex>"}} of every tensor the model holds. */
 int sr_engine_checksums_json(sr_buf *b, sr_engine *e, sr_err *err);

@@ -141,16 +141,39 @@ void sr_engine_bcast_begin_locked(sr_engine *e)
     e->bc.fail_code = 0;
     e->bc.fail_msg[0] = '\0';
     e->bc.corrupt = 0;
+    e->bc.heading = 0;
     e->bc.gen++;
 }
 
 void sr_engine_bcast_discard_locked(sr_engine *e)
 {
-    if (e->cfg.sync_dialect == SR_SYNC_DIALECT_SGLANG || e->bc.streams == 0)
+    if (e->cfg.sync_dialect == SR_SYNC_DIALECT_SGLANG || (e->bc.streams == 0 && e->bc.heading == 0))
         return;
     memset(e->bc.busy, 0, sr_weights_count(e->weights));
     e->bc.streams = 0;
+    e->bc.heading = 0;
     e->bc.gen++;
+}
+
+int sr_engine_writers_idle_locked(sr_engine *e, const char *call, sr_err *err)
+{
+    int pending = e->sync_state == SR_SS_ACTIVE && e->bc.buckets > 0;
+    if (e->bc.open == 0 && !pending)
+        return 0;
+    return sr_err_set(err, SR_E_SYNC_CONCURRENT,
+                      "%s: refused while %s; it would write weights under them (retry once the "
+                      "update is answered)",
+                      call,
+                      e->bc.open ? "a bucket of a broadcast update is still arriving"
+                                 : "a broadcast update holds buckets its finish has not committed");
+}
+
+int sr_engine_writers_idle(sr_engine *e, const char *call, sr_err *err)
+{
+    pthread_mutex_lock(&e->mu);
+    int rc = sr_engine_writers_idle_locked(e, call, err);
+    pthread_mutex_unlock(&e->mu);
+    return rc;
 }
 
 int sr_engine_sync_step_locked(sr_engine *e, sr_sync_call c, const char *method, sr_err *err)

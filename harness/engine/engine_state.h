@@ -29,7 +29,7 @@
 #include <stdint.h>
 
 #include "spec/engine_config.h"
-#include "faults.h"
+#include "engine_faults.h"
 #include "sync_table.h"
 #include "sr_delta.h"
 #include "sr_err.h"
@@ -71,7 +71,12 @@ typedef struct sr_bcast {
     unsigned char *received; /* per tensor: 1 once a bucket delivered it in this update */
     int64_t target;          /* -1 until a bucket names it */
     int64_t buckets;
-    int64_t streams;     /* buckets of this update being received now */
+    int64_t streams;     /* buckets of this update being received now (header parsed) */
+    int64_t heading;     /* buckets begun while this update was active whose header line is
+                            still arriving: a finish refuses while streams or heading is non-zero */
+    int64_t open;        /* bucket requests between sr_engine_bucket_begin and the end of
+                            sr_engine_bucket_end, any plane and state: while one is open no other
+                            weight writer runs (sr_engine_writers_idle_locked) */
     unsigned char *busy; /* per tensor: a bucket still arriving writes it (any plane) */
     uint64_t gen;        /* the update's generation: a start or a discarding finish moves it, so
                             a bucket of an update that ended knows it (atomic versions) */
@@ -137,6 +142,17 @@ struct sr_engine {
 };
 
 /* ---- the transitions every update path shares (engine_state.c) ---- */
+
+/* 0 when a weight writer other than a bucket (disk load, delta fetch and update, the synthetic
+ * apply, the weight checker's reset) may write: no bucket request is open and no broadcast update
+ * holds accepted buckets that its finish has yet to commit. Otherwise SR_E_SYNC_CONCURRENT naming
+ * `call`, so a bucket's verified bytes are never changed before its commit and a writer never
+ * commits a bucket's half. Called with mu held (and apply, which the writer keeps while it
+ * writes, so no bucket byte reaches the stage meanwhile). */
+int sr_engine_writers_idle_locked(sr_engine *e, const char *call, sr_err *err);
+
+/* sr_engine_writers_idle_locked taking mu. Called with apply held. */
+int sr_engine_writers_idle(sr_engine *e, const char *call, sr_err *err);
 
 /* The version the engine reports. (takes mu) */
 int64_t sr_engine_version(sr_engine *e);

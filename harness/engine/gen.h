@@ -63,7 +63,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "faults.h"
+#include "engine_faults.h"
 #include "sr_fields.h"
 #include "request.h"
 #include "sr_buf.h"

@@ -1,9 +1,9 @@
 /*
  * Internal state of the mock engine's HTTP server, shared by server.c (request flow, connection
  * accounting, listener and daemons), server_sched.c (scheduler heap, wait lists, scheduler
- * thread), server_io.c (responses, transport and HTTP faults), control.c, control_pause.c and
- * control_vllm.c (control plane) and serve_gen.c (generate path and delivery). Not an interface:
- * nothing outside harness/engine includes it.
+ * thread), server_io.c (responses, transport and HTTP faults), engine_control.c, control_pause.c
+ * and control_vllm.c (control plane) and serve_gen.c (generate path and delivery). Not an
+ * interface: nothing outside harness/engine includes it.
  *
  * Locking: one mutex, srv->mu, guards the scheduler heap, the wait lists, the pause state and
  * every req field marked (mu). A req is in at most one of the heap and the lists, and only
@@ -253,7 +253,7 @@ enum MHD_Result sr_srv_generate(req *r);
  * sampled so far; others (finished, unknown) are ignored, as vLLM ignores unknown ids. Returns
  * how many were aborted. Takes s->mu (control_pause.c). */
 size_t sr_srv_abort_ids(sr_server *s, const char *const *ids, size_t n);
-/* The control endpoints (control.c). */
+/* The control endpoints (engine_control.c). */
 enum MHD_Result sr_srv_control(req *r);
 /* The vllm control plane's weight-transfer routes (control_vllm.c): init, start, update (a
  * bucket or JSON), finish, update_weight_version, weight_info, weight_checker, is_paused. */

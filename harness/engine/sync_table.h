@@ -18,11 +18,12 @@
  *
  * Atomic versions: nothing of an update is visible (version, weight_checker, routes) until every
  * bucket of it has arrived complete and verified. A finish while a bucket of the update is still
- * arriving is finish_incomplete: refused sync.incomplete_update and the update discarded (-> idle),
- * and the late bucket is answered sync.incomplete_update too (bucket.c); a bucket naming a tensor
- * another bucket still writes is update_busy: refused sync.concurrent_update, the other one goes
- * on. Outside an active update no bucket of the vllm and skyrl planes is in flight (a finish ends
- * or discards them all), so there those two calls answer as update and finish.
+ * arriving (from sr_engine_bucket_begin, its header line included) is finish_incomplete: refused
+ * sync.incomplete_update and the update discarded (-> idle), and the late bucket is answered
+ * sync.incomplete_update too (bucket.c); a bucket naming a tensor another bucket still writes is
+ * update_busy: refused sync.concurrent_update, the other one goes on. Outside an active update no
+ * bucket of the vllm and skyrl planes is in flight (a finish ends or discards them all), so there
+ * those two calls answer as update and finish.
  *
  * Status and body shape per plane: skyrl answers a refusal 500 with the engine's error body
  * {"error":{"message","type":"RuntimeError","code","check"}} (the reference raises RuntimeError
@@ -40,7 +41,8 @@
  *
  * A call that the plane has no route for is an absent cell, SR_E_ENGINE_REQUEST 404 "%s: no such
  * call in this control plane", which keeps the table total; over HTTP no request reaches it: the
- * router (control.c, sr_srv_control) answers the route of another plane first with its own 404,
+ * router (engine_control.c, sr_srv_control) answers the route of another plane first with its own
+ * 404,
  * {"error":{"message":"Not Found (a route of the <plane> control plane; this engine speaks another
  * engines.sync_dialect)","type":"NotFoundError","code":404}} without a "check", and the receiver's
  * state does not move. tests/test_sync_table_http.c drives every cell over HTTP and asserts that

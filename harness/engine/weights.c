@@ -11,6 +11,7 @@
 #include "engine_state.h"
 #include "sr_buf.h"
 #include "sr_clock.h"
+#include "sr_file.h"
 
 /* The receiver's state lives in the init info's local_checkpoint_dir, or else in
  * {sync_dir}/receiver-<engine id> (the id made file-safe). */
@@ -218,7 +219,7 @@ static int corrupt_next_payload(sr_engine *e, const char *sync_dir, sr_err *err)
     sr_delta_manifest *m = NULL;
     /* Never blocks: a FIFO planted in the sync folder is io.not_regular_file. */
     if (!rc)
-        rc = sr_buf_read_file(&text, path, SR_DELTA_MANIFEST_MAX, err);
+        rc = sr_file_read(&text, path, SR_DELTA_MANIFEST_MAX, err);
     if (!rc)
         rc = sr_delta_manifest_parse(&m, text.data, text.len, path, err);
     for (size_t i = 0; !rc && i < m->n_tensors; i++) {
@@ -238,10 +239,10 @@ static int corrupt_next_payload(sr_engine *e, const char *sync_dir, sr_err *err)
 int sr_engine_fetch(sr_engine *e, int64_t target, const char *sync_dir, const sr_fault *f,
                     int64_t *fetched, sr_err *err)
 {
-    if (target < 1 || target > SR_DELTA_MAX_VERSION || !sync_dir || !*sync_dir)
+    if (target < 1 || target > SR_WEIGHTS_MAX_VERSION || !sync_dir || !*sync_dir)
         return sr_err_set(err, SR_E_ENGINE_REQUEST,
                           "fetch_weights needs target_version in 1..%d and a sync_dir",
-                          SR_DELTA_MAX_VERSION);
+                          SR_WEIGHTS_MAX_VERSION);
     char dir[RX_DIR_MAX + 1];
     int rc = sr_engine_confine(dir, e, sync_dir, "sync_dir", err);
     if (!rc)
@@ -256,7 +257,9 @@ int sr_engine_fetch(sr_engine *e, int64_t target, const char *sync_dir, const sr
     memset(&fr, 0, sizeof(fr));
     pthread_mutex_lock(&e->apply);
     double t0 = sr_clock_ms();
-    rc = rx_ensure(e, sync_dir, err);
+    rc = sr_engine_writers_idle(e, "fetch_weights", err);
+    if (!rc)
+        rc = rx_ensure(e, sync_dir, err);
     if (!rc && corrupt)
         rc = corrupt_next_payload(e, sync_dir, err);
     if (!rc) {
@@ -281,9 +284,9 @@ int sr_engine_fetch(sr_engine *e, int64_t target, const char *sync_dir, const sr
 int sr_engine_update_delta(sr_engine *e, int64_t target, const char *sync_dir, const sr_fault *f,
                            int64_t *version, sr_err *err)
 {
-    if (target < 1 || target > SR_DELTA_MAX_VERSION)
+    if (target < 1 || target > SR_WEIGHTS_MAX_VERSION)
         return sr_err_set(err, SR_E_ENGINE_REQUEST, "target version %lld is outside 1..%d",
-                          (long long)target, SR_DELTA_MAX_VERSION);
+                          (long long)target, SR_WEIGHTS_MAX_VERSION);
     char dir[RX_DIR_MAX + 1];
     int rc = sr_engine_confine(dir, e, sync_dir, "sync_dir", err);
     if (!rc)
@@ -300,10 +303,18 @@ int sr_engine_update_delta(sr_engine *e, int64_t target, const char *sync_dir, c
                           "the engine stays on version %lld",
                           (long long)target, (long long)*version);
     pthread_mutex_lock(&e->apply);
-    if (!e->rx || strcmp(e->rx_sync_dir, sync_dir) != 0)
+    rc = sr_engine_writers_idle(e, "update_weights", err);
+    if (!rc && (!e->rx || strcmp(e->rx_sync_dir, sync_dir) != 0))
         rc = sr_err_set(
             err, SR_E_DELTA_VERSION,
             "update_weights: nothing was fetched from sync_dir %s (fetch_weights first)", sync_dir);
+    /* A bucket or a disk load wrote the stage after the fetch: committing it would label their
+     * bytes with this delta version. */
+    if (!rc && e->stage_foreign)
+        rc = sr_err_set(err, SR_E_DELTA_VERSION,
+                        "update_weights: a broadcast bucket or a disk load wrote the staged "
+                        "weights after the last fetch_weights; fetch version %lld again first",
+                        (long long)target);
     if (!rc)
         rc = sr_delta_receiver_check_ready(e->rx, target, err);
     if (!rc)

@@ -10,13 +10,13 @@
 
 #include "sr_suggest.h"
 
-static const sr_reporter reporters[] = {
-    {"text", SR_REPORT_TEXT, "summary.txt", sr_report_text},
-    {"json", SR_REPORT_JSON, "results.json", sr_report_json},
-    {"junit", SR_REPORT_JUNIT, "junit.xml", sr_report_junit},
-    {"html", SR_REPORT_HTML, "report.html", sr_report_html},
+/* The reporter table of report.h, row i at index i (whose bit is 1u << i). */
+static const sr_reporter reporters[SR_REPORTER_COUNT] = {
+#define REPORTER_ROW(sym, name, file, render) {name, SR_REPORT_##sym, file, render},
+    SR_REPORTER_TABLE(REPORTER_ROW)
+#undef REPORTER_ROW
 };
-#define N_REPORTERS (sizeof(reporters) / sizeof(reporters[0]))
+#define N_REPORTERS ((size_t)SR_REPORTER_COUNT)
 
 static const sr_reporter *by_bit(unsigned bit)
 {
@@ -30,6 +30,25 @@ const char *sr_report_file_name(unsigned bit)
 {
     const sr_reporter *r = by_bit(bit);
     return r ? r->file : NULL;
+}
+
+const char *sr_report_names(char *dst, size_t cap, unsigned which, const char *sep)
+{
+    size_t len = 0;
+    if (!cap)
+        return dst;
+    dst[0] = '\0';
+    for (size_t i = 0; i < N_REPORTERS; i++) {
+        if (!(which & reporters[i].bit))
+            continue;
+        int n = snprintf(dst + len, cap - len, "%s%s", len ? sep : "", reporters[i].name);
+        if (n < 0 || (size_t)n >= cap - len) {
+            dst[len] = '\0'; /* only whole names */
+            break;
+        }
+        len += (size_t)n;
+    }
+    return dst;
 }
 
 int sr_report_parse_list(unsigned *out, const char *list, sr_err *err)
@@ -54,10 +73,13 @@ int sr_report_parse_list(unsigned *out, const char *list, sr_err *err)
             if (strlen(reporters[i].name) == m && strncmp(p, reporters[i].name, m) == 0)
                 bit = reporters[i].bit;
         if (!bit) {
-            static const char *const known[] = {"text", "json", "junit", "html", "all"};
+            const char *known[N_REPORTERS + 1];
+            for (size_t i = 0; i < N_REPORTERS; i++)
+                known[i] = reporters[i].name;
+            known[N_REPORTERS] = "all";
             char word[32], hint[160];
             snprintf(word, sizeof(word), "%.*s", (int)(m < 31 ? m : 31), p);
-            sr_suggest_text(hint, sizeof(hint), word, known, 5, "known");
+            sr_suggest_text(hint, sizeof(hint), word, known, N_REPORTERS + 1, "known");
             return sr_err_set(err, SR_E_INVAL, "unknown reporter '%.*s'; %s", (int)m, p, hint);
         }
         bits |= bit;

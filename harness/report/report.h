@@ -1,8 +1,8 @@
 /*
  * report: the reporters of a run (docs/internals/design.md §6) over the result model of result.h.
  *
- * Four reporters, each a separate file behind one table (report.c), each writing one file into
- * the run folder <out>/<run-id>/:
+ * Four reporters, each a separate file behind one table (SR_REPORTER_TABLE below), each writing
+ * one file into the run folder <out>/<run-id>/:
  *   text   summary.txt   one line per scenario, failures with checks, repro and artifacts, the
  *                        latency table per phase, counters, and the last line
  *                        "N passed, N failed[, N skipped]" (errors count as failed);
@@ -23,7 +23,7 @@
  *
  * Files are written atomically (a temporary file in the same folder, then rename), so a reader
  * never sees half a report. `<out>/latest` is pointed at the newest run by the runner
- * (cli/run_exec.c) when it creates the run folder; re-rendering does not move it.
+ * (cli/cmd_run_exec.c) when it creates the run folder; re-rendering does not move it.
  *
  * Errors: SR_E_INVAL (NULL argument, unknown reporter name, empty `which`), SR_E_NOMEM,
  * SR_E_LIMIT (an output above SR_REPORT_MAX_BYTES), SR_E_IO (cannot write or rename);
@@ -45,12 +45,34 @@
 #include "sr_err.h"
 #include "sr_hist.h"
 
-/* Reporter bits for `which`. */
-#define SR_REPORT_TEXT  (1u << 0)
-#define SR_REPORT_JSON  (1u << 1)
-#define SR_REPORT_JUNIT (1u << 2)
-#define SR_REPORT_HTML  (1u << 3)
-#define SR_REPORT_ALL   (SR_REPORT_TEXT | SR_REPORT_JSON | SR_REPORT_JUNIT | SR_REPORT_HTML)
+/*
+ * The reporters, as one table: the symbol of its bit (SR_REPORT_<SYM>), its name in `--report`
+ * lists, the file it writes and its render function (one file of this folder, declared in
+ * report_priv.h). The bits, report.c's reporter array, the `--report` parser and its message,
+ * and the reporter names in the help of `syncroll run` and `syncroll report`
+ * (sr_report_names) all derive from it; a new reporter is one row here and its file.
+ */
+#define SR_REPORTER_TABLE(X)                                                                       \
+    X(TEXT, "text", "summary.txt", sr_report_text)                                                 \
+    X(JSON, "json", "results.json", sr_report_json)                                                \
+    X(JUNIT, "junit", "junit.xml", sr_report_junit)                                                \
+    X(HTML, "html", "report.html", sr_report_html)
+
+/* The reporter's row in the table; SR_REPORTER_COUNT rows. */
+enum {
+#define SR_REPORTER_ROW(sym, name, file, render) SR_REPORTER_##sym,
+    SR_REPORTER_TABLE(SR_REPORTER_ROW)
+#undef SR_REPORTER_ROW
+        SR_REPORTER_COUNT
+};
+
+/* Reporter bits for `which`: the bit of row i is 1u << i. */
+enum {
+#define SR_REPORTER_BIT(sym, name, file, render) SR_REPORT_##sym = 1u << SR_REPORTER_##sym,
+    SR_REPORTER_TABLE(SR_REPORTER_BIT)
+#undef SR_REPORTER_BIT
+};
+#define SR_REPORT_ALL ((1u << SR_REPORTER_COUNT) - 1u)
 
 /* Largest output one reporter may produce, and the largest results.json sr_report_load reads. */
 #define SR_REPORT_MAX_BYTES ((size_t)256 << 20)
@@ -64,6 +86,13 @@ int sr_report_parse_list(unsigned *out, const char *list, sr_err *err);
 
 /* The file name of one reporter bit ("results.json"), NULL if `bit` is not exactly one. */
 const char *sr_report_file_name(unsigned bit);
+
+/*
+ * Writes the names of the reporters in `which` into dst (cap bytes, always NUL-terminated), in
+ * table order and joined by `sep` (",": "text,json,junit,html"), for help texts; names that do
+ * not fit are left out whole. Returns dst.
+ */
+const char *sr_report_names(char *dst, size_t cap, unsigned which, const char *sep);
 
 /*
  * Writes the reports selected by `which` into the existing folder `dir` (normally the run's

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sr_file.h"
 #include "sr_json.h"
 
 /* The loader's state: the document and the first error (later failures are ignored). */
@@ -685,8 +686,8 @@ int sr_report_load(sr_run_result **out, const char *path, sr_err *err)
         return sr_err_set(err, SR_E_INVAL, "sr_report_load: no path");
     *out = NULL;
     sr_buf b = SR_BUF_INIT;
-    int rc = strcmp(path, "-") == 0 ? sr_buf_read_stream(&b, stdin, path, SR_REPORT_MAX_BYTES, err)
-                                    : sr_buf_read_file(&b, path, SR_REPORT_MAX_BYTES, err);
+    int rc = strcmp(path, "-") == 0 ? sr_file_read_stream(&b, stdin, path, SR_REPORT_MAX_BYTES, err)
+                                    : sr_file_read(&b, path, SR_REPORT_MAX_BYTES, err);
     if (!rc)
         rc = load_text(out, b.data, b.len, path, err);
     sr_buf_release(&b);

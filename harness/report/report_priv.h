@@ -40,7 +40,7 @@ void sr_rw_xml(sr_rw *w, const char *s, int attr);
  */
 char *sr_report_utf8_dup(const char *s);
 
-/* One reporter of the table in report.c. */
+/* One reporter of the table (SR_REPORTER_TABLE, report.h), as report.c lays it out. */
 typedef struct sr_reporter {
     const char *name; /* "text" */
     unsigned bit;     /* SR_REPORT_TEXT */

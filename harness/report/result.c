@@ -290,8 +290,8 @@ static int grow_checks(sr_scenario_result *s)
     return 0;
 }
 
-int sr_scenario_check(sr_scenario_result *s, const char *name, const char *classification,
-                      const sr_check_where *where, const char *fmt, ...)
+int sr_result_check(sr_scenario_result *s, const char *name, const char *classification,
+                    const sr_check_where *where, const char *fmt, ...)
 {
     static const sr_check_where none = SR_CHECK_WHERE_NONE;
     int expected = is_expected(s, name);
@@ -321,8 +321,8 @@ int sr_scenario_check(sr_scenario_result *s, const char *name, const char *class
     return rc;
 }
 
-size_t sr_scenario_set_evidence(sr_scenario_result *s, int64_t step, int64_t sample,
-                                const char *path, int cut)
+size_t sr_result_set_evidence(sr_scenario_result *s, int64_t step, int64_t sample, const char *path,
+                              int cut)
 {
     size_t n = 0;
     pthread_mutex_lock(&s->mu);
@@ -339,7 +339,7 @@ size_t sr_scenario_set_evidence(sr_scenario_result *s, int64_t step, int64_t sam
     return n;
 }
 
-int sr_scenario_skip_check(sr_scenario_result *s, const char *name, const char *reason)
+int sr_result_skip_check(sr_scenario_result *s, const char *name, const char *reason)
 {
     int rc = 0;
     pthread_mutex_lock(&s->mu);
@@ -361,7 +361,7 @@ int sr_scenario_skip_check(sr_scenario_result *s, const char *name, const char *
     return rc;
 }
 
-void sr_scenario_record(sr_scenario_result *s, sr_phase phase, uint64_t ns)
+void sr_result_record(sr_scenario_result *s, sr_phase phase, uint64_t ns)
 {
     if ((unsigned)phase >= SR_PHASE_COUNT)
         return;
@@ -369,9 +369,9 @@ void sr_scenario_record(sr_scenario_result *s, sr_phase phase, uint64_t ns)
     int rc = sr_hist_record(s->phase[phase], ns);
     pthread_mutex_unlock(&s->mu);
     if (rc)
-        sr_scenario_check(s, sr_code_name(SR_E_NOMEM), NULL, NULL,
-                          "a %s sample of %llu ns was lost: out of memory for its histogram",
-                          sr_phase_name(phase), (unsigned long long)ns);
+        sr_result_check(s, sr_code_name(SR_E_NOMEM), NULL, NULL,
+                        "a %s sample of %llu ns was lost: out of memory for its histogram",
+                        sr_phase_name(phase), (unsigned long long)ns);
 }
 
 static void add_counters(sr_counters *d, const sr_counters *a)
@@ -390,14 +390,14 @@ static void add_counters(sr_counters *d, const sr_counters *a)
     d->syncs += a->syncs;
 }
 
-void sr_scenario_count(sr_scenario_result *s, const sr_counters *delta)
+void sr_result_count(sr_scenario_result *s, const sr_counters *delta)
 {
     pthread_mutex_lock(&s->mu);
     add_counters(&s->counters, delta);
     pthread_mutex_unlock(&s->mu);
 }
 
-int sr_scenario_fired(sr_scenario_result *s, const char *name)
+int sr_result_fired(sr_scenario_result *s, const char *name)
 {
     int found = 0;
     pthread_mutex_lock(&s->mu);
@@ -407,7 +407,7 @@ int sr_scenario_fired(sr_scenario_result *s, const char *name)
     return found;
 }
 
-void sr_scenario_set_verdict(sr_scenario_result *s, sr_verdict v, const char *fmt, ...)
+void sr_result_set_verdict(sr_scenario_result *s, sr_verdict v, const char *fmt, ...)
 {
     s->verdict = v;
     s->reason[0] = '\0';

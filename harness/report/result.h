@@ -52,7 +52,7 @@
  *
  * Thread-safety. sr_run_result_add_scenario and sr_run_result_finish belong to one thread (the
  * runner's main thread). A scenario entry may be filled by several threads at once (its steps
- * may overlap) through the sr_scenario_* functions, which take the entry's own lock; direct
+ * may overlap) through the sr_result_* functions, which take the entry's own lock; direct
  * writes to a scenario's members are the runner's, on the thread that owns the scenario, and
  * only before any step thread starts or after all have been joined. Reporters read a run only
  * after sr_run_result_finish.
@@ -306,8 +306,8 @@ int sr_run_result_add_copy(sr_scenario_result **out, sr_run_result *run,
  * NULL (nowhere). The message is printf-style and cut at SR_ERR_MSG_MAX. `expected` is derived
  * from the entry's expect_checks. Returns 0 or SR_E_NOMEM.
  */
-int sr_scenario_check(sr_scenario_result *s, const char *name, const char *classification,
-                      const sr_check_where *where, const char *fmt, ...)
+int sr_result_check(sr_scenario_result *s, const char *name, const char *classification,
+                    const sr_check_where *where, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 
 /*
@@ -315,24 +315,24 @@ int sr_scenario_check(sr_scenario_result *s, const char *name, const char *class
  * that has none yet and fired at (step, sample); step -1 matches every such check that is not
  * expected (locks the entry). Returns how many were set.
  */
-size_t sr_scenario_set_evidence(sr_scenario_result *s, int64_t step, int64_t sample,
-                                const char *path, int cut);
+size_t sr_result_set_evidence(sr_scenario_result *s, int64_t step, int64_t sample, const char *path,
+                              int cut);
 
 /* Records a check that was skipped and why (once per name; later reasons are dropped). */
-int sr_scenario_skip_check(sr_scenario_result *s, const char *name, const char *reason);
+int sr_result_skip_check(sr_scenario_result *s, const char *name, const char *reason);
 
 /* Records one sample of `phase`, in nanoseconds (locks the entry). When the histogram cannot
  * grow (out of memory) the sample is lost and the check resource.nomem says so. */
-void sr_scenario_record(sr_scenario_result *s, sr_phase phase, uint64_t ns);
+void sr_result_record(sr_scenario_result *s, sr_phase phase, uint64_t ns);
 
 /* Adds `delta` to the entry's counters, member by member (locks the entry). */
-void sr_scenario_count(sr_scenario_result *s, const sr_counters *delta);
+void sr_result_count(sr_scenario_result *s, const sr_counters *delta);
 
 /* 1 if a check called `name` fired in the entry. */
-int sr_scenario_fired(sr_scenario_result *s, const char *name);
+int sr_result_fired(sr_scenario_result *s, const char *name);
 
 /* Sets the verdict and its reason (printf-style; NULL fmt for none). Not locked: owner only. */
-void sr_scenario_set_verdict(sr_scenario_result *s, sr_verdict v, const char *fmt, ...)
+void sr_result_set_verdict(sr_scenario_result *s, sr_verdict v, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* Counts the verdicts, sums the counters and merges the histograms into the run. */

@@ -435,7 +435,7 @@ int sr_evidence_rollout(sr_scn_run *run, int step, int64_t sample, const char *s
             rc = put_log(&e, i);
     char rel[160]; /* "evidence/step<S>-sample<I>/index.txt" fits SR_RESULT_EVIDENCE_MAX */
     snprintf(rel, sizeof(rel), "evidence/%s/index.txt", name);
-    sr_scenario_set_evidence(run->res, step, sample, rel, e.cut);
+    sr_result_set_evidence(run->res, step, sample, rel, e.cut);
     return rc;
 }
 
@@ -463,6 +463,6 @@ int sr_evidence_scenario(sr_scn_run *run, sr_err *err)
     for (int i = 0; !rc && i < run->n_engines; i++)
         rc = put_log(&e, i);
     free(cs);
-    sr_scenario_set_evidence(res, -1, -1, "evidence/scenario/index.txt", e.cut);
+    sr_result_set_evidence(res, -1, -1, "evidence/scenario/index.txt", e.cut);
     return rc;
 }

@@ -16,7 +16,7 @@
  * reaches the harness only, which then stops its children itself. Every child finds the pid of
  * its spawner in the environment variable SYNCROLL_PARENT_PID (SR_PROC_PARENT_ENV), so that
  * `syncroll engine` can ask for a parent-death signal and check that its parent is still the
- * process that started it (cli/engine.c).
+ * process that started it (cli/cmd_engine.c).
  *
  * A registry (sr_proc_reg) lists the children of a whole run, so that one thread (the run's
  * signal watcher) can signal every one of them while other threads own them: registered children

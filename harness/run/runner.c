@@ -35,11 +35,11 @@ static void poll_engines(sr_scn_run *run, int step)
         sr_check_where w = SR_CHECK_WHERE_NONE;
         w.step = step;
         w.engine = i;
-        sr_scenario_check(run->res, "engine.crashed", NULL, &w,
-                          "scenario %s: engine %d (pid %ld) %s during the scenario (log: %s)",
-                          run->scn->id, i, (long)run->procs[i].pid,
-                          sr_proc_describe(&run->procs[i], how, sizeof(how)),
-                          run->res->engines[i].log);
+        sr_result_check(run->res, "engine.crashed", NULL, &w,
+                        "scenario %s: engine %d (pid %ld) %s during the scenario (log: %s)",
+                        run->scn->id, i, (long)run->procs[i].pid,
+                        sr_proc_describe(&run->procs[i], how, sizeof(how)),
+                        run->res->engines[i].log);
     }
 }
 
@@ -399,12 +399,12 @@ static void interrupted(sr_scn_run *run)
                  : signo == SIGTERM ? "SIGTERM"
                                     : "a stop signal",
                  where);
-    sr_scenario_set_verdict(run->res, SR_VERDICT_INTERRUPTED,
-                            "run.interrupted: %s %s (checks after it may be its consequences)",
-                            signo == SIGINT    ? "SIGINT"
-                            : signo == SIGTERM ? "SIGTERM"
-                                               : "stop signal",
-                            where);
+    sr_result_set_verdict(run->res, SR_VERDICT_INTERRUPTED,
+                          "run.interrupted: %s %s (checks after it may be its consequences)",
+                          signo == SIGINT    ? "SIGINT"
+                          : signo == SIGTERM ? "SIGTERM"
+                                             : "stop signal",
+                          where);
 }
 
 static void execute(sr_scn_run *run)
@@ -414,7 +414,7 @@ static void execute(sr_scn_run *run)
     int rc = sr_scenario_write_expanded(run->scn, run->opts->expanded, &err);
     int up = 0;
     if (!rc && run->scn->skip) {
-        sr_scenario_set_verdict(res, SR_VERDICT_SKIP, "%s", run->scn->skip);
+        sr_result_set_verdict(res, SR_VERDICT_SKIP, "%s", run->scn->skip);
         return;
     }
     if (!rc)
@@ -433,13 +433,13 @@ static void execute(sr_scn_run *run)
         return;
     }
     /* The scenario phase ends here so that a budget can hold it too. */
-    sr_scenario_record(res, SR_PHASE_SCENARIO, (uint64_t)(elapsed_ms(run) * 1e6));
+    sr_result_record(res, SR_PHASE_SCENARIO, (uint64_t)(elapsed_ms(run) * 1e6));
     if (!rc && up == 1)
         check_budgets(run);
     if (!rc)
         rc = accounting(run, &err);
     if (rc) {
-        sr_scenario_set_verdict(res, SR_VERDICT_ERROR, "%s: %s", sr_code_name(rc), err.msg);
+        sr_result_set_verdict(res, SR_VERDICT_ERROR, "%s: %s", sr_code_name(rc), err.msg);
         return;
     }
     sr_run_judge(res, run->scn);
@@ -470,7 +470,7 @@ void sr_run_scenario_in(sr_scenario_result *res, const sr_scenario *scn, const s
     }
     res->start_ms = run.t0_ms - opts->run_t0_ms;
     if (init_result(res, scn, opts))
-        sr_scenario_set_verdict(res, SR_VERDICT_ERROR, "out of memory");
+        sr_result_set_verdict(res, SR_VERDICT_ERROR, "out of memory");
     else
         execute(&run);
     run_free(&run);

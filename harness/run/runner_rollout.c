@@ -114,10 +114,10 @@ static void account(sr_scenario_result *res, const sr_rollout_result *r, int rou
     memset(&c, 0, sizeof(c));
     for (int t = 0; t < r->n_turns; t++) {
         const sr_rollout_turn *tu = &r->turns[t];
-        sr_scenario_record(res, SR_PHASE_REQUEST, ns(tu->request_ms));
-        sr_scenario_record(res, SR_PHASE_SPLICE, ns(tu->splice_ms));
+        sr_result_record(res, SR_PHASE_REQUEST, ns(tu->request_ms));
+        sr_result_record(res, SR_PHASE_SPLICE, ns(tu->splice_ms));
         if (routes && tu->record_ms > 0)
-            sr_scenario_record(res, SR_PHASE_RECORD, ns(tu->record_ms));
+            sr_result_record(res, SR_PHASE_RECORD, ns(tu->record_ms));
         c.turns++;
         c.attempts += tu->n_attempts;
         c.retries += tu->n_attempts > 1 ? tu->n_attempts - 1 : 0;
@@ -125,8 +125,8 @@ static void account(sr_scenario_result *res, const sr_rollout_result *r, int rou
         c.bytes_received += tu->bytes_total;
     }
     if (routes && r->code == 0 && r->routes.ndim == 3)
-        sr_scenario_record(res, SR_PHASE_FINALIZE, ns(r->finalize_ms));
-    sr_scenario_count(res, &c);
+        sr_result_record(res, SR_PHASE_FINALIZE, ns(r->finalize_ms));
+    sr_result_count(res, &c);
 }
 
 static int rollout_job(sr_client_conn *k, size_t i, void *ctx)
@@ -141,7 +141,7 @@ static int rollout_job(sr_client_conn *k, size_t i, void *ctx)
         sr_counters c;
         memset(&c, 0, sizeof(c));
         c.rollouts_failed = 1;
-        sr_scenario_count(run->res, &c);
+        sr_result_count(run->res, &c);
         return 0;
     }
     sr_rollout_run(r, k, &b->cfgs[i], NULL);
@@ -166,7 +166,7 @@ static int rollout_job(sr_client_conn *k, size_t i, void *ctx)
         c.rollouts_verified = 1;
     else
         c.rollouts_failed = 1;
-    sr_scenario_count(run->res, &c);
+    sr_result_count(run->res, &c);
     if (rc)
         fprintf(stderr, "syncroll run: %s: verifying rollout %zu: %s\n", run->scn->id, i, err.msg);
     return rc;
@@ -205,7 +205,7 @@ int sr_step_rollout(sr_scn_run *run, int step, sr_err *err)
         sr_counters c;
         memset(&c, 0, sizeof(c));
         c.rollouts_requested = n;
-        sr_scenario_count(run->res, &c);
+        sr_result_count(run->res, &c);
         rc = sr_client_parallel(run->client, (size_t)n, (int)run->scn->concurrency, rollout_job, &b,
                                 rcs, err);
     }

@@ -190,7 +190,7 @@ static void resource_check(sr_scn_run *run, const sr_soak_series *fds, const sr_
                  "descriptors and memory are the whole process's, and %d scenarios ran in "
                  "parallel; run the soak with -j 1",
                  run->opts->jobs);
-        sr_scenario_skip_check(run->res, name, why);
+        sr_result_skip_check(run->res, name, why);
         return;
     }
     if (!proc_ok || fds->n < SR_SOAK_MIN_SAMPLES) {
@@ -199,7 +199,7 @@ static void resource_check(sr_scn_run *run, const sr_soak_series *fds, const sr_
                  "from the last warm-up iteration on%s",
                  (long long)iterations, (long long)s->soak_warmup_iterations, SR_SOAK_MIN_SAMPLES,
                  proc_ok ? "" : "; /proc/self could not be read");
-        sr_scenario_skip_check(run->res, name, why);
+        sr_result_skip_check(run->res, name, why);
         return;
     }
     judge_one(run, fds, s->soak_max_fd_growth, "open descriptors", "descriptors", 1.0);
@@ -397,9 +397,9 @@ static int run_once_unsupported(sr_scn_run *run, int (*run_once)(sr_scn_run *, s
     fprintf(stderr,
             "syncroll run: soak %s: not repeated (soak.unsupported): %s; the steps ran once\n",
             run->scn->id, why);
-    sr_scenario_skip_check(run->res, "soak.unsupported", why);
-    sr_scenario_skip_check(run->res, "soak.resource_growth",
-                           "the scenario cannot soak (soak.unsupported)");
+    sr_result_skip_check(run->res, "soak.unsupported", why);
+    sr_result_skip_check(run->res, "soak.resource_growth",
+                         "the scenario cannot soak (soak.unsupported)");
     return run_once(run, err);
 }
 

@@ -14,9 +14,9 @@ int sr_run_check(sr_scn_run *run, int step, const char *name, const char *fmt, .
     va_end(ap);
     sr_check_where w = SR_CHECK_WHERE_NONE;
     w.step = step;
-    return sr_scenario_check(run->res, name, NULL, &w, "scenario %s%s%s: %s", run->scn->id,
-                             step >= 0 ? " step " : "", step >= 0 ? run->scn->steps[step].name : "",
-                             msg);
+    return sr_result_check(run->res, name, NULL, &w, "scenario %s%s%s: %s", run->scn->id,
+                           step >= 0 ? " step " : "", step >= 0 ? run->scn->steps[step].name : "",
+                           msg);
 }
 
 int sr_run_stopped(const sr_scn_run *run)

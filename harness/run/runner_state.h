@@ -29,11 +29,11 @@
 
 /*
  * The stop switch of a whole run, shared by every scenario running in it (owned by the caller,
- * cli/run_exec.c). `signo` turns from 0 to the first stop signal's number (SIGINT, SIGTERM) once,
- * from any thread; the runner reads it at its safe points (before each step, soak iteration and
- * rollout, in its waits) and then ends the scenario with the verdict `interrupted` and the check
- * run.interrupted. Every engine the runner spawns is listed in `procs`, so the signal's watcher
- * can stop them all at once, which also ends any request still waiting on one of them.
+ * cli/cmd_run_exec.c). `signo` turns from 0 to the first stop signal's number (SIGINT, SIGTERM)
+ * once, from any thread; the runner reads it at its safe points (before each step, soak iteration
+ * and rollout, in its waits) and then ends the scenario with the verdict `interrupted` and the
+ * check run.interrupted. Every engine the runner spawns is listed in `procs`, so the signal's
+ * watcher can stop them all at once, which also ends any request still waiting on one of them.
  */
 typedef struct sr_run_stop {
     atomic_int signo;
@@ -99,7 +99,7 @@ int sr_run_stopped(const sr_scn_run *run);
 typedef int (*sr_step_fn)(sr_scn_run *run, int step, sr_err *err);
 
 /* A check at step `step` (-1: none; no sample/turn/row/layer), message printf-style. Returns
- * what sr_scenario_check returns (0, or SR_E_NOMEM when it could not be recorded). */
+ * what sr_result_check returns (0, or SR_E_NOMEM when it could not be recorded). */
 int sr_run_check(sr_scn_run *run, int step, const char *name, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 

@@ -9,7 +9,8 @@
 
 #include "runner_state.h"
 
-/* The executor of a step kind (never NULL for a kind below SR_STEP_KIND_COUNT). */
+/* The executor of a step kind (never NULL for a kind below SR_STEP_KIND_COUNT, as unit.scenario
+ * checks); NULL outside the enum. */
 sr_step_fn sr_step_executor(sr_step_kind kind);
 
 /* Frees what the sync_weights steps kept in run->sync (called once, at the scenario's end). */

@@ -36,32 +36,32 @@ void sr_run_judge(sr_scenario_result *res, const sr_scenario *s)
         const char *n = res->fired[i].name;
         if (s->expect_verdict == SR_VERDICT_PASS ||
             !in_list(s->expect_checks, s->n_expect_checks, n)) {
-            sr_scenario_set_verdict(res, SR_VERDICT_FAIL, "%s%s: %s",
-                                    s->expect_verdict == SR_VERDICT_FAIL ? "unexpected " : "", n,
-                                    first_message(res, n));
+            sr_result_set_verdict(res, SR_VERDICT_FAIL, "%s%s: %s",
+                                  s->expect_verdict == SR_VERDICT_FAIL ? "unexpected " : "", n,
+                                  first_message(res, n));
             return;
         }
     }
     for (int i = 0; i < s->n_expect_checks; i++)
-        if (!sr_scenario_fired(res, s->expect_checks[i])) {
-            sr_scenario_set_verdict(res, SR_VERDICT_FAIL, "expected %s did not fire",
-                                    s->expect_checks[i]);
+        if (!sr_result_fired(res, s->expect_checks[i])) {
+            sr_result_set_verdict(res, SR_VERDICT_FAIL, "expected %s did not fire",
+                                  s->expect_checks[i]);
             return;
         }
     for (int i = 0; i < s->n_expect_classes; i++)
         if (!fired_class(res, s->expect_classes[i])) {
-            sr_scenario_set_verdict(res, SR_VERDICT_FAIL,
-                                    "expected trace.row_mismatch classified %s, not seen",
-                                    s->expect_classes[i]);
+            sr_result_set_verdict(res, SR_VERDICT_FAIL,
+                                  "expected trace.row_mismatch classified %s, not seen",
+                                  s->expect_classes[i]);
             return;
         }
     if (s->n_expect_classes)
         for (size_t i = 0; i < res->n_fired_classes; i++)
             if (!in_list(s->expect_classes, s->n_expect_classes, res->fired_classes[i].name)) {
-                sr_scenario_set_verdict(res, SR_VERDICT_FAIL,
-                                        "unexpected trace.row_mismatch classification %s",
-                                        res->fired_classes[i].name);
+                sr_result_set_verdict(res, SR_VERDICT_FAIL,
+                                      "unexpected trace.row_mismatch classification %s",
+                                      res->fired_classes[i].name);
                 return;
             }
-    sr_scenario_set_verdict(res, SR_VERDICT_PASS, NULL);
+    sr_result_set_verdict(res, SR_VERDICT_PASS, NULL);
 }

@@ -222,9 +222,8 @@ static int check(rv *x, const char *name, const char *cls, int64_t turn, int64_t
         n += (size_t)snprintf(at + n, sizeof(at) - n, " row %lld", (long long)row);
     if (layer >= 0)
         snprintf(at + n, sizeof(at) - n, " layer %lld", (long long)layer);
-    int rc =
-        sr_scenario_check(x->ctx->res, name, cls, &w, "scenario %s step %s sample %lld%s: %s",
-                          x->ctx->scenario, x->ctx->step_name, (long long)x->sample, at, detail);
+    int rc = sr_result_check(x->ctx->res, name, cls, &w, "scenario %s step %s sample %lld%s: %s",
+                             x->ctx->scenario, x->ctx->step_name, (long long)x->sample, at, detail);
     if (x->fired && x->fired->n < SR_VERIFY_FIRED_MAX) {
         sr_check *c = &x->fired->c[x->fired->n++];
         memset(c, 0, sizeof(*c));
@@ -594,11 +593,11 @@ int sr_verify_rollout_fired(int *ok, sr_verifier *v, const sr_rollout_result *r,
         rc = verify_rows(&x, &rows);
     if (!rc && !v) {
         const char *why = "external engines (engines.urls): the oracle's model is unknown";
-        rc = sr_scenario_skip_check(ctx->res, "trace.token_mismatch", why);
+        rc = sr_result_skip_check(ctx->res, "trace.token_mismatch", why);
         if (!rc)
-            rc = sr_scenario_skip_check(ctx->res, "trace.logprob_mismatch", why);
+            rc = sr_result_skip_check(ctx->res, "trace.logprob_mismatch", why);
         if (!rc)
-            rc = sr_scenario_skip_check(ctx->res, "trace.row_mismatch", why);
+            rc = sr_result_skip_check(ctx->res, "trace.row_mismatch", why);
     }
     if (!rc && routes)
         rc = verify_valid(&x);
@@ -608,7 +607,7 @@ int sr_verify_rollout_fired(int *ok, sr_verifier *v, const sr_rollout_result *r,
     memset(&c, 0, sizeof(c));
     c.tokens_verified = toks;
     c.rows_verified = rows;
-    sr_scenario_count(ctx->res, &c);
+    sr_result_count(ctx->res, &c);
     free(x.tok);
     free(x.h);
     *ok = x.ok;

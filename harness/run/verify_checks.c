@@ -68,11 +68,11 @@ static int report(const sr_verify_ctx *ctx, const char *name, const tally *t, in
     w.step = ctx->step;
     w.sample = sample;
     w.row = t->col;
-    return sr_scenario_check(ctx->res, name, NULL, &w,
-                             "scenario %s step %s: batch row %lld (sample %lld) column %lld: %s "
-                             "(%lld column(s) in this row)",
-                             ctx->scenario, ctx->step_name, (long long)b, (long long)sample,
-                             (long long)t->col, t->detail, (long long)t->count);
+    return sr_result_check(ctx->res, name, NULL, &w,
+                           "scenario %s step %s: batch row %lld (sample %lld) column %lld: %s "
+                           "(%lld column(s) in this row)",
+                           ctx->scenario, ctx->step_name, (long long)b, (long long)sample,
+                           (long long)t->col, t->detail, (long long)t->count);
 }
 
 static int verify_sample(int *ok, const sr_collate_result *cr, const sr_rollout_result *r,

@@ -1,5 +1,6 @@
 /* The key table of the scenario format and the quirk table (scenario.h). */
 #include <stddef.h>
+#include <string.h>
 
 #include "scenario.h"
 
@@ -190,10 +191,28 @@ const sr_quirk_info *sr_quirk_info_of(sr_quirk q)
     return (unsigned)q < SR_QUIRK_COUNT ? &quirks[q] : NULL;
 }
 
-static const char *const step_kinds[SR_STEP_KIND_COUNT] = {
-    "rollout", "sync_weights", "collate", "pause", "resume", "wait", "check_state", "kill_engine"};
+static const struct {
+    const char *name, *doc;
+} step_kinds[SR_STEP_KIND_COUNT] = {
+#define STEP_KIND_ROW(name, sym, parse, write, doc) [SR_STEP_##sym] = {name, doc},
+    SR_STEP_KIND_TABLE(STEP_KIND_ROW)
+#undef STEP_KIND_ROW
+};
 
 const char *sr_step_kind_name(sr_step_kind k)
 {
-    return (unsigned)k < SR_STEP_KIND_COUNT ? step_kinds[k] : NULL;
+    return (unsigned)k < SR_STEP_KIND_COUNT ? step_kinds[k].name : NULL;
+}
+
+const char *sr_step_kind_doc(sr_step_kind k)
+{
+    return (unsigned)k < SR_STEP_KIND_COUNT ? step_kinds[k].doc : NULL;
+}
+
+int sr_step_kind_lookup(const char *name)
+{
+    for (int k = 0; name && k < SR_STEP_KIND_COUNT; k++)
+        if (strcmp(step_kinds[k].name, name) == 0)
+            return k;
+    return -1;
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "scenario_priv.h"
+#include "sr_file.h"
 #include "sr_splice.h"
 #include "sr_suggest.h"
 
@@ -82,9 +83,10 @@ static int parse_dialects(scn_parse *p, const cJSON *en)
     unsigned mask = 0;
     for (const cJSON *it = list->child; it; it = it->next) {
         int d = cJSON_IsString(it) ? sr_dialect_lookup(it->valuestring) : -1;
+        char names[SR_DIALECT_NAMES_MAX];
         if (d < 0)
             return sr_scn_fail(p, it, "engines.dialects: not a dialect (one of %s)",
-                               sr_dialect_names());
+                               sr_dialect_names(names, sizeof(names), ", "));
         if (mask & (1u << d))
             return sr_scn_fail(p, it, "engines.dialects names %s twice", it->valuestring);
         mask |= 1u << d;
@@ -482,7 +484,7 @@ int sr_scenario_load_max(sr_scenario **out, const char *path, size_t max_bytes, 
     *out = NULL;
     max_bytes = max_bytes ? max_bytes : SR_SCN_MAX_FILE;
     sr_buf b = SR_BUF_INIT;
-    int rc = sr_buf_read_file(&b, path, max_bytes, err);
+    int rc = sr_file_read(&b, path, max_bytes, err);
     /* Its message already names the file, its size and the bound. */
     if (rc == SR_E_LIMIT)
         rc = err ? (err->code = SR_E_SCENARIO_TOO_LARGE) : SR_E_SCENARIO_TOO_LARGE;
@@ -541,7 +543,7 @@ int sr_scenario_for_dialect(sr_scenario *s, sr_dialect d, sr_err *err)
     s->engine.dialect = d;
     /* The execution's control plane and transport follow its dialect unless the file names them. */
     if (!s->engine.sync_dialect_given)
-        s->engine.sync_dialect = sr_sync_dialect_of(d);
+        s->engine.sync_dialect = sr_dialect_sync_dialect((sr_dialect)d);
     if (plane_transport(s))
         return sr_err_set(err, SR_E_SCENARIO,
                           "%s: its %s execution (engines.dialects) syncs with the %s plane, which "

@@ -96,20 +96,45 @@ const sr_quirk_info *sr_quirk_info_of(sr_quirk q);
 
 /* ---- the loaded scenario ---- */
 
+/*
+ * The step kinds, as one table: everything a step kind is made of derives from its row. Columns:
+ * the name written in a step's "kind"; the symbol of sr_step_kind (SR_STEP_<SYMBOL>); the parser
+ * (steps.c) and the writer (write_steps.c) of its members, static functions of those files; and
+ * the one-line description that heads its section of scenarios/FORMAT.md §10 (unit.scenario
+ * fails until both agree). The enum, the name lookup, the "unknown step kind" message and the
+ * parse and write dispatch read the table; the runner's executor array (run/runner_steps.c,
+ * which this folder may not name) is checked complete against SR_STEP_KIND_COUNT. A new kind
+ * also needs its members: a struct below, the rows "steps.<name>.<member>" of the key table
+ * (keys.c) and FORMAT.md.
+ */
+#define SR_STEP_KIND_TABLE(X)                                                                      \
+    X("rollout", ROLLOUT, parse_rollout, write_rollout,                                            \
+      "a batch of multi-turn agent-loop rollouts")                                                 \
+    X("sync_weights", SYNC_WEIGHTS, parse_sync, write_sync,                                        \
+      "publish a weight version and apply it on every engine")                                     \
+    X("collate", COLLATE, parse_collate, write_collate, "left-padded collation of routes")         \
+    X("pause", PAUSE, parse_pause, write_pause, "the engines' generation pause")                   \
+    X("resume", RESUME, parse_resume, write_resume, "the engines' generation pause")               \
+    X("wait", WAIT, parse_wait, write_wait, "join async steps, or wait for an engine condition")   \
+    X("check_state", CHECK_STATE, parse_check_state, write_check_state,                            \
+      "assert an engine's state")                                                                  \
+    X("kill_engine", KILL_ENGINE, parse_kill, write_kill, "emulate an engine crash")
+
 typedef enum sr_step_kind {
-    SR_STEP_ROLLOUT = 0,
-    SR_STEP_SYNC_WEIGHTS,
-    SR_STEP_COLLATE,
-    SR_STEP_PAUSE,
-    SR_STEP_RESUME,
-    SR_STEP_WAIT,
-    SR_STEP_CHECK_STATE,
-    SR_STEP_KILL_ENGINE,
-    SR_STEP_KIND_COUNT
+#define SR_STEP_KIND_ENUM(name, sym, parse, write, doc) SR_STEP_##sym,
+    SR_STEP_KIND_TABLE(SR_STEP_KIND_ENUM)
+#undef SR_STEP_KIND_ENUM
+        SR_STEP_KIND_COUNT
 } sr_step_kind;
 
 /* "rollout", "sync_weights", ...; NULL outside the enum. */
 const char *sr_step_kind_name(sr_step_kind k);
+
+/* The kind named `name`, or -1. */
+int sr_step_kind_lookup(const char *name);
+
+/* The one-line description of kind k (the table's last column); NULL outside the enum. */
+const char *sr_step_kind_doc(sr_step_kind k);
 
 typedef struct sr_scn_rollout {
     int64_t batch, turns;

@@ -59,8 +59,9 @@ static int min_max(scn_parse *p, const cJSON *st, const char *key, int64_t lo, i
     return rc;
 }
 
-static int parse_rollout(scn_parse *p, const cJSON *st, sr_scn_step *step)
+static int parse_rollout(scn_parse *p, const cJSON *st, sr_scn_step *step, int self)
 {
+    (void)self;
     static const char *const modes[] = {"multi_turn", "single_turn", NULL};
     const sr_engine_config *c = &p->s->engine;
     sr_scn_rollout *r = &step->rollout;
@@ -126,8 +127,9 @@ static int parse_rollout(scn_parse *p, const cJSON *st, sr_scn_step *step)
     return rc;
 }
 
-static int parse_sync(scn_parse *p, const cJSON *st, sr_scn_step *step)
+static int parse_sync(scn_parse *p, const cJSON *st, sr_scn_step *step, int self)
 {
+    (void)self;
     int rc = sr_scn_bool(p, st, "async", 0, 0, &step->async);
     if (!rc)
         rc = sr_scn_int(p, st, "version", 0, SR_WEIGHTS_MAX_VERSION, -1, 1, &step->sync.version);
@@ -267,8 +269,9 @@ static int parse_counts_map(scn_parse *p, const cJSON *m, sr_scn_check_state *c,
     return 0;
 }
 
-static int parse_check_state(scn_parse *p, const cJSON *st, sr_scn_step *step)
+static int parse_check_state(scn_parse *p, const cJSON *st, sr_scn_step *step, int self)
 {
+    (void)self;
     sr_scn_check_state *c = &step->check;
     struct {
         const char *key;
@@ -306,38 +309,50 @@ static int parse_check_state(scn_parse *p, const cJSON *st, sr_scn_step *step)
     return rc;
 }
 
-static int parse_simple(scn_parse *p, const cJSON *st, sr_scn_step *step)
+static int parse_pause(scn_parse *p, const cJSON *st, sr_scn_step *step, int self)
 {
     static const char *const modes[] = {"keep", "abort", "wait", NULL};
+    const char *t;
+    (void)self;
+    int rc = engine_index(p, st, "engine", 1, -1, &step->pause.engine);
+    if (!rc && !(rc = sr_scn_str(p, st, "mode", "keep", modes, &t)))
+        snprintf(step->pause.mode, sizeof(step->pause.mode), "%s", t);
+    if (!rc)
+        rc = sr_scn_bool(p, st, "clear_cache", 0, 0, &step->pause.clear_cache);
+    return rc;
+}
+
+static int parse_resume(scn_parse *p, const cJSON *st, sr_scn_step *step, int self)
+{
+    (void)self;
+    return engine_index(p, st, "engine", 1, -1, &step->resume_engine);
+}
+
+static int parse_kill(scn_parse *p, const cJSON *st, sr_scn_step *step, int self)
+{
     static const char *const sigs[] = {"KILL", "TERM", "SEGV", "ABRT", NULL};
     static const int signos[] = {SIGKILL, SIGTERM, SIGSEGV, SIGABRT};
     const char *t;
-    int rc = 0;
-    switch (step->kind) {
-    case SR_STEP_PAUSE:
-        rc = engine_index(p, st, "engine", 1, -1, &step->pause.engine);
-        if (!rc && !(rc = sr_scn_str(p, st, "mode", "keep", modes, &t)))
-            snprintf(step->pause.mode, sizeof(step->pause.mode), "%s", t);
-        if (!rc)
-            rc = sr_scn_bool(p, st, "clear_cache", 0, 0, &step->pause.clear_cache);
-        return rc;
-    case SR_STEP_RESUME:
-        return engine_index(p, st, "engine", 1, -1, &step->resume_engine);
-    case SR_STEP_KILL_ENGINE:
-        if (p->s->n_urls > 0)
-            return sr_scn_fail(p, st, "kill_engine cannot kill external engines (engines.urls)");
-        rc = engine_index(p, st, "engine", 0, 0, &step->kill.engine);
-        if (!rc && !(rc = sr_scn_str(p, st, "signal", "KILL", sigs, &t))) {
-            snprintf(step->kill.sig_name, sizeof(step->kill.sig_name), "%s", t);
-            for (int i = 0; sigs[i]; i++)
-                if (strcmp(sigs[i], t) == 0)
-                    step->kill.sig = signos[i];
-        }
-        return rc;
-    default:
-        return sr_err_set(p->err, SR_E_INTERNAL, "parse_simple: unexpected step kind");
+    (void)self;
+    if (p->s->n_urls > 0)
+        return sr_scn_fail(p, st, "kill_engine cannot kill external engines (engines.urls)");
+    int rc = engine_index(p, st, "engine", 0, 0, &step->kill.engine);
+    if (!rc && !(rc = sr_scn_str(p, st, "signal", "KILL", sigs, &t))) {
+        snprintf(step->kill.sig_name, sizeof(step->kill.sig_name), "%s", t);
+        for (int i = 0; sigs[i]; i++)
+            if (strcmp(sigs[i], t) == 0)
+                step->kill.sig = signos[i];
     }
+    return rc;
 }
+
+/* The parser of each step kind, from the step-kind table (scenario.h). */
+typedef int (*step_parser)(scn_parse *p, const cJSON *st, sr_scn_step *step, int self);
+static const step_parser parsers[SR_STEP_KIND_COUNT] = {
+#define PARSER_ROW(name, sym, parse, write, doc) [SR_STEP_##sym] = parse,
+    SR_STEP_KIND_TABLE(PARSER_ROW)
+#undef PARSER_ROW
+};
 
 static int parse_name(scn_parse *p, const cJSON *st, sr_scn_step *step, int i)
 {
@@ -395,10 +410,7 @@ static int parse_step(scn_parse *p, const cJSON *st, int i)
     int rc = sr_json_get_string(p->doc, st, "kind", 1, NULL, &kind, p->err);
     if (rc)
         return rc;
-    int k = -1;
-    for (int j = 0; j < SR_STEP_KIND_COUNT; j++)
-        if (strcmp(sr_step_kind_name((sr_step_kind)j), kind) == 0)
-            k = j;
+    int k = sr_step_kind_lookup(kind);
     if (k < 0) {
         const char *names[SR_STEP_KIND_COUNT];
         for (int j = 0; j < SR_STEP_KIND_COUNT; j++)
@@ -419,20 +431,7 @@ static int parse_step(scn_parse *p, const cJSON *st, int i)
         rc = parse_name(p, st, step, i);
     if (rc)
         return rc;
-    switch (step->kind) {
-    case SR_STEP_ROLLOUT:
-        return parse_rollout(p, st, step);
-    case SR_STEP_SYNC_WEIGHTS:
-        return parse_sync(p, st, step);
-    case SR_STEP_COLLATE:
-        return parse_collate(p, st, step, i);
-    case SR_STEP_WAIT:
-        return parse_wait(p, st, step, i);
-    case SR_STEP_CHECK_STATE:
-        return parse_check_state(p, st, step);
-    default:
-        return parse_simple(p, st, step);
-    }
+    return parsers[step->kind](p, st, step, i);
 }
 
 int sr_scn_parse_steps(scn_parse *p, const cJSON *root)

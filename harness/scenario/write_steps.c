@@ -45,8 +45,9 @@ static cJSON *min_max(int64_t mn, int64_t mx)
     return o;
 }
 
-static void rollout(cJSON *o, const sr_scn_step *st)
+static void write_rollout(cJSON *o, const sr_scenario *s, const sr_scn_step *st)
 {
+    (void)s;
     const sr_scn_rollout *r = &st->rollout;
     cJSON_AddBoolToObject(o, "async", st->async);
     add_int(o, "batch", r->batch);
@@ -71,8 +72,9 @@ static void rollout(cJSON *o, const sr_scn_step *st)
     add_int(o, "max_trace_bytes", r->max_trace_bytes);
 }
 
-static void wait_step(cJSON *o, const sr_scenario *s, const sr_scn_wait *w)
+static void write_wait(cJSON *o, const sr_scenario *s, const sr_scn_step *st)
 {
+    const sr_scn_wait *w = &st->wait;
     if (w->has_for)
         cJSON_AddItemToObject(o, "for", names(s, w->for_steps, w->n_for));
     else
@@ -90,8 +92,10 @@ static void wait_step(cJSON *o, const sr_scenario *s, const sr_scn_wait *w)
     add_int(o, "poll_ms", w->poll_ms);
 }
 
-static void check_state(cJSON *o, const sr_scn_check_state *c)
+static void write_check_state(cJSON *o, const sr_scenario *s, const sr_scn_step *st)
 {
+    const sr_scn_check_state *c = &st->check;
+    (void)s;
     add_opt(o, "engine", c->engine, -1);
     add_opt(o, "weight_version", c->weight_version, SR_SCN_UNCHECKED);
     add_bool_opt(o, "paused", c->paused);
@@ -108,46 +112,50 @@ static void check_state(cJSON *o, const sr_scn_check_state *c)
         add_int(ff, c->faults_fired[i].id, c->faults_fired[i].fired);
 }
 
-static void step_body(cJSON *o, const sr_scenario *s, const sr_scn_step *st)
+static void write_sync(cJSON *o, const sr_scenario *s, const sr_scn_step *st)
 {
-    switch (st->kind) {
-    case SR_STEP_ROLLOUT:
-        rollout(o, st);
-        break;
-    case SR_STEP_SYNC_WEIGHTS:
-        cJSON_AddBoolToObject(o, "async", st->async);
-        add_opt(o, "version", st->sync.version, -1);
-        add_int(o, "deadline_ms", st->sync.deadline_ms);
-        break;
-    case SR_STEP_COLLATE:
-        cJSON_AddItemToObject(o, "rollouts",
-                              names(s, st->collate.rollouts, st->collate.n_rollouts));
-        add_int(o, "workers", st->collate.workers);
-        add_int(o, "cap", st->collate.cap);
-        add_int(o, "reserved_cores", st->collate.reserved_cores);
-        break;
-    case SR_STEP_PAUSE:
-        add_opt(o, "engine", st->pause.engine, -1);
-        cJSON_AddStringToObject(o, "mode", st->pause.mode);
-        cJSON_AddBoolToObject(o, "clear_cache", st->pause.clear_cache);
-        break;
-    case SR_STEP_RESUME:
-        add_opt(o, "engine", st->resume_engine, -1);
-        break;
-    case SR_STEP_WAIT:
-        wait_step(o, s, &st->wait);
-        break;
-    case SR_STEP_CHECK_STATE:
-        check_state(o, &st->check);
-        break;
-    case SR_STEP_KILL_ENGINE:
-        add_int(o, "engine", st->kill.engine);
-        cJSON_AddStringToObject(o, "signal", st->kill.sig_name);
-        break;
-    default:
-        break;
-    }
+    (void)s;
+    cJSON_AddBoolToObject(o, "async", st->async);
+    add_opt(o, "version", st->sync.version, -1);
+    add_int(o, "deadline_ms", st->sync.deadline_ms);
 }
+
+static void write_collate(cJSON *o, const sr_scenario *s, const sr_scn_step *st)
+{
+    cJSON_AddItemToObject(o, "rollouts", names(s, st->collate.rollouts, st->collate.n_rollouts));
+    add_int(o, "workers", st->collate.workers);
+    add_int(o, "cap", st->collate.cap);
+    add_int(o, "reserved_cores", st->collate.reserved_cores);
+}
+
+static void write_pause(cJSON *o, const sr_scenario *s, const sr_scn_step *st)
+{
+    (void)s;
+    add_opt(o, "engine", st->pause.engine, -1);
+    cJSON_AddStringToObject(o, "mode", st->pause.mode);
+    cJSON_AddBoolToObject(o, "clear_cache", st->pause.clear_cache);
+}
+
+static void write_resume(cJSON *o, const sr_scenario *s, const sr_scn_step *st)
+{
+    (void)s;
+    add_opt(o, "engine", st->resume_engine, -1);
+}
+
+static void write_kill(cJSON *o, const sr_scenario *s, const sr_scn_step *st)
+{
+    (void)s;
+    add_int(o, "engine", st->kill.engine);
+    cJSON_AddStringToObject(o, "signal", st->kill.sig_name);
+}
+
+/* The writer of each step kind's members, from the step-kind table (scenario.h). */
+typedef void (*step_writer)(cJSON *o, const sr_scenario *s, const sr_scn_step *st);
+static const step_writer writers[SR_STEP_KIND_COUNT] = {
+#define WRITER_ROW(name, sym, parse, write, doc) [SR_STEP_##sym] = write,
+    SR_STEP_KIND_TABLE(WRITER_ROW)
+#undef WRITER_ROW
+};
 
 cJSON *sr_scn_steps_json(const sr_scenario *s)
 {
@@ -157,7 +165,7 @@ cJSON *sr_scn_steps_json(const sr_scenario *s)
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "kind", sr_step_kind_name(st->kind));
         cJSON_AddStringToObject(o, "name", st->name);
-        step_body(o, s, st);
+        writers[st->kind](o, s, st);
         cJSON_AddItemToArray(a, o);
     }
     return a;

@@ -49,7 +49,9 @@ static const sr_dialect_desc rows[SR_DIALECT_COUNT] = {
                           "choices[i].routed_experts",
                           SR_ENC_ENVELOPE,
                           SR_ROWS_TRIMMED,
-                          NULL},
+                          NULL,
+                          SR_SYNC_DIALECT_SKYRL,
+                          "an envelope {data,shape,dtype} in the choice"},
     [SR_DIALECT_VLLM] = {"vllm",
                          {{"/inference/v1/generate", SR_API_NATIVE, NATIVE_REQ(START), NULL},
                           {"/v1/completions", SR_API_COMPLETIONS,
@@ -57,7 +59,9 @@ static const sr_dialect_desc rows[SR_DIALECT_COUNT] = {
                          "choices[i].routed_experts",
                          SR_ENC_NPY,
                          SR_ROWS_TRIMMED,
-                         vllm_dtype},
+                         vllm_dtype,
+                         SR_SYNC_DIALECT_VLLM,
+                         "a base64 .npy string in the choice (dtype and shape in its header)"},
     /* 0.21 had no prompt start: both regions from row 0; nested lists carry no dtype. */
     [SR_DIALECT_VLLM_JSON] = {"vllm-json",
                               {{"/inference/v1/generate", SR_API_NATIVE, NATIVE_REQ(NULL), NULL},
@@ -66,7 +70,10 @@ static const sr_dialect_desc rows[SR_DIALECT_COUNT] = {
                               "prompt_routed_experts + choices[i].routed_experts",
                               SR_ENC_NESTED,
                               SR_ROWS_SPLIT,
-                              NULL},
+                              NULL,
+                              SR_SYNC_DIALECT_VLLM,
+                              "nested JSON integer lists in the choice: integer dtypes only "
+                              "(no uint64)"},
     [SR_DIALECT_SGLANG] =
         {"sglang",
          {{"/generate",
@@ -80,14 +87,18 @@ static const sr_dialect_desc rows[SR_DIALECT_COUNT] = {
          "meta_info.routed_experts",
          SR_ENC_FLAT_B64,
          SR_ROWS_TRIMMED,
-         sglang_dtype},
+         sglang_dtype,
+         SR_SYNC_DIALECT_SGLANG,
+         "base64 of the raw bytes in meta_info, flat: one dtype only"},
     [SR_DIALECT_DYNAMO] = {"dynamo",
                            {{"/v1/completions", SR_API_COMPLETIONS,
                              COMPLETIONS_REQ(START, NULL, NULL), NULL}},
                            "nvext.engine_data.routed_experts",
                            SR_ENC_OBJECT,
                            SR_ROWS_TRIMMED,
-                           vllm_dtype},
+                           vllm_dtype,
+                           SR_SYNC_DIALECT_VLLM,
+                           "an envelope {data,shape,dtype} under nvext.engine_data"},
     [SR_DIALECT_NEMO_RL] = {"nemo-rl",
                             {{"/v1/chat/completions",
                               SR_API_CHAT,
@@ -97,7 +108,10 @@ static const sr_dialect_desc rows[SR_DIALECT_COUNT] = {
                             "choices[i].message.routed_experts",
                             SR_ENC_NRLRE,
                             SR_ROWS_FILLER,
-                            nemo_dtype},
+                            nemo_dtype,
+                            SR_SYNC_DIALECT_VLLM,
+                            "an nrlre1 string in choices[0].message: 3-D int8/int16/int32 "
+                            "fields only"},
 };
 
 const sr_dialect_desc *sr_dialect_get(sr_dialect d)
@@ -118,9 +132,26 @@ int sr_dialect_lookup(const char *name)
     return -1;
 }
 
-const char *sr_dialect_names(void)
+const char *sr_dialect_names(char *dst, size_t cap, const char *sep)
 {
-    return "skyrl, vllm, vllm-json, sglang, dynamo, nemo-rl";
+    size_t len = 0;
+    if (!cap)
+        return dst;
+    dst[0] = '\0';
+    for (int i = 0; i < SR_DIALECT_COUNT; i++) {
+        int n = snprintf(dst + len, cap - len, "%s%s", len ? sep : "", rows[i].name);
+        if (n < 0 || (size_t)n >= cap - len) {
+            dst[len] = '\0'; /* only whole names */
+            break;
+        }
+        len += (size_t)n;
+    }
+    return dst;
+}
+
+sr_sync_dialect sr_dialect_sync_dialect(sr_dialect d)
+{
+    return (unsigned)d < SR_DIALECT_COUNT ? rows[d].sync : SR_SYNC_DIALECT_SKYRL;
 }
 
 const sr_dialect_route *sr_dialect_route_at(sr_dialect d, const char *path)
@@ -156,6 +187,7 @@ static sr_field_def route_def(sr_field_kind kind, sr_field_wire wire, const char
 int sr_dialect_add_fields(sr_fields *f, sr_dialect d, sr_err *err)
 {
     sr_field_def defs[2 + SR_DIALECT_MAX_ROUTES];
+    char names[SR_DIALECT_NAMES_MAX];
     int n = 0;
     switch (d) {
     case SR_DIALECT_SKYRL:
@@ -180,7 +212,7 @@ int sr_dialect_add_fields(sr_fields *f, sr_dialect d, sr_err *err)
         break;
     default:
         return sr_err_set(err, SR_E_INVAL, "dialect %d is not one of %s", (int)d,
-                          sr_dialect_names());
+                          sr_dialect_names(names, sizeof(names), ", "));
     }
     /* The sampled token ids of every route (sglang: output_ids on /generate, token_ids on its
      * OpenAI route), spliced as integer arrays. */
@@ -242,8 +274,10 @@ static void int_range(sr_dtype_set set, int64_t *lo, int64_t *hi)
 
 int sr_dialect_field_def(sr_field_def *out, const sr_field_def *def, sr_dialect d, sr_err *err)
 {
+    char names[SR_DIALECT_NAMES_MAX];
     if ((int)d < 0 || d >= SR_DIALECT_COUNT || def->kind != SR_FIELD_PACKED)
-        return sr_err_set(err, SR_E_INVAL, "no %s wire for %s", sr_dialect_names(), def->name);
+        return sr_err_set(err, SR_E_INVAL, "no %s wire for %s",
+                          sr_dialect_names(names, sizeof(names), ", "), def->name);
     *out = *def;
     sr_route_encoding enc = rows[d].encoding;
     if (enc == SR_ENC_ENVELOPE || enc == SR_ENC_OBJECT)
@@ -306,6 +340,7 @@ static const struct {
 int sr_dialect_sniff(const char *body, size_t len, const char **why, sr_err *err)
 {
     unsigned seen = 0;
+    char all[SR_DIALECT_NAMES_MAX];
     const char *first = NULL;
     int found = -1;
     for (size_t i = 0; i < sizeof(SNIFF) / sizeof(SNIFF[0]); i++) {
@@ -329,7 +364,7 @@ int sr_dialect_sniff(const char *body, size_t len, const char **why, sr_err *err
         return sr_err_set(err, SR_E_DIALECT_AMBIGUOUS,
                           "no key of the body tells its dialect (no routes, meta_info or nvext); "
                           "name one with --dialect (%s)",
-                          sr_dialect_names()),
+                          sr_dialect_names(all, sizeof(all), ", ")),
                -1;
     char names[128] = "";
     size_t used = 0;

@@ -32,11 +32,22 @@
 #ifndef SR_SPEC_DIALECT_H
 #define SR_SPEC_DIALECT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "sr_dtype.h"
 #include "sr_err.h"
 #include "sr_fields.h"
+
+/* The weight-sync control plane an engine speaks (engines.sync_dialect in a scenario, the top-level
+ * `sync_dialect` of an engine config; names in engine_config.h). Each dialect's row names the
+ * one its engines speak unless told otherwise. */
+typedef enum sr_sync_dialect {
+    SR_SYNC_DIALECT_SKYRL = 0, /* collective_rpc skyrl_*_weight_update, delta fetch/update */
+    SR_SYNC_DIALECT_VLLM,      /* vLLM's native dev-mode routes: /start_weight_update, ... */
+    SR_SYNC_DIALECT_SGLANG,    /* SGLang's routes: /init_weights_update_group, ... */
+    SR_SYNC_DIALECT_COUNT
+} sr_sync_dialect;
 
 typedef enum sr_dialect {
     SR_DIALECT_SKYRL = 0,
@@ -118,6 +129,8 @@ typedef struct sr_dialect_desc {
     sr_route_encoding encoding;
     sr_rows_rule rows;
     sr_dialect_dtype_fn dtype; /* NULL: the envelope's canonical dtype (skyrl), or none (lists) */
+    sr_sync_dialect sync;      /* the default control plane of its engines (sync_dialect) */
+    const char *field_wire;    /* how a packed field travels in this wire (validate-field's help) */
 } sr_dialect_desc;
 
 /* The row of dialect d, or NULL outside the enum. */
@@ -129,8 +142,20 @@ const char *sr_dialect_name(sr_dialect d);
 /* The dialect named `name`, or -1. */
 int sr_dialect_lookup(const char *name);
 
-/* "skyrl, vllm, vllm-json, sglang, dynamo, nemo-rl" (static). */
-const char *sr_dialect_names(void);
+/* Bytes enough for sr_dialect_names of the whole table with a separator of up to 8 bytes. */
+#define SR_DIALECT_NAMES_MAX 256
+
+/*
+ * Writes the names of the table's dialects into dst (cap bytes, always NUL-terminated), in table
+ * order and joined by `sep` (", ": "skyrl, vllm, vllm-json, sglang, dynamo, nemo-rl"); names that
+ * do not fit are left out whole. For messages and help texts, which never list them by hand.
+ * Returns dst.
+ */
+const char *sr_dialect_names(char *dst, size_t cap, const char *sep);
+
+/* The default weight-sync control plane of dialect d's engines (its row's `sync`); skyrl outside
+ * the enum. */
+sr_sync_dialect sr_dialect_sync_dialect(sr_dialect d);
 
 /*
  * Adds to `f` the splice registry entries that read dialect d's responses: its route field(s)

@@ -5,6 +5,7 @@
 
 #include "engine_config.h"
 #include "sr_buf.h"
+#include "sr_file.h"
 #include "sr_suggest.h"
 #include "sr_weights.h"
 
@@ -168,13 +169,13 @@ int sr_spec_parse_sync_dialect(sr_engine_config *c, const sr_spec_ctx *x, const 
 int sr_spec_parse_dialect(sr_engine_config *c, const sr_spec_ctx *x, const cJSON *parent)
 {
     int d = (int)c->dialect;
-    char want[96];
-    snprintf(want, sizeof(want), "one of %s", sr_dialect_names());
+    char want[SR_DIALECT_NAMES_MAX + 8], names[SR_DIALECT_NAMES_MAX];
+    snprintf(want, sizeof(want), "one of %s", sr_dialect_names(names, sizeof(names), ", "));
     int rc = parse_table_name(x, parent, "dialect", sr_dialect_lookup, dialect_name,
                               SR_DIALECT_COUNT, want, &d);
     c->dialect = (sr_dialect)d;
     if (!rc && !c->sync_dialect_given && cJSON_GetObjectItemCaseSensitive(parent, "dialect"))
-        c->sync_dialect = sr_sync_dialect_of(d);
+        c->sync_dialect = sr_dialect_sync_dialect((sr_dialect)d);
     return rc;
 }
 
@@ -322,7 +323,7 @@ int sr_engine_config_load(sr_engine_config *c, const char *path, int index, sr_e
 {
     sr_engine_config_defaults(c);
     sr_buf b = SR_BUF_INIT;
-    int rc = sr_buf_read_file(&b, path, SR_JSON_DEFAULT_MAX, err);
+    int rc = sr_file_read(&b, path, SR_JSON_DEFAULT_MAX, err);
     if (rc)
         sr_err_prefix(err, "engine config ");
     else

@@ -75,7 +75,7 @@
  *
  * Faults. The plan (`faults`, or `engines.faults` of a scenario) is parsed whole, once, by
  * sr_spec_parse_faults when the document loads, into the typed plan of spec/faults.h: the engine
- * builds its runtime faults from it (engine/faults.h, sr_faults_new) and the scenario writer
+ * builds its runtime faults from it (engine/engine_faults.h, sr_faults_new) and the scenario writer
  * writes it back with sr_fault_plan_write_json. A fault the plan refuses (a bad kind, key or
  * value, a repeated id) is an error at that fault: "FILE:LINE:COL: faults: fault I (KIND): ..."
  * (engine.invalid_config; "engines.faults: " in a scenario read as an engine config). JSON null
@@ -116,23 +116,12 @@
 #define SR_ENGINE_MAX_SYNC_DIRS 8
 #define SR_ENGINE_SYNC_DIR_MAX  1024
 
-/* The weight-sync control plane an engine speaks (engines.sync_dialect in a scenario, the top-level
- * `sync_dialect` of an engine config). */
-typedef enum sr_sync_dialect {
-    SR_SYNC_DIALECT_SKYRL = 0, /* collective_rpc skyrl_*_weight_update, delta fetch/update */
-    SR_SYNC_DIALECT_VLLM,      /* vLLM's native dev-mode routes: /start_weight_update, ... */
-    SR_SYNC_DIALECT_SGLANG,    /* SGLang's routes: /init_weights_update_group, ... */
-    SR_SYNC_DIALECT_COUNT
-} sr_sync_dialect;
-
 /* "skyrl", "vllm", "sglang"; NULL outside the enum. */
 const char *sr_sync_dialect_name(sr_sync_dialect d);
 /* The dialect named `name`, or -1. */
 int sr_sync_dialect_lookup(const char *name);
-/* The control plane of data-plane dialect `d` (spec/dialect.h), the default of sync_dialect:
- * skyrl -> skyrl; vllm, vllm-json, dynamo, nemo-rl -> vllm; sglang -> sglang. Defined in
- * schema.c; an int so that this header needs no dialect.h. */
-sr_sync_dialect sr_sync_dialect_of(int dialect);
+/* (The enum sr_sync_dialect is in dialect.h, whose table gives each data-plane dialect its
+ * default control plane: sr_dialect_sync_dialect.) */
 
 typedef struct sr_engine_config {
     char id[SR_ENGINE_ID_MAX];      /* this engine's id (see sr_engine_config_id_for) */
@@ -278,7 +267,7 @@ int sr_spec_parse_sync_dialect(sr_engine_config *c, const sr_spec_ctx *x, const 
  * `dialect` of `parent` (as above): absent keeps c->dialect (default skyrl); a name of
  * spec/dialect.h's table; anything else is an error at the key naming the dialects. Unless a
  * sync_dialect was given, c->sync_dialect becomes the dialect's control plane
- * (sr_sync_dialect_of).
+ * (sr_dialect_sync_dialect).
  */
 int sr_spec_parse_dialect(sr_engine_config *c, const sr_spec_ctx *x, const cJSON *parent);
 

@@ -1,6 +1,6 @@
 /*
  * spec/faults: the fault plan's schema, shared by the scenario loader (which validates
- * `engines.faults`) and the mock engine (which applies it, engine/faults.h).
+ * `engines.faults`) and the mock engine (which applies it, engine/engine_faults.h).
  *
  * A plan is a JSON array of fault objects (the scenario's `engines.faults` embeds it verbatim):
  *

@@ -63,21 +63,6 @@ int sr_sync_dialect_lookup(const char *name)
     return -1;
 }
 
-sr_sync_dialect sr_sync_dialect_of(int dialect)
-{
-    switch (dialect) {
-    case SR_DIALECT_VLLM:
-    case SR_DIALECT_VLLM_JSON:
-    case SR_DIALECT_DYNAMO:
-    case SR_DIALECT_NEMO_RL:
-        return SR_SYNC_DIALECT_VLLM;
-    case SR_DIALECT_SGLANG:
-        return SR_SYNC_DIALECT_SGLANG;
-    default:
-        return SR_SYNC_DIALECT_SKYRL;
-    }
-}
-
 void sr_engine_config_id_for(char *out, size_t cap, const sr_engine_config *c, int index)
 {
     if (!c->has_id)

@@ -12,27 +12,27 @@ void sr_sync_report(sr_scenario_result *sc, const sr_sync_result *res, int64_t s
     for (size_t i = 0; i < res->n_checks; i++) {
         sr_check_where w = res->checks[i].where;
         w.step = step;
-        sr_scenario_check(sc, res->checks[i].name, NULL, &w, "%s", res->checks[i].message);
+        sr_result_check(sc, res->checks[i].name, NULL, &w, "%s", res->checks[i].message);
     }
     if (res->checks_dropped) {
         sr_check_where w = SR_CHECK_WHERE_NONE;
         w.step = step;
         /* Dropped checks repeat names already recorded; say how many so nothing is silent. */
-        sr_scenario_check(sc, res->checks[SR_SYNC_MAX_CHECKS - 1].name, NULL, &w,
-                          "%llu more sync findings were not kept",
-                          (unsigned long long)res->checks_dropped);
+        sr_result_check(sc, res->checks[SR_SYNC_MAX_CHECKS - 1].name, NULL, &w,
+                        "%llu more sync findings were not kept",
+                        (unsigned long long)res->checks_dropped);
     }
     if (res->phase_ran[SR_SYNC_PUBLISH])
-        sr_scenario_record(sc, SR_PHASE_PUBLISH,
-                           res->phase_ns[SR_SYNC_GATHER] + res->phase_ns[SR_SYNC_PUBLISH]);
+        sr_result_record(sc, SR_PHASE_PUBLISH,
+                         res->phase_ns[SR_SYNC_GATHER] + res->phase_ns[SR_SYNC_PUBLISH]);
     for (size_t i = 0; i < res->n_engines; i++)
         if (res->engines[i].apply_ns)
-            sr_scenario_record(sc, SR_PHASE_APPLY, res->engines[i].apply_ns);
-    sr_scenario_record(sc, SR_PHASE_SYNC_TOTAL, res->total_ns);
+            sr_result_record(sc, SR_PHASE_APPLY, res->engines[i].apply_ns);
+    sr_result_record(sc, SR_PHASE_SYNC_TOTAL, res->total_ns);
     sr_counters c;
     memset(&c, 0, sizeof(c));
     c.syncs = 1;
-    sr_scenario_count(sc, &c);
+    sr_result_count(sc, &c);
 }
 
 int sr_sync_step_dir(char *out, size_t cap, const char *run_dir, sr_err *err)

@@ -1,8 +1,8 @@
 /*
  * Private to harness/sync/: the orchestrator's layout and what each file offers the others. The
  * files form layers, none calling a file above it: phase.c (what every phase shares: names,
- * deadlines, findings, outcome codes) below bcast.c (the broadcast's buckets) and verify.c (the
- * verification), those below sync.c (the orchestrator and its public API), that below step.c
+ * deadlines, findings, outcome codes) below bcast.c (the broadcast's buckets) and sync_verify.c
+ * (the verification), those below sync.c (the orchestrator and its public API), that below step.c
  * (the runner's step). All HTTP goes through client/fanout.h. Not an interface.
  */
 #ifndef SR_SYNC_PRIV_H
@@ -120,14 +120,14 @@ int sync_bcast_send(sr_sync *s, int *ok, sr_sync_result *res, sr_err *err);
 
 void sync_bcast_free(sr_sync *s);
 
-/* ---- checker.c ---- */
+/* ---- sync_checker.c ---- */
 
 /* The vllm control plane only: POST /weight_checker {"action":"compare","baseline":{the
  * trainer's digests}} on every engine; a mismatch is sync.partial_update naming the tensors, a
  * refusal its check. Returns a harness error only. */
 int sync_compare_weights(sr_sync *s, sr_sync_result *res, sr_err *err);
 
-/* ---- verify.c ---- */
+/* ---- sync_verify.c ---- */
 
 /*
  * Verifies every engine against the published state (target, the trainer's

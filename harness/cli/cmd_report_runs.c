@@ -12,7 +12,7 @@
 #include "commands.h"
 #include "report/history.h"
 #include "report/report.h"
-#include "report_cli.h"
+#include "cmd_report_priv.h"
 
 /* Splits a run argument into its folder and its results.json path; -1 when too long. */
 static int paths(const char *arg, char *dir, size_t dcap, char *json, size_t jcap)

@@ -1,6 +1,6 @@
 /*
  * report --merge: carrying what the shards' reports link to into the merged folder
- * (report_cli.h). The merged report.html must work from the merged folder alone (a CI job
+ * (cmd_report_priv.h). The merged report.html must work from the merged folder alone (a CI job
  * often uploads only that folder), so every file or folder a shard's own report.html links to
  * is copied to OUT/shard-K/<the same relative path>, and the merged run's paths are pointed at
  * the copies. The links are read from the shard's report as rendered now, so whatever a
@@ -25,7 +25,7 @@
 #include <unistd.h>
 
 #include "report/report.h"
-#include "report_cli.h"
+#include "cmd_report_priv.h"
 
 #define SR_CARRY_MAX_BYTES   ((uint64_t)256 << 20)
 #define SR_CARRY_MAX_DEPTH   16

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "args.h"
+#include "spec/dialect.h"
 #include "commands.h"
 #include "signals.h"
 #include "spec/engine_config.h"
@@ -23,6 +24,7 @@
 
 static void usage(FILE *f)
 {
+    char names[SR_DIALECT_NAMES_MAX];
     fprintf(f,
             "usage: syncroll engine [--config FILE.json] [--index I] [--port P] [--listen ADDR]\n"
             "                       [--ready-fd N] [--lifetime SECONDS] [--sync-dialect D]\n"
@@ -38,9 +40,10 @@ static void usage(FILE *f)
             "  --lifetime S    watchdog: stop after S seconds even if nobody asks (default: none)\n"
             "  --sync-dialect D  weight-sync control plane, skyrl, vllm or sglang (default: the\n"
             "                  config's sync_dialect, else the control plane of the dialect)\n"
-            "  --dialect D     generate wire: skyrl, vllm, vllm-json, sglang, dynamo, nemo-rl\n"
+            "  --dialect D     generate wire: %s\n"
             "                  (default: the config's dialect, else skyrl)\n\n"
-            "SIGTERM or SIGINT stop the engine cleanly (exit 0); the watchdog exits 1.\n");
+            "SIGTERM or SIGINT stop the engine cleanly (exit 0); the watchdog exits 1.\n",
+            sr_dialect_names(names, sizeof(names), ", "));
 }
 
 typedef struct engine_args {
@@ -224,7 +227,8 @@ int sr_cmd_engine(int argc, char **argv)
     if (a.sync_dialect >= 0)
         cfg.sync_dialect = (sr_sync_dialect)a.sync_dialect;
     else if (a.dialect >= 0 && !cfg.sync_dialect_given)
-        cfg.sync_dialect = sr_sync_dialect_of(a.dialect); /* the dialect's control plane */
+        cfg.sync_dialect =
+            sr_dialect_sync_dialect((sr_dialect)a.dialect); /* the dialect's control plane */
     if (a.dialect >= 0)
         cfg.dialect = (sr_dialect)a.dialect;
     /* The config checked its fields against its own dialect; --dialect may name another. */

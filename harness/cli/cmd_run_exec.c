@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "run_priv.h"
+#include "cmd_run_priv.h"
 #include "commands.h"
 #include "report/report.h"
 #include "report/term.h"
@@ -403,14 +403,14 @@ static void run_job(pool *p, const job *j)
         sr_result_set_str(&j->res->repro, repro, NULL);
         j->res->seed = j->scn->seed;
         j->res->repeat = j->repeat;
-        sr_scenario_check(j->res, "run.interrupted", NULL, NULL,
-                          "scenario %s: %s arrived before it started", j->scn->id,
-                          signal_name(atomic_load(&p->stop.signo)));
-        sr_scenario_set_verdict(j->res, SR_VERDICT_INTERRUPTED, "run.interrupted: not started");
+        sr_result_check(j->res, "run.interrupted", NULL, NULL,
+                        "scenario %s: %s arrived before it started", j->scn->id,
+                        signal_name(atomic_load(&p->stop.signo)));
+        sr_result_set_verdict(j->res, SR_VERDICT_INTERRUPTED, "run.interrupted: not started");
     } else if (mkdir_p(work) != 0) {
         sr_result_set_str(&j->res->id, j->scn->id, NULL);
-        sr_scenario_set_verdict(j->res, SR_VERDICT_ERROR, "cannot create %s: %s", work,
-                                strerror(errno));
+        sr_result_set_verdict(j->res, SR_VERDICT_ERROR, "cannot create %s: %s", work,
+                              strerror(errno));
     } else {
         sr_run_opts o = {p->self, work, expanded, repro, j->repeat, p->t0, p->n_jobs};
         sr_run_scenario_in(j->res, j->scn, &o, &p->stop);

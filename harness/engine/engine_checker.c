@@ -97,7 +97,9 @@ int sr_engine_compare_json(sr_buf *b, sr_engine *e, const sr_checker_req *q, sr_
 int sr_engine_weights_reset(sr_engine *e, sr_err *err)
 {
     pthread_mutex_lock(&e->apply);
-    int rc = sr_weights_reset(e->weights, SR_WEIGHTS_MAX_VERSION, err);
+    int rc = sr_engine_writers_idle(e, "weight_checker reset", err);
+    if (!rc)
+        rc = sr_weights_reset(e->weights, SR_WEIGHTS_MAX_VERSION, err);
     if (!rc)
         sr_engine_publish_model(e, 0, 1, "reset");
     pthread_mutex_unlock(&e->apply);

@@ -21,6 +21,8 @@
 #include "run/validate_field.h"
 #include "spec/dialect.h"
 
+/* The help, a printf format; %s: how a field travels in each dialect (from the dialect
+ * table). */
 static const char USAGE[] =
     "usage: syncroll validate-field [--seed N] [--rows N] [--dialect D] [--producer P.json]\n"
     "                               FIELD.json\n"
@@ -39,17 +41,12 @@ static const char USAGE[] =
     "its named error), one-pass (one pass over each body with the field registered), and\n"
     "reports decode throughput against memcpy and bytes per token.\n"
     "\n"
-    "--dialect D runs it all in the wire an engine of dialect D uses (skyrl, vllm, vllm-json,\n"
-    "sglang, dynamo, nemo-rl; scenarios/FORMAT.md 5b): the engine serves D's generate route,\n"
+    "--dialect D runs it all in the wire an engine of dialect D uses (scenarios/FORMAT.md 5b):\n"
+    "the engine serves D's generate route,\n"
     "the client's registry is D's (sr_dialect_add_fields) plus the file's definitions converted\n"
     "to D's wire (a definition's \"wire\" key is replaced by the converted kind), and the field\n"
     "travels as its routes do:\n"
-    "  skyrl      an envelope {data,shape,dtype} in the choice (the default)\n"
-    "  vllm       a base64 .npy string in the choice (dtype and shape in its header)\n"
-    "  sglang     base64 of the raw bytes in meta_info, flat: one dtype only\n"
-    "  dynamo     an envelope {data,shape,dtype} under nvext.engine_data\n"
-    "  nemo-rl    an nrlre1 string in choices[0].message: 3-D int8/int16/int32 fields only\n"
-    "  vllm-json  nested JSON integer lists in the choice: integer dtypes only (no uint64)\n"
+    "%s"
     "A field the wire cannot carry FAILs the check `wire` (dialect.field_unsupported), and so do\n"
     "routed_experts and rollout_sample_support outside skyrl (the routes are the dialect's own;\n"
     "the engine emits the sample support in skyrl only). Every check runs in the dialect's\n"
@@ -70,6 +67,23 @@ static const char USAGE[] =
     "\n"
     "exit status: 0 every field is ready; 1 a check failed (or the engine could not run);\n"
     "2 usage error or a malformed definition file.\n";
+
+/* One line per dialect of the table: its name and how a packed field travels in its wire. */
+static const char *field_wires(char *dst, size_t cap)
+{
+    size_t len = 0;
+    dst[0] = '\0';
+    for (int d = 0; d < SR_DIALECT_COUNT; d++) {
+        int n = snprintf(dst + len, cap - len, "  %-10s %s\n", sr_dialect_name((sr_dialect)d),
+                         sr_dialect_get((sr_dialect)d)->field_wire);
+        if (n < 0 || (size_t)n >= cap - len) {
+            dst[len] = '\0';
+            break;
+        }
+        len += (size_t)n;
+    }
+    return dst;
+}
 
 #define N_CLEAN 8
 
@@ -93,7 +107,8 @@ static int parse_args(vf_args *a, int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         long long v;
         if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-            fputs(USAGE, stdout);
+            char wires[2048];
+            printf(USAGE, field_wires(wires, sizeof(wires)));
             return -1;
         } else if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc &&
                    sr_arg_int(argv[i + 1], 0, (1LL << 53), &v) == 0) {

@@ -1,6 +1,6 @@
 /* Private to cli/report*.c: loading run folders, and the --merge and --history modes. */
-#ifndef SR_CLI_REPORT_CLI_H
-#define SR_CLI_REPORT_CLI_H
+#ifndef SR_CMD_REPORT_PRIV_H
+#define SR_CMD_REPORT_PRIV_H
 
 #include <stddef.h>
 
@@ -18,7 +18,7 @@ int sr_report_cli_merge(int argc, char **argv);
 /*
  * Copies into OUT/shard-K/ every file and folder that shard K's report.html links to (shards[i]
  * loaded from the run folder dirs[i]) and points the merged run m's paths at the copies, so
- * that the merged report.html's links resolve from OUT alone (report_carry.c: no symbolic link
+ * that the merged report.html's links resolve from OUT alone (cmd_report_carry.c: no symbolic link
  * followed, 256 MiB in all; a path not carried is named in its shard folder, as text). Prints
  * what it carried. 0, or -1 after printing the error.
  */
@@ -28,4 +28,4 @@ int sr_report_cli_carry(sr_run_result *m, sr_run_result *const *shards, const ch
 /* `syncroll report --history DIR [--last N] [--out OUT_DIR]` (after --history). */
 int sr_report_cli_history(int argc, char **argv);
 
-#endif /* SR_CLI_REPORT_CLI_H */
+#endif /* SR_CMD_REPORT_PRIV_H */

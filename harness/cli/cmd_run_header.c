@@ -1,5 +1,5 @@
 /* syncroll run: what a run records about itself (results.json "run"): the machine, the git rev,
- * the options, the shard, the selection and the run group (run_priv.h). */
+ * the options, the shard, the selection and the run group (cmd_run_priv.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "report/result.h"
-#include "run_priv.h"
+#include "cmd_run_priv.h"
 
 /* The first line of a file, without its line end, into buf; 0 or -1. */
 static int first_line(const char *path, char *buf, size_t cap)

@@ -27,7 +27,7 @@ typedef struct run_args {
     sr_shard shard;        /* resolved from shard_opt, shard_count and the environment */
     const char *run_group; /* --run-group or SYNCROLL_RUN_GROUP; NULL: derived */
     const char *timings;   /* --timings: balance the shards by these durations; NULL: hash */
-    const char *const *shard_ids; /* with --timings: this shard's ids, sorted (run_exec.c) */
+    const char *const *shard_ids; /* with --timings: this shard's ids, sorted (cmd_run_exec.c) */
     size_t n_shard_ids;
     int list;                  /* --list: print the selected scenario ids, run nothing */
     size_t max_scenario_bytes; /* --max-scenario-bytes; 0: SR_SCN_MAX_FILE (4 MiB) */

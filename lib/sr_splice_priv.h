@@ -4,8 +4,8 @@
  * the parser text (sr_splice_json.c) and the threaded one-shot decoder (sr_splice_par.c). Not
  * installed, not part of the library's contract.
  */
-#ifndef SR_SPLICE_IMPL_H
-#define SR_SPLICE_IMPL_H
+#ifndef SR_SPLICE_PRIV_H
+#define SR_SPLICE_PRIV_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -80,9 +80,9 @@ struct sr_splicer {
     const char *chunk; /* the chunk being scanned */
     sr_b64_stream st;  /* decoder of the current blob */
     sr_intarray_parser ip;
-    int pfx_field;   /* M_PREFIX: the nrlre1 string field whose prefix is being copied */
-    size_t pfx_len;  /* its bytes so far */
-    int pfx_colons;  /* and the ':' among them */
+    int pfx_field;    /* M_PREFIX: the nrlre1 string field whose prefix is being copied */
+    size_t pfx_len;   /* its bytes so far */
+    int pfx_colons;   /* and the ':' among them */
     uint64_t scanned; /* raw bytes handed to the scan (each exactly once) */
     int failed;       /* sticky error in `err` */
     sr_err err;
@@ -93,7 +93,7 @@ struct sr_splicer {
     size_t nblobs, cap_blobs;
     int_rec *ints;
     size_t nints, cap_ints;
-    unsigned char *ivals; /* integer store (8-byte aligned per array) */
+    unsigned char *ivals;  /* integer store (8-byte aligned per array) */
     unsigned char *sbytes; /* string blobs decoded from the document, 64-byte aligned each */
     size_t sbytes_len, sbytes_cap;
     size_t ivals_len, ivals_cap;
@@ -257,4 +257,4 @@ int sr_splice_i_scan_parallel(sr_splicer *s, const char *body, size_t len, sr_er
  */
 int sr_splice_i_locate(sr_splicer *s, const char **pp, const char *end, sr_err *err);
 
-#endif /* SR_SPLICE_IMPL_H */
+#endif /* SR_SPLICE_PRIV_H */

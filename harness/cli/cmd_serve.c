@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "args.h"
+#include "spec/dialect.h"
 #include "commands.h"
 #include "spec/engine_config.h"
 #include "run/procs.h"
@@ -16,6 +17,7 @@
 
 static void usage(FILE *f)
 {
+    char planes[1024], names[SR_DIALECT_NAMES_MAX];
     fprintf(
         f,
         "usage: syncroll serve [--listen ADDR] [--ready-timeout SECONDS]\n"
@@ -56,14 +58,17 @@ static void usage(FILE *f)
         "                       /update_weights_from_distributed, /pause_generation, ...);\n"
         "                       default: the file's engines.sync_dialect (sync_dialect in an\n"
         "                       engine config), else the control plane of --dialect or of the\n"
-        "                       file's engines.dialect (sglang -> sglang; vllm, vllm-json,\n"
-        "                       dynamo, nemo-rl -> vllm), else skyrl. docs/reference/engine.md\n"
-        "                       (\"Weight-sync control planes\") lists the calls.\n"
-        "  --dialect D          the generate wire the engines also serve: skyrl, vllm,\n"
-        "                       vllm-json, sglang, dynamo or nemo-rl (docs/reference/engine.md,\n"
-        "                       \"Engine dialects\");\n"
+        "                       file's engines.dialect, else skyrl. The dialects' planes:\n"
+        "%s"
+        "                       docs/reference/engine.md (\"Weight-sync control planes\")\n"
+        "                       lists the calls.\n"
+        "  --dialect D          the generate wire the engines also serve, one of\n"
+        "                       %s\n"
+        "                       (docs/reference/engine.md, \"Engine dialects\");\n"
         "                       default: the file's engines.dialect (dialect in an engine\n"
-        "                       config), else skyrl. /skyrl/v1/generate answers in every one.\n");
+        "                       config), else skyrl. /skyrl/v1/generate answers in every one.\n",
+        sr_arg_sync_defaults(planes, sizeof(planes), "                         "),
+        sr_dialect_names(names, sizeof(names), ", "));
 }
 
 typedef struct serve_args {

@@ -13,10 +13,12 @@
 #include "sr_envelope.h"
 #include "sr_err.h"
 #include "sr_fields.h"
+#include "sr_file.h"
 #include "sr_splice.h"
 #include "sr_stats.h"
 #include "spec/dialect.h"
 
+/* The help, a printf format; %s: the dialect names (from the dialect table). */
 static const char USAGE[] =
     "usage: syncroll check-body [options] FILE|-\n"
     "\n"
@@ -27,7 +29,7 @@ static const char USAGE[] =
     "input.\n"
     "\n"
     "Dialects (scenarios/FORMAT.md section 5b): the body may be in any engine dialect's wire\n"
-    "(skyrl, vllm, vllm-json, sglang, dynamo, nemo-rl); its route fields are then read as that\n"
+    "(%s); its route fields are then read as that\n"
     "wire carries them (.npy, raw int32 and nrlre1 strings, nested lists, dynamo's object).\n"
     "Without --dialect the dialect is told from the body's keys and printed (\"dialect: vllm\n"
     "(detected: ...)\" first, \"dialect\" in --json); a body whose keys tell none (e.g. no\n"
@@ -64,8 +66,8 @@ static const char USAGE[] =
     "                           definition named like a built-in replaces it; a declared\n"
     "                           \"shape\" or \"range\" is checked (fields.shape_mismatch,\n"
     "                           fields.out_of_range)\n"
-    "  --dialect D              read the body as dialect D (skyrl, vllm, vllm-json, sglang,\n"
-    "                           dynamo, nemo-rl) instead of telling it from its keys\n"
+    "  --dialect D              read the body as dialect D (one of the dialects above)\n"
+    "                           instead of telling it from its keys\n"
     "  --expected-length N      the announced Content-Length: fewer bytes is\n"
     "                           splice.short_body, more is splice.long_body\n"
     "  --json                   print one JSON object on standard output instead of text\n"
@@ -101,7 +103,8 @@ static int parse_args(opts *o, int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            fputs(USAGE, stdout);
+            char names[SR_DIALECT_NAMES_MAX];
+            printf(USAGE, sr_dialect_names(names, sizeof(names), ", "));
             return -1;
         }
         if (strcmp(a, "--json") == 0) {
@@ -250,8 +253,8 @@ static int feed_buf(sr_splicer *s, const sr_buf *b, sr_err *err)
 static int detect(opts *o, sr_buf *b, sr_err *err)
 {
     int rc = strcmp(o->path, "-") == 0
-                 ? sr_buf_read_stream(b, stdin, "standard input", SR_SPLICE_DEFAULT_MAX_BODY, err)
-                 : sr_buf_read_file(b, o->path, SR_SPLICE_DEFAULT_MAX_BODY, err);
+                 ? sr_file_read_stream(b, stdin, "standard input", SR_SPLICE_DEFAULT_MAX_BODY, err)
+                 : sr_file_read(b, o->path, SR_SPLICE_DEFAULT_MAX_BODY, err);
     if (rc)
         return rc;
     sr_err e = SR_ERR_INIT;

@@ -1,4 +1,4 @@
-/* Room for the reports on a full disk (run_priv.h). */
+/* Room for the reports on a full disk (cmd_run_priv.h). */
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "report/result.h"
-#include "run_priv.h"
+#include "cmd_run_priv.h"
 
 /* Removes the files of the folder `name` under the open folder dfd, then the folder; adds the
  * bytes removed to *bytes. Nothing is followed through a symbolic link. */

@@ -8,12 +8,13 @@
 #include "args.h"
 #include "commands.h"
 #include "report/report.h"
-#include "report_cli.h"
+#include "cmd_report_priv.h"
 
 #define DEFAULT_REPORTS (SR_REPORT_TEXT | SR_REPORT_JUNIT | SR_REPORT_HTML)
 
 static void usage(FILE *f)
 {
+    char all[128], dflt[128];
     fprintf(f,
             "usage: syncroll report RUN_DIR [--baseline OTHER_RUN] [--threshold PCT]\n"
             "                       [--floor MS] [--top N] [--report LIST]\n"
@@ -21,8 +22,8 @@ static void usage(FILE *f)
             "       syncroll report --history DIR [--last N] [--out OUT_DIR]\n\n"
             "Re-renders the reports of a run folder (RUN_DIR/results.json, as `syncroll run`\n"
             "wrote it) into RUN_DIR: summary.txt, junit.xml and report.html by default.\n\n"
-            "  --report LIST      reporters to write: text,json,junit,html or all (default\n"
-            "                     text,junit,html; json rewrites results.json itself)\n"
+            "  --report LIST      reporters to write: %s or all (default\n"
+            "                     %s; json rewrites results.json itself)\n"
             "  --baseline DIR     compare with another run folder: list every phase whose p99\n"
             "                     regressed by more than the threshold, for the whole run and\n"
             "                     per scenario id present in both runs (repeats merged)\n"
@@ -55,7 +56,9 @@ static void usage(FILE *f)
             "    or symlinked results.json is reported (SKIPPED) and left out. Exit status 0 "
             "written, 2 usage error, no readable\n"
             "    night, or a file that could not be written.\n",
-            SR_REPORT_DEFAULT_THRESHOLD, SR_REPORT_DEFAULT_FLOOR_NS / 1e6, SR_REPORT_DEFAULT_TOP);
+            sr_report_names(all, sizeof(all), SR_REPORT_ALL, ","),
+            sr_report_names(dflt, sizeof(dflt), DEFAULT_REPORTS, ","), SR_REPORT_DEFAULT_THRESHOLD,
+            SR_REPORT_DEFAULT_FLOOR_NS / 1e6, SR_REPORT_DEFAULT_TOP);
 }
 
 typedef struct report_args {

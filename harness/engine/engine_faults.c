@@ -1,5 +1,5 @@
 /* Applying a fault plan (faults.h): picking, counters, the state document. */
-#include "faults.h"
+#include "engine_faults.h"
 
 #include <math.h>
 #include <stdatomic.h>
