@@ -28,7 +28,7 @@ help:
 	@echo "make bench     run the benchmarks into reports/bench/latest.{txt,json}; print the targets table"
 	@echo "make fuzz      build and run every fuzz target for FUZZ_SECONDS (default 60) each"
 	@echo "make fuzz-smoke  the same for FUZZ_SMOKE_SECONDS (default 10) each, as CI runs it"
-	@echo "make mutate    mutation run of the suite (tests/mutants/mutants.json) into reports/mutate/"
+	@echo "make mutate    mutation run of the suite (tests/mutants/*.json) into reports/mutate/"
 	@echo "make sanitize  build with address+undefined sanitizers into build-sanitize and run ctest"
 	@echo "make tsan      build with ThreadSanitizer into build-tsan, run the engine, sync and client suites"
 	@echo "make soak      run scenarios/soak/ for SOAK_SECONDS (default 600) each, alone (-j 1)"
@@ -88,12 +88,15 @@ fuzz-smoke:
 	@$(MAKE) fuzz FUZZ_SECONDS=$(FUZZ_SMOKE_SECONDS)
 
 # The suite's own mutation run (README "How the suite is checked"), not part of make test: each
-# mutant of tests/mutants/mutants.json applied alone to a scratch copy in build-mutate/, rebuilt,
-# and run through its ctest entries; reports/mutate/latest.json. MUTATE_ARGS passes options
-# (e.g. MUTATE_ARGS="--only splice"). It builds and tests on 2 jobs, niced.
+# mutant of tests/mutants/mutants.json and of the blind batch tests/mutants/blind.json applied
+# alone to a scratch copy in build-mutate/, rebuilt, and run through its ctest entries;
+# reports/mutate/latest.json and reports/mutate/blind.json. MUTATE_ARGS passes options (e.g.
+# MUTATE_ARGS="--only splice": a list without the module runs nothing). It builds and tests on
+# 2 jobs, niced.
 MUTATE_ARGS ?=
+MUTANT_LISTS ?= tests/mutants/mutants.json tests/mutants/blind.json
 mutate: deps
-	nice -n 10 python3 tests/mutate.py $(MUTATE_ARGS)
+	nice -n 10 python3 tests/mutate.py $(addprefix --mutants ,$(MUTANT_LISTS)) $(MUTATE_ARGS)
 
 sanitize: deps
 	@cmake -S . -B build-sanitize -DSYNCROLL_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null

@@ -11,4 +11,19 @@ expect 0 "errors lists envelope.byte_count" sh -c "'$S' errors | grep -q '^envel
 for c in $("$S" --help | awk '/^commands:/{f=1;next} f&&/^  [a-z]/{print $1}'); do
     expect 0 "$c --help" "$S" "$c" --help
 done
+# Option ranges at their limits: a run group of 1 and 128 characters is taken, 0 and 129 are
+# usage errors (checked before --help prints); an engine index of 0 and 63 starts an engine (the
+# watchdog stops it: exit 1), -1 and 64 are usage errors.
+g128=$(printf '%0128d' 0 | tr 0 a)
+expect 0 "--run-group of 128 characters" "$S" run --run-group "$g128" --help
+expect 0 "--run-group of 1 character" "$S" run --run-group a --help
+expect 2 "--run-group of 129 characters" "$S" run --run-group "${g128}a" --help
+expect 2 "--run-group empty" "$S" run --run-group "" --help
+for i in 0 63; do
+    expect 1 "engine --index $i starts" "$S" engine --index "$i" --lifetime 0.2
+done
+for i in -1 64; do
+    expect_out 2 "bad option or value: --index $i" "engine --index $i is a usage error" \
+        "$S" engine --index "$i" --lifetime 0.2
+done
 finish

@@ -1,14 +1,18 @@
 #!/usr/bin/env python3
 """The project's own mutation run (`make mutate`, docs/internals/testing.md).
 
-Reads the mutant list tests/mutants/mutants.json, copies the source tree once into a scratch
+Reads the mutant list tests/mutants/mutants.json (or the lists given with --mutants, run in
+turn on the same scratch build; `make mutate` runs it and tests/mutants/blind.json), copies the
+source tree once into a scratch
 folder (build-mutate/src, git-ignored), configures one build there (build-mutate/build), and for
 each mutant: applies it alone (its pattern must match exactly once, else the mutant is STALE),
 rebuilds incrementally, runs the ctest entries of its own subset plus the list's cross-cutting
 entries one by one with a per-test timeout, records which entries failed, and reverts. A mutant
 is killed when at least one entry fails (a timeout counts as a failure); "killed by >= 2" counts
 distinct ctest entries. Prints a table, `N killed, N survived, N stale` and the share of core
-mutants killed by two or more entries, and writes a JSON result (reports/mutate/latest.json).
+mutants killed by two or more entries, and a table per module (mutants, killed, survived,
+equivalent, other), and writes a JSON result per list (reports/mutate/latest.json for the first,
+reports/mutate/<list file name> for each further one).
 
 Exit status: 0 every non-equivalent mutant was killed and none is stale; 1 a mutant survived,
 is stale or did not build, or the unmutated tree fails a selected entry; 2 usage error.
@@ -231,85 +235,41 @@ def check_patterns(doc, src_root):
     return counts
 
 
-def main():
-    ap = argparse.ArgumentParser(
-        description="Mutation run of the test suite: apply each mutant of "
-        "tests/mutants/mutants.json alone to a scratch copy, rebuild, run its ctest entries, "
-        "record the killers, revert.")
-    ap.add_argument("--list", action="store_true", help="list the mutants (with a STALE check)")
-    ap.add_argument("--only", metavar="MODULE", action="append",
-                    help="run only the mutants of MODULE (repeatable)")
-    ap.add_argument("--id", metavar="ID", action="append", help="run only mutant ID (repeatable)")
-    ap.add_argument("--timeout", type=int, default=240, metavar="S",
-                    help="per ctest entry timeout in seconds (default 240)")
-    ap.add_argument("-j", "--jobs", type=int, default=2, help="build and test jobs (default 2)")
-    ap.add_argument("--mutants", default=LIST, help="the mutant list (default %(default)s)")
-    ap.add_argument("--scratch", default=os.path.join(ROOT, "build-mutate"),
-                    help="scratch folder (default build-mutate/)")
-    ap.add_argument("--json", default=os.path.join(ROOT, "reports", "mutate", "latest.json"),
-                    help="JSON result (default reports/mutate/latest.json)")
-    ap.add_argument("--no-cross", action="store_true",
-                    help="run only each mutant's own subset, not the cross-cutting entries "
-                    "(faster; the killed-by-two figure is then not meaningful)")
-    a = ap.parse_args()
-    # SIGTERM (a CI timeout, kill PID) unwinds like ^C, so the applied mutant is reverted.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    if a.jobs < 1 or a.timeout < 1:
-        die("--jobs and --timeout must be positive")
-    doc = load_list(a.mutants)
-    muts = doc["mutants"]
+def select_mutants(lists, a):
+    """The mutants of each list that --only and --id select, as [(path, doc, mutants)]. A module
+    or id must exist in at least one list (else a usage error), so that one --only works across
+    lists of which only some hold the module."""
+    mods = {m["module"] for _, doc in lists for m in doc["mutants"]}
+    ids = {m["id"] for _, doc in lists for m in doc["mutants"]}
+    for o in a.only or []:
+        if o not in mods:
+            die("--only %s: no such module (modules: %s)" % (o, ", ".join(sorted(mods))))
     if a.only:
-        mods = {m["module"] for m in muts}
-        for o in a.only:
-            if o not in mods:
-                die("--only %s: no such module (modules: %s)" % (o, ", ".join(sorted(mods))))
-        muts = [m for m in muts if m["module"] in a.only]
-    if a.id:
-        ids = {m["id"] for m in muts}
-        for i in a.id:
-            if i not in ids:
-                die("--id %s: no such mutant%s" % (i, " in the selected modules" if a.only else ""))
-        muts = [m for m in muts if m["id"] in a.id]
+        ids = {m["id"] for _, doc in lists for m in doc["mutants"] if m["module"] in a.only}
+    for i in a.id or []:
+        if i not in ids:
+            die("--id %s: no such mutant%s" % (i, " in the selected modules" if a.only else ""))
+    out = []
+    for path, doc in lists:
+        muts = [m for m in doc["mutants"] if (not a.only or m["module"] in a.only) and
+                (not a.id or m["id"] in a.id)]
+        out.append((path, doc, muts))
+    return out
 
-    if a.list:
-        counts = check_patterns(doc, ROOT)
-        for m in muts:
-            n = counts[m["id"]]
-            state = ("equivalent" if m.get("equivalent") else "ok") if n == 1 else \
-                "STALE (%s)" % ("file missing" if n < 0 else "%d matches" % n)
-            print("%-28s %-10s %-4s %-32s %s" % (m["id"], m["module"],
-                                                 "core" if m.get("core", True) else "-",
-                                                 m["file"], state))
-        print("%d mutants" % len(muts))
-        return 0
 
-    os.makedirs(a.scratch, exist_ok=True)
-    lock = open(os.path.join(a.scratch, "lock"), "w")
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        die("another mutation run is using %s" % a.scratch, 1)
-    os.makedirs(os.path.dirname(os.path.abspath(a.json)), exist_ok=True)
-    log = open(os.path.join(a.scratch, "mutate.log"), "w", encoding="utf-8")
-    t_start = time.monotonic()
-    sc = Scratch(a.scratch, a.jobs, log)
-    print("mutate: preparing the scratch tree %s" % a.scratch, flush=True)
-    sc.prepare()
+def json_paths(a):
+    """The first list's result goes to --json; each further list's next to it, named after the
+    list (tests/mutants/blind.json -> reports/mutate/blind.json)."""
+    paths = [a.json]
+    for path in a.mutants[1:]:
+        paths.append(os.path.join(os.path.dirname(os.path.abspath(a.json)),
+                                  os.path.basename(path)))
+    return paths
 
+
+def run_list(sc, doc, muts, a):
+    """Applies each mutant of one list in turn; returns the results."""
     cross = "" if a.no_cross else doc["cross"]
-    # The unmutated tree must pass every entry any selected mutant will run.
-    needed = sorted(set(select(sc.tests, cross, *[m["tests"] for m in muts])))
-    ok, out, _ = sc.build_targets(sc.targets(needed))
-    if not ok:
-        die("building the unmutated tree failed:\n" + out[-3000:], 1)
-    print("mutate: baseline: %d ctest entries on the unmutated tree" % len(needed), flush=True)
-    base = sc.run_tests(needed, a.timeout)
-    broken = sorted(t for t, (s, _) in base.items() if s != "pass")
-    if broken:
-        print("mutate: the unmutated tree fails %s (see %s); fix that first" %
-              (", ".join(broken), os.path.join(a.scratch, "mutate.log")))
-        return 1
-
     results = []
     for k, m in enumerate(muts, 1):
         r = {"id": m["id"], "module": m["module"], "file": m["file"],
@@ -357,11 +317,111 @@ def main():
         results.append(r)
         print("[%2d/%d] %-28s %-11s %s" % (k, len(muts), m["id"], r["status"].upper(),
                                           ", ".join(r["killed_by"])), flush=True)
+    return results
 
-    return report(results, muts, a, time.monotonic() - t_start)
+
+def main():
+    ap = argparse.ArgumentParser(
+        description="Mutation run of the test suite: apply each mutant of "
+        "tests/mutants/mutants.json alone to a scratch copy, rebuild, run its ctest entries, "
+        "record the killers, revert.")
+    ap.add_argument("--list", action="store_true", help="list the mutants (with a STALE check)")
+    ap.add_argument("--only", metavar="MODULE", action="append",
+                    help="run only the mutants of MODULE (repeatable; a list without it runs "
+                    "nothing)")
+    ap.add_argument("--id", metavar="ID", action="append", help="run only mutant ID (repeatable)")
+    ap.add_argument("--timeout", type=int, default=240, metavar="S",
+                    help="per ctest entry timeout in seconds (default 240)")
+    ap.add_argument("-j", "--jobs", type=int, default=2, help="build and test jobs (default 2)")
+    ap.add_argument("--mutants", metavar="LIST", action="append",
+                    help="a mutant list, repeatable, run in turn on one scratch build (default "
+                    "tests/mutants/mutants.json)")
+    ap.add_argument("--scratch", default=os.path.join(ROOT, "build-mutate"),
+                    help="scratch folder (default build-mutate/)")
+    ap.add_argument("--json", default=os.path.join(ROOT, "reports", "mutate", "latest.json"),
+                    help="JSON result of the first list (default reports/mutate/latest.json); "
+                    "a further list's goes next to it under the list's file name")
+    ap.add_argument("--no-cross", action="store_true",
+                    help="run only each mutant's own subset, not the cross-cutting entries "
+                    "(faster; the killed-by-two figure is then not meaningful)")
+    a = ap.parse_args()
+    # SIGTERM (a CI timeout, kill PID) unwinds like ^C, so the applied mutant is reverted.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    if a.jobs < 1 or a.timeout < 1:
+        die("--jobs and --timeout must be positive")
+    # A list named twice (make mutate MUTATE_ARGS="--mutants tests/mutants/blind.json") runs once.
+    lists = []
+    for path in a.mutants or [LIST]:
+        if os.path.realpath(path) not in [os.path.realpath(q) for q in lists]:
+            lists.append(path)
+    a.mutants = lists
+    if len(set(os.path.basename(p) for p in a.mutants)) != len(a.mutants):
+        die("--mutants: two lists of the same file name would write one result file")
+    chosen = select_mutants([(p, load_list(p)) for p in a.mutants], a)
+
+    if a.list:
+        for path, doc, muts in chosen:
+            counts = check_patterns(doc, ROOT)
+            if len(chosen) > 1:
+                print("%s:" % os.path.relpath(path, os.getcwd()))
+            for m in muts:
+                n = counts[m["id"]]
+                state = ("equivalent" if m.get("equivalent") else "ok") if n == 1 else \
+                    "STALE (%s)" % ("file missing" if n < 0 else "%d matches" % n)
+                print("%-28s %-10s %-4s %-32s %s" % (m["id"], m["module"],
+                                                     "core" if m.get("core", True) else "-",
+                                                     m["file"], state))
+            print("%d mutants" % len(muts))
+        return 0
+
+    os.makedirs(a.scratch, exist_ok=True)
+    lock = open(os.path.join(a.scratch, "lock"), "w")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        die("another mutation run is using %s" % a.scratch, 1)
+    os.makedirs(os.path.dirname(os.path.abspath(a.json)), exist_ok=True)
+    log = open(os.path.join(a.scratch, "mutate.log"), "w", encoding="utf-8")
+    t_start = time.monotonic()
+    sc = Scratch(a.scratch, a.jobs, log)
+    print("mutate: preparing the scratch tree %s" % a.scratch, flush=True)
+    sc.prepare()
+
+    # The unmutated tree must pass every entry any selected mutant will run.
+    needed = set()
+    for _, doc, muts in chosen:
+        if muts:
+            needed |= set(select(sc.tests, "" if a.no_cross else doc["cross"],
+                                 *[m["tests"] for m in muts]))
+    needed = sorted(needed)
+    ok, out, _ = sc.build_targets(sc.targets(needed))
+    if not ok:
+        die("building the unmutated tree failed:\n" + out[-3000:], 1)
+    print("mutate: baseline: %d ctest entries on the unmutated tree" % len(needed), flush=True)
+    base = sc.run_tests(needed, a.timeout)
+    broken = sorted(t for t, (s, _) in base.items() if s != "pass")
+    if broken:
+        print("mutate: the unmutated tree fails %s (see %s); fix that first" %
+              (", ".join(broken), os.path.join(a.scratch, "mutate.log")))
+        return 1
+
+    rc = 0
+    for (path, doc, muts), jpath in zip(chosen, json_paths(a)):
+        rel = os.path.relpath(path, os.getcwd())
+        if not muts:
+            print("mutate: %s: no mutant selected" % rel, flush=True)
+            continue
+        if len(chosen) > 1:
+            print("mutate: %s (%d mutants)" % (rel, len(muts)), flush=True)
+        t0 = time.monotonic()
+        results = run_list(sc, doc, muts, a)
+        rc |= report(results, muts, a, time.monotonic() - t0, path, jpath)
+    if len(chosen) > 1:
+        print("mutate: %.0f s in all" % (time.monotonic() - t_start))
+    return rc
 
 
-def report(results, muts, a, secs):
+def report(results, muts, a, secs, list_path, json_path):
     by = {s: [r for r in results if r["status"] == s]
           for s in ("killed", "survived", "stale", "equivalent", "build_error")}
     print()
@@ -376,6 +436,19 @@ def report(results, muts, a, secs):
             note = "  " + r["equivalent"]
         print("%-28s %-10s %-11s %s%s" % (r["id"], r["module"], r["status"].upper(),
                                           ", ".join(r["killed_by"]) or "-", note))
+    modules = {}
+    for r in results:
+        m = modules.setdefault(r["module"], {"mutants": 0, "killed": 0, "survived": 0,
+                                             "equivalent": 0, "other": 0})
+        m["mutants"] += 1
+        key = r["status"] if r["status"] in ("killed", "survived", "equivalent") else "other"
+        m[key] += 1
+    print()
+    print("%-14s %7s %6s %8s %10s %5s" % ("module", "mutants", "killed", "survived", "equivalent",
+                                          "other"))
+    for name, m in modules.items():
+        print("%-14s %7d %6d %8d %10d %5d" % (name, m["mutants"], m["killed"], m["survived"],
+                                              m["equivalent"], m["other"]))
     counted = [r for r in results if r["status"] != "equivalent"]
     core = [r for r in counted if r["core"]]
     core_two = [r for r in core if len(r["killed_by"]) >= 2]
@@ -395,7 +468,7 @@ def report(results, muts, a, secs):
     out = {
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "command": " ".join(["tests/mutate.py"] + sys.argv[1:]),
-        "mutants_file": os.path.relpath(a.mutants, ROOT),
+        "mutants_file": os.path.relpath(list_path, ROOT),
         "seconds": round(secs, 1),
         "jobs": a.jobs,
         "killed": len(by["killed"]),
@@ -405,12 +478,13 @@ def report(results, muts, a, secs):
         "build_errors": len(by["build_error"]),
         "kill_rate_percent": round(rate, 1),
         "core_killed_by_two_percent": round(two, 1),
+        "modules": modules,
         "results": results,
     }
-    with open(a.json, "w", encoding="utf-8") as f:
+    with open(json_path, "w", encoding="utf-8") as f:
         json.dump(out, f, indent=1)
         f.write("\n")
-    print("result: %s" % os.path.relpath(a.json, os.getcwd()))
+    print("result: %s" % os.path.relpath(json_path, os.getcwd()))
     return 1 if by["survived"] or by["stale"] or by["build_error"] else 0
 
 

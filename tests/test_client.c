@@ -580,6 +580,47 @@ START_TEST(fanout_runs_queues_per_engine_and_cuts_at_the_deadline)
 }
 END_TEST
 
+/* Token ids are in [0, 2^31-1] on both reply paths (spliced int array with routes, cJSON
+ * without): the largest id and the one below it are taken, one past it is refused. */
+START_TEST(token_id_range_is_exact)
+{
+    static const int32_t ids[] = {1, 2, 3};
+    const int64_t vals[3] = {(int64_t)INT32_MAX - 1, INT32_MAX, (int64_t)INT32_MAX + 1};
+    for (int routes = 0; routes < 2; routes++) {
+        for (int k = 0; k < 3; k++) {
+            char reply[512];
+            snprintf(reply, sizeof reply,
+                     "{\"choices\":[{\"token_ids\":[10,%lld],\"finish_reason\":\"stop\","
+                     "\"logprobs\":{\"content\":[{\"logprob\":-0.1},{\"logprob\":-0.2}]},"
+                     "\"routed_experts\":{\"data\":\"AAEC\",\"shape\":[3,1,1],\"dtype\":"
+                     "\"uint8\"}}]}",
+                     (long long)vals[k]);
+            sr_client_req q = SR_CLIENT_REQ_INIT;
+            q.token_ids = ids;
+            q.n_tokens = 3;
+            q.return_routes = routes;
+            capture c;
+            sr_client_result r;
+            sr_err e = SR_ERR_INIT;
+            int rc = capture_try(&c, NULL, &q, &r, reply, &e);
+            if (vals[k] <= INT32_MAX) {
+                ck_assert_msg(rc == 0, "routes %d id %lld: %s (%s)", routes, (long long)vals[k],
+                              sr_code_name(rc), e.msg);
+                ck_assert_int_eq(r.n_tokens, 2);
+                ck_assert_int_eq(r.token_ids[1], vals[k]);
+            } else {
+                /* The splice checks the declared range first (token_ids is an int_array field
+                 * of [0, 2^31-1]); the cJSON path names the reply's schema. */
+                int want = routes ? SR_E_INTARRAY_STRICT : SR_E_CLIENT_BAD_RESPONSE;
+                ck_assert_msg(rc == want, "routes %d id %lld: %s (%s)", routes, (long long)vals[k],
+                              sr_code_name(rc), e.msg);
+            }
+            capture_done(&c);
+        }
+    }
+}
+END_TEST
+
 static Suite *client_suite(void)
 {
     Suite *s = suite_create("client");
@@ -595,6 +636,7 @@ static Suite *client_suite(void)
     tcase_add_test(tc, backoff_is_capped_jittered_and_seeded);
     tcase_add_test(tc, control_plane_fans_out);
     tcase_add_test(tc, fanout_runs_queues_per_engine_and_cuts_at_the_deadline);
+    tcase_add_test(tc, token_id_range_is_exact);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -529,6 +529,41 @@ START_TEST(quirk_vpp1_rejected_is_detectable)
 }
 END_TEST
 
+/* Every dimension of a later sample is compared with the first: layers and topk each one less
+ * and one more, at the second and at the last of three samples; equal shapes collate. */
+START_TEST(every_dimension_of_every_sample_is_checked)
+{
+    sr_ndarray first = make_routes(SR_DTYPE_UINT8, 3, 2, 4, 1, 100);
+    sr_collate_buf buf = SR_COLLATE_BUF_INIT;
+    sr_err err = SR_ERR_INIT;
+    for (int dim = 1; dim <= 2; dim++) {
+        for (int delta = -1; delta <= 1; delta++) {
+            int64_t L = 2 + (dim == 1 ? delta : 0), K = 4 + (dim == 2 ? delta : 0);
+            sr_ndarray odd = make_routes(SR_DTYPE_UINT8, 3, L, K, 2, 100);
+            for (int at = 1; at <= 2; at++) {
+                sr_collate_sample s[3] = {sample(&first, 2, 1), sample(&first, 2, 1),
+                                          sample(&first, 2, 1)};
+                s[at] = sample(&odd, 2, 1);
+                sr_collate_result r;
+                int rc = sr_collate_routes(&r, &buf, s, 3, 1, &err);
+                if (delta == 0) {
+                    ck_assert_sr_ok(rc, err);
+                } else {
+                    ck_assert_msg(rc == SR_E_COLLATE_INPUT,
+                                  "shape [3, %lld, %lld] at sample %d: rc %d", (long long)L,
+                                  (long long)K, at, rc);
+                    ck_assert_int_eq(err.offset, at);
+                    ck_assert_ptr_nonnull(strstr(err.msg, "must share [layers, topk]"));
+                }
+            }
+            sr_ndarray_release(&odd);
+        }
+    }
+    sr_collate_buf_release(&buf);
+    sr_ndarray_release(&first);
+}
+END_TEST
+
 static Suite *collate_suite(void)
 {
     Suite *s = suite_create("collate");
@@ -550,6 +585,7 @@ static Suite *collate_suite(void)
     tcase_add_test(r, replay_refuses_interleaved_pipelines);
     tcase_add_test(r, replay_accepts_one_zero_unset_and_replay_off);
     tcase_add_test(r, quirk_vpp1_rejected_is_detectable);
+    tcase_add_test(r, every_dimension_of_every_sample_is_checked);
     suite_add_tcase(s, r);
     return s;
 }

@@ -317,6 +317,18 @@ START_TEST(payload_sizes_and_frames_are_checked)
     tset_copy(&f.trainer, &f.base);
     ((unsigned char *)f.trainer.t[ti].data)[5] ^= 1;
     XXH128_hash_t h = XXH3_128bits(f.trainer.t[ti].data, n);
+    /* Every byte of the 128-bit digest counts: the right checksum with any one of its 16 bytes
+     * changed (the manifest's hex digits 2b, 2b+1) fails. */
+    for (int b = 0; b < 16; b++) {
+        uint64_t hi = h.high64, lo = h.low64;
+        if (b < 8)
+            hi ^= 0x80ull << (8 * (7 - b));
+        else
+            lo ^= 0x01ull << (8 * (15 - b));
+        hand_version(&f, 1, ti, frame, z, hi, lo);
+        expect_fetch_error(rx, &f, 1, SR_E_DELTA_CHECKSUM, "checksum");
+        remove_version(&f, 1);
+    }
     hand_version(&f, 1, ti, frame, z, h.high64, h.low64);
     fetch(rx, &f, 1);
     ck_assert(tset_equal(&f.local, &f.trainer));

@@ -401,6 +401,30 @@ START_TEST(test_skyrl_finish_backwards_is_refused)
 }
 END_TEST
 
+/* The sleep level is an integer in [0, 2]: each level inside is taken (and woken), -1 and 3
+ * just outside are 400 with the range named, and so is a non-integer. */
+START_TEST(test_sleep_level_range_is_exact)
+{
+    eng e;
+    eng_start(&e, "{\"id\":\"k\"}");
+    for (int level = -2; level <= 4; level++) {
+        char path[64];
+        snprintf(path, sizeof path, "/sleep?level=%d", level);
+        if (level >= 0 && level <= 2) {
+            eng_expect(&e, "POST", path, "", 200, NULL);
+            ck_assert_int_eq(eng_state_int(&e, "sleep_level"), level);
+            eng_expect(&e, "POST", "/wake_up", "", 200, NULL);
+        } else {
+            eng_expect(&e, "POST", path, "", 400, "an integer in [0, 2]");
+            eng_expect(&e, "GET", "/is_sleeping", NULL, 200, "{\"is_sleeping\":false}");
+        }
+    }
+    eng_expect(&e, "POST", "/sleep?level=1.5", "", 400, "an integer in [0, 2]");
+    eng_expect(&e, "POST", "/sleep?level=", "", 400, "an integer in [0, 2]");
+    eng_stop(&e);
+}
+END_TEST
+
 static Suite *control_suite(void)
 {
     Suite *s = suite_create("engine_control");
@@ -415,6 +439,7 @@ static Suite *control_suite(void)
     tcase_add_test(tc, test_sleep_tags_are_tracked_separately);
     tcase_add_test(tc, test_json_only_update_moves_no_bytes_and_fails);
     tcase_add_test(tc, test_skyrl_finish_backwards_is_refused);
+    tcase_add_test(tc, test_sleep_level_range_is_exact);
     suite_add_tcase(s, tc);
     return s;
 }

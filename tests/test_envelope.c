@@ -492,6 +492,43 @@ START_TEST(arena_limit_with_null_err_is_named)
 }
 END_TEST
 
+/* The min/max scan runs in fixed blocks of 64 elements: the extreme is found at every position
+ * of two whole blocks and of the scalar tail, for every integer width. */
+START_TEST(minmax_finds_extremes_at_every_block_position)
+{
+    const sr_dtype dts[4] = {SR_DTYPE_UINT8, SR_DTYPE_INT16, SR_DTYPE_INT32, SR_DTYPE_INT64};
+    int64_t shape[1] = {130};
+    sr_err e = SR_ERR_INIT;
+    for (int d = 0; d < 4; d++) {
+        int64_t lo = dts[d] == SR_DTYPE_UINT8 ? 0 : -1, hi = dts[d] == SR_DTYPE_UINT8 ? 200 : 300;
+        for (int64_t pos = 0; pos < shape[0]; pos++) {
+            sr_ndarray a = make(dts[d], 1, shape, NULL);
+            for (int64_t i = 0; i < shape[0]; i++)
+                sr_ndarray_set_i64(&a, (uint64_t)i, 1);
+            sr_ndarray_set_i64(&a, (uint64_t)pos, lo);
+            int64_t mn = 0, mx = 0;
+            ck_assert_sr_ok(sr_ndarray_minmax(&a, &mn, &mx, &e), e);
+            ck_assert_msg(mn == lo && mx == 1, "%s min at %lld: got [%lld, %lld]",
+                          sr_dtype_name(dts[d]), (long long)pos, (long long)mn, (long long)mx);
+            sr_ndarray_set_i64(&a, (uint64_t)pos, hi);
+            ck_assert_sr_ok(sr_ndarray_minmax(&a, &mn, &mx, &e), e);
+            ck_assert_msg(mn == 1 && mx == hi, "%s max at %lld: got [%lld, %lld]",
+                          sr_dtype_name(dts[d]), (long long)pos, (long long)mn, (long long)mx);
+            sr_ndarray_release(&a);
+        }
+    }
+    /* Through the packer: int16 routes [64,1,1] with -1 only at the last element of the block. */
+    int64_t s64[3] = {64, 1, 1};
+    sr_ndarray a = make(SR_DTYPE_INT16, 3, s64, NULL);
+    for (int64_t i = 0; i < 64; i++)
+        sr_ndarray_set_i64(&a, (uint64_t)i, i == 63 ? -1 : 1);
+    sr_buf b = SR_BUF_INIT;
+    ck_assert_sr_code(sr_routes_pack(&b, &a, NULL, SR_B64_AUTO, &e), e, SR_E_ROUTES_NEGATIVE);
+    sr_buf_release(&b);
+    sr_ndarray_release(&a);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("envelope");
@@ -511,6 +548,7 @@ static Suite *suite(void)
     tcase_add_test(tc, shape_text_classifier);
     tcase_add_test(tc, arena_decoding_is_a_view);
     tcase_add_test(tc, arena_limit_with_null_err_is_named);
+    tcase_add_test(tc, minmax_finds_extremes_at_every_block_position);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -337,6 +337,60 @@ START_TEST(arrays_are_checked_against_the_declaration)
 }
 END_TEST
 
+/* Name length, name characters and value ranges each at the limit, one before and one past. */
+START_TEST(definition_limits_are_exact)
+{
+    sr_err err = SR_ERR_INIT;
+    sr_fields *f;
+    ck_assert_sr_ok(sr_fields_new(&f, &err), err);
+    /* Names of 63 and 64 bytes are accepted; 65 bytes (the array full, no NUL) are not. */
+    for (size_t len = SR_FIELD_NAME_MAX - 1; len <= SR_FIELD_NAME_MAX + 1; len++) {
+        for (int kind = 0; kind < 2; kind++) {
+            sr_field_def d = packed_def("");
+            if (kind) {
+                d.kind = SR_FIELD_INT_ARRAY;
+                d.min = 0;
+                d.max = 10;
+            }
+            memset(d.name, kind ? 'a' : 'b', len);
+            if (len < sizeof d.name)
+                d.name[len] = '\0';
+            int rc = sr_fields_add(f, &d, &err);
+            ck_assert_msg(rc == (len <= SR_FIELD_NAME_MAX ? 0 : SR_E_FIELD_DEF),
+                          "name of %zu bytes (kind %d): rc %d", len, kind, rc);
+        }
+    }
+    /* Printable ASCII is 0x20..0x7e: the bytes on either side of both ends. */
+    const struct {
+        unsigned char c;
+        int ok;
+    } chars[] = {{0x1f, 0}, {0x20, 1}, {0x21, 1}, {0x7d, 1}, {0x7e, 1}, {0x7f, 0}, {0x80, 0}};
+    for (size_t k = 0; k < sizeof chars / sizeof chars[0]; k++) {
+        sr_field_def d = packed_def("");
+        snprintf(d.name, sizeof d.name, "ab%c%zu", chars[k].c, k);
+        int rc = sr_fields_add(f, &d, &err);
+        ck_assert_msg(rc == (chars[k].ok ? 0 : SR_E_FIELD_DEF), "byte 0x%02x: rc %d", chars[k].c,
+                      rc);
+    }
+    /* min == max (one allowed value) is a valid range for int_array and nested; min > max not. */
+    for (int kind = 0; kind < 2; kind++) {
+        for (int64_t max = 2; max <= 4; max++) {
+            sr_field_def d = packed_def("");
+            snprintf(d.name, sizeof d.name, "range%d_%lld", kind, (long long)max);
+            d.kind = kind ? SR_FIELD_NESTED : SR_FIELD_INT_ARRAY;
+            d.ndim = 1;
+            d.dtypes = 0;
+            d.min = 3;
+            d.max = max;
+            int rc = sr_fields_add(f, &d, &err);
+            ck_assert_msg(rc == (max >= 3 ? 0 : SR_E_FIELD_DEF), "kind %d [3, %lld]: rc %d (%s)",
+                          kind, (long long)max, rc, err.msg);
+        }
+    }
+    sr_fields_free(f);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("fields");
@@ -349,6 +403,7 @@ static Suite *suite(void)
     tcase_add_test(tc, narrowing_keeps_registry_order);
     tcase_add_test(tc, declared_shapes_and_ranges);
     tcase_add_test(tc, arrays_are_checked_against_the_declaration);
+    tcase_add_test(tc, definition_limits_are_exact);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -178,6 +178,31 @@ START_TEST(bucket_ranges_tile_the_line)
 }
 END_TEST
 
+/* Nearest rank on small (exact) values: the percentile that lands exactly on a rank gives that
+ * value, one just past it the next; p50 of {10, 20} is 10. */
+START_TEST(percentile_rank_boundaries_are_exact)
+{
+    sr_hist *h;
+    sr_err e = SR_ERR_INIT;
+    ck_assert_sr_ok(sr_hist_new(&h, &e), e);
+    sr_hist_record(h, 10);
+    sr_hist_record(h, 20);
+    ck_assert_uint_eq(sr_hist_percentile(h, 50), 10);
+    ck_assert_uint_eq(sr_hist_percentile(h, 49), 10);
+    ck_assert_uint_eq(sr_hist_percentile(h, 51), 20);
+    sr_hist_free(h);
+    ck_assert_sr_ok(sr_hist_new(&h, &e), e);
+    for (uint64_t v = 1; v <= 10; v++)
+        sr_hist_record(h, v);
+    for (uint64_t k = 1; k <= 9; k++) {
+        ck_assert_uint_eq(sr_hist_percentile(h, 10.0 * (double)k), k);
+        ck_assert_uint_eq(sr_hist_percentile(h, 10.0 * (double)k - 1), k);
+        ck_assert_uint_eq(sr_hist_percentile(h, 10.0 * (double)k + 1), k + 1);
+    }
+    sr_hist_free(h);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("hist");
@@ -186,6 +211,7 @@ static Suite *suite(void)
     tcase_add_test(tc, small_values_are_exact_and_merge_is_exact);
     tcase_add_test(tc, bucket_ranges_tile_the_line);
     tcase_add_test(tc, buckets_are_allocated_by_use);
+    tcase_add_test(tc, percentile_rank_boundaries_are_exact);
     suite_add_tcase(s, tc);
     return s;
 }

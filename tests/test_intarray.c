@@ -294,6 +294,44 @@ START_TEST(consumed_stops_at_the_error)
 }
 END_TEST
 
+/* The compact fast path checks the range too: in a long array the value at each position is
+ * accepted at max and refused one past it, for short (SWAR) and long (9 digits) values. */
+START_TEST(fast_path_range_at_every_position)
+{
+    const int64_t maxes[3] = {99, 1234567, 123456789};
+    for (int m = 0; m < 3; m++) {
+        for (int k = 0; k < 21; k++) {
+            for (int past = 0; past < 3; past++) {
+                /* past 0: max, 1: max + 1, 2: max - 1 */
+                int64_t v = maxes[m] + (past == 1 ? 1 : past == 2 ? -1 : 0);
+                char s[512];
+                size_t n = 0, at = 0;
+                s[n++] = '[';
+                for (int i = 0; i < 21; i++) {
+                    if (i == k)
+                        at = n;
+                    n += (size_t)snprintf(s + n, sizeof s - n, "%s%lld", i ? "," : "",
+                                          (long long)(i == k ? v : 1));
+                    if (i == k && i)
+                        at++;
+                }
+                snprintf(s + n, sizeof s - n, "]");
+                parsed *p = parse_text(s, 0, maxes[m]);
+                if (past == 1) {
+                    ck_assert_msg(p->rc == SR_E_INTARRAY_STRICT, "%s max %lld: rc %d", s,
+                                  (long long)maxes[m], p->rc);
+                    ck_assert_int_eq(p->offset, at);
+                } else {
+                    ck_assert_msg(p->rc == 0, "%s max %lld: rc %d", s, (long long)maxes[m], p->rc);
+                    ck_assert_int_eq(p->count, 21);
+                    ck_assert_int_eq(p->v[k], v);
+                }
+            }
+        }
+    }
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("intarray");
@@ -305,6 +343,7 @@ static Suite *suite(void)
     tcase_add_test(tc, property_matches_cjson_on_valid_arrays);
     tcase_add_test(tc, property_rejects_what_cjson_rejects);
     tcase_add_test(tc, consumed_stops_at_the_error);
+    tcase_add_test(tc, fast_path_range_at_every_position);
     suite_add_tcase(s, tc);
     return s;
 }

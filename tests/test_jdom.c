@@ -546,6 +546,41 @@ START_TEST(reference_rules)
 }
 END_TEST
 
+/* \u escapes at each UTF-8 width boundary (1/2, 2/3 bytes; the surrogate pair limits) give the
+ * exact bytes, checked directly and not only against cJSON. */
+START_TEST(unicode_escapes_at_width_boundaries)
+{
+    const struct {
+        const char *esc;
+        const char *utf8;
+    } cases[] = {
+        {"\\u007F", "\x7f"},
+        {"\\u0080", "\xc2\x80"},
+        {"\\u07FF", "\xdf\xbf"},
+        {"\\u0800", "\xe0\xa0\x80"},
+        {"\\u0801", "\xe0\xa0\x81"},
+        {"\\uFFFF", "\xef\xbf\xbf"},
+        {"\\uE000", "\xee\x80\x80"},
+        {"\\uD800\\uDC00", "\xf0\x90\x80\x80"},
+        {"\\uDBFF\\uDFFF", "\xf4\x8f\xbf\xbf"},
+    };
+    sr_jdom *j = new_jdom(0);
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        char t[64];
+        snprintf(t, sizeof t, "[\"%s\"]", cases[k].esc);
+        expect_same(j, t);
+        sr_err e = SR_ERR_INIT;
+        cJSON *mine = NULL;
+        ck_assert_sr_ok(sr_jdom_parse(j, t, strlen(t), &mine, &e), e);
+        const char *s = cJSON_GetStringValue(cJSON_GetArrayItem(mine, 0));
+        ck_assert_ptr_nonnull(s);
+        ck_assert_msg(strcmp(s, cases[k].utf8) == 0, "%s decodes to %zu bytes, want %zu",
+                      cases[k].esc, strlen(s), strlen(cases[k].utf8));
+    }
+    sr_jdom_free(j);
+}
+END_TEST
+
 static Suite *jdom_suite(void)
 {
     Suite *s = suite_create("jdom");
@@ -560,6 +595,7 @@ static Suite *jdom_suite(void)
     tcase_add_test(tc, limit_and_arguments);
     tcase_add_test(tc, long_numbers_use_the_arena_briefly);
     tcase_add_test(tc, reference_rules);
+    tcase_add_test(tc, unicode_escapes_at_width_boundaries);
     suite_add_tcase(s, tc);
     return s;
 }

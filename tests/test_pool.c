@@ -552,6 +552,21 @@ START_TEST(fill_callback_without_sr_code)
 }
 END_TEST
 
+/* The quota applies at one CPU too: quotas 1, 2 and 3 (one before, at and past the affinity
+ * count 2..4 around them) each give the smaller of the two. */
+START_TEST(permitted_quota_limits_are_exact)
+{
+    for (int quota = 1; quota <= 3; quota++) {
+        for (int64_t aff = quota - 1 < 1 ? 1 : quota - 1; aff <= quota + 1; aff++) {
+            int want = aff < quota ? (int)aff : quota;
+            ck_assert_msg(permitted(aff, quota) == want, "affinity %lld quota %d: want %d",
+                          (long long)aff, quota, want);
+        }
+    }
+    ck_assert_int_eq(permitted(4, 1), 1);
+}
+END_TEST
+
 static Suite *pool_suite(void)
 {
     Suite *s = suite_create("pool");
@@ -581,6 +596,7 @@ static Suite *pool_suite(void)
     tcase_add_test(f, fill_error_propagates_serial);
     tcase_add_test(f, fill_error_of_lowest_row_parallel);
     tcase_add_test(f, fill_callback_without_sr_code);
+    tcase_add_test(f, permitted_quota_limits_are_exact);
     suite_add_tcase(s, f);
     return s;
 }

@@ -395,6 +395,39 @@ START_TEST(compare_finds_p99_regressions)
 }
 END_TEST
 
+/* Messages are made valid UTF-8 at each edge of the surrogate range and of the code space, in
+ * every report (JUnit's XML filter, the JSON and text writers): the neighbours U+D7FF, U+E000
+ * and U+10FFFF pass, U+D800, U+DFFF and U+110000 become U+FFFD. */
+START_TEST(utf8_edges_in_messages)
+{
+    sr_run_result *run = NULL;
+    ck_assert_int_eq(sr_run_result_new(&run, NULL), 0);
+    synth_header(&run->header, "/tmp/run");
+    sr_scenario_result *a = synth_add(run, "u", "scenarios/bugs/u.json", 1, 0, 1);
+    sr_result_check(a, "trace.row_mismatch", "x", NULL,
+                    "A\xED\x9F\xBF|B\xED\xA0\x80|C\xED\xBF\xBF|D\xEE\x80\x80|E\xF4\x8F\xBF\xBF|"
+                    "F\xF4\x90\x80\x80|G");
+    sr_result_set_verdict(a, SR_VERDICT_FAIL, "v\xED\xBF\xBF|\xED\x9F\xBF");
+    sr_run_result_finish(run, 1);
+    const unsigned kinds[3] = {SR_REPORT_JUNIT, SR_REPORT_JSON, SR_REPORT_TEXT};
+    for (int k = 0; k < 3; k++) {
+        char *x = render(run, kinds[k]);
+        if (kinds[k] != SR_REPORT_TEXT) { /* the summary shows the verdict, not the checks */
+            ck_assert_ptr_nonnull(strstr(x, "A\xED\x9F\xBF|B\xEF\xBF\xBD"));
+            ck_assert_ptr_nonnull(strstr(x, "|C\xEF\xBF\xBD"));
+            ck_assert_ptr_nonnull(strstr(x, "|D\xEE\x80\x80|E\xF4\x8F\xBF\xBF|F\xEF\xBF\xBD"));
+        }
+        ck_assert_msg(strstr(x, "v\xEF\xBF\xBD") != NULL, "report %u: verdict reason", kinds[k]);
+        ck_assert_msg(strstr(x, "\xED\xA0\x80") == NULL, "report %u keeps U+D800", kinds[k]);
+        ck_assert_msg(strstr(x, "\xED\xBF\xBF") == NULL, "report %u keeps U+DFFF", kinds[k]);
+        ck_assert_msg(strstr(x, "\xF4\x90\x80\x80") == NULL, "report %u keeps U+110000", kinds[k]);
+        ck_assert(clean_utf8(x));
+        free(x);
+    }
+    sr_run_result_free(run);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("report");
@@ -411,6 +444,7 @@ int main(void)
     tcase_add_test(tc, hist_round_trip_shapes);
     tcase_add_test(tc, load_errors_are_named);
     tcase_add_test(tc, compare_finds_p99_regressions);
+    tcase_add_test(tc, utf8_edges_in_messages);
     suite_add_tcase(s, tc);
     return sr_test_run(s);
 }

@@ -311,6 +311,42 @@ START_TEST(artifact_trace_rows)
 }
 END_TEST
 
+/* options.shard "K/N" needs 1 <= K <= N <= 1000000: K at 1 and at N, N at its maximum are
+ * loaded; K 0, K one past N and N one past the maximum are refused. */
+START_TEST(load_shard_bounds_are_exact)
+{
+    static const struct {
+        const char *shard;
+        int ok, k, n;
+    } cases[] = {{"1/4", 1, 1, 4},       {"3/4", 1, 3, 4},
+                 {"4/4", 1, 4, 4},       {"5/4", 0, 0, 0},
+                 {"0/4", 0, 0, 0},       {"1/1", 1, 1, 1},
+                 {"2/1", 0, 0, 0},       {"1000000/1000000", 1, 1000000, 1000000},
+                 {"1/1000001", 0, 0, 0}, {"1000001/1000000", 0, 0, 0}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char text[256];
+        snprintf(text, sizeof text,
+                 "{\"schema\": 1, \"run\": {\"options\": {\"shard\": \"%s\"}}, \"scenarios\": "
+                 "[{\"id\": \"a\"}], \"partial\": false}",
+                 cases[i].shard);
+        sr_run_result *run = NULL;
+        sr_err e = SR_ERR_INIT;
+        int rc = sr_report_load_mem(&run, text, strlen(text), "t.json", &e);
+        if (cases[i].ok) {
+            ck_assert_msg(rc == 0, "shard %s: %s", cases[i].shard, e.msg);
+            ck_assert_int_eq(run->header.shard_k, cases[i].k);
+            ck_assert_int_eq(run->header.shard_n, cases[i].n);
+            sr_run_result_free(run);
+        } else {
+            ck_assert_msg(rc == SR_E_JSON_SCHEMA, "shard %s: rc %d (%s)", cases[i].shard, rc,
+                          e.msg);
+            ck_assert_ptr_null(run);
+            ck_assert_ptr_nonnull(strstr(e.msg, "'shard' must be \"K/N\""));
+        }
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("report_io");
@@ -323,6 +359,7 @@ int main(void)
     tcase_add_test(tc, artifact_copy_tail);
     tcase_add_test(tc, artifact_trace_rows);
     tcase_add_test(tc, load_errors_placed_in_whole_text);
+    tcase_add_test(tc, load_shard_bounds_are_exact);
     suite_add_tcase(s, tc);
     return sr_test_run(s);
 }

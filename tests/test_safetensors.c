@@ -331,6 +331,46 @@ START_TEST(writer_refuses_bad_input)
 }
 END_TEST
 
+/* A shard set missing its first, a middle or its last shard names the missing one; a shard
+ * number 0 or one past the count next to a complete set is refused; the complete set opens. */
+START_TEST(shard_set_limits)
+{
+    size_t n[3];
+    unsigned char *f[3] = {craft(&n[0], "{\"a\":" T("U8", "[2]", "[0,2]") "}", 2),
+                           craft(&n[1], "{\"b\":" T("U8", "[2]", "[0,2]") "}", 2),
+                           craft(&n[2], "{\"c\":" T("U8", "[2]", "[0,2]") "}", 2)};
+    sr_err err = SR_ERR_INIT;
+    char dir[64], p[256], want[64];
+    for (int missing = 0; missing <= 3; missing++) {
+        tmp_dir(dir, sizeof dir);
+        for (int k = 1; k <= 3; k++) {
+            if (k == missing)
+                continue;
+            snprintf(p, sizeof p, "%s/model-%05d-of-00003.safetensors", dir, k);
+            write_bytes(p, f[k - 1], n[k - 1]);
+        }
+        if (missing) {
+            ck_assert_sr_code(open_rc(dir, &err), err, SR_E_ST_CHECKPOINT);
+            snprintf(want, sizeof want, "lacks shard %05d of 00003", missing);
+            ck_assert_msg(strstr(err.msg, want) != NULL, "'%s' lacks '%s'", err.msg, want);
+        } else {
+            ck_assert_sr_ok(open_rc(dir, &err), err);
+            for (int extra = 0; extra <= 4; extra += 4) {
+                snprintf(p, sizeof p, "%s/model-%05d-of-00003.safetensors", dir, extra);
+                write_bytes(p, f[0], n[0]);
+                ck_assert_sr_code(open_rc(dir, &err), err, SR_E_ST_CHECKPOINT);
+                ck_assert_ptr_nonnull(strstr(err.msg, "is neither model.safetensors"));
+                unlink(p);
+            }
+            ck_assert_sr_ok(open_rc(dir, &err), err);
+        }
+        rm_tree(dir);
+    }
+    for (int k = 0; k < 3; k++)
+        free(f[k]);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("safetensors");
@@ -342,6 +382,7 @@ static Suite *suite(void)
     tcase_add_test(tc, parser_names_each_entry_violation);
     tcase_add_test(tc, folder_rules);
     tcase_add_test(tc, writer_refuses_bad_input);
+    tcase_add_test(tc, shard_set_limits);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -447,6 +447,36 @@ START_TEST(test_seed_override_and_names)
 }
 END_TEST
 
+/* The longest trajectory (prompt max + turns * (max_tokens + 1 + observation max)) against
+ * engines.server.max_seq at, one below and one above: each term of the sum counts. */
+START_TEST(test_longest_trajectory_limit_is_exact)
+{
+    const struct {
+        int turns, max_tokens, obs_max;
+        int64_t longest;
+    } shapes[] = {{1, 20, 0, 31}, {2, 10, 0, 32}, {2, 5, 5, 32}, {3, 3, 1, 25}};
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+        for (int64_t seq = shapes[k].longest - 1; seq <= shapes[k].longest + 1; seq++) {
+            char text[512];
+            snprintf(text, sizeof text,
+                     "{\"id\": \"a\", \"description\": \"d\", \"engines\": {\"server\": "
+                     "{\"max_seq\": %lld}}, \"steps\": [{\"kind\": \"rollout\", \"turns\": %d, "
+                     "\"max_tokens\": %d, \"prompt_tokens\": {\"min\": 10, \"max\": 10}, "
+                     "\"observation_tokens\": {\"min\": 0, \"max\": %d}}]}",
+                     (long long)seq, shapes[k].turns, shapes[k].max_tokens, shapes[k].obs_max);
+            if (seq >= shapes[k].longest) {
+                sr_scenario_free(load_ok(text));
+            } else {
+                char want[128];
+                snprintf(want, sizeof want, "may reach %lld tokens, more than",
+                         (long long)shapes[k].longest);
+                load_bad(text, SR_E_SCENARIO, "t.json:1:", want);
+            }
+        }
+    }
+}
+END_TEST
+
 /* The step-kind table (scenario.h) is the one list of kinds: every kind has a name that looks
  * itself up, a runner executor (run/runner_steps.c is checked against the table at compile time
  * for its size; a NULL hole shows here), and a section of FORMAT.md §10 headed by its name and
@@ -495,6 +525,7 @@ static Suite *suite(void)
     tcase_add_test(t, test_expanded_round_trip_covers_every_key);
     tcase_add_test(t, test_engine_config_carries_the_plan);
     tcase_add_test(t, test_seed_override_and_names);
+    tcase_add_test(t, test_longest_trajectory_limit_is_exact);
     tcase_add_test(t, test_step_kind_table);
     suite_add_tcase(s, t);
     return s;

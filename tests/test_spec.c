@@ -378,6 +378,39 @@ START_TEST(test_fault_plan_is_typed)
 }
 END_TEST
 
+/* model.layer_indices holds 1 to SR_ORACLE_MAX_LAYERS entries: 1023 and 1024 (with and without
+ * a matching "layers") are accepted, 1025 is refused by both loaders. */
+START_TEST(test_layer_count_limits_are_exact)
+{
+    static char model[DOC_MAX - 512];
+    for (int count = SR_ORACLE_MAX_LAYERS - 1; count <= SR_ORACLE_MAX_LAYERS + 1; count++) {
+        for (int with_layers = 0; with_layers < 2; with_layers++) {
+            size_t n = 0;
+            if (with_layers)
+                n += (size_t)snprintf(model + n, sizeof model - n, "{\"layers\": %d, ", count);
+            else
+                n += (size_t)snprintf(model + n, sizeof model - n, "{");
+            n += (size_t)snprintf(model + n, sizeof model - n, "\"layer_indices\": [");
+            for (int i = 0; i < count; i++)
+                n += (size_t)snprintf(model + n, sizeof model - n, "%s%d", i ? "," : "", i);
+            ck_assert_uint_lt(n + 2, sizeof model);
+            snprintf(model + n, sizeof model - n, "]}");
+            if (count <= SR_ORACLE_MAX_LAYERS) {
+                sr_engine_config c;
+                both_accept(model, ROUTES, &c);
+                ck_assert_int_eq(c.num_layers, count);
+                ck_assert_int_eq(c.layer_indices[count - 1], count - 1);
+                sr_engine_config_release(&c);
+            } else if (with_layers) {
+                both_refuse(model, ROUTES, SR_E_JSON_SCHEMA, "'layers'");
+            } else {
+                both_refuse(model, ROUTES, SR_E_SCENARIO, "model.layer_indices");
+            }
+        }
+    }
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("spec");
@@ -392,6 +425,7 @@ static Suite *suite(void)
     tcase_add_test(t, test_section_keys_match_scenario_table);
     tcase_add_test(t, test_endpoints_and_checks);
     tcase_add_test(t, test_fault_plan_is_typed);
+    tcase_add_test(t, test_layer_count_limits_are_exact);
     suite_add_tcase(s, t);
     return s;
 }

@@ -575,6 +575,34 @@ START_TEST(test_engine_suite_fires_every_kind)
 }
 END_TEST
 
+/* A uniform latency needs min_ms <= max_ms: equal (one allowed delay) is accepted, one
+ * millisecond more or less on either side decides. */
+START_TEST(test_uniform_latency_bounds_are_inclusive)
+{
+    const struct {
+        const char *min, *max;
+        int code;
+    } cases[] = {{"5", "5", 0},
+                 {"5", "6", 0},
+                 {"5", "4", SR_E_FAULT_SPEC},
+                 {"4", "5", 0},
+                 {"6", "5", SR_E_FAULT_SPEC},
+                 {"0", "0", 0}};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        char text[256];
+        snprintf(text, sizeof text,
+                 "{\"kind\": \"latency\", \"dist\": \"uniform\", \"min_ms\": %s, \"max_ms\": %s}",
+                 cases[k].min, cases[k].max);
+        sr_fault f;
+        sr_err err = SR_ERR_INIT;
+        int rc = parse_one(text, &f, &err);
+        ck_assert_msg(rc == cases[k].code, "%s: rc %d (%s)", text, rc, err.msg);
+        if (rc)
+            ck_assert_ptr_nonnull(strstr(err.msg, "\"min_ms\" <= \"max_ms\""));
+    }
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("spec_faults");
@@ -589,6 +617,7 @@ static Suite *suite(void)
     TCase *doc = tcase_create("docs");
     tcase_add_test(doc, test_faults_md_lists_the_kinds);
     tcase_add_test(doc, test_engine_suite_fires_every_kind);
+    tcase_add_test(doc, test_uniform_latency_bounds_are_inclusive);
     suite_add_tcase(s, doc);
     return s;
 }

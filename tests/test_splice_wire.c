@@ -282,6 +282,49 @@ START_TEST(string_field_names_are_long_enough_for_the_output_bound)
 }
 END_TEST
 
+/* The nested leaf range is inclusive at both ends: a value equal to max or min is written, one
+ * past either is nested.value, at the first and at the last index. */
+START_TEST(nested_values_at_the_range_limits)
+{
+    const struct {
+        const char *json;
+        int64_t min, max;
+        int code;
+    } cases[] = {
+        {"[[1,7]]", 0, 7, 0},
+        {"[[7,1]]", 0, 7, 0},
+        {"[[1,8]]", 0, 7, SR_E_NESTED_VALUE},
+        {"[[8,1]]", 0, 7, SR_E_NESTED_VALUE},
+        {"[[1,6]]", 0, 7, 0},
+        {"[[3,0]]", 0, 7, 0},
+        {"[[0,3]]", 0, 7, 0},
+        {"[[3,-1]]", 0, 7, SR_E_NESTED_VALUE},
+        {"[[-1,3]]", 0, 7, SR_E_NESTED_VALUE},
+        {"[[-1,3]]", -1, 7, 0},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        cJSON *doc = cJSON_Parse(cases[k].json);
+        ck_assert_ptr_nonnull(doc);
+        int64_t shape[2];
+        size_t count = 0;
+        int32_t out[2] = {0, 0};
+        sr_err err = SR_ERR_INIT;
+        ck_assert_sr_ok(sr_nested_shape(shape, &count, doc, 2, &err), err);
+        ck_assert_int_eq(count, 2);
+        int rc = sr_nested_fill(out, doc, 2, shape, cases[k].min, cases[k].max, &err);
+        ck_assert_msg(rc == cases[k].code, "%s in [%lld, %lld]: rc %d (%s), want %d", cases[k].json,
+                      (long long)cases[k].min, (long long)cases[k].max, rc, err.msg, cases[k].code);
+        if (!rc) {
+            ck_assert_int_eq(sr_nested_dtype(cases[k].min, cases[k].max), SR_DTYPE_INT32);
+            cJSON *row = cJSON_GetArrayItem(doc, 0);
+            ck_assert_int_eq(out[0], (int32_t)cJSON_GetArrayItem(row, 0)->valuedouble);
+            ck_assert_int_eq(out[1], (int32_t)cJSON_GetArrayItem(row, 1)->valuedouble);
+        }
+        cJSON_Delete(doc);
+    }
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("splice_wire");
@@ -295,6 +338,7 @@ static Suite *suite(void)
     tcase_add_test(t, nrlre_prefix_stays_in_the_document);
     tcase_add_test(t, nested_lists_are_rectangular_integers);
     tcase_add_test(t, string_field_names_are_long_enough_for_the_output_bound);
+    tcase_add_test(t, nested_values_at_the_range_limits);
     suite_add_tcase(s, t);
     return s;
 }

@@ -292,6 +292,52 @@ START_TEST(scenario_steps_record_into_the_scenario_result)
 }
 END_TEST
 
+/* Bucket packing at the byte limit: bucket_bytes equal to the first two tensors' bytes puts
+ * them in one bucket (as a greedy packing computed here says), one byte less splits them; the
+ * whole set fits one bucket of exactly its size and two of one byte less. */
+START_TEST(broadcast_bucket_fill_is_exact)
+{
+    sfx x;
+    sfx_start(&x, 1, SYNC_CFG, SR_SYNC_BROADCAST, NULL);
+    const sr_weights *w = sr_sync_weights(x.s);
+    size_t n = sr_weights_count(w), total = sr_weights_total_bytes(w);
+    size_t *sizes = calloc(n, sizeof *sizes);
+    for (size_t i = 0; i < n; i++) {
+        sr_weights_info t;
+        sr_err e = SR_ERR_INIT;
+        ck_assert_sr_ok(sr_weights_tensor(&t, w, i, &e), e);
+        sizes[i] = t.nbytes;
+    }
+    sfx_stop(&x);
+    ck_assert_uint_ge(n, 3);
+    size_t limits[5] = {sizes[0] + sizes[1] - 1, sizes[0] + sizes[1], sizes[0] + sizes[1] + 1,
+                        total - 1, total};
+    for (int k = 0; k < 5; k++) {
+        size_t want = 0, bytes = 0, count = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (count && bytes + sizes[i] > limits[k]) {
+                want++;
+                bytes = count = 0;
+            }
+            bytes += sizes[i];
+            count++;
+        }
+        want += count > 0;
+        ck_assert_uint_eq(want, k == 4 ? 1 : k == 3 ? 2 : want);
+        sr_sync_opts o = SR_SYNC_OPTS_INIT;
+        o.bucket_bytes = limits[k];
+        sfx_start(&x, 1, SYNC_CFG, SR_SYNC_BROADCAST, &o);
+        sfx_sync(&x, 1, 1);
+        sfx_assert_clean(&x);
+        ck_assert_msg(x.r.buckets == want, "bucket_bytes %zu: %zu buckets, want %zu", limits[k],
+                      (size_t)x.r.buckets, want);
+        sfx_assert_fps(&x, 0, 1);
+        sfx_stop(&x);
+    }
+    free(sizes);
+}
+END_TEST
+
 static Suite *sync_suite(void)
 {
     Suite *s = suite_create("sync");
@@ -302,6 +348,7 @@ static Suite *sync_suite(void)
     tcase_add_test(tc, zero_payload_apply);
     tcase_add_test(tc, pool_sizes_follow_the_options);
     tcase_add_test(tc, rollout_straddling_a_sync_verifies_row_by_row);
+    tcase_add_test(tc, broadcast_bucket_fill_is_exact);
     tcase_add_loop_test(tc, scenario_steps_record_into_the_scenario_result, 0, 4);
     suite_add_tcase(s, tc);
     return s;

@@ -446,6 +446,28 @@ START_TEST(disk_skips_a_version_of_the_same_bytes)
 }
 END_TEST
 
+/* Verification compares every layer's fingerprint: a partial apply that skips only the first
+ * or only the last MoE layer slot (of 4) is named at that slot. */
+START_TEST(partial_apply_of_the_first_or_last_layer_is_found)
+{
+    const char *cfgs[2] = {SYNC_CFG_FAULTS("{\"kind\":\"partial_weight_apply\",\"layers\":[0]}"),
+                           SYNC_CFG_FAULTS("{\"kind\":\"partial_weight_apply\",\"layers\":[3]}")};
+    for (int k = 0; k < 2; k++) {
+        sfx x;
+        sfx_start(&x, 1, cfgs[k], SR_SYNC_DELTA, NULL);
+        sfx_sync(&x, 1, 1);
+        ck_assert(x.r.completed);
+        ck_assert(!x.r.verified);
+        const sr_check *c = sfx_check(&x, "sync.partial_update");
+        ck_assert_ptr_nonnull(c);
+        ck_assert_int_eq(c->where.layer, k ? 3 : 0);
+        ck_assert_msg(strstr(c->message, k ? "slot 3 (layers.3);" : "slot 0 (layers.0);"), "%s",
+                      c->message);
+        sfx_stop(&x);
+    }
+}
+END_TEST
+
 static Suite *faults_suite(void)
 {
     Suite *s = suite_create("sync_faults");
@@ -461,6 +483,7 @@ static Suite *faults_suite(void)
     tcase_add_test(tc, vllm_plane_sync_is_checked_by_the_weight_checker);
     tcase_add_test(tc, sglang_plane_sync_and_a_lost_group);
     tcase_add_test(tc, disk_skips_a_version_of_the_same_bytes);
+    tcase_add_test(tc, partial_apply_of_the_first_or_last_layer_is_found);
     suite_add_tcase(s, tc);
     return s;
 }

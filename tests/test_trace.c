@@ -285,6 +285,47 @@ START_TEST(meta_reserve_hint_changes_nothing)
 }
 END_TEST
 
+/* Byte and row limits at the limit, one before and one past: rows of 16 uint8 into max_bytes
+ * 63, 64 and 65 (4 rows are 64 bytes), and into max_rows 3, 4 and 5. */
+START_TEST(meta_limits_are_exact)
+{
+    int64_t s[2] = {1, 16};
+    sr_ndarray a = make(SR_DTYPE_UINT8, 2, s, iota);
+    sr_err err = SR_ERR_INIT;
+    for (int by_rows = 0; by_rows < 2; by_rows++) {
+        for (int64_t lim = 3; lim <= 5; lim++) {
+            sr_trace_opts o = SR_TRACE_OPTS_INIT;
+            if (by_rows)
+                o.max_rows = lim + 1;
+            else
+                o.max_bytes = (size_t)(63 + lim - 3);
+            sr_meta_trace *t = meta_new(&o);
+            int64_t fit = by_rows ? lim + 1 : (int64_t)o.max_bytes / 16;
+            for (int64_t r = 0; r < fit; r++)
+                ck_assert_sr_ok(sr_meta_trace_append(t, &a, 1, &err), err);
+            ck_assert_sr_code(sr_meta_trace_append(t, &a, 1, &err), err, SR_E_LIMIT);
+            ck_assert_int_eq(sr_meta_trace_rows(t), fit);
+            sr_meta_trace_free(t);
+        }
+    }
+    /* 4 rows in one chunk into exactly 64 bytes. */
+    sr_trace_opts o = SR_TRACE_OPTS_INIT;
+    o.max_bytes = 64;
+    int64_t s4[2] = {4, 16};
+    sr_ndarray b = make(SR_DTYPE_UINT8, 2, s4, iota);
+    sr_meta_trace *t = meta_new(&o);
+    ck_assert_sr_ok(sr_meta_trace_append(t, &b, 4, &err), err);
+    ck_assert_int_eq(sr_meta_trace_rows(t), 4);
+    sr_meta_trace_free(t);
+    o.max_bytes = 63;
+    t = meta_new(&o);
+    ck_assert_sr_code(sr_meta_trace_append(t, &b, 4, &err), err, SR_E_LIMIT);
+    sr_meta_trace_free(t);
+    sr_ndarray_release(&a);
+    sr_ndarray_release(&b);
+}
+END_TEST
+
 static Suite *trace_suite(void)
 {
     Suite *s = suite_create("trace");
@@ -296,6 +337,7 @@ static Suite *trace_suite(void)
     tcase_add_test(m, meta_widening_converts_held_rows);
     tcase_add_test(m, meta_limits);
     tcase_add_test(m, meta_reserve_hint_changes_nothing);
+    tcase_add_test(m, meta_limits_are_exact);
     suite_add_tcase(s, m);
     return s;
 }

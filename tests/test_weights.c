@@ -374,6 +374,29 @@ START_TEST(test_reset_and_expected)
 }
 END_TEST
 
+/* The version range is inclusive: SR_WEIGHTS_MAX_VERSION itself is built (the expected
+ * fingerprints, on a small set), one past it is weights.invalid_spec; 0 and -1 likewise. */
+START_TEST(test_version_limits_are_exact)
+{
+    static const int32_t one[1] = {0};
+    sr_weights_spec s = SR_WEIGHTS_SPEC_INIT;
+    s.seed = 5;
+    s.num_layers = 1;
+    s.layer_indices = one;
+    s.experts = 4;
+    s.expert_tensors = 2;
+    s.total_bytes = (size_t)1 << 20;
+    uint64_t g = 0, l[1] = {0}, g0 = 0, l0[1] = {0};
+    sr_err err = SR_ERR_INIT;
+    ck_assert_sr_ok(sr_weights_expected(&g, l, &s, SR_WEIGHTS_MAX_VERSION, &err), err);
+    ck_assert_sr_ok(sr_weights_expected(&g0, l0, &s, 0, &err), err);
+    ck_assert(g != g0);
+    ck_assert_sr_code(sr_weights_expected(&g, l, &s, SR_WEIGHTS_MAX_VERSION + 1, &err), err,
+                      SR_E_WEIGHTS_SPEC);
+    ck_assert_sr_code(sr_weights_expected(&g, l, &s, -1, &err), err, SR_E_WEIGHTS_SPEC);
+}
+END_TEST
+
 static Suite *weights_suite(void)
 {
     Suite *s = suite_create("weights");
@@ -386,6 +409,7 @@ static Suite *weights_suite(void)
     tcase_add_test(tc, test_full_and_partial_update);
     tcase_add_test(tc, test_xor_and_write_errors);
     tcase_add_test(tc, test_reset_and_expected);
+    tcase_add_test(tc, test_version_limits_are_exact);
     tcase_set_timeout(tc, 30);
     suite_add_tcase(s, tc);
     return s;
