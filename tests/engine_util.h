@@ -258,6 +258,53 @@ static inline void expected_fps(const sr_engine_config *c, int64_t version, uint
     ck_assert_sr_ok(sr_weights_expected(global, layers, &ws, version, &err), err);
 }
 
+/* The weights of content version `version` under engine config text `cfg` (parsed into *c). */
+static inline sr_weights *eng_weights_of(const char *cfg, int64_t version, sr_engine_config *c)
+{
+    sr_err err = SR_ERR_INIT;
+    ck_assert_sr_ok(sr_engine_config_parse(c, cfg, strlen(cfg), "t", 0, &err), err);
+    sr_weights_spec ws = sr_engine_config_weights(c);
+    sr_weights *w;
+    ck_assert_sr_ok(sr_weights_new(&w, &ws, version, &err), err);
+    return w;
+}
+
+/* The answer must have `status` and name `check` (the plane's body shape carries it). */
+static inline void eng_expect_answer(const hresp *r, long status, const char *check,
+                                     const char *what)
+{
+    char want[96];
+    snprintf(want, sizeof(want), "\"check\":\"%s\"", check);
+    ck_assert_msg(r->status == status && strstr(r->body.data, want), "%s: %ld %s, want %ld with %s",
+                  what, r->status, r->body.data, status, want);
+}
+
+/* POSTs `body` to `path`: the answer has `status` and, when `check` is not NULL, names it. */
+static inline void eng_call(const eng *e, const char *path, const char *body, long status,
+                            const char *check)
+{
+    hresp r;
+    http_req(&r, NULL, e, "POST", path, body, NULL, 20000);
+    if (check)
+        eng_expect_answer(&r, status, check, path);
+    else
+        ck_assert_msg(r.status == status, "%s %s: %ld %s, want %ld", path, body, r.status,
+                      r.body.data, status);
+    hresp_free(&r);
+}
+
+/* The engine reports version v and its global fingerprint is exactly content version `bytes`'s. */
+static inline void eng_expect_holds(const eng *e, const sr_engine_config *c, long long v,
+                                    int64_t bytes)
+{
+    ck_assert_int_eq(eng_state_int(e, "weight_version"), v);
+    uint64_t g, l[2];
+    expected_fps(c, bytes, &g, l);
+    char want[96];
+    snprintf(want, sizeof(want), "\"fingerprints\":{\"global\":\"%016llx\"", (unsigned long long)g);
+    eng_expect(e, "GET", "/syncroll/v1/state", NULL, 200, want);
+}
+
 /* ---- weight sync over HTTP (the vllm control plane and the weights faults) ---- */
 
 /* A bucket of every tensor of w for `target`: vLLM's /update_weights body (sgl: SGLang's

@@ -24,48 +24,6 @@
 #define SKY_START "{\"method\":\"skyrl_start_weight_update\"}"
 #define SKY_FIN   "{\"method\":\"skyrl_finish_weight_update\"}"
 
-static sr_weights *weights_of(const char *cfg, int64_t version, sr_engine_config *c)
-{
-    sr_err err = SR_ERR_INIT;
-    ck_assert_sr_ok(sr_engine_config_parse(c, cfg, strlen(cfg), "t", 0, &err), err);
-    sr_weights_spec ws = sr_engine_config_weights(c);
-    sr_weights *w;
-    ck_assert_sr_ok(sr_weights_new(&w, &ws, version, &err), err);
-    return w;
-}
-
-/* The answer must have `status` and name `check` (the plane's body shape carries it). */
-static void expect_answer(const hresp *r, long status, const char *check, const char *what)
-{
-    char want[96];
-    snprintf(want, sizeof(want), "\"check\":\"%s\"", check);
-    ck_assert_msg(r->status == status && strstr(r->body.data, want), "%s: %ld %s, want %ld with %s",
-                  what, r->status, r->body.data, status, want);
-}
-
-static void call(const eng *e, const char *path, const char *body, long status, const char *check)
-{
-    hresp r;
-    http_req(&r, NULL, e, "POST", path, body, NULL, 20000);
-    if (check)
-        expect_answer(&r, status, check, path);
-    else
-        ck_assert_msg(r.status == status, "%s %s: %ld %s, want %ld", path, body, r.status,
-                      r.body.data, status);
-    hresp_free(&r);
-}
-
-/* The engine reports version v and holds the bytes of content version `bytes`. */
-static void expect_holds(const eng *e, const sr_engine_config *c, long long v, int64_t bytes)
-{
-    ck_assert_int_eq(eng_state_int(e, "weight_version"), v);
-    uint64_t g, l[2];
-    expected_fps(c, bytes, &g, l);
-    char want[96];
-    snprintf(want, sizeof(want), "\"fingerprints\":{\"global\":\"%016llx\"", (unsigned long long)g);
-    eng_expect(e, "GET", "/syncroll/v1/state", NULL, 200, want);
-}
-
 /* Buckets 0 and 1 of version 5 (the first half of the tensors, then the rest). */
 typedef struct two {
     sr_buf b0, b1;
@@ -97,13 +55,13 @@ static void half_bucket_then_finish(const char *cfg, const char *path, const cha
                                     long status, size_t cut)
 {
     sr_engine_config c;
-    sr_weights *w = weights_of(cfg, 5, &c);
+    sr_weights *w = eng_weights_of(cfg, 5, &c);
     two t;
     two_buckets(&t, w, 0);
     eng e;
     eng_start(&e, cfg);
-    call(&e, "/init_weight_transfer_engine", V_INIT, 200, NULL);
-    call(&e, start_path, start, 200, NULL);
+    eng_call(&e, "/init_weight_transfer_engine", V_INIT, 200, NULL);
+    eng_call(&e, start_path, start, 200, NULL);
     hresp r;
     eng_post_bucket_to(&r, &e, &t.b0, path);
     ck_assert_msg(r.status == 200, "bucket 0: %ld %s", r.status, r.body.data);
@@ -113,24 +71,24 @@ static void half_bucket_then_finish(const char *cfg, const char *path, const cha
         ck_assert_ptr_null(memchr(t.b1.data, '\n', cut)); /* inside the header line */
     eng_partial_start(&p, &e, &t.b1, path, cut ? cut : t.b1.len / 2);
     eng_wait_sync(&e, "buckets_in_flight", 1);
-    call(&e, finish_path, finish, status, "sync.incomplete_update");
-    expect_holds(&e, &c, 0, 0); /* no version, no byte of version 5 */
+    eng_call(&e, finish_path, finish, status, "sync.incomplete_update");
+    eng_expect_holds(&e, &c, 0, 0); /* no version, no byte of version 5 */
     eng_expect(&e, "GET", "/syncroll/v1/state", NULL, 200, "\"state\":\"idle\"");
     eng_partial_finish(&p, &r);
-    expect_answer(&r, status, "sync.incomplete_update", "bucket 1 after the finish");
+    eng_expect_answer(&r, status, "sync.incomplete_update", "bucket 1 after the finish");
     hresp_free(&r);
-    expect_holds(&e, &c, 0, 0);
+    eng_expect_holds(&e, &c, 0, 0);
     eng_expect(&e, "POST", "/skyrl/v1/generate", GEN, 200, "\"finish_reason\"");
     /* The same update, every bucket whole before the finish, commits. */
-    call(&e, start_path, start, 200, NULL);
+    eng_call(&e, start_path, start, 200, NULL);
     eng_post_bucket_to(&r, &e, &t.b0, path);
     ck_assert_int_eq(r.status, 200);
     hresp_free(&r);
     eng_post_bucket_to(&r, &e, &t.b1, path);
     ck_assert_int_eq(r.status, 200);
     hresp_free(&r);
-    call(&e, finish_path, finish, 200, NULL);
-    expect_holds(&e, &c, 5, 5);
+    eng_call(&e, finish_path, finish, 200, NULL);
+    eng_expect_holds(&e, &c, 5, 5);
     eng_stop(&e);
     two_free(&t);
     sr_weights_free(w);
@@ -160,30 +118,30 @@ END_TEST
 START_TEST(sglang_concurrent_updates_of_one_tensor)
 {
     sr_engine_config c;
-    sr_weights *wa = weights_of(SCFG, 1, &c), *wb = weights_of(SCFG, 2, &c);
+    sr_weights *wa = eng_weights_of(SCFG, 1, &c), *wb = eng_weights_of(SCFG, 2, &c);
     sr_buf a = SR_BUF_INIT, b = SR_BUF_INIT;
     eng_bucket_of_plane(&a, wa, 1, 1);
     eng_bucket_of_plane(&b, wb, 2, 1);
     eng e;
     eng_start(&e, SCFG);
-    call(&e, "/init_weights_update_group", S_INIT, 200, NULL);
+    eng_call(&e, "/init_weights_update_group", S_INIT, 200, NULL);
     eng_partial p;
     eng_partial_start(&p, &e, &a, "/update_weights_from_distributed", a.len / 2);
     eng_wait_sync(&e, "buckets_in_flight", 1);
     hresp r;
     eng_post_bucket_to(&r, &e, &b, "/update_weights_from_distributed");
-    expect_answer(&r, 400, "sync.concurrent_update", "B while A arrives");
+    eng_expect_answer(&r, 400, "sync.concurrent_update", "B while A arrives");
     hresp_free(&r);
     eng_partial_finish(&p, &r);
     ck_assert_msg(r.status == 200 && strstr(r.body.data, "\"success\":true"), "A: %ld %s", r.status,
                   r.body.data);
     hresp_free(&r);
-    expect_holds(&e, &c, 1, 1);
+    eng_expect_holds(&e, &c, 1, 1);
     /* B once A is answered: accepted. */
     eng_post_bucket_to(&r, &e, &b, "/update_weights_from_distributed");
     ck_assert_msg(r.status == 200, "B after A: %ld %s", r.status, r.body.data);
     hresp_free(&r);
-    expect_holds(&e, &c, 2, 2);
+    eng_expect_holds(&e, &c, 2, 2);
     eng_stop(&e);
     sr_buf_release(&a);
     sr_buf_release(&b);
@@ -197,31 +155,31 @@ END_TEST
 START_TEST(backwards_without_a_version)
 {
     sr_engine_config c;
-    sr_weights *w = weights_of(VCFG, 3, &c);
+    sr_weights *w = eng_weights_of(VCFG, 3, &c);
     sr_buf b = SR_BUF_INIT;
     eng_bucket_of(&b, w, 3);
     hresp r;
     /* vllm at 100000, a bucket for 3, finish {}. */
     eng e;
     eng_start(&e, VCFG);
-    call(&e, "/init_weight_transfer_engine", V_INIT, 200, NULL);
-    call(&e, "/update_weight_version", "{\"new_version\":\"100000\"}", 200, NULL);
-    call(&e, "/start_weight_update", "{}", 200, NULL);
+    eng_call(&e, "/init_weight_transfer_engine", V_INIT, 200, NULL);
+    eng_call(&e, "/update_weight_version", "{\"new_version\":\"100000\"}", 200, NULL);
+    eng_call(&e, "/start_weight_update", "{}", 200, NULL);
     eng_post_bucket_to(&r, &e, &b, "/update_weights");
     ck_assert_int_eq(r.status, 200);
     hresp_free(&r);
-    call(&e, "/finish_weight_update", "{}", 409, "sync.version_backwards");
+    eng_call(&e, "/finish_weight_update", "{}", 409, "sync.version_backwards");
     ck_assert_int_eq(eng_state_int(&e, "weight_version"), 100000);
     eng_stop(&e);
     /* skyrl at 100000 (a synthetic apply), a bucket for 3, finish with no kwargs. */
     eng_start(&e, KCFG);
-    call(&e, "/update_weights", "{\"update_info\":{\"target_version\":100000}}", 200, NULL);
-    call(&e, "/collective_rpc", SKY_START, 200, NULL);
+    eng_call(&e, "/update_weights", "{\"update_info\":{\"target_version\":100000}}", 200, NULL);
+    eng_call(&e, "/collective_rpc", SKY_START, 200, NULL);
     eng_post_bucket_to(&r, &e, &b, "/collective_rpc");
     ck_assert_int_eq(r.status, 200);
     hresp_free(&r);
-    call(&e, "/collective_rpc", "{\"method\":\"skyrl_finish_weight_update\",\"kwargs\":{}}", 500,
-         "sync.version_backwards");
+    eng_call(&e, "/collective_rpc", "{\"method\":\"skyrl_finish_weight_update\",\"kwargs\":{}}",
+             500, "sync.version_backwards");
     ck_assert_int_eq(eng_state_int(&e, "weight_version"), 100000);
     eng_stop(&e);
     sr_buf_release(&b);
@@ -241,20 +199,20 @@ START_TEST(sglang_disk_backwards_without_a_version)
              "\"server\":{\"sync_dirs\":[\"%s\"]}}",
              dir);
     sr_engine_config c;
-    sr_weights *w = weights_of(SCFG, 1, &c);
+    sr_weights *w = eng_weights_of(SCFG, 1, &c);
     sr_err err = SR_ERR_INIT;
     ck_assert_sr_ok(sr_sync_write_checkpoint(path, sizeof(path), w, dir, 1, 1, 1, &err), err);
     eng e;
     eng_start(&e, cfg);
-    call(&e, "/update_weight_version", "{\"new_version\":\"5\"}", 200, NULL);
+    eng_call(&e, "/update_weight_version", "{\"new_version\":\"5\"}", 200, NULL);
     snprintf(req, sizeof(req), "{\"model_path\":\"%s\"}", path);
-    call(&e, "/update_weights_from_disk", req, 400, "sync.version_backwards");
+    eng_call(&e, "/update_weights_from_disk", req, 400, "sync.version_backwards");
     ck_assert_int_eq(eng_state_int(&e, "weight_version"), 5);
     /* From 0 the same folder loads, at the version it names. */
     eng_stop(&e);
     eng_start(&e, cfg);
-    call(&e, "/update_weights_from_disk", req, 200, NULL);
-    expect_holds(&e, &c, 1, 1);
+    eng_call(&e, "/update_weights_from_disk", req, 200, NULL);
+    eng_expect_holds(&e, &c, 1, 1);
     eng_stop(&e);
     sr_weights_free(w);
     sr_engine_config_release(&c);
@@ -271,54 +229,58 @@ START_TEST(one_version_ceiling)
     ck_assert_int_eq(SR_WEIGHTS_MAX_VERSION, 100000);
     eng e;
     eng_start(&e, VCFG);
-    call(&e, "/update_weight_version", "{\"new_version\":\"99999\"}", 200, NULL);
-    call(&e, "/update_weight_version", "{\"new_version\":100000}", 200, NULL);
-    call(&e, "/update_weight_version", "{\"new_version\":\"100001\"}", 400, "engine.bad_request");
-    call(&e, "/init_weight_transfer_engine", V_INIT, 200, NULL);
-    call(&e, "/start_weight_update", "{}", 200, NULL);
+    eng_call(&e, "/update_weight_version", "{\"new_version\":\"99999\"}", 200, NULL);
+    eng_call(&e, "/update_weight_version", "{\"new_version\":100000}", 200, NULL);
+    eng_call(&e, "/update_weight_version", "{\"new_version\":\"100001\"}", 400,
+             "engine.bad_request");
+    eng_call(&e, "/init_weight_transfer_engine", V_INIT, 200, NULL);
+    eng_call(&e, "/start_weight_update", "{}", 200, NULL);
     /* The case: a finish to 200000 was accepted, then a bucket for 200001 refused. */
-    call(&e, "/finish_weight_update", "{\"weight_version\":\"200000\"}", 400, "engine.bad_request");
-    call(&e, "/finish_weight_update", "{\"weight_version\":\"100001\"}", 400, "engine.bad_request");
-    call(&e, "/finish_weight_update", "{\"weight_version\":100000}", 200, NULL);
+    eng_call(&e, "/finish_weight_update", "{\"weight_version\":\"200000\"}", 400,
+             "engine.bad_request");
+    eng_call(&e, "/finish_weight_update", "{\"weight_version\":\"100001\"}", 400,
+             "engine.bad_request");
+    eng_call(&e, "/finish_weight_update", "{\"weight_version\":100000}", 200, NULL);
     ck_assert_int_eq(eng_state_int(&e, "weight_version"), 100000);
     eng_stop(&e);
     /* Buckets: at the ceiling (the version held is 0), one past. */
     sr_engine_config c;
-    sr_weights *w = weights_of(VCFG, SR_WEIGHTS_MAX_VERSION, &c);
+    sr_weights *w = eng_weights_of(VCFG, SR_WEIGHTS_MAX_VERSION, &c);
     sr_buf at = SR_BUF_INIT, past = SR_BUF_INIT;
     eng_bucket_of(&at, w, SR_WEIGHTS_MAX_VERSION);
     eng_bucket_of(&past, w, SR_WEIGHTS_MAX_VERSION + 1);
     eng_start(&e, VCFG);
-    call(&e, "/init_weight_transfer_engine", V_INIT, 200, NULL);
-    call(&e, "/start_weight_update", "{}", 200, NULL);
+    eng_call(&e, "/init_weight_transfer_engine", V_INIT, 200, NULL);
+    eng_call(&e, "/start_weight_update", "{}", 200, NULL);
     hresp r;
     eng_post_bucket_to(&r, &e, &past, "/update_weights");
-    expect_answer(&r, 400, "engine.bad_request", "a bucket past the ceiling");
+    eng_expect_answer(&r, 400, "engine.bad_request", "a bucket past the ceiling");
     hresp_free(&r);
-    call(&e, "/finish_weight_update", "{}", 400, "engine.bad_request"); /* spoiled by it */
-    call(&e, "/start_weight_update", "{}", 200, NULL);
+    eng_call(&e, "/finish_weight_update", "{}", 400, "engine.bad_request"); /* spoiled by it */
+    eng_call(&e, "/start_weight_update", "{}", 200, NULL);
     eng_post_bucket_to(&r, &e, &at, "/update_weights");
     ck_assert_msg(r.status == 200, "a bucket at the ceiling: %ld %s", r.status, r.body.data);
     hresp_free(&r);
-    call(&e, "/finish_weight_update", "{}", 200, NULL);
-    expect_holds(&e, &c, SR_WEIGHTS_MAX_VERSION, SR_WEIGHTS_MAX_VERSION);
+    eng_call(&e, "/finish_weight_update", "{}", 200, NULL);
+    eng_expect_holds(&e, &c, SR_WEIGHTS_MAX_VERSION, SR_WEIGHTS_MAX_VERSION);
     eng_stop(&e);
     /* skyrl's synthetic apply and finish, sglang's version and disk routes. */
     eng_start(&e, KCFG);
-    call(&e, "/update_weights", "{\"update_info\":{\"target_version\":100001}}", 400,
-         "engine.bad_request");
-    call(&e, "/update_weights", "{\"update_info\":{\"target_version\":100000}}", 200, NULL);
-    call(&e, "/collective_rpc", SKY_START, 200, NULL);
-    call(&e, "/collective_rpc",
-         "{\"method\":\"skyrl_finish_weight_update\",\"kwargs\":{\"syncroll\":"
-         "{\"target_version\":100001}}}",
-         400, "engine.bad_request");
+    eng_call(&e, "/update_weights", "{\"update_info\":{\"target_version\":100001}}", 400,
+             "engine.bad_request");
+    eng_call(&e, "/update_weights", "{\"update_info\":{\"target_version\":100000}}", 200, NULL);
+    eng_call(&e, "/collective_rpc", SKY_START, 200, NULL);
+    eng_call(&e, "/collective_rpc",
+             "{\"method\":\"skyrl_finish_weight_update\",\"kwargs\":{\"syncroll\":"
+             "{\"target_version\":100001}}}",
+             400, "engine.bad_request");
     eng_stop(&e);
     eng_start(&e, SCFG);
-    call(&e, "/update_weight_version", "{\"new_version\":\"100001\"}", 400, "engine.bad_request");
-    call(&e, "/update_weight_version", "{\"new_version\":\"100000\"}", 200, NULL);
-    call(&e, "/update_weights_from_disk", "{\"model_path\":\"/x\",\"weight_version\":\"100001\"}",
-         400, "engine.bad_request");
+    eng_call(&e, "/update_weight_version", "{\"new_version\":\"100001\"}", 400,
+             "engine.bad_request");
+    eng_call(&e, "/update_weight_version", "{\"new_version\":\"100000\"}", 200, NULL);
+    eng_call(&e, "/update_weights_from_disk",
+             "{\"model_path\":\"/x\",\"weight_version\":\"100001\"}", 400, "engine.bad_request");
     eng_stop(&e);
     sr_buf_release(&at);
     sr_buf_release(&past);
@@ -337,16 +299,16 @@ START_TEST(escaped_nul_refused)
     hresp r;
     http_req(&r, NULL, &e, "POST", "/update_weight_version", "{\"new_version\":\"3\\u0000\"}", NULL,
              20000);
-    expect_answer(&r, 400, "engine.bad_request", "version 3\\u0000");
+    eng_expect_answer(&r, 400, "engine.bad_request", "version 3\\u0000");
     ck_assert_ptr_nonnull(strstr(r.body.data, nul_msg));
     hresp_free(&r);
     ck_assert_int_eq(eng_state_int(&e, "weight_version"), 0);
-    call(&e, "/init_weight_transfer_engine",
-         "{\"init_info\":{\"master_address\":\"a\\\\u0000b\",\"master_port\":1}}", 200, NULL);
-    call(&e, "/start_weight_update", "{}", 200, NULL);
+    eng_call(&e, "/init_weight_transfer_engine",
+             "{\"init_info\":{\"master_address\":\"a\\\\u0000b\",\"master_port\":1}}", 200, NULL);
+    eng_call(&e, "/start_weight_update", "{}", 200, NULL);
     /* A bucket naming "<tensor>\u0000junk". */
     sr_engine_config c;
-    sr_weights *w = weights_of(VCFG, 5, &c);
+    sr_weights *w = eng_weights_of(VCFG, 5, &c);
     sr_buf b = SR_BUF_INIT, bad = SR_BUF_INIT;
     eng_bucket_of(&b, w, 5);
     sr_weights_info t;
@@ -360,7 +322,7 @@ START_TEST(escaped_nul_refused)
     sr_buf_puts(&bad, junk, NULL);
     sr_buf_append(&bad, at + strlen(name), b.len - (size_t)(at - b.data) - strlen(name), NULL);
     eng_post_bucket_to(&r, &e, &bad, "/update_weights");
-    expect_answer(&r, 400, "engine.bad_request", "tensor name with \\u0000junk");
+    eng_expect_answer(&r, 400, "engine.bad_request", "tensor name with \\u0000junk");
     ck_assert_ptr_nonnull(strstr(r.body.data, nul_msg));
     hresp_free(&r);
     eng_stop(&e);
@@ -368,7 +330,7 @@ START_TEST(escaped_nul_refused)
     eng_start(&e, KCFG);
     http_req(&r, NULL, &e, "POST", "/collective_rpc",
              "{\"method\":\"skyrl_start_weight_update\\u0000x\"}", NULL, 20000);
-    expect_answer(&r, 400, "engine.bad_request", "skyrl method with \\u0000");
+    eng_expect_answer(&r, 400, "engine.bad_request", "skyrl method with \\u0000");
     ck_assert_ptr_nonnull(strstr(r.body.data, nul_msg));
     hresp_free(&r);
     eng_expect(&e, "GET", "/syncroll/v1/state", NULL, 200, "\"starts\":0,");
@@ -377,7 +339,7 @@ START_TEST(escaped_nul_refused)
     eng_start(&e, SCFG);
     http_req(&r, NULL, &e, "POST", "/update_weights_from_disk",
              "{\"model_path\":\"/tmp/ok1\\u0000/../../x\"}", NULL, 20000);
-    expect_answer(&r, 400, "engine.bad_request", "model_path with \\u0000");
+    eng_expect_answer(&r, 400, "engine.bad_request", "model_path with \\u0000");
     ck_assert_ptr_nonnull(strstr(r.body.data, nul_msg));
     hresp_free(&r);
     eng_expect(&e, "POST", "/skyrl/v1/generate", GEN, 200, "\"finish_reason\"");
@@ -414,19 +376,19 @@ START_TEST(finish_after_a_failed_bucket_and_start_body)
 {
     eng e;
     eng_start(&e, VCFG);
-    call(&e, "/init_weight_transfer_engine", V_INIT, 200, NULL);
-    call(&e, "/start_weight_update", "not json", 400, "engine.bad_request");
+    eng_call(&e, "/init_weight_transfer_engine", V_INIT, 200, NULL);
+    eng_call(&e, "/start_weight_update", "not json", 400, "engine.bad_request");
     eng_expect(&e, "GET", "/syncroll/v1/state", NULL, 200, "\"state\":\"idle\"");
-    call(&e, "/finish_weight_update", "not json", 400, "engine.bad_request");
-    call(&e, "/start_weight_update", "{\"is_checkpoint_format\":true}", 200, NULL);
+    eng_call(&e, "/finish_weight_update", "not json", 400, "engine.bad_request");
+    eng_call(&e, "/start_weight_update", "{\"is_checkpoint_format\":true}", 200, NULL);
     sr_buf b = SR_BUF_INIT;
     sr_buf_puts(&b, "{\"update_info\":{\"names\":[\"no.such.tensor\"]}}\n", NULL);
     hresp r;
     eng_post_bucket_to(&r, &e, &b, "/update_weights");
-    expect_answer(&r, 400, "engine.bad_request", "a bad bucket");
+    eng_expect_answer(&r, 400, "engine.bad_request", "a bad bucket");
     hresp_free(&r);
     http_req(&r, NULL, &e, "POST", "/finish_weight_update", "{}", NULL, 20000);
-    expect_answer(&r, 400, "engine.bad_request", "finish after it");
+    eng_expect_answer(&r, 400, "engine.bad_request", "finish after it");
     ck_assert_msg(!strstr(r.body.data, "-1") &&
                       strstr(r.body.data, "the update is discarded (neither the finish nor an "
                                           "accepted bucket named its version), the engine stays "

@@ -27,47 +27,6 @@ static void cfg_of(char *out, size_t cap, const char *dialect, const char *dir)
              dialect, dir);
 }
 
-static sr_weights *weights_of(const char *cfg, int64_t version, sr_engine_config *c)
-{
-    sr_err err = SR_ERR_INIT;
-    ck_assert_sr_ok(sr_engine_config_parse(c, cfg, strlen(cfg), "t", 0, &err), err);
-    sr_weights_spec ws = sr_engine_config_weights(c);
-    sr_weights *w;
-    ck_assert_sr_ok(sr_weights_new(&w, &ws, version, &err), err);
-    return w;
-}
-
-static void expect_answer(const hresp *r, long status, const char *check, const char *what)
-{
-    char want[96];
-    snprintf(want, sizeof(want), "\"check\":\"%s\"", check);
-    ck_assert_msg(r->status == status && strstr(r->body.data, want), "%s: %ld %s, want %ld with %s",
-                  what, r->status, r->body.data, status, want);
-}
-
-static void call(const eng *e, const char *path, const char *body, long status, const char *check)
-{
-    hresp r;
-    http_req(&r, NULL, e, "POST", path, body, NULL, 20000);
-    if (check)
-        expect_answer(&r, status, check, path);
-    else
-        ck_assert_msg(r.status == status, "%s %s: %ld %s, want %ld", path, body, r.status,
-                      r.body.data, status);
-    hresp_free(&r);
-}
-
-/* The engine reports version v and its global fingerprint is exactly content version `bytes`'s. */
-static void expect_holds(const eng *e, const sr_engine_config *c, long long v, int64_t bytes)
-{
-    ck_assert_int_eq(eng_state_int(e, "weight_version"), v);
-    uint64_t g, l[2];
-    expected_fps(c, bytes, &g, l);
-    char want[96];
-    snprintf(want, sizeof(want), "\"fingerprints\":{\"global\":\"%016llx\"", (unsigned long long)g);
-    eng_expect(e, "GET", "/syncroll/v1/state", NULL, 200, want);
-}
-
 static void rm_rf(const char *dir)
 {
     char cmd[700];
@@ -84,7 +43,7 @@ START_TEST(sglang_disk_load_during_a_bucket)
     ck_assert_ptr_nonnull(mkdtemp(dir));
     cfg_of(cfg, sizeof(cfg), "sglang", dir);
     sr_engine_config c;
-    sr_weights *w2 = weights_of(cfg, 2, &c), *w3 = weights_of(cfg, 3, &c);
+    sr_weights *w2 = eng_weights_of(cfg, 2, &c), *w3 = eng_weights_of(cfg, 3, &c);
     sr_err err = SR_ERR_INIT;
     ck_assert_sr_ok(sr_sync_write_checkpoint(path, sizeof(path), w3, dir, 3, 1, 1, &err), err);
     snprintf(req, sizeof(req), "{\"model_path\":\"%s\",\"weight_version\":\"3\"}", path);
@@ -92,19 +51,19 @@ START_TEST(sglang_disk_load_during_a_bucket)
     eng_bucket_of_plane(&a, w2, 2, 1);
     eng e;
     eng_start(&e, cfg);
-    call(&e, "/init_weights_update_group", S_INIT, 200, NULL);
+    eng_call(&e, "/init_weights_update_group", S_INIT, 200, NULL);
     eng_partial p;
     eng_partial_start(&p, &e, &a, "/update_weights_from_distributed", a.len / 2);
     eng_wait_sync(&e, "buckets_in_flight", 1);
-    call(&e, "/update_weights_from_disk", req, 400, "sync.concurrent_update");
+    eng_call(&e, "/update_weights_from_disk", req, 400, "sync.concurrent_update");
     hresp r;
     eng_partial_finish(&p, &r);
     ck_assert_msg(r.status == 200 && strstr(r.body.data, "\"success\":true"), "A: %ld %s", r.status,
                   r.body.data);
     hresp_free(&r);
-    expect_holds(&e, &c, 2, 2);
-    call(&e, "/update_weights_from_disk", req, 200, NULL);
-    expect_holds(&e, &c, 3, 3);
+    eng_expect_holds(&e, &c, 2, 2);
+    eng_call(&e, "/update_weights_from_disk", req, 200, NULL);
+    eng_expect_holds(&e, &c, 3, 3);
     eng_stop(&e);
     sr_buf_release(&a);
     sr_weights_free(w2);
@@ -118,9 +77,9 @@ END_TEST
 static void publish_v1(const char *cfg, const char *dir)
 {
     sr_engine_config c;
-    sr_weights *w[2] = {weights_of(cfg, 0, &c), NULL};
+    sr_weights *w[2] = {eng_weights_of(cfg, 0, &c), NULL};
     sr_engine_config_release(&c);
-    w[1] = weights_of(cfg, 1, &c);
+    w[1] = eng_weights_of(cfg, 1, &c);
     sr_engine_config_release(&c);
     size_t n = sr_weights_count(w[0]);
     sr_delta_tensor *v[2] = {calloc(n, sizeof(sr_delta_tensor)),
@@ -160,37 +119,37 @@ START_TEST(skyrl_delta_during_a_bucket)
     snprintf(fetch, sizeof(fetch), "{\"target_version\":1,\"sync_dir\":\"%s\"}", dir);
     snprintf(upd, sizeof(upd), "{\"update_info\":{\"target_version\":1,\"sync_dir\":\"%s\"}}", dir);
     sr_engine_config c;
-    sr_weights *w5 = weights_of(cfg, 5, &c);
+    sr_weights *w5 = eng_weights_of(cfg, 5, &c);
     sr_buf b = SR_BUF_INIT;
     eng_bucket_of(&b, w5, 5);
     eng e;
     eng_start(&e, cfg);
-    call(&e, "/init_weight_transfer_engine", "{\"init_info\":{}}", 200, NULL);
+    eng_call(&e, "/init_weight_transfer_engine", "{\"init_info\":{}}", 200, NULL);
     /* Fetched before the update starts: the delta update has something to commit. */
-    call(&e, "/fetch_weights", fetch, 200, NULL);
-    call(&e, "/collective_rpc", SKY_START, 200, NULL);
+    eng_call(&e, "/fetch_weights", fetch, 200, NULL);
+    eng_call(&e, "/collective_rpc", SKY_START, 200, NULL);
     eng_partial p;
     eng_partial_start(&p, &e, &b, "/collective_rpc", b.len / 2);
     eng_wait_sync(&e, "buckets_in_flight", 1);
-    call(&e, "/fetch_weights", fetch, 500, "sync.concurrent_update");
-    call(&e, "/update_weights", upd, 500, "sync.concurrent_update");
+    eng_call(&e, "/fetch_weights", fetch, 500, "sync.concurrent_update");
+    eng_call(&e, "/update_weights", upd, 500, "sync.concurrent_update");
     /* The synthetic apply (no sync_dir) writes the model: refused the same. */
-    call(&e, "/update_weights", "{\"update_info\":{\"target_version\":7}}", 500,
-         "sync.concurrent_update");
+    eng_call(&e, "/update_weights", "{\"update_info\":{\"target_version\":7}}", 500,
+             "sync.concurrent_update");
     hresp r;
     eng_partial_finish(&p, &r);
     ck_assert_msg(r.status == 200, "the bucket: %ld %s", r.status, r.body.data);
     hresp_free(&r);
     /* Between the bucket and the finish its verified bytes wait in the stage: still refused. */
-    call(&e, "/fetch_weights", fetch, 500, "sync.concurrent_update");
-    call(&e, "/collective_rpc", SKY_FIN, 200, NULL);
-    expect_holds(&e, &c, 5, 5);
+    eng_call(&e, "/fetch_weights", fetch, 500, "sync.concurrent_update");
+    eng_call(&e, "/collective_rpc", SKY_FIN, 200, NULL);
+    eng_expect_holds(&e, &c, 5, 5);
     /* The stage fetched before now holds the bucket's bytes: the delta update refuses to commit
      * them as version 1 (before: 200, version 1 with version 5's bytes). */
-    call(&e, "/update_weights", upd, 500, "delta.version");
-    expect_holds(&e, &c, 5, 5);
+    eng_call(&e, "/update_weights", upd, 500, "delta.version");
+    eng_expect_holds(&e, &c, 5, 5);
     /* Once the update is committed the delta transport works again. */
-    call(&e, "/fetch_weights", fetch, 200, NULL);
+    eng_call(&e, "/fetch_weights", fetch, 200, NULL);
     eng_stop(&e);
     sr_buf_release(&b);
     sr_weights_free(w5);
@@ -207,25 +166,25 @@ START_TEST(vllm_checker_reset_during_a_bucket)
     const char *cfg = "{\"sync_dialect\":\"vllm\",\"seed\":3,\"model\":{\"layers\":2}}";
     const char *reset = "{\"action\":\"reset\"}";
     sr_engine_config c;
-    sr_weights *w5 = weights_of(cfg, 5, &c);
+    sr_weights *w5 = eng_weights_of(cfg, 5, &c);
     sr_buf b = SR_BUF_INIT;
     eng_bucket_of(&b, w5, 5);
     eng e;
     eng_start(&e, cfg);
-    call(&e, "/init_weight_transfer_engine", "{\"init_info\":{}}", 200, NULL);
-    call(&e, "/start_weight_update", "{}", 200, NULL);
+    eng_call(&e, "/init_weight_transfer_engine", "{\"init_info\":{}}", 200, NULL);
+    eng_call(&e, "/start_weight_update", "{}", 200, NULL);
     eng_partial p;
     eng_partial_start(&p, &e, &b, "/update_weights", b.len / 2);
     eng_wait_sync(&e, "buckets_in_flight", 1);
-    call(&e, "/weight_checker", reset, 409, "sync.concurrent_update");
+    eng_call(&e, "/weight_checker", reset, 409, "sync.concurrent_update");
     hresp r;
     eng_partial_finish(&p, &r);
     ck_assert_msg(r.status == 200, "the bucket: %ld %s", r.status, r.body.data);
     hresp_free(&r);
-    call(&e, "/weight_checker", reset, 409, "sync.concurrent_update");
-    call(&e, "/finish_weight_update", "{\"weight_version\":\"5\"}", 200, NULL);
-    expect_holds(&e, &c, 5, 5);
-    call(&e, "/weight_checker", reset, 200, NULL);
+    eng_call(&e, "/weight_checker", reset, 409, "sync.concurrent_update");
+    eng_call(&e, "/finish_weight_update", "{\"weight_version\":\"5\"}", 200, NULL);
+    eng_expect_holds(&e, &c, 5, 5);
+    eng_call(&e, "/weight_checker", reset, 200, NULL);
     eng_stop(&e);
     sr_buf_release(&b);
     sr_weights_free(w5);
@@ -265,12 +224,12 @@ START_TEST(delta_version_ceiling)
     /* Over HTTP the same, route by route. */
     eng e;
     eng_start(&e, cfg);
-    call(&e, "/init_weight_transfer_engine", "{\"init_info\":{}}", 200, NULL);
+    eng_call(&e, "/init_weight_transfer_engine", "{\"init_info\":{}}", 200, NULL);
     snprintf(body, sizeof(body), "{\"target_version\":100001,\"sync_dir\":\"%s\"}", dir);
-    call(&e, "/fetch_weights", body, 400, "engine.bad_request");
+    eng_call(&e, "/fetch_weights", body, 400, "engine.bad_request");
     snprintf(body, sizeof(body),
              "{\"update_info\":{\"target_version\":100001,\"sync_dir\":\"%s\"}}", dir);
-    call(&e, "/update_weights", body, 400, "engine.bad_request");
+    eng_call(&e, "/update_weights", body, 400, "engine.bad_request");
     snprintf(body, sizeof(body), "{\"target_version\":100000,\"sync_dir\":\"%s\"}", dir);
     hresp r;
     http_req(&r, NULL, &e, "POST", "/fetch_weights", body, NULL, 20000);
