@@ -6,7 +6,8 @@ JOBS    ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 # Debian packages the build and tests need (make deps installs the missing ones).
 DEPS    := gcc make cmake pkg-config libcurl4-openssl-dev libcjson-dev check libmicrohttpd-dev \
-           libxxhash-dev libzstd-dev libxml2-utils python3 python3-numpy python3-yaml
+           libxxhash-dev libzstd-dev libxml2-utils python3 python3-numpy python3-yaml \
+           python3-pytest python3-venv python3-setuptools python3-pip
 # Extra packages for fuzzing (clang's libFuzzer runtime).
 FUZZ_DEPS := clang libclang-rt-14-dev libomp-dev
 FUZZ_SECONDS ?= 60

@@ -4,7 +4,7 @@
 Reads README.md and docs/guide/*.md and runs each fenced block whose info string is `sh`
 (blocks marked `console`, `text` or anything else are shown, not run) with bash -eo pipefail,
 one block after another in the order of each file, in a scratch folder that holds the
-repository's scenarios/, fixtures/ and examples/ (as symbolic links) and a writable reports/,
+repository's scenarios/, fixtures/, examples/ and python/ (as symbolic links) and a writable reports/,
 with the built `syncroll` first on PATH. A block's first line may declare the exit status it
 ends with, `# exit: N` (default 0): a quickstart that reproduces a bug ends with 1. Blocks of one
 file share the scratch folder, so a later block may read what an earlier one wrote; each file
@@ -13,7 +13,11 @@ gets its own. A block may also name files it must leave behind, `# creates: PATH
 The setup commands (`make run`, `make test`, `make deps`) are not run here: they are what runs
 this test. A block that calls them fails this test, so the docs mark them `console`.
 
-Usage: doc_commands.py SOURCE_DIR BUILD_HARNESS_DIR [--list]
+With `--python3 PY`, `python3` in the blocks is PY (a link to it comes first on PATH): the
+Python that `make deps` installs Debian's python3-numpy and python3-pytest for, which a fresh
+Debian machine has as its only python3, while a developer's PATH may name another one first.
+
+Usage: doc_commands.py SOURCE_DIR BUILD_HARNESS_DIR [--python3 PY] [--list]
 """
 import os
 import re
@@ -55,7 +59,7 @@ def doc_files(root):
 
 def scratch(root):
     d = tempfile.mkdtemp(prefix="syncroll-doc-")
-    for name in ("scenarios", "fixtures", "examples"):
+    for name in ("scenarios", "fixtures", "examples", "python"):
         if os.path.isdir(os.path.join(root, name)):
             os.symlink(os.path.join(root, name), os.path.join(d, name))
     os.mkdir(os.path.join(d, "reports"))
@@ -64,11 +68,24 @@ def scratch(root):
 
 def main():
     args = [a for a in sys.argv[1:] if a != "--list"]
+    python3 = None
+    if "--python3" in args:
+        i = args.index("--python3")
+        if i + 1 >= len(args):
+            print(__doc__, file=sys.stderr)
+            return 2
+        python3 = args[i + 1]
+        del args[i:i + 2]
     if len(args) != 2:
         print(__doc__, file=sys.stderr)
         return 2
     root, harness = os.path.abspath(args[0]), os.path.abspath(args[1])
-    env = dict(os.environ, PATH=harness + os.pathsep + os.environ.get("PATH", ""))
+    path = harness + os.pathsep + os.environ.get("PATH", "")
+    if python3:
+        pybin = tempfile.mkdtemp(prefix="doc-python3-")
+        os.symlink(python3, os.path.join(pybin, "python3"))
+        path = pybin + os.pathsep + path
+    env = dict(os.environ, PATH=path)
     env.pop("CI", None)  # the docs' commands read CI variables only where a block sets them
     bad = ran = 0
     for f in doc_files(root):
@@ -108,6 +125,8 @@ def main():
                     bad += 1
         if work:
             shutil.rmtree(work, ignore_errors=True)
+    if python3:
+        shutil.rmtree(pybin, ignore_errors=True)
     print(f"doc commands: {ran} block(s) run, {bad} failed")
     return 1 if bad else 0
 

@@ -8,6 +8,7 @@
 #include <cjson/cJSON.h>
 
 #include "args.h"
+#include "cmd_check_body_priv.h"
 #include "commands.h"
 #include "sr_buf.h"
 #include "sr_envelope.h"
@@ -71,6 +72,8 @@ static const char USAGE[] =
     "  --expected-length N      the announced Content-Length: fewer bytes is\n"
     "                           splice.short_body, more is splice.long_body\n"
     "  --json                   print one JSON object on standard output instead of text\n"
+    "  --npy-dir DIR            also write each decoded array as DIR/<i>.npy (i: its index in\n"
+    "                           the entries; np.load reads it); --json names it as \"npy\"\n"
     "  -h, --help               show this help\n"
     "\n"
     "exit status: 0 valid; 3 protocol error (layout drift, orphan blob, duplicate key, nesting\n"
@@ -87,7 +90,7 @@ static const char USAGE[] =
     "error as 'syncroll check-body: <name>: <message>'.\n";
 
 typedef struct opts {
-    const char *path, *fields, *registry;
+    const char *path, *fields, *registry, *npy_dir;
     int json;
     int64_t expected;
     int dialect;        /* -1: tell it from the body */
@@ -110,7 +113,8 @@ static int parse_args(opts *o, int argc, char **argv)
         if (strcmp(a, "--json") == 0) {
             o->json = 1;
         } else if ((strcmp(a, "--fields") == 0 || strcmp(a, "--field-registry") == 0 ||
-                    strcmp(a, "--expected-length") == 0 || strcmp(a, "--dialect") == 0) &&
+                    strcmp(a, "--expected-length") == 0 || strcmp(a, "--dialect") == 0 ||
+                    strcmp(a, "--npy-dir") == 0) &&
                    i + 1 < argc) {
             const char *v = argv[++i];
             if (strcmp(a, "--dialect") == 0) {
@@ -119,6 +123,8 @@ static int parse_args(opts *o, int argc, char **argv)
                 o->source = "given";
             } else if (strcmp(a, "--fields") == 0)
                 o->fields = v;
+            else if (strcmp(a, "--npy-dir") == 0)
+                o->npy_dir = v;
             else if (strcmp(a, "--field-registry") == 0)
                 o->registry = v;
             else {
@@ -452,7 +458,8 @@ static int check_declared(const sr_splice_result *r, sr_err *err)
     return 0;
 }
 
-static void print_json(const sr_splice_result *r, const opts *o, const unreg *u)
+static void print_json(const sr_splice_result *r, const opts *o, const unreg *u,
+                       char (*npy)[SR_CHECK_BODY_NPY_NAME_MAX])
 {
     cJSON *root = cJSON_CreateObject();
     cJSON_AddBoolToObject(root, "valid", 1);
@@ -462,8 +469,12 @@ static void print_json(const sr_splice_result *r, const opts *o, const unreg *u)
     cJSON_AddNumberToObject(root, "blobs", (double)r->stats.blobs);
     cJSON_AddNumberToObject(root, "int_arrays", (double)r->stats.int_arrays);
     cJSON *list = cJSON_AddArrayToObject(root, "entries");
-    for (size_t i = 0; i < r->count; i++)
-        cJSON_AddItemToArray(list, entry_json(&r->entries[i]));
+    for (size_t i = 0; i < r->count; i++) {
+        cJSON *e = entry_json(&r->entries[i]);
+        if (npy && npy[i][0])
+            cJSON_AddStringToObject(e, "npy", npy[i]);
+        cJSON_AddItemToArray(list, e);
+    }
     if (u->total) { /* only then: the keys of a body without one stay as they were */
         cJSON *un = cJSON_AddArrayToObject(root, "unregistered_envelopes");
         for (size_t i = 0; i < u->n; i++)
@@ -555,6 +566,15 @@ int sr_cmd_check_body(int argc, char **argv)
         (rc = whole ? feed_buf(s, &body, &err) : feed_file(s, o.path, &err)) ||
         (rc = sr_splice_stream_finish(s, &r, &err)) || (rc = check_declared(r, &err)))
         status = report_error(&o, &err, rc == SR_E_IO ? SR_EXIT_USAGE : sr_exit_for_code(rc));
+    char(*npy)[SR_CHECK_BODY_NPY_NAME_MAX] = NULL;
+    if (!rc && o.npy_dir && r->count && !(npy = calloc(r->count, sizeof *npy))) {
+        rc = sr_err_set(&err, SR_E_NOMEM, "no memory for %zu .npy names", r->count);
+        status = report_error(&o, &err, SR_EXIT_FAIL);
+    }
+    for (size_t i = 0; !rc && npy && i < r->count; i++)
+        if (r->entries[i].kind != SR_SPLICE_NULL &&
+            (rc = sr_check_body_write_npy(o.npy_dir, i, &r->entries[i].array, npy[i], &err)))
+            status = report_error(&o, &err, SR_EXIT_USAGE);
     if (!rc) {
         static unreg u; /* 4 KiB of paths: off the stack */
         char path[1024] = "";
@@ -562,10 +582,11 @@ int sr_cmd_check_body(int argc, char **argv)
         find_unregistered(&u, r, r->doc, path, 0, 0);
         note_unregistered(&u);
         if (o.json)
-            print_json(r, &o, &u);
+            print_json(r, &o, &u, npy);
         else
             print_text(r, &o);
     }
+    free(npy);
     sr_splicer_free(s);
     sr_fields_free(f);
     sr_buf_release(&body);

@@ -423,7 +423,8 @@ int sr_engine_state_json(sr_buf *b, sr_engine *e, const sr_engine_live *live, sr
     if (!rc)
         rc = sr_jw_str(b, e->cfg.id, err);
     if (!rc)
-        rc = sr_buf_printf(b, err, ",\"index\":%d,\"pid\":%ld", e->cfg.index, (long)getpid());
+        rc = sr_buf_printf(b, err, ",\"index\":%d,\"pid\":%ld,\"dialect\":\"%s\"", e->cfg.index,
+                           (long)getpid(), sr_dialect_name(e->cfg.dialect));
     pthread_mutex_lock(&e->mu);
     if (!rc)
         rc = state_locked(b, e, err);
