@@ -19,6 +19,8 @@ const sr_command sr_commands[] = {
     {"report", "re-render a run's reports; compare p99 with a baseline run", sr_cmd_report},
     {"validate-field", "validate a new packed side-channel field before it ships",
      sr_cmd_validate_field},
+    {"proxy", "a recording, fault-injecting HTTP proxy in front of an engine", sr_cmd_proxy},
+    {"replay", "read a proxy capture: list its exchanges and check its bodies", sr_cmd_replay},
     {NULL, NULL, NULL},
 };
 

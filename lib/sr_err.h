@@ -382,7 +382,22 @@ typedef enum sr_class {
     X(SR_E_REPORT_SHARD_DUPLICATE, -1103, "report.shard_duplicate", SR_CLASS_USAGE,                \
       "two folders to merge hold the same shard")                                                  \
     X(SR_E_REPORT_SCENARIO_TWICE, -1104, "report.scenario_twice", SR_CLASS_USAGE,                  \
-      "the same scenario execution (id and repeat) appears in two shards to merge")
+      "the same scenario execution (id and repeat) appears in two shards to merge")                \
+    /* the recording proxy and its captures (-14xx) */                                             \
+    X(SR_E_CAPTURE_VERSION, -1400, "capture.version", SR_CLASS_USAGE,                              \
+      "a capture's index does not start with a syncroll capture header of a version this build "   \
+      "reads")                                                                                     \
+    X(SR_E_CAPTURE_TRUNCATED, -1401, "capture.truncated", SR_CLASS_USAGE,                          \
+      "a capture's index ends inside a record (the proxy was stopped while writing it)")           \
+    X(SR_E_CAPTURE_CORRUPT, -1402, "capture.corrupt", SR_CLASS_USAGE,                              \
+      "a capture record is not JSON, or a key is missing, of the wrong type or out of range, or "  \
+      "a body file is named outside the capture's bodies/ folder")                                 \
+    X(SR_E_CAPTURE_BODY, -1403, "capture.body", SR_CLASS_USAGE,                                    \
+      "a captured body file is missing, is not one zstd frame, or does not match its recorded "    \
+      "size or digest")                                                                            \
+    X(SR_E_PROXY_UPSTREAM, -1410, "proxy.upstream", SR_CLASS_TRANSIENT,                            \
+      "the proxy could not reach its upstream engine or lost it mid-answer (the client gets a "    \
+      "502, or a cut body)")
 
 typedef enum sr_code {
     SR_OK = 0,

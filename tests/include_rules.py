@@ -27,13 +27,16 @@ LAYERS = {
     "harness/report": {"lib"},
     "harness/client": {"lib", "harness/spec"},
     "harness/engine": {"lib", "harness/spec"},
+    # The proxy applies the engine's fault selection (engine/engine_faults.h) to real traffic.
+    "harness/proxy": {"lib", "harness/spec", "harness/engine"},
     "harness/scenario": {"lib", "harness/spec", "harness/client", "harness/report"},
     "harness/sync": {"lib", "harness/spec", "harness/client", "harness/report",
                      "harness/scenario"},
     "harness/run": {"lib", "harness/spec", "harness/client", "harness/report",
                     "harness/scenario", "harness/sync"},
     "harness/cli": {"lib", "harness/spec", "harness/client", "harness/report",
-                    "harness/scenario", "harness/sync", "harness/run", "harness/engine"},
+                    "harness/scenario", "harness/sync", "harness/run", "harness/engine",
+                    "harness/proxy"},
     "harness": {"harness/cli", "lib", "harness/run", "harness/client"},
 }
 # The commands that start engines are the only trainer-side files that may include engine/.

@@ -34,6 +34,8 @@ int sr_cmd_run(int argc, char **argv);
 int sr_cmd_lint(int argc, char **argv);
 int sr_cmd_report(int argc, char **argv);
 int sr_cmd_validate_field(int argc, char **argv);
+int sr_cmd_proxy(int argc, char **argv);
+int sr_cmd_replay(int argc, char **argv);
 
 /* Maps an sr_code to the exit status of the commands that judge inputs (check-body, ...). */
 int sr_exit_for_code(int code);

@@ -10,58 +10,9 @@
 #include "jsonw.h"
 #include "server_priv.h"
 
-/* Offsets of the first blob's start and the last blob's closing quote, or -1. */
-static void find_blobs(const sr_buf *b, int64_t *first_start, int64_t *first_end, int64_t *last_end)
-{
-    *first_start = *first_end = *last_end = -1;
-    const char *p = b->data, *end = b->data + b->len;
-    while (p && p < end) {
-        const char *k = memmem(p, (size_t)(end - p), "\"data\":", 7);
-        if (!k)
-            break;
-        const char *q = k + 7;
-        if (q < end && *q == ' ')
-            q++;
-        if (q >= end || *q != '"') {
-            p = k + 7;
-            continue;
-        }
-        const char *close = memchr(q + 1, '"', (size_t)(end - q - 1));
-        if (!close)
-            break;
-        if (*first_start < 0) {
-            *first_start = q + 1 - b->data;
-            *first_end = close - b->data;
-        }
-        *last_end = close - b->data;
-        p = close + 1;
-    }
-}
-
 static size_t cut_for(const req *r, const sr_fault *t)
 {
-    size_t len = r->resp.len;
-    int64_t fs, fe, le;
-    switch (t->kind) {
-    case SR_FK_TRUNCATE:
-        return (size_t)t->bytes < len ? (size_t)t->bytes : len;
-    case SR_FK_STALL_MID_BODY:
-        if (t->has_bytes)
-            return (size_t)t->bytes < len ? (size_t)t->bytes : len;
-        return len / 2;
-    case SR_FK_TRUNCATE_IN_BLOB:
-        find_blobs(&r->resp, &fs, &fe, &le);
-        if (fs < 0)
-            return len / 2;
-        int64_t in = t->has_bytes ? t->bytes : (fe - fs) / 2;
-        return (size_t)(fs + (in < fe - fs ? in : (fe > fs ? fe - fs - 1 : 0)));
-    case SR_FK_TRUNCATE_AFTER_BLOBS:
-        find_blobs(&r->resp, &fs, &fe, &le);
-        int64_t at = (le < 0 ? 0 : le + 1) + (t->has_bytes ? t->bytes : 0);
-        return (size_t)at < len ? (size_t)at : (len ? len - 1 : 0);
-    default:
-        return len;
-    }
+    return sr_fault_cut_offset(t, r->resp.data, r->resp.len);
 }
 
 static ssize_t read_body(void *cls, uint64_t pos, char *buf, size_t max)

@@ -326,6 +326,15 @@ void sr_fault_plan_free(sr_fault_plan *plan);
 size_t sr_fault_plan_count(const sr_fault_plan *plan);
 const sr_fault *sr_fault_plan_at(const sr_fault_plan *plan, size_t i);
 
+/*
+ * Where body-shaping transport fault `t` (truncate, truncate_in_blob, truncate_after_blobs,
+ * stall_mid_body) cuts an answer of `len` bytes: the number of bytes sent before the cut (len for
+ * any other kind). truncate_in_blob cuts inside the first base64 blob ("data":"..."), at its
+ * middle or `offset` characters in; truncate_after_blobs just after the last blob's closing
+ * quote (plus `offset`). Used by the mock engine and the proxy alike (fault_cut.c).
+ */
+size_t sr_fault_cut_offset(const sr_fault *t, const char *body, size_t len);
+
 /* The fault of `plan` whose id (given or default) is `id` (borrowed), or NULL. */
 const sr_fault *sr_fault_plan_find(const sr_fault_plan *plan, const char *id);
 

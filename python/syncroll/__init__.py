@@ -7,13 +7,14 @@ never decodes the wire itself. See docs/guide/python.md.
 from ._binary import binary, dialects
 from .body import BodyResult, check_body
 from .engine import Engines, serve
+from .proxy import Proxy, proxy
 from .errors import (InternalError, ProtocolError, ResourceError, SyncrollError, TransientError,
                      UsageError)
 from .results import Check, RunResult, Scenario, probe, run
 
 __all__ = [
-    "BodyResult", "Check", "Engines", "InternalError", "ProtocolError", "ResourceError",
+    "BodyResult", "Check", "Engines", "InternalError", "ProtocolError", "Proxy", "ResourceError",
     "RunResult", "Scenario", "SyncrollError", "TransientError", "UsageError", "binary",
-    "check_body", "dialects", "probe", "run", "serve",
+    "check_body", "dialects", "probe", "proxy", "run", "serve",
 ]
 __version__ = "0.1.0"

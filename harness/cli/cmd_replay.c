@@ -1,0 +1,177 @@
+/* syncroll replay --list: read a capture of `syncroll proxy --record` and check its bodies. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "commands.h"
+#include "proxy/capture.h"
+#include "sr_buf.h"
+
+static const char USAGE[] =
+    "usage: syncroll replay --list [--json] [--no-verify] CAPTURE\n"
+    "       syncroll replay --body SEQ:req|SEQ:resp CAPTURE\n"
+    "\n"
+    "Reads a capture that `syncroll proxy --record CAPTURE` wrote (docs/reference/proxy.md)\n"
+    "and lists its exchanges in the order they arrived: sequence number, start time (ms since\n"
+    "the capture began), session (X-Session-ID), method and URI, status, request and response\n"
+    "bytes, whether the exchange completed, and the proxy fault that fired. Every body is\n"
+    "decompressed and checked against its recorded size and xxh3 digest unless --no-verify.\n"
+    "A capture is untrusted input: a damaged one is a named error (capture.version,\n"
+    "capture.truncated, capture.corrupt, capture.body; exit 2), never a crash.\n"
+    "\n"
+    "This build lists and verifies captures; judging a capture (splice, traces, checks) is\n"
+    "not in it yet.\n"
+    "\n"
+    "  --list        list the exchanges (required)\n"
+    "  --json        one JSON object: {\"upstream\",\"redacted\",\"exchanges\":[...]}\n"
+    "  --no-verify   do not read the bodies\n"
+    "  --body SEQ:req|SEQ:resp\n"
+    "                write exchange SEQ's request or response body to standard output, as\n"
+    "                the client sent it or the engine answered it (checked against its\n"
+    "                digest), e.g. to pipe into `syncroll check-body -`\n";
+
+/* Bodies are read to check them; none a proxy records is larger. */
+#define REPLAY_MAX_BODY ((size_t)4 << 30)
+
+static cJSON *exchange_json(const sr_capture_exchange *x)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "seq", (double)x->seq);
+    cJSON_AddNumberToObject(o, "t_start_ms", (double)x->t_start_us / 1000.0);
+    x->session[0] ? (void)cJSON_AddStringToObject(o, "session", x->session)
+                  : (void)cJSON_AddNullToObject(o, "session");
+    cJSON_AddStringToObject(o, "method", x->method);
+    cJSON_AddStringToObject(o, "uri", x->uri);
+    x->endpoint[0] ? (void)cJSON_AddStringToObject(o, "endpoint", x->endpoint)
+                   : (void)cJSON_AddNullToObject(o, "endpoint");
+    cJSON_AddNumberToObject(o, "status", x->status);
+    cJSON_AddNumberToObject(o, "request_bytes", (double)x->request.bytes);
+    cJSON_AddNumberToObject(o, "response_bytes", (double)x->response.bytes);
+    cJSON_AddBoolToObject(o, "complete", x->complete);
+    x->fault[0] ? (void)cJSON_AddStringToObject(o, "fault", x->fault)
+                : (void)cJSON_AddNullToObject(o, "fault");
+    return o;
+}
+
+static int verify(const sr_capture *c, sr_err *err)
+{
+    sr_buf b = SR_BUF_INIT;
+    b.max = REPLAY_MAX_BODY;
+    int rc = 0;
+    for (size_t i = 0; !rc && i < sr_capture_count(c); i++) {
+        const sr_capture_exchange *x = sr_capture_at(c, i);
+        rc = sr_capture_read_body(c, &x->request, &b, REPLAY_MAX_BODY, err);
+        if (!rc)
+            rc = sr_capture_read_body(c, &x->response, &b, REPLAY_MAX_BODY, err);
+        if (rc)
+            sr_err_prefix(err, "exchange %" PRId64, x->seq);
+    }
+    sr_buf_release(&b);
+    return rc;
+}
+
+/* --body SEQ:req|SEQ:resp: one body, verified, to standard output. */
+static int dump_body(const sr_capture *c, const char *spec, sr_err *err)
+{
+    char kind[8] = "";
+    long long seq = 0;
+    int used = 0;
+    if (sscanf(spec, "%lld:%7[a-z]%n", &seq, kind, &used) != 2 || spec[used] ||
+        (strcmp(kind, "req") != 0 && strcmp(kind, "resp") != 0))
+        return sr_err_set(err, SR_E_INVAL, "--body '%s' is not SEQ:req or SEQ:resp", spec);
+    for (size_t i = 0; i < sr_capture_count(c); i++) {
+        const sr_capture_exchange *x = sr_capture_at(c, i);
+        if (x->seq != seq)
+            continue;
+        sr_buf b = SR_BUF_INIT;
+        b.max = REPLAY_MAX_BODY;
+        int rc = sr_capture_read_body(c, strcmp(kind, "req") == 0 ? &x->request : &x->response, &b,
+                                      REPLAY_MAX_BODY, err);
+        if (!rc && b.len && fwrite(b.data, 1, b.len, stdout) != b.len)
+            rc = sr_err_set(err, SR_E_IO, "cannot write the body to standard output");
+        sr_buf_release(&b);
+        return rc;
+    }
+    return sr_err_set(err, SR_E_INVAL, "the capture has no exchange %lld", seq);
+}
+
+int sr_cmd_replay(int argc, char **argv)
+{
+    int list = 0, json = 0, check = 1;
+    const char *dir = NULL, *body = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            fputs(USAGE, stdout);
+            return SR_EXIT_OK;
+        } else if (strcmp(argv[i], "--list") == 0)
+            list = 1;
+        else if (strcmp(argv[i], "--json") == 0)
+            json = 1;
+        else if (strcmp(argv[i], "--no-verify") == 0)
+            check = 0;
+        else if (strcmp(argv[i], "--body") == 0 && i + 1 < argc)
+            body = argv[++i];
+        else if (argv[i][0] == '-' || dir) {
+            fprintf(stderr,
+                    "syncroll replay: unknown option or second capture '%s' (see "
+                    "--help)\n",
+                    argv[i]);
+            return SR_EXIT_USAGE;
+        } else
+            dir = argv[i];
+    }
+    if (!dir || (!list && !body) || (list && body)) {
+        fprintf(stderr, "syncroll replay: %s (see --help)\n",
+                !dir ? "no capture folder"
+                : !list && !body
+                    ? "this build lists captures and prints bodies: give --list or --body"
+                    : "--list and --body are exclusive");
+        return SR_EXIT_USAGE;
+    }
+    sr_err err = SR_ERR_INIT;
+    sr_capture *c = NULL;
+    int rc = sr_capture_open(&c, dir, &err);
+    if (!rc && body) {
+        rc = dump_body(c, body, &err);
+        if (rc)
+            fprintf(stderr, "syncroll replay: %s: %s\n", sr_code_name(rc), err.msg);
+        sr_capture_free(c);
+        return rc ? (rc == SR_E_NOMEM ? SR_EXIT_FAIL : SR_EXIT_USAGE) : SR_EXIT_OK;
+    }
+    if (!rc && check)
+        rc = verify(c, &err);
+    if (rc) {
+        fprintf(stderr, "syncroll replay: %s: %s\n", sr_code_name(rc), err.msg);
+        sr_capture_free(c);
+        return rc == SR_E_NOMEM ? SR_EXIT_FAIL : SR_EXIT_USAGE;
+    }
+    if (json) {
+        cJSON *root = cJSON_CreateObject(), *xs;
+        cJSON_AddStringToObject(root, "upstream", sr_capture_upstream(c));
+        cJSON_AddBoolToObject(root, "redacted", sr_capture_redacted(c));
+        cJSON_AddBoolToObject(root, "verified", check);
+        xs = cJSON_AddArrayToObject(root, "exchanges");
+        for (size_t i = 0; i < sr_capture_count(c); i++)
+            cJSON_AddItemToArray(xs, exchange_json(sr_capture_at(c, i)));
+        char *t = cJSON_PrintUnformatted(root);
+        if (t)
+            puts(t);
+        cJSON_free(t);
+        cJSON_Delete(root);
+    } else {
+        printf("capture of %s: %zu exchange(s)%s\n", sr_capture_upstream(c), sr_capture_count(c),
+               check ? ", every body verified" : "");
+        for (size_t i = 0; i < sr_capture_count(c); i++) {
+            const sr_capture_exchange *x = sr_capture_at(c, i);
+            printf("%6" PRId64 " %10.3f ms  %-16.16s %s %s -> %d  %" PRIu64 " / %" PRIu64
+                   " bytes%s%s%s\n",
+                   x->seq, (double)x->t_start_us / 1000.0, x->session[0] ? x->session : "-",
+                   x->method, x->uri, x->status, x->request.bytes, x->response.bytes,
+                   x->complete ? "" : "  INCOMPLETE", x->fault[0] ? "  fault " : "", x->fault);
+        }
+    }
+    sr_capture_free(c);
+    return SR_EXIT_OK;
+}

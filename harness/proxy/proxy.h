@@ -1,0 +1,71 @@
+/*
+ * proxy: `syncroll proxy`, a transparent HTTP proxy in front of one engine (libmicrohttpd in,
+ * libcurl out) that forwards every request and streams every answer back unchanged, records the
+ * traffic (capture.h) and applies syncroll's delay, http and transport faults (spec/faults.h) to
+ * it with the engine's selection rules (engine/engine_faults.h: endpoints, nth, turn by
+ * X-Session-ID, probability, count).
+ *
+ * Streaming: an answer is passed on as its bytes arrive, holding at most SR_PROXY_HOLD_BYTES of
+ * it (the upstream transfer is paused while the client lags), so memory does not grow with the
+ * body; only truncate_in_blob without an offset holds the first blob whole (it cuts at its
+ * middle, which is known only at its end). Requests are read whole (at most max_request_bytes;
+ * a larger one is answered 413 resource.limit without being forwarded).
+ *
+ * Answers the proxy makes itself carry a JSON error body as the engine's do:
+ * {"error":{"message":..,"type":..,"code":N,"check":"<error name>"}}: 502 proxy.upstream when the
+ * upstream cannot be reached or fails before its status line, 413 resource.limit. An upstream
+ * that fails mid-body leaves the client a cut body (the connection closes), as the engine's own
+ * failure would. Hop-by-hop headers (Connection, Keep-Alive, Transfer-Encoding, TE, Trailer,
+ * Upgrade, Proxy-*) are not forwarded; Host is the upstream's.
+ *
+ * GET /syncroll/v1/proxy answers the proxy's own state (upstream, exchanges, per-fault
+ * seen/fired) and is not forwarded.
+ *
+ * Threads: libmicrohttpd's thread per connection; each request drives its own curl transfer in
+ * that thread. Ownership: the config's strings, capture writer and plan are borrowed and must
+ * outlive the proxy.
+ */
+#ifndef SR_PROXY_H
+#define SR_PROXY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "capture.h"
+#include "spec/faults.h"
+#include "sr_err.h"
+
+#define SR_PROXY_HOLD_BYTES   (1u << 20)  /* answer bytes held before the upstream is paused */
+#define SR_PROXY_MAX_REQUEST  (64u << 20) /* default bound on a request body */
+#define SR_PROXY_UPSTREAM_MAX 512         /* bytes of the upstream URL, including the NUL */
+
+typedef struct sr_proxy_config {
+    const char *upstream;        /* "http://host:port" (no path) */
+    const char *listen_addr;     /* numeric IPv4 address; NULL: 127.0.0.1 */
+    int port;                    /* 0: any free port */
+    sr_capture_writer *record;   /* NULL: no capture */
+    int redact;                  /* capture: prompt token ids written as zeros */
+    const sr_fault_plan *faults; /* NULL: none; delay, http and transport kinds only */
+    uint64_t seed;               /* probability and latency draws */
+    size_t max_request_bytes;    /* 0: SR_PROXY_MAX_REQUEST */
+} sr_proxy_config;
+
+typedef struct sr_proxy sr_proxy;
+
+/*
+ * Checks that every fault of `plan` is one the proxy applies (delay, http or transport layer):
+ * SR_E_FAULT_SPEC naming the fault and the layers it may use otherwise.
+ */
+int sr_proxy_check_faults(const sr_fault_plan *plan, sr_err *err);
+
+/* Validates the config (upstream "http://" URL, faults), binds and starts serving.
+ * Errors: usage.invalid_argument (bad upstream), fault.spec, engine.start (bind/daemon). */
+int sr_proxy_start(sr_proxy **out, const sr_proxy_config *cfg, sr_err *err);
+
+int sr_proxy_port(const sr_proxy *p);
+const char *sr_proxy_url(const sr_proxy *p);
+
+/* Stops serving (a stalled request is released and closed) and frees the proxy. */
+void sr_proxy_stop(sr_proxy *p);
+
+#endif /* SR_PROXY_H */

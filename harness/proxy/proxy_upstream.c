@@ -1,0 +1,265 @@
+/* The proxy's upstream side: one curl transfer per request, driven from the connection's thread,
+ * and the answer handed to libmicrohttpd as it arrives (proxy.h, "Streaming"). */
+#include <errno.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "proxy_priv.h"
+
+int64_t px_now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* Headers a proxy must not pass on (RFC 9110 7.6.1), and those libmicrohttpd writes itself. */
+static int hop_by_hop(const char *name, size_t len)
+{
+    static const char *const names[] = {
+        "connection",     "keep-alive", "transfer-encoding",  "te",
+        "trailer",        "upgrade",    "proxy-authenticate", "proxy-authorization",
+        "content-length", "date"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strlen(names[i]) == len && strncasecmp(name, names[i], len) == 0)
+            return 1;
+    return 0;
+}
+
+static size_t on_header(char *line, size_t size, size_t n, void *cls)
+{
+    px_req *r = cls;
+    size_t len = size * n, l = len;
+    while (l && (line[l - 1] == '\n' || line[l - 1] == '\r'))
+        l--;
+    if (l >= 5 && strncmp(line, "HTTP/", 5) == 0) {
+        r->head.len = 0; /* a new status line: a 1xx before the final answer is dropped */
+        return len;
+    }
+    if (l == 0) {
+        long code = 0;
+        curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &code);
+        if (code >= 200)
+            r->head_done = 1;
+        return len;
+    }
+    const char *colon = memchr(line, ':', l);
+    if (!colon || hop_by_hop(line, (size_t)(colon - line)))
+        return len;
+    sr_err err = SR_ERR_INIT;
+    if (sr_buf_append(&r->head, line, l, &err) || sr_buf_append(&r->head, "\n", 1, &err))
+        return 0; /* out of memory: curl fails the transfer */
+    return len;
+}
+
+static size_t on_body(char *data, size_t size, size_t n, void *cls)
+{
+    px_req *r = cls;
+    size_t len = size * n;
+    /* The client lags: pause the upstream rather than hold more (not for whole answers). */
+    if (!r->whole && r->pending.len - r->off >= SR_PROXY_HOLD_BYTES) {
+        r->paused = 1;
+        return CURL_WRITEFUNC_PAUSE;
+    }
+    sr_err err = SR_ERR_INIT;
+    if (r->resp_sink && sr_capture_sink_write(r->resp_sink, data, len, &err)) {
+        sr_capture_sink_abandon(r->resp_sink); /* the capture lacks it; the client does not */
+        r->resp_sink = NULL;
+        r->x.complete = 0;
+    }
+    if (sr_buf_append(&r->pending, data, len, &err))
+        return 0;
+    return len;
+}
+
+/* One step of the transfer: perform, collect its end, wait up to 100 ms for its socket. */
+static void drive(px_req *r)
+{
+    int running = 0;
+    curl_multi_perform(r->multi, &running);
+    CURLMsg *m;
+    int left;
+    while ((m = curl_multi_info_read(r->multi, &left)))
+        if (m->msg == CURLMSG_DONE) {
+            r->done = 1;
+            r->result = m->data.result;
+        }
+    if (!r->done && !running) {
+        r->done = 1;
+        r->result = CURLE_OK;
+    }
+    if (!r->done)
+        curl_multi_poll(r->multi, NULL, 0, 100, NULL);
+}
+
+int px_forward(px_req *r, sr_err *err)
+{
+    sr_proxy *p = r->p;
+    char url[SR_PROXY_UPSTREAM_MAX + SR_CAPTURE_STR_MAX];
+    snprintf(url, sizeof url, "%s%s", p->upstream, r->x.uri);
+    r->easy = curl_easy_init();
+    r->multi = curl_multi_init();
+    if (!r->easy || !r->multi)
+        return sr_err_set(err, SR_E_NOMEM, "no memory for an upstream transfer");
+    curl_easy_setopt(r->easy, CURLOPT_URL, url);
+    curl_easy_setopt(r->easy, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(r->easy, CURLOPT_HTTPHEADER, r->hdrs);
+    curl_easy_setopt(r->easy, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(r->easy, CURLOPT_HEADERDATA, r);
+    curl_easy_setopt(r->easy, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(r->easy, CURLOPT_WRITEDATA, r);
+    curl_easy_setopt(r->easy, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
+    if (strcmp(r->x.method, "GET") == 0) {
+        curl_easy_setopt(r->easy, CURLOPT_HTTPGET, 1L);
+    } else if (strcmp(r->x.method, "HEAD") == 0) {
+        curl_easy_setopt(r->easy, CURLOPT_NOBODY, 1L);
+    } else {
+        if (strcmp(r->x.method, "POST") != 0)
+            curl_easy_setopt(r->easy, CURLOPT_CUSTOMREQUEST, r->x.method);
+        curl_easy_setopt(r->easy, CURLOPT_POSTFIELDS, r->body.data ? r->body.data : "");
+        curl_easy_setopt(r->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->body.len);
+    }
+    curl_multi_add_handle(r->multi, r->easy);
+    while (!r->head_done && !r->done)
+        drive(r);
+    if (!r->head_done)
+        return sr_err_set(err, SR_E_PROXY_UPSTREAM, "upstream %s: %s", url,
+                          r->done ? curl_easy_strerror(r->result) : "no answer");
+    r->x.t_head_us = -1; /* the caller stamps it */
+    while (r->whole && !r->done)
+        drive(r);
+    return 0;
+}
+
+void px_upstream_release(px_req *r)
+{
+    if (r->multi && r->easy)
+        curl_multi_remove_handle(r->multi, r->easy);
+    if (r->easy)
+        curl_easy_cleanup(r->easy);
+    if (r->multi)
+        curl_multi_cleanup(r->multi);
+    curl_slist_free_all(r->hdrs);
+    r->easy = NULL;
+    r->multi = NULL;
+    r->hdrs = NULL;
+}
+
+static int stopping(sr_proxy *p)
+{
+    pthread_mutex_lock(&p->mu);
+    int s = p->stopping;
+    pthread_mutex_unlock(&p->mu);
+    return s;
+}
+
+/* stall_mid_body: hold the connection until the proxy stops. */
+static void stall(sr_proxy *p)
+{
+    pthread_mutex_lock(&p->mu);
+    while (!p->stopping)
+        pthread_cond_wait(&p->cv, &p->mu);
+    pthread_mutex_unlock(&p->mu);
+}
+
+/* A whole answer (a body-shaping fault fired), delivered up to its cut. */
+static ssize_t read_whole(px_req *r, uint64_t pos, char *buf, size_t max)
+{
+    const sr_fault *t = r->pick.f[SR_FL_TRANSPORT];
+    size_t len = r->pending.len;
+    size_t limit = t->kind == SR_FK_DRIBBLE ? len : r->cut;
+    if (pos >= limit) {
+        if (t->kind == SR_FK_STALL_MID_BODY && pos < len)
+            stall(r->p);
+        return pos >= len ? MHD_CONTENT_READER_END_OF_STREAM : MHD_CONTENT_READER_END_WITH_ERROR;
+    }
+    size_t n = limit - (size_t)pos < max ? limit - (size_t)pos : max;
+    if (t->kind == SR_FK_DRIBBLE) {
+        int64_t wait = r->next_send_ns - px_now_ns();
+        if (wait > 0) {
+            struct timespec ts = {wait / 1000000000, wait % 1000000000};
+            while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+                ;
+        }
+        size_t chunk = (size_t)(t->bytes_per_second / 20.0); /* twenty slices a second */
+        n = n < (chunk ? chunk : 1) ? n : (chunk ? chunk : 1);
+        r->next_send_ns = px_now_ns() + (int64_t)((double)n * 1e9 / t->bytes_per_second);
+    }
+    memcpy(buf, r->pending.data + pos, n);
+    r->sent = pos + n;
+    return (ssize_t)n;
+}
+
+static ssize_t read_stream(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    px_req *r = cls;
+    if (stopping(r->p))
+        return MHD_CONTENT_READER_END_WITH_ERROR;
+    if (r->whole)
+        return read_whole(r, pos, buf, max);
+    while (r->off == r->pending.len && !r->done) {
+        r->off = r->pending.len = 0;
+        if (r->paused) {
+            r->paused = 0;
+            curl_easy_pause(r->easy, CURLPAUSE_CONT);
+        }
+        drive(r);
+        if (stopping(r->p))
+            return MHD_CONTENT_READER_END_WITH_ERROR;
+    }
+    if (r->off == r->pending.len) {
+        if (r->result != CURLE_OK) {
+            atomic_fetch_add(&r->p->failures, 1);
+            r->x.complete = 0;
+            return MHD_CONTENT_READER_END_WITH_ERROR;
+        }
+        return MHD_CONTENT_READER_END_OF_STREAM;
+    }
+    size_t n = r->pending.len - r->off < max ? r->pending.len - r->off : max;
+    memcpy(buf, r->pending.data + r->off, n);
+    r->off += n;
+    r->sent += n;
+    return (ssize_t)n;
+}
+
+struct MHD_Response *px_stream_response(px_req *r, unsigned *status)
+{
+    long code = 0;
+    curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &code);
+    *status = (unsigned)code;
+    uint64_t size = MHD_SIZE_UNKNOWN;
+    if (r->whole) {
+        const sr_fault *t = r->pick.f[SR_FL_TRANSPORT];
+        r->cut = sr_fault_cut_offset(t, r->pending.data ? r->pending.data : "", r->pending.len);
+        /* A plain truncate announces the cut length; the others announce the whole answer and
+         * close after the cut, as the engine does. */
+        int clean = t->kind == SR_FK_TRUNCATE_IN_BLOB || t->kind == SR_FK_TRUNCATE ||
+                    t->kind == SR_FK_TRUNCATE_AFTER_BLOBS;
+        size = clean && !t->keep_length ? r->cut : r->pending.len;
+    } else {
+        curl_off_t cl = -1;
+        curl_easy_getinfo(r->easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &cl);
+        if (cl >= 0)
+            size = (uint64_t)cl;
+    }
+    struct MHD_Response *resp =
+        MHD_create_response_from_callback(size, 64 * 1024, read_stream, r, NULL);
+    if (!resp)
+        return NULL;
+    for (char *line = r->head.data; line && *line;) {
+        char *nl = strchr(line, '\n');
+        if (nl)
+            *nl = '\0';
+        char *colon = strchr(line, ':');
+        if (colon) {
+            *colon = '\0';
+            const char *v = colon + 1;
+            while (*v == ' ' || *v == '\t')
+                v++;
+            MHD_add_response_header(resp, line, v);
+        }
+        line = nl ? nl + 1 : NULL;
+    }
+    return resp;
+}
