@@ -168,6 +168,11 @@ static int try_dialect(const probe_args *a, const sr_engine_config *m, int d, co
     sr_client_conn_take_exchange(k, &x);
     if (res.http_status >= 200 && res.http_status < 300 && x.response.len)
         found = sr_dialect_sniff(x.response.data, x.response.len, why, &e);
+    /* skyrl's route is tried last: a 2xx there without any routes (dropped) is still skyrl's. */
+    if (found < 0 && d == SR_DIALECT_SKYRL && res.http_status >= 200 && res.http_status < 300) {
+        found = d;
+        *why = "a 2xx answer (without routes)";
+    }
     sr_client_exchange_release(&x);
     cJSON_Delete(sp);
     sr_client_conn_free(k);

@@ -188,6 +188,18 @@ static void finish(sr_meta_ctx *x)
     }
 }
 
+/* Every relation that neither failed nor was skipped is skipped for `why`. */
+static void skip_rest(sr_meta_ctx *x, const char *why)
+{
+    int n;
+    const char *const *names = sr_meta_names(&n);
+    for (int j = 0; j < n; j++)
+        if (!(x->failed & (1u << j)) && !(x->skipped & (1u << j))) {
+            x->skipped |= 1u << j;
+            sr_result_skip_check(x->sc, names[j], why);
+        }
+}
+
 static int relations(sr_meta_ctx *x, sr_err *err)
 {
     int32_t p[PREFIX + SUFFIX];
@@ -200,7 +212,9 @@ static int relations(sr_meta_ctx *x, sr_err *err)
     int rc = sr_meta_ask(x, &a, p, PREFIX + SUFFIX, 0, salt, 0, "the base request", err);
     if (rc || a.code) {
         sr_meta_resp_free(&a);
-        return rc; /* the failure is a check; without a base no relation can be judged */
+        if (!rc)
+            skip_rest(x, "the base request failed (its check says why); nothing to relate");
+        return rc;
     }
     sr_meta_check_resp(x, &a, "the base request");
     if (!(rc = determinism(x, &a, salt, err)) && !(rc = prefix(x, &a, salt, err)) &&

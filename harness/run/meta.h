@@ -50,7 +50,7 @@ typedef struct sr_meta_opts {
     uint64_t seed;       /* prompts are drawn from it */
     int64_t budget;      /* generate requests at most, >= 1 */
     double deadline_ms;  /* sr_clock_ms() after which no relation starts; 0: none */
-    int64_t vocab;       /* prompt ids are drawn from [1, min(vocab, 1000)); 0: unknown */
+    int64_t vocab;       /* prompt ids are drawn from [1, min(vocab, 1000)); 0: unknown, [1, 100) */
     int64_t experts;     /* the model's experts; 0: unknown (ids only checked >= 0) */
     sr_sync *sync;       /* weight-sync driver of the client's engine 0, or NULL */
     const char *no_sync; /* why sync is NULL (the skip reason) */

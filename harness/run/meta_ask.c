@@ -78,7 +78,7 @@ static uint64_t mix(uint64_t z)
 
 int32_t sr_meta_token(sr_meta_ctx *x)
 {
-    int64_t v = x->o->vocab > 0 && x->o->vocab < 1000 ? x->o->vocab : 1000;
+    int64_t v = x->o->vocab > 0 ? (x->o->vocab < 1000 ? x->o->vocab : 1000) : 100;
     x->draw += 0x9E3779B97F4A7C15ull;
     return v <= 1 ? 0 : (int32_t)(1 + mix(x->draw) % (uint64_t)(v - 1));
 }

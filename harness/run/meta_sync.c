@@ -167,6 +167,8 @@ int sr_meta_sync_relations(sr_meta_ctx *x, const sr_meta_resp *base, const char 
 {
     if (!x->o->sync)
         return skip_all(x, x->o->no_sync ? x->o->no_sync : "no weight-sync control plane");
+    if (!sr_meta_afford(x, "meta.sync_effect", 3))
+        return skip_all(x, "the budget or duration does not cover the 3 requests around the syncs");
     int64_t v0 = sr_meta_read_version(x->c, x->o->plane, base->version);
     if (v0 < 0)
         return skip_all(x, "the engine reports no weight version to sync from");
