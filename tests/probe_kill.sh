@@ -8,7 +8,8 @@
 . "$(dirname "$0")/lib.sh"
 part=${PROBE_KILL_PART:-all}
 ALL="skyrl vllm vllm-json sglang dynamo nemo-rl"
-NOSTART="skyrl vllm sglang dynamo" # the wires of vllm-json and nemo-rl carry rows from 0 always
+NOSPLIT="skyrl vllm sglang dynamo nemo-rl" # vllm-json's wire carries the P+G-th row by rule
+NOSTART="skyrl vllm sglang dynamo"         # the wires of vllm-json and nemo-rl start at row 0
 NOSGL="skyrl vllm vllm-json dynamo nemo-rl" # SGLang's plane sets the version in a call of its own
 pid=
 at_exit '[ -n "$pid" ] && kill "$pid" 2>/dev/null'
@@ -57,7 +58,7 @@ JSON
 # The kill table: fault (its JSON; @EP@ becomes the plane's update endpoint, @NTH@ the n-th
 # request there that is the second sync's update) | dialects | the meta check that must fail.
 TABLE='{"kind":"routes_all_zero"}|ALL|meta.value_sanity
-{"kind":"rows_p_plus_g"}|NOSTART|meta.row_count
+{"kind":"rows_p_plus_g"}|NOSPLIT|meta.row_count
 {"kind":"prompt_start_ignored"}|NOSTART|meta.row_count
 {"kind":"duplicated_output_rows"}|ALL|meta.value_sanity
 {"kind":"expert_out_of_range"}|ALL|meta.value_sanity
@@ -79,7 +80,7 @@ TABLE='{"kind":"routes_all_zero"}|ALL|meta.value_sanity
 if [ "$part" != clean ]; then
     printf '%s\n' "$TABLE" >"$tmp/table"
     while IFS='|' read -r fault where check; do
-        case $where in ALL) ds=$ALL ;; NOSTART) ds=$NOSTART ;; NOSGL) ds=$NOSGL ;; *) ds=$where ;; esac
+        case $where in ALL) ds=$ALL ;; NOSTART) ds=$NOSTART ;; NOSPLIT) ds=$NOSPLIT ;; NOSGL) ds=$NOSGL ;; *) ds=$where ;; esac
         for d in $ds; do
             f=$(printf '%s' "$fault" | sed "s/@EP@/$(update_ep "$d")/; s/@NTH@/$(second_update "$d")/")
             serve_probe "$d" "$f" 1

@@ -180,18 +180,29 @@ static int try_dialect(const probe_args *a, const sr_engine_config *m, int d, co
     return found;
 }
 
-/* Tries the dialects whose routes differ, most specific first; skyrl last (syncroll's engines
- * answer /skyrl/v1/generate in every dialect). */
+/* 1 when an earlier dialect of the table than d has d's first generate path (tried already). */
+static int path_tried(int d)
+{
+    for (int i = 0; i < d; i++)
+        if (strcmp(sr_dialect_get((sr_dialect)i)->routes[0].path,
+                   sr_dialect_get((sr_dialect)d)->routes[0].path) == 0)
+            return 1;
+    return 0;
+}
+
+/* Tries every dialect's first generate path once, in table order, skyrl's last (syncroll's
+ * engines answer /skyrl/v1/generate in every dialect); the answer's bytes name the dialect. */
 static int detect(const probe_args *a, const sr_engine_config *m, int64_t *sent)
 {
-    static const sr_dialect order[] = {SR_DIALECT_VLLM, SR_DIALECT_SGLANG, SR_DIALECT_NEMO_RL,
-                                       SR_DIALECT_DYNAMO, SR_DIALECT_SKYRL};
-    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
+    for (int i = 1; i <= SR_DIALECT_COUNT; i++) {
+        int cand = i % SR_DIALECT_COUNT; /* SR_DIALECT_SKYRL (0) last */
+        if (cand && path_tried(cand))
+            continue;
         const char *why = NULL;
-        int d = try_dialect(a, m, (int)order[i], &why, sent);
+        int d = try_dialect(a, m, cand, &why, sent);
         if (d >= 0) {
             printf("probe: dialect %s (detected: POST %s answered with %s)\n",
-                   sr_dialect_name((sr_dialect)d), sr_dialect_get(order[i])->routes[0].path,
+                   sr_dialect_name((sr_dialect)d), sr_dialect_get((sr_dialect)cand)->routes[0].path,
                    why ? why : "its frame");
             return d;
         }
@@ -345,9 +356,9 @@ static int probe(const probe_args *a, const sr_engine_config *m, int argc, char 
                 sr_code_name(SR_E_DIALECT_AMBIGUOUS), a->url);
         return SR_EXIT_USAGE;
     }
-    if (d == SR_DIALECT_SGLANG && !m) {
-        fprintf(stderr, "syncroll probe: %s: sglang's flat routes carry no shape: give --model\n",
-                sr_code_name(SR_E_INVAL));
+    if (sr_dialect_get((sr_dialect)d)->encoding == SR_ENC_FLAT_B64 && !m) {
+        fprintf(stderr, "syncroll probe: %s: %s's flat routes carry no shape: give --model\n",
+                sr_code_name(SR_E_INVAL), sr_dialect_name((sr_dialect)d));
         return SR_EXIT_USAGE;
     }
     sr_run_result *run = NULL;
