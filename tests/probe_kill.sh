@@ -32,9 +32,9 @@ second_update() {
     esac
 }
 
-# serve_probe DIALECT FAULTS SEED: serve a one-engine config with FAULTS (a JSON list body),
-# probe it; sets st (the exit status) and OUT (its output).
-serve_probe() {
+# start_serve DIALECT FAULTS: serve a one-engine config with FAULTS (a JSON list body) in the
+# background ($pid); sets url.
+start_serve() {
     cat >"$tmp/cfg.json" <<JSON
 {"count": 1, "seed": 3,
  "model": {"vocab": 500, "layers": 2, "experts": 16, "topk": 2, "eos_id": -1},
@@ -48,11 +48,18 @@ JSON
     IFS= read -r line <&3 || die "serve --dialect $1 printed no line: $(cat "$tmp/serve.err")"
     exec 3<&-
     url=$(printf '%s\n' "$line" | grep -o '"url":"[^"]*"' | sed 's/"url":"//; s/"$//')
-    OUT=$("$S" probe --model "$tmp/cfg.json" --seed "$3" --out "$tmp/rep" "$url" 2>&1)
-    st=$?
+}
+
+stop_serve() {
     kill -TERM "$pid"
     wait "$pid"
     pid=
+}
+
+# probe SEED: probe the served engine with the config as --model; sets st and OUT.
+probe() {
+    OUT=$("$S" probe --model "$tmp/cfg.json" --seed "$1" --out "$tmp/rep" "$url" 2>&1)
+    st=$?
 }
 
 # The kill table: fault (its JSON; @EP@ becomes the plane's update endpoint, @NTH@ the n-th
@@ -83,7 +90,9 @@ if [ "$part" != clean ]; then
         case $where in ALL) ds=$ALL ;; NOSTART) ds=$NOSTART ;; NOSPLIT) ds=$NOSPLIT ;; NOSGL) ds=$NOSGL ;; *) ds=$where ;; esac
         for d in $ds; do
             f=$(printf '%s' "$fault" | sed "s/@EP@/$(update_ep "$d")/; s/@NTH@/$(second_update "$d")/")
-            serve_probe "$d" "$f" 1
+            start_serve "$d" "$f"
+            probe 1
+            stop_serve
             what="$d $f: probe fails with $check"
             if [ "$st" -ne 1 ]; then
                 bad "$what: exit $st"
@@ -99,9 +108,12 @@ if [ "$part" != clean ]; then
 fi
 
 if [ "$part" != kill ]; then
+    # One engine per dialect, probed with three seeds in a row: each probe finds the engine as
+    # the one before left it (three syncs later, with SGLang's update group torn down).
     for d in $ALL; do
+        start_serve "$d" ""
         for seed in 1 2 3; do
-            serve_probe "$d" "" "$seed"
+            probe "$seed"
             if [ "$st" -ne 0 ] || ! printf '%s\n' "$OUT" | grep -q '^9 held, 0 failed'; then
                 bad "clean $d seed $seed: exit $st"
                 printf '%s\n' "$OUT"
@@ -109,32 +121,21 @@ if [ "$part" != kill ]; then
                 ok "clean $d seed $seed: every relation held"
             fi
         done
+        stop_serve
     done
     for f in summary.txt results.json junit.xml report.html; do
         [ -s "$tmp/rep/$f" ] || bad "probe wrote no $f"
     done
     grep -q '"verdict":[[:space:]]*"pass"' "$tmp/rep/results.json" || bad "results.json: no pass verdict"
     # Without --model the sync relations are skipped with the reason, the rest hold.
-    cat >"$tmp/cfg.json" <<'JSON'
-{"count": 1, "seed": 3, "model": {"vocab": 500, "layers": 2, "experts": 16, "topk": 2}}
-JSON
-    rm -f "$tmp/fifo"
-    mkfifo "$tmp/fifo"
-    "$S" serve --stop-grace 2 --dialect vllm "$tmp/cfg.json" >"$tmp/fifo" 2>"$tmp/serve.err" &
-    pid=$!
-    exec 3<"$tmp/fifo"
-    IFS= read -r line <&3 || die "serve printed no line"
-    exec 3<&-
-    url=$(printf '%s\n' "$line" | grep -o '"url":"[^"]*"' | sed 's/"url":"//; s/"$//')
+    start_serve vllm ""
     expect_out 0 'skipped  meta.sync_effect: no --model' "probe without --model skips the syncs" \
         "$S" probe --out "$tmp/rep2" "$url"
     # The budget bounds the requests: detection's one and two more, then everything is skipped.
     expect_out 0 'skipped  meta.determinism: the request budget is spent' "probe --budget 3" \
         "$S" probe --budget 3 --model "$tmp/cfg.json" --out "$tmp/rep3" "$url"
     printf '%s\n' "$OUT" | grep -q '(3 requests, 0 syncs)' || bad "budget 3: $OUT"
-    kill -TERM "$pid"
-    wait "$pid"
-    pid=
+    stop_serve
     # Usage errors are named, exit 2.
     expect_out 2 'usage.invalid_argument: --budget .0.' "probe --budget 0" \
         "$S" probe --budget 0 "$url"

@@ -28,7 +28,7 @@ static void usage(FILE *f)
         "counts, value sanity, boundary rows and, with a weight sync, sync effect, cache after\n"
         "sync and version monotonicity; docs/reference/probe.md states each relation). It sends\n"
         "only to URL, one request at a time, and stops by itself: at most N generate requests,\n"
-        "and with --model two weight syncs and a few version reads.\n\n"
+        "and with --model three weight syncs and a few version reads.\n\n"
         "Writes the reports of `syncroll run` (summary.txt, results.json, junit.xml, report.html)\n"
         "into DIR and exits 0 when every relation held, 1 when one failed (each named meta.*\n"
         "check printed with where it failed), 2 for a usage error.\n\n"
@@ -379,6 +379,7 @@ static int probe(const probe_args *a, const sr_engine_config *m, int argc, char 
     o.vocab = m ? m->vocab : 0;
     o.experts = m ? m->experts : 0;
     o.sync = make_sync(a, m, c, &plane, &o.no_sync);
+    o.content = m ? m->weight_version : 0;
     o.plane = plane >= 0 ? (sr_sync_dialect)plane : SR_SYNC_DIALECT_SKYRL;
     sr_meta_stats stats;
     int rc = sr_meta_run(sc, c, &o, &stats, &e);

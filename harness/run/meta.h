@@ -14,9 +14,10 @@
  *                           that repeat their neighbour
  *   meta.boundary_rows      the rows at the prompt/output boundary and at a turn boundary are
  *                           real routes (not zero, -1 or a copy of a neighbour)
- *   meta.sync_effect        after a sync to perturbed weights the rows of every perturbed layer
- *                           change and the reported version is the target; after a sync back
- *                           they return exactly
+ *   meta.sync_effect        every sync completes and the engine reports its version; after a
+ *                           sync to perturbed weights the rows of every perturbed layer change;
+ *                           after a sync back they return exactly (three syncs: to the model's
+ *                           own weights, perturbed, back; the engine ends on its own weights)
  *   meta.cache_after_sync   after a sync, a prompt holding an earlier post-sync output gets the
  *                           rows that output had, not pre-sync ones (stale prefix cache)
  *   meta.missing_not_stale  a response that finished "abort" carries no routes or fewer rows
@@ -53,6 +54,7 @@ typedef struct sr_meta_opts {
     int64_t vocab;       /* prompt ids are drawn from [1, min(vocab, 1000)); 0: unknown, [1, 100) */
     int64_t experts;     /* the model's experts; 0: unknown (ids only checked >= 0) */
     sr_sync *sync;       /* weight-sync driver of the client's engine 0, or NULL */
+    int64_t content;     /* the content version of the model's own weights (weights.version) */
     const char *no_sync; /* why sync is NULL (the skip reason) */
     sr_sync_dialect plane;
     int64_t max_tokens; /* generated tokens asked per request (8) */
@@ -60,7 +62,7 @@ typedef struct sr_meta_opts {
 
 #define SR_META_OPTS_INIT                                                                          \
     {                                                                                              \
-        SR_DIALECT_SKYRL, 1, 64, 0, 0, 0, NULL, NULL, SR_SYNC_DIALECT_SKYRL, 8                     \
+        SR_DIALECT_SKYRL, 1, 64, 0, 0, 0, NULL, 0, NULL, SR_SYNC_DIALECT_SKYRL, 8                  \
     }
 
 /* What a run of the relations did. */

@@ -104,8 +104,8 @@ int sr_meta_same_span(sr_meta_ctx *x, const char *name, const sr_meta_resp *a,
                       const sr_meta_resp *b, int64_t lo, int64_t hi, const char *what);
 
 /* Relations that need a weight sync (meta_sync.c): sync_effect, cache_after_sync,
- * version_monotonic and the after-sync part of prefix_consistency. `base` is a cold response
- * from before any sync whose prompt the relations ask again; `salt` the one it was sent with. */
-int sr_meta_sync_relations(sr_meta_ctx *x, const sr_meta_resp *base, const char *salt, sr_err *err);
+ * version_monotonic and the after-sync part of prefix_consistency. `base` is the first answer,
+ * whose prompt the relations ask again under known weights. */
+int sr_meta_sync_relations(sr_meta_ctx *x, const sr_meta_resp *base, sr_err *err);
 
 #endif /* SR_META_PRIV_H */

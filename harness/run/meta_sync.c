@@ -1,6 +1,6 @@
-/* The relations that need a weight sync (meta_priv.h): two syncs, one to perturbed weights and
- * one back to the engine's own, each followed by a version read and requests whose rows must
- * have moved (or come back) exactly where the weights did. */
+/* The relations that need a weight sync (meta_priv.h): three syncs, to the model's own weights
+ * (a known start), to perturbed ones and back, each followed by a version read and requests
+ * whose rows must have moved (or come back) exactly where the weights did. */
 #include <stdio.h>
 #include <string.h>
 
@@ -132,52 +132,88 @@ static int skip_all(sr_meta_ctx *x, const char *why)
     return 0;
 }
 
-/* Sync 1 (perturbed weights), then its relations; returns 0 or a harness error. */
-static int perturbed(sr_meta_ctx *x, const sr_meta_resp *base, const char *salt, int64_t v0,
+/* Sync 2 (perturbed weights: the model's content + 1), then its relations against b0, the
+ * base under the model's own weights; returns 0 or a harness error. */
+static int perturbed(sr_meta_ctx *x, const sr_meta_resp *b0, const char *salt0, int64_t v,
                      sr_err *err)
 {
     const sr_weights *w = sr_sync_weights(x->o->sync);
-    int L = base->L;
+    int L = b0->L;
     uint64_t fp0[SR_ORACLE_MAX_LAYERS], fp1[SR_ORACLE_MAX_LAYERS];
     if (L > SR_ORACLE_MAX_LAYERS)
         return skip_all(x, "more MoE layers than a weight set holds");
     sr_weights_fingerprints(NULL, fp0, w);
     int rc = 0;
-    if (!sync_to(x, v0 + 1, v0 + 1, "sync 1 (perturbed weights)", err, &rc))
+    if (!sync_to(x, v + 1, x->o->content + 1, "sync 2 (perturbed weights)", err, &rc))
         return rc;
     sr_weights_fingerprints(NULL, fp1, w);
-    if (!sr_meta_afford(x, "meta.sync_effect", 1))
-        return 0;
     char cold[SALT_CAP];
     sr_meta_resp a1;
-    rc = sr_meta_ask(x, &a1, base->prompt, base->P, 0, sr_meta_salt(x, cold, sizeof cold), 0,
+    rc = sr_meta_ask(x, &a1, b0->prompt, b0->P, 0, sr_meta_salt(x, cold, sizeof cold), 0,
                      "meta.sync_effect", err);
     if (!rc && !a1.code) {
-        sr_meta_check_resp(x, &a1, "after sync 1, the base cold");
-        versions(x, v0, v0 + 1, sr_meta_read_version(x->c, x->o->plane, a1.version),
-                 "after sync 1");
-        moved(x, base, &a1, fp0, fp1, L);
-        rc = cache(x, &a1, salt, err);
+        sr_meta_check_resp(x, &a1, "after sync 2, the base cold");
+        versions(x, v, v + 1, sr_meta_read_version(x->c, x->o->plane, a1.version), "after sync 2");
+        moved(x, b0, &a1, fp0, fp1, L);
+        rc = cache(x, &a1, salt0, err);
     }
     sr_meta_resp_free(&a1);
     return rc;
 }
 
-int sr_meta_sync_relations(sr_meta_ctx *x, const sr_meta_resp *base, const char *salt, sr_err *err)
+/* Sync 1 to the model's own weights, so the weights the relations start from are known (and
+ * the engine is left on them at the end); *b0 the base prompt under them, with salt0. */
+static int own(sr_meta_ctx *x, const sr_meta_resp *base, sr_meta_resp *b0, char *salt0, int64_t v0,
+               sr_err *err)
+{
+    int rc = 0;
+    memset(b0, 0, sizeof *b0);
+    b0->code = -1; /* no answer yet */
+    if (!sync_to(x, v0 + 1, x->o->content, "sync 1 (the model's own weights)", err, &rc))
+        return rc;
+    versions(x, v0, v0 + 1, sr_meta_read_version(x->c, x->o->plane, -1), "after sync 1");
+    return sr_meta_ask(x, b0, base->prompt, base->P, 0, sr_meta_salt(x, salt0, SALT_CAP), 0,
+                       "meta.sync_effect", err);
+}
+
+/* SGLang's plane keeps its update group until it is destroyed, and refuses a second
+ * init_weights_update_group: the probe leaves the engine without one, as it found it, so the
+ * next trainer (or probe) can sync. Best effort: a failure here judges nothing. */
+static void leave(sr_meta_ctx *x)
+{
+    if (x->o->plane != SR_SYNC_DIALECT_SGLANG || !x->st->syncs)
+        return;
+    sr_client_reply r;
+    memset(&r, 0, sizeof r);
+    sr_err e = SR_ERR_INIT;
+    sr_client_control(&r, 1, x->c, 0, "POST", "/destroy_weights_update_group", "{}", &e);
+    sr_client_reply_release(&r);
+}
+
+int sr_meta_sync_relations(sr_meta_ctx *x, const sr_meta_resp *base, sr_err *err)
 {
     if (!x->o->sync)
         return skip_all(x, x->o->no_sync ? x->o->no_sync : "no weight-sync control plane");
-    if (!sr_meta_afford(x, "meta.sync_effect", 3))
-        return skip_all(x, "the budget or duration does not cover the 3 requests around the syncs");
+    if (!sr_meta_afford(x, "meta.sync_effect", 4))
+        return skip_all(x, "the budget or duration does not cover the 4 requests around the syncs");
     int64_t v0 = sr_meta_read_version(x->c, x->o->plane, base->version);
     if (v0 < 0)
         return skip_all(x, "the engine reports no weight version to sync from");
-    int64_t first = sr_sync_last_target(x->o->sync);
-    int rc = perturbed(x, base, salt, v0, err);
-    if (rc || (x->failed & (1u << sr_meta_index("meta.sync_effect"))))
-        return rc;
-    if (!sync_to(x, v0 + 2, first, "sync 2 (back to the engine's weights)", err, &rc))
-        return rc;
-    versions(x, v0 + 1, v0 + 2, sr_meta_read_version(x->c, x->o->plane, -1), "after sync 2");
-    return back(x, base, salt, err);
+    sr_meta_resp b0;
+    char salt0[SALT_CAP];
+    int rc = own(x, base, &b0, salt0, v0, err);
+    if (!rc && !b0.code && !(x->failed & (1u << sr_meta_index("meta.sync_effect")))) {
+        sr_meta_check_resp(x, &b0, "after sync 1, the base");
+        rc = perturbed(x, &b0, salt0, v0 + 1, err);
+        if (!rc && !(x->failed & (1u << sr_meta_index("meta.sync_effect"))) &&
+            sync_to(x, v0 + 3, x->o->content, "sync 3 (back to the model's own weights)", err,
+                    &rc)) {
+            versions(x, v0 + 2, v0 + 3, sr_meta_read_version(x->c, x->o->plane, -1),
+                     "after sync 3");
+            rc = back(x, &b0, salt0, err);
+        }
+    }
+    sr_meta_resp_free(&b0);
+    leave(x);
+    return rc;
 }
