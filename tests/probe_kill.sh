@@ -136,6 +136,29 @@ if [ "$part" != kill ]; then
         "$S" probe --budget 3 --model "$tmp/cfg.json" --out "$tmp/rep3" "$url"
     printf '%s\n' "$OUT" | grep -q '(3 requests, 0 syncs)' || bad "budget 3: $OUT"
     stop_serve
+    # A scenario with engines.urls gets the relations by itself (no probe step, no syncs): on a
+    # clean engine it passes; with all-zero routes the contract's routes.invalid and the
+    # relations fire, the oracle's checks being skipped.
+    for f in "" '{"kind":"routes_all_zero"}'; do
+        start_serve skyrl "$f"
+        if [ -z "$f" ]; then
+            want='{"verdict": "pass"}'
+        else
+            want='{"verdict": "fail", "checks": ["routes.invalid", "meta.value_sanity", "meta.boundary_rows"]}'
+        fi
+        cat >"$tmp/ext.json" <<JSON
+{"id": "t-ext", "description": "external engine, relations without the oracle",
+ "model": {"vocab": 500, "layers": 2, "experts": 16, "topk": 2, "eos_id": -1},
+ "engines": {"urls": ["$url"]}, "client": {"backoff_initial_ms": 1, "backoff_max_ms": 2},
+ "steps": [{"kind": "rollout", "batch": 2, "turns": 2, "max_tokens": 8}],
+ "expect": $want}
+JSON
+        expect_out 0 '^1 passed, 0 failed' "engines.urls scenario, fault [$f]: as expected" \
+            "$S" run --out "$tmp/runs" "$tmp/ext.json"
+        grep -q '"meta.sync_effect"' "$tmp/runs/latest/results.json" ||
+            bad "engines.urls: the relations did not run"
+        stop_serve
+    done
     # Usage errors are named, exit 2.
     expect_out 2 'usage.invalid_argument: --budget .0.' "probe --budget 0" \
         "$S" probe --budget 0 "$url"
