@@ -136,6 +136,13 @@ if [ "$part" != kill ]; then
         "$S" probe --budget 3 --model "$tmp/cfg.json" --out "$tmp/rep3" "$url"
     printf '%s\n' "$OUT" | grep -q '(3 requests, 0 syncs)' || bad "budget 3: $OUT"
     stop_serve
+    # --duration: every generate takes 300 ms, the duration is 200 ms, so at most the first
+    # request is sent (whatever the machine's load) and every other relation is skipped.
+    start_serve vllm '{"kind":"latency","ms":300}'
+    expect_out 0 'skipped  meta.determinism: (the probe.s duration is over|the budget or duration)' \
+        "probe --duration 0.2" "$S" probe --dialect vllm --duration 0.2 --out "$tmp/rep4" "$url"
+    printf '%s\n' "$OUT" | grep -Eq '\((0|1) requests, 0 syncs\)' || bad "duration 0.2: $OUT"
+    stop_serve
     # A scenario with engines.urls gets the relations by itself (no probe step, no syncs): on a
     # clean engine it passes; with all-zero routes the contract's routes.invalid and the
     # relations fire, the oracle's checks being skipped.

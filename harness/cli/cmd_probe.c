@@ -44,7 +44,8 @@ static void usage(FILE *f)
         "                    synthetic weights. Without it the relations that need a weight\n"
         "                    sync are skipped: the probe never writes weights it did not make.\n"
         "                    SGLang's flat routes need it for their layers and top_k.\n"
-        "  --budget N        generate requests at most, 1..10000 (default 40)\n"
+        "  --budget N        generate requests at most, detection's included, 1..10000\n"
+        "                    (default 40)\n"
         "  --duration S      no relation starts after S seconds (default: none)\n"
         "  --seed N          the prompts' seed (default 1)\n"
         "  --out DIR         where the reports go (default probe-report; created)\n",
@@ -162,6 +163,7 @@ static int try_dialect(const probe_args *a, const sr_engine_config *m, int d, co
     q.prompt_start = 0;
     sr_client_conn_capture(k, (size_t)1 << 20);
     sr_client_result res;
+    memset(&res, 0, sizeof res); /* a request refused before sending fills nothing */
     sr_client_exchange x = SR_CLIENT_EXCHANGE_INIT;
     (*sent)++;
     sr_client_generate(&res, k, &q, &e);
@@ -198,6 +200,13 @@ static int detect(const probe_args *a, const sr_engine_config *m, int64_t *sent)
         int cand = i % SR_DIALECT_COUNT; /* SR_DIALECT_SKYRL (0) last */
         if (cand && path_tried(cand))
             continue;
+        if (*sent >= a->budget) {
+            fprintf(stderr,
+                    "syncroll probe: the budget of %lld request(s) ran out while "
+                    "detecting the dialect\n",
+                    a->budget);
+            return -1;
+        }
         const char *why = NULL;
         int d = try_dialect(a, m, cand, &why, sent);
         if (d >= 0) {
@@ -374,7 +383,7 @@ static int probe(const probe_args *a, const sr_engine_config *m, int argc, char 
     sr_meta_opts o = SR_META_OPTS_INIT;
     o.dialect = (sr_dialect)d;
     o.seed = (uint64_t)a->seed;
-    o.budget = a->budget - detect_sent > 0 ? a->budget - detect_sent : 1;
+    o.budget = a->budget - detect_sent; /* detection's requests count too */
     o.deadline_ms = a->duration_s > 0 ? t0 + a->duration_s * 1000 : 0;
     o.vocab = m ? m->vocab : 0;
     o.experts = m ? m->experts : 0;

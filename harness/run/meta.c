@@ -206,8 +206,10 @@ static int relations(sr_meta_ctx *x, sr_err *err)
     char salt[SALT_CAP];
     sr_meta_prompt(x, p, PREFIX + SUFFIX);
     sr_meta_salt(x, salt, sizeof salt);
-    if (!sr_meta_afford(x, "meta.row_count", 1))
+    if (!sr_meta_afford(x, "meta.row_count", 1)) {
+        skip_rest(x, "the budget or duration does not cover the first request");
         return 0;
+    }
     sr_meta_resp a;
     int rc = sr_meta_ask(x, &a, p, PREFIX + SUFFIX, 0, salt, 0, "the base request", err);
     if (rc || a.code) {
@@ -227,9 +229,9 @@ static int relations(sr_meta_ctx *x, sr_err *err)
 int sr_meta_run(sr_scenario_result *sc, const sr_client *c, const sr_meta_opts *opts,
                 sr_meta_stats *st, sr_err *err)
 {
-    if (!sc || !c || !opts || opts->budget < 1 || opts->max_tokens < 1)
+    if (!sc || !c || !opts || opts->budget < 0 || opts->max_tokens < 1)
         return sr_err_set(err, SR_E_INVAL,
-                          "meta: a result, a client, a budget >= 1 and "
+                          "meta: a result, a client, a budget >= 0 and "
                           "max_tokens >= 1 are needed");
     sr_meta_stats local;
     memset(&local, 0, sizeof local);

@@ -49,7 +49,7 @@
 typedef struct sr_meta_opts {
     sr_dialect dialect;  /* the client's wire (its rows rule and sentinels) */
     uint64_t seed;       /* prompts are drawn from it */
-    int64_t budget;      /* generate requests at most, >= 1 */
+    int64_t budget;      /* generate requests at most, >= 0 (0: every relation is skipped) */
     double deadline_ms;  /* sr_clock_ms() after which no relation starts; 0: none */
     int64_t vocab;       /* prompt ids are drawn from [1, min(vocab, 1000)); 0: unknown, [1, 100) */
     int64_t experts;     /* the model's experts; 0: unknown (ids only checked >= 0) */
