@@ -5,8 +5,11 @@
 # no fault it exits 0 for several seeds in every dialect (no false alarm). Real processes over
 # loopback; serve picks the port and prints the URL, read from a FIFO.
 #   PROBE_KILL_PART=kill|clean   only one half (two ctest entries run them side by side)
+#   PROBE_SEEDS=N                seeds 1..N of the clean half (3; docs/reference/probe.md has
+#                                the 20-seed run)
 . "$(dirname "$0")/lib.sh"
 part=${PROBE_KILL_PART:-all}
+seeds=${PROBE_SEEDS:-3}
 ALL="skyrl vllm vllm-json sglang dynamo nemo-rl"
 NOSPLIT="skyrl vllm sglang dynamo nemo-rl" # vllm-json's wire carries the P+G-th row by rule
 NOSTART="skyrl vllm sglang dynamo"         # the wires of vllm-json and nemo-rl start at row 0
@@ -108,11 +111,11 @@ if [ "$part" != clean ]; then
 fi
 
 if [ "$part" != kill ]; then
-    # One engine per dialect, probed with three seeds in a row: each probe finds the engine as
+    # One engine per dialect, probed with seeds 1..N in a row: each probe finds the engine as
     # the one before left it (three syncs later, with SGLang's update group torn down).
     for d in $ALL; do
         start_serve "$d" ""
-        for seed in 1 2 3; do
+        for seed in $(seq 1 "$seeds"); do
             probe "$seed"
             if [ "$st" -ne 0 ] || ! printf '%s\n' "$OUT" | grep -q '^9 held, 0 failed'; then
                 bad "clean $d seed $seed: exit $st"
