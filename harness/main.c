@@ -13,6 +13,8 @@ const sr_command sr_commands[] = {
     {"checks", "list every check a verdict can name and the route-row classes", sr_cmd_checks},
     {"engine", "run one mock inference engine (HTTP) until SIGTERM", sr_cmd_engine},
     {"serve", "start a scenario's mock engines for external clients", sr_cmd_serve},
+    {"probe", "judge an engine at a URL by relations between its answers (meta.*)",
+     sr_cmd_probe},
     {"check-body", "splice and validate a captured response body", sr_cmd_check_body},
     {"run", "run scenario files against mock engines and report", sr_cmd_run},
     {"lint", "validate scenario files without running them", sr_cmd_lint},

@@ -29,6 +29,7 @@ int sr_cmd_faults(int argc, char **argv);
 int sr_cmd_checks(int argc, char **argv);
 int sr_cmd_engine(int argc, char **argv);
 int sr_cmd_serve(int argc, char **argv);
+int sr_cmd_probe(int argc, char **argv);
 int sr_cmd_check_body(int argc, char **argv);
 int sr_cmd_run(int argc, char **argv);
 int sr_cmd_lint(int argc, char **argv);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "evidence.h"
+#include "runner_probe.h"
 #include "runner_soak.h"
 #include "runner_steps.h"
 #include "runner_verdict.h"
@@ -427,6 +428,8 @@ static void execute(sr_scn_run *run)
         rc = make_client(run, &err);
     if (!rc && up == 1 && !trainer_check(run))
         rc = sr_run_iterations(run, run_steps, &err);
+    if (!rc && up == 1)
+        rc = sr_run_probe_external(run, &err);
     stop_engines(run);
     if (sr_run_stopped(run)) {
         interrupted(run);

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "runner_probe.h"
 #include "runner_rollout.h"
 #include "runner_steps.h"
 #include "spec/endpoints.h"
@@ -370,6 +371,7 @@ static const sr_step_fn executors[] = {
     [SR_STEP_COLLATE] = step_collate,         [SR_STEP_PAUSE] = step_pause,
     [SR_STEP_RESUME] = step_resume,           [SR_STEP_WAIT] = step_wait,
     [SR_STEP_CHECK_STATE] = step_check_state, [SR_STEP_KILL_ENGINE] = step_kill_engine,
+    [SR_STEP_PROBE] = sr_step_probe,
 };
 _Static_assert(sizeof(executors) / sizeof(executors[0]) == SR_STEP_KIND_COUNT,
                "every step kind of SR_STEP_KIND_TABLE needs its executor here");

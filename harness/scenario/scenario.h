@@ -118,7 +118,9 @@ const sr_quirk_info *sr_quirk_info_of(sr_quirk q);
     X("wait", WAIT, parse_wait, write_wait, "join async steps, or wait for an engine condition")   \
     X("check_state", CHECK_STATE, parse_check_state, write_check_state,                            \
       "assert an engine's state")                                                                  \
-    X("kill_engine", KILL_ENGINE, parse_kill, write_kill, "emulate an engine crash")
+    X("kill_engine", KILL_ENGINE, parse_kill, write_kill, "emulate an engine crash")               \
+    X("probe", PROBE, parse_probe, write_probe,                                                    \
+      "the metamorphic checks (meta.*) against one engine")
 
 typedef enum sr_step_kind {
 #define SR_STEP_KIND_ENUM(name, sym, parse, write, doc) SR_STEP_##sym,
@@ -201,6 +203,13 @@ typedef struct sr_scn_kill {
     char sig_name[8]; /* "KILL", ... */
 } sr_scn_kill;
 
+/* A probe step: the meta.* relations (run/meta.h) against one engine. */
+typedef struct sr_scn_probe {
+    int64_t engine;
+    int64_t budget; /* generate requests at most */
+    int sync;       /* 1: the relations that need weight syncs run too (three syncs) */
+} sr_scn_probe;
+
 typedef struct sr_scn_step {
     sr_step_kind kind;
     char name[SR_SCN_NAME_MAX];
@@ -214,6 +223,7 @@ typedef struct sr_scn_step {
     sr_scn_wait wait;
     sr_scn_check_state check;
     sr_scn_kill kill;
+    sr_scn_probe probe;
 } sr_scn_step;
 
 typedef struct sr_scn_budget {

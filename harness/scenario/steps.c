@@ -346,6 +346,17 @@ static int parse_kill(scn_parse *p, const cJSON *st, sr_scn_step *step, int self
     return rc;
 }
 
+static int parse_probe(scn_parse *p, const cJSON *st, sr_scn_step *step, int self)
+{
+    (void)self;
+    int rc = engine_index(p, st, "engine", 0, 0, &step->probe.engine);
+    if (!rc)
+        rc = sr_scn_int(p, st, "budget", 1, 10000, 40, 0, &step->probe.budget);
+    if (!rc)
+        rc = sr_scn_bool(p, st, "sync", 0, 0, &step->probe.sync);
+    return rc;
+}
+
 /* The parser of each step kind, from the step-kind table (scenario.h). */
 typedef int (*step_parser)(scn_parse *p, const cJSON *st, sr_scn_step *step, int self);
 static const step_parser parsers[SR_STEP_KIND_COUNT] = {

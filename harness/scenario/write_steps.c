@@ -149,6 +149,14 @@ static void write_kill(cJSON *o, const sr_scenario *s, const sr_scn_step *st)
     cJSON_AddStringToObject(o, "signal", st->kill.sig_name);
 }
 
+static void write_probe(cJSON *o, const sr_scenario *s, const sr_scn_step *st)
+{
+    (void)s;
+    add_int(o, "engine", st->probe.engine);
+    add_int(o, "budget", st->probe.budget);
+    cJSON_AddBoolToObject(o, "sync", st->probe.sync);
+}
+
 /* The writer of each step kind's members, from the step-kind table (scenario.h). */
 typedef void (*step_writer)(cJSON *o, const sr_scenario *s, const sr_scn_step *st);
 static const step_writer writers[SR_STEP_KIND_COUNT] = {

@@ -24,6 +24,24 @@ static const sr_check_info checks[] = {
     {"budget.no_samples", "a budget names a phase that recorded nothing"},
     {"soak.resource_growth", "the harness's open descriptors or resident memory kept growing "
                              "after a soak's warm-up iterations"},
+    {"meta.determinism", "the same request at temperature 0 twice gave other tokens or routes "
+                         "(warm or cold cache)"},
+    {"meta.prefix_consistency", "two prompts sharing a prefix got other rows on it (warm, cold, "
+                                "or after a sync back to the same weights)"},
+    {"meta.multiturn_prefix", "turn 2's rows for turn 1's positions differ from turn 1's rows"},
+    {"meta.row_count", "a response that asked for routes does not carry rows [s, P+G-1) (none, "
+                       "one more, from 0, ...)"},
+    {"meta.value_sanity", "an expert id out of range, twice in a row's top-k, a sentinel where no "
+                          "prefix was cached, an all-constant capture or a run of repeated rows"},
+    {"meta.boundary_rows", "a row at the prompt/output, turn or prefill-chunk boundary is a "
+                           "placeholder or a copy of its neighbour"},
+    {"meta.sync_effect", "a sync left a changed layer's rows as they were, reported another "
+                         "version, failed, or a sync back did not restore the rows"},
+    {"meta.cache_after_sync", "after a sync, a prompt holding a post-sync output got other rows "
+                              "than that output had (a stale prefix cache)"},
+    {"meta.missing_not_stale", "a request that finished \"abort\" carried route rows instead of "
+                               "none"},
+    {"meta.version_monotonic", "the engine's reported weight version went backwards"},
     {"run.interrupted", "a stop signal (SIGINT, SIGTERM) ended the run before the scenario "
                         "finished; its verdict is `interrupted`"},
 };

@@ -1,0 +1,92 @@
+/*
+ * meta: metamorphic checks, the relations that must hold between an engine's responses whatever
+ * its true routes are, so they judge an engine syncroll has no oracle for (a real vLLM or SGLang
+ * behind `syncroll probe URL`, a scenario's engines.urls) as well as syncroll's own engines.
+ *
+ * Each relation is a named check (spec/checks.h; docs/reference/probe.md states each one):
+ *   meta.determinism        the same request twice gives the same tokens and routes
+ *   meta.prefix_consistency two prompts sharing a prefix give the same rows on it, cold and warm
+ *                           cache, and again after a sync back to the same weights
+ *   meta.multiturn_prefix   turn 2's rows for turn 1's positions equal turn 1's rows
+ *   meta.row_count          every response that asked for routes carries rows [s, P+G-1)
+ *   meta.value_sanity       ids in [0, experts), no duplicate inside a row's top-k, no sentinel
+ *                           (negative id) outside its meaning, not all-zero, not a run of rows
+ *                           that repeat their neighbour
+ *   meta.boundary_rows      the rows at the prompt/output boundary and at a turn boundary are
+ *                           real routes (not zero, -1 or a copy of a neighbour)
+ *   meta.sync_effect        every sync completes and the engine reports its version; after a
+ *                           sync to perturbed weights the rows of every perturbed layer change;
+ *                           after a sync back they return exactly (three syncs: to the model's
+ *                           own weights, perturbed, back; the engine ends on its own weights)
+ *   meta.cache_after_sync   after a sync, a prompt holding an earlier post-sync output gets the
+ *                           rows that output had, not pre-sync ones (stale prefix cache)
+ *   meta.missing_not_stale  a response that finished "abort" carries no routes or fewer rows
+ *                           than its tokens, never complete stale rows
+ *   meta.version_monotonic  the reported weight version never goes backwards
+ * (meta.stack_contract, the later SkyRL stack's sample-support rules, is not here yet.)
+ *
+ * Every generate counts against opts.budget; a relation that would pass it, or that starts
+ * after opts.deadline_ms, is skipped with the reason (sr_result_skip_check), as is every relation
+ * that needs a weight sync when opts.sync is NULL (opts.no_sync says why). Nothing is sent to any
+ * URL but the client's engines.
+ *
+ * Ownership: everything is borrowed; the checks go into `sc` (sr_result_check, thread-safe).
+ * Errors: SR_E_INVAL (bad options), SR_E_NOMEM. A failed generate is not an error: it becomes a
+ * check (meta.row_count for routes missing or a wire whose shape breaks the rows rule, else the
+ * client's own named code).
+ */
+#ifndef SR_RUN_META_H
+#define SR_RUN_META_H
+
+#include <stdint.h>
+
+#include "client/client.h"
+#include "report/result.h"
+#include "spec/dialect.h"
+#include "sr_err.h"
+#include "sync/sync.h"
+
+typedef struct sr_meta_opts {
+    sr_dialect dialect;  /* the client's wire (its rows rule and sentinels) */
+    uint64_t seed;       /* prompts are drawn from it */
+    int64_t budget;      /* generate requests at most, >= 0 (0: every relation is skipped) */
+    double deadline_ms;  /* sr_clock_ms() after which no relation starts; 0: none */
+    int64_t vocab;       /* prompt ids are drawn from [1, min(vocab, 1000)); 0: unknown, [1, 100) */
+    int64_t experts;     /* the model's experts; 0: unknown (ids only checked >= 0) */
+    sr_sync *sync;       /* weight-sync driver of the client's engine 0, or NULL */
+    int64_t content;     /* the content version of the model's own weights (weights.version) */
+    const char *no_sync; /* why sync is NULL (the skip reason) */
+    sr_sync_dialect plane;
+    int64_t max_tokens; /* generated tokens asked per request (8) */
+} sr_meta_opts;
+
+#define SR_META_OPTS_INIT                                                                          \
+    {                                                                                              \
+        SR_DIALECT_SKYRL, 1, 64, 0, 0, 0, NULL, 0, NULL, SR_SYNC_DIALECT_SKYRL, 8                  \
+    }
+
+/* What a run of the relations did. */
+typedef struct sr_meta_stats {
+    int64_t requests; /* generates sent (each within the budget) */
+    int64_t syncs;    /* weight syncs run */
+    int held, failed; /* relations that held / failed (a relation counts once) */
+    int skipped;      /* relations skipped */
+} sr_meta_stats;
+
+/* The relation names above, in documentation order; n gets the count. */
+const char *const *sr_meta_checks(int *n);
+
+/* The weight version engine 0 of c reports on control plane `plane` (-1: none), the version a
+ * caller starts its sr_sync from. */
+int64_t sr_meta_engine_version(const sr_client *c, sr_sync_dialect plane);
+
+/*
+ * Runs every relation against engine 0 of `c` (a client made for opts->dialect with the model's
+ * route_layers and route_topk where the wire needs them) and records the checks that failed and
+ * the ones skipped in `sc`; *st (may be NULL) says what ran. Returns 0 whatever the relations
+ * found; a negative code only when it could not run.
+ */
+int sr_meta_run(sr_scenario_result *sc, const sr_client *c, const sr_meta_opts *opts,
+                sr_meta_stats *st, sr_err *err);
+
+#endif /* SR_RUN_META_H */

@@ -1,0 +1,180 @@
+#!/bin/sh
+# `syncroll probe` against `syncroll serve`, table-driven (issue 33's kill table; the same table
+# is in docs/reference/probe.md): with each catalogue fault a real engine could have switched
+# on, the probe exits 1 naming the meta check of the row, in every dialect the row lists; with
+# no fault it exits 0 for several seeds in every dialect (no false alarm). Real processes over
+# loopback; serve picks the port and prints the URL, read from a FIFO.
+#   PROBE_KILL_PART=kill|clean   only one half (two ctest entries run them side by side)
+#   PROBE_SEEDS=N                seeds 1..N of the clean half (3; docs/reference/probe.md has
+#                                the 20-seed run)
+. "$(dirname "$0")/lib.sh"
+part=${PROBE_KILL_PART:-all}
+seeds=${PROBE_SEEDS:-3}
+ALL="skyrl vllm vllm-json sglang dynamo nemo-rl"
+NOSPLIT="skyrl vllm sglang dynamo nemo-rl" # vllm-json's wire carries the P+G-th row by rule
+NOSTART="skyrl vllm sglang dynamo"         # the wires of vllm-json and nemo-rl start at row 0
+NOSGL="skyrl vllm vllm-json dynamo nemo-rl" # SGLang's plane sets the version in a call of its own
+pid=
+at_exit '[ -n "$pid" ] && kill "$pid" 2>/dev/null'
+
+# The update endpoint a weights fault targets under each dialect's default control plane.
+update_ep() {
+    case $1 in
+    skyrl) echo collective_rpc ;;
+    sglang) echo update_weights_from_distributed ;;
+    *) echo update_weights ;;
+    esac
+}
+
+# The n-th request to that endpoint that is the second sync's update (skyrl's collective_rpc
+# also carries the start and finish of each sync).
+second_update() {
+    case $1 in
+    skyrl) echo 4 ;;
+    *) echo 2 ;;
+    esac
+}
+
+# start_serve DIALECT FAULTS: serve a one-engine config with FAULTS (a JSON list body) in the
+# background ($pid); sets url.
+start_serve() {
+    cat >"$tmp/cfg.json" <<JSON
+{"count": 1, "seed": 3,
+ "model": {"vocab": 500, "layers": 2, "experts": 16, "topk": 2, "eos_id": -1},
+ "faults": [$2]}
+JSON
+    rm -f "$tmp/fifo"
+    mkfifo "$tmp/fifo"
+    "$S" serve --stop-grace 2 --dialect "$1" "$tmp/cfg.json" >"$tmp/fifo" 2>"$tmp/serve.err" &
+    pid=$!
+    exec 3<"$tmp/fifo"
+    IFS= read -r line <&3 || die "serve --dialect $1 printed no line: $(cat "$tmp/serve.err")"
+    exec 3<&-
+    url=$(printf '%s\n' "$line" | grep -o '"url":"[^"]*"' | sed 's/"url":"//; s/"$//')
+}
+
+stop_serve() {
+    kill -TERM "$pid"
+    wait "$pid"
+    pid=
+}
+
+# probe SEED: probe the served engine with the config as --model; sets st and OUT.
+probe() {
+    OUT=$("$S" probe --model "$tmp/cfg.json" --seed "$1" --out "$tmp/rep" "$url" 2>&1)
+    st=$?
+}
+
+# The kill table: fault (its JSON; @EP@ becomes the plane's update endpoint, @NTH@ the n-th
+# request there that is the second sync's update) | dialects | the meta check that must fail.
+TABLE='{"kind":"routes_all_zero"}|ALL|meta.value_sanity
+{"kind":"rows_p_plus_g"}|NOSPLIT|meta.row_count
+{"kind":"prompt_start_ignored"}|NOSTART|meta.row_count
+{"kind":"duplicated_output_rows"}|ALL|meta.value_sanity
+{"kind":"expert_out_of_range"}|ALL|meta.value_sanity
+{"kind":"expert_duplicate"}|ALL|meta.value_sanity
+{"kind":"routes_dropped"}|ALL|meta.row_count
+{"kind":"stale_prefix_cache"}|ALL|meta.cache_after_sync
+{"kind":"pd_decode_replica"}|ALL|meta.value_sanity
+{"kind":"prefix_cached_sentinel","row":2}|vllm-json|meta.value_sanity
+{"kind":"serve_before_sync"}|ALL|meta.sync_effect
+{"kind":"stale_draft_model"}|ALL|meta.cache_after_sync
+{"kind":"version_not_bumped","endpoints":["@EP@"]}|NOSGL|meta.sync_effect
+{"kind":"partial_weight_apply","endpoints":["@EP@"]}|ALL|meta.sync_effect
+{"kind":"update_ok_no_transfer","endpoints":["@EP@"]}|ALL|meta.sync_effect
+{"kind":"ack_before_apply","endpoints":["@EP@"]}|ALL|meta.sync_effect
+{"kind":"partial_apply_on_error","endpoints":["@EP@"]}|ALL|meta.sync_effect
+{"kind":"checksum_mismatch","endpoints":["@EP@"]}|ALL|meta.sync_effect
+{"kind":"version_regress","nth":@NTH@,"endpoints":["@EP@"]}|NOSGL|meta.version_monotonic'
+
+if [ "$part" != clean ]; then
+    printf '%s\n' "$TABLE" >"$tmp/table"
+    while IFS='|' read -r fault where check; do
+        case $where in ALL) ds=$ALL ;; NOSTART) ds=$NOSTART ;; NOSPLIT) ds=$NOSPLIT ;; NOSGL) ds=$NOSGL ;; *) ds=$where ;; esac
+        for d in $ds; do
+            f=$(printf '%s' "$fault" | sed "s/@EP@/$(update_ep "$d")/; s/@NTH@/$(second_update "$d")/")
+            start_serve "$d" "$f"
+            probe 1
+            stop_serve
+            what="$d $f: probe fails with $check"
+            if [ "$st" -ne 1 ]; then
+                bad "$what: exit $st"
+                printf '%s\n' "$OUT"
+            elif ! printf '%s\n' "$OUT" | grep -q "^FAILED   $check\$"; then
+                bad "$what: not named"
+                printf '%s\n' "$OUT"
+            else
+                ok "$what"
+            fi
+        done
+    done <"$tmp/table"
+fi
+
+if [ "$part" != kill ]; then
+    # One engine per dialect, probed with seeds 1..N in a row: each probe finds the engine as
+    # the one before left it (three syncs later, with SGLang's update group torn down).
+    for d in $ALL; do
+        start_serve "$d" ""
+        for seed in $(seq 1 "$seeds"); do
+            probe "$seed"
+            if [ "$st" -ne 0 ] || ! printf '%s\n' "$OUT" | grep -q '^9 held, 0 failed'; then
+                bad "clean $d seed $seed: exit $st"
+                printf '%s\n' "$OUT"
+            else
+                ok "clean $d seed $seed: every relation held"
+            fi
+        done
+        stop_serve
+    done
+    for f in summary.txt results.json junit.xml report.html; do
+        [ -s "$tmp/rep/$f" ] || bad "probe wrote no $f"
+    done
+    grep -q '"verdict":[[:space:]]*"pass"' "$tmp/rep/results.json" || bad "results.json: no pass verdict"
+    # Without --model the sync relations are skipped with the reason, the rest hold.
+    start_serve vllm ""
+    expect_out 0 'skipped  meta.sync_effect: no --model' "probe without --model skips the syncs" \
+        "$S" probe --out "$tmp/rep2" "$url"
+    # The budget bounds the requests: detection's one and two more, then everything is skipped.
+    expect_out 0 'skipped  meta.determinism: the request budget is spent' "probe --budget 3" \
+        "$S" probe --budget 3 --model "$tmp/cfg.json" --out "$tmp/rep3" "$url"
+    printf '%s\n' "$OUT" | grep -q '(3 requests, 0 syncs)' || bad "budget 3: $OUT"
+    stop_serve
+    # --duration: every generate takes 300 ms, the duration is 200 ms, so at most the first
+    # request is sent (whatever the machine's load) and every other relation is skipped.
+    start_serve vllm '{"kind":"latency","ms":300}'
+    expect_out 0 'skipped  meta.determinism: (the probe.s duration is over|the budget or duration)' \
+        "probe --duration 0.2" "$S" probe --dialect vllm --duration 0.2 --out "$tmp/rep4" "$url"
+    printf '%s\n' "$OUT" | grep -Eq '\((0|1) requests, 0 syncs\)' || bad "duration 0.2: $OUT"
+    stop_serve
+    # A scenario with engines.urls gets the relations by itself (no probe step, no syncs): on a
+    # clean engine it passes; with all-zero routes the contract's routes.invalid and the
+    # relations fire, the oracle's checks being skipped.
+    for f in "" '{"kind":"routes_all_zero"}'; do
+        start_serve skyrl "$f"
+        if [ -z "$f" ]; then
+            want='{"verdict": "pass"}'
+        else
+            want='{"verdict": "fail", "checks": ["routes.invalid", "meta.value_sanity", "meta.boundary_rows"]}'
+        fi
+        cat >"$tmp/ext.json" <<JSON
+{"id": "t-ext", "description": "external engine, relations without the oracle",
+ "model": {"vocab": 500, "layers": 2, "experts": 16, "topk": 2, "eos_id": -1},
+ "engines": {"urls": ["$url"]}, "client": {"backoff_initial_ms": 1, "backoff_max_ms": 2},
+ "steps": [{"kind": "rollout", "batch": 2, "turns": 2, "max_tokens": 8}],
+ "expect": $want}
+JSON
+        expect_out 0 '^1 passed, 0 failed' "engines.urls scenario, fault [$f]: as expected" \
+            "$S" run --out "$tmp/runs" "$tmp/ext.json"
+        grep -q '"meta.sync_effect"' "$tmp/runs/latest/results.json" ||
+            bad "engines.urls: the relations did not run"
+        stop_serve
+    done
+    # Usage errors are named, exit 2.
+    expect_out 2 'usage.invalid_argument: --budget .0.' "probe --budget 0" \
+        "$S" probe --budget 0 "$url"
+    expect_out 2 'usage.invalid_argument: no URL given' "probe without a URL" "$S" probe
+    expect_out 2 "usage.invalid_argument: --dialect 'x' is not one of" "probe --dialect x" \
+        "$S" probe --dialect x "$url"
+    expect_out 0 'only to URL' "probe --help" "$S" probe --help
+fi
+finish
