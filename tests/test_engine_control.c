@@ -425,6 +425,50 @@ START_TEST(test_sleep_level_range_is_exact)
 }
 END_TEST
 
+/* Waits for b's request to be held, checks it still is after `partial` (a wake that leaves
+ * something asleep or paused), then that `last` releases it into a 200. */
+static void held_until(eng *e, bg_req *b, const char *partial, const char *last)
+{
+    bg_start(b, e, "/skyrl/v1/generate", SHORT_REQ);
+    int held = wait_held_or_answered(e, b, 1);
+    ck_assert_msg(held, "answered %ld while asleep or paused: %s", b->r.status, b->r.body.data);
+    if (partial) {
+        eng_expect(e, "POST", partial, "", 200, NULL);
+        ck_assert_int_eq(eng_state_int(e, "held"), 1);
+        eng_expect(e, "GET", "/is_sleeping", NULL, 200, "{\"is_sleeping\":true}");
+    }
+    eng_expect(e, "POST", last, "", 200, NULL);
+    bg_join(b);
+    ck_assert_msg(b->r.status == 200, "status %ld: %s", b->r.status, b->r.body.data);
+    hresp_free(&b->r);
+    eng_expect(e, "GET", "/is_sleeping", NULL, 200, "{\"is_sleeping\":false}");
+}
+
+/* The partial wake in the other order: with the KV cache awake and the weights asleep a request
+ * is still held (across the wake, which resumes the scheduler) until the weights wake. Level 0
+ * sleeps no tag but pauses, so a request is held until wake_up; tags given with level 0 win
+ * over it, and both tags in one wake_up release the request at once. */
+START_TEST(test_request_held_across_a_partial_wake)
+{
+    eng e;
+    bg_req b;
+    eng_start(&e, "{\"model\":{\"layers\":2}}");
+    eng_expect(&e, "POST", "/sleep?level=2", "", 200, NULL);
+    eng_expect(&e, "GET", "/syncroll/v1/state", NULL, 200,
+               "\"sleeping_tags\":[\"weights\",\"kv_cache\"]");
+    held_until(&e, &b, "/wake_up?tags=kv_cache", "/wake_up?tags=weights");
+    eng_expect(&e, "POST", "/sleep?level=0", "", 200, NULL);
+    eng_expect(&e, "GET", "/syncroll/v1/state", NULL, 200, "\"sleeping_tags\":[]");
+    eng_expect(&e, "GET", "/is_sleeping", NULL, 200, "{\"is_sleeping\":true}");
+    held_until(&e, &b, NULL, "/wake_up");
+    eng_expect(&e, "POST", "/sleep?level=0&tags=weights", "", 200, NULL);
+    eng_expect(&e, "GET", "/syncroll/v1/state", NULL, 200, "\"sleeping_tags\":[\"weights\"]");
+    held_until(&e, &b, "/wake_up?tags=kv_cache", "/wake_up?tags=kv_cache&tags=weights");
+    eng_expect(&e, "GET", "/syncroll/v1/state", NULL, 200, "\"sleeping_tags\":[]");
+    eng_stop(&e);
+}
+END_TEST
+
 static Suite *control_suite(void)
 {
     Suite *s = suite_create("engine_control");
@@ -437,6 +481,7 @@ static Suite *control_suite(void)
     tcase_add_test(tc, test_weight_sync_protocol_order);
     tcase_add_test(tc, test_generate_waits_through_skyrl_offload_sync);
     tcase_add_test(tc, test_sleep_tags_are_tracked_separately);
+    tcase_add_test(tc, test_request_held_across_a_partial_wake);
     tcase_add_test(tc, test_json_only_update_moves_no_bytes_and_fails);
     tcase_add_test(tc, test_skyrl_finish_backwards_is_refused);
     tcase_add_test(tc, test_sleep_level_range_is_exact);
