@@ -115,12 +115,56 @@ START_TEST(test_header_keys_are_case_sensitive)
 }
 END_TEST
 
+/* Every byte of a tensor's 128-bit checksum counts: a bucket whose first or last tensor's
+ * checksum has one of its 16 bytes changed (hex digits 2b, 2b+1) is refused with
+ * delta.checksum and leaves the version where it was, on both planes; the bucket as sent is
+ * taken. */
+START_TEST(test_every_checksum_byte_is_compared)
+{
+    static const char *const cfg[2] = {VCFG, SCFG};
+    for (int k = 0; k < 2; k++)
+        for (int which = 0; which < 2; which++)
+            for (int byte = 0; byte <= 16; byte++) {
+                sr_weights *w;
+                sr_engine *e = ready(cfg[k], &w);
+                sr_buf b = SR_BUF_INIT;
+                eng_bucket_of_plane(&b, w, 1, k);
+                char *list = strstr(b.data, "\"checksums\":[\"");
+                ck_assert_ptr_nonnull(list);
+                /* The first checksum follows the key; the last ends 2 bytes before the ']'. */
+                char *sum = which == 0 ? list + 14 : strchr(list, ']') - 33;
+                ck_assert_int_eq(sum[-1], '"');
+                ck_assert_int_eq(sum[32], '"');
+                sr_err err = SR_ERR_INIT;
+                if (byte < 16) {
+                    char *d = sum + 2 * byte + (byte % 2); /* the high or the low digit */
+                    *d = *d == '0' ? '1' : '0';
+                    ck_assert_msg(post(e, NULL, &b, b.len, &err) == SR_E_DELTA_CHECKSUM,
+                                  "plane %d tensor %s byte %d: %s", k, which ? "last" : "first",
+                                  byte, err.msg);
+                    ck_assert_ptr_nonnull(strstr(err.msg, "Checksum mismatch"));
+                    ck_assert_int_eq(sr_engine_version(e), 0);
+                } else {
+                    int64_t v = -1;
+                    ck_assert_sr_ok(post(e, NULL, &b, b.len, &err), err);
+                    if (k == 0)
+                        ck_assert_sr_ok(sr_engine_sync_finish(e, -1, NULL, &v, &err), err);
+                    ck_assert_int_eq(sr_engine_version(e), 1);
+                }
+                sr_buf_release(&b);
+                sr_weights_free(w);
+                sr_engine_free(e);
+            }
+}
+END_TEST
+
 static Suite *bucket_suite(void)
 {
     Suite *s = suite_create("engine_bucket");
     TCase *tc = tcase_create("bucket");
     tcase_add_test(tc, test_messages_name_the_call);
     tcase_add_test(tc, test_header_keys_are_case_sensitive);
+    tcase_add_test(tc, test_every_checksum_byte_is_compared);
     suite_add_tcase(s, tc);
     return s;
 }
