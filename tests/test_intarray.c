@@ -365,8 +365,9 @@ static void range_case(int64_t min, int64_t max, int n, int64_t fill, int k, int
  * the fast path (SWAR up to 7 digits, the loop for 8 to 18, the general path past 18) and both
  * element widths: max and max - 1 are taken and max + 1 refused at each of 48 positions (more
  * than two 20-byte look-ahead windows and the tail the general path takes), with short (1) and
- * long (max) neighbours; a negative minimum is exact at each position too, and a minimum of 1
- * (which turns the fast path off) refuses 0. */
+ * long (max) neighbours; a negative minimum is exact at each position too, and minima of 1 and 2
+ * (the fast path takes only values from 1 up, so it must give way to the general path for a
+ * minimum above 1) refuse 0 and 1. */
 START_TEST(range_table_every_position_both_widths)
 {
     const int64_t maxes[] = {9,
@@ -394,6 +395,8 @@ START_TEST(range_table_every_position_both_widths)
                 range_case(min, max, n, fill, k, min - 1, 0);
                 range_case(1, max, n, fill, k, 0, 0);
                 range_case(1, max, n, fill, k, 1, 1);
+                range_case(2, max, n, f ? max : 2, k, 1, 0);
+                range_case(2, max, n, f ? max : 2, k, 2, 1);
             }
         }
     }
