@@ -469,6 +469,53 @@ START_TEST(test_request_held_across_a_partial_wake)
 }
 END_TEST
 
+/* The weight version parameters of the control plane at their limits: update_info's
+ * target_version (and its alias version) and update_weights_nccl's syncroll_version take 0 ..
+ * SR_WEIGHTS_MAX_VERSION (100000) and refuse -1, 100001 and 1.5 with 400 naming the field;
+ * a finish naming 100001 is refused the same way, and one naming 100000 is judged (the version
+ * held is 100000: no update was streamed, so nothing is committed). */
+START_TEST(test_version_parameters_at_their_limits)
+{
+    eng e;
+    eng_start(&e, "{\"model\":{\"layers\":2}}");
+    static const char *const bad[] = {"-1", "100001", "1.5", "\"3\""};
+    char body[200], want[32];
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(body, sizeof body, "{\"update_info\":{\"target_version\":%s}}", bad[i]);
+        eng_expect(&e, "POST", "/update_weights", body, 400, "update_info.target_version");
+        snprintf(body, sizeof body, "{\"update_info\":{\"version\":%s}}", bad[i]);
+        eng_expect(&e, "POST", "/update_weights", body, 400, "update_info.target_version");
+        snprintf(body, sizeof body,
+                 "{\"method\":\"update_weights_nccl\",\"kwargs\":{\"update_info\":"
+                 "{\"syncroll_version\":%s}}}",
+                 bad[i]);
+        eng_expect(&e, "POST", "/collective_rpc", body, 400, "syncroll_version must be");
+        snprintf(body, sizeof body,
+                 "{\"method\":\"skyrl_finish_weight_update\",\"kwargs\":{\"syncroll\":"
+                 "{\"target_version\":%s}}}",
+                 bad[i]);
+        eng_expect(&e, "POST", "/collective_rpc", body, 400, "must be a weight version");
+    }
+    ck_assert_int_eq(eng_state_int(&e, "weight_version"), 0);
+    static const long long good[] = {0, 1, 99999, 100000};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        snprintf(body, sizeof body, "{\"update_info\":{\"%s\":%lld}}",
+                 i % 2 ? "version" : "target_version", good[i]);
+        snprintf(want, sizeof want, "{\"version\":%lld}", good[i]);
+        eng_expect(&e, "POST", "/update_weights", body, 200, want);
+    }
+    ck_assert_int_eq(eng_state_int(&e, "weight_version"), 100000);
+    eng_expect(&e, "POST", "/collective_rpc", "{\"method\":\"skyrl_start_weight_update\"}", 200,
+               NULL);
+    eng_expect(&e, "POST", "/collective_rpc",
+               "{\"method\":\"skyrl_finish_weight_update\",\"kwargs\":{\"syncroll\":"
+               "{\"target_version\":100000}}}",
+               200, NULL);
+    ck_assert_int_eq(eng_state_int(&e, "weight_version"), 100000);
+    eng_stop(&e);
+}
+END_TEST
+
 static Suite *control_suite(void)
 {
     Suite *s = suite_create("engine_control");
@@ -485,6 +532,7 @@ static Suite *control_suite(void)
     tcase_add_test(tc, test_json_only_update_moves_no_bytes_and_fails);
     tcase_add_test(tc, test_skyrl_finish_backwards_is_refused);
     tcase_add_test(tc, test_sleep_level_range_is_exact);
+    tcase_add_test(tc, test_version_parameters_at_their_limits);
     suite_add_tcase(s, tc);
     return s;
 }
