@@ -158,6 +158,50 @@ START_TEST(test_every_checksum_byte_is_compared)
 }
 END_TEST
 
+/* The header line at its limit, fed in 1 MiB pieces (it grows across calls): padded with spaces
+ * after its '{' to exactly SR_BUCKET_HEADER_MAX bytes before the '\n' (and one fewer) the bucket
+ * is taken; one byte more is refused by name and commits nothing. */
+START_TEST(test_header_line_at_its_limit)
+{
+    for (int d = -1; d <= 1; d++) {
+        sr_weights *w;
+        sr_engine *e = ready(VCFG, &w);
+        sr_buf b = SR_BUF_INIT;
+        eng_bucket_of_plane(&b, w, 1, 0);
+        size_t head = (size_t)((char *)memchr(b.data, '\n', b.len) - b.data);
+        size_t want = (size_t)((int64_t)SR_BUCKET_HEADER_MAX + d), pad = want - head;
+        char *big = malloc(b.len + pad);
+        ck_assert_ptr_nonnull(big);
+        big[0] = '{';
+        memset(big + 1, ' ', pad);
+        memcpy(big + 1 + pad, b.data + 1, b.len - 1);
+        sr_bucket_rx *rx;
+        sr_err err = SR_ERR_INIT;
+        ck_assert_sr_ok(sr_engine_bucket_begin(&rx, e, NULL, &err), err);
+        /* In pieces of 1 MiB: the header grows across calls. */
+        for (size_t at = 0; at < b.len + pad; at += (size_t)1 << 20) {
+            size_t n = b.len + pad - at < ((size_t)1 << 20) ? b.len + pad - at : (size_t)1 << 20;
+            sr_engine_bucket_feed(rx, big + at, n);
+        }
+        int rc = sr_engine_bucket_end(rx, NULL, &err);
+        if (d > 0) {
+            ck_assert_sr_code(rc, err, SR_E_ENGINE_REQUEST);
+            ck_assert_ptr_nonnull(strstr(err.msg, "within SR_BUCKET_HEADER_MAX bytes"));
+            ck_assert_int_eq(sr_engine_version(e), 0);
+        } else {
+            int64_t v = -1;
+            ck_assert_sr_ok(rc, err);
+            ck_assert_sr_ok(sr_engine_sync_finish(e, -1, NULL, &v, &err), err);
+            ck_assert_int_eq(sr_engine_version(e), 1);
+        }
+        free(big);
+        sr_buf_release(&b);
+        sr_weights_free(w);
+        sr_engine_free(e);
+    }
+}
+END_TEST
+
 static Suite *bucket_suite(void)
 {
     Suite *s = suite_create("engine_bucket");
@@ -165,6 +209,7 @@ static Suite *bucket_suite(void)
     tcase_add_test(tc, test_messages_name_the_call);
     tcase_add_test(tc, test_header_keys_are_case_sensitive);
     tcase_add_test(tc, test_every_checksum_byte_is_compared);
+    tcase_add_test(tc, test_header_line_at_its_limit);
     suite_add_tcase(s, tc);
     return s;
 }
