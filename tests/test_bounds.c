@@ -265,6 +265,41 @@ START_TEST(sync_options_at_their_limits)
 }
 END_TEST
 
+/* sr_sync_run's target and content: past their ranges (-1 and SR_WEIGHTS_MAX_VERSION + 1;
+ * content below SR_SYNC_SAME_BYTES) it does not run; at the top (the engine a closed port) it
+ * runs and reports the engine failed. */
+START_TEST(sync_run_target_at_its_limits)
+{
+    static const int32_t layers[2] = {1, 3};
+    sr_weights_spec spec = SR_WEIGHTS_SPEC_INIT;
+    spec.num_layers = 2;
+    spec.layer_indices = layers;
+    spec.experts = 4;
+    spec.expert_tensors = 2;
+    sr_sync_opts o = SR_SYNC_OPTS_INIT;
+    o.transport = SR_SYNC_BROADCAST;
+    o.deadline_ms = 5000;
+    sr_sync *s = NULL;
+    sr_err e = SR_ERR_INIT;
+    ck_assert_sr_ok(sr_sync_new(&s, g_urls, 1, &spec, &o, &e), e);
+    static const int64_t bad[][2] = {{-1, 1},
+                                     {SR_WEIGHTS_MAX_VERSION + 1, 1},
+                                     {1, SR_SYNC_SAME_BYTES - 1},
+                                     {1, SR_WEIGHTS_MAX_VERSION + 1}};
+    static sr_sync_result r;
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ck_assert_sr_code(sr_sync_run(&r, s, bad[i][0], bad[i][1], &e), e, SR_E_INVAL);
+        ck_assert_ptr_nonnull(strstr(e.msg, "out of range"));
+    }
+    ck_assert_int_eq(sr_sync_last_target(s), 0);
+    ck_assert_sr_ok(sr_sync_run(&r, s, SR_WEIGHTS_MAX_VERSION, SR_SYNC_SAME_BYTES, &e), e);
+    ck_assert_int_eq(r.engines[0].ok, 0);
+    ck_assert_int_eq(r.completed, 0);
+    ck_assert_int_eq(sr_sync_last_target(s), SR_WEIGHTS_MAX_VERSION);
+    sr_sync_free(s);
+}
+END_TEST
+
 static Suite *bounds_suite(void)
 {
     Suite *s = suite_create("bounds");
@@ -274,6 +309,7 @@ static Suite *bounds_suite(void)
     tcase_add_test(tc, session_id_length_at_its_limit);
     tcase_add_test(tc, fanout_arguments_at_their_limits);
     tcase_add_test(tc, sync_options_at_their_limits);
+    tcase_add_test(tc, sync_run_target_at_its_limits);
     suite_add_tcase(s, tc);
     return s;
 }
