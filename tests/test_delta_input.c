@@ -257,6 +257,14 @@ START_TEST(state_errors_are_named_and_located)
     memset(big, ' ', sizeof(big) - 1);
     big[sizeof(big) - 1] = 0;
     bad_state(big, "exceeds the maximum");
+    /* The valid document padded with spaces to exactly SR_DELTA_STATE_MAX bytes parses, and to
+     * one byte more is refused by size. */
+    memcpy(big, ok, strlen(ok));
+    ck_assert_sr_ok(sr_delta_state_parse(&s, big, SR_DELTA_STATE_MAX, "state.json", &e), e);
+    ck_assert_int_eq(s.target_version, 4);
+    ck_assert_sr_code(sr_delta_state_parse(&s, big, SR_DELTA_STATE_MAX + 1, "state.json", &e), e,
+                      SR_E_DELTA_STATE);
+    ck_assert_ptr_nonnull(strstr(e.msg, "exceeds the maximum"));
 }
 END_TEST
 
