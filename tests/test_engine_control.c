@@ -516,6 +516,50 @@ START_TEST(test_version_parameters_at_their_limits)
 }
 END_TEST
 
+/* Enum-valued body fields refuse their neighbours by name: skyrl_wake_for_weight_sync's tags (a
+ * tag one letter short or long, a string for the array, a number in it; null wakes every tag,
+ * [] none), skyrl_sleep_for_weight_sync's offload_kv (a string for the boolean) and
+ * /weight_checker's action (a plural, a capital, a trailing space, empty). */
+START_TEST(test_enum_body_fields_refuse_their_neighbours)
+{
+    eng e;
+    eng_start(&e, "{\"model\":{\"layers\":2}}");
+    static const char *const bad_tags[] = {"[\"weight\"]", "[\"kv_caches\"]",
+                                           "[\"kv_cache\",\"x\"]", "\"weights\"", "[1]"};
+    char body[200];
+    eng_expect(&e, "POST", "/sleep?level=1", "", 200, NULL);
+    for (size_t i = 0; i < sizeof bad_tags / sizeof bad_tags[0]; i++) {
+        snprintf(body, sizeof body,
+                 "{\"method\":\"skyrl_wake_for_weight_sync\",\"kwargs\":{\"tags\":%s}}",
+                 bad_tags[i]);
+        eng_expect(&e, "POST", "/collective_rpc", body, 400, "kwargs.tags must be an array");
+    }
+    eng_expect(&e, "GET", "/syncroll/v1/state", NULL, 200,
+               "\"sleeping_tags\":[\"weights\",\"kv_cache\"]");
+    eng_expect(&e, "POST", "/collective_rpc",
+               "{\"method\":\"skyrl_wake_for_weight_sync\",\"kwargs\":{\"tags\":[]}}", 200, NULL);
+    eng_expect(&e, "GET", "/syncroll/v1/state", NULL, 200,
+               "\"sleeping_tags\":[\"weights\",\"kv_cache\"]");
+    eng_expect(&e, "POST", "/collective_rpc",
+               "{\"method\":\"skyrl_wake_for_weight_sync\",\"kwargs\":{\"tags\":null}}", 200, NULL);
+    eng_expect(&e, "GET", "/syncroll/v1/state", NULL, 200, "\"sleeping_tags\":[]");
+    eng_expect(&e, "POST", "/collective_rpc",
+               "{\"method\":\"skyrl_sleep_for_weight_sync\",\"kwargs\":{\"offload_kv\":\"true\"}}",
+               400, "offload_kv must be a boolean");
+    eng_expect(&e, "GET", "/syncroll/v1/state", NULL, 200, "\"sleeping_tags\":[]");
+    eng_stop(&e);
+    eng_start(&e, "{\"sync_dialect\":\"vllm\",\"model\":{\"layers\":2}}");
+    static const char *const bad_actions[] = {"checksums", "Checksum", "reset ", ""};
+    for (size_t i = 0; i < sizeof bad_actions / sizeof bad_actions[0]; i++) {
+        snprintf(body, sizeof body, "{\"action\":\"%s\"}", bad_actions[i]);
+        eng_expect(&e, "POST", "/weight_checker", body, 400,
+                   "action must be one of checksum|reset|compare");
+    }
+    eng_expect(&e, "POST", "/weight_checker", "{\"action\":\"checksum\"}", 200, "{\"checksums\":{");
+    eng_stop(&e);
+}
+END_TEST
+
 static Suite *control_suite(void)
 {
     Suite *s = suite_create("engine_control");
@@ -533,6 +577,7 @@ static Suite *control_suite(void)
     tcase_add_test(tc, test_skyrl_finish_backwards_is_refused);
     tcase_add_test(tc, test_sleep_level_range_is_exact);
     tcase_add_test(tc, test_version_parameters_at_their_limits);
+    tcase_add_test(tc, test_enum_body_fields_refuse_their_neighbours);
     suite_add_tcase(s, tc);
     return s;
 }
