@@ -564,6 +564,84 @@ START_TEST(every_dimension_of_every_sample_is_checked)
 }
 END_TEST
 
+/* An array of `ndim` dimensions (2, 3 or 4) holding the bytes of a [3, 2, 4] uint8 one. */
+static sr_ndarray routes_of_rank(int ndim)
+{
+    const int64_t shapes[3][4] = {{3, 8}, {3, 2, 4}, {3, 2, 4, 1}};
+    sr_ndarray a;
+    sr_err err = SR_ERR_INIT;
+    ck_assert_sr_ok(sr_ndarray_alloc(&a, SR_DTYPE_UINT8, ndim, shapes[ndim - 2], &err), err);
+    memset(a.data, 1, a.nbytes);
+    return a;
+}
+
+/* The rank is checked for every sample: 2 or 4 dimensions at the first, the second or the last
+ * of three samples is refused naming that sample, 3 everywhere collates; the smallest shape
+ * [1, 1, 1] (each dimension at its limit) collates too. */
+START_TEST(rank_of_every_sample_is_checked)
+{
+    sr_ndarray three = routes_of_rank(3);
+    sr_collate_buf buf = SR_COLLATE_BUF_INIT;
+    sr_collate_result r;
+    sr_err err = SR_ERR_INIT;
+    for (int ndim = 2; ndim <= 4; ndim++) {
+        sr_ndarray odd = routes_of_rank(ndim);
+        for (int at = 0; at < 3; at++) {
+            sr_collate_sample s[3] = {sample(&three, 2, 1), sample(&three, 2, 1),
+                                      sample(&three, 2, 1)};
+            s[at] = sample(&odd, 2, 1);
+            int rc = sr_collate_routes(&r, &buf, s, 3, 1, &err);
+            if (ndim == 3) {
+                ck_assert_sr_ok(rc, err);
+                continue;
+            }
+            ck_assert_msg(rc == SR_E_COLLATE_INPUT, "rank %d at sample %d: rc %d", ndim, at, rc);
+            ck_assert_int_eq(err.offset, at);
+            ck_assert_ptr_nonnull(strstr(err.msg, at ? "must share [layers, topk]"
+                                                     : "must contain routes for every"));
+        }
+        sr_ndarray_release(&odd);
+    }
+    sr_ndarray one = make_routes(SR_DTYPE_UINT8, 1, 1, 1, 3, 100);
+    sr_collate_sample s1[2] = {sample(&one, 1, 0), sample(&one, 0, 1)};
+    ck_assert_sr_ok(sr_collate_routes(&r, &buf, s1, 2, 1, &err), err);
+    ck_assert_int_eq(r.t_max, 1);
+    sr_ndarray_release(&one);
+    sr_ndarray_release(&three);
+    sr_collate_buf_release(&buf);
+}
+END_TEST
+
+/* Row counts at their limits at the first, the second and the last of three samples: rows equal
+ * to the tokens collate and one more is SR_E_COLLATE_ROWS; captured_rows equal to the rows held
+ * collate and one more is SR_E_COLLATE_INPUT; captured_rows 1 collates and 0 is refused. */
+START_TEST(row_limits_at_every_sample)
+{
+    sr_ndarray a = make_routes(SR_DTYPE_INT16, 4, 2, 2, 5, 100);
+    sr_collate_buf buf = SR_COLLATE_BUF_INIT;
+    sr_collate_result r;
+    sr_err err = SR_ERR_INIT;
+    for (int at = 0; at < 3; at++) {
+        for (int c = 0; c < 6; c++) {
+            sr_collate_sample s[3] = {sample(&a, 3, 2), sample(&a, 3, 2), sample(&a, 3, 2)};
+            /* c: 0 rows == tokens, 1 one row more, 2 captured == held, 3 held + 1,
+             * 4 captured 1, 5 captured 0. */
+            static const int64_t tokens[6] = {4, 3, 5, 5, 5, 5}, cap[6] = {-1, -1, 4, 5, 1, 0};
+            s[at].prompt_len = tokens[c] - 1;
+            s[at].response_len = 1;
+            s[at].captured_rows = cap[c];
+            int rc = sr_collate_routes(&r, &buf, s, 3, 1, &err);
+            int want = c == 1 || c == 5 ? SR_E_COLLATE_ROWS : c == 3 ? SR_E_COLLATE_INPUT : 0;
+            ck_assert_msg(rc == want, "case %d at sample %d: rc %d (%s)", c, at, rc, err.msg);
+            if (want)
+                ck_assert_int_eq(err.offset, at);
+        }
+    }
+    sr_ndarray_release(&a);
+    sr_collate_buf_release(&buf);
+}
+END_TEST
+
 static Suite *collate_suite(void)
 {
     Suite *s = suite_create("collate");
@@ -580,6 +658,8 @@ static Suite *collate_suite(void)
     tcase_add_test(c, inputs_are_not_modified);
     tcase_add_test(c, long_padding_spans_exceed_the_pattern_block);
     tcase_add_test(c, property_random_batches);
+    tcase_add_test(c, rank_of_every_sample_is_checked);
+    tcase_add_test(c, row_limits_at_every_sample);
     suite_add_tcase(s, c);
     TCase *r = tcase_create("replay_config");
     tcase_add_test(r, replay_refuses_interleaved_pipelines);

@@ -117,6 +117,76 @@ START_TEST(manifest_errors_are_named_and_located)
 }
 END_TEST
 
+/* Parses k_manifest with `from` replaced by `to`; returns the code (the message in *e). */
+static int manifest_with(const char *from, const char *to, sr_err *e)
+{
+    static char text[8192];
+    const char *at = strstr(k_manifest, from);
+    ck_assert_msg(at != NULL, "'%s' not in the template", from);
+    size_t head = (size_t)(at - k_manifest);
+    memcpy(text, k_manifest, head);
+    snprintf(text + head, sizeof(text) - head, "%s%s", to, at + strlen(from));
+    sr_delta_manifest *m = NULL;
+    int rc = sr_delta_manifest_parse(&m, text, strlen(text), "m.json", e);
+    sr_delta_manifest_free(m);
+    return rc;
+}
+
+/* The manifest's limits, at, before and past: a name and a payload key of SR_DELTA_NAME_MAX
+ * bytes, a payload file name of SR_DELTA_FILE_NAME_MAX, a manifest of SR_DELTA_MANIFEST_MAX
+ * bytes; and each of the checksum's 32 hex digits alone replaced by a non-digit ('g', an
+ * upper-case 'A') is refused. */
+START_TEST(manifest_limits_and_every_checksum_digit)
+{
+    sr_err e = SR_ERR_INIT;
+    static char name[SR_DELTA_NAME_MAX + 2], to[SR_DELTA_NAME_MAX + 32];
+    for (int d = -1; d <= 1; d++) {
+        size_t len = (size_t)(SR_DELTA_NAME_MAX + d);
+        memset(name, 'n', len);
+        name[len] = '\0';
+        snprintf(to, sizeof to, "\"name\": \"%s\"", name);
+        int rc = manifest_with("\"name\": \"a\"", to, &e);
+        ck_assert_int_eq(rc, d > 0 ? SR_E_DELTA_MANIFEST : 0);
+        if (rc)
+            ck_assert_ptr_nonnull(strstr(e.msg, "'name' must hold 1..1024 bytes"));
+        snprintf(to, sizeof to, "\"payload_key\": \"%s\"", name);
+        rc = manifest_with("\"payload_key\": \"a\"", to, &e);
+        ck_assert_int_eq(rc, d > 0 ? SR_E_DELTA_MANIFEST : 0);
+        if (rc)
+            ck_assert_ptr_nonnull(strstr(e.msg, "'payload_key' must hold 1..1024 bytes"));
+        name[SR_DELTA_FILE_NAME_MAX + d] = '\0';
+        ck_assert_int_eq(sr_delta_valid_file_name(name), d <= 0);
+    }
+    const char *sum = "000102030405060708090a0b0c0d0e0f";
+    char bad[40];
+    for (int i = 0; i < 32; i++)
+        for (int k = 0; k < 2; k++) {
+            snprintf(bad, sizeof bad, "%s", sum);
+            bad[i] = k ? 'A' : 'g';
+            ck_assert_msg(manifest_with(sum, bad, &e) == SR_E_DELTA_MANIFEST, "digit %d", i);
+            ck_assert_ptr_nonnull(strstr(e.msg, "32 lowercase hex digits"));
+        }
+    /* The checksum one digit short. */
+    ck_assert_int_eq(manifest_with(sum, "000102030405060708090a0b0c0d0e0", &e),
+                     SR_E_DELTA_MANIFEST);
+    /* A manifest of exactly the maximum (the template padded with spaces) parses; one byte more
+     * is refused by size. */
+    size_t k = strlen(k_manifest);
+    char *big = malloc(SR_DELTA_MANIFEST_MAX + 1);
+    ck_assert_ptr_nonnull(big);
+    memcpy(big, k_manifest, k);
+    memset(big + k, ' ', SR_DELTA_MANIFEST_MAX + 1 - k);
+    sr_delta_manifest *m = NULL;
+    ck_assert_sr_ok(sr_delta_manifest_parse(&m, big, SR_DELTA_MANIFEST_MAX, "m.json", &e), e);
+    sr_delta_manifest_free(m);
+    m = NULL;
+    ck_assert_sr_code(sr_delta_manifest_parse(&m, big, SR_DELTA_MANIFEST_MAX + 1, "m.json", &e), e,
+                      SR_E_DELTA_MANIFEST);
+    ck_assert_ptr_nonnull(strstr(e.msg, "exceeds the maximum"));
+    free(big);
+}
+END_TEST
+
 START_TEST(garbage_manifest_files_fail_the_fetch)
 {
     fixture f;
@@ -187,6 +257,14 @@ START_TEST(state_errors_are_named_and_located)
     memset(big, ' ', sizeof(big) - 1);
     big[sizeof(big) - 1] = 0;
     bad_state(big, "exceeds the maximum");
+    /* The valid document padded with spaces to exactly SR_DELTA_STATE_MAX bytes parses, and to
+     * one byte more is refused by size. */
+    memcpy(big, ok, strlen(ok));
+    ck_assert_sr_ok(sr_delta_state_parse(&s, big, SR_DELTA_STATE_MAX, "state.json", &e), e);
+    ck_assert_int_eq(s.target_version, 4);
+    ck_assert_sr_code(sr_delta_state_parse(&s, big, SR_DELTA_STATE_MAX + 1, "state.json", &e), e,
+                      SR_E_DELTA_STATE);
+    ck_assert_ptr_nonnull(strstr(e.msg, "exceeds the maximum"));
 }
 END_TEST
 
@@ -466,6 +544,7 @@ int main(void)
     Suite *s = suite_create("delta_input");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, manifest_errors_are_named_and_located);
+    tcase_add_test(tc, manifest_limits_and_every_checksum_digit);
     tcase_add_test(tc, garbage_manifest_files_fail_the_fetch);
     tcase_add_test(tc, state_errors_are_named_and_located);
     tcase_add_test(tc, corrupt_state_file_is_reported_and_reset_recovers);

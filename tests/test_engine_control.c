@@ -425,6 +425,141 @@ START_TEST(test_sleep_level_range_is_exact)
 }
 END_TEST
 
+/* Waits for b's request to be held, checks it still is after `partial` (a wake that leaves
+ * something asleep or paused), then that `last` releases it into a 200. */
+static void held_until(eng *e, bg_req *b, const char *partial, const char *last)
+{
+    bg_start(b, e, "/skyrl/v1/generate", SHORT_REQ);
+    int held = wait_held_or_answered(e, b, 1);
+    ck_assert_msg(held, "answered %ld while asleep or paused: %s", b->r.status, b->r.body.data);
+    if (partial) {
+        eng_expect(e, "POST", partial, "", 200, NULL);
+        ck_assert_int_eq(eng_state_int(e, "held"), 1);
+        eng_expect(e, "GET", "/is_sleeping", NULL, 200, "{\"is_sleeping\":true}");
+    }
+    eng_expect(e, "POST", last, "", 200, NULL);
+    bg_join(b);
+    ck_assert_msg(b->r.status == 200, "status %ld: %s", b->r.status, b->r.body.data);
+    hresp_free(&b->r);
+    eng_expect(e, "GET", "/is_sleeping", NULL, 200, "{\"is_sleeping\":false}");
+}
+
+/* The partial wake in the other order: with the KV cache awake and the weights asleep a request
+ * is still held (across the wake, which resumes the scheduler) until the weights wake. Level 0
+ * sleeps no tag but pauses, so a request is held until wake_up; tags given with level 0 win
+ * over it, and both tags in one wake_up release the request at once. */
+START_TEST(test_request_held_across_a_partial_wake)
+{
+    eng e;
+    bg_req b;
+    eng_start(&e, "{\"model\":{\"layers\":2}}");
+    eng_expect(&e, "POST", "/sleep?level=2", "", 200, NULL);
+    eng_expect(&e, "GET", "/syncroll/v1/state", NULL, 200,
+               "\"sleeping_tags\":[\"weights\",\"kv_cache\"]");
+    held_until(&e, &b, "/wake_up?tags=kv_cache", "/wake_up?tags=weights");
+    eng_expect(&e, "POST", "/sleep?level=0", "", 200, NULL);
+    eng_expect(&e, "GET", "/syncroll/v1/state", NULL, 200, "\"sleeping_tags\":[]");
+    eng_expect(&e, "GET", "/is_sleeping", NULL, 200, "{\"is_sleeping\":true}");
+    held_until(&e, &b, NULL, "/wake_up");
+    eng_expect(&e, "POST", "/sleep?level=0&tags=weights", "", 200, NULL);
+    eng_expect(&e, "GET", "/syncroll/v1/state", NULL, 200, "\"sleeping_tags\":[\"weights\"]");
+    held_until(&e, &b, "/wake_up?tags=kv_cache", "/wake_up?tags=kv_cache&tags=weights");
+    eng_expect(&e, "GET", "/syncroll/v1/state", NULL, 200, "\"sleeping_tags\":[]");
+    eng_stop(&e);
+}
+END_TEST
+
+/* The weight version parameters of the control plane at their limits: update_info's
+ * target_version (and its alias version) and update_weights_nccl's syncroll_version take 0 ..
+ * SR_WEIGHTS_MAX_VERSION (100000) and refuse -1, 100001 and 1.5 with 400 naming the field;
+ * a finish naming 100001 is refused the same way, and one naming 100000 is judged (the version
+ * held is 100000: no update was streamed, so nothing is committed). */
+START_TEST(test_version_parameters_at_their_limits)
+{
+    eng e;
+    eng_start(&e, "{\"model\":{\"layers\":2}}");
+    static const char *const bad[] = {"-1", "100001", "1.5", "\"3\""};
+    char body[200], want[32];
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(body, sizeof body, "{\"update_info\":{\"target_version\":%s}}", bad[i]);
+        eng_expect(&e, "POST", "/update_weights", body, 400, "update_info.target_version");
+        snprintf(body, sizeof body, "{\"update_info\":{\"version\":%s}}", bad[i]);
+        eng_expect(&e, "POST", "/update_weights", body, 400, "update_info.target_version");
+        snprintf(body, sizeof body,
+                 "{\"method\":\"update_weights_nccl\",\"kwargs\":{\"update_info\":"
+                 "{\"syncroll_version\":%s}}}",
+                 bad[i]);
+        eng_expect(&e, "POST", "/collective_rpc", body, 400, "syncroll_version must be");
+        snprintf(body, sizeof body,
+                 "{\"method\":\"skyrl_finish_weight_update\",\"kwargs\":{\"syncroll\":"
+                 "{\"target_version\":%s}}}",
+                 bad[i]);
+        eng_expect(&e, "POST", "/collective_rpc", body, 400, "must be a weight version");
+    }
+    ck_assert_int_eq(eng_state_int(&e, "weight_version"), 0);
+    static const long long good[] = {0, 1, 99999, 100000};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        snprintf(body, sizeof body, "{\"update_info\":{\"%s\":%lld}}",
+                 i % 2 ? "version" : "target_version", good[i]);
+        snprintf(want, sizeof want, "{\"version\":%lld}", good[i]);
+        eng_expect(&e, "POST", "/update_weights", body, 200, want);
+    }
+    ck_assert_int_eq(eng_state_int(&e, "weight_version"), 100000);
+    eng_expect(&e, "POST", "/collective_rpc", "{\"method\":\"skyrl_start_weight_update\"}", 200,
+               NULL);
+    eng_expect(&e, "POST", "/collective_rpc",
+               "{\"method\":\"skyrl_finish_weight_update\",\"kwargs\":{\"syncroll\":"
+               "{\"target_version\":100000}}}",
+               200, NULL);
+    ck_assert_int_eq(eng_state_int(&e, "weight_version"), 100000);
+    eng_stop(&e);
+}
+END_TEST
+
+/* Enum-valued body fields refuse their neighbours by name: skyrl_wake_for_weight_sync's tags (a
+ * tag one letter short or long, a string for the array, a number in it; null wakes every tag,
+ * [] none), skyrl_sleep_for_weight_sync's offload_kv (a string for the boolean) and
+ * /weight_checker's action (a plural, a capital, a trailing space, empty). */
+START_TEST(test_enum_body_fields_refuse_their_neighbours)
+{
+    eng e;
+    eng_start(&e, "{\"model\":{\"layers\":2}}");
+    static const char *const bad_tags[] = {"[\"weight\"]", "[\"kv_caches\"]",
+                                           "[\"kv_cache\",\"x\"]", "\"weights\"", "[1]"};
+    char body[200];
+    eng_expect(&e, "POST", "/sleep?level=1", "", 200, NULL);
+    for (size_t i = 0; i < sizeof bad_tags / sizeof bad_tags[0]; i++) {
+        snprintf(body, sizeof body,
+                 "{\"method\":\"skyrl_wake_for_weight_sync\",\"kwargs\":{\"tags\":%s}}",
+                 bad_tags[i]);
+        eng_expect(&e, "POST", "/collective_rpc", body, 400, "kwargs.tags must be an array");
+    }
+    eng_expect(&e, "GET", "/syncroll/v1/state", NULL, 200,
+               "\"sleeping_tags\":[\"weights\",\"kv_cache\"]");
+    eng_expect(&e, "POST", "/collective_rpc",
+               "{\"method\":\"skyrl_wake_for_weight_sync\",\"kwargs\":{\"tags\":[]}}", 200, NULL);
+    eng_expect(&e, "GET", "/syncroll/v1/state", NULL, 200,
+               "\"sleeping_tags\":[\"weights\",\"kv_cache\"]");
+    eng_expect(&e, "POST", "/collective_rpc",
+               "{\"method\":\"skyrl_wake_for_weight_sync\",\"kwargs\":{\"tags\":null}}", 200, NULL);
+    eng_expect(&e, "GET", "/syncroll/v1/state", NULL, 200, "\"sleeping_tags\":[]");
+    eng_expect(&e, "POST", "/collective_rpc",
+               "{\"method\":\"skyrl_sleep_for_weight_sync\",\"kwargs\":{\"offload_kv\":\"true\"}}",
+               400, "offload_kv must be a boolean");
+    eng_expect(&e, "GET", "/syncroll/v1/state", NULL, 200, "\"sleeping_tags\":[]");
+    eng_stop(&e);
+    eng_start(&e, "{\"sync_dialect\":\"vllm\",\"model\":{\"layers\":2}}");
+    static const char *const bad_actions[] = {"checksums", "Checksum", "reset ", ""};
+    for (size_t i = 0; i < sizeof bad_actions / sizeof bad_actions[0]; i++) {
+        snprintf(body, sizeof body, "{\"action\":\"%s\"}", bad_actions[i]);
+        eng_expect(&e, "POST", "/weight_checker", body, 400,
+                   "action must be one of checksum|reset|compare");
+    }
+    eng_expect(&e, "POST", "/weight_checker", "{\"action\":\"checksum\"}", 200, "{\"checksums\":{");
+    eng_stop(&e);
+}
+END_TEST
+
 static Suite *control_suite(void)
 {
     Suite *s = suite_create("engine_control");
@@ -437,9 +572,12 @@ static Suite *control_suite(void)
     tcase_add_test(tc, test_weight_sync_protocol_order);
     tcase_add_test(tc, test_generate_waits_through_skyrl_offload_sync);
     tcase_add_test(tc, test_sleep_tags_are_tracked_separately);
+    tcase_add_test(tc, test_request_held_across_a_partial_wake);
     tcase_add_test(tc, test_json_only_update_moves_no_bytes_and_fails);
     tcase_add_test(tc, test_skyrl_finish_backwards_is_refused);
     tcase_add_test(tc, test_sleep_level_range_is_exact);
+    tcase_add_test(tc, test_version_parameters_at_their_limits);
+    tcase_add_test(tc, test_enum_body_fields_refuse_their_neighbours);
     suite_add_tcase(s, tc);
     return s;
 }

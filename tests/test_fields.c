@@ -134,7 +134,8 @@ START_TEST(fixture_definitions_load)
 END_TEST
 
 /* A registry path that is a FIFO without a writer, a folder or a file past 1 MiB is refused by
- * name before anything is read (a FIFO was opened with fopen before and blocked). */
+ * name before anything is read (a FIFO was opened with fopen before and blocked); a file of
+ * exactly 1 MiB is read. */
 START_TEST(registry_file_must_be_a_small_regular_file)
 {
     sr_fields *f = builtins();
@@ -156,6 +157,23 @@ START_TEST(registry_file_must_be_a_small_regular_file)
     fclose(b);
     ck_assert_sr_code(sr_fields_load_file(f, big, &err), err, SR_E_LIMIT);
     ck_assert_uint_eq(sr_fields_count(f), 3);
+    /* An empty registry padded with spaces to exactly SR_FIELDS_MAX_FILE bytes loads; one byte
+     * more is over the limit. */
+    for (size_t extra = 0; extra <= 1; extra++) {
+        b = fopen(big, "wb");
+        ck_assert_ptr_nonnull(b);
+        const char *head = "{\"fields\": []";
+        fputs(head, b);
+        for (size_t i = strlen(head) + 1; i < SR_FIELDS_MAX_FILE + extra; i++)
+            fputc(' ', b);
+        fputc('}', b);
+        ck_assert_int_eq(ftell(b), (long)(SR_FIELDS_MAX_FILE + extra));
+        fclose(b);
+        int rc = sr_fields_load_file(f, big, &err);
+        ck_assert_msg(rc == (extra ? SR_E_LIMIT : 0), "%zu bytes: rc %d (%s)",
+                      SR_FIELDS_MAX_FILE + extra, rc, err.msg);
+        ck_assert_uint_eq(sr_fields_count(f), 3);
+    }
     unlink(fifo);
     unlink(big);
     rmdir(dir);

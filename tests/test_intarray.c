@@ -332,6 +332,77 @@ START_TEST(fast_path_range_at_every_position)
 }
 END_TEST
 
+/* One case of the range table: `n` values, all `fill` but `v` at index k; checks the verdict (a
+ * refusal names SR_E_INTARRAY_STRICT at the value's first byte) and every value taken. */
+static void range_case(int64_t min, int64_t max, int n, int64_t fill, int k, int64_t v, int ok)
+{
+    static char s[64 * 24];
+    size_t len = 0, at = 0;
+    s[len++] = '[';
+    for (int i = 0; i < n; i++) {
+        if (i)
+            s[len++] = ',';
+        if (i == k)
+            at = len;
+        len += (size_t)snprintf(s + len, sizeof s - len, "%lld", (long long)(i == k ? v : fill));
+    }
+    snprintf(s + len, sizeof s - len, "]");
+    parsed *p = parse_text(s, min, max);
+    if (!ok) {
+        ck_assert_msg(p->rc == SR_E_INTARRAY_STRICT, "[%lld, %lld] %lld at %d of %d: rc %d",
+                      (long long)min, (long long)max, (long long)v, k, n, p->rc);
+        ck_assert_int_eq(p->offset, at);
+        return;
+    }
+    ck_assert_msg(p->rc == 0, "[%lld, %lld] %lld at %d of %d: rc %d", (long long)min,
+                  (long long)max, (long long)v, k, n, p->rc);
+    ck_assert_int_eq(p->count, n);
+    for (int i = 0; i < n; i++)
+        ck_assert_int_eq(p->v[i], i == k ? v : fill);
+}
+
+/* The range at every position of a long compact array, for maxima at each digit-count border of
+ * the fast path (SWAR up to 7 digits, the loop for 8 to 18, the general path past 18) and both
+ * element widths: max and max - 1 are taken and max + 1 refused at each of 48 positions (more
+ * than two 20-byte look-ahead windows and the tail the general path takes), with short (1) and
+ * long (max) neighbours; a negative minimum is exact at each position too, and minima of 1 and 2
+ * (the fast path takes only values from 1 up, so it must give way to the general path for a
+ * minimum above 1) refuse 0 and 1. */
+START_TEST(range_table_every_position_both_widths)
+{
+    const int64_t maxes[] = {9,
+                             99,
+                             9999999,
+                             10000000,
+                             99999999,
+                             999999999,
+                             INT32_MAX,
+                             (int64_t)INT32_MAX + 1,
+                             999999999999999999ll,
+                             1000000000000000000ll,
+                             INT64_MAX - 1};
+    const int n = 48;
+    for (size_t m = 0; m < sizeof maxes / sizeof maxes[0]; m++) {
+        int64_t max = maxes[m], min = -max;
+        for (int k = 0; k < n; k++) {
+            for (int f = 0; f < 2; f++) {
+                int64_t fill = f ? max : 1;
+                range_case(0, max, n, fill, k, max, 1);
+                range_case(0, max, n, fill, k, max - 1, 1);
+                range_case(0, max, n, fill, k, max + 1, 0);
+                range_case(min, max, n, fill, k, max + 1, 0);
+                range_case(min, max, n, fill, k, min, 1);
+                range_case(min, max, n, fill, k, min - 1, 0);
+                range_case(1, max, n, fill, k, 0, 0);
+                range_case(1, max, n, fill, k, 1, 1);
+                range_case(2, max, n, f ? max : 2, k, 1, 0);
+                range_case(2, max, n, f ? max : 2, k, 2, 1);
+            }
+        }
+    }
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("intarray");
@@ -344,6 +415,7 @@ static Suite *suite(void)
     tcase_add_test(tc, property_rejects_what_cjson_rejects);
     tcase_add_test(tc, consumed_stops_at_the_error);
     tcase_add_test(tc, fast_path_range_at_every_position);
+    tcase_add_test(tc, range_table_every_position_both_widths);
     suite_add_tcase(s, tc);
     return s;
 }

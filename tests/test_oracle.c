@@ -125,6 +125,68 @@ START_TEST(test_valid_edges_and_copy)
 }
 END_TEST
 
+/* sr_oracle_new's verdict on m: 0 or SR_E_ORACLE_MODEL. */
+static int model_rc(const sr_oracle_model *m)
+{
+    sr_oracle *o = NULL;
+    sr_err err = SR_ERR_INIT;
+    int rc = sr_oracle_new(&o, m, &err);
+    ck_assert(rc ? o == NULL : o != NULL);
+    sr_oracle_free(o);
+    return rc;
+}
+
+/* The model's limits at, before and past: vocab up to SR_ORACLE_MAX_VOCAB, layers up to
+ * SR_ORACLE_MAX_LAYERS, eos_id below vocab, logprob_scale up to SR_ORACLE_MAX_LP_SCALE, stop
+ * sequences up to SR_ORACLE_MAX_STOPS of 1 .. SR_ORACLE_MAX_STOP_LEN tokens below vocab. */
+START_TEST(test_model_limits_at_before_and_past)
+{
+    static int32_t layers[SR_ORACLE_MAX_LAYERS + 1];
+    for (int l = 0; l <= SR_ORACLE_MAX_LAYERS; l++)
+        layers[l] = l;
+    const int MS = SR_E_ORACLE_MODEL;
+    for (int d = -1; d <= 1; d++) {
+        int want = d > 0 ? MS : 0;
+        sr_oracle_model m = small_model();
+        m.vocab = SR_ORACLE_MAX_VOCAB + d;
+        ck_assert_int_eq(model_rc(&m), want);
+        m = small_model();
+        m.num_layers = SR_ORACLE_MAX_LAYERS + d;
+        m.layer_indices = layers;
+        ck_assert_int_eq(model_rc(&m), want);
+        m = small_model();
+        m.eos_id = m.vocab - 1 + d;
+        ck_assert_int_eq(model_rc(&m), want);
+        m = small_model();
+        m.logprob_scale = d < 0   ? nextafter(SR_ORACLE_MAX_LP_SCALE, 0)
+                          : d > 0 ? nextafter(SR_ORACLE_MAX_LP_SCALE, INFINITY)
+                                  : SR_ORACLE_MAX_LP_SCALE;
+        ck_assert_int_eq(model_rc(&m), want);
+        static int32_t ids[SR_ORACLE_MAX_STOP_LEN + 1];
+        for (int j = 0; j <= SR_ORACLE_MAX_STOP_LEN; j++)
+            ids[j] = j % 2 ? 999 : 0; /* both ends of the vocabulary */
+        sr_oracle_stopseq st[SR_ORACLE_MAX_STOPS + 1];
+        for (int k = 0; k <= SR_ORACLE_MAX_STOPS; k++)
+            st[k] = (sr_oracle_stopseq){ids, 1 + k % 3};
+        m = small_model();
+        m.stops = st;
+        m.num_stops = SR_ORACLE_MAX_STOPS + d;
+        ck_assert_int_eq(model_rc(&m), want);
+        m.num_stops = SR_ORACLE_MAX_STOPS;
+        st[SR_ORACLE_MAX_STOPS - 1].len = SR_ORACLE_MAX_STOP_LEN + d; /* the last sequence */
+        ck_assert_int_eq(model_rc(&m), want);
+        st[SR_ORACLE_MAX_STOPS - 1].len = 1;
+        ids[0] = 999 + d; /* vocab is 1000 */
+        ck_assert_int_eq(model_rc(&m), want);
+    }
+    sr_oracle_model m = small_model();
+    m.logprob_scale = 0.0;
+    ck_assert_int_eq(model_rc(&m), 0);
+    m.logprob_scale = -1e-300;
+    ck_assert_int_eq(model_rc(&m), MS);
+}
+END_TEST
+
 /* Golden vectors, computed once and cross-checked with a Python implementation of the header. */
 START_TEST(test_golden_primitives)
 {
@@ -336,6 +398,7 @@ static Suite *oracle_suite(void)
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, test_invalid_models);
     tcase_add_test(tc, test_valid_edges_and_copy);
+    tcase_add_test(tc, test_model_limits_at_before_and_past);
     tcase_add_test(tc, test_golden_primitives);
     tcase_add_test(tc, test_golden_generate);
     tcase_add_test(tc, test_rows_distinct_in_range);

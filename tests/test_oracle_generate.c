@@ -148,6 +148,86 @@ START_TEST(test_generate_request_errors)
 }
 END_TEST
 
+/* The message of a request that passes every limit check but has no token buffer (the check
+ * after them): a request at its limits gets this one, a request past a limit its own. */
+#define PAST_THE_LIMITS "no token buffer given"
+
+/* Generates with o and rq into an output without a token buffer: the message is PAST_THE_LIMITS
+ * exactly when `within` (the request is within its size limits). */
+static void limit_case(const sr_oracle *o, const sr_oracle_request *rq, int within,
+                       const char *what)
+{
+    sr_oracle_output out = SR_ORACLE_OUTPUT_INIT;
+    sr_err err = SR_ERR_INIT;
+    int rc = sr_oracle_generate(&out, o, 1, FPS3, rq, &err);
+    ck_assert_msg(rc == SR_E_ORACLE_REQUEST, "%s: rc %d", what, rc);
+    int reached = strstr(err.msg, PAST_THE_LIMITS) != NULL;
+    ck_assert_msg(reached == within, "%s: '%s'", what, err.msg);
+}
+
+/* A request's limits at, before and past: prompt + max_tokens up to SR_ORACLE_MAX_SEQ (each term
+ * at its largest; these checks come before any token is read or buffer used, so the lengths
+ * need no buffers of that size), max_tokens from 1, num_stop_ids up to SR_ORACLE_MAX_STOP_IDS,
+ * routed_experts_prompt_start from -1 to the prompt's length. */
+START_TEST(test_request_size_limits)
+{
+    gen_case g;
+    gen_case_init(&g);
+    sr_oracle_request rq = g.rq;
+    rq.route_start = -1;
+    static int32_t stops[SR_ORACLE_MAX_STOP_IDS + 1];
+    static const struct {
+        size_t prompt;
+        int64_t max_tokens;
+        int within;
+    } cs[] = {
+        {1, SR_ORACLE_MAX_SEQ - 1, 1},
+        {1, SR_ORACLE_MAX_SEQ, 0},
+        {2, SR_ORACLE_MAX_SEQ - 1, 0},
+        {SR_ORACLE_MAX_SEQ - 1, 1, 1},
+        {SR_ORACLE_MAX_SEQ, 1, 0},
+        {SR_ORACLE_MAX_SEQ - 6, 6, 1},
+        {SR_ORACLE_MAX_SEQ - 5, 6, 0},
+        {10, 1, 1},
+        {10, 0, 0},
+    };
+    char what[96];
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+        rq.prompt_len = cs[i].prompt;
+        rq.max_tokens = cs[i].max_tokens;
+        snprintf(what, sizeof what, "prompt %zu + max_tokens %lld", cs[i].prompt,
+                 (long long)cs[i].max_tokens);
+        limit_case(g.o, &rq, cs[i].within, what);
+    }
+    /* The later checks run with buffers: within the limits the request generates. */
+    int32_t toks[6];
+    static uint8_t routes[15 * L3 * K8];
+    sr_oracle_output out = SR_ORACLE_OUTPUT_INIT;
+    out.tokens = toks;
+    out.routes = routes;
+    out.routes_cap = sizeof routes;
+    sr_err err = SR_ERR_INIT;
+    rq.prompt_len = 10;
+    rq.max_tokens = 6;
+    rq.stop_ids = stops;
+    for (size_t n = SR_ORACLE_MAX_STOP_IDS - 1; n <= SR_ORACLE_MAX_STOP_IDS + 1; n++) {
+        rq.num_stop_ids = n;
+        int rc = sr_oracle_generate(&out, g.o, 1, FPS3, &rq, &err);
+        ck_assert_msg(rc == (n <= SR_ORACLE_MAX_STOP_IDS ? 0 : SR_E_ORACLE_REQUEST),
+                      "%zu stop ids: rc %d (%s)", n, rc, err.msg);
+    }
+    /* routed_experts_prompt_start: -1 and 0 .. P, not -2 nor P + 1. */
+    rq.num_stop_ids = 0;
+    for (int64_t st = -2; st <= 11; st++) {
+        rq.route_start = st;
+        int rc = sr_oracle_generate(&out, g.o, 1, FPS3, &rq, &err);
+        ck_assert_msg(rc == (st >= -1 && st <= 10 ? 0 : SR_E_ORACLE_REQUEST),
+                      "route_start %lld: rc %d (%s)", (long long)st, rc, err.msg);
+    }
+    sr_oracle_free(g.o);
+}
+END_TEST
+
 START_TEST(test_stop_eos)
 {
     sr_oracle_model m = small_model();
@@ -433,6 +513,7 @@ static Suite *oracle_generate_suite(void)
     TCase *tc = tcase_create("generate");
     tcase_add_test(tc, test_generate_rows);
     tcase_add_test(tc, test_generate_request_errors);
+    tcase_add_test(tc, test_request_size_limits);
     tcase_add_test(tc, test_stop_eos);
     tcase_add_test(tc, test_stop_sequences);
     tcase_add_test(tc, test_stop_across_calls);

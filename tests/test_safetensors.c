@@ -371,6 +371,75 @@ START_TEST(shard_set_limits)
 }
 END_TEST
 
+/* The header length, a name and a rank at their limits, one before and one past, in the parser
+ * and in the writer: a length of exactly SR_ST_HEADER_MAX (and exactly the file's bytes after
+ * the 8-byte prefix) frames, one more does not; names of SR_ST_NAME_MAX bytes and shapes of
+ * SR_ST_NDIM_MAX dims are taken, one more byte or dim is refused by name; the writer takes 1 to
+ * n shards and refuses 0 and SR_ST_MAX_SHARDS + 1. */
+START_TEST(header_name_and_rank_limits)
+{
+    sr_err err = SR_ERR_INIT;
+    unsigned char b[8];
+    uint64_t hlen;
+    for (int64_t d = -1; d <= 1; d++) {
+        uint64_t v = SR_ST_HEADER_MAX + (uint64_t)d;
+        for (int i = 0; i < 8; i++)
+            b[i] = (unsigned char)(v >> (8 * i));
+        int rc = sr_st_header_len(&hlen, b, 8, SR_ST_HEADER_MAX * 2, &err);
+        ck_assert_int_eq(rc, d > 0 ? SR_E_ST_HEADER_TOO_LARGE : 0);
+        ck_assert_uint_eq(hlen, d > 0 ? 0 : v);
+        /* The file ends exactly after a header of 1000 bytes, or one before, or one after. */
+        v = 1000;
+        for (int i = 0; i < 8; i++)
+            b[i] = (unsigned char)(v >> (8 * i));
+        rc = sr_st_header_len(&hlen, b, 8, 8 + 1000 + (uint64_t)d, &err);
+        ck_assert_int_eq(rc, d < 0 ? SR_E_ST_HEADER_LENGTH : 0);
+    }
+    static char name[SR_ST_NAME_MAX + 2], json[SR_ST_NAME_MAX + 256];
+    char shape[128];
+    static const int64_t ones[SR_ST_NDIM_MAX + 1] = {1, 1, 1, 1, 1, 1, 1, 1, 1,
+                                                     1, 1, 1, 1, 1, 1, 1, 1};
+    static uint8_t byte[1];
+    char dir[64], p[128];
+    tmp_dir(dir, sizeof dir);
+    for (int d = -1; d <= 1; d++) {
+        size_t len = (size_t)(SR_ST_NAME_MAX + d);
+        memset(name, 'n', len);
+        name[len] = '\0';
+        snprintf(json, sizeof json, "{\"%s\":" T("U8", "[1]", "[0,1]") "}", name);
+        ck_assert_int_eq(parse(json, 1, &err), d > 0 ? SR_E_ST_NAME : 0);
+        int nd = SR_ST_NDIM_MAX + d;
+        size_t at = (size_t)snprintf(shape, sizeof shape, "[");
+        for (int k = 0; k < nd; k++)
+            at += (size_t)snprintf(shape + at, sizeof shape - at, "%s1", k ? "," : "");
+        snprintf(shape + at, sizeof shape - at, "]");
+        snprintf(json, sizeof json,
+                 "{\"a\":{\"dtype\":\"U8\",\"shape\":%s,\"data_offsets\":[0,1]}}", shape);
+        int rc = parse(json, 1, &err);
+        ck_assert_int_eq(rc, d > 0 ? SR_E_ST_TENSOR : 0);
+        if (rc)
+            ck_assert_ptr_nonnull(strstr(err.msg, "dims (most 16)"));
+        /* The writer: the same name, then the same rank. */
+        sr_st_in t = {name, SR_ST_U8, 1, ones, byte, 1};
+        snprintf(p, sizeof p, "%s/n%d", dir, d + 1);
+        ck_assert_int_eq(sr_st_write_checkpoint(p, &t, 1, NULL, 0, 1, 1, &err),
+                         d > 0 ? SR_E_INVAL : 0);
+        t = (sr_st_in){"a", SR_ST_U8, nd, ones, byte, 1};
+        snprintf(p, sizeof p, "%s/r%d", dir, d + 1);
+        ck_assert_int_eq(sr_st_write_checkpoint(p, &t, 1, NULL, 0, 1, 1, &err),
+                         d > 0 ? SR_E_INVAL : 0);
+    }
+    sr_st_in t[8];
+    size_t n = set_of(t);
+    snprintf(p, sizeof p, "%s/s", dir);
+    ck_assert_sr_code(sr_st_write_checkpoint(p, t, n, NULL, 0, 0, 1, &err), err, SR_E_INVAL);
+    ck_assert_sr_code(sr_st_write_checkpoint(p, t, n, NULL, 0, SR_ST_MAX_SHARDS + 1, 1, &err), err,
+                      SR_E_INVAL);
+    ck_assert_sr_ok(sr_st_write_checkpoint(p, t, n, NULL, 0, 1, 1, &err), err);
+    rm_tree(dir);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("safetensors");
@@ -383,6 +452,7 @@ static Suite *suite(void)
     tcase_add_test(tc, folder_rules);
     tcase_add_test(tc, writer_refuses_bad_input);
     tcase_add_test(tc, shard_set_limits);
+    tcase_add_test(tc, header_name_and_rank_limits);
     suite_add_tcase(s, tc);
     return s;
 }

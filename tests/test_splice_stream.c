@@ -196,6 +196,75 @@ START_TEST(canonical_statistics_match_minmax)
 }
 END_TEST
 
+/* Splices `body` one-shot, streamed in 7-byte pieces and, with `threaded`, by the threaded
+ * splicer's tiny windows (all must agree) and returns the code: a lighter check_len for the
+ * many small bodies of a position table. */
+static int splice_ways(const char *body, int threaded)
+{
+    size_t len = strlen(body);
+    sr_err err = SR_ERR_INIT;
+    const sr_splice_result *r = NULL;
+    int rc = sr_splice(g_one, body, len, -1, &r, &err);
+    char *want = fingerprint(rc, &err, r);
+    char *other = run_stream(g_stream, body, len, -1, -1, 7, 0);
+    ck_assert_str_eq(other, want);
+    free(other);
+    if (threaded) {
+        sr_err err2 = SR_ERR_INIT;
+        int rc2 = sr_splice(g_two, body, len, -1, &r, &err2);
+        other = fingerprint(rc2, &err2, r);
+        ck_assert_str_eq(other, want);
+        free(other);
+    }
+    free(want);
+    return rc;
+}
+
+/* The canonical check ORs the decoded bytes in blocks (128 bytes with AVX2, 64 portably, then a
+ * byte tail): a value that needs the declared width (int32: 40000; int16: 300) or is negative
+ * (-1) decides the verdict at every position of arrays whose byte counts end in each kind of
+ * block and tail, one-shot, streamed and (the negative value) threaded. */
+START_TEST(canonical_check_at_every_position_of_the_or_blocks)
+{
+    static const struct {
+        int k; /* item size 1 << k */
+        size_t n;
+    } cs[] = {{2, 20}, {2, 40}, {2, 100}, {2, 112}, {1, 40}, {1, 100}, {1, 224}};
+    for (size_t c = 0; c < sizeof cs / sizeof cs[0]; c++) {
+        size_t isz = (size_t)1 << cs[c].k, n = cs[c].n;
+        const char *dt = cs[c].k == 2 ? "int32" : "int16";
+        int64_t wide = cs[c].k == 2 ? 40000 : 300;
+        for (size_t pos = 0; pos <= n; pos++) {
+            for (int w = 0; w < 3; w++) {
+                /* w 0: the wide value at pos (canonical), 1: -1 there, 2: one step narrower. */
+                int64_t v = w == 0 ? wide : w == 1 ? -1 : cs[c].k == 2 ? 300 : 1;
+                if (pos == n && w) /* pos n: no value placed, all ones: too wide a dtype */
+                    continue;
+                unsigned char raw[224 * 2];
+                for (size_t i = 0; i < n; i++) {
+                    int64_t x = i == pos ? v : 1;
+                    memcpy(raw + i * isz, &x, isz);
+                }
+                char b64[700], q[900];
+                b64[sr_base64_encode(b64, raw, n * isz, SR_B64_SCALAR)] = '\0';
+                snprintf(q, sizeof q,
+                         "{'routed_experts':{'data':'%s','shape':[%zu,2,2],'dtype':'%s'}}", b64,
+                         n / 4, dt);
+                /* The threaded splicer (slow to start) for the negative value of the largest
+                 * arrays. */
+                int rc = splice_ways(J(q), w == 1 && n >= 112);
+                int want = pos == n ? SR_E_ENV_NON_CANONICAL
+                           : w == 0 ? 0
+                           : w == 1 ? SR_E_ROUTES_NEGATIVE
+                                    : SR_E_ENV_NON_CANONICAL;
+                ck_assert_msg(rc == want, "%s[%zu] with %lld at %zu: %s, want %s", dt, n,
+                              (long long)v, pos, sr_code_name(rc), sr_code_name(want));
+            }
+        }
+    }
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("splice_stream");
@@ -205,6 +274,7 @@ static Suite *suite(void)
     tcase_add_test(eq, random_bodies_agree_every_way_and_with_cjson);
     tcase_add_test(eq, mutated_bodies_agree_every_way);
     tcase_add_test(eq, canonical_statistics_match_minmax);
+    tcase_add_test(eq, canonical_check_at_every_position_of_the_or_blocks);
     suite_add_tcase(s, eq);
     return s;
 }
