@@ -43,6 +43,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "fault_grammar.h"
 #include "sr_err.h"
 
 typedef enum sr_fault_layer {
@@ -79,6 +80,9 @@ typedef enum sr_fault_reach {
 #define SR_FAULT_KIND_TABLE(X)                                                                     \
     X(SR_FK_LATENCY, "latency", SR_FL_DELAY, SR_FR_ANY, SR_FK_LATENCY_KEYS, SR_FK_NONE,            \
       "answer delayed (fixed, uniform or lognormal), bytes unchanged")                             \
+    X(SR_FK_ROUTES, "routes", SR_FL_MODEL, SR_FR_GENERATE, SR_FK_KEYS("select", "action"),         \
+      SR_FK_KEYS("action"),                                                                        \
+      "the rows `select` names get `action` (the route-fault grammar, spec/fault_grammar.h)")      \
     X(SR_FK_ROUTES_ALL_ZERO, "routes_all_zero", SR_FL_MODEL, SR_FR_GENERATE, SR_FK_NONE,           \
       SR_FK_NONE, "every routed expert id is 0")                                                   \
     X(SR_FK_ROWS_P_PLUS_G, "rows_p_plus_g", SR_FL_MODEL, SR_FR_GENERATE, SR_FK_NONE, SR_FK_NONE,   \
@@ -295,6 +299,8 @@ typedef struct sr_fault {
                                       partial_apply_on_error: MoE layer slots */
     int n_layers;
     int64_t requests; /* ack_before_apply: generates answered before the deferred layers apply */
+    sr_route_rule rule; /* routes, and the kinds that are aliases of a rule: what the engine does
+                           (spec/fault_grammar.h); rule.active 0 for every other kind */
 } sr_fault;
 
 /*
