@@ -80,9 +80,6 @@ typedef enum sr_fault_reach {
 #define SR_FAULT_KIND_TABLE(X)                                                                     \
     X(SR_FK_LATENCY, "latency", SR_FL_DELAY, SR_FR_ANY, SR_FK_LATENCY_KEYS, SR_FK_NONE,            \
       "answer delayed (fixed, uniform or lognormal), bytes unchanged")                             \
-    X(SR_FK_ROUTES, "routes", SR_FL_MODEL, SR_FR_GENERATE, SR_FK_KEYS("select", "action"),         \
-      SR_FK_KEYS("action"),                                                                        \
-      "the rows `select` names get `action` (the route-fault grammar, spec/fault_grammar.h)")      \
     X(SR_FK_ROUTES_ALL_ZERO, "routes_all_zero", SR_FL_MODEL, SR_FR_GENERATE, SR_FK_NONE,           \
       SR_FK_NONE, "every routed expert id is 0")                                                   \
     X(SR_FK_ROWS_P_PLUS_G, "rows_p_plus_g", SR_FL_MODEL, SR_FR_GENERATE, SR_FK_NONE, SR_FK_NONE,   \
@@ -117,6 +114,9 @@ typedef enum sr_fault_reach {
       SR_FK_NONE,                                                                                  \
       "after an update, the accepted draft tokens (two of every three generated after the "        \
       "first) are sampled and routed with the weights before it, under the new version")           \
+    X(SR_FK_ROUTES, "routes", SR_FL_MODEL, SR_FR_GENERATE, SR_FK_KEYS("select", "action"),         \
+      SR_FK_KEYS("action"),                                                                        \
+      "the rows `select` names get `action` (the route-fault grammar, spec/fault_grammar.h)")      \
     X(SR_FK_BAD_BASE64, "bad_base64", SR_FL_BODY, SR_FR_GENERATE, SR_FK_KEYS("field", "offset"),   \
       SR_FK_NONE, "a `!` in the field's base64 blob")                                              \
     X(SR_FK_BYTE_COUNT_OFF, "byte_count_off", SR_FL_BODY, SR_FR_GENERATE, SR_FK_KEYS("field"),     \
@@ -298,7 +298,7 @@ typedef struct sr_fault {
     int layers[SR_FAULT_MAX_LIST]; /* partial_weight_apply, ack_before_apply,
                                       partial_apply_on_error: MoE layer slots */
     int n_layers;
-    int64_t requests; /* ack_before_apply: generates answered before the deferred layers apply */
+    int64_t requests;   /* ack_before_apply: generates answered before the deferred layers apply */
     sr_route_rule rule; /* routes, and the kinds that are aliases of a rule: what the engine does
                            (spec/fault_grammar.h); rule.active 0 for every other kind */
 } sr_fault;
