@@ -202,6 +202,41 @@ START_TEST(test_bad_selection_is_located)
 }
 END_TEST
 
+/* The verifier's localisation: the first route fault whose targeting and selection hold the row. */
+START_TEST(test_plan_locates_the_selection)
+{
+    const char *text =
+        "[{\"kind\": \"reset\"},"
+        " {\"kind\": \"routes\", \"id\": \"odd\", \"turn\": [2], \"engines\": [1],"
+        "  \"select\": {\"region\": \"output\", \"rows\": {\"from\": 1, \"stride\": 2},"
+        "  \"layers\": [0]}, \"action\": {\"do\": \"constant\", \"value\": 7}},"
+        " {\"kind\": \"routes\", \"id\": \"cut\", \"turn\": [3],"
+        "  \"action\": {\"do\": \"truncate\", \"tokens\": 2}},"
+        " {\"kind\": \"pd_decode_replica\", \"turn\": [4]}]";
+    sr_fault_plan *plan = NULL;
+    sr_err err = SR_ERR_INIT;
+    ck_assert_sr_ok(sr_fault_plan_parse_text(&plan, text, strlen(text), &err), err);
+    char buf[320];
+    /* P = 10: output index 1 is position 11. */
+    ck_assert_int_eq(sr_fault_plan_locate(buf, sizeof(buf), plan, 1, 2, 11, 10, 0, 0), 1);
+    ck_assert_str_eq(buf, "fault \"odd\" (routes: region output, rows from 1 stride 2, layers "
+                          "[0]: constant 7)");
+    ck_assert_int_eq(sr_fault_plan_locate(buf, sizeof(buf), plan, 1, 2, 11, 10, 0, 1), 0);
+    ck_assert_str_eq(buf, "");
+    ck_assert_int_eq(sr_fault_plan_locate(buf, sizeof(buf), plan, 1, 2, 12, 10, 0, 0), 0);
+    ck_assert_int_eq(sr_fault_plan_locate(buf, sizeof(buf), plan, 0, 2, 11, 10, 0, 0), 0);
+    ck_assert_int_eq(sr_fault_plan_locate(buf, sizeof(buf), plan, 1, 1, 11, 10, 0, 0), 0);
+    /* A whole-reply action holds every row of its turn, and a check with no row. */
+    ck_assert_int_eq(sr_fault_plan_locate(buf, sizeof(buf), plan, 0, 3, -1, 10, 0, -1), 1);
+    ck_assert_str_eq(buf, "fault \"cut\" (routes: region all: truncate to 2 tokens)");
+    /* An alias names its kind and its rule. */
+    ck_assert_int_eq(sr_fault_plan_locate(buf, sizeof(buf), plan, 0, 4, 3, 10, 0, 1), 1);
+    ck_assert_str_eq(buf, "fault \"pd_decode_replica#3\" (pd_decode_replica: region prompt: zero)");
+    ck_assert_int_eq(sr_fault_plan_locate(buf, sizeof(buf), plan, 0, 4, 10, 10, 0, 1), 0);
+    sr_fault_plan_free(plan);
+}
+END_TEST
+
 static Suite *grammar_suite(void)
 {
     Suite *s = suite_create("spec_fault_grammar");
@@ -210,6 +245,7 @@ static Suite *grammar_suite(void)
     tcase_add_test(tc, test_writer_round_trips);
     tcase_add_test(tc, test_selection);
     tcase_add_test(tc, test_bad_selection_is_located);
+    tcase_add_test(tc, test_plan_locates_the_selection);
     suite_add_tcase(s, tc);
     return s;
 }

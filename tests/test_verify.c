@@ -112,7 +112,7 @@ static int32_t *row_at(sr_rollout_result *r, int64_t i, int l)
 /* Verifies with ctx; returns ok. */
 static int verify(fx *f, sr_verifier *v, const sr_rollout_result *r)
 {
-    sr_verify_ctx ctx = {"s", 0, "rollout-0", 1, f->cfg.experts, f->res};
+    sr_verify_ctx ctx = {"s", 0, "rollout-0", 1, f->cfg.experts, f->res, NULL};
     sr_err err = SR_ERR_INIT;
     int ok = -1;
     ck_assert_sr_ok(sr_verify_rollout(&ok, v, r, 3, &ctx, &err), err);
@@ -342,7 +342,7 @@ START_TEST(test_collation)
     sr_collate_buf buf = SR_COLLATE_BUF_INIT;
     sr_collate_result out;
     sr_err err = SR_ERR_INIT;
-    sr_verify_ctx ctx = {"s", 1, "collate-1", 1, 16, f.res};
+    sr_verify_ctx ctx = {"s", 1, "collate-1", 1, 16, f.res, NULL};
     int ok = -1;
     ck_assert_sr_ok(sr_collate_routes(&out, &buf, smp, 2, 1, &err), err);
     ck_assert_sr_ok(sr_verify_collation(&ok, &out, rp, ids, 2, &ctx, &err), err);

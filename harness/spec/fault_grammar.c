@@ -564,5 +564,18 @@ void sr_route_rule_describe(char *buf, size_t cap, const sr_route_rule *r)
         n += n < cap ? (size_t)snprintf(buf + n, cap - n, "]") : 0;
     }
     if (n < cap)
-        snprintf(buf + n, cap - n, ": %s", sr_route_action_name(r->act));
+        n += (size_t)snprintf(buf + n, cap - n, ": %s", sr_route_action_name(r->act));
+    if (n >= cap)
+        return;
+    if (r->act == SR_RA_CONSTANT)
+        snprintf(buf + n, cap - n, " %lld", (long long)r->value);
+    else if (r->act == SR_RA_SHIFT)
+        snprintf(buf + n, cap - n, " by %lld", (long long)r->k);
+    else if (r->act == SR_RA_SWAP_LAYERS)
+        snprintf(buf + n, cap - n, " %d and %d", r->swap[0], r->swap[1]);
+    else if (r->act == SR_RA_WEIGHT_VERSION)
+        snprintf(buf + n, cap - n, " %lld", (long long)r->version);
+    else if (r->act == SR_RA_TRUNCATE || r->act == SR_RA_MARK_PARTIAL)
+        snprintf(buf + n, cap - n, " to %lld tokens%s", (long long)r->tokens,
+                 r->act == SR_RA_TRUNCATE && r->partial ? ", partial" : "");
 }

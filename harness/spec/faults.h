@@ -336,6 +336,18 @@ const sr_fault *sr_fault_plan_at(const sr_fault_plan *plan, size_t i);
 const sr_fault *sr_fault_plan_find(const sr_fault_plan *plan, const char *id);
 
 /*
+ * The first fault of `plan` with a route rule (the kind routes or an alias of a rule) whose
+ * targeting and selection hold route row `pos` (at MoE layer `layer`, < 0: any) of turn `turn`
+ * on engine `engine` (< 0: any), for a prompt of P tokens with route start `start` (0: none);
+ * whole-reply actions hold every row of the turns they target. Writes
+ * `fault "ID" (KIND: <selection>: <action>)` into buf and returns 1; 0 (buf "") when none does.
+ * What the fault's nth, probability and count decided is the engine's: the answer is the
+ * selection that holds the row, not a proof that it fired.
+ */
+int sr_fault_plan_locate(char *buf, size_t cap, const sr_fault_plan *plan, int engine, int64_t turn,
+                         int64_t pos, int64_t P, int64_t start, int64_t layer);
+
+/*
  * The writer, the inverse of the parser: *out is a new JSON object (cJSON_Delete) for fault f,
  * written from the kind table's row and the parameter rows the parser uses, so no kind has code
  * of its own. It holds the targeting keys "kind", "id" (a default one too), "engines" (unless
