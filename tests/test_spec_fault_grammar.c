@@ -237,6 +237,36 @@ START_TEST(test_plan_locates_the_selection)
 }
 END_TEST
 
+/* FORMAT.md's alias table is the code's, row for row. */
+START_TEST(test_format_md_lists_the_aliases)
+{
+    char *doc = sr_test_read_all(SYNCROLL_SOURCE_DIR "/scenarios/FORMAT.md");
+    const char *sel, *act, *kind;
+    for (size_t i = 0; (kind = sr_route_alias_at(i, &sel, &act)) != NULL; i++) {
+        char row[400], ssel[160] = "", sact[160];
+        if (sel)
+            snprintf(ssel, sizeof(ssel), "`%s`", sel);
+        snprintf(sact, sizeof(sact), "`%s`", act);
+        /* The table writes the JSON with spaces after ':' and ','. */
+        char *parts[2] = {ssel, sact};
+        for (int p = 0; p < 2; p++) {
+            char tmp[160];
+            size_t n = 0;
+            for (const char *c = parts[p]; *c && n + 2 < sizeof(tmp); c++) {
+                tmp[n++] = *c;
+                if (*c == ':' || *c == ',')
+                    tmp[n++] = ' ';
+            }
+            tmp[n] = 0;
+            memcpy(parts[p], tmp, n + 1);
+        }
+        snprintf(row, sizeof(row), "| `%s` | %s%s| %s |", kind, ssel, sel ? " " : "", sact);
+        ck_assert_msg(strstr(doc, row) != NULL, "FORMAT.md lacks the alias row %s", row);
+    }
+    free(doc);
+}
+END_TEST
+
 static Suite *grammar_suite(void)
 {
     Suite *s = suite_create("spec_fault_grammar");
@@ -246,6 +276,7 @@ static Suite *grammar_suite(void)
     tcase_add_test(tc, test_selection);
     tcase_add_test(tc, test_bad_selection_is_located);
     tcase_add_test(tc, test_plan_locates_the_selection);
+    tcase_add_test(tc, test_format_md_lists_the_aliases);
     suite_add_tcase(s, tc);
     return s;
 }
