@@ -19,7 +19,7 @@ PROBES = [
     ("A new reporter", r"SR_REPORT_JUNIT\b|\bsr_report_junit\b", ["harness/report"]),
     ("A new dialect", r"SR_DIALECT_DYNAMO\b|\"dynamo\"|`dynamo`",
      ["harness", "lib", "docs/reference/engine.md"]),
-    ("A new engine fault kind", r"SR_FK_ROUTES_ALL_ZERO\b", ["harness", "lib"]),
+    ("A new engine fault kind", r"SR_FK_EXPERT_OUT_OF_RANGE\b", ["harness", "lib"]),
 ]
 
 

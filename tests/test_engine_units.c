@@ -125,6 +125,7 @@ START_TEST(test_fault_plan_errors_are_named)
                             : k == SR_FK_REFUSE                 ? ",\"ms\":1"
                             : k == SR_FK_DRIBBLE                ? ",\"bytes_per_second\":10"
                             : k == SR_FK_PREFIX_CACHED_SENTINEL ? ",\"row\":1"
+                            : k == SR_FK_ROUTES                 ? ",\"action\":{\"do\":\"zero\"}"
                                                                 : "";
         snprintf(text, sizeof(text), "[{\"kind\":\"%s\"%s}]", name, extra);
         sr_faults *fs = NULL;

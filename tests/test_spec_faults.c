@@ -37,7 +37,8 @@ static void minimal_fault(char *out, size_t cap, const sr_fault_kind_info *ki, c
 {
     snprintf(out, cap, "{\"kind\": \"%s\"", ki->name);
     for (const char *const *r = ki->required; *r; r++)
-        snprintf(out + strlen(out), cap - strlen(out), ", \"%s\": 1", *r);
+        snprintf(out + strlen(out), cap - strlen(out), ", \"%s\": %s", *r,
+                 strcmp(*r, "action") == 0 ? "{\"do\": \"zero\"}" : "1");
     if (ki->kind == SR_FK_LATENCY)
         snprintf(out + strlen(out), cap - strlen(out), ", \"ms\": 1");
     snprintf(out + strlen(out), cap - strlen(out), "%s}", extra);
@@ -213,6 +214,9 @@ static const char *param_value(const char *key)
         {"key", "\"dbg\""},
         {"layers", "[0, 2, 1023]"},
         {"requests", "4"},
+        {"select", "{\"region\": \"output\", \"rows\": {\"from\": 1, \"to\": 9, "
+                   "\"stride\": 2}, \"layers\": [0, 2]}"},
+        {"action", "{\"do\": \"constant\", \"value\": 9}"},
     };
     for (size_t i = 0; i < sizeof(V) / sizeof(V[0]); i++)
         if (strcmp(V[i].key, key) == 0)
@@ -559,19 +563,22 @@ START_TEST(test_engine_suite_fires_every_kind)
 {
     char *a = sr_test_read_all(SYNCROLL_SOURCE_DIR "/tests/test_engine_faults.c");
     char *b = sr_test_read_all(SYNCROLL_SOURCE_DIR "/tests/test_engine_weight_faults.c");
+    char *c = sr_test_read_all(SYNCROLL_SOURCE_DIR "/tests/test_engine_routes.c");
     for (int k = 0; k < SR_FK_COUNT; k++) {
         char tight[96], spaced[96];
         const char *name = sr_fault_kind_name((sr_fault_kind)k);
         snprintf(tight, sizeof(tight), "\\\"kind\\\":\\\"%s\\\"", name);
         snprintf(spaced, sizeof(spaced), "\\\"kind\\\": \\\"%s\\\"", name);
-        int fired = strstr(a, tight) || strstr(a, spaced) || strstr(b, tight) || strstr(b, spaced);
+        int fired = strstr(a, tight) || strstr(a, spaced) || strstr(b, tight) ||
+                    strstr(b, spaced) || strstr(c, tight) || strstr(c, spaced);
         ck_assert_msg(fired,
-                      "the kind table has `%s`, which neither tests/test_engine_faults.c nor "
-                      "tests/test_engine_weight_faults.c fires",
+                      "the kind table has `%s`, which none of tests/test_engine_faults.c, "
+                      "tests/test_engine_weight_faults.c and tests/test_engine_routes.c fires",
                       name);
     }
     free(a);
     free(b);
+    free(c);
 }
 END_TEST
 

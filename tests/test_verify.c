@@ -112,7 +112,7 @@ static int32_t *row_at(sr_rollout_result *r, int64_t i, int l)
 /* Verifies with ctx; returns ok. */
 static int verify(fx *f, sr_verifier *v, const sr_rollout_result *r)
 {
-    sr_verify_ctx ctx = {"s", 0, "rollout-0", 1, f->cfg.experts, f->res};
+    sr_verify_ctx ctx = {"s", 0, "rollout-0", 1, f->cfg.experts, f->res, NULL};
     sr_err err = SR_ERR_INIT;
     int ok = -1;
     ck_assert_sr_ok(sr_verify_rollout(&ok, v, r, 3, &ctx, &err), err);
@@ -166,6 +166,39 @@ START_TEST(test_all_zero)
     expect_class(&f, &r, "all_zero_capture", 4, 1);
     sr_rollout_result_release(&r);
     fx_free(&f);
+}
+END_TEST
+
+/* A failing row names the route fault of the plan whose selection holds it (FORMAT.md §5c). */
+START_TEST(test_failure_names_the_fault_selection)
+{
+    const char *text =
+        "[{\"kind\": \"routes\", \"id\": \"p5\", \"select\": {\"region\": \"prompt\", "
+        "\"rows\": [5]}, \"action\": {\"do\": \"zero\"}},"
+        " {\"kind\": \"routes\", \"id\": \"p4\", \"turn\": [1], \"select\": {\"region\": "
+        "\"prompt\", \"rows\": [4], \"layers\": [1]}, \"action\": {\"do\": \"zero\"}}]";
+    for (int covered = 0; covered < 2; covered++) {
+        fx f;
+        fx_init(&f);
+        sr_fault_plan *plan = NULL;
+        sr_err err = SR_ERR_INIT;
+        ck_assert_sr_ok(sr_fault_plan_parse_text(&plan, text, strlen(text), &err), err);
+        sr_rollout_result r;
+        make_rollout(&r, &f, 9, 12, 0, 0, 0);
+        memset(row_at(&r, covered ? 4 : 6, 1), 0, 4 * sizeof(int32_t));
+        sr_verify_ctx ctx = {"s", 0, "rollout-0", 1, f.cfg.experts, f.res, plan};
+        int ok = -1;
+        ck_assert_sr_ok(sr_verify_rollout(&ok, f.v, &r, 3, &ctx, &err), err);
+        ck_assert_int_eq(ok, 0);
+        const sr_check *c = only_check(&f, "trace.row_mismatch");
+        const char *want = "; in the selection of fault \"p4\" (routes: region prompt, rows [4], "
+                           "layers [1]: zero)";
+        ck_assert_msg((strstr(c->message, want) != NULL) == covered, "%s", c->message);
+        ck_assert_msg(covered || strstr(c->message, "in the selection") == NULL, "%s", c->message);
+        sr_fault_plan_free(plan);
+        sr_rollout_result_release(&r);
+        fx_free(&f);
+    }
 }
 END_TEST
 
@@ -342,7 +375,7 @@ START_TEST(test_collation)
     sr_collate_buf buf = SR_COLLATE_BUF_INIT;
     sr_collate_result out;
     sr_err err = SR_ERR_INIT;
-    sr_verify_ctx ctx = {"s", 1, "collate-1", 1, 16, f.res};
+    sr_verify_ctx ctx = {"s", 1, "collate-1", 1, 16, f.res, NULL};
     int ok = -1;
     ck_assert_sr_ok(sr_collate_routes(&out, &buf, smp, 2, 1, &err), err);
     ck_assert_sr_ok(sr_verify_collation(&ok, &out, rp, ids, 2, &ctx, &err), err);
@@ -432,6 +465,7 @@ static Suite *verify_suite(void)
     tcase_set_timeout(t, 60);
     tcase_add_test(t, test_correct_rollout_verifies);
     tcase_add_test(t, test_all_zero);
+    tcase_add_test(t, test_failure_names_the_fault_selection);
     tcase_add_test(t, test_duplicated);
     tcase_add_test(t, test_off_by_one);
     tcase_add_test(t, test_stale_and_newer);

@@ -57,6 +57,77 @@ sr_dtype sr_gen_dtype_holding(int64_t v)
     return SR_DTYPE_INT32;
 }
 
+int64_t sr_gen_get_el(const void *p, sr_dtype dt, size_t i)
+{
+    switch (dt) {
+    case SR_DTYPE_INT8:
+        return ((const int8_t *)p)[i];
+    case SR_DTYPE_UINT8:
+        return ((const uint8_t *)p)[i];
+    case SR_DTYPE_INT16:
+        return ((const int16_t *)p)[i];
+    case SR_DTYPE_UINT16:
+        return ((const uint16_t *)p)[i];
+    case SR_DTYPE_INT32:
+        return ((const int32_t *)p)[i];
+    case SR_DTYPE_UINT32:
+        return ((const uint32_t *)p)[i];
+    case SR_DTYPE_INT64:
+        return ((const int64_t *)p)[i];
+    default:
+        return 0;
+    }
+}
+
+void sr_gen_set_el(void *p, sr_dtype dt, size_t i, int64_t v)
+{
+    switch (dt) {
+    case SR_DTYPE_INT8:
+        ((int8_t *)p)[i] = (int8_t)v;
+        break;
+    case SR_DTYPE_UINT8:
+        ((uint8_t *)p)[i] = (uint8_t)v;
+        break;
+    case SR_DTYPE_INT16:
+        ((int16_t *)p)[i] = (int16_t)v;
+        break;
+    case SR_DTYPE_UINT16:
+        ((uint16_t *)p)[i] = (uint16_t)v;
+        break;
+    case SR_DTYPE_INT32:
+        ((int32_t *)p)[i] = (int32_t)v;
+        break;
+    case SR_DTYPE_INT64:
+        ((int64_t *)p)[i] = v;
+        break;
+    default:
+        break;
+    }
+}
+
+int sr_gen_add_last_row(sr_gen_job *j, const sr_oracle *o, sr_err *err)
+{
+    int64_t P = (int64_t)j->req.P, rows = j->row_hi - j->row_lo;
+    if (j->G < 1 || j->row_hi != P + j->G - 1)
+        return 0;
+    size_t n = (size_t)(P + j->G);
+    int32_t *all = malloc(n * sizeof(*all));
+    if (!all)
+        return sr_err_set(err, SR_E_NOMEM, "cannot allocate %zu tokens", n);
+    memcpy(all, j->req.tokens, (size_t)P * sizeof(*all));
+    memcpy(all + P, j->tokens, (size_t)j->G * sizeof(*all));
+    size_t off = (size_t)rows * sr_gen_row_bytes(j, o);
+    int rc = sr_oracle_routes(j->routes + off, j->routes_cap - off, NULL, j->gen_dtype, o,
+                              j->last.layer_fps, all, n, n - 1, n, err);
+    free(all);
+    if (rc)
+        return rc;
+    j->row_hi++;
+    if (j->nspans)
+        j->spans[j->nspans - 1].hi++;
+    return 0;
+}
+
 int sr_gen_job_init(sr_gen_job *j, sr_gen_request *req, const sr_oracle *o, int native,
                     int want_routes, const sr_fault *model_fault, const sr_fault *body_fault,
                     size_t max_response, sr_err *err)
@@ -73,8 +144,13 @@ int sr_gen_job_init(sr_gen_job *j, sr_gen_request *req, const sr_oracle *o, int 
     j->row_lo = j->req.route_start;
     if (j->model_fault && j->model_fault->kind == SR_FK_PROMPT_START_IGNORED)
         j->row_lo = 0;
-    /* Holding E itself (not only E - 1) lets expert_out_of_range write E. */
-    j->gen_dtype = sr_gen_dtype_holding(m->experts);
+    /* Holding E itself (not only E - 1) lets expert_out_of_range write E; a rule's constant may
+     * be larger still. */
+    int64_t hold = m->experts;
+    if (j->model_fault && j->model_fault->rule.active &&
+        j->model_fault->rule.act == SR_RA_CONSTANT && j->model_fault->rule.value > hold)
+        hold = j->model_fault->rule.value;
+    j->gen_dtype = sr_gen_dtype_holding(hold);
     size_t mt = (size_t)j->req.max_tokens;
     j->tokens = malloc(mt * sizeof(*j->tokens));
     j->logprobs = malloc(mt * sizeof(*j->logprobs));

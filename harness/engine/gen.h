@@ -38,17 +38,16 @@
  *   s = mix(h ^ 0x737570706F727431); entry 0 = token j;
  *   entry m (1..S-1) = below(draw(s, m - 1), vocab), or -1 (padding) if it equals an earlier entry.
  *
- * Model faults (faults.h), applied to the rows before packing:
- *   routes_all_zero        every expert id 0 (valid shape)
- *   rows_p_plus_g          one extra row P+G-1 (the forward pass on the last sampled token)
+ * Model faults (faults.h), applied to the rows before packing (and before the tokens are
+ * written, so a rule may cut them): a fault with a route rule (the kind routes and its aliases
+ * routes_all_zero, duplicated_output_rows, routes_dropped, pd_decode_replica, stale_prefix_cache,
+ * rows_p_plus_g; spec/fault_grammar.h) is applied by gen_rules.c and nothing else: its selection
+ * of rows and layers gets its action ("stale" and "weight_version" compute rows with j->prev,
+ * the previous weights or, for weight_version, those of the rule's version, which the server
+ * puts there). The others:
  *   prompt_start_ignored   rows [0, P+G-1) whatever the request's start
- *   duplicated_output_rows each output-token row at position p >= P+1 with (p-P) odd repeats
- *                          row p-1 (needs G >= 3)
  *   expert_out_of_range    row `row` (of those returned, clamped), layer `layer`: slot 0 = E
  *   expert_duplicate       same place: slot 1 = slot 0 (needs K >= 2)
- *   routes_dropped         "routed_experts":null
- *   stale_prefix_cache     prompt rows [start, P) computed with the fingerprints the engine held
- *                          before its last weight update (while "rows" claims the new version)
  *   stale_draft_model      generated tokens 1, 2, 4, 5, 7, ... (the draft proposes two, the
  *                          target adds the third; token 0 is the prefill's) are sampled, and their
  * rows computed, with the fingerprints held before the last update (the speculative draft model's),

@@ -11,54 +11,6 @@
 
 #define CLAMPED_LOGPROB -9999.0
 
-int64_t sr_gen_get_el(const void *p, sr_dtype dt, size_t i)
-{
-    switch (dt) {
-    case SR_DTYPE_INT8:
-        return ((const int8_t *)p)[i];
-    case SR_DTYPE_UINT8:
-        return ((const uint8_t *)p)[i];
-    case SR_DTYPE_INT16:
-        return ((const int16_t *)p)[i];
-    case SR_DTYPE_UINT16:
-        return ((const uint16_t *)p)[i];
-    case SR_DTYPE_INT32:
-        return ((const int32_t *)p)[i];
-    case SR_DTYPE_UINT32:
-        return ((const uint32_t *)p)[i];
-    case SR_DTYPE_INT64:
-        return ((const int64_t *)p)[i];
-    default:
-        return 0;
-    }
-}
-
-void sr_gen_set_el(void *p, sr_dtype dt, size_t i, int64_t v)
-{
-    switch (dt) {
-    case SR_DTYPE_INT8:
-        ((int8_t *)p)[i] = (int8_t)v;
-        break;
-    case SR_DTYPE_UINT8:
-        ((uint8_t *)p)[i] = (uint8_t)v;
-        break;
-    case SR_DTYPE_INT16:
-        ((int16_t *)p)[i] = (int16_t)v;
-        break;
-    case SR_DTYPE_UINT16:
-        ((uint16_t *)p)[i] = (uint16_t)v;
-        break;
-    case SR_DTYPE_INT32:
-        ((int32_t *)p)[i] = (int32_t)v;
-        break;
-    case SR_DTYPE_INT64:
-        ((int64_t *)p)[i] = v;
-        break;
-    default:
-        break;
-    }
-}
-
 static int64_t max_el(const void *p, sr_dtype dt, size_t n)
 {
     int64_t m = 0;
@@ -255,50 +207,17 @@ static int emit_field(sr_buf *b, const char *name, const payload *pl, const payl
 
 /* ---- model faults ---- */
 
-int sr_gen_add_last_row(sr_gen_job *j, const sr_oracle *o, sr_err *err)
-{
-    int64_t P = (int64_t)j->req.P, rows = j->row_hi - j->row_lo;
-    if (j->G < 1 || j->row_hi != P + j->G - 1)
-        return 0;
-    size_t n = (size_t)(P + j->G);
-    int32_t *all = malloc(n * sizeof(*all));
-    if (!all)
-        return sr_err_set(err, SR_E_NOMEM, "cannot allocate %zu tokens", n);
-    memcpy(all, j->req.tokens, (size_t)P * sizeof(*all));
-    memcpy(all + P, j->tokens, (size_t)j->G * sizeof(*all));
-    size_t off = (size_t)rows * sr_gen_row_bytes(j, o);
-    int rc = sr_oracle_routes(j->routes + off, j->routes_cap - off, NULL, j->gen_dtype, o,
-                              j->last.layer_fps, all, n, n - 1, n, err);
-    free(all);
-    if (rc)
-        return rc;
-    j->row_hi++;
-    if (j->nspans)
-        j->spans[j->nspans - 1].hi++;
-    return 0;
-}
-
 int sr_gen_apply_model_fault(sr_gen_job *j, const sr_oracle *o, int *routes_null, sr_err *err)
 {
     const sr_fault *f = j->model_fault;
     if (!f || !j->want_routes)
         return 0;
     const sr_oracle_model *m = sr_oracle_model_of(o);
-    size_t L = (size_t)m->num_layers, K = (size_t)m->topk, rb = sr_gen_row_bytes(j, o);
+    size_t L = (size_t)m->num_layers, K = (size_t)m->topk;
     int64_t rows = j->row_hi - j->row_lo;
-    int64_t P = (int64_t)j->req.P;
+    if (f->rule.active)
+        return sr_gen_apply_rule(j, o, &f->rule, routes_null, err);
     switch (f->kind) {
-    case SR_FK_ROUTES_ALL_ZERO:
-        memset(j->routes, 0, (size_t)rows * rb);
-        break;
-    case SR_FK_ROWS_P_PLUS_G:
-        return sr_gen_add_last_row(j, o, err);
-    case SR_FK_DUPLICATED_OUTPUT_ROWS:
-        for (int64_t p = P + 1; p < j->row_hi; p += 2)
-            if (p - 1 >= j->row_lo)
-                memcpy(j->routes + (size_t)(p - j->row_lo) * rb,
-                       j->routes + (size_t)(p - 1 - j->row_lo) * rb, rb);
-        break;
     case SR_FK_EXPERT_OUT_OF_RANGE:
     case SR_FK_EXPERT_DUPLICATE: {
         if (rows < 1 || (f->kind == SR_FK_EXPERT_DUPLICATE && K < 2))
@@ -312,24 +231,6 @@ int sr_gen_apply_model_fault(sr_gen_job *j, const sr_oracle *o, int *routes_null
             sr_gen_set_el(j->routes, j->gen_dtype, at + 1,
                           sr_gen_get_el(j->routes, j->gen_dtype, at));
         break;
-    }
-    case SR_FK_ROUTES_DROPPED:
-        *routes_null = 1;
-        break;
-    case SR_FK_PD_DECODE_REPLICA: {
-        /* vllm-project/router#184: the decode replica's rows below P are not the prompt's. */
-        int64_t hi = j->row_hi < P ? j->row_hi : P;
-        if (hi > j->row_lo)
-            memset(j->routes, 0, (size_t)(hi - j->row_lo) * rb);
-        break;
-    }
-    case SR_FK_STALE_PREFIX_CACHE: {
-        int64_t hi = j->row_hi < P ? j->row_hi : P;
-        if (!j->has_prev || hi <= j->row_lo)
-            break;
-        return sr_oracle_routes(j->routes, (size_t)(hi - j->row_lo) * rb, NULL, j->gen_dtype, o,
-                                j->prev.layer_fps, j->req.tokens, j->req.P, (size_t)j->row_lo,
-                                (size_t)hi, err);
     }
     default:
         break;
@@ -526,10 +427,10 @@ static int respace(sr_buf *b, sr_err *err)
     return 0;
 }
 
-static int emit_choice_fields(sr_buf *b, sr_gen_job *j, const sr_gen_ctx *c, sr_err *err)
+static int emit_choice_fields(sr_buf *b, sr_gen_job *j, const sr_gen_ctx *c, int routes_null,
+                              sr_err *err)
 {
-    int routes_null = 0;
-    int rc = sr_gen_apply_model_fault(j, c->oracle, &routes_null, err);
+    int rc = 0;
     const sr_fault *bf = j->body_fault;
     payload rp = {0}, ra = {0}, sp = {0}, sa = {0};
     int has_routes = c->routes && j->want_routes && !routes_null;
@@ -555,7 +456,12 @@ int sr_gen_body(sr_buf *out, sr_gen_job *j, const sr_gen_ctx *c, sr_err *err)
     sr_buf_reset(out);
     out->max = c->max_body;
     j->clamped = 0;
-    int rc;
+    /* Model faults first: a rule may cut the tokens (truncate with partial) before they are
+     * written. */
+    int routes_null = 0;
+    int rc = sr_gen_apply_model_fault(j, c->oracle, &routes_null, err);
+    if (rc)
+        return rc;
     if (j->native)
         rc = sr_buf_printf(out, err, "{\"request_id\":\"%s-%lld\",\"choices\":[{\"index\":0,",
                            c->engine_id, (long long)c->request_ordinal);
@@ -570,7 +476,7 @@ int sr_gen_body(sr_buf *out, sr_gen_job *j, const sr_gen_ctx *c, sr_err *err)
     if (!rc)
         rc = sr_gen_emit_logprobs(out, j, err);
     if (!rc && !j->native)
-        rc = emit_choice_fields(out, j, c, err);
+        rc = emit_choice_fields(out, j, c, routes_null, err);
     if (!rc)
         rc = sr_gen_emit_syncroll(out, j, c, err);
     if (!rc)

@@ -19,6 +19,11 @@ void sr_gen_set_el(void *p, sr_dtype dt, size_t i, int64_t v);
  * dropped. Once per body. */
 int sr_gen_apply_model_fault(sr_gen_job *j, const sr_oracle *o, int *routes_null, sr_err *err);
 
+/* Applies rule r (spec/fault_grammar.h) to the job's rows (gen_rules.c); *routes_null = 1 for
+ * the action null. */
+int sr_gen_apply_rule(sr_gen_job *j, const sr_oracle *o, const sr_route_rule *r, int *routes_null,
+                      sr_err *err);
+
 /* When the rows end at P+G-1: adds row P+G-1 (the forward pass on the last sampled token). */
 int sr_gen_add_last_row(sr_gen_job *j, const sr_oracle *o, sr_err *err);
 

@@ -77,6 +77,21 @@ static enum MHD_Result schedule_or_deliver(req *r)
     return MHD_YES;
 }
 
+/* A rule that serves rows of another weight version (weight_version): its fingerprints take the
+ * place of the previous weights, which the job's rule reads. Only a request whose model fault
+ * has such a rule pays for it. */
+static int other_version(const req *r, sr_gen_weights *prev, int *has_prev, sr_err *err)
+{
+    const sr_fault *mf = r->pick.f[SR_FL_MODEL];
+    if (!mf || !mf->rule.active || mf->rule.act != SR_RA_WEIGHT_VERSION)
+        return 0;
+    sr_weights_spec ws = sr_engine_config_weights(r->srv->cfg);
+    int rc = sr_weights_expected(&prev->global_fp, prev->layer_fps, &ws, mf->rule.version, err);
+    prev->version = mf->rule.version;
+    *has_prev = !rc;
+    return rc;
+}
+
 static enum MHD_Result run(req *r, int fresh)
 {
     sr_server *s = r->srv;
@@ -84,6 +99,8 @@ static enum MHD_Result run(req *r, int fresh)
     int has_prev = 0;
     sr_err err = SR_ERR_INIT;
     int rc = sr_engine_weights_now(s->e, &cur, &prev, &has_prev, &err);
+    if (!rc)
+        rc = other_version(r, &prev, &has_prev, &err);
     if (!rc && fresh)
         rc = sr_gen_run(&r->job, sr_engine_oracle(s->e), &cur, has_prev ? &prev : NULL, &err);
     else if (!rc)

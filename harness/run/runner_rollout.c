@@ -146,9 +146,13 @@ static int rollout_job(sr_client_conn *k, size_t i, void *ctx)
     }
     sr_rollout_run(r, k, &b->cfgs[i], NULL);
     account(run->res, r, st->rollout.routes);
-    sr_verify_ctx vc = {
-        run->scn->id, b->step, st->name, st->rollout.multi_turn, run->scn->engine.experts,
-        run->res};
+    sr_verify_ctx vc = {run->scn->id,
+                        b->step,
+                        st->name,
+                        st->rollout.multi_turn,
+                        run->scn->engine.experts,
+                        run->res,
+                        run->scn->engine.faults};
     int ok = 0;
     sr_err err = SR_ERR_INIT;
     sr_verify_fired fired;

@@ -116,8 +116,9 @@ static int step_collate(sr_scn_run *run, int step, sr_err *err)
             sr_run_check(run, step, sr_code_name(crc), "collating %zu samples: %s", pk.n, e.msg);
         } else {
             const sr_scn_step *st = &run->scn->steps[step];
-            sr_verify_ctx vc = {run->scn->id, step, st->name, 1, run->scn->engine.experts,
-                                run->res};
+            sr_verify_ctx vc = {
+                run->scn->id,           step, st->name, 1, run->scn->engine.experts, run->res,
+                run->scn->engine.faults};
             int ok;
             rc = sr_verify_collation(&ok, &out, pk.r, pk.ids, pk.n, &vc, err);
         }

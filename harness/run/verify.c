@@ -204,9 +204,30 @@ static int64_t row_version(const rv *x, int64_t row)
     return t > 0 ? x->r->turns[t - 1].weight_version : -1;
 }
 
-static int check(rv *x, const char *name, const char *cls, int64_t turn, int64_t row, int64_t layer,
-                 const char *detail)
+/* "; in the selection of fault ..." when a route fault of the plan holds the row
+ * (sr_fault_plan_locate). Only checks of route rows are matched by row; any other check of a turn
+ * names a whole-reply action (truncate, mark_partial, ...) aimed at that turn. */
+static void fault_note(const rv *x, char *buf, size_t cap, const char *name, int64_t turn,
+                       int64_t row, int64_t layer)
 {
+    char f[320];
+    buf[0] = 0;
+    if (!x->ctx->faults || turn < 1 || turn > x->r->n_turns)
+        return;
+    if (strncmp(name, "trace.row_", 10) != 0 && strncmp(name, "routes.", 7) != 0)
+        row = -1;
+    const sr_rollout_turn *t = &x->r->turns[turn - 1];
+    if (sr_fault_plan_locate(f, sizeof(f), x->ctx->faults, t->engine, turn, row, t->prompt_len,
+                             t->start_sent > 0 ? t->start_sent : 0, layer))
+        snprintf(buf, cap, "; in the selection of %s", f);
+}
+
+static int check(rv *x, const char *name, const char *cls, int64_t turn, int64_t row, int64_t layer,
+                 const char *detail_in)
+{
+    char detail[800], note[400];
+    fault_note(x, note, sizeof(note), name, turn, row, layer);
+    snprintf(detail, sizeof(detail), "%s%s", detail_in, note);
     sr_check_where w = SR_CHECK_WHERE_NONE;
     w.step = x->ctx->step;
     w.sample = x->sample;
@@ -229,7 +250,7 @@ static int check(rv *x, const char *name, const char *cls, int64_t turn, int64_t
         memset(c, 0, sizeof(*c));
         snprintf(c->name, sizeof(c->name), "%s", name);
         snprintf(c->classification, sizeof(c->classification), "%s", cls ? cls : "");
-        snprintf(c->message, sizeof(c->message), "scenario %s step %s sample %lld%s: %s",
+        snprintf(c->message, sizeof(c->message), "scenario %s step %s sample %lld%s: %.360s",
                  x->ctx->scenario, x->ctx->step_name, (long long)x->sample, at, detail);
         c->where = w;
     }

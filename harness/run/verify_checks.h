@@ -21,6 +21,7 @@
 #include "report/result.h"
 #include "rollout.h"
 #include "spec/checks.h"
+#include "spec/faults.h"
 #include "sr_collate.h"
 #include "sr_err.h"
 
@@ -34,6 +35,8 @@ typedef struct sr_verify_ctx {
     int multi_turn;        /* the rollout's mode (single-turn appends a synthetic EOS) */
     int64_t experts;       /* model.experts, for the expert-id range check; 0: unknown */
     sr_scenario_result *res;
+    const sr_fault_plan *faults; /* the scenario's engine faults, or NULL: a failing route row
+                                    names the route fault whose selection holds it */
 } sr_verify_ctx;
 
 /* The route rows the engine delivered for a rollout (P + G - 1 of its last turn), 0 if none. */

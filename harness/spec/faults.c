@@ -20,6 +20,7 @@ typedef struct pctx {
     size_t index;
     const char *kind;
     sr_err *err;
+    const cJSON **where; /* set to a node inside the fault when an error is about it */
 } pctx;
 
 __attribute__((format(printf, 2, 3))) static int fail(const pctx *pc, const char *fmt, ...)
@@ -74,7 +75,7 @@ static int get_list(const pctx *pc, const cJSON *obj, const char *key, int64_t l
 
 /* ---- kind parameters: one row per key; a kind's row of the table names the keys it takes ---- */
 
-typedef enum ptype { T_INT, T_NUM, T_BOOL, T_STR, T_DIST, T_LAYERS } ptype;
+typedef enum ptype { T_INT, T_NUM, T_BOOL, T_STR, T_DIST, T_LAYERS, T_SELECT, T_ACTION } ptype;
 
 typedef struct param {
     const char *key;
@@ -136,6 +137,14 @@ static const param PARAMS[] = {
      "weights faults: the MoE layer slots they affect; default the last"},
     INT("requests", 1, 1000000, requests,
         "ack_before_apply: generates answered before the deferred layers apply; default 1"),
+    /* The grammar's two objects are one rule: "action" parses both, "select" writes both. */
+    {"select", T_SELECT, 0, 0, 0, 0, AT(rule, sr_route_rule), 0,
+     "routes: the rows the rule acts on (region, rows, layers; scenarios/FORMAT.md, \"Faults as "
+     "data\"); default every row"},
+    {"action", T_ACTION, 0, 0, 0, 0, AT(rule, sr_route_rule), 0,
+     "routes: what the selected rows get (`do`: zero, constant, repeat_previous, stale, "
+     "weight_version, shift, swap_layers, drop_first, drop_last, append_last, truncate, "
+     "mark_partial, null)"},
 };
 
 static const param *param_of(const char *key)
@@ -177,6 +186,10 @@ const char *sr_fault_param_describe(size_t i, char *type, size_t cap, const char
         break;
     case T_LAYERS:
         snprintf(type, cap, "list of integers %lld..%lld", (long long)p->ilo, (long long)p->ihi);
+        break;
+    case T_SELECT:
+    case T_ACTION:
+        snprintf(type, cap, "object");
         break;
     }
     *doc = p->doc;
@@ -225,6 +238,14 @@ static int parse_param(const pctx *pc, const cJSON *obj, const param *p, sr_faul
         for (int k = 0; !rc && k < n; k++)
             ((int *)(void *)dst)[k] = (int)list[k];
         f->n_layers = rc ? 0 : n;
+        return rc;
+    case T_SELECT:
+        return 0; /* parsed with "action" */
+    case T_ACTION:
+        rc = sr_route_rule_parse(&f->rule, cJSON_GetObjectItemCaseSensitive(obj, "select"),
+                                 cJSON_GetObjectItemCaseSensitive(obj, p->key), pc->where, pc->err);
+        if (rc && pc->err)
+            sr_err_prefix(pc->err, "fault %zu (%s): ", pc->index, pc->kind ? pc->kind : "?");
         return rc;
     }
     return sr_err_set(pc->err, SR_E_INTERNAL, "parameter type %d", (int)p->type);
@@ -375,9 +396,10 @@ static void defaults(sr_fault *f, const sr_fault_kind_info *ki, size_t index)
     memcpy(f->key, "debug_routes", sizeof("debug_routes"));
 }
 
-int sr_fault_parse(sr_fault *f, const cJSON *obj, size_t index, sr_err *err)
+static int fault_parse_at(sr_fault *f, const cJSON *obj, size_t index, const cJSON **where,
+                          sr_err *err)
 {
-    pctx pc = {index, NULL, err};
+    pctx pc = {index, NULL, err, where};
     memset(f, 0, sizeof(*f));
     f->kind = SR_FK_COUNT;
     if (!cJSON_IsObject(obj))
@@ -404,7 +426,14 @@ int sr_fault_parse(sr_fault *f, const cJSON *obj, size_t index, sr_err *err)
         rc = parse_targeting(&pc, obj, ki, f);
     if (!rc)
         rc = parse_params(&pc, obj, ki, f);
+    if (!rc && sr_route_alias(&f->rule, ki->name, err) < 0)
+        rc = SR_E_INTERNAL;
     return rc;
+}
+
+int sr_fault_parse(sr_fault *f, const cJSON *obj, size_t index, sr_err *err)
+{
+    return fault_parse_at(f, obj, index, NULL, err);
 }
 
 /* ---- plans ---- */
@@ -412,8 +441,9 @@ int sr_fault_parse(sr_fault *f, const cJSON *obj, size_t index, sr_err *err)
 static int parse_plan(sr_fault_plan *p, const cJSON **where, const cJSON *plan, sr_err *err)
 {
     for (const cJSON *e = plan->child; e; e = e->next, p->n++) {
-        *where = e;
-        int rc = sr_fault_parse(&p->f[p->n], e, p->n, err);
+        const cJSON *inner = NULL;
+        int rc = fault_parse_at(&p->f[p->n], e, p->n, &inner, err);
+        *where = inner ? inner : e;
         for (size_t j = 0; !rc && j < p->n; j++) {
             if (strcmp(p->f[j].id, p->f[p->n].id) != 0)
                 continue;
@@ -532,6 +562,20 @@ static int listed(int n)
     return n >= 0 && n <= SR_FAULT_MAX_LIST;
 }
 
+/* The rule's "select" and "action"; 0, -1 or NOT_PARSED. */
+static int write_rule(cJSON *o, const sr_fault *f)
+{
+    cJSON *sel = NULL, *act = NULL;
+    int rc = sr_route_rule_write_json(&sel, &act, &f->rule, NULL);
+    if (rc)
+        return rc == SR_E_NOMEM ? -1 : NOT_PARSED;
+    if (add(o, "select", sel)) {
+        cJSON_Delete(act);
+        return -1;
+    }
+    return add(o, "action", act);
+}
+
 /* Writes parameter p of f, unless it is an absent optional value; 0, -1 (out of memory) or
  * NOT_PARSED. */
 static int write_param(cJSON *o, const param *p, const sr_fault *f)
@@ -559,6 +603,10 @@ static int write_param(cJSON *o, const param *p, const sr_fault *f)
         for (int k = 0; k < f->n_layers; k++)
             list[k] = ((const int *)(const void *)src)[k];
         return f->n_layers ? add(o, p->key, int_array(list, f->n_layers)) : 0;
+    case T_SELECT:
+        return write_rule(o, f);
+    case T_ACTION:
+        return 0; /* written with "select" */
     }
     return NOT_PARSED;
 }

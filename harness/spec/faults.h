@@ -43,6 +43,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "fault_grammar.h"
 #include "sr_err.h"
 
 typedef enum sr_fault_layer {
@@ -113,6 +114,9 @@ typedef enum sr_fault_reach {
       SR_FK_NONE,                                                                                  \
       "after an update, the accepted draft tokens (two of every three generated after the "        \
       "first) are sampled and routed with the weights before it, under the new version")           \
+    X(SR_FK_ROUTES, "routes", SR_FL_MODEL, SR_FR_GENERATE, SR_FK_KEYS("select", "action"),         \
+      SR_FK_KEYS("action"),                                                                        \
+      "the rows `select` names get `action` (the route-fault grammar, spec/fault_grammar.h)")      \
     X(SR_FK_BAD_BASE64, "bad_base64", SR_FL_BODY, SR_FR_GENERATE, SR_FK_KEYS("field", "offset"),   \
       SR_FK_NONE, "a `!` in the field's base64 blob")                                              \
     X(SR_FK_BYTE_COUNT_OFF, "byte_count_off", SR_FL_BODY, SR_FR_GENERATE, SR_FK_KEYS("field"),     \
@@ -294,7 +298,9 @@ typedef struct sr_fault {
     int layers[SR_FAULT_MAX_LIST]; /* partial_weight_apply, ack_before_apply,
                                       partial_apply_on_error: MoE layer slots */
     int n_layers;
-    int64_t requests; /* ack_before_apply: generates answered before the deferred layers apply */
+    int64_t requests;   /* ack_before_apply: generates answered before the deferred layers apply */
+    sr_route_rule rule; /* routes, and the kinds that are aliases of a rule: what the engine does
+                           (spec/fault_grammar.h); rule.active 0 for every other kind */
 } sr_fault;
 
 /*
@@ -337,6 +343,18 @@ size_t sr_fault_cut_offset(const sr_fault *t, const char *body, size_t len);
 
 /* The fault of `plan` whose id (given or default) is `id` (borrowed), or NULL. */
 const sr_fault *sr_fault_plan_find(const sr_fault_plan *plan, const char *id);
+
+/*
+ * The first fault of `plan` with a route rule (the kind routes or an alias of a rule) whose
+ * targeting and selection hold route row `pos` (at MoE layer `layer`, < 0: any) of turn `turn`
+ * on engine `engine` (< 0: any), for a prompt of P tokens with route start `start` (0: none);
+ * whole-reply actions hold every row of the turns they target. Writes
+ * `fault "ID" (KIND: <selection>: <action>)` into buf and returns 1; 0 (buf "") when none does.
+ * What the fault's nth, probability and count decided is the engine's: the answer is the
+ * selection that holds the row, not a proof that it fired.
+ */
+int sr_fault_plan_locate(char *buf, size_t cap, const sr_fault_plan *plan, int engine, int64_t turn,
+                         int64_t pos, int64_t P, int64_t start, int64_t layer);
 
 /*
  * The writer, the inverse of the parser: *out is a new JSON object (cJSON_Delete) for fault f,
