@@ -1,8 +1,8 @@
 /*
  * Fixtures of the client and rollout suites: real mock-engine processes (`syncroll engine` on
- * port 0, spawned with harness/run/procs.h, readiness from the pipe), a client over them, the engines'
- * request counters (/syncroll/v1/state), and the routing oracle of the same config so a test can
- * recompute every route row.
+ * port 0, spawned with harness/run/procs.h, readiness from the pipe), a client over them, the
+ * engines' request counters (/syncroll/v1/state), and the routing oracle of the same config so a
+ * test can recompute every route row.
  */
 #ifndef SR_CLIENT_FIXTURE_H
 #define SR_CLIENT_FIXTURE_H
@@ -125,8 +125,8 @@ static inline void fx_model_free(fx_model *m)
  * Route rows [0, rows) of tokens[0..n) at weight version v, in `dtype`, into a new buffer
  * (free()).
  */
-static inline void *fx_oracle_rows(fx_model *m, int64_t v, const int32_t *tokens, size_t n, size_t rows,
-                            sr_dtype dtype)
+static inline void *fx_oracle_rows(fx_model *m, int64_t v, const int32_t *tokens, size_t n,
+                                   size_t rows, sr_dtype dtype)
 {
     sr_err e = SR_ERR_INIT;
     uint64_t global, fps[SR_ORACLE_MAX_LAYERS];

@@ -68,8 +68,8 @@ static int64_t state_num(fx *f, const char *key)
 {
     sr_client_reply r;
     sr_err e = SR_ERR_INIT;
-    ck_assert_sr_ok(
-        sr_client_control(&r, 1, f->client, 0, "GET", "/syncroll/v1/state", NULL, &e), e);
+    ck_assert_sr_ok(sr_client_control(&r, 1, f->client, 0, "GET", "/syncroll/v1/state", NULL, &e),
+                    e);
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(r.body, key);
     ck_assert_msg(cJSON_IsNumber(v), "state has no %s", key);
     int64_t n = (int64_t)v->valuedouble;
@@ -96,8 +96,7 @@ static void post(fx *f, const char *path)
 static void start(fx *f, const wire *w, const char *faults, sr_client_opts *o)
 {
     char cfg[1024];
-    snprintf(cfg, sizeof cfg, "{" SLOW_MODEL ",\"dialect\":\"%s\",\"faults\":%s}", w->name,
-             faults);
+    snprintf(cfg, sizeof cfg, "{" SLOW_MODEL ",\"dialect\":\"%s\",\"faults\":%s}", w->name, faults);
     o->dialect = w->dialect;
     o->dialect_route = w->route;
     o->route_layers = 2;
