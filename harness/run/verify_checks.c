@@ -15,6 +15,24 @@ int64_t sr_verify_captured_rows(const sr_rollout_result *r)
     return 0;
 }
 
+int sr_verify_turn_log(const sr_rollout_result *r, sr_verify_turn_fire fire, void *ctx)
+{
+    char d[200];
+    for (int k = 0; !r->code && k < r->n_turns; k++) {
+        const sr_rollout_turn *t = &r->turns[k];
+        if (strcmp(t->finish_reason, "abort") != 0)
+            continue;
+        snprintf(d, sizeof(d),
+                 "turn committed as finished although the engine answered finish_reason "
+                 "\"abort\" after %lld tokens (a partial turn)",
+                 (long long)t->generated);
+        int rc = fire(ctx, "client.aborted_turn", k + 1, d);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
 /* ---- collation ---- */
 
 static int64_t elem(const void *data, sr_dtype dt, size_t i)
