@@ -46,8 +46,11 @@ typedef int (*sr_verify_turn_fire)(void *ctx, const char *name, int64_t turn, co
  * The turn log's contract, with no oracle (so for external engines too), over the turns a
  * rollout committed (every turn of a rollout that succeeded): a committed turn whose finish
  * reason is "abort" fires client.aborted_turn — the engine cut it short, and only the quirk
- * commit_aborted_turn lets such a turn through (radixark/miles#3337). Calls fire once per
- * finding; returns 0 or the first non-zero fire returned.
+ * commit_aborted_turn lets such a turn through (radixark/miles#3337); a turn whose stamp
+ * (rollout.h, "Version stamps") is newer than the engine's version of the pass that sampled its
+ * first token fires trace.version_stamp naming both versions (areal-project/AReaL#1569,
+ * rllm-org/rllm#622). Calls fire once per finding; returns 0 or the first non-zero fire
+ * returned.
  */
 int sr_verify_turn_log(const sr_rollout_result *r, sr_verify_turn_fire fire, void *ctx);
 

@@ -186,6 +186,8 @@ static const sr_quirk_info quirks[SR_QUIRK_COUNT] = {
     [SR_QUIRK_NPY_ASSUME_UINT8] = {"npy_assume_uint8", "client", "vllm-uint16-as-uint8"},
     [SR_QUIRK_SGLANG_ROWS_FROM_ZERO] = {"sglang_rows_from_zero", "client", "sglang-rows-from-zero"},
     [SR_QUIRK_COMMIT_ABORTED_TURN] = {"commit_aborted_turn", "client", "abort-committed"},
+    [SR_QUIRK_STAMP_VERSION_AT_RESPONSE] = {"stamp_version_at_response", "rollout",
+                                            "version-stamped-at-response"},
 };
 
 const sr_quirk_info *sr_quirk_info_of(sr_quirk q)
