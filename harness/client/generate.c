@@ -119,9 +119,10 @@ static int aborted(gen_ctx *g, int rc, sr_err *err)
         return rc;
     const char *after = rc ? sr_code_name(rc) : NULL;
     return sr_err_set(err, SR_E_CLIENT_ABORTED_TURN,
-                      "the engine answered finish_reason \"abort\" after %zu tokens%s%s%s: the "
+                      "the engine answered finish_reason \"abort\" after %zu token%s%s%s%s: the "
                       "turn is partial and is not committed",
-                      out->n_tokens, after ? " (and " : "", after ? after : "", after ? ")" : "");
+                      out->n_tokens, out->n_tokens == 1 ? "" : "s", after ? " (and " : "",
+                      after ? after : "", after ? ")" : "");
 }
 
 static int decode(gen_ctx *g, const sr_xfer_out *x, sr_err *err)

@@ -24,8 +24,8 @@ int sr_verify_turn_log(const sr_rollout_result *r, sr_verify_turn_fire fire, voi
         if (strcmp(t->finish_reason, "abort") == 0) {
             snprintf(d, sizeof(d),
                      "turn committed as finished although the engine answered finish_reason "
-                     "\"abort\" after %lld tokens (a partial turn)",
-                     (long long)t->generated);
+                     "\"abort\" after %lld token%s (a partial turn)",
+                     (long long)t->generated, t->generated == 1 ? "" : "s");
             rc = fire(ctx, "client.aborted_turn", k + 1, d);
         }
         /* A stamp read at dispatch is never newer than the pass: the trainer declares a version
