@@ -232,6 +232,9 @@ typedef enum sr_class {
       "a decodable response breaks the response schema (choices, token_ids, finish_reason)")       \
     X(SR_E_CLIENT_INVALID_JSON, -958, "client.invalid_json", SR_CLASS_TRANSIENT,                   \
       "an unspliced response body (native generate, control plane) does not parse as JSON")        \
+    X(SR_E_CLIENT_ABORTED_TURN, -959, "client.aborted_turn", SR_CLASS_TRANSIENT,                   \
+      "the engine answered a generate with finish_reason abort: the turn is partial, never "       \
+      "committed as finished (client.on_abort decides whether the rollout goes on)")               \
     X(SR_E_ROLLOUT_CONFIG, -960, "rollout.invalid_config", SR_CLASS_USAGE,                         \
       "a rollout configuration is invalid or refused (routes with the single-turn template)")      \
     X(SR_E_ROLLOUT_TOKEN_LIMIT, -961, "rollout.token_limit", SR_CLASS_RESOURCE,                    \

@@ -1,8 +1,8 @@
 /*
  * Fixtures of the client and rollout suites: real mock-engine processes (`syncroll engine` on
- * port 0, spawned with harness/run/procs.h, readiness from the pipe), a client over them, the engines'
- * request counters (/syncroll/v1/state), and the routing oracle of the same config so a test can
- * recompute every route row.
+ * port 0, spawned with harness/run/procs.h, readiness from the pipe), a client over them, the
+ * engines' request counters (/syncroll/v1/state), and the routing oracle of the same config so a
+ * test can recompute every route row.
  */
 #ifndef SR_CLIENT_FIXTURE_H
 #define SR_CLIENT_FIXTURE_H
@@ -85,7 +85,7 @@ static void fx_stop(fx *f)
 }
 
 /* requests.<endpoint> of engine i's state document. */
-static int64_t fx_count(fx *f, int engine, const char *endpoint)
+static inline int64_t fx_count(fx *f, int engine, const char *endpoint)
 {
     sr_client_reply r;
     sr_err e = SR_ERR_INIT;
@@ -106,7 +106,7 @@ typedef struct fx_model {
     sr_weights_spec spec;
 } fx_model;
 
-static void fx_model_load(fx_model *m, const char *json)
+static inline void fx_model_load(fx_model *m, const char *json)
 {
     sr_err e = SR_ERR_INIT;
     ck_assert_sr_ok(sr_engine_config_parse(&m->cfg, json, strlen(json), "test", 0, &e), e);
@@ -115,7 +115,7 @@ static void fx_model_load(fx_model *m, const char *json)
     m->spec = sr_engine_config_weights(&m->cfg);
 }
 
-static void fx_model_free(fx_model *m)
+static inline void fx_model_free(fx_model *m)
 {
     sr_oracle_free(m->oracle);
     sr_engine_config_release(&m->cfg);
@@ -125,8 +125,8 @@ static void fx_model_free(fx_model *m)
  * Route rows [0, rows) of tokens[0..n) at weight version v, in `dtype`, into a new buffer
  * (free()).
  */
-static void *fx_oracle_rows(fx_model *m, int64_t v, const int32_t *tokens, size_t n, size_t rows,
-                            sr_dtype dtype)
+static inline void *fx_oracle_rows(fx_model *m, int64_t v, const int32_t *tokens, size_t n,
+                                   size_t rows, sr_dtype dtype)
 {
     sr_err e = SR_ERR_INIT;
     uint64_t global, fps[SR_ORACLE_MAX_LAYERS];

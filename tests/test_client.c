@@ -455,13 +455,13 @@ START_TEST(backoff_is_capped_jittered_and_seeded)
     /* Retry-After raises the wait. */
     ck_assert_int_eq(sr_retry_backoff_ms(50, 300, 0, s, 1, 2000), 2000);
     /* Classification of the default policy and the quirk. */
-    sr_client_quirks none = {0, 0, 0, 0, 0}, ref = {1, 0, 0, 0, 0};
-    sr_retry_facts f = {SR_E_CLIENT_HTTP_STATUS, 500, 1};
+    sr_client_quirks none = {0, 0, 0, 0, 0, 0}, ref = {1, 0, 0, 0, 0, 0};
+    sr_retry_facts f = {SR_E_CLIENT_HTTP_STATUS, 500, 1, 0};
     ck_assert_int_eq(sr_retry_classify(&f, &none), SR_RETRY_YES);
     ck_assert_int_eq(sr_retry_classify(&f, &ref), SR_RETRY_NO);
     f.http_status = 404;
     ck_assert_int_eq(sr_retry_classify(&f, &none), SR_RETRY_NO);
-    f = (sr_retry_facts){SR_E_SPLICE_SHORT, 200, 0};
+    f = (sr_retry_facts){SR_E_SPLICE_SHORT, 200, 0, 0};
     ck_assert_int_eq(sr_retry_classify(&f, &none), SR_RETRY_YES);
     ck_assert_int_eq(sr_retry_classify(&f, &ref), SR_RETRY_DECLINED);
     f.code = SR_E_SPLICE_DRIFT;
@@ -472,16 +472,23 @@ START_TEST(backoff_is_capped_jittered_and_seeded)
     static const int decode[] = {SR_E_JSON_UTF8, SR_E_JSON_NUMBER_OVERFLOW, SR_E_INTARRAY_SYNTAX,
                                  SR_E_SPLICE_JSON, SR_E_SPLICE_TRUNCATED};
     for (size_t i = 0; i < sizeof(decode) / sizeof(decode[0]); i++) {
-        f = (sr_retry_facts){decode[i], 200, 0};
+        f = (sr_retry_facts){decode[i], 200, 0, 0};
         ck_assert_msg(sr_retry_classify(&f, &none) == SR_RETRY_YES, "%s", sr_code_name(decode[i]));
         ck_assert_msg(sr_retry_classify(&f, &ref) == SR_RETRY_YES, "%s", sr_code_name(decode[i]));
     }
     static const int final[] = {SR_E_JSON_DUPLICATE_KEY, SR_E_JSON_TOO_DEEP, SR_E_INTARRAY_STRICT};
     for (size_t i = 0; i < sizeof(final) / sizeof(final[0]); i++) {
-        f = (sr_retry_facts){final[i], 200, 0};
+        f = (sr_retry_facts){final[i], 200, 0, 0};
         ck_assert_msg(sr_retry_classify(&f, &none) == SR_RETRY_NO, "%s", sr_code_name(final[i]));
         ck_assert_msg(sr_retry_classify(&f, &ref) == SR_RETRY_NO, "%s", sr_code_name(final[i]));
     }
+    /* An aborted turn is retried only when the scenario's client.on_abort says retry, under
+     * either policy (the quirk is about the reference's JSON decoder, not about aborts). */
+    f = (sr_retry_facts){SR_E_CLIENT_ABORTED_TURN, 200, 0, 0};
+    ck_assert_int_eq(sr_retry_classify(&f, &none), SR_RETRY_NO);
+    f.retry_abort = 1;
+    ck_assert_int_eq(sr_retry_classify(&f, &none), SR_RETRY_YES);
+    ck_assert_int_eq(sr_retry_classify(&f, &ref), SR_RETRY_YES);
 }
 END_TEST
 

@@ -21,9 +21,9 @@
 
 /* Every quirk field of the code base: a new one makes these fail until FORMAT.md and the quirk
  * table list it. */
-_Static_assert(sizeof(sr_client_quirks) == 5 * sizeof(int), "client quirks changed");
-_Static_assert(sizeof(sr_rollout_quirks) == 2 * sizeof(int), "rollout quirks changed");
-_Static_assert(SR_QUIRK_COUNT == 11, "quirk table changed");
+_Static_assert(sizeof(sr_client_quirks) == 6 * sizeof(int), "client quirks changed");
+_Static_assert(sizeof(sr_rollout_quirks) == 3 * sizeof(int), "rollout quirks changed");
+_Static_assert(SR_QUIRK_COUNT == 13, "quirk table changed");
 
 #define MAX_DOC 4096
 
@@ -153,6 +153,7 @@ START_TEST(test_defaults)
     ck_assert_int_eq(s->engine.vocab, 32000);
     ck_assert_int_eq(s->engine.routes, 1);
     ck_assert_int_eq(s->client.max_attempts, 5);
+    ck_assert_int_eq(s->client.on_abort, SR_CLIENT_ABORT_FAIL);
     ck_assert_int_eq(s->concurrency, 8);
     ck_assert_int_eq(s->n_steps, 1);
     ck_assert_str_eq(s->steps[0].name, "rollout-0");
@@ -189,6 +190,10 @@ START_TEST(test_errors_have_positions)
              SR_E_JSON_SCHEMA, "t.json:2:30: ", "unknown key 'batch' in steps.pause");
     load_bad("{\"id\": \"a\", \"description\": \"d\", \"steps\": [{\"kind\": \"nap\"}]}",
              SR_E_JSON_SCHEMA, "t.json:1:44: ", "unknown step kind 'nap'");
+    /* client.on_abort names one of its policies, and lint lists them. */
+    load_bad("{\"id\": \"a\", \"description\": \"d\",\n \"client\": {\"on_abort\": "
+             "\"resume\"}, " MIN_STEPS "}",
+             SR_E_JSON_SCHEMA, "t.json:2:13: ", "'on_abort' must be one of \"fail\", \"retry\"");
     /* Invalid JSON. */
     load_bad("{\"id\": \"a\",,}", SR_E_JSON_SYNTAX, "t.json:1:", "invalid JSON");
 }

@@ -268,7 +268,7 @@ START_TEST(scenario_steps_record_into_the_scenario_result)
     ck_assert_sr_ok(sr_run_result_add_scenario(&sc, run, &e), e);
     sr_sync *st = NULL;
     for (int step = 0; step < 2; step++)
-        ck_assert_sr_ok(sr_sync_step(&st, sc, scn, step, x.f.urls, 1, x.dir, &e), e);
+        ck_assert_sr_ok(sr_sync_step(&st, sc, scn, step, x.f.urls, 1, x.dir, NULL, NULL, &e), e);
     ck_assert_int_eq(sc->counters.syncs, 2);
     ck_assert_int_eq(sr_hist_count(sc->phase[SR_PHASE_SYNC_TOTAL]), 2);
     ck_assert_int_eq(sr_hist_count(sc->phase[SR_PHASE_APPLY]), 2);

@@ -354,6 +354,62 @@ START_TEST(test_failed_rollout_and_external)
 }
 END_TEST
 
+/* The turn log (sr_verify_turn_log): a committed aborted turn, a stamp newer than the pass that
+ * sampled the turn's first token; neither needs the oracle. */
+static void turn_log_case(const char *finish, int64_t stamp, int64_t first, int external,
+                          const char *want, const char *needle)
+{
+    fx f;
+    fx_init(&f);
+    sr_rollout_result r;
+    make_rollout(&r, &f, 9, 12, 0, 0, 0);
+    snprintf(r.turns[0].finish_reason, sizeof r.turns[0].finish_reason, "%s", finish);
+    r.turns[0].stamp_version = stamp;
+    r.turns[0].first_version = first;
+    int ok = verify(&f, external ? NULL : f.v, &r);
+    if (!want) {
+        ck_assert_msg(ok == 1 && f.res->n_fired == 0, "%s stamp %lld first %lld: %zu fired", finish,
+                      (long long)stamp, (long long)first, f.res->n_fired);
+    } else {
+        ck_assert_int_eq(ok, 0);
+        const sr_check *c = only_check(&f, want);
+        ck_assert_int_eq(c->where.turn, 1);
+        ck_assert_msg(strstr(c->message, needle) != NULL, "%s", c->message);
+    }
+    sr_rollout_result_release(&r);
+    fx_free(&f);
+}
+
+START_TEST(test_turn_log)
+{
+    turn_log_case("length", 0, 0, 0, NULL, NULL);
+    turn_log_case("abort", 0, 0, 0, "client.aborted_turn", "finish_reason \"abort\" after 12");
+    turn_log_case("abort", -1, -1, 1, "client.aborted_turn", "partial turn");
+    turn_log_case("length", 1, 0, 0, "trace.version_stamp",
+                  "stamped with weight version 1 but the engine sampled its first token with "
+                  "version 0");
+    turn_log_case("length", 3, 1, 1, "trace.version_stamp", "2 version(s) fresher");
+    /* Older stamps (dispatched before a sync the request then straddled) and unknowns pass. */
+    turn_log_case("length", 0, 1, 0, NULL, NULL);
+    turn_log_case("length", -1, 1, 0, NULL, NULL);
+    turn_log_case("length", 1, -1, 0, NULL, NULL);
+    /* A failed rollout committed nothing: only its own error is recorded. */
+    fx f;
+    fx_init(&f);
+    sr_rollout_result r;
+    make_rollout(&r, &f, 9, 12, 0, 0, 0);
+    snprintf(r.turns[0].finish_reason, sizeof r.turns[0].finish_reason, "abort");
+    r.turns[0].stamp_version = 5;
+    r.code = SR_E_CLIENT_ABORTED_TURN;
+    r.failed_turn = 1;
+    sr_err_set(&r.err, SR_E_CLIENT_ABORTED_TURN, "the engine answered finish_reason \"abort\"");
+    ck_assert_int_eq(verify(&f, f.v, &r), 0);
+    ck_assert_int_eq(only_check(&f, "client.aborted_turn")->where.turn, 1);
+    sr_rollout_result_release(&r);
+    fx_free(&f);
+}
+END_TEST
+
 START_TEST(test_collation)
 {
     fx f;
@@ -473,6 +529,7 @@ static Suite *verify_suite(void)
     tcase_add_test(t, test_unclassified_invalid_padding);
     tcase_add_test(t, test_tokens_and_logprobs);
     tcase_add_test(t, test_failed_rollout_and_external);
+    tcase_add_test(t, test_turn_log);
     tcase_add_test(t, test_collation);
     tcase_add_test(t, test_engine_stale_prefix_cache);
     suite_add_tcase(s, t);

@@ -60,7 +60,16 @@
  *     "last engine.connection_limit"; engine.connection_limit itself where the quirk
  *     retry_json_decode_only declines to retry a JSON-bodied 5xx);
  *   other statuses (4xx, 3xx) -> client.http_status at once, never retried, with the server's
- *     text or error.message.
+ *     text or error.message;
+ *   2xx whose finish reason says the request was aborted -> client.aborted_turn (every dialect's
+ *     form: choices[0].finish_reason "abort" on the skyrl, vLLM, Dynamo and NeMo-RL wires, as
+ *     vllm/v1/engine/__init__.py FINISH_REASON_STRINGS; SGLang's meta_info.finish_reason
+ *     {"type": "abort", "message", "status_code", "err_type"}, FINISH_ABORT.to_json in
+ *     python/sglang/srt/managers/schedule_batch.py, and "abort" on its completions). The
+ *     abort is recognised as soon as the finish reason is read, before the routes: an aborted
+ *     reply without routes (vLLM's 0-token abort) is an aborted turn, not client.routes_missing.
+ *     Never taken as a finished turn: with on_abort FAIL (the default) the request ends at once;
+ *     with RETRY the attempt is retried like a transient failure (the partial output dropped).
  * Backoff before attempt k+1: min(backoff_max_ms, backoff_initial_ms * 2^(k-1)) scaled by
  * (1 - jitter * u), u in [0, 1) drawn from (seed, session id, turn, k) with splitmix64, so a
  * request's waits do not depend on scheduling. Every request has a total deadline (attempts and
@@ -78,6 +87,10 @@
  *                           with client.http_status (json-5xx-not-retried).
  *   no_prompt_start         routed_experts_prompt_start is never sent (the engine then returns
  *                           every row from 0 and the trace's row count breaks on turn 2).
+ *   commit_aborted_turn     a reply that says "abort" is decoded as a finished one (its routes
+ *                           required as usual): the defect of radixark/miles#3337 (an aborted
+ *                           partial turn committed) and vllm-project/vime#49 (an abort without
+ *                           routes raising client.routes_missing).
  *
  * Hidden re-sends: libcurl re-sends a request once, by itself, when a kept-alive connection dies
  * before any byte of the answer arrives (e.g. the engine's reset fault on a reused connection).
@@ -139,7 +152,22 @@ typedef struct sr_client_quirks {
                                   descr says (uint16 routes of > 256 experts become twice the rows) */
     int sglang_rows_from_zero; /* sglang: the flat routes taken as rows from 0, not from the
                                   routed_experts_start_len the request sent */
+    int commit_aborted_turn;   /* a reply whose finish_reason is "abort" is taken as a finished
+                                  turn (radixark/miles#3337), and its routes are required like any
+                                  other's (vllm-project/vime#49: a 0-token abort without routes
+                                  raises client.routes_missing) */
 } sr_client_quirks;
+
+/* What the client does with a reply that says finish_reason "abort" (client.on_abort). */
+typedef enum sr_client_on_abort {
+    SR_CLIENT_ABORT_FAIL = 0, /* the request ends with client.aborted_turn at once */
+    SR_CLIENT_ABORT_RETRY     /* the attempt is retried like a transient failure (backoff, the
+                                 attempt budget and the deadline); when the budget is spent,
+                                 client.retry_exhausted naming client.aborted_turn */
+} sr_client_on_abort;
+
+/* The names of client.on_abort, indexed by sr_client_on_abort, NULL-terminated. */
+#define SR_CLIENT_ON_ABORT_NAMES ((const char *const[]){"fail", "retry", NULL})
 
 /* Options. Plain struct: start from SR_CLIENT_OPTS_INIT. */
 typedef struct sr_client_opts {
@@ -171,12 +199,13 @@ typedef struct sr_client_opts {
      * never computed. pd_merge 0 is the unmerged router's defect. -1: off.
      */
     int pd_prefill, pd_decode, pd_merge;
+    sr_client_on_abort on_abort; /* (above; SR_CLIENT_ABORT_FAIL) */
 } sr_client_opts;
 
 #define SR_CLIENT_OPTS_INIT                                                                        \
     {                                                                                              \
-        5, 50, 2000, 0.5, 0, 60000, 0, 5000, 30000, 0, 65536, {0, 0, 0, 0, 0}, 0,                  \
-            SR_DIALECT_SKYRL, 0, 0, 0, -1, -1, 1                                                   \
+        5, 50, 2000, 0.5, 0, 60000, 0, 5000, 30000, 0, 65536, {0, 0, 0, 0, 0, 0}, 0,               \
+            SR_DIALECT_SKYRL, 0, 0, 0, -1, -1, 1, SR_CLIENT_ABORT_FAIL                             \
     }
 
 /* One generate request. Plain struct: start from SR_CLIENT_REQ_INIT. Everything is borrowed. */

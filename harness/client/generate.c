@@ -108,16 +108,36 @@ static int fail(gen_ctx *g, int code, sr_err *err)
     return code;
 }
 
+/* An aborted reply (client.h, "abort" in every dialect's finish reason, which the decoders read
+ * before the routes): client.aborted_turn whatever else the decode found after the finish
+ * reason, so an abort without routes is not client.routes_missing; rc as it was otherwise. */
+static int aborted(gen_ctx *g, int rc, sr_err *err)
+{
+    const sr_client_result *out = g->out;
+    if (g->k->c->opts.quirks.commit_aborted_turn || !out->finish_reason ||
+        strcmp(out->finish_reason, "abort") != 0)
+        return rc;
+    const char *after = rc ? sr_code_name(rc) : NULL;
+    return sr_err_set(err, SR_E_CLIENT_ABORTED_TURN,
+                      "the engine answered finish_reason \"abort\" after %zu token%s%s%s%s: the "
+                      "turn is partial and is not committed",
+                      out->n_tokens, out->n_tokens == 1 ? "" : "s", after ? " (and " : "",
+                      after ? after : "", after ? ")" : "");
+}
+
 static int decode(gen_ctx *g, const sr_xfer_out *x, sr_err *err)
 {
     double t0 = sr_clock_ms();
     const sr_client_opts *o = &g->k->c->opts;
+    /* An earlier attempt's reason must not speak for this one. */
+    g->out->finish_reason = NULL;
+    g->out->n_tokens = 0;
     int rc = !x->spliced ? sr_client_decode_native(g->out, g->k, x->native, err)
              : o->dialect == SR_DIALECT_SKYRL
                  ? sr_client_decode_spliced(g->out, g->k, x->spliced, g->req->return_routes, err)
                  : sr_client_decode_dialect(g->out, g->k, x->spliced, g->req, err);
     g->out->decode_ms = sr_clock_ms() - t0;
-    return rc;
+    return aborted(g, rc, err);
 }
 
 /* After failed attempt number a (0-based): 0 to retry, else the final code. */
@@ -131,7 +151,7 @@ static int after_failure(gen_ctx *g, int a, int rc, const sr_xfer_out *x, int de
                           "no complete response within the %lld ms "
                           "deadline (%s)",
                           (long long)o->deadline_ms, sr_code_name(rc));
-    sr_retry_facts f = {rc, att->http_status, x->body_json};
+    sr_retry_facts f = {rc, att->http_status, x->body_json, o->on_abort == SR_CLIENT_ABORT_RETRY};
     sr_retry_verdict v = sr_retry_classify(&f, &o->quirks);
     if (v == SR_RETRY_NO)
         return rc;
@@ -190,10 +210,12 @@ static int attempt_loop(gen_ctx *g, sr_err *err)
         if (!rc) {
             rc = decode(g, &x, err);
             att->code = rc;
-            if (rc)
+            if (!rc) {
+                out->request_ms = sr_clock_ms() - g->t0;
+                return 0;
+            }
+            if (rc != SR_E_CLIENT_ABORTED_TURN)
                 return fail(g, rc, err);
-            out->request_ms = sr_clock_ms() - g->t0;
-            return 0;
         }
         rc = after_failure(g, a, rc, &x, deadline_bound, err);
         if (rc)

@@ -47,6 +47,8 @@ sr_retry_verdict sr_retry_classify(const sr_retry_facts *f, const sr_client_quir
     case SR_E_CLIENT_HTTP_STATUS:
     case SR_E_ENGINE_CONN_LIMIT:
         return classify_status(f, q);
+    case SR_E_CLIENT_ABORTED_TURN:
+        return f->retry_abort ? SR_RETRY_YES : SR_RETRY_NO;
     default:
         break;
     }

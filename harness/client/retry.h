@@ -23,16 +23,19 @@ typedef struct sr_retry_facts {
     int code;        /* the attempt's outcome code (non-zero) */
     int http_status; /* 0 if none arrived */
     int body_json;   /* non-2xx: the body parsed as JSON */
+    int retry_abort; /* client.aborted_turn is retried (on_abort RETRY), else final */
 } sr_retry_facts;
 
 /*
  * Classifies a failed attempt. Default policy: client.transport, client.invalid_json and the
  * transient splice codes are retried; client.http_status is retried for 429 and 5xx only, and
- * engine.connection_limit (a 503 naming that check) like the 503 it is; everything else is
- * final. With retry_json_decode_only: transport failures, the JSON decode errors of
- * sr_splice_retryable (splice.invalid_json, splice.truncated, intarray.syntax, json.invalid_utf8,
- * json.number_overflow) and client.invalid_json are retried; other transient splice codes are
- * DECLINED; an HTTP status is retried only if its body was not JSON and the status is not 4xx.
+ * engine.connection_limit (a 503 naming that check) like the 503 it is; client.aborted_turn
+ * only when the facts say so (the scenario's client.on_abort, not a quirk: it is retried under
+ * both policies); everything else is final. With retry_json_decode_only: transport failures, the
+ * JSON decode errors of sr_splice_retryable (splice.invalid_json, splice.truncated,
+ * intarray.syntax, json.invalid_utf8, json.number_overflow) and client.invalid_json are retried;
+ * other transient splice codes are DECLINED; an HTTP status is retried only if its body was not
+ * JSON and the status is not 4xx.
  */
 sr_retry_verdict sr_retry_classify(const sr_retry_facts *f, const sr_client_quirks *q);
 

@@ -459,6 +459,10 @@ static int ext_routes(sr_buf *b, const char *ext, put_fn f, const wire_rows *w, 
     return sr_buf_puts(b, "}", err);
 }
 
+/* The rest of SGLang's abort reason, FINISH_ABORT.to_json (python/sglang/srt/managers/
+ * schedule_batch.py): {"type": "abort", "message": ..., "status_code": ..., "err_type": ...}. */
+#define SGLANG_ABORT_REST ",\"message\":\"Aborted\",\"status_code\":null,\"err_type\":null"
+
 static int frame(sr_buf *b, sr_gen_job *j, const sr_gen_ctx *c, const enc_ops *e,
                  const wire_rows *w, const extras *x, sr_err *err)
 {
@@ -473,8 +477,9 @@ static int frame(sr_buf *b, sr_gen_job *j, const sr_gen_ctx *c, const enc_ops *e
         if (!rc)
             rc = sr_buf_printf(b, err,
                                ",\"meta_info\":{\"id\":\"%s-%lld\",\"finish_reason\":{\"type\":"
-                               "\"%s\"},\"prompt_tokens\":%zu,\"completion_tokens\":%lld",
-                               c->engine_id, (long long)c->request_ordinal, fin, j->req.P,
+                               "\"%s\"%s},\"prompt_tokens\":%zu,\"completion_tokens\":%lld",
+                               c->engine_id, (long long)c->request_ordinal, fin,
+                               j->finish == SR_GEN_ABORT ? SGLANG_ABORT_REST : "", j->req.P,
                                (long long)j->G);
         if (!rc)
             rc = sglang_logprobs(b, j, err);

@@ -208,6 +208,16 @@ static void turn_from_client(sr_rollout_turn *t, const sr_client_result *r)
              r->finish_reason ? r->finish_reason : "");
 }
 
+/* The version of the pass that computed oracle row `row` in the reply (its "syncroll" spans),
+ * else the reply's weight_version (-1 when the engine said neither). */
+static int64_t reply_version(const sr_client_result *r, int64_t row)
+{
+    for (size_t i = 0; i < r->n_spans; i++)
+        if (r->spans[i].lo <= row && row < r->spans[i].hi)
+            return r->spans[i].version;
+    return r->n_spans ? -1 : r->weight_version;
+}
+
 /* Sends turn k's generate into *r and records what the client did in the result's turn log. */
 static int request_turn(rollout_state *s, int turn, sr_client_result *r, sr_err *err)
 {
@@ -228,6 +238,7 @@ static int request_turn(rollout_state *s, int turn, sr_client_result *r, sr_err 
     if (c->routes)
         q.prompt_start =
             c->quirks.overwrite_trace_each_turn ? 0 : sr_route_trace_prompt_start(s->trace);
+    int64_t sent = c->trainer_version ? c->trainer_version(c->version_ctx) : -1;
     int rc = sr_client_generate(r, s->k, &q, err);
     if (c->capture_bytes) {
         sr_rollout_exchange *e = &res->exchanges[(turn - 1) % SR_ROLLOUT_KEEP_EXCHANGES];
@@ -235,6 +246,10 @@ static int request_turn(rollout_state *s, int turn, sr_client_result *r, sr_err 
         e->turn = turn;
     }
     turn_from_client(t, r);
+    t->stamp_version = c->trainer_version && c->quirks.stamp_version_at_response
+                           ? c->trainer_version(c->version_ctx)
+                           : sent;
+    t->first_version = rc ? -1 : reply_version(r, t->prompt_len - 1);
     if (rc)
         return rc;
     t->generated = (int64_t)r->n_tokens;

@@ -46,6 +46,14 @@
  * checks routes against the oracle at row_version and classifies a match at held_version as an
  * overwritten prefix.
  *
+ * Version stamps (AReaL's output_versions, rllm's weight_version): with cfg->trainer_version, each
+ * turn is stamped with the version the trainer declared current when the turn's request was SENT
+ * (stamp_version), the policy the turn was dispatched under; the engine's own account of the pass
+ * that sampled the turn's first token is first_version. The quirk stamp_version_at_response reads
+ * the version when the response ARRIVES instead (areal-project/AReaL#1569, rllm-org/rllm#622): a
+ * sync that lands while the request is in flight labels old-weights tokens with the new version,
+ * so the verifier's trace.version_stamp sees a stamp newer than the pass that sampled them.
+ *
  * Tokens per rollout: trace_opts.max_rows (<= 0: SR_TRACE_DEFAULT_MAX_ROWS) bounds the
  * conversation's tokens (input_ids: prompt, outputs, added EOS, observations), with or without
  * routes, and the route trace's rows; trace_opts.max_bytes bounds the trace's bytes. Past either,
@@ -77,7 +85,11 @@
 typedef struct sr_rollout_quirks {
     int synthetic_eos_loss_active;
     int overwrite_trace_each_turn;
+    int stamp_version_at_response; /* (below, "Version stamps") */
 } sr_rollout_quirks;
+
+/* The version the trainer declares current, read by the rollout's thread (any thread). */
+typedef int64_t (*sr_rollout_version_fn)(void *ctx);
 
 /* The seeded environment. */
 typedef struct sr_rollout_env {
@@ -111,12 +123,14 @@ typedef struct sr_rollout_config {
     void *hook_ctx;
     size_t capture_bytes; /* > 0: keep the exchanges of the last turns (below), each response's
                              first capture_bytes bytes; 0: nothing is kept */
+    sr_rollout_version_fn trainer_version; /* NULL: turns are not stamped (stamp_version -1) */
+    void *version_ctx;
 } sr_rollout_config;
 
 #define SR_ROLLOUT_CONFIG_INIT                                                                     \
     {                                                                                              \
         NULL, 0, NULL, NULL, NULL, NULL, 1, 1, 0, -1, 0, 1, {0, 1, 0, 0, 0}, SR_TRACE_OPTS_INIT,   \
-            {0, 0}, NULL, NULL, 0                                                                  \
+            {0, 0, 0}, NULL, NULL, 0, NULL, NULL                                                   \
     }
 
 /* What one turn did; timings in ms, sizes in bytes. */
@@ -132,6 +146,9 @@ typedef struct sr_rollout_turn {
     int64_t start_sent;     /* routed_experts_prompt_start in the body, -1 if none */
     int64_t route_rows;     /* rows the response carried */
     int64_t weight_version; /* the engine's weight_version for this reply, -1 if unknown */
+    int64_t stamp_version;  /* the trainer's version stamped on the turn's output, -1: none */
+    int64_t first_version;  /* the engine's version of the pass that sampled the turn's first
+                               token (route row P_k - 1), -1 if it did not say */
     char finish_reason[16]; /* "" for null */
     int added_eos;
     double request_ms, splice_ms, decode_ms, wait_ms, record_ms;

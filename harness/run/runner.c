@@ -273,6 +273,7 @@ static int make_client(sr_scn_run *run, sr_err *err)
     o.quirks.prefix_without_quote = s->quirks[SR_QUIRK_PREFIX_WITHOUT_QUOTE];
     o.quirks.npy_assume_uint8 = s->quirks[SR_QUIRK_NPY_ASSUME_UINT8];
     o.quirks.sglang_rows_from_zero = s->quirks[SR_QUIRK_SGLANG_ROWS_FROM_ZERO];
+    o.quirks.commit_aborted_turn = s->quirks[SR_QUIRK_COMMIT_ABORTED_TURN];
     /* The engines' wire; the model's shape reshapes and checks what the wire carries. */
     o.dialect = s->engine.dialect;
     o.route_layers = s->engine.num_layers;

@@ -35,6 +35,16 @@ typedef struct rbatch {
     cJSON *sampling;
 } rbatch;
 
+/* The version the trainer declares current (runner_state.h, weight_version). */
+static int64_t trainer_version(void *ctx)
+{
+    sr_scn_run *run = ctx;
+    pthread_mutex_lock(&run->mu);
+    int64_t v = run->weight_version;
+    pthread_mutex_unlock(&run->mu);
+    return v;
+}
+
 static int make_configs(rbatch *b, sr_err *err)
 {
     const sr_scenario *s = b->run->scn;
@@ -77,6 +87,9 @@ static int make_configs(rbatch *b, sr_err *err)
         c.trace_opts.padding_as_captured = s->quirks[SR_QUIRK_PADDING_AS_CAPTURED];
         c.quirks.synthetic_eos_loss_active = s->quirks[SR_QUIRK_SYNTHETIC_EOS_LOSS_ACTIVE];
         c.quirks.overwrite_trace_each_turn = s->quirks[SR_QUIRK_OVERWRITE_TRACE_EACH_TURN];
+        c.quirks.stamp_version_at_response = s->quirks[SR_QUIRK_STAMP_VERSION_AT_RESPONSE];
+        c.trainer_version = trainer_version;
+        c.version_ctx = b->run;
         /* A failing rollout's exchanges become its evidence (evidence.h). */
         c.capture_bytes = SR_EVIDENCE_EXCHANGE_BYTES;
         b->cfgs[i] = c;

@@ -79,7 +79,9 @@ typedef struct sr_scn_run {
     sr_verifier *verifier;  /* NULL for external engines */
     double t0_ms;           /* scenario start, sr_client_now_ms() */
     pthread_mutex_t mu;     /* guards weight_version */
-    int64_t weight_version; /* the version the trainer last published (weights.version first) */
+    int64_t weight_version; /* the version the trainer declared current: weights.version first,
+                               then each sync's target once every engine applied it, before
+                               the resume (runner_steps.c); rollouts stamp turns with it */
     sr_step_state *steps;   /* one per scenario step */
     struct sr_sync *sync;   /* the weight-sync state of the sync_weights step (runner_steps.c),
                                NULL until a sync runs */

@@ -344,10 +344,20 @@ static int step_kill_engine(sr_scn_run *run, int step, sr_err *err)
  * verifier the version the engines hold afterwards, so rows of later generates (and stale rows)
  * are checked against the right fingerprints.
  */
+/* The trainer declares the version current once every engine applied it, before the resume
+ * (sync.h, on_applied): the version a rollout stamps on the turns it sends from then on. */
+static void trainer_applied(void *ctx, int64_t version)
+{
+    sr_scn_run *run = ctx;
+    pthread_mutex_lock(&run->mu);
+    run->weight_version = version;
+    pthread_mutex_unlock(&run->mu);
+}
+
 static int step_sync_weights(sr_scn_run *run, int step, sr_err *err)
 {
     int rc = sr_sync_step(&run->sync, run->res, run->scn, step, (const char *const *)run->urls,
-                          (size_t)run->n_engines, run->opts->work_dir, err);
+                          (size_t)run->n_engines, run->opts->work_dir, trainer_applied, run, err);
     if (run->sync && run->verifier)
         sr_verifier_note_version(run->verifier, sr_sync_version(run->sync));
     return rc;

@@ -545,6 +545,11 @@ static int verify_padding(rv *x)
     return check(x, "trace.padding_row", NULL, turn_of(x->r, first), first, -1, d);
 }
 
+static int fire_turn(void *ctx, const char *name, int64_t turn, const char *detail)
+{
+    return check(ctx, name, NULL, turn, -1, -1, detail);
+}
+
 static int failed_rollout(rv *x)
 {
     const sr_rollout_result *r = x->r;
@@ -599,6 +604,8 @@ int sr_verify_rollout_fired(int *ok, sr_verifier *v, const sr_rollout_result *r,
         return rc;
     }
     rc = setup(&x);
+    if (!rc)
+        rc = sr_verify_turn_log(r, fire_turn, &x);
     int routes = r->routes.ndim == 3 && x.K > 0;
     int64_t toks = 0, rows = 0;
     if (!rc && routes && v && (x.L != v->L || x.K != v->K)) {

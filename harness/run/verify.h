@@ -7,7 +7,9 @@
  *
  * Rollouts (sr_verify_rollout). A rollout that failed is recorded as the check named by its
  * error, with the turn (and, for trace.missing_route, the token row) where it failed. A rollout
- * that completed is checked, position by position of prompt + response:
+ * that completed is checked first against its turn log (a contract, also for external engines:
+ * a turn committed although its reply said "abort" is client.aborted_turn, sr_verify_turn_log),
+ * then position by position of prompt + response:
  *   - every loss-active response token (the engine's outputs; observations and added EOS are
  *     loss 0) against the oracle's next token after its prefix, with the global fingerprint of
  *     the weight version that sampled it (the version of row q-1 for token q);

@@ -15,6 +15,37 @@ int64_t sr_verify_captured_rows(const sr_rollout_result *r)
     return 0;
 }
 
+int sr_verify_turn_log(const sr_rollout_result *r, sr_verify_turn_fire fire, void *ctx)
+{
+    char d[240];
+    for (int k = 0; !r->code && k < r->n_turns; k++) {
+        const sr_rollout_turn *t = &r->turns[k];
+        int rc = 0;
+        if (strcmp(t->finish_reason, "abort") == 0) {
+            snprintf(d, sizeof(d),
+                     "turn committed as finished although the engine answered finish_reason "
+                     "\"abort\" after %lld token%s (a partial turn)",
+                     (long long)t->generated, t->generated == 1 ? "" : "s");
+            rc = fire(ctx, "client.aborted_turn", k + 1, d);
+        }
+        /* A stamp read at dispatch is never newer than the pass: the trainer declares a version
+         * only once every engine holds it (runner_steps.c). */
+        if (!rc && t->generated > 0 && t->stamp_version >= 0 && t->first_version >= 0 &&
+            t->stamp_version > t->first_version) {
+            snprintf(d, sizeof(d),
+                     "version mismatch: the turn is stamped with weight version %lld but the "
+                     "engine sampled its first token with version %lld (the sample claims to "
+                     "be %lld version(s) fresher than it is)",
+                     (long long)t->stamp_version, (long long)t->first_version,
+                     (long long)(t->stamp_version - t->first_version));
+            rc = fire(ctx, "trace.version_stamp", k + 1, d);
+        }
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
 /* ---- collation ---- */
 
 static int64_t elem(const void *data, sr_dtype dt, size_t i)

@@ -42,6 +42,21 @@ typedef struct sr_verify_ctx {
 /* The route rows the engine delivered for a rollout (P + G - 1 of its last turn), 0 if none. */
 int64_t sr_verify_captured_rows(const sr_rollout_result *r);
 
+/* Records one check of the turn log: its name, 1-based turn and message; 0 or a harness error. */
+typedef int (*sr_verify_turn_fire)(void *ctx, const char *name, int64_t turn, const char *detail);
+
+/*
+ * The turn log's contract, with no oracle (so for external engines too), over the turns a
+ * rollout committed (every turn of a rollout that succeeded): a committed turn whose finish
+ * reason is "abort" fires client.aborted_turn — the engine cut it short, and only the quirk
+ * commit_aborted_turn lets such a turn through (radixark/miles#3337); a turn whose stamp
+ * (rollout.h, "Version stamps") is newer than the engine's version of the pass that sampled its
+ * first token fires trace.version_stamp naming both versions (areal-project/AReaL#1569,
+ * rllm-org/rllm#622). Calls fire once per finding; returns 0 or the first non-zero fire
+ * returned.
+ */
+int sr_verify_turn_log(const sr_rollout_result *r, sr_verify_turn_fire fire, void *ctx);
+
 /* ---- collation ---- */
 
 /*

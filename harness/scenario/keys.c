@@ -69,6 +69,7 @@ static const sr_scenario_key keys[] = {
     {"client.concurrency", "integer"},
     {"client.strict_base64", "boolean"},
     {"client.generate_path", "string"},
+    {"client.on_abort", "string"},
     {"client.pd", "object"},
     {"client.pd.prefill", "integer"},
     {"client.pd.decode", "integer"},
@@ -187,6 +188,9 @@ static const sr_quirk_info quirks[SR_QUIRK_COUNT] = {
     [SR_QUIRK_PREFIX_WITHOUT_QUOTE] = {"prefix_without_quote", "splice", "skyrl-lookalike-suffix"},
     [SR_QUIRK_NPY_ASSUME_UINT8] = {"npy_assume_uint8", "client", "vllm-uint16-as-uint8"},
     [SR_QUIRK_SGLANG_ROWS_FROM_ZERO] = {"sglang_rows_from_zero", "client", "sglang-rows-from-zero"},
+    [SR_QUIRK_COMMIT_ABORTED_TURN] = {"commit_aborted_turn", "client", "abort-committed"},
+    [SR_QUIRK_STAMP_VERSION_AT_RESPONSE] = {"stamp_version_at_response", "rollout",
+                                            "version-stamped-at-response"},
 };
 
 const sr_quirk_info *sr_quirk_info_of(sr_quirk q)

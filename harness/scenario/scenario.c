@@ -227,6 +227,7 @@ static int parse_client(scn_parse *p, const cJSON *cl)
 {
     sr_client_opts *o = &p->s->client;
     int64_t v;
+    const char *t = NULL;
     if (!cl)
         return 0;
     int rc = sr_scn_check_object(p, cl, "client");
@@ -265,6 +266,8 @@ static int parse_client(scn_parse *p, const cJSON *cl)
         rc = sr_scn_bool(p, cl, "strict_base64", o->strict_base64, 0, &o->strict_base64);
     if (!rc)
         rc = parse_generate_path(p, cl);
+    if (!rc && !(rc = sr_scn_str(p, cl, "on_abort", "fail", SR_CLIENT_ON_ABORT_NAMES, &t)))
+        o->on_abort = strcmp(t, "retry") == 0 ? SR_CLIENT_ABORT_RETRY : SR_CLIENT_ABORT_FAIL;
     if (!rc)
         rc = parse_pd(p, sr_scn_member(cl, "pd"));
     if (!rc)

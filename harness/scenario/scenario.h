@@ -82,6 +82,8 @@ typedef enum sr_quirk {
     SR_QUIRK_PREFIX_WITHOUT_QUOTE,       /* splice (through the client) */
     SR_QUIRK_NPY_ASSUME_UINT8,           /* client (vllm's .npy) */
     SR_QUIRK_SGLANG_ROWS_FROM_ZERO,      /* client (sglang) */
+    SR_QUIRK_COMMIT_ABORTED_TURN,        /* client (every dialect's abort) */
+    SR_QUIRK_STAMP_VERSION_AT_RESPONSE,  /* rollout */
     SR_QUIRK_COUNT
 } sr_quirk;
 

@@ -148,6 +148,7 @@ static cJSON *client_json(const sr_scenario *s)
     if (o->dialect_route) /* a route other than the dialect's first (client.generate_path) */
         cJSON_AddStringToObject(c, "generate_path",
                                 sr_dialect_get(s->engine.dialect)->routes[o->dialect_route].path);
+    cJSON_AddStringToObject(c, "on_abort", SR_CLIENT_ON_ABORT_NAMES[o->on_abort]);
     if (o->pd_decode >= 0) {
         cJSON *pd = cJSON_AddObjectToObject(c, "pd");
         add_int(pd, "prefill", o->pd_prefill);

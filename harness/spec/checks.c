@@ -12,6 +12,8 @@ static const sr_check_info checks[] = {
     {"trace.logprob_mismatch", "a logprob differs from the oracle's (or from the clamp -9999.0)"},
     {"trace.padding_row", "a padded row of a finalized trace is not the padding row 0..K-1"},
     {"trace.version_unknown", "the engine did not say which weight version computed a row"},
+    {"trace.version_stamp", "a turn is stamped with a newer weight version than the engine's "
+                            "pass that sampled its first token"},
     {"collate.alignment", "a sample's route rows are not at columns pad + r of the batch"},
     {"collate.padding_rows", "a padding column of the batch does not hold the padding row"},
     {"collate.padding_mask", "the router padding mask is not 1 exactly on padding and "

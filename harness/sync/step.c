@@ -43,7 +43,8 @@ int sr_sync_step_dir(char *out, size_t cap, const char *run_dir, sr_err *err)
 }
 
 static int make_state(sr_sync **out, const sr_scenario *scn, const sr_scn_step *st,
-                      const char *const *urls, size_t n_urls, const char *run_dir, sr_err *err)
+                      const char *const *urls, size_t n_urls, const char *run_dir,
+                      const sr_sync_opts *hook, sr_err *err)
 {
     const sr_engine_config *c = &scn->engine;
     sr_weights_spec spec = sr_engine_config_weights(c);
@@ -61,17 +62,23 @@ static int make_state(sr_sync **out, const sr_scenario *scn, const sr_scn_step *
     o.cores = scn->pool_cores >= 0 ? (int)scn->pool_cores : SR_POOL_DETECT_CORES;
     o.initial_version = c->weight_version;
     o.control = c->sync_dialect;
+    o.on_applied = hook->on_applied;
+    o.on_applied_ctx = hook->on_applied_ctx;
     return rc ? rc : sr_sync_new(out, urls, n_urls, &spec, &o, err);
 }
 
 int sr_sync_step(sr_sync **state, sr_scenario_result *sc, const struct sr_scenario *scn, int step,
-                 const char *const *urls, size_t n_urls, const char *run_dir, sr_err *err)
+                 const char *const *urls, size_t n_urls, const char *run_dir,
+                 void (*on_applied)(void *ctx, int64_t version), void *ctx, sr_err *err)
 {
+    sr_sync_opts hook = SR_SYNC_OPTS_INIT;
+    hook.on_applied = on_applied;
+    hook.on_applied_ctx = ctx;
     if (!state || !sc || !scn || step < 0 || step >= scn->n_steps ||
         scn->steps[step].kind != SR_STEP_SYNC_WEIGHTS)
         return sr_err_set(err, SR_E_INVAL, "sync: step %d is not a sync_weights step", step);
     const sr_scn_step *st = &scn->steps[step];
-    int rc = *state ? 0 : make_state(state, scn, st, urls, n_urls, run_dir, err);
+    int rc = *state ? 0 : make_state(state, scn, st, urls, n_urls, run_dir, &hook, err);
     if (rc)
         return rc;
     sr_sync *s = *state;

@@ -485,6 +485,8 @@ static int run_protocol(sr_sync *s, sr_sync_result *res, int64_t target, int *ok
         int fin = step(s, res, SR_SYNC_FINISH, pl->finish_path, body, fin_on, ok, &rc, err);
         good = good && fin;
     }
+    if (good && s->o.on_applied)
+        s->o.on_applied(s->o.on_applied_ctx, target);
     /* Always, whatever failed: an engine left paused would hang every later rollout. */
     int rc2 = 0;
     int resumed =

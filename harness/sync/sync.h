@@ -166,12 +166,17 @@ typedef struct sr_sync_opts {
     int64_t initial_version;
     int verify;
     sr_sync_dialect control;
+    /* NULL, or called from the sync's thread once finish succeeded on every engine and before
+     * the resume, with the target: the moment a trainer declares the new version current (AReaL
+     * calls set_version between update_weights and resume). */
+    void (*on_applied)(void *ctx, int64_t version);
+    void *on_applied_ctx;
 } sr_sync_opts;
 
 #define SR_SYNC_OPTS_INIT                                                                          \
     {                                                                                              \
         SR_SYNC_DELTA, NULL, NULL, 60000, {0}, 0, 8, 0, SR_POOL_DETECT_CORES, 0,                   \
-            SR_SYNC_DEFAULT_BUCKET, 1, 0, 1, SR_SYNC_DIALECT_SKYRL                                 \
+            SR_SYNC_DEFAULT_BUCKET, 1, 0, 1, SR_SYNC_DIALECT_SKYRL, NULL, NULL                     \
     }
 
 /* What one engine did in a sync. */
@@ -255,12 +260,14 @@ void sr_sync_report(sr_scenario_result *sc, const sr_sync_result *res, int64_t s
  * the caller frees it with sr_sync_free when the scenario ends. `step` is the step index in
  * scn->steps (its version -1 means sr_sync_last_target + 1, FORMAT.md's "last published version
  * + 1"; its deadline_ms is the sync's total deadline and every phase's). Runs
- * the sync and records it with sr_sync_report. Returns 0 when the sync ran (checks are in sc),
- * else a harness error.
+ * the sync and records it with sr_sync_report. `on_applied` (may be NULL) and its ctx become the
+ * orchestrator's opts.on_applied when this call makes it. Returns 0 when the sync ran (checks
+ * are in sc), else a harness error.
  */
 struct sr_scenario;
 int sr_sync_step(sr_sync **state, sr_scenario_result *sc, const struct sr_scenario *scn, int step,
-                 const char *const *urls, size_t n_urls, const char *run_dir, sr_err *err);
+                 const char *const *urls, size_t n_urls, const char *run_dir,
+                 void (*on_applied)(void *ctx, int64_t version), void *ctx, sr_err *err);
 
 /*
  * The sync folder of sr_sync_step, {run_dir}/sync ("." when run_dir is NULL), into out[cap]:
