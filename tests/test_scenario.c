@@ -23,7 +23,7 @@
  * table list it. */
 _Static_assert(sizeof(sr_client_quirks) == 5 * sizeof(int), "client quirks changed");
 _Static_assert(sizeof(sr_rollout_quirks) == 2 * sizeof(int), "rollout quirks changed");
-_Static_assert(SR_QUIRK_COUNT == 11, "quirk table changed");
+_Static_assert(SR_QUIRK_COUNT == 12, "quirk table changed");
 
 #define MAX_DOC 4096
 

@@ -69,6 +69,7 @@ static const sr_scenario_key keys[] = {
     {"client.concurrency", "integer"},
     {"client.strict_base64", "boolean"},
     {"client.generate_path", "string"},
+    {"client.stack", "string"},
     {"client.pd", "object"},
     {"client.pd.prefill", "integer"},
     {"client.pd.decode", "integer"},
@@ -108,6 +109,7 @@ static const sr_scenario_key keys[] = {
     {"steps.rollout.routes", "boolean"},
     {"steps.rollout.logprobs", "boolean"},
     {"steps.rollout.ignore_eos", "boolean"},
+    {"steps.rollout.sample_support", "boolean"},
     {"steps.rollout.stop_token_ids", "array"},
     {"steps.rollout.append_eos_after_stop", "boolean"},
     {"steps.rollout.max_input_length", "integer"},
@@ -184,6 +186,7 @@ static const sr_quirk_info quirks[SR_QUIRK_COUNT] = {
     [SR_QUIRK_PREFIX_WITHOUT_QUOTE] = {"prefix_without_quote", "splice", "skyrl-lookalike-suffix"},
     [SR_QUIRK_NPY_ASSUME_UINT8] = {"npy_assume_uint8", "client", "vllm-uint16-as-uint8"},
     [SR_QUIRK_SGLANG_ROWS_FROM_ZERO] = {"sglang_rows_from_zero", "client", "sglang-rows-from-zero"},
+    [SR_QUIRK_OMIT_TOP_K] = {"omit_top_k", "rollout", "skyrl-capture-omits-top-k"},
 };
 
 const sr_quirk_info *sr_quirk_info_of(sr_quirk q)
