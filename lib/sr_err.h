@@ -232,17 +232,17 @@ typedef enum sr_class {
       "a decodable response breaks the response schema (choices, token_ids, finish_reason)")       \
     X(SR_E_CLIENT_INVALID_JSON, -958, "client.invalid_json", SR_CLASS_TRANSIENT,                   \
       "an unspliced response body (native generate, control plane) does not parse as JSON")        \
-    X(SR_E_CLIENT_SUPPORT_TOP_K, -965, "client.support_top_k", SR_CLASS_USAGE,                   \
-      "the engine refused return_sample_support (HTTP 400): sampling_params.top_k is not an "     \
+    X(SR_E_CLIENT_SUPPORT_TOP_K, -965, "client.support_top_k", SR_CLASS_USAGE,                     \
+      "the engine refused return_sample_support (HTTP 400): sampling_params.top_k is not an "      \
       "integer > 1 (SkyRL #2082); never retried")                                                  \
-    X(SR_E_CLIENT_SUPPORT_MISSING, -966, "client.support_missing", SR_CLASS_PROTOCOL,             \
-      "sample support was requested but rollout_sample_support is null, absent or not an "        \
+    X(SR_E_CLIENT_SUPPORT_MISSING, -966, "client.support_missing", SR_CLASS_PROTOCOL,              \
+      "sample support was requested but rollout_sample_support is null, absent or not an "         \
       "envelope")                                                                                  \
-    X(SR_E_CLIENT_SUPPORT_INVALID, -967, "client.support_invalid", SR_CLASS_PROTOCOL,             \
-      "rollout_sample_support is not [generated tokens, top_k] of vocabulary ids with trailing "  \
+    X(SR_E_CLIENT_SUPPORT_INVALID, -967, "client.support_invalid", SR_CLASS_PROTOCOL,              \
+      "rollout_sample_support is not [generated tokens, top_k] of vocabulary ids with trailing "   \
       "-1 padding")                                                                                \
-    X(SR_E_CLIENT_SUPPORT_MEMBERSHIP, -968, "client.support_membership", SR_CLASS_PROTOCOL,       \
-      "a sampled token is not a member of its own rollout_sample_support row (the server's "      \
+    X(SR_E_CLIENT_SUPPORT_MEMBERSHIP, -968, "client.support_membership", SR_CLASS_PROTOCOL,        \
+      "a sampled token is not a member of its own rollout_sample_support row (the server's "       \
       "repair of a miss did not happen)")                                                          \
     X(SR_E_ROLLOUT_CONFIG, -960, "rollout.invalid_config", SR_CLASS_USAGE,                         \
       "a rollout configuration is invalid or refused (routes with the single-turn template)")      \

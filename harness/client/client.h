@@ -236,8 +236,8 @@ typedef struct sr_client_result {
     int has_logprobs;
     const char *finish_reason; /* "stop", "length", "abort", ...; NULL for JSON null */
     int has_routes;
-    sr_ndarray routes; /* [rows, L, K] view into the conn's splicer */
-    int has_support;   /* return_support: rollout_sample_support was read and checked */
+    sr_ndarray routes;  /* [rows, L, K] view into the conn's splicer */
+    int has_support;    /* return_support: rollout_sample_support was read and checked */
     sr_ndarray support; /* int32 [n_tokens, top_k] view into the conn's splicer */
     /* the engine's "syncroll" key; engine_id "" and weight_version -1 when absent */
     char engine_id[SR_CLIENT_ENGINE_ID_MAX];

@@ -66,7 +66,7 @@ int sr_client_read_support(sr_client_result *out, const sr_splice_result *r, con
     if (!e || e->kind != SR_SPLICE_ENVELOPE)
         return sr_err_set(err, SR_E_CLIENT_SUPPORT_MISSING,
                           "/skyrl/v1/generate must return packed rollout_sample_support (got %s)",
-                          !node ? "no rollout_sample_support key"
+                          !node                ? "no rollout_sample_support key"
                           : cJSON_IsNull(node) ? "null"
                                                : "a value that is not an envelope");
     const sr_ndarray *a = &e->array;

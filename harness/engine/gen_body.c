@@ -368,31 +368,6 @@ static int routes_payloads(payload *pl, payload *alt, const sr_gen_job *j, const
     return rc;
 }
 
-/* The 2079 stack's support rows (gen.h): entry 0 the sampled token, then seeded ids, with -1
- * for an id drawn twice. `rows` holds G * S entries. */
-static void support_rows_2079(int32_t *rows, const sr_gen_job *j, const sr_gen_ctx *c, size_t S)
-{
-    const sr_oracle_model *m = sr_oracle_model_of(c->oracle);
-    size_t G = (size_t)j->G;
-    uint64_t h = sr_oracle_prefix_empty(c->oracle);
-    for (size_t i = 0; i < j->req.P; i++)
-        h = sr_oracle_prefix_push(h, j->req.tokens[i]);
-    for (size_t g = 0; g < G; g++) {
-        int32_t *row = rows + g * S;
-        uint64_t s = sr_mix64(h ^ 0x737570706F727431ULL);
-        row[0] = j->tokens[g];
-        for (size_t e = 1; e < S; e++) {
-            uint64_t x = sr_mix64(s + 0x9E3779B97F4A7C15ULL * e);
-            int32_t v = (int32_t)(((unsigned __int128)x * (uint64_t)m->vocab) >> 64);
-            for (size_t q = 0; q < e; q++)
-                if (row[q] == v)
-                    v = -1;
-            row[e] = v;
-        }
-        h = sr_oracle_prefix_push(h, j->tokens[g]);
-    }
-}
-
 static int support_payloads(payload *pl, payload *alt, const sr_gen_job *j, const sr_gen_ctx *c,
                             int want_alt, sr_err *err)
 {
@@ -405,7 +380,7 @@ static int support_payloads(payload *pl, payload *alt, const sr_gen_job *j, cons
     if (!rows)
         return sr_err_set(err, SR_E_NOMEM, "cannot allocate sample support");
     if (!later) {
-        support_rows_2079(rows, j, c, S);
+        sr_gen_support_rows_2079(rows, j, c, S);
     } else {
         int rc = sr_gen_support_rows(&made, j, c, (int64_t)S, err);
         if (rc) {
@@ -566,8 +541,8 @@ static int emit_choice_fields(sr_buf *b, sr_gen_job *j, const sr_gen_ctx *c, sr_
     if (!rc)
         rc = emit_field(b, "routed_experts", has_routes ? &rp : NULL, alt ? &ra : NULL, bf, err);
     if (!rc && (has_support || later))
-        rc = emit_field(b, "rollout_sample_support", has_support ? &sp : NULL, alt ? &sa : NULL,
-                        bf, err);
+        rc = emit_field(b, "rollout_sample_support", has_support ? &sp : NULL, alt ? &sa : NULL, bf,
+                        err);
     free(rp.owned);
     free(ra.owned);
     free(sp.owned);
@@ -600,7 +575,8 @@ int sr_gen_body(sr_buf *out, sr_gen_job *j, const sr_gen_ctx *c, sr_err *err)
         return sr_err_set(err, SR_E_INTERNAL,
                           "AttributeError: 'NoneType' object has no attribute 'token_ids'");
     if (!rc)
-        rc = capture ? sr_gen_emit_capture_logprobs(out, j, err) : sr_gen_emit_logprobs(out, j, err);
+        rc =
+            capture ? sr_gen_emit_capture_logprobs(out, j, err) : sr_gen_emit_logprobs(out, j, err);
     if (!rc && !j->native)
         rc = emit_choice_fields(out, j, c, err);
     if (!rc)

@@ -32,6 +32,9 @@ int sr_gen_emit_logprobs(sr_buf *b, sr_gen_job *j, sr_err *err);
 /* The sampled tokens' logprobs, clamped as sr_gen_emit_logprobs does (index i of j->logprobs). */
 double sr_gen_logprob_at(sr_gen_job *j, int64_t i);
 
+/* gen_support.c: the 2079 stack's support rows (gen.h), G * S entries into `rows`. */
+void sr_gen_support_rows_2079(int32_t *rows, const sr_gen_job *j, const sr_gen_ctx *c, size_t S);
+
 /* gen_support.c: the later stack's sample support of a capture request, int32 [G, K] into *out
  * (malloc'd, the caller frees it): trailing -1 padding, the sampled token repaired into its row
  * unless the model fault is support_unrepaired. */

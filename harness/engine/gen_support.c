@@ -13,6 +13,9 @@
 #include "jsonw.h"
 #include "sr_mix.h"
 
+/* generate_wire.py's CLAMPED_LOGPROB, the floor of the ordinary path too (skyrl.md §1.6). */
+#define SUPPORT_CLAMPED_LOGPROB -9999.0
+
 /* A vocabulary id below `vocab` from a 64-bit draw (the oracle's `below`). */
 static int32_t below(uint64_t x, int64_t vocab)
 {
@@ -41,6 +44,31 @@ static void candidates(int32_t *row, int64_t K, uint64_t h, int64_t vocab)
     }
     for (int64_t e = n; e < K; e++)
         row[e] = -1;
+}
+
+/* The 2079 stack's support rows (gen.h): entry 0 the sampled token, then seeded ids, with -1
+ * for an id drawn twice. `rows` holds G * S entries. */
+void sr_gen_support_rows_2079(int32_t *rows, const sr_gen_job *j, const sr_gen_ctx *c, size_t S)
+{
+    const sr_oracle_model *m = sr_oracle_model_of(c->oracle);
+    size_t G = (size_t)j->G;
+    uint64_t h = sr_oracle_prefix_empty(c->oracle);
+    for (size_t i = 0; i < j->req.P; i++)
+        h = sr_oracle_prefix_push(h, j->req.tokens[i]);
+    for (size_t g = 0; g < G; g++) {
+        int32_t *row = rows + g * S;
+        uint64_t s = sr_mix64(h ^ 0x737570706F727431ULL);
+        row[0] = j->tokens[g];
+        for (size_t e = 1; e < S; e++) {
+            uint64_t x = sr_mix64(s + 0x9E3779B97F4A7C15ULL * e);
+            int32_t v = (int32_t)(((unsigned __int128)x * (uint64_t)m->vocab) >> 64);
+            for (size_t q = 0; q < e; q++)
+                if (row[q] == v)
+                    v = -1;
+            row[e] = v;
+        }
+        h = sr_oracle_prefix_push(h, j->tokens[g]);
+    }
 }
 
 int sr_gen_support_rows(int32_t **out, const sr_gen_job *j, const sr_gen_ctx *c, int64_t K,
@@ -85,10 +113,16 @@ int sr_gen_emit_capture_logprobs(sr_buf *b, sr_gen_job *j, sr_err *err)
         rc = sr_buf_puts(b, ",\"logprobs\":{\"content\":[", err);
     for (int64_t i = 0; !rc && i < j->G; i++) {
         rc = sr_buf_puts(b, i ? ",{\"logprob\":" : "{\"logprob\":", err);
-        if (!rc && nulls && !isfinite(j->logprobs[i]))
+        double v = j->logprobs[i];
+        if (!rc && nulls && !isfinite(v)) {
             rc = sr_buf_puts(b, "null", err);
-        else if (!rc)
-            rc = sr_jw_double(b, sr_gen_logprob_at(j, i), err);
+        } else if (!rc) {
+            if (!isfinite(v)) {
+                v = SUPPORT_CLAMPED_LOGPROB;
+                j->clamped++;
+            }
+            rc = sr_jw_double(b, v, err);
+        }
         if (!rc)
             rc = sr_buf_puts(b, "}", err);
     }

@@ -152,10 +152,17 @@ static void read_top_k(sr_gen_request *r, const sr_json_doc *d, const cJSON *sp)
         r->top_k = (int64_t)v->valuedouble;
         snprintf(r->top_k_repr, sizeof r->top_k_repr, "%lld", (long long)r->top_k);
     } else if (cJSON_IsNumber(v)) {
+        /* Python's float repr: the shortest form that reads back, "2.0" for a whole number. */
         double x = v->valuedouble;
-        snprintf(r->top_k_repr, sizeof r->top_k_repr, x == floor(x) && fabs(x) < 1e16 ? "%.1f" : "%.17g", x);
+        if (x == floor(x) && fabs(x) < 1e16)
+            snprintf(r->top_k_repr, sizeof r->top_k_repr, "%.1f", x);
+        else if (snprintf(r->top_k_repr, sizeof r->top_k_repr, "%.15g", x) > 0 &&
+                 strtod(r->top_k_repr, NULL) != x)
+            snprintf(r->top_k_repr, sizeof r->top_k_repr, "%.17g", x);
+    } else if (cJSON_IsString(v)) {
+        snprintf(r->top_k_repr, sizeof r->top_k_repr, "'%.24s'", v->valuestring);
     } else {
-        snprintf(r->top_k_repr, sizeof r->top_k_repr, "<%s>", cJSON_IsString(v) ? "str" : "object");
+        snprintf(r->top_k_repr, sizeof r->top_k_repr, "%s", cJSON_IsArray(v) ? "[...]" : "{...}");
     }
 }
 
@@ -219,8 +226,7 @@ static int opt_string(const sr_json_doc *d, const cJSON *root, const char *key, 
     return 0;
 }
 
-static int opt_bool(const sr_json_doc *d, const cJSON *obj, const char *key, int *out,
-                    sr_err *err);
+static int opt_bool(const sr_json_doc *d, const cJSON *obj, const char *key, int *out, sr_err *err);
 
 static int parse_root(sr_gen_request *r, const sr_json_doc *d, const sr_gen_limits *lim,
                       sr_err *err)

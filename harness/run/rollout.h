@@ -117,8 +117,7 @@ typedef struct sr_rollout_config {
 #define SR_ROLLOUT_CONFIG_INIT                                                                     \
     {                                                                                              \
         NULL, 0, NULL, NULL, NULL, NULL, 1, 0, 1, 0, -1, 0, 1, {0, 1, 0, 0, 0},                    \
-            SR_TRACE_OPTS_INIT,                                                                    \
-            {0, 0}, NULL, NULL, 0                                                                  \
+            SR_TRACE_OPTS_INIT, {0, 0}, NULL, NULL, 0                                              \
     }
 
 /* What one turn did; timings in ms, sizes in bytes. */

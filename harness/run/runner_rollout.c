@@ -76,6 +76,7 @@ static int make_configs(rbatch *b, sr_err *err)
         c.trace_opts.max_bytes = (size_t)r->max_trace_bytes;
         c.trace_opts.lock_first_dtype = s->quirks[SR_QUIRK_LOCK_FIRST_DTYPE];
         c.trace_opts.padding_as_captured = s->quirks[SR_QUIRK_PADDING_AS_CAPTURED];
+        c.trace_opts.captured_only = s->client.stack == SR_STACK_2086;
         c.quirks.synthetic_eos_loss_active = s->quirks[SR_QUIRK_SYNTHETIC_EOS_LOSS_ACTIVE];
         c.quirks.overwrite_trace_each_turn = s->quirks[SR_QUIRK_OVERWRITE_TRACE_EACH_TURN];
         /* A failing rollout's exchanges become its evidence (evidence.h). */

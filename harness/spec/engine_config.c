@@ -174,10 +174,10 @@ int sr_spec_parse_sync_dialect(sr_engine_config *c, const sr_spec_ctx *x, const 
 int sr_spec_parse_stack(sr_engine_config *c, const sr_spec_ctx *x, const cJSON *parent)
 {
     int st = (int)c->stack;
-    int rc = cJSON_IsObject(parent) ? parse_table_name(x, parent, "stack", sr_stack_lookup,
-                                                       stack_name, SR_STACK_COUNT,
-                                                       "\"2079\" or \"2086\"", &st)
-                                    : 0;
+    int rc = cJSON_IsObject(parent)
+                 ? parse_table_name(x, parent, "stack", sr_stack_lookup, stack_name, SR_STACK_COUNT,
+                                    "\"2079\" or \"2086\"", &st)
+                 : 0;
     c->stack = (sr_stack)st;
     return rc;
 }

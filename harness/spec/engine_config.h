@@ -44,9 +44,10 @@
  *
  * 2. A scenario-like document: the same top-level `seed`, `model`, `weights` (the engine's keys
  *    only), `fields`, plus an `engines` object holding `count`, `faults`, `timing`, `server` and
- *    `sample_support_k`, and `client.stack` (the engine speaks the scenario's stack); every other key (steps, expect, client, engines.urls, ...) is ignored
- *    here, the scenario loader owns them. Definition objects in a scenario's `fields` are the
- *    client's (scenarios/FORMAT.md §4) and are ignored.
+ *    `sample_support_k`, and `client.stack` (the engine speaks the scenario's stack); every other
+ * key (steps, expect, client, engines.urls, ...) is ignored here, the scenario loader owns them.
+ * Definition objects in a scenario's `fields` are the client's (scenarios/FORMAT.md §4) and are
+ * ignored.
  *
  * Defaults are those shown above, except layer_indices 0..layers-1 (layers default 4).
  *
