@@ -8,6 +8,8 @@
 #include <curl/curl.h>
 
 #include "client_fixture.h"
+#include "spec/stack.h"
+#include "sr_fields.h"
 #include "sr_trace.h"
 
 #define CFG_2086(extra)                                                                            \
@@ -262,6 +264,50 @@ START_TEST(finalize_returns_only_the_captured_rows)
 }
 END_TEST
 
+/* fixtures/fields/sample_support_<stack>.json and the contract `check-body --stack` and
+ * `validate-field --stack` apply (spec/stack.h) are one definition: 2079's any dtype (its splice
+ * checks none), 2086's int32 2-D (generate_wire.py SAMPLE_SUPPORT_DTYPES at 1c3510a4c), which is
+ * also the built-in registry's. */
+START_TEST(stack_registries_match_their_fixtures)
+{
+    static const char *const files[] = {
+        SYNCROLL_SOURCE_DIR "/fixtures/fields/sample_support_2079.json",
+        SYNCROLL_SOURCE_DIR "/fixtures/fields/sample_support_2086.json"};
+    const char *ss = "rollout_sample_support";
+    for (int st = 0; st < SR_STACK_COUNT; st++) {
+        sr_fields *a, *b, *builtin;
+        sr_err e = SR_ERR_INIT;
+        ck_assert_sr_ok(sr_fields_new(&a, &e), e);
+        ck_assert_sr_ok(sr_fields_new(&b, &e), e);
+        ck_assert_sr_ok(sr_fields_new(&builtin, &e), e);
+        ck_assert_sr_ok(sr_fields_load_file(a, files[st], &e), e);
+        const char *j = sr_stack_support_json((sr_stack)st);
+        ck_assert_sr_ok(sr_fields_load_json(b, j, strlen(j), "stack", &e), e);
+        ck_assert_sr_ok(sr_fields_add_builtins(builtin, &e), e);
+        const sr_field_def *da = sr_fields_find(a, ss, strlen(ss));
+        const sr_field_def *db = sr_fields_find(b, ss, strlen(ss));
+        const sr_field_def *di = sr_fields_find(builtin, ss, strlen(ss));
+        ck_assert(da && db && di);
+        ck_assert_uint_eq(da->dtypes, db->dtypes);
+        ck_assert_int_eq(da->ndim, 2);
+        ck_assert_int_eq(db->ndim, 2);
+        ck_assert_int_eq(da->nullable, db->nullable);
+        ck_assert_int_eq(da->token_rows, db->token_rows);
+        ck_assert_int_eq(da->canonical, db->canonical);
+        if (st == SR_STACK_2086) {
+            ck_assert_uint_eq(da->dtypes, SR_DTYPE_BIT(SR_DTYPE_INT32));
+            ck_assert_uint_eq(di->dtypes, da->dtypes);
+            ck_assert_int_eq(di->token_rows, da->token_rows);
+        } else {
+            ck_assert(da->dtypes & SR_DTYPE_BIT(SR_DTYPE_FLOAT32));
+        }
+        sr_fields_free(a);
+        sr_fields_free(b);
+        sr_fields_free(builtin);
+    }
+}
+END_TEST
+
 static Suite *stack_suite(void)
 {
     Suite *s = suite_create("skyrl_stack");
@@ -274,6 +320,7 @@ static Suite *stack_suite(void)
     tcase_add_test(tc, support_missing_and_the_2079_client_are_named);
     tcase_add_test(tc, an_unrepaired_row_fails_the_membership_check);
     tcase_add_test(tc, finalize_returns_only_the_captured_rows);
+    tcase_add_test(tc, stack_registries_match_their_fixtures);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -40,4 +40,22 @@ static inline int sr_stack_lookup(const char *name)
     return -1;
 }
 
+/*
+ * The stack's contract of rollout_sample_support in the registry format of lib/sr_fields.h (what
+ * `check-body --stack` and `validate-field --stack` read; fixtures/fields/sample_support_<S>.json
+ * holds the same definition, and tests/test_skyrl_stack.c keeps the two equal):
+ *   2079: any NumPy dtype, 2-D (the #2079 splice checks no dtype; its tests decode float32);
+ *   2086: int32, 2-D (generate_wire.py SAMPLE_SUPPORT_DTYPES at 1c3510a4c), the built-in.
+ * Both nullable, axis 0 the generated tokens.
+ */
+static inline const char *sr_stack_support_json(sr_stack s)
+{
+    return s == SR_STACK_2086
+               ? "{\"fields\":[{\"name\":\"rollout_sample_support\",\"dtypes\":[\"int32\"],"
+                 "\"ndim\":2,\"nullable\":true,\"token_rows\":true}]}"
+               : "{\"fields\":[{\"name\":\"rollout_sample_support\",\"dtypes\":[\"bool\",\"int8\","
+                 "\"uint8\",\"int16\",\"uint16\",\"int32\",\"uint32\",\"int64\",\"uint64\","
+                 "\"float16\",\"float32\",\"float64\"],\"ndim\":2,\"nullable\":true}]}";
+}
+
 #endif /* SR_SPEC_STACK_H */
