@@ -8,6 +8,7 @@
 #include <curl/curl.h>
 
 #include "client_fixture.h"
+#include "scenario/scenario.h"
 #include "spec/stack.h"
 #include "sr_fields.h"
 #include "sr_trace.h"
@@ -308,6 +309,47 @@ START_TEST(stack_registries_match_their_fixtures)
 }
 END_TEST
 
+/* client.stack (scenarios/FORMAT.md §6): the scenario's client and its engines speak one stack;
+ * a name other than the two is refused naming both; sample_support needs 2086 and skyrl. */
+START_TEST(scenario_stack_is_checked_and_reaches_the_engines)
+{
+    static const char *const bad[][2] = {
+        {"{\"id\":\"t\",\"description\":\"d\",\"client\":{\"stack\":\"2073\"},\"steps\":[]}",
+         "stack must be \"2079\" or \"2086\""},
+        {"{\"id\":\"t\",\"description\":\"d\",\"steps\":[{\"kind\":\"rollout\","
+         "\"sample_support\":true}]}",
+         "sample_support needs client.stack \"2086\""},
+        {"{\"id\":\"t\",\"description\":\"d\",\"client\":{\"stack\":\"2086\"},\"engines\":"
+         "{\"dialect\":\"sglang\"},\"steps\":[{\"kind\":\"rollout\",\"sample_support\":true}]}",
+         "sample_support runs in the skyrl dialect only"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        sr_scenario *sc = NULL;
+        sr_err e = SR_ERR_INIT;
+        ck_assert_int_ne(sr_scenario_parse(&sc, bad[i][0], strlen(bad[i][0]), "t.json", &e), 0);
+        ck_assert_msg(strstr(e.msg, bad[i][1]), "case %zu: %s", i, e.msg);
+    }
+    const char *good = "{\"id\":\"t\",\"description\":\"d\",\"client\":{\"stack\":\"2086\"},"
+                       "\"engines\":{},\"steps\":[{\"kind\":\"rollout\",\"sample_support\":true}]}";
+    sr_scenario *sc = NULL;
+    sr_err e = SR_ERR_INIT;
+    ck_assert_sr_ok(sr_scenario_parse(&sc, good, strlen(good), "t.json", &e), e);
+    ck_assert_int_eq(sc->client.stack, SR_STACK_2086);
+    ck_assert_int_eq(sc->engine.stack, SR_STACK_2086);
+    ck_assert(sc->steps[0].rollout.sample_support);
+    sr_scenario_free(sc);
+    /* The engine reads a scenario's client.stack, and an engine config's own "stack". */
+    sr_engine_config c;
+    ck_assert_sr_ok(sr_engine_config_parse(&c, good, strlen(good), "t.json", 0, &e), e);
+    ck_assert_int_eq(c.stack, SR_STACK_2086);
+    sr_engine_config_release(&c);
+    const char *cfg = "{\"stack\":\"2079\"}";
+    ck_assert_sr_ok(sr_engine_config_parse(&c, cfg, strlen(cfg), "e.json", 0, &e), e);
+    ck_assert_int_eq(c.stack, SR_STACK_2079);
+    sr_engine_config_release(&c);
+}
+END_TEST
+
 static Suite *stack_suite(void)
 {
     Suite *s = suite_create("skyrl_stack");
@@ -321,6 +363,7 @@ static Suite *stack_suite(void)
     tcase_add_test(tc, an_unrepaired_row_fails_the_membership_check);
     tcase_add_test(tc, finalize_returns_only_the_captured_rows);
     tcase_add_test(tc, stack_registries_match_their_fixtures);
+    tcase_add_test(tc, scenario_stack_is_checked_and_reaches_the_engines);
     suite_add_tcase(s, tc);
     return s;
 }
