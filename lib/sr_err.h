@@ -235,6 +235,18 @@ typedef enum sr_class {
     X(SR_E_CLIENT_ABORTED_TURN, -959, "client.aborted_turn", SR_CLASS_TRANSIENT,                   \
       "the engine answered a generate with finish_reason abort: the turn is partial, never "       \
       "committed as finished (client.on_abort decides whether the rollout goes on)")               \
+    X(SR_E_CLIENT_SUPPORT_TOP_K, -965, "client.support_top_k", SR_CLASS_USAGE,                     \
+      "the engine refused return_sample_support (HTTP 400): sampling_params.top_k is not an "      \
+      "integer > 1 (SkyRL #2082); never retried")                                                  \
+    X(SR_E_CLIENT_SUPPORT_MISSING, -966, "client.support_missing", SR_CLASS_PROTOCOL,              \
+      "sample support was requested but rollout_sample_support is null, absent or not an "         \
+      "envelope")                                                                                  \
+    X(SR_E_CLIENT_SUPPORT_INVALID, -967, "client.support_invalid", SR_CLASS_PROTOCOL,              \
+      "rollout_sample_support is not [generated tokens, top_k] of vocabulary ids with trailing "   \
+      "-1 padding")                                                                                \
+    X(SR_E_CLIENT_SUPPORT_MEMBERSHIP, -968, "client.support_membership", SR_CLASS_PROTOCOL,        \
+      "a sampled token is not a member of its own rollout_sample_support row (the server's "       \
+      "repair of a miss did not happen)")                                                          \
     X(SR_E_ROLLOUT_CONFIG, -960, "rollout.invalid_config", SR_CLASS_USAGE,                         \
       "a rollout configuration is invalid or refused (routes with the single-turn template)")      \
     X(SR_E_ROLLOUT_TOKEN_LIMIT, -961, "rollout.token_limit", SR_CLASS_RESOURCE,                    \

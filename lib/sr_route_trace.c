@@ -11,6 +11,7 @@
 struct sr_route_trace {
     sr_meta_trace meta;
     int padding_as_captured;
+    int captured_only;
     int recorded;
     int64_t *layers; /* pinned by the first record */
     size_t n_layers;
@@ -67,6 +68,7 @@ int sr_route_trace_new(sr_route_trace **out, const sr_trace_opts *opts, sr_err *
         return sr_err_set(err, SR_E_NOMEM, "cannot allocate a routed-expert trace");
     sr_trace_meta_init(&t->meta, opts);
     t->padding_as_captured = opts ? opts->padding_as_captured : 0;
+    t->captured_only = opts ? opts->captured_only : 0;
     *out = t;
     return 0;
 }
@@ -287,6 +289,14 @@ int sr_route_trace_finalize(sr_ndarray *out, int64_t *captured_rows, sr_route_tr
     int64_t captured = m->rows;
     int64_t topk = m->row_shape[1];
     sr_dtype dtype = m->dtype;
+    if (t->captured_only) {
+        /* SkyRL #2083 (commit 098017bff): the row count is the trace's only report of where the
+         * capture stops, so the tail is left to collation and nothing is padded here. */
+        rc = sr_meta_trace_finalize(out, m, captured, err);
+        if (!rc && captured_rows)
+            *captured_rows = captured;
+        return rc;
+    }
     if (token_count > captured && topk > 1) {
         /* The padding row holds K-1; the dtype widens if that does not fit (only for K > 256). */
         sr_dtype need;

@@ -64,8 +64,10 @@
  * distinct experts as Megatron's dropless dispatcher needs; the dtype widens if K-1 does not fit)
  * and returns the [T, L, K] array together with the number of CAPTURED rows (prompt_start before
  * padding), so padding is never mistaken for captured routes (SkyRL #2083). The quirk
- * `padding_as_captured` (bug skyrl-padding-as-captured) reports T instead. A failed finalize
- * leaves the trace usable.
+ * `padding_as_captured` (bug skyrl-padding-as-captured) reports T instead. With `captured_only`
+ * (the later stack, client.stack "2086": SkyRL #2083, commit 098017bff) nothing is padded: the
+ * result is the [prompt_start, L, K] captured rows, and captured_rows is prompt_start; the checks
+ * above are the same. A failed finalize leaves the trace usable.
  *
  * Units: rows and token counts are token positions; sizes are bytes.
  * Thread-safety: a trace belongs to one thread at a time; distinct traces are independent.
@@ -90,13 +92,14 @@ typedef struct sr_trace_opts {
     size_t max_bytes;        /* most bytes of row data; 0: SR_TRACE_DEFAULT_MAX_BYTES */
     int lock_first_dtype;    /* quirk skyrl-dtype-lock: no widening, any dtype change fails */
     int padding_as_captured; /* quirk skyrl-padding-as-captured: finalize reports T captured */
+    int captured_only;       /* the later stack (#2083): finalize returns the captured rows only */
     int64_t reserve_rows;    /* capacity hint: rows to allocate at the first append (0: grow as
                                 needed); clamped to the bounds, changes no result */
 } sr_trace_opts;
 
 #define SR_TRACE_OPTS_INIT                                                                         \
     {                                                                                              \
-        0, 0, 0, 0, 0                                                                              \
+        0, 0, 0, 0, 0, 0                                                                           \
     }
 
 /* ---- token-metadata trace ---- */

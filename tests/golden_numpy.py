@@ -60,6 +60,16 @@ def builtins():
 def load_registry(args, src):
     reg = builtins()
     words = args.split()
+    # --stack S reads fixtures/fields/sample_support_S.json, the registry the executable applies
+    # (harness/spec/stack.h), unless a --field-registry defines rollout_sample_support itself.
+    if "--stack" in words:
+        at = words.index("--stack")
+        stack = words[at + 1]
+        del words[at:at + 2]
+        own = [json.load(open(os.path.join(src, words[j + 1])))
+               for j in range(len(words) - 1) if words[j] == "--field-registry"]
+        if not any(f["name"] == "rollout_sample_support" for d in own for f in d.get("fields", [])):
+            words += ["--field-registry", f"fixtures/fields/sample_support_{stack}.json"]
     i = 0
     narrow = None
     while i < len(words):

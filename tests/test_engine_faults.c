@@ -332,6 +332,80 @@ START_TEST(test_model_faults)
 }
 END_TEST
 
+/* The later stack's support faults (client.stack "2086"; NovaSky-AI/SkyRL #2082 at 1c3510a4c,
+ * vllm_server_actor.py, and the reviews of #2082/#2237 and #2086), on a capture request. */
+#define SUPPORT_REQ                                                                                \
+    "{\"sampling_params\":{\"max_tokens\":8,\"top_k\":4},\"model\":\"default\","                   \
+    "\"token_ids\":[5,6,7,8,9,10],\"return_sample_support\":true}"
+
+static void start_2086(eng *e, const char *fault, const char *model_extra)
+{
+    char cfg[1024];
+    snprintf(cfg, sizeof(cfg),
+             "{\"seed\":3,\"model\":{\"vocab\":1000,\"layers\":2,\"experts\":40,\"topk\":4,"
+             "\"eos_id\":-1%s},\"stack\":\"2086\",\"faults\":[%s]}",
+             model_extra, fault);
+    eng_start(e, cfg);
+}
+
+/* Rows (of G, top_k 4) of a reply that lack their sampled token. */
+static int rows_missing_sampled(const hresp *h)
+{
+    sr_splicer *sp;
+    sr_fields *reg;
+    const sr_splice_result *res;
+    sr_err err = SR_ERR_INIT;
+    ck_assert_sr_ok(splice_body(&sp, &reg, &h->body, &res, &err), err);
+    const sr_splice_entry *se = splice_find(res, "rollout_sample_support");
+    const sr_splice_entry *te = splice_find(res, "token_ids"); /* spliced as an int array */
+    ck_assert_int_eq(se->array.shape[0], te->array.shape[0]);
+    ck_assert_int_eq(se->array.shape[1], 4);
+    int missing = 0;
+    for (int g = 0; g < (int)te->array.shape[0]; g++) {
+        int32_t tok = (int32_t)sr_ndarray_get_i64(&te->array, (size_t)g), found = 0;
+        for (int k = 0; k < 4; k++)
+            found |= ((const int32_t *)se->array.data)[g * 4 + k] == tok;
+        missing += !found;
+    }
+    sr_splicer_free(sp);
+    sr_fields_free(reg);
+    return missing;
+}
+
+START_TEST(test_support_faults)
+{
+    eng e;
+    hresp bad, good;
+    start_2086(&e, "{\"kind\":\"support_unrepaired\",\"nth\":1}", "");
+    http_post(&bad, &e, "/skyrl/v1/generate", SUPPORT_REQ);
+    http_post(&good, &e, "/skyrl/v1/generate", SUPPORT_REQ);
+    ck_assert_int_eq(bad.status, 200);
+    ck_assert_int_eq(good.status, 200);
+    ck_assert_int_gt(rows_missing_sampled(&bad), 0);
+    ck_assert_int_eq(rows_missing_sampled(&good), 0);
+    ck_assert_ptr_nonnull(strstr(bad.body.data, "\"faults\":[\"support_unrepaired\"]"));
+    hresp_free(&bad), hresp_free(&good), eng_stop(&e);
+
+    /* Every logprob non-finite: null under the fault, the -9999.0 floor without it. */
+    start_2086(&e, "{\"kind\":\"support_logprob_null\",\"nth\":1}", ",\"nonfinite_rate\":1");
+    http_post(&bad, &e, "/skyrl/v1/generate", SUPPORT_REQ);
+    http_post(&good, &e, "/skyrl/v1/generate", SUPPORT_REQ);
+    ck_assert_ptr_nonnull(strstr(bad.body.data, "\"logprobs\":{\"content\":[{\"logprob\":null},"));
+    ck_assert_ptr_null(strstr(good.body.data, "null},"));
+    ck_assert_ptr_nonnull(strstr(good.body.data, "{\"logprob\":-9999.0},"));
+    hresp_free(&bad), hresp_free(&good), eng_stop(&e);
+
+    start_2086(&e, "{\"kind\":\"support_no_logprobs\",\"nth\":1}", "");
+    http_post(&bad, &e, "/skyrl/v1/generate", SUPPORT_REQ);
+    http_post(&good, &e, "/skyrl/v1/generate", SUPPORT_REQ);
+    ck_assert_int_eq(bad.status, 500);
+    ck_assert_ptr_nonnull(
+        strstr(bad.body.data, "AttributeError: 'NoneType' object has no attribute 'token_ids'"));
+    ck_assert_int_eq(good.status, 200);
+    hresp_free(&bad), hresp_free(&good), eng_stop(&e);
+}
+END_TEST
+
 START_TEST(test_stale_prefix_cache)
 {
     eng e;
@@ -639,6 +713,7 @@ static Suite *faults_suite(void)
     tcase_add_test(tc, test_prefix_cached_sentinel);
     tcase_add_test(tc, test_body_faults_in_dialects);
     tcase_add_test(tc, test_stale_prefix_cache);
+    tcase_add_test(tc, test_support_faults);
     tcase_add_test(tc, test_http_faults);
     tcase_add_test(tc, test_truncate_at_byte_n);
     tcase_add_test(tc, test_reset_and_refuse);

@@ -23,7 +23,7 @@
  * table list it. */
 _Static_assert(sizeof(sr_client_quirks) == 6 * sizeof(int), "client quirks changed");
 _Static_assert(sizeof(sr_rollout_quirks) == 3 * sizeof(int), "rollout quirks changed");
-_Static_assert(SR_QUIRK_COUNT == 13, "quirk table changed");
+_Static_assert(SR_QUIRK_COUNT == 14, "quirk table changed");
 
 #define MAX_DOC 4096
 

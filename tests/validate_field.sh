@@ -31,6 +31,24 @@ if [ "$status" -ne 1 ] || ! grep -q '^  FAIL  emit .*envelope.dtype' "$tmp/out" 
 else
     ok "$rejected rejected"
 fi
+# --stack: each SkyRL contract's registry (fixtures/fields/) is ready against an engine of that
+# stack. Under 2086 the engine answers rollout_sample_support only to a request that asks for it
+# (SkyRL #2082), so the battery must ask: without the switch every reply would carry null.
+for st in 2079 2086; do
+    "$S" validate-field --rows 500 --stack "$st" "fixtures/fields/sample_support_$st.json" \
+        >"$tmp/out" 2>&1
+    status=$?
+    if [ "$status" -ne 0 ] || grep -q '^  FAIL' "$tmp/out" ||
+        ! grep -q '^  PASS  emit        8/8 responses carry rollout_sample_support' "$tmp/out"; then
+        cat "$tmp/out"
+        bad "sample_support_$st.json was not ready with --stack $st (exit $status)"
+    else
+        ok "sample_support_$st.json ready with --stack $st"
+    fi
+done
+"$S" validate-field --stack 2237 fixtures/fields/sample_support_2086.json >"$tmp/out" 2>&1
+[ $? -eq 2 ] && grep -q 'must be 2079 or 2086' "$tmp/out" && ok "bad --stack refused" ||
+    bad "a bad --stack was not a usage error"
 # --dialect D: the engine serves D and the fields travel in D's wire. Every example is ready in
 # vllm's .npy strings; tests/fields/dialect_sides.field.json (int32 1-D, int16 3-D) is ready in
 # every dialect but nemo-rl, whose nrlre1 strings carry 3-D fields only (dialect.field_unsupported).

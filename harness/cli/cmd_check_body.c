@@ -18,6 +18,7 @@
 #include "sr_splice.h"
 #include "sr_stats.h"
 #include "spec/dialect.h"
+#include "spec/stack.h"
 
 /* The help, a printf format; %s: the dialect names (from the dialect table). */
 static const char USAGE[] =
@@ -47,8 +48,10 @@ static const char USAGE[] =
     "than the values need is printed as not canonical without failing. For\n"
     "rollout_sample_support check-body applies the later stack's contract (#2082+): int32,\n"
     "2-D. The #2079 client's splice itself checks no dtype (its tests decode float32 support):\n"
-    "to check a body as #2079 would, pass --field-registry with a rollout_sample_support\n"
-    "definition listing the dtypes to allow (fixtures/fields/sample_support_2079.json).\n"
+    "to check a body as #2079 would, pass --stack 2079 (the same as --field-registry\n"
+    "fixtures/fields/sample_support_2079.json); --stack 2086 is the default's contract\n"
+    "(fixtures/fields/sample_support_2086.json). A --field-registry that defines\n"
+    "rollout_sample_support itself wins over --stack.\n"
     "\n"
     "An object shaped like an envelope ({\"data\", \"shape\", \"dtype\"}) under a key no\n"
     "registry names is left to the JSON parser; it is named in a note on standard error and in\n"
@@ -67,6 +70,8 @@ static const char USAGE[] =
     "                           definition named like a built-in replaces it; a declared\n"
     "                           \"shape\" or \"range\" is checked (fields.shape_mismatch,\n"
     "                           fields.out_of_range)\n"
+    "  --stack S                the SkyRL contract of rollout_sample_support: 2079 or 2086\n"
+    "                           (a scenario's client.stack; default: 2086's)\n"
     "  --dialect D              read the body as dialect D (one of the dialects above)\n"
     "                           instead of telling it from its keys\n"
     "  --expected-length N      the announced Content-Length: fewer bytes is\n"
@@ -92,6 +97,7 @@ static const char USAGE[] =
 typedef struct opts {
     const char *path, *fields, *registry, *npy_dir;
     int json;
+    int stack; /* --stack (spec/stack.h), -1: not given */
     int64_t expected;
     int dialect;        /* -1: tell it from the body */
     const char *source; /* "given", "detected" or "default" */
@@ -103,6 +109,7 @@ static int parse_args(opts *o, int argc, char **argv)
     memset(o, 0, sizeof(*o));
     o->expected = -1;
     o->dialect = -1;
+    o->stack = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
@@ -114,10 +121,16 @@ static int parse_args(opts *o, int argc, char **argv)
             o->json = 1;
         } else if ((strcmp(a, "--fields") == 0 || strcmp(a, "--field-registry") == 0 ||
                     strcmp(a, "--expected-length") == 0 || strcmp(a, "--dialect") == 0 ||
-                    strcmp(a, "--npy-dir") == 0) &&
+                    strcmp(a, "--npy-dir") == 0 || strcmp(a, "--stack") == 0) &&
                    i + 1 < argc) {
             const char *v = argv[++i];
-            if (strcmp(a, "--dialect") == 0) {
+            if (strcmp(a, "--stack") == 0) {
+                if ((o->stack = sr_stack_lookup(v)) < 0) {
+                    fprintf(stderr,
+                            "syncroll check-body: --stack must be 2079 or 2086, not '%.40s'\n", v);
+                    return SR_EXIT_USAGE;
+                }
+            } else if (strcmp(a, "--dialect") == 0) {
                 if (sr_arg_dialect("check-body", a, v, &o->dialect))
                     return SR_EXIT_USAGE;
                 o->source = "given";
@@ -221,7 +234,13 @@ static int build_registry(sr_fields **out, const opts *o, sr_err *err)
         return rc;
     /* The file's definitions first: one named like a built-in replaces it (a registry file
      * defining rollout_sample_support with any dtype selects the #2079 contract). */
+    const char *ss = "rollout_sample_support";
+    int by_stack = o->stack >= 0;
     if ((o->registry && (rc = sr_fields_load_file(f, o->registry, err))) ||
+        (by_stack && !sr_fields_find(f, ss, strlen(ss)) &&
+         (rc = sr_fields_load_json(f, sr_stack_support_json((sr_stack)o->stack),
+                                   strlen(sr_stack_support_json((sr_stack)o->stack)), "--stack",
+                                   err))) ||
         (rc = sr_dialect_add_fields(f, (sr_dialect)o->dialect, err))) {
         sr_fields_free(f);
         return rc;

@@ -20,12 +20,13 @@
 #include "sr_fields.h"
 #include "run/validate_field.h"
 #include "spec/dialect.h"
+#include "spec/stack.h"
 
 /* The help, a printf format; %s: how a field travels in each dialect (from the dialect
  * table). */
 static const char USAGE[] =
-    "usage: syncroll validate-field [--seed N] [--rows N] [--dialect D] [--producer P.json]\n"
-    "                               FIELD.json\n"
+    "usage: syncroll validate-field [--seed N] [--rows N] [--dialect D] [--stack S]\n"
+    "                               [--producer P.json] FIELD.json\n"
     "\n"
     "Validates new packed side-channel fields before they ship. FIELD.json holds their\n"
     "definitions in the registry format of lib/sr_fields.h ({\"fields\": [{\"name\": ...,\n"
@@ -60,6 +61,10 @@ static const char USAGE[] =
     "  --seed N         the engine's seed (default 1)\n"
     "  --rows N         token rows of the throughput body (default 30000)\n"
     "  --dialect D      the engine's wire (default skyrl); another name is a usage error\n"
+    "  --stack S        the SkyRL contract (a scenario's client.stack): 2079 (default) or\n"
+    "                   2086, whose engine answers rollout_sample_support only to a request\n"
+    "                   that asks for it, so with that field under test (skyrl) every request\n"
+    "                   carries top_k 4 and \"return_sample_support\": true\n"
     "  --producer P     the engine emits each field P.json defines from P's definition instead\n"
     "                   of FIELD.json's (a producer that breaks the contract fails emit); its\n"
     "                   \"shape\" and \"range\" state what the producer sends\n"
@@ -94,6 +99,9 @@ typedef struct vf_args {
     sr_dialect dialect;
     int dialect_given;    /* --dialect: the file's definitions are converted to its wire */
     const char *producer; /* --producer: the definitions the engine emits from, or NULL */
+    sr_stack stack;       /* --stack (spec/stack.h): the engine's and the requests' contract */
+    int capture;          /* 2086 in skyrl with rollout_sample_support under test: every
+                             request asks for it (top_k 4, "return_sample_support": true) */
 } vf_args;
 
 static int parse_args(vf_args *a, int argc, char **argv)
@@ -104,6 +112,8 @@ static int parse_args(vf_args *a, int argc, char **argv)
     a->dialect = SR_DIALECT_SKYRL;
     a->dialect_given = 0;
     a->producer = NULL;
+    a->stack = SR_STACK_2079;
+    a->capture = 0;
     for (int i = 1; i < argc; i++) {
         long long v;
         if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
@@ -125,6 +135,15 @@ static int parse_args(vf_args *a, int argc, char **argv)
             i++;
             a->dialect = (sr_dialect)d;
             a->dialect_given = 1;
+        } else if (strcmp(argv[i], "--stack") == 0 && i + 1 < argc) {
+            int st = sr_stack_lookup(argv[++i]);
+            if (st < 0) {
+                fprintf(stderr,
+                        "syncroll validate-field: --stack must be 2079 or 2086, not '%.40s'\n",
+                        argv[i]);
+                return SR_EXIT_USAGE;
+            }
+            a->stack = (sr_stack)st;
         } else if (strcmp(argv[i], "--producer") == 0 && i + 1 < argc) {
             a->producer = argv[++i];
         } else if (argv[i][0] == '-' || a->path) {
@@ -294,6 +313,7 @@ static char *engine_config(const vf_field *fs, size_t n, const vf_args *a)
     cJSON *r = cJSON_CreateObject();
     cJSON_AddNumberToObject(r, "seed", (double)a->seed);
     cJSON_AddStringToObject(r, "dialect", sr_dialect_name(a->dialect));
+    cJSON_AddStringToObject(r, "stack", sr_stack_name(a->stack));
     cJSON *m = cJSON_AddObjectToObject(r, "model");
     cJSON_AddNumberToObject(m, "vocab", 1000);
     cJSON_AddNumberToObject(m, "layers", 2);
@@ -340,7 +360,7 @@ static int put_key(sr_buf *b, int *first, const char *key, sr_err *err)
 /* The dialect's generate request (its first route, spec/dialect.h): the prompt, max tokens,
  * ignore_eos, routes from row 0 (the start where the wire has one, its routes switch). */
 static int request_body(sr_buf *req, const sr_dialect_route *rt, const int32_t *prompt, size_t P,
-                        int max_tokens, sr_err *err)
+                        int max_tokens, int capture, sr_err *err)
 {
     const sr_dialect_request *q = &rt->request;
     int first = 1, rc = sr_buf_puts(req, "{", err);
@@ -353,6 +373,9 @@ static int request_body(sr_buf *req, const sr_dialect_route *rt, const int32_t *
             rc = put_key(req, &inner, q->max_tokens_key, err);
         if (!rc)
             rc = sr_buf_printf(req, err, "%d,\"ignore_eos\":true", max_tokens);
+        /* The later stack's capture request carries its top_k (the engine's support width). */
+        if (!rc && capture)
+            rc = sr_buf_puts(req, ",\"top_k\":4", err);
         if (!rc && q->start_key && q->start_in_params)
             rc = sr_buf_printf(req, err, ",\"%s\":0", q->start_key);
         if (!rc)
@@ -388,15 +411,19 @@ static int request_body(sr_buf *req, const sr_dialect_route *rt, const int32_t *
         rc = sr_buf_puts(req, "[", err);
     for (size_t i = 0; !rc && i < P; i++)
         rc = sr_buf_printf(req, err, i ? ",%d" : "%d", prompt[i]);
-    return rc ? rc : sr_buf_puts(req, "]}", err);
+    if (!rc && capture)
+        rc = sr_buf_puts(req, "],\"return_sample_support\":true}", err);
+    else if (!rc)
+        rc = sr_buf_puts(req, "]}", err);
+    return rc;
 }
 
 /* One generate: prompt -> the raw response body (HTTP 200 required). */
 static int generate(sr_buf *body, sr_fanout *fan, const sr_dialect_route *rt, const int32_t *prompt,
-                    size_t P, int max_tokens, sr_err *err)
+                    size_t P, int max_tokens, int capture, sr_err *err)
 {
     sr_buf req = SR_BUF_INIT;
-    int rc = request_body(&req, rt, prompt, P, max_tokens, err);
+    int rc = request_body(&req, rt, prompt, P, max_tokens, capture, err);
     sr_fanout_seg seg = {req.data, req.len};
     sr_fanout_req r;
     memset(&r, 0, sizeof(r));
@@ -429,7 +456,7 @@ typedef struct capture {
 #define PROMPT_MAX 64
 
 /* Clean requests first (prompts of 1..36 tokens, 1..15 generated), then one per fault. */
-static int capture_all(capture *cap, const char *url, sr_dialect d, sr_err *err)
+static int capture_all(capture *cap, const char *url, sr_dialect d, int support, sr_err *err)
 {
     sr_fanout *fan = NULL;
     const sr_dialect_route *rt = &sr_dialect_get(d)->routes[0];
@@ -440,7 +467,8 @@ static int capture_all(capture *cap, const char *url, sr_dialect d, sr_err *err)
         for (size_t j = 0; j < P; j++)
             p[j] = (int32_t)((i * 31 + j * 7 + 3) % 1000);
         cap->P[i] = P;
-        rc = generate(&cap->bodies[i], fan, rt, p, P, i < N_CLEAN ? 1 + 2 * (int)i : 4, err);
+        rc = generate(&cap->bodies[i], fan, rt, p, P, i < N_CLEAN ? 1 + 2 * (int)i : 4, support,
+                      err);
     }
     sr_fanout_free(fan);
     return rc;
@@ -573,7 +601,7 @@ static int run(const vf_args *a, const sr_fields *reg, const vf_field *fs, size_
                a->path, n, url, (unsigned long long)a->seed, sr_dialect_name(a->dialect),
                sr_dialect_get(a->dialect)->routes[0].path, N_CLEAN, n * nk);
     if (!rc)
-        rc = capture_all(&cap, url, a->dialect, err);
+        rc = capture_all(&cap, url, a->dialect, a->capture, err);
     if (p.pid > 0)
         sr_procs_stop(&p, 1, 2000);
     int status = SR_EXIT_FAIL;
@@ -632,6 +660,10 @@ int sr_cmd_validate_field(int argc, char **argv)
                 a.path);
         status = SR_EXIT_USAGE;
     } else {
+        /* The later stack answers the support only to a request that asks for it. */
+        const char *ss = "rollout_sample_support";
+        a.capture = a.stack == SR_STACK_2086 && a.dialect == SR_DIALECT_SKYRL &&
+                    sr_fields_find(file, ss, strlen(ss)) != NULL;
         status = run(&a, reg, fs, n, &err);
         if (err.code)
             fprintf(stderr, "syncroll validate-field: %s: %s\n", sr_code_name(err.code), err.msg);

@@ -3,7 +3,8 @@
  * where the token ids, the sampling members, the route start and the routes switch go. For
  * skyrl's /skyrl/v1/generate (and vLLM's native route) this is exactly skyrl.md §1.2:
  * {"sampling_params":{<the caller's members in order>,"routed_experts_prompt_start":s},
- *  "model":"...","token_ids":[...],"cache_salt":"..."}.
+ *  "model":"...","token_ids":[...],"return_sample_support":true,"cache_salt":"..."} (the switch
+ * only when the later stack's request asks for the sample support).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -155,6 +156,13 @@ int sr_client_build_body(sr_buf *b, const sr_dialect_route *rt, const sr_client_
     }
     if (!rc)
         rc = put_tokens(b, &first, q->tokens_key, r, err);
+    /* The later stack's capture switch, right after token_ids as the reference's payload has it
+     * (SkyRL #2082, remote_inference_client.py); generate.c allows it on skyrl's wire only. */
+    if (!rc && r->return_support) {
+        rc = put_key(b, &first, "return_sample_support", err);
+        if (!rc)
+            rc = sr_buf_puts(b, "true", err);
+    }
     if (!rc && r->cache_salt && q->strict_params) {
         rc = put_key(b, &first, "cache_salt", err);
         if (!rc)

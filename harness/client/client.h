@@ -135,6 +135,7 @@
 #include "sr_fields.h"
 #include "sr_ndarray.h"
 #include "spec/dialect.h"
+#include "spec/stack.h"
 
 #define SR_CLIENT_MAX_ENGINES   64
 #define SR_CLIENT_MAX_ATTEMPTS  64
@@ -200,12 +201,15 @@ typedef struct sr_client_opts {
      */
     int pd_prefill, pd_decode, pd_merge;
     sr_client_on_abort on_abort; /* (above; SR_CLIENT_ABORT_FAIL) */
+    /* The SkyRL contract (spec/stack.h; client.stack): with SR_STACK_2086 a request may ask for
+     * the sampler's support (sr_client_req.return_support). Default SR_STACK_2079. */
+    sr_stack stack;
 } sr_client_opts;
 
 #define SR_CLIENT_OPTS_INIT                                                                        \
     {                                                                                              \
         5, 50, 2000, 0.5, 0, 60000, 0, 5000, 30000, 0, 65536, {0, 0, 0, 0, 0, 0}, 0,               \
-            SR_DIALECT_SKYRL, 0, 0, 0, -1, -1, 1, SR_CLIENT_ABORT_FAIL                             \
+            SR_DIALECT_SKYRL, 0, 0, 0, -1, -1, 1, SR_CLIENT_ABORT_FAIL, SR_STACK_2079              \
     }
 
 /* One generate request. Plain struct: start from SR_CLIENT_REQ_INIT. Everything is borrowed. */
@@ -219,11 +223,13 @@ typedef struct sr_client_req {
     int return_routes;            /* 1: /skyrl/v1/generate, routes required */
     int64_t prompt_start;         /* -1: not given; else 0 .. n_tokens */
     int64_t turn;                 /* enters the jitter seed together with the session id */
+    int return_support;           /* 1: "return_sample_support": true (stack 2086, skyrl only);
+                                     /skyrl/v1/generate, rollout_sample_support required */
 } sr_client_req;
 
 #define SR_CLIENT_REQ_INIT                                                                         \
     {                                                                                              \
-        NULL, 0, NULL, NULL, NULL, NULL, 0, -1, 0                                                  \
+        NULL, 0, NULL, NULL, NULL, NULL, 0, -1, 0, 0                                               \
     }
 
 /* One attempt of a request. */
@@ -259,7 +265,9 @@ typedef struct sr_client_result {
     int has_logprobs;
     const char *finish_reason; /* "stop", "length", "abort", ...; NULL for JSON null */
     int has_routes;
-    sr_ndarray routes; /* [rows, L, K] view into the conn's splicer */
+    sr_ndarray routes;  /* [rows, L, K] view into the conn's splicer */
+    int has_support;    /* return_support: rollout_sample_support was read and checked */
+    sr_ndarray support; /* int32 [n_tokens, top_k] view into the conn's splicer */
     /* the engine's "syncroll" key; engine_id "" and weight_version -1 when absent */
     char engine_id[SR_CLIENT_ENGINE_ID_MAX];
     int64_t weight_version;

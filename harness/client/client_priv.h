@@ -114,9 +114,22 @@ int sr_client_attempt_run(sr_client_conn *k, int splice, const struct curl_slist
                           int64_t timeout_ms, sr_client_attempt *att, sr_xfer_out *out,
                           sr_err *err);
 
-/* Reads a spliced response into `out` (the rules of skyrl.md §1.7, see client.h). */
+/* Reads a spliced response into `out` (the rules of skyrl.md §1.7, see client.h); with
+ * want_support, rollout_sample_support too (sr_client_read_support). */
 int sr_client_decode_spliced(sr_client_result *out, sr_client_conn *k, const sr_splice_result *r,
-                             int want_routes, sr_err *err);
+                             int want_routes, int want_support, sr_err *err);
+
+/*
+ * support.c: reads the choice c0's rollout_sample_support into out->support (out->token_ids
+ * already read): an envelope (else SR_E_CLIENT_SUPPORT_MISSING), int32 [n_tokens, K] with values
+ * >= -1 and only trailing -1 padding (else SR_E_CLIENT_SUPPORT_INVALID), every row that has a
+ * member holding its sampled token (else SR_E_CLIENT_SUPPORT_MEMBERSHIP, err->offset the row).
+ */
+int sr_client_read_support(sr_client_result *out, const sr_splice_result *r, const cJSON *c0,
+                           sr_err *err);
+
+/* 1 when a non-2xx answer is the server's refusal of return_sample_support for its top_k. */
+int sr_client_support_refusal(int status, const char *msg);
 
 /* The request body of `r` in the shape of route `rt` (body.c), the route start `start` (-1: none)
  * where the wire carries one. */

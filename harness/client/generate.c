@@ -42,8 +42,13 @@ static int check_sampling(const cJSON *sp, sr_err *err)
 }
 
 /* The client-side validation of docs/reference/skyrl.md §1.2; nothing is sent when it fails. */
-static int check_request(const sr_client_req *r, sr_err *err)
+static int check_request(const sr_client_opts *o, const sr_client_req *r, sr_err *err)
 {
+    if (r->return_support && (o->stack != SR_STACK_2086 || o->dialect != SR_DIALECT_SKYRL))
+        return sr_err_set(err, SR_E_CLIENT_INVALID,
+                          "return_sample_support needs the later stack (client.stack \"2086\") "
+                          "and the skyrl wire; this client speaks %s in dialect %s",
+                          sr_stack_name(o->stack), sr_dialect_name(o->dialect));
     if (!r->token_ids || r->n_tokens == 0)
         return sr_err_set(err, SR_E_CLIENT_INVALID, "token_ids must be a non-empty list");
     if (r->prompt_start >= 0 && !r->return_routes)
@@ -134,7 +139,8 @@ static int decode(gen_ctx *g, const sr_xfer_out *x, sr_err *err)
     g->out->n_tokens = 0;
     int rc = !x->spliced ? sr_client_decode_native(g->out, g->k, x->native, err)
              : o->dialect == SR_DIALECT_SKYRL
-                 ? sr_client_decode_spliced(g->out, g->k, x->spliced, g->req->return_routes, err)
+                 ? sr_client_decode_spliced(g->out, g->k, x->spliced, g->req->return_routes,
+                                            g->req->return_support, err)
                  : sr_client_decode_dialect(g->out, g->k, x->spliced, g->req, err);
     g->out->decode_ms = sr_clock_ms() - t0;
     return aborted(g, rc, err);
@@ -146,6 +152,11 @@ static int after_failure(gen_ctx *g, int a, int rc, const sr_xfer_out *x, int de
 {
     const sr_client_opts *o = &g->k->c->opts;
     sr_client_attempt *att = &g->out->attempts[a];
+    /* The later stack's 400 for a capture request without a usable top_k is a configuration
+     * error of the caller: named, and never retried (a 400 is not in any case). */
+    if (rc == SR_E_CLIENT_HTTP_STATUS && g->req->return_support &&
+        sr_client_support_refusal(att->http_status, err ? err->msg : NULL))
+        return err ? (err->code = SR_E_CLIENT_SUPPORT_TOP_K) : SR_E_CLIENT_SUPPORT_TOP_K;
     if (x->timed_out && deadline_bound)
         return sr_err_set(err, SR_E_CLIENT_DEADLINE,
                           "no complete response within the %lld ms "
@@ -245,19 +256,22 @@ static int generate_on(sr_client_result *out, sr_client_conn *k, const sr_client
 {
     result_reset(out);
     gen_ctx g = {k, req, out, NULL, sr_clock_ms(), 0, 0};
-    int rc = check_request(req, err);
+    int rc = check_request(&k->c->opts, req, err);
     if (rc)
         return rc;
     const sr_client *c = k->c;
     out->engine = engine;
     out->url = c->urls[out->engine];
     k->engine = engine;
-    /* skyrl: /skyrl/v1/generate with routes, vLLM's native route without (read by cJSON);
+    /* skyrl: /skyrl/v1/generate when routes or (later stack) the sample support are asked for,
+     * as the reference's `packed_side_channels = return_routed_experts or return_sample_support`
+     * (SkyRL #2082, remote_inference_client.py); vLLM's native route otherwise (read by cJSON);
      * another wire: its route, always through the splice. */
     const sr_dialect_route *rt = &sr_dialect_get(c->opts.dialect)->routes[c->opts.dialect_route];
     int skyrl = c->opts.dialect == SR_DIALECT_SKYRL;
-    out->path = !skyrl || req->return_routes ? rt->path : "/inference/v1/generate";
-    g.splice = !skyrl || req->return_routes;
+    int packed = req->return_routes || req->return_support;
+    out->path = !skyrl || packed ? rt->path : "/inference/v1/generate";
+    g.splice = !skyrl || packed;
     if (req->return_routes && !c->opts.quirks.no_prompt_start)
         out->prompt_start_sent = req->prompt_start;
     rc = sr_client_build_body(&k->req_body, rt, req, out->prompt_start_sent, err);

@@ -226,7 +226,7 @@ static const sr_splice_entry *entry_for(const sr_splice_result *r, const cJSON *
 }
 
 int sr_client_decode_spliced(sr_client_result *out, sr_client_conn *k, const sr_splice_result *r,
-                             int want_routes, sr_err *err)
+                             int want_routes, int want_support, sr_err *err)
 {
     const cJSON *c0 = the_choice(r->doc, err);
     if (!c0)
@@ -239,6 +239,8 @@ int sr_client_decode_spliced(sr_client_result *out, sr_client_conn *k, const sr_
     out->token_ids = k->tokens;
     if (!rc)
         rc = read_common(out, k, c0, err);
+    if (!rc && want_support)
+        rc = sr_client_read_support(out, r, c0, err);
     if (rc || !want_routes)
         return rc;
     const sr_splice_entry *re =

@@ -69,6 +69,7 @@
 #include "sr_dtype.h"
 #include "sr_err.h"
 #include "sr_oracle.h"
+#include "spec/stack.h"
 
 /* A weight state as the oracle sees it: reported version and fingerprints. */
 typedef struct sr_gen_weights {
@@ -90,14 +91,15 @@ typedef struct sr_gen_ctx {
     const sr_oracle *oracle;
     const char *engine_id;
     int routes;    /* emit routed_experts */
-    int support;   /* emit rollout_sample_support */
+    int support;   /* emit rollout_sample_support (2079 stack: in every reply) */
     int support_k; /* S */
     int64_t request_ordinal;
     size_t max_body; /* bound of the body buffer */
     const sr_field_def
         *extra; /* fields emitted from their definition (lib/sr_gen_extra.h), or NULL */
     int n_extra;
-    uint64_t seed; /* the engine's seed, for the extra fields' values */
+    uint64_t seed;  /* the engine's seed, for the extra fields' values */
+    sr_stack stack; /* spec/stack.h: 2086 answers the request's return_sample_support */
 } sr_gen_ctx;
 
 typedef struct sr_gen_job {

@@ -273,27 +273,23 @@ static int support_payloads(payload *pl, payload *alt, const sr_gen_job *j, cons
                             int want_alt, sr_err *err)
 {
     const sr_oracle_model *m = sr_oracle_model_of(c->oracle);
-    size_t S = (size_t)c->support_k, G = (size_t)j->G;
+    /* The later stack's rows are [G, top_k] of the request (gen_support.c). */
+    int later = c->stack == SR_STACK_2086;
+    size_t S = later ? (size_t)j->req.top_k : (size_t)c->support_k, G = (size_t)j->G;
     size_t cells = G * S > 0 ? G * S : 1;
-    int32_t *rows = malloc(cells * 2 * sizeof(*rows));
+    int32_t *rows = malloc(cells * 2 * sizeof(*rows)), *made = NULL;
     if (!rows)
         return sr_err_set(err, SR_E_NOMEM, "cannot allocate sample support");
-    uint64_t h = sr_oracle_prefix_empty(c->oracle);
-    for (size_t i = 0; i < j->req.P; i++)
-        h = sr_oracle_prefix_push(h, j->req.tokens[i]);
-    for (size_t g = 0; g < G; g++) {
-        int32_t *row = rows + g * S;
-        uint64_t s = sr_mix64(h ^ 0x737570706F727431ULL);
-        row[0] = j->tokens[g];
-        for (size_t e = 1; e < S; e++) {
-            uint64_t x = sr_mix64(s + 0x9E3779B97F4A7C15ULL * e);
-            int32_t v = (int32_t)(((unsigned __int128)x * (uint64_t)m->vocab) >> 64);
-            for (size_t q = 0; q < e; q++)
-                if (row[q] == v)
-                    v = -1;
-            row[e] = v;
+    if (!later) {
+        sr_gen_support_rows_2079(rows, j, c, S);
+    } else {
+        int rc = sr_gen_support_rows(&made, j, c, (int64_t)S, err);
+        if (rc) {
+            free(rows);
+            return rc;
         }
-        h = sr_oracle_prefix_push(h, j->tokens[g]);
+        memcpy(rows, made, G * S * sizeof(*rows));
+        free(made);
     }
     int32_t *shift = rows + G * S;
     for (size_t i = 0; i < G * S; i++)
@@ -435,14 +431,19 @@ static int emit_choice_fields(sr_buf *b, sr_gen_job *j, const sr_gen_ctx *c, int
     payload rp = {0}, ra = {0}, sp = {0}, sa = {0};
     int has_routes = c->routes && j->want_routes && !routes_null;
     int alt = bf && bf->kind == SR_FK_LOOKALIKE_FIELD;
+    /* 2079: the support in every reply when the engine emits the field; the later stack: the key
+     * in every choice, an envelope for a capture request and null otherwise (#2082). */
+    int later = c->stack == SR_STACK_2086;
+    int has_support = later ? j->req.want_support : c->support;
     if (!rc && has_routes)
         rc = routes_payloads(&rp, &ra, j, c->oracle, alt, err);
-    if (!rc && c->support)
+    if (!rc && has_support)
         rc = support_payloads(&sp, &sa, j, c, alt, err);
     if (!rc)
         rc = emit_field(b, "routed_experts", has_routes ? &rp : NULL, alt ? &ra : NULL, bf, err);
-    if (!rc && c->support)
-        rc = emit_field(b, "rollout_sample_support", &sp, alt ? &sa : NULL, bf, err);
+    if (!rc && (has_support || later))
+        rc = emit_field(b, "rollout_sample_support", has_support ? &sp : NULL, alt ? &sa : NULL, bf,
+                        err);
     free(rp.owned);
     free(ra.owned);
     free(sp.owned);
@@ -473,8 +474,15 @@ int sr_gen_body(sr_buf *out, sr_gen_job *j, const sr_gen_ctx *c, sr_err *err)
         rc = sr_jw_i32_array(out, j->tokens, (size_t)j->G, err);
     if (!rc)
         rc = sr_buf_printf(out, err, ",\"finish_reason\":\"%s\"", sr_gen_finish_name(j->finish));
+    /* Fault support_no_logprobs: vLLM gave the capture path no logprobs, and the reference's
+     * handler fails on them (the review of SkyRL #2086): the reply is that 500. */
+    int capture = !j->native && c->stack == SR_STACK_2086 && j->req.want_support;
+    if (!rc && capture && j->model_fault && j->model_fault->kind == SR_FK_SUPPORT_NO_LOGPROBS)
+        return sr_err_set(err, SR_E_INTERNAL,
+                          "AttributeError: 'NoneType' object has no attribute 'token_ids'");
     if (!rc)
-        rc = sr_gen_emit_logprobs(out, j, err);
+        rc =
+            capture ? sr_gen_emit_capture_logprobs(out, j, err) : sr_gen_emit_logprobs(out, j, err);
     if (!rc && !j->native)
         rc = emit_choice_fields(out, j, c, routes_null, err);
     if (!rc)

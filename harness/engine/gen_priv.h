@@ -37,4 +37,18 @@ int sr_gen_emit_logprobs(sr_buf *b, sr_gen_job *j, sr_err *err);
 /* The sampled tokens' logprobs, clamped as sr_gen_emit_logprobs does (index i of j->logprobs). */
 double sr_gen_logprob_at(sr_gen_job *j, int64_t i);
 
+/* gen_support.c: the 2079 stack's support rows (gen.h), G * S entries into `rows`. */
+void sr_gen_support_rows_2079(int32_t *rows, const sr_gen_job *j, const sr_gen_ctx *c, size_t S);
+
+/* gen_support.c: the later stack's sample support of a capture request, int32 [G, K] into *out
+ * (malloc'd, the caller frees it): trailing -1 padding, the sampled token repaired into its row
+ * unless the model fault is support_unrepaired. */
+int sr_gen_support_rows(int32_t **out, const sr_gen_job *j, const sr_gen_ctx *c, int64_t K,
+                        sr_err *err);
+
+/* gen_support.c: `,"logprobs":{"content":[..]}` of a capture request, always present (the
+ * reference asks vLLM for top_k logprobs): clamped as sr_gen_emit_logprobs, or null for a
+ * non-finite value under the model fault support_logprob_null. */
+int sr_gen_emit_capture_logprobs(sr_buf *b, sr_gen_job *j, sr_err *err);
+
 #endif /* SR_ENGINE_GEN_PRIV_H */

@@ -1,6 +1,7 @@
 #include "request.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -134,6 +135,37 @@ static int opt_int(const sr_json_doc *d, const cJSON *sp, const char *key, int64
     return 0;
 }
 
+/* sampling_params.top_k as the later stack's capture check reads it (request.h): its integer
+ * value, or its Python repr for the refusal. The engine checks it only for a capture request. */
+static void read_top_k(sr_gen_request *r, const sr_json_doc *d, const cJSON *sp)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(sp, "top_k");
+    if (!v || cJSON_IsNull(v))
+        return;
+    if (cJSON_IsBool(v)) {
+        /* isinstance(True, int) holds in Python: a boolean is the integer 1 or 0. */
+        r->top_k_int = 1;
+        r->top_k = cJSON_IsTrue(v);
+        snprintf(r->top_k_repr, sizeof r->top_k_repr, "%s", cJSON_IsTrue(v) ? "True" : "False");
+    } else if (is_int(d, v)) {
+        r->top_k_int = 1;
+        r->top_k = (int64_t)v->valuedouble;
+        snprintf(r->top_k_repr, sizeof r->top_k_repr, "%lld", (long long)r->top_k);
+    } else if (cJSON_IsNumber(v)) {
+        /* Python's float repr: the shortest form that reads back, "2.0" for a whole number. */
+        double x = v->valuedouble;
+        if (x == floor(x) && fabs(x) < 1e16)
+            snprintf(r->top_k_repr, sizeof r->top_k_repr, "%.1f", x);
+        else if (snprintf(r->top_k_repr, sizeof r->top_k_repr, "%.15g", x) > 0 &&
+                 strtod(r->top_k_repr, NULL) != x)
+            snprintf(r->top_k_repr, sizeof r->top_k_repr, "%.17g", x);
+    } else if (cJSON_IsString(v)) {
+        snprintf(r->top_k_repr, sizeof r->top_k_repr, "'%.24s'", v->valuestring);
+    } else {
+        snprintf(r->top_k_repr, sizeof r->top_k_repr, "%s", cJSON_IsArray(v) ? "[...]" : "{...}");
+    }
+}
+
 static int parse_sampling(sr_gen_request *r, const sr_json_doc *d, const cJSON *sp,
                           const sr_gen_limits *lim, sr_err *err)
 {
@@ -167,6 +199,7 @@ static int parse_sampling(sr_gen_request *r, const sr_json_doc *d, const cJSON *
         cJSON_ArrayForEach(e, v) if (!cJSON_IsString(e)) return bad(
             d, e, err, "sampling parameter 'stop' must be a string or a list of strings");
     }
+    read_top_k(r, d, sp);
     v = cJSON_GetObjectItemCaseSensitive(sp, "routed_experts_prompt_start");
     if (!rc && v && !cJSON_IsNull(v)) {
         if (!is_int(d, v) || v->valuedouble < 0 || v->valuedouble > (double)r->P)
@@ -192,6 +225,8 @@ static int opt_string(const sr_json_doc *d, const cJSON *root, const char *key, 
         return sr_err_set(err, SR_E_NOMEM, "cannot copy %s", key);
     return 0;
 }
+
+static int opt_bool(const sr_json_doc *d, const cJSON *obj, const char *key, int *out, sr_err *err);
 
 static int parse_root(sr_gen_request *r, const sr_json_doc *d, const sr_gen_limits *lim,
                       sr_err *err)
@@ -220,6 +255,8 @@ static int parse_root(sr_gen_request *r, const sr_json_doc *d, const sr_gen_limi
     const cJSON *feat = cJSON_GetObjectItemCaseSensitive(root, "features");
     if (!rc && feat && !cJSON_IsNull(feat) && !cJSON_IsObject(feat))
         rc = bad(d, feat, err, "features must be an object or null");
+    if (!rc)
+        rc = opt_bool(d, root, "return_sample_support", &r->want_support, err);
     return rc;
 }
 

@@ -11,7 +11,9 @@
  *                      The others are type-checked loosely and ignored (no tokenizer: `stop`
  *                      strings cannot match).
  *   "model"            optional string; "cache_salt" optional non-empty string (vLLM rejects an
- *                      empty salt); "features" optional object or null (ignored).
+ *                      empty salt); "features" optional object or null (ignored);
+ *                      "return_sample_support" optional boolean or null (want_support; the engine
+ *                      acts on it under the later stack only, spec/stack.h).
  * Other top-level keys are ignored, as the reference handler ignores them. P + max_tokens must
  * not exceed max_seq.
  *
@@ -52,11 +54,19 @@ typedef struct sr_gen_request {
     char *cache_salt; /* owned, NULL if absent */
     int no_routes;    /* the dialect's routes switch was absent or false */
     int no_tokens;    /* the route's token-ids switch was absent or false */
+    /* The later stack's sample-support capture (spec/stack.h): "return_sample_support" at the top
+     * level (null or a boolean; true asks), and sampling_params.top_k as the server's check sees
+     * it: top_k_int 1 when it is an integer literal (value in top_k), top_k_repr the value as
+     * Python's repr prints it for the 400 ("None" when absent or null, "True", "2.5", ...). */
+    int want_support;
+    int top_k_int;
+    int64_t top_k;
+    char top_k_repr[32];
 } sr_gen_request;
 
 #define SR_GEN_REQUEST_INIT                                                                        \
     {                                                                                              \
-        NULL, 0, 0, -1, 0, NULL, 0, 0, 0, NULL, NULL, 0, 0                                         \
+        NULL, 0, 0, -1, 0, NULL, 0, 0, 0, NULL, NULL, 0, 0, 0, 0, 0, "None"                        \
     }
 
 /* Parses and validates `len` bytes. On error `out` is SR_GEN_REQUEST_INIT. */

@@ -35,14 +35,19 @@ enum MHD_Result sr_srv_deliver(req *r)
     ctx.routes = s->cfg->routes;
     ctx.support = s->cfg->support;
     ctx.support_k = s->cfg->support_k;
+    ctx.stack = s->cfg->stack;
     ctx.extra = s->cfg->extra;
     ctx.n_extra = s->cfg->n_extra;
     ctx.seed = s->cfg->seed;
     ctx.request_ordinal = r->ordinal;
     ctx.max_body = s->cfg->max_response_bytes;
     sr_err err = SR_ERR_INIT;
-    if (sr_gen_body_dialect(&r->resp, &r->job, &ctx, &err))
-        return sr_srv_error(r, 500, "InternalServerError", err.code, err.msg);
+    if (sr_gen_body_dialect(&r->resp, &r->job, &ctx, &err)) {
+        /* Fault support_no_logprobs is the reference server's own crash: no syncroll check. */
+        const sr_fault *mf = r->job.model_fault;
+        int crash = mf && mf->kind == SR_FK_SUPPORT_NO_LOGPROBS && err.code == SR_E_INTERNAL;
+        return sr_srv_error(r, 500, "InternalServerError", crash ? 0 : err.code, err.msg);
+    }
     sr_engine_add_clamped(s->e, r->job.clamped);
     return sr_srv_respond(r, 200, "application/json", &r->resp, 0);
 }
@@ -135,6 +140,28 @@ static enum MHD_Result start(req *r)
         return sr_srv_error(r, err.code == SR_E_NOMEM ? 500 : 400,
                             err.code == SR_E_NOMEM ? "InternalServerError" : "BadRequestError",
                             err.code, err.msg);
+    /* The later stack's capture switch, on /skyrl/v1/generate only; a 2079 server ignores it. */
+    if (c->stack != SR_STACK_2086 || r->ep != SR_EP_GENERATE || r->route)
+        q.want_support = 0;
+    if (q.want_support && (!q.top_k_int || q.top_k <= 1)) {
+        /* SkyRL #2082 (vllm_server_actor.py): an unbounded or degenerate top_k has no support. */
+        char msg[200];
+        snprintf(msg, sizeof msg,
+                 "return_sample_support requires sampling_params.top_k > 1, got %s. "
+                 "Sample-support capture is opt-in per request.",
+                 q.top_k_repr);
+        sr_gen_request_release(&q);
+        return sr_srv_error(r, 400, "BadRequestError", SR_E_ENGINE_REQUEST, msg);
+    }
+    if (q.want_support && (q.top_k > SR_ENGINE_MAX_SUPPORT_K || q.top_k > c->vocab)) {
+        char msg[200];
+        snprintf(msg, sizeof msg,
+                 "sampling_params.top_k %lld exceeds the engine's max_logprobs (%d, and the "
+                 "vocabulary of %lld)",
+                 (long long)q.top_k, SR_ENGINE_MAX_SUPPORT_K, (long long)c->vocab);
+        sr_gen_request_release(&q);
+        return sr_srv_error(r, 400, "BadRequestError", SR_E_ENGINE_REQUEST, msg);
+    }
     int want = c->routes && !q.no_routes;
     int rc =
         sr_gen_job_init(&r->job, &q, sr_engine_oracle(s->e), r->ep == SR_EP_NATIVE, want,

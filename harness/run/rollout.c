@@ -235,6 +235,7 @@ static int request_turn(rollout_state *s, int turn, sr_client_result *r, sr_err 
     q.session_id = c->session_id;
     q.turn = turn;
     q.return_routes = c->routes;
+    q.return_support = c->sample_support;
     if (c->routes)
         q.prompt_start =
             c->quirks.overwrite_trace_each_turn ? 0 : sr_route_trace_prompt_start(s->trace);

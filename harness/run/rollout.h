@@ -111,6 +111,7 @@ typedef struct sr_rollout_config {
     const char *model;
     const char *cache_salt;
     int routes;                /* request and trace routed experts (R3) */
+    int sample_support;        /* client.stack 2086: ask every turn for the sampler's support */
     int multi_turn;            /* 1: §6 path (default); 0: single-turn template */
     int append_eos_after_stop; /* multi-turn: append eos_id after a non-EOS stop (loss 0) */
     int64_t eos_id;            /* -1: no EOS token */
@@ -129,8 +130,8 @@ typedef struct sr_rollout_config {
 
 #define SR_ROLLOUT_CONFIG_INIT                                                                     \
     {                                                                                              \
-        NULL, 0, NULL, NULL, NULL, NULL, 1, 1, 0, -1, 0, 1, {0, 1, 0, 0, 0}, SR_TRACE_OPTS_INIT,   \
-            {0, 0, 0}, NULL, NULL, 0, NULL, NULL                                                   \
+        NULL, 0, NULL, NULL, NULL, NULL, 1, 0, 1, 0, -1, 0, 1, {0, 1, 0, 0, 0},                    \
+            SR_TRACE_OPTS_INIT, {0, 0, 0}, NULL, NULL, 0, NULL, NULL                               \
     }
 
 /* What one turn did; timings in ms, sizes in bytes. */

@@ -71,6 +71,7 @@ static int make_configs(rbatch *b, sr_err *err)
         c.sampling_params = b->sampling;
         c.model = s->engine.model_name;
         c.routes = r->routes;
+        c.sample_support = r->sample_support;
         c.multi_turn = r->multi_turn;
         c.append_eos_after_stop = r->append_eos_after_stop;
         c.eos_id = s->engine.eos_id;
@@ -85,6 +86,7 @@ static int make_configs(rbatch *b, sr_err *err)
         c.trace_opts.max_bytes = (size_t)r->max_trace_bytes;
         c.trace_opts.lock_first_dtype = s->quirks[SR_QUIRK_LOCK_FIRST_DTYPE];
         c.trace_opts.padding_as_captured = s->quirks[SR_QUIRK_PADDING_AS_CAPTURED];
+        c.trace_opts.captured_only = s->client.stack == SR_STACK_2086;
         c.quirks.synthetic_eos_loss_active = s->quirks[SR_QUIRK_SYNTHETIC_EOS_LOSS_ACTIVE];
         c.quirks.overwrite_trace_each_turn = s->quirks[SR_QUIRK_OVERWRITE_TRACE_EACH_TURN];
         c.quirks.stamp_version_at_response = s->quirks[SR_QUIRK_STAMP_VERSION_AT_RESPONSE];
@@ -97,12 +99,17 @@ static int make_configs(rbatch *b, sr_err *err)
     return 0;
 }
 
-static cJSON *sampling_params(const sr_scn_rollout *r)
+static cJSON *sampling_params(const sr_scenario *s, const sr_scn_rollout *r)
 {
     cJSON *sp = cJSON_CreateObject();
     if (!sp)
         return NULL;
     cJSON_AddNumberToObject(sp, "max_tokens", (double)r->max_tokens);
+    /* A capture request carries the support width as top_k (engines.sample_support_k); the quirk
+     * omit_top_k leaves it to the engine's default, as the generator reviewed on SkyRL #2084
+     * does (skyrl_gym_generator.py sends the caller's sampling_params, not the resolved ones). */
+    if (r->sample_support && !s->quirks[SR_QUIRK_OMIT_TOP_K])
+        cJSON_AddNumberToObject(sp, "top_k", (double)s->engine.support_k);
     if (r->logprobs)
         cJSON_AddNumberToObject(sp, "logprobs", 0);
     if (r->ignore_eos)
@@ -209,7 +216,7 @@ int sr_step_rollout(sr_scn_run *run, int step, sr_err *err)
                 calloc((size_t)n, sizeof(sr_rollout_config)),
                 calloc((size_t)n, sizeof(int32_t *)),
                 calloc((size_t)n, SR_CLIENT_SESSION_MAX),
-                sampling_params(r)};
+                sampling_params(run->scn, r)};
     ss->rollouts = calloc((size_t)n, sizeof(sr_rollout_result));
     int *rcs = calloc((size_t)n, sizeof(int));
     int rc = b.cfgs && b.prompts && b.sessions && b.sampling && ss->rollouts && rcs

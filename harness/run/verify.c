@@ -523,12 +523,14 @@ static int verify_rows(rv *x, int64_t *verified)
     return rc;
 }
 
-/* Rows [C, T) of the finalized trace must be the padding row; a contract, not the oracle. */
+/* Rows [C, T) of the finalized trace must be the padding row; a contract, not the oracle. Under
+ * the later stack (#2083) the trace holds only its C captured rows, and there is nothing to see. */
 static int verify_padding(rv *x)
 {
     int32_t got[SR_ORACLE_MAX_TOPK];
     int64_t bad = 0, first = -1;
-    for (int64_t i = x->C; i < x->T; i++)
+    int64_t end = x->r->routes.shape[0] < x->T ? x->r->routes.shape[0] : x->T;
+    for (int64_t i = x->C; i < end; i++)
         for (int l = 0; l < x->L; l++) {
             held_row(x, i, l, got);
             for (int k = 0; k < x->K; k++)

@@ -70,6 +70,7 @@ static const sr_scenario_key keys[] = {
     {"client.strict_base64", "boolean"},
     {"client.generate_path", "string"},
     {"client.on_abort", "string"},
+    {"client.stack", "string"},
     {"client.pd", "object"},
     {"client.pd.prefill", "integer"},
     {"client.pd.decode", "integer"},
@@ -109,6 +110,7 @@ static const sr_scenario_key keys[] = {
     {"steps.rollout.routes", "boolean"},
     {"steps.rollout.logprobs", "boolean"},
     {"steps.rollout.ignore_eos", "boolean"},
+    {"steps.rollout.sample_support", "boolean"},
     {"steps.rollout.stop_token_ids", "array"},
     {"steps.rollout.append_eos_after_stop", "boolean"},
     {"steps.rollout.max_input_length", "integer"},
@@ -191,6 +193,7 @@ static const sr_quirk_info quirks[SR_QUIRK_COUNT] = {
     [SR_QUIRK_COMMIT_ABORTED_TURN] = {"commit_aborted_turn", "client", "abort-committed"},
     [SR_QUIRK_STAMP_VERSION_AT_RESPONSE] = {"stamp_version_at_response", "rollout",
                                             "version-stamped-at-response"},
+    [SR_QUIRK_OMIT_TOP_K] = {"omit_top_k", "rollout", "skyrl-capture-omits-top-k"},
 };
 
 const sr_quirk_info *sr_quirk_info_of(sr_quirk q)

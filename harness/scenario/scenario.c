@@ -264,6 +264,12 @@ static int parse_client(scn_parse *p, const cJSON *cl)
         rc = sr_scn_int(p, cl, "concurrency", 1, 256, p->s->concurrency, 0, &p->s->concurrency);
     if (!rc)
         rc = sr_scn_bool(p, cl, "strict_base64", o->strict_base64, 0, &o->strict_base64);
+    if (!rc) {
+        /* client.stack (spec/stack.h): the client's contract and its engines'. */
+        sr_spec_ctx sx = spec_ctx(p);
+        rc = sr_spec_parse_stack(&p->s->engine, &sx, cl);
+        o->stack = p->s->engine.stack;
+    }
     if (!rc)
         rc = parse_generate_path(p, cl);
     if (!rc && !(rc = sr_scn_str(p, cl, "on_abort", "fail", SR_CLIENT_ON_ABORT_NAMES, &t)))

@@ -84,6 +84,7 @@ typedef enum sr_quirk {
     SR_QUIRK_SGLANG_ROWS_FROM_ZERO,      /* client (sglang) */
     SR_QUIRK_COMMIT_ABORTED_TURN,        /* client (every dialect's abort) */
     SR_QUIRK_STAMP_VERSION_AT_RESPONSE,  /* rollout */
+    SR_QUIRK_OMIT_TOP_K,                 /* rollout (generator, client.stack 2086) */
     SR_QUIRK_COUNT
 } sr_quirk;
 
@@ -147,6 +148,7 @@ typedef struct sr_scn_rollout {
     int64_t max_tokens;             /* sampling_params.max_tokens */
     int multi_turn;                 /* mode "multi_turn" (1) or "single_turn" (0) */
     int routes, logprobs, ignore_eos, append_eos_after_stop, finish_session;
+    int sample_support;         /* client.stack "2086": return_sample_support and top_k */
     int64_t max_input_length;   /* 0: no limit */
     int64_t max_rollout_tokens; /* tokens per rollout (trace_opts.max_rows of each rollout) */
     int64_t max_trace_bytes;    /* route-trace bytes per rollout (trace_opts.max_bytes) */

@@ -86,6 +86,18 @@ static int parse_rollout(scn_parse *p, const cJSON *st, sr_scn_step *step, int s
         rc = sr_scn_bool(p, st, "logprobs", 1, 0, &r->logprobs);
     if (!rc)
         rc = sr_scn_bool(p, st, "ignore_eos", 0, 0, &r->ignore_eos);
+    if (!rc)
+        rc = sr_scn_bool(p, st, "sample_support", 0, 0, &r->sample_support);
+    /* Only the later stack asks for the support, and only skyrl's wire carries it. */
+    if (!rc && r->sample_support && p->s->client.stack != SR_STACK_2086)
+        return sr_scn_fail(p, sr_scn_member(st, "sample_support"),
+                           "sample_support needs client.stack \"2086\" (the #2079 stack has no "
+                           "per-request sample support)");
+    if (!rc && r->sample_support &&
+        (p->s->engine.dialect != SR_DIALECT_SKYRL || (p->s->dialects & ~1u)))
+        return sr_scn_fail(p, sr_scn_member(st, "sample_support"),
+                           "sample_support runs in the skyrl dialect only (no other wire carries "
+                           "rollout_sample_support)");
     const cJSON *ids = sr_scn_member(st, "stop_token_ids");
     if (!rc && ids) {
         if (!cJSON_IsArray(ids) || cJSON_GetArraySize(ids) > SR_SCN_MAX_LIST)

@@ -145,6 +145,7 @@ static cJSON *client_json(const sr_scenario *s)
     add_int(c, "max_error_body_bytes", (int64_t)o->max_error_body);
     add_int(c, "concurrency", s->concurrency);
     cJSON_AddBoolToObject(c, "strict_base64", o->strict_base64);
+    cJSON_AddStringToObject(c, "stack", sr_stack_name(o->stack));
     if (o->dialect_route) /* a route other than the dialect's first (client.generate_path) */
         cJSON_AddStringToObject(c, "generate_path",
                                 sr_dialect_get(s->engine.dialect)->routes[o->dialect_route].path);
@@ -316,6 +317,7 @@ static cJSON *engine_config_json(const sr_engine_config *c, const char *sync_dir
     if (c->sync_dialect_given)
         cJSON_AddStringToObject(r, "sync_dialect", sr_sync_dialect_name(c->sync_dialect));
     cJSON_AddStringToObject(r, "dialect", sr_dialect_name(c->dialect));
+    cJSON_AddStringToObject(r, "stack", sr_stack_name(c->stack));
     cJSON_AddItemToObject(r, "timing", timing_json(c));
     cJSON *sv = server_json(c);
     if (sync_dir)

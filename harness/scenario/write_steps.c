@@ -59,6 +59,7 @@ static void write_rollout(cJSON *o, const sr_scenario *s, const sr_scn_step *st)
     cJSON_AddBoolToObject(o, "routes", r->routes);
     cJSON_AddBoolToObject(o, "logprobs", r->logprobs);
     cJSON_AddBoolToObject(o, "ignore_eos", r->ignore_eos);
+    cJSON_AddBoolToObject(o, "sample_support", r->sample_support);
     cJSON *ids = cJSON_AddArrayToObject(o, "stop_token_ids");
     for (int i = 0; i < r->n_stop_ids; i++) {
         char buf[16];

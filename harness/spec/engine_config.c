@@ -133,6 +133,11 @@ static const char *dialect_name(int i)
     return sr_dialect_name((sr_dialect)i);
 }
 
+static const char *stack_name(int i)
+{
+    return sr_stack_name((sr_stack)i);
+}
+
 static int parse_table_name(const sr_spec_ctx *x, const cJSON *parent, const char *key,
                             int (*lookup)(const char *), const char *(*name_of)(int), int count,
                             const char *must_be, int *out)
@@ -163,6 +168,17 @@ int sr_spec_parse_sync_dialect(sr_engine_config *c, const sr_spec_ctx *x, const 
     c->sync_dialect = (sr_sync_dialect)d;
     if (!rc && cJSON_GetObjectItemCaseSensitive(parent, "sync_dialect"))
         c->sync_dialect_given = 1;
+    return rc;
+}
+
+int sr_spec_parse_stack(sr_engine_config *c, const sr_spec_ctx *x, const cJSON *parent)
+{
+    int st = (int)c->stack;
+    int rc = cJSON_IsObject(parent)
+                 ? parse_table_name(x, parent, "stack", sr_stack_lookup, stack_name, SR_STACK_COUNT,
+                                    "\"2079\" or \"2086\"", &st)
+                 : 0;
+    c->stack = (sr_stack)st;
     return rc;
 }
 
@@ -247,6 +263,10 @@ static int parse_sections(sr_engine_config *c, const sr_spec_ctx *x, const cJSON
         rc = sr_spec_parse_sync_dialect(c, x, eng);
     if (!rc)
         rc = sr_spec_parse_dialect(c, x, eng);
+    /* The stack is the scenario's client.stack: its engines speak what its client speaks. */
+    if (!rc)
+        rc = sr_spec_parse_stack(
+            c, x, scenario ? cJSON_GetObjectItemCaseSensitive(root, "client") : root);
     if (!rc)
         rc = sr_spec_check_extra_wire(c, x, root);
     if (!rc && (n = cJSON_GetObjectItemCaseSensitive(eng, "timing")))

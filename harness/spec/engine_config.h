@@ -21,7 +21,7 @@
  *                "header_timeout_ms": 5000, "body_timeout_ms": 60000,
  *                "max_pending_connections": 1024, "max_queued_requests": 1024,
  *                "sync_dirs": []},
- *     "dialect": "skyrl", "sync_dialect": "skyrl",
+ *     "dialect": "skyrl", "sync_dialect": "skyrl", "stack": "2079",
  *     "faults": [ ... see spec/faults.h ... ]}
  *    server.header_timeout_ms (10..600000) bounds the time from a connection's accept to the end
  *    of its first request's headers, server.body_timeout_ms (10..3600000) the time from the end
@@ -44,9 +44,10 @@
  *
  * 2. A scenario-like document: the same top-level `seed`, `model`, `weights` (the engine's keys
  *    only), `fields`, plus an `engines` object holding `count`, `faults`, `timing`, `server` and
- *    `sample_support_k`; every other key (steps, expect, client, engines.urls, ...) is ignored
- *    here, the scenario loader owns them. Definition objects in a scenario's `fields` are the
- *    client's (scenarios/FORMAT.md §4) and are ignored.
+ *    `sample_support_k`, and `client.stack` (the engine speaks the scenario's stack); every other
+ * key (steps, expect, client, engines.urls, ...) is ignored here, the scenario loader owns them.
+ * Definition objects in a scenario's `fields` are the client's (scenarios/FORMAT.md §4) and are
+ * ignored.
  *
  * Defaults are those shown above, except layer_indices 0..layers-1 (layers default 4).
  *
@@ -100,6 +101,7 @@
 #include "faults.h"
 #include "sr_err.h"
 #include "sr_fields.h"
+#include "stack.h"
 #include "sr_json.h"
 #include "sr_oracle.h"
 #include "sr_weights.h"
@@ -152,8 +154,10 @@ typedef struct sr_engine_config {
     int64_t weight_version;
     /* packed fields emitted by /skyrl/v1/generate */
     int routes;  /* routed_experts (on by default) */
-    int support; /* rollout_sample_support */
+    int support; /* rollout_sample_support (the 2079 stack: in every reply) */
     int support_k;
+    sr_stack stack; /* the SkyRL contract (spec/stack.h): top-level "stack" of an engine config,
+                       client.stack of a scenario; "2079" by default */
     sr_field_def extra[SR_ENGINE_MAX_EXTRA]; /* emitted from their definition (sr_gen_extra.h) */
     int n_extra;
     /* timing of the simulated forward passes */
@@ -270,6 +274,13 @@ int sr_spec_parse_sync_dialect(sr_engine_config *c, const sr_spec_ctx *x, const 
  * (sr_dialect_sync_dialect).
  */
 int sr_spec_parse_dialect(sr_engine_config *c, const sr_spec_ctx *x, const cJSON *parent);
+
+/*
+ * `stack` of `parent` (an engine config's root, a scenario's `client`; NULL or not an object:
+ * nothing): absent keeps c->stack (default "2079"); "2079" or "2086" (spec/stack.h); anything else
+ * is an error at the key naming both.
+ */
+int sr_spec_parse_stack(sr_engine_config *c, const sr_spec_ctx *x, const cJSON *parent);
 
 /*
  * Every field c emits from its definition must be carried by c->dialect's wire

@@ -117,6 +117,18 @@ typedef enum sr_fault_reach {
     X(SR_FK_ROUTES, "routes", SR_FL_MODEL, SR_FR_GENERATE, SR_FK_KEYS("select", "action"),         \
       SR_FK_KEYS("action"),                                                                        \
       "the rows `select` names get `action` (the route-fault grammar, spec/fault_grammar.h)")      \
+    X(SR_FK_SUPPORT_UNREPAIRED, "support_unrepaired", SR_FL_MODEL, SR_FR_GENERATE, SR_FK_NONE,     \
+      SR_FK_NONE,                                                                                  \
+      "client.stack 2086: a capture request's support rows that lack their sampled token are "     \
+      "not repaired (the server's overwrite of the weakest member is missing)")                    \
+    X(SR_FK_SUPPORT_LOGPROB_NULL, "support_logprob_null", SR_FL_MODEL, SR_FR_GENERATE, SR_FK_NONE, \
+      SR_FK_NONE,                                                                                  \
+      "client.stack 2086: a capture request's non-finite sampled logprob is written as null, not " \
+      "clamped (SkyRL #2082/#2237 review)")                                                        \
+    X(SR_FK_SUPPORT_NO_LOGPROBS, "support_no_logprobs", SR_FL_MODEL, SR_FR_GENERATE, SR_FK_NONE,   \
+      SR_FK_NONE,                                                                                  \
+      "client.stack 2086: vLLM returns no logprobs to a capture request and the server answers "   \
+      "500 AttributeError (SkyRL #2086 review)")                                                   \
     X(SR_FK_BAD_BASE64, "bad_base64", SR_FL_BODY, SR_FR_GENERATE, SR_FK_KEYS("field", "offset"),   \
       SR_FK_NONE, "a `!` in the field's base64 blob")                                              \
     X(SR_FK_BYTE_COUNT_OFF, "byte_count_off", SR_FL_BODY, SR_FR_GENERATE, SR_FK_KEYS("field"),     \

@@ -136,7 +136,7 @@ const char *const *sr_spec_section_keys(const char *section)
     static const char *const top[] = {"id",      "index",   "seed",   "count",
                                       "model",   "weights", "fields", "sample_support_k",
                                       "timing",  "server",  "faults", "sync_dialect",
-                                      "dialect", NULL};
+                                      "dialect", "stack",   NULL};
     static const struct {
         const char *name;
         const char *const *keys;
