@@ -61,6 +61,7 @@ static int make_state(sr_sync **out, const sr_scenario *scn, const sr_scn_step *
     o.cores = scn->pool_cores >= 0 ? (int)scn->pool_cores : SR_POOL_DETECT_CORES;
     o.initial_version = c->weight_version;
     o.control = c->sync_dialect;
+    o.api = scn->trainer_api >= 0 ? (sr_sync_api)scn->trainer_api : c->sync_version;
     return rc ? rc : sr_sync_new(out, urls, n_urls, &spec, &o, err);
 }
 
