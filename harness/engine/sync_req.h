@@ -4,7 +4,8 @@
  * parsers of untrusted bytes, fuzzed by
  * fuzz/fuzz_sync_request.c.
  *
- * Versions. vLLM carries weight versions as strings; the mock's are integers
+ * Versions. vLLM carries weight versions as strings (opaque labels since vllm#49040: the
+ * *_label parsers below); the mock's are integers
  * 0..SR_WEIGHTS_MAX_VERSION (100000, the one ceiling of every weight-sync path: finish, version,
  * buckets, disk), so a version is a JSON integer in that range or a string of 1..10 decimal digits
  * naming one.
@@ -12,8 +13,9 @@
  * Strings: a JSON string holding an escaped NUL (\u0000) is refused (sr_sync_req_no_nul), since
  * the parsed C string would end at the NUL and name something else ("3\u0000" as 3).
  *
- * Errors: SR_E_ENGINE_REQUEST naming the field (answered 400), SR_E_NOMEM. Bodies are bounded by
- * the server's max_body_bytes before they get here. Thread-safe; no global state.
+ * Errors: SR_E_ENGINE_REQUEST naming the field (answered 400), SR_E_SYNC_WIRE_VERSION for a key
+ * of the other form of vLLM's API (sr_sync_req_wire_*, answered 400), SR_E_NOMEM. Bodies are
+ * bounded by the server's max_body_bytes before they get here. Thread-safe; no global state.
  */
 #ifndef SR_ENGINE_SYNC_REQ_H
 #define SR_ENGINE_SYNC_REQ_H
