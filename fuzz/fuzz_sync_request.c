@@ -7,7 +7,11 @@
  * resource.nomem); an accepted one a version in range, an action in the enum, and a baseline within
  * its bounds whose entries are NUL-terminated names and 32-digit hex digests. Every outcome then
  * drives a step of both control-plane tables (harness/engine/sync_table.h), whose cells must all
- * exist.
+ * exist. Bit 32 of the first byte picks the opaque-label parsers of vLLM's current form
+ * (sr_sync_req_finish_label, sr_sync_req_version_label): an accepted label is 1..128 bytes, and
+ * the integer it names is -1 or a version in range whose digits the label is. Bit 64 also hands
+ * the body, parsed as JSON, to the init and update checks of both forms (sr_sync_req_wire_*),
+ * which accept it or refuse it engine.bad_request or sync.wire_version.
  */
 #include <ctype.h>
 #include <stdint.h>
@@ -26,6 +30,38 @@ static void check_rejected(int rc, const sr_err *err)
         abort();
     if (rc != err->code || !err->msg[0])
         abort();
+}
+
+/* An accepted label: 1..SR_SYNC_REQ_LABEL_MAX-1 bytes; v -1, or the version its digits name. */
+static void check_label(int64_t v, const char *label, int finish)
+{
+    size_t n = strnlen(label, SR_SYNC_REQ_LABEL_MAX);
+    if (n >= SR_SYNC_REQ_LABEL_MAX || (n == 0 && !finish) || (n == 0 && v != -1))
+        abort();
+    if (v < -1 || v > SR_SYNC_REQ_MAX_VERSION)
+        abort();
+    if (v >= 0 && strtoll(label, NULL, 10) != v)
+        abort();
+    if (v < 0 && n && strspn(label, "0123456789") == n)
+        abort(); /* digits always name their version */
+}
+
+/* The wire checks of both forms on the body as JSON (any value; not an object passes). */
+static void check_wire(const char *body, size_t len)
+{
+    cJSON *o = cJSON_ParseWithLength(body, len);
+    for (int a = 0; a < SR_SYNC_API_COUNT; a++) {
+        sr_err e1 = SR_ERR_INIT, e2 = SR_ERR_INIT;
+        int r1 = sr_sync_req_wire_init(o, (sr_sync_api)a, &e1);
+        int r2 = sr_sync_req_wire_update(o, (sr_sync_api)a, "fuzz", &e2);
+        int rc[2] = {r1, r2};
+        const sr_err *er[2] = {&e1, &e2};
+        for (int k = 0; k < 2; k++)
+            if (rc[k] && ((rc[k] != SR_E_ENGINE_REQUEST && rc[k] != SR_E_SYNC_WIRE_VERSION) ||
+                          rc[k] != er[k]->code || !er[k]->msg[0]))
+                abort();
+    }
+    cJSON_Delete(o);
 }
 
 static void check_baseline(const sr_checker_req *q)
@@ -78,14 +114,30 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             call = SR_SC_START;
             break;
         }
-        rc = sr_sync_req_finish(&v, body, len, &err);
+        if (data[0] & 32) {
+            char label[SR_SYNC_REQ_LABEL_MAX];
+            rc = sr_sync_req_finish_label(&v, label, body, len, &err);
+            if (!rc)
+                check_label(v, label, 1);
+        } else {
+            rc = sr_sync_req_finish(&v, body, len, &err);
+        }
         if (!rc && (v < -1 || v > SR_SYNC_REQ_MAX_VERSION))
             abort();
         call = v >= 0 && (data[0] & 8) ? SR_SC_FINISH_BACKWARDS : SR_SC_FINISH;
         break;
     case 1:
-        rc = sr_sync_req_version(&v, body, len, &err);
-        if (!rc && (v < 0 || v > SR_SYNC_REQ_MAX_VERSION))
+        if (data[0] & 32) {
+            char label[SR_SYNC_REQ_LABEL_MAX];
+            rc = sr_sync_req_version_label(&v, label, body, len, &err);
+            if (!rc)
+                check_label(v, label, 0);
+        } else {
+            rc = sr_sync_req_version(&v, body, len, &err);
+            if (!rc && v < 0)
+                abort();
+        }
+        if (!rc && v > SR_SYNC_REQ_MAX_VERSION)
             abort();
         call = (data[0] & 8) ? SR_SC_SET_VERSION_BACKWARDS : SR_SC_SET_VERSION;
         break;
@@ -106,6 +158,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     if (rc)
         check_rejected(rc, &err);
+    if (data[0] & 64)
+        check_wire(body, len);
     for (int d = 0; d < SR_SYNC_DIALECT_COUNT; d++)
         for (int s = 0; s < SR_SS_COUNT; s++) {
             const sr_sync_cell *c = sr_sync_table_cell((sr_sync_dialect)d, (sr_sync_state)s, call);

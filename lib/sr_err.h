@@ -301,6 +301,9 @@ typedef enum sr_class {
       "a finish came while a bucket of the update was still arriving: nothing of it is applied")   \
     X(SR_E_SYNC_CONCURRENT, -929, "sync.concurrent_update", SR_CLASS_PROTOCOL,                     \
       "a bucket named a tensor that another bucket still arriving is writing: refused")            \
+    X(SR_E_SYNC_WIRE_VERSION, -930, "sync.wire_version", SR_CLASS_PROTOCOL,                        \
+      "a weight-sync request is in another form of vLLM's API than the engine's sync_version (a "  \
+      "key moved between init_info and update_info, vllm#50902): refused 400 naming the key")      \
     /* NumPy .npy and NeMo-RL nrlre1 route payloads (-12xx) */                                     \
     X(SR_E_NPY_MAGIC, -1200, "npy.magic", SR_CLASS_PROTOCOL,                                       \
       "a .npy route payload does not start with the magic \\x93NUMPY")                             \

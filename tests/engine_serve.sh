@@ -81,7 +81,7 @@ exec 3<"$tmp/fifo"
 IFS= read -r line <&3 || die "serve --sync-dialect printed no line"
 u=$(printf '%s\n' "$line" | grep -o '"url":"[^"]*"' | head -n 1 | sed 's/"url":"//; s/"$//')
 out=$(curl -sS "$u/weight_info") || die "GET $u/weight_info"
-[ "$out" = '{"weight_version":"0"}' ] || die "weight_info under vllm: $out"
+[ "$out" = '{"weight_version":"default"}' ] || die "weight_info under vllm: $out"
 code=$(curl -sS -o "$tmp/fin.json" -w '%{http_code}' -X POST -d '' "$u/finish_weight_update")
 [ "$code" = 409 ] && grep -q '"check":"sync.protocol_order"' "$tmp/fin.json" ||
     die "finish without start under vllm: $code $(cat "$tmp/fin.json")"
@@ -136,7 +136,7 @@ exec 3<"$tmp/fifo"
 IFS= read -r line <&3 || die "serve --dialect vllm $SCN printed no line"
 u=$(printf '%s\n' "$line" | grep -o '"url":"[^"]*"' | head -n 1 | sed 's/"url":"//; s/"$//')
 out=$(curl -sS "$u/weight_info") || die "GET $u/weight_info"
-[ "$out" = '{"weight_version":"0"}' ] || die "weight_info of a scenario under --dialect vllm: $out"
+[ "$out" = '{"weight_version":"default"}' ] || die "weight_info of a scenario under --dialect vllm: $out"
 kill -TERM "$pid"
 wait "$pid" || die "serve --dialect vllm $SCN exited with $? after SIGTERM"
 pid=

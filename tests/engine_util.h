@@ -328,11 +328,10 @@ static inline void eng_bucket_range(sr_buf *b, const sr_weights *w, int64_t targ
         if (k == 3 && sgl)
             sr_buf_printf(b, NULL, "\"group_name\":\"syncroll\",\"weight_version\":\"%lld\",",
                           (long long)target);
+        /* vLLM's update_info carries no packed key since vllm#50902 (the init info does). */
         if (k == 3)
-            sr_buf_printf(b, NULL,
-                          "\"packed\":true,\"syncroll\":{\"target_version\":%lld,"
-                          "\"bucket\":%d,",
-                          (long long)target, index);
+            sr_buf_printf(b, NULL, "%s\"syncroll\":{\"target_version\":%lld,\"bucket\":%d,",
+                          sgl ? "\"packed\":true," : "", (long long)target, index);
         sr_buf_printf(b, NULL, "\"%s\":[", keys[k]);
         for (size_t i = first; i < first + count; i++) {
             sr_weights_info t;

@@ -59,7 +59,7 @@ START_TEST(out_of_order_before_start)
     eng_expect(&e, "GET", "/weight_info", NULL, 200, "{\"weight_version\":\"3\"}");
     refused(&e, "POST", "/update_weight_version", "{\"new_version\":1}", 409,
             "sync.version_backwards");
-    refused(&e, "POST", "/update_weight_version", "{\"new_version\":\"x1\"}", 400,
+    refused(&e, "POST", "/update_weight_version", "{\"new_version\":\"\"}", 400,
             "engine.bad_request");
     eng_expect(&e, "POST", "/pause?mode=abort", "", 200, "{\"status\":\"paused\"}");
     eng_expect(&e, "GET", "/is_paused", NULL, 200, "{\"is_paused\":true}");
@@ -282,6 +282,137 @@ START_TEST(abort_requests_aborts_in_flight_generates)
 }
 END_TEST
 
+/*
+ * vLLM's current weight-transfer API (engines.sync_version "vllm#50902", the default):
+ * - vllm/distributed/weight_transfer/nccl_common.py NCCLWeightTransferInitInfo carries `packed`,
+ *   `packed_buffer_size_bytes` and `packed_num_buffers` (vllm#50902 for NCCL, vllm#48981 for
+ *   IPC), and nccl_engine.py NCCLWeightTransferUpdateInfo only names, dtype_names and shapes, so
+ *   base.py parse_update_info raises "Invalid update_info ... unexpected keyword argument" for a
+ *   per-round `packed`: here 400 sync.wire_version naming the key and where it moved;
+ * - the weight version is an opaque string that starts as "default" and is published only after
+ *   a successful finish_weight_update (vllm#49040): a finish that fails publishes nothing, a
+ *   finish naming none keeps it, /update_weight_version sets one without an update.
+ */
+#define INIT_PACKED                                                                                \
+    "{\"init_info\":{\"master_address\":\"127.0.0.1\",\"master_port\":29500,\"rank_offset\":1,"    \
+    "\"world_size\":2,\"packed\":true,\"packed_buffer_size_bytes\":1048576,"                       \
+    "\"packed_num_buffers\":2}}"
+
+/* b's vllm bucket with "packed":true at the head of its update_info (the earlier form). */
+static void with_packed(sr_buf *out, const sr_buf *b)
+{
+    const char *head = "{\"update_info\":{";
+    ck_assert(strncmp(b->data, head, strlen(head)) == 0);
+    ck_assert_int_eq(sr_buf_puts(out, head, NULL), 0);
+    ck_assert_int_eq(sr_buf_puts(out, "\"packed\":true,", NULL), 0);
+    ck_assert_int_eq(sr_buf_append(out, b->data + strlen(head), b->len - strlen(head), NULL), 0);
+}
+
+static void post_bucket_expect(const eng *e, const sr_buf *b, long status, const char *want)
+{
+    hresp r;
+    eng_post_bucket(&r, e, b);
+    ck_assert_msg(r.status == status && strstr(r.body.data, want), "bucket: %ld %s", r.status,
+                  r.body.data);
+    hresp_free(&r);
+}
+
+START_TEST(current_form_packed_in_init_and_opaque_versions)
+{
+    eng e;
+    eng_start(&e, VCFG);
+    eng_expect(&e, "GET", "/weight_info", NULL, 200, "{\"weight_version\":\"default\"}");
+    refused(&e, "POST", "/init_weight_transfer_engine",
+            "{\"init_info\":{\"world_size\":2,\"packed\":\"yes\"}}", 400, "engine.bad_request");
+    refused(&e, "POST", "/init_weight_transfer_engine",
+            "{\"init_info\":{\"world_size\":2,\"packed_num_buffers\":0}}", 400,
+            "engine.bad_request");
+    eng_expect(&e, "POST", "/init_weight_transfer_engine", INIT_PACKED, 200,
+               "Weight transfer initialized");
+    eng_expect(&e, "GET", "/syncroll/v1/state", NULL, 200,
+               "\"packed\":true,\"packed_buffer_size_bytes\":1048576,\"packed_num_buffers\":2");
+    eng_expect(&e, "POST", "/start_weight_update", "{}", 200, NULL);
+    /* The old shape: packed in the per-round update_info, named with where it went. */
+    hresp r;
+    http_req(&r, NULL, &e, "POST", "/update_weights",
+             "{\"update_info\":{\"names\":[],\"dtype_names\":[],\"shapes\":[],"
+             "\"packed_num_buffers\":2}}",
+             NULL, 20000);
+    ck_assert_msg(r.status == 400 && strstr(r.body.data, "\"check\":\"sync.wire_version\"") &&
+                      strstr(r.body.data, "unexpected keyword argument 'packed_num_buffers'") &&
+                      strstr(r.body.data, "moved 'packed_num_buffers' to the init_info"),
+                  "%ld %s", r.status, r.body.data);
+    hresp_free(&r);
+    sr_weights *w = weights_at(2);
+    sr_buf b = SR_BUF_INIT, old = SR_BUF_INIT;
+    eng_bucket_of(&b, w, 2);
+    with_packed(&old, &b);
+    post_bucket_expect(&e, &old, 400, "\"check\":\"sync.wire_version\"");
+    /* That update is spoiled: its finish fails and publishes no version. */
+    refused(&e, "POST", "/finish_weight_update", "{\"weight_version\":\"step-2\"}", 400,
+            "sync.wire_version");
+    eng_expect(&e, "GET", "/weight_info", NULL, 200, "{\"weight_version\":\"default\"}");
+    /* The current shape lands, and an opaque version is published by the finish. */
+    eng_expect(&e, "POST", "/start_weight_update", "{}", 200, NULL);
+    post_bucket_expect(&e, &b, 200, "Weights updated");
+    eng_expect(&e, "GET", "/weight_info", NULL, 200, "{\"weight_version\":\"default\"}");
+    eng_expect(&e, "POST", "/finish_weight_update", "{\"weight_version\":\"step-2\"}", 200,
+               "Weight update finished");
+    eng_expect(&e, "GET", "/weight_info", NULL, 200, "{\"weight_version\":\"step-2\"}");
+    /* The label names no integer: the engine's version is its buckets' (what routes follow). */
+    eng_expect(&e, "POST", "/skyrl/v1/generate", GEN, 200, "\"weight_version\":2");
+    /* A finish naming no version keeps the label. */
+    eng_expect(&e, "POST", "/start_weight_update", "{}", 200, NULL);
+    eng_expect(&e, "POST", "/finish_weight_update", "", 200, NULL);
+    eng_expect(&e, "GET", "/weight_info", NULL, 200, "{\"weight_version\":\"step-2\"}");
+    eng_expect(&e, "POST", "/update_weight_version", "{\"new_version\":\"rc-7\"}", 200,
+               "{\"success\":true,\"new_version\":\"rc-7\"}");
+    eng_expect(&e, "GET", "/weight_info", NULL, 200, "{\"weight_version\":\"rc-7\"}");
+    eng_expect(&e, "POST", "/skyrl/v1/generate", GEN, 200, "\"weight_version\":2");
+    sr_buf_release(&b);
+    sr_buf_release(&old);
+    sr_weights_free(w);
+    eng_stop(&e);
+}
+END_TEST
+
+/* The earlier form (engines.sync_version "vllm#31943"): packed rides in every update_info, so the
+ * current trainer's init info is refused naming the key, and versions are integers. */
+#define VCFG_OLD                                                                                   \
+    "{\"sync_dialect\":\"vllm\",\"sync_version\":\"vllm#31943\",\"seed\":3,\"model\":"             \
+    "{\"layers\":2}}"
+
+START_TEST(earlier_form_packed_in_every_update_info)
+{
+    eng e;
+    eng_start(&e, VCFG_OLD);
+    eng_expect(&e, "GET", "/weight_info", NULL, 200, "{\"weight_version\":\"0\"}");
+    hresp r;
+    http_req(&r, NULL, &e, "POST", "/init_weight_transfer_engine", INIT_PACKED, NULL, 20000);
+    ck_assert_msg(r.status == 400 && strstr(r.body.data, "\"check\":\"sync.wire_version\"") &&
+                      strstr(r.body.data, "unexpected keyword argument 'packed'"),
+                  "%ld %s", r.status, r.body.data);
+    hresp_free(&r);
+    eng_expect(&e, "GET", "/syncroll/v1/state", NULL, 200, "\"state\":\"uninit\"");
+    eng_expect(&e, "POST", "/init_weight_transfer_engine", "{\"init_info\":{\"world_size\":2}}",
+               200, NULL);
+    eng_expect(&e, "POST", "/start_weight_update", "{}", 200, NULL);
+    sr_weights *w = weights_at(2);
+    sr_buf b = SR_BUF_INIT, old = SR_BUF_INIT;
+    eng_bucket_of(&b, w, 2);
+    with_packed(&old, &b);
+    post_bucket_expect(&e, &old, 200, "Weights updated");
+    eng_expect(&e, "POST", "/finish_weight_update", "{\"weight_version\":\"2\"}", 200, NULL);
+    eng_expect(&e, "GET", "/weight_info", NULL, 200, "{\"weight_version\":\"2\"}");
+    refused(&e, "POST", "/update_weight_version", "{\"new_version\":\"rc-7\"}", 400,
+            "engine.bad_request");
+    sr_buf_release(&b);
+    sr_buf_release(&old);
+    sr_weights_free(w);
+    eng_stop(&e);
+}
+END_TEST
+
 static Suite *vllm_suite(void)
 {
     Suite *s = suite_create("engine_vllm");
@@ -291,6 +422,8 @@ static Suite *vllm_suite(void)
     tcase_add_test(tc, finish_without_buckets_sets_the_version_label);
     tcase_add_test(tc, happy_path_and_out_of_order_while_active);
     tcase_add_test(tc, abort_requests_aborts_in_flight_generates);
+    tcase_add_test(tc, current_form_packed_in_init_and_opaque_versions);
+    tcase_add_test(tc, earlier_form_packed_in_every_update_info);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -287,7 +287,7 @@ static void table_has_section(const char *prefix, const char *section, const cha
 
 START_TEST(test_section_keys_match_scenario_table)
 {
-    static const char *const weights_extra[] = {"transport", "workers", NULL};
+    static const char *const weights_extra[] = {"transport", "sync_version", "workers", NULL};
     table_has_section("model", "model", NULL);
     table_has_section("weights", "weights", weights_extra);
     table_has_section("engines.timing", "timing", NULL);
@@ -328,6 +328,36 @@ END_TEST
 
 /* The fault plan is parsed once, typed, by the engine config's loader too; a plan it refuses is
  * engine.invalid_config at the fault, with the plan's own message. */
+/* sync_version (vLLM's weight-transfer form; spec/engine_config.h): "vllm#50902" by default, the
+ * earlier "vllm#31943" when named, anything else an error at the key naming both and the nearest
+ * (vllm#50902 moved packed to the init info: vllm/distributed/weight_transfer/nccl_common.py). */
+START_TEST(test_sync_version_names_a_form)
+{
+    sr_engine_config c;
+    sr_err err = SR_ERR_INIT;
+    const char *dflt = "{\"sync_dialect\": \"vllm\"}";
+    ck_assert_sr_ok(sr_engine_config_parse(&c, dflt, strlen(dflt), "e.json", 0, &err), err);
+    ck_assert_int_eq(c.sync_version, SR_SYNC_API_50902);
+    sr_engine_config_release(&c);
+    const char *old = "{\"sync_version\": \"vllm#31943\"}";
+    ck_assert_sr_ok(sr_engine_config_parse(&c, old, strlen(old), "e.json", 0, &err), err);
+    ck_assert_int_eq(c.sync_version, SR_SYNC_API_31943);
+    sr_engine_config_release(&c);
+    const char *scn = "{\"engines\": {\"sync_version\": \"vllm#31943\"}, \"steps\": []}";
+    ck_assert_sr_ok(sr_engine_config_parse(&c, scn, strlen(scn), "s.json", 0, &err), err);
+    ck_assert_int_eq(c.sync_version, SR_SYNC_API_31943);
+    sr_engine_config_release(&c);
+    const char *bad = "{\"sync_version\": \"vllm#50903\"}";
+    ck_assert_sr_code(sr_engine_config_parse(&c, bad, strlen(bad), "e.json", 0, &err), err,
+                      SR_E_ENGINE_CONFIG);
+    ck_assert_msg(strstr(err.msg, "e.json:1:") &&
+                      strstr(err.msg, "sync_version must be \"vllm#50902\" or \"vllm#31943\"") &&
+                      strstr(err.msg, "did you mean 'vllm#50902'?"),
+                  "%s", err.msg);
+    sr_engine_config_release(&c);
+}
+END_TEST
+
 START_TEST(test_fault_plan_is_typed)
 {
     sr_engine_config c;
@@ -425,6 +455,7 @@ static Suite *suite(void)
     tcase_add_test(t, test_section_keys_match_scenario_table);
     tcase_add_test(t, test_endpoints_and_checks);
     tcase_add_test(t, test_fault_plan_is_typed);
+    tcase_add_test(t, test_sync_version_names_a_form);
     tcase_add_test(t, test_layer_count_limits_are_exact);
     suite_add_tcase(s, t);
     return s;

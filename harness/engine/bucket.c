@@ -156,6 +156,8 @@ static int parse_header(bucket_plan *bp, sr_engine *e, const char *text, size_t 
     const cJSON *names = cJSON_GetObjectItemCaseSensitive(ui, "names");
     sr_sgl_dist sd;
     int rc = nul ? nul : bp->whole ? sr_sgl_req_dist_obj(&sd, h, err) : 0;
+    if (!rc && !bp->whole && !m && e->cfg.sync_dialect == SR_SYNC_DIALECT_VLLM)
+        rc = sr_sync_req_wire_update(ui, e->cfg.sync_version, bp->call, err); /* vllm#50902 */
     int64_t cnt = cJSON_GetArraySize(names);
     if (rc) {
         /* an escaped NUL, or the sglang body's own keys */

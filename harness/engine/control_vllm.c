@@ -27,15 +27,16 @@ static enum MHD_Result detail(req *r, unsigned status, int code, const char *msg
     return sr_srv_respond(r, status, "application/json", &b, 1);
 }
 
-/* A refusal of the engine: 409 for the table's protocol cells, 400 a bad body, 500 otherwise. */
+/* A refusal of the engine: 409 for the table's protocol cells, 400 a bad body (or one in another
+ * form of vLLM's API than the engine's sync_version), 500 otherwise. */
 static enum MHD_Result refuse(req *r, int rc, const sr_err *err)
 {
     unsigned status = rc == SR_E_SYNC_ORDER || rc == SR_E_SYNC_VERSION_BACKWARDS ||
                               rc == SR_E_SYNC_ENGINE_PAUSED || rc == SR_E_SYNC_INCOMPLETE ||
                               rc == SR_E_SYNC_CONCURRENT
                           ? 409
-                      : rc == SR_E_ENGINE_REQUEST ? 400
-                                                  : 500;
+                      : rc == SR_E_ENGINE_REQUEST || rc == SR_E_SYNC_WIRE_VERSION ? 400
+                                                                                  : 500;
     return detail(r, status, rc, err->msg);
 }
 
@@ -55,10 +56,15 @@ static enum MHD_Result update_weights(req *r)
         return rc ? refuse(r, rc, &err) : sr_srv_ok(r, "{\"message\":\"Weights updated\"}");
     }
     cJSON *o = cJSON_ParseWithLength(body(r), r->body.len);
-    int has = cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(o, "update_info"));
+    const cJSON *ui = cJSON_GetObjectItemCaseSensitive(o, "update_info");
+    int has = cJSON_IsObject(ui);
+    rc = has ? sr_sync_req_wire_update(ui, r->srv->cfg->sync_version, "POST /update_weights", &err)
+             : 0;
     cJSON_Delete(o);
     if (!has)
         return detail(r, 400, SR_E_ENGINE_REQUEST, "Missing 'update_info' in request body");
+    if (rc)
+        return refuse(r, rc, &err);
     rc = sr_engine_sync_no_transfer(r->srv->e, "update_weights", &err);
     return refuse(r, rc, &err);
 }
@@ -115,8 +121,72 @@ static enum MHD_Result abort_requests(req *r)
     return sr_srv_ok(r, NULL);
 }
 
+/*
+ * finish_weight_update and update_weight_version in vLLM's current form (vllm#49040): the version
+ * is an opaque string, published only once the call succeeded; a digit string also moves the
+ * mock's integer version (what its routes and the oracle follow).
+ */
+static enum MHD_Result with_label(req *r)
+{
+    sr_err err = SR_ERR_INIT;
+    sr_engine *e = r->srv->e;
+    int64_t v, now;
+    char label[SR_SYNC_REQ_LABEL_MAX];
+    int rc;
+    if (r->ep == SR_EP_FINISH_UPDATE) {
+        rc = sr_sync_req_finish_label(&v, label, body(r), r->body.len, &err);
+        if (!rc)
+            rc = sr_engine_sync_finish(e, v, r->pick.f[SR_FL_WEIGHTS], &now, &err);
+        if (!rc)
+            sr_engine_publish_label(e, label);
+        return rc ? refuse(r, rc, &err) : sr_srv_ok(r, "{\"message\":\"Weight update finished\"}");
+    }
+    rc = sr_sync_req_version_label(&v, label, body(r), r->body.len, &err);
+    if (!rc && v >= 0 && !(rc = sr_engine_set_version(e, v, &err)))
+        sr_engine_publish_label(e, label);
+    else if (!rc && v < 0)
+        rc = sr_engine_set_label(e, label, &err);
+    if (rc)
+        return refuse(r, rc, &err);
+    sr_buf b = SR_BUF_INIT;
+    rc = sr_buf_puts(&b, "{\"success\":true,\"new_version\":", NULL);
+    if (!rc)
+        rc = sr_jw_str(&b, label, NULL);
+    if (!rc)
+        rc = sr_buf_puts(&b, "}", NULL);
+    if (rc) {
+        sr_buf_release(&b);
+        return MHD_NO;
+    }
+    return sr_srv_respond(r, 200, "application/json", &b, 1);
+}
+
+/* GET /weight_info: {"weight_version": ...}, the label in the current form, the integer in the
+ * earlier one. */
+static enum MHD_Result weight_info(req *r)
+{
+    char label[SR_SYNC_REQ_LABEL_MAX];
+    if (r->srv->cfg->sync_version == SR_SYNC_API_31943)
+        snprintf(label, sizeof(label), "%lld", (long long)sr_engine_version(r->srv->e));
+    else
+        sr_engine_version_label(r->srv->e, label);
+    sr_buf b = SR_BUF_INIT;
+    int rc = sr_buf_puts(&b, "{\"weight_version\":", NULL);
+    if (!rc)
+        rc = sr_jw_str(&b, label, NULL);
+    if (!rc)
+        rc = sr_buf_puts(&b, "}", NULL);
+    if (rc) {
+        sr_buf_release(&b);
+        return MHD_NO;
+    }
+    return sr_srv_respond(r, 200, "application/json", &b, 1);
+}
+
 static enum MHD_Result with_version(req *r)
 {
+    if (r->srv->cfg->sync_version != SR_SYNC_API_31943)
+        return with_label(r);
     sr_err err = SR_ERR_INIT;
     int64_t v;
     char out[96];
@@ -148,7 +218,10 @@ static enum MHD_Result init_transfer(req *r)
     else if (!cJSON_IsObject(ii))
         ret = detail(r, 400, SR_E_ENGINE_REQUEST, "Missing 'init_info' in request body");
     else {
-        int rc = sr_engine_sync_call(r->srv->e, SR_SC_INIT, NULL, &err);
+        /* The packed wire params of the current form, or a key of the other form (vllm#50902). */
+        int rc = sr_sync_req_wire_init(ii, r->srv->cfg->sync_version, &err);
+        if (!rc)
+            rc = sr_engine_sync_call(r->srv->e, SR_SC_INIT, NULL, &err);
         char *txt = rc ? NULL : cJSON_PrintUnformatted(ii);
         if (txt)
             sr_engine_set_init_info(r->srv->e, txt);
@@ -164,7 +237,6 @@ enum MHD_Result sr_srv_control_vllm(req *r)
 {
     sr_server *s = r->srv;
     sr_err err = SR_ERR_INIT;
-    char out[96];
     int rc = sr_sync_req_no_nul(r->body.data, r->body.len, "the request body", &err);
     if (rc)
         return detail(r, 400, rc, err.msg);
@@ -184,9 +256,7 @@ enum MHD_Result sr_srv_control_vllm(req *r)
     case SR_EP_UPDATE_VERSION:
         return with_version(r);
     case SR_EP_WEIGHT_INFO:
-        snprintf(out, sizeof(out), "{\"weight_version\":\"%lld\"}",
-                 (long long)sr_engine_version(s->e));
-        return sr_srv_ok(r, out);
+        return weight_info(r);
     case SR_EP_WEIGHT_CHECKER:
         return weight_checker(r);
     case SR_EP_ABORT_REQUESTS:

@@ -271,6 +271,20 @@ int sr_engine_weights_reset(sr_engine *e, sr_err *err);
  * then the reported version becomes `version` (the weights do not change). */
 int sr_engine_set_version(sr_engine *e, int64_t version, sr_err *err);
 
+/*
+ * vLLM's opaque weight version (engines.sync_version "vllm#50902"; vllm#49040): every engine
+ * starts with "default", and a label is published only after the call naming it succeeded (a
+ * finish_weight_update, an update_weight_version); a failed finish publishes nothing and a finish
+ * naming none keeps the label. sr_engine_version_label copies the current one into
+ * out[SR_SYNC_REQ_LABEL_MAX]; sr_engine_publish_label makes `label` (1..SR_SYNC_REQ_LABEL_MAX-1
+ * bytes; "" is ignored) the current one. sr_engine_set_label is update_weight_version for a label
+ * that names no integer version: the table's set_version step, then the label (the integer
+ * version and the weights do not move).
+ */
+void sr_engine_version_label(sr_engine *e, char *out);
+void sr_engine_publish_label(sr_engine *e, const char *label);
+int sr_engine_set_label(sr_engine *e, const char *label, sr_err *err);
+
 /* What the HTTP layer knows, for the state document. */
 typedef struct sr_engine_live {
     int paused;

@@ -116,3 +116,29 @@ int sr_engine_set_version(sr_engine *e, int64_t version, sr_err *err)
     pthread_mutex_unlock(&e->mu);
     return rc;
 }
+
+void sr_engine_version_label(sr_engine *e, char *out)
+{
+    pthread_mutex_lock(&e->mu);
+    snprintf(out, SR_SYNC_REQ_LABEL_MAX, "%s", e->version_label[0] ? e->version_label : "default");
+    pthread_mutex_unlock(&e->mu);
+}
+
+void sr_engine_publish_label(sr_engine *e, const char *label)
+{
+    if (!label || !label[0])
+        return;
+    pthread_mutex_lock(&e->mu);
+    snprintf(e->version_label, sizeof(e->version_label), "%s", label);
+    pthread_mutex_unlock(&e->mu);
+}
+
+int sr_engine_set_label(sr_engine *e, const char *label, sr_err *err)
+{
+    pthread_mutex_lock(&e->mu);
+    int rc = sr_engine_sync_step_locked(e, SR_SC_SET_VERSION, NULL, err);
+    if (!rc)
+        snprintf(e->version_label, sizeof(e->version_label), "%s", label);
+    pthread_mutex_unlock(&e->mu);
+    return rc;
+}

@@ -30,6 +30,7 @@
 
 #include "spec/engine_config.h"
 #include "engine_faults.h"
+#include "sync_req.h" /* SR_SYNC_REQ_LABEL_MAX */
 #include "sync_table.h"
 #include "sr_delta.h"
 #include "sr_err.h"
@@ -104,14 +105,15 @@ struct sr_engine {
     sr_oracle *oracle;
     sr_weights *weights; /* the model */
     sr_faults *faults;
-    pthread_mutex_t mu;                   /* everything marked (mu) */
-    pthread_mutex_t apply;                /* serialises weight writers */
-    int64_t version;                      /* (mu) reported */
-    uint64_t global_fp, prev_global_fp;   /* (mu) */
-    uint64_t *layer_fps, *prev_layer_fps; /* (mu) */
-    int64_t prev_version;                 /* (mu) */
-    int has_prev;                         /* (mu) */
-    sr_sync_state sync_state;             /* (mu) the control plane's state (sync_table.h) */
+    pthread_mutex_t mu;                        /* everything marked (mu) */
+    pthread_mutex_t apply;                     /* serialises weight writers */
+    int64_t version;                           /* (mu) reported */
+    char version_label[SR_SYNC_REQ_LABEL_MAX]; /* (mu) vLLM's opaque version; "": "default" */
+    uint64_t global_fp, prev_global_fp;        /* (mu) */
+    uint64_t *layer_fps, *prev_layer_fps;      /* (mu) */
+    int64_t prev_version;                      /* (mu) */
+    int has_prev;                              /* (mu) */
+    sr_sync_state sync_state;                  /* (mu) the control plane's state (sync_table.h) */
     int64_t sync_starts, sync_finishes, sync_applies, sync_order_errors; /* (mu) */
     int64_t prefix_resets;                                               /* (mu) */
     char *init_info;                                                     /* (mu) */

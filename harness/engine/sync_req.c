@@ -3,10 +3,9 @@
 
 #include <ctype.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include <cjson/cJSON.h>
 
 int sr_sync_req_no_nul(const char *body, size_t len, const char *what, sr_err *err)
 {
@@ -108,6 +107,120 @@ int sr_sync_req_version(int64_t *version, const char *body, size_t len, sr_err *
         rc = version_of(version, x, "new_version", err);
     cJSON_Delete(o);
     return rc;
+}
+
+/* A version as vLLM's current form takes it: an opaque string (or an integer, as its digits);
+ * *v the integer it names, or -1 for a label that names none. */
+static int label_of(int64_t *v, char *label, const cJSON *x, const char *field, sr_err *err)
+{
+    *v = -1;
+    if (cJSON_IsNumber(x)) {
+        int rc = version_of(v, x, field, err);
+        if (!rc)
+            snprintf(label, SR_SYNC_REQ_LABEL_MAX, "%lld", (long long)*v);
+        return rc;
+    }
+    size_t n = cJSON_IsString(x) ? strlen(x->valuestring) : 0;
+    if (n == 0 || n >= SR_SYNC_REQ_LABEL_MAX)
+        return sr_err_set(err, SR_E_ENGINE_REQUEST,
+                          "%s must be a weight version: a string of 1..%d bytes (an opaque label "
+                          "such as \"step-42\") or an integer 0..%d",
+                          field, SR_SYNC_REQ_LABEL_MAX - 1, SR_SYNC_REQ_MAX_VERSION);
+    size_t digits = strspn(x->valuestring, "0123456789");
+    if (digits == n) {
+        int rc = version_of(v, x, field, err);
+        if (rc)
+            return rc;
+    }
+    memcpy(label, x->valuestring, n + 1);
+    return 0;
+}
+
+int sr_sync_req_finish_label(int64_t *version, char *label, const char *body, size_t len,
+                             sr_err *err)
+{
+    *version = -1;
+    label[0] = '\0';
+    cJSON *o;
+    int rc = object_of(&o, body, len, 1, err);
+    const cJSON *x = rc ? NULL : cJSON_GetObjectItemCaseSensitive(o, "weight_version");
+    if (x && !cJSON_IsNull(x))
+        rc = label_of(version, label, x, "weight_version", err);
+    cJSON_Delete(o);
+    if (rc)
+        label[0] = '\0';
+    return rc;
+}
+
+int sr_sync_req_version_label(int64_t *version, char *label, const char *body, size_t len,
+                              sr_err *err)
+{
+    *version = -1;
+    label[0] = '\0';
+    cJSON *o;
+    int rc = object_of(&o, body, len, 0, err);
+    const cJSON *x = rc ? NULL : cJSON_GetObjectItemCaseSensitive(o, "new_version");
+    if (!rc && !x)
+        rc = sr_err_set(err, SR_E_ENGINE_REQUEST, "update_weight_version needs \"new_version\"");
+    else if (!rc)
+        rc = label_of(version, label, x, "new_version", err);
+    cJSON_Delete(o);
+    if (rc)
+        label[0] = '\0';
+    return rc;
+}
+
+/* The keys vllm#50902 moved from update_info to init_info (sync_req.h). */
+static const char *const MOVED[] = {"packed", "packed_buffer_size_bytes", "packed_num_buffers"};
+#define N_MOVED (sizeof(MOVED) / sizeof(MOVED[0]))
+
+/* The first moved key `o` holds, or NULL. */
+static const char *moved_key(const cJSON *o)
+{
+    for (size_t i = 0; i < N_MOVED; i++)
+        if (cJSON_GetObjectItemCaseSensitive(o, MOVED[i]))
+            return MOVED[i];
+    return NULL;
+}
+
+int sr_sync_req_wire_init(const cJSON *init_info, sr_sync_api v, sr_err *err)
+{
+    const char *k = moved_key(init_info);
+    if (k && v == SR_SYNC_API_31943)
+        return sr_err_set(err, SR_E_SYNC_WIRE_VERSION,
+                          "Invalid init_info for NCCLWeightTransferEngine: unexpected keyword "
+                          "argument '%s' (this engine speaks engines.sync_version \"vllm#31943\", "
+                          "where '%s' rides in every update_info; vllm#50902 moved it to the "
+                          "init_info)",
+                          k, k);
+    const cJSON *p = cJSON_GetObjectItemCaseSensitive(init_info, "packed");
+    if (p && !cJSON_IsBool(p))
+        return sr_err_set(err, SR_E_ENGINE_REQUEST, "init_info.packed must be a boolean");
+    for (size_t i = 1; i < N_MOVED; i++) {
+        const cJSON *x = cJSON_GetObjectItemCaseSensitive(init_info, MOVED[i]);
+        if (x && !(cJSON_IsNumber(x) && x->valuedouble == floor(x->valuedouble) &&
+                   x->valuedouble >= 1 && x->valuedouble <= 9007199254740992.0))
+            return sr_err_set(err, SR_E_ENGINE_REQUEST, "init_info.%s must be an integer 1..2^53",
+                              MOVED[i]);
+    }
+    return 0;
+}
+
+int sr_sync_req_wire_update(const cJSON *update_info, sr_sync_api v, const char *call, sr_err *err)
+{
+    const char *k = moved_key(update_info);
+    if (k && v == SR_SYNC_API_50902)
+        return sr_err_set(err, SR_E_SYNC_WIRE_VERSION,
+                          "%s: Invalid update_info for NCCLWeightTransferEngine: unexpected "
+                          "keyword argument '%s' (vllm#50902 moved '%s' to the init_info of "
+                          "/init_weight_transfer_engine; the update_info carries names, "
+                          "dtype_names and shapes only)",
+                          call, k, k);
+    const cJSON *p = cJSON_GetObjectItemCaseSensitive(update_info, "packed");
+    if (p && !cJSON_IsBool(p))
+        return sr_err_set(err, SR_E_ENGINE_REQUEST, "%s: update_info.packed must be a boolean",
+                          call);
+    return 0;
 }
 
 static int hex_digest(const char *s)

@@ -4,7 +4,8 @@
  * parsers of untrusted bytes, fuzzed by
  * fuzz/fuzz_sync_request.c.
  *
- * Versions. vLLM carries weight versions as strings; the mock's are integers
+ * Versions. vLLM carries weight versions as strings (opaque labels since vllm#49040: the
+ * *_label parsers below); the mock's are integers
  * 0..SR_WEIGHTS_MAX_VERSION (100000, the one ceiling of every weight-sync path: finish, version,
  * buckets, disk), so a version is a JSON integer in that range or a string of 1..10 decimal digits
  * naming one.
@@ -12,8 +13,9 @@
  * Strings: a JSON string holding an escaped NUL (\u0000) is refused (sr_sync_req_no_nul), since
  * the parsed C string would end at the NUL and name something else ("3\u0000" as 3).
  *
- * Errors: SR_E_ENGINE_REQUEST naming the field (answered 400), SR_E_NOMEM. Bodies are bounded by
- * the server's max_body_bytes before they get here. Thread-safe; no global state.
+ * Errors: SR_E_ENGINE_REQUEST naming the field (answered 400), SR_E_SYNC_WIRE_VERSION for a key
+ * of the other form of vLLM's API (sr_sync_req_wire_*, answered 400), SR_E_NOMEM. Bodies are
+ * bounded by the server's max_body_bytes before they get here. Thread-safe; no global state.
  */
 #ifndef SR_ENGINE_SYNC_REQ_H
 #define SR_ENGINE_SYNC_REQ_H
@@ -21,6 +23,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <cjson/cJSON.h>
+
+#include "spec/engine_config.h" /* sr_sync_api */
 #include "sr_err.h"
 #include "sr_weights.h" /* SR_WEIGHTS_MAX_VERSION */
 
@@ -46,6 +51,39 @@ int sr_sync_req_finish(int64_t *version, const char *body, size_t len, sr_err *e
 
 /* POST /update_weight_version {"new_version": v} (required). */
 int sr_sync_req_version(int64_t *version, const char *body, size_t len, sr_err *err);
+
+/*
+ * The same two bodies as vLLM's current form reads them (engines.sync_version "vllm#50902";
+ * vllm#49040): the version is an opaque string of 1..SR_SYNC_REQ_LABEL_MAX-1 bytes (an integer
+ * 0..SR_SYNC_REQ_MAX_VERSION is taken as its decimal digits). label[SR_SYNC_REQ_LABEL_MAX]
+ * receives it ("" when a finish names none); *version the mock's integer version when the label
+ * is one (digits naming 0..SR_SYNC_REQ_MAX_VERSION), else -1: a label such as "step-42" moves no
+ * integer version. A string of more than 10 digits, or digits above the ceiling, is refused as
+ * sr_sync_req_finish refuses it (the mock could not hold the version it names).
+ */
+#define SR_SYNC_REQ_LABEL_MAX 129
+int sr_sync_req_finish_label(int64_t *version, char *label, const char *body, size_t len,
+                             sr_err *err);
+int sr_sync_req_version_label(int64_t *version, char *label, const char *body, size_t len,
+                              sr_err *err);
+
+/*
+ * The keys vllm#50902 (NCCL) and vllm#48981 (IPC) moved from every update_info into the init
+ * info: "packed", "packed_buffer_size_bytes", "packed_num_buffers"
+ * (vllm/distributed/weight_transfer/nccl_common.py NCCLWeightTransferInitInfo).
+ *
+ * sr_sync_req_wire_init: the init_info object of /init_weight_transfer_engine. Under
+ * SR_SYNC_API_50902 the keys are optional and typed (packed a boolean, the other two integers
+ * 1..2^53), else SR_E_ENGINE_REQUEST naming the key; under SR_SYNC_API_31943 any of them is
+ * SR_E_SYNC_WIRE_VERSION naming it (that form's NCCLWeightTransferInitInfo has no such field).
+ * sr_sync_req_wire_update: an update_info object, posted on `call` (named in the message). Under
+ * SR_SYNC_API_50902 any of the keys is SR_E_SYNC_WIRE_VERSION naming it and saying where it
+ * moved (vLLM's parse_update_info raises "Invalid update_info ... unexpected keyword argument");
+ * under SR_SYNC_API_31943 "packed" is optional and must be a boolean. A NULL object passes
+ * (the caller refuses a missing one itself).
+ */
+int sr_sync_req_wire_init(const cJSON *init_info, sr_sync_api v, sr_err *err);
+int sr_sync_req_wire_update(const cJSON *update_info, sr_sync_api v, const char *call, sr_err *err);
 
 typedef enum sr_checker_action {
     SR_CHECK_CHECKSUM = 0,

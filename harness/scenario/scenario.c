@@ -132,6 +132,8 @@ static int parse_engines(scn_parse *p, const cJSON *en)
     if (!rc)
         rc = sr_spec_parse_sync_dialect(c, &sx, en);
     if (!rc)
+        rc = sr_spec_parse_sync_version(c, &sx, en);
+    if (!rc)
         rc = sr_spec_parse_dialect(c, &sx, en);
     if (!rc)
         rc = parse_dialects(p, en);
@@ -308,6 +310,11 @@ static int load_weights(scn_parse *p, const cJSON *w)
     if (!rc && !(rc = sr_scn_str(p, w, "transport", "delta", transports, &t)))
         snprintf(s->transport, sizeof(s->transport), "%s", t);
     s->transport_given = sr_scn_member(w, "transport") != NULL;
+    /* The trainer's form of vLLM's API, to drive engines of the other form on purpose. */
+    static const char *const apis[] = {"vllm#50902", "vllm#31943", NULL};
+    if (!rc && sr_scn_member(w, "sync_version") &&
+        !(rc = sr_scn_str(p, w, "sync_version", "vllm#50902", apis, &t)))
+        s->trainer_api = sr_sync_api_lookup(t);
     const cJSON *k = sr_scn_member(w, "workers");
     if (!rc && k) {
         rc = sr_scn_check_object(p, k, "weights.workers");
@@ -374,6 +381,7 @@ static void defaults(sr_scenario *s)
     s->ready_timeout_ms = 20000;
     s->stop_grace_ms = 5000;
     snprintf(s->transport, sizeof(s->transport), "delta");
+    s->trainer_api = -1;
     s->workers_cap = 32;
     s->workers_reserved = 8;
     sr_client_opts o = SR_CLIENT_OPTS_INIT;

@@ -117,6 +117,7 @@ static cJSON *engines_json(const sr_scenario *s)
     cJSON_AddItemToObject(e, "faults", faults);
     add_int(e, "sample_support_k", c->support_k);
     cJSON_AddStringToObject(e, "sync_dialect", sr_sync_dialect_name(c->sync_dialect));
+    cJSON_AddStringToObject(e, "sync_version", sr_sync_api_name(c->sync_version));
     cJSON_AddStringToObject(e, "dialect", sr_dialect_name(c->dialect));
     if (s->dialects) {
         cJSON *list = cJSON_AddArrayToObject(e, "dialects");
@@ -173,6 +174,8 @@ static cJSON *weights_json(const sr_scenario *s)
     cJSON_AddNumberToObject(w, "tensor_change_rate", c->tensor_change_rate);
     cJSON_AddNumberToObject(w, "block_change_rate", c->block_change_rate);
     cJSON_AddStringToObject(w, "transport", s->transport);
+    if (s->trainer_api >= 0)
+        cJSON_AddStringToObject(w, "sync_version", sr_sync_api_name((sr_sync_api)s->trainer_api));
     cJSON *k = cJSON_AddObjectToObject(w, "workers");
     add_int(k, "cap", s->workers_cap);
     add_int(k, "reserved_cores", s->workers_reserved);
@@ -316,6 +319,7 @@ static cJSON *engine_config_json(const sr_engine_config *c, const char *sync_dir
      * stay a default, so that `engine --dialect D` / `serve --dialect D` give the engine D's. */
     if (c->sync_dialect_given)
         cJSON_AddStringToObject(r, "sync_dialect", sr_sync_dialect_name(c->sync_dialect));
+    cJSON_AddStringToObject(r, "sync_version", sr_sync_api_name(c->sync_version));
     cJSON_AddStringToObject(r, "dialect", sr_dialect_name(c->dialect));
     cJSON_AddStringToObject(r, "stack", sr_stack_name(c->stack));
     cJSON_AddItemToObject(r, "timing", timing_json(c));

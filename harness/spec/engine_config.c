@@ -182,6 +182,20 @@ int sr_spec_parse_stack(sr_engine_config *c, const sr_spec_ctx *x, const cJSON *
     return rc;
 }
 
+static const char *version_name(int i)
+{
+    return sr_sync_api_name((sr_sync_api)i);
+}
+
+int sr_spec_parse_sync_version(sr_engine_config *c, const sr_spec_ctx *x, const cJSON *parent)
+{
+    int v = (int)c->sync_version;
+    int rc = parse_table_name(x, parent, "sync_version", sr_sync_api_lookup, version_name,
+                              SR_SYNC_API_COUNT, "\"vllm#50902\" or \"vllm#31943\"", &v);
+    c->sync_version = (sr_sync_api)v;
+    return rc;
+}
+
 int sr_spec_parse_dialect(sr_engine_config *c, const sr_spec_ctx *x, const cJSON *parent)
 {
     int d = (int)c->dialect;
@@ -261,6 +275,8 @@ static int parse_sections(sr_engine_config *c, const sr_spec_ctx *x, const cJSON
         c->count = (int)v;
     if (!rc)
         rc = sr_spec_parse_sync_dialect(c, x, eng);
+    if (!rc)
+        rc = sr_spec_parse_sync_version(c, x, eng);
     if (!rc)
         rc = sr_spec_parse_dialect(c, x, eng);
     /* The stack is the scenario's client.stack: its engines speak what its client speaks. */

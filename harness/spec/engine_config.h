@@ -22,6 +22,7 @@
  *                "max_pending_connections": 1024, "max_queued_requests": 1024,
  *                "sync_dirs": []},
  *     "dialect": "skyrl", "sync_dialect": "skyrl", "stack": "2079",
+ *     "sync_version": "vllm#50902",
  *     "faults": [ ... see spec/faults.h ... ]}
  *    server.header_timeout_ms (10..600000) bounds the time from a connection's accept to the end
  *    of its first request's headers, server.body_timeout_ms (10..3600000) the time from the end
@@ -125,6 +126,29 @@ int sr_sync_dialect_lookup(const char *name);
 /* (The enum sr_sync_dialect is in dialect.h, whose table gives each data-plane dialect its
  * default control plane: sr_dialect_sync_dialect.) */
 
+/*
+ * The form of vLLM's weight-transfer API the vllm control plane speaks (`sync_version` of an
+ * engine config, engines.sync_version of a scenario; the other planes ignore it):
+ *   "vllm#50902" (the default, vLLM's current form): `packed`, `packed_buffer_size_bytes` and
+ *     `packed_num_buffers` travel once, in the init_info of /init_weight_transfer_engine
+ *     (vllm/distributed/weight_transfer/nccl_common.py NCCLWeightTransferInitInfo, vllm#50902;
+ *     the IPC backend since vllm#48981), and each update_info carries parameter metadata only;
+ *     the weight version is an opaque string that starts as "default" and is published only by a
+ *     successful finish_weight_update or by /update_weight_version (vllm#49040).
+ *   "vllm#31943" (the earlier form, vLLM's first native NCCL API): `packed` and the buffer
+ *     geometry ride in every update_info and the init_info has no such keys; versions are the
+ *     engine's integers (GET /weight_info answers "0" before any update).
+ */
+typedef enum sr_sync_api {
+    SR_SYNC_API_50902 = 0,
+    SR_SYNC_API_31943,
+    SR_SYNC_API_COUNT
+} sr_sync_api;
+/* "vllm#50902", "vllm#31943"; NULL outside the enum. */
+const char *sr_sync_api_name(sr_sync_api v);
+/* The form named `name`, or -1. */
+int sr_sync_api_lookup(const char *name);
+
 typedef struct sr_engine_config {
     char id[SR_ENGINE_ID_MAX];      /* this engine's id (see sr_engine_config_id_for) */
     char base_id[SR_ENGINE_ID_MAX]; /* the "id" key, if given */
@@ -176,6 +200,7 @@ typedef struct sr_engine_config {
     int max_queued;               /* server.max_queued_requests */
     sr_sync_dialect sync_dialect; /* sync_dialect (top level of the config) */
     int sync_dialect_given;       /* 1: the config named sync_dialect (else the dialect's) */
+    sr_sync_api sync_version;     /* sync_version: the form of vLLM's API the vllm plane speaks */
     sr_dialect dialect;           /* the data-plane wire (spec/dialect.h; engines.dialect) */
     int n_sync_dirs;              /* server.sync_dirs; 0: the engine may write no folder */
     char sync_dirs[SR_ENGINE_MAX_SYNC_DIRS][SR_ENGINE_SYNC_DIR_MAX];
@@ -266,6 +291,10 @@ int sr_spec_parse_faults(sr_engine_config *c, const sr_spec_ctx *x, const cJSON 
  * is an error at the key.
  */
 int sr_spec_parse_sync_dialect(sr_engine_config *c, const sr_spec_ctx *x, const cJSON *parent);
+
+/* `sync_version` of `parent` (as above): absent keeps c->sync_version; "vllm#50902" or
+ * "vllm#31943"; anything else is an error at the key. */
+int sr_spec_parse_sync_version(sr_engine_config *c, const sr_spec_ctx *x, const cJSON *parent);
 
 /*
  * `dialect` of `parent` (as above): absent keeps c->dialect (default skyrl); a name of

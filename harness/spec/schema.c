@@ -55,6 +55,21 @@ const char *sr_sync_dialect_name(sr_sync_dialect d)
     return (unsigned)d < SR_SYNC_DIALECT_COUNT ? DIALECTS[d] : NULL;
 }
 
+static const char *const SYNC_VERSIONS[SR_SYNC_API_COUNT] = {"vllm#50902", "vllm#31943"};
+
+const char *sr_sync_api_name(sr_sync_api v)
+{
+    return (unsigned)v < SR_SYNC_API_COUNT ? SYNC_VERSIONS[v] : NULL;
+}
+
+int sr_sync_api_lookup(const char *name)
+{
+    for (int i = 0; name && i < SR_SYNC_API_COUNT; i++)
+        if (strcmp(SYNC_VERSIONS[i], name) == 0)
+            return i;
+    return -1;
+}
+
 int sr_sync_dialect_lookup(const char *name)
 {
     for (int i = 0; name && i < SR_SYNC_DIALECT_COUNT; i++)
@@ -133,10 +148,10 @@ const char *const *sr_spec_section_keys(const char *section)
                                          "max_queued_requests",
                                          "sync_dirs",
                                          NULL};
-    static const char *const top[] = {"id",      "index",   "seed",   "count",
-                                      "model",   "weights", "fields", "sample_support_k",
-                                      "timing",  "server",  "faults", "sync_dialect",
-                                      "dialect", "stack",   NULL};
+    static const char *const top[] = {"id",           "index",   "seed",   "count",
+                                      "model",        "weights", "fields", "sample_support_k",
+                                      "timing",       "server",  "faults", "sync_dialect",
+                                      "sync_version", "dialect", "stack",  NULL};
     static const struct {
         const char *name;
         const char *const *keys;

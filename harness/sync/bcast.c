@@ -108,8 +108,16 @@ static int put_list(sr_buf *b, const char *key, const sr_weights *w, const sync_
     return rc ? rc : sr_buf_puts(b, "]", err);
 }
 
+int sync_bcast_inflight(const sr_sync *s)
+{
+    int inflight = s->o.send_workers ? s->o.send_workers : s->pool;
+    return inflight > SR_SYNC_MAX_INFLIGHT ? SR_SYNC_MAX_INFLIGHT : inflight;
+}
+
+/* `packed` 1: the header's update_info says "packed":true (every plane but vLLM's current form,
+ * whose init info carries it once, vllm#50902). */
 static int build_bucket(sync_bucket *k, const sr_weights *w, int64_t target, size_t index,
-                        const sync_plane *pl, sr_err *err)
+                        const sync_plane *pl, int packed, sr_err *err)
 {
     sr_buf *b = &k->header;
     b->max = SR_BUCKET_HEADER_MAX - 1;
@@ -129,10 +137,8 @@ static int build_bucket(sync_bucket *k, const sr_weights *w, int64_t target, siz
     if (!rc)
         rc = sr_buf_printf(b, err, pl->bucket_mid, (long long)target);
     if (!rc)
-        rc = sr_buf_printf(b, err,
-                           ",\"packed\":true,\"syncroll\":{\"target_version\":%lld,"
-                           "\"bucket\":%zu,",
-                           (long long)target, index);
+        rc = sr_buf_printf(b, err, "%s,\"syncroll\":{\"target_version\":%lld,\"bucket\":%zu,",
+                           packed ? ",\"packed\":true" : "", (long long)target, index);
     if (!rc)
         rc = put_list(b, "sizes", w, k, item_size, err);
     if (!rc)
@@ -177,7 +183,9 @@ int sync_bcast_plan(sr_sync *s, int64_t target, sr_sync_result *res, sr_err *err
             k->count++;
             i++;
         }
-        rc = build_bucket(k, s->w, target, s->n_buckets - 1, sync_plane_of(s->o.control), err);
+        int packed = !(s->o.control == SR_SYNC_DIALECT_VLLM && s->o.api == SR_SYNC_API_50902);
+        rc = build_bucket(k, s->w, target, s->n_buckets - 1, sync_plane_of(s->o.control), packed,
+                          err);
     }
     res->buckets = s->n_buckets;
     for (size_t b = 0; b < s->n_buckets; b++)
@@ -200,9 +208,7 @@ int sync_bcast_send(sr_sync *s, int *ok, sr_sync_result *res, sr_err *err)
             r->segs = s->buckets[b].segs;
             r->nseg = s->buckets[b].count + 1;
         }
-    int inflight = s->o.send_workers ? s->o.send_workers : s->pool;
-    if (inflight > SR_SYNC_MAX_INFLIGHT)
-        inflight = SR_SYNC_MAX_INFLIGHT;
+    int inflight = sync_bcast_inflight(s);
     int64_t budget;
     double end = sync_phase_end(s, SR_SYNC_UPDATE, &budget);
     int rc = sr_fanout_run(s->fan, reqs, n, inflight, end, budget, err);

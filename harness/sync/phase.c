@@ -158,5 +158,7 @@ int sync_code(const sr_fanout_req *r)
         return SR_E_SYNC_VERSION_BACKWARDS;
     if (r->code == SR_E_CLIENT_HTTP_STATUS && strcmp(r->check, "sync.engine_paused") == 0)
         return SR_E_SYNC_ENGINE_PAUSED;
+    if (r->code == SR_E_CLIENT_HTTP_STATUS && strcmp(r->check, "sync.wire_version") == 0)
+        return SR_E_SYNC_WIRE_VERSION;
     return SR_E_SYNC_FAILED;
 }

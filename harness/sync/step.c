@@ -64,6 +64,7 @@ static int make_state(sr_sync **out, const sr_scenario *scn, const sr_scn_step *
     o.control = c->sync_dialect;
     o.on_applied = hook->on_applied;
     o.on_applied_ctx = hook->on_applied_ctx;
+    o.api = scn->trainer_api >= 0 ? (sr_sync_api)scn->trainer_api : c->sync_version;
     return rc ? rc : sr_sync_new(out, urls, n_urls, &spec, &o, err);
 }
 

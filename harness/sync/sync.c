@@ -393,6 +393,14 @@ static int step(sr_sync *s, sr_sync_result *res, sr_sync_phase p, const char *pa
  * init succeeded is not asked again after another one failed (the sglang plane refuses a second
  * init while the group exists).
  */
+/* The init info of vLLM's current form: the NCCL rendezvous (rank_offset, world_size) and the
+ * packed wire params (buffer bytes, buffers in flight), vllm/distributed/weight_transfer/
+ * nccl_common.py NCCLWeightTransferInitInfo (vllm#50902). */
+#define VLLM_INIT_PACKED                                                                           \
+    "{\"init_info\":{\"master_address\":\"127.0.0.1\",\"master_port\":0,\"rank_offset\":%zu,"      \
+    "\"world_size\":%zu,\"packed\":true,\"packed_buffer_size_bytes\":%zu,"                         \
+    "\"packed_num_buffers\":%d}}"
+
 static int init_group(sr_sync *s, sr_sync_result *res, const sync_plane *pl, const char *delta_dir,
                       int *ok, int *rc, sr_err *err)
 {
@@ -408,6 +416,10 @@ static int init_group(sr_sync *s, sr_sync_result *res, const sync_plane *pl, con
                      "{\"init_info\":{\"base_model_path\":\"syncroll:synthetic\","
                      "\"local_checkpoint_dir\":\"%s/receiver-%zu\"}}",
                      delta_dir, i);
+        else if (s->o.control == SR_SYNC_DIALECT_VLLM && s->o.api == SR_SYNC_API_50902)
+            /* vllm#50902: the packed wire params travel once, here (sr_sync_opts.api). */
+            snprintf(body, sizeof(body), VLLM_INIT_PACKED, i + 1, s->n + 1, s->o.bucket_bytes,
+                     sync_bcast_inflight(s));
         else
             snprintf(body, sizeof(body), pl->init_fmt, i + 1, s->n + 1);
         good =

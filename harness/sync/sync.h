@@ -42,6 +42,7 @@
  *   sync.protocol_order  an engine refused a phase as out of order (start while active, ...)
  *   sync.checksum        an engine refused a payload whose checksum did not match
  *   sync.no_transfer     an engine refused an update call that would move no bytes
+ *   sync.wire_version    an engine refused a request in the other form of vLLM's API (opts.api)
  *   sync.engine_failed   a phase failed on an engine otherwise (status, transport, refusal)
  *   sync.version_skew    after the sync an engine reports another version than it should
  *   sync.partial_update  after the sync an engine's bytes differ from the published ones, naming
@@ -150,6 +151,14 @@ int sr_sync_transport_parse(sr_sync_transport *out, const char *name, sr_err *er
  *                      POST /weight_checker {"action":"compare","baseline":{the trainer's
  *                      digests}} on every engine (a mismatch is sync.partial_update naming the
  *                      tensors; a refusal sync.engine_failed or the named check)
+ *   api                the form of vLLM's weight-transfer API the vllm plane is spoken in
+ *                      (engines.sync_version; spec/engine_config.h): SR_SYNC_API_50902 sends
+ *                      "packed":true, "packed_buffer_size_bytes" (bucket_bytes) and
+ *                      "packed_num_buffers" (the buckets in flight per engine) once in the init
+ *                      info and no packed key in any update_info; SR_SYNC_API_31943 sends
+ *                      "packed":true in every update_info and none in the init info. An engine
+ *                      speaking the other form refuses with sync.wire_version. The other planes
+ *                      ignore it.
  */
 typedef struct sr_sync_opts {
     sr_sync_transport transport;
@@ -171,12 +180,13 @@ typedef struct sr_sync_opts {
      * calls set_version between update_weights and resume). */
     void (*on_applied)(void *ctx, int64_t version);
     void *on_applied_ctx;
+    sr_sync_api api;
 } sr_sync_opts;
 
 #define SR_SYNC_OPTS_INIT                                                                          \
     {                                                                                              \
         SR_SYNC_DELTA, NULL, NULL, 60000, {0}, 0, 8, 0, SR_POOL_DETECT_CORES, 0,                   \
-            SR_SYNC_DEFAULT_BUCKET, 1, 0, 1, SR_SYNC_DIALECT_SKYRL, NULL, NULL                     \
+            SR_SYNC_DEFAULT_BUCKET, 1, 0, 1, SR_SYNC_DIALECT_SKYRL, NULL, NULL, SR_SYNC_API_50902  \
     }
 
 /* What one engine did in a sync. */

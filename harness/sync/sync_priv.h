@@ -115,6 +115,10 @@ const sync_plane *sync_plane_of(sr_sync_dialect d);
 /* Plans the buckets of the current bytes for version `target`. */
 int sync_bcast_plan(sr_sync *s, int64_t target, sr_sync_result *res, sr_err *err);
 
+/* The buckets in flight per engine: opts.send_workers, else the pool size, at most
+ * SR_SYNC_MAX_INFLIGHT. */
+int sync_bcast_inflight(const sr_sync *s);
+
 /* Sends every bucket to every engine whose `ok` is set; clears ok on failure. */
 int sync_bcast_send(sr_sync *s, int *ok, sr_sync_result *res, sr_err *err);
 
