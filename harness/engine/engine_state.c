@@ -101,6 +101,8 @@ void sr_engine_note_fault(sr_engine *e, const sr_fault *f)
     add_deferral(&e->pend_defer, &e->pend_defer_requests, f, e->cfg.num_layers);
     if (f->kind == SR_FK_CHECKSUM_MISMATCH)
         e->bc.corrupt = 1;
+    if (f->kind == SR_FK_PUBLISH_AFTER_FAILED_CHUNK)
+        e->pend_publish_failed = 1;
     pthread_mutex_unlock(&e->mu);
 }
 
@@ -143,6 +145,7 @@ void sr_engine_bcast_begin_locked(sr_engine *e)
     e->bc.corrupt = 0;
     e->bc.heading = 0;
     e->bc.gen++;
+    e->pend_publish_failed = 0;
 }
 
 void sr_engine_bcast_discard_locked(sr_engine *e)

@@ -133,6 +133,8 @@ struct sr_engine {
     int pend_not_bumped;         /* (mu) */
     int pend_regress;            /* (mu) version_regress waiting for the next commit */
     int pend_fail_partial;       /* (mu) partial_apply_on_error, likewise (slots in pend_skip) */
+    int pend_publish_failed;     /* (mu) publish_after_failed_chunk: this update's finish commits
+                                    and publishes even after a failed chunk */
     sr_skip_set pend_defer;      /* (mu) ack_before_apply's layer slots for the next commit */
     int64_t pend_defer_requests; /* (mu) */
     sr_deferred defer;           /* (apply) */

@@ -200,7 +200,11 @@ typedef enum sr_fault_reach {
     X(SR_FK_BUCKET_ORDER_MISMATCH, "bucket_order_mismatch", SR_FL_WEIGHTS, SR_FR_WEIGHT_SYNC,      \
       SR_FK_NONE, SR_FK_NONE,                                                                      \
       "a mixed-dtype broadcast bucket is unpacked grouped by dtype, not in its metadata's order: " \
-      "each tensor gets another offset's bytes, silently (checksums pass)")
+      "each tensor gets another offset's bytes, silently (checksums pass)")                        \
+    X(SR_FK_PUBLISH_AFTER_FAILED_CHUNK, "publish_after_failed_chunk", SR_FL_WEIGHTS,               \
+      SR_FR_WEIGHT_SYNC, SR_FK_NONE, SR_FK_NONE,                                                   \
+      "the finish of a broadcast update whose chunk failed commits what the chunks wrote and "     \
+      "publishes the new version, answering 200")
 
 #define SR_FK_ENUM_(sym, ...) sym,
 typedef enum sr_fault_kind { SR_FAULT_KIND_TABLE(SR_FK_ENUM_) SR_FK_COUNT } sr_fault_kind;

