@@ -102,12 +102,39 @@ START_TEST(test_publish_after_failed_chunk)
 }
 END_TEST
 
+/* generate_fails_after_update (vllm-project/vllm#57022, sgl-project/sglang#17107): the update to
+ * version 1 is answered 200 and the engine reports version 1, then every generate answers 500 and
+ * /health 503. Without the fault the same update leaves the engine serving. */
+START_TEST(test_generate_fails_after_update)
+{
+    for (int faulty = 0; faulty < 2; faulty++) {
+        eng e;
+        if (faulty)
+            start_with(&e, "{\"kind\":\"generate_fails_after_update\"}");
+        else
+            eng_start(&e, "{" BASE_MODEL "}");
+        eng_expect(&e, "POST", "/skyrl/v1/generate", REQ, 200, "\"weight_version\":0");
+        eng_expect(&e, "GET", "/health", NULL, 200, NULL);
+        eng_expect(&e, "POST", "/update_weights", "{\"update_info\":{\"target_version\":1}}", 200,
+                   NULL);
+        ck_assert_int_eq(eng_state_int(&e, "weight_version"), 1);
+        for (int i = 0; i < 2; i++)
+            eng_expect(&e, "POST", "/skyrl/v1/generate", REQ, faulty ? 500 : 200,
+                       faulty ? "EngineCore encountered an issue" : "\"weight_version\":1");
+        eng_expect(&e, "POST", "/inference/v1/generate", REQ, faulty ? 500 : 200, NULL);
+        eng_expect(&e, "GET", "/health", NULL, faulty ? 503 : 200, NULL);
+        eng_stop(&e);
+    }
+}
+END_TEST
+
 static Suite *sync_bugs_suite(void)
 {
     Suite *s = suite_create("engine_sync_bugs");
     TCase *tc = tcase_create("sync_bugs");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_publish_after_failed_chunk);
+    tcase_add_test(tc, test_generate_fails_after_update);
     suite_add_tcase(s, tc);
     return s;
 }

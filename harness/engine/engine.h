@@ -106,6 +106,12 @@ int sr_engine_apply_version(sr_engine *e, int64_t target, const sr_fault *f, int
 /* The version the engine reports. */
 int64_t sr_engine_version(sr_engine *e);
 
+/* 1 once an update with the weights fault generate_fails_after_update was published (vllm-project/
+ * vllm#57022, sgl-project/sglang#17107): the update was acknowledged, and from then on every
+ * generate answers 500 and /health 503, as an engine whose parameters were left unloaded or whose
+ * scheduler died. */
+int sr_engine_unservable(sr_engine *e);
+
 /*
  * ---- The real receiver (engine_state.c, weights.c, bucket.c) ----
  *

@@ -103,6 +103,8 @@ void sr_engine_note_fault(sr_engine *e, const sr_fault *f)
         e->bc.corrupt = 1;
     if (f->kind == SR_FK_PUBLISH_AFTER_FAILED_CHUNK)
         e->pend_publish_failed = 1;
+    if (f->kind == SR_FK_GENERATE_FAILS_AFTER_UPDATE)
+        e->pend_unservable = 1;
     pthread_mutex_unlock(&e->mu);
 }
 
@@ -113,6 +115,7 @@ void sr_engine_take_pending(sr_engine *e, const sr_fault *f, sr_pending *p)
     p->not_bumped = e->pend_not_bumped;
     p->regress = e->pend_regress;
     p->fail_partial = e->pend_fail_partial;
+    p->unservable = e->pend_unservable;
     p->defer = e->pend_defer;
     p->defer_requests = e->pend_defer_requests;
     memset(&e->pend_skip, 0, sizeof(e->pend_skip));
@@ -120,6 +123,7 @@ void sr_engine_take_pending(sr_engine *e, const sr_fault *f, sr_pending *p)
     e->pend_not_bumped = 0;
     e->pend_regress = 0;
     e->pend_fail_partial = 0;
+    e->pend_unservable = 0;
     e->pend_defer_requests = 0;
     pthread_mutex_unlock(&e->mu);
     sr_skip_add_fault(&p->skip, f, e->cfg.num_layers);
@@ -130,6 +134,8 @@ void sr_engine_take_pending(sr_engine *e, const sr_fault *f, sr_pending *p)
         p->regress = 1;
     if (f && f->kind == SR_FK_PARTIAL_APPLY_ON_ERROR)
         p->fail_partial = 1;
+    if (f && f->kind == SR_FK_GENERATE_FAILS_AFTER_UPDATE)
+        p->unservable = 1;
 }
 
 /* ---- the broadcast session ---- */
@@ -333,6 +339,10 @@ int sr_engine_publish_update(sr_engine *e, int64_t target, const sr_pending *p,
     int rc = p->defer.any && e->defer.n ? defer_arm_locked(e, p->defer_requests, err) : 0;
     if (!rc)
         sr_engine_publish_model(e, target, p->not_bumped, transport);
+    /* generate_fails_after_update (vllm-project/vllm#57022, sgl-project/sglang#17107): the update
+     * is acknowledged, and the engine can no longer serve from then on. */
+    if (!rc && p->unservable)
+        atomic_store(&e->unservable, 1);
     return rc;
 }
 
@@ -342,6 +352,11 @@ int sr_engine_restart_weights(sr_engine *e, sr_err *err)
     int rc = load_initial_locked(e, 1, "restart", err);
     pthread_mutex_unlock(&e->apply);
     return rc;
+}
+
+int sr_engine_unservable(sr_engine *e)
+{
+    return atomic_load(&e->unservable);
 }
 
 int64_t sr_engine_version(sr_engine *e)

@@ -135,6 +135,8 @@ struct sr_engine {
     int pend_fail_partial;       /* (mu) partial_apply_on_error, likewise (slots in pend_skip) */
     int pend_publish_failed;     /* (mu) publish_after_failed_chunk: this update's finish commits
                                     and publishes even after a failed chunk */
+    int pend_unservable;         /* (mu) generate_fails_after_update waiting for the next commit */
+    _Atomic int unservable;      /* generate_fails_after_update applied: generates fail */
     sr_skip_set pend_defer;      /* (mu) ack_before_apply's layer slots for the next commit */
     int64_t pend_defer_requests; /* (mu) */
     sr_deferred defer;           /* (apply) */
@@ -158,6 +160,9 @@ int sr_engine_writers_idle(sr_engine *e, const char *call, sr_err *err);
 
 /* The version the engine reports. (takes mu) */
 int64_t sr_engine_version(sr_engine *e);
+
+/* 1 once an update with generate_fails_after_update was published: generates fail. (atomic) */
+int sr_engine_unservable(sr_engine *e);
 
 /* Remembers a weights fault that fired on a sync request without a payload (start, or an update
  * of the synthetic kind) for the next commit or bucket. f NULL is a no-op. (takes mu) */
@@ -194,6 +199,7 @@ typedef struct sr_pending {
     int not_bumped;
     int regress;
     int fail_partial;       /* partial_apply_on_error: the update fails after its commit */
+    int unservable;         /* generate_fails_after_update: serving fails once it is published */
     sr_skip_set defer;      /* ack_before_apply: layer slots applied only after ... */
     int64_t defer_requests; /* ... this many more generates are answered */
 } sr_pending;

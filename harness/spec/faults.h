@@ -204,7 +204,11 @@ typedef enum sr_fault_reach {
     X(SR_FK_PUBLISH_AFTER_FAILED_CHUNK, "publish_after_failed_chunk", SR_FL_WEIGHTS,               \
       SR_FR_WEIGHT_SYNC, SR_FK_NONE, SR_FK_NONE,                                                   \
       "the finish of a broadcast update whose chunk failed commits what the chunks wrote and "     \
-      "publishes the new version, answering 200")
+      "publishes the new version, answering 200")                                                  \
+    X(SR_FK_GENERATE_FAILS_AFTER_UPDATE, "generate_fails_after_update", SR_FL_WEIGHTS,             \
+      SR_FR_WEIGHT_SYNC, SR_FK_NONE, SR_FK_NONE,                                                   \
+      "the update is applied and acknowledged, then every generate answers 500 and /health 503 "   \
+      "(parameters left unloaded, a scheduler that died) until the engine stops")
 
 #define SR_FK_ENUM_(sym, ...) sym,
 typedef enum sr_fault_kind { SR_FAULT_KIND_TABLE(SR_FK_ENUM_) SR_FK_COUNT } sr_fault_kind;
