@@ -128,6 +128,57 @@ START_TEST(test_generate_fails_after_update)
 }
 END_TEST
 
+/* restart_loses_group (NVIDIA-NeMo/RL#3944, radixark/miles#2244): after a sync to version 1 in
+ * the vllm plane, the fault's generate finds the engine restarted: it reports version 0 with
+ * version 0's bytes, and the next update is refused (sync.protocol_order: no transfer group) until
+ * the trainer inits again, after which a sync to version 2 lands. Without the fault the engine
+ * keeps version 1 and its group: the next update needs no init. */
+START_TEST(test_restart_loses_group)
+{
+    const char *cfg = "{" BASE_MODEL "}";
+    sr_engine_config c;
+    sr_weights *w1 = eng_weights_of(cfg, 1, &c), *w2;
+    sr_weights_spec ws = sr_engine_config_weights(&c);
+    sr_err err = SR_ERR_INIT;
+    ck_assert_sr_ok(sr_weights_new(&w2, &ws, 2, &err), err);
+    sr_buf b1 = SR_BUF_INIT, b2 = SR_BUF_INIT;
+    eng_bucket_of(&b1, w1, 1);
+    eng_bucket_of(&b2, w2, 2);
+    for (int faulty = 0; faulty < 2; faulty++) {
+        eng e;
+        start_vllm(&e, faulty ? "{\"kind\":\"restart_loses_group\",\"nth\":[1]}" : "");
+        eng_expect(&e, "POST", "/init_weight_transfer_engine", "{\"init_info\":{}}", 200, NULL);
+        eng_expect(&e, "POST", "/start_weight_update", "{}", 200, NULL);
+        hresp r;
+        eng_post_bucket(&r, &e, &b1);
+        ck_assert_int_eq(r.status, 200);
+        hresp_free(&r);
+        eng_expect(&e, "POST", "/finish_weight_update", "{\"weight_version\":1}", 200, NULL);
+        eng_expect_holds(&e, &c, 1, 1);
+        eng_expect(&e, "POST", "/skyrl/v1/generate", REQ, 200,
+                   faulty ? "\"weight_version\":0" : "\"weight_version\":1");
+        eng_expect_holds(&e, &c, faulty ? 0 : 1, faulty ? 0 : 1);
+        if (faulty) {
+            eng_expect(&e, "GET", "/syncroll/v1/state", NULL, 200, "\"state\":\"uninit\"");
+            eng_call(&e, "/start_weight_update", "{}", 409, "sync.protocol_order");
+            eng_expect(&e, "POST", "/init_weight_transfer_engine", "{\"init_info\":{}}", 200, NULL);
+        }
+        eng_expect(&e, "POST", "/start_weight_update", "{}", 200, NULL);
+        eng_post_bucket(&r, &e, &b2);
+        ck_assert_int_eq(r.status, 200);
+        hresp_free(&r);
+        eng_expect(&e, "POST", "/finish_weight_update", "{\"weight_version\":2}", 200, NULL);
+        eng_expect_holds(&e, &c, 2, 2);
+        eng_stop(&e);
+    }
+    sr_buf_release(&b1);
+    sr_buf_release(&b2);
+    sr_weights_free(w1);
+    sr_weights_free(w2);
+    sr_engine_config_release(&c);
+}
+END_TEST
+
 static Suite *sync_bugs_suite(void)
 {
     Suite *s = suite_create("engine_sync_bugs");
@@ -135,6 +186,7 @@ static Suite *sync_bugs_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_publish_after_failed_chunk);
     tcase_add_test(tc, test_generate_fails_after_update);
+    tcase_add_test(tc, test_restart_loses_group);
     suite_add_tcase(s, tc);
     return s;
 }

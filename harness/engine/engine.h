@@ -190,6 +190,13 @@ void sr_engine_note_fault(sr_engine *e, const sr_fault *f);
  * apply and mu. */
 int sr_engine_restart_weights(sr_engine *e, sr_err *err);
 
+/* restart_loses_group (NVIDIA-NeMo/RL#3944, radixark/miles#2244): the engine comes back from a
+ * restart as a fresh process would: its initial checkpoint, reported as its initial version (the
+ * version counter goes back), and no weight transfer group (the control plane's state is uninit
+ * again, the init info and the receiver's state are gone), so every update is refused until the
+ * trainer inits the engine again. Takes apply and mu. */
+int sr_engine_restart_fresh(sr_engine *e, sr_err *err);
+
 /* A generate was answered: counts down an ack_before_apply deferral, whose deferred layers apply
  * (fingerprints included, the version unchanged) when it reaches 0. No-op without one. */
 void sr_engine_generate_answered(sr_engine *e);

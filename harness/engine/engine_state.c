@@ -359,6 +359,24 @@ int sr_engine_unservable(sr_engine *e)
     return atomic_load(&e->unservable);
 }
 
+int sr_engine_restart_fresh(sr_engine *e, sr_err *err)
+{
+    pthread_mutex_lock(&e->apply);
+    int rc = load_initial_locked(e, 0, "restart", err);
+    pthread_mutex_lock(&e->mu);
+    e->sync_state = SR_SS_UNINIT;
+    free(e->init_info);
+    free(e->init_local_dir);
+    e->init_info = NULL;
+    e->init_local_dir = NULL;
+    /* The local checkpoint of the process that died is no reference for the next delta. */
+    e->stage_foreign = 1;
+    sr_engine_bcast_begin_locked(e);
+    pthread_mutex_unlock(&e->mu);
+    pthread_mutex_unlock(&e->apply);
+    return rc;
+}
+
 int64_t sr_engine_version(sr_engine *e)
 {
     pthread_mutex_lock(&e->mu);

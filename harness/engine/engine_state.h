@@ -171,6 +171,9 @@ void sr_engine_note_fault(sr_engine *e, const sr_fault *f);
 /* serve_before_sync's restart on the initial checkpoint (engine.h). (takes apply and mu) */
 int sr_engine_restart_weights(sr_engine *e, sr_err *err);
 
+/* restart_loses_group's restart of a fresh process (engine.h). (takes apply and mu) */
+int sr_engine_restart_fresh(sr_engine *e, sr_err *err);
+
 /* ack_before_apply's countdown (engine.h). (takes apply and mu) */
 void sr_engine_generate_answered(sr_engine *e);
 

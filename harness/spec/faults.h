@@ -113,6 +113,11 @@ typedef enum sr_fault_reach {
       SR_FK_NONE,                                                                                  \
       "after an update, the accepted draft tokens (two of every three generated after the "        \
       "first) are sampled and routed with the weights before it, under the new version")           \
+    X(SR_FK_RESTART_LOSES_GROUP, "restart_loses_group", SR_FL_MODEL, SR_FR_GENERATE, SR_FK_NONE,   \
+      SR_FK_NONE,                                                                                  \
+      "the engine restarts on its initial weights before answering: its weight version goes back " \
+      "to the initial one and its weight transfer group is gone (the next sync's first call is "   \
+      "refused until a new init)")                                                                 \
     X(SR_FK_BAD_BASE64, "bad_base64", SR_FL_BODY, SR_FR_GENERATE, SR_FK_KEYS("field", "offset"),   \
       SR_FK_NONE, "a `!` in the field's base64 blob")                                              \
     X(SR_FK_BYTE_COUNT_OFF, "byte_count_off", SR_FL_BODY, SR_FR_GENERATE, SR_FK_KEYS("field"),     \
