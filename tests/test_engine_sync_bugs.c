@@ -2,7 +2,10 @@
  * leaves the engine unable to serve, a restart that loses the transfer group, a loader that
  * deletes the shared checkpoint, a level-2 wake without a reload) produce exactly their declared
  * effect on a real engine over HTTP, and the same calls without the fault do not. */
+#include <sys/stat.h>
+
 #include "engine_faults_util.h"
+#include "sync/checkpoint.h"
 
 /* Faults of this file's vllm engines: `extra` after the plane. */
 static void start_vllm(eng *e, const char *faults)
@@ -179,6 +182,56 @@ START_TEST(test_restart_loses_group)
 }
 END_TEST
 
+/* delete_checkpoint_after_load (areal-project/AReaL#710): two sglang engines load one checkpoint
+ * folder of version 1, one after the other. With the fault on the first, its load answers 200 and
+ * the folder is gone, so the second engine's load is refused (the folder cannot be opened) and it
+ * stays on version 0. Without the fault both load version 1 and the folder stays. */
+START_TEST(test_delete_checkpoint_after_load)
+{
+    for (int faulty = 0; faulty < 2; faulty++) {
+        char dir[] = "/tmp/sr-sync-bugs-XXXXXX", cfg[2][600], path[600], req[900];
+        ck_assert_ptr_nonnull(mkdtemp(dir));
+        for (int i = 0; i < 2; i++)
+            snprintf(cfg[i], sizeof(cfg[i]),
+                     "{" BASE_MODEL
+                     ",\"sync_dialect\":\"sglang\",\"server\":{\"sync_dirs\":[\"%s\"]},"
+                     "\"faults\":[%s]}",
+                     dir,
+                     i == 0 && faulty ? "{\"kind\":\"delete_checkpoint_after_load\",\"endpoints\":["
+                                        "\"update_weights_from_disk\"]}"
+                                      : "");
+        sr_engine_config c;
+        sr_weights *w = eng_weights_of(cfg[0], 1, &c);
+        sr_err err = SR_ERR_INIT;
+        ck_assert_sr_ok(sr_sync_write_checkpoint(path, sizeof(path), w, dir, 1, 2, 1, &err), err);
+        snprintf(req, sizeof(req), "{\"model_path\":\"%s\",\"weight_version\":\"1\"}", path);
+        eng first, second;
+        eng_start(&first, cfg[0]);
+        eng_start(&second, cfg[1]);
+        eng_expect(&first, "POST", "/update_weights_from_disk", req, 200, "\"success\":true");
+        struct stat st;
+        ck_assert_int_eq(stat(path, &st) == 0, !faulty);
+        eng_expect(&second, "POST", "/update_weights_from_disk", req, faulty ? 400 : 200,
+                   faulty ? "cannot open checkpoint folder" : "\"success\":true");
+        eng_expect_holds(&first, &c, 1, 1);
+        eng_expect_holds(&second, &c, faulty ? 0 : 1, faulty ? 0 : 1);
+        eng_stop(&first);
+        eng_stop(&second);
+        if (!faulty) {
+            char f[700];
+            for (int k = 1; k <= 2; k++) {
+                snprintf(f, sizeof(f), "%s/model-%05d-of-00002.safetensors", path, k);
+                ck_assert_int_eq(unlink(f), 0);
+            }
+            ck_assert_int_eq(rmdir(path), 0);
+        }
+        ck_assert_int_eq(rmdir(dir), 0);
+        sr_weights_free(w);
+        sr_engine_config_release(&c);
+    }
+}
+END_TEST
+
 static Suite *sync_bugs_suite(void)
 {
     Suite *s = suite_create("engine_sync_bugs");
@@ -187,6 +240,7 @@ static Suite *sync_bugs_suite(void)
     tcase_add_test(tc, test_publish_after_failed_chunk);
     tcase_add_test(tc, test_generate_fails_after_update);
     tcase_add_test(tc, test_restart_loses_group);
+    tcase_add_test(tc, test_delete_checkpoint_after_load);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -213,7 +213,11 @@ typedef enum sr_fault_reach {
     X(SR_FK_GENERATE_FAILS_AFTER_UPDATE, "generate_fails_after_update", SR_FL_WEIGHTS,             \
       SR_FR_WEIGHT_SYNC, SR_FK_NONE, SR_FK_NONE,                                                   \
       "the update is applied and acknowledged, then every generate answers 500 and /health 503 "   \
-      "(parameters left unloaded, a scheduler that died) until the engine stops")
+      "(parameters left unloaded, a scheduler that died) until the engine stops")                  \
+    X(SR_FK_DELETE_CHECKPOINT_AFTER_LOAD, "delete_checkpoint_after_load", SR_FL_WEIGHTS,           \
+      SR_FR_WEIGHT_SYNC, SR_FK_NONE, SR_FK_NONE,                                                   \
+      "after a load from disk succeeds, the engine removes the checkpoint folder it read (its "    \
+      "files, then the folder), whoever else still has to load it")
 
 #define SR_FK_ENUM_(sym, ...) sym,
 typedef enum sr_fault_kind { SR_FAULT_KIND_TABLE(SR_FK_ENUM_) SR_FK_COUNT } sr_fault_kind;
