@@ -232,6 +232,60 @@ START_TEST(test_delete_checkpoint_after_load)
 }
 END_TEST
 
+/* The tokens, logprobs and routes of a skyrl reply: everything before its "syncroll" section. */
+static size_t reply_head(const hresp *r)
+{
+    const char *tail = strstr(r->body.data, ",\"syncroll\":");
+    ck_assert_ptr_nonnull(tail);
+    return (size_t)(tail - r->body.data);
+}
+
+/* Sleep level 2 (huggingface/trl#5312, #5313): after an update to version 1, a level-2 sleep and a
+ * wake without a reload leave the engine serving its initial weights under version 1 (the same
+ * reply as a fresh engine's at version 0); a level-1 sleep keeps version 1's weights; and after a
+ * level-2 sleep, waking the weights and syncing again (the fix: reload, then sync) serves version
+ * 1's weights. */
+START_TEST(test_sleep_level2_wake_without_reload)
+{
+    const char *cfg = "{" BASE_MODEL "}";
+    sr_engine_config c;
+    sr_err err = SR_ERR_INIT;
+    ck_assert_sr_ok(sr_engine_config_parse(&c, cfg, strlen(cfg), "t", 0, &err), err);
+    eng e;
+    hresp v[2], got;
+    for (int k = 0; k < 2; k++) {
+        eng_start(&e, cfg);
+        if (k)
+            eng_call(&e, "/update_weights", "{\"update_info\":{\"target_version\":1}}", 200, NULL);
+        http_post(&v[k], &e, "/skyrl/v1/generate", REQ);
+        ck_assert_int_eq(v[k].status, 200);
+        eng_stop(&e);
+    }
+    size_t n = reply_head(&v[0]);
+    ck_assert_int_ne(strncmp(v[0].body.data, v[1].body.data, n), 0);
+    /* level: 1 keeps the weights; 2 discards them; 3 is 2 with the fix (reload and sync) */
+    for (int level = 1; level <= 3; level++) {
+        eng_start(&e, cfg);
+        eng_call(&e, "/update_weights", "{\"update_info\":{\"target_version\":1}}", 200, NULL);
+        eng_call(&e, level == 1 ? "/sleep?level=1" : "/sleep?level=2", "", 200, NULL);
+        eng_call(&e, "/wake_up?tags=weights", "", 200, NULL);
+        if (level == 3)
+            eng_call(&e, "/update_weights", "{\"update_info\":{\"target_version\":1}}", 200, NULL);
+        eng_call(&e, "/wake_up", "", 200, NULL);
+        http_post(&got, &e, "/skyrl/v1/generate", REQ);
+        ck_assert_int_eq(got.status, 200);
+        ck_assert_ptr_nonnull(strstr(got.body.data, "\"weight_version\":1"));
+        ck_assert_msg(strncmp(got.body.data, v[level == 2 ? 0 : 1].body.data, n) == 0,
+                      "level %d: %s", level, got.body.data);
+        eng_expect_holds(&e, &c, 1, level == 2 ? 0 : 1);
+        hresp_free(&got);
+        eng_stop(&e);
+    }
+    hresp_free(&v[0]), hresp_free(&v[1]);
+    sr_engine_config_release(&c);
+}
+END_TEST
+
 static Suite *sync_bugs_suite(void)
 {
     Suite *s = suite_create("engine_sync_bugs");
@@ -241,6 +295,7 @@ static Suite *sync_bugs_suite(void)
     tcase_add_test(tc, test_generate_fails_after_update);
     tcase_add_test(tc, test_restart_loses_group);
     tcase_add_test(tc, test_delete_checkpoint_after_load);
+    tcase_add_test(tc, test_sleep_level2_wake_without_reload);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -55,6 +55,7 @@ typedef struct sr_apply_stats {
     int max_workers;       /* pool_workers(cap 32, reserved 0): the apply ceiling */
     int publish_workers;   /* pool_workers(cap 8, reserved 0): the reference publisher's pool */
     const char *transport; /* "delta", "broadcast", "disk", "synthetic", "reset" (weight_checker),
+                              "wake_without_reload" (a wake after sleep level 2),
                               "restart" (serve_before_sync) or NULL before any apply */
     int64_t payloads;      /* payloads of the last fetch's last version, or tensors of the last
                               bucket */
@@ -137,6 +138,7 @@ struct sr_engine {
                                     and publishes even after a failed chunk */
     int pend_unservable;         /* (mu) generate_fails_after_update waiting for the next commit */
     _Atomic int unservable;      /* generate_fails_after_update applied: generates fail */
+    int weights_discarded;       /* (mu) a level-2 sleep dropped the weights; no update since */
     sr_skip_set pend_defer;      /* (mu) ack_before_apply's layer slots for the next commit */
     int64_t pend_defer_requests; /* (mu) */
     sr_deferred defer;           /* (apply) */
@@ -173,6 +175,10 @@ int sr_engine_restart_weights(sr_engine *e, sr_err *err);
 
 /* restart_loses_group's restart of a fresh process (engine.h). (takes apply and mu) */
 int sr_engine_restart_fresh(sr_engine *e, sr_err *err);
+
+/* Sleep level 2 and the wake after it (engine.h). (take mu; the wake takes apply first) */
+void sr_engine_discard_weights(sr_engine *e);
+int sr_engine_wake_weights(sr_engine *e, sr_err *err);
 
 /* ack_before_apply's countdown (engine.h). (takes apply and mu) */
 void sr_engine_generate_answered(sr_engine *e);
