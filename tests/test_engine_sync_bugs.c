@@ -240,11 +240,12 @@ static size_t reply_head(const hresp *r)
     return (size_t)(tail - r->body.data);
 }
 
-/* Sleep level 2 (huggingface/trl#5312, #5313): after an update to version 1, a level-2 sleep and a
- * wake without a reload leave the engine serving its initial weights under version 1 (the same
- * reply as a fresh engine's at version 0); a level-1 sleep keeps version 1's weights; and after a
- * level-2 sleep, waking the weights and syncing again (the fix: reload, then sync) serves version
- * 1's weights. */
+/* Sleep level 2 (huggingface/trl#5312, #5313): after an update to version 1, a level-1 sleep keeps
+ * version 1's weights (case 0); a level-2 sleep and a wake leave the engine serving its initial
+ * weights under version 1 (case 1: the same reply as a fresh engine's at version 0), and so does
+ * the update to version 1 when it is sent while the engine sleeps (case 2: written into
+ * discarded memory); an update after waking
+ * the weights (case 3, the fix) serves version 1's weights. */
 START_TEST(test_sleep_level2_wake_without_reload)
 {
     const char *cfg = "{" BASE_MODEL "}";
@@ -263,21 +264,25 @@ START_TEST(test_sleep_level2_wake_without_reload)
     }
     size_t n = reply_head(&v[0]);
     ck_assert_int_ne(strncmp(v[0].body.data, v[1].body.data, n), 0);
-    /* level: 1 keeps the weights; 2 discards them; 3 is 2 with the fix (reload and sync) */
-    for (int level = 1; level <= 3; level++) {
+    for (int level = 1; level <= 4; level++) {
+        const char *update = "{\"update_info\":{\"target_version\":1}}";
         eng_start(&e, cfg);
-        eng_call(&e, "/update_weights", "{\"update_info\":{\"target_version\":1}}", 200, NULL);
+        eng_call(&e, "/update_weights",
+                 level == 3 ? "{\"update_info\":{\"target_version\":0}}" : update, 200, NULL);
         eng_call(&e, level == 1 ? "/sleep?level=1" : "/sleep?level=2", "", 200, NULL);
-        eng_call(&e, "/wake_up?tags=weights", "", 200, NULL);
         if (level == 3)
-            eng_call(&e, "/update_weights", "{\"update_info\":{\"target_version\":1}}", 200, NULL);
+            eng_call(&e, "/update_weights", update, 200, NULL);
+        eng_call(&e, "/wake_up?tags=weights", "", 200, NULL);
+        if (level == 4)
+            eng_call(&e, "/update_weights", update, 200, NULL);
         eng_call(&e, "/wake_up", "", 200, NULL);
         http_post(&got, &e, "/skyrl/v1/generate", REQ);
         ck_assert_int_eq(got.status, 200);
         ck_assert_ptr_nonnull(strstr(got.body.data, "\"weight_version\":1"));
-        ck_assert_msg(strncmp(got.body.data, v[level == 2 ? 0 : 1].body.data, n) == 0,
-                      "level %d: %s", level, got.body.data);
-        eng_expect_holds(&e, &c, 1, level == 2 ? 0 : 1);
+        int stale = level == 2 || level == 3;
+        ck_assert_msg(strncmp(got.body.data, v[stale ? 0 : 1].body.data, n) == 0, "case %d: %s",
+                      level - 1, got.body.data);
+        eng_expect_holds(&e, &c, 1, stale ? 0 : 1);
         hresp_free(&got);
         eng_stop(&e);
     }

@@ -198,12 +198,13 @@ int sr_engine_restart_weights(sr_engine *e, sr_err *err);
 int sr_engine_restart_fresh(sr_engine *e, sr_err *err);
 
 /* Sleep level 2 (vLLM's POST /sleep?level=2 with the weights tag asleep) discards the model's
- * weights: sr_engine_discard_weights marks them gone. An update committed after it (vLLM's
- * reload_weights, or a weight sync) brings them back. sr_engine_wake_weights, at the wake of the
- * weights tag, finds them still gone when no update came: the memory is mapped again but nothing
- * was loaded into it, and the engine serves its initial checkpoint (the config's weight_version)
- * under the version it held, i.e. stale weights (huggingface/trl#5312, #5313: a GRPO trainer woke
- * vLLM from level 2 without reloading and syncing). Take apply and mu. */
+ * weights: sr_engine_discard_weights marks them gone, and what an update writes while they sleep
+ * is lost with them. sr_engine_wake_weights, at the wake of the weights tag, maps the memory
+ * again with nothing loaded into it: the engine serves its initial checkpoint (the config's
+ * weight_version) under the version it holds, i.e. stale weights, until an update after the wake
+ * (vLLM's reload_weights, a weight sync) writes the model (huggingface/trl#5312, #5313: a GRPO
+ * trainer synced vLLM's level-2-slept weights before waking it, and not after). Take apply and
+ * mu. */
 void sr_engine_discard_weights(sr_engine *e);
 int sr_engine_wake_weights(sr_engine *e, sr_err *err);
 

@@ -220,7 +220,6 @@ void sr_engine_publish_model(sr_engine *e, int64_t target, int not_bumped, const
     sr_weights_fingerprints(&e->global_fp, e->layer_fps, e->weights);
     if (!not_bumped)
         e->version = target;
-    e->weights_discarded = 0;
     e->sync_applies++;
     e->st.transport = transport;
     pthread_mutex_unlock(&e->mu);
@@ -367,6 +366,7 @@ int sr_engine_wake_weights(sr_engine *e, sr_err *err)
     pthread_mutex_lock(&e->apply);
     pthread_mutex_lock(&e->mu);
     int gone = e->weights_discarded;
+    e->weights_discarded = 0;
     pthread_mutex_unlock(&e->mu);
     /* Woken without a reload: the initial checkpoint's bytes, under the version held. */
     int rc = gone ? load_initial_locked(e, 1, "wake_without_reload", err) : 0;

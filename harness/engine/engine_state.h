@@ -138,7 +138,7 @@ struct sr_engine {
                                     and publishes even after a failed chunk */
     int pend_unservable;         /* (mu) generate_fails_after_update waiting for the next commit */
     _Atomic int unservable;      /* generate_fails_after_update applied: generates fail */
-    int weights_discarded;       /* (mu) a level-2 sleep dropped the weights; no update since */
+    int weights_discarded;       /* (mu) a level-2 sleep dropped the weights; until the wake */
     sr_skip_set pend_defer;      /* (mu) ack_before_apply's layer slots for the next commit */
     int64_t pend_defer_requests; /* (mu) */
     sr_deferred defer;           /* (apply) */

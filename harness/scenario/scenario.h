@@ -118,7 +118,9 @@ const sr_quirk_info *sr_quirk_info_of(sr_quirk q);
     X("wait", WAIT, parse_wait, write_wait, "join async steps, or wait for an engine condition")   \
     X("check_state", CHECK_STATE, parse_check_state, write_check_state,                            \
       "assert an engine's state")                                                                  \
-    X("kill_engine", KILL_ENGINE, parse_kill, write_kill, "emulate an engine crash")
+    X("kill_engine", KILL_ENGINE, parse_kill, write_kill, "emulate an engine crash")               \
+    X("sleep", SLEEP, parse_sleep, write_sleep, "put the engines to sleep")                        \
+    X("wake_up", WAKE_UP, parse_wake, write_wake, "wake the engines' memory")
 
 typedef enum sr_step_kind {
 #define SR_STEP_KIND_ENUM(name, sym, parse, write, doc) SR_STEP_##sym,
@@ -195,6 +197,12 @@ typedef struct sr_scn_check_state {
     int n_faults_fired;
 } sr_scn_check_state;
 
+typedef struct sr_scn_sleep {
+    int64_t engine; /* -1: every engine */
+    int64_t level;  /* sleep: 0, 1 or 2 */
+    char tags[16];  /* wake_up: "all", "weights" or "kv_cache" */
+} sr_scn_sleep;
+
 typedef struct sr_scn_kill {
     int64_t engine;
     int sig;          /* SIGKILL, SIGTERM, SIGSEGV or SIGABRT */
@@ -211,6 +219,7 @@ typedef struct sr_scn_step {
     sr_scn_collate collate;
     sr_scn_pause pause;
     int64_t resume_engine; /* resume: -1 every engine */
+    sr_scn_sleep sleep;    /* sleep and wake_up */
     sr_scn_wait wait;
     sr_scn_check_state check;
     sr_scn_kill kill;
