@@ -653,6 +653,12 @@ int sr_engine_sync_finish(sr_engine *e, int64_t target, const sr_fault *f, int64
                             ? SR_SC_FINISH_INCOMPLETE
                         : to >= 0 && to < e->version ? SR_SC_FINISH_BACKWARDS
                                                      : SR_SC_FINISH;
+    /* publish_after_failed_chunk (lightseekorg/tokenspeed#672, review): the finish ends the
+     * update as if every chunk had landed: what the chunks wrote, the failed one's bytes too, is
+     * committed and the version published. */
+    int publish_failed = was_active && (e->pend_publish_failed ||
+                                        (f && f->kind == SR_FK_PUBLISH_AFTER_FAILED_CHUNK));
+    e->pend_publish_failed = 0;
     rc = sr_engine_sync_step_locked(e, call, NULL, err);
     if (rc == SR_E_SYNC_INCOMPLETE)
         sr_engine_bcast_discard_locked(e);
@@ -667,7 +673,7 @@ int sr_engine_sync_finish(sr_engine *e, int64_t target, const sr_fault *f, int64
                    (e->bc.corrupt || (f && f->kind == SR_FK_CHECKSUM_MISMATCH)))
             rc = sr_err_set(err, SR_E_DELTA_CHECKSUM,
                             "Checksum mismatch found while finishing the update");
-        else if (e->bc.failed)
+        else if (e->bc.failed && !publish_failed)
             rc = sr_err_set(err, e->bc.fail_code, "%s", e->bc.fail_msg);
         else if (target >= 0 && e->bc.target >= 0 && target != e->bc.target)
             rc = sr_err_set(err, SR_E_ENGINE_REQUEST,
@@ -701,7 +707,7 @@ int sr_engine_sync_finish(sr_engine *e, int64_t target, const sr_fault *f, int64
                       (long long)cur);
     sr_pending pend;
     sr_engine_take_pending(e, NULL, &pend);
-    if (!rc && buckets) {
+    if (!rc && (buckets || (publish_failed && target >= 0))) {
         pthread_mutex_lock(&e->apply);
         rc = sr_engine_defer_save_locked(e, &pend, err);
         if (!rc)

@@ -227,6 +227,9 @@ enum MHD_Result sr_srv_sleep(req *r)
         tags = SR_SLEEP_ALL;
     if (level >= 1)
         sr_engine_prefix_reset(s->e);
+    /* Level 2 discards the weights (vLLM's Worker.sleep(level=2) backs up buffers only). */
+    if (level >= 2 && (tags & SR_SLEEP_WEIGHTS))
+        sr_engine_discard_weights(s->e);
     pthread_mutex_lock(&s->mu);
     s->asleep |= tags;
     s->sleep_level = level;
@@ -238,6 +241,10 @@ enum MHD_Result sr_srv_sleep(req *r)
  * SkyRL's skyrl_wake_for_weight_sync does not). Held requests run once nothing sleeps. */
 static void wake_tags(sr_server *s, unsigned tags, int resume)
 {
+    if (tags & SR_SLEEP_WEIGHTS) {
+        sr_err err = SR_ERR_INIT;
+        sr_engine_wake_weights(s->e, &err); /* rewriting the model's own tensors cannot fail */
+    }
     pthread_mutex_lock(&s->mu);
     s->asleep &= ~tags;
     if (resume) {

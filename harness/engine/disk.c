@@ -1,10 +1,13 @@
 /* The disk transport of the mock engine: a safetensors checkpoint folder read into the stage and
  * committed (SGLang's /update_weights_from_disk, data plane only); engine.h describes it. The
  * stage and the commit are engine_state.c's, as for the delta and broadcast transports. */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "engine.h"
 #include "engine_state.h"
@@ -142,6 +145,28 @@ static int load_locked(sr_engine *e, const sr_st_checkpoint *c, int64_t v, sr_pe
     return rc;
 }
 
+/* delete_checkpoint_after_load (areal-project/AReaL#710): the loader removes the checkpoint
+ * folder it read, its files then itself, ignoring errors, as AReaL's rollout worker did with
+ * shutil.rmtree(path, ignore_errors=True) when clear_checkpoint_after_load was left on. The folder
+ * is opened without following a symlink and its entries are removed relative to it; a checkpoint
+ * holds no subfolders. */
+static void remove_checkpoint(const char *dir)
+{
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+    if (!d) {
+        if (dfd >= 0)
+            close(dfd);
+        return;
+    }
+    struct dirent *de;
+    while ((de = readdir(d)))
+        if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+            unlinkat(dfd, de->d_name, 0);
+    closedir(d);
+    rmdir(dir);
+}
+
 int sr_engine_load_disk(sr_engine *e, const char *dir, int64_t target, const sr_fault *f,
                         int64_t *version, sr_err *err)
 {
@@ -168,6 +193,8 @@ int sr_engine_load_disk(sr_engine *e, const char *dir, int64_t target, const sr_
         pthread_mutex_unlock(&e->apply);
     }
     sr_st_checkpoint_free(c);
+    if (!rc && f && f->kind == SR_FK_DELETE_CHECKPOINT_AFTER_LOAD)
+        remove_checkpoint(dir);
     if (rc)
         sr_err_prefix(err, "the engine stays on version %lld: ", (long long)sr_engine_version(e));
     *version = sr_engine_version(e);

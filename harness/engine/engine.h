@@ -106,6 +106,12 @@ int sr_engine_apply_version(sr_engine *e, int64_t target, const sr_fault *f, int
 /* The version the engine reports. */
 int64_t sr_engine_version(sr_engine *e);
 
+/* 1 once an update with the weights fault generate_fails_after_update was published (vllm-project/
+ * vllm#57022, sgl-project/sglang#17107): the update was acknowledged, and from then on every
+ * generate answers 500 and /health 503, as an engine whose parameters were left unloaded or whose
+ * scheduler died. */
+int sr_engine_unservable(sr_engine *e);
+
 /*
  * ---- The real receiver (engine_state.c, weights.c, bucket.c) ----
  *
@@ -183,6 +189,24 @@ void sr_engine_note_fault(sr_engine *e, const sr_fault *f);
  * (the fleet's): the fingerprints become the initial ones, the reported version stays. Takes
  * apply and mu. */
 int sr_engine_restart_weights(sr_engine *e, sr_err *err);
+
+/* restart_loses_group (NVIDIA-NeMo/RL#3944, radixark/miles#2244): the engine comes back from a
+ * restart as a fresh process would: its initial checkpoint, reported as its initial version (the
+ * version counter goes back), and no weight transfer group (the control plane's state is uninit
+ * again, the init info and the receiver's state are gone), so every update is refused until the
+ * trainer inits the engine again. Takes apply and mu. */
+int sr_engine_restart_fresh(sr_engine *e, sr_err *err);
+
+/* Sleep level 2 (vLLM's POST /sleep?level=2 with the weights tag asleep) discards the model's
+ * weights: sr_engine_discard_weights marks them gone, and what an update writes while they sleep
+ * is lost with them. sr_engine_wake_weights, at the wake of the weights tag, maps the memory
+ * again with nothing loaded into it: the engine serves its initial checkpoint (the config's
+ * weight_version) under the version it holds, i.e. stale weights, until an update after the wake
+ * (vLLM's reload_weights, a weight sync) writes the model (huggingface/trl#5312, #5313: a GRPO
+ * trainer synced vLLM's level-2-slept weights before waking it, and not after). Take apply and
+ * mu. */
+void sr_engine_discard_weights(sr_engine *e);
+int sr_engine_wake_weights(sr_engine *e, sr_err *err);
 
 /* A generate was answered: counts down an ack_before_apply deferral, whose deferred layers apply
  * (fingerprints included, the version unchanged) when it reaches 0. No-op without one. */

@@ -387,6 +387,9 @@ enum MHD_Result sr_srv_control(req *r)
             return sr_srv_control_vllm(r);
         return with_body(r);
     case SR_EP_HEALTH:
+        if (sr_engine_unservable(r->srv->e))
+            return sr_srv_error(r, 503, "ServiceUnavailableError", 0,
+                                "the engine cannot serve since the last weight update");
         return sr_srv_ok(r, NULL);
     case SR_EP_WORLD_SIZE:
         snprintf(tmp, sizeof(tmp), "{\"world_size\":%d}", r->srv->cfg->world_size);

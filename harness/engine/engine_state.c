@@ -101,6 +101,10 @@ void sr_engine_note_fault(sr_engine *e, const sr_fault *f)
     add_deferral(&e->pend_defer, &e->pend_defer_requests, f, e->cfg.num_layers);
     if (f->kind == SR_FK_CHECKSUM_MISMATCH)
         e->bc.corrupt = 1;
+    if (f->kind == SR_FK_PUBLISH_AFTER_FAILED_CHUNK)
+        e->pend_publish_failed = 1;
+    if (f->kind == SR_FK_GENERATE_FAILS_AFTER_UPDATE)
+        e->pend_unservable = 1;
     pthread_mutex_unlock(&e->mu);
 }
 
@@ -111,6 +115,7 @@ void sr_engine_take_pending(sr_engine *e, const sr_fault *f, sr_pending *p)
     p->not_bumped = e->pend_not_bumped;
     p->regress = e->pend_regress;
     p->fail_partial = e->pend_fail_partial;
+    p->unservable = e->pend_unservable;
     p->defer = e->pend_defer;
     p->defer_requests = e->pend_defer_requests;
     memset(&e->pend_skip, 0, sizeof(e->pend_skip));
@@ -118,6 +123,7 @@ void sr_engine_take_pending(sr_engine *e, const sr_fault *f, sr_pending *p)
     e->pend_not_bumped = 0;
     e->pend_regress = 0;
     e->pend_fail_partial = 0;
+    e->pend_unservable = 0;
     e->pend_defer_requests = 0;
     pthread_mutex_unlock(&e->mu);
     sr_skip_add_fault(&p->skip, f, e->cfg.num_layers);
@@ -128,6 +134,8 @@ void sr_engine_take_pending(sr_engine *e, const sr_fault *f, sr_pending *p)
         p->regress = 1;
     if (f && f->kind == SR_FK_PARTIAL_APPLY_ON_ERROR)
         p->fail_partial = 1;
+    if (f && f->kind == SR_FK_GENERATE_FAILS_AFTER_UPDATE)
+        p->unservable = 1;
 }
 
 /* ---- the broadcast session ---- */
@@ -143,6 +151,7 @@ void sr_engine_bcast_begin_locked(sr_engine *e)
     e->bc.corrupt = 0;
     e->bc.heading = 0;
     e->bc.gen++;
+    e->pend_publish_failed = 0;
 }
 
 void sr_engine_bcast_discard_locked(sr_engine *e)
@@ -330,6 +339,10 @@ int sr_engine_publish_update(sr_engine *e, int64_t target, const sr_pending *p,
     int rc = p->defer.any && e->defer.n ? defer_arm_locked(e, p->defer_requests, err) : 0;
     if (!rc)
         sr_engine_publish_model(e, target, p->not_bumped, transport);
+    /* generate_fails_after_update (vllm-project/vllm#57022, sgl-project/sglang#17107): the update
+     * is acknowledged, and the engine can no longer serve from then on. */
+    if (!rc && p->unservable)
+        atomic_store(&e->unservable, 1);
     return rc;
 }
 
@@ -337,6 +350,49 @@ int sr_engine_restart_weights(sr_engine *e, sr_err *err)
 {
     pthread_mutex_lock(&e->apply);
     int rc = load_initial_locked(e, 1, "restart", err);
+    pthread_mutex_unlock(&e->apply);
+    return rc;
+}
+
+void sr_engine_discard_weights(sr_engine *e)
+{
+    pthread_mutex_lock(&e->mu);
+    e->weights_discarded = 1;
+    pthread_mutex_unlock(&e->mu);
+}
+
+int sr_engine_wake_weights(sr_engine *e, sr_err *err)
+{
+    pthread_mutex_lock(&e->apply);
+    pthread_mutex_lock(&e->mu);
+    int gone = e->weights_discarded;
+    e->weights_discarded = 0;
+    pthread_mutex_unlock(&e->mu);
+    /* Woken without a reload: the initial checkpoint's bytes, under the version held. */
+    int rc = gone ? load_initial_locked(e, 1, "wake_without_reload", err) : 0;
+    pthread_mutex_unlock(&e->apply);
+    return rc;
+}
+
+int sr_engine_unservable(sr_engine *e)
+{
+    return atomic_load(&e->unservable);
+}
+
+int sr_engine_restart_fresh(sr_engine *e, sr_err *err)
+{
+    pthread_mutex_lock(&e->apply);
+    int rc = load_initial_locked(e, 0, "restart", err);
+    pthread_mutex_lock(&e->mu);
+    e->sync_state = SR_SS_UNINIT;
+    free(e->init_info);
+    free(e->init_local_dir);
+    e->init_info = NULL;
+    e->init_local_dir = NULL;
+    /* The local checkpoint of the process that died is no reference for the next delta. */
+    e->stage_foreign = 1;
+    sr_engine_bcast_begin_locked(e);
+    pthread_mutex_unlock(&e->mu);
     pthread_mutex_unlock(&e->apply);
     return rc;
 }

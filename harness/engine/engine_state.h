@@ -56,6 +56,7 @@ typedef struct sr_apply_stats {
     int max_workers;       /* pool_workers(cap 32, reserved 0): the apply ceiling */
     int publish_workers;   /* pool_workers(cap 8, reserved 0): the reference publisher's pool */
     const char *transport; /* "delta", "broadcast", "disk", "synthetic", "reset" (weight_checker),
+                              "wake_without_reload" (a wake after sleep level 2),
                               "restart" (serve_before_sync) or NULL before any apply */
     int64_t payloads;      /* payloads of the last fetch's last version, or tensors of the last
                               bucket */
@@ -135,6 +136,11 @@ struct sr_engine {
     int pend_not_bumped;         /* (mu) */
     int pend_regress;            /* (mu) version_regress waiting for the next commit */
     int pend_fail_partial;       /* (mu) partial_apply_on_error, likewise (slots in pend_skip) */
+    int pend_publish_failed;     /* (mu) publish_after_failed_chunk: this update's finish commits
+                                    and publishes even after a failed chunk */
+    int pend_unservable;         /* (mu) generate_fails_after_update waiting for the next commit */
+    _Atomic int unservable;      /* generate_fails_after_update applied: generates fail */
+    int weights_discarded;       /* (mu) a level-2 sleep dropped the weights; until the wake */
     sr_skip_set pend_defer;      /* (mu) ack_before_apply's layer slots for the next commit */
     int64_t pend_defer_requests; /* (mu) */
     sr_deferred defer;           /* (apply) */
@@ -159,12 +165,22 @@ int sr_engine_writers_idle(sr_engine *e, const char *call, sr_err *err);
 /* The version the engine reports. (takes mu) */
 int64_t sr_engine_version(sr_engine *e);
 
+/* 1 once an update with generate_fails_after_update was published: generates fail. (atomic) */
+int sr_engine_unservable(sr_engine *e);
+
 /* Remembers a weights fault that fired on a sync request without a payload (start, or an update
  * of the synthetic kind) for the next commit or bucket. f NULL is a no-op. (takes mu) */
 void sr_engine_note_fault(sr_engine *e, const sr_fault *f);
 
 /* serve_before_sync's restart on the initial checkpoint (engine.h). (takes apply and mu) */
 int sr_engine_restart_weights(sr_engine *e, sr_err *err);
+
+/* restart_loses_group's restart of a fresh process (engine.h). (takes apply and mu) */
+int sr_engine_restart_fresh(sr_engine *e, sr_err *err);
+
+/* Sleep level 2 and the wake after it (engine.h). (take mu; the wake takes apply first) */
+void sr_engine_discard_weights(sr_engine *e);
+int sr_engine_wake_weights(sr_engine *e, sr_err *err);
 
 /* ack_before_apply's countdown (engine.h). (takes apply and mu) */
 void sr_engine_generate_answered(sr_engine *e);
@@ -194,6 +210,7 @@ typedef struct sr_pending {
     int not_bumped;
     int regress;
     int fail_partial;       /* partial_apply_on_error: the update fails after its commit */
+    int unservable;         /* generate_fails_after_update: serving fails once it is published */
     sr_skip_set defer;      /* ack_before_apply: layer slots applied only after ... */
     int64_t defer_requests; /* ... this many more generates are answered */
 } sr_pending;

@@ -173,6 +173,8 @@ static enum MHD_Result start(req *r)
     const sr_fault *mf = r->pick.f[SR_FL_MODEL];
     if (!rc && mf && mf->kind == SR_FK_SERVE_BEFORE_SYNC && r->ep == SR_EP_GENERATE)
         rc = sr_engine_restart_weights(s->e, &err);
+    if (!rc && mf && mf->kind == SR_FK_RESTART_LOSES_GROUP && r->ep == SR_EP_GENERATE)
+        rc = sr_engine_restart_fresh(s->e, &err);
     if (rc)
         return sr_srv_error(r, rc == SR_E_ENGINE_REQUEST ? 400 : 500,
                             rc == SR_E_ENGINE_REQUEST ? "BadRequestError" : "InternalServerError",

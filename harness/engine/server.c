@@ -41,6 +41,10 @@ static enum MHD_Result after_delay(req *r)
     }
     if (r->pick.f[SR_FL_HTTP])
         return sr_srv_http_fault(r, r->pick.f[SR_FL_HTTP]);
+    if ((r->ep == SR_EP_GENERATE || r->ep == SR_EP_NATIVE) && sr_engine_unservable(r->srv->e))
+        return sr_srv_error(r, 500, "InternalServerError", 0,
+                            "EngineCore encountered an issue: the model cannot serve since the "
+                            "last weight update (generate_fails_after_update)");
     if (r->ep == SR_EP_GENERATE || r->ep == SR_EP_NATIVE)
         return sr_srv_generate(r);
     return sr_srv_control(r);

@@ -166,6 +166,28 @@ static int step_resume(sr_scn_run *run, int step, sr_err *err)
     return rc ? sr_err_set(err, rc, "out of memory in a resume step") : 0;
 }
 
+/* vLLM's sleep: POST /sleep?level=L (the engine pauses, its memory tags sleep; level 2 discards
+ * the weights). */
+static int step_sleep(sr_scn_run *run, int step, sr_err *err)
+{
+    const sr_scn_sleep *p = &run->scn->steps[step].sleep;
+    char path[64];
+    snprintf(path, sizeof(path), "/sleep?level=%lld", (long long)p->level);
+    int rc = control(run, step, p->engine, "POST", path);
+    return rc ? sr_err_set(err, rc, "out of memory in a sleep step") : 0;
+}
+
+/* POST /wake_up[?tags=T]: wakes the tags (all: every tag) and resumes the scheduler. */
+static int step_wake(sr_scn_run *run, int step, sr_err *err)
+{
+    const sr_scn_sleep *p = &run->scn->steps[step].sleep;
+    char path[64];
+    snprintf(path, sizeof(path), "/wake_up%s%s", strcmp(p->tags, "all") ? "?tags=" : "",
+             strcmp(p->tags, "all") ? p->tags : "");
+    int rc = control(run, step, p->engine, "POST", path);
+    return rc ? sr_err_set(err, rc, "out of memory in a wake_up step") : 0;
+}
+
 static int64_t num_at(const cJSON *o, const char *key, const char *sub)
 {
     const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, key);
@@ -378,11 +400,17 @@ void sr_step_sync_release(sr_scn_run *run)
  * entry that unit.scenario's executor test names.
  */
 static const sr_step_fn executors[] = {
-    [SR_STEP_ROLLOUT] = sr_step_rollout,      [SR_STEP_SYNC_WEIGHTS] = step_sync_weights,
-    [SR_STEP_COLLATE] = step_collate,         [SR_STEP_PAUSE] = step_pause,
-    [SR_STEP_RESUME] = step_resume,           [SR_STEP_WAIT] = step_wait,
-    [SR_STEP_CHECK_STATE] = step_check_state, [SR_STEP_KILL_ENGINE] = step_kill_engine,
+    [SR_STEP_ROLLOUT] = sr_step_rollout,
+    [SR_STEP_SYNC_WEIGHTS] = step_sync_weights,
+    [SR_STEP_COLLATE] = step_collate,
+    [SR_STEP_PAUSE] = step_pause,
+    [SR_STEP_RESUME] = step_resume,
+    [SR_STEP_WAIT] = step_wait,
+    [SR_STEP_CHECK_STATE] = step_check_state,
+    [SR_STEP_KILL_ENGINE] = step_kill_engine,
     [SR_STEP_PROBE] = sr_step_probe,
+    [SR_STEP_SLEEP] = step_sleep,
+    [SR_STEP_WAKE_UP] = step_wake,
 };
 _Static_assert(sizeof(executors) / sizeof(executors[0]) == SR_STEP_KIND_COUNT,
                "every step kind of SR_STEP_KIND_TABLE needs its executor here");

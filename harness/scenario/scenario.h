@@ -123,7 +123,9 @@ const sr_quirk_info *sr_quirk_info_of(sr_quirk q);
       "assert an engine's state")                                                                  \
     X("kill_engine", KILL_ENGINE, parse_kill, write_kill, "emulate an engine crash")               \
     X("probe", PROBE, parse_probe, write_probe,                                                    \
-      "the metamorphic checks (meta.*) against one engine")
+      "the metamorphic checks (meta.*) against one engine")                                        \
+    X("sleep", SLEEP, parse_sleep, write_sleep, "put the engines to sleep")                        \
+    X("wake_up", WAKE_UP, parse_wake, write_wake, "wake the engines' memory")
 
 typedef enum sr_step_kind {
 #define SR_STEP_KIND_ENUM(name, sym, parse, write, doc) SR_STEP_##sym,
@@ -201,6 +203,12 @@ typedef struct sr_scn_check_state {
     int n_faults_fired;
 } sr_scn_check_state;
 
+typedef struct sr_scn_sleep {
+    int64_t engine; /* -1: every engine */
+    int64_t level;  /* sleep: 0, 1 or 2 */
+    char tags[16];  /* wake_up: "all", "weights" or "kv_cache" */
+} sr_scn_sleep;
+
 typedef struct sr_scn_kill {
     int64_t engine;
     int sig;          /* SIGKILL, SIGTERM, SIGSEGV or SIGABRT */
@@ -224,6 +232,7 @@ typedef struct sr_scn_step {
     sr_scn_collate collate;
     sr_scn_pause pause;
     int64_t resume_engine; /* resume: -1 every engine */
+    sr_scn_sleep sleep;    /* sleep and wake_up */
     sr_scn_wait wait;
     sr_scn_check_state check;
     sr_scn_kill kill;

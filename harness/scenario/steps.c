@@ -340,6 +340,26 @@ static int parse_resume(scn_parse *p, const cJSON *st, sr_scn_step *step, int se
     return engine_index(p, st, "engine", 1, -1, &step->resume_engine);
 }
 
+static int parse_sleep(scn_parse *p, const cJSON *st, sr_scn_step *step, int self)
+{
+    (void)self;
+    int rc = engine_index(p, st, "engine", 1, -1, &step->sleep.engine);
+    if (!rc)
+        rc = sr_scn_int(p, st, "level", 0, 2, 1, 0, &step->sleep.level);
+    return rc;
+}
+
+static int parse_wake(scn_parse *p, const cJSON *st, sr_scn_step *step, int self)
+{
+    static const char *const tags[] = {"all", "weights", "kv_cache", NULL};
+    const char *t;
+    (void)self;
+    int rc = engine_index(p, st, "engine", 1, -1, &step->sleep.engine);
+    if (!rc && !(rc = sr_scn_str(p, st, "tags", "all", tags, &t)))
+        snprintf(step->sleep.tags, sizeof(step->sleep.tags), "%s", t);
+    return rc;
+}
+
 static int parse_kill(scn_parse *p, const cJSON *st, sr_scn_step *step, int self)
 {
     static const char *const sigs[] = {"KILL", "TERM", "SEGV", "ABRT", NULL};

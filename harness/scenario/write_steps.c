@@ -143,6 +143,20 @@ static void write_resume(cJSON *o, const sr_scenario *s, const sr_scn_step *st)
     add_opt(o, "engine", st->resume_engine, -1);
 }
 
+static void write_sleep(cJSON *o, const sr_scenario *s, const sr_scn_step *st)
+{
+    (void)s;
+    add_opt(o, "engine", st->sleep.engine, -1);
+    add_int(o, "level", st->sleep.level);
+}
+
+static void write_wake(cJSON *o, const sr_scenario *s, const sr_scn_step *st)
+{
+    (void)s;
+    add_opt(o, "engine", st->sleep.engine, -1);
+    cJSON_AddStringToObject(o, "tags", st->sleep.tags);
+}
+
 static void write_kill(cJSON *o, const sr_scenario *s, const sr_scn_step *st)
 {
     (void)s;

@@ -129,6 +129,11 @@ typedef enum sr_fault_reach {
       SR_FK_NONE,                                                                                  \
       "client.stack 2086: vLLM returns no logprobs to a capture request and the server answers "   \
       "500 AttributeError (SkyRL #2086 review)")                                                   \
+    X(SR_FK_RESTART_LOSES_GROUP, "restart_loses_group", SR_FL_MODEL, SR_FR_GENERATE, SR_FK_NONE,   \
+      SR_FK_NONE,                                                                                  \
+      "the engine restarts on its initial weights before answering: its weight version goes back " \
+      "to the initial one and its weight transfer group is gone (the next sync's first call is "   \
+      "refused until a new init)")                                                                 \
     X(SR_FK_BAD_BASE64, "bad_base64", SR_FL_BODY, SR_FR_GENERATE, SR_FK_KEYS("field", "offset"),   \
       SR_FK_NONE, "a `!` in the field's base64 blob")                                              \
     X(SR_FK_BYTE_COUNT_OFF, "byte_count_off", SR_FL_BODY, SR_FR_GENERATE, SR_FK_KEYS("field"),     \
@@ -216,7 +221,19 @@ typedef enum sr_fault_reach {
     X(SR_FK_BUCKET_ORDER_MISMATCH, "bucket_order_mismatch", SR_FL_WEIGHTS, SR_FR_WEIGHT_SYNC,      \
       SR_FK_NONE, SR_FK_NONE,                                                                      \
       "a mixed-dtype broadcast bucket is unpacked grouped by dtype, not in its metadata's order: " \
-      "each tensor gets another offset's bytes, silently (checksums pass)")
+      "each tensor gets another offset's bytes, silently (checksums pass)")                        \
+    X(SR_FK_PUBLISH_AFTER_FAILED_CHUNK, "publish_after_failed_chunk", SR_FL_WEIGHTS,               \
+      SR_FR_WEIGHT_SYNC, SR_FK_NONE, SR_FK_NONE,                                                   \
+      "the finish of a broadcast update whose chunk failed commits what the chunks wrote and "     \
+      "publishes the new version, answering 200")                                                  \
+    X(SR_FK_GENERATE_FAILS_AFTER_UPDATE, "generate_fails_after_update", SR_FL_WEIGHTS,             \
+      SR_FR_WEIGHT_SYNC, SR_FK_NONE, SR_FK_NONE,                                                   \
+      "the update is applied and acknowledged, then every generate answers 500 and /health 503 "   \
+      "(parameters left unloaded, a scheduler that died) until the engine stops")                  \
+    X(SR_FK_DELETE_CHECKPOINT_AFTER_LOAD, "delete_checkpoint_after_load", SR_FL_WEIGHTS,           \
+      SR_FR_WEIGHT_SYNC, SR_FK_NONE, SR_FK_NONE,                                                   \
+      "after a load from disk succeeds, the engine removes the checkpoint folder it read (its "    \
+      "files, then the folder), whoever else still has to load it")
 
 #define SR_FK_ENUM_(sym, ...) sym,
 typedef enum sr_fault_kind { SR_FAULT_KIND_TABLE(SR_FK_ENUM_) SR_FK_COUNT } sr_fault_kind;

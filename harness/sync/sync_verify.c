@@ -171,6 +171,14 @@ static int judge(sr_sync *s, sr_sync_result *res, int i, const seen *sn, int64_t
                    is_new ? "the new" : "the old");
     else
         report_partial(s, res, i, sn, new_g, new_l, target, err);
+    /* Neither state, and a version the engine was never sent: its counter moved by itself (an
+     * engine restarted on its initial checkpoint reports that checkpoint's version). */
+    if (!is_new && !is_old && sn->version != old_v && sn->version != target)
+        sync_check(res, SR_E_SYNC_VERSION_SKEW, i, -1,
+                   "after the failed sync to version %lld engine %d (%s) reports version %lld, "
+                   "neither the %lld it held nor the target",
+                   (long long)target, i, sr_fanout_url(s->fan, i), (long long)sn->version,
+                   (long long)old_v);
     return 0;
 }
 
