@@ -73,8 +73,9 @@ static size_t on_body(char *data, size_t size, size_t n, void *cls)
     return len;
 }
 
-/* One step of the transfer: perform, collect its end, wait up to 100 ms for its socket. */
-static void drive(px_req *r)
+/* One step of the transfer: perform, collect its end and, with `wait`, wait up to 100 ms for
+ * its socket. */
+static void drive_step(px_req *r, int wait)
 {
     int running = 0;
     curl_multi_perform(r->multi, &running);
@@ -89,9 +90,11 @@ static void drive(px_req *r)
         r->done = 1;
         r->result = CURLE_OK;
     }
-    if (!r->done)
+    if (!r->done && wait)
         curl_multi_poll(r->multi, NULL, 0, 100, NULL);
 }
+
+static void drive(px_req *r) { drive_step(r, 1); }
 
 int px_forward(px_req *r, sr_err *err)
 {
@@ -198,6 +201,12 @@ static ssize_t read_stream(void *cls, uint64_t pos, char *buf, size_t max)
         return MHD_CONTENT_READER_END_WITH_ERROR;
     if (r->whole)
         return read_whole(r, pos, buf, max);
+    /* Keep what is held at the front, so the buffer stays within the hold bound plus a block. */
+    if (r->off && r->off >= r->pending.len - r->off) {
+        memmove(r->pending.data, r->pending.data + r->off, r->pending.len - r->off);
+        r->pending.len -= r->off;
+        r->off = 0;
+    }
     while (r->off == r->pending.len && !r->done) {
         r->off = r->pending.len = 0;
         if (r->paused) {
@@ -207,6 +216,19 @@ static ssize_t read_stream(void *cls, uint64_t pos, char *buf, size_t max)
         drive(r);
         if (stopping(r->p))
             return MHD_CONTENT_READER_END_WITH_ERROR;
+    }
+    /* Hand libmicrohttpd whole blocks when the bytes are there: what the upstream has already
+     * sent is collected without waiting, so one send carries up to `max` bytes, not one curl
+     * write (16 KiB), and the client does not wait on many small segments. */
+    for (int i = 0; i < 64 && !r->done && r->pending.len - r->off < max; i++) {
+        size_t before = r->pending.len;
+        if (r->paused) {
+            r->paused = 0;
+            curl_easy_pause(r->easy, CURLPAUSE_CONT);
+        }
+        drive_step(r, 0);
+        if (r->pending.len == before || r->paused)
+            break;
     }
     if (r->off == r->pending.len) {
         if (r->result != CURLE_OK) {
