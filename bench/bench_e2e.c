@@ -46,6 +46,7 @@
 
 #include "bench_util.h"
 #include "e2e_floor.h"
+#include "e2e_pass.h"
 #include "run/procs.h"
 #include "report/result.h"
 #include "run/rollout.h"
@@ -121,6 +122,7 @@ static const char *const k_kind[K_COUNT] = {"rollout", "sync_weights", "collate"
 typedef struct e2e_run {
     double scenario_ms, steps_ms, kind_ms[K_COUNT];
     double phase_ms[SR_PHASE_COUNT], phase_n[SR_PHASE_COUNT];
+    double cpu_ms[SR_PHASE_COUNT], cpu_n[SR_PHASE_COUNT]; /* the phases' sampled CPU time */
     double rollouts, tokens, rows, turns, bytes_received;
 } e2e_run;
 
@@ -158,6 +160,9 @@ static int read_run(e2e_run *r, const cJSON *scn)
         const cJSON *h = cJSON_GetObjectItemCaseSensitive(ph, sr_phase_name(p));
         r->phase_n[p] = num(h, "count");
         r->phase_ms[p] = num(cJSON_GetObjectItemCaseSensitive(h, "hist"), "sum_ns") / 1e6;
+        const cJSON *cpu = cJSON_GetObjectItemCaseSensitive(h, "cpu");
+        r->cpu_n[p] = num(cpu, "count");
+        r->cpu_ms[p] = num(cpu, "sum_ns") / 1e6;
     }
     return 0;
 }
@@ -198,6 +203,14 @@ static double f_phase_n(const e2e_run *r, int p)
 {
     return r->phase_n[p];
 }
+static double f_cpu_mean_us(const e2e_run *r, int p)
+{
+    return r->cpu_n[p] > 0 ? r->cpu_ms[p] * 1e3 / r->cpu_n[p] : 0.0;
+}
+static double f_cpu_n(const e2e_run *r, int p)
+{
+    return r->cpu_n[p];
+}
 
 /* Per second of the steps' wall: 0 rollouts, 1 tokens, 2 route bytes, 3 response bytes,
  * 4 requests. */
@@ -231,8 +244,11 @@ static void report_throughput(const e2e_run *runs, int n)
         bench_stats s = over_runs(runs, n, f_phase, p);
         double count = over_runs(runs, n, f_phase_n, p).median_ms;
         snprintf(name, sizeof(name), "e2e.phase.%s", sr_phase_name(p));
-        bench_report_ex(name, s, sc, "e2e.scenario", "count=%.0f mean_us=%.1f", count,
-                        count > 0 ? s.median_ms * 1e3 / count : 0.0);
+        bench_report_ex(name, s, sc, "e2e.scenario",
+                        "count=%.0f mean_us=%.1f cpu_count=%.0f cpu_mean_us=%.1f", count,
+                        count > 0 ? s.median_ms * 1e3 / count : 0.0,
+                        over_runs(runs, n, f_cpu_n, p).median_ms,
+                        over_runs(runs, n, f_cpu_mean_us, p).median_ms);
     }
 }
 
@@ -439,7 +455,7 @@ static void hb_measure(hb_series *m, hb *h, const sr_client *c, const sr_scenari
     char(*sessions)[64] = calloc(n, 64);
     for (int rep = 0; rep <= reps; rep++) {
         hb_totals t = {0, 0, 0, 0, 0};
-        e2e_floor_totals ft = {0, 0, 0}, mt = {0, 0, 0};
+        e2e_floor_totals ft = {0, 0, 0, 0}, mt = {0, 0, 0, 0};
         make_configs(h->cfgs, prompts, sessions, s, r, sp, rep);
         hb_batch(&t, &ft, &mt, h, c, n, (int)s->concurrency, fl->easy, fl->multi, sp);
         m->harness[rep] = t.cpu_ms / t.requests;
@@ -476,12 +492,13 @@ static void hb_report(const hb_series *m, const hb_floors *fl, int reps)
     bench_stats budget = {0.050 + 1.2 * copy_ms, 0, 0};
     char bname[96];
     snprintf(bname, sizeof(bname), "budget_50us+1.2xmemcpy_%zuB", mean_bytes);
-    bench_report_ex("e2e.harness_per_request", bench_stats_of(m->harness + 1, reps), budget, bname,
-                    "budget_us=%.2f memcpy_us=%.3f mean_response_bytes=%zu requests=%.0f "
-                    "splice_wall_us=%.1f record_wall_us=%.1f",
-                    budget.median_ms * 1e3, copy_ms * 1e3, mean_bytes, all->requests,
-                    all->splice_ms * 1e3 / all->requests, all->record_ms * 1e3 / all->requests);
     bench_stats hs = bench_stats_of(m->harness + 1, reps), fs = bench_stats_of(m->floor + 1, reps);
+    bench_report_ex("e2e.harness_per_request", hs, budget, bname,
+                    "budget_us=%.2f memcpy_us=%.3f mean_response_bytes=%zu requests=%.0f "
+                    "splice_wall_us=%.1f record_wall_us=%.1f harness_minus_floor_us=%.1f",
+                    budget.median_ms * 1e3, copy_ms * 1e3, mean_bytes, all->requests,
+                    all->splice_ms * 1e3 / all->requests, all->record_ms * 1e3 / all->requests,
+                    (hs.median_ms - fs.median_ms) * 1e3);
     bench_report_ex("e2e.curl_floor_per_request", fs, budget, bname,
                     "mean_response_bytes=%.0f requests=%.0f harness_minus_floor_us=%.1f",
                     m->fall.bytes / m->fall.requests, m->fall.requests,
@@ -491,6 +508,111 @@ static void hb_report(const hb_series *m, const hb_floors *fl, int reps)
                     fl->slots - fl->slots % fl->threads);
     free(src);
     free(dst);
+}
+
+/* The median time of one memcpy of `bytes` bytes, in us (timed 1000 copies at a time). */
+static double memcpy_us(size_t bytes, int reps)
+{
+    char *src = malloc(bytes + 1), *dst = malloc(bytes + 1);
+    memset(src, 'A', bytes + 1);
+    memset(dst, 0, bytes + 1);
+    copy_ctx cc = {dst, src, bytes};
+    double us = bench_measure(copy_1000, &cc, reps).median_ms;
+    free(src);
+    free(dst);
+    return us;
+}
+
+/* One CPU line: `mean_us` per event against `budget_us`. */
+static void cpu_line(const char *name, double mean_us, double budget_us, const char *vs,
+                     double memcpy_of_us, double events)
+{
+    bench_stats v = {mean_us / 1e3, mean_us / 1e3, mean_us / 1e3};
+    bench_stats b = {budget_us / 1e3, budget_us / 1e3, budget_us / 1e3};
+    bench_report_ex(name, v, b, vs, "cpu_us=%.2f budget_us=%.2f memcpy_us=%.3f count=%.0f", mean_us,
+                    budget_us, memcpy_of_us, events);
+}
+
+/* The phases in thread CPU time (e2e_pass.h) over `batches` batches, against the issue 36
+ * budgets: a turn's splice <= 3 x memcpy(response) + 3 us, its record <= 3 x memcpy(routes) +
+ * 2 us; request (the whole generate) and finalize (per rollout) against the curl floor and the
+ * record budget, for reading. */
+static void hb_cpu(hb *h, const sr_scenario *s, const sr_scn_rollout *r, const cJSON *sp,
+                   const char *const *urls, int ne, double floor_us, int reps)
+{
+    sr_client_opts o = s->client;
+    o.cpu_every = 1;
+    sr_client *c;
+    sr_err e = SR_ERR_INIT;
+    if (sr_client_new(&c, urls, (size_t)ne, s->fields, &o, &e))
+        die("client", &e);
+    size_t n = (size_t)r->batch;
+    int32_t **prompts = calloc(n, sizeof(int32_t *));
+    char(*sessions)[64] = calloc(n, 64);
+    e2e_cpu_totals t;
+    memset(&t, 0, sizeof t);
+    for (int b = 0; b < 3; b++) {
+        make_configs(h->cfgs, prompts, sessions, s, r, sp, 1000 + b);
+        if (e2e_cpu_pass(&t, c, h->cfgs, n, (int)s->concurrency))
+            die("the CPU pass failed", NULL);
+    }
+    double resp = memcpy_us((size_t)(t.response_bytes / t.turns), reps);
+    double routes = memcpy_us((size_t)(t.route_bytes / t.turns), reps);
+    double per_rollout = memcpy_us((size_t)(t.route_bytes / t.rollouts), reps);
+    cpu_line("e2e.cpu.splice", t.splice_ms * 1e3 / t.turns, 3 * resp + 3, "3xmemcpy(response)+3us",
+             resp, t.turns);
+    cpu_line("e2e.cpu.record", t.record_ms * 1e3 / t.turns, 3 * routes + 2, "3xmemcpy(routes)+2us",
+             routes, t.turns);
+    cpu_line("e2e.cpu.request", t.request_ms * 1e3 / t.turns, floor_us, "curl_floor_per_request",
+             resp, t.turns);
+    cpu_line("e2e.cpu.finalize", t.finalize_ms * 1e3 / t.rollouts, 3 * per_rollout + 2,
+             "3xmemcpy(rollout_routes)+2us", per_rollout, t.rollouts);
+    for (size_t i = 0; i < n; i++)
+        free(prompts[i]);
+    free(prompts);
+    free(sessions);
+    sr_client_free(c);
+}
+
+/* The client's generates per second at the scenario's concurrency, rollouts verified, against
+ * the libcurl multi floor's requests per second on the same requests (e2e_pass.h). */
+static void hb_rps(hb *h, const sr_client *c, const sr_scenario *s, const sr_scn_rollout *r,
+                   const cJSON *sp, e2e_floor *multi, int reps)
+{
+    size_t n = (size_t)r->batch;
+    int32_t **prompts = calloc(n, sizeof(int32_t *));
+    char(*sessions)[64] = calloc(n, 64);
+    double *ms = calloc((size_t)reps, sizeof(double)), *fms = calloc((size_t)reps, sizeof(double));
+    e2e_rps_totals all;
+    memset(&all, 0, sizeof all);
+    for (int b = 0; b <= reps; b++) {
+        e2e_rps_totals t;
+        memset(&t, 0, sizeof t);
+        make_configs(h->cfgs, prompts, sessions, s, r, sp, 2000 + b);
+        if (e2e_rps_pass(&t, c, &s->engine, h->cfgs, n, (int)s->concurrency, multi, sp))
+            die("the throughput pass failed (a rollout, a check or the floor's replay)", NULL);
+        if (b == 0)
+            continue; /* warm-up */
+        ms[b - 1] = t.wall_ms / t.requests;
+        fms[b - 1] = t.floor.wall_ms / t.floor.requests;
+        all.requests += t.requests;
+        all.wall_ms += t.wall_ms;
+        all.floor.requests += t.floor.requests;
+        all.floor.wall_ms += t.floor.wall_ms;
+    }
+    bench_stats v = bench_stats_of(ms, reps), f = bench_stats_of(fms, reps);
+    double rps = all.requests / (all.wall_ms / 1e3);
+    double floor_rps = all.floor.requests / (all.floor.wall_ms / 1e3);
+    bench_report_ex("e2e.client_rps", v, f, "curl_multi_floor",
+                    "rps=%.0f floor_rps=%.0f "
+                    "vs_floor=%.3f in_flight=%d requests=%.0f",
+                    rps, floor_rps, rps / floor_rps, (int)s->concurrency, all.requests);
+    for (size_t i = 0; i < n; i++)
+        free(prompts[i]);
+    free(prompts);
+    free(sessions);
+    free(ms);
+    free(fms);
 }
 
 static void bench_harness(const sr_scenario *s, const char *syncroll, const char *tmp, int reps)
@@ -526,9 +648,11 @@ static void bench_harness(const sr_scenario *s, const char *syncroll, const char
                    calloc((size_t)reps + 1, sizeof(double)),
                    calloc((size_t)reps + 1, sizeof(double)),
                    {0, 0, 0, 0, 0},
-                   {0, 0, 0}};
+                   {0, 0, 0, 0}};
     hb_measure(&m, &h, c, s, r, sp, &fl, reps);
     hb_report(&m, &fl, reps);
+    hb_cpu(&h, s, r, sp, url_p, ne, bench_stats_of(m.floor + 1, reps).median_ms * 1e3, reps);
+    hb_rps(&h, c, s, r, sp, fl.multi, reps);
     e2e_floor_free(fl.easy);
     e2e_floor_free(fl.multi);
     free(m.harness);

@@ -350,6 +350,35 @@ START_TEST(r3_generate_is_spliced_and_verified)
 }
 END_TEST
 
+/* cpu_every = 2: the first generate of the conn and then every second one carry their thread CPU
+ * time (the whole generate, and inside the splice); the others carry none. */
+START_TEST(cpu_time_is_sampled_every_nth_generate)
+{
+    fx f;
+    sr_client_opts o = SR_CLIENT_OPTS_INIT;
+    o.cpu_every = 2;
+    fx_start(&f, 1, CFG_CLEAN, &o);
+    sr_client_result r;
+    sr_err e = SR_ERR_INIT;
+    for (int i = 0; i < 4; i++) {
+        ck_assert_sr_ok(gen(&f, "s-cpu", 0, &r, &e), e);
+        ck_assert_int_eq(r.cpu_sampled, i % 2 == 0);
+        if (i % 2 == 0) {
+            ck_assert_msg(r.request_cpu_ms > 0 && r.splice_cpu_ms > 0 &&
+                              r.splice_cpu_ms < r.request_cpu_ms,
+                          "request %g ms, splice %g ms of CPU", r.request_cpu_ms, r.splice_cpu_ms);
+        } else {
+            ck_assert(r.request_cpu_ms == 0 && r.splice_cpu_ms == 0);
+        }
+    }
+    fx_stop(&f);
+    o.cpu_every = -1;
+    sr_client *c = NULL;
+    const char *url = "http://127.0.0.1:1";
+    ck_assert_sr_code(sr_client_new(&c, &url, 1, NULL, &o, &e), e, SR_E_INVAL);
+}
+END_TEST
+
 /* One generate per job on the job's conn; records whether its first attempt connected anew. */
 typedef struct pool_ctx {
     int new_conn[8];
@@ -644,6 +673,7 @@ static Suite *client_suite(void)
     tcase_add_test(tc, control_plane_fans_out);
     tcase_add_test(tc, fanout_runs_queues_per_engine_and_cuts_at_the_deadline);
     tcase_add_test(tc, token_id_range_is_exact);
+    tcase_add_test(tc, cpu_time_is_sampled_every_nth_generate);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -17,6 +17,7 @@ struct sr_client {
     const sr_fields *fields;
     sr_fields *own_fields;     /* the built-ins when the caller gave none */
     struct sr_conn_pool *pool; /* idle conns kept for the next sr_client_parallel */
+    int64_t cpu_pair_ns; /* what two back-to-back thread CPU clock reads measure (cpu_every) */
 };
 
 /* Idle easy handles of one engine, each with at most one kept-alive connection, to it. */
@@ -82,6 +83,8 @@ struct sr_client_conn {
     unsigned char *pd_rows; /* the prefill replica's rows of the current generate (generate.c) */
     size_t pd_rows_cap;
     char errbuf[CURL_ERROR_SIZE];
+    uint64_t generates;     /* generates begun on this conn (the CPU sampling's count) */
+    int cpu_sample;         /* the current generate measures its phases' thread CPU time */
     size_t capture;         /* response bytes captured per attempt; 0: capture off */
     sr_client_exchange cap; /* the last generate's exchange (request: swapped in after it) */
 };
@@ -94,6 +97,7 @@ typedef struct sr_xfer_out {
     int timed_out;                   /* curl's timeout fired */
     int64_t retry_after_ms;          /* Retry-After of a 429/503, -1 if none */
     double splice_ms;
+    double splice_cpu_ms; /* thread CPU inside the splice, when the generate is sampled */
 } sr_xfer_out;
 
 /* Sleeps ms milliseconds (restarting after signals). */

@@ -216,6 +216,7 @@ static int attempt_loop(gen_ctx *g, sr_err *err)
         att->elapsed_ms = sr_clock_ms() - now;
         out->http_status = att->http_status;
         out->splice_ms = x.splice_ms;
+        out->splice_cpu_ms = x.splice_cpu_ms;
         out->bytes_received = att->bytes;
         out->bytes_total += att->bytes;
         if (!rc) {
@@ -251,10 +252,30 @@ static int engine_of(const sr_client *c, const char *session_id)
     return c->opts.pd_decode >= 0 ? c->opts.pd_decode : sr_client_engine_for(c, session_id);
 }
 
+static int generate_run(sr_client_result *out, sr_client_conn *k, const sr_client_req *req,
+                        int engine, sr_err *err);
+
+/* One generate on `engine`, its thread CPU time measured when the conn samples it. */
 static int generate_on(sr_client_result *out, sr_client_conn *k, const sr_client_req *req,
                        int engine, sr_err *err)
 {
     result_reset(out);
+    const sr_client *c = k->c;
+    k->cpu_sample = c->opts.cpu_every > 0 && k->generates % (uint64_t)c->opts.cpu_every == 0;
+    k->generates++;
+    int64_t cpu0 = k->cpu_sample ? sr_clock_cpu_ns() : 0;
+    int rc = generate_run(out, k, req, engine, err);
+    if (k->cpu_sample) {
+        out->cpu_sampled = 1;
+        out->request_cpu_ms = (double)(sr_clock_cpu_ns() - cpu0) / 1e6;
+    }
+    return rc;
+}
+
+/* The generate itself: the body, the headers, the attempts. */
+static int generate_run(sr_client_result *out, sr_client_conn *k, const sr_client_req *req,
+                        int engine, sr_err *err)
+{
     gen_ctx g = {k, req, out, NULL, sr_clock_ms(), 0, 0};
     int rc = check_request(&k->c->opts, req, err);
     if (rc)

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sr_clock.h"
 #include "sr_mix.h"
 
 /* The state of one running rollout and the steps of a turn (defined after the agent loop). */
@@ -193,6 +194,9 @@ static void turn_from_client(sr_rollout_turn *t, const sr_client_result *r)
     t->splice_ms = r->splice_ms;
     t->decode_ms = r->decode_ms;
     t->wait_ms = r->wait_ms;
+    t->cpu_sampled = r->cpu_sampled;
+    t->request_cpu_ms = r->request_cpu_ms;
+    t->splice_cpu_ms = r->splice_cpu_ms;
     t->bytes_sent = r->bytes_sent;
     t->bytes_received = r->bytes_received;
     t->bytes_total = r->bytes_total;
@@ -268,8 +272,11 @@ static int one_turn(rollout_state *s, int turn, sr_err *err)
     sr_rollout_turn *t = &s->res->turns[s->res->n_turns - 1];
     if (!rc && c->routes) {
         double t0 = sr_client_now_ms();
+        int64_t cpu0 = t->cpu_sampled ? sr_clock_cpu_ns() : 0;
         rc = rollout_record(s, &r, err);
         t->record_ms = sr_client_now_ms() - t0;
+        if (t->cpu_sampled)
+            t->record_cpu_ms = (double)(sr_clock_cpu_ns() - cpu0) / 1e6;
     }
     if (!rc)
         rc = rollout_env_obs(s, turn, err);
@@ -580,9 +587,15 @@ static int finalize_routes(rollout_state *s, sr_err *err)
         return sr_err_set(err, SR_E_NOMEM, "rollout: cannot build the loss mask");
     memcpy(full + P0, res->loss_mask, res->response_len);
     double t0 = sr_client_now_ms();
+    int cpu = res->n_turns > 0 && res->turns[res->n_turns - 1].cpu_sampled;
+    int64_t cpu0 = cpu ? sr_clock_cpu_ns() : 0;
     int rc = sr_route_trace_finalize(&res->routes, &res->captured_rows, s->trace, (int64_t)T, full,
                                      (int64_t)T, err);
     res->finalize_ms = sr_client_now_ms() - t0;
+    if (cpu) {
+        res->finalize_cpu_sampled = 1;
+        res->finalize_cpu_ms = (double)(sr_clock_cpu_ns() - cpu0) / 1e6;
+    }
     free(full);
     if (rc)
         return rollout_token_limit(s, rc, err);
