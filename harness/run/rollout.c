@@ -52,6 +52,9 @@ static int rollout_update_single(rollout_state *s, const sr_client_result *r, sr
  */
 static int rollout_finish(rollout_state *s, int finalize, sr_err *err);
 
+/* Tokens a rollout's arrays are sized for up front at most (setup). */
+#define RESERVE_MAX ((size_t)1 << 14)
+
 /* Longest trajectory a rollout may build, in tokens (the oracle's sequence bound). */
 #define MAX_TOKENS ((size_t)1 << 24)
 
@@ -334,7 +337,24 @@ static int setup(rollout_state *s, sr_err *err)
     s->res->turns = calloc((size_t)c->env.max_turns, sizeof *s->res->turns);
     if (!s->res->turns)
         return sr_err_set(err, SR_E_NOMEM, "rollout: cannot allocate the turn log");
-    int rc = rollout_push_ids(s, c->prompt, c->prompt_len, err);
+    /* The conversation's bound up front: one allocation per array per rollout, not a realloc
+     * (and copy) in the turns that cross a power of two. Up to RESERVE_MAX tokens. */
+    size_t hint = (size_t)rows_hint(c) + 1;
+    if (hint > RESERVE_MAX)
+        hint = RESERVE_MAX; /* past it, doubling: a long bound is rarely all used */
+    int rc = 0;
+    if (!rc && hint > 1)
+        rc = rollout_grow((void **)&s->ids, &s->ids_cap, hint, sizeof(int32_t), err);
+    if (!rc && hint > 1)
+        rc = rollout_grow((void **)&s->mask, &s->mask_cap, hint, 1, err);
+    if (!rc && hint > 1)
+        rc = rollout_grow((void **)&s->lp, &s->lp_cap, hint, sizeof(double), err);
+    if (!rc && c->routes && hint > 1)
+        rc = rollout_grow((void **)&s->row_ver, &s->ver_cap, hint, sizeof(int64_t), err);
+    if (!rc && c->routes && hint > 1)
+        rc = rollout_grow((void **)&s->held_ver, &s->held_cap, hint, sizeof(int64_t), err);
+    if (!rc)
+        rc = rollout_push_ids(s, c->prompt, c->prompt_len, err);
     for (size_t i = 0; !rc && i < c->prompt_len; i++)
         if (c->prompt[i] < 0)
             rc = sr_err_set(err, SR_E_ROLLOUT_CONFIG, "rollout: prompt[%zu] is negative", i);
