@@ -320,6 +320,8 @@ void sr_client_conn_free(sr_client_conn *k)
     sr_buf_release(&k->body);
     sr_client_exchange_release(&k->cap);
     sr_buf_release(&k->url);
+    sr_ids_text_release(&k->ids_text);
+    curl_slist_free_all(k->headers);
     cJSON_Delete(k->native_doc);
     free(k->tokens);
     free(k->logprobs);

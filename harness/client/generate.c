@@ -72,6 +72,8 @@ static int check_request(const sr_client_opts *o, const sr_client_req *r, sr_err
 
 /* ---- generate ---- */
 
+static int build_headers(struct curl_slist **out, const char *session, sr_err *err);
+
 typedef struct gen_ctx {
     sr_client_conn *k;
     const sr_client_req *req;
@@ -82,7 +84,22 @@ typedef struct gen_ctx {
     int splice; /* the response goes through the splice (skyrl with routes; every other wire) */
 } gen_ctx;
 
-static int make_headers(struct curl_slist **out, const char *session, sr_err *err)
+/* The conn's headers for `session`: kept from its previous generate when the session is the
+ * same (every turn of a rollout), else built anew. */
+static int make_headers(sr_client_conn *k, const char *session, sr_err *err)
+{
+    const char *want = session ? session : "";
+    if (k->headers && strcmp(k->headers_session, want) == 0)
+        return 0;
+    curl_slist_free_all(k->headers);
+    k->headers = NULL;
+    int rc = build_headers(&k->headers, session, err);
+    if (!rc)
+        snprintf(k->headers_session, sizeof k->headers_session, "%s", want);
+    return rc;
+}
+
+static int build_headers(struct curl_slist **out, const char *session, sr_err *err)
 {
     char line[SR_CLIENT_SESSION_MAX + 32];
     struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
@@ -295,19 +312,18 @@ static int generate_run(sr_client_result *out, sr_client_conn *k, const sr_clien
     g.splice = !skyrl || packed;
     if (req->return_routes && !c->opts.quirks.no_prompt_start)
         out->prompt_start_sent = req->prompt_start;
-    rc = sr_client_build_body(&k->req_body, rt, req, out->prompt_start_sent, err);
+    rc = sr_client_build_body(&k->req_body, rt, req, out->prompt_start_sent, &k->ids_text, err);
     out->bytes_sent = k->req_body.len;
     sr_buf_reset(&k->url);
     if (!rc)
         rc = sr_buf_printf(&k->url, err, "%s%s", out->url, out->path);
     if (!rc)
-        rc = make_headers(&g.headers, req->session_id, err);
+        rc = make_headers(k, req->session_id, err);
     if (rc)
         return rc;
+    g.headers = k->headers;
     g.seed = sr_retry_seed(c->opts.seed, req->session_id, req->turn);
-    rc = attempt_loop(&g, err);
-    curl_slist_free_all(g.headers);
-    return rc;
+    return attempt_loop(&g, err);
 }
 
 /* The prefill replica's rows for `req` (the same request with max_tokens 1) into k->pd_rows. */
