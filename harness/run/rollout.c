@@ -607,7 +607,9 @@ static int finalize_routes(rollout_state *s, sr_err *err)
         return sr_err_set(err, SR_E_NOMEM, "rollout: cannot build the loss mask");
     memcpy(full + P0, res->loss_mask, res->response_len);
     double t0 = sr_client_now_ms();
-    int cpu = res->n_turns > 0 && res->turns[res->n_turns - 1].cpu_sampled;
+    int cpu = 0; /* measured when the client sampled any of the rollout's generates */
+    for (int i = 0; i < res->n_turns; i++)
+        cpu |= res->turns[i].cpu_sampled;
     int64_t cpu0 = cpu ? sr_clock_cpu_ns() : 0;
     int rc = sr_route_trace_finalize(&res->routes, &res->captured_rows, s->trace, (int64_t)T, full,
                                      (int64_t)T, err);

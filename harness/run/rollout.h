@@ -191,7 +191,7 @@ typedef struct sr_rollout_result {
     sr_rollout_turn *turns;
     int n_turns;
     double total_ms, finalize_ms;
-    int finalize_cpu_sampled; /* the last turn was sampled: finalize_cpu_ms holds its CPU time */
+    int finalize_cpu_sampled; /* a turn was sampled: finalize_cpu_ms holds its CPU time */
     double finalize_cpu_ms;
     sr_rollout_exchange exchanges[SR_ROLLOUT_KEEP_EXCHANGES]; /* (above) */
 } sr_rollout_result;
