@@ -510,109 +510,39 @@ static void hb_report(const hb_series *m, const hb_floors *fl, int reps)
     free(dst);
 }
 
-/* The median time of one memcpy of `bytes` bytes, in us (timed 1000 copies at a time). */
-static double memcpy_us(size_t bytes, int reps)
+/* The configs of the extra passes' batches (e2e_pass.h), made as hb_measure makes its own. */
+typedef struct hb_maker {
+    int32_t **prompts;
+    char (*sessions)[64];
+    const sr_scenario *s;
+    const sr_scn_rollout *r;
+    const cJSON *sp;
+} hb_maker;
+
+static void hb_make(void *ctx, sr_rollout_config *cfgs, int rep)
 {
-    char *src = malloc(bytes + 1), *dst = malloc(bytes + 1);
-    memset(src, 'A', bytes + 1);
-    memset(dst, 0, bytes + 1);
-    copy_ctx cc = {dst, src, bytes};
-    double us = bench_measure(copy_1000, &cc, reps).median_ms;
-    free(src);
-    free(dst);
-    return us;
+    hb_maker *m = ctx;
+    make_configs(cfgs, m->prompts, m->sessions, m->s, m->r, m->sp, rep);
 }
 
-/* One CPU line: `mean_us` per event against `budget_us`. */
-static void cpu_line(const char *name, double mean_us, double budget_us, const char *vs,
-                     double memcpy_of_us, double events)
+/* The phases in thread CPU time and the client's throughput (e2e_pass.h). */
+static void hb_passes(hb *h, const sr_client *c, const sr_scenario *s, const sr_scn_rollout *r,
+                      const cJSON *sp, const char *const *urls, int ne, e2e_floor *multi,
+                      double floor_us, int reps)
 {
-    bench_stats v = {mean_us / 1e3, mean_us / 1e3, mean_us / 1e3};
-    bench_stats b = {budget_us / 1e3, budget_us / 1e3, budget_us / 1e3};
-    bench_report_ex(name, v, b, vs, "cpu_us=%.2f budget_us=%.2f memcpy_us=%.3f count=%.0f", mean_us,
-                    budget_us, memcpy_of_us, events);
-}
-
-/* The phases in thread CPU time (e2e_pass.h) over `batches` batches, against the issue 36
- * budgets: a turn's splice <= 3 x memcpy(response) + 3 us, its record <= 3 x memcpy(routes) +
- * 2 us; request (the whole generate) and finalize (per rollout) against the curl floor and the
- * record budget, for reading. */
-static void hb_cpu(hb *h, const sr_scenario *s, const sr_scn_rollout *r, const cJSON *sp,
-                   const char *const *urls, int ne, double floor_us, int reps)
-{
+    size_t n = (size_t)r->batch;
+    hb_maker mk = {calloc(n, sizeof(int32_t *)), calloc(n, 64), s, r, sp};
+    e2e_batches b = {h->cfgs, n, (int)s->concurrency, hb_make, &mk};
     sr_client_opts o = s->client;
     o.cpu_every = 1;
-    sr_client *c;
-    sr_err e = SR_ERR_INIT;
-    if (sr_client_new(&c, urls, (size_t)ne, s->fields, &o, &e))
-        die("client", &e);
-    size_t n = (size_t)r->batch;
-    int32_t **prompts = calloc(n, sizeof(int32_t *));
-    char(*sessions)[64] = calloc(n, 64);
-    e2e_cpu_totals t;
-    memset(&t, 0, sizeof t);
-    for (int b = 0; b < 3; b++) {
-        make_configs(h->cfgs, prompts, sessions, s, r, sp, 1000 + b);
-        if (e2e_cpu_pass(&t, c, h->cfgs, n, (int)s->concurrency))
-            die("the CPU pass failed", NULL);
-    }
-    double resp = memcpy_us((size_t)(t.response_bytes / t.turns), reps);
-    double routes = memcpy_us((size_t)(t.route_bytes / t.turns), reps);
-    double per_rollout = memcpy_us((size_t)(t.route_bytes / t.rollouts), reps);
-    cpu_line("e2e.cpu.splice", t.splice_ms * 1e3 / t.turns, 3 * resp + 3, "3xmemcpy(response)+3us",
-             resp, t.turns);
-    cpu_line("e2e.cpu.record", t.record_ms * 1e3 / t.turns, 3 * routes + 2, "3xmemcpy(routes)+2us",
-             routes, t.turns);
-    cpu_line("e2e.cpu.request", t.request_ms * 1e3 / t.turns, floor_us, "curl_floor_per_request",
-             resp, t.turns);
-    cpu_line("e2e.cpu.finalize", t.finalize_ms * 1e3 / t.rollouts, 3 * per_rollout + 2,
-             "3xmemcpy(rollout_routes)+2us", per_rollout, t.rollouts);
+    if (e2e_cpu_lines(&b, urls, ne, s->fields, &o, floor_us, reps))
+        die("the CPU pass failed", NULL);
+    if (e2e_rps_line(&b, c, &s->engine, multi, sp, reps))
+        die("the throughput pass failed (a rollout, a check or the floor's replay)", NULL);
     for (size_t i = 0; i < n; i++)
-        free(prompts[i]);
-    free(prompts);
-    free(sessions);
-    sr_client_free(c);
-}
-
-/* The client's generates per second at the scenario's concurrency, rollouts verified, against
- * the libcurl multi floor's requests per second on the same requests (e2e_pass.h). */
-static void hb_rps(hb *h, const sr_client *c, const sr_scenario *s, const sr_scn_rollout *r,
-                   const cJSON *sp, e2e_floor *multi, int reps)
-{
-    size_t n = (size_t)r->batch;
-    int32_t **prompts = calloc(n, sizeof(int32_t *));
-    char(*sessions)[64] = calloc(n, 64);
-    double *ms = calloc((size_t)reps, sizeof(double)), *fms = calloc((size_t)reps, sizeof(double));
-    e2e_rps_totals all;
-    memset(&all, 0, sizeof all);
-    for (int b = 0; b <= reps; b++) {
-        e2e_rps_totals t;
-        memset(&t, 0, sizeof t);
-        make_configs(h->cfgs, prompts, sessions, s, r, sp, 2000 + b);
-        if (e2e_rps_pass(&t, c, &s->engine, h->cfgs, n, (int)s->concurrency, multi, sp))
-            die("the throughput pass failed (a rollout, a check or the floor's replay)", NULL);
-        if (b == 0)
-            continue; /* warm-up */
-        ms[b - 1] = t.wall_ms / t.requests;
-        fms[b - 1] = t.floor.wall_ms / t.floor.requests;
-        all.requests += t.requests;
-        all.wall_ms += t.wall_ms;
-        all.floor.requests += t.floor.requests;
-        all.floor.wall_ms += t.floor.wall_ms;
-    }
-    bench_stats v = bench_stats_of(ms, reps), f = bench_stats_of(fms, reps);
-    double rps = all.requests / (all.wall_ms / 1e3);
-    double floor_rps = all.floor.requests / (all.floor.wall_ms / 1e3);
-    bench_report_ex("e2e.client_rps", v, f, "curl_multi_floor",
-                    "rps=%.0f floor_rps=%.0f "
-                    "vs_floor=%.3f in_flight=%d requests=%.0f",
-                    rps, floor_rps, rps / floor_rps, (int)s->concurrency, all.requests);
-    for (size_t i = 0; i < n; i++)
-        free(prompts[i]);
-    free(prompts);
-    free(sessions);
-    free(ms);
-    free(fms);
+        free(mk.prompts[i]);
+    free(mk.prompts);
+    free(mk.sessions);
 }
 
 static void bench_harness(const sr_scenario *s, const char *syncroll, const char *tmp, int reps)
@@ -651,8 +581,8 @@ static void bench_harness(const sr_scenario *s, const char *syncroll, const char
                    {0, 0, 0, 0}};
     hb_measure(&m, &h, c, s, r, sp, &fl, reps);
     hb_report(&m, &fl, reps);
-    hb_cpu(&h, s, r, sp, url_p, ne, bench_stats_of(m.floor + 1, reps).median_ms * 1e3, reps);
-    hb_rps(&h, c, s, r, sp, fl.multi, reps);
+    hb_passes(&h, c, s, r, sp, url_p, ne, fl.multi,
+              bench_stats_of(m.floor + 1, reps).median_ms * 1e3, reps);
     e2e_floor_free(fl.easy);
     e2e_floor_free(fl.multi);
     free(m.harness);

@@ -115,3 +115,108 @@ int e2e_rps_pass(e2e_rps_totals *t, const sr_client *c, const sr_engine_config *
     free(rcs);
     return rc;
 }
+
+/* ---- the lines ---- */
+
+typedef struct copy_job {
+    char *dst;
+    const char *src;
+    size_t n;
+} copy_job;
+
+/* 1000 copies per call: one copy is a few microseconds. */
+static void copy_1000(void *p)
+{
+    copy_job *c = p;
+    for (int i = 0; i < 1000; i++) {
+        memcpy(c->dst, c->src, c->n);
+        bench_sink(c->dst, c->n);
+    }
+}
+
+/* The median time of one memcpy of `bytes` bytes, in us. */
+static double memcpy_us(size_t bytes, int reps)
+{
+    char *src = malloc(bytes + 1), *dst = malloc(bytes + 1);
+    memset(src, 'A', bytes + 1);
+    memset(dst, 0, bytes + 1);
+    copy_job cj = {dst, src, bytes};
+    double us = bench_measure(copy_1000, &cj, reps).median_ms;
+    free(src);
+    free(dst);
+    return us;
+}
+
+/* One CPU line: `mean_us` per event against `budget_us`. */
+static void cpu_line(const char *name, double mean_us, double budget_us, const char *vs,
+                     double memcpy_of_us, double events)
+{
+    bench_stats v = {mean_us / 1e3, mean_us / 1e3, mean_us / 1e3};
+    bench_stats b = {budget_us / 1e3, budget_us / 1e3, budget_us / 1e3};
+    bench_report_ex(name, v, b, vs, "cpu_us=%.2f budget_us=%.2f memcpy_us=%.3f count=%.0f", mean_us,
+                    budget_us, memcpy_of_us, events);
+}
+
+int e2e_cpu_lines(const e2e_batches *b, const char *const *urls, int ne, const sr_fields *fields,
+                  const sr_client_opts *opts, double floor_us, int reps)
+{
+    sr_client *c;
+    if (sr_client_new(&c, urls, (size_t)ne, fields, opts, NULL))
+        return -1;
+    e2e_cpu_totals t;
+    memset(&t, 0, sizeof t);
+    int rc = 0;
+    for (int k = 0; !rc && k < 3; k++) {
+        b->make(b->ctx, b->cfgs, 1000 + k);
+        rc = e2e_cpu_pass(&t, c, b->cfgs, b->n, b->limit);
+    }
+    sr_client_free(c);
+    if (rc || t.turns < 1 || t.rollouts < 1)
+        return -1;
+    double resp = memcpy_us((size_t)(t.response_bytes / t.turns), reps);
+    double routes = memcpy_us((size_t)(t.route_bytes / t.turns), reps);
+    double per_rollout = memcpy_us((size_t)(t.route_bytes / t.rollouts), reps);
+    cpu_line("e2e.cpu.splice", t.splice_ms * 1e3 / t.turns, 3 * resp + 3, "3xmemcpy(response)+3us",
+             resp, t.turns);
+    cpu_line("e2e.cpu.record", t.record_ms * 1e3 / t.turns, 3 * routes + 2, "3xmemcpy(routes)+2us",
+             routes, t.turns);
+    cpu_line("e2e.cpu.request", t.request_ms * 1e3 / t.turns, floor_us, "curl_floor_per_request",
+             resp, t.turns);
+    cpu_line("e2e.cpu.finalize", t.finalize_ms * 1e3 / t.rollouts, 3 * per_rollout + 2,
+             "3xmemcpy(rollout_routes)+2us", per_rollout, t.rollouts);
+    return 0;
+}
+
+int e2e_rps_line(const e2e_batches *b, const sr_client *c, const sr_engine_config *engine,
+                 e2e_floor *multi, const cJSON *sp, int reps)
+{
+    double *ms = calloc((size_t)reps, sizeof(double)), *fms = calloc((size_t)reps, sizeof(double));
+    e2e_rps_totals all;
+    memset(&all, 0, sizeof all);
+    int rc = ms && fms ? 0 : -1;
+    for (int k = 0; !rc && k <= reps; k++) {
+        e2e_rps_totals t;
+        memset(&t, 0, sizeof t);
+        b->make(b->ctx, b->cfgs, 2000 + k);
+        rc = e2e_rps_pass(&t, c, engine, b->cfgs, b->n, b->limit, multi, sp);
+        if (rc || k == 0)
+            continue; /* the first batch warms up */
+        ms[k - 1] = t.wall_ms / t.requests;
+        fms[k - 1] = t.floor.wall_ms / t.floor.requests;
+        all.requests += t.requests;
+        all.wall_ms += t.wall_ms;
+        all.floor.requests += t.floor.requests;
+        all.floor.wall_ms += t.floor.wall_ms;
+    }
+    if (!rc) {
+        double rps = all.requests / (all.wall_ms / 1e3);
+        double floor_rps = all.floor.requests / (all.floor.wall_ms / 1e3);
+        bench_report_ex("e2e.client_rps", bench_stats_of(ms, reps), bench_stats_of(fms, reps),
+                        "curl_multi_floor",
+                        "rps=%.0f floor_rps=%.0f vs_floor=%.3f in_flight=%d requests=%.0f", rps,
+                        floor_rps, rps / floor_rps, b->limit, all.requests);
+    }
+    free(ms);
+    free(fms);
+    return rc;
+}

@@ -49,4 +49,28 @@ int e2e_rps_pass(e2e_rps_totals *t, const sr_client *c, const sr_engine_config *
                  const sr_rollout_config *cfgs, size_t n, int limit, e2e_floor *multi,
                  const cJSON *sp);
 
+/* The batches of a pass: make(ctx, cfgs, rep) fills cfgs[0..n) for batch `rep`; at most
+ * `limit` rollouts in flight. */
+typedef struct e2e_batches {
+    sr_rollout_config *cfgs;
+    size_t n;
+    int limit;
+    void (*make)(void *ctx, sr_rollout_config *cfgs, int rep);
+    void *ctx;
+} e2e_batches;
+
+/*
+ * 3 batches of e2e_cpu_pass on a client of `opts` (cpu_every 1) over urls[0..ne), then the lines
+ * e2e.cpu.{splice,record,request,finalize}: the mean per turn (finalize: per rollout) against
+ * issue 36's budgets (splice 3 x memcpy(response) + 3 us, record 3 x memcpy(routes) + 2 us),
+ * request against `floor_us`, the curl floor's CPU per request. 0, or -1 when a pass failed.
+ */
+int e2e_cpu_lines(const e2e_batches *b, const char *const *urls, int ne, const sr_fields *fields,
+                  const sr_client_opts *opts, double floor_us, int reps);
+
+/* 1 warm-up + reps batches of e2e_rps_pass, then the line e2e.client_rps (rps, floor_rps,
+ * vs_floor = rps / floor_rps). 0, or -1 when a pass failed. */
+int e2e_rps_line(const e2e_batches *b, const sr_client *c, const sr_engine_config *engine,
+                 e2e_floor *multi, const cJSON *sp, int reps);
+
 #endif /* BENCH_E2E_PASS_H */
