@@ -93,7 +93,12 @@ int e2e_rps_pass(e2e_rps_totals *t, const sr_client *c, const sr_engine_config *
         rc = sr_run_result_add_scenario(&scn, run, &e);
     if (!rc)
         rc = sr_verifier_new(&x.v, engine, &e);
-    x.vc = (sr_verify_ctx){"bench-e2e", 0, "rollouts", cfgs[0].multi_turn, engine->experts, scn};
+    x.vc = (sr_verify_ctx){.scenario = "bench-e2e",
+                           .step = 0,
+                           .step_name = "rollouts",
+                           .multi_turn = cfgs[0].multi_turn,
+                           .experts = engine->experts,
+                           .res = scn};
     double w0 = bench_now_ms();
     if (!rc)
         rc = sr_client_parallel(c, n, limit, rps_job, &x, rcs, &e);
