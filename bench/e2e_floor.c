@@ -10,6 +10,7 @@
 
 #include <curl/curl.h>
 
+#include "bench_util.h"
 #include "sr_buf.h"
 
 #define FLOOR_MAX_ENGINES 8
@@ -324,6 +325,7 @@ int e2e_floor_batch(e2e_floor *f, e2e_floor_totals *t, const sr_rollout_result *
     if (!ws || !th)
         rc = -1;
     int started = 0;
+    double w0 = bench_now_ms();
     for (int i = 0; !rc && i < nt; i++, started++) {
         ws[i] = (floor_worker){&run, i};
         if (pthread_create(&th[i], NULL, f->multi ? work_multi : work, &ws[i]) != 0) {
@@ -333,6 +335,7 @@ int e2e_floor_batch(e2e_floor *f, e2e_floor_totals *t, const sr_rollout_result *
     }
     for (int i = 0; i < started; i++)
         pthread_join(th[i], NULL);
+    t->wall_ms += bench_now_ms() - w0;
     if (!rc && atomic_load(&run.failed))
         rc = -1;
     for (int i = 0; !rc && i < nt; i++) {

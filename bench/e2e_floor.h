@@ -35,6 +35,7 @@ typedef struct e2e_floor_totals {
     double cpu_ms;   /* thread CPU time summed over the threads, curl calls only */
     double requests; /* requests sent (every turn of every rollout) */
     double bytes;    /* response bytes received */
+    double wall_ms;  /* wall time of the replays, from the threads' start to their end */
 } e2e_floor_totals;
 
 /*

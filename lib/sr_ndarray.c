@@ -3,6 +3,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 int sr_shape_bytes(size_t *nbytes, uint64_t *numel, const int64_t *shape, int ndim, size_t itemsize,
                    sr_err *err)
@@ -189,6 +192,49 @@ void sr_ndarray_set_i64(sr_ndarray *a, uint64_t i, int64_t v)
         *max = (int64_t)hi;                                                                        \
     } while (0)
 
+#if defined(__SSE2__)
+/*
+ * The two route dtypes of real models (uint8 up to 256 experts, int16 up to 32768) with SSE2's
+ * packed min/max, 64 bytes a step: gcc 12's -O2 left even the blocked loop above scalar (issue
+ * 36's profile: 28k instructions per 20k-element turn, a third of the trace record).
+ */
+#define MINMAX_SSE2(T, MIN, MAX, SET1)                                                             \
+    do {                                                                                           \
+        const T *q = (const T *)a->data;                                                           \
+        const uint64_t step = 64 / sizeof(T);                                                      \
+        __m128i vlo = SET1(q[0]), vhi = vlo;                                                       \
+        uint64_t i = 0;                                                                            \
+        for (; n - i >= step; i += step) {                                                         \
+            const __m128i *p = (const __m128i *)(q + i);                                           \
+            __m128i x0 = _mm_loadu_si128(p), x1 = _mm_loadu_si128(p + 1);                          \
+            __m128i x2 = _mm_loadu_si128(p + 2), x3 = _mm_loadu_si128(p + 3);                      \
+            vlo = MIN(vlo, MIN(MIN(x0, x1), MIN(x2, x3)));                                         \
+            vhi = MAX(vhi, MAX(MAX(x0, x1), MAX(x2, x3)));                                         \
+        }                                                                                          \
+        T l[16 / sizeof(T)], h[16 / sizeof(T)];                                                    \
+        _mm_storeu_si128((__m128i *)l, vlo);                                                       \
+        _mm_storeu_si128((__m128i *)h, vhi);                                                       \
+        T lo = l[0], hi = h[0];                                                                    \
+        for (size_t j = 1; j < 16 / sizeof(T); j++) {                                              \
+            lo = l[j] < lo ? l[j] : lo;                                                            \
+            hi = h[j] > hi ? h[j] : hi;                                                            \
+        }                                                                                          \
+        for (; i < n; i++) {                                                                       \
+            lo = q[i] < lo ? q[i] : lo;                                                            \
+            hi = q[i] > hi ? q[i] : hi;                                                            \
+        }                                                                                          \
+        *min = (int64_t)lo;                                                                        \
+        *max = (int64_t)hi;                                                                        \
+    } while (0)
+#define SET1_U8(v)     _mm_set1_epi8((char)(v))
+#define SET1_I16(v)    _mm_set1_epi16((short)(v))
+#define MINMAX_UINT8() MINMAX_SSE2(uint8_t, _mm_min_epu8, _mm_max_epu8, SET1_U8)
+#define MINMAX_INT16() MINMAX_SSE2(int16_t, _mm_min_epi16, _mm_max_epi16, SET1_I16)
+#else
+#define MINMAX_UINT8() MINMAX_LOOP(uint8_t)
+#define MINMAX_INT16() MINMAX_LOOP(int16_t)
+#endif
+
 int sr_ndarray_minmax(const sr_ndarray *a, int64_t *min, int64_t *max, sr_err *err)
 {
     if (!sr_dtype_is_integer(a->dtype) && a->dtype != SR_DTYPE_BOOL)
@@ -202,13 +248,13 @@ int sr_ndarray_minmax(const sr_ndarray *a, int64_t *min, int64_t *max, sr_err *e
     switch (a->dtype) {
     case SR_DTYPE_BOOL:
     case SR_DTYPE_UINT8:
-        MINMAX_LOOP(uint8_t);
+        MINMAX_UINT8();
         break;
     case SR_DTYPE_INT8:
         MINMAX_LOOP(int8_t);
         break;
     case SR_DTYPE_INT16:
-        MINMAX_LOOP(int16_t);
+        MINMAX_INT16();
         break;
     case SR_DTYPE_UINT16:
         MINMAX_LOOP(uint16_t);

@@ -155,7 +155,22 @@ static int layers_equal(const int64_t *a, size_t na, const int64_t *b, size_t nb
     return na == nb && (na == 0 || memcmp(a, b, sizeof(int64_t) * na) == 0);
 }
 
-/* The checks of record() that precede the append; on success *list is the record's layers. */
+/* 1 if the record's layers (`given`, or the identity 0..layers-1 when NULL) are the pinned ones. */
+static int same_layers(const sr_route_trace *t, const int64_t *given, size_t n_given,
+                       int64_t layers)
+{
+    if ((uint64_t)layers != t->n_layers || (given && n_given != t->n_layers))
+        return 0;
+    if (given)
+        return layers_equal(given, n_given, t->layers, t->n_layers);
+    for (size_t i = 0; i < t->n_layers; i++)
+        if (t->layers[i] != (int64_t)i)
+            return 0;
+    return 1;
+}
+
+/* The checks of record() that precede the append; on success *list is the record's layers (NULL
+ * when they equal the pinned ones). */
 static int record_checks(int64_t **list, sr_dtype *canon, int64_t *expected,
                          const sr_route_trace *t, int64_t prompt, int64_t generated,
                          const sr_ndarray *routes, const int64_t *given, size_t n_given,
@@ -184,6 +199,9 @@ static int record_checks(int64_t **list, sr_dtype *canon, int64_t *expected,
                           (long long)routes->shape[0], (long long)*expected);
     if (m->has_schema && !sr_trace_meta_same_row_shape(m, routes))
         return sr_trace_meta_schema_error(m, routes, *canon, err);
+    /* After the first record the pinned list is compared in place: no copy per turn. */
+    if (t->recorded && same_layers(t, given, n_given, routes->shape[1]))
+        return 0; /* the pinned list was validated when it was pinned */
     rc = layer_list(list, given, n_given, routes->shape[1], err);
     if (rc || !t->recorded || layers_equal(*list, (size_t)routes->shape[1], t->layers, t->n_layers))
         return rc;

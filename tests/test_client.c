@@ -350,6 +350,89 @@ START_TEST(r3_generate_is_spliced_and_verified)
 }
 END_TEST
 
+/* cpu_every = 2: the first generate of the conn and then every second one carry their thread CPU
+ * time (the whole generate, and inside the splice); the others carry none. */
+START_TEST(cpu_time_is_sampled_every_nth_generate)
+{
+    fx f;
+    sr_client_opts o = SR_CLIENT_OPTS_INIT;
+    o.cpu_every = 2;
+    fx_start(&f, 1, CFG_CLEAN, &o);
+    sr_client_result r;
+    sr_err e = SR_ERR_INIT;
+    for (int i = 0; i < 4; i++) {
+        ck_assert_sr_ok(gen(&f, "s-cpu", 0, &r, &e), e);
+        ck_assert_int_eq(r.cpu_sampled, i % 2 == 0);
+        if (i % 2 == 0) {
+            ck_assert_msg(r.request_cpu_ms > 0 && r.splice_cpu_ms > 0 &&
+                              r.splice_cpu_ms < r.request_cpu_ms,
+                          "request %g ms, splice %g ms of CPU", r.request_cpu_ms, r.splice_cpu_ms);
+        } else {
+            ck_assert(r.request_cpu_ms == 0 && r.splice_cpu_ms == 0);
+        }
+    }
+    fx_stop(&f);
+    o.cpu_every = -1;
+    sr_client *c = NULL;
+    const char *url = "http://127.0.0.1:1";
+    ck_assert_sr_code(sr_client_new(&c, &url, 1, NULL, &o, &e), e, SR_E_INVAL);
+}
+END_TEST
+
+/* A generate of ids[0..n) with routes from 0 on f's conn, checked against the oracle: the engine
+ * computed them from the ids it received, so a body with other ids fails. */
+static void gen_ids_checked(fx *f, const int32_t *ids, size_t n)
+{
+    cJSON *s = sampling(3);
+    sr_client_req q = SR_CLIENT_REQ_INIT;
+    q.token_ids = ids;
+    q.n_tokens = n;
+    q.sampling_params = s;
+    q.session_id = "ids";
+    q.return_routes = 1;
+    q.prompt_start = 0;
+    sr_client_result r;
+    sr_err e = SR_ERR_INIT;
+    ck_assert_sr_ok(sr_client_generate(&r, f->conn, &q, &e), e);
+    fx_model m;
+    fx_model_load(&m, CFG_CLEAN);
+    size_t all = n + r.n_tokens, rows = all - 1;
+    int32_t *tok = malloc(all * sizeof *tok);
+    memcpy(tok, ids, n * sizeof *tok);
+    memcpy(tok + n, r.token_ids, r.n_tokens * sizeof *tok);
+    ck_assert_int_eq(r.routes.shape[0], (int64_t)rows);
+    uint8_t *want = fx_oracle_rows(&m, 0, tok, all, rows, r.routes.dtype);
+    ck_assert_msg(memcmp(want, r.routes.data, r.routes.nbytes) == 0,
+                  "routes of a %zu-id prompt differ from the oracle's", n);
+    free(want);
+    free(tok);
+    fx_model_free(&m);
+    cJSON_Delete(s);
+}
+
+/* The conn writes only the ids that extend its last request's: an extension, a shorter prompt
+ * sharing a prefix, one of the same length differing at its end, and one differing at id 0 each
+ * reach the engine as they are. */
+START_TEST(token_ids_text_is_reused_only_for_an_extension)
+{
+    fx f;
+    fx_start(&f, 1, CFG_CLEAN, NULL);
+    static const int32_t a[] = {5, 6, 7, 8, 9, 10, 11};
+    static const int32_t b[] = {5, 6, 7, 8, 9, 10, 11, 12, 13};
+    static const int32_t c[] = {5, 6, 7, 9};
+    static const int32_t d[] = {5, 6, 7, 9, 14};
+    static const int32_t e[] = {5, 6, 7, 9, 15};
+    static const int32_t g[] = {4, 6, 7, 9, 15, 16};
+    gen_ids_checked(&f, a, 7);
+    gen_ids_checked(&f, b, 9);
+    gen_ids_checked(&f, c, 4);
+    gen_ids_checked(&f, d, 5);
+    gen_ids_checked(&f, e, 5);
+    gen_ids_checked(&f, g, 6);
+    fx_stop(&f);
+}
+END_TEST
+
 /* One generate per job on the job's conn; records whether its first attempt connected anew. */
 typedef struct pool_ctx {
     int new_conn[8];
@@ -644,6 +727,8 @@ static Suite *client_suite(void)
     tcase_add_test(tc, control_plane_fans_out);
     tcase_add_test(tc, fanout_runs_queues_per_engine_and_cuts_at_the_deadline);
     tcase_add_test(tc, token_id_range_is_exact);
+    tcase_add_test(tc, cpu_time_is_sampled_every_nth_generate);
+    tcase_add_test(tc, token_ids_text_is_reused_only_for_an_extension);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -5,6 +5,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "report/report.h"
 #include "report_synth.h"
 #include "sr_test.h"
@@ -225,8 +227,28 @@ static sr_run_result *round_trip(const sr_run_result *run, char **json_out)
 START_TEST(json_round_trip_is_exact)
 {
     sr_run_result *run = synth_run("/tmp/run", 1);
+    /* Thread CPU samples of two phases, in a scenario and in the run's sums. */
+    sr_result_record_cpu(run->scenarios[0], SR_PHASE_SPLICE, 12345);
+    sr_result_record_cpu(run->scenarios[0], SR_PHASE_SPLICE, 1000);
+    sr_result_record_cpu(run->scenarios[2], SR_PHASE_RECORD, 777);
+    sr_run_result_finish(run, run->wall_ms);
+    ck_assert_uint_eq(run->cpu[SR_PHASE_SPLICE].count, 2);
+    ck_assert_uint_eq(run->cpu[SR_PHASE_SPLICE].sum_ns, 13345);
     char *j1;
     sr_run_result *back = round_trip(run, &j1);
+    cJSON *doc = cJSON_Parse(j1);
+    const cJSON *cpu = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(doc, "phases"), "splice"),
+        "cpu");
+    ck_assert(cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(cpu, "count")) == 2);
+    ck_assert(cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(cpu, "sum_ns")) == 13345);
+    cJSON_Delete(doc);
+    for (int p = 0; p < SR_PHASE_COUNT; p++) {
+        ck_assert_uint_eq(back->scenarios[0]->cpu[p].count, run->scenarios[0]->cpu[p].count);
+        ck_assert_uint_eq(back->scenarios[0]->cpu[p].sum_ns, run->scenarios[0]->cpu[p].sum_ns);
+        ck_assert_uint_eq(back->scenarios[2]->cpu[p].sum_ns, run->scenarios[2]->cpu[p].sum_ns);
+    }
+    ck_assert_uint_eq(back->scenarios[2]->cpu[SR_PHASE_RECORD].count, 1);
     char *j2 = render(back, SR_REPORT_JSON);
     ck_assert_str_eq(j1, j2);
     for (unsigned bit = SR_REPORT_TEXT; bit <= SR_REPORT_HTML; bit <<= 1) {

@@ -154,6 +154,33 @@ START_TEST(two_turn_rollout_sends_starts_0_and_r1)
 }
 END_TEST
 
+/* cpu_every = 2 on a fresh conn: turn 1 is sampled (request, splice and record CPU time), turn 2
+ * is not, and the finalize of a rollout with a sampled turn is measured too. */
+START_TEST(sampled_turns_carry_their_cpu_time)
+{
+    fx f;
+    sr_client_opts o = SR_CLIENT_OPTS_INIT;
+    o.cpu_every = 2;
+    fx_start(&f, 1, CFG_CLEAN, &o);
+    rcase c;
+    rcase_init(&c, 2, NULL);
+    sr_rollout_result r;
+    sr_err e = SR_ERR_INIT;
+    ck_assert_sr_ok(sr_rollout_run(&r, f.conn, &c.cfg, &e), e);
+    ck_assert_int_eq(r.n_turns, 2);
+    const sr_rollout_turn *t1 = &r.turns[0], *t2 = &r.turns[1];
+    ck_assert(t1->cpu_sampled && !t2->cpu_sampled);
+    ck_assert_msg(t1->request_cpu_ms > 0 && t1->splice_cpu_ms > 0 && t1->record_cpu_ms > 0,
+                  "turn 1: request %g, splice %g, record %g ms of CPU", t1->request_cpu_ms,
+                  t1->splice_cpu_ms, t1->record_cpu_ms);
+    ck_assert(t2->request_cpu_ms == 0 && t2->splice_cpu_ms == 0 && t2->record_cpu_ms == 0);
+    ck_assert(r.finalize_cpu_sampled && r.finalize_cpu_ms > 0);
+    sr_rollout_result_release(&r);
+    rcase_free(&c);
+    fx_stop(&f);
+}
+END_TEST
+
 START_TEST(transient_faults_inside_rollouts_are_retried)
 {
     static const char *cfg = CFG_FAULT(
@@ -473,6 +500,7 @@ static Suite *rollout_suite(void)
     TCase *tc = tcase_create("rollout");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, two_turn_rollout_sends_starts_0_and_r1);
+    tcase_add_test(tc, sampled_turns_carry_their_cpu_time);
     tcase_add_test(tc, transient_faults_inside_rollouts_are_retried);
     tcase_add_test(tc, dropped_routes_fail_the_turn_by_name);
     tcase_add_test(tc, concurrent_rollouts_over_two_engines_all_verify);

@@ -11,21 +11,35 @@
 
 #include "client_priv.h"
 
+/* "00" .. "99": two digits per division (token ids have 4-6 digits, and a request's new ids were
+ * still 3.5 % of the client's instructions per request; bench/README.md). */
+static const char k_pairs[201] =
+    "00010203040506070809101112131415161718192021222324252627282930313233"
+    "34353637383940414243444546474849505152535455565758596061626364656667"
+    "6869707172737475767778798081828384858687888990919293949596979899";
+
 /* Writes v in decimal at p (at most 11 bytes) and returns the byte count. */
 static size_t put_int32(char *p, int32_t v)
 {
     char digits[10];
-    size_t n = 0, len = 0;
+    size_t n = sizeof digits, len = 0;
     uint32_t u = v < 0 ? 0u - (uint32_t)v : (uint32_t)v;
-    do {
-        digits[n++] = (char)('0' + u % 10);
-        u /= 10;
-    } while (u);
+    while (u >= 100) {
+        uint32_t r = u % 100;
+        u /= 100;
+        digits[--n] = k_pairs[2 * r + 1];
+        digits[--n] = k_pairs[2 * r];
+    }
+    if (u >= 10) {
+        digits[--n] = k_pairs[2 * u + 1];
+        digits[--n] = k_pairs[2 * u];
+    } else {
+        digits[--n] = (char)('0' + u);
+    }
     if (v < 0)
         p[len++] = '-';
-    while (n)
-        p[len++] = digits[--n];
-    return len;
+    memcpy(p + len, digits + n, sizeof digits - n);
+    return len + sizeof digits - n;
 }
 
 /* Appends a member's value as cJSON prints it; integers (cJSON's "%d" case) and the literals
@@ -83,30 +97,78 @@ static int put_start(sr_buf *b, int *first, const char *key, int64_t start, sr_e
     return rc ? rc : sr_buf_printf(b, err, "%lld", (long long)start);
 }
 
-static int put_tokens(sr_buf *b, int *first, const char *key, const sr_client_req *r, sr_err *err)
+/* Appends ids[0..n) as comma-separated decimals; `comma`: one goes before the first. */
+static int put_ids(sr_buf *b, const int32_t *ids, size_t n, int comma, sr_err *err)
 {
-    int rc = put_key(b, first, key, err);
-    if (!rc && r->n_tokens > (SIZE_MAX - 32) / 12)
-        rc = sr_err_set(err, SR_E_LIMIT, "client: %zu token ids do not fit a request body",
-                        r->n_tokens);
-    if (!rc)
-        rc = sr_buf_reserve(b, r->n_tokens * 12 + 32, err);
-    if (!rc)
-        rc = sr_buf_puts(b, "[", err);
+    int rc = n > (SIZE_MAX - 32) / 12
+                 ? sr_err_set(err, SR_E_LIMIT, "client: %zu token ids do not fit a request body", n)
+                 : sr_buf_reserve(b, n * 12 + 32, err);
     /* The reserve holds every id (at most 11 bytes and a comma each), so ids are written in
      * place: snprintf per id was 8 % of the client's CPU per request (bench/README.md). */
-    for (size_t i = 0; !rc && i < r->n_tokens; i++) {
-        if (i)
+    for (size_t i = 0; !rc && i < n; i++) {
+        if (i || comma)
             b->data[b->len++] = ',';
-        b->len += put_int32(b->data + b->len, r->token_ids[i]);
+        b->len += put_int32(b->data + b->len, ids[i]);
     }
     if (!rc)
         b->data[b->len] = '\0';
+    return rc;
+}
+
+void sr_ids_text_release(sr_ids_text *t)
+{
+    sr_buf_release(&t->text);
+    free(t->ids);
+    memset(t, 0, sizeof *t);
+}
+
+/* Brings the cache to r's ids: when they extend the cached ones (the next turn of the same
+ * conversation) only the new ids are written, else all of them. On failure it is emptied. */
+static int ids_update(sr_ids_text *t, const sr_client_req *r, sr_err *err)
+{
+    size_t n = r->n_tokens, have = t->n;
+    if (!have || n < have || memcmp(r->token_ids, t->ids, have * sizeof(int32_t)) != 0) {
+        have = 0;
+        t->n = 0;
+        sr_buf_reset(&t->text);
+    }
+    int rc = 0;
+    if (n > t->cap) {
+        int32_t *p = realloc(t->ids, n * sizeof(int32_t));
+        rc = p ? 0 : sr_err_set(err, SR_E_NOMEM, "client: cannot keep %zu token ids", n);
+        if (p) {
+            t->ids = p;
+            t->cap = n;
+        }
+    }
+    if (!rc)
+        rc = put_ids(&t->text, r->token_ids + have, n - have, have > 0, err);
+    if (rc) {
+        t->n = 0;
+        sr_buf_reset(&t->text);
+        return rc;
+    }
+    memcpy(t->ids + have, r->token_ids + have, (n - have) * sizeof(int32_t));
+    t->n = n;
+    return 0;
+}
+
+static int put_tokens(sr_buf *b, int *first, const char *key, const sr_client_req *r,
+                      sr_ids_text *ids, sr_err *err)
+{
+    int rc = put_key(b, first, key, err);
+    if (!rc)
+        rc = sr_buf_puts(b, "[", err);
+    if (!rc && ids)
+        rc = ids_update(ids, r, err);
+    if (!rc)
+        rc = ids ? sr_buf_append(b, ids->text.data, ids->text.len, err)
+                 : put_ids(b, r->token_ids, r->n_tokens, 0, err);
     return rc ? rc : sr_buf_puts(b, "]", err);
 }
 
 int sr_client_build_body(sr_buf *b, const sr_dialect_route *rt, const sr_client_req *r,
-                         int64_t start, sr_err *err)
+                         int64_t start, sr_ids_text *ids, sr_err *err)
 {
     const sr_dialect_request *q = &rt->request;
     /* The key the caller's max_tokens goes under (sglang: max_new_tokens). */
@@ -155,7 +217,7 @@ int sr_client_build_body(sr_buf *b, const sr_dialect_route *rt, const sr_client_
             rc = sr_buf_put_json_string(b, r->model && r->model[0] ? r->model : "default", err);
     }
     if (!rc)
-        rc = put_tokens(b, &first, q->tokens_key, r, err);
+        rc = put_tokens(b, &first, q->tokens_key, r, ids, err);
     /* The later stack's capture switch, right after token_ids as the reference's payload has it
      * (SkyRL #2082, remote_inference_client.py); generate.c allows it on skyrl's wire only. */
     if (!rc && r->return_support) {

@@ -204,12 +204,16 @@ typedef struct sr_client_opts {
     /* The SkyRL contract (spec/stack.h; client.stack): with SR_STACK_2086 a request may ask for
      * the sampler's support (sr_client_req.return_support). Default SR_STACK_2079. */
     sr_stack stack;
+    /* Thread CPU time of the phases (sr_client_result.cpu_sampled): measured on the first generate
+     * of every conn and then on one in cpu_every; 0 never. Each sampled generate reads the thread
+     * CPU clock about ten times (a system call each), hence the sampling. */
+    int cpu_every;
 } sr_client_opts;
 
 #define SR_CLIENT_OPTS_INIT                                                                        \
     {                                                                                              \
         5, 50, 2000, 0.5, 0, 60000, 0, 5000, 30000, 0, 65536, {0, 0, 0, 0, 0, 0}, 0,               \
-            SR_DIALECT_SKYRL, 0, 0, 0, -1, -1, 1, SR_CLIENT_ABORT_FAIL, SR_STACK_2079              \
+            SR_DIALECT_SKYRL, 0, 0, 0, -1, -1, 1, SR_CLIENT_ABORT_FAIL, SR_STACK_2079, 0           \
     }
 
 /* One generate request. Plain struct: start from SR_CLIENT_REQ_INIT. Everything is borrowed. */
@@ -285,6 +289,10 @@ typedef struct sr_client_result {
     uint64_t bytes_sent;     /* request body of one attempt */
     uint64_t bytes_received; /* response body of the last attempt */
     uint64_t bytes_total;    /* response bodies of all attempts */
+    /* Thread CPU time (ms) of a generate the conn sampled (opts.cpu_every; else 0): the whole
+     * generate, and inside the splice (feeds + finish) or JSON parse of the last attempt. */
+    int cpu_sampled;
+    double request_cpu_ms, splice_cpu_ms;
 } sr_client_result;
 
 typedef struct sr_client sr_client;

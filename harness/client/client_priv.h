@@ -17,6 +17,7 @@ struct sr_client {
     const sr_fields *fields;
     sr_fields *own_fields;     /* the built-ins when the caller gave none */
     struct sr_conn_pool *pool; /* idle conns kept for the next sr_client_parallel */
+    int64_t cpu_pair_ns; /* what two back-to-back thread CPU clock reads measure (cpu_every) */
 };
 
 /* Idle easy handles of one engine, each with at most one kept-alive connection, to it. */
@@ -61,6 +62,15 @@ void sr_client_easy_give(const sr_client *c, int engine, CURL *e);
  * -1 if it is NULL, empty or too long. */
 int sr_client_url_copy(char *dst, const char *url);
 
+/* The decimal text of the token ids of a conn's last request ("1,2,3", no brackets) and those ids:
+ * the next turn of a conversation repeats them as its prefix, so only the new ids are written
+ * (body.c). Grown, never shrunk; owned by the conn. */
+typedef struct sr_ids_text {
+    sr_buf text;
+    int32_t *ids;
+    size_t n, cap;
+} sr_ids_text;
+
 struct sr_client_conn {
     const sr_client *c;
     CURL *easy; /* during an attempt only: a handle of engine `engine` (sr_client_easy_take) */
@@ -82,6 +92,11 @@ struct sr_client_conn {
     unsigned char *pd_rows; /* the prefill replica's rows of the current generate (generate.c) */
     size_t pd_rows_cap;
     char errbuf[CURL_ERROR_SIZE];
+    sr_ids_text ids_text;       /* the last request's token ids as text (body.c) */
+    struct curl_slist *headers; /* the request headers, kept while the session is the same */
+    char headers_session[SR_CLIENT_SESSION_MAX + 1]; /* ... the session they name ("": none) */
+    uint64_t generates;     /* generates begun on this conn (the CPU sampling's count) */
+    int cpu_sample;         /* the current generate measures its phases' thread CPU time */
     size_t capture;         /* response bytes captured per attempt; 0: capture off */
     sr_client_exchange cap; /* the last generate's exchange (request: swapped in after it) */
 };
@@ -94,6 +109,7 @@ typedef struct sr_xfer_out {
     int timed_out;                   /* curl's timeout fired */
     int64_t retry_after_ms;          /* Retry-After of a 429/503, -1 if none */
     double splice_ms;
+    double splice_cpu_ms; /* thread CPU inside the splice, when the generate is sampled */
 } sr_xfer_out;
 
 /* Sleeps ms milliseconds (restarting after signals). */
@@ -134,7 +150,11 @@ int sr_client_support_refusal(int status, const char *msg);
 /* The request body of `r` in the shape of route `rt` (body.c), the route start `start` (-1: none)
  * where the wire carries one. */
 int sr_client_build_body(sr_buf *b, const sr_dialect_route *rt, const sr_client_req *r,
-                         int64_t start, sr_err *err);
+                         int64_t start, sr_ids_text *ids, sr_err *err);
+/* (ids: the conn's cache of the last ids' text, reused when r's ids extend them; NULL: none) */
+
+/* Frees what an sr_ids_text holds and empties it. */
+void sr_ids_text_release(sr_ids_text *t);
 
 /* Reads a spliced response of a dialect other than skyrl into `out` (response.c): its frame, its
  * routes mapped to the rows skyrl's wire carries for the same request. */

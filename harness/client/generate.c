@@ -72,6 +72,8 @@ static int check_request(const sr_client_opts *o, const sr_client_req *r, sr_err
 
 /* ---- generate ---- */
 
+static int build_headers(struct curl_slist **out, const char *session, sr_err *err);
+
 typedef struct gen_ctx {
     sr_client_conn *k;
     const sr_client_req *req;
@@ -82,7 +84,22 @@ typedef struct gen_ctx {
     int splice; /* the response goes through the splice (skyrl with routes; every other wire) */
 } gen_ctx;
 
-static int make_headers(struct curl_slist **out, const char *session, sr_err *err)
+/* The conn's headers for `session`: kept from its previous generate when the session is the
+ * same (every turn of a rollout), else built anew. */
+static int make_headers(sr_client_conn *k, const char *session, sr_err *err)
+{
+    const char *want = session ? session : "";
+    if (k->headers && strcmp(k->headers_session, want) == 0)
+        return 0;
+    curl_slist_free_all(k->headers);
+    k->headers = NULL;
+    int rc = build_headers(&k->headers, session, err);
+    if (!rc)
+        snprintf(k->headers_session, sizeof k->headers_session, "%s", want);
+    return rc;
+}
+
+static int build_headers(struct curl_slist **out, const char *session, sr_err *err)
 {
     char line[SR_CLIENT_SESSION_MAX + 32];
     struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
@@ -216,6 +233,7 @@ static int attempt_loop(gen_ctx *g, sr_err *err)
         att->elapsed_ms = sr_clock_ms() - now;
         out->http_status = att->http_status;
         out->splice_ms = x.splice_ms;
+        out->splice_cpu_ms = x.splice_cpu_ms;
         out->bytes_received = att->bytes;
         out->bytes_total += att->bytes;
         if (!rc) {
@@ -251,10 +269,30 @@ static int engine_of(const sr_client *c, const char *session_id)
     return c->opts.pd_decode >= 0 ? c->opts.pd_decode : sr_client_engine_for(c, session_id);
 }
 
+static int generate_run(sr_client_result *out, sr_client_conn *k, const sr_client_req *req,
+                        int engine, sr_err *err);
+
+/* One generate on `engine`, its thread CPU time measured when the conn samples it. */
 static int generate_on(sr_client_result *out, sr_client_conn *k, const sr_client_req *req,
                        int engine, sr_err *err)
 {
     result_reset(out);
+    const sr_client *c = k->c;
+    k->cpu_sample = c->opts.cpu_every > 0 && k->generates % (uint64_t)c->opts.cpu_every == 0;
+    k->generates++;
+    int64_t cpu0 = k->cpu_sample ? sr_clock_cpu_ns() : 0;
+    int rc = generate_run(out, k, req, engine, err);
+    if (k->cpu_sample) {
+        out->cpu_sampled = 1;
+        out->request_cpu_ms = (double)(sr_clock_cpu_ns() - cpu0) / 1e6;
+    }
+    return rc;
+}
+
+/* The generate itself: the body, the headers, the attempts. */
+static int generate_run(sr_client_result *out, sr_client_conn *k, const sr_client_req *req,
+                        int engine, sr_err *err)
+{
     gen_ctx g = {k, req, out, NULL, sr_clock_ms(), 0, 0};
     int rc = check_request(&k->c->opts, req, err);
     if (rc)
@@ -274,19 +312,18 @@ static int generate_on(sr_client_result *out, sr_client_conn *k, const sr_client
     g.splice = !skyrl || packed;
     if (req->return_routes && !c->opts.quirks.no_prompt_start)
         out->prompt_start_sent = req->prompt_start;
-    rc = sr_client_build_body(&k->req_body, rt, req, out->prompt_start_sent, err);
+    rc = sr_client_build_body(&k->req_body, rt, req, out->prompt_start_sent, &k->ids_text, err);
     out->bytes_sent = k->req_body.len;
     sr_buf_reset(&k->url);
     if (!rc)
         rc = sr_buf_printf(&k->url, err, "%s%s", out->url, out->path);
     if (!rc)
-        rc = make_headers(&g.headers, req->session_id, err);
+        rc = make_headers(k, req->session_id, err);
     if (rc)
         return rc;
+    g.headers = k->headers;
     g.seed = sr_retry_seed(c->opts.seed, req->session_id, req->turn);
-    rc = attempt_loop(&g, err);
-    curl_slist_free_all(g.headers);
-    return rc;
+    return attempt_loop(&g, err);
 }
 
 /* The prefill replica's rows for `req` (the same request with max_tokens 1) into k->pd_rows. */

@@ -42,10 +42,33 @@ typedef struct xfer {
     int stop_rc; /* why the write callback stopped the transfer (0: it did not) */
     sr_err stop_err;
     double splice_ms;
+    int64_t splice_cpu_ns; /* on a sampled generate (k->cpu_sample) */
     uint64_t bytes;
     int sends; /* times curl was about to send the request */
     int chunks;
 } xfer;
+
+/* The start of a timed piece of splice work: the wall clock, and the thread CPU clock when the
+ * generate is sampled for it (client.h, cpu_every). */
+typedef struct tick {
+    double wall;
+    int64_t cpu;
+} tick;
+
+static tick tick_start(const xfer *x)
+{
+    tick t = {sr_clock_ms(), x->k->cpu_sample ? sr_clock_cpu_ns() : 0};
+    return t;
+}
+
+static void tick_add(xfer *x, tick t0)
+{
+    x->splice_ms += sr_clock_ms() - t0.wall;
+    if (x->k->cpu_sample) {
+        int64_t d = sr_clock_cpu_ns() - t0.cpu - x->k->c->cpu_pair_ns;
+        x->splice_cpu_ns += d > 0 ? d : 0;
+    }
+}
 
 static void start_body(xfer *x)
 {
@@ -64,9 +87,9 @@ static void start_body(xfer *x)
         return;
     }
     x->mode = MODE_SPLICE;
-    double t0 = sr_clock_ms();
+    tick t0 = tick_start(x);
     x->stop_rc = sr_splice_stream_begin(x->k->splicer, x->content_length, &x->stop_err);
-    x->splice_ms += sr_clock_ms() - t0;
+    tick_add(x, t0);
 }
 
 static size_t on_write(char *p, size_t size, size_t nmemb, void *ud)
@@ -85,9 +108,9 @@ static size_t on_write(char *p, size_t size, size_t nmemb, void *ud)
         sr_buf_append(&k->cap.response, p, n < room ? n : room, NULL);
     }
     if (x->mode == MODE_SPLICE) {
-        double t0 = sr_clock_ms();
+        tick t0 = tick_start(x);
         x->stop_rc = sr_splice_stream_feed(k->splicer, p, n, &x->stop_err);
-        x->splice_ms += sr_clock_ms() - t0;
+        tick_add(x, t0);
         return x->stop_rc ? 0 : n;
     }
     if (x->mode == MODE_NATIVE) {
@@ -179,10 +202,10 @@ static int finish_error_body(xfer *x, sr_client_attempt *att, sr_xfer_out *out, 
 static int finish_native(xfer *x, sr_client_attempt *att, sr_xfer_out *out, sr_err *err)
 {
     sr_client_conn *k = x->k;
-    double t0 = sr_clock_ms();
+    tick t0 = tick_start(x);
     cJSON_Delete(k->native_doc);
     k->native_doc = cJSON_ParseWithLength(k->body.data ? k->body.data : "", k->body.len);
-    x->splice_ms += sr_clock_ms() - t0;
+    tick_add(x, t0);
     if (!k->native_doc)
         return att->code = sr_err_set(err, SR_E_CLIENT_INVALID_JSON,
                                       "the %zu-byte native response body is not JSON", k->body.len);
@@ -193,9 +216,9 @@ static int finish_native(xfer *x, sr_client_attempt *att, sr_xfer_out *out, sr_e
 static int finish_splice(xfer *x, CURLcode cc, sr_client_attempt *att, sr_xfer_out *out,
                          sr_err *err)
 {
-    double t0 = sr_clock_ms();
+    tick t0 = tick_start(x);
     int rc = sr_splice_stream_finish(x->k->splicer, &out->spliced, err);
-    x->splice_ms += sr_clock_ms() - t0;
+    tick_add(x, t0);
     if (rc) {
         out->spliced = NULL;
         if (cc != CURLE_OK)
@@ -240,7 +263,7 @@ static int finish_attempt(xfer *x, CURLcode cc, sr_client_attempt *att, sr_xfer_
 int sr_client_attempt_run(sr_client_conn *k, int splice, const struct curl_slist *headers,
                           int64_t timeout_ms, sr_client_attempt *att, sr_xfer_out *out, sr_err *err)
 {
-    xfer x = {k, splice, MODE_NONE, 0, -1, 0, SR_ERR_INIT, 0, 0, 0, 0};
+    xfer x = {k, splice, MODE_NONE, 0, -1, 0, SR_ERR_INIT, 0, 0, 0, 0, 0};
     memset(out, 0, sizeof *out);
     out->retry_after_ms = -1;
     CURL *e = sr_client_easy_take(k->c, k->engine);
@@ -280,6 +303,7 @@ int sr_client_attempt_run(sr_client_conn *k, int splice, const struct curl_slist
     att->resent = x.sends > 1 ? x.sends - 1 : 0;
     att->chunks = x.chunks;
     out->splice_ms = x.splice_ms;
+    out->splice_cpu_ms = (double)x.splice_cpu_ns / 1e6;
     /* Nothing else may point at this attempt's stack frame. */
     curl_easy_setopt(e, CURLOPT_WRITEDATA, NULL);
     curl_easy_setopt(e, CURLOPT_PREREQDATA, NULL);

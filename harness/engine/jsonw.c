@@ -54,27 +54,53 @@ static int digits_up(char *digits, int *exp10, double a, int p)
     return 1;
 }
 
+/* digits_at, remembering the digits of the last precision that read back in *ok (ok->p). */
+typedef struct probe_ok {
+    char digits[24];
+    int exp10, p;
+} probe_ok;
+
+static int probe(probe_ok *ok, double a, int p)
+{
+    char d[24];
+    int e;
+    if (!digits_at(d, &e, a, p))
+        return 0;
+    memcpy(ok->digits, d, sizeof d);
+    ok->exp10 = e;
+    ok->p = p;
+    return 1;
+}
+
 static void shortest(char *digits, int *exp10, double a)
 {
     int e;
     int pow2 = frexp(a, &e) == 0.5;
     int lo = 1, hi = 17;
+    probe_ok ok = {"", 0, 0};
     /* Most values of interest need 15-17 digits; probe there first. */
-    if (!digits_at(digits, exp10, a, 16))
+    if (!probe(&ok, a, 16))
         lo = 17;
-    else if (!digits_at(digits, exp10, a, 15))
+    else if (!probe(&ok, a, 15))
         lo = hi = 16;
     else
         hi = 15;
     while (lo < hi) {
         int mid = (lo + hi) / 2;
-        if (digits_at(digits, exp10, a, mid))
+        if (probe(&ok, a, mid))
             hi = mid;
         else
             lo = mid + 1;
     }
     if (pow2 && lo > 1 && digits_up(digits, exp10, a, lo - 1))
         return;
+    /* The engine's per-reply profile had this format repeated for every logprob: the digits
+     * of precision lo were usually just computed by the search. */
+    if (ok.p == lo) {
+        memcpy(digits, ok.digits, sizeof ok.digits);
+        *exp10 = ok.exp10;
+        return;
+    }
     digits_at(digits, exp10, a, lo);
 }
 

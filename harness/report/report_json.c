@@ -102,7 +102,17 @@ static cJSON *hist_json(jw *j, const sr_hist *h)
     return o;
 }
 
-static cJSON *phases(jw *j, sr_hist *const *h)
+/* A phase's thread CPU time: the sampled events' count, sum and mean. */
+static cJSON *cpu_json(jw *j, const sr_phase_cpu *c)
+{
+    cJSON *o = chk(j, cJSON_CreateObject());
+    add_num(j, o, "count", (double)c->count);
+    add_num(j, o, "sum_ns", (double)c->sum_ns);
+    add_num(j, o, "mean_ms", c->count ? (double)c->sum_ns / (double)c->count / 1e6 : 0.0);
+    return o;
+}
+
+static cJSON *phases(jw *j, sr_hist *const *h, const sr_phase_cpu *cpu)
 {
     cJSON *o = chk(j, cJSON_CreateObject());
     for (int p = 0; o && p < SR_PHASE_COUNT; p++) {
@@ -118,6 +128,7 @@ static cJSON *phases(jw *j, sr_hist *const *h)
         add_num(j, e, "max_ms", (double)r.max / 1e6);
         add_num(j, e, "mean_ms", r.mean / 1e6);
         attach(j, e, "hist", hist_json(j, h[p]));
+        attach(j, e, "cpu", cpu_json(j, &cpu[p]));
         attach(j, o, sr_phase_name((sr_phase)p), e);
     }
     return o;
@@ -244,7 +255,7 @@ static cJSON *scenario_json(jw *j, const sr_scenario_result *s)
     attach(j, o, "steps", steps_json(j, s));
     attach(j, o, "engines", engines_json(j, s));
     attach(j, o, "counters", counters(j, &s->counters));
-    attach(j, o, "phases", phases(j, s->phase));
+    attach(j, o, "phases", phases(j, s->phase, s->cpu));
     return o;
 }
 
@@ -354,7 +365,7 @@ void sr_report_json(sr_rw *w, const sr_run_result *run)
         add_num(&j, tot, sr_verdict_name((sr_verdict)v), (double)run->counts[v]);
     attach(&j, tot, "counters", counters(&j, &run->counters));
     attach(&j, root, "totals", tot);
-    attach(&j, root, "phases", phases(&j, run->phase));
+    attach(&j, root, "phases", phases(&j, run->phase, run->cpu));
     attach(&j, root, "scenarios", chk(&j, cJSON_CreateArray()));
     char *txt = j.bad ? NULL : cJSON_Print(root);
     cJSON_Delete(root);

@@ -278,13 +278,19 @@ static void load_hist(ld *l, const cJSON *phase, sr_hist *h)
     free(b);
 }
 
-static void load_phases(ld *l, const cJSON *o, sr_hist *const *h)
+static void load_phases(ld *l, const cJSON *o, sr_hist *const *h, sr_phase_cpu *cpu)
 {
     const cJSON *ph = get_typed(l, o, "phases", 0);
     for (int p = 0; ph && p < SR_PHASE_COUNT && !l->rc; p++) {
         const cJSON *e = get_typed(l, ph, sr_phase_name((sr_phase)p), 0);
         if (e)
             load_hist(l, e, h[p]);
+        /* "cpu" is absent in files written before it existed. */
+        const cJSON *c = e && !l->rc ? get_typed(l, e, "cpu", 0) : NULL;
+        if (c) {
+            cpu[p].count = get_u64(l, c, "count");
+            cpu[p].sum_ns = l->rc ? 0 : get_u64(l, c, "sum_ns");
+        }
     }
 }
 
@@ -450,7 +456,7 @@ static void load_scenario(ld *l, const cJSON *o, sr_scenario_result *s)
     load_steps(l, o, s);
     load_engines(l, o, s);
     counters(l, get_typed(l, o, "counters", 0), &s->counters);
-    load_phases(l, o, s->phase);
+    load_phases(l, o, s->phase, s->cpu);
 }
 
 /* "K/N" with decimal digits only and 1 <= K <= N <= 1000000 (the shard counts `run` takes). */

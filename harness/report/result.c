@@ -202,6 +202,7 @@ static int copy_members(sr_scenario_result *d, const sr_scenario_result *src)
     d->start_ms = src->start_ms;
     d->wall_ms = src->wall_ms;
     d->counters = src->counters;
+    memcpy(d->cpu, src->cpu, sizeof(d->cpu));
     bad = bad || dup_items(&d->checks, src->checks, src->n_checks, sizeof(sr_check));
     d->n_checks = d->cap_checks = bad ? 0 : src->n_checks;
     bad = bad || dup_items(&d->fired, src->fired, src->n_fired, sizeof(sr_check_count));
@@ -374,6 +375,16 @@ void sr_result_record(sr_scenario_result *s, sr_phase phase, uint64_t ns)
                         sr_phase_name(phase), (unsigned long long)ns);
 }
 
+void sr_result_record_cpu(sr_scenario_result *s, sr_phase phase, uint64_t ns)
+{
+    if ((unsigned)phase >= SR_PHASE_COUNT)
+        return;
+    pthread_mutex_lock(&s->mu);
+    s->cpu[phase].count++;
+    s->cpu[phase].sum_ns += ns;
+    pthread_mutex_unlock(&s->mu);
+}
+
 static void add_counters(sr_counters *d, const sr_counters *a)
 {
     d->rollouts_requested += a->rollouts_requested;
@@ -423,6 +434,7 @@ void sr_run_result_finish(sr_run_result *run, double wall_ms)
 {
     memset(run->counts, 0, sizeof(run->counts));
     memset(&run->counters, 0, sizeof(run->counters));
+    memset(run->cpu, 0, sizeof(run->cpu));
     for (int p = 0; p < SR_PHASE_COUNT; p++)
         sr_hist_reset(run->phase[p]);
     for (size_t i = 0; i < run->n_scenarios; i++) {
@@ -432,8 +444,11 @@ void sr_run_result_finish(sr_run_result *run, double wall_ms)
         add_counters(&run->counters, &s->counters);
         /* The run's histograms are dense (sr_run_result_new) and never replaced, and a merge
          * into a dense histogram needs no room (sr_hist.h), so none can fail here. */
-        for (int p = 0; p < SR_PHASE_COUNT; p++)
+        for (int p = 0; p < SR_PHASE_COUNT; p++) {
             (void)sr_hist_merge(run->phase[p], s->phase[p]);
+            run->cpu[p].count += s->cpu[p].count;
+            run->cpu[p].sum_ns += s->cpu[p].sum_ns;
+        }
     }
     run->wall_ms = wall_ms;
 }

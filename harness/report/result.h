@@ -43,6 +43,10 @@
  *   sync_total  one sync_weights step, end to end
  *   scenario    the scenario, engines' start and stop included (one sample)
  * The run header keeps the same histograms merged over every scenario (sr_run_result_finish).
+ * The per-request phases (request, splice, record, finalize) are also measured in the thread's
+ * CPU time (CLOCK_THREAD_CPUTIME_ID) on the generates the client samples for it
+ * (sr_client_opts.cpu_every): `cpu` holds their count and sum, so a phase's cost is told apart
+ * from waiting (for bytes, or for a core among many threads).
  *
  * Ownership and lifetime. sr_run_result_new allocates an empty run; sr_run_result_free frees it
  * and everything it points to (strings, checks, histograms, scenario entries). Every string
@@ -166,6 +170,12 @@ typedef struct sr_engine_run {
     char *exit; /* "stopped", "exited with status 1", "killed by signal 9", NULL if external */
 } sr_engine_run;
 
+/* Thread CPU time of the sampled events of one phase (nanoseconds). */
+typedef struct sr_phase_cpu {
+    uint64_t count;
+    uint64_t sum_ns;
+} sr_phase_cpu;
+
 typedef struct sr_counters {
     int64_t rollouts_requested; /* every rollout of every rollout step that started */
     int64_t rollouts_verified;  /* ran to the end and every check passed */
@@ -217,6 +227,7 @@ typedef struct sr_scenario_result {
     double start_ms; /* since the run started */
     double wall_ms;
     sr_hist *phase[SR_PHASE_COUNT]; /* nanoseconds */
+    sr_phase_cpu cpu[SR_PHASE_COUNT];
     sr_counters counters;
     int shard; /* in a merged run (report --merge): the 1-based shard that ran it; else 0 */
 } sr_scenario_result;
@@ -270,8 +281,9 @@ typedef struct sr_run_result {
     size_t n_scenarios, cap_scenarios;
     /* filled by sr_run_result_finish */
     size_t counts[SR_VERDICT_COUNT];
-    sr_hist *phase[SR_PHASE_COUNT]; /* every scenario's histograms merged */
-    sr_counters counters;           /* summed */
+    sr_hist *phase[SR_PHASE_COUNT];   /* every scenario's histograms merged */
+    sr_phase_cpu cpu[SR_PHASE_COUNT]; /* summed */
+    sr_counters counters;             /* summed */
     double wall_ms;
     /* A run cut short (a stop signal): its reports say so. Set by the runner before reporting. */
     int partial;
@@ -324,6 +336,9 @@ int sr_result_skip_check(sr_scenario_result *s, const char *name, const char *re
 /* Records one sample of `phase`, in nanoseconds (locks the entry). When the histogram cannot
  * grow (out of memory) the sample is lost and the check resource.nomem says so. */
 void sr_result_record(sr_scenario_result *s, sr_phase phase, uint64_t ns);
+
+/* Adds one sample of `phase` in thread CPU time, in nanoseconds, to s->cpu (locks the entry). */
+void sr_result_record_cpu(sr_scenario_result *s, sr_phase phase, uint64_t ns);
 
 /* Adds `delta` to the entry's counters, member by member (locks the entry). */
 void sr_result_count(sr_scenario_result *s, const sr_counters *delta);

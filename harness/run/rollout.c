@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sr_clock.h"
 #include "sr_mix.h"
 
 /* The state of one running rollout and the steps of a turn (defined after the agent loop). */
@@ -50,6 +51,9 @@ static int rollout_update_single(rollout_state *s, const sr_client_result *r, sr
  * captured) finalizes the trace into result->routes with the per-row versions.
  */
 static int rollout_finish(rollout_state *s, int finalize, sr_err *err);
+
+/* Tokens a rollout's arrays are sized for up front at most (setup). */
+#define RESERVE_MAX ((size_t)1 << 14)
 
 /* Longest trajectory a rollout may build, in tokens (the oracle's sequence bound). */
 #define MAX_TOKENS ((size_t)1 << 24)
@@ -193,6 +197,9 @@ static void turn_from_client(sr_rollout_turn *t, const sr_client_result *r)
     t->splice_ms = r->splice_ms;
     t->decode_ms = r->decode_ms;
     t->wait_ms = r->wait_ms;
+    t->cpu_sampled = r->cpu_sampled;
+    t->request_cpu_ms = r->request_cpu_ms;
+    t->splice_cpu_ms = r->splice_cpu_ms;
     t->bytes_sent = r->bytes_sent;
     t->bytes_received = r->bytes_received;
     t->bytes_total = r->bytes_total;
@@ -268,8 +275,11 @@ static int one_turn(rollout_state *s, int turn, sr_err *err)
     sr_rollout_turn *t = &s->res->turns[s->res->n_turns - 1];
     if (!rc && c->routes) {
         double t0 = sr_client_now_ms();
+        int64_t cpu0 = t->cpu_sampled ? sr_clock_cpu_ns() : 0;
         rc = rollout_record(s, &r, err);
         t->record_ms = sr_client_now_ms() - t0;
+        if (t->cpu_sampled)
+            t->record_cpu_ms = (double)(sr_clock_cpu_ns() - cpu0) / 1e6;
     }
     if (!rc)
         rc = rollout_env_obs(s, turn, err);
@@ -327,7 +337,24 @@ static int setup(rollout_state *s, sr_err *err)
     s->res->turns = calloc((size_t)c->env.max_turns, sizeof *s->res->turns);
     if (!s->res->turns)
         return sr_err_set(err, SR_E_NOMEM, "rollout: cannot allocate the turn log");
-    int rc = rollout_push_ids(s, c->prompt, c->prompt_len, err);
+    /* The conversation's bound up front: one allocation per array per rollout, not a realloc
+     * (and copy) in the turns that cross a power of two. Up to RESERVE_MAX tokens. */
+    size_t hint = (size_t)rows_hint(c) + 1;
+    if (hint > RESERVE_MAX)
+        hint = RESERVE_MAX; /* past it, doubling: a long bound is rarely all used */
+    int rc = 0;
+    if (!rc && hint > 1)
+        rc = rollout_grow((void **)&s->ids, &s->ids_cap, hint, sizeof(int32_t), err);
+    if (!rc && hint > 1)
+        rc = rollout_grow((void **)&s->mask, &s->mask_cap, hint, 1, err);
+    if (!rc && hint > 1)
+        rc = rollout_grow((void **)&s->lp, &s->lp_cap, hint, sizeof(double), err);
+    if (!rc && c->routes && hint > 1)
+        rc = rollout_grow((void **)&s->row_ver, &s->ver_cap, hint, sizeof(int64_t), err);
+    if (!rc && c->routes && hint > 1)
+        rc = rollout_grow((void **)&s->held_ver, &s->held_cap, hint, sizeof(int64_t), err);
+    if (!rc)
+        rc = rollout_push_ids(s, c->prompt, c->prompt_len, err);
     for (size_t i = 0; !rc && i < c->prompt_len; i++)
         if (c->prompt[i] < 0)
             rc = sr_err_set(err, SR_E_ROLLOUT_CONFIG, "rollout: prompt[%zu] is negative", i);
@@ -580,9 +607,17 @@ static int finalize_routes(rollout_state *s, sr_err *err)
         return sr_err_set(err, SR_E_NOMEM, "rollout: cannot build the loss mask");
     memcpy(full + P0, res->loss_mask, res->response_len);
     double t0 = sr_client_now_ms();
+    int cpu = 0; /* measured when the client sampled any of the rollout's generates */
+    for (int i = 0; i < res->n_turns; i++)
+        cpu |= res->turns[i].cpu_sampled;
+    int64_t cpu0 = cpu ? sr_clock_cpu_ns() : 0;
     int rc = sr_route_trace_finalize(&res->routes, &res->captured_rows, s->trace, (int64_t)T, full,
                                      (int64_t)T, err);
     res->finalize_ms = sr_client_now_ms() - t0;
+    if (cpu) {
+        res->finalize_cpu_sampled = 1;
+        res->finalize_cpu_ms = (double)(sr_clock_cpu_ns() - cpu0) / 1e6;
+    }
     free(full);
     if (rc)
         return rollout_token_limit(s, rc, err);

@@ -153,6 +153,10 @@ typedef struct sr_rollout_turn {
     char finish_reason[16]; /* "" for null */
     int added_eos;
     double request_ms, splice_ms, decode_ms, wait_ms, record_ms;
+    /* Thread CPU time of the turn's phases when the client sampled its generate (cpu_sampled;
+     * sr_client_opts.cpu_every), else 0. */
+    int cpu_sampled;
+    double request_cpu_ms, splice_cpu_ms, record_cpu_ms;
     uint64_t bytes_sent, bytes_received, bytes_total;
 } sr_rollout_turn;
 
@@ -187,6 +191,8 @@ typedef struct sr_rollout_result {
     sr_rollout_turn *turns;
     int n_turns;
     double total_ms, finalize_ms;
+    int finalize_cpu_sampled; /* a turn was sampled: finalize_cpu_ms holds its CPU time */
+    double finalize_cpu_ms;
     sr_rollout_exchange exchanges[SR_ROLLOUT_KEEP_EXCHANGES]; /* (above) */
 } sr_rollout_result;
 

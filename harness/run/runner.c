@@ -17,6 +17,10 @@
 #include "sr_replay_config.h"
 #include "sync/sync.h"
 
+/* One generate in this many per client conn is measured in thread CPU time (results.json's
+ * phases' "cpu"). */
+#define SR_RUN_CPU_EVERY 4
+
 /* Milliseconds since the scenario started. */
 static double elapsed_ms(const sr_scn_run *run)
 {
@@ -278,6 +282,9 @@ static int make_client(sr_scn_run *run, sr_err *err)
     o.dialect = s->engine.dialect;
     o.route_layers = s->engine.num_layers;
     o.route_topk = s->engine.topk;
+    /* results.json's phases in thread CPU time: one generate in SR_RUN_CPU_EVERY per conn (each
+     * sampled one reads the thread CPU clock, a system call, about ten times). */
+    o.cpu_every = SR_RUN_CPU_EVERY;
     int rc = sr_client_new(&run->client, (const char *const *)run->urls, (size_t)run->n_engines,
                            s->fields, &o, err);
     if (!rc && !s->n_urls)

@@ -138,6 +138,12 @@ static void account(sr_scenario_result *res, const sr_rollout_result *r, int rou
         sr_result_record(res, SR_PHASE_SPLICE, ns(tu->splice_ms));
         if (routes && tu->record_ms > 0)
             sr_result_record(res, SR_PHASE_RECORD, ns(tu->record_ms));
+        if (tu->cpu_sampled) {
+            sr_result_record_cpu(res, SR_PHASE_REQUEST, ns(tu->request_cpu_ms));
+            sr_result_record_cpu(res, SR_PHASE_SPLICE, ns(tu->splice_cpu_ms));
+            if (routes && tu->record_ms > 0)
+                sr_result_record_cpu(res, SR_PHASE_RECORD, ns(tu->record_cpu_ms));
+        }
         c.turns++;
         c.attempts += tu->n_attempts;
         c.retries += tu->n_attempts > 1 ? tu->n_attempts - 1 : 0;
@@ -146,6 +152,8 @@ static void account(sr_scenario_result *res, const sr_rollout_result *r, int rou
     }
     if (routes && r->code == 0 && r->routes.ndim == 3)
         sr_result_record(res, SR_PHASE_FINALIZE, ns(r->finalize_ms));
+    if (routes && r->code == 0 && r->routes.ndim == 3 && r->finalize_cpu_sampled)
+        sr_result_record_cpu(res, SR_PHASE_FINALIZE, ns(r->finalize_cpu_ms));
     sr_result_count(res, &c);
 }
 
