@@ -134,10 +134,16 @@ static enum MHD_Result with_label(req *r)
     char label[SR_SYNC_REQ_LABEL_MAX];
     int rc;
     if (r->ep == SR_EP_FINISH_UPDATE) {
+        int64_t before = sr_engine_version(e);
         rc = sr_sync_req_finish_label(&v, label, body(r), r->body.len, &err);
         if (!rc)
             rc = sr_engine_sync_finish(e, v, r->pick.f[SR_FL_WEIGHTS], &now, &err);
-        if (!rc)
+        /* The label published is what the engine now holds: a weights fault that kept the
+         * version (version_not_bumped) publishes nothing, one that moved it elsewhere
+         * (version_regress) publishes that version, as the integer form reports them. */
+        if (!rc && v >= 0 && now != v && now != before)
+            snprintf(label, sizeof(label), "%lld", (long long)now);
+        if (!rc && (v < 0 || now == v || now != before))
             sr_engine_publish_label(e, label);
         return rc ? refuse(r, rc, &err) : sr_srv_ok(r, "{\"message\":\"Weight update finished\"}");
     }

@@ -51,6 +51,8 @@ int64_t sr_meta_read_version(const sr_client *c, sr_sync_dialect plane, int64_t 
         const cJSON *w = cJSON_GetObjectItemCaseSensitive(r.body, "weight_version");
         if (cJSON_IsNumber(w))
             v = (int64_t)w->valuedouble;
+        else if (cJSON_IsString(w) && strcmp(w->valuestring, "default") == 0)
+            v = 0; /* vLLM's label before any publish (vllm#49040): the initial weights */
         else if (cJSON_IsString(w) && w->valuestring[0]) {
             char *end;
             long long n = strtoll(w->valuestring, &end, 10);

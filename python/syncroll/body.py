@@ -29,13 +29,14 @@ class BodyResult:
         return f"BodyResult(dialect={self.dialect!r}, arrays={sorted(self.arrays)!r})"
 
 
-def check_body(body, dialect=None, registry=None, fields=None, expected_length=None):
+def check_body(body, dialect=None, registry=None, fields=None, expected_length=None, stack=None):
     """Splices and validates ``body`` (bytes, or a path to a file holding them) as syncroll's
     client does, and returns a BodyResult.
 
     ``dialect`` forces the wire (default: told from the body's keys), ``registry`` is a field
     registry file (--field-registry), ``fields`` a list of names to splice (--fields),
-    ``expected_length`` the announced Content-Length. An invalid body raises the exception of its
+    ``expected_length`` the announced Content-Length, ``stack`` the SkyRL contract to check
+    against ("2079" or "2086", --stack). An invalid body raises the exception of its
     error's class (ProtocolError, TransientError, UsageError, ...) with ``.name`` the error name.
     """
     args = ["check-body", "--json"]
@@ -47,6 +48,8 @@ def check_body(body, dialect=None, registry=None, fields=None, expected_length=N
         args += ["--fields", ",".join(fields)]
     if expected_length is not None:
         args += ["--expected-length", str(int(expected_length))]
+    if stack:
+        args += ["--stack", str(stack)]
     data = None
     if isinstance(body, (bytes, bytearray, memoryview)):
         data = bytes(body)

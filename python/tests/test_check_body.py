@@ -31,6 +31,8 @@ def _kwargs(body_path):
             kw["registry"] = os.path.join(ROOT, value)
         elif flag == "--expected-length":
             kw["expected_length"] = int(value)
+        elif flag == "--stack":
+            kw["stack"] = value
         else:
             pytest.fail(f"{args_path}: option {flag} unknown to this test")
     return kw
