@@ -104,7 +104,10 @@ def _option_args(options):
 
 
 def _load_run(proc, out_dir):
+    # run writes a run folder under --out; probe writes its reports into --out itself.
     found = sorted(glob.glob(os.path.join(out_dir, "*", "results.json")), key=os.path.getmtime)
+    if os.path.isfile(os.path.join(out_dir, "results.json")):
+        found.append(os.path.join(out_dir, "results.json"))
     stdout = proc.stdout.decode("utf-8", "replace")
     stderr = proc.stderr.decode("utf-8", "replace")
     if not found:

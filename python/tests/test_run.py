@@ -51,3 +51,21 @@ def test_options_become_flags(tmp_path):
     assert r.passed
     assert all("bug" not in s.raw["tags"] for s in r.scenarios) and r.scenarios
     assert not os.path.exists(os.path.join(r.run_dir, "report.html"))
+
+
+def test_probe_results_are_parsed(tmp_path):
+    """probe(): syncroll probe's results.json read the same way as run's."""
+    with syncroll.serve() as eng:
+        clean = syncroll.probe(eng.url, out=tmp_path / "clean", seed=1, budget=60)
+    assert clean.passed and clean.exit_code == 0
+    assert clean.scenarios and all(s.verdict in ("pass", "skip") for s in clean.scenarios)
+    with syncroll.serve(faults=[{"kind": "routes_all_zero"}]) as eng:
+        bad = syncroll.probe(eng.url, out=tmp_path / "bad", seed=1, budget=60)
+    assert not bad.passed and bad.exit_code == 1
+    fired = set()
+    for s in bad.failures():
+        fired.update(s.fired)
+    assert "meta.value_sanity" in fired, fired
+    with pytest.raises(syncroll.UsageError) as info:
+        syncroll.probe("not-a-url", out=tmp_path / "usage")
+    assert info.value.name == "python.no_results"
