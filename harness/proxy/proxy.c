@@ -294,6 +294,9 @@ static enum MHD_Result handle(px_req *r, struct MHD_Connection *c, const char *u
         return MHD_NO; /* the connection closes without an answer */
     }
     r->whole = t != NULL; /* truncate*, stall_mid_body, dribble: read whole, then cut */
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    r->conn = ci ? ci->socket_context : NULL;
     sr_err err = SR_ERR_INIT;
     if (p->cfg.record && record_request(r, &err))
         r->x.complete = 0; /* the capture lacks the body; the traffic goes on */
@@ -382,6 +385,20 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     free(r);
 }
 
+/* A client connection's upstream handles live as long as it (px_conn). */
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    (void)cls;
+    (void)c;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED)
+        *socket_context = calloc(1, sizeof(px_conn));
+    else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+        px_conn_free(*socket_context);
+        *socket_context = NULL;
+    }
+}
+
 int sr_proxy_start(sr_proxy **out, const sr_proxy_config *cfg, sr_err *err)
 {
     *out = NULL;
@@ -420,12 +437,12 @@ int sr_proxy_start(sr_proxy **out, const sr_proxy_config *cfg, sr_err *err)
         return sr_err_set(err, SR_E_INVAL, "--listen address '%s' is not a numeric IPv4 address",
                           addr);
     }
-    p->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
-                                MHD_USE_POLL,
-                            (uint16_t)cfg->port, NULL, NULL, on_request, p, MHD_OPTION_SOCK_ADDR,
-                            (struct sockaddr *)&sin, MHD_OPTION_URI_LOG_CALLBACK, on_uri, p,
-                            MHD_OPTION_NOTIFY_COMPLETED, on_completed, p,
-                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)600, MHD_OPTION_END);
+    p->d = MHD_start_daemon(
+        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL,
+        (uint16_t)cfg->port, NULL, NULL, on_request, p, MHD_OPTION_SOCK_ADDR,
+        (struct sockaddr *)&sin, MHD_OPTION_URI_LOG_CALLBACK, on_uri, p,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, p, MHD_OPTION_NOTIFY_CONNECTION, on_connection,
+        p, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)600, MHD_OPTION_END);
     if (!p->d) {
         sr_proxy_stop(p);
         return sr_err_set(err, SR_E_ENGINE_START, "the proxy cannot listen on %s:%d", addr,

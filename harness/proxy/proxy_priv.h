@@ -35,6 +35,13 @@ struct sr_proxy {
     _Atomic int64_t exchanges, failures;
 };
 
+/* A client connection's upstream side, kept across its requests: one easy handle and the multi
+ * handle whose connection cache keeps the upstream connection alive (keep-alive end to end). */
+typedef struct px_conn {
+    CURL *easy;
+    CURLM *multi;
+} px_conn;
+
 /* One exchange, from the request's head to the end of its answer. */
 typedef struct px_req {
     sr_proxy *p;
@@ -43,7 +50,8 @@ typedef struct px_req {
     int too_large;
     int local; /* answered by the proxy itself (its state): not forwarded, not recorded */
     sr_fault_pick pick;
-    /* upstream transfer */
+    /* upstream transfer (easy and multi belong to conn when there is one) */
+    px_conn *conn;
     CURL *easy;
     CURLM *multi;
     struct curl_slist *hdrs;
@@ -68,8 +76,11 @@ int px_forward(px_req *r, sr_err *err);
 /* The answer for r once its head is in: upstream status, headers and a streaming body. */
 struct MHD_Response *px_stream_response(px_req *r, unsigned *status);
 
-/* Ends r's transfer and frees its curl state (idempotent). */
+/* Ends r's transfer and frees its curl state, or gives it back to its connection (idempotent). */
 void px_upstream_release(px_req *r);
+
+/* Frees a connection's upstream side (NULL is a no-op). */
+void px_conn_free(px_conn *c);
 
 /* Monotonic nanoseconds. */
 int64_t px_now_ns(void);

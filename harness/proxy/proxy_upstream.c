@@ -1,6 +1,7 @@
 /* The proxy's upstream side: one curl transfer per request, driven from the connection's thread,
  * and the answer handed to libmicrohttpd as it arrives (proxy.h, "Streaming"). */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
@@ -94,15 +95,30 @@ static void drive_step(px_req *r, int wait)
         curl_multi_poll(r->multi, NULL, 0, 100, NULL);
 }
 
-static void drive(px_req *r) { drive_step(r, 1); }
+static void drive(px_req *r)
+{
+    drive_step(r, 1);
+}
 
 int px_forward(px_req *r, sr_err *err)
 {
     sr_proxy *p = r->p;
     char url[SR_PROXY_UPSTREAM_MAX + SR_CAPTURE_STR_MAX];
     snprintf(url, sizeof url, "%s%s", p->upstream, r->x.uri);
-    r->easy = curl_easy_init();
-    r->multi = curl_multi_init();
+    if (r->conn) {
+        /* The connection's handles: reset options, keep the upstream connection. */
+        if (!r->conn->multi)
+            r->conn->multi = curl_multi_init();
+        if (r->conn->easy)
+            curl_easy_reset(r->conn->easy);
+        else
+            r->conn->easy = curl_easy_init();
+        r->easy = r->conn->easy;
+        r->multi = r->conn->multi;
+    } else {
+        r->easy = curl_easy_init();
+        r->multi = curl_multi_init();
+    }
     if (!r->easy || !r->multi)
         return sr_err_set(err, SR_E_NOMEM, "no memory for an upstream transfer");
     curl_easy_setopt(r->easy, CURLOPT_URL, url);
@@ -142,14 +158,25 @@ void px_upstream_release(px_req *r)
 {
     if (r->multi && r->easy)
         curl_multi_remove_handle(r->multi, r->easy);
-    if (r->easy)
+    if (r->easy && !r->conn)
         curl_easy_cleanup(r->easy);
-    if (r->multi)
+    if (r->multi && !r->conn)
         curl_multi_cleanup(r->multi);
     curl_slist_free_all(r->hdrs);
     r->easy = NULL;
     r->multi = NULL;
     r->hdrs = NULL;
+}
+
+void px_conn_free(px_conn *c)
+{
+    if (!c)
+        return;
+    if (c->easy)
+        curl_easy_cleanup(c->easy);
+    if (c->multi)
+        curl_multi_cleanup(c->multi);
+    free(c);
 }
 
 static int stopping(sr_proxy *p)
