@@ -28,6 +28,7 @@ typedef struct sr_meta_resp {
     char finish[16]; /* finish_reason, "" for null */
     int code;        /* 0, or the client's error (then nothing above past P is set) */
     int warm;        /* its cache salt was used before (a prefix may come from the cache) */
+    int after_abort; /* it said "abort" and its decode failed after that (routes not null) */
 } sr_meta_resp;
 
 typedef struct sr_meta_ctx {
