@@ -220,7 +220,8 @@ static int relations(sr_meta_ctx *x, sr_err *err)
     }
     sr_meta_check_resp(x, &a, "the base request");
     if (!(rc = determinism(x, &a, salt, err)) && !(rc = prefix(x, &a, salt, err)) &&
-        !(rc = multiturn(x, &a, salt, err)) && !(rc = chunks(x, err)))
+        !(rc = multiturn(x, &a, salt, err)) && !(rc = chunks(x, err)) &&
+        !(rc = sr_meta_stack_contract(x, err)))
         rc = sr_meta_sync_relations(x, &a, err);
     sr_meta_resp_free(&a);
     return rc;

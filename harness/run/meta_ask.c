@@ -7,11 +7,11 @@
 #include "meta_priv.h"
 #include "sr_clock.h"
 
-static const char *const names[] = {"meta.determinism",       "meta.prefix_consistency",
-                                    "meta.multiturn_prefix",  "meta.row_count",
-                                    "meta.value_sanity",      "meta.boundary_rows",
-                                    "meta.sync_effect",       "meta.cache_after_sync",
-                                    "meta.missing_not_stale", "meta.version_monotonic"};
+static const char *const names[] = {
+    "meta.determinism",       "meta.prefix_consistency", "meta.multiturn_prefix",
+    "meta.row_count",         "meta.value_sanity",       "meta.boundary_rows",
+    "meta.sync_effect",       "meta.cache_after_sync",   "meta.missing_not_stale",
+    "meta.version_monotonic", "meta.stack_contract"};
 
 const char *const *sr_meta_names(int *n)
 {

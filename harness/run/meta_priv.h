@@ -109,4 +109,7 @@ int sr_meta_same_span(sr_meta_ctx *x, const char *name, const sr_meta_resp *a,
  * whose prompt the relations ask again under known weights. */
 int sr_meta_sync_relations(sr_meta_ctx *x, const sr_meta_resp *base, sr_err *err);
 
+/* meta.stack_contract (meta_stack.c): two capture requests over opts.stack_client. */
+int sr_meta_stack_contract(sr_meta_ctx *x, sr_err *err);
+
 #endif /* SR_META_PRIV_H */

@@ -44,6 +44,9 @@ static const sr_check_info checks[] = {
     {"meta.missing_not_stale", "a request that finished \"abort\" carried route rows instead of "
                                "none"},
     {"meta.version_monotonic", "the engine's reported weight version went backwards"},
+    {"meta.stack_contract", "an engine of the later SkyRL stack answered a capture request with "
+                            "support that is not int32 [G, top_k] with trailing -1 padding "
+                            "holding the sampled token, or answered one without top_k > 1"},
     {"run.interrupted", "a stop signal (SIGINT, SIGTERM) ended the run before the scenario "
                         "finished; its verdict is `interrupted`"},
 };
