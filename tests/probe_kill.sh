@@ -17,12 +17,12 @@ NOSGL="skyrl vllm vllm-json dynamo nemo-rl" # SGLang's plane sets the version in
 pid=
 at_exit '[ -n "$pid" ] && kill "$pid" 2>/dev/null'
 
-# The update endpoint a weights fault targets under each dialect's default control plane.
+# The update endpoint a weights fault targets under each dialect's default control plane in
+# `serve` (SGLang's plane for sglang, the skyrl plane for every other dialect).
 update_ep() {
     case $1 in
-    skyrl) echo collective_rpc ;;
     sglang) echo update_weights_from_distributed ;;
-    *) echo update_weights ;;
+    *) echo collective_rpc ;;
     esac
 }
 
@@ -30,8 +30,8 @@ update_ep() {
 # also carries the start and finish of each sync).
 second_update() {
     case $1 in
-    skyrl) echo 4 ;;
-    *) echo 2 ;;
+    sglang) echo 2 ;;
+    *) echo 4 ;;
     esac
 }
 
