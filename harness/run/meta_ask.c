@@ -160,11 +160,15 @@ static int keep(sr_meta_resp *r, const sr_client_result *res, sr_err *err)
 }
 
 /* The relation a failed generate breaks: routes missing or shaped against the rows rule break
- * the row count; anything else is the client's own named check. */
-static const char *failed_check(int code)
+ * the row count; an engine that answers with an error status once a sync completed stopped
+ * serving because of the sync (meta.sync_effect: it must serve the weights it acknowledged);
+ * anything else is the client's own named check. */
+static const char *failed_check(const sr_meta_ctx *x, int code)
 {
     if (code == SR_E_CLIENT_ROUTES_MISSING || code == SR_E_WIRE_SHAPE)
         return "meta.row_count";
+    if (x->synced && (code == SR_E_CLIENT_HTTP_STATUS || code == SR_E_CLIENT_RETRY_EXHAUSTED))
+        return "meta.sync_effect";
     return sr_code_name(code);
 }
 
@@ -209,8 +213,9 @@ int sr_meta_ask(sr_meta_ctx *x, sr_meta_resp *r, const int32_t *prompt, size_t P
     }
     if (rc) {
         r->code = rc;
-        sr_meta_fail(x, failed_check(rc), -1, -1, "%s: prompt of %zu tokens from row %lld: %s: %s",
-                     relation, r->P, (long long)start, sr_code_name(rc), e.msg);
+        sr_meta_fail(x, failed_check(x, rc), -1, -1,
+                     "%s: prompt of %zu tokens from row %lld: %s: %s", relation, r->P,
+                     (long long)start, sr_code_name(rc), e.msg);
         return 0;
     }
     return keep(r, &res, err);

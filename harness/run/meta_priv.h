@@ -40,6 +40,8 @@ typedef struct sr_meta_ctx {
     uint64_t draw;            /* the prompt generator's state */
     int salt_n;               /* salts handed out */
     int aborted;              /* a response finished "abort" (meta.missing_not_stale ran) */
+    int synced;               /* a weight sync completed */
+    int64_t held;             /* the highest weight version the engine reported, -1 none */
     unsigned failed, skipped; /* bit i: relation i of sr_meta_names failed / was skipped */
 } sr_meta_ctx;
 
