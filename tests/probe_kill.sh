@@ -11,18 +11,19 @@
 part=${PROBE_KILL_PART:-all}
 seeds=${PROBE_SEEDS:-3}
 ALL="skyrl vllm vllm-json sglang dynamo nemo-rl"
+CLEAN="$ALL skyrl-2086"                      # skyrl-2086: skyrl speaking the later stack (client.stack 2086)
 NOSPLIT="skyrl vllm sglang dynamo nemo-rl" # vllm-json's wire carries the P+G-th row by rule
 NOSTART="skyrl vllm sglang dynamo"         # the wires of vllm-json and nemo-rl start at row 0
 NOSGL="skyrl vllm vllm-json dynamo nemo-rl" # SGLang's plane sets the version in a call of its own
 pid=
 at_exit '[ -n "$pid" ] && kill "$pid" 2>/dev/null'
 
-# The update endpoint a weights fault targets under each dialect's default control plane.
+# The update endpoint a weights fault targets under each dialect's default control plane in
+# `serve` (SGLang's plane for sglang, the skyrl plane for every other dialect).
 update_ep() {
     case $1 in
-    skyrl) echo collective_rpc ;;
     sglang) echo update_weights_from_distributed ;;
-    *) echo update_weights ;;
+    *) echo collective_rpc ;;
     esac
 }
 
@@ -30,25 +31,31 @@ update_ep() {
 # also carries the start and finish of each sync).
 second_update() {
     case $1 in
-    skyrl) echo 4 ;;
-    *) echo 2 ;;
+    sglang) echo 2 ;;
+    *) echo 4 ;;
     esac
 }
 
 # start_serve DIALECT FAULTS: serve a one-engine config with FAULTS (a JSON list body) in the
-# background ($pid); sets url.
+# background ($pid); sets url. DIALECT skyrl-2086 is skyrl with "stack": "2086".
 start_serve() {
+    stack=
+    sd=$1
+    if [ "$sd" = skyrl-2086 ]; then
+        stack='"stack": "2086",'
+        sd=skyrl
+    fi
     cat >"$tmp/cfg.json" <<JSON
-{"count": 1, "seed": 3,
+{"count": 1, "seed": 3, $stack
  "model": {"vocab": 500, "layers": 2, "experts": 16, "topk": 2, "eos_id": -1},
  "faults": [$2]}
 JSON
     rm -f "$tmp/fifo"
     mkfifo "$tmp/fifo"
-    "$S" serve --stop-grace 2 --dialect "$1" "$tmp/cfg.json" >"$tmp/fifo" 2>"$tmp/serve.err" &
+    "$S" serve --stop-grace 2 --dialect "$sd" "$tmp/cfg.json" >"$tmp/fifo" 2>"$tmp/serve.err" &
     pid=$!
     exec 3<"$tmp/fifo"
-    IFS= read -r line <&3 || die "serve --dialect $1 printed no line: $(cat "$tmp/serve.err")"
+    IFS= read -r line <&3 || die "serve --dialect $sd printed no line: $(cat "$tmp/serve.err")"
     exec 3<&-
     url=$(printf '%s\n' "$line" | grep -o '"url":"[^"]*"' | sed 's/"url":"//; s/"$//')
 }
@@ -85,7 +92,18 @@ TABLE='{"kind":"routes_all_zero"}|ALL|meta.value_sanity
 {"kind":"ack_before_apply","endpoints":["@EP@"]}|ALL|meta.sync_effect
 {"kind":"partial_apply_on_error","endpoints":["@EP@"]}|ALL|meta.sync_effect
 {"kind":"checksum_mismatch","endpoints":["@EP@"]}|ALL|meta.sync_effect
-{"kind":"version_regress","nth":@NTH@,"endpoints":["@EP@"]}|NOSGL|meta.version_monotonic'
+{"kind":"version_regress","nth":@NTH@,"endpoints":["@EP@"]}|NOSGL|meta.version_monotonic
+{"kind":"routes","select":{"region":"turn_boundary"},"action":{"do":"zero"}}|NOSTART|meta.boundary_rows
+{"kind":"routes","select":{"region":"chunk_boundary"},"action":{"do":"zero"}}|ALL|meta.boundary_rows
+{"kind":"routes","select":{"region":"chunk_boundary"},"action":{"do":"repeat_previous"}}|ALL|meta.boundary_rows
+{"kind":"routes","action":{"do":"mark_partial","tokens":2}}|ALL|meta.missing_not_stale
+{"kind":"routes","action":{"do":"truncate","tokens":2,"partial":true}}|ALL|meta.missing_not_stale
+{"kind":"routes","action":{"do":"truncate","tokens":2}}|ALL|meta.row_count
+{"kind":"routes","action":{"do":"stale"}}|ALL|meta.sync_effect
+{"kind":"routes","select":{"region":"output"},"action":{"do":"weight_version","version":0}}|ALL|meta.cache_after_sync
+{"kind":"restart_loses_group"}|ALL|meta.version_monotonic
+{"kind":"generate_fails_after_update","endpoints":["@EP@"]}|ALL|meta.sync_effect
+{"kind":"support_unrepaired"}|skyrl-2086|meta.stack_contract'
 
 if [ "$part" != clean ]; then
     printf '%s\n' "$TABLE" >"$tmp/table"
@@ -93,6 +111,7 @@ if [ "$part" != clean ]; then
         case $where in ALL) ds=$ALL ;; NOSTART) ds=$NOSTART ;; NOSPLIT) ds=$NOSPLIT ;; NOSGL) ds=$NOSGL ;; *) ds=$where ;; esac
         for d in $ds; do
             f=$(printf '%s' "$fault" | sed "s/@EP@/$(update_ep "$d")/; s/@NTH@/$(second_update "$d")/")
+            # Each row's probe on its own engine, so a row's fault cannot leak into the next.
             start_serve "$d" "$f"
             probe 1
             stop_serve
@@ -113,15 +132,24 @@ fi
 if [ "$part" != kill ]; then
     # One engine per dialect, probed with seeds 1..N in a row: each probe finds the engine as
     # the one before left it (three syncs later, with SGLang's update group torn down).
-    for d in $ALL; do
+    # Every relation holds but meta.missing_not_stale (the probe aborts nothing) and, but on the
+    # later stack's engine, meta.stack_contract.
+    for d in $CLEAN; do
         start_serve "$d" ""
+        held=9
+        [ "$d" = skyrl-2086 ] && held=10
         for seed in $(seq 1 "$seeds"); do
             probe "$seed"
-            if [ "$st" -ne 0 ] || ! printf '%s\n' "$OUT" | grep -q '^9 held, 0 failed'; then
+            if [ "$st" -ne 0 ] || ! printf '%s\n' "$OUT" | grep -q "^$held held, 0 failed"; then
                 bad "clean $d seed $seed: exit $st"
                 printf '%s\n' "$OUT"
             else
                 ok "clean $d seed $seed: every relation held"
+            fi
+            # An engine of the 2079 stack is told apart, with the reason.
+            if [ "$d" = skyrl ] && ! printf '%s\n' "$OUT" |
+                grep -q '^skipped  meta.stack_contract: the engine did not answer a capture request'; then
+                bad "clean skyrl (2079): meta.stack_contract not skipped with its reason"
             fi
         done
         stop_serve

@@ -25,10 +25,11 @@ static void usage(FILE *f)
         "Judges the engine at URL without an oracle: sends it a bounded number of generate\n"
         "requests and checks relations that must hold between the answers whatever the true\n"
         "routes are (the meta.* checks: determinism, prefix consistency, multi-turn prefixes, row\n"
-        "counts, value sanity, boundary rows and, with a weight sync, sync effect, cache after\n"
-        "sync and version monotonicity; docs/reference/probe.md states each relation). It sends\n"
-        "only to URL, one request at a time, and stops by itself: at most N generate requests,\n"
-        "and with --model three weight syncs and a few version reads.\n\n"
+        "counts, value sanity, boundary rows, missing-not-stale routes of an aborted answer, the\n"
+        "later SkyRL stack's sample support where the engine speaks it and, with a weight sync,\n"
+        "sync effect, cache after sync and version monotonicity; docs/reference/probe.md states\n"
+        "each relation). It sends only to URL, one request at a time, and stops by itself: at\n"
+        "most N generate requests, and with --model three weight syncs and a few version reads.\n\n"
         "Writes the reports of `syncroll run` (summary.txt, results.json, junit.xml, report.html)\n"
         "into DIR and exits 0 when every relation held, 1 when one failed (each named meta.*\n"
         "check printed with where it failed), 2 for a usage error.\n\n"
@@ -126,9 +127,10 @@ static int parse(probe_args *a, int argc, char **argv)
 
 /* One client over the URL for dialect d. */
 static int make_client(sr_client **out, const probe_args *a, const sr_engine_config *m, int d,
-                       int attempts, sr_err *err)
+                       int attempts, sr_stack stack, sr_err *err)
 {
     sr_client_opts o = SR_CLIENT_OPTS_INIT;
+    o.stack = stack;
     o.dialect = (sr_dialect)d;
     o.seed = (uint64_t)a->seed;
     o.max_attempts = attempts;
@@ -148,7 +150,7 @@ static int try_dialect(const probe_args *a, const sr_engine_config *m, int d, co
     sr_client_conn *k = NULL;
     sr_err e = SR_ERR_INIT;
     int found = -1;
-    if (make_client(&c, a, m, d, 1, &e) || sr_client_conn_new(&k, c, &e)) {
+    if (make_client(&c, a, m, d, 1, SR_STACK_2079, &e) || sr_client_conn_new(&k, c, &e)) {
         sr_client_free(c);
         return -1;
     }
@@ -372,15 +374,23 @@ static int probe(const probe_args *a, const sr_engine_config *m, int argc, char 
     }
     sr_run_result *run = NULL;
     sr_scenario_result *sc = NULL;
-    sr_client *c = NULL;
+    sr_client *c = NULL, *c2086 = NULL;
     sr_err e = SR_ERR_INIT;
     int plane = a->plane, st = SR_EXIT_USAGE;
-    if (new_run(&run, &sc, a, argc, argv) || make_client(&c, a, m, d, 2, &e)) {
+    if (new_run(&run, &sc, a, argc, argv) || make_client(&c, a, m, d, 2, SR_STACK_2079, &e)) {
         fprintf(stderr, "syncroll probe: %s: %s\n", sr_code_name(e.code ? e.code : SR_E_NOMEM),
                 e.msg);
         goto out;
     }
     sr_meta_opts o = SR_META_OPTS_INIT;
+    o.no_stack = "the dialect is not skyrl: only SkyRL's wire has sample-support capture";
+    /* meta.stack_contract's own client speaks the later stack: its capture requests find out
+     * whether the engine does (one attempt: the 400 it may be owed is never retried). */
+    if (d == SR_DIALECT_SKYRL && make_client(&c2086, a, m, d, 1, SR_STACK_2086, &e)) {
+        fprintf(stderr, "syncroll probe: %s: %s\n", sr_code_name(e.code), e.msg);
+        goto out;
+    }
+    o.stack_client = c2086;
     o.dialect = (sr_dialect)d;
     o.seed = (uint64_t)a->seed;
     o.budget = a->budget - detect_sent; /* detection's requests count too */
@@ -411,6 +421,7 @@ static int probe(const probe_args *a, const sr_engine_config *m, int argc, char 
     int wr = write_reports(run, a->out);
     st = wr && !st ? wr : st;
 out:
+    sr_client_free(c2086);
     sr_client_free(c);
     sr_run_result_free(run);
     return st;

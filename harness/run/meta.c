@@ -79,29 +79,46 @@ static int prefix(sr_meta_ctx *x, const sr_meta_resp *a, const char *salt, sr_er
     return 0;
 }
 
-/* meta.boundary_rows at a turn boundary: row b (the last sampled token of turn 1, first seen
- * as an input in turn 2) is a real route, not a sentinel nor a copy of a neighbour. */
-static void turn_boundary(sr_meta_ctx *x, const sr_meta_resp *t2, int64_t b)
+/* The layer at which row b of r is a placeholder (a negative id, or one id twice in its top-k:
+ * a zeroed or constant row when top_k > 1), or -1 when it looks like a route. */
+static int placeholder(const sr_meta_resp *r, int64_t b)
+{
+    for (int l = 0; l < r->L; l++) {
+        const int32_t *row = sr_meta_row(r, b, l);
+        for (int j = 0; row && j < r->K; j++) {
+            if (row[j] < 0)
+                return l;
+            for (int i = 0; i < j; i++)
+                if (row[i] == row[j])
+                    return l;
+        }
+    }
+    return -1;
+}
+
+/* meta.boundary_rows at a turn boundary: row b of `t` (the last sampled token of the turn
+ * before, first seen as an input in this one) is a real route, not a placeholder nor a copy of
+ * a neighbour. 1 when it failed. */
+static int turn_boundary(sr_meta_ctx *x, const sr_meta_resp *t, int64_t b, const char *which)
 {
     const char *name = "meta.boundary_rows";
-    for (int l = 0; l < t2->L; l++) {
-        const int32_t *r = sr_meta_row(t2, b, l);
-        for (int j = 0; r && j < t2->K; j++)
-            if (r[j] < 0) {
-                sr_meta_fail(x, name, b, l,
-                             "turn 2's row %lld (the turn boundary) holds %d at layer %d, a "
-                             "placeholder where a route must be",
-                             (long long)b, r[j], l);
-                return;
-            }
+    int l = placeholder(t, b);
+    if (l >= 0) {
+        const int32_t *row = sr_meta_row(t, b, l);
+        sr_meta_fail(x, name, b, l,
+                     "%s's row %lld (the turn boundary) holds [%d%s ...] at layer %d, a "
+                     "placeholder where a route must be",
+                     which, (long long)b, row[0], t->K > 1 ? "," : "", l);
+        return 1;
     }
     for (int64_t n = b - 1; n <= b + 1; n += 2)
-        if (sr_meta_row(t2, n, 0) && sr_meta_row(t2, b, 0) && sr_meta_same_row(t2, b, t2, n)) {
+        if (sr_meta_row(t, n, 0) && sr_meta_row(t, b, 0) && sr_meta_same_row(t, b, t, n)) {
             sr_meta_fail(x, name, b, -1,
-                         "turn 2's row %lld (the turn boundary) repeats row %lld on every layer",
+                         "%s's row %lld (the turn boundary) repeats row %lld on every layer", which,
                          (long long)b, (long long)n);
-            return;
+            return 1;
         }
+    return 0;
 }
 
 /* Turn 2's prompt: turn 1's prompt, its output and a user's tokens. */
@@ -130,11 +147,15 @@ static int multiturn(sr_meta_ctx *x, const sr_meta_resp *t1, const char *salt, s
         int64_t b = (int64_t)(t1->P + t1->G) - 1;
         sr_meta_check_resp(x, &t2, "turn 2");
         sr_meta_same_span(x, name, t1, &t2, 0, b, "turn 1's positions in turn 2");
-        turn_boundary(x, &t2, b);
+        turn_boundary(x, &t2, b, "turn 2");
         size_t n3 = next_turn(x, p3, &t2);
-        rc = sr_meta_ask(x, &t3, p3, n3, (int64_t)(t2.P + t2.G) - 1, salt, 1, name, err);
-        if (!rc && !t3.code)
+        int64_t s = (int64_t)(t2.P + t2.G) - 1;
+        rc = sr_meta_ask(x, &t3, p3, n3, s, salt, 1, name, err);
+        if (!rc && !t3.code) {
             sr_meta_check_resp(x, &t3, "turn 3, rows from the end of turn 2");
+            /* Its first row is the turn boundary, computed by this request alone. */
+            turn_boundary(x, &t3, s, "turn 3");
+        }
         sr_meta_resp_free(&t3);
     }
     sr_meta_resp_free(&t2);
@@ -142,7 +163,8 @@ static int multiturn(sr_meta_ctx *x, const sr_meta_resp *t1, const char *salt, s
 }
 
 /* meta.boundary_rows at prefill-chunk boundaries: in a long cold prompt, no row at a multiple
- * of CHUNK repeats the row before it (a chunked prefill that leaves a placeholder). */
+ * of CHUNK is a placeholder or repeats the row before it (a chunked prefill that leaves one).
+ * Judged whatever the response's other checks found: a zeroed row also breaks value_sanity. */
 static int chunks(sr_meta_ctx *x, sr_err *err)
 {
     const char *name = "meta.boundary_rows";
@@ -153,8 +175,18 @@ static int chunks(sr_meta_ctx *x, sr_err *err)
     sr_meta_prompt(x, p, LONG);
     sr_meta_resp r;
     int rc = sr_meta_ask(x, &r, p, LONG, 0, sr_meta_salt(x, salt, sizeof salt), 0, name, err);
-    if (!rc && !r.code && !sr_meta_check_resp(x, &r, "a long prompt"))
-        for (int64_t b = CHUNK; b < LONG; b += CHUNK)
+    if (!rc && !r.code)
+        sr_meta_check_resp(x, &r, "a long prompt");
+    if (!rc && !r.code && r.rows)
+        for (int64_t b = CHUNK; b < LONG; b += CHUNK) {
+            int l = placeholder(&r, b);
+            if (l >= 0) {
+                sr_meta_fail(x, name, b, l,
+                             "row %lld (a %d-token chunk boundary) is a placeholder at layer %d "
+                             "(a negative id or one id twice)",
+                             (long long)b, CHUNK, l);
+                break;
+            }
             if (sr_meta_same_row(&r, b, &r, b - 1)) {
                 sr_meta_fail(x, name, b, -1,
                              "row %lld (a %d-token chunk boundary) repeats row %lld on every "
@@ -162,6 +194,7 @@ static int chunks(sr_meta_ctx *x, sr_err *err)
                              (long long)b, CHUNK, (long long)b - 1);
                 break;
             }
+        }
     sr_meta_resp_free(&r);
     return rc;
 }
@@ -220,7 +253,8 @@ static int relations(sr_meta_ctx *x, sr_err *err)
     }
     sr_meta_check_resp(x, &a, "the base request");
     if (!(rc = determinism(x, &a, salt, err)) && !(rc = prefix(x, &a, salt, err)) &&
-        !(rc = multiturn(x, &a, salt, err)) && !(rc = chunks(x, err)))
+        !(rc = multiturn(x, &a, salt, err)) && !(rc = chunks(x, err)) &&
+        !(rc = sr_meta_stack_contract(x, err)))
         rc = sr_meta_sync_relations(x, &a, err);
     sr_meta_resp_free(&a);
     return rc;
@@ -242,6 +276,7 @@ int sr_meta_run(sr_scenario_result *sc, const sr_client *c, const sr_meta_opts *
     x.o = opts;
     x.st = st ? st : &local;
     memset(x.st, 0, sizeof *x.st);
+    x.held = -1;
     x.draw = opts->seed * 0x9E3779B97F4A7C15ull + 0x70726f6265ull;
     int rc = sr_client_conn_new(&x.k, c, err);
     if (rc)

@@ -21,9 +21,15 @@
  *   meta.cache_after_sync   after a sync, a prompt holding an earlier post-sync output gets the
  *                           rows that output had, not pre-sync ones (stale prefix cache)
  *   meta.missing_not_stale  a response that finished "abort" carries no routes or fewer rows
- *                           than its tokens, never complete stale rows
+ *                           than its tokens, never complete stale rows (the client names such
+ *                           an answer client.aborted_turn; the probe still judges its routes)
  *   meta.version_monotonic  the reported weight version never goes backwards
- * (meta.stack_contract, the later SkyRL stack's sample-support rules, is not here yet.)
+ *   meta.stack_contract     where the engine speaks the later SkyRL stack (a capture request is
+ *                           answered with rollout_sample_support): the support is int32
+ *                           [G, top_k], padded with trailing -1, each row holding its sampled
+ *                           token; a capture request without top_k > 1 is HTTP 400. Skipped with
+ *                           the reason when the engine does not speak it or opts.stack_client is
+ *                           NULL.
  *
  * Every generate counts against opts.budget; a relation that would pass it, or that starts
  * after opts.deadline_ms, is skipped with the reason (sr_result_skip_check), as is every relation
@@ -58,11 +64,15 @@ typedef struct sr_meta_opts {
     const char *no_sync; /* why sync is NULL (the skip reason) */
     sr_sync_dialect plane;
     int64_t max_tokens; /* generated tokens asked per request (8) */
+    /* A client of the later SkyRL stack (client.stack 2086, skyrl dialect) over the same engine,
+     * for meta.stack_contract; NULL: that relation is skipped for no_stack (or a stated reason). */
+    const sr_client *stack_client;
+    const char *no_stack;
 } sr_meta_opts;
 
 #define SR_META_OPTS_INIT                                                                          \
     {                                                                                              \
-        SR_DIALECT_SKYRL, 1, 64, 0, 0, 0, NULL, 0, NULL, SR_SYNC_DIALECT_SKYRL, 8                  \
+        SR_DIALECT_SKYRL, 1, 64, 0, 0, 0, NULL, 0, NULL, SR_SYNC_DIALECT_SKYRL, 8, NULL, NULL      \
     }
 
 /* What a run of the relations did. */

@@ -7,11 +7,11 @@
 #include "meta_priv.h"
 #include "sr_clock.h"
 
-static const char *const names[] = {"meta.determinism",       "meta.prefix_consistency",
-                                    "meta.multiturn_prefix",  "meta.row_count",
-                                    "meta.value_sanity",      "meta.boundary_rows",
-                                    "meta.sync_effect",       "meta.cache_after_sync",
-                                    "meta.missing_not_stale", "meta.version_monotonic"};
+static const char *const names[] = {
+    "meta.determinism",       "meta.prefix_consistency", "meta.multiturn_prefix",
+    "meta.row_count",         "meta.value_sanity",       "meta.boundary_rows",
+    "meta.sync_effect",       "meta.cache_after_sync",   "meta.missing_not_stale",
+    "meta.version_monotonic", "meta.stack_contract"};
 
 const char *const *sr_meta_names(int *n)
 {
@@ -162,11 +162,15 @@ static int keep(sr_meta_resp *r, const sr_client_result *res, sr_err *err)
 }
 
 /* The relation a failed generate breaks: routes missing or shaped against the rows rule break
- * the row count; anything else is the client's own named check. */
-static const char *failed_check(int code)
+ * the row count; an engine that answers with an error status once a sync completed stopped
+ * serving because of the sync (meta.sync_effect: it must serve the weights it acknowledged);
+ * anything else is the client's own named check. */
+static const char *failed_check(const sr_meta_ctx *x, int code)
 {
     if (code == SR_E_CLIENT_ROUTES_MISSING || code == SR_E_WIRE_SHAPE)
         return "meta.row_count";
+    if (x->synced && (code == SR_E_CLIENT_HTTP_STATUS || code == SR_E_CLIENT_RETRY_EXHAUSTED))
+        return "meta.sync_effect";
     return sr_code_name(code);
 }
 
@@ -199,10 +203,21 @@ int sr_meta_ask(sr_meta_ctx *x, sr_meta_resp *r, const int32_t *prompt, size_t P
     cJSON_Delete(sp);
     if (rc == SR_E_NOMEM)
         return sr_err_set(err, rc, "%s", e.msg);
+    /* The client names an answer that says "abort" client.aborted_turn and does not commit it,
+     * yet it decoded what came after the reason: meta.missing_not_stale judges that (keep), and
+     * a reply whose decode failed after the reason did carry something where null belongs. */
+    if (rc == SR_E_CLIENT_ABORTED_TURN && res.finish_reason &&
+        strcmp(res.finish_reason, "abort") == 0) {
+        char none[64];
+        snprintf(none, sizeof none, " (and %s)", sr_code_name(SR_E_CLIENT_ROUTES_MISSING));
+        r->after_abort = strstr(e.msg, " (and ") != NULL && !strstr(e.msg, none);
+        return keep(r, &res, err);
+    }
     if (rc) {
         r->code = rc;
-        sr_meta_fail(x, failed_check(rc), -1, -1, "%s: prompt of %zu tokens from row %lld: %s: %s",
-                     relation, r->P, (long long)start, sr_code_name(rc), e.msg);
+        sr_meta_fail(x, failed_check(x, rc), -1, -1,
+                     "%s: prompt of %zu tokens from row %lld: %s: %s", relation, r->P,
+                     (long long)start, sr_code_name(rc), e.msg);
         return 0;
     }
     return keep(r, &res, err);
@@ -363,6 +378,13 @@ static int check_boundary(sr_meta_ctx *x, const sr_meta_resp *r, const char *wha
 static int check_aborted(sr_meta_ctx *x, const sr_meta_resp *r, const char *what)
 {
     x->aborted = 1;
+    if (r->after_abort && !r->has_routes) {
+        sr_meta_fail(x, "meta.missing_not_stale", r->start, -1,
+                     "%s: finished \"abort\" after %zu tokens yet carries routes the client "
+                     "could not take as null (want null)",
+                     what, r->G);
+        return 1;
+    }
     if (!r->has_routes)
         return 0;
     sr_meta_fail(x, "meta.missing_not_stale", r->start, -1,

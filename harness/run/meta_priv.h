@@ -28,6 +28,7 @@ typedef struct sr_meta_resp {
     char finish[16]; /* finish_reason, "" for null */
     int code;        /* 0, or the client's error (then nothing above past P is set) */
     int warm;        /* its cache salt was used before (a prefix may come from the cache) */
+    int after_abort; /* it said "abort" and its decode failed after that (routes not null) */
 } sr_meta_resp;
 
 typedef struct sr_meta_ctx {
@@ -39,6 +40,8 @@ typedef struct sr_meta_ctx {
     uint64_t draw;            /* the prompt generator's state */
     int salt_n;               /* salts handed out */
     int aborted;              /* a response finished "abort" (meta.missing_not_stale ran) */
+    int synced;               /* a weight sync completed */
+    int64_t held;             /* the highest weight version the engine reported, -1 none */
     unsigned failed, skipped; /* bit i: relation i of sr_meta_names failed / was skipped */
 } sr_meta_ctx;
 
@@ -107,5 +110,8 @@ int sr_meta_same_span(sr_meta_ctx *x, const char *name, const sr_meta_resp *a,
  * version_monotonic and the after-sync part of prefix_consistency. `base` is the first answer,
  * whose prompt the relations ask again under known weights. */
 int sr_meta_sync_relations(sr_meta_ctx *x, const sr_meta_resp *base, sr_err *err);
+
+/* meta.stack_contract (meta_stack.c): two capture requests over opts.stack_client. */
+int sr_meta_stack_contract(sr_meta_ctx *x, sr_err *err);
 
 #endif /* SR_META_PRIV_H */

@@ -23,21 +23,39 @@ static void versions(sr_meta_ctx *x, int64_t held, int64_t target, int64_t got, 
         sr_meta_fail(x, "meta.version_monotonic", -1, -1,
                      "%s: the weight version went back from %lld to %lld", when, (long long)held,
                      (long long)got);
-    else if (got != target)
+    if (got > x->held)
+        x->held = got;
+    if ((held < 0 || got >= held) && got != target)
         sr_meta_fail(x, "meta.sync_effect", -1, -1,
                      "%s: the engine reports version %lld, the sync published %lld", when,
                      (long long)got, (long long)target);
+}
+
+/* meta.version_monotonic between syncs: nothing but a sync may move the version, so before one
+ * it is still the highest the engine reported (a restart that loses the weights takes it back). */
+static void still_held(sr_meta_ctx *x, const char *when)
+{
+    int64_t v = sr_meta_read_version(x->c, x->o->plane, -1);
+    if (x->held >= 0 && v >= 0 && v < x->held)
+        sr_meta_fail(x, "meta.version_monotonic", -1, -1,
+                     "before %s, with no sync since it reported %lld, the engine reports version "
+                     "%lld",
+                     when, (long long)x->held, (long long)v);
+    if (v > x->held)
+        x->held = v;
 }
 
 /* One sync; 1 when it completed, else the failure is recorded and 0 returned. */
 static int sync_to(sr_meta_ctx *x, int64_t target, int64_t content, const char *when, sr_err *err,
                    int *rc)
 {
+    still_held(x, when);
     sr_sync_result res;
     *rc = sr_sync_run(&res, x->o->sync, target, content, err);
     x->st->syncs++;
     if (*rc)
         return 0;
+    x->synced |= res.completed;
     if (!res.completed) {
         sr_meta_fail(x, "meta.sync_effect", -1, -1, "%s: the sync to version %lld failed: %s%s%s",
                      when, (long long)target, res.n_checks ? res.checks[0].name : "",

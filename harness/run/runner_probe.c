@@ -60,6 +60,12 @@ static int probe_run(sr_scn_run *run, int64_t engine, int64_t budget, int sync, 
     o.content = m->weight_version;
     o.plane = m->sync_dialect;
     o.no_sync = sync ? NULL : "the probe's sync is false";
+    /* The scenario's client speaks its client.stack: the later stack's relation needs it. */
+    o.stack_client =
+        m->dialect == SR_DIALECT_SKYRL && run->scn->client.stack == SR_STACK_2086 ? c : NULL;
+    o.no_stack = m->dialect != SR_DIALECT_SKYRL ? "the dialect is not skyrl: only SkyRL's wire "
+                                                  "has sample-support capture"
+                                                : "the scenario's client.stack is \"2079\"";
     if (!rc && sync)
         rc = probe_sync(&o.sync, &o.no_sync, run, c, engine, err);
     if (!rc)

@@ -38,12 +38,16 @@ static const sr_check_info checks[] = {
     {"meta.boundary_rows", "a row at the prompt/output, turn or prefill-chunk boundary is a "
                            "placeholder or a copy of its neighbour"},
     {"meta.sync_effect", "a sync left a changed layer's rows as they were, reported another "
-                         "version, failed, or a sync back did not restore the rows"},
+                         "version, failed, a sync back did not restore the rows, or the engine "
+                         "answered generates with an error once a sync completed"},
     {"meta.cache_after_sync", "after a sync, a prompt holding a post-sync output got other rows "
                               "than that output had (a stale prefix cache)"},
     {"meta.missing_not_stale", "a request that finished \"abort\" carried route rows instead of "
                                "none"},
     {"meta.version_monotonic", "the engine's reported weight version went backwards"},
+    {"meta.stack_contract", "an engine of the later SkyRL stack answered a capture request with "
+                            "support that is not int32 [G, top_k] with trailing -1 padding "
+                            "holding the sampled token, or answered one without top_k > 1"},
     {"run.interrupted", "a stop signal (SIGINT, SIGTERM) ended the run before the scenario "
                         "finished; its verdict is `interrupted`"},
 };
