@@ -19,11 +19,12 @@ pid=
 at_exit '[ -n "$pid" ] && kill "$pid" 2>/dev/null'
 
 # The update endpoint a weights fault targets under each dialect's default control plane in
-# `serve` (SGLang's plane for sglang, the skyrl plane for every other dialect).
+# `serve` (skyrl: skyrl's; vllm, vllm-json, dynamo, nemo-rl: vLLM's; sglang: SGLang's).
 update_ep() {
     case $1 in
+    skyrl | skyrl-2086) echo collective_rpc ;;
     sglang) echo update_weights_from_distributed ;;
-    *) echo collective_rpc ;;
+    *) echo update_weights ;;
     esac
 }
 
@@ -31,8 +32,8 @@ update_ep() {
 # also carries the start and finish of each sync).
 second_update() {
     case $1 in
-    sglang) echo 2 ;;
-    *) echo 4 ;;
+    skyrl | skyrl-2086) echo 4 ;;
+    *) echo 2 ;;
     esac
 }
 

@@ -192,7 +192,8 @@ int sr_engine_restart_weights(sr_engine *e, sr_err *err);
 
 /* restart_loses_group (NVIDIA-NeMo/RL#3944, radixark/miles#2244): the engine comes back from a
  * restart as a fresh process would: its initial checkpoint, reported as its initial version (the
- * version counter goes back), and no weight transfer group (the control plane's state is uninit
+ * version counter goes back; vLLM's label is "default" again), and no weight transfer group (the
+ * control plane's state is uninit
  * again, the init info and the receiver's state are gone), so every update is refused until the
  * trainer inits the engine again. Takes apply and mu. */
 int sr_engine_restart_fresh(sr_engine *e, sr_err *err);

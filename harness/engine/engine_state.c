@@ -389,6 +389,7 @@ int sr_engine_restart_fresh(sr_engine *e, sr_err *err)
     free(e->init_local_dir);
     e->init_info = NULL;
     e->init_local_dir = NULL;
+    e->version_label[0] = '\0'; /* a fresh process reports vLLM's "default" again */
     /* The local checkpoint of the process that died is no reference for the next delta. */
     e->stage_foreign = 1;
     sr_engine_bcast_begin_locked(e);
