@@ -63,6 +63,20 @@ static int64_t session_turn(sr_proxy *p, const char *session)
     return turn;
 }
 
+/* Queues the JSON text in b (released here) as the answer, unless rc says building it failed. */
+static enum MHD_Result queue_json(struct MHD_Connection *c, unsigned status, sr_buf *b, int rc)
+{
+    struct MHD_Response *resp =
+        rc ? NULL : MHD_create_response_from_buffer(b->len, b->data, MHD_RESPMEM_MUST_COPY);
+    sr_buf_release(b);
+    if (!resp)
+        return MHD_NO;
+    MHD_add_response_header(resp, "Content-Type", "application/json");
+    enum MHD_Result r = MHD_queue_response(c, status, resp);
+    MHD_destroy_response(resp);
+    return r;
+}
+
 static enum MHD_Result answer_json(struct MHD_Connection *c, unsigned status, const char *check,
                                    const char *msg)
 {
@@ -74,15 +88,7 @@ static enum MHD_Result answer_json(struct MHD_Connection *c, unsigned status, co
     if (!rc)
         rc = sr_buf_printf(&b, &err, ",\"type\":\"%s\",\"code\":%u,\"check\":\"%s\"}}",
                            status >= 500 ? "ServerError" : "BadRequestError", status, check);
-    struct MHD_Response *resp =
-        rc ? NULL : MHD_create_response_from_buffer(b.len, b.data, MHD_RESPMEM_MUST_COPY);
-    sr_buf_release(&b);
-    if (!resp)
-        return MHD_NO;
-    MHD_add_response_header(resp, "Content-Type", "application/json");
-    enum MHD_Result r = MHD_queue_response(c, status, resp);
-    MHD_destroy_response(resp);
-    return r;
+    return queue_json(c, status, &b, rc);
 }
 
 /* The http layer's answers, made by the proxy without forwarding (spec/faults.h). */
@@ -144,15 +150,7 @@ static enum MHD_Result answer_state(sr_proxy *p, struct MHD_Connection *c)
         rc = p->faults ? sr_faults_state_json(&b, p->faults, &err) : sr_buf_puts(&b, "[]", &err);
     if (!rc)
         rc = sr_buf_puts(&b, "}", &err);
-    struct MHD_Response *resp =
-        rc ? NULL : MHD_create_response_from_buffer(b.len, b.data, MHD_RESPMEM_MUST_COPY);
-    sr_buf_release(&b);
-    if (!resp)
-        return MHD_NO;
-    MHD_add_response_header(resp, "Content-Type", "application/json");
-    enum MHD_Result r = MHD_queue_response(c, 200, resp);
-    MHD_destroy_response(resp);
-    return r;
+    return queue_json(c, 200, &b, rc);
 }
 
 static enum MHD_Result add_header(void *cls, enum MHD_ValueKind kind, const char *k, const char *v)

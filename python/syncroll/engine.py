@@ -136,6 +136,32 @@ def _stop(proc):
         proc.stdout.close()
 
 
+def _start(args, work, command, ready_timeout):
+    """Starts ``syncroll COMMAND`` (args) in its own process group with its standard error in
+    ``work``; returns (proc, the first line it printed, the log path) once it printed it, else
+    stops it and raises the error it named on standard error ("syncroll COMMAND: NAME: message"),
+    UsageError when it exited 2."""
+    log_path = os.path.join(work, command + ".log")
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=log,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+    try:
+        line = _read_ready_line(proc, time.monotonic() + ready_timeout)
+    except BaseException:
+        _stop(proc)
+        raise
+    if line is not None:
+        return proc, line, log_path
+    _stop(proc)
+    with open(log_path, "rb") as f:
+        tail = f.read()[-4096:].decode("utf-8", "replace")
+    named = re.findall(rf"^syncroll {command}: ([a-z_]+\.[a-z_.]+): (.*)$", tail, re.M)
+    name, msg = named[-1] if named else (f"python.{command}_failed", tail.strip())
+    cls = UsageError if proc.returncode == 2 else SyncrollError
+    raise cls(name, f"syncroll {command} did not start (exit {proc.returncode}): {msg}",
+              output=tail)
+
+
 @contextlib.contextmanager
 def serve(scenario=None, dialect=None, sync_dialect=None, faults=None, seed=None,
           ready_timeout=30.0, extra_args=()):
@@ -159,22 +185,8 @@ def serve(scenario=None, dialect=None, sync_dialect=None, faults=None, seed=None
         if sync_dialect:
             args += ["--sync-dialect", sync_dialect]
         args += [*extra_args, path]
-        log_path = os.path.join(work, "serve.log")
-        with open(log_path, "wb") as log:
-            proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=log,
-                                    stdin=subprocess.DEVNULL, start_new_session=True)
+        proc, line, log_path = _start(args, work, "serve", ready_timeout)
         try:
-            line = _read_ready_line(proc, time.monotonic() + ready_timeout)
-            if line is None:
-                _stop(proc)
-                with open(log_path, "rb") as f:
-                    tail = f.read()[-4096:].decode("utf-8", "replace")
-                # serve names its error on standard error: "syncroll serve: NAME: message".
-                named = re.findall(r"^syncroll serve: ([a-z_]+\.[a-z_.]+): (.*)$", tail, re.M)
-                name, msg = named[-1] if named else ("python.serve_failed", tail.strip())
-                cls = UsageError if proc.returncode == 2 else SyncrollError
-                raise cls(name, f"syncroll serve did not report its engines "
-                          f"(exit {proc.returncode}): {msg}", output=tail)
             engines = json.loads(line)["engines"]
             with open(path, "r", encoding="utf-8", errors="replace") as f:
                 text = f.read()

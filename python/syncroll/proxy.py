@@ -3,14 +3,11 @@
 import contextlib
 import json
 import os
-import re
-import subprocess
 import tempfile
-import time
 import urllib.request
 
 from . import _binary
-from .engine import _read_ready_line, _stop
+from .engine import _start, _stop
 from .errors import SyncrollError, UsageError
 
 
@@ -66,20 +63,8 @@ def proxy(upstream, faults=None, record=None, redact_prompts=False, seed=None,
     if seed is not None:
         args += ["--seed", str(int(seed))]
     with tempfile.TemporaryDirectory(prefix="syncroll-proxy-") as work:
-        log_path = os.path.join(work, "proxy.log")
-        with open(log_path, "wb") as log:
-            proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=log,
-                                    stdin=subprocess.DEVNULL, start_new_session=True)
+        proc, line, log_path = _start(args, work, "proxy", ready_timeout)
         try:
-            line = _read_ready_line(proc, time.monotonic() + ready_timeout)
-            if line is None:
-                _stop(proc)
-                tail = open(log_path, "rb").read()[-4096:].decode("utf-8", "replace")
-                named = re.findall(r"^syncroll proxy: ([a-z_]+\.[a-z_.]+): (.*)$", tail, re.M)
-                name, msg = named[-1] if named else ("python.proxy_failed", tail.strip())
-                cls = UsageError if proc.returncode == 2 else SyncrollError
-                raise cls(name, f"syncroll proxy did not start (exit {proc.returncode}): {msg}",
-                          output=tail)
             yield Proxy(proc, json.loads(line)["proxy"], log_path)
         finally:
             _stop(proc)
