@@ -209,6 +209,98 @@ START_TEST(test_truncate_and_mark_partial)
 }
 END_TEST
 
+/* A partial reply with 0 tokens: the request was aborted before its first forward pass, so it
+ * carries no tokens and no rows at all, the field null (vllm-project/vime#49). */
+START_TEST(test_mark_partial_zero_tokens_has_no_routes)
+{
+    pair p;
+    run_pair(
+        &p, "{\"kind\":\"routes\",\"nth\":1,\"action\":{\"do\":\"mark_partial\",\"tokens\":0}}", 0);
+    ck_assert_int_eq(p.nb, -1);
+    ck_assert_int_eq(p.ng, 6 + 8 - 1 - 2);
+    ck_assert_ptr_nonnull(strstr(p.bad.body.data, "\"token_ids\":[],\"finish_reason\":\"abort\""));
+    pair_free(&p);
+}
+END_TEST
+
+/* Starts an engine whose every logprob is non-finite, with `fault`, on `stack` ("2079" or
+ * "2086") and `dialect`. */
+static void start_nonfinite(eng *e, const char *fault, const char *stack, const char *dialect)
+{
+    char cfg[1024];
+    snprintf(cfg, sizeof(cfg),
+             "{\"seed\":3,\"model\":{\"vocab\":1000,\"layers\":2,\"experts\":40,\"topk\":4,"
+             "\"eos_id\":-1,\"nonfinite_rate\":1},\"stack\":\"%s\",\"dialect\":\"%s\","
+             "\"faults\":[%s]}",
+             stack, dialect, fault);
+    eng_start(e, cfg);
+}
+
+/* select.field logprobs: null writes the selected non-finite values as null (the rest keep the
+ * clamp), and the routes are not touched. */
+START_TEST(test_logprobs_null_selects_tokens)
+{
+    eng e;
+    hresp bad, good;
+    start_nonfinite(&e,
+                    "{\"kind\":\"routes\",\"nth\":1,\"select\":{\"field\":\"logprobs\","
+                    "\"region\":\"output\",\"rows\":[1,3]},\"action\":{\"do\":\"null\"}}",
+                    "2079", "skyrl");
+    http_post(&bad, &e, "/skyrl/v1/generate", REQ);
+    http_post(&good, &e, "/skyrl/v1/generate", REQ);
+    ck_assert_int_eq(bad.status, 200);
+    ck_assert_ptr_nonnull(
+        strstr(bad.body.data, "\"content\":[{\"logprob\":-9999.0},{\"logprob\":null},"
+                              "{\"logprob\":-9999.0},{\"logprob\":null},{\"logprob\":-9999.0},"));
+    ck_assert_ptr_null(strstr(good.body.data, "null}"));
+    sr_buf rb = SR_BUF_INIT, rg = SR_BUF_INIT;
+    int64_t nb, ng;
+    routes_of(&bad, &rb, &nb);
+    routes_of(&good, &rg, &ng);
+    ck_assert_int_eq(nb, ng);
+    ck_assert_mem_eq(rb.data, rg.data, (size_t)nb * ROW);
+    sr_buf_release(&rb), sr_buf_release(&rg);
+    hresp_free(&bad), hresp_free(&good), eng_stop(&e);
+}
+END_TEST
+
+/* select.field logprobs, drop: the reply has no logprobs in the dialect's form; the later stack's
+ * capture path reads them and answers the reference's own 500. */
+START_TEST(test_logprobs_drop)
+{
+    static const char *drop = "{\"kind\":\"routes\",\"nth\":1,\"select\":{\"field\":"
+                              "\"logprobs\"},\"action\":{\"do\":\"drop\"}}";
+    eng e;
+    hresp bad, good;
+    start_nonfinite(&e, drop, "2079", "skyrl");
+    http_post(&bad, &e, "/skyrl/v1/generate", REQ);
+    http_post(&good, &e, "/skyrl/v1/generate", REQ);
+    ck_assert_int_eq(bad.status, 200);
+    ck_assert_ptr_null(strstr(bad.body.data, "\"logprobs\""));
+    ck_assert_ptr_nonnull(strstr(good.body.data, "\"logprobs\":{\"content\":["));
+    hresp_free(&bad), hresp_free(&good), eng_stop(&e);
+
+    static const char *sgl = "{\"input_ids\":[5,6,7,8,9,10],\"sampling_params\":"
+                             "{\"max_new_tokens\":8},\"return_logprob\":true}";
+    start_nonfinite(&e, drop, "2079", "sglang");
+    http_post(&bad, &e, "/generate", sgl);
+    http_post(&good, &e, "/generate", sgl);
+    ck_assert_int_eq(bad.status, 200);
+    ck_assert_ptr_null(strstr(bad.body.data, "output_token_logprobs"));
+    ck_assert_ptr_nonnull(strstr(good.body.data, "\"output_token_logprobs\":[[-9999.0,"));
+    hresp_free(&bad), hresp_free(&good), eng_stop(&e);
+
+    start_nonfinite(&e, drop, "2086", "skyrl");
+    http_post(&bad, &e, "/skyrl/v1/generate",
+              "{\"sampling_params\":{\"max_tokens\":8,\"top_k\":4},\"model\":\"default\","
+              "\"token_ids\":[5,6,7,8,9,10],\"return_sample_support\":true}");
+    ck_assert_int_eq(bad.status, 500);
+    ck_assert_ptr_nonnull(
+        strstr(bad.body.data, "AttributeError: 'NoneType' object has no attribute 'token_ids'"));
+    hresp_free(&bad), eng_stop(&e);
+}
+END_TEST
+
 static Suite *routes_suite(void)
 {
     Suite *s = suite_create("engine_routes");
@@ -218,6 +310,9 @@ static Suite *routes_suite(void)
     tcase_add_test(tc, test_selection_rows_and_layers);
     tcase_add_test(tc, test_row_actions);
     tcase_add_test(tc, test_truncate_and_mark_partial);
+    tcase_add_test(tc, test_mark_partial_zero_tokens_has_no_routes);
+    tcase_add_test(tc, test_logprobs_null_selects_tokens);
+    tcase_add_test(tc, test_logprobs_drop);
     suite_add_tcase(s, tc);
     return s;
 }

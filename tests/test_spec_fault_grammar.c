@@ -51,8 +51,15 @@ START_TEST(test_errors_name_the_key_and_the_values)
         {"{\"rows\": 3}", "{\"do\": \"zero\"}", "\"select.rows\" must be a list of indices"},
         {"{\"layers\": [1024]}", "{\"do\": \"zero\"}",
          "\"select.layers\" must be an integer in 0..1023"},
+        {"{\"field\": \"scores\"}", "{\"do\": \"zero\"}",
+         "\"select.field\" must be one of: routed_experts, logprobs"},
         {"{\"field\": \"logprobs\"}", "{\"do\": \"zero\"}",
-         "\"select.field\" must be one of: routed_experts"},
+         "select.field logprobs takes \"action.do\" null or drop, not zero"},
+        {"{\"field\": \"logprobs\", \"layers\": [0]}", "{\"do\": \"null\"}",
+         "\"select.layers\" does not apply to select.field logprobs"},
+        {"{\"field\": \"logprobs\", \"rows\": [0]}", "{\"do\": \"drop\"}",
+         "action drop acts on the whole reply"},
+        {NULL, "{\"do\": \"drop\"}", "action drop applies to select.field logprobs only"},
         {"{\"chunk\": 4}", "{\"do\": \"zero\"}",
          "\"select.chunk\" applies to region chunk_boundary"},
         {"{\"region\": \"chunk_boundary\", \"chunk\": 0}", "{\"do\": \"zero\"}",
@@ -108,6 +115,10 @@ START_TEST(test_writer_round_trips)
         {NULL, "{\"do\": \"truncate\", \"tokens\": 5, \"partial\": true}"},
         {NULL, "{\"do\": \"mark_partial\"}"},
         {NULL, "{\"do\": \"repeat_previous\"}"},
+        {"{\"field\": \"logprobs\", \"region\": \"output\", \"rows\": [0, 2]}",
+         "{\"do\": \"null\"}"},
+        {"{\"field\": \"logprobs\"}", "{\"do\": \"drop\"}"},
+        {"{\"field\": \"routed_experts\"}", "{\"do\": \"mark_partial\", \"tokens\": 0}"},
     };
     for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
         sr_route_rule a, b;
@@ -165,6 +176,16 @@ START_TEST(test_selection)
     sr_route_rule_describe(d, sizeof(d), &r);
     ck_assert_str_eq(d, "region output, rows from 1 stride 2: repeat_previous");
     ck_assert_int_eq(sr_route_alias(&r, "reset", &err), 0);
+    /* The logprobs field: the later SkyRL stack's two faults are its rows. */
+    ck_assert_int_eq(sr_route_alias(&r, "support_logprob_null", &err), 1);
+    sr_route_rule_describe(d, sizeof(d), &r);
+    ck_assert_str_eq(d, "field logprobs, region all: null");
+    ck_assert(sr_route_rule_selects(&r));
+    ck_assert(sr_route_rule_covers(&r, 9, 6, 0, -1));
+    ck_assert_int_eq(sr_route_alias(&r, "support_no_logprobs", &err), 1);
+    ck_assert_int_eq(r.field, SR_RF_LOGPROBS);
+    ck_assert_int_eq(r.act, SR_RA_DROP);
+    ck_assert(!sr_route_rule_selects(&r));
     const char *sel, *act;
     for (size_t i = 0; sr_route_alias_at(i, &sel, &act); i++)
         ck_assert_int_eq(sr_route_alias(&r, sr_route_alias_at(i, &sel, &act), &err), 1);
@@ -212,7 +233,8 @@ START_TEST(test_plan_locates_the_selection)
         "  \"layers\": [0]}, \"action\": {\"do\": \"constant\", \"value\": 7}},"
         " {\"kind\": \"routes\", \"id\": \"cut\", \"turn\": [3],"
         "  \"action\": {\"do\": \"truncate\", \"tokens\": 2}},"
-        " {\"kind\": \"pd_decode_replica\", \"turn\": [4]}]";
+        " {\"kind\": \"pd_decode_replica\", \"turn\": [4]},"
+        " {\"kind\": \"support_logprob_null\", \"turn\": [5]}]";
     sr_fault_plan *plan = NULL;
     sr_err err = SR_ERR_INIT;
     ck_assert_sr_ok(sr_fault_plan_parse_text(&plan, text, strlen(text), &err), err);
@@ -233,6 +255,9 @@ START_TEST(test_plan_locates_the_selection)
     ck_assert_int_eq(sr_fault_plan_locate(buf, sizeof(buf), plan, 0, 4, 3, 10, 0, 1), 1);
     ck_assert_str_eq(buf, "fault \"pd_decode_replica#3\" (pd_decode_replica: region prompt: zero)");
     ck_assert_int_eq(sr_fault_plan_locate(buf, sizeof(buf), plan, 0, 4, 10, 10, 0, 1), 0);
+    /* A rule on the logprobs holds no route row, not even a whole-reply one. */
+    ck_assert_int_eq(sr_fault_plan_locate(buf, sizeof(buf), plan, 0, 5, 11, 10, 0, 0), 0);
+    ck_assert_int_eq(sr_fault_plan_locate(buf, sizeof(buf), plan, 0, 5, -1, 10, 0, -1), 0);
     sr_fault_plan_free(plan);
 }
 END_TEST

@@ -125,6 +125,8 @@ typedef struct sr_gen_job {
     sr_gen_weights prev; /* the engine's previous weights at start, for stale_prefix_cache */
     int has_prev;
     int64_t clamped; /* logprobs clamped when the body was built */
+    int crashed; /* the body failed as the reference server itself fails (a 500, no syncroll code)
+                  */
     const sr_fault *model_fault;
     const sr_fault *body_fault;
 } sr_gen_job;

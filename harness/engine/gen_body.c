@@ -215,8 +215,10 @@ int sr_gen_apply_model_fault(sr_gen_job *j, const sr_oracle *o, int *routes_null
     const sr_oracle_model *m = sr_oracle_model_of(o);
     size_t L = (size_t)m->num_layers, K = (size_t)m->topk;
     int64_t rows = j->row_hi - j->row_lo;
-    if (f->rule.active)
-        return sr_gen_apply_rule(j, o, &f->rule, routes_null, err);
+    if (f->rule.active) /* a rule on the logprobs acts where they are written */
+        return f->rule.field == SR_RF_ROUTED_EXPERTS
+                   ? sr_gen_apply_rule(j, o, &f->rule, routes_null, err)
+                   : 0;
     switch (f->kind) {
     case SR_FK_EXPERT_OUT_OF_RANGE:
     case SR_FK_EXPERT_DUPLICATE: {
@@ -353,14 +355,15 @@ int sr_gen_emit_logprobs(sr_buf *b, sr_gen_job *j, sr_err *err)
 {
     if (j->req.logprobs < 0)
         return sr_buf_puts(b, ",\"logprobs\":null", err);
+    if (sr_gen_logprobs_dropped(j))
+        return 0;
     int rc = sr_buf_reserve(b, (size_t)j->G * 40 + 32, err);
     if (!rc)
         rc = sr_buf_puts(b, ",\"logprobs\":{\"content\":[", err);
     for (int64_t i = 0; !rc && i < j->G; i++) {
-        double v = sr_gen_logprob_at(j, i);
         rc = sr_buf_puts(b, i ? ",{\"logprob\":" : "{\"logprob\":", err);
         if (!rc)
-            rc = sr_jw_double(b, v, err);
+            rc = sr_gen_put_logprob(b, j, i, err);
         if (!rc)
             rc = sr_buf_puts(b, "}", err);
     }
@@ -457,6 +460,7 @@ int sr_gen_body(sr_buf *out, sr_gen_job *j, const sr_gen_ctx *c, sr_err *err)
     sr_buf_reset(out);
     out->max = c->max_body;
     j->clamped = 0;
+    j->crashed = 0;
     /* Model faults first: a rule may cut the tokens (truncate with partial) before they are
      * written. */
     int routes_null = 0;
@@ -474,12 +478,7 @@ int sr_gen_body(sr_buf *out, sr_gen_job *j, const sr_gen_ctx *c, sr_err *err)
         rc = sr_jw_i32_array(out, j->tokens, (size_t)j->G, err);
     if (!rc)
         rc = sr_buf_printf(out, err, ",\"finish_reason\":\"%s\"", sr_gen_finish_name(j->finish));
-    /* Fault support_no_logprobs: vLLM gave the capture path no logprobs, and the reference's
-     * handler fails on them (the review of SkyRL #2086): the reply is that 500. */
     int capture = !j->native && c->stack == SR_STACK_2086 && j->req.want_support;
-    if (!rc && capture && j->model_fault && j->model_fault->kind == SR_FK_SUPPORT_NO_LOGPROBS)
-        return sr_err_set(err, SR_E_INTERNAL,
-                          "AttributeError: 'NoneType' object has no attribute 'token_ids'");
     if (!rc)
         rc =
             capture ? sr_gen_emit_capture_logprobs(out, j, err) : sr_gen_emit_logprobs(out, j, err);

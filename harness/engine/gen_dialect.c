@@ -399,6 +399,8 @@ static int completions_logprobs(sr_buf *b, sr_gen_job *j, sr_err *err)
 {
     if (j->req.logprobs < 0)
         return sr_buf_puts(b, ",\"logprobs\":null", err);
+    if (sr_gen_logprobs_dropped(j))
+        return 0;
     int rc = sr_buf_reserve(b, (size_t)j->G * 56 + 96, err);
     if (!rc)
         rc = sr_buf_puts(b, ",\"logprobs\":{\"text_offset\":[", err);
@@ -410,7 +412,7 @@ static int completions_logprobs(sr_buf *b, sr_gen_job *j, sr_err *err)
         if (i)
             rc = sr_buf_puts(b, ",", err);
         if (!rc)
-            rc = sr_jw_double(b, sr_gen_logprob_at(j, i), err);
+            rc = sr_gen_put_logprob(b, j, i, err);
     }
     if (!rc)
         rc = sr_buf_puts(b, "],\"tokens\":[", err);
@@ -426,13 +428,13 @@ static int completions_logprobs(sr_buf *b, sr_gen_job *j, sr_err *err)
 /* SGLang's meta_info.output_token_logprobs: [[logprob, token_id, null], ..] when asked for. */
 static int sglang_logprobs(sr_buf *b, sr_gen_job *j, sr_err *err)
 {
-    if (j->req.logprobs < 0)
+    if (j->req.logprobs < 0 || sr_gen_logprobs_dropped(j))
         return 0;
     int rc = sr_buf_puts(b, ",\"output_token_logprobs\":[", err);
     for (int64_t i = 0; !rc && i < j->G; i++) {
         rc = sr_buf_puts(b, i ? ",[" : "[", err);
         if (!rc)
-            rc = sr_jw_double(b, sr_gen_logprob_at(j, i), err);
+            rc = sr_gen_put_logprob(b, j, i, err);
         if (!rc)
             rc = sr_buf_printf(b, err, ",%d,null]", (int)j->tokens[i]);
     }

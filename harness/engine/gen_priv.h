@@ -24,14 +24,22 @@ int sr_gen_apply_model_fault(sr_gen_job *j, const sr_oracle *o, int *routes_null
 int sr_gen_apply_rule(sr_gen_job *j, const sr_oracle *o, const sr_route_rule *r, int *routes_null,
                       sr_err *err);
 
+/* gen_rules.c: whether the job's model fault drops the logprobs (a rule on field logprobs with
+ * action drop): the reply carries none. */
+int sr_gen_logprobs_dropped(const sr_gen_job *j);
+
+/* gen_rules.c: writes the logprob of generated token i: clamped as sr_gen_logprob_at, or null
+ * for a non-finite value a rule on field logprobs with action null selects. */
+int sr_gen_put_logprob(sr_buf *b, sr_gen_job *j, int64_t i, sr_err *err);
+
 /* When the rows end at P+G-1: adds row P+G-1 (the forward pass on the last sampled token). */
 int sr_gen_add_last_row(sr_gen_job *j, const sr_oracle *o, sr_err *err);
 
 /* Appends `,"syncroll":{...}` (gen.h). */
 int sr_gen_emit_syncroll(sr_buf *b, const sr_gen_job *j, const sr_gen_ctx *c, sr_err *err);
 
-/* Appends ,"logprobs":{"content":[{"logprob":x},..]} (null when not asked for); non-finite values
- * are clamped and counted in j->clamped. */
+/* Appends ,"logprobs":{"content":[{"logprob":x},..]} (null when not asked for, nothing when the
+ * model fault drops them); each value as sr_gen_put_logprob writes it. */
 int sr_gen_emit_logprobs(sr_buf *b, sr_gen_job *j, sr_err *err);
 
 /* The sampled tokens' logprobs, clamped as sr_gen_emit_logprobs does (index i of j->logprobs). */
@@ -47,8 +55,9 @@ int sr_gen_support_rows(int32_t **out, const sr_gen_job *j, const sr_gen_ctx *c,
                         sr_err *err);
 
 /* gen_support.c: `,"logprobs":{"content":[..]}` of a capture request, always present (the
- * reference asks vLLM for top_k logprobs): clamped as sr_gen_emit_logprobs, or null for a
- * non-finite value under the model fault support_logprob_null. */
+ * reference asks vLLM for top_k logprobs), each value as sr_gen_put_logprob writes it. When the
+ * model fault dropped them, the reference's handler fails: SR_E_INTERNAL with its AttributeError
+ * and j->crashed set (the reply is the server's own 500). */
 int sr_gen_emit_capture_logprobs(sr_buf *b, sr_gen_job *j, sr_err *err);
 
 #endif /* SR_ENGINE_GEN_PRIV_H */

@@ -6,15 +6,11 @@
  * among them (vLLM's approximate top-k/top-p pivot can leave it just past top_k), the row's
  * weakest member (its last valid slot) overwritten with the sampled id.
  */
-#include <math.h>
 #include <stdlib.h>
 
 #include "gen_priv.h"
 #include "jsonw.h"
 #include "sr_mix.h"
-
-/* generate_wire.py's CLAMPED_LOGPROB, the floor of the ordinary path too (skyrl.md §1.6). */
-#define SUPPORT_CLAMPED_LOGPROB -9999.0
 
 /* A vocabulary id below `vocab` from a 64-bit draw (the oracle's `below`). */
 static int32_t below(uint64_t x, int64_t vocab)
@@ -104,25 +100,23 @@ int sr_gen_support_rows(int32_t **out, const sr_gen_job *j, const sr_gen_ctx *c,
 
 int sr_gen_emit_capture_logprobs(sr_buf *b, sr_gen_job *j, sr_err *err)
 {
-    /* The capture path writes the sampled-token scores it took from vLLM's flat rows: syncroll
-     * clamps them as the ordinary path does (skyrl.md §1.6); fault support_logprob_null writes a
-     * non-finite one as orjson does, null (the review of #2082 / #2237). */
-    int nulls = j->model_fault && j->model_fault->kind == SR_FK_SUPPORT_LOGPROB_NULL;
+    /* The capture path reads the sampled-token scores from vLLM's output; when the engine gave
+     * none (a rule dropped them), the reference's handler reads `.token_ids` of None and the
+     * server answers 500 (the review of SkyRL #2086). */
+    if (sr_gen_logprobs_dropped(j)) {
+        j->crashed = 1;
+        return sr_err_set(err, SR_E_INTERNAL,
+                          "AttributeError: 'NoneType' object has no attribute 'token_ids'");
+    }
+    /* The values are clamped as the ordinary path does (skyrl.md §1.6), or written null where a
+     * rule on the logprobs says so (the review of #2082 / #2237). */
     int rc = sr_buf_reserve(b, (size_t)j->G * 40 + 32, err);
     if (!rc)
         rc = sr_buf_puts(b, ",\"logprobs\":{\"content\":[", err);
     for (int64_t i = 0; !rc && i < j->G; i++) {
         rc = sr_buf_puts(b, i ? ",{\"logprob\":" : "{\"logprob\":", err);
-        double v = j->logprobs[i];
-        if (!rc && nulls && !isfinite(v)) {
-            rc = sr_buf_puts(b, "null", err);
-        } else if (!rc) {
-            if (!isfinite(v)) {
-                v = SUPPORT_CLAMPED_LOGPROB;
-                j->clamped++;
-            }
-            rc = sr_jw_double(b, v, err);
-        }
+        if (!rc)
+            rc = sr_gen_put_logprob(b, j, i, err);
         if (!rc)
             rc = sr_buf_puts(b, "}", err);
     }

@@ -43,9 +43,8 @@ enum MHD_Result sr_srv_deliver(req *r)
     ctx.max_body = s->cfg->max_response_bytes;
     sr_err err = SR_ERR_INIT;
     if (sr_gen_body_dialect(&r->resp, &r->job, &ctx, &err)) {
-        /* Fault support_no_logprobs is the reference server's own crash: no syncroll check. */
-        const sr_fault *mf = r->job.model_fault;
-        int crash = mf && mf->kind == SR_FK_SUPPORT_NO_LOGPROBS && err.code == SR_E_INTERNAL;
+        /* The reference server's own crash (gen_priv.h): no syncroll check. */
+        int crash = r->job.crashed && err.code == SR_E_INTERNAL;
         return sr_srv_error(r, 500, "InternalServerError", crash ? 0 : err.code, err.msg);
     }
     sr_engine_add_clamped(s->e, r->job.clamped);

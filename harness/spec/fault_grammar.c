@@ -12,7 +12,9 @@ static const char *const REGION_NAMES[SR_RR_COUNT] = {"all", "prompt", "output",
 static const char *const ACTION_NAMES[SR_RA_COUNT] = {
     "zero",        "constant",   "repeat_previous", "stale",       "weight_version", "shift",
     "swap_layers", "drop_first", "drop_last",       "append_last", "truncate",       "mark_partial",
-    "null"};
+    "null",        "drop"};
+
+static const char *const FIELD_NAMES[SR_RF_COUNT] = {"routed_experts", "logprobs"};
 
 static const char *const SELECT_KEYS[] = {"region", "chunk", "rows", "layers", "field", NULL};
 static const char *const ACTION_KEYS[] = {"do",      "value",  "k",       "layers",
@@ -33,6 +35,8 @@ static const struct alias {
     {"pd_decode_replica", "{\"region\":\"prompt\"}", "{\"do\":\"zero\"}"},
     {"stale_prefix_cache", "{\"region\":\"prompt\"}", "{\"do\":\"stale\"}"},
     {"rows_p_plus_g", NULL, "{\"do\":\"append_last\"}"},
+    {"support_logprob_null", "{\"field\":\"logprobs\"}", "{\"do\":\"null\"}"},
+    {"support_no_logprobs", "{\"field\":\"logprobs\"}", "{\"do\":\"drop\"}"},
 };
 
 const char *sr_route_region_name(sr_route_region r)
@@ -45,9 +49,14 @@ const char *sr_route_action_name(sr_route_action a)
     return (unsigned)a < SR_RA_COUNT ? ACTION_NAMES[a] : NULL;
 }
 
-int sr_route_action_selects(sr_route_action a)
+const char *sr_route_field_name(sr_route_field f)
 {
-    return a <= SR_RA_SWAP_LAYERS;
+    return (unsigned)f < SR_RF_COUNT ? FIELD_NAMES[f] : NULL;
+}
+
+int sr_route_rule_selects(const sr_route_rule *r)
+{
+    return r->act <= SR_RA_SWAP_LAYERS || (r->field == SR_RF_LOGPROBS && r->act == SR_RA_NULL);
 }
 
 /* ---- parsing ---- */
@@ -232,9 +241,11 @@ static int parse_select(const gctx *g, const cJSON *s, sr_route_rule *r)
     v = cJSON_GetObjectItemCaseSensitive(s, "layers");
     if (!rc && v)
         rc = parse_layers(g, v, "select.layers", r->layers, &r->n_layers);
-    v = cJSON_GetObjectItemCaseSensitive(s, "field");
-    if (!rc && v && !(cJSON_IsString(v) && strcmp(v->valuestring, "routed_experts") == 0))
-        rc = fail(g, v, "\"select.field\" must be one of: routed_experts");
+    int field = 0;
+    if (!rc)
+        rc = name_of(g, s, "select", "field", FIELD_NAMES, SR_RF_COUNT, SR_RF_ROUTED_EXPERTS,
+                     &field);
+    r->field = (sr_route_field)field;
     return rc;
 }
 
@@ -318,6 +329,12 @@ static int parse_action(const gctx *g, const cJSON *a, sr_route_rule *r)
         rc = parse_action_params(g, a, r);
     if (!rc && r->act == SR_RA_MARK_PARTIAL)
         r->partial = 1;
+    /* Each field has its own actions: logprobs are values, not rows of experts. */
+    if (!rc && r->field == SR_RF_LOGPROBS && r->act != SR_RA_NULL && r->act != SR_RA_DROP)
+        rc = fail(g, a, "select.field logprobs takes \"action.do\" null or drop, not %s",
+                  ACTION_NAMES[r->act]);
+    if (!rc && r->field != SR_RF_LOGPROBS && r->act == SR_RA_DROP)
+        rc = fail(g, a, "action drop applies to select.field logprobs only");
     return rc;
 }
 
@@ -339,7 +356,11 @@ int sr_route_rule_parse(sr_route_rule *out, const cJSON *select, const cJSON *ac
     int rc = parse_select(&g, select, out);
     if (!rc)
         rc = parse_action(&g, action, out);
-    if (!rc && select && !sr_route_action_selects(out->act) &&
+    if (!rc && select && out->field == SR_RF_LOGPROBS &&
+        cJSON_GetObjectItemCaseSensitive(select, "layers"))
+        rc = fail(&g, cJSON_GetObjectItemCaseSensitive(select, "layers"),
+                  "\"select.layers\" does not apply to select.field logprobs");
+    if (!rc && select && !sr_route_rule_selects(out) &&
         (cJSON_GetObjectItemCaseSensitive(select, "rows") ||
          cJSON_GetObjectItemCaseSensitive(select, "layers")))
         rc = fail(&g, select,
@@ -512,17 +533,19 @@ static int write_action(cJSON *a, const sr_route_rule *r)
 int sr_route_rule_write_json(cJSON **select, cJSON **action, const sr_route_rule *r, sr_err *err)
 {
     *select = *action = NULL;
-    if ((unsigned)r->region >= SR_RR_COUNT || (unsigned)r->act >= SR_RA_COUNT || r->n_rows < 0 ||
-        r->n_rows > SR_ROUTE_MAX_ROWS || r->n_layers < 0 || r->n_layers > SR_ROUTE_MAX_LAYERS ||
-        (unsigned)r->rows > SR_RW_BLOCK)
+    if ((unsigned)r->region >= SR_RR_COUNT || (unsigned)r->act >= SR_RA_COUNT ||
+        (unsigned)r->field >= SR_RF_COUNT || r->n_rows < 0 || r->n_rows > SR_ROUTE_MAX_ROWS ||
+        r->n_layers < 0 || r->n_layers > SR_ROUTE_MAX_LAYERS || (unsigned)r->rows > SR_RW_BLOCK)
         return sr_err_set(err, SR_E_INTERNAL, "a route rule holds a value no plan parses to");
     cJSON *s = cJSON_CreateObject(), *a = cJSON_CreateObject();
     int rc = s && a ? put(s, "region", cJSON_CreateString(REGION_NAMES[r->region])) : -1;
     if (!rc && r->region == SR_RR_CHUNK_BOUNDARY)
         rc = put_int(s, "chunk", r->chunk);
-    if (!rc && sr_route_action_selects(r->act))
+    if (!rc && r->field != SR_RF_ROUTED_EXPERTS)
+        rc = put(s, "field", cJSON_CreateString(FIELD_NAMES[r->field]));
+    if (!rc && sr_route_rule_selects(r))
         rc = write_rows(s, r);
-    if (!rc && r->n_layers && sr_route_action_selects(r->act))
+    if (!rc && r->n_layers && sr_route_rule_selects(r))
         rc = put(s, "layers", int_layers(r->layers, r->n_layers));
     if (!rc)
         rc = write_action(a, r);
@@ -538,7 +561,11 @@ int sr_route_rule_write_json(cJSON **select, cJSON **action, const sr_route_rule
 
 void sr_route_rule_describe(char *buf, size_t cap, const sr_route_rule *r)
 {
-    size_t n = (size_t)snprintf(buf, cap, "region %s", sr_route_region_name(r->region));
+    size_t n = 0;
+    if (r->field != SR_RF_ROUTED_EXPERTS)
+        n = (size_t)snprintf(buf, cap, "field %s, ", sr_route_field_name(r->field));
+    if (n < cap)
+        n += (size_t)snprintf(buf + n, cap - n, "region %s", sr_route_region_name(r->region));
     if (n < cap && r->region == SR_RR_CHUNK_BOUNDARY)
         n += (size_t)snprintf(buf + n, cap - n, " (chunk %lld)", (long long)r->chunk);
     if (n < cap && r->rows == SR_RW_LIST) {

@@ -2,20 +2,21 @@
  * spec/fault_grammar: route faults as data. A rule names a SELECTION of route rows (a region of
  * the reply, which rows of it, which MoE layers) and an ACTION on them; the fault kind "routes"
  * carries one in its "select" and "action" objects, and the alias kinds (routes_all_zero,
- * duplicated_output_rows, routes_dropped, pd_decode_replica, stale_prefix_cache, rows_p_plus_g)
- * are rows of the alias table in fault_grammar.c, written in the same JSON, with no code of
- * their own. The engine applies a rule with sr_route_rule_covers (engine/gen_body.c); the
- * verifier names the rule whose selection holds a failing row (run/verify.c). scenarios/FORMAT.md
+ * duplicated_output_rows, routes_dropped, pd_decode_replica, stale_prefix_cache, rows_p_plus_g,
+ * support_logprob_null, support_no_logprobs) are rows of the alias table in fault_grammar.c,
+ * written in the same JSON, with no code of their own. The engine applies a rule with
+ * sr_route_rule_covers (engine/gen_body.c); the verifier names the rule whose selection holds a
+ * failing row (run/verify.c). scenarios/FORMAT.md
  * ("Faults as data") is the user's reference.
  *
  *   "select": {"region": "all" | "prompt" | "output" | "turn_boundary" | "chunk_boundary",
  *              "chunk": 16,                            chunk_boundary: the prefill chunk size
  *              "rows": [3, 5] | {"from": 0, "to": 10, "stride": 2} | {"block": 4, "every": 16},
  *              "layers": [0, 2],                       MoE layers (default all)
- *              "field": "routed_experts"}              the packed field (the only one today)
+ *              "field": "routed_experts" | "logprobs"} the reply field (default routed_experts)
  *   "action": {"do": "zero" | "constant" | "repeat_previous" | "stale" | "weight_version" |
  *                    "shift" | "swap_layers" | "drop_first" | "drop_last" | "append_last" |
- *                    "truncate" | "mark_partial" | "null",
+ *                    "truncate" | "mark_partial" | "null" | "drop",
  *              "value": 7, "k": 1, "layers": [0, 1], "version": 0, "tokens": 3, "partial": true}
  *
  * Positions. A route row is named by its token position p (row p is the forward pass on token
@@ -34,7 +35,15 @@
  * up by one, the last goes), drop_last, append_last (row P+G-1, the pass on the last sampled
  * token), truncate (rows kept only for the first `tokens` generated tokens; with "partial": true
  * the tokens are cut too and the reply says the request was aborted), mark_partial (truncate
- * with partial), null (the field is null).
+ * with partial), null (the field is null). A partial reply with 0 tokens carries no rows at all:
+ * the field is null, as for a request aborted before its first forward pass.
+ *
+ * Field logprobs (the sampled tokens' logprobs; the one of generated token g is at position P+g,
+ * so only the regions all and output hold any; no "select.layers"): null (a selected value that
+ * is not finite is written as null, as orjson writes NaN and infinities, instead of the engine's
+ * clamp) and drop (the engine got no logprobs: the field is absent, and the later SkyRL stack's
+ * capture path fails on it with its 500 AttributeError). drop is a whole-reply action, and is
+ * the logprobs field's only.
  *
  * Errors: SR_E_FAULT_SPEC with a message naming the key ("select.region", "action.do", ...) and
  * listing the valid values; *where (when not NULL) is the offending node.
@@ -64,6 +73,14 @@ typedef enum sr_route_region {
     SR_RR_COUNT
 } sr_route_region;
 
+/* The reply field a rule reaches: the packed routes, or the per-token logprobs (`null` and `drop`
+ * only). */
+typedef enum sr_route_field {
+    SR_RF_ROUTED_EXPERTS = 0,
+    SR_RF_LOGPROBS,
+    SR_RF_COUNT
+} sr_route_field;
+
 typedef enum sr_route_rows { SR_RW_ALL = 0, SR_RW_LIST, SR_RW_RANGE, SR_RW_BLOCK } sr_route_rows;
 
 typedef enum sr_route_action {
@@ -80,6 +97,7 @@ typedef enum sr_route_action {
     SR_RA_TRUNCATE,
     SR_RA_MARK_PARTIAL,
     SR_RA_NULL,
+    SR_RA_DROP,
     SR_RA_COUNT
 } sr_route_action;
 
@@ -87,6 +105,7 @@ typedef enum sr_route_action {
  * from equivalent JSON compare equal member for member. */
 typedef struct sr_route_rule {
     int active; /* 0: the fault has no rule */
+    sr_route_field field;
     sr_route_region region;
     int64_t chunk; /* chunk_boundary's chunk size, 1..2^20 (default 16) */
     sr_route_rows rows;
@@ -135,8 +154,8 @@ const char *sr_route_alias_at(size_t i, const char **select, const char **action
 int sr_route_rule_covers(const sr_route_rule *r, int64_t pos, int64_t P, int64_t start,
                          int64_t layer);
 
-/* Whether the action uses the selection (not a whole-reply action). */
-int sr_route_action_selects(sr_route_action a);
+/* Whether the rule's action uses the selection (not a whole-reply action). */
+int sr_route_rule_selects(const sr_route_rule *r);
 
 /* Writes "region output, rows from 1 stride 2, layers all: repeat_previous" into buf. */
 void sr_route_rule_describe(char *buf, size_t cap, const sr_route_rule *r);
@@ -144,5 +163,6 @@ void sr_route_rule_describe(char *buf, size_t cap, const sr_route_rule *r);
 /* Stable names ("turn_boundary", "mark_partial"); NULL out of range. */
 const char *sr_route_region_name(sr_route_region r);
 const char *sr_route_action_name(sr_route_action a);
+const char *sr_route_field_name(sr_route_field f);
 
 #endif /* SR_SPEC_FAULT_GRAMMAR_H */

@@ -22,12 +22,13 @@ int sr_fault_plan_locate(char *buf, size_t cap, const sr_fault_plan *plan, int e
     for (size_t i = 0; i < sr_fault_plan_count(plan); i++) {
         const sr_fault *f = sr_fault_plan_at(plan, i);
         const sr_route_rule *r = &f->rule;
-        if (!r->active || !in_turns(f, turn))
+        /* A rule on another field (logprobs) holds no route row. */
+        if (!r->active || r->field != SR_RF_ROUTED_EXPERTS || !in_turns(f, turn))
             continue;
         if (engine >= 0 && engine < 64 && !(f->engines >> engine & 1))
             continue;
         /* A whole-reply action (truncate, drop_first, ...) holds every row of its turn. */
-        if (sr_route_action_selects(r->act) && !sr_route_rule_covers(r, pos, P, start, layer))
+        if (sr_route_rule_selects(r) && !sr_route_rule_covers(r, pos, P, start, layer))
             continue;
         char d[200];
         sr_route_rule_describe(d, sizeof(d), r);

@@ -139,12 +139,12 @@ static const param PARAMS[] = {
         "ack_before_apply: generates answered before the deferred layers apply; default 1"),
     /* The grammar's two objects are one rule: "action" parses both, "select" writes both. */
     {"select", T_SELECT, 0, 0, 0, 0, AT(rule, sr_route_rule), 0,
-     "routes: the rows the rule acts on (region, rows, layers; scenarios/FORMAT.md, \"Faults as "
-     "data\"); default every row"},
+     "routes: the rows the rule acts on (region, rows, layers, field; scenarios/FORMAT.md, "
+     "\"Faults as data\"); default every row of routed_experts"},
     {"action", T_ACTION, 0, 0, 0, 0, AT(rule, sr_route_rule), 0,
      "routes: what the selected rows get (`do`: zero, constant, repeat_previous, stale, "
      "weight_version, shift, swap_layers, drop_first, drop_last, append_last, truncate, "
-     "mark_partial, null)"},
+     "mark_partial, null; drop for field logprobs)"},
 };
 
 static const param *param_of(const char *key)

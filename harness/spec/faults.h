@@ -123,12 +123,12 @@ typedef enum sr_fault_reach {
       "not repaired (the server's overwrite of the weakest member is missing)")                    \
     X(SR_FK_SUPPORT_LOGPROB_NULL, "support_logprob_null", SR_FL_MODEL, SR_FR_GENERATE, SR_FK_NONE, \
       SR_FK_NONE,                                                                                  \
-      "client.stack 2086: a capture request's non-finite sampled logprob is written as null, not " \
-      "clamped (SkyRL #2082/#2237 review)")                                                        \
+      "a non-finite sampled logprob is written as null, not clamped (SkyRL #2082/#2237 review; "   \
+      "the grammar's field logprobs, action null)")                                                \
     X(SR_FK_SUPPORT_NO_LOGPROBS, "support_no_logprobs", SR_FL_MODEL, SR_FR_GENERATE, SR_FK_NONE,   \
       SR_FK_NONE,                                                                                  \
-      "client.stack 2086: vLLM returns no logprobs to a capture request and the server answers "   \
-      "500 AttributeError (SkyRL #2086 review)")                                                   \
+      "vLLM returns no logprobs: a reply has none, and client.stack 2086's capture path answers "  \
+      "500 AttributeError (SkyRL #2086 review; the grammar's field logprobs, action drop)")        \
     X(SR_FK_RESTART_LOSES_GROUP, "restart_loses_group", SR_FL_MODEL, SR_FR_GENERATE, SR_FK_NONE,   \
       SR_FK_NONE,                                                                                  \
       "the engine restarts on its initial weights before answering: its weight version goes back " \
