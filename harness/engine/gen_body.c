@@ -1,5 +1,4 @@
 /* The reply serialiser of gen.h: model faults, canonical packing, body faults, JSON. */
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -8,8 +7,6 @@
 #include "jsonw.h"
 #include "sr_base64.h"
 #include "sr_mix.h"
-
-#define CLAMPED_LOGPROB -9999.0
 
 static int64_t max_el(const void *p, sr_dtype dt, size_t n)
 {
@@ -340,16 +337,6 @@ static int emit_extra(sr_buf *b, const sr_gen_job *j, const sr_gen_ctx *c, const
 }
 
 /* ---- the body ---- */
-
-double sr_gen_logprob_at(sr_gen_job *j, int64_t i)
-{
-    double v = j->logprobs[i];
-    if (!isfinite(v)) {
-        v = CLAMPED_LOGPROB;
-        j->clamped++;
-    }
-    return v;
-}
 
 int sr_gen_emit_logprobs(sr_buf *b, sr_gen_job *j, sr_err *err)
 {

@@ -24,11 +24,11 @@ int sr_gen_apply_model_fault(sr_gen_job *j, const sr_oracle *o, int *routes_null
 int sr_gen_apply_rule(sr_gen_job *j, const sr_oracle *o, const sr_route_rule *r, int *routes_null,
                       sr_err *err);
 
-/* gen_rules.c: whether the job's model fault drops the logprobs (a rule on field logprobs with
+/* gen_logprobs.c: whether the job's model fault drops the logprobs (a rule on field logprobs with
  * action drop): the reply carries none. */
 int sr_gen_logprobs_dropped(const sr_gen_job *j);
 
-/* gen_rules.c: writes the logprob of generated token i: clamped as sr_gen_logprob_at, or null
+/* gen_logprobs.c: writes the logprob of generated token i: clamped as sr_gen_logprob_at, or null
  * for a non-finite value a rule on field logprobs with action null selects. */
 int sr_gen_put_logprob(sr_buf *b, sr_gen_job *j, int64_t i, sr_err *err);
 
@@ -42,7 +42,8 @@ int sr_gen_emit_syncroll(sr_buf *b, const sr_gen_job *j, const sr_gen_ctx *c, sr
  * model fault drops them); each value as sr_gen_put_logprob writes it. */
 int sr_gen_emit_logprobs(sr_buf *b, sr_gen_job *j, sr_err *err);
 
-/* The sampled tokens' logprobs, clamped as sr_gen_emit_logprobs does (index i of j->logprobs). */
+/* gen_logprobs.c: the sampled token i's logprob, a non-finite one clamped to -9999.0 and counted
+ * in j->clamped. */
 double sr_gen_logprob_at(sr_gen_job *j, int64_t i);
 
 /* gen_support.c: the 2079 stack's support rows (gen.h), G * S entries into `rows`. */

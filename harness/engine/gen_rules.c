@@ -4,12 +4,10 @@
  * It runs only when the request's model fault has a rule, so a plan without one costs nothing
  * here.
  */
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "gen_priv.h"
-#include "jsonw.h"
 
 /* Every generated and prompt token, for rows past the prompt. */
 static int32_t *all_tokens(const sr_gen_job *j, size_t *n)
@@ -145,29 +143,4 @@ int sr_gen_apply_rule(sr_gen_job *j, const sr_oracle *o, const sr_route_rule *r,
             act_on_row(j, r, src, p, L, K, rb);
     free(src);
     return rc;
-}
-
-/* The job's rule on the logprobs field, or NULL. */
-static const sr_route_rule *logprobs_rule(const sr_gen_job *j)
-{
-    const sr_fault *f = j->model_fault;
-    return f && f->rule.active && f->rule.field == SR_RF_LOGPROBS ? &f->rule : NULL;
-}
-
-int sr_gen_logprobs_dropped(const sr_gen_job *j)
-{
-    const sr_route_rule *r = logprobs_rule(j);
-    return r && r->act == SR_RA_DROP;
-}
-
-int sr_gen_put_logprob(sr_buf *b, sr_gen_job *j, int64_t i, sr_err *err)
-{
-    const sr_route_rule *r = logprobs_rule(j);
-    int64_t P = (int64_t)j->req.P, start = j->req.has_route_start ? j->req.route_start : 0;
-    /* Action null: the clamp is missing where the selection holds, and the serialiser writes a
-     * non-finite value as null (orjson's form of NaN and the infinities). */
-    if (r && r->act == SR_RA_NULL && !isfinite(j->logprobs[i]) &&
-        sr_route_rule_covers(r, P + i, P, start, -1))
-        return sr_buf_puts(b, "null", err);
-    return sr_jw_double(b, sr_gen_logprob_at(j, i), err);
 }
