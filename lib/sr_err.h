@@ -418,7 +418,10 @@ typedef enum sr_class {
       "502, or a cut body)")                                                                      \
     X(SR_E_REPLAY_NO_MATCH, -1420, "replay.no_match", SR_CLASS_USAGE,                              \
       "`syncroll replay --serve` got a request its capture has no answer for (no exchange of "     \
-      "that session and turn, none with that method, URI and body; answered 404)")
+      "that session and turn, none with that method, URI and body; answered 404)")                \
+    X(SR_E_REPLAY_PREFIX, -1421, "replay.prefix", SR_CLASS_PROTOCOL,                               \
+      "in a captured session, a turn's request does not start with the previous turn's prompt "    \
+      "and output (the client changed the conversation between turns)")
 
 typedef enum sr_code {
     SR_OK = 0,

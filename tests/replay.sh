@@ -6,7 +6,9 @@
 #     to the same `run`, which passes; every answer the client got is byte for byte the
 #     captured one; a request the capture lacks is a 404 naming replay.no_match; an answer
 #     the proxy cut (truncate_in_blob) is played back cut.
-#   REPLAY_PART=serve   only that part
+#   judge part: `replay CAPTURE` passes the clean capture and fails one recorded with the
+#     engine's routes_all_zero naming routes.invalid, as the live run does.
+#   REPLAY_PART=serve|judge   only that part
 . "$(dirname "$0")/lib.sh"
 part=${REPLAY_PART:-all}
 pids=
@@ -155,6 +157,32 @@ PY
     replay_pid=$last_pid
     expect_out 0 "^$live\$" "replay --serve cuts the same turn" python3 "$tmp/turns.py" "$url"
     stop "$replay_pid"
+fi
+
+# judge part: `syncroll replay CAPTURE` judges the recorded traffic with no engine: the clean
+# capture passes (with the run's reports in --out); with the engine's route fault the live run
+# fails with a named check and so does the judge, naming the same check.
+if [ "$part" = all ] || [ "$part" = judge ]; then
+    record "$tmp/clean"
+    [ "$run_status" -eq 0 ] || die "the clean recorded run failed: $OUT"
+    expect_out 0 '^6 passed, 0 failed$' "replay judges the clean capture" \
+        "$S" replay --out "$tmp/judged" "$tmp/clean"
+    for f in summary.txt results.json junit.xml report.html; do
+        [ -s "$tmp/judged/$f" ] || bad "replay --out wrote no $f"
+    done
+    grep -q '"id":	"replay-multi-turn/' "$tmp/judged/results.json" ||
+        bad "results.json lacks the sessions: $(head -c 600 "$tmp/judged/results.json")"
+    record "$tmp/zero" '{"kind": "routes_all_zero", "id": "zero"}'
+    [ "$run_status" -eq 1 ] || die "the faulty recorded run exited $run_status: $OUT"
+    live=$(printf '%s\n' "$OUT" | grep -o 'routes\.invalid' | head -n 1)
+    [ "$live" = routes.invalid ] || die "the faulty live run did not name routes.invalid: $OUT"
+    expect_out 1 '^FAIL +replay-multi-turn/[^ ]+  routes\.invalid: .*turn' \
+        "replay fails the faulty capture naming routes.invalid" "$S" replay "$tmp/zero"
+    expect_out 1 '^0 passed, 6 failed$' "every faulty session fails" "$S" replay "$tmp/zero"
+    printf '%s\n' "$OUT" | head -n 2
+    mkdir "$tmp/bogus" && printf '{"not":"a capture"}\n' >"$tmp/bogus/capture.jsonl"
+    expect_out 2 'capture\.version' "a folder that is no capture is a named error" \
+        "$S" replay "$tmp/bogus"
 fi
 
 finish

@@ -7,6 +7,7 @@
 #include <cjson/cJSON.h>
 
 #include "args.h"
+#include "cmd_replay_priv.h"
 #include "commands.h"
 #include "proxy/capture.h"
 #include "proxy/replay_serve.h"
@@ -14,7 +15,8 @@
 #include "sr_buf.h"
 
 static const char USAGE[] =
-    "usage: syncroll replay --list [--json] [--no-verify] CAPTURE\n"
+    "usage: syncroll replay [--dialect D] [--out DIR] CAPTURE\n"
+    "       syncroll replay --list [--json] [--no-verify] CAPTURE\n"
     "       syncroll replay --body SEQ:req|SEQ:resp CAPTURE\n"
     "       syncroll replay --serve [--listen ADDR:PORT] CAPTURE\n"
     "\n"
@@ -25,6 +27,17 @@ static const char USAGE[] =
     "decompressed and checked against its recorded size and xxh3 digest unless --no-verify.\n"
     "A capture is untrusted input: a damaged one is a named error (capture.version,\n"
     "capture.truncated, capture.corrupt, capture.body; exit 2), never a crash.\n"
+    "\n"
+    "Without --list, --body or --serve it judges the capture with no engine: every session\n"
+    "(X-Session-ID) is run as a rollout of syncroll's own client against the capture played\n"
+    "back in-process, so each generate answer is spliced and validated as the client does in\n"
+    "the capture's dialect (--dialect, else told from the answers as check-body does), the\n"
+    "routes are assembled into the session's trace with the prompt-start arithmetic (turn 1's\n"
+    "request gives the prompt, each later request the conversation) and finalized, and the\n"
+    "contract checks run. One line per session, then \"N passed, N failed\"; with --out the\n"
+    "reports `run` writes (summary.txt, results.json, junit.xml, report.html) go into DIR.\n"
+    "Exit 0 every session passed, 1 one failed (the line names the check), 2 a usage or\n"
+    "capture error, 3 a report could not be written.\n"
     "\n"
     "With --serve it plays the capture back as an engine: it prints one JSON line once it\n"
     "listens, {\"replay\":{\"url\":\"http://127.0.0.1:PORT\",\"capture\":DIR,\"exchanges\":N}},\n"
@@ -41,6 +54,8 @@ static const char USAGE[] =
     "                write exchange SEQ's request or response body to standard output, as\n"
     "                the client sent it or the engine answered it (checked against its\n"
     "                digest), e.g. to pipe into `syncroll check-body -`\n"
+    "  --dialect D   the capture's wire (default: told from the answers)\n"
+    "  --out DIR     write the judged run's reports into DIR (created)\n"
     "  --serve       play the capture back as an engine\n"
     "  --listen ADDR:PORT\n"
     "                where --serve listens (default 127.0.0.1:0; port 0 picks a free one)\n";
@@ -166,7 +181,7 @@ static int serve(const sr_capture *c, const char *dir, char *listen)
 int sr_cmd_replay(int argc, char **argv)
 {
     int list = 0, json = 0, check = 1, serving = 0;
-    const char *dir = NULL, *body = NULL;
+    const char *dir = NULL, *body = NULL, *dialect = NULL, *out = NULL;
     char *listen = NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
@@ -184,6 +199,10 @@ int sr_cmd_replay(int argc, char **argv)
             listen = argv[++i];
         else if (strcmp(argv[i], "--body") == 0 && i + 1 < argc)
             body = argv[++i];
+        else if (strcmp(argv[i], "--dialect") == 0 && i + 1 < argc)
+            dialect = argv[++i];
+        else if (strcmp(argv[i], "--out") == 0 && i + 1 < argc)
+            out = argv[++i];
         else if (argv[i][0] == '-' || dir) {
             fprintf(stderr,
                     "syncroll replay: unknown option or second capture '%s' (see "
@@ -193,17 +212,24 @@ int sr_cmd_replay(int argc, char **argv)
         } else
             dir = argv[i];
     }
-    if (!dir || list + !!body + serving != 1 || (listen && !serving)) {
+    int modes = list + !!body + serving;
+    if (!dir || modes > 1 || (listen && !serving) || ((dialect || out) && modes)) {
         fprintf(stderr, "syncroll replay: %s (see --help)\n",
-                !dir                           ? "no capture folder"
-                : list + !!body + serving == 0 ? "give --list, --body or --serve"
-                : listen && !serving           ? "--listen goes with --serve"
-                                               : "--list, --body and --serve are exclusive");
+                !dir                 ? "no capture folder"
+                : modes > 1          ? "--list, --body and --serve are exclusive"
+                : listen && !serving ? "--listen goes with --serve"
+                                     : "--dialect and --out go with judging (no --list, "
+                                       "--body or --serve)");
         return SR_EXIT_USAGE;
     }
     sr_err err = SR_ERR_INIT;
     sr_capture *c = NULL;
     int rc = sr_capture_open(&c, dir, &err);
+    if (!rc && !modes) {
+        int status = sr_replay_judge(c, dialect, out);
+        sr_capture_free(c);
+        return status;
+    }
     if (!rc && serving) {
         int status = serve(c, dir, listen);
         sr_capture_free(c);

@@ -34,7 +34,7 @@ static int rollout_push_mask(rollout_state *s, uint8_t value, const double *lp, 
                              sr_err *err);
 
 /* The environment's answer to turn `turn` into s->obs (empty once done). */
-static int rollout_env_obs(rollout_state *s, int turn, sr_err *err);
+static int rollout_env_obs(rollout_state *s, int turn, const sr_client_result *r, sr_err *err);
 
 /* Records the turn's routes in the trace and the per-row versions. */
 static int rollout_record(rollout_state *s, const sr_client_result *r, sr_err *err);
@@ -76,12 +76,35 @@ static uint64_t below(uint64_t x, uint64_t n)
     return (uint64_t)(((unsigned __int128)x * n) >> 64);
 }
 
-static int rollout_env_obs(rollout_state *s, int turn, sr_err *err)
+/* The observation of a recorded conversation: the next request's token_ids past input_ids and
+ * this turn's output (rollout.h, sr_rollout_config.script). */
+static int script_obs(rollout_state *s, int turn, const sr_client_result *r, sr_err *err)
+{
+    const int32_t *next = s->cfg->script[turn - 1];
+    size_t n = s->cfg->script_len[turn - 1], P = s->ids_n, G = r->n_tokens;
+    for (size_t i = 0; i < P + G; i++) {
+        int32_t want = i < P ? s->ids[i] : r->token_ids[i - P];
+        if (i >= n || next[i] != want)
+            return sr_err_set(err, SR_E_REPLAY_PREFIX,
+                              "turn %d's request does not extend turn %d's prompt (%zu tokens) "
+                              "and output (%zu tokens): %s at position %zu",
+                              turn + 1, turn, P, G, i >= n ? "it ends" : "it differs", i);
+    }
+    int rc = rollout_grow((void **)&s->obs, &s->obs_cap, n - P - G + 1, sizeof(int32_t), err);
+    if (!rc && n > P + G)
+        memcpy(s->obs, next + P + G, (n - P - G) * sizeof(int32_t));
+    s->obs_n = rc ? 0 : n - P - G;
+    return rc;
+}
+
+static int rollout_env_obs(rollout_state *s, int turn, const sr_client_result *r, sr_err *err)
 {
     const sr_rollout_env *env = &s->cfg->env;
     s->obs_n = 0;
     if (turn >= env->max_turns)
         return 0;
+    if (s->cfg->script)
+        return (size_t)turn <= s->cfg->script_n ? script_obs(s, turn, r, err) : 0;
     uint64_t st = sr_mix64(env->seed ^ sr_mix64((uint64_t)turn + 0x9E3779B97F4A7C15ull));
     uint64_t span = (uint64_t)(env->obs_max - env->obs_min) + 1;
     size_t n = (size_t)env->obs_min + below(sr_mix64(st + 0x9E3779B97F4A7C15ull), span);
@@ -272,7 +295,7 @@ static int one_turn(rollout_state *s, int turn, sr_err *err)
         t->record_ms = sr_client_now_ms() - t0;
     }
     if (!rc)
-        rc = rollout_env_obs(s, turn, err);
+        rc = rollout_env_obs(s, turn, &r, err);
     if (!rc)
         rc = c->multi_turn ? rollout_update_multi(s, &r, t, err)
                            : rollout_update_single(s, &r, t, err);
