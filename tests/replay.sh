@@ -77,6 +77,27 @@ record() {
     stop "$serve_pid"
 }
 
+# turns.py URL [grow]: two generates of session "s" with token_ids [5, 6, 7] (with grow, turn 2
+# sends [5, 6, 7, 8]: not turn 1's prompt and output); prints each turn's "status:bytes", or
+# "cut".
+cat >"$tmp/turns.py" <<'PY'
+import http.client, json, sys, urllib.request
+out = []
+for turn in (1, 2):
+    ids = [5, 6, 7] + ([8] * (turn - 1) if sys.argv[2:] == ["grow"] else [])
+    req = urllib.request.Request(
+        sys.argv[1] + "/skyrl/v1/generate",
+        data=json.dumps({"sampling_params": {"max_tokens": 4}, "model": "default",
+                         "token_ids": ids}).encode(),
+        headers={"Content-Type": "application/json", "X-Session-ID": "s"})
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            out.append("%d:%d" % (r.status, len(r.read())))
+    except http.client.IncompleteRead:
+        out.append("cut")
+print(" ".join(out))
+PY
+
 if [ "$part" = all ] || [ "$part" = serve ]; then
     record "$tmp/cap1"
     [ "$run_status" -eq 0 ] || die "the recorded run failed: $OUT"
@@ -134,21 +155,6 @@ PY
     start proxy "$S" proxy --upstream "$url" --record "$tmp/cut" --fault \
         '{"kind": "truncate_in_blob", "keep_length": true, "turn": [2], "id": "cut"}'
     proxy_pid=$last_pid
-    cat >"$tmp/turns.py" <<'PY'
-import http.client, json, sys, urllib.request
-out = []
-for turn in (1, 2):
-    req = urllib.request.Request(sys.argv[1] + "/skyrl/v1/generate",
-                                 data=json.dumps({"sampling_params": {"max_tokens": 4},
-                                                  "model": "default", "token_ids": [5, 6, 7]}).encode(),
-                                 headers={"Content-Type": "application/json", "X-Session-ID": "s"})
-    try:
-        with urllib.request.urlopen(req, timeout=30) as r:
-            out.append("%d:%d" % (r.status, len(r.read())))
-    except http.client.IncompleteRead:
-        out.append("cut")
-print(" ".join(out))
-PY
     expect_out 0 '^200:[0-9]+ cut$' "the proxy cuts turn 2" python3 "$tmp/turns.py" "$url"
     live=$OUT
     stop "$proxy_pid"
@@ -179,7 +185,17 @@ if [ "$part" = all ] || [ "$part" = judge ]; then
     expect_out 1 '^FAIL +replay-multi-turn/[^ ]+  routes\.invalid: .*turn' \
         "replay fails the faulty capture naming routes.invalid" "$S" replay "$tmp/zero"
     expect_out 1 '^0 passed, 6 failed$' "every faulty session fails" "$S" replay "$tmp/zero"
-    printf '%s\n' "$OUT" | head -n 2
+    # A client whose turn 2 does not extend turn 1's prompt and output.
+    engine "$tmp/engine.json"
+    start serve "$S" serve "$tmp/engine.json"
+    serve_pid=$last_pid
+    start proxy "$S" proxy --upstream "$url" --record "$tmp/noext"
+    proxy_pid=$last_pid
+    expect_out 0 '^200:[0-9]+ 200:[0-9]+$' "two turns recorded" python3 "$tmp/turns.py" "$url" grow
+    stop "$proxy_pid"
+    stop "$serve_pid"
+    expect_out 1 '^FAIL +s  replay\.prefix: .*turn 2.s request does not extend turn 1' \
+        "a turn that does not extend the conversation is replay.prefix" "$S" replay "$tmp/noext"
     mkdir "$tmp/bogus" && printf '{"not":"a capture"}\n' >"$tmp/bogus/capture.jsonl"
     expect_out 2 'capture\.version' "a folder that is no capture is a named error" \
         "$S" replay "$tmp/bogus"
