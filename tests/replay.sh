@@ -7,7 +7,8 @@
 #     captured one; a request the capture lacks is a 404 naming replay.no_match; an answer
 #     the proxy cut (truncate_in_blob) is played back cut.
 #   judge part: `replay CAPTURE` passes the clean capture and fails one recorded with the
-#     engine's routes_all_zero naming routes.invalid, as the live run does.
+#     engine's routes_all_zero naming routes.invalid, as the live run does, in the skyrl and
+#     vllm wires; a turn that does not extend the previous one is replay.prefix.
 #   REPLAY_PART=serve|judge   only that part
 . "$(dirname "$0")/lib.sh"
 part=${REPLAY_PART:-all}
@@ -37,14 +38,14 @@ stop() {
     wait "$1"
 }
 
-# scenario FILE URL [FAULTS]: the multi-turn scenario, against URL.
+# scenario FILE URL [DIALECT]: the multi-turn scenario, against URL, speaking DIALECT.
 scenario() {
     cat >"$1" <<JSON
 {"id": "replay-multi-turn",
  "description": "multi-turn rollouts through a recording proxy",
  "seed": 101,
  "model": {"vocab": 4000, "layers": 4, "experts": 64, "topk": 8, "eos_rate": 0.05},
- "engines": {"urls": ["$2"]},
+ "engines": {"urls": ["$2"], "dialect": "${3:-skyrl}"},
  "client": {"concurrency": 4},
  "steps": [
    {"kind": "rollout", "name": "batch", "batch": 6, "turns": 3, "max_tokens": 16,
@@ -53,24 +54,24 @@ scenario() {
 JSON
 }
 
-# engine FILE [FAULTS]: the served engine's scenario (one mock engine, same model).
+# engine FILE [FAULTS [DIALECT]]: the served engine's scenario (one mock engine, same model).
 engine() {
     cat >"$1" <<JSON
 {"id": "replay-engine", "description": "the engine behind the proxy", "seed": 101,
  "model": {"vocab": 4000, "layers": 4, "experts": 64, "topk": 8, "eos_rate": 0.05},
- "engines": {"count": 1, "faults": [${2:-}]},
+ "engines": {"count": 1, "faults": [${2:-}], "dialect": "${3:-skyrl}"},
  "steps": [{"kind": "rollout"}]}
 JSON
 }
 
-# record CAPTURE [FAULTS]: serve + recording proxy + run; leaves the run's output in $OUT.
+# record CAPTURE [FAULTS [DIALECT]]: serve + recording proxy + run; the run's output in $OUT.
 record() {
-    engine "$tmp/engine.json" "${2:-}"
+    engine "$tmp/engine.json" "${2:-}" "${3:-skyrl}"
     start serve "$S" serve "$tmp/engine.json"
     serve_pid=$last_pid
     start proxy "$S" proxy --upstream "$url" --record "$1"
     proxy_pid=$last_pid
-    scenario "$tmp/run.json" "$url"
+    scenario "$tmp/run.json" "$url" "${3:-skyrl}"
     OUT=$("$S" run --out "$tmp/runs" "$tmp/run.json" 2>&1)
     run_status=$?
     stop "$proxy_pid"
@@ -185,6 +186,16 @@ if [ "$part" = all ] || [ "$part" = judge ]; then
     expect_out 1 '^FAIL +replay-multi-turn/[^ ]+  routes\.invalid: .*turn' \
         "replay fails the faulty capture naming routes.invalid" "$S" replay "$tmp/zero"
     expect_out 1 '^0 passed, 6 failed$' "every faulty session fails" "$S" replay "$tmp/zero"
+    # The vllm wire (.npy routes of the rows the wire carries), told from the answers.
+    record "$tmp/vllm" "" vllm
+    [ "$run_status" -eq 0 ] || die "the clean vllm run failed: $OUT"
+    expect_out 0 '^6 passed, 0 failed$' "replay judges a clean vllm capture" "$S" replay "$tmp/vllm"
+    record "$tmp/vllm-zero" '{"kind": "routes_all_zero"}' vllm
+    [ "$run_status" -eq 1 ] || die "the faulty vllm run exited $run_status: $OUT"
+    printf '%s\n' "$OUT" | grep -q 'routes\.invalid' || die "the live vllm run: $OUT"
+    expect_out 1 '^FAIL +replay-multi-turn/[^ ]+  routes\.invalid: ' \
+        "replay --dialect vllm fails the faulty vllm capture naming routes.invalid" \
+        "$S" replay --dialect vllm "$tmp/vllm-zero"
     # A client whose turn 2 does not extend turn 1's prompt and output.
     engine "$tmp/engine.json"
     start serve "$S" serve "$tmp/engine.json"

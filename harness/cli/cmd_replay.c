@@ -54,7 +54,8 @@ static const char USAGE[] =
     "                write exchange SEQ's request or response body to standard output, as\n"
     "                the client sent it or the engine answered it (checked against its\n"
     "                digest), e.g. to pipe into `syncroll check-body -`\n"
-    "  --dialect D   the capture's wire (default: told from the answers)\n"
+    "  --dialect D   the capture's wire, a dialect of `check-body --help` (default: told\n"
+    "                from the answers)\n"
     "  --out DIR     write the judged run's reports into DIR (created)\n"
     "  --serve       play the capture back as an engine\n"
     "  --listen ADDR:PORT\n"
@@ -181,7 +182,8 @@ static int serve(const sr_capture *c, const char *dir, char *listen)
 int sr_cmd_replay(int argc, char **argv)
 {
     int list = 0, json = 0, check = 1, serving = 0;
-    const char *dir = NULL, *body = NULL, *dialect = NULL, *out = NULL;
+    const char *dir = NULL, *body = NULL, *out = NULL;
+    int dialect = -1;
     char *listen = NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
@@ -199,9 +201,11 @@ int sr_cmd_replay(int argc, char **argv)
             listen = argv[++i];
         else if (strcmp(argv[i], "--body") == 0 && i + 1 < argc)
             body = argv[++i];
-        else if (strcmp(argv[i], "--dialect") == 0 && i + 1 < argc)
-            dialect = argv[++i];
-        else if (strcmp(argv[i], "--out") == 0 && i + 1 < argc)
+        else if (strcmp(argv[i], "--dialect") == 0 && i + 1 < argc) {
+            if (sr_arg_dialect("replay", argv[i], argv[i + 1], &dialect))
+                return SR_EXIT_USAGE;
+            i++;
+        } else if (strcmp(argv[i], "--out") == 0 && i + 1 < argc)
             out = argv[++i];
         else if (argv[i][0] == '-' || dir) {
             fprintf(stderr,
@@ -213,7 +217,7 @@ int sr_cmd_replay(int argc, char **argv)
             dir = argv[i];
     }
     int modes = list + !!body + serving;
-    if (!dir || modes > 1 || (listen && !serving) || ((dialect || out) && modes)) {
+    if (!dir || modes > 1 || (listen && !serving) || ((dialect >= 0 || out) && modes)) {
         fprintf(stderr, "syncroll replay: %s (see --help)\n",
                 !dir                 ? "no capture folder"
                 : modes > 1          ? "--list, --body and --serve are exclusive"

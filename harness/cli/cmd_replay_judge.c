@@ -208,17 +208,14 @@ static int judge_one(sr_scenario_result *res, sr_client_conn *k, const sr_captur
 
 /* The capture's dialect and generate route: --dialect, else sniffed from the first 2xx answer
  * of a generate exchange (as check-body does). */
-static int pick_dialect(sr_dialect *d, const sr_dialect_route **rt, const sr_capture *c,
-                        const char *name, sr_err *err)
+static int pick_dialect(sr_dialect *d, const sr_dialect_route **rt, const sr_capture *c, int given,
+                        sr_err *err)
 {
     sr_buf b = SR_BUF_INIT;
     b.max = JUDGE_MAX_BODY;
     int rc = 0, have = 0;
-    if (name) {
-        int v = sr_dialect_lookup(name);
-        if (v < 0)
-            return sr_err_set(err, SR_E_INVAL, "unknown --dialect '%s'", name);
-        *d = (sr_dialect)v;
+    if (given >= 0) {
+        *d = (sr_dialect)given;
         have = 1;
     }
     for (size_t i = 0; !rc && i < sr_capture_count(c); i++) {
@@ -300,7 +297,7 @@ static int judge_all(sr_run_result *run, const sr_capture *c, const char *url, s
     return rc;
 }
 
-int sr_replay_judge(const sr_capture *c, const char *dialect, const char *out)
+int sr_replay_judge(const sr_capture *c, int dialect, const char *out)
 {
     sr_err err = SR_ERR_INIT;
     sr_dialect d = SR_DIALECT_SKYRL;
