@@ -172,7 +172,7 @@ fi
 if [ "$part" = all ] || [ "$part" = judge ]; then
     record "$tmp/clean"
     [ "$run_status" -eq 0 ] || die "the clean recorded run failed: $OUT"
-    expect_out 0 '^6 passed, 0 failed$' "replay judges the clean capture" \
+    expect_out 0 '^7 passed, 0 failed$' "replay judges the clean capture (6 sessions, collate)" \
         "$S" replay --out "$tmp/judged" "$tmp/clean"
     for f in summary.txt results.json junit.xml report.html; do
         [ -s "$tmp/judged/$f" ] || bad "replay --out wrote no $f"
@@ -185,11 +185,12 @@ if [ "$part" = all ] || [ "$part" = judge ]; then
     [ "$live" = routes.invalid ] || die "the faulty live run did not name routes.invalid: $OUT"
     expect_out 1 '^FAIL +replay-multi-turn/[^ ]+  routes\.invalid: .*turn' \
         "replay fails the faulty capture naming routes.invalid" "$S" replay "$tmp/zero"
-    expect_out 1 '^0 passed, 6 failed$' "every faulty session fails" "$S" replay "$tmp/zero"
+    expect_out 1 '^1 passed, 6 failed$' "every faulty session fails" "$S" replay "$tmp/zero"
+    printf '%s\n' "$OUT" | grep -q '^PASS  collate$' || bad "the batch was not collated: $OUT"
     # The vllm wire (.npy routes of the rows the wire carries), told from the answers.
     record "$tmp/vllm" "" vllm
     [ "$run_status" -eq 0 ] || die "the clean vllm run failed: $OUT"
-    expect_out 0 '^6 passed, 0 failed$' "replay judges a clean vllm capture" "$S" replay "$tmp/vllm"
+    expect_out 0 '^7 passed, 0 failed$' "replay judges a clean vllm capture" "$S" replay "$tmp/vllm"
     record "$tmp/vllm-zero" '{"kind": "routes_all_zero"}' vllm
     [ "$run_status" -eq 1 ] || die "the faulty vllm run exited $run_status: $OUT"
     printf '%s\n' "$OUT" | grep -q 'routes\.invalid' || die "the live vllm run: $OUT"

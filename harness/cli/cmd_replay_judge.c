@@ -29,6 +29,7 @@
 #include "run/rollout.h"
 #include "run/verify.h"
 #include "spec/dialect.h"
+#include "sr_collate.h"
 
 #define JUDGE_MAX_BODY ((size_t)1 << 30)
 
@@ -167,10 +168,11 @@ static int plan_session(judge_plan *p, const sr_capture *c, const judge_session 
     return p->params ? 0 : sr_err_set(err, SR_E_NOMEM, "no memory for the sampling parameters");
 }
 
-/* Runs session j as a rollout on k and records its checks in entry `res`. */
-static int judge_one(sr_scenario_result *res, sr_client_conn *k, const sr_capture *c,
-                     const judge_session *j, const sr_dialect_route *rt, int routes, int64_t index,
-                     sr_err *err)
+/* Runs session j as a rollout on k into *r (kept for the collation) and records its checks in
+ * entry `res`. */
+static int judge_one(sr_scenario_result *res, sr_rollout_result *r, sr_client_conn *k,
+                     const sr_capture *c, const judge_session *j, const sr_dialect_route *rt,
+                     int routes, int64_t index, sr_err *err)
 {
     judge_plan p = {0};
     sr_err e = SR_ERR_INIT;
@@ -193,15 +195,13 @@ static int judge_one(sr_scenario_result *res, sr_client_conn *k, const sr_captur
     cfg.script = (const int32_t *const *)(p.ids + 1);
     cfg.script_len = p.len + 1;
     cfg.script_n = (size_t)cfg.env.max_turns - 1;
-    sr_rollout_result r;
-    memset(&r, 0, sizeof r);
-    sr_rollout_run(&r, k, &cfg, &e);
+    sr_rollout_run(r, k, &cfg, &e);
     sr_verify_ctx ctx = {j->id, 0, "replay", 1, 0, res, NULL};
     int ok = 0;
-    rc = sr_verify_rollout(&ok, NULL, &r, index, &ctx, err);
+    rc = sr_verify_rollout(&ok, NULL, r, index, &ctx, err);
     if (!rc)
         sr_result_set_verdict(res, ok ? SR_VERDICT_PASS : SR_VERDICT_FAIL, NULL);
-    sr_rollout_result_release(&r);
+    sr_rollout_drop_exchanges(r);
     plan_free(&p);
     return rc;
 }
@@ -263,6 +263,55 @@ static int summarize(const sr_run_result *run)
     return bad ? SR_EXIT_FAIL : SR_EXIT_OK;
 }
 
+/* The batch of every session that finished with routes, collated as a trainer does, and the
+ * collation's contract checks, as one more entry "collate". */
+static int judge_collate(sr_run_result *run, const sr_rollout_result *rs, size_t n, sr_err *err)
+{
+    const sr_rollout_result **pr = calloc(n + 1, sizeof *pr);
+    int64_t *ids = calloc(n + 1, sizeof *ids);
+    sr_collate_sample *smp = calloc(n + 1, sizeof *smp);
+    size_t k = 0;
+    int rc = pr && ids && smp ? 0 : sr_err_set(err, SR_E_NOMEM, "no memory for the collation");
+    for (size_t i = 0; !rc && i < n; i++) {
+        if (rs[i].code || rs[i].routes.ndim != 3)
+            continue;
+        sr_collate_sample one = SR_COLLATE_SAMPLE_INIT;
+        one.routes = &rs[i].routes;
+        one.prompt_len = (int64_t)rs[i].prompt_len;
+        one.response_len = (int64_t)rs[i].response_len;
+        one.captured_rows = rs[i].captured_rows;
+        pr[k] = &rs[i];
+        ids[k] = (int64_t)i;
+        smp[k++] = one;
+    }
+    sr_scenario_result *res = NULL;
+    if (!rc && k)
+        rc = sr_run_result_add_scenario(&res, run, err);
+    if (!rc && k)
+        rc = sr_result_set_str(&res->id, "collate", err);
+    if (!rc && k) {
+        sr_collate_buf buf = SR_COLLATE_BUF_INIT;
+        sr_collate_result out;
+        sr_err e = SR_ERR_INIT;
+        int ok = 0;
+        res->external = 1;
+        int crc = sr_collate_routes(&out, &buf, smp, (int64_t)k, 1, &e);
+        sr_verify_ctx ctx = {"collate", 0, "collate", 1, 0, res, NULL};
+        if (crc)
+            rc = sr_result_check(res, sr_code_name(crc), NULL, NULL, "collating %zu sessions: %s",
+                                 k, e.msg);
+        else
+            rc = sr_verify_collation(&ok, &out, pr, ids, k, &ctx, err);
+        if (!rc)
+            sr_result_set_verdict(res, !crc && ok ? SR_VERDICT_PASS : SR_VERDICT_FAIL, NULL);
+        sr_collate_buf_release(&buf);
+    }
+    free(pr);
+    free(ids);
+    free(smp);
+    return rc;
+}
+
 static int judge_all(sr_run_result *run, const sr_capture *c, const char *url, sr_dialect d,
                      const sr_dialect_route *rt, sr_err *err)
 {
@@ -281,6 +330,9 @@ static int judge_all(sr_run_result *run, const sr_capture *c, const char *url, s
     if (!rc)
         rc = sr_client_conn_new(&k, cl, err);
     int routes = d != SR_DIALECT_SKYRL || strcmp(rt->path, "/skyrl/v1/generate") == 0;
+    sr_rollout_result *rs = rc ? NULL : calloc(ns + 1, sizeof *rs);
+    if (!rc && !rs)
+        rc = sr_err_set(err, SR_E_NOMEM, "no memory for %zu sessions", ns);
     for (size_t i = 0; !rc && i < ns; i++) {
         sr_scenario_result *res = NULL;
         rc = sr_run_result_add_scenario(&res, run, err);
@@ -288,9 +340,14 @@ static int judge_all(sr_run_result *run, const sr_capture *c, const char *url, s
             rc = sr_result_set_str(&res->id, ss[i].id, err);
         if (!rc) {
             res->external = 1;
-            rc = judge_one(res, k, c, &ss[i], rt, routes, (int64_t)i, err);
+            rc = judge_one(res, &rs[i], k, c, &ss[i], rt, routes, (int64_t)i, err);
         }
     }
+    if (!rc)
+        rc = judge_collate(run, rs, ns, err);
+    for (size_t i = 0; rs && i < ns; i++)
+        sr_rollout_result_release(&rs[i]);
+    free(rs);
     sr_client_conn_free(k);
     sr_client_free(cl);
     judge_sessions_free(ss, ns);
