@@ -1,17 +1,24 @@
 /* syncroll replay --list: read a capture of `syncroll proxy --record` and check its bodies. */
 #include <inttypes.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 
 #include <cjson/cJSON.h>
 
+#include "args.h"
+#include "cmd_replay_priv.h"
 #include "commands.h"
 #include "proxy/capture.h"
+#include "proxy/replay_serve.h"
+#include "signals.h"
 #include "sr_buf.h"
 
 static const char USAGE[] =
-    "usage: syncroll replay --list [--json] [--no-verify] CAPTURE\n"
+    "usage: syncroll replay [--dialect D] [--out DIR] CAPTURE\n"
+    "       syncroll replay --list [--json] [--no-verify] CAPTURE\n"
     "       syncroll replay --body SEQ:req|SEQ:resp CAPTURE\n"
+    "       syncroll replay --serve [--listen ADDR:PORT] CAPTURE\n"
     "\n"
     "Reads a capture that `syncroll proxy --record CAPTURE` wrote (docs/reference/proxy.md)\n"
     "and lists its exchanges in the order they arrived: sequence number, start time (ms since\n"
@@ -21,8 +28,25 @@ static const char USAGE[] =
     "A capture is untrusted input: a damaged one is a named error (capture.version,\n"
     "capture.truncated, capture.corrupt, capture.body; exit 2), never a crash.\n"
     "\n"
-    "This build lists and verifies captures; judging a capture (splice, traces, checks) is\n"
-    "not in it yet.\n"
+    "Without --list, --body or --serve it judges the capture with no engine: every session\n"
+    "(X-Session-ID) is run as a rollout of syncroll's own client against the capture played\n"
+    "back in-process, so each generate answer is spliced and validated as the client does in\n"
+    "the capture's dialect (--dialect, else told from the answers as check-body does), the\n"
+    "routes are assembled into the session's trace with the prompt-start arithmetic (turn 1's\n"
+    "request gives the prompt, each later request the conversation) and finalized, and the\n"
+    "contract checks run; the finished sessions are collated as one batch (entry \"collate\").\n"
+    "One line per session, then \"N passed, N failed\"; with --out the\n"
+    "reports `run` writes (summary.txt, results.json, junit.xml, report.html) go into DIR.\n"
+    "Exit 0 every session passed, 1 one failed (the line names the check), 2 a usage or\n"
+    "capture error, 3 a report could not be written.\n"
+    "\n"
+    "With --serve it plays the capture back as an engine: it prints one JSON line once it\n"
+    "listens, {\"replay\":{\"url\":\"http://127.0.0.1:PORT\",\"capture\":DIR,\"exchanges\":N}},\n"
+    "and answers each request with the recorded status, Content-Type and response bytes of\n"
+    "the exchange it matches: the n-th request of a session (X-Session-ID) to an endpoint\n"
+    "gets the n-th such exchange; other requests the exchanges of the same method, URI and\n"
+    "body, in order. A request with no match is answered 404 replay.no_match. It runs until\n"
+    "SIGINT, SIGTERM or SIGHUP (exit 0).\n"
     "\n"
     "  --list        list the exchanges (required)\n"
     "  --json        one JSON object: {\"upstream\",\"redacted\",\"exchanges\":[...]}\n"
@@ -30,7 +54,13 @@ static const char USAGE[] =
     "  --body SEQ:req|SEQ:resp\n"
     "                write exchange SEQ's request or response body to standard output, as\n"
     "                the client sent it or the engine answered it (checked against its\n"
-    "                digest), e.g. to pipe into `syncroll check-body -`\n";
+    "                digest), e.g. to pipe into `syncroll check-body -`\n"
+    "  --dialect D   the capture's wire, a dialect of `check-body --help` (default: told\n"
+    "                from the answers)\n"
+    "  --out DIR     write the judged run's reports into DIR (created)\n"
+    "  --serve       play the capture back as an engine\n"
+    "  --listen ADDR:PORT\n"
+    "                where --serve listens (default 127.0.0.1:0; port 0 picks a free one)\n";
 
 /* Bodies are read to check them; none a proxy records is larger. */
 #define REPLAY_MAX_BODY ((size_t)4 << 30)
@@ -97,10 +127,65 @@ static int dump_body(const sr_capture *c, const char *spec, sr_err *err)
     return sr_err_set(err, SR_E_INVAL, "the capture has no exchange %lld", seq);
 }
 
+/* --serve: the capture as an engine until a stop signal (replay_serve.h). */
+static int serve(const sr_capture *c, const char *dir, char *listen)
+{
+    sr_replay_serve_config cfg = {.capture = c};
+    sr_err err = SR_ERR_INIT;
+    if (listen) {
+        char *colon = strrchr(listen, ':');
+        long long port;
+        if (!colon || sr_arg_int(colon + 1, 0, 65535, &port)) {
+            fprintf(stderr, "syncroll replay: usage.invalid_argument: bad --listen '%s'\n", listen);
+            return SR_EXIT_USAGE;
+        }
+        *colon = '\0';
+        cfg.listen_addr = listen;
+        cfg.port = (int)port;
+    }
+    /* Stop signals are read from a signalfd before any thread starts (signals.h). */
+    sr_signals sig;
+    sr_replay_serve *s = NULL;
+    int rc = sr_signals_open(&sig, SR_SIG_STOP | SR_SIG_HANGUP, &err);
+    int sig_open = !rc;
+    if (!rc)
+        rc = sr_replay_serve_start(&s, &cfg, &err);
+    sr_buf line = SR_BUF_INIT;
+    if (!rc)
+        rc = sr_buf_puts(&line, "{\"replay\":{\"url\":", &err);
+    if (!rc)
+        rc = sr_buf_put_json_string(&line, sr_replay_serve_url(s), &err);
+    if (!rc)
+        rc = sr_buf_puts(&line, ",\"capture\":", &err);
+    if (!rc)
+        rc = sr_buf_put_json_string(&line, dir, &err);
+    if (!rc) {
+        printf("%s,\"exchanges\":%zu}}\n", line.data, sr_capture_count(c));
+        fflush(stdout);
+    }
+    sr_buf_release(&line);
+    int status = SR_EXIT_OK;
+    if (rc) {
+        fprintf(stderr, "syncroll replay: %s: %s\n", sr_code_name(rc), err.msg);
+        status = rc == SR_E_ENGINE_START || rc == SR_E_NOMEM ? SR_EXIT_FAIL : SR_EXIT_USAGE;
+    }
+    while (!rc) {
+        struct pollfd pfd = {sig.fd, POLLIN, 0};
+        if (poll(&pfd, 1, -1) >= 0 && sr_signals_next(&sig) > 0)
+            break;
+    }
+    sr_replay_serve_stop(s);
+    if (sig_open)
+        sr_signals_close(&sig);
+    return status;
+}
+
 int sr_cmd_replay(int argc, char **argv)
 {
-    int list = 0, json = 0, check = 1;
-    const char *dir = NULL, *body = NULL;
+    int list = 0, json = 0, check = 1, serving = 0;
+    const char *dir = NULL, *body = NULL, *out = NULL;
+    int dialect = -1;
+    char *listen = NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
             fputs(USAGE, stdout);
@@ -111,8 +196,18 @@ int sr_cmd_replay(int argc, char **argv)
             json = 1;
         else if (strcmp(argv[i], "--no-verify") == 0)
             check = 0;
+        else if (strcmp(argv[i], "--serve") == 0)
+            serving = 1;
+        else if (strcmp(argv[i], "--listen") == 0 && i + 1 < argc)
+            listen = argv[++i];
         else if (strcmp(argv[i], "--body") == 0 && i + 1 < argc)
             body = argv[++i];
+        else if (strcmp(argv[i], "--dialect") == 0 && i + 1 < argc) {
+            if (sr_arg_dialect("replay", argv[i], argv[i + 1], &dialect))
+                return SR_EXIT_USAGE;
+            i++;
+        } else if (strcmp(argv[i], "--out") == 0 && i + 1 < argc)
+            out = argv[++i];
         else if (argv[i][0] == '-' || dir) {
             fprintf(stderr,
                     "syncroll replay: unknown option or second capture '%s' (see "
@@ -122,17 +217,29 @@ int sr_cmd_replay(int argc, char **argv)
         } else
             dir = argv[i];
     }
-    if (!dir || (!list && !body) || (list && body)) {
+    int modes = list + !!body + serving;
+    if (!dir || modes > 1 || (listen && !serving) || ((dialect >= 0 || out) && modes)) {
         fprintf(stderr, "syncroll replay: %s (see --help)\n",
-                !dir ? "no capture folder"
-                : !list && !body
-                    ? "this build lists captures and prints bodies: give --list or --body"
-                    : "--list and --body are exclusive");
+                !dir                 ? "no capture folder"
+                : modes > 1          ? "--list, --body and --serve are exclusive"
+                : listen && !serving ? "--listen goes with --serve"
+                                     : "--dialect and --out go with judging (no --list, "
+                                       "--body or --serve)");
         return SR_EXIT_USAGE;
     }
     sr_err err = SR_ERR_INIT;
     sr_capture *c = NULL;
     int rc = sr_capture_open(&c, dir, &err);
+    if (!rc && !modes) {
+        int status = sr_replay_judge(c, dialect, out);
+        sr_capture_free(c);
+        return status;
+    }
+    if (!rc && serving) {
+        int status = serve(c, dir, listen);
+        sr_capture_free(c);
+        return status;
+    }
     if (!rc && body) {
         rc = dump_body(c, body, &err);
         if (rc)

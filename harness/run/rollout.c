@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rollout_env.h"
 #include "sr_clock.h"
-#include "sr_mix.h"
 
 /* The state of one running rollout and the steps of a turn (defined after the agent loop). */
 typedef struct rollout_state {
@@ -17,8 +17,7 @@ typedef struct rollout_state {
     uint8_t *mask; /* loss mask of input_ids[P0:] */
     double *lp;    /* logprobs of input_ids[P0:] */
     size_t mask_n, mask_cap, lp_cap;
-    int32_t *obs; /* this turn's observation */
-    size_t obs_n, obs_cap;
+    sr_rollout_obs obs;          /* this turn's observation */
     int64_t *row_ver, *held_ver; /* per captured row */
     size_t ver_n, ver_cap, held_cap;
     sr_route_trace *trace;
@@ -33,9 +32,6 @@ static int rollout_push_ids(rollout_state *s, const int32_t *ids, size_t n, sr_e
 static int rollout_token_limit(const rollout_state *s, int rc, sr_err *err);
 static int rollout_push_mask(rollout_state *s, uint8_t value, const double *lp, size_t n,
                              sr_err *err);
-
-/* The environment's answer to turn `turn` into s->obs (empty once done). */
-static int rollout_env_obs(rollout_state *s, int turn, sr_err *err);
 
 /* Records the turn's routes in the trace and the per-row versions. */
 static int rollout_record(rollout_state *s, const sr_client_result *r, sr_err *err);
@@ -73,28 +69,6 @@ static int rollout_grow(void **p, size_t *cap, size_t need, size_t item, sr_err 
     *p = q;
     *cap = n;
     return 0;
-}
-
-static uint64_t below(uint64_t x, uint64_t n)
-{
-    return (uint64_t)(((unsigned __int128)x * n) >> 64);
-}
-
-static int rollout_env_obs(rollout_state *s, int turn, sr_err *err)
-{
-    const sr_rollout_env *env = &s->cfg->env;
-    s->obs_n = 0;
-    if (turn >= env->max_turns)
-        return 0;
-    uint64_t st = sr_mix64(env->seed ^ sr_mix64((uint64_t)turn + 0x9E3779B97F4A7C15ull));
-    uint64_t span = (uint64_t)(env->obs_max - env->obs_min) + 1;
-    size_t n = (size_t)env->obs_min + below(sr_mix64(st + 0x9E3779B97F4A7C15ull), span);
-    int rc = rollout_grow((void **)&s->obs, &s->obs_cap, n ? n : 1, sizeof(int32_t), err);
-    for (size_t j = 0; !rc && j < n; j++)
-        s->obs[j] =
-            (int32_t)below(sr_mix64(st + 0x9E3779B97F4A7C15ull * (j + 2)), (uint64_t)env->vocab);
-    s->obs_n = rc ? 0 : n;
-    return rc;
 }
 
 static int check_config(const sr_rollout_config *c, sr_err *err)
@@ -282,12 +256,12 @@ static int one_turn(rollout_state *s, int turn, sr_err *err)
             t->record_cpu_ms = (double)(sr_clock_cpu_ns() - cpu0) / 1e6;
     }
     if (!rc)
-        rc = rollout_env_obs(s, turn, err);
+        rc = sr_rollout_env_obs(&s->obs, c, turn, s->ids, s->ids_n, r.token_ids, r.n_tokens, err);
     if (!rc)
         rc = c->multi_turn ? rollout_update_multi(s, &r, t, err)
                            : rollout_update_single(s, &r, t, err);
     if (!rc)
-        t->obs_tokens = (int64_t)s->obs_n;
+        t->obs_tokens = (int64_t)s->obs.n;
     if (!rc && c->after_turn)
         rc = c->after_turn(c->hook_ctx, turn, err);
     return rc;
@@ -373,7 +347,7 @@ static void state_free(rollout_state *s)
     free(s->ids);
     free(s->mask);
     free(s->lp);
-    free(s->obs);
+    free(s->obs.ids);
     free(s->row_ver);
     free(s->held_ver);
 }
@@ -527,9 +501,9 @@ static int rollout_update_multi(rollout_state *s, const sr_client_result *r, sr_
         rc = rollout_push_mask(s, 0, NULL, 1, err);
     s->response_end = (int64_t)(P + G + (size_t)added) - 1;
     if (!rc)
-        rc = rollout_push_ids(s, s->obs, s->obs_n, err);
+        rc = rollout_push_ids(s, s->obs.ids, s->obs.n, err);
     if (!rc)
-        rc = rollout_push_mask(s, 0, NULL, s->obs_n, err);
+        rc = rollout_push_mask(s, 0, NULL, s->obs.n, err);
     t->added_eos = added;
     return rc;
 }
@@ -547,9 +521,9 @@ static int rollout_update_single(rollout_state *s, const sr_client_result *r, sr
         rc = rollout_push_mask(s, 1, lp, kept, err);
     s->response_end = (int64_t)(P + kept) - 1;
     if (!rc)
-        rc = rollout_push_ids(s, s->obs, s->obs_n, err);
+        rc = rollout_push_ids(s, s->obs.ids, s->obs.n, err);
     if (!rc)
-        rc = rollout_push_mask(s, 0, NULL, s->obs_n, err);
+        rc = rollout_push_mask(s, 0, NULL, s->obs.n, err);
     t->added_eos = 0;
     return rc;
 }

@@ -126,12 +126,20 @@ typedef struct sr_rollout_config {
                              first capture_bytes bytes; 0: nothing is kept */
     sr_rollout_version_fn trainer_version; /* NULL: turns are not stamped (stamp_version -1) */
     void *version_ctx;
+    /* A recorded conversation instead of the seeded environment (`syncroll replay`): script[k]
+     * is the token_ids of turn k+2's request (script_n of them; env.max_turns = script_n + 1).
+     * After turn k+1 the observation is what script[k] holds past input_ids and the turn's
+     * output, which it must start with (else replay.prefix naming the first differing
+     * position). NULL: the seeded environment. */
+    const int32_t *const *script;
+    const size_t *script_len;
+    size_t script_n;
 } sr_rollout_config;
 
 #define SR_ROLLOUT_CONFIG_INIT                                                                     \
     {                                                                                              \
         NULL, 0, NULL, NULL, NULL, NULL, 1, 0, 1, 0, -1, 0, 1, {0, 1, 0, 0, 0},                    \
-            SR_TRACE_OPTS_INIT, {0, 0, 0}, NULL, NULL, 0, NULL, NULL                               \
+            SR_TRACE_OPTS_INIT, {0, 0, 0}, NULL, NULL, 0, NULL, NULL, NULL, NULL, 0                \
     }
 
 /* What one turn did; timings in ms, sizes in bytes. */

@@ -467,11 +467,11 @@ static int verify_valid(rv *x)
         }
     if (!bad)
         return 0;
-    char d[200];
-    snprintf(d, sizeof(d),
-             "a route row does not hold %d distinct expert ids in [0, %lld) "
-             "(%lld row-layers)",
-             x->K, (long long)x->ctx->experts, (long long)bad);
+    char d[200], range[48] = "that are not negative"; /* the expert count may be unknown */
+    if (x->ctx->experts > 0)
+        snprintf(range, sizeof range, "in [0, %lld)", (long long)x->ctx->experts);
+    snprintf(d, sizeof(d), "a route row does not hold %d distinct expert ids %s (%lld row-layers)",
+             x->K, range, (long long)bad);
     return check(x, "routes.invalid", NULL, turn_of_row(x->r, first), first, layer, d);
 }
 

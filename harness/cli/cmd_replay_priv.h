@@ -1,0 +1,18 @@
+/* cmd_replay_priv: what the files of `syncroll replay` share. Private to harness/cli/. */
+#ifndef SR_CMD_REPLAY_PRIV_H
+#define SR_CMD_REPLAY_PRIV_H
+
+#include "commands.h"
+#include "proxy/capture.h"
+
+/*
+ * Judges capture c (cmd_replay_judge.c): every session as a rollout of syncroll's client against
+ * the capture played back in-process, its contract checks, one line per session and the last
+ * line "N passed, N failed" on standard output, the run's reports into folder `out` (created;
+ * NULL: none). `dialect` -1: told from the answers, else an sr_dialect. Returns the exit status as
+ * `run`'s: 0 every session passed, 1 one failed, 2 a usage or capture error, 3 a report not
+ * written.
+ */
+int sr_replay_judge(const sr_capture *c, int dialect, const char *out);
+
+#endif /* SR_CMD_REPLAY_PRIV_H */

@@ -1,0 +1,216 @@
+#!/bin/sh
+# `syncroll replay` on real traffic: `syncroll serve` as the engine, `syncroll proxy --record` in
+# front of it, `syncroll run` of a multi-turn scenario whose engines.urls is the proxy. Real
+# processes over loopback; each server prints its URL on one line, read from a FIFO.
+#   serve part: the capture played back by `replay --serve` (behind a second recording proxy)
+#     to the same `run`, which passes; every answer the client got is byte for byte the
+#     captured one; a request the capture lacks is a 404 naming replay.no_match; an answer
+#     the proxy cut (truncate_in_blob) is played back cut.
+#   judge part: `replay CAPTURE` passes the clean capture and fails one recorded with the
+#     engine's routes_all_zero naming routes.invalid, as the live run does, in the skyrl and
+#     vllm wires; a turn that does not extend the previous one is replay.prefix.
+#   REPLAY_PART=serve|judge   only that part
+. "$(dirname "$0")/lib.sh"
+part=${REPLAY_PART:-all}
+pids=
+at_exit 'for p in $pids; do kill "$p" 2>/dev/null; done'
+
+# start NAME COMMAND...: runs a server in the background and sets url to the first "url" of
+# the line it prints.
+start() {
+    sr_name=$1
+    shift
+    rm -f "$tmp/fifo"
+    mkfifo "$tmp/fifo"
+    "$@" >"$tmp/fifo" 2>"$tmp/$sr_name.err" &
+    pids="$pids $!"
+    last_pid=$!
+    exec 3<"$tmp/fifo"
+    IFS= read -r line <&3 || die "$sr_name printed no line: $(cat "$tmp/$sr_name.err")"
+    exec 3<&-
+    url=$(printf '%s\n' "$line" | grep -o '"url":"[^"]*"' | head -n 1 | sed 's/"url":"//; s/"$//')
+    [ -n "$url" ] || die "$sr_name: no url in '$line'"
+}
+
+# stop PID: ends a server started by start and waits for it (a proxy closes its capture).
+stop() {
+    kill -TERM "$1"
+    wait "$1"
+}
+
+# scenario FILE URL [DIALECT]: the multi-turn scenario, against URL, speaking DIALECT.
+scenario() {
+    cat >"$1" <<JSON
+{"id": "replay-multi-turn",
+ "description": "multi-turn rollouts through a recording proxy",
+ "seed": 101,
+ "model": {"vocab": 4000, "layers": 4, "experts": 64, "topk": 8, "eos_rate": 0.05},
+ "engines": {"urls": ["$2"], "dialect": "${3:-skyrl}"},
+ "client": {"concurrency": 4},
+ "steps": [
+   {"kind": "rollout", "name": "batch", "batch": 6, "turns": 3, "max_tokens": 16,
+    "prompt_tokens": {"min": 8, "max": 40}, "observation_tokens": {"min": 1, "max": 8}},
+   {"kind": "collate", "rollouts": ["batch"]}]}
+JSON
+}
+
+# engine FILE [FAULTS [DIALECT]]: the served engine's scenario (one mock engine, same model).
+engine() {
+    cat >"$1" <<JSON
+{"id": "replay-engine", "description": "the engine behind the proxy", "seed": 101,
+ "model": {"vocab": 4000, "layers": 4, "experts": 64, "topk": 8, "eos_rate": 0.05},
+ "engines": {"count": 1, "faults": [${2:-}], "dialect": "${3:-skyrl}"},
+ "steps": [{"kind": "rollout"}]}
+JSON
+}
+
+# record CAPTURE [FAULTS [DIALECT]]: serve + recording proxy + run; the run's output in $OUT.
+record() {
+    engine "$tmp/engine.json" "${2:-}" "${3:-skyrl}"
+    start serve "$S" serve "$tmp/engine.json"
+    serve_pid=$last_pid
+    start proxy "$S" proxy --upstream "$url" --record "$1"
+    proxy_pid=$last_pid
+    scenario "$tmp/run.json" "$url" "${3:-skyrl}"
+    OUT=$("$S" run --out "$tmp/runs" "$tmp/run.json" 2>&1)
+    run_status=$?
+    stop "$proxy_pid"
+    stop "$serve_pid"
+}
+
+# turns.py URL [grow]: two generates of session "s" with token_ids [5, 6, 7] (with grow, turn 2
+# sends [5, 6, 7, 8]: not turn 1's prompt and output); prints each turn's "status:bytes", or
+# "cut".
+cat >"$tmp/turns.py" <<'PY'
+import http.client, json, sys, urllib.request
+out = []
+for turn in (1, 2):
+    ids = [5, 6, 7] + ([8] * (turn - 1) if sys.argv[2:] == ["grow"] else [])
+    req = urllib.request.Request(
+        sys.argv[1] + "/skyrl/v1/generate",
+        data=json.dumps({"sampling_params": {"max_tokens": 4}, "model": "default",
+                         "token_ids": ids}).encode(),
+        headers={"Content-Type": "application/json", "X-Session-ID": "s"})
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            out.append("%d:%d" % (r.status, len(r.read())))
+    except http.client.IncompleteRead:
+        out.append("cut")
+print(" ".join(out))
+PY
+
+if [ "$part" = all ] || [ "$part" = serve ]; then
+    record "$tmp/cap1"
+    [ "$run_status" -eq 0 ] || die "the recorded run failed: $OUT"
+    ok "recorded a run through the proxy"
+    start replay "$S" replay --serve "$tmp/cap1"
+    replay_pid=$last_pid
+    replay_url=$url
+    printf '%s\n' "$line" | grep -q '"exchanges":' || bad "replay line lacks exchanges: $line"
+    start proxy2 "$S" proxy --upstream "$replay_url" --record "$tmp/cap2"
+    proxy2_pid=$last_pid
+    scenario "$tmp/run2.json" "$url"
+    expect 0 "the same run against replay --serve passes" "$S" run --out "$tmp/runs" "$tmp/run2.json"
+    # A request the capture has no answer for: 404 with the named error.
+    expect_out 0 '^404 replay.no_match$' "an unknown request is 404 replay.no_match" python3 -c '
+import json, sys, urllib.request, urllib.error
+req = urllib.request.Request(sys.argv[1] + "/skyrl/v1/generate", data=b"{\"token_ids\":[1]}",
+                             headers={"Content-Type": "application/json", "X-Session-ID": "nobody"})
+try:
+    urllib.request.urlopen(req, timeout=30)
+    print("answered")
+except urllib.error.HTTPError as e:
+    print(e.code, json.loads(e.read())["error"]["check"])
+' "$replay_url"
+    stop "$proxy2_pid"
+    stop "$replay_pid"
+    # Every exchange the second run made is answered with the bytes of the exchange it replays:
+    # the n-th request of a session to a URI, or else the n-th with the same URI and body.
+    expect_out 0 '^identical [1-9][0-9]*$' "the replayed answers are byte-identical to the capture" \
+        python3 - "$S" "$tmp/cap1" "$tmp/cap2" <<'PY'
+import json, subprocess, sys
+S, caps = sys.argv[1], sys.argv[2:]
+def body(cap, seq, kind):
+    return subprocess.run([S, "replay", "--body", "%d:%s" % (seq, kind), cap], check=True,
+                          capture_output=True).stdout
+def keyed(cap):
+    xs = json.loads(subprocess.run([S, "replay", "--list", "--json", cap], check=True,
+                                   capture_output=True).stdout)["exchanges"]
+    seen, out = {}, {}
+    for x in xs:
+        k = (x["session"], x["uri"]) if x["session"] else (None, x["uri"], body(cap, x["seq"], "req"))
+        n = seen[k] = seen.get(k, 0) + 1
+        out[k + (n,)] = (x["status"], body(cap, x["seq"], "resp"))
+    return out
+a, b = keyed(caps[0]), keyed(caps[1])
+assert a.keys() == b.keys(), sorted(set(a) ^ set(b))
+for k in a:
+    assert a[k] == b[k], k
+print("identical", len(a))
+PY
+    # A cut answer is played back cut: the proxy's truncate_in_blob on turn 2 of a session is
+    # recorded incomplete, and replay --serve cuts the same turn again.
+    engine "$tmp/engine.json"
+    start serve "$S" serve "$tmp/engine.json"
+    serve_pid=$last_pid
+    start proxy "$S" proxy --upstream "$url" --record "$tmp/cut" --fault \
+        '{"kind": "truncate_in_blob", "keep_length": true, "turn": [2], "id": "cut"}'
+    proxy_pid=$last_pid
+    expect_out 0 '^200:[0-9]+ cut$' "the proxy cuts turn 2" python3 "$tmp/turns.py" "$url"
+    live=$OUT
+    stop "$proxy_pid"
+    stop "$serve_pid"
+    start replay "$S" replay --serve "$tmp/cut"
+    replay_pid=$last_pid
+    expect_out 0 "^$live\$" "replay --serve cuts the same turn" python3 "$tmp/turns.py" "$url"
+    stop "$replay_pid"
+fi
+
+# judge part: `syncroll replay CAPTURE` judges the recorded traffic with no engine: the clean
+# capture passes (with the run's reports in --out); with the engine's route fault the live run
+# fails with a named check and so does the judge, naming the same check.
+if [ "$part" = all ] || [ "$part" = judge ]; then
+    record "$tmp/clean"
+    [ "$run_status" -eq 0 ] || die "the clean recorded run failed: $OUT"
+    expect_out 0 '^7 passed, 0 failed$' "replay judges the clean capture (6 sessions, collate)" \
+        "$S" replay --out "$tmp/judged" "$tmp/clean"
+    for f in summary.txt results.json junit.xml report.html; do
+        [ -s "$tmp/judged/$f" ] || bad "replay --out wrote no $f"
+    done
+    grep -q '"id":	"replay-multi-turn/' "$tmp/judged/results.json" ||
+        bad "results.json lacks the sessions: $(head -c 600 "$tmp/judged/results.json")"
+    record "$tmp/zero" '{"kind": "routes_all_zero", "id": "zero"}'
+    [ "$run_status" -eq 1 ] || die "the faulty recorded run exited $run_status: $OUT"
+    live=$(printf '%s\n' "$OUT" | grep -o 'routes\.invalid' | head -n 1)
+    [ "$live" = routes.invalid ] || die "the faulty live run did not name routes.invalid: $OUT"
+    expect_out 1 '^FAIL +replay-multi-turn/[^ ]+  routes\.invalid: .*turn' \
+        "replay fails the faulty capture naming routes.invalid" "$S" replay "$tmp/zero"
+    expect_out 1 '^1 passed, 6 failed$' "every faulty session fails" "$S" replay "$tmp/zero"
+    printf '%s\n' "$OUT" | grep -q '^PASS  collate$' || bad "the batch was not collated: $OUT"
+    # The vllm wire (.npy routes of the rows the wire carries), told from the answers.
+    record "$tmp/vllm" "" vllm
+    [ "$run_status" -eq 0 ] || die "the clean vllm run failed: $OUT"
+    expect_out 0 '^7 passed, 0 failed$' "replay judges a clean vllm capture" "$S" replay "$tmp/vllm"
+    record "$tmp/vllm-zero" '{"kind": "routes_all_zero"}' vllm
+    [ "$run_status" -eq 1 ] || die "the faulty vllm run exited $run_status: $OUT"
+    printf '%s\n' "$OUT" | grep -q 'routes\.invalid' || die "the live vllm run: $OUT"
+    expect_out 1 '^FAIL +replay-multi-turn/[^ ]+  routes\.invalid: ' \
+        "replay --dialect vllm fails the faulty vllm capture naming routes.invalid" \
+        "$S" replay --dialect vllm "$tmp/vllm-zero"
+    # A client whose turn 2 does not extend turn 1's prompt and output.
+    engine "$tmp/engine.json"
+    start serve "$S" serve "$tmp/engine.json"
+    serve_pid=$last_pid
+    start proxy "$S" proxy --upstream "$url" --record "$tmp/noext"
+    proxy_pid=$last_pid
+    expect_out 0 '^200:[0-9]+ 200:[0-9]+$' "two turns recorded" python3 "$tmp/turns.py" "$url" grow
+    stop "$proxy_pid"
+    stop "$serve_pid"
+    expect_out 1 '^FAIL +s  replay\.prefix: .*turn 2.s request does not extend turn 1' \
+        "a turn that does not extend the conversation is replay.prefix" "$S" replay "$tmp/noext"
+    mkdir "$tmp/bogus" && printf '{"not":"a capture"}\n' >"$tmp/bogus/capture.jsonl"
+    expect_out 2 'capture\.version' "a folder that is no capture is a named error" \
+        "$S" replay "$tmp/bogus"
+fi
+
+finish
