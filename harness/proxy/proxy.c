@@ -10,6 +10,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "proxy_answer.h"
 #include "proxy_priv.h"
 #include "spec/endpoints.h"
 
@@ -61,34 +62,6 @@ static int64_t session_turn(sr_proxy *p, const char *session)
     }
     pthread_mutex_unlock(&p->mu);
     return turn;
-}
-
-/* Queues the JSON text in b (released here) as the answer, unless rc says building it failed. */
-static enum MHD_Result queue_json(struct MHD_Connection *c, unsigned status, sr_buf *b, int rc)
-{
-    struct MHD_Response *resp =
-        rc ? NULL : MHD_create_response_from_buffer(b->len, b->data, MHD_RESPMEM_MUST_COPY);
-    sr_buf_release(b);
-    if (!resp)
-        return MHD_NO;
-    MHD_add_response_header(resp, "Content-Type", "application/json");
-    enum MHD_Result r = MHD_queue_response(c, status, resp);
-    MHD_destroy_response(resp);
-    return r;
-}
-
-static enum MHD_Result answer_json(struct MHD_Connection *c, unsigned status, const char *check,
-                                   const char *msg)
-{
-    sr_buf b = SR_BUF_INIT;
-    sr_err err = SR_ERR_INIT;
-    int rc = sr_buf_puts(&b, "{\"error\":{\"message\":", &err);
-    if (!rc)
-        rc = sr_buf_put_json_string(&b, msg, &err);
-    if (!rc)
-        rc = sr_buf_printf(&b, &err, ",\"type\":\"%s\",\"code\":%u,\"check\":\"%s\"}}",
-                           status >= 500 ? "ServerError" : "BadRequestError", status, check);
-    return queue_json(c, status, &b, rc);
 }
 
 /* The http layer's answers, made by the proxy without forwarding (spec/faults.h). */
@@ -150,7 +123,7 @@ static enum MHD_Result answer_state(sr_proxy *p, struct MHD_Connection *c)
         rc = p->faults ? sr_faults_state_json(&b, p->faults, &err) : sr_buf_puts(&b, "[]", &err);
     if (!rc)
         rc = sr_buf_puts(&b, "}", &err);
-    return queue_json(c, 200, &b, rc);
+    return sr_px_queue_json(c, 200, &b, rc);
 }
 
 static enum MHD_Result add_header(void *cls, enum MHD_ValueKind kind, const char *k, const char *v)
@@ -257,9 +230,10 @@ static enum MHD_Result handle(px_req *r, struct MHD_Connection *c, const char *u
 {
     sr_proxy *p = r->p;
     if (r->too_large)
-        return answer_json(c, r->too_large == 2 ? 414 : 413, "resource.limit",
-                           r->too_large == 2 ? "the request URI is too long for the proxy"
-                                             : "the request body is larger than the proxy takes");
+        return sr_px_answer_error(c, r->too_large == 2 ? 414 : 413, "resource.limit",
+                                  r->too_large == 2
+                                      ? "the request URI is too long for the proxy"
+                                      : "the request body is larger than the proxy takes");
     if (strcmp(url, "/syncroll/v1/proxy") == 0 && strcmp(r->x.method, "GET") == 0) {
         r->local = 1;
         return answer_state(p, c);
@@ -303,7 +277,7 @@ static enum MHD_Result handle(px_req *r, struct MHD_Connection *c, const char *u
     if (px_forward(r, &err)) {
         atomic_fetch_add(&p->failures, 1);
         r->x.complete = 0;
-        return answer_json(c, 502, "proxy.upstream", err.msg);
+        return sr_px_answer_error(c, 502, "proxy.upstream", err.msg);
     }
     if (p->cfg.record)
         r->x.t_head_us = sr_capture_now_us(p->cfg.record);

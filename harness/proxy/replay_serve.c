@@ -12,6 +12,7 @@
 #include <microhttpd.h>
 #include <xxhash.h>
 
+#include "proxy_answer.h"
 #include "spec/endpoints.h"
 #include "sr_buf.h"
 
@@ -134,34 +135,6 @@ static const sr_capture_exchange *match(sr_replay_serve *s, const rs_req *r)
     return hit;
 }
 
-static enum MHD_Result answer_text(struct MHD_Connection *c, unsigned status, const char *text)
-{
-    struct MHD_Response *resp =
-        MHD_create_response_from_buffer(strlen(text), (void *)text, MHD_RESPMEM_MUST_COPY);
-    if (!resp)
-        return MHD_NO;
-    MHD_add_response_header(resp, "Content-Type", "application/json");
-    enum MHD_Result res = MHD_queue_response(c, status, resp);
-    MHD_destroy_response(resp);
-    return res;
-}
-
-static enum MHD_Result answer_error(struct MHD_Connection *c, unsigned status, const char *check,
-                                    const char *msg)
-{
-    sr_buf b = SR_BUF_INIT;
-    sr_err err = SR_ERR_INIT;
-    int rc = sr_buf_puts(&b, "{\"error\":{\"message\":", &err);
-    if (!rc)
-        rc = sr_buf_put_json_string(&b, msg, &err);
-    if (!rc)
-        rc = sr_buf_printf(&b, &err, ",\"type\":\"%s\",\"code\":%u,\"check\":\"%s\"}}",
-                           status == 404 ? "NotFoundError" : "BadRequestError", status, check);
-    enum MHD_Result res = rc ? MHD_NO : answer_text(c, status, b.data);
-    sr_buf_release(&b);
-    return res;
-}
-
 /* A recorded answer as it is sent: complete ones with their length, incomplete ones cut. */
 typedef struct rs_body {
     sr_buf b;
@@ -201,7 +174,7 @@ static enum MHD_Result answer_exchange(sr_replay_serve *s, struct MHD_Connection
     rb->complete = x->complete;
     if (sr_capture_read_body(s->cfg.capture, &x->response, &rb->b, RS_MAX_BODY, &err)) {
         body_free(rb);
-        return answer_error(c, 500, sr_code_name(err.code), err.msg);
+        return sr_px_answer_error(c, 500, sr_code_name(err.code), err.msg);
     }
     struct MHD_Response *resp = MHD_create_response_from_callback(
         rb->complete ? rb->b.len : MHD_SIZE_UNKNOWN, 64 << 10, body_read, rb, body_free);
@@ -224,15 +197,16 @@ static enum MHD_Result handle(sr_replay_serve *s, rs_req *r, struct MHD_Connecti
                               const char *url)
 {
     if (r->too_large)
-        return answer_error(c, r->too_large == 2 ? 414 : 413, "resource.limit",
-                            r->too_large == 2 ? "the request URI is too long"
-                                              : "the request body is larger than replay takes");
+        return sr_px_answer_error(c, r->too_large == 2 ? 414 : 413, "resource.limit",
+                                  r->too_large == 2
+                                      ? "the request URI is too long"
+                                      : "the request body is larger than replay takes");
     if (strcmp(url, "/syncroll/v1/replay") == 0 && strcmp(r->method, "GET") == 0) {
-        char t[160];
-        snprintf(t, sizeof t,
-                 "{\"exchanges\":%zu,\"answered\":%" PRId64 ",\"no_match\":%" PRId64 "}", s->n_body,
-                 atomic_load(&s->answered), atomic_load(&s->no_match));
-        return answer_text(c, 200, t);
+        sr_buf b = SR_BUF_INIT;
+        int rc = sr_buf_printf(
+            &b, NULL, "{\"exchanges\":%zu,\"answered\":%" PRId64 ",\"no_match\":%" PRId64 "}",
+            s->n_body, atomic_load(&s->answered), atomic_load(&s->no_match));
+        return sr_px_queue_json(c, 200, &b, rc);
     }
     int ep = sr_endpoint_lookup(r->method, url);
     if (ep >= 0)
@@ -246,7 +220,7 @@ static enum MHD_Result handle(sr_replay_serve *s, rs_req *r, struct MHD_Connecti
              "the capture has no answer for %s %s%s%s (no exchange of this session and turn, "
              "none with this method, URI and body)",
              r->method, r->uri, r->session[0] ? " of session " : "", r->session);
-    return answer_error(c, 404, sr_code_name(SR_E_REPLAY_NO_MATCH), msg);
+    return sr_px_answer_error(c, 404, sr_code_name(SR_E_REPLAY_NO_MATCH), msg);
 }
 
 static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
