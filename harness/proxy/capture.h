@@ -46,6 +46,7 @@
 #define SR_CAPTURE_MAX_LINE      (64u << 10) /* bytes of one index line */
 #define SR_CAPTURE_MAX_EXCHANGES 1000000
 #define SR_CAPTURE_STR_MAX       1024 /* session, uri, content types: bytes including the NUL */
+#define SR_CAPTURE_MAX_INDEX     ((size_t)1 << 30) /* bytes of capture.jsonl */
 #define SR_CAPTURE_INDEX         "capture.jsonl"
 
 typedef struct sr_capture_body {
@@ -78,8 +79,8 @@ typedef struct sr_capture sr_capture;
  */
 int sr_capture_parse(sr_capture **out, const char *text, size_t len, const char *dir, sr_err *err);
 
-/* Reads dir/capture.jsonl (at most SR_CAPTURE_MAX_LINE * (SR_CAPTURE_MAX_EXCHANGES + 1) bytes)
- * and parses it. */
+/* Reads dir/capture.jsonl (at most SR_CAPTURE_MAX_INDEX bytes, else resource.limit) and parses
+ * it. */
 int sr_capture_open(sr_capture **out, const char *dir, sr_err *err);
 
 void sr_capture_free(sr_capture *c);

@@ -263,7 +263,7 @@ int sr_capture_open(sr_capture **out, const char *dir, sr_err *err)
     if ((size_t)snprintf(path, sizeof path, "%s/" SR_CAPTURE_INDEX, dir) >= sizeof path)
         return sr_err_set(err, SR_E_IO, "capture path '%s' is too long", dir);
     sr_buf b = SR_BUF_INIT;
-    int rc = sr_file_read(&b, path, (size_t)SR_CAPTURE_MAX_LINE * 1024u, err);
+    int rc = sr_file_read(&b, path, SR_CAPTURE_MAX_INDEX, err);
     if (!rc)
         rc = sr_capture_parse(out, b.data ? b.data : "", b.len, dir, err);
     sr_buf_release(&b);

@@ -414,7 +414,8 @@ int sr_proxy_start(sr_proxy **out, const sr_proxy_config *cfg, sr_err *err)
         (uint16_t)cfg->port, NULL, NULL, on_request, p, MHD_OPTION_SOCK_ADDR,
         (struct sockaddr *)&sin, MHD_OPTION_URI_LOG_CALLBACK, on_uri, p,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, p, MHD_OPTION_NOTIFY_CONNECTION, on_connection,
-        p, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)600, MHD_OPTION_END);
+        p, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)600, MHD_OPTION_CONNECTION_LIMIT,
+        (unsigned)SR_PROXY_MAX_CONNECTIONS, MHD_OPTION_END);
     if (!p->d) {
         sr_proxy_stop(p);
         return sr_err_set(err, SR_E_ENGINE_START, "the proxy cannot listen on %s:%d", addr,

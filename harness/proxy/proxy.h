@@ -21,9 +21,9 @@
  * GET /syncroll/v1/proxy answers the proxy's own state (upstream, exchanges, per-fault
  * seen/fired) and is not forwarded.
  *
- * Threads: libmicrohttpd's thread per connection; each request drives its own curl transfer in
- * that thread. Ownership: the config's strings, capture writer and plan are borrowed and must
- * outlive the proxy.
+ * Threads: libmicrohttpd's thread per connection (at most SR_PROXY_MAX_CONNECTIONS connections;
+ * more are refused by libmicrohttpd); each request drives its own curl transfer in that thread.
+ * Ownership: the config's strings, capture writer and plan are borrowed and must outlive the proxy.
  */
 #ifndef SR_PROXY_H
 #define SR_PROXY_H
@@ -35,9 +35,10 @@
 #include "spec/faults.h"
 #include "sr_err.h"
 
-#define SR_PROXY_HOLD_BYTES   (1u << 20)  /* answer bytes held before the upstream is paused */
-#define SR_PROXY_MAX_REQUEST  (64u << 20) /* default bound on a request body */
-#define SR_PROXY_UPSTREAM_MAX 512         /* bytes of the upstream URL, including the NUL */
+#define SR_PROXY_HOLD_BYTES      (1u << 20)  /* answer bytes held before the upstream is paused */
+#define SR_PROXY_MAX_REQUEST     (64u << 20) /* default bound on a request body */
+#define SR_PROXY_UPSTREAM_MAX    512         /* bytes of the upstream URL, including the NUL */
+#define SR_PROXY_MAX_CONNECTIONS 512         /* client connections (a thread each) at once */
 
 typedef struct sr_proxy_config {
     const char *upstream;        /* "http://host:port" (no path) */
