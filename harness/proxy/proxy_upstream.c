@@ -91,7 +91,9 @@ static void drive_step(px_req *r, int wait)
         r->done = 1;
         r->result = CURLE_OK;
     }
-    if (!r->done && wait)
+    /* Wait for the socket only while nothing is held for the client: bytes already here (from
+     * this perform, or delivered when a paused transfer was resumed) go out first. */
+    if (!r->done && wait && r->off == r->pending.len)
         curl_multi_poll(r->multi, NULL, 0, 100, NULL);
 }
 
