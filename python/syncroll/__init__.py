@@ -10,11 +10,11 @@ from .engine import Engines, serve
 from .proxy import Proxy, proxy
 from .errors import (InternalError, ProtocolError, ResourceError, SyncrollError, TransientError,
                      UsageError)
-from .results import Check, RunResult, Scenario, probe, run
+from .results import Check, RunResult, Scenario, probe, replay, run
 
 __all__ = [
     "BodyResult", "Check", "Engines", "InternalError", "ProtocolError", "Proxy", "ResourceError",
     "RunResult", "Scenario", "SyncrollError", "TransientError", "UsageError", "binary",
-    "check_body", "dialects", "probe", "proxy", "run", "serve",
+    "check_body", "dialects", "probe", "proxy", "replay", "run", "serve",
 ]
 __version__ = "0.1.0"

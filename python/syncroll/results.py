@@ -142,3 +142,15 @@ def probe(url, out=None, timeout=None, **options):
     out = os.fspath(out) if out else tempfile.mkdtemp(prefix="syncroll-probe-")
     args = ["probe", "--out", out, *_option_args(options), url]
     return _load_run(_binary.call(args, timeout=timeout), out)
+
+
+def replay(capture, out=None, timeout=None, **options):
+    """Judges a capture of ``syncroll proxy --record`` with ``syncroll replay`` (no engine:
+    every session is re-read by syncroll's own client and verifier) and returns a RunResult read
+    from its results.json. Options as ``run`` (``dialect="vllm"``). A damaged capture raises
+    UsageError (the binary names it: capture.truncated, capture.corrupt, ...) through
+    ``python.no_results`` with the binary's message."""
+    out = os.fspath(out) if out else tempfile.mkdtemp(prefix="syncroll-replay-")
+    args = ["replay", "--out", out, *_option_args(options), os.fspath(capture)]
+    return _load_run(_binary.call(args, timeout=timeout), out)
+

@@ -93,3 +93,24 @@ def test_redacted_capture_keeps_no_prompt(tmp_path):
     assert resp.stdout == answer
     bad = syncroll._binary.call(["replay", "--body", "99:resp", str(cap)])
     assert bad.returncode == 2 and b"usage.invalid_argument" in bad.stderr
+
+
+def test_a_recorded_rollout_is_judged_by_replay(tmp_path):
+    """proxy(record=) then replay(): the capture of syncroll's own run is judged with no engine,
+    clean, and with the engine's all-zero routes recorded, failing with the live run's check."""
+    scenario = {"id": "py-replay", "description": "a rollout recorded through the proxy",
+                "steps": [{"kind": "rollout", "batch": 2, "turns": 2}]}
+    for faults, want_pass in (([], True), ([{"kind": "routes_all_zero"}], False)):
+        cap = tmp_path / ("zero" if faults else "clean")
+        with syncroll.serve(scenario, faults=faults) as eng:
+            with syncroll.proxy(eng.url, record=cap) as px:
+                live = dict(scenario, engines={"urls": [px.url]})
+                path = tmp_path / "live.json"
+                path.write_text(json.dumps(live))
+                ran = syncroll.run(path, out=tmp_path / "runs")
+        judged = syncroll.replay(cap, out=tmp_path / ("judged-" + cap.name))
+        assert judged.passed is want_pass and ran.passed is want_pass
+        if not want_pass:
+            live_checks = {c for s in ran.failures() for c in s.fired}
+            replay_checks = {c for s in judged.failures() for c in s.fired}
+            assert live_checks & replay_checks, (live_checks, replay_checks)
