@@ -21,7 +21,9 @@ static const char USAGE[] =
     "request is forwarded to URL (http://HOST:PORT) unchanged and every answer streamed back as\n"
     "its bytes arrive. It prints one JSON line once it listens,\n"
     "  {\"proxy\":{\"url\":\"http://127.0.0.1:PORT\",\"upstream\":\"...\",\"record\":DIR|null}}\n"
-    "and runs until SIGINT, SIGTERM or SIGHUP (exit 0). It sends nothing on its own: only what\n"
+    "and runs until SIGINT, SIGTERM or SIGHUP: exit 0, or 1 when the capture could not record\n"
+    "an exchange whole (a body or index line not written: each is named on standard error and\n"
+    "marked \"complete\": false). It sends nothing on its own: only what\n"
     "its clients send, to URL. GET /syncroll/v1/proxy answers its own state (exchanges, faults\n"
     "seen and fired) and is not forwarded.\n"
     "\n"
@@ -181,7 +183,15 @@ int sr_cmd_proxy(int argc, char **argv)
     } else {
         status = serve_until_stopped(p, &a, &sig);
     }
-    sr_proxy_stop(p);
+    int64_t lost = sr_proxy_stop(p);
+    if (lost > 0) {
+        /* The traffic went through, but the capture is not what it claims to be. */
+        fprintf(stderr,
+                "syncroll proxy: io.error: %lld exchange(s) were not recorded whole (see the "
+                "lines above; they are marked \"complete\": false in the capture)\n",
+                (long long)lost);
+        status = SR_EXIT_FAIL;
+    }
     if (sr_capture_writer_close(w, &err)) {
         fprintf(stderr, "syncroll proxy: %s: %s\n", sr_code_name(err.code), err.msg);
         status = SR_EXIT_FAIL;

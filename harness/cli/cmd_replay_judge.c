@@ -37,7 +37,7 @@
 typedef struct judge_session {
     const char *id;
     const sr_capture_exchange **turns;
-    size_t n;
+    size_t n, cap;
 } judge_session;
 
 static void judge_sessions_free(judge_session *ss, size_t n);
@@ -49,9 +49,25 @@ static void uri_path(char *dst, size_t cap, const char *uri)
     snprintf(dst, cap, "%.*s", (int)(n < cap ? n : cap - 1), uri);
 }
 
-/* Groups the capture's generate exchanges on route `path` by session, in seq order. */
-static int group_sessions(judge_session **out, size_t *n_out, const sr_capture *c, const char *path,
-                          sr_err *err)
+/* Appends x to j's turns, growing them by doubling (a session's turns are not known ahead). */
+static int add_turn(judge_session *j, const sr_capture_exchange *x, sr_err *err)
+{
+    if (j->n == j->cap) {
+        size_t cap = j->cap ? j->cap * 2 : 8;
+        const sr_capture_exchange **t = realloc(j->turns, cap * sizeof *t);
+        if (!t)
+            return sr_err_set(err, SR_E_NOMEM, "no memory for %zu turns of session %s", cap, j->id);
+        j->turns = t;
+        j->cap = cap;
+    }
+    j->turns[j->n++] = x;
+    return 0;
+}
+
+/* Groups the capture's generate exchanges on route `path` by session, in seq order; *unjudged
+ * counts those without an X-Session-ID, which cannot be put in a conversation. */
+static int group_sessions(judge_session **out, size_t *n_out, size_t *unjudged, const sr_capture *c,
+                          const char *path, sr_err *err)
 {
     size_t n = sr_capture_count(c), ns = 0;
     judge_session *ss = calloc(n ? n : 1, sizeof *ss);
@@ -61,25 +77,27 @@ static int group_sessions(judge_session **out, size_t *n_out, const sr_capture *
         const sr_capture_exchange *x = sr_capture_at(c, i);
         char p[SR_CAPTURE_STR_MAX];
         uri_path(p, sizeof p, x->uri);
-        if (!x->session[0] || strcmp(x->method, "POST") != 0 || strcmp(p, path) != 0)
+        if (strcmp(x->method, "POST") != 0 || strcmp(p, path) != 0)
             continue;
+        if (!x->session[0]) {
+            (*unjudged)++;
+            continue;
+        }
         size_t s = 0;
         while (s < ns && strcmp(ss[s].id, x->session) != 0)
             s++;
-        if (s == ns) {
-            ss[ns].id = x->session;
-            ss[ns].turns = calloc(n, sizeof *ss[ns].turns);
-            if (!ss[ns++].turns) {
-                judge_sessions_free(ss, ns);
-                return sr_err_set(err, SR_E_NOMEM, "no memory for session %s", x->session);
-            }
-        }
+        if (s == ns)
+            ss[ns++].id = x->session;
         judge_session *j = &ss[s];
         const sr_capture_exchange *prev = j->n ? j->turns[j->n - 1] : NULL;
         if (prev && prev->request.bytes == x->request.bytes &&
             prev->request.xxh3 == x->request.xxh3)
             continue; /* a retry of the same turn */
-        j->turns[j->n++] = x;
+        int rc = add_turn(j, x, err);
+        if (rc) {
+            judge_sessions_free(ss, ns);
+            return rc;
+        }
     }
     *out = ss;
     *n_out = ns;
@@ -316,8 +334,13 @@ static int judge_all(sr_run_result *run, const sr_capture *c, const char *url, s
                      const sr_dialect_route *rt, sr_err *err)
 {
     judge_session *ss = NULL;
-    size_t ns = 0;
-    int rc = group_sessions(&ss, &ns, c, rt->path, err);
+    size_t ns = 0, unjudged = 0;
+    int rc = group_sessions(&ss, &ns, &unjudged, c, rt->path, err);
+    if (!rc && unjudged)
+        fprintf(stderr,
+                "syncroll replay: note: %zu generate exchange(s) on %s carry no X-Session-ID and "
+                "are not judged (a conversation needs its session)\n",
+                unjudged, rt->path);
     sr_client_opts o = SR_CLIENT_OPTS_INIT;
     o.dialect = d;
     o.dialect_route = (int)(rt - sr_dialect_get(d)->routes);

@@ -1,5 +1,4 @@
 /* syncroll proxy: the server side (proxy.h): requests in, faults picked, exchanges recorded. */
-#include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <netinet/in.h>
@@ -116,9 +115,11 @@ static enum MHD_Result answer_state(sr_proxy *p, struct MHD_Connection *c)
     if (!rc)
         rc = sr_buf_put_json_string(&b, p->upstream, &err);
     if (!rc)
-        rc = sr_buf_printf(
-            &b, &err, ",\"exchanges\":%" PRId64 ",\"upstream_failures\":%" PRId64 ",\"faults\":",
-            atomic_load(&p->exchanges), atomic_load(&p->failures));
+        rc = sr_buf_printf(&b, &err,
+                           ",\"exchanges\":%" PRId64 ",\"upstream_failures\":%" PRId64
+                           ",\"capture_errors\":%" PRId64 ",\"faults\":",
+                           atomic_load(&p->exchanges), atomic_load(&p->failures),
+                           atomic_load(&p->capture_errors));
     if (!rc)
         rc = p->faults ? sr_faults_state_json(&b, p->faults, &err) : sr_buf_puts(&b, "[]", &err);
     if (!rc)
@@ -271,9 +272,12 @@ static enum MHD_Result handle(px_req *r, struct MHD_Connection *c, const char *u
     r->conn = ci ? ci->socket_context : NULL;
     sr_err err = SR_ERR_INIT;
     if (p->cfg.record && record_request(r, &err))
-        r->x.complete = 0; /* the capture lacks the body; the traffic goes on */
-    if (p->cfg.record && sr_capture_sink_open(&r->resp_sink, p->cfg.record, r->x.seq, "resp", &err))
+        px_capture_failed(r, &err);
+    if (p->cfg.record &&
+        sr_capture_sink_open(&r->resp_sink, p->cfg.record, r->x.seq, "resp", &err)) {
         r->resp_sink = NULL;
+        px_capture_failed(r, &err);
+    }
     if (px_forward(r, &err)) {
         atomic_fetch_add(&p->failures, 1);
         r->x.complete = 0;
@@ -340,13 +344,13 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                 r->x.complete = 0;
         }
         if (r->resp_sink && sr_capture_sink_close(r->resp_sink, &r->x.response, &err))
-            r->x.complete = 0;
+            px_capture_failed(r, &err);
         r->resp_sink = NULL;
         r->x.t_end_us = sr_capture_now_us(p->cfg.record);
         if (r->x.t_head_us < r->x.t_start_us)
             r->x.t_head_us = r->x.t_end_us;
         if (sr_capture_append(p->cfg.record, &r->x, &err))
-            fprintf(stderr, "syncroll proxy: %s: %s\n", sr_code_name(err.code), err.msg);
+            px_capture_failed(r, &err);
     }
     sr_capture_sink_abandon(r->req_sink);
     sr_capture_sink_abandon(r->resp_sink);
@@ -400,14 +404,10 @@ int sr_proxy_start(sr_proxy **out, const sr_proxy_config *cfg, sr_err *err)
         return rc;
     }
     struct sockaddr_in sin;
-    memset(&sin, 0, sizeof sin);
-    sin.sin_family = AF_INET;
-    sin.sin_port = htons((uint16_t)cfg->port);
-    const char *addr = cfg->listen_addr ? cfg->listen_addr : "127.0.0.1";
-    if (inet_pton(AF_INET, addr, &sin.sin_addr) != 1) {
+    const char *addr;
+    if ((rc = sr_px_listen_addr(&sin, &addr, cfg->listen_addr, cfg->port, err))) {
         sr_proxy_stop(p);
-        return sr_err_set(err, SR_E_INVAL, "--listen address '%s' is not a numeric IPv4 address",
-                          addr);
+        return rc;
     }
     p->d = MHD_start_daemon(
         MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL,
@@ -421,8 +421,7 @@ int sr_proxy_start(sr_proxy **out, const sr_proxy_config *cfg, sr_err *err)
         return sr_err_set(err, SR_E_ENGINE_START, "the proxy cannot listen on %s:%d", addr,
                           cfg->port);
     }
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(p->d, MHD_DAEMON_INFO_BIND_PORT);
-    p->port = info ? info->port : cfg->port;
+    p->port = sr_px_bound_port(p->d, cfg->port);
     snprintf(p->url, sizeof p->url, "http://%s:%d", addr, p->port);
     *out = p;
     return 0;
@@ -437,10 +436,10 @@ const char *sr_proxy_url(const sr_proxy *p)
     return p->url;
 }
 
-void sr_proxy_stop(sr_proxy *p)
+int64_t sr_proxy_stop(sr_proxy *p)
 {
     if (!p)
-        return;
+        return 0;
     pthread_mutex_lock(&p->mu);
     p->stopping = 1;
     pthread_cond_broadcast(&p->cv);
@@ -452,5 +451,7 @@ void sr_proxy_stop(sr_proxy *p)
         free(p->sessions[i].key);
     pthread_cond_destroy(&p->cv);
     pthread_mutex_destroy(&p->mu);
+    int64_t lost = atomic_load(&p->capture_errors);
     free(p);
+    return lost;
 }

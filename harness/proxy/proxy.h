@@ -18,8 +18,8 @@
  * failure would. Hop-by-hop headers (Connection, Keep-Alive, Transfer-Encoding, TE, Trailer,
  * Upgrade, Proxy-*) are not forwarded; Host is the upstream's.
  *
- * GET /syncroll/v1/proxy answers the proxy's own state (upstream, exchanges, per-fault
- * seen/fired) and is not forwarded.
+ * GET /syncroll/v1/proxy answers the proxy's own state (upstream, exchanges, upstream failures,
+ * capture errors, per-fault seen/fired) and is not forwarded.
  *
  * Threads: libmicrohttpd's thread per connection (at most SR_PROXY_MAX_CONNECTIONS connections;
  * more are refused by libmicrohttpd); each request drives its own curl transfer in that thread.
@@ -64,9 +64,16 @@ int sr_proxy_check_faults(const sr_fault_plan *plan, sr_err *err);
 int sr_proxy_start(sr_proxy **out, const sr_proxy_config *cfg, sr_err *err);
 
 int sr_proxy_port(const sr_proxy *p);
+
+/* Exchanges the capture could not record whole (a body or index line that could not be
+ * written): each is also printed on standard error and marked "complete": false. The traffic
+ * itself is never held up by the capture. */
+int64_t sr_proxy_capture_errors(const sr_proxy *p);
 const char *sr_proxy_url(const sr_proxy *p);
 
-/* Stops serving (a stalled request is released and closed) and frees the proxy. */
-void sr_proxy_stop(sr_proxy *p);
+/* Stops serving (a stalled request is released and closed; every exchange in progress ends and
+ * is recorded), frees the proxy, and returns sr_proxy_capture_errors as it stood then (0 for
+ * NULL). */
+int64_t sr_proxy_stop(sr_proxy *p);
 
 #endif /* SR_PROXY_H */

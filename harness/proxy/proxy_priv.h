@@ -33,6 +33,7 @@ struct sr_proxy {
     px_session sessions[PX_SESSIONS];
     size_t n_sessions;
     _Atomic int64_t exchanges, failures;
+    _Atomic int64_t capture_errors; /* exchanges the capture could not keep whole */
 };
 
 /* A client connection's upstream side, kept across its requests: one easy handle and the multi
@@ -78,6 +79,10 @@ struct MHD_Response *px_stream_response(px_req *r, unsigned *status);
 
 /* Ends r's transfer and frees its curl state, or gives it back to its connection (idempotent). */
 void px_upstream_release(px_req *r);
+
+/* The capture lost part of exchange r: counted in capture_errors, printed on standard error, the
+ * exchange marked incomplete. The traffic goes on. */
+void px_capture_failed(px_req *r, const sr_err *err);
 
 /* Frees a connection's upstream side (NULL is a no-op). */
 void px_conn_free(px_conn *c);

@@ -54,6 +54,17 @@ static size_t on_header(char *line, size_t size, size_t n, void *cls)
     return len;
 }
 
+/* The capture lost part of exchange r (here, beside the body stream that can lose it, so both
+ * sides of the proxy call down into this file): counted (the proxy's exit status says so), printed,
+ * and the exchange marked incomplete; the traffic goes on. */
+void px_capture_failed(px_req *r, const sr_err *err)
+{
+    atomic_fetch_add(&r->p->capture_errors, 1);
+    r->x.complete = 0;
+    fprintf(stderr, "syncroll proxy: exchange %lld not recorded whole: %s: %s\n",
+            (long long)r->x.seq, sr_code_name(err->code), err->msg);
+}
+
 static size_t on_body(char *data, size_t size, size_t n, void *cls)
 {
     px_req *r = cls;
@@ -67,7 +78,7 @@ static size_t on_body(char *data, size_t size, size_t n, void *cls)
     if (r->resp_sink && sr_capture_sink_write(r->resp_sink, data, len, &err)) {
         sr_capture_sink_abandon(r->resp_sink); /* the capture lacks it; the client does not */
         r->resp_sink = NULL;
-        r->x.complete = 0;
+        px_capture_failed(r, &err);
     }
     if (sr_buf_append(&r->pending, data, len, &err))
         return 0;

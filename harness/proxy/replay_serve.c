@@ -1,7 +1,6 @@
 /* syncroll replay --serve: a capture played back as an engine (replay_serve.h). */
 #include "replay_serve.h"
 
-#include <arpa/inet.h>
 #include <inttypes.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -12,6 +11,7 @@
 #include <microhttpd.h>
 #include <xxhash.h>
 
+#include "proxy.h"
 #include "proxy_answer.h"
 #include "spec/endpoints.h"
 #include "sr_buf.h"
@@ -315,27 +315,22 @@ int sr_replay_serve_start(sr_replay_serve **out, const sr_replay_serve_config *c
         return rc;
     }
     struct sockaddr_in sin;
-    memset(&sin, 0, sizeof sin);
-    sin.sin_family = AF_INET;
-    sin.sin_port = htons((uint16_t)cfg->port);
-    const char *addr = cfg->listen_addr ? cfg->listen_addr : "127.0.0.1";
-    if (inet_pton(AF_INET, addr, &sin.sin_addr) != 1) {
+    const char *addr;
+    if ((rc = sr_px_listen_addr(&sin, &addr, cfg->listen_addr, cfg->port, err))) {
         sr_replay_serve_stop(s);
-        return sr_err_set(err, SR_E_INVAL, "--listen address '%s' is not a numeric IPv4 address",
-                          addr);
+        return rc;
     }
-    s->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
-                                MHD_USE_POLL,
-                            (uint16_t)cfg->port, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR,
-                            (struct sockaddr *)&sin, MHD_OPTION_URI_LOG_CALLBACK, on_uri, s,
-                            MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)600, MHD_OPTION_END);
+    s->d = MHD_start_daemon(
+        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL,
+        (uint16_t)cfg->port, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR,
+        (struct sockaddr *)&sin, MHD_OPTION_URI_LOG_CALLBACK, on_uri, s,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)600,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)SR_PROXY_MAX_CONNECTIONS, MHD_OPTION_END);
     if (!s->d) {
         sr_replay_serve_stop(s);
         return sr_err_set(err, SR_E_ENGINE_START, "replay cannot listen on %s:%d", addr, cfg->port);
     }
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
-    snprintf(s->url, sizeof s->url, "http://%s:%d", addr, info ? info->port : cfg->port);
+    snprintf(s->url, sizeof s->url, "http://%s:%d", addr, sr_px_bound_port(s->d, cfg->port));
     *out = s;
     return 0;
 }

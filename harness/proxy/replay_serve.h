@@ -22,7 +22,8 @@
  * GET /syncroll/v1/replay answers the server's own state: {"exchanges":N,"answered":N,
  * "no_match":N}.
  *
- * Threads: libmicrohttpd's thread per connection; the turn counters sit behind one mutex.
+ * Threads: libmicrohttpd's thread per connection (at most SR_PROXY_MAX_CONNECTIONS at once); the
+ * turn counters sit behind one mutex.
  * Bodies are read from the capture when asked for (each is held whole while it is sent).
  * Ownership: the capture and the config's strings are borrowed and must outlive the server.
  */

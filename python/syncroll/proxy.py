@@ -13,7 +13,8 @@ from .errors import SyncrollError, UsageError
 
 class Proxy:
     """A running proxy: ``url`` to send to, ``upstream``, ``record`` (the capture folder or None),
-    ``state()`` (its GET /syncroll/v1/proxy) and ``fault_counts(id)``."""
+    ``state()`` (its GET /syncroll/v1/proxy), ``fault_counts(id)`` and, after the block,
+    ``returncode``."""
 
     def __init__(self, proc, info, log_path):
         self._proc = proc
@@ -22,6 +23,12 @@ class Proxy:
         self.record = info.get("record")
         self.pgid = proc.pid
         self.log_path = log_path
+
+    @property
+    def returncode(self):
+        """The proxy's exit status once the block has exited (None while it runs): 0, or 1 when
+        the capture could not record an exchange whole."""
+        return self._proc.returncode
 
     def state(self):
         with urllib.request.urlopen(self.url + "/syncroll/v1/proxy", timeout=10) as resp:

@@ -114,3 +114,27 @@ def test_a_recorded_rollout_is_judged_by_replay(tmp_path):
             live_checks = {c for s in ran.failures() for c in s.fired}
             replay_checks = {c for s in judged.failures() for c in s.fired}
             assert live_checks & replay_checks, (live_checks, replay_checks)
+
+
+def test_a_capture_that_loses_a_body_is_not_a_green_exit(tmp_path):
+    """The traffic goes through, but a body the capture could not write is counted, the exchange
+    is marked incomplete and the proxy exits 1: a capture is never silently short."""
+    import shutil
+    cap = tmp_path / "cap"
+    with syncroll.serve() as eng:
+        with syncroll.proxy(eng.url, record=cap) as px:
+            assert post(px.url)[0] == 200
+            shutil.rmtree(cap / "bodies")  # nothing can be created in it any more
+            assert post(px.url)[0] == 200  # the client is not held up
+            assert px.state()["capture_errors"] >= 1
+        assert px.returncode == 1
+    lines = [json.loads(l) for l in open(cap / "capture.jsonl").read().splitlines()[1:]]
+    assert [x["complete"] for x in sorted(lines, key=lambda x: x["seq"])] == [True, False]
+
+
+def test_a_clean_capture_exits_0(tmp_path):
+    with syncroll.serve() as eng:
+        with syncroll.proxy(eng.url, record=tmp_path / "cap") as px:
+            post(px.url)
+            assert px.state()["capture_errors"] == 0
+        assert px.returncode == 0
