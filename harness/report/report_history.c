@@ -2,6 +2,8 @@
 #include "history.h"
 
 #include <cjson/cJSON.h>
+#include <float.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,10 +132,17 @@ static sr_hcell merge_cell(sr_hcell a, sr_verdict v)
  * Cell j's latencies with its k-th execution s that ran (skipped ones are left out): the wall
  * time averaged, each p99 the largest.
  */
+/* A loaded wall time as a float: results.json may hold any finite double (a value past FLT_MAX
+ * would not convert). */
+static float wall_float(double ms)
+{
+    return ms > FLT_MAX ? FLT_MAX : ms < -FLT_MAX ? -FLT_MAX : (float)ms;
+}
+
 static void add_latency(sr_hnight *n, size_t j, size_t k, const sr_scenario_result *s)
 {
-    n->cell_wall[j] = k == 1 ? (float)s->wall_ms
-                             : n->cell_wall[j] + ((float)s->wall_ms - n->cell_wall[j]) / (float)k;
+    float w = wall_float(s->wall_ms);
+    n->cell_wall[j] = k == 1 ? w : n->cell_wall[j] + (w - n->cell_wall[j]) / (float)k;
     for (int p = 0; p < SR_PHASE_COUNT; p++) {
         sr_latency_row r;
         sr_report_latency(&r, s->phase[p]);
@@ -499,6 +508,13 @@ static cJSON *nights_json(const sr_history *h)
     return a;
 }
 
+/* Milliseconds kept to three decimals, truncated; no integer conversion, so a loaded value of
+ * any size (up to FLT_MAX) is safe. */
+static double ms3(float x)
+{
+    return trunc((double)x * 1000.0) / 1000.0;
+}
+
 /* One series of floats per night, null where the night has none. */
 static cJSON *series_json(const sr_history *h, const float *v, size_t stride)
 {
@@ -506,7 +522,7 @@ static cJSON *series_json(const sr_history *h, const float *v, size_t stride)
     for (size_t k = 0; k < h->n_nights; k++) {
         float x = v[k * stride];
         cJSON_AddItemToArray(a, x < 0 ? cJSON_CreateNull()
-                                      : cJSON_CreateNumber((double)(int64_t)(x * 1000) / 1000));
+                                      : cJSON_CreateNumber(ms3(x)));
     }
     return a;
 }
