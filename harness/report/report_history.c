@@ -521,8 +521,7 @@ static cJSON *series_json(const sr_history *h, const float *v, size_t stride)
     cJSON *a = cJSON_CreateArray();
     for (size_t k = 0; k < h->n_nights; k++) {
         float x = v[k * stride];
-        cJSON_AddItemToArray(a, x < 0 ? cJSON_CreateNull()
-                                      : cJSON_CreateNumber(ms3(x)));
+        cJSON_AddItemToArray(a, x < 0 ? cJSON_CreateNull() : cJSON_CreateNumber(ms3(x)));
     }
     return a;
 }
