@@ -158,8 +158,8 @@ START_TEST(test_body_faults_in_dialects)
     /* each dialect's own request shape, routes asked for */
     static const char *const reqs[] = {
         REQ,
-        "{\"input_ids\":[5,6,7,8,9,10],\"sampling_params\":{\"max_new_tokens\":8},"
-        "\"return_routed_experts\":true}",
+        ("{\"input_ids\":[5,6,7,8,9,10],\"sampling_params\":{\"max_new_tokens\":8},"
+         "\"return_routed_experts\":true}"),
         "{\"model\":\"default\",\"prompt\":[5,6,7,8,9,10],\"max_tokens\":8}",
         "{\"model\":\"default\",\"prompt_token_ids\":[5,6,7,8,9,10],\"max_tokens\":8}",
     };
