@@ -85,6 +85,24 @@ def syncroll_engine_module(request):
         yield engines
 
 
+def _fault_lines(engines):
+    """One line per engine and fault: what each fault saw and fired while the test ran (the
+    engines are still up when the call's report is made), so a failure says which fault hit."""
+    lines = []
+    for i in range(len(engines.urls)):
+        try:
+            faults = engines.state(i).get("faults", [])
+        except (OSError, ValueError) as e:  # an engine the test killed, or a broken answer
+            lines.append(f"engine {i}: state unavailable ({e})")
+            continue
+        if not faults:
+            lines.append(f"engine {i}: no faults")
+        for f in faults:
+            lines.append(f"engine {i}: fault {f.get('id')!r} ({f.get('kind')}): "
+                         f"seen {f.get('seen', 0)}, fired {f.get('fired', 0)}")
+    return "\n".join(lines)
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     outcome = yield
@@ -92,5 +110,6 @@ def pytest_runtest_makereport(item, call):
     if report.when != "call" or not report.failed or _ENGINES_KEY is None:
         return
     for engines in item.stash.get(_ENGINES_KEY, []):
+        report.sections.append(("syncroll engines: faults", _fault_lines(engines)))
         report.sections.append(("syncroll engines: log tail", engines.log_tail() or "(empty)"))
         report.sections.append(("syncroll engines: reproduce", engines.repro()))

@@ -75,13 +75,18 @@ def test_bad_scenario_is_a_named_usage_error(tmp_path):
 def test_no_engine_left_after_a_failing_test(pytester):
     pgid_file = pytester.path / "pgid"
     pytester.makepyfile(test_fails=f"""
+        import pytest
+
+        @pytest.mark.syncroll(faults=[{{"kind": "http_503_json", "nth": 1, "id": "down"}}])
         def test_fails(syncroll_engine):
             open({str(pgid_file)!r}, "w").write(str(syncroll_engine.pgid))
             assert False, "the user's assertion"
     """)
     result = pytester.runpytest_subprocess("-p", "syncroll.pytest_plugin")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*syncroll engines: log tail*", "*syncroll serve*"])
+    result.stdout.fnmatch_lines(["*syncroll engines: faults*",
+                                 "engine 0: fault 'down' (http_503_json): seen 0, fired 0",
+                                 "*syncroll engines: log tail*", "*syncroll serve*"])
     assert _wait_group_gone(int(pgid_file.read_text()))
 
 
