@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "scenario_priv.h"
 #include "spec/checks.h"
@@ -386,6 +387,48 @@ static int parse_probe(scn_parse *p, const cJSON *st, sr_scn_step *step, int sel
         rc = sr_scn_int(p, st, "budget", 1, 10000, 40, 0, &step->probe.budget);
     if (!rc)
         rc = sr_scn_bool(p, st, "sync", 0, 0, &step->probe.sync);
+    return rc;
+}
+
+/* The capture folder, resolved against the scenario's folder (or taken as written when
+ * absolute); it must hold a capture index, so lint finds a fixture that is not there. */
+static int parse_replay(scn_parse *p, const cJSON *st, sr_scn_step *step, int self)
+{
+    const char *cap = NULL, *dia = NULL;
+    char joined[SR_SCN_PATH_MAX + 16];
+    (void)self;
+    int rc = sr_json_get_string(p->doc, st, "capture", 1, NULL, &cap, p->err);
+    const cJSON *at = sr_scn_member(st, "capture"), *d = sr_scn_member(st, "dialect");
+    if (rc)
+        return rc;
+    const char *slash = strrchr(p->s->path, '/');
+    int dir = cap[0] == '/' || !slash ? 0 : (int)(slash - p->s->path);
+    if (!cap[0] || (size_t)snprintf(joined, sizeof joined, "%.*s%s%s", dir, p->s->path,
+                                    dir ? "/" : "", cap) >= SR_SCN_PATH_MAX)
+        return sr_scn_fail(p, at, "'capture' must be a folder path of 1..%d bytes",
+                           SR_SCN_PATH_MAX - 1);
+    char *abs = realpath(joined, NULL);
+    struct stat sb;
+    char index[SR_SCN_PATH_MAX + 32];
+    if (abs)
+        snprintf(index, sizeof index, "%s/capture.jsonl", abs);
+    if (!abs || strlen(abs) >= SR_SCN_PATH_MAX || stat(index, &sb) != 0 || !S_ISREG(sb.st_mode))
+        rc = sr_scn_fail(p, at,
+                         "no capture at '%s' (a folder holding capture.jsonl, as "
+                         "`syncroll proxy --record` writes; a relative path is relative "
+                         "to the scenario's folder)",
+                         joined);
+    else
+        snprintf(step->replay.capture, sizeof step->replay.capture, "%s", abs);
+    free(abs);
+    step->replay.dialect = -1;
+    if (!rc && d && !cJSON_IsNull(d) &&
+        !(rc = sr_json_get_string(p->doc, st, "dialect", 0, NULL, &dia, p->err)) &&
+        (step->replay.dialect = sr_dialect_lookup(dia)) < 0) {
+        char names[256];
+        rc = sr_scn_fail(p, d, "'dialect' %s is not a dialect (one of %s)", dia,
+                         sr_dialect_names(names, sizeof names, ", "));
+    }
     return rc;
 }
 
