@@ -5,7 +5,8 @@
 #   serve part: the capture played back by `replay --serve` (behind a second recording proxy)
 #     to the same `run`, which passes; every answer the client got is byte for byte the
 #     captured one; a request the capture lacks is a 404 naming replay.no_match; an answer
-#     the proxy cut (truncate_in_blob) is played back cut.
+#     the proxy cut (truncate_in_blob) is played back cut, and written as a scenario its
+#     description names that fault.
 #   judge part: `replay CAPTURE` passes the clean capture and fails one recorded with the
 #     engine's routes_all_zero naming routes.invalid, as the live run does, in the skyrl and
 #     vllm wires; a turn that does not extend the previous one is replay.prefix.
@@ -169,6 +170,10 @@ PY
     replay_pid=$last_pid
     expect_out 0 "^$live\$" "replay --serve cuts the same turn" python3 "$tmp/turns.py" "$url"
     stop "$replay_pid"
+    # Written as a scenario, the capture's description names the proxy fault that fired in it.
+    expect 0 "--to-scenario writes the cut capture" "$S" replay --to-scenario "$tmp/cut" "$tmp/fx-cut"
+    grep -q '"description":.*the proxy injected fault(s) cut' "$tmp/fx-cut/fx-cut.json" ||
+        bad "the description does not name the proxy fault: $(cat "$tmp/fx-cut/fx-cut.json")"
 fi
 
 # judge part: `syncroll replay CAPTURE` judges the recorded traffic with no engine: the clean
@@ -272,6 +277,11 @@ PY
     rewrite "$tmp/fx-zero/fx-zero.json" "$tmp/fx-bad/fx-zero.json" fx-bad
     expect_out 1 'capture\.body' "a damaged fixture body is capture.body at run time" \
         "$S" run --out "$tmp/runs" "$tmp/fx-bad/fx-zero.json"
+    expect_out 2 'capture\.body' "replay names a damaged body before judging" \
+        "$S" replay "$tmp/fx-bad/fixtures/capture"
+    expect_out 2 'capture\.body' "--to-scenario refuses a damaged capture" \
+        "$S" replay --to-scenario "$tmp/fx-bad/fixtures/capture" "$tmp/fx-none"
+    [ ! -e "$tmp/fx-none" ] || bad "the refused --to-scenario left $(find "$tmp/fx-none")"
     rm -r "$tmp/fx-bad/fixtures"
     expect_out 2 'fx-zero\.json:[0-9]+:[0-9]+: no capture at .*\[scenario\.invalid\]' \
         "lint names a missing fixture at FILE:LINE:COL" "$S" lint "$tmp/fx-bad/fx-zero.json"
