@@ -23,11 +23,11 @@ static const char USAGE[] =
     "       syncroll replay --to-scenario [--dialect D] CAPTURE OUT\n"
     "\n"
     "Reads a capture that `syncroll proxy --record CAPTURE` wrote (docs/reference/proxy.md).\n"
-    "With --list it lists its exchanges in the order they arrived: sequence number, start time (ms "
-    "since\n"
-    "the capture began), session (X-Session-ID), method and URI, status, request and response\n"
-    "bytes, whether the exchange completed, and the proxy fault that fired. Every body is\n"
-    "decompressed and checked against its recorded size and xxh3 digest unless --no-verify.\n"
+    "With --list it lists its exchanges in the order they arrived: sequence number, start\n"
+    "time (ms since the capture began), session (X-Session-ID), method and URI, status,\n"
+    "request and response bytes, whether the exchange completed, and the proxy fault that\n"
+    "fired. Every body is decompressed and checked against its recorded size and xxh3 digest\n"
+    "unless --no-verify.\n"
     "A capture is untrusted input: a damaged one is a named error (capture.version,\n"
     "capture.truncated, capture.corrupt, capture.body; exit 2), never a crash.\n"
     "\n"
@@ -226,8 +226,8 @@ int sr_cmd_replay(int argc, char **argv)
             i++;
         } else if (strcmp(argv[i], "--out") == 0 && i + 1 < argc)
             out = argv[++i];
-        else if (to_scn && dir && !scn_out && argv[i][0] != '-')
-            scn_out = argv[i];
+        else if (dir && !scn_out && argv[i][0] != '-')
+            scn_out = argv[i]; /* OUT of --to-scenario (refused below without it) */
         else if (argv[i][0] == '-' || dir) {
             fprintf(stderr,
                     "syncroll replay: unknown option or second capture '%s' (see "
@@ -239,12 +239,13 @@ int sr_cmd_replay(int argc, char **argv)
     }
     int modes = list + !!body + serving + to_scn;
     if (!dir || modes > 1 || (listen && !serving) || (out && modes) ||
-        (dialect >= 0 && modes - to_scn) || (to_scn && !scn_out)) {
+        (dialect >= 0 && modes - to_scn) || (to_scn && !scn_out) || (scn_out && !to_scn)) {
         fprintf(stderr, "syncroll replay: %s (see --help)\n",
                 !dir                 ? "no capture folder"
                 : modes > 1          ? "--list, --body, --serve and --to-scenario are exclusive"
                 : listen && !serving ? "--listen goes with --serve"
                 : to_scn && !scn_out ? "--to-scenario needs CAPTURE and OUT"
+                : scn_out && !to_scn ? "a second folder goes with --to-scenario only"
                                      : "--dialect goes with judging and --to-scenario, --out "
                                        "with judging");
         return SR_EXIT_USAGE;

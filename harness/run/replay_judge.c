@@ -308,7 +308,8 @@ static int judge_collate(sr_replay_judge_opts *o, const sr_rollout_result *rs, s
         sr_collate_result out;
         sr_err e = SR_ERR_INIT;
         int ok = 0;
-        res->external = 1;
+        if (o->run)
+            res->external = 1;
         int crc = sr_collate_routes(&out, &buf, smp, (int64_t)k, 1, &e);
         sr_verify_ctx ctx = {"collate", 0, "collate", 1, 0, res, NULL};
         if (!o->run) {

@@ -402,9 +402,9 @@ static int parse_replay(scn_parse *p, const cJSON *st, sr_scn_step *step, int se
     if (rc)
         return rc;
     const char *slash = strrchr(p->s->path, '/');
-    int dir = cap[0] == '/' || !slash ? 0 : (int)(slash - p->s->path);
-    if (!cap[0] || (size_t)snprintf(joined, sizeof joined, "%.*s%s%s", dir, p->s->path,
-                                    dir ? "/" : "", cap) >= SR_SCN_PATH_MAX)
+    int dir = cap[0] == '/' || !slash ? 0 : (int)(slash - p->s->path) + 1; /* with its '/' */
+    if (!cap[0] ||
+        (size_t)snprintf(joined, sizeof joined, "%.*s%s", dir, p->s->path, cap) >= SR_SCN_PATH_MAX)
         return sr_scn_fail(p, at, "'capture' must be a folder path of 1..%d bytes",
                            SR_SCN_PATH_MAX - 1);
     char *abs = realpath(joined, NULL);
