@@ -3,7 +3,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "scenario_priv.h"
 #include "spec/checks.h"
@@ -395,32 +394,14 @@ static int parse_probe(scn_parse *p, const cJSON *st, sr_scn_step *step, int sel
 static int parse_replay(scn_parse *p, const cJSON *st, sr_scn_step *step, int self)
 {
     const char *cap = NULL, *dia = NULL;
-    char joined[SR_SCN_PATH_MAX + 16];
+    const cJSON *d = sr_scn_member(st, "dialect");
     (void)self;
     int rc = sr_json_get_string(p->doc, st, "capture", 1, NULL, &cap, p->err);
-    const cJSON *at = sr_scn_member(st, "capture"), *d = sr_scn_member(st, "dialect");
-    if (rc)
-        return rc;
-    const char *slash = strrchr(p->s->path, '/');
-    int dir = cap[0] == '/' || !slash ? 0 : (int)(slash - p->s->path) + 1; /* with its '/' */
-    if (!cap[0] ||
-        (size_t)snprintf(joined, sizeof joined, "%.*s%s", dir, p->s->path, cap) >= SR_SCN_PATH_MAX)
-        return sr_scn_fail(p, at, "'capture' must be a folder path of 1..%d bytes",
-                           SR_SCN_PATH_MAX - 1);
-    char *abs = realpath(joined, NULL);
-    struct stat sb;
-    char index[SR_SCN_PATH_MAX + 32];
-    if (abs)
-        snprintf(index, sizeof index, "%s/capture.jsonl", abs);
-    if (!abs || strlen(abs) >= SR_SCN_PATH_MAX || stat(index, &sb) != 0 || !S_ISREG(sb.st_mode))
-        rc = sr_scn_fail(p, at,
-                         "no capture at '%s' (a folder holding capture.jsonl, as "
-                         "`syncroll proxy --record` writes; a relative path is relative "
-                         "to the scenario's folder)",
-                         joined);
-    else
-        snprintf(step->replay.capture, sizeof step->replay.capture, "%s", abs);
-    free(abs);
+    if (!rc)
+        rc = sr_scn_folder(p, sr_scn_member(st, "capture"), cap, "capture.jsonl", "capture",
+                           "a folder holding capture.jsonl, as `syncroll proxy "
+                           "--record` writes",
+                           step->replay.capture, sizeof step->replay.capture);
     step->replay.dialect = -1;
     if (!rc && d && !cJSON_IsNull(d) &&
         !(rc = sr_json_get_string(p->doc, st, "dialect", 0, NULL, &dia, p->err)) &&
