@@ -415,13 +415,16 @@ typedef enum sr_class {
       "size or digest")                                                                            \
     X(SR_E_PROXY_UPSTREAM, -1410, "proxy.upstream", SR_CLASS_TRANSIENT,                            \
       "the proxy could not reach its upstream engine or lost it mid-answer (the client gets a "    \
-      "502, or a cut body)")                                                                      \
+      "502, or a cut body)")                                                                       \
     X(SR_E_REPLAY_NO_MATCH, -1420, "replay.no_match", SR_CLASS_USAGE,                              \
       "`syncroll replay --serve` got a request its capture has no answer for (no exchange of "     \
-      "that session and turn, none with that method, URI and body; answered 404)")                \
+      "that session and turn, none with that method, URI and body; answered 404)")                 \
     X(SR_E_REPLAY_PREFIX, -1421, "replay.prefix", SR_CLASS_PROTOCOL,                               \
       "in a captured session, a turn's request does not start with the previous turn's prompt "    \
-      "and output (the client changed the conversation between turns)")
+      "and output (the client changed the conversation between turns)")                            \
+    X(SR_E_REPLAY_OUT_NOT_EMPTY, -1422, "replay.out_not_empty", SR_CLASS_USAGE,                    \
+      "`syncroll replay --to-scenario` was given an output folder that exists and is not empty, "  \
+      "or is not a folder (it writes a new scenario, never over other files)")
 
 typedef enum sr_code {
     SR_OK = 0,

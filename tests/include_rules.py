@@ -32,8 +32,10 @@ LAYERS = {
     "harness/scenario": {"lib", "harness/spec", "harness/client", "harness/report"},
     "harness/sync": {"lib", "harness/spec", "harness/client", "harness/report",
                      "harness/scenario"},
+    # The replay step judges a capture (proxy/capture.h) played back in-process
+    # (proxy/replay_serve.h).
     "harness/run": {"lib", "harness/spec", "harness/client", "harness/report",
-                    "harness/scenario", "harness/sync"},
+                    "harness/scenario", "harness/sync", "harness/proxy"},
     "harness/cli": {"lib", "harness/spec", "harness/client", "harness/report",
                     "harness/scenario", "harness/sync", "harness/run", "harness/engine",
                     "harness/proxy"},

@@ -16,7 +16,7 @@ lint() { # lint <file> <expected fixed string>
 }
 lint fault-kind.json "unknown fault kind; did you mean 'routes_all_zero'? kinds (all of them: \`syncroll faults\`): latency, routes_all_zero,"
 lint fault-kind.json "[scenario.invalid]"
-lint step-kind.json "unknown step kind 'abort'; step kinds: rollout, sync_weights, collate, pause, resume, wait, check_state, kill_engine, probe, sleep, wake_up [json.schema]"
+lint step-kind.json "unknown step kind 'abort'; step kinds: rollout, sync_weights, collate, pause, resume, wait, check_state, kill_engine, probe, sleep, wake_up, replay [json.schema]"
 lint classification.json "'stale_prefix' is not a classification of trace.row_mismatch; did you mean 'stale_weights'? classifications: all_zero_capture, duplicated_row, overwritten_prefix, off_by_one, stale_weights, newer_weights, unclassified [scenario.invalid]"
 lint check.json "'client.routes_mising' is not a check name; did you mean 'client.routes_missing'? the verifier's checks (\`syncroll errors\` lists the module errors): trace.row_mismatch,"
 lint dialect.json "dialect must be one of skyrl, vllm, vllm-json, sglang, dynamo, nemo-rl, not \"vlm\"; did you mean 'vllm'? [scenario.invalid]"

@@ -5,11 +5,17 @@
 #   serve part: the capture played back by `replay --serve` (behind a second recording proxy)
 #     to the same `run`, which passes; every answer the client got is byte for byte the
 #     captured one; a request the capture lacks is a 404 naming replay.no_match; an answer
-#     the proxy cut (truncate_in_blob) is played back cut.
+#     the proxy cut (truncate_in_blob) is played back cut, and written as a scenario its
+#     description names that fault.
 #   judge part: `replay CAPTURE` passes the clean capture and fails one recorded with the
 #     engine's routes_all_zero naming routes.invalid, as the live run does, in the skyrl and
 #     vllm wires; a turn that does not extend the previous one is replay.prefix.
-#   REPLAY_PART=serve|judge   only that part
+#   scenario part: `replay --to-scenario` writes a clean and a faulty capture as golden-fixture
+#     scenarios; both lint; `run` passes the clean one, and the faulty one's replay step fires
+#     routes.invalid, which its written `expect` names (with `expect` pass the run fails naming
+#     it); a non-empty OUT is replay.out_not_empty, a damaged copied body capture.body at run
+#     time, a missing fixture a lint error at FILE:LINE:COL.
+#   REPLAY_PART=serve|judge|scenario   only that part
 . "$(dirname "$0")/lib.sh"
 part=${REPLAY_PART:-all}
 pids=
@@ -164,6 +170,10 @@ PY
     replay_pid=$last_pid
     expect_out 0 "^$live\$" "replay --serve cuts the same turn" python3 "$tmp/turns.py" "$url"
     stop "$replay_pid"
+    # Written as a scenario, the capture's description names the proxy fault that fired in it.
+    expect 0 "--to-scenario writes the cut capture" "$S" replay --to-scenario "$tmp/cut" "$tmp/fx-cut"
+    grep -q '"description":.*the proxy injected fault(s) cut' "$tmp/fx-cut/fx-cut.json" ||
+        bad "the description does not name the proxy fault: $(cat "$tmp/fx-cut/fx-cut.json")"
 fi
 
 # judge part: `syncroll replay CAPTURE` judges the recorded traffic with no engine: the clean
@@ -211,6 +221,70 @@ if [ "$part" = all ] || [ "$part" = judge ]; then
     mkdir "$tmp/bogus" && printf '{"not":"a capture"}\n' >"$tmp/bogus/capture.jsonl"
     expect_out 2 'capture\.version' "a folder that is no capture is a named error" \
         "$S" replay "$tmp/bogus"
+fi
+
+# scenario part: a capture as a golden-fixture scenario that `syncroll run` plays.
+if [ "$part" = all ] || [ "$part" = scenario ]; then
+    record "$tmp/clean"
+    [ "$run_status" -eq 0 ] || die "the clean recorded run failed: $OUT"
+    record "$tmp/zero" '{"kind": "routes_all_zero", "id": "zero"}'
+    [ "$run_status" -eq 1 ] || die "the faulty recorded run exited $run_status: $OUT"
+    expect_out 0 'expect pass$' "--to-scenario writes the clean capture, expecting a pass" \
+        "$S" replay --to-scenario "$tmp/clean" "$tmp/fx-clean"
+    expect_out 0 'expect fail: routes\.invalid$' \
+        "--to-scenario writes the faulty capture, expecting routes.invalid" \
+        "$S" replay --to-scenario "$tmp/zero" "$tmp/fx-zero"
+    n_bodies=$(ls "$tmp/zero/bodies" | wc -l)
+    [ "$(ls "$tmp/fx-zero/fixtures/capture/bodies" | wc -l)" -eq "$n_bodies" ] ||
+        bad "the fixture does not hold the $n_bodies bodies the index names"
+    cmp -s "$tmp/zero/capture.jsonl" "$tmp/fx-zero/fixtures/capture/capture.jsonl" ||
+        bad "the fixture's index is not the capture's"
+    expect 0 "both written scenarios lint" "$S" lint "$tmp/fx-clean" "$tmp/fx-zero"
+    expect 0 "run passes the clean capture's scenario" \
+        "$S" run --out "$tmp/runs" "$tmp/fx-clean/fx-clean.json"
+    expect 0 "run of the faulty capture's scenario: routes.invalid fires, as it expects" \
+        "$S" run --out "$tmp/runs" "$tmp/fx-zero/fx-zero.json"
+    python3 - "$tmp/runs/latest/results.json" <<'PY' || bad "results.json: routes.invalid not fired as expected"
+import json, sys
+s = json.load(open(sys.argv[1]))["scenarios"][0]
+assert s["id"] == "fx-zero" and s["verdict"] == "pass", (s["id"], s["verdict"], s["reason"])
+assert list(s["fired"]) == ["routes.invalid"] and s["fired"]["routes.invalid"] == 6, s["fired"]
+assert s["counters"]["rollouts_requested"] == 6, s["counters"]
+PY
+    # Expecting a pass instead, the same replay fails the run naming the check and the session.
+    # rewrite FILE OUT ID [expect-pass]: the scenario FILE under another id (in FILE's folder).
+    rewrite() {
+        python3 - "$@" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+doc["id"] = sys.argv[3]
+if sys.argv[4:] == ["expect-pass"]:
+    doc["expect"] = {"verdict": "pass"}
+json.dump(doc, open(sys.argv[2], "w"), indent=2)
+PY
+    }
+    rewrite "$tmp/fx-zero/fx-zero.json" "$tmp/fx-zero/expect-pass.json" fx-zero-pass expect-pass
+    expect_out 1 'routes\.invalid: .*step capture session replay-multi-turn/' \
+        "expecting a pass, the faulty capture fails the run naming routes.invalid" \
+        "$S" run --out "$tmp/runs" "$tmp/fx-zero/expect-pass.json"
+    expect_out 2 'replay\.out_not_empty' "--to-scenario into a non-empty folder is refused" \
+        "$S" replay --to-scenario "$tmp/clean" "$tmp/fx-clean"
+    [ -s "$tmp/fx-clean/fx-clean.json" ] || bad "the refused command touched the existing folder"
+    # A damaged body of the copied fixture: the run errs naming capture.body, never a check.
+    cp -R "$tmp/fx-zero" "$tmp/fx-bad"
+    body=$(ls "$tmp/fx-bad/fixtures/capture/bodies" | grep 'resp' | head -n 1)
+    printf 'not zstd' >"$tmp/fx-bad/fixtures/capture/bodies/$body"
+    rewrite "$tmp/fx-zero/fx-zero.json" "$tmp/fx-bad/fx-zero.json" fx-bad
+    expect_out 1 'capture\.body' "a damaged fixture body is capture.body at run time" \
+        "$S" run --out "$tmp/runs" "$tmp/fx-bad/fx-zero.json"
+    expect_out 2 'capture\.body' "replay names a damaged body before judging" \
+        "$S" replay "$tmp/fx-bad/fixtures/capture"
+    expect_out 2 'capture\.body' "--to-scenario refuses a damaged capture" \
+        "$S" replay --to-scenario "$tmp/fx-bad/fixtures/capture" "$tmp/fx-none"
+    [ ! -e "$tmp/fx-none" ] || bad "the refused --to-scenario left $(find "$tmp/fx-none")"
+    rm -r "$tmp/fx-bad/fixtures"
+    expect_out 2 'fx-zero\.json:[0-9]+:[0-9]+: no capture at .*\[scenario\.invalid\]' \
+        "lint names a missing fixture at FILE:LINE:COL" "$S" lint "$tmp/fx-bad/fx-zero.json"
 fi
 
 finish

@@ -517,6 +517,36 @@ START_TEST(test_step_kind_table)
 }
 END_TEST
 
+/* The replay step: its capture resolved to an absolute path that must hold capture.jsonl (so
+ * lint finds a missing fixture at the key), its dialect a name of the table or null. */
+START_TEST(test_replay_step)
+{
+#define REPLAY_DOC(cap, rest)                                                                      \
+    "{\"id\": \"r\", \"description\": \"d\", \"steps\": [{\"kind\": \"replay\", \"capture\": "     \
+    "\"" cap "\"" rest "}]}"
+#define FIXTURE SYNCROLL_SOURCE_DIR "/scenarios/examples/replay-all-zero/fixtures/capture"
+    sr_scenario *s = load_ok(REPLAY_DOC(FIXTURE "/", ""));
+    char *abs = realpath(FIXTURE, NULL);
+    ck_assert_ptr_nonnull(abs);
+    ck_assert_str_eq(s->steps[0].replay.capture, abs);
+    ck_assert_int_eq(s->steps[0].replay.dialect, -1);
+    sr_scenario_free(s);
+    s = load_ok(REPLAY_DOC(FIXTURE, ", \"dialect\": \"vllm\""));
+    ck_assert_int_eq(s->steps[0].replay.dialect, SR_DIALECT_VLLM);
+    sr_scenario_free(s);
+    free(abs);
+    load_bad(REPLAY_DOC(FIXTURE "/nowhere", ""), SR_E_SCENARIO, "t.json:1:", "no capture at");
+    load_bad(REPLAY_DOC(SYNCROLL_SOURCE_DIR "/scenarios", ""), SR_E_SCENARIO,
+             "t.json:1:", "no capture at");
+    load_bad(REPLAY_DOC(FIXTURE, ", \"dialect\": \"vlm\""), SR_E_SCENARIO,
+             "t.json:1:", "is not a dialect");
+    load_bad("{\"id\": \"r\", \"description\": \"d\", \"steps\": [{\"kind\": \"replay\"}]}",
+             SR_E_JSON_SCHEMA, "t.json:1:", "capture");
+#undef FIXTURE
+#undef REPLAY_DOC
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("scenario");
@@ -532,6 +562,7 @@ static Suite *suite(void)
     tcase_add_test(t, test_seed_override_and_names);
     tcase_add_test(t, test_longest_trajectory_limit_is_exact);
     tcase_add_test(t, test_step_kind_table);
+    tcase_add_test(t, test_replay_step);
     suite_add_tcase(s, t);
     return s;
 }

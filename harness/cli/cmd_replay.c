@@ -1,4 +1,5 @@
-/* syncroll replay --list: read a capture of `syncroll proxy --record` and check its bodies. */
+/* syncroll replay: list, dump, judge or play back a capture of `syncroll proxy --record`, or
+ * turn it into a scenario. */
 #include <inttypes.h>
 #include <poll.h>
 #include <stdio.h>
@@ -19,16 +20,20 @@ static const char USAGE[] =
     "       syncroll replay --list [--json] [--no-verify] CAPTURE\n"
     "       syncroll replay --body SEQ:req|SEQ:resp CAPTURE\n"
     "       syncroll replay --serve [--listen ADDR:PORT] CAPTURE\n"
+    "       syncroll replay --to-scenario [--dialect D] CAPTURE OUT\n"
     "\n"
-    "Reads a capture that `syncroll proxy --record CAPTURE` wrote (docs/reference/proxy.md)\n"
-    "and lists its exchanges in the order they arrived: sequence number, start time (ms since\n"
-    "the capture began), session (X-Session-ID), method and URI, status, request and response\n"
-    "bytes, whether the exchange completed, and the proxy fault that fired. Every body is\n"
-    "decompressed and checked against its recorded size and xxh3 digest unless --no-verify.\n"
+    "Reads a capture that `syncroll proxy --record CAPTURE` wrote (docs/reference/proxy.md).\n"
+    "With --list it lists its exchanges in the order they arrived: sequence number, start\n"
+    "time (ms since the capture began), session (X-Session-ID), method and URI, status,\n"
+    "request and response bytes, whether the exchange completed, and the proxy fault that\n"
+    "fired. Every body is decompressed and checked against its recorded size and xxh3 digest\n"
+    "unless --no-verify.\n"
     "A capture is untrusted input: a damaged one is a named error (capture.version,\n"
     "capture.truncated, capture.corrupt, capture.body; exit 2), never a crash.\n"
     "\n"
-    "Without --list, --body or --serve it judges the capture with no engine: every session\n"
+    "Without --list, --body, --serve or --to-scenario it judges the capture with no engine:\n"
+    "every body is first checked against its size and digest (a damaged capture is its named\n"
+    "error, exit 2), then every session\n"
     "(X-Session-ID) is run as a rollout of syncroll's own client against the capture played\n"
     "back in-process, so each generate answer is spliced and validated as the client does in\n"
     "the capture's dialect (--dialect, else told from the answers as check-body does), the\n"
@@ -48,7 +53,17 @@ static const char USAGE[] =
     "body, in order. A request with no match is answered 404 replay.no_match. It runs until\n"
     "SIGINT, SIGTERM or SIGHUP (exit 0).\n"
     "\n"
-    "  --list        list the exchanges (required)\n"
+    "With --to-scenario it writes a golden-fixture scenario into folder OUT, which must not\n"
+    "exist or be empty (else replay.out_not_empty): the capture's index and the body files it\n"
+    "names, copied byte for byte into OUT/fixtures/capture/, and OUT/<id>.json (<id> from\n"
+    "OUT's name), a scenario with one step {\"kind\": \"replay\", \"capture\":\n"
+    "\"fixtures/capture\", \"dialect\": D} that judges the copy as above when `syncroll run`\n"
+    "runs it, and an `expect` stating what judging the copy found: \"pass\", or \"fail\" with\n"
+    "exactly the checks that fired (e.g. routes.invalid). The description names the upstream\n"
+    "and the proxy faults that fired in the capture. It prints what it wrote; exit 0 written,\n"
+    "2 a usage or capture error (nothing is left behind), 3 a file could not be written.\n"
+    "\n"
+    "  --list        list the exchanges\n"
     "  --json        one JSON object: {\"upstream\",\"redacted\",\"exchanges\":[...]}\n"
     "  --no-verify   do not read the bodies\n"
     "  --body SEQ:req|SEQ:resp\n"
@@ -59,6 +74,7 @@ static const char USAGE[] =
     "                from the answers)\n"
     "  --out DIR     write the judged run's reports into DIR (created)\n"
     "  --serve       play the capture back as an engine\n"
+    "  --to-scenario write the capture as a scenario into OUT (the argument after CAPTURE)\n"
     "  --listen ADDR:PORT\n"
     "                where --serve listens (default 127.0.0.1:0; port 0 picks a free one)\n";
 
@@ -182,8 +198,8 @@ static int serve(const sr_capture *c, const char *dir, char *listen)
 
 int sr_cmd_replay(int argc, char **argv)
 {
-    int list = 0, json = 0, check = 1, serving = 0;
-    const char *dir = NULL, *body = NULL, *out = NULL;
+    int list = 0, json = 0, check = 1, serving = 0, to_scn = 0;
+    const char *dir = NULL, *body = NULL, *out = NULL, *scn_out = NULL;
     int dialect = -1;
     char *listen = NULL;
     for (int i = 1; i < argc; i++) {
@@ -198,6 +214,8 @@ int sr_cmd_replay(int argc, char **argv)
             check = 0;
         else if (strcmp(argv[i], "--serve") == 0)
             serving = 1;
+        else if (strcmp(argv[i], "--to-scenario") == 0)
+            to_scn = 1;
         else if (strcmp(argv[i], "--listen") == 0 && i + 1 < argc)
             listen = argv[++i];
         else if (strcmp(argv[i], "--body") == 0 && i + 1 < argc)
@@ -208,6 +226,8 @@ int sr_cmd_replay(int argc, char **argv)
             i++;
         } else if (strcmp(argv[i], "--out") == 0 && i + 1 < argc)
             out = argv[++i];
+        else if (dir && !scn_out && argv[i][0] != '-')
+            scn_out = argv[i]; /* OUT of --to-scenario (refused below without it) */
         else if (argv[i][0] == '-' || dir) {
             fprintf(stderr,
                     "syncroll replay: unknown option or second capture '%s' (see "
@@ -217,14 +237,17 @@ int sr_cmd_replay(int argc, char **argv)
         } else
             dir = argv[i];
     }
-    int modes = list + !!body + serving;
-    if (!dir || modes > 1 || (listen && !serving) || ((dialect >= 0 || out) && modes)) {
+    int modes = list + !!body + serving + to_scn;
+    if (!dir || modes > 1 || (listen && !serving) || (out && modes) ||
+        (dialect >= 0 && modes - to_scn) || (to_scn && !scn_out) || (scn_out && !to_scn)) {
         fprintf(stderr, "syncroll replay: %s (see --help)\n",
                 !dir                 ? "no capture folder"
-                : modes > 1          ? "--list, --body and --serve are exclusive"
+                : modes > 1          ? "--list, --body, --serve and --to-scenario are exclusive"
                 : listen && !serving ? "--listen goes with --serve"
-                                     : "--dialect and --out go with judging (no --list, "
-                                       "--body or --serve)");
+                : to_scn && !scn_out ? "--to-scenario needs CAPTURE and OUT"
+                : scn_out && !to_scn ? "a second folder goes with --to-scenario only"
+                                     : "--dialect goes with judging and --to-scenario, --out "
+                                       "with judging");
         return SR_EXIT_USAGE;
     }
     sr_err err = SR_ERR_INIT;
@@ -232,6 +255,11 @@ int sr_cmd_replay(int argc, char **argv)
     int rc = sr_capture_open(&c, dir, &err);
     if (!rc && !modes) {
         int status = sr_replay_judge(c, dialect, out);
+        sr_capture_free(c);
+        return status;
+    }
+    if (!rc && to_scn) {
+        int status = sr_replay_to_scenario(c, dir, scn_out, dialect);
         sr_capture_free(c);
         return status;
     }

@@ -1,268 +1,16 @@
 /*
- * syncroll replay CAPTURE (no --list, --body or --serve): judges a capture with no engine.
- *
- * Each session (X-Session-ID) is one entry of the run's result, like a scenario. Its generate
- * exchanges, in seq order, are its turns (an exchange whose request repeats the one before it
- * byte for byte is a retry of the same turn). The session is then run as a rollout
- * (run/rollout.h) by syncroll's own client against the capture played back in-process
- * (proxy/replay_serve.h): turn 1's request gives the prompt and sampling parameters, each
- * later request's token_ids the conversation (sr_rollout_config.script), so every captured
- * body is spliced and validated as the client does live (with its retries served by the
- * recorded retries), the routes are assembled into the session's trace with the prompt-start
- * arithmetic and finalized, and the verifier's contract checks run on the result
- * (run/verify.h, without an oracle). Why a loopback playback rather than a decode of each
- * buffer: the client's streaming splice, its retry policy and its dialect decoders are then the
- * very code that judged the live traffic.
+ * syncroll replay CAPTURE (no --list, --body or --serve): judges a capture with no engine
+ * (run/replay_judge.h, shared with the scenario step `replay`), one result entry per session,
+ * and prints and writes what `run` would.
  */
 #include <errno.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-#include <cjson/cJSON.h>
-
 #include "cmd_replay_priv.h"
-#include "client/client.h"
-#include "proxy/replay_serve.h"
 #include "report/report.h"
-#include "run/rollout.h"
-#include "run/verify.h"
-#include "spec/dialect.h"
-#include "sr_collate.h"
-
-#define JUDGE_MAX_BODY ((size_t)1 << 30)
-
-/* One session's turns: the exchange that opened each (retries follow it in the capture). */
-typedef struct judge_session {
-    const char *id;
-    const sr_capture_exchange **turns;
-    size_t n, cap;
-} judge_session;
-
-static void judge_sessions_free(judge_session *ss, size_t n);
-
-/* The path of a URI (without its query) into dst. */
-static void uri_path(char *dst, size_t cap, const char *uri)
-{
-    size_t n = strcspn(uri, "?");
-    snprintf(dst, cap, "%.*s", (int)(n < cap ? n : cap - 1), uri);
-}
-
-/* Appends x to j's turns, growing them by doubling (a session's turns are not known ahead). */
-static int add_turn(judge_session *j, const sr_capture_exchange *x, sr_err *err)
-{
-    if (j->n == j->cap) {
-        size_t cap = j->cap ? j->cap * 2 : 8;
-        const sr_capture_exchange **t = realloc(j->turns, cap * sizeof *t);
-        if (!t)
-            return sr_err_set(err, SR_E_NOMEM, "no memory for %zu turns of session %s", cap, j->id);
-        j->turns = t;
-        j->cap = cap;
-    }
-    j->turns[j->n++] = x;
-    return 0;
-}
-
-/* Groups the capture's generate exchanges on route `path` by session, in seq order; *unjudged
- * counts those without an X-Session-ID, which cannot be put in a conversation. */
-static int group_sessions(judge_session **out, size_t *n_out, size_t *unjudged, const sr_capture *c,
-                          const char *path, sr_err *err)
-{
-    size_t n = sr_capture_count(c), ns = 0;
-    judge_session *ss = calloc(n ? n : 1, sizeof *ss);
-    if (!ss)
-        return sr_err_set(err, SR_E_NOMEM, "no memory to group %zu exchanges", n);
-    for (size_t i = 0; i < n; i++) {
-        const sr_capture_exchange *x = sr_capture_at(c, i);
-        char p[SR_CAPTURE_STR_MAX];
-        uri_path(p, sizeof p, x->uri);
-        if (strcmp(x->method, "POST") != 0 || strcmp(p, path) != 0)
-            continue;
-        if (!x->session[0]) {
-            (*unjudged)++;
-            continue;
-        }
-        size_t s = 0;
-        while (s < ns && strcmp(ss[s].id, x->session) != 0)
-            s++;
-        if (s == ns)
-            ss[ns++].id = x->session;
-        judge_session *j = &ss[s];
-        const sr_capture_exchange *prev = j->n ? j->turns[j->n - 1] : NULL;
-        if (prev && prev->request.bytes == x->request.bytes &&
-            prev->request.xxh3 == x->request.xxh3)
-            continue; /* a retry of the same turn */
-        int rc = add_turn(j, x, err);
-        if (rc) {
-            judge_sessions_free(ss, ns);
-            return rc;
-        }
-    }
-    *out = ss;
-    *n_out = ns;
-    return 0;
-}
-
-static void judge_sessions_free(judge_session *ss, size_t n)
-{
-    for (size_t i = 0; ss && i < n; i++)
-        free(ss[i].turns);
-    free(ss);
-}
-
-/* The token_ids of a captured request body (key `key`) as int32, malloc'd into *ids. */
-static int read_tokens(int32_t **ids, size_t *n, const cJSON *doc, const char *key, sr_err *err)
-{
-    const cJSON *a = cJSON_GetObjectItemCaseSensitive(doc, key), *e;
-    if (!cJSON_IsArray(a) || cJSON_GetArraySize(a) < 1)
-        return sr_err_set(err, SR_E_CAPTURE_CORRUPT, "the request has no '%s' array", key);
-    *n = (size_t)cJSON_GetArraySize(a);
-    if (!(*ids = malloc(*n * sizeof **ids)))
-        return sr_err_set(err, SR_E_NOMEM, "no memory for %zu token ids", *n);
-    size_t i = 0;
-    cJSON_ArrayForEach(e, a)
-    {
-        if (!cJSON_IsNumber(e) || e->valuedouble < 0 || e->valuedouble > 2147483647.0)
-            return sr_err_set(err, SR_E_CAPTURE_CORRUPT, "'%s[%zu]' is not a token id", key, i);
-        (*ids)[i++] = (int32_t)e->valuedouble;
-    }
-    return 0;
-}
-
-/* A session's turns as a rollout config: prompt, sampling parameters and the script. */
-typedef struct judge_plan {
-    cJSON *first;  /* turn 1's request */
-    cJSON *params; /* its sampling parameters without the route start */
-    int32_t **ids; /* each turn's token_ids */
-    size_t *len;
-    size_t n;
-} judge_plan;
-
-static void plan_free(judge_plan *p)
-{
-    for (size_t i = 0; p->ids && i < p->n; i++)
-        free(p->ids[i]);
-    free(p->ids);
-    free(p->len);
-    cJSON_Delete(p->first);
-    cJSON_Delete(p->params);
-    memset(p, 0, sizeof *p);
-}
-
-static int plan_session(judge_plan *p, const sr_capture *c, const judge_session *j,
-                        const sr_dialect_route *rt, sr_err *err)
-{
-    sr_buf b = SR_BUF_INIT;
-    b.max = JUDGE_MAX_BODY;
-    p->ids = calloc(j->n, sizeof *p->ids);
-    p->len = calloc(j->n, sizeof *p->len);
-    int rc = p->ids && p->len ? 0 : sr_err_set(err, SR_E_NOMEM, "no memory for the turns");
-    for (size_t t = 0; !rc && t < j->n; t++) {
-        rc = sr_capture_read_body(c, &j->turns[t]->request, &b, JUDGE_MAX_BODY, err);
-        cJSON *doc = rc ? NULL : cJSON_ParseWithLength(b.data ? b.data : "", b.len);
-        if (!rc && !doc)
-            rc = sr_err_set(err, SR_E_CAPTURE_CORRUPT, "the request is not JSON");
-        if (!rc)
-            rc = read_tokens(&p->ids[t], &p->len[t], doc, rt->request.tokens_key, err);
-        p->n = t + 1;
-        if (rc)
-            sr_err_prefix(err, "exchange %lld (turn %zu): ", (long long)j->turns[t]->seq, t + 1);
-        if (t == 0)
-            p->first = doc;
-        else
-            cJSON_Delete(doc);
-    }
-    sr_buf_release(&b);
-    if (rc)
-        return rc;
-    const cJSON *sp =
-        rt->request.params ? cJSON_GetObjectItemCaseSensitive(p->first, rt->request.params) : NULL;
-    p->params = cJSON_IsObject(sp) ? cJSON_Duplicate(sp, 1) : cJSON_CreateObject();
-    if (p->params && rt->request.start_key)
-        cJSON_DeleteItemFromObjectCaseSensitive(p->params, rt->request.start_key);
-    if (p->params)
-        cJSON_DeleteItemFromObjectCaseSensitive(p->params, "routed_experts_prompt_start");
-    return p->params ? 0 : sr_err_set(err, SR_E_NOMEM, "no memory for the sampling parameters");
-}
-
-/* Runs session j as a rollout on k into *r (kept for the collation) and records its checks in
- * entry `res`. */
-static int judge_one(sr_scenario_result *res, sr_rollout_result *r, sr_client_conn *k,
-                     const sr_capture *c, const judge_session *j, const sr_dialect_route *rt,
-                     int routes, int64_t index, sr_err *err)
-{
-    judge_plan p = {0};
-    sr_err e = SR_ERR_INIT;
-    int rc = plan_session(&p, c, j, rt, &e);
-    if (rc) {
-        sr_result_set_verdict(res, SR_VERDICT_ERROR, "%s: %s", sr_code_name(rc), e.msg);
-        plan_free(&p);
-        return 0;
-    }
-    sr_rollout_config cfg = SR_ROLLOUT_CONFIG_INIT;
-    const cJSON *model = cJSON_GetObjectItemCaseSensitive(p.first, "model");
-    cfg.prompt = p.ids[0];
-    cfg.prompt_len = p.len[0];
-    cfg.session_id = j->id;
-    cfg.sampling_params = p.params;
-    cfg.model = cJSON_IsString(model) ? model->valuestring : NULL;
-    cfg.routes = routes;
-    cfg.finish_session = 0;
-    cfg.env.max_turns = (int)(j->n < 1024 ? j->n : 1024);
-    cfg.script = (const int32_t *const *)(p.ids + 1);
-    cfg.script_len = p.len + 1;
-    cfg.script_n = (size_t)cfg.env.max_turns - 1;
-    sr_rollout_run(r, k, &cfg, &e);
-    sr_verify_ctx ctx = {j->id, 0, "replay", 1, 0, res, NULL};
-    int ok = 0;
-    rc = sr_verify_rollout(&ok, NULL, r, index, &ctx, err);
-    if (!rc)
-        sr_result_set_verdict(res, ok ? SR_VERDICT_PASS : SR_VERDICT_FAIL, NULL);
-    sr_rollout_drop_exchanges(r);
-    plan_free(&p);
-    return rc;
-}
-
-/* The capture's dialect and generate route: --dialect, else sniffed from the first 2xx answer
- * of a generate exchange (as check-body does). */
-static int pick_dialect(sr_dialect *d, const sr_dialect_route **rt, const sr_capture *c, int given,
-                        sr_err *err)
-{
-    sr_buf b = SR_BUF_INIT;
-    b.max = JUDGE_MAX_BODY;
-    int rc = 0, have = 0;
-    if (given >= 0) {
-        *d = (sr_dialect)given;
-        have = 1;
-    }
-    for (size_t i = 0; !rc && i < sr_capture_count(c); i++) {
-        const sr_capture_exchange *x = sr_capture_at(c, i);
-        char p[SR_CAPTURE_STR_MAX];
-        uri_path(p, sizeof p, x->uri);
-        if (!x->session[0] || x->status < 200 || x->status > 299 || !x->response.bytes)
-            continue;
-        if (!have) {
-            const char *why = NULL;
-            sr_err e = SR_ERR_INIT;
-            rc = sr_capture_read_body(c, &x->response, &b, JUDGE_MAX_BODY, err);
-            int v = rc ? -1 : sr_dialect_sniff(b.data, b.len, &why, &e);
-            if (v < 0)
-                continue;
-            *d = (sr_dialect)v;
-            have = 1;
-        }
-        if ((*rt = sr_dialect_route_at(*d, p)) != NULL)
-            break;
-    }
-    sr_buf_release(&b);
-    if (!rc && (!have || !*rt))
-        rc = sr_err_set(err, SR_E_INVAL,
-                        "the capture has no answered generate of a session%s%s%s (give "
-                        "--dialect?)",
-                        have ? " on a route of dialect " : "", have ? sr_dialect_name(*d) : "", "");
-    return rc;
-}
+#include "run/replay_judge.h"
 
 /* Prints the per-session lines and the last line as `run` does; the exit status. */
 static int summarize(const sr_run_result *run)
@@ -281,118 +29,22 @@ static int summarize(const sr_run_result *run)
     return bad ? SR_EXIT_FAIL : SR_EXIT_OK;
 }
 
-/* The batch of every session that finished with routes, collated as a trainer does, and the
- * collation's contract checks, as one more entry "collate". */
-static int judge_collate(sr_run_result *run, const sr_rollout_result *rs, size_t n, sr_err *err)
-{
-    const sr_rollout_result **pr = calloc(n + 1, sizeof *pr);
-    int64_t *ids = calloc(n + 1, sizeof *ids);
-    sr_collate_sample *smp = calloc(n + 1, sizeof *smp);
-    size_t k = 0;
-    int rc = pr && ids && smp ? 0 : sr_err_set(err, SR_E_NOMEM, "no memory for the collation");
-    for (size_t i = 0; !rc && i < n; i++) {
-        if (rs[i].code || rs[i].routes.ndim != 3)
-            continue;
-        sr_collate_sample one = SR_COLLATE_SAMPLE_INIT;
-        one.routes = &rs[i].routes;
-        one.prompt_len = (int64_t)rs[i].prompt_len;
-        one.response_len = (int64_t)rs[i].response_len;
-        one.captured_rows = rs[i].captured_rows;
-        pr[k] = &rs[i];
-        ids[k] = (int64_t)i;
-        smp[k++] = one;
-    }
-    sr_scenario_result *res = NULL;
-    if (!rc && k)
-        rc = sr_run_result_add_scenario(&res, run, err);
-    if (!rc && k)
-        rc = sr_result_set_str(&res->id, "collate", err);
-    if (!rc && k) {
-        sr_collate_buf buf = SR_COLLATE_BUF_INIT;
-        sr_collate_result out;
-        sr_err e = SR_ERR_INIT;
-        int ok = 0;
-        res->external = 1;
-        int crc = sr_collate_routes(&out, &buf, smp, (int64_t)k, 1, &e);
-        sr_verify_ctx ctx = {"collate", 0, "collate", 1, 0, res, NULL};
-        if (crc)
-            rc = sr_result_check(res, sr_code_name(crc), NULL, NULL, "collating %zu sessions: %s",
-                                 k, e.msg);
-        else
-            rc = sr_verify_collation(&ok, &out, pr, ids, k, &ctx, err);
-        if (!rc)
-            sr_result_set_verdict(res, !crc && ok ? SR_VERDICT_PASS : SR_VERDICT_FAIL, NULL);
-        sr_collate_buf_release(&buf);
-    }
-    free(pr);
-    free(ids);
-    free(smp);
-    return rc;
-}
-
-static int judge_all(sr_run_result *run, const sr_capture *c, const char *url, sr_dialect d,
-                     const sr_dialect_route *rt, sr_err *err)
-{
-    judge_session *ss = NULL;
-    size_t ns = 0, unjudged = 0;
-    int rc = group_sessions(&ss, &ns, &unjudged, c, rt->path, err);
-    if (!rc && unjudged)
-        fprintf(stderr,
-                "syncroll replay: note: %zu generate exchange(s) on %s carry no X-Session-ID and "
-                "are not judged (a conversation needs its session)\n",
-                unjudged, rt->path);
-    sr_client_opts o = SR_CLIENT_OPTS_INIT;
-    o.dialect = d;
-    o.dialect_route = (int)(rt - sr_dialect_get(d)->routes);
-    o.backoff_initial_ms = 0; /* the recorded answers do not change by waiting */
-    o.backoff_max_ms = 0;
-    sr_client *cl = NULL;
-    sr_client_conn *k = NULL;
-    if (!rc)
-        rc = sr_client_new(&cl, &url, 1, NULL, &o, err);
-    if (!rc)
-        rc = sr_client_conn_new(&k, cl, err);
-    int routes = d != SR_DIALECT_SKYRL || strcmp(rt->path, "/skyrl/v1/generate") == 0;
-    sr_rollout_result *rs = rc ? NULL : calloc(ns + 1, sizeof *rs);
-    if (!rc && !rs)
-        rc = sr_err_set(err, SR_E_NOMEM, "no memory for %zu sessions", ns);
-    for (size_t i = 0; !rc && i < ns; i++) {
-        sr_scenario_result *res = NULL;
-        rc = sr_run_result_add_scenario(&res, run, err);
-        if (!rc)
-            rc = sr_result_set_str(&res->id, ss[i].id, err);
-        if (!rc) {
-            res->external = 1;
-            rc = judge_one(res, &rs[i], k, c, &ss[i], rt, routes, (int64_t)i, err);
-        }
-    }
-    if (!rc)
-        rc = judge_collate(run, rs, ns, err);
-    for (size_t i = 0; rs && i < ns; i++)
-        sr_rollout_result_release(&rs[i]);
-    free(rs);
-    sr_client_conn_free(k);
-    sr_client_free(cl);
-    judge_sessions_free(ss, ns);
-    return rc;
-}
-
 int sr_replay_judge(const sr_capture *c, int dialect, const char *out)
 {
     sr_err err = SR_ERR_INIT;
-    sr_dialect d = SR_DIALECT_SKYRL;
-    const sr_dialect_route *rt = NULL;
-    sr_replay_serve *srv = NULL;
     sr_run_result *run = NULL;
-    sr_replay_serve_config scfg = {.capture = c};
-    int rc = pick_dialect(&d, &rt, c, dialect, &err);
-    if (!rc)
-        rc = sr_replay_serve_start(&srv, &scfg, &err);
-    if (!rc)
-        rc = sr_run_result_new(&run, &err);
-    if (!rc)
-        rc = judge_all(run, c, sr_replay_serve_url(srv), d, rt, &err);
-    sr_replay_serve_stop(srv);
+    sr_replay_judge_opts o = SR_REPLAY_JUDGE_OPTS_INIT;
+    o.dialect = dialect;
+    int rc = sr_run_result_new(&run, &err);
+    if (!rc) {
+        o.run = run;
+        rc = sr_replay_judge_capture(c, &o, &err);
+    }
+    if (o.unjudged)
+        fprintf(stderr,
+                "syncroll replay: note: %zu generate exchange(s) carry no X-Session-ID and are "
+                "not judged (a conversation needs its session)\n",
+                o.unjudged);
     int status = SR_EXIT_OK;
     if (!rc) {
         sr_run_result_finish(run, 0);
@@ -404,7 +56,7 @@ int sr_replay_judge(const sr_capture *c, int dialect, const char *out)
     }
     if (rc) {
         fprintf(stderr, "syncroll replay: %s: %s\n", sr_code_name(rc), err.msg);
-        status = rc == SR_E_IO ? 3 : SR_EXIT_USAGE;
+        status = rc == SR_E_IO ? 3 : rc == SR_E_NOMEM ? SR_EXIT_FAIL : SR_EXIT_USAGE;
     }
     sr_run_result_free(run);
     return status;

@@ -11,6 +11,7 @@
 
 #include "evidence.h"
 #include "runner_probe.h"
+#include "runner_replay.h"
 #include "runner_soak.h"
 #include "runner_steps.h"
 #include "runner_verdict.h"
@@ -430,9 +431,13 @@ static void execute(sr_scn_run *run)
         rc = (run->steps = calloc((size_t)run->scn->n_steps, sizeof(*run->steps)))
                  ? 0
                  : sr_err_set(&err, SR_E_NOMEM, "cannot allocate the step states");
-    if (!rc && (up = start_engines(run, &err)) < 0)
+    /* A scenario of replay steps only judges captures: it needs no engine and no client. */
+    int bare = sr_run_replay_only(run->scn);
+    if (bare)
+        up = 1;
+    else if (!rc && (up = start_engines(run, &err)) < 0)
         rc = up;
-    if (!rc && up == 1)
+    if (!rc && up == 1 && !bare)
         rc = make_client(run, &err);
     if (!rc && up == 1 && !trainer_check(run))
         rc = sr_run_iterations(run, run_steps, &err);

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "runner_probe.h"
+#include "runner_replay.h"
 #include "runner_rollout.h"
 #include "runner_steps.h"
 #include "spec/endpoints.h"
@@ -411,6 +412,7 @@ static const sr_step_fn executors[] = {
     [SR_STEP_PROBE] = sr_step_probe,
     [SR_STEP_SLEEP] = step_sleep,
     [SR_STEP_WAKE_UP] = step_wake,
+    [SR_STEP_REPLAY] = sr_step_replay,
 };
 _Static_assert(sizeof(executors) / sizeof(executors[0]) == SR_STEP_KIND_COUNT,
                "every step kind of SR_STEP_KIND_TABLE needs its executor here");

@@ -1,7 +1,8 @@
 /*
  * runner_steps: the step dispatch table, and the executors of every step kind but rollout
  * (runner_rollout.h): sync_weights (the weight-sync module, sync/sync.h, plugs in here),
- * collate, pause, resume, wait, check_state and kill_engine. scenarios/FORMAT.md describes what
+ * collate, pause, resume, wait, check_state, kill_engine, sleep and wake_up (probe and replay:
+ * runner_probe.h, runner_replay.h). scenarios/FORMAT.md describes what
  * each step does; runner.h how steps are run (in order, async ones on their own threads).
  */
 #ifndef SR_RUNNER_STEPS_H

@@ -156,6 +156,8 @@ static const sr_scenario_key keys[] = {
     {"steps.sleep.level", "integer"},
     {"steps.wake_up.engine", "integer|null"},
     {"steps.wake_up.tags", "string"},
+    {"steps.replay.capture", "string"},
+    {"steps.replay.dialect", "string|null"},
     {"expect", "object"},
     {"expect.verdict", "string"},
     {"expect.checks", "array"},

@@ -125,7 +125,9 @@ const sr_quirk_info *sr_quirk_info_of(sr_quirk q);
     X("probe", PROBE, parse_probe, write_probe,                                                    \
       "the metamorphic checks (meta.*) against one engine")                                        \
     X("sleep", SLEEP, parse_sleep, write_sleep, "put the engines to sleep")                        \
-    X("wake_up", WAKE_UP, parse_wake, write_wake, "wake the engines' memory")
+    X("wake_up", WAKE_UP, parse_wake, write_wake, "wake the engines' memory")                      \
+    X("replay", REPLAY, parse_replay, write_replay,                                                \
+      "judge a capture of recorded traffic with no engine")
 
 typedef enum sr_step_kind {
 #define SR_STEP_KIND_ENUM(name, sym, parse, write, doc) SR_STEP_##sym,
@@ -222,6 +224,17 @@ typedef struct sr_scn_probe {
     int sync;       /* 1: the relations that need weight syncs run too (three syncs) */
 } sr_scn_probe;
 
+/* Bytes of a replay step's capture path, including the NUL. */
+#define SR_SCN_PATH_MAX 1024
+
+/* A replay step: a capture of `syncroll proxy --record` judged as `syncroll replay` does
+ * (run/replay_judge.h). */
+typedef struct sr_scn_replay {
+    char capture[SR_SCN_PATH_MAX]; /* the capture folder, resolved to an absolute path at load
+                                      (a relative one is relative to the scenario's folder) */
+    int dialect;                   /* an sr_dialect, or -1: told from the answers */
+} sr_scn_replay;
+
 typedef struct sr_scn_step {
     sr_step_kind kind;
     char name[SR_SCN_NAME_MAX];
@@ -237,6 +250,7 @@ typedef struct sr_scn_step {
     sr_scn_check_state check;
     sr_scn_kill kill;
     sr_scn_probe probe;
+    sr_scn_replay replay;
 } sr_scn_step;
 
 typedef struct sr_scn_budget {

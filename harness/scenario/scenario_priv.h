@@ -33,6 +33,15 @@ int sr_scn_str(scn_parse *p, const cJSON *obj, const char *key, const char *dflt
 int sr_scn_strlist(scn_parse *p, const cJSON *obj, const char *key, size_t maxlen, char **out,
                    int *n);
 
+/*
+ * A folder named by a scenario (`path` at node `at`): relative to the scenario file's folder
+ * unless absolute, resolved to an absolute path into out[cap] (its links followed), and holding
+ * the regular file `holds`; else SR_E_SCENARIO at `at` saying "no <what> at '<path>' (<hint>;
+ * ...)".
+ */
+int sr_scn_folder(scn_parse *p, const cJSON *at, const char *path, const char *holds,
+                  const char *what, const char *hint, char *out, size_t cap);
+
 /* Error at `node` with SR_E_SCENARIO. */
 int sr_scn_fail(scn_parse *p, const cJSON *node, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "scenario_priv.h"
 
@@ -133,4 +134,28 @@ int sr_scn_strlist(scn_parse *p, const cJSON *obj, const char *key, size_t maxle
         (*n)++;
     }
     return 0;
+}
+
+int sr_scn_folder(scn_parse *p, const cJSON *at, const char *path, const char *holds,
+                  const char *what, const char *hint, char *out, size_t cap)
+{
+    char joined[SR_SCN_PATH_MAX + 16], file[SR_SCN_PATH_MAX + 64];
+    const char *slash = strrchr(p->s->path, '/');
+    int dir = path[0] == '/' || !slash ? 0 : (int)(slash - p->s->path) + 1; /* with its '/' */
+    if (!path[0] || (size_t)snprintf(joined, sizeof joined, "%.*s%s", dir, p->s->path, path) >= cap)
+        return sr_scn_fail(p, at, "the path must be 1..%zu bytes", cap - 1);
+    char *abs = realpath(joined, NULL);
+    struct stat sb;
+    int rc = 0;
+    if (abs)
+        snprintf(file, sizeof file, "%s/%s", abs, holds);
+    if (!abs || strlen(abs) >= cap || stat(file, &sb) != 0 || !S_ISREG(sb.st_mode))
+        rc = sr_scn_fail(p, at,
+                         "no %s at '%s' (%s; a relative path is relative to the scenario's "
+                         "folder)",
+                         what, joined, hint);
+    else
+        snprintf(out, cap, "%s", abs);
+    free(abs);
+    return rc;
 }

@@ -172,6 +172,18 @@ static void write_probe(cJSON *o, const sr_scenario *s, const sr_scn_step *st)
     cJSON_AddBoolToObject(o, "sync", st->probe.sync);
 }
 
+/* The capture as the absolute path it was resolved to, so the expanded copy (written elsewhere)
+ * finds the same capture. */
+static void write_replay(cJSON *o, const sr_scenario *s, const sr_scn_step *st)
+{
+    (void)s;
+    cJSON_AddStringToObject(o, "capture", st->replay.capture);
+    if (st->replay.dialect < 0)
+        cJSON_AddNullToObject(o, "dialect");
+    else
+        cJSON_AddStringToObject(o, "dialect", sr_dialect_name((sr_dialect)st->replay.dialect));
+}
+
 /* The writer of each step kind's members, from the step-kind table (scenario.h). */
 typedef void (*step_writer)(cJSON *o, const sr_scenario *s, const sr_scn_step *st);
 static const step_writer writers[SR_STEP_KIND_COUNT] = {
