@@ -231,42 +231,51 @@ if [ "$part" = all ] || [ "$part" = scenario ]; then
     [ "$run_status" -eq 1 ] || die "the faulty recorded run exited $run_status: $OUT"
     expect_out 0 'expect pass$' "--to-scenario writes the clean capture, expecting a pass" \
         "$S" replay --to-scenario "$tmp/clean" "$tmp/fx-clean"
-    expect_out 0 'expect fail: routes\.invalid$' \
-        "--to-scenario writes the faulty capture, expecting routes.invalid" \
+    expect_out 0 'expect pass \(a failing case: judging found routes\.invalid\)$' \
+        "--to-scenario writes the faulty capture as a failing case" \
         "$S" replay --to-scenario "$tmp/zero" "$tmp/fx-zero"
+    expect_out 0 'expect fail: routes\.invalid$' \
+        "--to-scenario --expect-found writes the faulty capture expecting routes.invalid" \
+        "$S" replay --to-scenario --expect-found "$tmp/zero" "$tmp/fx-found"
+    expect_out 2 '--expect-found goes with --to-scenario' "--expect-found alone is a usage error" \
+        "$S" replay --expect-found "$tmp/zero"
     n_bodies=$(ls "$tmp/zero/bodies" | wc -l)
     [ "$(ls "$tmp/fx-zero/fixtures/capture/bodies" | wc -l)" -eq "$n_bodies" ] ||
         bad "the fixture does not hold the $n_bodies bodies the index names"
     cmp -s "$tmp/zero/capture.jsonl" "$tmp/fx-zero/fixtures/capture/capture.jsonl" ||
         bad "the fixture's index is not the capture's"
-    expect 0 "both written scenarios lint" "$S" lint "$tmp/fx-clean" "$tmp/fx-zero"
+    expect 0 "the written scenarios lint" "$S" lint "$tmp/fx-clean" "$tmp/fx-zero" "$tmp/fx-found"
     expect 0 "run passes the clean capture's scenario" \
         "$S" run --out "$tmp/runs" "$tmp/fx-clean/fx-clean.json"
-    expect 0 "run of the faulty capture's scenario: routes.invalid fires, as it expects" \
+    # The failing case: the run fails naming the check, the step and the session.
+    expect_out 1 'routes\.invalid: .*step capture session replay-multi-turn/' \
+        "the faulty capture's scenario fails its run naming routes.invalid" \
         "$S" run --out "$tmp/runs" "$tmp/fx-zero/fx-zero.json"
-    python3 - "$tmp/runs/latest/results.json" <<'PY' || bad "results.json: routes.invalid not fired as expected"
+    python3 - "$tmp/runs/latest/results.json" fx-zero fail <<'PY' || bad "results.json of fx-zero"
 import json, sys
 s = json.load(open(sys.argv[1]))["scenarios"][0]
-assert s["id"] == "fx-zero" and s["verdict"] == "pass", (s["id"], s["verdict"], s["reason"])
+assert s["id"] == sys.argv[2] and s["verdict"] == sys.argv[3], (s["id"], s["verdict"], s["reason"])
 assert list(s["fired"]) == ["routes.invalid"] and s["fired"]["routes.invalid"] == 6, s["fired"]
 assert s["counters"]["rollouts_requested"] == 6, s["counters"]
 PY
-    # Expecting a pass instead, the same replay fails the run naming the check and the session.
-    # rewrite FILE OUT ID [expect-pass]: the scenario FILE under another id (in FILE's folder).
+    # The catalogue's defect form: the same checks fire, as it expects, and the run passes.
+    expect 0 "run of the --expect-found scenario: routes.invalid fires, as it expects" \
+        "$S" run --out "$tmp/runs" "$tmp/fx-found/fx-found.json"
+    python3 - "$tmp/runs/latest/results.json" fx-found pass <<'PY' || bad "results.json of fx-found"
+import json, sys
+s = json.load(open(sys.argv[1]))["scenarios"][0]
+assert s["id"] == sys.argv[2] and s["verdict"] == sys.argv[3], (s["id"], s["verdict"], s["reason"])
+assert list(s["fired"]) == ["routes.invalid"] and s["fired"]["routes.invalid"] == 6, s["fired"]
+PY
+    # rewrite FILE OUT ID: the scenario FILE under another id (in FILE's folder).
     rewrite() {
         python3 - "$@" <<'PY'
 import json, sys
 doc = json.load(open(sys.argv[1]))
 doc["id"] = sys.argv[3]
-if sys.argv[4:] == ["expect-pass"]:
-    doc["expect"] = {"verdict": "pass"}
 json.dump(doc, open(sys.argv[2], "w"), indent=2)
 PY
     }
-    rewrite "$tmp/fx-zero/fx-zero.json" "$tmp/fx-zero/expect-pass.json" fx-zero-pass expect-pass
-    expect_out 1 'routes\.invalid: .*step capture session replay-multi-turn/' \
-        "expecting a pass, the faulty capture fails the run naming routes.invalid" \
-        "$S" run --out "$tmp/runs" "$tmp/fx-zero/expect-pass.json"
     expect_out 2 'replay\.out_not_empty' "--to-scenario into a non-empty folder is refused" \
         "$S" replay --to-scenario "$tmp/clean" "$tmp/fx-clean"
     [ -s "$tmp/fx-clean/fx-clean.json" ] || bad "the refused command touched the existing folder"

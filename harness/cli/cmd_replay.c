@@ -20,7 +20,7 @@ static const char USAGE[] =
     "       syncroll replay --list [--json] [--no-verify] CAPTURE\n"
     "       syncroll replay --body SEQ:req|SEQ:resp CAPTURE\n"
     "       syncroll replay --serve [--listen ADDR:PORT] CAPTURE\n"
-    "       syncroll replay --to-scenario [--dialect D] CAPTURE OUT\n"
+    "       syncroll replay --to-scenario [--expect-found] [--dialect D] CAPTURE OUT\n"
     "\n"
     "Reads a capture that `syncroll proxy --record CAPTURE` wrote (docs/reference/proxy.md).\n"
     "With --list it lists its exchanges in the order they arrived: sequence number, start\n"
@@ -58,8 +58,12 @@ static const char USAGE[] =
     "names, copied byte for byte into OUT/fixtures/capture/, and OUT/<id>.json (<id> from\n"
     "OUT's name), a scenario with one step {\"kind\": \"replay\", \"capture\":\n"
     "\"fixtures/capture\", \"dialect\": D} that judges the copy as above when `syncroll run`\n"
-    "runs it, and an `expect` stating what judging the copy found: \"pass\", or \"fail\" with\n"
-    "exactly the checks that fired (e.g. routes.invalid). The description names the upstream\n"
+    "runs it, and {\"expect\": {\"verdict\": \"pass\"}}: a capture in which judging finds a defect\n"
+    "becomes a failing case, and `syncroll run` fails it naming the check (e.g.\n"
+    "routes.invalid), the session, turn, row and layer. With --expect-found the expect states\n"
+    "what judging found instead (\"fail\" with exactly the checks that fired: the bug\n"
+    "catalogue's *.defect.json form, which passes while syncroll keeps finding the defect in\n"
+    "those bytes). The description names the upstream\n"
     "and the proxy faults that fired in the capture. It prints what it wrote; exit 0 written,\n"
     "2 a usage or capture error (nothing is left behind), 3 a file could not be written.\n"
     "\n"
@@ -75,6 +79,7 @@ static const char USAGE[] =
     "  --out DIR     write the judged run's reports into DIR (created)\n"
     "  --serve       play the capture back as an engine\n"
     "  --to-scenario write the capture as a scenario into OUT (the argument after CAPTURE)\n"
+    "  --expect-found  with --to-scenario: expect what judging found, not a pass\n"
     "  --listen ADDR:PORT\n"
     "                where --serve listens (default 127.0.0.1:0; port 0 picks a free one)\n";
 
@@ -198,7 +203,7 @@ static int serve(const sr_capture *c, const char *dir, char *listen)
 
 int sr_cmd_replay(int argc, char **argv)
 {
-    int list = 0, json = 0, check = 1, serving = 0, to_scn = 0;
+    int list = 0, json = 0, check = 1, serving = 0, to_scn = 0, expect_found = 0;
     const char *dir = NULL, *body = NULL, *out = NULL, *scn_out = NULL;
     int dialect = -1;
     char *listen = NULL;
@@ -216,6 +221,8 @@ int sr_cmd_replay(int argc, char **argv)
             serving = 1;
         else if (strcmp(argv[i], "--to-scenario") == 0)
             to_scn = 1;
+        else if (strcmp(argv[i], "--expect-found") == 0)
+            expect_found = 1;
         else if (strcmp(argv[i], "--listen") == 0 && i + 1 < argc)
             listen = argv[++i];
         else if (strcmp(argv[i], "--body") == 0 && i + 1 < argc)
@@ -239,13 +246,15 @@ int sr_cmd_replay(int argc, char **argv)
     }
     int modes = list + !!body + serving + to_scn;
     if (!dir || modes > 1 || (listen && !serving) || (out && modes) ||
-        (dialect >= 0 && modes - to_scn) || (to_scn && !scn_out) || (scn_out && !to_scn)) {
+        (dialect >= 0 && modes - to_scn) || (to_scn && !scn_out) || (scn_out && !to_scn) ||
+        (expect_found && !to_scn)) {
         fprintf(stderr, "syncroll replay: %s (see --help)\n",
                 !dir                 ? "no capture folder"
                 : modes > 1          ? "--list, --body, --serve and --to-scenario are exclusive"
                 : listen && !serving ? "--listen goes with --serve"
                 : to_scn && !scn_out ? "--to-scenario needs CAPTURE and OUT"
                 : scn_out && !to_scn ? "a second folder goes with --to-scenario only"
+                : expect_found && !to_scn ? "--expect-found goes with --to-scenario"
                                      : "--dialect goes with judging and --to-scenario, --out "
                                        "with judging");
         return SR_EXIT_USAGE;
@@ -259,7 +268,7 @@ int sr_cmd_replay(int argc, char **argv)
         return status;
     }
     if (!rc && to_scn) {
-        int status = sr_replay_to_scenario(c, dir, scn_out, dialect);
+        int status = sr_replay_to_scenario(c, dir, scn_out, dialect, expect_found);
         sr_capture_free(c);
         return status;
     }

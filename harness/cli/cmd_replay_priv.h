@@ -17,11 +17,14 @@ int sr_replay_judge(const sr_capture *c, int dialect, const char *out);
 
 /*
  * `--to-scenario` (cmd_replay_scenario.c): copies capture c (read from folder `capture`) into
- * OUT/fixtures/capture/ and writes OUT/<id>.json, a scenario whose replay step judges the copy
- * and whose `expect` states what judging it found. `dialect` as above. Prints what it wrote.
+ * OUT/fixtures/capture/ and writes OUT/<id>.json, a scenario whose replay step judges the copy.
+ * Its `expect` is a pass, so a capture in which judging finds a defect is a failing case naming
+ * the check; with `expect_found` it states what judging found instead (the bug catalogue's
+ * defect form: it passes while the same checks fire). `dialect` as above. Prints what it wrote.
  * Returns 0 written, 2 a usage or capture error (replay.out_not_empty when OUT exists and is
  * not an empty folder), 3 a file not written; on an error nothing it created is left.
  */
-int sr_replay_to_scenario(const sr_capture *c, const char *capture, const char *out, int dialect);
+int sr_replay_to_scenario(const sr_capture *c, const char *capture, const char *out, int dialect,
+                          int expect_found);
 
 #endif /* SR_CMD_REPLAY_PRIV_H */

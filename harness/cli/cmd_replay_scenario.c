@@ -212,7 +212,7 @@ static void describe(char *dst, size_t cap, const sr_capture *c, const sr_scenar
 
 /* The scenario document: one replay step and the expectation of what was found. */
 static cJSON *scenario_doc(const char *id, const char *desc, const char *dialect,
-                           const sr_scenario_result *res)
+                           const sr_scenario_result *res, int expect_found)
 {
     cJSON *doc = cJSON_CreateObject(), *tags, *steps, *st, *ex, *checks;
     cJSON_AddStringToObject(doc, "id", id);
@@ -227,8 +227,9 @@ static cJSON *scenario_doc(const char *id, const char *desc, const char *dialect
     cJSON_AddStringToObject(st, "capture", TS_FIXTURE);
     cJSON_AddStringToObject(st, "dialect", dialect);
     ex = cJSON_AddObjectToObject(doc, "expect");
-    cJSON_AddStringToObject(ex, "verdict", res->n_fired ? "fail" : "pass");
-    if (res->n_fired) {
+    int fail = expect_found && res->n_fired;
+    cJSON_AddStringToObject(ex, "verdict", fail ? "fail" : "pass");
+    if (fail) {
         checks = cJSON_AddArrayToObject(ex, "checks");
         for (size_t i = 0; i < res->n_fired; i++)
             cJSON_AddItemToArray(checks, cJSON_CreateString(res->fired[i].name));
@@ -270,7 +271,7 @@ static int judge_copy(sr_scenario_result *res, int *dialect, const char *dst, co
 }
 
 static int to_scenario(made *m, const sr_capture *c, const char *src, const char *out, int dialect,
-                       sr_err *err)
+                       int expect_found, sr_err *err)
 {
     char dst[TS_PATH_MAX], file[TS_PATH_MAX], id[SR_SCN_ID_MAX], desc[2048];
     size_t n_bodies = 0;
@@ -295,7 +296,7 @@ static int to_scenario(made *m, const sr_capture *c, const char *src, const char
     char *text = NULL;
     if (!rc) {
         describe(desc, sizeof desc, c, res, dname);
-        doc = scenario_doc(id, desc, dname, res);
+        doc = scenario_doc(id, desc, dname, res, expect_found);
         text = doc ? cJSON_Print(doc) : NULL;
         rc = text ? 0 : sr_err_set(err, SR_E_NOMEM, "no memory for the scenario");
     }
@@ -306,10 +307,17 @@ static int to_scenario(made *m, const sr_capture *c, const char *src, const char
         sr_err_prefix(err, "the written scenario does not load: ");
     if (!rc) {
         printf("wrote %s (capture.jsonl and %zu bodies, every body verified)\n", dst, n_bodies);
+        int fail = expect_found && res->n_fired;
         printf("wrote %s: a replay step (%s wire), expect %s", file, dname,
-               res->n_fired ? "fail:" : "pass");
-        for (size_t i = 0; i < res->n_fired; i++)
+               fail ? "fail:" : "pass");
+        for (size_t i = 0; fail && i < res->n_fired; i++)
             printf(" %s", res->fired[i].name);
+        if (res->n_fired && !fail) {
+            printf(" (a failing case: judging found");
+            for (size_t i = 0; i < res->n_fired; i++)
+                printf(" %s", res->fired[i].name);
+            printf(")");
+        }
         printf("\n%s: %lld session(s) judged, %lld passed, %lld failed\n", id,
                (long long)res->counters.rollouts_requested,
                (long long)res->counters.rollouts_verified,
@@ -323,11 +331,12 @@ static int to_scenario(made *m, const sr_capture *c, const char *src, const char
     return rc;
 }
 
-int sr_replay_to_scenario(const sr_capture *c, const char *capture, const char *out, int dialect)
+int sr_replay_to_scenario(const sr_capture *c, const char *capture, const char *out, int dialect,
+                          int expect_found)
 {
     sr_err err = SR_ERR_INIT;
     made m = {NULL, 0, 0};
-    int rc = to_scenario(&m, c, capture, out, dialect, &err);
+    int rc = to_scenario(&m, c, capture, out, dialect, expect_found, &err);
     made_end(&m, rc != 0);
     if (!rc)
         return SR_EXIT_OK;
