@@ -10,7 +10,11 @@
 #     scenario retries every cut turn, as against the engine's own truncate_in_blob, and passes
 #     (skyrl and vllm wires); the proxy's state counts the fault fired once a retry; with the
 #     reference's retry policy the client names splice.unterminated.
-#   PROXY_FAULTS_PART=routes|retry   only that part
+#   same part: the same route faults (with a probability, and on the turn boundary a route
+#     start names) in the proxy in front of a clean engine and in the engine itself give the
+#     same routes for every turn of a multi-turn run (a recording proxy in front of each keeps
+#     what the client got), in the skyrl, vllm, sglang, dynamo and nemo-rl wires.
+#   PROXY_FAULTS_PART=routes|retry|same   only that part
 . "$(dirname "$0")/lib.sh"
 part=${PROXY_FAULTS_PART:-all}
 pids=
@@ -137,7 +141,7 @@ PY
         "$S" proxy --upstream http://127.0.0.1:9 --fault '{"kind": "expert_out_of_range"}'
 fi
 
-# retry part: scenario FILE URL|- DIALECT [FAULTS [QUIRK]]: a multi-turn scenario against URL (or,
+# scenario FILE URL|- DIALECT [FAULTS [QUIRK]]: a multi-turn scenario against URL (or,
 # for -, its own engine with FAULTS).
 scenario() {
     if [ "$2" = - ]; then
@@ -146,11 +150,11 @@ scenario() {
         eng="\"urls\": [\"$2\"]"
     fi
     cat >"$1" <<JSON
-{"id": "proxy-retry", "description": "multi-turn rollouts, turn 2 cut inside its blob",
+{"id": "proxy-multi-turn", "description": "multi-turn rollouts through the proxy",
  "seed": 101,
  "model": {"vocab": 4000, "layers": 4, "experts": 64, "topk": 8, "eos_rate": 0.05},
  "engines": {$eng, "dialect": "$3"},
- "client": {"concurrency": 4${5:-}},
+ "client": {"concurrency": ${conc:-4}${5:-}},
  "steps": [
    {"kind": "rollout", "name": "batch", "batch": 6, "turns": 3, "max_tokens": 16,
     "prompt_tokens": {"min": 8, "max": 40}, "observation_tokens": {"min": 1, "max": 8}}]}
@@ -203,6 +207,78 @@ if [ "$part" = all ] || [ "$part" = retry ]; then
             "$S" run --out "$tmp/ref-$d" "$tmp/ref.json"
         stop "$proxy_pid"
         stop "$serve_pid"
+    done
+fi
+# same part: the route values of every generate answer of CAP1 and CAP2, matched by session
+# and turn, must be equal (and some must differ from a clean engine's: the faults fired).
+cat >"$tmp/same.py" <<'PY'
+import json, subprocess, sys
+S, caps = sys.argv[1], sys.argv[2:]
+def routes(v):
+    """Every value under a key routed_experts or prompt_routed_experts, in document order."""
+    out = []
+    if isinstance(v, dict):
+        for k, x in v.items():
+            if k in ("routed_experts", "prompt_routed_experts"):
+                out.append(x)
+            else:
+                out += routes(x)
+    elif isinstance(v, list):
+        for x in v:
+            out += routes(x)
+    return out
+def answers(cap):
+    xs = json.loads(subprocess.run([S, "replay", "--list", "--json", cap], check=True,
+                                   capture_output=True).stdout)["exchanges"]
+    seen, out = {}, {}
+    for x in xs:
+        if x["endpoint"] != "generate" or x["status"] != 200:
+            continue
+        n = seen[x["session"]] = seen.get(x["session"], 0) + 1
+        body = subprocess.run([S, "replay", "--body", "%d:resp" % x["seq"], cap], check=True,
+                              capture_output=True).stdout
+        out[(x["session"], n)] = routes(json.loads(body))
+    return out
+a, b, clean = (answers(c) for c in caps)
+assert a.keys() == b.keys() == clean.keys() and a, (len(a), len(b), len(clean))
+for k in a:
+    assert a[k] == b[k], k
+changed = sum(a[k] != clean[k] for k in a)
+assert 0 < changed, "no fault fired"
+print("same", len(a), "changed", changed)
+PY
+
+SAME='{"kind": "routes", "id": "shift", "probability": 0.5, "select": {"region": "output", "rows": {"block": 2, "every": 5}}, "action": {"do": "shift", "k": 2}},
+      {"kind": "routes", "id": "edge", "select": {"region": "turn_boundary"}, "action": {"do": "constant", "value": 3}}'
+if [ "$part" = all ] || [ "$part" = same ]; then
+    for d in skyrl vllm sglang dynamo nemo-rl; do
+        # record CAP FAULTS [PROXY_FAULTS]: serve (with FAULTS), a faulty proxy when
+        # PROXY_FAULTS is set, a recording proxy, and a run with one request in flight, so
+        # that the faults' ordinals and draws fall on the same requests.
+        for which in clean own via; do
+            eng_faults=
+            [ "$which" = own ] && eng_faults=$SAME
+            printf '{"count": 1, "seed": 101, "model": {"vocab": 4000, "layers": 4, "experts": 64, "topk": 8, "eos_rate": 0.05}, "faults": [%s]}\n' "$eng_faults" >"$tmp/eng.json"
+            start serve "$S" serve --stop-grace 2 --dialect "$d" "$tmp/eng.json"
+            serve_pid=$last_pid
+            faulty_pid=
+            if [ "$which" = via ]; then
+                set -- --fault "$(printf '%s' "$SAME" | sed -n 1p | sed 's/,$//')" \
+                    --fault "$(printf '%s' "$SAME" | sed -n 2p)"
+                start faulty "$S" proxy --seed 101 --dialect "$d" --upstream "$url" "$@"
+                faulty_pid=$last_pid
+            fi
+            start rec "$S" proxy --dialect "$d" --upstream "$url" --record "$tmp/cap-$d-$which"
+            rec_pid=$last_pid
+            conc=1 scenario "$tmp/same.json" "$url" "$d"
+            "$S" run --out "$tmp/runs" "$tmp/same.json" >"$tmp/same.out" 2>&1
+            stop "$rec_pid"
+            [ -n "$faulty_pid" ] && stop "$faulty_pid"
+            stop "$serve_pid"
+        done
+        expect_out 0 '^same [0-9]+ changed [1-9]' \
+            "$d: the proxy's route faults give the routes the engine's own give, turn by turn" \
+            python3 "$tmp/same.py" "$S" "$tmp/cap-$d-own" "$tmp/cap-$d-via" "$tmp/cap-$d-clean"
     done
 fi
 finish
