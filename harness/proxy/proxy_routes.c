@@ -316,7 +316,12 @@ static int apply_split(rewrite *w, const sr_route_rule *r, sr_err *err)
     memcpy((char *)all.data + pa->nbytes, ga->data, ga->nbytes);
     w->P = pa->shape[0];
     w->start = 0;
-    rc = apply_block(&all, shape[0], (size_t)shape[1], (size_t)shape[2], w, 0, r, &kept, err);
+    /* Row P+G-1, the pass on the last sampled token, is added by the engine after the rule
+     * (engine/gen_dialect.c): the rule does not reach it, and it stays only where the rule left
+     * the other rows' end where it was (a shorter array gets no last row). */
+    int64_t rows = shape[0] - (ga->shape[0] > 0);
+    rc = apply_block(&all, rows, (size_t)shape[1], (size_t)shape[2], w, 0, r, &kept, err);
+    kept += ga->shape[0] > 0 && kept == rows;
     int64_t prompt = kept < w->P ? kept : w->P;
     size_t rb = (size_t)(shape[1] * shape[2]) * sizeof(int64_t);
     if (!rc) {

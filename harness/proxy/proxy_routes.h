@@ -11,8 +11,9 @@
  * constant, as the engine's does), and written in place of the field's value; every other byte
  * of the answer is the engine's. Rows per wire (spec/dialect.h): trimmed wires hold positions
  * [start, ..) of a prompt of P tokens (P and start from the request); vllm-json's two fields are
- * one array of positions [0, P+G) split at P; nemo-rl's last row is its filler and is kept as it
- * is. SGLang's flat wire carries no shape: its rows are P+G-1-start (G: the answer's token ids)
+ * one array of positions [0, P+G) split at P, whose last row (added by the engine after the rule)
+ * the rule does not reach and which stays only when the rule kept every other row; nemo-rl's last
+ * row is its filler and is kept as it is. SGLang's flat wire carries no shape: its rows are P+G-1-start (G: the answer's token ids)
  * and a row is taken as one layer of L*K slots, so a rule that names layers (select.layers,
  * swap_layers) leaves such an answer unchanged.
  *
