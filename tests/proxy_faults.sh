@@ -142,7 +142,8 @@ PY
 fi
 
 # scenario FILE URL|- DIALECT [FAULTS [QUIRK]]: a multi-turn scenario against URL (or,
-# for -, its own engine with FAULTS).
+# for -, its own engine with FAULTS); QUIRK is appended to its client object, and $conc (4) is
+# its client's concurrency.
 scenario() {
     if [ "$2" = - ]; then
         eng="\"count\": 1, \"faults\": [${4:-}]"
