@@ -15,7 +15,7 @@
 static const char USAGE[] =
     "usage: syncroll proxy --upstream URL [--listen ADDR:PORT] [--record DIR]\n"
     "                      [--redact-prompts] [--fault JSON]... [--seed N]\n"
-    "                      [--max-request-bytes N]\n"
+    "                      [--dialect D] [--max-request-bytes N]\n"
     "\n"
     "A transparent HTTP proxy in front of one engine (a real one or `syncroll serve`): every\n"
     "request is forwarded to URL (http://HOST:PORT) unchanged and every answer streamed back as\n"
@@ -37,12 +37,18 @@ static const char USAGE[] =
     "                       prompt_token_ids, input_ids of a JSON request); the engine still\n"
     "                       gets the real request\n"
     "  --fault JSON         a fault object (scenarios/FORMAT.md, docs/reference/faults.md) of\n"
-    "                       the delay, http or transport layer, applied to the traffic with\n"
-    "                       the engine's selection rules (endpoints, nth, turn by\n"
-    "                       X-Session-ID, probability, count); repeatable. A body-shaping\n"
-    "                       fault (truncate*, stall_mid_body, dribble) reads its answer whole\n"
-    "                       before cutting it. Other layers are fault.invalid_spec (exit 2)\n"
+    "                       the delay, http or transport layer, or a route fault of the fault\n"
+    "                       grammar (\"routes\" and its aliases, e.g. routes_all_zero), applied\n"
+    "                       to the traffic with the engine's selection rules (endpoints, nth,\n"
+    "                       turn by X-Session-ID, probability, count); repeatable. A\n"
+    "                       body-shaping fault (truncate*, stall_mid_body, dribble) reads its\n"
+    "                       answer whole before cutting it; a route fault reads it whole and\n"
+    "                       rewrites its routes in the answer's own wire. Other faults are\n"
+    "                       fault.invalid_spec (exit 2)\n"
     "  --seed N             seed of the probability and latency draws (default 1)\n"
+    "  --dialect D          the upstream's generate wire (spec/dialect.h; default skyrl):\n"
+    "                       its generate routes count as the endpoint generate for --fault,\n"
+    "                       as `syncroll serve --dialect D` counts them\n"
     "  --max-request-bytes N  larger request bodies are answered 413 (default 64 MiB)\n";
 
 typedef struct proxy_args {
@@ -99,6 +105,9 @@ static int parse_args(proxy_args *a, int argc, char **argv)
             if (sr_arg_int(v, 0, LLONG_MAX, &n))
                 return bad("bad --seed", v);
             a->cfg.seed = (uint64_t)n;
+        } else if (strcmp(o, "--dialect") == 0) {
+            if (sr_arg_dialect("proxy", o, v, &a->cfg.dialect))
+                return SR_EXIT_USAGE;
         } else if (strcmp(o, "--max-request-bytes") == 0) {
             if (sr_arg_int(v, 1, 1LL << 30, &n))
                 return bad("bad --max-request-bytes (1 .. 1 GiB)", v);

@@ -11,6 +11,8 @@
 
 #include "proxy_answer.h"
 #include "proxy_priv.h"
+#include "proxy_routes.h"
+#include "spec/dialect.h"
 #include "spec/endpoints.h"
 
 int sr_proxy_check_faults(const sr_fault_plan *plan, sr_err *err)
@@ -18,11 +20,14 @@ int sr_proxy_check_faults(const sr_fault_plan *plan, sr_err *err)
     for (size_t i = 0; i < sr_fault_plan_count(plan); i++) {
         const sr_fault *f = sr_fault_plan_at(plan, i);
         sr_fault_layer l = sr_fault_kind_layer(f->kind);
-        if (l != SR_FL_DELAY && l != SR_FL_HTTP && l != SR_FL_TRANSPORT)
+        int route = l == SR_FL_MODEL ? sr_px_routes_supported(f, i, err) : 0;
+        if (route < 0)
+            return route;
+        if (l != SR_FL_DELAY && l != SR_FL_HTTP && l != SR_FL_TRANSPORT && !route)
             return sr_err_set(err, SR_E_FAULT_SPEC,
                               "fault %zu (%s): the proxy applies the delay, http and transport "
-                              "layers; this kind is of the %s layer (use it in the engine's "
-                              "engines.faults)",
+                              "layers and the route faults of the fault grammar; this kind is of "
+                              "the %s layer (use it in the engine's engines.faults)",
                               i, sr_fault_kind_name(f->kind), sr_fault_layer_name(l));
         if (f->kind == SR_FK_REFUSE)
             return sr_err_set(err, SR_E_FAULT_SPEC,
@@ -31,6 +36,33 @@ int sr_proxy_check_faults(const sr_fault_plan *plan, sr_err *err)
                               i);
     }
     return 0;
+}
+
+/* A route fault fired for r: the answer, read whole, is rewritten in place (proxy_routes.h).
+ * One the fault cannot be placed on goes out as the engine wrote it, named on standard error
+ * and counted in routes_unchanged. The capture already holds the engine's bytes. */
+static void rewrite_routes(px_req *r, unsigned status)
+{
+    const sr_fault *f = r->pick.f[SR_FL_MODEL];
+    const char *why = "the engine answered with an error status";
+    sr_buf out = SR_BUF_INIT;
+    sr_err err = SR_ERR_INIT;
+    int rc = 0;
+    if (status == 200 && r->result == CURLE_OK)
+        rc = sr_px_routes_rewrite(&out, &why, r->x.uri, r->body.data, r->body.len,
+                                  r->pending.data ? r->pending.data : "", r->pending.len, &f->rule,
+                                  &err);
+    else if (r->result != CURLE_OK)
+        why = "the engine's answer ended early";
+    if (rc == 1) {
+        sr_buf_release(&r->pending);
+        r->pending = out;
+        return;
+    }
+    sr_buf_release(&out);
+    atomic_fetch_add(&r->p->routes_unchanged, 1);
+    fprintf(stderr, "syncroll proxy: fault \"%s\" (%s) left %s %s unchanged: %s\n", f->id,
+            sr_fault_kind_name(f->kind), r->x.method, r->x.uri, rc < 0 ? err.msg : why);
 }
 
 /* The 1-based turn of a new generate in `session` (0 without one), as the engine counts it. */
@@ -117,9 +149,10 @@ static enum MHD_Result answer_state(sr_proxy *p, struct MHD_Connection *c)
     if (!rc)
         rc = sr_buf_printf(&b, &err,
                            ",\"exchanges\":%" PRId64 ",\"upstream_failures\":%" PRId64
-                           ",\"capture_errors\":%" PRId64 ",\"faults\":",
+                           ",\"capture_errors\":%" PRId64 ",\"routes_unchanged\":%" PRId64
+                           ",\"faults\":",
                            atomic_load(&p->exchanges), atomic_load(&p->failures),
-                           atomic_load(&p->capture_errors));
+                           atomic_load(&p->capture_errors), atomic_load(&p->routes_unchanged));
     if (!rc)
         rc = p->faults ? sr_faults_state_json(&b, p->faults, &err) : sr_buf_puts(&b, "[]", &err);
     if (!rc)
@@ -241,6 +274,10 @@ static enum MHD_Result handle(px_req *r, struct MHD_Connection *c, const char *u
     }
     atomic_fetch_add(&p->exchanges, 1);
     int ep = sr_endpoint_lookup(r->x.method, url);
+    /* Another dialect's generate routes are "generate", as that dialect's engine counts them. */
+    if (p->cfg.dialect != SR_DIALECT_SKYRL && strcmp(r->x.method, "POST") == 0 &&
+        sr_dialect_route_at((sr_dialect)p->cfg.dialect, url))
+        ep = SR_EP_GENERATE;
     if (ep >= 0)
         snprintf(r->x.endpoint, sizeof r->x.endpoint, "%s", sr_endpoint_name((sr_endpoint)ep));
     if (p->faults && ep >= 0) {
@@ -266,7 +303,9 @@ static enum MHD_Result handle(px_req *r, struct MHD_Connection *c, const char *u
         r->x.complete = 0;
         return MHD_NO; /* the connection closes without an answer */
     }
-    r->whole = t != NULL; /* truncate*, stall_mid_body, dribble: read whole, then cut */
+    /* truncate*, stall_mid_body, dribble: read whole, then cut; a route fault: read whole, then
+     * rewrite. */
+    r->whole = t != NULL || r->pick.f[SR_FL_MODEL] != NULL;
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
     r->conn = ci ? ci->socket_context : NULL;
@@ -285,6 +324,11 @@ static enum MHD_Result handle(px_req *r, struct MHD_Connection *c, const char *u
     }
     if (p->cfg.record)
         r->x.t_head_us = sr_capture_now_us(p->cfg.record);
+    if (r->pick.f[SR_FL_MODEL]) {
+        long code = 0;
+        curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &code);
+        rewrite_routes(r, (unsigned)code);
+    }
     unsigned status = 0;
     struct MHD_Response *resp = px_stream_response(r, &status);
     if (!resp)

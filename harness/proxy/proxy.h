@@ -1,9 +1,11 @@
 /*
  * proxy: `syncroll proxy`, a transparent HTTP proxy in front of one engine (libmicrohttpd in,
  * libcurl out) that forwards every request and streams every answer back unchanged, records the
- * traffic (capture.h) and applies syncroll's delay, http and transport faults (spec/faults.h) to
- * it with the engine's selection rules (engine/engine_faults.h: endpoints, nth, turn by
- * X-Session-ID, probability, count).
+ * traffic (capture.h) and applies syncroll's delay, http and transport faults (spec/faults.h) and
+ * the route faults of the fault grammar (proxy_routes.h) to it with the engine's selection rules
+ * (engine/engine_faults.h: endpoints, nth, turn by X-Session-ID, probability, count). A POST to a
+ * generate route of the config's dialect is the endpoint generate, as that dialect's engine
+ * counts it.
  *
  * Streaming: an answer is passed on as its bytes arrive, holding at most SR_PROXY_HOLD_BYTES of
  * it (the upstream transfer is paused while the client lags), so memory does not grow with the
@@ -46,16 +48,18 @@ typedef struct sr_proxy_config {
     int port;                    /* 0: any free port */
     sr_capture_writer *record;   /* NULL: no capture */
     int redact;                  /* capture: prompt token ids written as zeros */
-    const sr_fault_plan *faults; /* NULL: none; delay, http and transport kinds only */
+    const sr_fault_plan *faults; /* NULL: none; as sr_proxy_check_faults accepts */
     uint64_t seed;               /* probability and latency draws */
     size_t max_request_bytes;    /* 0: SR_PROXY_MAX_REQUEST */
+    int dialect; /* sr_dialect of the upstream: its generate routes are the endpoint generate */
 } sr_proxy_config;
 
 typedef struct sr_proxy sr_proxy;
 
 /*
- * Checks that every fault of `plan` is one the proxy applies (delay, http or transport layer):
- * SR_E_FAULT_SPEC naming the fault and the layers it may use otherwise.
+ * Checks that every fault of `plan` is one the proxy applies (delay, http or transport layer, or
+ * a route fault of the grammar that needs nothing but the answer, sr_px_routes_supported):
+ * SR_E_FAULT_SPEC naming the fault and why otherwise.
  */
 int sr_proxy_check_faults(const sr_fault_plan *plan, sr_err *err);
 

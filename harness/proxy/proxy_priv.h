@@ -33,7 +33,8 @@ struct sr_proxy {
     px_session sessions[PX_SESSIONS];
     size_t n_sessions;
     _Atomic int64_t exchanges, failures;
-    _Atomic int64_t capture_errors; /* exchanges the capture could not keep whole */
+    _Atomic int64_t capture_errors;   /* exchanges the capture could not keep whole */
+    _Atomic int64_t routes_unchanged; /* answers a fired route fault could not be placed on */
 };
 
 /* A client connection's upstream side, kept across its requests: one easy handle and the multi
@@ -64,7 +65,7 @@ typedef struct px_req {
     /* the answer as it streams: pending[off, len) not yet handed to the client */
     sr_buf pending;
     size_t off;
-    int whole;     /* a body-shaping fault: the answer is read whole before delivery */
+    int whole;     /* a body-shaping or route fault: the answer is read whole before delivery */
     size_t cut;    /* bytes delivered before the cut (whole answers) */
     uint64_t sent; /* bytes handed to the client */
     int64_t next_send_ns;

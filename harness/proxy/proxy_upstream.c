@@ -209,19 +209,19 @@ static void stall(sr_proxy *p)
     pthread_mutex_unlock(&p->mu);
 }
 
-/* A whole answer (a body-shaping fault fired), delivered up to its cut. */
+/* A whole answer (a body-shaping or route fault fired), delivered up to its cut. */
 static ssize_t read_whole(px_req *r, uint64_t pos, char *buf, size_t max)
 {
     const sr_fault *t = r->pick.f[SR_FL_TRANSPORT];
     size_t len = r->pending.len;
-    size_t limit = t->kind == SR_FK_DRIBBLE ? len : r->cut;
+    size_t limit = !t || t->kind == SR_FK_DRIBBLE ? len : r->cut;
     if (pos >= limit) {
-        if (t->kind == SR_FK_STALL_MID_BODY && pos < len)
+        if (t && t->kind == SR_FK_STALL_MID_BODY && pos < len)
             stall(r->p);
         return pos >= len ? MHD_CONTENT_READER_END_OF_STREAM : MHD_CONTENT_READER_END_WITH_ERROR;
     }
     size_t n = limit - (size_t)pos < max ? limit - (size_t)pos : max;
-    if (t->kind == SR_FK_DRIBBLE) {
+    if (t && t->kind == SR_FK_DRIBBLE) {
         int64_t wait = r->next_send_ns - px_now_ns();
         if (wait > 0) {
             struct timespec ts = {wait / 1000000000, wait % 1000000000};
@@ -294,7 +294,9 @@ struct MHD_Response *px_stream_response(px_req *r, unsigned *status)
     curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &code);
     *status = (unsigned)code;
     uint64_t size = MHD_SIZE_UNKNOWN;
-    if (r->whole) {
+    if (r->whole && !r->pick.f[SR_FL_TRANSPORT]) {
+        size = r->pending.len; /* a route fault's answer, whole (its own length) */
+    } else if (r->whole) {
         const sr_fault *t = r->pick.f[SR_FL_TRANSPORT];
         r->cut = sr_fault_cut_offset(t, r->pending.data ? r->pending.data : "", r->pending.len);
         /* A plain truncate announces the cut length; the others announce the whole answer and

@@ -4,10 +4,10 @@
  * carries one in its "select" and "action" objects, and the alias kinds (routes_all_zero,
  * duplicated_output_rows, routes_dropped, pd_decode_replica, stale_prefix_cache, rows_p_plus_g,
  * support_logprob_null, support_no_logprobs) are rows of the alias table in fault_grammar.c,
- * written in the same JSON, with no code of their own. The engine applies a rule with
- * sr_route_rule_covers (engine/gen_body.c); the verifier names the rule whose selection holds a
- * failing row (run/verify.c). scenarios/FORMAT.md
- * ("Faults as data") is the user's reference.
+ * written in the same JSON, with no code of their own. The engine (engine/gen_rules.c) and the
+ * proxy (proxy/proxy_routes.c) apply a rule with sr_route_rule_apply; the verifier names the
+ * rule whose selection holds a failing row (run/verify.c). scenarios/FORMAT.md ("Faults as
+ * data") is the user's reference.
  *
  *   "select": {"region": "all" | "prompt" | "output" | "turn_boundary" | "chunk_boundary",
  *              "chunk": 16,                            chunk_boundary: the prefill chunk size
@@ -57,6 +57,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "sr_dtype.h"
 #include "sr_err.h"
 
 #define SR_ROUTE_MAX_ROWS   64   /* entries of a "rows" list */
@@ -153,6 +154,33 @@ const char *sr_route_alias_at(size_t i, const char **select, const char **action
  */
 int sr_route_rule_covers(const sr_route_rule *r, int64_t pos, int64_t P, int64_t start,
                          int64_t layer);
+
+/*
+ * A decoded route array a rule acts on: rows for token positions [lo, hi), each L x K elements
+ * of an integer `dtype`, C order, in `data` (the caller's). P is the prompt's token count and
+ * `start` the request's route start (0: none), as for sr_route_rule_covers.
+ */
+typedef struct sr_route_block {
+    unsigned char *data;
+    sr_dtype dtype;
+    int64_t lo, hi;
+    size_t L, K;
+    int64_t P, start;
+} sr_route_block;
+
+/*
+ * Applies rule r (field routed_experts) to b in place, the same for the engine's rows and for
+ * the rows of a real engine's answer (spec/fault_apply.c): zero, constant (the value truncated
+ * to b's dtype: the caller widens it first), repeat_previous, shift and swap_layers on the
+ * selected rows and layers; stale and weight_version copy the selected rows from `src` (rows of
+ * the same positions as b's, or NULL: nothing to copy from, nothing changes); drop_first,
+ * drop_last and truncate without partial move b->hi (drop_first moves the rows up). `src` is
+ * not read by the other actions. The actions that need more than the array (null, append_last,
+ * mark_partial, truncate with partial) and a rule on the logprobs field are SR_E_INTERNAL: the
+ * caller acts on them. SR_E_NOMEM.
+ */
+int sr_route_rule_apply(sr_route_block *b, const sr_route_rule *r, const unsigned char *src,
+                        sr_err *err);
 
 /* Whether the rule's action uses the selection (not a whole-reply action). */
 int sr_route_rule_selects(const sr_route_rule *r);

@@ -53,12 +53,14 @@ class Proxy:
 
 @contextlib.contextmanager
 def proxy(upstream, faults=None, record=None, redact_prompts=False, seed=None,
-          ready_timeout=30.0):
+          ready_timeout=30.0, dialect=None):
     """Starts ``syncroll proxy --upstream UPSTREAM`` and yields a Proxy; stops it on exit.
 
-    ``faults`` are fault objects of the delay, http or transport layer (scenarios/FORMAT.md);
-    ``record`` a folder for the capture (it must not hold one yet). A proxy the binary refuses
-    raises UsageError whose ``.name`` is the binary's error name (e.g. fault.invalid_spec).
+    ``faults`` are fault objects of the delay, http or transport layer, or route faults of the
+    fault grammar (scenarios/FORMAT.md); ``record`` a folder for the capture (it must not hold
+    one yet); ``dialect`` the upstream's generate wire (``--dialect``). A proxy the binary
+    refuses raises UsageError whose ``.name`` is the binary's error name (e.g.
+    fault.invalid_spec).
     """
     args = [_binary.binary(), "proxy", "--upstream", upstream]
     for f in faults or []:
@@ -69,6 +71,8 @@ def proxy(upstream, faults=None, record=None, redact_prompts=False, seed=None,
         args.append("--redact-prompts")
     if seed is not None:
         args += ["--seed", str(int(seed))]
+    if dialect:
+        args += ["--dialect", dialect]
     with tempfile.TemporaryDirectory(prefix="syncroll-proxy-") as work:
         proc, line, log_path = _start(args, work, "proxy", ready_timeout)
         try:

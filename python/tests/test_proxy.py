@@ -69,12 +69,27 @@ def test_unreachable_upstream_is_a_named_502(tmp_path):
         assert json.loads(info.value.read())["error"]["check"] == "proxy.upstream"
 
 
-def test_route_faults_are_refused_with_their_name():
+def test_route_fault_rewrites_the_answer():
+    """A route fault of the grammar is applied to the engine's answer: its routes come back all
+    zero, in the same shape and dtype, and the rest of the answer is the engine's."""
+    with syncroll.serve(seed=4) as eng, syncroll.serve(seed=4) as twin:
+        direct = json.loads(post(twin.url, session="s")[1])["choices"][0]
+        with syncroll.proxy(eng.url, faults=[{"kind": "routes_all_zero", "id": "z"}]) as px:
+            status, via = post(px.url, session="s")
+            assert px.fault_counts("z") == (1, 1)
+    zeros = syncroll.check_body(via).arrays["choices[0].routed_experts"]
+    assert status == 200 and zeros.shape[0] == 3 + 4 - 1 and not zeros.any()
+    choice = json.loads(via)["choices"][0]
+    routes, want = choice.pop("routed_experts"), direct.pop("routed_experts")
+    assert choice == direct and routes["dtype"] == want["dtype"]
+
+
+def test_route_faults_that_need_the_engine_are_refused_with_their_name():
     with pytest.raises(syncroll.UsageError) as info:
-        with syncroll.proxy("http://127.0.0.1:9", faults=[{"kind": "routes_all_zero"}]):
+        with syncroll.proxy("http://127.0.0.1:9", faults=[{"kind": "stale_prefix_cache"}]):
             pass
     assert info.value.name == "fault.invalid_spec"
-    assert "model layer" in info.value.message
+    assert "other weights" in info.value.message
 
 
 def test_redacted_capture_keeps_no_prompt(tmp_path):
