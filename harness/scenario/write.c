@@ -119,6 +119,8 @@ static cJSON *engines_json(const sr_scenario *s)
     cJSON_AddStringToObject(e, "sync_dialect", sr_sync_dialect_name(c->sync_dialect));
     cJSON_AddStringToObject(e, "sync_version", sr_sync_api_name(c->sync_version));
     cJSON_AddStringToObject(e, "dialect", sr_dialect_name(c->dialect));
+    cJSON_AddBoolToObject(e, "omit_prefix_routes", c->omit_prefix);
+    add_int(e, "prefix_block", c->prefix_block);
     if (s->dialects) {
         cJSON *list = cJSON_AddArrayToObject(e, "dialects");
         for (int d = 0; list && d < SR_DIALECT_COUNT; d++)
@@ -151,6 +153,7 @@ static cJSON *client_json(const sr_scenario *s)
         cJSON_AddStringToObject(c, "generate_path",
                                 sr_dialect_get(s->engine.dialect)->routes[o->dialect_route].path);
     cJSON_AddStringToObject(c, "on_abort", SR_CLIENT_ON_ABORT_NAMES[o->on_abort]);
+    cJSON_AddStringToObject(c, "route_start", SR_CLIENT_ROUTE_START_NAMES[o->route_start_zero]);
     if (o->pd_decode >= 0) {
         cJSON *pd = cJSON_AddObjectToObject(c, "pd");
         add_int(pd, "prefill", o->pd_prefill);
@@ -321,6 +324,8 @@ static cJSON *engine_config_json(const sr_engine_config *c, const char *sync_dir
         cJSON_AddStringToObject(r, "sync_dialect", sr_sync_dialect_name(c->sync_dialect));
     cJSON_AddStringToObject(r, "sync_version", sr_sync_api_name(c->sync_version));
     cJSON_AddStringToObject(r, "dialect", sr_dialect_name(c->dialect));
+    cJSON_AddBoolToObject(r, "omit_prefix_routes", c->omit_prefix);
+    add_int(r, "prefix_block", c->prefix_block);
     cJSON_AddStringToObject(r, "stack", sr_stack_name(c->stack));
     cJSON_AddItemToObject(r, "timing", timing_json(c));
     cJSON *sv = server_json(c);

@@ -206,6 +206,10 @@ typedef struct sr_engine_config {
     char sync_dirs[SR_ENGINE_MAX_SYNC_DIRS][SR_ENGINE_SYNC_DIR_MAX];
     int world_size;
     int lora;
+    /* vLLM's routed-expert prefix omission (vllm#57025; engine/prefix_omit.h): prompt routes
+     * from max(start, num_cached_tokens), num_cached_tokens counted in blocks of prefix_block */
+    int omit_prefix;      /* omit_prefix_routes (vllm dialect only) */
+    int64_t prefix_block; /* prefix_block, default SR_PREFIX_BLOCK_DEFAULT (16) */
     sr_fault_plan *faults; /* owned, parsed once (sr_spec_parse_faults); NULL: no faults */
 } sr_engine_config;
 
@@ -291,6 +295,13 @@ int sr_spec_parse_faults(sr_engine_config *c, const sr_spec_ctx *x, const cJSON 
  * is an error at the key.
  */
 int sr_spec_parse_sync_dialect(sr_engine_config *c, const sr_spec_ctx *x, const cJSON *parent);
+
+/*
+ * `omit_prefix_routes` (boolean, default false) and `prefix_block` (integer 1..4096, default 16)
+ * of `parent` (as above); omission needs the vllm dialect (c->dialect, parsed first): with
+ * another it is an error at the key.
+ */
+int sr_spec_parse_omit(sr_engine_config *c, const sr_spec_ctx *x, const cJSON *parent);
 
 /* `sync_version` of `parent` (as above): absent keeps c->sync_version; "vllm#50902" or
  * "vllm#31943"; anything else is an error at the key. */
