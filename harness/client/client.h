@@ -222,12 +222,18 @@ typedef struct sr_client_opts {
      * are still needed from sr_client_req.prompt_start on (the earlier rows are skipped): the
      * caller that relies on the engine's omission instead of its own start. 0: "held". */
     int route_start_zero;
+    /* SGLang's masked padding (sgl-project/sglang#36404; engines.masked_padding, sglang dialect
+     * only; 0: off): a route value -1 is accepted only as a whole row (every layer and slot) at
+     * a prompt position p >= mask_chunk with p % mask_chunk < mask_rows; any other negative value
+     * is routes.negative, as without the option. */
+    int64_t mask_chunk, mask_rows;
 } sr_client_opts;
 
 #define SR_CLIENT_OPTS_INIT                                                                        \
     {                                                                                              \
         5, 50, 2000, 0.5, 0, 60000, 0, 5000, 30000, 0, 65536, {0, 0, 0, 0, 0, 0}, 0,               \
-            SR_DIALECT_SKYRL, 0, 0, 0, -1, -1, 1, SR_CLIENT_ABORT_FAIL, SR_STACK_2079, 0, 0, 0     \
+            SR_DIALECT_SKYRL, 0, 0, 0, -1, -1, 1, SR_CLIENT_ABORT_FAIL, SR_STACK_2079, 0, 0, 0, 0, \
+            0                                                                                      \
     }
 
 /* One generate request. Plain struct: start from SR_CLIENT_REQ_INIT. Everything is borrowed. */

@@ -507,6 +507,40 @@ static int to_oracle_rows(sr_client_result *out, const sr_client_req *req, sr_nd
     return 0;
 }
 
+/*
+ * sglang#36404: masked padding rows hold -1 in every layer and slot, at prompt positions
+ * p >= chunk with p % chunk < rows (scenarios/FORMAT.md §5b). Any other negative value keeps its
+ * name, routes.negative. The rows are SGLang's int32, mapped to [first, P + G - 1).
+ */
+static int check_masked(const sr_client_result *out, const sr_client_req *req, int64_t first,
+                        int64_t chunk, int64_t keep, sr_err *err)
+{
+    const sr_ndarray *a = &out->routes;
+    size_t cell = (size_t)(a->shape[1] * a->shape[2]);
+    const int32_t *v = a->data;
+    for (int64_t r = 0; v && r < a->shape[0]; r++) {
+        const int32_t *row = v + (size_t)r * cell;
+        size_t neg = 0;
+        for (size_t i = 0; i < cell; i++)
+            neg += row[i] < 0;
+        int64_t p = first + r;
+        int in_region = p < (int64_t)req->n_tokens && chunk > 0 && p >= chunk && p % chunk < keep;
+        int whole = neg == cell;
+        for (size_t i = 0; whole && i < cell; i++)
+            whole = row[i] == -1;
+        if (neg && !(whole && in_region))
+            return sr_err_set(err, SR_E_ROUTES_NEGATIVE,
+                              "routed expert indices must be non-negative: row %lld holds %zu "
+                              "negative values%s",
+                              (long long)p, neg,
+                              chunk > 0 ? ", and SGLang's masked padding (sglang#36404) is a "
+                                          "whole row of -1 at a prompt position p >= chunk with "
+                                          "p % chunk < rows"
+                                        : "");
+    }
+    return 0;
+}
+
 int sr_client_decode_dialect(sr_client_result *out, sr_client_conn *k, const sr_splice_result *r,
                              const sr_client_req *req, sr_err *err)
 {
@@ -540,8 +574,12 @@ int sr_client_decode_dialect(sr_client_result *out, sr_client_conn *k, const sr_
     sr_ndarray a;
     int64_t first_row = 0;
     rc = wire_routes(&a, &first_row, out, k, r, c0, d, err);
-    return rc ? rc
-              : to_oracle_rows(out, req, &a, first_row, d, o->quirks.no_prompt_start,
-                               o->quirks.sglang_rows_from_zero,
-                               o->omit_prefix && d->encoding == SR_ENC_NPY, err);
+    if (!rc)
+        rc = to_oracle_rows(out, req, &a, first_row, d, o->quirks.no_prompt_start,
+                            o->quirks.sglang_rows_from_zero,
+                            o->omit_prefix && d->encoding == SR_ENC_NPY, err);
+    if (!rc && d->encoding == SR_ENC_FLAT_B64 && out->routes.dtype == SR_DTYPE_INT32)
+        rc = check_masked(out, req, req->prompt_start >= 0 ? req->prompt_start : 0, o->mask_chunk,
+                          o->mask_rows, err);
+    return rc;
 }

@@ -48,6 +48,8 @@ enum MHD_Result sr_srv_deliver(req *r)
     ctx.support = s->cfg->support;
     ctx.support_k = s->cfg->support_k;
     ctx.stack = s->cfg->stack;
+    ctx.mask_chunk = s->cfg->mask_chunk;
+    ctx.mask_rows = s->cfg->mask_rows;
     ctx.extra = s->cfg->extra;
     ctx.n_extra = s->cfg->n_extra;
     ctx.seed = s->cfg->seed;

@@ -143,6 +143,12 @@ static int parse_engines(scn_parse *p, const cJSON *en)
         rc = sr_scn_fail(p, sr_scn_member(en, "dialects"),
                          "engines.omit_prefix_routes needs the vllm dialect only "
                          "(vllm-project/vllm#57025); engines.dialects names others");
+    if (!rc)
+        rc = sr_spec_parse_masked(c, &sx, en);
+    if (!rc && c->mask_chunk && (s->dialects & ~(1u << SR_DIALECT_SGLANG)))
+        rc = sr_scn_fail(p, sr_scn_member(en, "dialects"),
+                         "engines.masked_padding needs the sglang dialect only "
+                         "(sgl-project/sglang#36404); engines.dialects names others");
     if (!rc && !(rc = sr_scn_int(p, en, "sample_support_k", 1, SR_ENGINE_MAX_SUPPORT_K,
                                  c->support_k, 0, &v)))
         c->support_k = (int)v;

@@ -97,6 +97,16 @@ static cJSON *faults_json(const sr_engine_config *c)
     return sr_fault_plan_write_json(&a, c->faults, NULL) ? NULL : a;
 }
 
+/* engines.masked_padding when on (sglang#36404); absent stays off. */
+static void add_masked(cJSON *o, const sr_engine_config *c)
+{
+    cJSON *m = c->mask_chunk ? cJSON_AddObjectToObject(o, "masked_padding") : NULL;
+    if (m) {
+        add_int(m, "chunk", c->mask_chunk);
+        add_int(m, "rows", c->mask_rows);
+    }
+}
+
 /* NULL when the fault plan cannot be written (out of memory): a plan must never go missing. */
 static cJSON *engines_json(const sr_scenario *s)
 {
@@ -121,6 +131,7 @@ static cJSON *engines_json(const sr_scenario *s)
     cJSON_AddStringToObject(e, "dialect", sr_dialect_name(c->dialect));
     cJSON_AddBoolToObject(e, "omit_prefix_routes", c->omit_prefix);
     add_int(e, "prefix_block", c->prefix_block);
+    add_masked(e, c);
     if (s->dialects) {
         cJSON *list = cJSON_AddArrayToObject(e, "dialects");
         for (int d = 0; list && d < SR_DIALECT_COUNT; d++)
@@ -326,6 +337,7 @@ static cJSON *engine_config_json(const sr_engine_config *c, const char *sync_dir
     cJSON_AddStringToObject(r, "dialect", sr_dialect_name(c->dialect));
     cJSON_AddBoolToObject(r, "omit_prefix_routes", c->omit_prefix);
     add_int(r, "prefix_block", c->prefix_block);
+    add_masked(r, c);
     cJSON_AddStringToObject(r, "stack", sr_stack_name(c->stack));
     cJSON_AddItemToObject(r, "timing", timing_json(c));
     cJSON *sv = server_json(c);
