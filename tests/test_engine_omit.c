@@ -5,10 +5,12 @@
  * KVCacheManager.get_computed_blocks, vllm/v1/core/kv_cache_manager.py @ 003df2961dd8), the
  * bounded session table, and over real HTTP: the session requirement (engine.session_required),
  * rows from max(start, num_cached_tokens) (read from the reply's "syncroll" spans, which begin
- * at the first row sent), the fault omit_prefix_readmit, and the option's dialect rule.
+ * at the first row sent) and the option's dialect rule. The fault omit_prefix_readmit is fired
+ * in test_engine_routes.c.
  */
 #include "engine/prefix_omit.h"
 #include "engine_util.h"
+#include "omit_util.h"
 
 #define OCFG                                                                                       \
     "{\"dialect\":\"vllm\",\"omit_prefix_routes\":true,\"seed\":5,\"model\":{\"layers\":2}}"
@@ -65,32 +67,6 @@ START_TEST(table_evicts_the_least_recently_used_session)
     sr_prefix_table_free(t);
 }
 END_TEST
-
-/* A generate of `n` tokens ids[0..n) in `session` asking rows from `start`; returns the reply. */
-static void gen(hresp *r, const eng *e, const char *session, const int32_t *ids, int n, int start)
-{
-    sr_buf b = SR_BUF_INIT;
-    sr_err err = SR_ERR_INIT;
-    ck_assert_sr_ok(sr_buf_printf(&b, &err, "{\"token_ids\":["), err);
-    for (int i = 0; i < n; i++)
-        ck_assert_sr_ok(sr_buf_printf(&b, &err, "%s%d", i ? "," : "", (int)ids[i]), err);
-    ck_assert_sr_ok(sr_buf_printf(&b, &err,
-                                  "],\"sampling_params\":{\"max_tokens\":4,\"ignore_eos\":true,"
-                                  "\"routed_experts_prompt_start\":%d}}",
-                                  start),
-                    err);
-    http_req(r, NULL, e, "POST", PATH, b.data, session, 20000);
-    sr_buf_release(&b);
-}
-
-/* The first row the reply sent: its "syncroll" spans begin there (gen.h). */
-static long long first_row(const hresp *r)
-{
-    ck_assert_msg(r->status == 200, "status %ld: %s", r->status, r->body.data);
-    const char *p = strstr(r->body.data, "\"rows\":[[");
-    ck_assert_msg(p != NULL, "no spans in %s", r->body.data);
-    return atoll(p + 9);
-}
 
 /* The reply's 4 generated tokens appended to ids[0..n). */
 static int append_output(const hresp *r, int32_t *ids, int n)
@@ -151,27 +127,6 @@ START_TEST(rows_start_at_the_cached_prefix_of_the_session)
 }
 END_TEST
 
-START_TEST(readmit_fault_counts_the_request_own_prompt)
-{
-    eng e;
-    eng_start(&e, "{\"dialect\":\"vllm\",\"omit_prefix_routes\":true,\"prefix_block\":8,"
-                  "\"faults\":[{\"kind\":\"omit_prefix_readmit\",\"turn\":[2]}]}");
-    int32_t ids[64];
-    for (int i = 0; i < 64; i++)
-        ids[i] = 7 + i;
-    hresp r;
-    gen(&r, &e, "s", ids, 10, 0);
-    ck_assert_int_eq(first_row(&r), 0);
-    hresp_free(&r);
-    /* Turn 2 of 30 tokens (10 in common with turn 1): re-admitted, its own prompt hits, in
-     * blocks of 8 up to P - 1 = 29 -> 24, past the 13 rows the caller holds. */
-    gen(&r, &e, "s", ids + 20, 30, 13);
-    ck_assert_int_eq(first_row(&r), 24);
-    hresp_free(&r);
-    eng_stop(&e);
-}
-END_TEST
-
 START_TEST(omission_needs_the_vllm_dialect)
 {
     const char *cfg = "{\"dialect\":\"sglang\",\"omit_prefix_routes\":true}";
@@ -199,7 +154,6 @@ static Suite *omit_suite(void)
     tcase_add_test(tc, hit_is_whole_blocks_and_at_most_p_minus_1);
     tcase_add_test(tc, table_evicts_the_least_recently_used_session);
     tcase_add_test(tc, rows_start_at_the_cached_prefix_of_the_session);
-    tcase_add_test(tc, readmit_fault_counts_the_request_own_prompt);
     tcase_add_test(tc, omission_needs_the_vllm_dialect);
     suite_add_tcase(s, tc);
     return s;
