@@ -524,19 +524,18 @@ static int check_masked(const sr_client_result *out, const sr_client_req *req, i
         for (size_t i = 0; i < cell; i++)
             neg += row[i] < 0;
         int64_t p = first + r;
-        int in_region = p < (int64_t)req->n_tokens && chunk > 0 && p >= chunk && p % chunk < keep;
+        int in_region = p < (int64_t)req->n_tokens && p >= chunk && p % chunk < keep;
         int whole = neg == cell;
         for (size_t i = 0; whole && i < cell; i++)
             whole = row[i] == -1;
         if (neg && !(whole && in_region))
             return sr_err_set(err, SR_E_ROUTES_NEGATIVE,
                               "routed expert indices must be non-negative: row %lld holds %zu "
-                              "negative values%s",
-                              (long long)p, neg,
-                              chunk > 0 ? ", and SGLang's masked padding (sglang#36404) is a "
-                                          "whole row of -1 at a prompt position p >= chunk with "
-                                          "p % chunk < rows"
-                                        : "");
+                              "negative values, and SGLang's masked padding (sglang#36404) is a "
+                              "whole row of -1 at a prompt position p >= %lld with p %% %lld < "
+                              "%lld",
+                              (long long)p, neg, (long long)chunk, (long long)chunk,
+                              (long long)keep);
     }
     return 0;
 }
@@ -578,7 +577,9 @@ int sr_client_decode_dialect(sr_client_result *out, sr_client_conn *k, const sr_
         rc = to_oracle_rows(out, req, &a, first_row, d, o->quirks.no_prompt_start,
                             o->quirks.sglang_rows_from_zero,
                             o->omit_prefix && d->encoding == SR_ENC_NPY, err);
-    if (!rc && d->encoding == SR_ENC_FLAT_B64 && out->routes.dtype == SR_DTYPE_INT32)
+    /* Off, nothing is scanned: a -1 meets the trace's routes.negative as before. */
+    if (!rc && o->mask_chunk > 0 && d->encoding == SR_ENC_FLAT_B64 &&
+        out->routes.dtype == SR_DTYPE_INT32)
         rc = check_masked(out, req, req->prompt_start >= 0 ? req->prompt_start : 0, o->mask_chunk,
                           o->mask_rows, err);
     return rc;
