@@ -44,7 +44,7 @@ START_TEST(table_evicts_the_least_recently_used_session)
 {
     sr_prefix_table *t;
     sr_err err = SR_ERR_INIT;
-    ck_assert_sr_ok(sr_prefix_table_new(&t, &err), err);
+    ck_assert_sr_ok(sr_prefix_table_new(&t, 0, &err), err);
     int32_t tok[20];
     for (int i = 0; i < 20; i++)
         tok[i] = i;
@@ -64,6 +64,34 @@ START_TEST(table_evicts_the_least_recently_used_session)
     /* A session records its latest request only. */
     ck_assert_sr_ok(sr_prefix_record(t, "s0", tok + 1, 5, NULL, 0, &err), err);
     ck_assert_int_eq(sr_prefix_cached(t, "s0", tok, 20, 1), 0);
+    sr_prefix_table_free(t);
+}
+END_TEST
+
+START_TEST(table_bounds_the_tokens_it_records)
+{
+    sr_prefix_table *t;
+    sr_err err = SR_ERR_INIT;
+    ck_assert_sr_ok(sr_prefix_table_new(&t, 50, &err), err);
+    int32_t tok[64];
+    for (int i = 0; i < 64; i++)
+        tok[i] = i;
+    ck_assert_sr_ok(sr_prefix_record(t, "a", tok, 20, NULL, 0, &err), err);
+    ck_assert_sr_ok(sr_prefix_record(t, "b", tok, 20, NULL, 0, &err), err);
+    ck_assert_int_eq(sr_prefix_cached(t, "b", tok, 64, 1), 20);
+    /* 20 + 20 + 20 > 50: a, the least recently used, goes. */
+    ck_assert_sr_ok(sr_prefix_record(t, "c", tok, 20, NULL, 0, &err), err);
+    ck_assert_int_eq(sr_prefix_evictions(t), 1);
+    ck_assert_int_eq(sr_prefix_cached(t, "a", tok, 64, 1), 0);
+    ck_assert_int_eq(sr_prefix_cached(t, "b", tok, 64, 1), 20);
+    /* A session's own new record replaces its old one without evicting others: 20 + 30. */
+    ck_assert_sr_ok(sr_prefix_record(t, "c", tok, 30, NULL, 0, &err), err);
+    ck_assert_int_eq(sr_prefix_evictions(t), 1);
+    ck_assert_int_eq(sr_prefix_cached(t, "c", tok, 64, 1), 30);
+    /* Longer than the bound: not kept, and the session's old record goes too. */
+    ck_assert_sr_ok(sr_prefix_record(t, "b", tok, 51, NULL, 0, &err), err);
+    ck_assert_int_eq(sr_prefix_cached(t, "b", tok, 64, 1), 0);
+    ck_assert_int_eq(sr_prefix_cached(t, "c", tok, 64, 1), 30);
     sr_prefix_table_free(t);
 }
 END_TEST
@@ -153,6 +181,7 @@ static Suite *omit_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, hit_is_whole_blocks_and_at_most_p_minus_1);
     tcase_add_test(tc, table_evicts_the_least_recently_used_session);
+    tcase_add_test(tc, table_bounds_the_tokens_it_records);
     tcase_add_test(tc, rows_start_at_the_cached_prefix_of_the_session);
     tcase_add_test(tc, omission_needs_the_vllm_dialect);
     suite_add_tcase(s, tc);

@@ -17,13 +17,16 @@ struct sr_prefix_table {
     entry e[SR_PREFIX_MAX_SESSIONS];
     uint64_t clock;
     int64_t evictions;
+    size_t total; /* tokens recorded over every entry */
+    size_t max_tokens;
 };
 
-int sr_prefix_table_new(sr_prefix_table **out, sr_err *err)
+int sr_prefix_table_new(sr_prefix_table **out, size_t max_tokens, sr_err *err)
 {
     *out = calloc(1, sizeof(**out));
     if (!*out)
         return sr_err_set(err, SR_E_NOMEM, "cannot allocate the prefix-omission table");
+    (*out)->max_tokens = max_tokens ? max_tokens : SR_PREFIX_MAX_TOKENS;
     pthread_mutex_init(&(*out)->mu, NULL);
     return 0;
 }
@@ -74,20 +77,33 @@ int64_t sr_prefix_cached(sr_prefix_table *t, const char *session, const int32_t 
     return hit;
 }
 
+static void evict(sr_prefix_table *t, entry *e)
+{
+    t->total -= e->n;
+    free(e->key);
+    free(e->tokens);
+    memset(e, 0, sizeof(*e));
+    t->evictions++;
+}
+
+/* The least recently used session other than `keep`, or NULL when there is none. */
+static entry *lru_other(sr_prefix_table *t, const entry *keep)
+{
+    entry *lru = NULL;
+    for (int i = 0; i < SR_PREFIX_MAX_SESSIONS; i++)
+        if (t->e[i].key && &t->e[i] != keep && (!lru || t->e[i].used < lru->used))
+            lru = &t->e[i];
+    return lru;
+}
+
 /* A free entry, else the least recently used one, emptied (its session is evicted). */
 static entry *take(sr_prefix_table *t)
 {
-    entry *lru = &t->e[0];
-    for (int i = 0; i < SR_PREFIX_MAX_SESSIONS; i++) {
+    for (int i = 0; i < SR_PREFIX_MAX_SESSIONS; i++)
         if (!t->e[i].key)
             return &t->e[i];
-        if (t->e[i].used < lru->used)
-            lru = &t->e[i];
-    }
-    free(lru->key);
-    free(lru->tokens);
-    memset(lru, 0, sizeof(*lru));
-    t->evictions++;
+    entry *lru = lru_other(t, NULL);
+    evict(t, lru);
     return lru;
 }
 
@@ -97,6 +113,15 @@ int sr_prefix_record(sr_prefix_table *t, const char *session, const int32_t *pro
     if (n_out < 0)
         n_out = 0;
     size_t n = P + (size_t)n_out;
+    if (n > t->max_tokens) {
+        /* Too long to keep: the session misses next time, as after an eviction. */
+        pthread_mutex_lock(&t->mu);
+        entry *e = find(t, session);
+        if (e)
+            evict(t, e);
+        pthread_mutex_unlock(&t->mu);
+        return 0;
+    }
     int32_t *tok = malloc((n ? n : 1) * sizeof(int32_t));
     if (!tok)
         return sr_err_set(err, SR_E_NOMEM, "cannot record %zu tokens of session '%.64s'", n,
@@ -107,6 +132,10 @@ int sr_prefix_record(sr_prefix_table *t, const char *session, const int32_t *pro
         memcpy(tok + P, out, (size_t)n_out * sizeof(int32_t));
     pthread_mutex_lock(&t->mu);
     entry *e = find(t, session);
+    /* Room for n tokens: the session's own old record goes, then the least recently used. */
+    size_t own = e ? e->n : 0;
+    for (entry *v; t->total - own + n > t->max_tokens && (v = lru_other(t, e));)
+        evict(t, v);
     char *key = NULL;
     if (!e && !(key = strdup(session))) {
         pthread_mutex_unlock(&t->mu);
@@ -117,6 +146,7 @@ int sr_prefix_record(sr_prefix_table *t, const char *session, const int32_t *pro
         e = take(t);
         e->key = key;
     }
+    t->total = t->total - e->n + n;
     free(e->tokens);
     e->tokens = tok;
     e->n = n;

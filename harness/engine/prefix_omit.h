@@ -17,9 +17,11 @@
  * Only the session's latest request is remembered (vLLM could also hit blocks of older requests
  * of the same session; a shorter hit is always a legal answer, as after an eviction).
  *
- * Bounds: at most SR_PREFIX_MAX_SESSIONS sessions; a new session past that evicts the least
- * recently used one, whose next request then misses (num_cached_tokens 0), as a real cache that
- * evicted its blocks answers. Token sequences are bounded by the request limits (max_seq).
+ * Bounds: at most SR_PREFIX_MAX_SESSIONS sessions and max_tokens recorded tokens in all
+ * (SR_PREFIX_MAX_TOKENS by default, 256 MiB); a record past either evicts the least recently used
+ * other sessions until it fits, and those sessions' next requests miss (num_cached_tokens 0), as a
+ * real cache that evicted their blocks answers. A single record longer than max_tokens is not kept
+ * (its session misses next time).
  *
  * Thread-safety: every call locks the table. Ownership: the table copies what it records.
  */
@@ -32,12 +34,14 @@
 #include "sr_err.h"
 
 #define SR_PREFIX_MAX_SESSIONS  1024
+#define SR_PREFIX_MAX_TOKENS    ((size_t)64 << 20) /* default bound of the tokens recorded */
 #define SR_PREFIX_BLOCK_DEFAULT 16 /* vLLM's KV block size on CUDA when none is given */
 #define SR_PREFIX_BLOCK_MAX     4096
 
 typedef struct sr_prefix_table sr_prefix_table;
 
-int sr_prefix_table_new(sr_prefix_table **out, sr_err *err);
+/* max_tokens: the bound of the tokens recorded over all sessions; 0: SR_PREFIX_MAX_TOKENS. */
+int sr_prefix_table_new(sr_prefix_table **out, size_t max_tokens, sr_err *err);
 void sr_prefix_table_free(sr_prefix_table *t);
 
 /*

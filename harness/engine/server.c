@@ -397,7 +397,7 @@ static int init_server(sr_server *s, sr_engine *e, sr_err *err)
     s->heap = calloc(s->capheap, sizeof(*s->heap));
     if (!s->heap)
         return sr_err_set(err, SR_E_ENGINE_START, "cannot allocate the server state");
-    if (s->cfg->omit_prefix && sr_prefix_table_new(&s->prefix, err))
+    if (s->cfg->omit_prefix && sr_prefix_table_new(&s->prefix, 0, err))
         return SR_E_NOMEM;
     if (pipe2(s->wake, O_CLOEXEC | O_NONBLOCK) != 0)
         return sr_err_set(err, SR_E_ENGINE_START, "cannot create the scheduler's wake-up pipe: %s",
