@@ -8,6 +8,7 @@
  * at the first row sent) and the option's dialect rule. The fault omit_prefix_readmit is fired
  * in test_engine_routes.c.
  */
+#include "engine/engine.h"
 #include "engine/prefix_omit.h"
 #include "engine_util.h"
 #include "omit_util.h"
@@ -170,6 +171,11 @@ START_TEST(omission_needs_the_vllm_dialect)
     ck_assert_sr_ok(sr_engine_config_parse(&c, cfg, strlen(cfg), "t", 0, &err), err);
     ck_assert_int_eq(c.omit_prefix, 1);
     ck_assert_int_eq(c.prefix_block, SR_PREFIX_BLOCK_DEFAULT);
+    /* `syncroll engine --dialect sglang` over such a config: the engine refuses to start. */
+    c.dialect = SR_DIALECT_SGLANG;
+    sr_engine *e = NULL;
+    ck_assert_int_eq(sr_engine_new(&e, &c, &err), SR_E_ENGINE_CONFIG);
+    ck_assert_ptr_null(e);
     sr_engine_config_release(&c);
 }
 END_TEST
