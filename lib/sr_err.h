@@ -262,7 +262,7 @@ typedef enum sr_class {
       "a mock engine configuration is malformed (model, weights, fields, server limits)")          \
     X(SR_E_ENGINE_REQUEST, -902, "engine.bad_request", SR_CLASS_PROTOCOL,                          \
       "a request to the mock engine breaks the contract (answered with HTTP 400)")                 \
-    X(SR_E_ENGINE_SESSION_REQUIRED, -931, "engine.session_required", SR_CLASS_USAGE,              \
+    X(SR_E_ENGINE_SESSION_REQUIRED, -931, "engine.session_required", SR_CLASS_USAGE,               \
       "an engine with engines.omit_prefix_routes refused (400) a generate without X-Session-ID: "  \
       "prefix omission needs a stable session identity (vllm-project/vllm#57025)")                 \
     X(SR_E_ENGINE_START, -903, "engine.start_failed", SR_CLASS_RESOURCE,                           \
@@ -422,10 +422,10 @@ typedef enum sr_class {
       "size or digest")                                                                            \
     X(SR_E_PROXY_UPSTREAM, -1410, "proxy.upstream", SR_CLASS_TRANSIENT,                            \
       "the proxy could not reach its upstream engine or lost it mid-answer (the client gets a "    \
-      "502, or a cut body)")                                                                      \
+      "502, or a cut body)")                                                                       \
     X(SR_E_REPLAY_NO_MATCH, -1420, "replay.no_match", SR_CLASS_USAGE,                              \
       "`syncroll replay --serve` got a request its capture has no answer for (no exchange of "     \
-      "that session and turn, none with that method, URI and body; answered 404)")                \
+      "that session and turn, none with that method, URI and body; answered 404)")                 \
     X(SR_E_REPLAY_PREFIX, -1421, "replay.prefix", SR_CLASS_PROTOCOL,                               \
       "in a captured session, a turn's request does not start with the previous turn's prompt "    \
       "and output (the client changed the conversation between turns)")

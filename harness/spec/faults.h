@@ -111,7 +111,7 @@ typedef enum sr_fault_reach {
       "engines.omit_prefix_routes: the request is preempted after its prefill and its "            \
       "num_cached_tokens re-recorded at re-admission, when its own prompt blocks hit (the prompt " \
       "rounded down to blocks, at most P - 1), so rows the caller never received are omitted "     \
-      "(vllm#57966 records the first admission and keeps it across preemption)")                  \
+      "(vllm#57966 records the first admission and keeps it across preemption)")                   \
     X(SR_FK_PD_DECODE_REPLICA, "pd_decode_replica", SR_FL_MODEL, SR_FR_GENERATE, SR_FK_NONE,       \
       SR_FK_NONE,                                                                                  \
       "the decode replica of a prefill/decode pair: it never ran the prompt's forward pass, so "   \

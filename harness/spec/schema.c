@@ -149,10 +149,12 @@ const char *const *sr_spec_section_keys(const char *section)
                                          "max_queued_requests",
                                          "sync_dirs",
                                          NULL};
-    static const char *const top[] = {"id",           "index",   "seed",   "count",
-                                      "model",        "weights", "fields", "sample_support_k",
-                                      "timing",       "server",  "faults", "sync_dialect",
-                                      "sync_version", "dialect", "stack",  "omit_prefix_routes", "prefix_block", "masked_padding", NULL};
+    static const char *const top[] = {
+        "id",           "index",          "seed",   "count",
+        "model",        "weights",        "fields", "sample_support_k",
+        "timing",       "server",         "faults", "sync_dialect",
+        "sync_version", "dialect",        "stack",  "omit_prefix_routes",
+        "prefix_block", "masked_padding", NULL};
     static const struct {
         const char *name;
         const char *const *keys;
