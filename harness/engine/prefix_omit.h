@@ -35,7 +35,7 @@
 
 #define SR_PREFIX_MAX_SESSIONS  1024
 #define SR_PREFIX_MAX_TOKENS    ((size_t)64 << 20) /* default bound of the tokens recorded */
-#define SR_PREFIX_BLOCK_DEFAULT 16 /* vLLM's KV block size on CUDA when none is given */
+#define SR_PREFIX_BLOCK_DEFAULT 16 /* the KV block size a vLLM platform sets when none is given */
 #define SR_PREFIX_BLOCK_MAX     4096
 
 typedef struct sr_prefix_table sr_prefix_table;

@@ -35,7 +35,7 @@ void sr_engine_config_defaults(sr_engine_config *c)
     c->block_change_rate = 0.125;
     c->routes = 1;
     c->support_k = 4;
-    c->prefix_block = 16; /* SR_PREFIX_BLOCK_DEFAULT: vLLM's CUDA block size */
+    c->prefix_block = 16; /* SR_PREFIX_BLOCK_DEFAULT (prefix_omit.h) */
     c->threads = 2;
     c->max_connections = 256;
     c->max_body_bytes = (size_t)16 << 20;
