@@ -247,6 +247,10 @@ typedef enum sr_class {
     X(SR_E_CLIENT_SUPPORT_MEMBERSHIP, -968, "client.support_membership", SR_CLASS_PROTOCOL,        \
       "a sampled token is not a member of its own rollout_sample_support row (the server's "       \
       "repair of a miss did not happen)")                                                          \
+    X(SR_E_CLIENT_OMITTED_START, -969, "client.omitted_start", SR_CLASS_PROTOCOL,                  \
+      "with prefix omission (engines.omit_prefix_routes, vllm-project/vllm#57025) the reply's "    \
+      "routes begin (P + G - 1 minus their rows) where the caller cannot assemble them: before "   \
+      "the start it sent, past the last prompt token or past the rows it holds")                   \
     X(SR_E_ROLLOUT_CONFIG, -960, "rollout.invalid_config", SR_CLASS_USAGE,                         \
       "a rollout configuration is invalid or refused (routes with the single-turn template)")      \
     X(SR_E_ROLLOUT_TOKEN_LIMIT, -961, "rollout.token_limit", SR_CLASS_RESOURCE,                    \
@@ -258,6 +262,9 @@ typedef enum sr_class {
       "a mock engine configuration is malformed (model, weights, fields, server limits)")          \
     X(SR_E_ENGINE_REQUEST, -902, "engine.bad_request", SR_CLASS_PROTOCOL,                          \
       "a request to the mock engine breaks the contract (answered with HTTP 400)")                 \
+    X(SR_E_ENGINE_SESSION_REQUIRED, -931, "engine.session_required", SR_CLASS_USAGE,               \
+      "an engine with engines.omit_prefix_routes refused (400) a generate without X-Session-ID: "  \
+      "prefix omission needs a stable session identity (vllm-project/vllm#57025)")                 \
     X(SR_E_ENGINE_START, -903, "engine.start_failed", SR_CLASS_RESOURCE,                           \
       "the mock engine could not bind its address or start its HTTP server")                       \
     X(SR_E_SYNC_ORDER, -904, "sync.protocol_order", SR_CLASS_PROTOCOL,                             \

@@ -12,6 +12,7 @@ struct sr_route_trace {
     sr_meta_trace meta;
     int padding_as_captured;
     int captured_only;
+    int masked_rows;
     int recorded;
     int64_t *layers; /* pinned by the first record */
     size_t n_layers;
@@ -69,6 +70,7 @@ int sr_route_trace_new(sr_route_trace **out, const sr_trace_opts *opts, sr_err *
     sr_trace_meta_init(&t->meta, opts);
     t->padding_as_captured = opts ? opts->padding_as_captured : 0;
     t->captured_only = opts ? opts->captured_only : 0;
+    t->masked_rows = opts ? opts->masked_rows : 0;
     *out = t;
     return 0;
 }
@@ -100,7 +102,7 @@ const int64_t *sr_route_trace_layers(const sr_route_trace *t, size_t *count)
 }
 
 /* Validates routes and returns their canonical dtype (the reference compacts every turn). */
-static int routes_canonical(sr_dtype *canon, const sr_ndarray *routes, sr_err *err)
+static int routes_canonical(sr_dtype *canon, const sr_ndarray *routes, int masked, sr_err *err)
 {
     int rc = sr_trace_check_descriptor(routes, "routed experts", err);
     if (rc)
@@ -116,9 +118,12 @@ static int routes_canonical(sr_dtype *canon, const sr_ndarray *routes, sr_err *e
     rc = sr_ndarray_minmax(routes, &lo, &hi, err);
     if (rc)
         return rc;
-    if (lo < 0)
+    if (lo < 0 && !(masked && lo == -1))
         return sr_err_set(err, SR_E_ROUTES_NEGATIVE, "routed expert indices must be non-negative");
-    return sr_routes_canonical_dtype(canon, hi, err);
+    rc = sr_routes_canonical_dtype(canon, hi, err);
+    if (!rc && lo < 0 && *canon == SR_DTYPE_UINT8)
+        *canon = SR_DTYPE_INT16; /* a masked row's -1 needs a signed dtype */
+    return rc;
 }
 
 /*
@@ -187,7 +192,7 @@ static int record_checks(int64_t **list, sr_dtype *canon, int64_t *expected,
     if (generated < 1)
         return sr_err_set(err, SR_E_TRACE_NO_GENERATION,
                           "routed-expert generation must produce at least one token");
-    int rc = routes_canonical(canon, routes, err);
+    int rc = routes_canonical(canon, routes, t->masked_rows, err);
     if (rc)
         return rc;
     int64_t fresh = prompt - m->rows;

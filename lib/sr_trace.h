@@ -95,11 +95,15 @@ typedef struct sr_trace_opts {
     int captured_only;       /* the later stack (#2083): finalize returns the captured rows only */
     int64_t reserve_rows;    /* capacity hint: rows to allocate at the first append (0: grow as
                                 needed); clamped to the bounds, changes no result */
+    int masked_rows; /* SGLang's masked padding (sgl-project/sglang#36404): the value -1 is held
+                        (the canonical dtype is then at least int16); the caller has checked that
+                        each -1 fills a whole row where its wire documents one. Values below -1
+                        are still SR_E_ROUTES_NEGATIVE */
 } sr_trace_opts;
 
 #define SR_TRACE_OPTS_INIT                                                                         \
     {                                                                                              \
-        0, 0, 0, 0, 0, 0                                                                           \
+        0, 0, 0, 0, 0, 0, 0                                                                        \
     }
 
 /* ---- token-metadata trace ---- */

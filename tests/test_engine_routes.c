@@ -1,7 +1,9 @@
 /* The route-fault grammar (spec/fault_grammar.h) at a real engine: what each selection and
  * action does to the rows a real HTTP client reads, that an alias kind is exactly its rule, and
- * that mark_partial answers "aborted" in the dialect's form. */
+ * that mark_partial answers "aborted" in the dialect's form; and omit_prefix_readmit, the fault of
+ * vllm#57025's prefix omission (omit_util.h). */
 #include "engine_faults_util.h"
+#include "omit_util.h"
 #include "spec/dialect.h"
 
 #define ROW 8 /* bytes of one route row: 2 layers x top-4, uint8 */
@@ -301,6 +303,30 @@ START_TEST(test_logprobs_drop)
 }
 END_TEST
 
+/* vllm#57025's omission with the fault omit_prefix_readmit: a request preempted after its prefill
+ * records num_cached_tokens again at re-admission, counting its own prompt blocks (what
+ * vllm#57966 avoids by keeping the first admission's). */
+START_TEST(test_omit_prefix_readmit)
+{
+    eng e;
+    eng_start(&e, "{\"dialect\":\"vllm\",\"omit_prefix_routes\":true,\"prefix_block\":8,"
+                  "\"faults\":[{\"kind\":\"omit_prefix_readmit\",\"turn\":[2]}]}");
+    int32_t ids[64];
+    for (int i = 0; i < 64; i++)
+        ids[i] = 7 + i;
+    hresp r;
+    gen(&r, &e, "s", ids, 10, 0);
+    ck_assert_int_eq(first_row(&r), 0);
+    hresp_free(&r);
+    /* Turn 2 of 30 tokens (10 in common with turn 1): re-admitted, its own prompt hits, in
+     * blocks of 8 up to P - 1 = 29 -> 24, past the 13 rows the caller holds. */
+    gen(&r, &e, "s", ids + 20, 30, 13);
+    ck_assert_int_eq(first_row(&r), 24);
+    hresp_free(&r);
+    eng_stop(&e);
+}
+END_TEST
+
 static Suite *routes_suite(void)
 {
     Suite *s = suite_create("engine_routes");
@@ -313,6 +339,7 @@ static Suite *routes_suite(void)
     tcase_add_test(tc, test_mark_partial_zero_tokens_has_no_routes);
     tcase_add_test(tc, test_logprobs_null_selects_tokens);
     tcase_add_test(tc, test_logprobs_drop);
+    tcase_add_test(tc, test_omit_prefix_readmit);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -476,7 +476,7 @@ START_TEST(test_body_is_reference_bytes)
     uint64_t fps[2] = {0, 0};
     j.last.layer_fps = malloc(sizeof(fps));
     memcpy(j.last.layer_fps, fps, sizeof(fps));
-    sr_gen_ctx ctx = {o, "e", 1, 0, 4, 1, 1 << 20, NULL, 0, 0, SR_STACK_2079};
+    sr_gen_ctx ctx = {o, "e", 1, 0, 4, 1, 1 << 20, NULL, 0, 0, SR_STACK_2079, 0, 0};
     sr_buf body = SR_BUF_INIT;
     ck_assert_sr_ok(sr_gen_body(&body, &j, &ctx, &err), err);
     sr_ndarray a = SR_NDARRAY_INIT;

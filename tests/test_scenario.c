@@ -267,6 +267,40 @@ START_TEST(test_semantic_errors)
 }
 END_TEST
 
+/* vllm-project/vllm#57025's omission is vLLM's, sgl-project/sglang#36404's masked padding
+ * SGLang's; a probe (session-less, comparing repeated replies) cannot run against omission. */
+START_TEST(test_stack_options_need_their_dialect)
+{
+    load_bad("{\"id\": \"a\", \"description\": \"d\", \"engines\": {\"dialect\": \"sglang\", "
+             "\"omit_prefix_routes\": true}, " MIN_STEPS "}",
+             SR_E_SCENARIO, "t.json:1:", "omit_prefix_routes needs the vllm dialect");
+    load_bad("{\"id\": \"a\", \"description\": \"d\", \"engines\": {\"dialect\": \"vllm\", "
+             "\"dialects\": [\"vllm\", \"skyrl\"], \"omit_prefix_routes\": true}, " MIN_STEPS "}",
+             SR_E_SCENARIO, "t.json:1:", "needs the vllm dialect only");
+    load_bad("{\"id\": \"a\", \"description\": \"d\", \"engines\": {\"dialect\": \"vllm\", "
+             "\"omit_prefix_routes\": true}, \"steps\": [{\"kind\": \"probe\"}]}",
+             SR_E_SCENARIO,
+             "t.json:1:", "a probe step cannot run against engines.omit_prefix_routes");
+    load_bad("{\"id\": \"a\", \"description\": \"d\", \"engines\": {\"dialect\": \"vllm\", "
+             "\"masked_padding\": {\"chunk\": 16}}, " MIN_STEPS "}",
+             SR_E_SCENARIO, "t.json:1:", "masked_padding needs the sglang dialect");
+    load_bad("{\"id\": \"a\", \"description\": \"d\", \"engines\": {\"dialect\": \"sglang\", "
+             "\"masked_padding\": {\"chunk\": 16, \"rows\": 17}}, " MIN_STEPS "}",
+             SR_E_JSON_SCHEMA, "t.json:1:98: ", "'rows' is 17, outside [1, 16]");
+    load_bad(
+        "{\"id\": \"a\", \"description\": \"d\", \"client\": {\"route_start\": \"one\"}, " MIN_STEPS
+        "}",
+        SR_E_JSON_SCHEMA, "t.json:1:44: ", "must be one of \"held\", \"zero\"");
+    sr_scenario *s = load_ok("{\"id\": \"a\", \"description\": \"d\", \"engines\": {\"dialect\": "
+                             "\"sglang\", \"masked_padding\": {\"chunk\": 16, \"rows\": 3}}, "
+                             "\"client\": {\"route_start\": \"zero\"}, " MIN_STEPS "}");
+    ck_assert_int_eq(s->engine.mask_chunk, 16);
+    ck_assert_int_eq(s->engine.mask_rows, 3);
+    ck_assert_int_eq(s->client.route_start_zero, 1);
+    sr_scenario_free(s);
+}
+END_TEST
+
 START_TEST(test_values)
 {
     sr_scenario *s = load_ok(
@@ -557,6 +591,7 @@ static Suite *suite(void)
     tcase_add_test(t, test_errors_have_positions);
     tcase_add_test(t, test_semantic_errors);
     tcase_add_test(t, test_values);
+    tcase_add_test(t, test_stack_options_need_their_dialect);
     tcase_add_test(t, test_expanded_round_trip_covers_every_key);
     tcase_add_test(t, test_engine_config_carries_the_plan);
     tcase_add_test(t, test_seed_override_and_names);

@@ -168,7 +168,8 @@ typedef enum sr_client_on_abort {
 } sr_client_on_abort;
 
 /* The names of client.on_abort, indexed by sr_client_on_abort, NULL-terminated. */
-#define SR_CLIENT_ON_ABORT_NAMES ((const char *const[]){"fail", "retry", NULL})
+#define SR_CLIENT_ON_ABORT_NAMES    ((const char *const[]){"fail", "retry", NULL})
+#define SR_CLIENT_ROUTE_START_NAMES ((const char *const[]){"held", "zero", NULL})
 
 /* Options. Plain struct: start from SR_CLIENT_OPTS_INIT. */
 typedef struct sr_client_opts {
@@ -208,12 +209,31 @@ typedef struct sr_client_opts {
      * of every conn and then on one in cpu_every; 0 never. Each sampled generate reads the thread
      * CPU clock about ten times (a system call each), hence the sampling. */
     int cpu_every;
+    /*
+     * vLLM's routed-expert prefix omission (vllm-project/vllm#57025; engines.omit_prefix_routes):
+     * the engine sends prompt rows from max(start sent, num_cached_tokens), so where a reply's
+     * rows begin is derived from their count, first = P + G - 1 - rows, and must lie in
+     * [start sent, min(P - 1, rows the caller holds = sr_client_req.prompt_start)]; else
+     * client.omitted_start. The rows the caller holds are kept for the omitted span (the reply's
+     * first prompt_start - first rows are skipped). 0: rows begin at the start sent.
+     */
+    int omit_prefix;
+    /* client.route_start "zero": routed_experts_prompt_start 0 is sent on every turn while rows
+     * are still needed from sr_client_req.prompt_start on (the earlier rows are skipped): the
+     * caller that relies on the engine's omission instead of its own start. 0: "held". */
+    int route_start_zero;
+    /* SGLang's masked padding (sgl-project/sglang#36404; engines.masked_padding, sglang dialect
+     * only; 0: off): a route value -1 is accepted only as a whole row (every layer and slot) at
+     * a prompt position p >= mask_chunk with p % mask_chunk < mask_rows; any other negative value
+     * is routes.negative, as without the option. */
+    int64_t mask_chunk, mask_rows;
 } sr_client_opts;
 
 #define SR_CLIENT_OPTS_INIT                                                                        \
     {                                                                                              \
         5, 50, 2000, 0.5, 0, 60000, 0, 5000, 30000, 0, 65536, {0, 0, 0, 0, 0, 0}, 0,               \
-            SR_DIALECT_SKYRL, 0, 0, 0, -1, -1, 1, SR_CLIENT_ABORT_FAIL, SR_STACK_2079, 0           \
+            SR_DIALECT_SKYRL, 0, 0, 0, -1, -1, 1, SR_CLIENT_ABORT_FAIL, SR_STACK_2079, 0, 0, 0, 0, \
+            0                                                                                      \
     }
 
 /* One generate request. Plain struct: start from SR_CLIENT_REQ_INIT. Everything is borrowed. */

@@ -311,7 +311,8 @@ static int generate_run(sr_client_result *out, sr_client_conn *k, const sr_clien
     out->path = !skyrl || packed ? rt->path : "/inference/v1/generate";
     g.splice = !skyrl || packed;
     if (req->return_routes && !c->opts.quirks.no_prompt_start)
-        out->prompt_start_sent = req->prompt_start;
+        out->prompt_start_sent =
+            c->opts.route_start_zero && req->prompt_start > 0 ? 0 : req->prompt_start;
     rc = sr_client_build_body(&k->req_body, rt, req, out->prompt_start_sent, &k->ids_text, err);
     out->bytes_sent = k->req_body.len;
     sr_buf_reset(&k->url);

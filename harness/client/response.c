@@ -450,16 +450,45 @@ static int wire_routes(sr_ndarray *a, int64_t *first_row, sr_client_result *out,
     return check_cell(o, a, d->routes_at, err);
 }
 
+/*
+ * vllm#57025's omission: the rows end at P + G - 1, so they begin at P + G - 1 - rows. The
+ * engine starts at max(start sent, num_cached_tokens) with num_cached_tokens <= P - 1, and the
+ * caller can fill only the rows it holds (up to `want`) from its earlier turns.
+ */
+static int omitted_first(int64_t *first, const sr_client_result *out, const sr_client_req *req,
+                         int64_t rows, int64_t want, sr_err *err)
+{
+    int64_t P = (int64_t)req->n_tokens, G = (int64_t)out->n_tokens;
+    int64_t f = P + G - 1 - rows, sent = out->prompt_start_sent > 0 ? out->prompt_start_sent : 0;
+    const char *why = f < sent    ? "before the start the request sent"
+                      : f > P - 1 ? "past the last prompt token, which is always recomputed"
+                      : f > want  ? "past the rows the caller holds from its earlier turns"
+                                  : NULL;
+    if (why)
+        return sr_err_set(err, SR_E_CLIENT_OMITTED_START,
+                          "with prefix omission the %lld route rows of a %lld-token prompt and "
+                          "%lld generated tokens begin at row %lld, %s (start sent %lld, rows "
+                          "held %lld): rows [%lld, %lld) can come from nowhere",
+                          (long long)rows, (long long)P, (long long)G, (long long)f, why,
+                          (long long)sent, (long long)want, (long long)(want < f ? want : f),
+                          (long long)(want < f ? f : want));
+    *first = f;
+    return 0;
+}
+
 /* Maps the wire's rows to the ones skyrl's wire carries: [want, P + G - 1) of the oracle. */
 static int to_oracle_rows(sr_client_result *out, const sr_client_req *req, sr_ndarray *a,
                           int64_t first_row, const sr_dialect_desc *d, int no_start,
-                          int quirk_from_zero, sr_err *err)
+                          int quirk_from_zero, int omit, sr_err *err)
 {
+    int rc;
     int64_t rows = a->shape[0];
     /* NeMo-RL appends one filler row, vLLM 0.21 the pass on the last sampled token. */
     if ((d->rows == SR_ROWS_FILLER || d->rows == SR_ROWS_SPLIT) && rows > 0)
         rows--;
     int64_t want = req->prompt_start >= 0 && !no_start ? req->prompt_start : 0;
+    if (omit && (rc = omitted_first(&first_row, out, req, rows, want, err)))
+        return rc;
     /* The defect slices its rows as numpy does: past the end is empty, not an error. */
     if (quirk_from_zero && want - first_row > rows)
         want = first_row + rows;
@@ -475,6 +504,39 @@ static int to_oracle_rows(sr_client_result *out, const sr_client_req *req, sr_nd
     out->routes.nbytes = (size_t)out->routes.shape[0] * cell;
     out->routes.owned = 0;
     out->has_routes = 1;
+    return 0;
+}
+
+/*
+ * sglang#36404: masked padding rows hold -1 in every layer and slot, at prompt positions
+ * p >= chunk with p % chunk < rows (scenarios/FORMAT.md §5b). Any other negative value keeps its
+ * name, routes.negative. The rows are SGLang's int32, mapped to [first, P + G - 1).
+ */
+static int check_masked(const sr_client_result *out, const sr_client_req *req, int64_t first,
+                        int64_t chunk, int64_t keep, sr_err *err)
+{
+    const sr_ndarray *a = &out->routes;
+    size_t cell = (size_t)(a->shape[1] * a->shape[2]);
+    const int32_t *v = a->data;
+    for (int64_t r = 0; v && r < a->shape[0]; r++) {
+        const int32_t *row = v + (size_t)r * cell;
+        size_t neg = 0;
+        for (size_t i = 0; i < cell; i++)
+            neg += row[i] < 0;
+        int64_t p = first + r;
+        int in_region = p < (int64_t)req->n_tokens && p >= chunk && p % chunk < keep;
+        int whole = neg == cell;
+        for (size_t i = 0; whole && i < cell; i++)
+            whole = row[i] == -1;
+        if (neg && !(whole && in_region))
+            return sr_err_set(err, SR_E_ROUTES_NEGATIVE,
+                              "routed expert indices must be non-negative: row %lld holds %zu "
+                              "negative values, and SGLang's masked padding (sglang#36404) is a "
+                              "whole row of -1 at a prompt position p >= %lld with p %% %lld < "
+                              "%lld",
+                              (long long)p, neg, (long long)chunk, (long long)chunk,
+                              (long long)keep);
+    }
     return 0;
 }
 
@@ -511,7 +573,14 @@ int sr_client_decode_dialect(sr_client_result *out, sr_client_conn *k, const sr_
     sr_ndarray a;
     int64_t first_row = 0;
     rc = wire_routes(&a, &first_row, out, k, r, c0, d, err);
-    return rc ? rc
-              : to_oracle_rows(out, req, &a, first_row, d, o->quirks.no_prompt_start,
-                               o->quirks.sglang_rows_from_zero, err);
+    if (!rc)
+        rc = to_oracle_rows(out, req, &a, first_row, d, o->quirks.no_prompt_start,
+                            o->quirks.sglang_rows_from_zero,
+                            o->omit_prefix && d->encoding == SR_ENC_NPY, err);
+    /* Off, nothing is scanned: a -1 meets the trace's routes.negative as before. */
+    if (!rc && o->mask_chunk > 0 && d->encoding == SR_ENC_FLAT_B64 &&
+        out->routes.dtype == SR_DTYPE_INT32)
+        rc = check_masked(out, req, req->prompt_start >= 0 ? req->prompt_start : 0, o->mask_chunk,
+                          o->mask_rows, err);
+    return rc;
 }

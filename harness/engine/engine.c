@@ -23,6 +23,17 @@ struct session_slot {
 int sr_engine_new(sr_engine **out, const sr_engine_config *cfg, sr_err *err)
 {
     *out = NULL;
+    /* The config checked these against its own dialect; --dialect may have named another. */
+    if (cfg->omit_prefix && cfg->dialect != SR_DIALECT_VLLM)
+        return sr_err_set(err, SR_E_ENGINE_CONFIG,
+                          "omit_prefix_routes needs the vllm dialect (vllm-project/vllm#57025), "
+                          "not %s",
+                          sr_dialect_name(cfg->dialect));
+    if (cfg->mask_chunk && cfg->dialect != SR_DIALECT_SGLANG)
+        return sr_err_set(err, SR_E_ENGINE_CONFIG,
+                          "masked_padding needs the sglang dialect (sgl-project/sglang#36404), "
+                          "not %s",
+                          sr_dialect_name(cfg->dialect));
     sr_engine *e = calloc(1, sizeof(*e));
     if (!e)
         return sr_err_set(err, SR_E_NOMEM, "cannot allocate an engine");

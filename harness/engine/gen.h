@@ -100,6 +100,9 @@ typedef struct sr_gen_ctx {
     int n_extra;
     uint64_t seed;  /* the engine's seed, for the extra fields' values */
     sr_stack stack; /* spec/stack.h: 2086 answers the request's return_sample_support */
+    /* sglang#36404's masked padding (engines.masked_padding; 0: off): prompt rows p >= mask_chunk
+     * with p % mask_chunk < mask_rows are -1 in every layer and slot */
+    int64_t mask_chunk, mask_rows;
 } sr_gen_ctx;
 
 typedef struct sr_gen_job {

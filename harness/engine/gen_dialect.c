@@ -29,8 +29,25 @@ typedef struct wire_rows {
     int count_off; /* fault byte_count_off: the shape (or byte count) says one row more */
 } wire_rows;
 
-static int collect_rows(wire_rows *w, sr_gen_job *j, const sr_oracle *o, sr_err *err)
+/*
+ * SGLang after sgl-project/sglang#36404 (engines.masked_padding): the rows of the padded region
+ * at each chunked-prefill boundary, masked to -1 at the capture site, reach the reply as -1 in
+ * every layer and slot: prompt positions p >= chunk with p % chunk < rows.
+ */
+static void mask_padding(wire_rows *w, const sr_gen_job *j, const sr_gen_ctx *c)
 {
+    size_t cell = (size_t)(w->L * w->K);
+    for (int64_t r = 0; c->mask_chunk > 0 && r < w->rows; r++) {
+        int64_t p = w->start + r;
+        if (p < (int64_t)j->req.P && p >= c->mask_chunk && p % c->mask_chunk < c->mask_rows)
+            for (size_t i = 0; i < cell; i++)
+                w->v[(size_t)r * cell + i] = -1;
+    }
+}
+
+static int collect_rows(wire_rows *w, sr_gen_job *j, const sr_gen_ctx *c, sr_err *err)
+{
+    const sr_oracle *o = c->oracle;
     const sr_oracle_model *m = sr_oracle_model_of(o);
     const sr_dialect_desc *d = j->dialect;
     int rc = d->rows == SR_ROWS_SPLIT ? sr_gen_add_last_row(j, o, err) : 0;
@@ -58,6 +75,7 @@ static int collect_rows(wire_rows *w, sr_gen_job *j, const sr_oracle *o, sr_err 
         for (size_t i = 0; i < (size_t)(hi > w->start ? hi - w->start : 0) * cell; i++)
             w->v[i] = -1;
     }
+    mask_padding(w, j, c);
     return 0;
 }
 
@@ -541,7 +559,7 @@ int sr_gen_body_dialect(sr_buf *out, sr_gen_job *j, const sr_gen_ctx *c, sr_err 
     wire_rows w = {0};
     int has = !rc && c->routes && j->want_routes && !routes_null;
     if (has)
-        rc = collect_rows(&w, j, c->oracle, err);
+        rc = collect_rows(&w, j, c, err);
     const sr_fault *bf = j->body_fault;
     /* Body faults aimed at another field than the routes have nothing to corrupt here. */
     if (bf && bf->field[0] && strcmp(bf->field, "routed_experts") != 0)

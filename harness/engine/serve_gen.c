@@ -25,6 +25,18 @@ static int64_t done_at(const req *r)
     return r->t_start_ns + (int64_t)(ms * 1e6);
 }
 
+/* What the request computed, for the session's next cache hit (prefix_omit.h): its prompt and
+ * every generated token but the last, which no forward pass read. */
+static int record_prefix(req *r, sr_err *err)
+{
+    sr_server *s = r->srv;
+    if (!s->prefix || !r->route || !r->session[0])
+        return 0;
+    const sr_gen_job *j = &r->job;
+    return sr_prefix_record(s->prefix, r->session, j->req.tokens, j->req.P, j->tokens, j->G - 1,
+                            err);
+}
+
 enum MHD_Result sr_srv_deliver(req *r)
 {
     sr_server *s = r->srv;
@@ -36,12 +48,16 @@ enum MHD_Result sr_srv_deliver(req *r)
     ctx.support = s->cfg->support;
     ctx.support_k = s->cfg->support_k;
     ctx.stack = s->cfg->stack;
+    ctx.mask_chunk = s->cfg->mask_chunk;
+    ctx.mask_rows = s->cfg->mask_rows;
     ctx.extra = s->cfg->extra;
     ctx.n_extra = s->cfg->n_extra;
     ctx.seed = s->cfg->seed;
     ctx.request_ordinal = r->ordinal;
     ctx.max_body = s->cfg->max_response_bytes;
     sr_err err = SR_ERR_INIT;
+    if (record_prefix(r, &err))
+        return sr_srv_error(r, 500, "InternalServerError", err.code, err.msg);
     if (sr_gen_body_dialect(&r->resp, &r->job, &ctx, &err)) {
         /* The reference server's own crash (gen_priv.h): no syncroll check. */
         int crash = r->job.crashed && err.code == SR_E_INTERNAL;
@@ -119,6 +135,35 @@ static enum MHD_Result run(req *r, int fresh)
     return schedule_or_deliver(r);
 }
 
+/*
+ * vllm#57025 (engines.omit_prefix_routes): a generate needs X-Session-ID, and its routes start
+ * at max(routed_experts_prompt_start, num_cached_tokens). The fault omit_prefix_readmit counts
+ * the request's own prompt blocks as cached, as a re-admission after a preemption does when
+ * num_cached_tokens is recorded again. Returns 0 or SR_E_ENGINE_SESSION_REQUIRED.
+ */
+static int omit_prefix(req *r, sr_gen_request *q, sr_err *err)
+{
+    sr_server *s = r->srv;
+    if (!s->prefix || !r->route)
+        return 0;
+    /* The PR requires a stable session identity; the status and text are not in its
+     * description, so the mock's 400 names its own check (scenarios/FORMAT.md §5b). */
+    if (!r->session[0])
+        return sr_err_set(err, SR_E_ENGINE_SESSION_REQUIRED,
+                          "--enable-omit-prefix-routed-experts requires a stable session "
+                          "identity: send the X-Session-ID header");
+    int64_t B = s->cfg->prefix_block, P = (int64_t)q->P;
+    int64_t cached = sr_prefix_cached(s->prefix, r->session, q->tokens, q->P, B);
+    const sr_fault *mf = r->pick.f[SR_FL_MODEL];
+    if (mf && mf->kind == SR_FK_OMIT_PREFIX_READMIT && P > 0)
+        cached = (P - 1) - (P - 1) % B;
+    if (cached > q->route_start) {
+        q->route_start = cached;
+        q->has_route_start = 1;
+    }
+    return 0;
+}
+
 static enum MHD_Result start(req *r)
 {
     sr_server *s = r->srv;
@@ -160,6 +205,10 @@ static enum MHD_Result start(req *r)
                  (long long)q.top_k, SR_ENGINE_MAX_SUPPORT_K, (long long)c->vocab);
         sr_gen_request_release(&q);
         return sr_srv_error(r, 400, "BadRequestError", SR_E_ENGINE_REQUEST, msg);
+    }
+    if (omit_prefix(r, &q, &err)) {
+        sr_gen_request_release(&q);
+        return sr_srv_error(r, 400, "BadRequestError", err.code, err.msg);
     }
     int want = c->routes && !q.no_routes;
     int rc =

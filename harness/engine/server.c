@@ -397,6 +397,8 @@ static int init_server(sr_server *s, sr_engine *e, sr_err *err)
     s->heap = calloc(s->capheap, sizeof(*s->heap));
     if (!s->heap)
         return sr_err_set(err, SR_E_ENGINE_START, "cannot allocate the server state");
+    if (s->cfg->omit_prefix && sr_prefix_table_new(&s->prefix, 0, err))
+        return SR_E_NOMEM;
     if (pipe2(s->wake, O_CLOEXEC | O_NONBLOCK) != 0)
         return sr_err_set(err, SR_E_ENGINE_START, "cannot create the scheduler's wake-up pipe: %s",
                           strerror(errno));
@@ -564,6 +566,7 @@ void sr_server_stop(sr_server *s)
     if (s->wake[1] >= 0)
         close(s->wake[1]);
     free(s->heap);
+    sr_prefix_table_free(s->prefix);
     pthread_cond_destroy(&s->cv);
     pthread_mutex_destroy(&s->mu);
     free(s);

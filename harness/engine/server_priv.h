@@ -23,6 +23,7 @@
 
 #include "engine.h"
 #include "gen.h"
+#include "prefix_omit.h"
 #include "server.h"
 
 typedef enum req_state {
@@ -127,6 +128,7 @@ typedef struct req_dlist {
 struct sr_server {
     sr_engine *e;
     const sr_engine_config *cfg;
+    sr_prefix_table *prefix; /* engines.omit_prefix_routes only, else NULL (prefix_omit.h) */
     struct sockaddr_storage sa;
     socklen_t salen;
     int port;

@@ -359,6 +359,8 @@ int sr_rollout_run(sr_rollout_result *res, sr_client_conn *k, const sr_rollout_c
     res->failed_turn = -1;
     res->err = (sr_err)SR_ERR_INIT;
     res->routes = (sr_ndarray)SR_NDARRAY_INIT;
+    res->mask_chunk = cfg->mask_chunk;
+    res->mask_rows = cfg->mask_rows;
     double t0 = sr_client_now_ms();
     rollout_state s;
     memset(&s, 0, sizeof s);

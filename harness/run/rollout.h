@@ -134,12 +134,17 @@ typedef struct sr_rollout_config {
     const int32_t *const *script;
     const size_t *script_len;
     size_t script_n;
+    /* SGLang's masked padding (sgl-project/sglang#36404; engines.masked_padding; 0: off): the
+     * prompt rows p >= mask_chunk with p % mask_chunk < mask_rows may come back as -1 rows,
+     * which the trace then holds (trace_opts.masked_rows) and the verifier does not compare.
+     * Copied into the result. */
+    int64_t mask_chunk, mask_rows;
 } sr_rollout_config;
 
 #define SR_ROLLOUT_CONFIG_INIT                                                                     \
     {                                                                                              \
         NULL, 0, NULL, NULL, NULL, NULL, 1, 0, 1, 0, -1, 0, 1, {0, 1, 0, 0, 0},                    \
-            SR_TRACE_OPTS_INIT, {0, 0, 0}, NULL, NULL, 0, NULL, NULL, NULL, NULL, 0                \
+            SR_TRACE_OPTS_INIT, {0, 0, 0}, NULL, NULL, 0, NULL, NULL, NULL, NULL, 0, 0, 0          \
     }
 
 /* What one turn did; timings in ms, sizes in bytes. */
@@ -202,6 +207,7 @@ typedef struct sr_rollout_result {
     int finalize_cpu_sampled; /* a turn was sampled: finalize_cpu_ms holds its CPU time */
     double finalize_cpu_ms;
     sr_rollout_exchange exchanges[SR_ROLLOUT_KEEP_EXCHANGES]; /* (above) */
+    int64_t mask_chunk, mask_rows; /* the config's (sglang#36404's masked padding) */
 } sr_rollout_result;
 
 /* Runs one rollout on `k`. Returns result->code (0 or an error, also in err). */

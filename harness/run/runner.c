@@ -283,6 +283,10 @@ static int make_client(sr_scn_run *run, sr_err *err)
     o.dialect = s->engine.dialect;
     o.route_layers = s->engine.num_layers;
     o.route_topk = s->engine.topk;
+    /* The caller that enabled vllm#57025's omission knows its replies may start later. */
+    o.omit_prefix = s->engine.omit_prefix;
+    o.mask_chunk = s->engine.mask_chunk;
+    o.mask_rows = s->engine.mask_rows;
     /* results.json's phases in thread CPU time: one generate in SR_RUN_CPU_EVERY per conn (each
      * sampled one reads the thread CPU clock, a system call, about ten times). */
     o.cpu_every = SR_RUN_CPU_EVERY;

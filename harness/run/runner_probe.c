@@ -84,7 +84,8 @@ int sr_step_probe(sr_scn_run *run, int step, sr_err *err)
 int sr_run_probe_external(sr_scn_run *run, sr_err *err)
 {
     const sr_scenario *s = run->scn;
-    if (!s->n_urls || sr_run_stopped(run))
+    /* vllm#57025's omission refuses the probe's session-less requests (steps.c). */
+    if (!s->n_urls || s->engine.omit_prefix || sr_run_stopped(run))
         return 0;
     for (int i = 0; i < s->n_steps; i++)
         if (s->steps[i].kind == SR_STEP_PROBE)

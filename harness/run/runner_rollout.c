@@ -85,6 +85,10 @@ static int make_configs(rbatch *b, sr_err *err)
         c.trace_opts.max_rows = r->max_rollout_tokens;
         c.trace_opts.max_bytes = (size_t)r->max_trace_bytes;
         c.trace_opts.lock_first_dtype = s->quirks[SR_QUIRK_LOCK_FIRST_DTYPE];
+        /* The client admits sglang#36404's -1 rows only where they are documented. */
+        c.trace_opts.masked_rows = s->engine.mask_chunk > 0;
+        c.mask_chunk = s->engine.mask_chunk;
+        c.mask_rows = s->engine.mask_rows;
         c.trace_opts.padding_as_captured = s->quirks[SR_QUIRK_PADDING_AS_CAPTURED];
         c.trace_opts.captured_only = s->client.stack == SR_STACK_2086;
         c.quirks.synthetic_eos_loss_active = s->quirks[SR_QUIRK_SYNTHETIC_EOS_LOSS_ACTIVE];

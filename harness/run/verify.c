@@ -452,6 +452,25 @@ static int row_valid(const rv *x, const int32_t *r)
     return 1;
 }
 
+/*
+ * sglang#36404's masked padding (rollout.h): row i is -1 in every slot at this layer, at a
+ * position the engine's option masks (i >= chunk, i % chunk < rows) that was a prompt row of the
+ * turn that computed it. Such a row is neither invalid nor compared with the oracle.
+ */
+static int row_masked(const rv *x, int64_t i, const int32_t *r)
+{
+    int64_t chunk = x->r->mask_chunk;
+    if (chunk <= 0 || i < chunk || i % chunk >= x->r->mask_rows)
+        return 0;
+    int64_t t = turn_of_row(x->r, i);
+    if (t < 1 || i >= x->r->turns[t - 1].prompt_len)
+        return 0;
+    for (int k = 0; k < x->K; k++)
+        if (r[k] != -1)
+            return 0;
+    return 1;
+}
+
 /* The contract check of every captured row, without the oracle. */
 static int verify_valid(rv *x)
 {
@@ -460,7 +479,7 @@ static int verify_valid(rv *x)
     for (int64_t i = 0; i < x->C; i++)
         for (int l = 0; l < x->L; l++) {
             held_row(x, i, l, got);
-            if (!row_valid(x, got) && bad++ == 0) {
+            if (!row_valid(x, got) && !row_masked(x, i, got) && bad++ == 0) {
                 first = i;
                 layer = l;
             }
@@ -497,7 +516,7 @@ static int verify_rows(rv *x, int64_t *verified)
         for (int l = 0; !rc && l < x->L; l++) {
             held_row(x, i, l, got);
             if (!row_valid(x, got))
-                continue; /* routes.invalid, reported by verify_valid */
+                continue; /* routes.invalid, reported by verify_valid, or a masked row */
             sr_oracle_route_row(want, x->v->oracle, l, fps[l], x->h[i]);
             if (same(got, want, x->K))
                 continue;

@@ -137,6 +137,18 @@ static int parse_engines(scn_parse *p, const cJSON *en)
         rc = sr_spec_parse_dialect(c, &sx, en);
     if (!rc)
         rc = parse_dialects(p, en);
+    if (!rc)
+        rc = sr_spec_parse_omit(c, &sx, en);
+    if (!rc && c->omit_prefix && (s->dialects & ~(1u << SR_DIALECT_VLLM)))
+        rc = sr_scn_fail(p, sr_scn_member(en, "dialects"),
+                         "engines.omit_prefix_routes needs the vllm dialect only "
+                         "(vllm-project/vllm#57025); engines.dialects names others");
+    if (!rc)
+        rc = sr_spec_parse_masked(c, &sx, en);
+    if (!rc && c->mask_chunk && (s->dialects & ~(1u << SR_DIALECT_SGLANG)))
+        rc = sr_scn_fail(p, sr_scn_member(en, "dialects"),
+                         "engines.masked_padding needs the sglang dialect only "
+                         "(sgl-project/sglang#36404); engines.dialects names others");
     if (!rc && !(rc = sr_scn_int(p, en, "sample_support_k", 1, SR_ENGINE_MAX_SUPPORT_K,
                                  c->support_k, 0, &v)))
         c->support_k = (int)v;
@@ -276,6 +288,8 @@ static int parse_client(scn_parse *p, const cJSON *cl)
         rc = parse_generate_path(p, cl);
     if (!rc && !(rc = sr_scn_str(p, cl, "on_abort", "fail", SR_CLIENT_ON_ABORT_NAMES, &t)))
         o->on_abort = strcmp(t, "retry") == 0 ? SR_CLIENT_ABORT_RETRY : SR_CLIENT_ABORT_FAIL;
+    if (!rc && !(rc = sr_scn_str(p, cl, "route_start", "held", SR_CLIENT_ROUTE_START_NAMES, &t)))
+        o->route_start_zero = strcmp(t, "zero") == 0;
     if (!rc)
         rc = parse_pd(p, sr_scn_member(cl, "pd"));
     if (!rc)

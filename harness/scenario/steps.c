@@ -386,6 +386,13 @@ static int parse_probe(scn_parse *p, const cJSON *st, sr_scn_step *step, int sel
         rc = sr_scn_int(p, st, "budget", 1, 10000, 40, 0, &step->probe.budget);
     if (!rc)
         rc = sr_scn_bool(p, st, "sync", 0, 0, &step->probe.sync);
+    /* The probe's requests carry no X-Session-ID, and its relations compare whole replies of a
+     * repeated request, which vllm#57025's omission shortens on the repeat. */
+    if (!rc && p->s->engine.omit_prefix)
+        rc = sr_scn_fail(p, st,
+                         "a probe step cannot run against engines.omit_prefix_routes "
+                         "(its requests carry no X-Session-ID and its relations compare "
+                         "whole replies of repeated requests)");
     return rc;
 }
 

@@ -97,6 +97,16 @@ static cJSON *faults_json(const sr_engine_config *c)
     return sr_fault_plan_write_json(&a, c->faults, NULL) ? NULL : a;
 }
 
+/* engines.masked_padding when on (sglang#36404); absent stays off. */
+static void add_masked(cJSON *o, const sr_engine_config *c)
+{
+    cJSON *m = c->mask_chunk ? cJSON_AddObjectToObject(o, "masked_padding") : NULL;
+    if (m) {
+        add_int(m, "chunk", c->mask_chunk);
+        add_int(m, "rows", c->mask_rows);
+    }
+}
+
 /* NULL when the fault plan cannot be written (out of memory): a plan must never go missing. */
 static cJSON *engines_json(const sr_scenario *s)
 {
@@ -119,6 +129,9 @@ static cJSON *engines_json(const sr_scenario *s)
     cJSON_AddStringToObject(e, "sync_dialect", sr_sync_dialect_name(c->sync_dialect));
     cJSON_AddStringToObject(e, "sync_version", sr_sync_api_name(c->sync_version));
     cJSON_AddStringToObject(e, "dialect", sr_dialect_name(c->dialect));
+    cJSON_AddBoolToObject(e, "omit_prefix_routes", c->omit_prefix);
+    add_int(e, "prefix_block", c->prefix_block);
+    add_masked(e, c);
     if (s->dialects) {
         cJSON *list = cJSON_AddArrayToObject(e, "dialects");
         for (int d = 0; list && d < SR_DIALECT_COUNT; d++)
@@ -151,6 +164,7 @@ static cJSON *client_json(const sr_scenario *s)
         cJSON_AddStringToObject(c, "generate_path",
                                 sr_dialect_get(s->engine.dialect)->routes[o->dialect_route].path);
     cJSON_AddStringToObject(c, "on_abort", SR_CLIENT_ON_ABORT_NAMES[o->on_abort]);
+    cJSON_AddStringToObject(c, "route_start", SR_CLIENT_ROUTE_START_NAMES[o->route_start_zero]);
     if (o->pd_decode >= 0) {
         cJSON *pd = cJSON_AddObjectToObject(c, "pd");
         add_int(pd, "prefill", o->pd_prefill);
@@ -321,6 +335,9 @@ static cJSON *engine_config_json(const sr_engine_config *c, const char *sync_dir
         cJSON_AddStringToObject(r, "sync_dialect", sr_sync_dialect_name(c->sync_dialect));
     cJSON_AddStringToObject(r, "sync_version", sr_sync_api_name(c->sync_version));
     cJSON_AddStringToObject(r, "dialect", sr_dialect_name(c->dialect));
+    cJSON_AddBoolToObject(r, "omit_prefix_routes", c->omit_prefix);
+    add_int(r, "prefix_block", c->prefix_block);
+    add_masked(r, c);
     cJSON_AddStringToObject(r, "stack", sr_stack_name(c->stack));
     cJSON_AddItemToObject(r, "timing", timing_json(c));
     cJSON *sv = server_json(c);

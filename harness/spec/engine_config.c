@@ -196,6 +196,56 @@ int sr_spec_parse_sync_version(sr_engine_config *c, const sr_spec_ctx *x, const 
     return rc;
 }
 
+int sr_spec_parse_omit(sr_engine_config *c, const sr_spec_ctx *x, const cJSON *parent)
+{
+    int64_t v;
+    int rc = sr_json_get_bool(x->doc, parent, "omit_prefix_routes", 0, c->omit_prefix,
+                              &c->omit_prefix, x->err);
+    if (!rc && !(rc = sr_json_get_int(x->doc, parent, "prefix_block", 0, 1, 4096, c->prefix_block,
+                                      &v, x->err)))
+        c->prefix_block = v;
+    /* vllm#57025 is a vLLM server flag: no other wire has a start that omission could move. */
+    if (!rc && c->omit_prefix && c->dialect != SR_DIALECT_VLLM)
+        rc = sr_spec_fail(x, cJSON_GetObjectItemCaseSensitive(parent, "omit_prefix_routes"),
+                          "omit_prefix_routes needs the vllm dialect (vllm-project/vllm#57025), "
+                          "not %s",
+                          sr_dialect_name(c->dialect));
+    return rc;
+}
+
+int sr_spec_parse_masked(sr_engine_config *c, const sr_spec_ctx *x, const cJSON *parent)
+{
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(parent, "masked_padding");
+    if (!m || cJSON_IsNull(m))
+        return 0;
+    if (!cJSON_IsObject(m))
+        return sr_spec_fail(x, m, "masked_padding must be an object {\"chunk\", \"rows\"}");
+    static const char *const keys[] = {"chunk", "rows", NULL};
+    for (const cJSON *it = m->child; it; it = it->next) {
+        int known = 0;
+        for (int i = 0; keys[i]; i++)
+            known |= strcmp(it->string, keys[i]) == 0;
+        if (!known)
+            return sr_spec_fail(x, it, "masked_padding: unknown key '%s' (chunk, rows)",
+                                it->string);
+    }
+    int64_t chunk, rows;
+    int rc = sr_json_get_int(x->doc, m, "chunk", 1, 1, 1 << 20, 0, &chunk, x->err);
+    if (!rc)
+        rc = sr_json_get_int(x->doc, m, "rows", 0, 1, chunk, 1, &rows, x->err);
+    /* sglang#36404 is SGLang's capture site: no other wire sends its -1. */
+    if (!rc && c->dialect != SR_DIALECT_SGLANG)
+        rc = sr_spec_fail(x, m,
+                          "masked_padding needs the sglang dialect (sgl-project/sglang#36404), "
+                          "not %s",
+                          sr_dialect_name(c->dialect));
+    if (!rc) {
+        c->mask_chunk = chunk;
+        c->mask_rows = rows;
+    }
+    return rc;
+}
+
 int sr_spec_parse_dialect(sr_engine_config *c, const sr_spec_ctx *x, const cJSON *parent)
 {
     int d = (int)c->dialect;
@@ -279,6 +329,10 @@ static int parse_sections(sr_engine_config *c, const sr_spec_ctx *x, const cJSON
         rc = sr_spec_parse_sync_version(c, x, eng);
     if (!rc)
         rc = sr_spec_parse_dialect(c, x, eng);
+    if (!rc)
+        rc = sr_spec_parse_omit(c, x, eng);
+    if (!rc)
+        rc = sr_spec_parse_masked(c, x, eng);
     /* The stack is the scenario's client.stack: its engines speak what its client speaks. */
     if (!rc)
         rc = sr_spec_parse_stack(

@@ -206,6 +206,13 @@ typedef struct sr_engine_config {
     char sync_dirs[SR_ENGINE_MAX_SYNC_DIRS][SR_ENGINE_SYNC_DIR_MAX];
     int world_size;
     int lora;
+    /* vLLM's routed-expert prefix omission (vllm#57025; engine/prefix_omit.h): prompt routes
+     * from max(start, num_cached_tokens), num_cached_tokens counted in blocks of prefix_block */
+    int omit_prefix;      /* omit_prefix_routes (vllm dialect only) */
+    int64_t prefix_block; /* prefix_block, default SR_PREFIX_BLOCK_DEFAULT (16) */
+    /* SGLang's masked padding (sglang#36404; masked_padding {"chunk","rows"}, sglang dialect
+     * only): prompt rows p >= mask_chunk with p % mask_chunk < mask_rows are -1. 0: off */
+    int64_t mask_chunk, mask_rows;
     sr_fault_plan *faults; /* owned, parsed once (sr_spec_parse_faults); NULL: no faults */
 } sr_engine_config;
 
@@ -291,6 +298,20 @@ int sr_spec_parse_faults(sr_engine_config *c, const sr_spec_ctx *x, const cJSON 
  * is an error at the key.
  */
 int sr_spec_parse_sync_dialect(sr_engine_config *c, const sr_spec_ctx *x, const cJSON *parent);
+
+/*
+ * `omit_prefix_routes` (boolean, default false) and `prefix_block` (integer 1..4096, default 16)
+ * of `parent` (as above); omission needs the vllm dialect (c->dialect, parsed first): with
+ * another it is an error at the key.
+ */
+int sr_spec_parse_omit(sr_engine_config *c, const sr_spec_ctx *x, const cJSON *parent);
+
+/*
+ * `masked_padding` of `parent` (as above): absent or null keeps it off; an object
+ * {"chunk": 1..2^20 (required), "rows": 1..chunk (default 1)} turns it on. It needs the sglang
+ * dialect (c->dialect, parsed first): with another it is an error at the key.
+ */
+int sr_spec_parse_masked(sr_engine_config *c, const sr_spec_ctx *x, const cJSON *parent);
 
 /* `sync_version` of `parent` (as above): absent keeps c->sync_version; "vllm#50902" or
  * "vllm#31943"; anything else is an error at the key. */

@@ -106,6 +106,12 @@ typedef enum sr_fault_reach {
       SR_FK_KEYS("row"), SR_FK_KEYS("row"),                                                        \
       "vllm-json (vLLM 0.21): the first `row` prompt rows, positions served from the prefix "      \
       "cache, are -1 in prompt_routed_experts")                                                    \
+    X(SR_FK_OMIT_PREFIX_READMIT, "omit_prefix_readmit", SR_FL_MODEL, SR_FR_GENERATE, SR_FK_NONE,   \
+      SR_FK_NONE,                                                                                  \
+      "engines.omit_prefix_routes: the request is preempted after its prefill and its "            \
+      "num_cached_tokens re-recorded at re-admission, when its own prompt blocks hit (the prompt " \
+      "rounded down to blocks, at most P - 1), so rows the caller never received are omitted "     \
+      "(vllm#57966 records the first admission and keeps it across preemption)")                   \
     X(SR_FK_PD_DECODE_REPLICA, "pd_decode_replica", SR_FL_MODEL, SR_FR_GENERATE, SR_FK_NONE,       \
       SR_FK_NONE,                                                                                  \
       "the decode replica of a prefill/decode pair: it never ran the prompt's forward pass, so "   \

@@ -35,6 +35,7 @@ void sr_engine_config_defaults(sr_engine_config *c)
     c->block_change_rate = 0.125;
     c->routes = 1;
     c->support_k = 4;
+    c->prefix_block = 16; /* SR_PREFIX_BLOCK_DEFAULT (prefix_omit.h) */
     c->threads = 2;
     c->max_connections = 256;
     c->max_body_bytes = (size_t)16 << 20;
@@ -148,10 +149,12 @@ const char *const *sr_spec_section_keys(const char *section)
                                          "max_queued_requests",
                                          "sync_dirs",
                                          NULL};
-    static const char *const top[] = {"id",           "index",   "seed",   "count",
-                                      "model",        "weights", "fields", "sample_support_k",
-                                      "timing",       "server",  "faults", "sync_dialect",
-                                      "sync_version", "dialect", "stack",  NULL};
+    static const char *const top[] = {
+        "id",           "index",          "seed",   "count",
+        "model",        "weights",        "fields", "sample_support_k",
+        "timing",       "server",         "faults", "sync_dialect",
+        "sync_version", "dialect",        "stack",  "omit_prefix_routes",
+        "prefix_block", "masked_padding", NULL};
     static const struct {
         const char *name;
         const char *const *keys;
