@@ -33,7 +33,7 @@
 #define EXPERTS 256
 #define PROMPT  2000 /* vllm-json: rows of prompt_routed_experts; the rest are the choice's */
 
-static void die(const char *what, const sr_err *e)
+static _Noreturn void die(const char *what, const sr_err *e)
 {
     fprintf(stderr, "bench_dialects: %s: %s\n", what, e ? e->msg : "failed");
     exit(1);
@@ -106,8 +106,7 @@ static void make_body(sr_buf *b, sr_dialect d)
         put_tokens(b, "token_ids");
         sr_buf_puts(b, ",\"finish_reason\":\"length\",\"routed_experts\":{\"data\":", NULL);
         put_b64(b, NULL, 0, SR_DTYPE_UINT8);
-        sr_buf_printf(b, NULL, ",\"shape\":[%d,%d,%d],\"dtype\":\"uint8\"}}]}", ROWS, LAYERS,
-                      TOPK);
+        sr_buf_printf(b, NULL, ",\"shape\":[%d,%d,%d],\"dtype\":\"uint8\"}}]}", ROWS, LAYERS, TOPK);
         break;
     case SR_DIALECT_VLLM:
         if (sr_npy_write_header(&hl, head, sizeof head, SR_DTYPE_UINT8, shape, 3, &e))
@@ -145,8 +144,8 @@ static void make_body(sr_buf *b, sr_dialect d)
     default: /* nemo-rl */
         if (sr_nrlre_write_prefix(&hl, head, sizeof head, SR_DTYPE_INT16, shape, &e))
             die("nrlre prefix", &e);
-        sr_buf_puts(b, "{\"id\":\"r\",\"choices\":[{\"index\":0,\"message\":{\"routed_experts\":",
-                    NULL);
+        sr_buf_puts(
+            b, "{\"id\":\"r\",\"choices\":[{\"index\":0,\"message\":{\"routed_experts\":", NULL);
         size_t at = b->len;
         put_b64(b, NULL, 0, SR_DTYPE_INT16);
         /* the prefix goes after the opening quote */
