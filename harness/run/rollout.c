@@ -164,10 +164,18 @@ static int rollout_push_mask(rollout_state *s, uint8_t value, const double *lp, 
     return rc;
 }
 
+/* Copies the string src (NULL: "") into dst of `cap` bytes, cut to fit (as snprintf "%s"). */
+static void copy_cut(char *dst, size_t cap, const char *src)
+{
+    size_t n = src ? strnlen(src, cap - 1) : 0;
+    memcpy(dst, src ? src : "", n);
+    dst[n] = '\0';
+}
+
 static void turn_from_client(sr_rollout_turn *t, const sr_client_result *r)
 {
     t->engine = r->engine;
-    snprintf(t->engine_id, sizeof t->engine_id, "%s", r->engine_id);
+    copy_cut(t->engine_id, sizeof t->engine_id, r->engine_id);
     t->http_status = r->http_status;
     t->start_sent = r->prompt_start_sent;
     t->weight_version = r->weight_version;
@@ -189,8 +197,7 @@ static void turn_from_client(sr_rollout_turn *t, const sr_client_result *r)
         t->n_attempts = 0;
     if (r->has_routes)
         t->route_rows = r->routes.ndim ? r->routes.shape[0] : 0;
-    snprintf(t->finish_reason, sizeof t->finish_reason, "%s",
-             r->finish_reason ? r->finish_reason : "");
+    copy_cut(t->finish_reason, sizeof t->finish_reason, r->finish_reason);
 }
 
 /* The version of the pass that computed oracle row `row` in the reply (its "syncroll" spans),
@@ -286,7 +293,7 @@ static int loop(rollout_state *s, sr_err *err)
             return rc;
         }
         const sr_rollout_turn *t = &res->turns[res->n_turns - 1];
-        snprintf(res->stop_reason, sizeof res->stop_reason, "%s", t->finish_reason);
+        copy_cut(res->stop_reason, sizeof res->stop_reason, t->finish_reason);
     }
     return 0;
 }
