@@ -30,7 +30,8 @@
  *                               syncroll touches a byte (harness_minus_floor_us: the rest)
  * 3. Nightly suite: `syncroll run -j<cpus> scenarios/nightly` once (BENCH_NIGHTLY=0 skips it):
  *      e2e.nightly_suite        wall time; ratio against the 3-minute target
- * BENCH_E2E_ONLY=throughput, harness or nightly runs only that part (for profiling).
+ * BENCH_E2E_ONLY=throughput, harness or nightly runs only that part (for profiling);
+ * BENCH_E2E_PASSES=0 ends part 2 after its headline lines.
  */
 #include <curl/curl.h>
 #include <fcntl.h>
@@ -39,6 +40,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -290,6 +292,7 @@ typedef struct hb {
     sr_rollout_config *cfgs;
     sr_rollout_result *res;
     double *cpu_ms;
+    double *minflt; /* minor page faults of each rollout's thread during its job */
 } hb;
 
 static double thread_cpu_ms(void)
@@ -299,12 +302,21 @@ static double thread_cpu_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+/* Minor page faults of the calling thread so far (fresh memory touched for the first time). */
+static double thread_minflt(void)
+{
+    struct rusage ru;
+    return getrusage(RUSAGE_THREAD, &ru) == 0 ? (double)ru.ru_minflt : 0.0;
+}
+
 static int hb_job(sr_client_conn *k, size_t i, void *ctx)
 {
     hb *h = ctx;
+    double f0 = thread_minflt();
     double t0 = thread_cpu_ms();
     int rc = sr_rollout_run(&h->res[i], k, &h->cfgs[i], NULL);
     h->cpu_ms[i] = thread_cpu_ms() - t0;
+    h->minflt[i] = thread_minflt() - f0;
     return rc;
 }
 
@@ -361,7 +373,7 @@ static void make_configs(sr_rollout_config *cfgs, int32_t **prompts, char (*sess
 }
 
 typedef struct hb_totals {
-    double cpu_ms, requests, bytes, splice_ms, record_ms;
+    double cpu_ms, requests, bytes, splice_ms, record_ms, minflt;
 } hb_totals;
 
 /* One batch, then its requests replayed by the libcurl floor; adds the totals of both. */
@@ -378,6 +390,7 @@ static void hb_batch(hb_totals *t, e2e_floor_totals *ft, e2e_floor_totals *mt, h
         if (rcs[i])
             die(h->res[i].err.msg, NULL);
         t->cpu_ms += h->cpu_ms[i];
+        t->minflt += h->minflt[i];
         for (int k = 0; k < h->res[i].n_turns; k++) {
             const sr_rollout_turn *tu = &h->res[i].turns[k];
             t->requests += 1;
@@ -454,7 +467,7 @@ static void hb_measure(hb_series *m, hb *h, const sr_client *c, const sr_scenari
     int32_t **prompts = calloc(n, sizeof(int32_t *));
     char(*sessions)[64] = calloc(n, 64);
     for (int rep = 0; rep <= reps; rep++) {
-        hb_totals t = {0, 0, 0, 0, 0};
+        hb_totals t = {0, 0, 0, 0, 0, 0};
         e2e_floor_totals ft = {0, 0, 0, 0}, mt = {0, 0, 0, 0};
         make_configs(h->cfgs, prompts, sessions, s, r, sp, rep);
         hb_batch(&t, &ft, &mt, h, c, n, (int)s->concurrency, fl->easy, fl->multi, sp);
@@ -470,6 +483,7 @@ static void hb_measure(hb_series *m, hb *h, const sr_client *c, const sr_scenari
             m->all.bytes += t.bytes;
             m->all.splice_ms += t.splice_ms;
             m->all.record_ms += t.record_ms;
+            m->all.minflt += t.minflt;
         }
     }
     for (size_t i = 0; i < n; i++)
@@ -495,10 +509,11 @@ static void hb_report(const hb_series *m, const hb_floors *fl, int reps)
     bench_stats hs = bench_stats_of(m->harness + 1, reps), fs = bench_stats_of(m->floor + 1, reps);
     bench_report_ex("e2e.harness_per_request", hs, budget, bname,
                     "budget_us=%.2f memcpy_us=%.3f mean_response_bytes=%zu requests=%.0f "
-                    "splice_wall_us=%.1f record_wall_us=%.1f harness_minus_floor_us=%.1f",
+                    "splice_wall_us=%.1f record_wall_us=%.1f harness_minus_floor_us=%.1f "
+                    "minflt_per_request=%.2f",
                     budget.median_ms * 1e3, copy_ms * 1e3, mean_bytes, all->requests,
                     all->splice_ms * 1e3 / all->requests, all->record_ms * 1e3 / all->requests,
-                    (hs.median_ms - fs.median_ms) * 1e3);
+                    (hs.median_ms - fs.median_ms) * 1e3, all->minflt / all->requests);
     bench_report_ex("e2e.curl_floor_per_request", fs, budget, bname,
                     "mean_response_bytes=%.0f requests=%.0f harness_minus_floor_us=%.1f",
                     m->fall.bytes / m->fall.requests, m->fall.requests,
@@ -571,18 +586,21 @@ static void bench_harness(const sr_scenario *s, const char *syncroll, const char
         cJSON_AddNumberToObject(sp, "logprobs", 0);
     size_t n = (size_t)r->batch;
     hb h = {calloc(n, sizeof(sr_rollout_config)), calloc(n, sizeof(sr_rollout_result)),
-            calloc(n, sizeof(double))};
+            calloc(n, sizeof(double)), calloc(n, sizeof(double))};
     hb_floors fl;
     hb_floors_open(&fl, url_p, ne, (int)s->concurrency, n);
     hb_series m = {calloc((size_t)reps + 1, sizeof(double)),
                    calloc((size_t)reps + 1, sizeof(double)),
                    calloc((size_t)reps + 1, sizeof(double)),
-                   {0, 0, 0, 0, 0},
+                   {0, 0, 0, 0, 0, 0},
                    {0, 0, 0, 0}};
     hb_measure(&m, &h, c, s, r, sp, &fl, reps);
     hb_report(&m, &fl, reps);
-    hb_passes(&h, c, s, r, sp, url_p, ne, fl.multi,
-              bench_stats_of(m.floor + 1, reps).median_ms * 1e3, reps);
+    /* BENCH_E2E_PASSES=0 stops after the headline (a profile of the harness's batches only). */
+    const char *passes = getenv("BENCH_E2E_PASSES");
+    if (!passes || strcmp(passes, "0") != 0)
+        hb_passes(&h, c, s, r, sp, url_p, ne, fl.multi,
+                  bench_stats_of(m.floor + 1, reps).median_ms * 1e3, reps);
     e2e_floor_free(fl.easy);
     e2e_floor_free(fl.multi);
     free(m.harness);
@@ -591,6 +609,7 @@ static void bench_harness(const sr_scenario *s, const char *syncroll, const char
     free(h.cfgs);
     free(h.res);
     free(h.cpu_ms);
+    free(h.minflt);
     cJSON_Delete(sp);
     sr_client_free(c);
     sr_procs_stop(ps, (size_t)ne, 5000);

@@ -85,16 +85,25 @@ int sr_buf_put_i64(sr_buf *b, long long v, sr_err *err)
 
 int sr_buf_put_json_string(sr_buf *b, const char *s, sr_err *err)
 {
-    int rc = sr_buf_puts(b, "\"", err);
-    for (const unsigned char *p = (const unsigned char *)s; !rc && *p; p++) {
+    int rc = sr_buf_append(b, "\"", 1, err);
+    const unsigned char *p = (const unsigned char *)s;
+    while (!rc && *p) {
+        /* Bytes that need no escape go in runs (one append per run, not per byte). */
+        const unsigned char *q = p;
+        while (*q && *q != '"' && *q != '\\' && *q >= 0x20)
+            q++;
+        if (q > p) {
+            rc = sr_buf_append(b, p, (size_t)(q - p), err);
+            p = q;
+            continue;
+        }
         if (*p == '"' || *p == '\\')
             rc = sr_buf_printf(b, err, "\\%c", *p);
-        else if (*p < 0x20)
-            rc = sr_buf_printf(b, err, "\\u%04x", *p);
         else
-            rc = sr_buf_append(b, p, 1, err);
+            rc = sr_buf_printf(b, err, "\\u%04x", *p);
+        p++;
     }
-    return rc ? rc : sr_buf_puts(b, "\"", err);
+    return rc ? rc : sr_buf_append(b, "\"", 1, err);
 }
 
 int sr_buf_put_json_utf8(sr_buf *b, const char *json, size_t n, sr_err *err)

@@ -7,6 +7,9 @@
 #include <emmintrin.h>
 #endif
 
+#include "sr_base64.h" /* sr_base64_cpu_has_avx2: the library's one AVX2 check */
+#include "sr_ndarray_priv.h"
+
 int sr_shape_bytes(size_t *nbytes, uint64_t *numel, const int64_t *shape, int ndim, size_t itemsize,
                    sr_err *err)
 {
@@ -235,6 +238,44 @@ void sr_ndarray_set_i64(sr_ndarray *a, uint64_t i, int64_t v)
 #define MINMAX_INT16() MINMAX_LOOP(int16_t)
 #endif
 
+#if defined(__x86_64__) || defined(__i386__)
+/*
+ * uint8 and int16 on an AVX2 CPU: the kernel over whole 128-byte steps, the tail here. Returns
+ * 0 when it did not apply (no AVX2, fewer than 128 bytes, another dtype).
+ */
+static int minmax_avx2(const sr_ndarray *a, uint64_t n, int64_t *min, int64_t *max)
+{
+    int u8 = a->dtype == SR_DTYPE_UINT8 || a->dtype == SR_DTYPE_BOOL;
+    if ((!u8 && a->dtype != SR_DTYPE_INT16) || n * sr_dtype_size(a->dtype) < 128 ||
+        !sr_base64_cpu_has_avx2())
+        return 0;
+    int64_t lo, hi;
+    uint64_t i;
+    if (u8) {
+        const uint8_t *q = a->data;
+        uint8_t l, h;
+        sr_ndarray_i_minmax_u8_avx2(q, (size_t)n, &l, &h);
+        lo = l, hi = h;
+        for (i = n - n % 128; i < n; i++) {
+            lo = q[i] < lo ? q[i] : lo;
+            hi = q[i] > hi ? q[i] : hi;
+        }
+    } else {
+        const int16_t *q = a->data;
+        int16_t l, h;
+        sr_ndarray_i_minmax_i16_avx2(q, (size_t)n, &l, &h);
+        lo = l, hi = h;
+        for (i = n - n % 64; i < n; i++) {
+            lo = q[i] < lo ? q[i] : lo;
+            hi = q[i] > hi ? q[i] : hi;
+        }
+    }
+    *min = lo;
+    *max = hi;
+    return 1;
+}
+#endif
+
 int sr_ndarray_minmax(const sr_ndarray *a, int64_t *min, int64_t *max, sr_err *err)
 {
     if (!sr_dtype_is_integer(a->dtype) && a->dtype != SR_DTYPE_BOOL)
@@ -245,6 +286,10 @@ int sr_ndarray_minmax(const sr_ndarray *a, int64_t *min, int64_t *max, sr_err *e
         *max = 0;
         return 0;
     }
+#if defined(__x86_64__) || defined(__i386__)
+    if (minmax_avx2(a, n, min, max))
+        return 0;
+#endif
     switch (a->dtype) {
     case SR_DTYPE_BOOL:
     case SR_DTYPE_UINT8:

@@ -16,6 +16,7 @@ struct sr_route_trace {
     int recorded;
     int64_t *layers; /* pinned by the first record */
     size_t n_layers;
+    size_t layers_cap; /* entries allocated at `layers` (kept by a reset) */
 };
 
 /* Formats a layer list as a Python tuple, "(1, 3, 5)" or "(4,)", cut with "..." if long. */
@@ -98,7 +99,7 @@ const int64_t *sr_route_trace_layers(const sr_route_trace *t, size_t *count)
 {
     if (count)
         *count = t->n_layers;
-    return t->layers;
+    return t->n_layers ? t->layers : NULL; /* (room kept by a reset is not a pinned list) */
 }
 
 /* Validates routes and returns their canonical dtype (the reference compacts every turn). */
@@ -126,14 +127,9 @@ static int routes_canonical(sr_dtype *canon, const sr_ndarray *routes, int maske
     return rc;
 }
 
-/*
- * Builds the layer list of one record: a copy of `given`, or the identity 0..L-1 when NULL.
- * *list is NULL when there are no layers.
- */
-static int layer_list(int64_t **list, const int64_t *given, size_t n_given, int64_t layers,
-                      sr_err *err)
+/* The checks of a record's layer list: `given` valid and naming each of the `layers` layers. */
+static int layer_check(const int64_t *given, size_t n_given, int64_t layers, sr_err *err)
 {
-    *list = NULL;
     if (given) {
         int rc = sr_validate_layer_indices(given, n_given, err);
         if (rc)
@@ -144,8 +140,20 @@ static int layer_list(int64_t **list, const int64_t *given, size_t n_given, int6
                               "alongside them",
                               (long long)layers, n_given);
     }
-    if (layers == 0)
-        return 0;
+    return 0;
+}
+
+/*
+ * Builds the layer list of one record: a copy of `given`, or the identity 0..L-1 when NULL.
+ * *list is NULL when there are no layers.
+ */
+static int layer_list(int64_t **list, const int64_t *given, size_t n_given, int64_t layers,
+                      sr_err *err)
+{
+    *list = NULL;
+    int rc = layer_check(given, n_given, layers, err);
+    if (rc || layers == 0)
+        return rc;
     int64_t *p = malloc(sizeof(int64_t) * (size_t)layers);
     if (!p)
         return sr_err_set(err, SR_E_NOMEM, "cannot copy %lld layer indices", (long long)layers);
@@ -204,11 +212,14 @@ static int record_checks(int64_t **list, sr_dtype *canon, int64_t *expected,
                           (long long)routes->shape[0], (long long)*expected);
     if (m->has_schema && !sr_trace_meta_same_row_shape(m, routes))
         return sr_trace_meta_schema_error(m, routes, *canon, err);
-    /* After the first record the pinned list is compared in place: no copy per turn. */
-    if (t->recorded && same_layers(t, given, n_given, routes->shape[1]))
+    /* The first record's list is pinned by record() in the trace's own room, and later ones
+     * are compared in place: no copy per turn. */
+    if (!t->recorded)
+        return layer_check(given, n_given, routes->shape[1], err);
+    if (same_layers(t, given, n_given, routes->shape[1]))
         return 0; /* the pinned list was validated when it was pinned */
     rc = layer_list(list, given, n_given, routes->shape[1], err);
-    if (rc || !t->recorded || layers_equal(*list, (size_t)routes->shape[1], t->layers, t->n_layers))
+    if (rc || layers_equal(*list, (size_t)routes->shape[1], t->layers, t->n_layers))
         return rc;
     char was[200], now[200];
     format_layers(was, sizeof(was), t->layers, t->n_layers);
@@ -228,20 +239,43 @@ int sr_route_trace_record(sr_route_trace *t, int64_t prompt_token_count,
     int64_t expected = 0;
     int rc = record_checks(&list, &canon, &expected, t, prompt_token_count, generated_token_count,
                            routes, layer_indices, n_layers, err);
+    size_t L = rc ? 0 : (size_t)routes->shape[1];
+    if (!rc && !t->recorded && L > t->layers_cap) {
+        /* Room for the list to pin, made before the append so that a failure changes nothing. */
+        int64_t *p = realloc(t->layers, sizeof(int64_t) * L);
+        if (!p) {
+            rc = sr_err_set(err, SR_E_NOMEM, "cannot copy %zu layer indices", L);
+        } else {
+            t->layers = p;
+            t->layers_cap = L;
+        }
+    }
     if (!rc)
         rc = sr_trace_meta_append_as(&t->meta, routes, canon, expected, err);
-    if (rc) {
-        free(list);
+    free(list);
+    if (rc)
         return rc;
-    }
     if (!t->recorded) {
-        t->layers = list;
-        t->n_layers = (size_t)routes->shape[1];
+        for (size_t i = 0; i < L; i++)
+            t->layers[i] = layer_indices ? layer_indices[i] : (int64_t)i;
+        t->n_layers = L;
         t->recorded = 1;
-    } else {
-        free(list);
     }
     return 0;
+}
+
+void sr_route_trace_reset(sr_route_trace *t, const sr_trace_opts *opts)
+{
+    sr_trace_meta_reset(&t->meta, opts);
+    t->padding_as_captured = opts ? opts->padding_as_captured : 0;
+    t->captured_only = opts ? opts->captured_only : 0;
+    t->recorded = 0;
+    t->n_layers = 0;
+}
+
+size_t sr_route_trace_capacity(const sr_route_trace *t)
+{
+    return t->meta.cap;
 }
 
 /* Writes `count` padding rows (every layer 0, 1, ..., K-1) at row `first` of the storage. */

@@ -408,10 +408,13 @@ static int parse(sr_splicer *s, sr_err *err)
 int sr_splice_i_finish(sr_splicer *s, sr_err *err)
 {
     sr_err e = SR_ERR_INIT;
-    walker *w = calloc(1, sizeof(*w));
-    if (!w)
-        return sr_err_set(err, SR_E_NOMEM, "splice: cannot allocate a walker");
+    /* The walker on the stack, its path buffer borrowed from the splicer (kept across bodies). */
+    walker wk;
+    walker *w = &wk;
+    memset(w, 0, sizeof(*w));
     w->s = s;
+    w->path = s->walk_path;
+    sr_buf_reset(&w->path);
     for (size_t i = 0; i < sr_fields_count(s->fields); i++)
         w->name_lens |= (uint64_t)1 << (sr_fields_at(s->fields, i)->name_len - 1);
     /* Paths of legitimate bodies are a few times shorter than the non-blob text; a bound
@@ -426,8 +429,7 @@ int sr_splice_i_finish(sr_splicer *s, sr_err *err)
         rc = walk(w, s->doc, &e);
     if (!rc)
         rc = check_orphans(w, &e);
-    sr_buf_release(&w->path);
-    free(w);
+    s->walk_path = w->path;
     if (!rc)
         rc = sr_splice_i_validate(s, &e);
     if (rc) {

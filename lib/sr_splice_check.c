@@ -383,9 +383,17 @@ static int check_entry(sr_splicer *s, size_t i, size_t *val_off, sr_err *err)
 
 int sr_splice_i_validate(sr_splicer *s, sr_err *err)
 {
-    size_t *val_off = calloc(s->nentries ? s->nentries : 1, sizeof(size_t));
-    if (!val_off)
-        return sr_err_set(err, SR_E_NOMEM, "splice: cannot allocate entry offsets");
+    /* The offsets live in the splicer, kept for the next response (no allocation per body). */
+    size_t need = s->nentries ? s->nentries : 1;
+    if (need > s->cap_val_off) {
+        size_t *a = realloc(s->val_off, need * sizeof(size_t));
+        if (!a)
+            return sr_err_set(err, SR_E_NOMEM, "splice: cannot allocate entry offsets");
+        s->val_off = a;
+        s->cap_val_off = need;
+    }
+    size_t *val_off = s->val_off;
+    memset(val_off, 0, need * sizeof(size_t));
     int rc = 0;
     /* Integer arrays read from the document last: their refusals are checks the reference does
      * not make (intarray.stricter_than_reference), so any error it does make comes first. */
@@ -409,6 +417,5 @@ int sr_splice_i_validate(sr_splicer *s, sr_err *err)
                  val_off[i] != SIZE_MAX)
             e->array.data = s->sbytes + val_off[i];
     }
-    free(val_off);
     return rc;
 }

@@ -112,6 +112,12 @@ struct sr_splicer {
     size_t *path_off;  /* per entry: offset of its path in `paths` */
     sr_buf paths;
     sr_splice_result res;
+
+    /* Scratch of finish, owned by the splicer and kept across responses (no allocation per
+     * body in steady state): the validation's per-entry value offsets and the walker's path. */
+    size_t *val_off;
+    size_t cap_val_off;
+    sr_buf walk_path;
 };
 
 /* Body offset of a pointer into the chunk being scanned. */

@@ -168,6 +168,15 @@ void sr_trace_meta_init(sr_meta_trace *t, const sr_trace_opts *opts)
         t->reserve_rows = t->max_rows;
 }
 
+void sr_trace_meta_reset(sr_meta_trace *t, const sr_trace_opts *opts)
+{
+    unsigned char *data = t->data;
+    size_t cap = t->cap;
+    sr_trace_meta_init(t, opts);
+    t->data = data;
+    t->cap = cap;
+}
+
 int sr_meta_trace_new(sr_meta_trace **out, const sr_trace_opts *opts, sr_err *err)
 {
     sr_meta_trace *t = malloc(sizeof(*t));
@@ -340,9 +349,10 @@ int sr_trace_meta_append_as(sr_meta_trace *t, const sr_ndarray *rows, sr_dtype d
     int64_t total = t->rows + expected_rows;
     rc = sr_trace_meta_bytes_for(&bytes, &probe, total, dtype, err);
     /* The first append allocates the hinted capacity at once (one allocation instead of a
-     * realloc per turn); a hint past the bounds is not used. */
+     * realloc per turn; none when storage kept by a reset holds it); a hint past the bounds is
+     * not used. */
     size_t hint;
-    if (!rc && !t->cap && t->reserve_rows > total &&
+    if (!rc && t->rows == 0 && t->reserve_rows > total &&
         sr_trace_meta_bytes_for(&hint, &probe, t->reserve_rows, dtype, NULL) == 0 && hint > bytes)
         bytes = hint;
     if (!rc)

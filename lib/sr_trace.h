@@ -177,6 +177,19 @@ int sr_route_trace_finalize(sr_ndarray *out, int64_t *captured_rows, sr_route_tr
                             sr_err *err);
 
 /*
+ * Empties the trace (finalized or not) for the next trajectory under `opts` (NULL: defaults):
+ * afterwards it behaves exactly as a new trace made with those options, but keeps the row
+ * storage it still holds (none after a finalize, which moved it out; see
+ * sr_route_trace_capacity) and the room of its layer list, so a trace reused across
+ * trajectories allocates only the rows each finalize hands over. Arrays finalized from it
+ * earlier are unaffected.
+ */
+void sr_route_trace_reset(sr_route_trace *t, const sr_trace_opts *opts);
+
+/* Bytes of row storage the trace holds (what a reset keeps). */
+size_t sr_route_trace_capacity(const sr_route_trace *t);
+
+/*
  * Validates MoE layer indices (§5.6b), checks in this order: n == 0 -> "routed-expert layer
  * indices must name at least one MoE layer"; a neighbour equal or descending -> "...must be
  * strictly increasing, got (..)"; first < 0 -> "...must be non-negative, got (..)"; last >

@@ -27,6 +27,9 @@ struct sr_meta_trace {
 /* Initialises an embedded trace from options (NULL: defaults). */
 void sr_trace_meta_init(sr_meta_trace *t, const sr_trace_opts *opts);
 
+/* Empties the trace (finalized or not) under new options, keeping its storage and capacity. */
+void sr_trace_meta_reset(sr_meta_trace *t, const sr_trace_opts *opts);
+
 /* SR_E_INVAL unless `a` is non-NULL and its descriptor matches its bytes and alignment. */
 int sr_trace_check_descriptor(const sr_ndarray *a, const char *what, sr_err *err);
 

@@ -58,6 +58,61 @@ START_TEST(test_floats_like_orjson)
 }
 END_TEST
 
+/* The significant digits of a formatted number ("-0.00015" -> "15", "1.25e-7" -> "125"). */
+static void sig_digits(char *out, const char *num)
+{
+    size_t n = 0;
+    for (const char *p = num; *p && *p != 'e'; p++)
+        if (*p >= '0' && *p <= '9' && (n || *p != '0'))
+            out[n++] = *p;
+    while (n > 1 && out[n - 1] == '0')
+        n--;
+    out[n] = '\0';
+}
+
+/* The definition: the digits of the fewest significant digits that read back (a power of two's
+ * neighbour above aside, which the writer may prefer: those are left to the read-back check). */
+static void shortest_by_definition(char *out, double a)
+{
+    char tmp[48], best[48] = "";
+    for (int p = 17; p >= 1; p--) {
+        snprintf(tmp, sizeof tmp, "%.*e", p - 1, a);
+        if (strtod(tmp, NULL) != a)
+            break;
+        memcpy(best, tmp, sizeof tmp);
+    }
+    sig_digits(out, best);
+}
+
+/* Random bit patterns and logprob-like values (-8 x uniform, as the oracle draws them): the
+ * writer's digits are the shortest that read back. */
+START_TEST(test_floats_are_the_shortest_that_read_back)
+{
+    uint64_t x = 0x2545F4914F6CDD1DULL;
+    for (int i = 0; i < 60000; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        double v;
+        if (i % 2) {
+            memcpy(&v, &x, sizeof(v));
+        } else {
+            v = -8.0 * (double)(x >> 11) * 0x1.0p-53;
+            if (i % 6 == 0) /* short decimals too: 1-6 digit values */
+                v = (double)(int64_t)(x % 2000000) / 1000.0;
+        }
+        int e2;
+        if (!isfinite(v) || v == 0.0 || frexp(fabs(v), &e2) == 0.5)
+            continue;
+        char buf[SR_JW_DOUBLE_MAX], got[32], want[32];
+        sr_jw_format_double(buf, v);
+        ck_assert_msg(strtod(buf, NULL) == v, "%s", buf);
+        sig_digits(got, buf);
+        shortest_by_definition(want, fabs(v));
+        ck_assert_msg(strcmp(got, want) == 0, "%.17g written as %s, shortest digits %s", v, buf,
+                      want);
+    }
+}
+END_TEST
+
 START_TEST(test_strings_and_arrays)
 {
     sr_buf b = SR_BUF_INIT;
@@ -507,6 +562,7 @@ static Suite *units_suite(void)
     Suite *s = suite_create("engine_units");
     TCase *tc = tcase_create("units");
     tcase_add_test(tc, test_floats_like_orjson);
+    tcase_add_test(tc, test_floats_are_the_shortest_that_read_back);
     tcase_add_test(tc, test_strings_and_arrays);
     tcase_add_test(tc, test_fault_plan_errors_are_named);
     tcase_add_test(tc, test_fault_picking);

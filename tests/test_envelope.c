@@ -492,12 +492,13 @@ START_TEST(arena_limit_with_null_err_is_named)
 }
 END_TEST
 
-/* The min/max scan runs in fixed blocks of 64 elements: the extreme is found at every position
- * of two whole blocks and of the scalar tail, for every integer width. */
+/* The min/max scan runs in fixed blocks (64 elements, or 64 bytes with SSE2 and 128 bytes with
+ * AVX2 for uint8 and int16): the extreme is found at every position of several whole blocks and
+ * of the scalar tail, for every integer width. */
 START_TEST(minmax_finds_extremes_at_every_block_position)
 {
     const sr_dtype dts[4] = {SR_DTYPE_UINT8, SR_DTYPE_INT16, SR_DTYPE_INT32, SR_DTYPE_INT64};
-    int64_t shape[1] = {130};
+    int64_t shape[1] = {300};
     sr_err e = SR_ERR_INIT;
     for (int d = 0; d < 4; d++) {
         int64_t lo = dts[d] == SR_DTYPE_UINT8 ? 0 : -1, hi = dts[d] == SR_DTYPE_UINT8 ? 200 : 300;

@@ -101,6 +101,44 @@ START_TEST(buf_respects_its_maximum)
 }
 END_TEST
 
+/* The JSON string of every byte string (random, with many escapes) equals the byte-by-byte
+ * definition of sr_buf.h: `\"`, `\\`, control bytes as \u00XX, every other byte verbatim. */
+START_TEST(buf_json_string_matches_its_definition)
+{
+    uint64_t seed = 0x6a736f6eu;
+    sr_err e = SR_ERR_INIT;
+    sr_buf got = SR_BUF_INIT;
+    char in[64], want[64 * 6 + 3];
+    static const unsigned char pick[8] = {'"', '\\', '\n', 0x1f, 'a', 0xc3, 0x7f, ' '};
+    for (int round = 0; round < 4000; round++) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        size_t n = (size_t)(seed >> 58);
+        size_t w = 0;
+        want[w++] = '"';
+        for (size_t i = 0; i < n; i++) {
+            seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+            unsigned char c = (unsigned char)(seed >> 56);
+            if (c == 0 || (seed >> 40 & 3) == 0)
+                c = pick[(seed >> 33) % 8];
+            in[i] = (char)c;
+            if (c == '"' || c == '\\')
+                w += (size_t)snprintf(want + w, sizeof want - w, "\\%c", c);
+            else if (c < 0x20)
+                w += (size_t)snprintf(want + w, sizeof want - w, "\\u%04x", c);
+            else
+                want[w++] = (char)c;
+        }
+        in[n] = '\0';
+        want[w++] = '"';
+        want[w] = '\0';
+        sr_buf_reset(&got);
+        ck_assert_sr_ok(sr_buf_put_json_string(&got, in, &e), e);
+        ck_assert_str_eq(got.data, want);
+    }
+    sr_buf_release(&got);
+}
+END_TEST
+
 /* Writes `n` bytes of a pattern to dir/name and returns the path in `path`. */
 static void write_file(char *path, size_t cap, const char *dir, const char *name, size_t n)
 {
@@ -281,6 +319,7 @@ static Suite *suite(void)
     tcase_add_test(tc, buf_respects_its_maximum);
     tcase_add_test(tc, buf_reads_a_file_within_its_limit);
     tcase_add_test(tc, buf_reads_a_stream_within_its_limit);
+    tcase_add_test(tc, buf_json_string_matches_its_definition);
     tcase_add_test(tc, dtype_names_round_trip);
     tcase_add_test(tc, shape_product_overflow_is_named);
     tcase_add_test(tc, arena_reuses_memory_and_aligns);

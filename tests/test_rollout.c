@@ -7,6 +7,7 @@
 
 #include "client_fixture.h"
 #include "run/rollout.h"
+#include "run/rollout_scratch.h"
 
 #define MODEL_JSON                                                                                 \
     "\"seed\":23,\"model\":{\"vocab\":64,\"layers\":2,\"experts\":16,\"topk\":2,\"eos_id\":2,"     \
@@ -282,6 +283,77 @@ START_TEST(concurrent_rollouts_over_two_engines_all_verify)
 }
 END_TEST
 
+/* Two results are the same rollout: ids, loss mask, logprobs, routes and row versions. */
+static void assert_same_rollout(const sr_rollout_result *a, const sr_rollout_result *b)
+{
+    ck_assert_uint_eq(a->prompt_len, b->prompt_len);
+    ck_assert_uint_eq(a->response_len, b->response_len);
+    ck_assert_mem_eq(a->prompt_ids, b->prompt_ids, a->prompt_len * sizeof(int32_t));
+    ck_assert_mem_eq(a->response_ids, b->response_ids, a->response_len * sizeof(int32_t));
+    ck_assert_mem_eq(a->loss_mask, b->loss_mask, a->response_len);
+    ck_assert_mem_eq(a->logprobs, b->logprobs, a->response_len * sizeof(double));
+    ck_assert(sr_ndarray_equal(&a->routes, &b->routes));
+    ck_assert_int_eq(a->captured_rows, b->captured_rows);
+    ck_assert_mem_eq(a->row_version, b->row_version, (size_t)a->routes.shape[0] * 8);
+    ck_assert_mem_eq(a->held_version, b->held_version, (size_t)a->routes.shape[0] * 8);
+}
+
+/*
+ * Rollouts one after another on one conn work in the conn's scratch (rollout_scratch.h): the
+ * second rollout with routes reuses the first one's arrays and trace, a rollout without
+ * routes in between leaves no stale routes, and every result equals the same rollout on a new
+ * conn, the first result intact after its arrays were reused.
+ */
+START_TEST(rollouts_on_one_conn_reuse_its_scratch)
+{
+    fx f;
+    fx_start(&f, 1, CFG_CLEAN, NULL);
+    fx_model m;
+    fx_model_load(&m, CFG_CLEAN);
+    rcase a, plain;
+    rcase_init(&a, 3, NULL);
+    rcase_init(&plain, 2, NULL);
+    plain.cfg.routes = 0;
+    plain.cfg.env.seed = 5;
+    sr_rollout_result r1, r2, rn, fresh;
+    sr_err e = SR_ERR_INIT;
+    ck_assert_sr_ok(sr_rollout_run(&r1, f.conn, &a.cfg, &e), e);
+    sr_rollout_scratch *x = sr_client_conn_scratch(f.conn);
+    ck_assert_ptr_nonnull(x);
+    ck_assert_ptr_nonnull(x->trace);
+    const sr_route_trace *trace = x->trace;
+    const int32_t *ids = x->ids;
+    const int64_t *versions = x->row_ver;
+    ck_assert_sr_ok(sr_rollout_run(&rn, f.conn, &plain.cfg, &e), e);
+    ck_assert_int_eq(rn.routes.ndim, 0);
+    ck_assert_int_eq(rn.captured_rows, 0);
+    ck_assert_ptr_null(rn.row_version);
+    ck_assert_ptr_eq(x->trace, trace); /* kept, unused, by the rollout without routes */
+    ck_assert_sr_ok(sr_rollout_run(&r2, f.conn, &a.cfg, &e), e);
+    ck_assert_ptr_eq(sr_client_conn_scratch(f.conn), x);
+    ck_assert_ptr_eq(x->trace, trace);
+    ck_assert_ptr_eq(x->ids, ids);
+    ck_assert_ptr_eq(x->row_ver, versions);
+    sr_client_conn *k;
+    ck_assert_sr_ok(sr_client_conn_new(&k, f.client, &e), e);
+    ck_assert_ptr_null(sr_client_conn_scratch(k));
+    ck_assert_sr_ok(sr_rollout_run(&fresh, k, &a.cfg, &e), e);
+    sr_client_conn_free(k);
+    verify(&m, &r1);
+    verify(&m, &r2);
+    assert_same_rollout(&r1, &fresh);
+    assert_same_rollout(&r2, &fresh);
+    sr_rollout_result_release(&r1);
+    sr_rollout_result_release(&r2);
+    sr_rollout_result_release(&rn);
+    sr_rollout_result_release(&fresh);
+    rcase_free(&a);
+    rcase_free(&plain);
+    fx_model_free(&m);
+    fx_stop(&f);
+}
+END_TEST
+
 /* A weight sync between turns: every engine applies version `version` after turn `turn`. */
 typedef struct sync_hook {
     const sr_client *client;
@@ -504,6 +576,7 @@ static Suite *rollout_suite(void)
     tcase_add_test(tc, transient_faults_inside_rollouts_are_retried);
     tcase_add_test(tc, dropped_routes_fail_the_turn_by_name);
     tcase_add_test(tc, concurrent_rollouts_over_two_engines_all_verify);
+    tcase_add_test(tc, rollouts_on_one_conn_reuse_its_scratch);
     tcase_add_test(tc, appended_trace_survives_a_weight_sync);
     tcase_add_test(tc, quirk_overwrite_trace_each_turn_overwrites_the_prefix);
     tcase_add_test(tc, quirk_no_prompt_start_breaks_the_row_count_on_turn_2);

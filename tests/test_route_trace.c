@@ -420,8 +420,9 @@ static sr_dtype wider(sr_dtype a, sr_dtype b)
 }
 
 /* One random trajectory: the trace is driven turn by turn while the expected result is computed
- * directly from the recorded rows, the mask and §5.1's rule. */
-static void one_random_trajectory(uint64_t *seed)
+ * directly from the recorded rows, the mask and §5.1's rule. With `reuse` the trajectory runs on
+ * that trace after a reset, else on a new trace. */
+static void one_random_trajectory(uint64_t *seed, sr_route_trace *reuse)
 {
     const sr_dtype in_types[3] = {SR_DTYPE_INT64, SR_DTYPE_INT32, SR_DTYPE_UINT16};
     const int64_t caps[3] = {200, 5000, 100000};
@@ -429,7 +430,9 @@ static void one_random_trajectory(uint64_t *seed)
     int64_t lk = L * K, tokens = rng_range(seed, 1, 6), ps = 0;
     int64_t *ref = malloc(sizeof(int64_t) * (size_t)(64 * lk));
     sr_dtype want_dtype = SR_DTYPE_UINT8;
-    sr_route_trace *t = route_new(NULL);
+    sr_route_trace *t = reuse ? reuse : route_new(NULL);
+    if (reuse)
+        sr_route_trace_reset(reuse, NULL);
     sr_err err = SR_ERR_INIT;
     for (int64_t turn = 0; turn < turns; turn++) {
         int64_t p = tokens, g = rng_range(seed, 1, 5), rows = p - ps + g - 1;
@@ -484,14 +487,85 @@ static void one_random_trajectory(uint64_t *seed)
     }
     free(mask);
     free(ref);
-    sr_route_trace_free(t);
+    if (!reuse)
+        sr_route_trace_free(t);
 }
 
 START_TEST(property_random_multiturn_traces)
 {
     uint64_t seed = 0x5eed2079u;
     for (int i = 0; i < 400; i++)
-        one_random_trajectory(&seed);
+        one_random_trajectory(&seed, NULL);
+}
+END_TEST
+
+/* The same trajectories on ONE trace reset between them: each result is that of a new trace,
+ * whatever dtype, shape, layers or failure the previous trajectory left behind. */
+START_TEST(property_random_multiturn_traces_on_one_reused_trace)
+{
+    uint64_t seed = 0x5eed2079u;
+    sr_route_trace *t = route_new(NULL);
+    for (int i = 0; i < 400; i++)
+        one_random_trajectory(&seed, t);
+    sr_route_trace_free(t);
+}
+END_TEST
+
+/* A reset keeps the storage an unfinalized trace holds (none after a finalize moved it out),
+ * forgets the pinned layers and the finalized state and applies new options; arrays finalized
+ * earlier stay intact. */
+START_TEST(reset_keeps_storage_and_forgets_the_trajectory)
+{
+    int64_t layers[2] = {1, 3}, other[2] = {1, 5};
+    sr_ndarray big = routes(SR_DTYPE_INT16, 40, 2, 2), small = routes(SR_DTYPE_UINT8, 4, 2, 2);
+    sr_ndarray_set_i64(&big, 5, 300); /* canonical int16 */
+    sr_err err = SR_ERR_INIT;
+    sr_trace_opts o = SR_TRACE_OPTS_INIT;
+    o.reserve_rows = 64;
+    sr_route_trace *t = route_new(&o);
+    ck_assert_uint_eq(sr_route_trace_capacity(t), 0);
+    ck_assert_sr_ok(sr_route_trace_record(t, 3, 38, &big, layers, 2, &err), err);
+    size_t cap = sr_route_trace_capacity(t);
+    ck_assert_uint_ge(cap, 64 * 2 * 2 * 2);
+    /* Reset before a finalize: the storage stays for the next trajectory. */
+    sr_route_trace_reset(t, &o);
+    ck_assert_int_eq(sr_route_trace_prompt_start(t), 0);
+    ck_assert_uint_eq(sr_route_trace_capacity(t), cap);
+    ck_assert_sr_ok(sr_route_trace_record(t, 3, 38, &big, layers, 2, &err), err);
+    ck_assert_uint_eq(sr_route_trace_capacity(t), cap);
+    uint8_t mask[41] = {0};
+    sr_ndarray first, second;
+    int64_t captured = -1;
+    ck_assert_sr_ok(sr_route_trace_finalize(&first, &captured, t, 41, mask, 41, &err), err);
+    ck_assert_int_eq(captured, 40);
+    ck_assert_uint_eq(sr_route_trace_capacity(t), 0); /* moved into `first` */
+    ck_assert_sr_code(sr_route_trace_record(t, 41, 1, &small, NULL, 0, &err), err,
+                      SR_E_TRACE_FINALIZED);
+    /* The next trajectory: other layers and dtype, captured_only. */
+    o.captured_only = 1;
+    sr_route_trace_reset(t, &o);
+    ck_assert_int_eq(sr_route_trace_prompt_start(t), 0);
+    ck_assert_int_eq(sr_route_trace_dtype(t), SR_DTYPE_INVALID);
+    ck_assert_ptr_null(sr_route_trace_layers(t, NULL));
+    ck_assert_sr_ok(sr_route_trace_record(t, 3, 2, &small, other, 2, &err), err);
+    size_t n = 0;
+    ck_assert_int_eq(sr_route_trace_layers(t, &n)[1], 5);
+    ck_assert_sr_code(sr_route_trace_record(t, 7, 2, &small, layers, 2, &err), err,
+                      SR_E_TRACE_LAYERS);
+    ck_assert_sr_ok(sr_route_trace_finalize(&second, &captured, t, 5, mask, 5, &err), err);
+    ck_assert_int_eq(captured, 4);
+    ck_assert_int_eq(second.shape[0], 4); /* captured_only: nothing padded */
+    ck_assert_int_eq(second.dtype, SR_DTYPE_UINT8);
+    ck_assert_mem_eq(second.data, small.data, small.nbytes);
+    /* The first array still holds the first trajectory (rows, then padding). */
+    ck_assert_int_eq(first.dtype, SR_DTYPE_INT16);
+    ck_assert_mem_eq(first.data, big.data, big.nbytes);
+    assert_padding_row(&first, 40);
+    sr_ndarray_release(&first);
+    sr_ndarray_release(&second);
+    sr_ndarray_release(&big);
+    sr_ndarray_release(&small);
+    sr_route_trace_free(t);
 }
 END_TEST
 
@@ -510,6 +584,8 @@ static Suite *route_trace_suite(void)
     tcase_add_test(r, layer_indices_validation);
     tcase_add_test(r, layer_indices_pinned_at_first_record);
     tcase_add_test(r, property_random_multiturn_traces);
+    tcase_add_test(r, property_random_multiturn_traces_on_one_reused_trace);
+    tcase_add_test(r, reset_keeps_storage_and_forgets_the_trajectory);
     suite_add_tcase(s, r);
     return s;
 }

@@ -328,7 +328,22 @@ void sr_client_conn_free(sr_client_conn *k)
     free(k->spans);
     free(k->rows);
     free(k->pd_rows);
+    if (k->scratch && k->scratch_release)
+        k->scratch_release(k->scratch);
     free(k);
+}
+
+void *sr_client_conn_scratch(const sr_client_conn *k)
+{
+    return k->scratch;
+}
+
+void sr_client_conn_set_scratch(sr_client_conn *k, void *ptr, void (*release)(void *))
+{
+    if (k->scratch && k->scratch != ptr && k->scratch_release)
+        k->scratch_release(k->scratch);
+    k->scratch = ptr;
+    k->scratch_release = release;
 }
 
 /* ---- exchange capture ---- */

@@ -347,6 +347,17 @@ int sr_client_conn_new(sr_client_conn **out, const sr_client *c, sr_err *err);
 void sr_client_conn_free(sr_client_conn *k);
 
 /*
+ * The conn's caller scratch: one pointer the layer above the client (the rollout) keeps its
+ * per-worker buffers in, so the rollouts a conn carries one after another (a pooled conn lives
+ * as long as its client) reuse them instead of allocating per rollout. NULL on a new conn. The
+ * conn owns what it points to once set: sr_client_conn_free calls release(ptr) (set with
+ * sr_client_conn_set_scratch; a later call frees the previous scratch first, unless it is the
+ * same pointer). One thread at a time, as the conn.
+ */
+void *sr_client_conn_scratch(const sr_client_conn *k);
+void sr_client_conn_set_scratch(sr_client_conn *k, void *ptr, void (*release)(void *));
+
+/*
  * Sends a generate with retries (policy above) and fills *out. Returns 0 or the final error:
  * SR_E_CLIENT_INVALID, SR_E_CLIENT_ROUTES_MISSING, SR_E_CLIENT_BAD_RESPONSE,
  * SR_E_CLIENT_HTTP_STATUS, SR_E_CLIENT_DEADLINE, SR_E_CLIENT_RETRY_EXHAUSTED,

@@ -99,6 +99,8 @@ struct sr_client_conn {
     int cpu_sample;         /* the current generate measures its phases' thread CPU time */
     size_t capture;         /* response bytes captured per attempt; 0: capture off */
     sr_client_exchange cap; /* the last generate's exchange (request: swapped in after it) */
+    void *scratch;          /* the caller's per-conn scratch (sr_client_conn_scratch), owned */
+    void (*scratch_release)(void *);
 };
 
 /* What one attempt produced besides its sr_client_attempt record. */

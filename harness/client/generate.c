@@ -317,7 +317,9 @@ static int generate_run(sr_client_result *out, sr_client_conn *k, const sr_clien
     out->bytes_sent = k->req_body.len;
     sr_buf_reset(&k->url);
     if (!rc)
-        rc = sr_buf_printf(&k->url, err, "%s%s", out->url, out->path);
+        rc = sr_buf_puts(&k->url, out->url, err);
+    if (!rc)
+        rc = sr_buf_puts(&k->url, out->path, err);
     if (!rc)
         rc = make_headers(k, req->session_id, err);
     if (rc)

@@ -72,8 +72,100 @@ static int probe(probe_ok *ok, double a, int p)
     return 1;
 }
 
+/*
+ * Rounds the 17 significant digits d17 (of exponent e) to p < 17 digits into out (NUL ended) and
+ * *eout. Returns 0 when the digits past p are exactly half a unit ('5', "50", ...): then the
+ * exact value may lie on either side and only formatting it at p digits tells.
+ */
+static int round_digits(char *out, int *eout, const char *d17, int e, int p)
+{
+    int cmp = d17[p] - '5';
+    for (int i = p + 1; i < 17 && cmp == 0; i++)
+        cmp = d17[i] != '0';
+    if (cmp == 0)
+        return 0;
+    memcpy(out, d17, (size_t)p);
+    out[p] = '\0';
+    *eout = e;
+    if (cmp < 0)
+        return 1;
+    int i = p - 1;
+    while (i >= 0 && out[i] == '9')
+        out[i--] = '0';
+    if (i >= 0) {
+        out[i]++;
+        return 1;
+    }
+    out[0] = '1'; /* 9.99..9 rounds to 1.00..0 of the next decade */
+    *eout = e + 1;
+    return 1;
+}
+
+/* 1 when the digits d (at most 17; exponent e, |e| < 1000) read back as a. The text is built by
+ * hand: a snprintf here cost as much as the strtod. */
+static int reads_back(const char *d, int e, double a)
+{
+    char tmp[48];
+    size_t n = strlen(d), i = 0;
+    tmp[i++] = d[0];
+    tmp[i++] = '.';
+    memcpy(tmp + i, d + 1, n - 1);
+    i += n - 1;
+    tmp[i++] = 'e';
+    if (e < 0) {
+        tmp[i++] = '-';
+        e = -e;
+    }
+    if (e >= 100)
+        tmp[i++] = (char)('0' + e / 100);
+    if (e >= 10)
+        tmp[i++] = (char)('0' + e / 10 % 10);
+    tmp[i++] = (char)('0' + e % 10);
+    tmp[i] = '\0';
+    return strtod(tmp, NULL) == a;
+}
+
+/*
+ * The common cases of shortest() with one formatting: the 17 digits (which always read back)
+ * give the 16- and 15-digit roundings of the exact value unless the digits past them are a tie
+ * in the 17-digit text (round_digits). The engine's profile had two snprintf and two strtod per
+ * logprob here; this is one snprintf and one or two strtod. Returns 0 when it cannot decide (a
+ * tie, a power of two, 15 digits or fewer): the search then runs as before.
+ */
+static int shortest_fast(char *digits, int *exp10, double a)
+{
+    int e2;
+    if (frexp(a, &e2) == 0.5)
+        return 0;
+    char tmp[48], d17[18], d16[18], d15[18];
+    snprintf(tmp, sizeof(tmp), "%.16e", a);
+    int n = 0;
+    const char *s = tmp;
+    for (; *s && *s != 'e' && n < 17; s++)
+        if (*s >= '0' && *s <= '9')
+            d17[n++] = *s;
+    if (n != 17 || *s != 'e')
+        return 0;
+    d17[17] = '\0';
+    int e = atoi(s + 1), e16, e15;
+    if (!round_digits(d16, &e16, d17, e, 16))
+        return 0;
+    if (!reads_back(d16, e16, a)) {
+        memcpy(digits, d17, sizeof d17);
+        *exp10 = e;
+        return 1;
+    }
+    if (!round_digits(d15, &e15, d17, e, 15) || reads_back(d15, e15, a))
+        return 0;
+    memcpy(digits, d16, 17);
+    *exp10 = e16;
+    return 1;
+}
+
 static void shortest(char *digits, int *exp10, double a)
 {
+    if (shortest_fast(digits, exp10, a))
+        return;
     int e;
     int pow2 = frexp(a, &e) == 0.5;
     int lo = 1, hi = 17;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "rollout_env.h"
+#include "rollout_scratch.h"
 #include "sr_clock.h"
 
 /* The state of one running rollout and the steps of a turn (defined after the agent loop). */
@@ -21,8 +22,11 @@ typedef struct rollout_state {
     int64_t *row_ver, *held_ver; /* per captured row */
     size_t ver_n, ver_cap, held_cap;
     sr_route_trace *trace;
+    uint8_t *full; /* the finalize's loss mask over all T tokens */
+    size_t full_cap;
     int64_t response_end; /* index in input_ids of the last response token */
     int collect_lp;
+    sr_rollout_scratch *x; /* the conn's scratch the arrays are borrowed from, or NULL */
 } rollout_state;
 
 static int rollout_grow(void **p, size_t *cap, size_t need, size_t item, sr_err *err);
@@ -160,10 +164,18 @@ static int rollout_push_mask(rollout_state *s, uint8_t value, const double *lp, 
     return rc;
 }
 
+/* Copies the string src (NULL: "") into dst of `cap` bytes, cut to fit (as snprintf "%s"). */
+static void copy_cut(char *dst, size_t cap, const char *src)
+{
+    size_t n = src ? strnlen(src, cap - 1) : 0;
+    memcpy(dst, src ? src : "", n);
+    dst[n] = '\0';
+}
+
 static void turn_from_client(sr_rollout_turn *t, const sr_client_result *r)
 {
     t->engine = r->engine;
-    snprintf(t->engine_id, sizeof t->engine_id, "%s", r->engine_id);
+    copy_cut(t->engine_id, sizeof t->engine_id, r->engine_id);
     t->http_status = r->http_status;
     t->start_sent = r->prompt_start_sent;
     t->weight_version = r->weight_version;
@@ -185,8 +197,7 @@ static void turn_from_client(sr_rollout_turn *t, const sr_client_result *r)
         t->n_attempts = 0;
     if (r->has_routes)
         t->route_rows = r->routes.ndim ? r->routes.shape[0] : 0;
-    snprintf(t->finish_reason, sizeof t->finish_reason, "%s",
-             r->finish_reason ? r->finish_reason : "");
+    copy_cut(t->finish_reason, sizeof t->finish_reason, r->finish_reason);
 }
 
 /* The version of the pass that computed oracle row `row` in the reply (its "syncroll" spans),
@@ -282,7 +293,7 @@ static int loop(rollout_state *s, sr_err *err)
             return rc;
         }
         const sr_rollout_turn *t = &res->turns[res->n_turns - 1];
-        snprintf(res->stop_reason, sizeof res->stop_reason, "%s", t->finish_reason);
+        copy_cut(res->stop_reason, sizeof res->stop_reason, t->finish_reason);
     }
     return 0;
 }
@@ -336,13 +347,50 @@ static int setup(rollout_state *s, sr_err *err)
         sr_trace_opts o = c->trace_opts;
         if (!o.reserve_rows)
             o.reserve_rows = rows_hint(c);
-        rc = sr_route_trace_new(&s->trace, &o, err);
+        /* The conn's trace from its last rollout is emptied, its storage kept. */
+        if (s->x && s->x->trace) {
+            s->trace = s->x->trace;
+            s->x->trace = NULL;
+            sr_route_trace_reset(s->trace, &o);
+        } else {
+            rc = sr_route_trace_new(&s->trace, &o, err);
+        }
     }
     return rc;
 }
 
+/* Borrows the conn's scratch arrays (rollout_scratch.h) for this rollout. */
+static void state_take(rollout_state *s)
+{
+    sr_rollout_scratch *x = s->x;
+    s->ids = x->ids, s->ids_cap = x->ids_cap;
+    s->mask = x->mask, s->mask_cap = x->mask_cap;
+    s->lp = x->lp, s->lp_cap = x->lp_cap;
+    s->row_ver = x->row_ver, s->ver_cap = x->ver_cap;
+    s->held_ver = x->held_ver, s->held_cap = x->held_cap;
+    s->obs.ids = x->obs, s->obs.cap = x->obs_cap;
+    s->full = x->full, s->full_cap = x->full_cap;
+}
+
+/* Gives the arrays back to the conn's scratch (trimmed to its bound), or frees them. */
 static void state_free(rollout_state *s)
 {
+    sr_rollout_scratch *x = s->x;
+    if (x) {
+        x->ids = s->ids, x->ids_cap = s->ids_cap;
+        x->mask = s->mask, x->mask_cap = s->mask_cap;
+        x->lp = s->lp, x->lp_cap = s->lp_cap;
+        x->row_ver = s->row_ver, x->ver_cap = s->ver_cap;
+        x->held_ver = s->held_ver, x->held_cap = s->held_cap;
+        x->obs = s->obs.ids, x->obs_cap = s->obs.cap;
+        x->full = s->full, x->full_cap = s->full_cap;
+        if (s->trace) {
+            sr_route_trace_free(x->trace);
+            x->trace = s->trace;
+        }
+        sr_rollout_scratch_keep(x);
+        return;
+    }
     sr_route_trace_free(s->trace);
     free(s->ids);
     free(s->mask);
@@ -350,6 +398,7 @@ static void state_free(rollout_state *s)
     free(s->obs.ids);
     free(s->row_ver);
     free(s->held_ver);
+    free(s->full);
 }
 
 int sr_rollout_run(sr_rollout_result *res, sr_client_conn *k, const sr_rollout_config *cfg,
@@ -367,6 +416,9 @@ int sr_rollout_run(sr_rollout_result *res, sr_client_conn *k, const sr_rollout_c
     s.cfg = cfg;
     s.k = k;
     s.res = res;
+    s.x = sr_rollout_scratch_of(k);
+    if (s.x)
+        state_take(&s);
     sr_client_conn_capture(k, cfg->capture_bytes);
     int rc = check_config(cfg, &res->err);
     if (!rc)
@@ -578,23 +630,26 @@ static int finalize_routes(rollout_state *s, sr_err *err)
 {
     sr_rollout_result *res = s->res;
     size_t P0 = s->cfg->prompt_len, T = P0 + res->response_len;
-    uint8_t *full = calloc(T ? T : 1, 1);
-    if (!full)
-        return sr_err_set(err, SR_E_NOMEM, "rollout: cannot build the loss mask");
+    int rc = rollout_grow((void **)&s->full, &s->full_cap, T ? T : 1, 1, err);
+    if (rc)
+        return rc;
+    uint8_t *full = s->full;
+    memset(full, 0, P0);
     memcpy(full + P0, res->loss_mask, res->response_len);
     double t0 = sr_client_now_ms();
     int cpu = 0; /* measured when the client sampled any of the rollout's generates */
     for (int i = 0; i < res->n_turns; i++)
         cpu |= res->turns[i].cpu_sampled;
     int64_t cpu0 = cpu ? sr_clock_cpu_ns() : 0;
-    int rc = sr_route_trace_finalize(&res->routes, &res->captured_rows, s->trace, (int64_t)T, full,
-                                     (int64_t)T, err);
+    /* The trace's storage becomes the result's routes (no copy); the trace object stays on
+     * the conn for the next rollout. */
+    rc = sr_route_trace_finalize(&res->routes, &res->captured_rows, s->trace, (int64_t)T, full,
+                                 (int64_t)T, err);
     res->finalize_ms = sr_client_now_ms() - t0;
     if (cpu) {
         res->finalize_cpu_sampled = 1;
         res->finalize_cpu_ms = (double)(sr_clock_cpu_ns() - cpu0) / 1e6;
     }
-    free(full);
     if (rc)
         return rollout_token_limit(s, rc, err);
     size_t rows = (size_t)res->routes.shape[0];

@@ -66,7 +66,8 @@
  * to the failure.
  *
  * Ownership: a result owns its arrays; release with sr_rollout_result_release. Configs are
- * borrowed for the call. Thread-safety: a rollout runs on one conn (one thread); batches run
+ * borrowed for the call. The rollout's working arrays and route trace are borrowed from the
+ * conn's scratch and given back to it for the conn's next rollout (rollout_scratch.h). Thread-safety: a rollout runs on one conn (one thread); batches run
  * rollouts on sr_client_parallel's threads, each writing only its own result.
  */
 #ifndef SR_ROLLOUT_H
