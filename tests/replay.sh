@@ -294,6 +294,33 @@ PY
     rm -r "$tmp/fx-bad/fixtures"
     expect_out 2 'fx-zero\.json:[0-9]+:[0-9]+: no capture at .*\[scenario\.invalid\]' \
         "lint names a missing fixture at FILE:LINE:COL" "$S" lint "$tmp/fx-bad/fx-zero.json"
+    # Two exchanges naming one body file (same bytes and digest): it is copied once, not refused
+    # as a file that exists; the description names each proxy fault whole ("cut2" then "cut").
+    cp -R "$tmp/zero" "$tmp/shared"
+    python3 - "$tmp/shared/capture.jsonl" <<'PY'
+import json, sys
+lines = open(sys.argv[1]).read().splitlines()
+head, ex = lines[0], [json.loads(l) for l in lines[1:]]
+by_seq = {e["seq"]: e for e in ex}
+by_seq[2]["request"] = dict(by_seq[1]["request"])
+by_seq[1]["fault"], by_seq[3]["fault"] = "cut2", "cut"
+open(sys.argv[1], "w").write("\n".join([head] + [json.dumps(e) for e in ex]) + "\n")
+PY
+    rm "$tmp/shared/bodies/000002.req.zst"
+    expect 0 "--to-scenario copies a body file two exchanges name once" \
+        "$S" replay --to-scenario "$tmp/shared" "$tmp/fx-shared"
+    [ "$(ls "$tmp/fx-shared/fixtures/capture/bodies" | wc -l)" -eq "$(ls "$tmp/shared/bodies" | wc -l)" ] ||
+        bad "the shared body was not copied exactly once"
+    grep -q '"description":.*fault(s) cut2, cut;' "$tmp/fx-shared/fx-shared.json" ||
+        bad "the description does not name both faults: $(cat "$tmp/fx-shared/fx-shared.json")"
+    # A capture whose bodies folder is a link: named io.symlink, never followed.
+    mkdir "$tmp/linked" && cp "$tmp/zero/capture.jsonl" "$tmp/linked/"
+    ln -s "$tmp/zero/bodies" "$tmp/linked/bodies"
+    expect_out 2 'io\.symlink' "replay --list refuses a linked bodies folder" \
+        "$S" replay --list "$tmp/linked"
+    expect_out 2 'io\.symlink' "--to-scenario refuses a linked bodies folder" \
+        "$S" replay --to-scenario "$tmp/linked" "$tmp/fx-linked"
+    [ ! -e "$tmp/fx-linked" ] || bad "the refused --to-scenario left $(find "$tmp/fx-linked")"
 fi
 
 finish

@@ -37,6 +37,15 @@ typedef struct made {
     size_t n, cap;
 } made;
 
+/* 1 when this command created `path` (a linear scan: only asked when a create finds it). */
+static int made_has(const made *m, const char *path)
+{
+    for (size_t i = 0; i < m->n; i++)
+        if (strcmp(m->paths[i], path) == 0)
+            return 1;
+    return 0;
+}
+
 static int made_add(made *m, const char *path, sr_err *err)
 {
     if (m->n == m->cap) {
@@ -102,21 +111,29 @@ static int join(char *dst, size_t cap, const char *a, const char *b, sr_err *err
     return 0;
 }
 
-/* Copies file `from` to the new file `to` byte for byte (no link followed on either side). */
-static int copy_file(made *m, const char *from, const char *to, sr_err *err)
+/*
+ * Copies the open file `in` (named `from`; closed here) to the new file `to` byte for byte, no
+ * link followed. A `to` that exists already was copied by this command from the same index
+ * entry name (OUT started empty): two exchanges may name one body file; it is copied once.
+ */
+static int copy_file(made *m, int in, const char *from, const char *to, int *copied, sr_err *err)
 {
-    int in = open(from, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    *copied = 0;
     if (in < 0)
-        return sr_err_set(err, errno == ELOOP ? SR_E_SYMLINK : SR_E_CAPTURE_BODY,
-                          "cannot open '%s': %s", from, strerror(errno));
+        return sr_err_set(err, SR_E_CAPTURE_BODY, "cannot open '%s'", from);
     struct stat sb;
     if (fstat(in, &sb) != 0 || !S_ISREG(sb.st_mode)) {
         close(in);
         return sr_err_set(err, SR_E_NOT_REGULAR, "'%s' is not a regular file", from);
     }
     int outfd = open(to, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+    if (outfd < 0 && errno == EEXIST && made_has(m, to)) {
+        close(in);
+        return 0;
+    }
     int rc = outfd < 0 ? sr_err_set(err, SR_E_IO, "cannot create '%s': %s", to, strerror(errno))
                        : made_add(m, to, err);
+    *copied = !rc;
     char buf[1 << 16];
     for (ssize_t n; !rc && (n = read(in, buf, sizeof buf)) != 0;) {
         if (n < 0 && errno == EINTR)
@@ -138,9 +155,14 @@ static int copy_capture(made *m, const sr_capture *c, const char *src, const cha
     int rc = make_dir(m, dst, err);
     if (!rc && !(rc = join(to, sizeof to, dst, "bodies", err)))
         rc = make_dir(m, to, err);
+    int copied;
     if (!rc && !(rc = join(from, sizeof from, src, SR_CAPTURE_INDEX, err)) &&
-        !(rc = join(to, sizeof to, dst, SR_CAPTURE_INDEX, err)))
-        rc = copy_file(m, from, to, err);
+        !(rc = join(to, sizeof to, dst, SR_CAPTURE_INDEX, err))) {
+        int in = open(from, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        rc = in < 0 ? sr_err_set(err, errno == ELOOP ? SR_E_SYMLINK : SR_E_CAPTURE_BODY,
+                                 "cannot open '%s': %s", from, strerror(errno))
+                    : copy_file(m, in, from, to, &copied, err);
+    }
     for (size_t i = 0; !rc && i < sr_capture_count(c); i++) {
         const sr_capture_exchange *x = sr_capture_at(c, i);
         const sr_capture_body *b[2] = {&x->request, &x->response};
@@ -148,9 +170,11 @@ static int copy_capture(made *m, const sr_capture *c, const char *src, const cha
             if (!b[k]->file[0])
                 continue;
             if (!(rc = join(from, sizeof from, src, b[k]->file, err)) &&
-                !(rc = join(to, sizeof to, dst, b[k]->file, err)))
-                rc = copy_file(m, from, to, err);
-            *n_bodies += !rc;
+                !(rc = join(to, sizeof to, dst, b[k]->file, err))) {
+                int in = sr_capture_open_body(src, b[k]->file, err);
+                rc = in < 0 ? in : copy_file(m, in, from, to, &copied, err);
+                *n_bodies += !rc && copied;
+            }
         }
     }
     return rc;
@@ -180,6 +204,17 @@ static void scenario_id(char *id, size_t cap, const char *out)
         snprintf(id, cap, "replay");
 }
 
+/* 1 when `id` is one of the ", "-separated names of `list` (a whole name, not a part of one). */
+static int listed(const char *list, const char *id)
+{
+    size_t n = strlen(id);
+    for (const char *p = list; (p = strstr(p, id)) != NULL; p += n)
+        if ((p == list || (p >= list + 2 && p[-2] == ',' && p[-1] == ' ')) &&
+            (p[n] == '\0' || p[n] == ','))
+            return 1;
+    return 0;
+}
+
 /* One line: where the capture came from, the proxy faults that fired in it, what was found. */
 static void describe(char *dst, size_t cap, const sr_capture *c, const sr_scenario_result *res,
                      const char *dialect)
@@ -188,7 +223,7 @@ static void describe(char *dst, size_t cap, const sr_capture *c, const sr_scenar
     size_t nf = 0;
     for (size_t i = 0; i < sr_capture_count(c); i++) {
         const char *f = sr_capture_at(c, i)->fault;
-        if (!f[0] || strstr(faults, f))
+        if (!f[0] || listed(faults, f))
             continue;
         size_t used = strlen(faults);
         snprintf(faults + used, sizeof faults - used, "%s%s", nf++ ? ", " : "", f);

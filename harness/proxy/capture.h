@@ -93,6 +93,14 @@ size_t sr_capture_count(const sr_capture *c);
 const sr_capture_exchange *sr_capture_at(const sr_capture *c, size_t i);
 
 /*
+ * Opens body file `file` (a name the index checked: "bodies/<digits>.(req|resp).zst") of the
+ * capture in folder `dir` for reading, following no link: neither `bodies` nor the file may be
+ * one (io.symlink). Returns the descriptor (the caller closes it), or a negative code with err
+ * set (capture.body when it cannot be opened).
+ */
+int sr_capture_open_body(const char *dir, const char *file, sr_err *err);
+
+/*
  * Decompresses body `b` of the capture into `out` (replacing its contents), refusing one larger
  * than `max` bytes (resource.limit) and checking its size and digest (capture.body).
  */

@@ -7,6 +7,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -342,6 +343,33 @@ static int inflate_fd(sr_buf *out, int fd, const char *path, size_t max, sr_err 
     return rc;
 }
 
+int sr_capture_open_body(const char *dir, const char *file, sr_err *err)
+{
+    /* The folder, then `bodies` in it, then the file, each without following a link, so a
+     * capture cannot point a body outside its own folder. */
+    static const char sub[] = "bodies/";
+    if (strncmp(file, sub, sizeof sub - 1) != 0 || strchr(file + sizeof sub - 1, '/'))
+        return sr_err_set(err, SR_E_CAPTURE_BODY, "'%s' is not a file under bodies/", file);
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int bfd = dfd < 0 ? -1 : openat(dfd, "bodies", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int fd = bfd < 0 ? -1 : openat(bfd, file + sizeof sub - 1, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    int e = errno;
+    if (bfd >= 0)
+        close(bfd);
+    if (dfd >= 0)
+        close(dfd);
+    if (fd >= 0)
+        return fd;
+    /* O_DIRECTORY | O_NOFOLLOW on a link to a folder fails ENOTDIR on Linux, O_NOFOLLOW on a
+     * link to a file ELOOP. */
+    struct stat st;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/bodies", dir);
+    int link = e == ELOOP || (e == ENOTDIR && lstat(path, &st) == 0 && S_ISLNK(st.st_mode));
+    return sr_err_set(err, link ? SR_E_SYMLINK : SR_E_CAPTURE_BODY, "cannot open '%s/%s': %s", dir,
+                      file, link ? "a symbolic link is in the way" : strerror(e));
+}
+
 int sr_capture_read_body(const sr_capture *c, const sr_capture_body *b, sr_buf *out, size_t max,
                          sr_err *err)
 {
@@ -356,10 +384,9 @@ int sr_capture_read_body(const sr_capture *c, const sr_capture_body *b, sr_buf *
     char path[4096];
     if ((size_t)snprintf(path, sizeof path, "%s/%s", c->dir, b->file) >= sizeof path)
         return sr_err_set(err, SR_E_IO, "body path in '%s' is too long", c->dir);
-    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    int fd = sr_capture_open_body(c->dir, b->file, err);
     if (fd < 0)
-        return sr_err_set(err, errno == ELOOP ? SR_E_SYMLINK : SR_E_CAPTURE_BODY,
-                          "cannot open '%s': %s", path, strerror(errno));
+        return fd;
     int rc = inflate_fd(out, fd, path, max, err);
     close(fd);
     if (!rc && out->len != b->bytes)
