@@ -210,7 +210,8 @@ import json, sys
 ss = [s for s in json.load(open(sys.argv[1]))["scenarios"] if s["id"] != "collate"]
 assert len(ss) == 6, [s["id"] for s in ss]
 for s in ss:
-    assert list(s["fired"]) == ["routes.invalid", "meta.value_sanity", "meta.boundary_rows"], s
+    assert list(s["fired"]) == ["routes.invalid", "meta.value_sanity", "meta.boundary_rows"], (
+        s["id"], s["fired"])
 PY
     # Repeated rows of valid expert ids: the contract checks (no oracle) see nothing wrong, the
     # meta checks do. The live run, which has the oracle, fails too.
@@ -224,7 +225,8 @@ import json, re, sys
 ss = {s["id"]: s for s in json.load(open(sys.argv[1]))["scenarios"]}
 assert ss.pop("collate")["verdict"] == "pass"
 meta = {"meta.boundary_rows", "meta.value_sanity"}
-assert len(ss) == 6 and any("meta.boundary_rows" in s["fired"] for s in ss.values()), ss
+assert len(ss) == 6, list(ss)
+assert any("meta.boundary_rows" in s["fired"] for s in ss.values()), [s["fired"] for s in ss.values()]
 for sid, s in ss.items():
     assert s["verdict"] == "fail" and s["fired"] and set(s["fired"]) <= meta, (sid, s["fired"])
     for c in s["checks"]:
