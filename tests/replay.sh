@@ -12,8 +12,9 @@
 #     vllm wires, and then the meta checks that judge recorded answers (meta.value_sanity,
 #     meta.boundary_rows); one recorded with a route fault that repeats the previous row over
 #     the first output rows (valid expert ids: no contract check fires) fails naming only meta
-#     checks, meta.boundary_rows among them, session and turn in the message; a turn that does
-#     not extend the previous one is replay.prefix.
+#     checks, meta.boundary_rows among them, session and turn in the message; an answer that
+#     says "abort" with its partial rows is client.aborted_turn and meta.missing_not_stale; a
+#     turn that does not extend the previous one is replay.prefix.
 #   scenario part: `replay --to-scenario` writes a clean and a faulty capture as golden-fixture
 #     scenarios; both lint; `run` passes the clean one, and the faulty one's replay step fires
 #     routes.invalid (then meta.value_sanity and meta.boundary_rows), which its written `expect`
@@ -233,6 +234,21 @@ for sid, s in ss.items():
         assert re.match(r"scenario %s step replay sample \d+ turn \d+: " % re.escape(sid),
                         c["message"]), c["message"]
         assert c["where"]["turn"] >= 1, c
+PY
+    # An answer that says "abort" yet carries its partial rows: the client's check, then the
+    # meta check that judges the rows it carried.
+    record "$tmp/abort" '{"kind": "routes", "nth": [2], "action": {"do": "mark_partial",
+        "tokens": 2}}'
+    [ "$run_status" -eq 1 ] || die "the aborted recorded run exited $run_status: $OUT"
+    expect_out 1 '^6 passed, 1 failed$' "replay fails the session with the aborted answer" \
+        "$S" replay --out "$tmp/judged-abort" "$tmp/abort"
+    python3 - "$tmp/judged-abort/results.json" <<'PY' || bad "results.json of the abort capture"
+import json, re, sys
+bad = [s for s in json.load(open(sys.argv[1]))["scenarios"] if s["verdict"] != "pass"]
+assert len(bad) == 1, [s["id"] for s in bad]
+assert list(bad[0]["fired"]) == ["client.aborted_turn", "meta.missing_not_stale"], bad[0]["fired"]
+assert re.search(r'turn \d+: finished "abort" after \d+ tokens yet carries \d+ route rows',
+                 bad[0]["checks"][1]["message"]), bad[0]["checks"][1]["message"]
 PY
     # The vllm wire (.npy routes of the rows the wire carries), told from the answers.
     record "$tmp/vllm" "" vllm
