@@ -9,11 +9,16 @@
 #     description names that fault.
 #   judge part: `replay CAPTURE` passes the clean capture and fails one recorded with the
 #     engine's routes_all_zero naming routes.invalid, as the live run does, in the skyrl and
-#     vllm wires; a turn that does not extend the previous one is replay.prefix.
+#     vllm wires, and then the meta checks that judge recorded answers (meta.value_sanity,
+#     meta.boundary_rows); one recorded with a route fault that repeats the previous row over
+#     the first output rows (valid expert ids: no contract check fires) fails naming only meta
+#     checks, meta.boundary_rows among them, session and turn in the message; an answer that
+#     says "abort" with its partial rows is client.aborted_turn and meta.missing_not_stale; a
+#     turn that does not extend the previous one is replay.prefix.
 #   scenario part: `replay --to-scenario` writes a clean and a faulty capture as golden-fixture
 #     scenarios; both lint; `run` passes the clean one, and the faulty one's replay step fires
-#     routes.invalid, which its written `expect` names (with `expect` pass the run fails naming
-#     it); a non-empty OUT is replay.out_not_empty, a damaged copied body capture.body at run
+#     routes.invalid (then meta.value_sanity and meta.boundary_rows), which its written `expect`
+#     names (with `expect` pass the run fails naming routes.invalid first); a non-empty OUT is replay.out_not_empty, a damaged copied body capture.body at run
 #     time, a missing fixture a lint error at FILE:LINE:COL.
 #   REPLAY_PART=serve|judge|scenario   only that part
 . "$(dirname "$0")/lib.sh"
@@ -195,8 +200,56 @@ if [ "$part" = all ] || [ "$part" = judge ]; then
     [ "$live" = routes.invalid ] || die "the faulty live run did not name routes.invalid: $OUT"
     expect_out 1 '^FAIL +replay-multi-turn/[^ ]+  routes\.invalid: .*turn' \
         "replay fails the faulty capture naming routes.invalid" "$S" replay "$tmp/zero"
-    expect_out 1 '^1 passed, 6 failed$' "every faulty session fails" "$S" replay "$tmp/zero"
+    expect_out 1 '^1 passed, 6 failed$' "every faulty session fails" \
+        "$S" replay --out "$tmp/judged-zero" "$tmp/zero"
     printf '%s\n' "$OUT" | grep -q '^PASS  collate$' || bad "the batch was not collated: $OUT"
+    # The contract's check first, as the live run names it; then the meta checks that judge a
+    # recorded answer: all-zero rows are an all-constant capture whose rows repeat their
+    # neighbours, at the prompt/output boundary too.
+    python3 - "$tmp/judged-zero/results.json" <<'PY' || bad "results.json of the zero capture"
+import json, sys
+ss = [s for s in json.load(open(sys.argv[1]))["scenarios"] if s["id"] != "collate"]
+assert len(ss) == 6, [s["id"] for s in ss]
+for s in ss:
+    assert list(s["fired"]) == ["routes.invalid", "meta.value_sanity", "meta.boundary_rows"], (
+        s["id"], s["fired"])
+PY
+    # Repeated rows of valid expert ids: the contract checks (no oracle) see nothing wrong, the
+    # meta checks do. The live run, which has the oracle, fails too.
+    record "$tmp/repeat" '{"kind": "routes", "id": "rep", "select": {"region": "output",
+        "rows": {"from": 0, "to": 4}}, "action": {"do": "repeat_previous"}}'
+    [ "$run_status" -eq 1 ] || die "the repeated-rows recorded run exited $run_status: $OUT"
+    expect_out 1 '^1 passed, 6 failed$' "replay fails every session with repeated rows" \
+        "$S" replay --out "$tmp/judged-repeat" "$tmp/repeat"
+    python3 - "$tmp/judged-repeat/results.json" <<'PY' || bad "results.json of the repeat capture"
+import json, re, sys
+ss = {s["id"]: s for s in json.load(open(sys.argv[1]))["scenarios"]}
+assert ss.pop("collate")["verdict"] == "pass"
+meta = {"meta.boundary_rows", "meta.value_sanity"}
+assert len(ss) == 6, list(ss)
+assert any("meta.boundary_rows" in s["fired"] for s in ss.values()), [s["fired"] for s in ss.values()]
+for sid, s in ss.items():
+    assert s["verdict"] == "fail" and s["fired"] and set(s["fired"]) <= meta, (sid, s["fired"])
+    for c in s["checks"]:
+        assert re.match(r"scenario %s step replay sample \d+ turn \d+: " % re.escape(sid),
+                        c["message"]), c["message"]
+        assert c["where"]["turn"] >= 1, c
+PY
+    # An answer that says "abort" yet carries its partial rows: the client's check, then the
+    # meta check that judges the rows it carried.
+    record "$tmp/abort" '{"kind": "routes", "nth": [2], "action": {"do": "mark_partial",
+        "tokens": 2}}'
+    [ "$run_status" -eq 1 ] || die "the aborted recorded run exited $run_status: $OUT"
+    expect_out 1 '^6 passed, 1 failed$' "replay fails the session with the aborted answer" \
+        "$S" replay --out "$tmp/judged-abort" "$tmp/abort"
+    python3 - "$tmp/judged-abort/results.json" <<'PY' || bad "results.json of the abort capture"
+import json, re, sys
+bad = [s for s in json.load(open(sys.argv[1]))["scenarios"] if s["verdict"] != "pass"]
+assert len(bad) == 1, [s["id"] for s in bad]
+assert list(bad[0]["fired"]) == ["client.aborted_turn", "meta.missing_not_stale"], bad[0]["fired"]
+assert re.search(r'turn \d+: finished "abort" after \d+ tokens yet carries \d+ route rows',
+                 bad[0]["checks"][1]["message"]), bad[0]["checks"][1]["message"]
+PY
     # The vllm wire (.npy routes of the rows the wire carries), told from the answers.
     record "$tmp/vllm" "" vllm
     [ "$run_status" -eq 0 ] || die "the clean vllm run failed: $OUT"
@@ -231,11 +284,11 @@ if [ "$part" = all ] || [ "$part" = scenario ]; then
     [ "$run_status" -eq 1 ] || die "the faulty recorded run exited $run_status: $OUT"
     expect_out 0 'expect pass$' "--to-scenario writes the clean capture, expecting a pass" \
         "$S" replay --to-scenario "$tmp/clean" "$tmp/fx-clean"
-    expect_out 0 'expect pass \(a failing case: judging found routes\.invalid\)$' \
+    expect_out 0 'expect pass \(a failing case: judging found routes\.invalid meta\.value_sanity meta\.boundary_rows\)$' \
         "--to-scenario writes the faulty capture as a failing case" \
         "$S" replay --to-scenario "$tmp/zero" "$tmp/fx-zero"
-    expect_out 0 'expect fail: routes\.invalid$' \
-        "--to-scenario --expect-found writes the faulty capture expecting routes.invalid" \
+    expect_out 0 'expect fail: routes\.invalid meta\.value_sanity meta\.boundary_rows$' \
+        "--to-scenario --expect-found writes the faulty capture expecting what it found" \
         "$S" replay --to-scenario --expect-found "$tmp/zero" "$tmp/fx-found"
     expect_out 2 '--expect-found goes with --to-scenario' "--expect-found alone is a usage error" \
         "$S" replay --expect-found "$tmp/zero"
@@ -255,17 +308,19 @@ if [ "$part" = all ] || [ "$part" = scenario ]; then
 import json, sys
 s = json.load(open(sys.argv[1]))["scenarios"][0]
 assert s["id"] == sys.argv[2] and s["verdict"] == sys.argv[3], (s["id"], s["verdict"], s["reason"])
-assert list(s["fired"]) == ["routes.invalid"] and s["fired"]["routes.invalid"] == 6, s["fired"]
+assert s["fired"] == {"routes.invalid": 6, "meta.value_sanity": 6, "meta.boundary_rows": 6}, s["fired"]
+assert list(s["fired"])[0] == "routes.invalid", s["fired"]
 assert s["counters"]["rollouts_requested"] == 6, s["counters"]
 PY
     # The catalogue's defect form: the same checks fire, as it expects, and the run passes.
-    expect 0 "run of the --expect-found scenario: routes.invalid fires, as it expects" \
+    expect 0 "run of the --expect-found scenario: its checks fire, as it expects" \
         "$S" run --out "$tmp/runs" "$tmp/fx-found/fx-found.json"
     python3 - "$tmp/runs/latest/results.json" fx-found pass <<'PY' || bad "results.json of fx-found"
 import json, sys
 s = json.load(open(sys.argv[1]))["scenarios"][0]
 assert s["id"] == sys.argv[2] and s["verdict"] == sys.argv[3], (s["id"], s["verdict"], s["reason"])
-assert list(s["fired"]) == ["routes.invalid"] and s["fired"]["routes.invalid"] == 6, s["fired"]
+assert s["fired"] == {"routes.invalid": 6, "meta.value_sanity": 6, "meta.boundary_rows": 6}, s["fired"]
+assert list(s["fired"])[0] == "routes.invalid", s["fired"]
 PY
     # rewrite FILE OUT ID: the scenario FILE under another id (in FILE's folder).
     rewrite() {

@@ -96,10 +96,9 @@ static int placeholder(const sr_meta_resp *r, int64_t b)
     return -1;
 }
 
-/* meta.boundary_rows at a turn boundary: row b of `t` (the last sampled token of the turn
- * before, first seen as an input in this one) is a real route, not a placeholder nor a copy of
- * a neighbour. 1 when it failed. */
-static int turn_boundary(sr_meta_ctx *x, const sr_meta_resp *t, int64_t b, const char *which)
+/* meta.boundary_rows at a turn boundary (meta_priv.h): row b of `t` is the last sampled token
+ * of the turn before, first seen as an input in this one. */
+int sr_meta_turn_boundary(sr_meta_ctx *x, const sr_meta_resp *t, int64_t b, const char *which)
 {
     const char *name = "meta.boundary_rows";
     int l = placeholder(t, b);
@@ -147,14 +146,14 @@ static int multiturn(sr_meta_ctx *x, const sr_meta_resp *t1, const char *salt, s
         int64_t b = (int64_t)(t1->P + t1->G) - 1;
         sr_meta_check_resp(x, &t2, "turn 2");
         sr_meta_same_span(x, name, t1, &t2, 0, b, "turn 1's positions in turn 2");
-        turn_boundary(x, &t2, b, "turn 2");
+        sr_meta_turn_boundary(x, &t2, b, "turn 2");
         size_t n3 = next_turn(x, p3, &t2);
         int64_t s = (int64_t)(t2.P + t2.G) - 1;
         rc = sr_meta_ask(x, &t3, p3, n3, s, salt, 1, name, err);
         if (!rc && !t3.code) {
             sr_meta_check_resp(x, &t3, "turn 3, rows from the end of turn 2");
             /* Its first row is the turn boundary, computed by this request alone. */
-            turn_boundary(x, &t3, s, "turn 3");
+            sr_meta_turn_boundary(x, &t3, s, "turn 3");
         }
         sr_meta_resp_free(&t3);
     }
@@ -277,6 +276,8 @@ int sr_meta_run(sr_scenario_result *sc, const sr_client *c, const sr_meta_opts *
     x.st = st ? st : &local;
     memset(x.st, 0, sizeof *x.st);
     x.held = -1;
+    x.at = (sr_check_where)SR_CHECK_WHERE_NONE;
+    x.at.engine = 0;
     x.draw = opts->seed * 0x9E3779B97F4A7C15ull + 0x70726f6265ull;
     int rc = sr_client_conn_new(&x.k, c, err);
     if (rc)

@@ -99,4 +99,45 @@ int64_t sr_meta_engine_version(const sr_client *c, sr_sync_dialect plane);
 int sr_meta_run(sr_scenario_result *sc, const sr_client *c, const sr_meta_opts *opts,
                 sr_meta_stats *st, sr_err *err);
 
+/*
+ * Judging recorded answers with no request of their own (`syncroll replay`, replay_judge.h):
+ * the relations one answer, or one session's answers in turn order, can break. The model is
+ * unknown: expert ids are only checked >= 0 (no upper bound).
+ *   each answer that asked for routes: meta.row_count, meta.value_sanity, meta.boundary_rows at
+ *     its prompt/output boundary and, on a wire that sends the route start, at the turn
+ *     boundary (its first row when it asked from a start > 0); an answer that finished "abort"
+ *     gets meta.missing_not_stale instead;
+ *   across the turns: meta.version_monotonic (no answer reports a weight version below an
+ *     earlier one's; answers that carry none are not compared) and meta.multiturn_prefix (the
+ *     rows of positions an earlier answer also carried are equal, where both report the same
+ *     version).
+ * An answer the client failed for another reason is not judged (that failure is the client's
+ * own check); one that did not ask for routes is judged for its version only. A relation fails
+ * at most once per session, at its first failure.
+ *
+ * Use: sr_meta_replay_new per session, sr_meta_replay_keep with each turn's generate as the
+ * client returned it (the rollout's on_reply hook: the answer is copied, since the result's
+ * views die with the turn), then sr_meta_replay_judge once.
+ * Ownership: the session state is the caller's (sr_meta_replay_free); arguments are borrowed.
+ * Errors: SR_E_NOMEM; SR_E_INVAL for a NULL argument.
+ */
+typedef struct sr_meta_replay sr_meta_replay;
+
+int sr_meta_replay_new(sr_meta_replay **out, sr_dialect dialect, sr_err *err);
+
+/* Keeps 1-based turn `turn`'s answer: the request q, the client's return rc (0 or its error,
+ * whose message is `why`) and its result res. */
+int sr_meta_replay_keep(sr_meta_replay *m, int turn, const sr_client_req *q, int rc,
+                        const sr_client_result *res, const char *why, sr_err *err);
+
+/*
+ * Judges the kept answers (above) into sc. Each failure is recorded where `at` says (its turn,
+ * row and layer set per failure) with a message starting "<what> turn <k>: "; *failed (may be
+ * NULL) gets how many relations failed. Returns 0 (SR_E_INVAL without a session or a result).
+ */
+int sr_meta_replay_judge(int *failed, sr_meta_replay *m, sr_scenario_result *sc,
+                         const sr_check_where *at, const char *what, sr_err *err);
+
+void sr_meta_replay_free(sr_meta_replay *m);
+
 #endif /* SR_RUN_META_H */

@@ -117,17 +117,18 @@ int sr_meta_afford(sr_meta_ctx *x, const char *name, int n)
 void sr_meta_fail(sr_meta_ctx *x, const char *name, int64_t row, int64_t layer, const char *fmt,
                   ...)
 {
+    int i = sr_meta_index(name);
+    if (x->once && i >= 0 && (x->failed & (1u << i)))
+        return;
     char msg[SR_ERR_MSG_MAX];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    sr_check_where w = SR_CHECK_WHERE_NONE;
-    w.engine = 0;
+    sr_check_where w = x->at;
     w.row = row;
     w.layer = layer;
     sr_result_check(x->sc, name, NULL, &w, "%s", msg);
-    int i = sr_meta_index(name);
     if (i >= 0)
         x->failed |= 1u << i;
 }
@@ -203,24 +204,31 @@ int sr_meta_ask(sr_meta_ctx *x, sr_meta_resp *r, const int32_t *prompt, size_t P
     cJSON_Delete(sp);
     if (rc == SR_E_NOMEM)
         return sr_err_set(err, rc, "%s", e.msg);
-    /* The client names an answer that says "abort" client.aborted_turn and does not commit it,
-     * yet it decoded what came after the reason: meta.missing_not_stale judges that (keep), and
-     * a reply whose decode failed after the reason did carry something where null belongs. */
-    if (rc == SR_E_CLIENT_ABORTED_TURN && res.finish_reason &&
-        strcmp(res.finish_reason, "abort") == 0) {
-        char none[64];
-        snprintf(none, sizeof none, " (and %s)", sr_code_name(SR_E_CLIENT_ROUTES_MISSING));
-        r->after_abort = strstr(e.msg, " (and ") != NULL && !strstr(e.msg, none);
-        return keep(r, &res, err);
-    }
-    if (rc) {
-        r->code = rc;
+    int krc = sr_meta_keep(r, rc, &res, e.msg, err);
+    if (r->code)
         sr_meta_fail(x, failed_check(x, rc), -1, -1,
                      "%s: prompt of %zu tokens from row %lld: %s: %s", relation, r->P,
                      (long long)start, sr_code_name(rc), e.msg);
+    return krc;
+}
+
+int sr_meta_keep(sr_meta_resp *r, int rc, const sr_client_result *res, const char *why, sr_err *err)
+{
+    /* The client names an answer that says "abort" client.aborted_turn and does not commit it,
+     * yet it decoded what came after the reason: meta.missing_not_stale judges that (keep), and
+     * a reply whose decode failed after the reason did carry something where null belongs. */
+    if (rc == SR_E_CLIENT_ABORTED_TURN && res->finish_reason &&
+        strcmp(res->finish_reason, "abort") == 0) {
+        char none[64];
+        snprintf(none, sizeof none, " (and %s)", sr_code_name(SR_E_CLIENT_ROUTES_MISSING));
+        r->after_abort = why && strstr(why, " (and ") != NULL && !strstr(why, none);
+        return keep(r, res, err);
+    }
+    if (rc) {
+        r->code = rc;
         return 0;
     }
-    return keep(r, &res, err);
+    return keep(r, res, err);
 }
 
 const int32_t *sr_meta_row(const sr_meta_resp *r, int64_t pos, int l)

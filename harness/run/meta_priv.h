@@ -15,7 +15,7 @@
 
 /* One generate's answer, copied out of the conn (owned; release with sr_meta_resp_free). */
 typedef struct sr_meta_resp {
-    int32_t prompt[SR_META_MAX_PROMPT];
+    int32_t prompt[SR_META_MAX_PROMPT]; /* the probe's prompts (a replayed answer leaves it 0) */
     size_t P;
     int64_t start;   /* the first row asked for */
     int32_t *tokens; /* generated ids */
@@ -43,6 +43,8 @@ typedef struct sr_meta_ctx {
     int synced;               /* a weight sync completed */
     int64_t held;             /* the highest weight version the engine reported, -1 none */
     unsigned failed, skipped; /* bit i: relation i of sr_meta_names failed / was skipped */
+    sr_check_where at;        /* where a failure fired, before its row and layer */
+    int once;                 /* record a relation's first failure only (replay: per session) */
 } sr_meta_ctx;
 
 /* The relation names (meta.h), in documentation order; *n gets the count. */
@@ -81,6 +83,15 @@ int sr_meta_afford(sr_meta_ctx *x, const char *name, int n);
 int sr_meta_ask(sr_meta_ctx *x, sr_meta_resp *r, const int32_t *prompt, size_t P, int64_t start,
                 const char *salt, int warm, const char *relation, sr_err *err);
 
+/*
+ * Copies a generate's outcome into *r (its prompt fields, start and warm already set): the
+ * answer when rc is 0, or when the client named it client.aborted_turn for saying "abort" (kept
+ * for meta.missing_not_stale; r->after_abort from the client's message `why`); any other rc is
+ * only set as r->code. Returns 0, or SR_E_NOMEM.
+ */
+int sr_meta_keep(sr_meta_resp *r, int rc, const sr_client_result *res, const char *why,
+                 sr_err *err);
+
 /* The row of position pos at layer l (K ids), or NULL when r does not carry that position. */
 const int32_t *sr_meta_row(const sr_meta_resp *r, int64_t pos, int l);
 
@@ -88,7 +99,8 @@ const int32_t *sr_meta_row(const sr_meta_resp *r, int64_t pos, int l);
  * in a prompt position of a warm vllm-json response counts as unknown: equal). */
 int sr_meta_same_row(const sr_meta_resp *a, int64_t pa, const sr_meta_resp *b, int64_t pb);
 
-/* Records a failed relation (meta.* name) with its message; counts the relation failed once. */
+/* Records a failed relation (meta.* name) with its message; counts the relation failed once
+ * (with x->once, a relation that failed already is not recorded again). */
 void sr_meta_fail(sr_meta_ctx *x, const char *name, int64_t row, int64_t layer, const char *fmt,
                   ...) __attribute__((format(printf, 5, 6)));
 
@@ -105,6 +117,11 @@ int sr_meta_check_resp(sr_meta_ctx *x, const sr_meta_resp *r, const char *what);
  */
 int sr_meta_same_span(sr_meta_ctx *x, const char *name, const sr_meta_resp *a,
                       const sr_meta_resp *b, int64_t lo, int64_t hi, const char *what);
+
+/* meta.boundary_rows at a turn boundary (meta.c): row b of t, the last sampled token of the
+ * turn before, is a real route, not a placeholder (a negative id or one id twice) nor a copy of
+ * a neighbour; `which` names t. Returns 1 when it failed. */
+int sr_meta_turn_boundary(sr_meta_ctx *x, const sr_meta_resp *t, int64_t b, const char *which);
 
 /* Relations that need a weight sync (meta_sync.c): sync_effect, cache_after_sync,
  * version_monotonic and the after-sync part of prefix_consistency. `base` is the first answer,

@@ -6,6 +6,7 @@
 #include <cjson/cJSON.h>
 
 #include "client/client.h"
+#include "meta.h"
 #include "proxy/replay_serve.h"
 #include "replay_judge.h"
 #include "rollout.h"
@@ -173,7 +174,43 @@ typedef struct judge_into {
     sr_replay_judge_opts *o;
     sr_scenario_result *res;
     char label[SR_CAPTURE_STR_MAX + 96]; /* res mode: "<step> session <id>" */
+    sr_dialect dialect;
 } judge_into;
+
+/* The rollout's on_reply hook: every turn's answer kept for the meta checks (meta.h). */
+typedef struct judge_replies {
+    sr_meta_replay *m;
+    int rc; /* the first failure to keep one (SR_E_NOMEM) */
+    sr_err err;
+} judge_replies;
+
+static void keep_reply(void *ctx, int turn, const sr_client_req *q, int rc,
+                       const sr_client_result *r, const char *why)
+{
+    judge_replies *j = ctx;
+    if (!j->rc && rc != SR_E_NOMEM)
+        j->rc = sr_meta_replay_keep(j->m, turn, q, rc, r, why, &j->err);
+}
+
+/* The meta checks a recorded session can break with no request of its own (meta.h), after its
+ * contract checks, named like them; *ok becomes 0 when one fails. */
+static int judge_meta(int *ok, const judge_replies *jr, const sr_verify_ctx *ctx, int64_t index,
+                      sr_err *err)
+{
+    if (jr->rc)
+        return sr_err_set(err, jr->rc, "%s", jr->err.msg);
+    char what[SR_ERR_MSG_MAX / 4];
+    snprintf(what, sizeof what, "scenario %s step %s sample %lld", ctx->scenario, ctx->step_name,
+             (long long)index);
+    sr_check_where at = SR_CHECK_WHERE_NONE;
+    at.step = ctx->step;
+    at.sample = index;
+    int failed = 0;
+    int rc = sr_meta_replay_judge(&failed, jr->m, ctx->res, &at, what, err);
+    if (failed)
+        *ok = 0;
+    return rc;
+}
 
 static void count(sr_scenario_result *res, int64_t requested, int64_t verified, int64_t failed)
 {
@@ -217,7 +254,12 @@ static int judge_one(judge_into *in, sr_rollout_result *r, sr_client_conn *k, co
     cfg.script = (const int32_t *const *)(p.ids + 1);
     cfg.script_len = p.len + 1;
     cfg.script_n = (size_t)cfg.env.max_turns - 1;
-    sr_rollout_run(r, k, &cfg, &e);
+    judge_replies jr = {NULL, 0, SR_ERR_INIT};
+    rc = sr_meta_replay_new(&jr.m, in->dialect, err);
+    cfg.on_reply = keep_reply;
+    cfg.reply_ctx = &jr;
+    if (!rc)
+        sr_rollout_run(r, k, &cfg, &e);
     sr_verify_ctx ctx = {j->id, 0, "replay", 1, 0, in->res, NULL};
     if (!in->o->run) {
         snprintf(in->label, sizeof in->label, "%s session %s", in->o->step_name, j->id);
@@ -226,7 +268,11 @@ static int judge_one(judge_into *in, sr_rollout_result *r, sr_client_conn *k, co
         ctx.step_name = in->label;
     }
     int ok = 0;
-    rc = sr_verify_rollout(&ok, NULL, r, index, &ctx, err);
+    if (!rc)
+        rc = sr_verify_rollout(&ok, NULL, r, index, &ctx, err);
+    if (!rc)
+        rc = judge_meta(&ok, &jr, &ctx, index, err);
+    sr_meta_replay_free(jr.m);
     if (!rc && in->o->run)
         sr_result_set_verdict(in->res, ok ? SR_VERDICT_PASS : SR_VERDICT_FAIL, NULL);
     else if (!rc)
@@ -376,7 +422,7 @@ static int judge_all(sr_replay_judge_opts *o, const sr_capture *c, const char *u
         rc = sr_err_set(err, SR_E_NOMEM, "no memory for %zu sessions", ns);
     if (!rc && !o->run)
         count(o->res, (int64_t)ns, 0, 0);
-    judge_into in = {o, NULL, ""};
+    judge_into in = {o, NULL, "", d};
     for (size_t i = 0; !rc && i < ns; i++) {
         rc = session_entry(&in, &ss[i], err);
         if (!rc)

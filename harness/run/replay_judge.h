@@ -14,8 +14,11 @@
  * body is spliced and validated as the client does live (with its retries served by the
  * recorded retries), the routes are assembled into the session's trace with the prompt-start
  * arithmetic and finalized, and the verifier's contract checks run on the result (verify.h,
- * without an oracle, the expert count unknown). The sessions that finished with routes are
- * collated as one batch and the collation's contract checks run. Why a loopback playback rather
+ * without an oracle, the expert count unknown); then the meta relations that judge answers
+ * already given run on each turn's answer as the client decoded it (meta.h, sr_meta_replay_*,
+ * kept by the rollout's on_reply hook), named like the contract checks, and a session where one
+ * fails fails. The sessions that finished with routes are collated as one batch and the
+ * collation's contract checks run. Why a loopback playback rather
  * than a decode of each buffer: the client's streaming splice, its retry policy and its dialect
  * decoders are then the very code that judged the live traffic.
  *

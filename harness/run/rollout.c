@@ -233,6 +233,8 @@ static int request_turn(rollout_state *s, int turn, sr_client_result *r, sr_err 
             c->quirks.overwrite_trace_each_turn ? 0 : sr_route_trace_prompt_start(s->trace);
     int64_t sent = c->trainer_version ? c->trainer_version(c->version_ctx) : -1;
     int rc = sr_client_generate(r, s->k, &q, err);
+    if (c->on_reply)
+        c->on_reply(c->reply_ctx, turn, &q, rc, r, rc ? err->msg : NULL);
     if (c->capture_bytes) {
         sr_rollout_exchange *e = &res->exchanges[(turn - 1) % SR_ROLLOUT_KEEP_EXCHANGES];
         sr_client_conn_take_exchange(s->k, &e->x);

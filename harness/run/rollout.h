@@ -103,6 +103,13 @@ typedef struct sr_rollout_env {
 /* Called after each turn k (1-based) once its state update is done; non-zero fails the rollout. */
 typedef int (*sr_rollout_hook)(void *ctx, int turn, sr_err *err);
 
+/* Called with each turn's generate as the client returned it, before the rollout uses it: the
+ * request `q`, the client's return `rc` (0 or its error, whose message is `why`) and its result
+ * `r` (views into the conn, valid only during the call). It cannot fail the rollout: a hook that
+ * fails keeps that in its own context. */
+typedef void (*sr_rollout_reply_hook)(void *ctx, int turn, const sr_client_req *q, int rc,
+                                      const sr_client_result *r, const char *why);
+
 /* Plain struct: start from SR_ROLLOUT_CONFIG_INIT. Everything is borrowed. */
 typedef struct sr_rollout_config {
     const int32_t *prompt; /* the templated prompt, P0 >= 1 tokens */
@@ -140,12 +147,15 @@ typedef struct sr_rollout_config {
      * which the trace then holds (trace_opts.masked_rows) and the verifier does not compare.
      * Copied into the result. */
     int64_t mask_chunk, mask_rows;
+    sr_rollout_reply_hook on_reply; /* may be NULL (`syncroll replay`'s meta checks) */
+    void *reply_ctx;
 } sr_rollout_config;
 
 #define SR_ROLLOUT_CONFIG_INIT                                                                     \
     {                                                                                              \
         NULL, 0, NULL, NULL, NULL, NULL, 1, 0, 1, 0, -1, 0, 1, {0, 1, 0, 0, 0},                    \
-            SR_TRACE_OPTS_INIT, {0, 0, 0}, NULL, NULL, 0, NULL, NULL, NULL, NULL, 0, 0, 0          \
+            SR_TRACE_OPTS_INIT, {0, 0, 0}, NULL, NULL, 0, NULL, NULL, NULL, NULL, 0, 0, 0, NULL,   \
+            NULL                                                                                   \
     }
 
 /* What one turn did; timings in ms, sizes in bytes. */
