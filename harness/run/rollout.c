@@ -5,75 +5,12 @@
 #include <string.h>
 
 #include "rollout_env.h"
+#include "rollout_priv.h"
 #include "rollout_scratch.h"
 #include "sr_clock.h"
 
-/* The state of one running rollout and the steps of a turn (defined after the agent loop). */
-typedef struct rollout_state {
-    const sr_rollout_config *cfg;
-    sr_client_conn *k;
-    sr_rollout_result *res;
-    int32_t *ids; /* input_ids */
-    size_t ids_n, ids_cap;
-    uint8_t *mask; /* loss mask of input_ids[P0:] */
-    double *lp;    /* logprobs of input_ids[P0:] */
-    size_t mask_n, mask_cap, lp_cap;
-    sr_rollout_obs obs;          /* this turn's observation */
-    int64_t *row_ver, *held_ver; /* per captured row */
-    size_t ver_n, ver_cap, held_cap;
-    sr_route_trace *trace;
-    uint8_t *full; /* the finalize's loss mask over all T tokens */
-    size_t full_cap;
-    int64_t response_end; /* index in input_ids of the last response token */
-    int collect_lp;
-    sr_rollout_scratch *x; /* the conn's scratch the arrays are borrowed from, or NULL */
-} rollout_state;
-
-static int rollout_grow(void **p, size_t *cap, size_t need, size_t item, sr_err *err);
-/* Appends to input_ids; past the token limit (trace_opts.max_rows) SR_E_ROLLOUT_TOKEN_LIMIT. */
-static int rollout_push_ids(rollout_state *s, const int32_t *ids, size_t n, sr_err *err);
-/* A trace's SR_E_LIMIT (rows or bytes past trace_opts) as SR_E_ROLLOUT_TOKEN_LIMIT; else rc. */
-static int rollout_token_limit(const rollout_state *s, int rc, sr_err *err);
-static int rollout_push_mask(rollout_state *s, uint8_t value, const double *lp, size_t n,
-                             sr_err *err);
-
-/* Records the turn's routes in the trace and the per-row versions. */
-static int rollout_record(rollout_state *s, const sr_client_result *r, sr_err *err);
-
-/* The state updates of the multi-turn (§6) and single-turn template (§5.5) paths. */
-static int rollout_update_multi(rollout_state *s, const sr_client_result *r, sr_rollout_turn *t,
-                                sr_err *err);
-static int rollout_update_single(rollout_state *s, const sr_client_result *r, sr_rollout_turn *t,
-                                 sr_err *err);
-
-/*
- * Cuts prompt/response/mask/logprobs into the result and (if `finalize` and rows were
- * captured) finalizes the trace into result->routes with the per-row versions.
- */
-static int rollout_finish(rollout_state *s, int finalize, sr_err *err);
-
 /* Tokens a rollout's arrays are sized for up front at most (setup). */
 #define RESERVE_MAX ((size_t)1 << 14)
-
-/* Longest trajectory a rollout may build, in tokens (the oracle's sequence bound). */
-#define MAX_TOKENS ((size_t)1 << 24)
-
-static int rollout_grow(void **p, size_t *cap, size_t need, size_t item, sr_err *err)
-{
-    if (need <= *cap)
-        return 0;
-    if (need > MAX_TOKENS)
-        return sr_err_set(err, SR_E_LIMIT, "rollout: more than %zu tokens", MAX_TOKENS);
-    size_t n = *cap ? *cap : 256;
-    while (n < need)
-        n *= 2;
-    void *q = realloc(*p, n * item);
-    if (!q)
-        return sr_err_set(err, SR_E_NOMEM, "rollout: cannot grow to %zu entries", n);
-    *p = q;
-    *cap = n;
-    return 0;
-}
 
 static int check_config(const sr_rollout_config *c, sr_err *err)
 {
@@ -104,64 +41,6 @@ static int wants_logprobs(const cJSON *sp)
 {
     const cJSON *l = sp ? cJSON_GetObjectItemCaseSensitive(sp, "logprobs") : NULL;
     return l && !cJSON_IsNull(l);
-}
-
-/* Appends n entries to a growable array of `item`-sized elements. */
-static int push(void **arr, size_t *len, size_t *cap, const void *src, size_t n, size_t item,
-                sr_err *err)
-{
-    int rc = rollout_grow(arr, cap, *len + n + 1, item, err);
-    if (!rc && n) {
-        memcpy((char *)*arr + *len * item, src, n * item);
-        *len += n;
-    }
-    return rc;
-}
-
-static int64_t token_limit(const sr_rollout_config *c)
-{
-    return c->trace_opts.max_rows > 0 ? c->trace_opts.max_rows : SR_TRACE_DEFAULT_MAX_ROWS;
-}
-
-static int rollout_token_limit(const rollout_state *s, int rc, sr_err *err)
-{
-    if (rc != SR_E_LIMIT)
-        return rc;
-    const sr_trace_opts *o = &s->cfg->trace_opts;
-    sr_err_prefix(err, "rollout past its token limit (%lld tokens, %zu route-trace bytes): ",
-                  (long long)token_limit(s->cfg),
-                  o->max_bytes ? o->max_bytes : SR_TRACE_DEFAULT_MAX_BYTES);
-    if (err)
-        err->code = SR_E_ROLLOUT_TOKEN_LIMIT;
-    return SR_E_ROLLOUT_TOKEN_LIMIT;
-}
-
-static int rollout_push_ids(rollout_state *s, const int32_t *ids, size_t n, sr_err *err)
-{
-    int64_t limit = token_limit(s->cfg);
-    if (n > (size_t)limit || s->ids_n > (size_t)limit - n)
-        return sr_err_set(err, SR_E_ROLLOUT_TOKEN_LIMIT,
-                          "rollout past its token limit: the conversation would hold %zu tokens, "
-                          "more than %lld",
-                          s->ids_n + n, (long long)limit);
-    return push((void **)&s->ids, &s->ids_n, &s->ids_cap, ids, n, sizeof(int32_t), err);
-}
-
-/* Appends n loss-mask entries of `value` and n logprobs (lp, or 0.0 each when lp is NULL). */
-static int rollout_push_mask(rollout_state *s, uint8_t value, const double *lp, size_t n,
-                             sr_err *err)
-{
-    size_t m0 = s->mask_n;
-    int rc = rollout_grow((void **)&s->mask, &s->mask_cap, m0 + n + 1, 1, err);
-    if (!rc)
-        rc = rollout_grow((void **)&s->lp, &s->lp_cap, m0 + n + 1, sizeof(double), err);
-    for (size_t i = 0; !rc && i < n; i++) {
-        s->mask[m0 + i] = value;
-        s->lp[m0 + i] = lp ? lp[i] : 0.0;
-    }
-    if (!rc)
-        s->mask_n += n;
-    return rc;
 }
 
 /* Copies the string src (NULL: "") into dst of `cap` bytes, cut to fit (as snprintf "%s"). */
@@ -263,7 +142,7 @@ static int one_turn(rollout_state *s, int turn, sr_err *err)
     if (!rc && c->routes) {
         double t0 = sr_client_now_ms();
         int64_t cpu0 = t->cpu_sampled ? sr_clock_cpu_ns() : 0;
-        rc = rollout_record(s, &r, err);
+        rc = sr_rollout_record(s, &r, err);
         t->record_ms = sr_client_now_ms() - t0;
         if (t->cpu_sampled)
             t->record_cpu_ms = (double)(sr_clock_cpu_ns() - cpu0) / 1e6;
@@ -271,8 +150,8 @@ static int one_turn(rollout_state *s, int turn, sr_err *err)
     if (!rc)
         rc = sr_rollout_env_obs(&s->obs, c, turn, s->ids, s->ids_n, r.token_ids, r.n_tokens, err);
     if (!rc)
-        rc = c->multi_turn ? rollout_update_multi(s, &r, t, err)
-                           : rollout_update_single(s, &r, t, err);
+        rc = c->multi_turn ? sr_rollout_update_multi(s, &r, t, err)
+                           : sr_rollout_update_single(s, &r, t, err);
     if (!rc)
         t->obs_tokens = (int64_t)s->obs.n;
     if (!rc && c->after_turn)
@@ -331,17 +210,17 @@ static int setup(rollout_state *s, sr_err *err)
         hint = RESERVE_MAX; /* past it, doubling: a long bound is rarely all used */
     int rc = 0;
     if (!rc && hint > 1)
-        rc = rollout_grow((void **)&s->ids, &s->ids_cap, hint, sizeof(int32_t), err);
+        rc = sr_rollout_grow((void **)&s->ids, &s->ids_cap, hint, sizeof(int32_t), err);
     if (!rc && hint > 1)
-        rc = rollout_grow((void **)&s->mask, &s->mask_cap, hint, 1, err);
+        rc = sr_rollout_grow((void **)&s->mask, &s->mask_cap, hint, 1, err);
     if (!rc && hint > 1)
-        rc = rollout_grow((void **)&s->lp, &s->lp_cap, hint, sizeof(double), err);
+        rc = sr_rollout_grow((void **)&s->lp, &s->lp_cap, hint, sizeof(double), err);
     if (!rc && c->routes && hint > 1)
-        rc = rollout_grow((void **)&s->row_ver, &s->ver_cap, hint, sizeof(int64_t), err);
+        rc = sr_rollout_grow((void **)&s->row_ver, &s->ver_cap, hint, sizeof(int64_t), err);
     if (!rc && c->routes && hint > 1)
-        rc = rollout_grow((void **)&s->held_ver, &s->held_cap, hint, sizeof(int64_t), err);
+        rc = sr_rollout_grow((void **)&s->held_ver, &s->held_cap, hint, sizeof(int64_t), err);
     if (!rc)
-        rc = rollout_push_ids(s, c->prompt, c->prompt_len, err);
+        rc = sr_rollout_push_ids(s, c->prompt, c->prompt_len, err);
     for (size_t i = 0; !rc && i < c->prompt_len; i++)
         if (c->prompt[i] < 0)
             rc = sr_err_set(err, SR_E_ROLLOUT_CONFIG, "rollout: prompt[%zu] is negative", i);
@@ -431,7 +310,7 @@ int sr_rollout_run(sr_rollout_result *res, sr_client_conn *k, const sr_rollout_c
         rc = loop(&s, &res->err);
     /* The outputs are cut even after a failure, so a report can show how far the rollout got. */
     sr_err scratch = SR_ERR_INIT;
-    int rc2 = rollout_finish(&s, rc == 0, rc ? &scratch : &res->err);
+    int rc2 = sr_rollout_finish(&s, rc == 0, rc ? &scratch : &res->err);
     if (!rc && rc2)
         res->failed_turn = 0;
     rc = rc ? rc : rc2;
@@ -476,212 +355,4 @@ void sr_rollout_drop_exchanges(sr_rollout_result *r)
         sr_client_exchange_release(&r->exchanges[i].x);
         r->exchanges[i].turn = 0;
     }
-}
-
-/* The per-turn state updates, trace recording and the end of a rollout. */
-
-static int64_t span_version(const sr_client_result *r, int64_t row)
-{
-    for (size_t i = 0; i < r->n_spans; i++)
-        if (r->spans[i].lo <= row && row < r->spans[i].hi)
-            return r->spans[i].version;
-    return -1;
-}
-
-/* Rows [first, last) arrived in `r`: their held version, and the first version of new ones. */
-static int note_versions(rollout_state *s, const sr_client_result *r, int64_t first, int64_t last,
-                         sr_err *err)
-{
-    size_t need = last > 0 ? (size_t)last : 1;
-    int rc = rollout_grow((void **)&s->row_ver, &s->ver_cap, need, sizeof(int64_t), err);
-    if (!rc)
-        rc = rollout_grow((void **)&s->held_ver, &s->held_cap, need, sizeof(int64_t), err);
-    if (rc)
-        return rc;
-    for (int64_t i = first; i < last; i++) {
-        int64_t v = span_version(r, i);
-        s->held_ver[i] = v;
-        if ((size_t)i >= s->ver_n)
-            s->row_ver[i] = v;
-    }
-    if ((size_t)last > s->ver_n)
-        s->ver_n = (size_t)last;
-    return 0;
-}
-
-static int rollout_record(rollout_state *s, const sr_client_result *r, sr_err *err)
-{
-    const sr_rollout_config *c = s->cfg;
-    int64_t P = (int64_t)s->ids_n, G = (int64_t)r->n_tokens;
-    if (!c->quirks.overwrite_trace_each_turn) {
-        int64_t first = sr_route_trace_prompt_start(s->trace);
-        int rc = sr_route_trace_record(s->trace, P, G, &r->routes, NULL, 0, err);
-        rc = rollout_token_limit(s, rc, err);
-        return rc ? rc : note_versions(s, r, first, sr_route_trace_prompt_start(s->trace), err);
-    }
-    /* Before #1912: the whole conversation's routes replace whatever the trace held. */
-    sr_route_trace *t = NULL;
-    int rc = sr_route_trace_new(&t, &c->trace_opts, err);
-    if (!rc)
-        rc = sr_route_trace_record(t, P, G, &r->routes, NULL, 0, err);
-    rc = rollout_token_limit(s, rc, err);
-    if (rc) {
-        sr_route_trace_free(t);
-        return rc;
-    }
-    sr_route_trace_free(s->trace);
-    s->trace = t;
-    return note_versions(s, r, 0, sr_route_trace_prompt_start(t), err);
-}
-
-static int is_stop(const sr_client_result *r)
-{
-    return r->finish_reason && strcmp(r->finish_reason, "stop") == 0;
-}
-
-static int rollout_update_multi(rollout_state *s, const sr_client_result *r, sr_rollout_turn *t,
-                                sr_err *err)
-{
-    const sr_rollout_config *c = s->cfg;
-    size_t G = r->n_tokens, P = s->ids_n;
-    const double *lp = s->collect_lp && r->has_logprobs ? r->logprobs : NULL;
-    int added = c->append_eos_after_stop && is_stop(r) &&
-                (G == 0 || r->token_ids[G - 1] != (int32_t)c->eos_id);
-    int32_t eos = (int32_t)c->eos_id;
-    int rc = rollout_push_ids(s, r->token_ids, G, err);
-    if (!rc)
-        rc = rollout_push_mask(s, 1, lp, G, err);
-    if (!rc && added)
-        rc = rollout_push_ids(s, &eos, 1, err);
-    if (!rc && added)
-        rc = rollout_push_mask(s, 0, NULL, 1, err);
-    s->response_end = (int64_t)(P + G + (size_t)added) - 1;
-    if (!rc)
-        rc = rollout_push_ids(s, s->obs.ids, s->obs.n, err);
-    if (!rc)
-        rc = rollout_push_mask(s, 0, NULL, s->obs.n, err);
-    t->added_eos = added;
-    return rc;
-}
-
-static int rollout_update_single(rollout_state *s, const sr_client_result *r, sr_rollout_turn *t,
-                                 sr_err *err)
-{
-    const sr_rollout_config *c = s->cfg;
-    size_t G = r->n_tokens, P = s->ids_n;
-    const double *lp = s->collect_lp && r->has_logprobs ? r->logprobs : NULL;
-    /* The template path strips the model's EOS; it is re-added after the loop (§5.5). */
-    size_t kept = G && c->eos_id >= 0 && r->token_ids[G - 1] == (int32_t)c->eos_id ? G - 1 : G;
-    int rc = rollout_push_ids(s, r->token_ids, kept, err);
-    if (!rc)
-        rc = rollout_push_mask(s, 1, lp, kept, err);
-    s->response_end = (int64_t)(P + kept) - 1;
-    if (!rc)
-        rc = rollout_push_ids(s, s->obs.ids, s->obs.n, err);
-    if (!rc)
-        rc = rollout_push_mask(s, 0, NULL, s->obs.n, err);
-    t->added_eos = 0;
-    return rc;
-}
-
-/* The single-turn template's synthetic EOS (loss mask 1, logprob 0.0) after the response. */
-static int synthetic_eos(rollout_state *s, size_t *resp_len, sr_err *err)
-{
-    const sr_rollout_config *c = s->cfg;
-    size_t P0 = c->prompt_len, n = *resp_len;
-    int32_t eos = (int32_t)c->eos_id;
-    if (c->multi_turn || c->eos_id < 0 || strcmp(s->res->stop_reason, "length") == 0 ||
-        (n && s->ids[P0 + n - 1] == eos))
-        return 0;
-    s->ids_n = P0 + n;
-    s->mask_n = n;
-    int rc = rollout_push_ids(s, &eos, 1, err);
-    if (!rc)
-        rc = rollout_push_mask(s, 1, NULL, 1, err);
-    if (!rc)
-        *resp_len = n + 1;
-    return rc;
-}
-
-static void *dup_bytes(const void *p, size_t n)
-{
-    void *q = malloc(n ? n : 1);
-    if (q && n)
-        memcpy(q, p, n);
-    return q;
-}
-
-static int cut_outputs(rollout_state *s, size_t resp_len, sr_err *err)
-{
-    sr_rollout_result *res = s->res;
-    size_t P0 = s->cfg->prompt_len;
-    res->prompt_len = P0;
-    res->response_len = resp_len;
-    res->prompt_ids = dup_bytes(s->ids, P0 * sizeof(int32_t));
-    res->response_ids = dup_bytes(s->ids + P0, resp_len * sizeof(int32_t));
-    res->loss_mask = dup_bytes(s->mask, resp_len);
-    if (s->collect_lp)
-        res->logprobs = dup_bytes(s->lp, resp_len * sizeof(double));
-    if (!res->prompt_ids || !res->response_ids || !res->loss_mask ||
-        (s->collect_lp && !res->logprobs))
-        return sr_err_set(err, SR_E_NOMEM, "rollout: cannot copy the outputs");
-    return 0;
-}
-
-static int finalize_routes(rollout_state *s, sr_err *err)
-{
-    sr_rollout_result *res = s->res;
-    size_t P0 = s->cfg->prompt_len, T = P0 + res->response_len;
-    int rc = rollout_grow((void **)&s->full, &s->full_cap, T ? T : 1, 1, err);
-    if (rc)
-        return rc;
-    uint8_t *full = s->full;
-    memset(full, 0, P0);
-    memcpy(full + P0, res->loss_mask, res->response_len);
-    double t0 = sr_client_now_ms();
-    int cpu = 0; /* measured when the client sampled any of the rollout's generates */
-    for (int i = 0; i < res->n_turns; i++)
-        cpu |= res->turns[i].cpu_sampled;
-    int64_t cpu0 = cpu ? sr_clock_cpu_ns() : 0;
-    /* The trace's storage becomes the result's routes (no copy); the trace object stays on
-     * the conn for the next rollout. */
-    rc = sr_route_trace_finalize(&res->routes, &res->captured_rows, s->trace, (int64_t)T, full,
-                                 (int64_t)T, err);
-    res->finalize_ms = sr_client_now_ms() - t0;
-    if (cpu) {
-        res->finalize_cpu_sampled = 1;
-        res->finalize_cpu_ms = (double)(sr_clock_cpu_ns() - cpu0) / 1e6;
-    }
-    if (rc)
-        return rollout_token_limit(s, rc, err);
-    size_t rows = (size_t)res->routes.shape[0];
-    res->row_version = malloc((rows ? rows : 1) * sizeof(int64_t));
-    res->held_version = malloc((rows ? rows : 1) * sizeof(int64_t));
-    if (!res->row_version || !res->held_version)
-        return sr_err_set(err, SR_E_NOMEM, "rollout: cannot allocate row versions");
-    for (size_t i = 0; i < rows; i++) {
-        int captured = i < s->ver_n && (int64_t)i < res->captured_rows;
-        res->row_version[i] = captured ? s->row_ver[i] : -1;
-        res->held_version[i] = captured ? s->held_ver[i] : -1;
-    }
-    return 0;
-}
-
-static int rollout_finish(rollout_state *s, int finalize, sr_err *err)
-{
-    size_t P0 = s->cfg->prompt_len;
-    if (s->ids_n < P0 || !s->ids)
-        return 0; /* refused or failed before the prompt was in place: nothing to cut */
-    size_t resp_len = s->response_end + 1 > (int64_t)P0 ? (size_t)(s->response_end + 1) - P0 : 0;
-    /* After a failed turn the arrays may be shorter than the last response end claims. */
-    if (resp_len > s->mask_n)
-        resp_len = s->mask_n;
-    if (resp_len > s->ids_n - P0)
-        resp_len = s->ids_n - P0;
-    int rc = finalize ? synthetic_eos(s, &resp_len, err) : 0;
-    if (!rc)
-        rc = cut_outputs(s, resp_len, err);
-    if (!rc && finalize && s->trace && sr_route_trace_prompt_start(s->trace) > 0)
-        rc = finalize_routes(s, err);
-    return rc;
 }
