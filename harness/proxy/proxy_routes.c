@@ -259,25 +259,35 @@ static int64_t answer_tokens(const sr_splice_result *res)
     return -1;
 }
 
-/* skyrl's envelope holds a constant the dtype cannot: widened to the narrowest route dtype that
- * does, as the engine widens its own rows. */
-static int widen_for(sr_ndarray *a, const sr_route_rule *r, sr_err *err)
+/* a's elements re-typed to dt (values kept; a's old data freed). */
+static int retype(sr_ndarray *a, sr_dtype dt, sr_err *err)
 {
-    size_t bits = sr_dtype_size(a->dtype) * 8 - (sr_dtype_is_signed(a->dtype) ? 1 : 0);
-    if (r->act != SR_RA_CONSTANT || bits >= 63 || r->value < ((int64_t)1 << bits))
+    if (a->dtype == dt)
         return 0;
-    sr_dtype dt;
-    sr_ndarray wide = SR_NDARRAY_INIT;
-    int rc = sr_routes_canonical_dtype(&dt, r->value, err);
-    if (!rc)
-        rc = sr_ndarray_alloc(&wide, dt, a->ndim, a->shape, err);
+    sr_ndarray out = SR_NDARRAY_INIT;
+    int rc = sr_ndarray_alloc(&out, dt, a->ndim, a->shape, err);
     for (uint64_t i = 0, n = sr_ndarray_numel(a); !rc && i < n; i++)
-        sr_ndarray_set_i64(&wide, i, sr_ndarray_get_i64(a, i));
+        sr_ndarray_set_i64(&out, i, sr_ndarray_get_i64(a, i));
     if (rc)
         return rc;
     sr_ndarray_release(a);
-    *a = wide;
+    *a = out;
     return 0;
+}
+
+/* skyrl's envelope: the routes after the rule in the narrowest route dtype that holds their
+ * largest value, as the engine packs its own (engine/gen_body.c), so a rule that zeroes int16
+ * routes writes uint8 and a constant past uint8 widens them; the client refuses any other. */
+static int canonical(sr_ndarray *a, sr_err *err)
+{
+    int64_t max = 0;
+    for (uint64_t i = 0, n = sr_ndarray_numel(a); i < n; i++) {
+        int64_t v = sr_ndarray_get_i64(a, i);
+        max = v > max ? v : max;
+    }
+    sr_dtype dt;
+    int rc = sr_routes_canonical_dtype(&dt, max, err);
+    return rc ? rc : retype(a, dt, err);
 }
 
 /* Sets a's first dimension to `rows` (its bytes stay where they are). */
@@ -369,7 +379,10 @@ static int apply_all(rewrite *w, const sr_route_rule *r, const char **why, sr_er
             L = 1;
             K = (size_t)(n / rows);
         }
-        int rc = w->desc->encoding == SR_ENC_ENVELOPE ? widen_for(a, r, err) : 0;
+        /* The envelope's values are acted on as int64 (a constant fits) and packed again in
+         * their canonical dtype below. */
+        int env = w->desc->encoding == SR_ENC_ENVELOPE;
+        int rc = env ? retype(a, SR_DTYPE_INT64, err) : 0;
         if (!rc)
             rc = apply_block(a, rows, L, K, w, filler ? 0 : w->start, r, &kept, err);
         if (rc)
@@ -381,6 +394,8 @@ static int apply_all(rewrite *w, const sr_route_rule *r, const char **why, sr_er
             set_rows(a, kept + (filler && a->shape[0] > 0));
         else
             set_rows(a, kept * (int64_t)L * (int64_t)K);
+        if (env && (rc = canonical(a, err)))
+            return rc;
     }
     return 0;
 }

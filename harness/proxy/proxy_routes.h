@@ -13,9 +13,9 @@
  * [start, ..) of a prompt of P tokens (P and start from the request); vllm-json's two fields are
  * one array of positions [0, P+G) split at P, whose last row (added by the engine after the rule)
  * the rule does not reach and which stays only when the rule kept every other row; nemo-rl's last
- * row is its filler and is kept as it is. SGLang's flat wire carries no shape: its rows are P+G-1-start (G: the answer's token ids)
- * and a row is taken as one layer of L*K slots, so a rule that names layers (select.layers,
- * swap_layers) leaves such an answer unchanged.
+ * row is its filler and is kept as it is. SGLang's flat wire carries no shape: its rows are
+ * P+G-1-start (G: the answer's token ids) and a row is taken as one layer of L*K slots, so a rule
+ * that names layers (select.layers, swap_layers) leaves such an answer unchanged.
  *
  * Thread-safety: pure functions over their arguments.
  */
