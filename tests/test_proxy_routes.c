@@ -176,6 +176,29 @@ START_TEST(unplaceable_answers_are_left)
 }
 END_TEST
 
+/* A shape with a zero dimension holds no elements however many rows it announces: left as it
+ * is, named, at once (the rule's row loop is bounded by the slots present, not by the shape). */
+START_TEST(zero_size_routes_are_left)
+{
+    const char *body = "{\"choices\":[{\"token_ids\":[7,8],\"finish_reason\":\"length\","
+                       "\"logprobs\":null,\"routed_experts\":{\"data\":\"\",\"shape\":"
+                       "[1000000000000000,0,2],\"dtype\":\"uint8\"}}]}";
+    sr_route_rule r = rule("{\"region\":\"output\"}", "{\"do\":\"zero\"}");
+    sr_buf out = SR_BUF_INIT;
+    const char *why = NULL;
+    ck_assert_int_eq(rewrite(&out, &why, body, 0, &r), 0);
+    ck_assert_str_eq(why, "its routes hold no elements (a dimension of their shape is 0)");
+    ck_assert_uint_eq(out.len, 0);
+    /* The rule itself on rows of no slots: nothing to do, however many rows. */
+    unsigned char none[1] = {0};
+    sr_route_block b = {none, SR_DTYPE_UINT8, 0, (int64_t)1 << 50, 0, 2, 2, 0};
+    sr_err e = SR_ERR_INIT;
+    ck_assert_sr_ok(sr_route_rule_apply(&b, &r, NULL, &e), e);
+    ck_assert_int_eq(b.hi, (int64_t)1 << 50);
+    sr_buf_release(&out);
+}
+END_TEST
+
 /* The faults the proxy takes, and the ones that need the engine's state. */
 START_TEST(supported_faults)
 {
@@ -204,6 +227,7 @@ int main(void)
     tcase_add_test(tc, row_actions_write_the_new_shape);
     tcase_add_test(tc, constant_widens_the_envelope);
     tcase_add_test(tc, unplaceable_answers_are_left);
+    tcase_add_test(tc, zero_size_routes_are_left);
     tcase_add_test(tc, supported_faults);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);

@@ -43,7 +43,7 @@
 
 #define SR_PROXY_HOLD_BYTES      (1u << 20)   /* answer bytes held before the upstream is paused */
 #define SR_PROXY_MAX_REQUEST     (64u << 20)  /* default bound on a request body */
-#define SR_PROXY_MAX_REWRITE     (256u << 20) /* default bound on an answer a route fault rewrites */
+#define SR_PROXY_MAX_REWRITE     (256u << 20) /* default bound on a route fault's answer */
 #define SR_PROXY_UPSTREAM_MAX    512          /* bytes of the upstream URL, including the NUL */
 #define SR_PROXY_MAX_CONNECTIONS 512          /* client connections (a thread each) at once */
 

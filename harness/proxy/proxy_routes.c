@@ -360,6 +360,11 @@ static int apply_all(rewrite *w, const sr_route_rule *r, const char **why, sr_er
         sr_ndarray *a = &w->f[i].a;
         int64_t rows, kept = 0, filler = w->desc->rows == SR_ROWS_FILLER;
         size_t L, K;
+        if (sr_ndarray_numel(a) == 0) {
+            /* A shape with a zero dimension holds nothing, whatever its row count says. */
+            *why = "its routes hold no elements (a dimension of their shape is 0)";
+            return SR_E_INVAL;
+        }
         if (a->ndim == 3) {
             rows = a->shape[0] - (filler && a->shape[0] > 0);
             L = (size_t)a->shape[1];
