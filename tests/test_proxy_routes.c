@@ -199,6 +199,35 @@ START_TEST(zero_size_routes_are_left)
 }
 END_TEST
 
+/* SGLang with n > 1 answers one object per choice: each choice's flat routes take their rows
+ * from its own output_ids (choice 0: 2 tokens, 3 rows; choice 1: 3 tokens, 4 rows of 4). */
+START_TEST(sglang_choices_take_their_own_rows)
+{
+    const char *body =
+        "[{\"text\":\"\",\"output_ids\":[7,8],\"meta_info\":{\"routed_experts\":"
+        "\"AQAAAAIAAAADAAAABAAAAAUAAAAGAAAABwAAAAgAAAAJAAAACgAAAAsAAAAMAAAA\"}},"
+        "{\"text\":\"\",\"output_ids\":[7,8,9],\"meta_info\":{\"routed_experts\":"
+        "\"FQAAABYAAAAXAAAAGAAAABkAAAAaAAAAGwAAABwAAAAdAAAAHgAAAB8AAAAgAAAAIQAAACIAAAAjAAAAJAAAAA=="
+        "\"}}]";
+    const char *want =
+        "[{\"text\":\"\",\"output_ids\":[7,8],\"meta_info\":{\"routed_experts\":"
+        "\"AQAAAAIAAAADAAAABAAAAAUAAAAGAAAABwAAAAgAAAAAAAAAAAAAAAAAAAAAAAAA\"}},"
+        "{\"text\":\"\",\"output_ids\":[7,8,9],\"meta_info\":{\"routed_experts\":"
+        "\"FQAAABYAAAAXAAAAGAAAABkAAAAaAAAAGwAAABwAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=="
+        "\"}}]";
+    const char *req = "{\"input_ids\":[1,2],\"sampling_params\":{\"max_new_tokens\":3,\"n\":2}}";
+    sr_route_rule r = rule("{\"region\":\"output\"}", "{\"do\":\"zero\"}");
+    sr_buf out = SR_BUF_INIT;
+    const char *why = NULL;
+    sr_err e = SR_ERR_INIT;
+    int rc =
+        sr_px_routes_rewrite(&out, &why, "/generate", req, strlen(req), body, strlen(body), &r, &e);
+    ck_assert_msg(rc == 1, "rc %d: %s", rc, why ? why : e.msg);
+    ck_assert_str_eq(out.data, want);
+    sr_buf_release(&out);
+}
+END_TEST
+
 /* The faults the proxy takes, and the ones that need the engine's state. */
 START_TEST(supported_faults)
 {
@@ -228,6 +257,7 @@ int main(void)
     tcase_add_test(tc, constant_widens_the_envelope);
     tcase_add_test(tc, unplaceable_answers_are_left);
     tcase_add_test(tc, zero_size_routes_are_left);
+    tcase_add_test(tc, sglang_choices_take_their_own_rows);
     tcase_add_test(tc, supported_faults);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);

@@ -250,11 +250,17 @@ static int collect(rewrite *w, const char *body, size_t len, const char **why, s
     return 0;
 }
 
-/* The generated tokens the answer carries (its first token-id array), for the flat wire. */
-static int64_t answer_tokens(const sr_splice_result *res)
+/* The generated tokens of the choice route entry e belongs to, for the flat wire: the token-id
+ * array under the same answer element (SGLang with n > 1 answers a list, one object per choice:
+ * "[1].meta_info.routed_experts" pairs with "[1].output_ids"), or the answer's first one when
+ * the routes are not inside a list; -1 when there is none. */
+static int64_t answer_tokens(const sr_splice_result *res, const sr_splice_entry *e)
 {
+    const char *close = strchr(e->path, ']');
+    size_t prefix = close ? (size_t)(close - e->path) + 1 : 0;
     for (size_t i = 0; i < res->count; i++)
-        if (res->entries[i].kind == SR_SPLICE_INT_ARRAY)
+        if (res->entries[i].kind == SR_SPLICE_INT_ARRAY &&
+            strncmp(res->entries[i].path, e->path, prefix) == 0)
             return res->entries[i].array.shape[0];
     return -1;
 }
@@ -371,7 +377,7 @@ static int apply_all(rewrite *w, const sr_route_rule *r, const char **why, sr_er
             K = (size_t)a->shape[2];
         } else {
             /* The flat wire: rows from the request and the answer's tokens, one "layer" a row. */
-            int64_t G = answer_tokens(w->res), n = a->ndim == 1 ? a->shape[0] : -1;
+            int64_t G = answer_tokens(w->res, w->f[i].e), n = a->ndim == 1 ? a->shape[0] : -1;
             rows = w->P + G - 1 - w->start;
             if (G < 0 || n < 0 || rows <= 0 || n % rows) {
                 *why = "its flat routes do not divide into the rows the request and answer say";
