@@ -228,6 +228,87 @@ START_TEST(sglang_choices_take_their_own_rows)
 }
 END_TEST
 
+/* vLLM's completions answer of 3 rows of 2 x 2 uint8 routes (a .npy string), from
+ * `syncroll serve --dialect vllm`; with the last row zeroed in VLLM_ZERO. */
+#define VLLM_HEAD                                                                                  \
+    "{\"id\":\"cmpl-engine-0-1\",\"object\":\"text_completion\",\"model\":\"default\","            \
+    "\"choices\":[{\"index\":0,\"text\":\"\",\"token_ids\":[315,467],\"finish_reason\":"           \
+    "\"length\",\"logprobs\":null,\"routed_experts\":\"k05VTVBZAQB2AHsnZGVzY3InOiAnfHUxJywgJ2Zv"   \
+    "cnRyYW5fb3JkZXInOiBGYWxzZSwgJ3NoYXBlJzogKDMsIDIsIDIpLCB9ICAgICAgICAgICAgICAgICAg"             \
+    "ICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgIAoOAgkODAUECA"
+#define VLLM_TAIL "\",\"syncroll\":{\"engine\":\"engine-0\",\"weight_version\":0}}]}"
+static const char VLLM[] = VLLM_HEAD "ECDQY=" VLLM_TAIL;
+static const char VLLM_ZERO[] = VLLM_HEAD "AAAAA=" VLLM_TAIL;
+
+static int rewrite_at(sr_buf *out, const char **why, const char *path, const char *req,
+                      const char *body, const sr_route_rule *r)
+{
+    sr_err e = SR_ERR_INIT;
+    int rc = sr_px_routes_rewrite(out, why, path, req, strlen(req), body, strlen(body), r, &e);
+    ck_assert_msg(rc >= 0, "%s", e.msg);
+    return rc;
+}
+
+/* A completions prompt given as one list in a list is that list (as vLLM takes it): P = 2, so
+ * the output region is the last row. Any other prompt that is not a flat list of integer ids is
+ * left unchanged, named. */
+START_TEST(nested_prompt_is_its_inner_list)
+{
+    sr_route_rule r = rule("{\"region\":\"output\"}", "{\"do\":\"zero\"}");
+    sr_buf out = SR_BUF_INIT;
+    const char *why = NULL;
+    const char *flat = "{\"prompt\":[1,2],\"max_tokens\":2}";
+    int rc = rewrite_at(&out, &why, "/v1/completions", flat, VLLM, &r);
+    ck_assert_msg(rc == 1, "%s", why);
+    ck_assert_str_eq(out.data, VLLM_ZERO);
+    const char *nested = "{\"prompt\":[[1,2]],\"max_tokens\":2}";
+    ck_assert_int_eq(rewrite_at(&out, &why, "/v1/completions", nested, VLLM, &r), 1);
+    ck_assert_str_eq(out.data, VLLM_ZERO);
+    const char *refused[] = {
+        "{\"prompt\":[[1,2],[3]],\"max_tokens\":2}", "{\"prompt\":[[1,[2]]],\"max_tokens\":2}",
+        "{\"prompt\":[1,2.5],\"max_tokens\":2}", "{\"prompt\":[1,\"a\"],\"max_tokens\":2}"};
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        ck_assert_int_eq(rewrite_at(&out, &why, "/v1/completions", refused[i], VLLM, &r), 0);
+        ck_assert_str_eq(why, "its request's prompt is not a list of integer token ids (nor one "
+                              "such list in a list)");
+        ck_assert_uint_eq(out.len, 0);
+    }
+    sr_buf_release(&out);
+}
+END_TEST
+
+/* dynamo's routes carry a "start" written back as an integer: one that is not an integer in
+ * range (here 1e300, 1.5, -1) leaves the answer unchanged, named; 1 is written back as 1. */
+START_TEST(dynamo_start_must_be_an_integer)
+{
+    sr_route_rule r = rule(NULL, "{\"do\":\"zero\"}");
+    sr_buf out = SR_BUF_INIT;
+    const char *why = NULL;
+    const char *req = "{\"prompt\":[1,2],\"max_tokens\":2}";
+    const char *starts[] = {"1e300", "1.5", "-1", "\"1\""};
+    char body[512];
+    for (size_t i = 0; i < sizeof starts / sizeof starts[0]; i++) {
+        snprintf(body, sizeof body,
+                 "{\"choices\":[{\"index\":0,\"text\":\"\",\"token_ids\":[315,467],"
+                 "\"finish_reason\":\"length\",\"logprobs\":null}],\"nvext\":{\"engine_data\":"
+                 "{\"routed_experts\":{\"data\":\"DgIJDgwFBAgBAg0G\",\"shape\":[3,2,2],"
+                 "\"start\":%s,\"dtype\":\"uint8\"}}}}",
+                 starts[i]);
+        ck_assert_int_eq(rewrite_at(&out, &why, "/v1/completions", req, body, &r), 0);
+        ck_assert_str_eq(why, "its routes' start is not an integer in [0, 2^53)");
+    }
+    snprintf(body, sizeof body,
+             "{\"choices\":[{\"index\":0,\"text\":\"\",\"token_ids\":[315,467],"
+             "\"finish_reason\":\"length\",\"logprobs\":null}],\"nvext\":{\"engine_data\":"
+             "{\"routed_experts\":{\"data\":\"DgIJDgwFBAgBAg0G\",\"shape\":[3,2,2],"
+             "\"start\":1,\"dtype\":\"uint8\"}}}}");
+    ck_assert_int_eq(rewrite_at(&out, &why, "/v1/completions", req, body, &r), 1);
+    ck_assert_ptr_nonnull(strstr(out.data, "{\"data\":\"AAAAAAAAAAAAAAAA\",\"shape\":[3,2,2],"
+                                           "\"start\":1,\"dtype\":\"uint8\"}"));
+    sr_buf_release(&out);
+}
+END_TEST
+
 /* The faults the proxy takes, and the ones that need the engine's state. */
 START_TEST(supported_faults)
 {
@@ -258,6 +339,8 @@ int main(void)
     tcase_add_test(tc, unplaceable_answers_are_left);
     tcase_add_test(tc, zero_size_routes_are_left);
     tcase_add_test(tc, sglang_choices_take_their_own_rows);
+    tcase_add_test(tc, nested_prompt_is_its_inner_list);
+    tcase_add_test(tc, dynamo_start_must_be_an_integer);
     tcase_add_test(tc, supported_faults);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);

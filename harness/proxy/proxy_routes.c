@@ -155,25 +155,51 @@ static int find_members(const char *s, size_t n, const char *key, span *out, int
 
 /* ---- the request: prompt length and route start ---- */
 
-static int request_positions(int64_t *P, int64_t *start, const sr_dialect_route *rt,
-                             const char *req, size_t n)
+/* Whether v is an integer JSON number in [0, 2^53) (exact in a double). */
+static int is_count(const cJSON *v)
+{
+    return cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble < 9007199254740992.0 &&
+           (double)(int64_t)v->valuedouble == v->valuedouble;
+}
+
+/* The prompt's token count from its value t: a flat list of integer ids, or one such list in a
+ * list (vLLM's completions take [[ids]] as the one prompt [ids]); NULL, else why not. */
+static const char *prompt_length(int64_t *P, const cJSON *t)
+{
+    if (!cJSON_IsArray(t))
+        return "its request holds no prompt token ids";
+    if (cJSON_GetArraySize(t) == 1 && cJSON_IsArray(t->child))
+        t = t->child;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, t)
+    {
+        if (!is_count(e))
+            return "its request's prompt is not a list of integer token ids (nor one such list "
+                   "in a list)";
+    }
+    *P = cJSON_GetArraySize(t);
+    return NULL;
+}
+
+/* The request's prompt length *P and route start *start; NULL, else why they cannot be told. */
+static const char *request_positions(int64_t *P, int64_t *start, const sr_dialect_route *rt,
+                                     const char *req, size_t n)
 {
     cJSON *doc = req && n ? cJSON_ParseWithLength(req, n) : NULL;
     const cJSON *t = doc ? cJSON_GetObjectItemCaseSensitive(doc, rt->request.tokens_key) : NULL;
-    int ok = cJSON_IsArray(t);
-    *P = ok ? cJSON_GetArraySize(t) : 0;
+    const char *why = prompt_length(P, t);
     *start = 0;
     const sr_dialect_request *q = &rt->request;
     const cJSON *holder = doc;
-    if (ok && q->start_key && q->start_in_params && q->params)
+    if (!why && q->start_key && q->start_in_params && q->params)
         holder = cJSON_GetObjectItemCaseSensitive(doc, q->params);
-    const cJSON *s = ok && q->start_key && holder
+    const cJSON *s = !why && q->start_key && holder
                          ? cJSON_GetObjectItemCaseSensitive(holder, q->start_key)
                          : NULL;
     if (cJSON_IsNumber(s) && s->valuedouble > 0 && s->valuedouble < 1e12)
         *start = (int64_t)s->valuedouble;
     cJSON_Delete(doc);
-    return ok;
+    return why;
 }
 
 /* ---- the rewrite ---- */
@@ -227,6 +253,13 @@ static int collect(rewrite *w, const char *body, size_t len, const char **why, s
         if (w->n_routes + w->n_prompt >= MAX_FIELDS || (prompt && w->n_prompt)) {
             *why = "it holds more route fields than the proxy rewrites (one choice at most for "
                    "vllm-json, eight otherwise)";
+            return SR_E_INVAL;
+        }
+        const cJSON *start =
+            e->sidecar ? cJSON_GetObjectItemCaseSensitive(e->sidecar, "start") : NULL;
+        if (w->desc->encoding == SR_ENC_OBJECT && start && !is_count(start)) {
+            /* Written back as an integer: only a value that is one. */
+            *why = "its routes' start is not an integer in [0, 2^53)";
             return SR_E_INVAL;
         }
         int slot = prompt ? MAX_FIELDS : w->n_routes;
@@ -444,10 +477,8 @@ static int rewrite_spliced(sr_buf *out, rewrite *w, const sr_dialect_route *rt,
 {
     int rc = collect(w, body, len, why, err);
     if (!rc && w->desc->rows != SR_ROWS_SPLIT &&
-        !request_positions(&w->P, &w->start, rt, req_body, req_len)) {
-        *why = "its request holds no prompt token ids";
+        (*why = request_positions(&w->P, &w->start, rt, req_body, req_len)))
         rc = SR_E_INVAL;
-    }
     if (!rc)
         rc = apply_all(w, r, why, err);
     for (int i = 0; !rc && i <= MAX_FIELDS; i++)
