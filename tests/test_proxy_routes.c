@@ -147,12 +147,23 @@ START_TEST(unplaceable_answers_are_left)
     skyrl_answer(body, sizeof body, NULL, -1);
     ck_assert_int_eq(rewrite(&out, &why, body, 0, &zero), 0);
     ck_assert_str_eq(why, "it carries no routes of one known wire"); /* null routes: no wire told */
-    /* The key written with an escape: the client's splice reads it, the byte scan would not. */
+    /* A key written with an escape: alone, the answer's wire cannot be told from its bytes. */
     skyrl_answer(body, sizeof body, V, 3);
     char *k = strstr(body, "routed_experts");
     char esc[600];
     snprintf(esc, sizeof esc, "%.*srouted\\u005fexperts%s", (int)(k - body), body, k + 14);
     ck_assert_int_eq(rewrite(&out, &why, esc, 0, &zero), 0);
+    ck_assert_str_eq(why, "it carries no routes of one known wire");
+    ck_assert_uint_eq(out.len, 0);
+    /* Beside a choice written plainly (the wire is told), the client's splice refuses it
+     * (splice.layout_drift): an escaped key never reaches the proxy's byte scan, whose count
+     * check is a guard only. */
+    char two[1200];
+    const char *c0 = strstr(esc, "{\"token_ids\""), *c1 = strstr(body, "{\"token_ids\"");
+    snprintf(two, sizeof two, "{\"choices\":[%.*s,%.*s]}", (int)(strrchr(esc, ']') - c0), c0,
+             (int)(strrchr(body, ']') - c1), c1);
+    ck_assert_int_eq(rewrite(&out, &why, two, 0, &zero), 0);
+    ck_assert_str_eq(why, "the client's splice refuses it");
     ck_assert_uint_eq(out.len, 0);
     /* SGLang's flat routes carry no layers: a rule that selects layers cannot be placed. */
     const char *sgl = "{\"text\":\"\",\"output_ids\":[7,8],\"meta_info\":{\"routed_experts\":"

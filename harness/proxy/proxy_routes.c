@@ -98,9 +98,10 @@ static int is_ws(char c)
 /*
  * The values of every object member whose key is written exactly `key` (no escapes), in document
  * order: the first `max` into out; returns how many there are, or -1 for text that is not JSON.
- * The splice has already accepted the answer; this scan only finds byte positions, and a key
- * written with escapes (which the splice reads as the same key) makes the caller's counts differ
- * and the answer stay as it is.
+ * The splice has already accepted the answer; this scan only finds byte positions. A key written
+ * with escapes never gets here (the splice refuses it as splice.layout_drift, or the wire is not
+ * told from the bytes), so the caller's check that the counts agree is a guard that the positions
+ * are the values the splice read, not a path an answer is expected to take.
  */
 static int find_members(const char *s, size_t n, const char *key, span *out, int max)
 {
@@ -272,8 +273,7 @@ static int collect(rewrite *w, const char *body, size_t len, const char **why, s
     int found_p = find_members(body, len, "prompt_routed_experts", at + MAX_FIELDS, 1);
     if (!w->n_routes || found != w->n_routes || found_p != w->n_prompt ||
         (w->desc->rows == SR_ROWS_SPLIT && (w->n_routes != 1 || w->n_prompt != 1))) {
-        *why = w->n_routes ? "its route keys are not where the splice read them (written with "
-                             "escapes?)"
+        *why = w->n_routes ? "its route keys are not where the splice read them"
                            : "it carries no routes";
         return SR_E_INVAL;
     }
