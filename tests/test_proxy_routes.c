@@ -134,6 +134,28 @@ START_TEST(constant_widens_the_envelope)
 }
 END_TEST
 
+/* skyrl's envelope is packed again in the narrowest dtype holding its values, as the engine
+ * packs its own (the client refuses a wider one as envelope.non_canonical): int16 routes (384
+ * experts) all zeroed are uint8; with values past 255 left they stay int16. */
+START_TEST(envelope_repacked_canonical)
+{
+    const char *body = "{\"choices\":[{\"token_ids\":[7,8],\"finish_reason\":\"length\","
+                       "\"logprobs\":null,\"routed_experts\":{\"data\":"
+                       "\"LAEtAS4BLwEwATEBMgEzATQBNQE2ATcB\",\"shape\":[3,2,2],\"dtype\":"
+                       "\"int16\"}}]}";
+    sr_route_rule all = rule(NULL, "{\"do\":\"zero\"}");
+    sr_route_rule some = rule("{\"region\":\"output\"}", "{\"do\":\"zero\"}");
+    sr_buf out = SR_BUF_INIT;
+    const char *why = NULL;
+    ck_assert_int_eq(rewrite(&out, &why, body, 0, &all), 1);
+    ck_assert_ptr_nonnull(
+        strstr(out.data, "{\"data\":\"AAAAAAAAAAAAAAAA\",\"shape\":[3,2,2],\"dtype\":\"uint8\"}"));
+    ck_assert_int_eq(rewrite(&out, &why, body, 0, &some), 1);
+    ck_assert_ptr_nonnull(strstr(out.data, "\"shape\":[3,2,2],\"dtype\":\"int16\"}"));
+    sr_buf_release(&out);
+}
+END_TEST
+
 /* Answers the rule cannot be placed on are left as they are, with the reason. */
 START_TEST(unplaceable_answers_are_left)
 {
@@ -347,6 +369,7 @@ int main(void)
     tcase_add_test(tc, start_places_the_rows);
     tcase_add_test(tc, row_actions_write_the_new_shape);
     tcase_add_test(tc, constant_widens_the_envelope);
+    tcase_add_test(tc, envelope_repacked_canonical);
     tcase_add_test(tc, unplaceable_answers_are_left);
     tcase_add_test(tc, zero_size_routes_are_left);
     tcase_add_test(tc, sglang_choices_take_their_own_rows);

@@ -314,6 +314,18 @@ static int retype(sr_ndarray *a, sr_dtype dt, sr_err *err)
     return 0;
 }
 
+/* skyrl's envelope holds a constant its dtype cannot: widened to the route dtype that does (only
+ * then: a copy in a wider dtype costs memory on a large answer). */
+static int widen_for(sr_ndarray *a, const sr_route_rule *r, sr_err *err)
+{
+    size_t bits = sr_dtype_size(a->dtype) * 8 - (sr_dtype_is_signed(a->dtype) ? 1 : 0);
+    if (r->act != SR_RA_CONSTANT || bits >= 63 || r->value < ((int64_t)1 << bits))
+        return 0;
+    sr_dtype dt;
+    int rc = sr_routes_canonical_dtype(&dt, r->value, err);
+    return rc ? rc : retype(a, dt, err);
+}
+
 /* skyrl's envelope: the routes after the rule in the narrowest route dtype that holds their
  * largest value, as the engine packs its own (engine/gen_body.c), so a rule that zeroes int16
  * routes writes uint8 and a constant past uint8 widens them; the client refuses any other. */
@@ -423,10 +435,10 @@ static int apply_all(rewrite *w, const sr_route_rule *r, const char **why, sr_er
             L = 1;
             K = (size_t)(n / rows);
         }
-        /* The envelope's values are acted on as int64 (a constant fits) and packed again in
-         * their canonical dtype below. */
+        /* The envelope widens first for a constant its dtype cannot hold, and is packed again
+         * in its canonical dtype below. */
         int env = w->desc->encoding == SR_ENC_ENVELOPE;
-        int rc = env ? retype(a, SR_DTYPE_INT64, err) : 0;
+        int rc = env ? widen_for(a, r, err) : 0;
         if (!rc)
             rc = apply_block(a, rows, L, K, w, filler ? 0 : w->start, r, &kept, err);
         if (rc)
