@@ -14,7 +14,13 @@
 #     start names) in the proxy in front of a clean engine and in the engine itself give the
 #     same routes for every turn of a multi-turn run (a recording proxy in front of each keeps
 #     what the client got), in every wire.
-#   PROXY_FAULTS_PART=routes|retry|same   only that part
+#   edges part: an upstream answer cut mid-body reaches the client cut the same with and
+#     without a route fault (the upstream's announced length, then the connection closed),
+#     counted in upstream_failures and recorded "complete": false; a route fault's answer
+#     longer than --max-rewrite-bytes goes out unchanged; in front of a clean engine of 384
+#     experts the proxy's routes_all_zero gives the engine's own fault's answer (routes in
+#     their canonical dtype), which check-body accepts.
+#   PROXY_FAULTS_PART=routes|retry|same|edges   only that part
 . "$(dirname "$0")/lib.sh"
 part=${PROXY_FAULTS_PART:-all}
 pids=
@@ -139,6 +145,138 @@ PY
     expect_out 2 'fault\.invalid_spec: .*expert_out_of_range.*model layer' \
         "a model fault outside the grammar is fault.invalid_spec in the proxy" \
         "$S" proxy --upstream http://127.0.0.1:9 --fault '{"kind": "expert_out_of_range"}'
+fi
+
+if [ "$part" = all ] || [ "$part" = edges ]; then
+    # A scripted upstream: /skyrl/v1/generate?cut announces 1000 bytes, sends 148 and closes;
+    # ?big answers a whole skyrl answer of 4000 route values (about 5.6 KB).
+    cat >"$tmp/upstream.py" <<'PY'
+import base64, json, socket, sys
+big = json.dumps({"choices": [{"token_ids": [7, 8], "finish_reason": "length",
+                               "logprobs": None, "routed_experts": {
+    "data": base64.b64encode(bytes(i % 7 + 1 for i in range(4000))).decode(),
+    "shape": [1000, 2, 2], "dtype": "uint8"}}]}, separators=(",", ":")).encode()
+open(sys.argv[1], "wb").write(big)
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", 0))
+s.listen(8)
+print('{"url":"http://127.0.0.1:%d"}' % s.getsockname()[1], flush=True)
+while True:
+    c, _ = s.accept()
+    f = c.makefile("rb")
+    head = f.readline()
+    n = 0
+    while True:
+        line = f.readline()
+        if line in (b"\r\n", b""):
+            break
+        if line.lower().startswith(b"content-length:"):
+            n = int(line.split(b":")[1])
+    f.read(n)
+    if b"?cut" in head:
+        c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                  b"Content-Length: 1000\r\nConnection: close\r\n\r\n" + big[:148])
+    else:
+        c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
+                  + str(len(big)).encode() + b"\r\nConnection: close\r\n\r\n" + big)
+    f.close()
+    c.close()
+PY
+    # get URL: what a client gets: "<announced length> <bytes read> cut|whole"; the body
+    # into $tmp/got.
+    cat >"$tmp/get.py" <<'PY'
+import http.client, json, sys, urllib.parse
+u = urllib.parse.urlsplit(sys.argv[1])
+c = http.client.HTTPConnection(u.hostname, u.port, timeout=30)
+c.request("POST", u.path + "?" + u.query, body=json.dumps({"token_ids": [1, 2]}),
+          headers={"Content-Type": "application/json"})
+r = c.getresponse()
+try:
+    body, how = r.read(), "whole"
+except http.client.IncompleteRead as e:
+    body, how = e.partial, "cut"
+open(sys.argv[2], "wb").write(body)
+print(r.getheader("Content-Length"), len(body), how)
+PY
+    start upstream python3 "$tmp/upstream.py" "$tmp/big"
+    up_url=$url
+    expect_out 0 '^1000 148 cut$' "the upstream's cut answer, directly: announced 1000, 148 bytes" \
+        python3 "$tmp/get.py" "$up_url/skyrl/v1/generate?cut" "$tmp/got"
+    start proxy "$S" proxy --upstream "$up_url" --record "$tmp/cap-cut" \
+        --fault '{"kind": "routes_all_zero", "id": "zero"}'
+    proxy_pid=$last_pid
+    expect_out 0 '^1000 148 cut$' "through the proxy's route fault the client sees the same cut" \
+        python3 "$tmp/get.py" "$url/skyrl/v1/generate?cut" "$tmp/got"
+    st_line=$(state "$url")
+    printf '%s\n' "$st_line" | grep -q '"upstream_failures":1,' ||
+        bad "the cut answer is not counted in upstream_failures: $st_line"
+    stop "$proxy_pid"
+    expect_out 0 '"complete":false' "the capture records the cut exchange as not complete" \
+        "$S" replay --list --json "$tmp/cap-cut"
+    # The bound: with the default the answer is rewritten (the fault fires on it); past
+    # --max-rewrite-bytes it goes out as the upstream wrote it, named and counted.
+    start proxy "$S" proxy --upstream "$up_url" --fault '{"kind": "routes_all_zero", "id": "zero"}'
+    proxy_pid=$last_pid
+    expect_out 0 '^[0-9]+ [0-9]+ whole$' "a whole answer under the bound" \
+        python3 "$tmp/get.py" "$url/skyrl/v1/generate?big" "$tmp/got"
+    cmp -s "$tmp/got" "$tmp/big" && bad "the answer under the bound was not rewritten"
+    stop "$proxy_pid"
+    start proxy "$S" proxy --upstream "$up_url" --max-rewrite-bytes 4096 \
+        --fault '{"kind": "routes_all_zero", "id": "zero"}'
+    proxy_pid=$last_pid
+    expect_out 0 '^[0-9]+ [0-9]+ whole$' "a whole answer past --max-rewrite-bytes" \
+        python3 "$tmp/get.py" "$url/skyrl/v1/generate?big" "$tmp/got"
+    if cmp -s "$tmp/got" "$tmp/big"; then
+        ok "an answer past --max-rewrite-bytes goes out unchanged"
+    else
+        bad "an answer past --max-rewrite-bytes was changed"
+    fi
+    st_line=$(state "$url")
+    printf '%s\n' "$st_line" | grep -q '"routes_unchanged":1,' ||
+        bad "the answer past the bound is not counted in routes_unchanged: $st_line"
+    stop "$proxy_pid"
+    grep -q 'longer than --max-rewrite-bytes' "$tmp/proxy.err" ||
+        bad "the answer past the bound is not named: $(cat "$tmp/proxy.err")"
+
+    # 384 experts: the engine's routes are int16; all zero they are uint8, as the engine's own
+    # fault writes them.
+    cfg384='"count": 1, "seed": 5, "model": {"vocab": 500, "layers": 2, "experts": 384, "topk": 2, "eos_id": -1}'
+    printf '{%s, "faults": [{"kind": "routes_all_zero"}]}\n' "$cfg384" >"$tmp/own384.json"
+    printf '{%s, "faults": []}\n' "$cfg384" >"$tmp/clean384.json"
+    start serve "$S" serve --stop-grace 2 "$tmp/own384.json"
+    own_pid=$last_pid
+    own_url=$url
+    start serve "$S" serve --stop-grace 2 "$tmp/clean384.json"
+    serve_pid=$last_pid
+    start proxy "$S" proxy --upstream "$url" --fault '{"kind": "routes_all_zero", "id": "zero"}'
+    proxy_pid=$last_pid
+    python3 - "$own_url" "$url" "$tmp" <<'PY' >"$tmp/384.out" 2>&1
+import json, sys, urllib.request
+def post(base, name):
+    req = urllib.request.Request(
+        base + "/skyrl/v1/generate",
+        data=json.dumps({"sampling_params": {"max_tokens": 6}, "model": "default",
+                         "token_ids": [5, 6, 7, 8]}).encode(),
+        headers={"Content-Type": "application/json"})
+    body = urllib.request.urlopen(req, timeout=30).read()
+    open(sys.argv[3] + "/" + name, "wb").write(body)
+    return body
+own, via = (json.loads(post(u, n))["choices"][0] for u, n in
+            ((sys.argv[1], "own384"), (sys.argv[2], "via384")))
+# The engine names its own fault in its "syncroll" member; everything else is the same.
+own["syncroll"].pop("faults")
+assert own == via, (own, via)
+print("same", via["routed_experts"]["dtype"])
+PY
+    grep -q '^same uint8$' "$tmp/384.out" &&
+        ok "384 experts: the proxy's routes_all_zero gives the engine's own fault's answer" ||
+        bad "384 experts: $(cat "$tmp/384.out")"
+    expect 0 "384 experts: check-body accepts the rewritten answer" \
+        "$S" check-body "$tmp/via384"
+    stop "$proxy_pid"
+    stop "$serve_pid"
+    stop "$own_pid"
 fi
 
 # scenario FILE URL|- DIALECT [FAULTS [QUIRK]]: a multi-turn scenario against URL (or,

@@ -134,6 +134,28 @@ START_TEST(constant_widens_the_envelope)
 }
 END_TEST
 
+/* skyrl's envelope is packed again in the narrowest dtype holding its values, as the engine
+ * packs its own (the client refuses a wider one as envelope.non_canonical): int16 routes (384
+ * experts) all zeroed are uint8; with values past 255 left they stay int16. */
+START_TEST(envelope_repacked_canonical)
+{
+    const char *body = "{\"choices\":[{\"token_ids\":[7,8],\"finish_reason\":\"length\","
+                       "\"logprobs\":null,\"routed_experts\":{\"data\":"
+                       "\"LAEtAS4BLwEwATEBMgEzATQBNQE2ATcB\",\"shape\":[3,2,2],\"dtype\":"
+                       "\"int16\"}}]}";
+    sr_route_rule all = rule(NULL, "{\"do\":\"zero\"}");
+    sr_route_rule some = rule("{\"region\":\"output\"}", "{\"do\":\"zero\"}");
+    sr_buf out = SR_BUF_INIT;
+    const char *why = NULL;
+    ck_assert_int_eq(rewrite(&out, &why, body, 0, &all), 1);
+    ck_assert_ptr_nonnull(
+        strstr(out.data, "{\"data\":\"AAAAAAAAAAAAAAAA\",\"shape\":[3,2,2],\"dtype\":\"uint8\"}"));
+    ck_assert_int_eq(rewrite(&out, &why, body, 0, &some), 1);
+    ck_assert_ptr_nonnull(strstr(out.data, "\"shape\":[3,2,2],\"dtype\":\"int16\"}"));
+    sr_buf_release(&out);
+}
+END_TEST
+
 /* Answers the rule cannot be placed on are left as they are, with the reason. */
 START_TEST(unplaceable_answers_are_left)
 {
@@ -147,12 +169,23 @@ START_TEST(unplaceable_answers_are_left)
     skyrl_answer(body, sizeof body, NULL, -1);
     ck_assert_int_eq(rewrite(&out, &why, body, 0, &zero), 0);
     ck_assert_str_eq(why, "it carries no routes of one known wire"); /* null routes: no wire told */
-    /* The key written with an escape: the client's splice reads it, the byte scan would not. */
+    /* A key written with an escape: alone, the answer's wire cannot be told from its bytes. */
     skyrl_answer(body, sizeof body, V, 3);
     char *k = strstr(body, "routed_experts");
     char esc[600];
     snprintf(esc, sizeof esc, "%.*srouted\\u005fexperts%s", (int)(k - body), body, k + 14);
     ck_assert_int_eq(rewrite(&out, &why, esc, 0, &zero), 0);
+    ck_assert_str_eq(why, "it carries no routes of one known wire");
+    ck_assert_uint_eq(out.len, 0);
+    /* Beside a choice written plainly (the wire is told), the client's splice refuses it
+     * (splice.layout_drift): an escaped key never reaches the proxy's byte scan, whose count
+     * check is a guard only. */
+    char two[1200];
+    const char *c0 = strstr(esc, "{\"token_ids\""), *c1 = strstr(body, "{\"token_ids\"");
+    snprintf(two, sizeof two, "{\"choices\":[%.*s,%.*s]}", (int)(strrchr(esc, ']') - c0), c0,
+             (int)(strrchr(body, ']') - c1), c1);
+    ck_assert_int_eq(rewrite(&out, &why, two, 0, &zero), 0);
+    ck_assert_str_eq(why, "the client's splice refuses it");
     ck_assert_uint_eq(out.len, 0);
     /* SGLang's flat routes carry no layers: a rule that selects layers cannot be placed. */
     const char *sgl = "{\"text\":\"\",\"output_ids\":[7,8],\"meta_info\":{\"routed_experts\":"
@@ -172,6 +205,139 @@ START_TEST(unplaceable_answers_are_left)
     ck_assert_str_eq(out.data,
                      "{\"text\":\"\",\"output_ids\":[7,8],\"meta_info\":{\"routed_experts\":"
                      "\"AQAAAAIAAAADAAAABAAAAAUAAAAGAAAABwAAAAgAAAAAAAAAAAAAAAAAAAAAAAAA\"}}");
+    sr_buf_release(&out);
+}
+END_TEST
+
+/* A shape with a zero dimension holds no elements however many rows it announces: left as it
+ * is, named, at once (the rule's row loop is bounded by the slots present, not by the shape). */
+START_TEST(zero_size_routes_are_left)
+{
+    const char *body = "{\"choices\":[{\"token_ids\":[7,8],\"finish_reason\":\"length\","
+                       "\"logprobs\":null,\"routed_experts\":{\"data\":\"\",\"shape\":"
+                       "[1000000000000000,0,2],\"dtype\":\"uint8\"}}]}";
+    sr_route_rule r = rule("{\"region\":\"output\"}", "{\"do\":\"zero\"}");
+    sr_buf out = SR_BUF_INIT;
+    const char *why = NULL;
+    ck_assert_int_eq(rewrite(&out, &why, body, 0, &r), 0);
+    ck_assert_str_eq(why, "its routes hold no elements (a dimension of their shape is 0)");
+    ck_assert_uint_eq(out.len, 0);
+    /* The rule itself on rows of no slots: nothing to do, however many rows. */
+    unsigned char none[1] = {0};
+    sr_route_block b = {none, SR_DTYPE_UINT8, 0, (int64_t)1 << 50, 0, 2, 2, 0};
+    sr_err e = SR_ERR_INIT;
+    ck_assert_sr_ok(sr_route_rule_apply(&b, &r, NULL, &e), e);
+    ck_assert_int_eq(b.hi, (int64_t)1 << 50);
+    sr_buf_release(&out);
+}
+END_TEST
+
+/* SGLang with n > 1 answers one object per choice: each choice's flat routes take their rows
+ * from its own output_ids (choice 0: 2 tokens, 3 rows; choice 1: 3 tokens, 4 rows of 4). */
+START_TEST(sglang_choices_take_their_own_rows)
+{
+    const char *body =
+        "[{\"text\":\"\",\"output_ids\":[7,8],\"meta_info\":{\"routed_experts\":"
+        "\"AQAAAAIAAAADAAAABAAAAAUAAAAGAAAABwAAAAgAAAAJAAAACgAAAAsAAAAMAAAA\"}},"
+        "{\"text\":\"\",\"output_ids\":[7,8,9],\"meta_info\":{\"routed_experts\":"
+        "\"FQAAABYAAAAXAAAAGAAAABkAAAAaAAAAGwAAABwAAAAdAAAAHgAAAB8AAAAgAAAAIQAAACIAAAAjAAAAJAAAAA=="
+        "\"}}]";
+    const char *want =
+        "[{\"text\":\"\",\"output_ids\":[7,8],\"meta_info\":{\"routed_experts\":"
+        "\"AQAAAAIAAAADAAAABAAAAAUAAAAGAAAABwAAAAgAAAAAAAAAAAAAAAAAAAAAAAAA\"}},"
+        "{\"text\":\"\",\"output_ids\":[7,8,9],\"meta_info\":{\"routed_experts\":"
+        "\"FQAAABYAAAAXAAAAGAAAABkAAAAaAAAAGwAAABwAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=="
+        "\"}}]";
+    const char *req = "{\"input_ids\":[1,2],\"sampling_params\":{\"max_new_tokens\":3,\"n\":2}}";
+    sr_route_rule r = rule("{\"region\":\"output\"}", "{\"do\":\"zero\"}");
+    sr_buf out = SR_BUF_INIT;
+    const char *why = NULL;
+    sr_err e = SR_ERR_INIT;
+    int rc =
+        sr_px_routes_rewrite(&out, &why, "/generate", req, strlen(req), body, strlen(body), &r, &e);
+    ck_assert_msg(rc == 1, "rc %d: %s", rc, why ? why : e.msg);
+    ck_assert_str_eq(out.data, want);
+    sr_buf_release(&out);
+}
+END_TEST
+
+/* vLLM's completions answer of 3 rows of 2 x 2 uint8 routes (a .npy string), from
+ * `syncroll serve --dialect vllm`; with the last row zeroed in VLLM_ZERO. */
+#define VLLM_HEAD                                                                                  \
+    "{\"id\":\"cmpl-engine-0-1\",\"object\":\"text_completion\",\"model\":\"default\","            \
+    "\"choices\":[{\"index\":0,\"text\":\"\",\"token_ids\":[315,467],\"finish_reason\":"           \
+    "\"length\",\"logprobs\":null,\"routed_experts\":\"k05VTVBZAQB2AHsnZGVzY3InOiAnfHUxJywgJ2Zv"   \
+    "cnRyYW5fb3JkZXInOiBGYWxzZSwgJ3NoYXBlJzogKDMsIDIsIDIpLCB9ICAgICAgICAgICAgICAgICAg"             \
+    "ICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgIAoOAgkODAUECA"
+#define VLLM_TAIL "\",\"syncroll\":{\"engine\":\"engine-0\",\"weight_version\":0}}]}"
+static const char VLLM[] = VLLM_HEAD "ECDQY=" VLLM_TAIL;
+static const char VLLM_ZERO[] = VLLM_HEAD "AAAAA=" VLLM_TAIL;
+
+static int rewrite_at(sr_buf *out, const char **why, const char *path, const char *req,
+                      const char *body, const sr_route_rule *r)
+{
+    sr_err e = SR_ERR_INIT;
+    int rc = sr_px_routes_rewrite(out, why, path, req, strlen(req), body, strlen(body), r, &e);
+    ck_assert_msg(rc >= 0, "%s", e.msg);
+    return rc;
+}
+
+/* A completions prompt given as one list in a list is that list (as vLLM takes it): P = 2, so
+ * the output region is the last row. Any other prompt that is not a flat list of integer ids is
+ * left unchanged, named. */
+START_TEST(nested_prompt_is_its_inner_list)
+{
+    sr_route_rule r = rule("{\"region\":\"output\"}", "{\"do\":\"zero\"}");
+    sr_buf out = SR_BUF_INIT;
+    const char *why = NULL;
+    const char *flat = "{\"prompt\":[1,2],\"max_tokens\":2}";
+    int rc = rewrite_at(&out, &why, "/v1/completions", flat, VLLM, &r);
+    ck_assert_msg(rc == 1, "%s", why);
+    ck_assert_str_eq(out.data, VLLM_ZERO);
+    const char *nested = "{\"prompt\":[[1,2]],\"max_tokens\":2}";
+    ck_assert_int_eq(rewrite_at(&out, &why, "/v1/completions", nested, VLLM, &r), 1);
+    ck_assert_str_eq(out.data, VLLM_ZERO);
+    const char *refused[] = {
+        "{\"prompt\":[[1,2],[3]],\"max_tokens\":2}", "{\"prompt\":[[1,[2]]],\"max_tokens\":2}",
+        "{\"prompt\":[1,2.5],\"max_tokens\":2}", "{\"prompt\":[1,\"a\"],\"max_tokens\":2}"};
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        ck_assert_int_eq(rewrite_at(&out, &why, "/v1/completions", refused[i], VLLM, &r), 0);
+        ck_assert_str_eq(why, "its request's prompt is not a list of integer token ids (nor one "
+                              "such list in a list)");
+        ck_assert_uint_eq(out.len, 0);
+    }
+    sr_buf_release(&out);
+}
+END_TEST
+
+/* dynamo's routes carry a "start" written back as an integer: one that is not an integer in
+ * range (here 1e300, 1.5, -1) leaves the answer unchanged, named; 1 is written back as 1. */
+START_TEST(dynamo_start_must_be_an_integer)
+{
+    sr_route_rule r = rule(NULL, "{\"do\":\"zero\"}");
+    sr_buf out = SR_BUF_INIT;
+    const char *why = NULL;
+    const char *req = "{\"prompt\":[1,2],\"max_tokens\":2}";
+    const char *starts[] = {"1e300", "1.5", "-1", "\"1\""};
+    char body[512];
+    for (size_t i = 0; i < sizeof starts / sizeof starts[0]; i++) {
+        snprintf(body, sizeof body,
+                 "{\"choices\":[{\"index\":0,\"text\":\"\",\"token_ids\":[315,467],"
+                 "\"finish_reason\":\"length\",\"logprobs\":null}],\"nvext\":{\"engine_data\":"
+                 "{\"routed_experts\":{\"data\":\"DgIJDgwFBAgBAg0G\",\"shape\":[3,2,2],"
+                 "\"start\":%s,\"dtype\":\"uint8\"}}}}",
+                 starts[i]);
+        ck_assert_int_eq(rewrite_at(&out, &why, "/v1/completions", req, body, &r), 0);
+        ck_assert_str_eq(why, "its routes' start is not an integer in [0, 2^53)");
+    }
+    snprintf(body, sizeof body,
+             "{\"choices\":[{\"index\":0,\"text\":\"\",\"token_ids\":[315,467],"
+             "\"finish_reason\":\"length\",\"logprobs\":null}],\"nvext\":{\"engine_data\":"
+             "{\"routed_experts\":{\"data\":\"DgIJDgwFBAgBAg0G\",\"shape\":[3,2,2],"
+             "\"start\":1,\"dtype\":\"uint8\"}}}}");
+    ck_assert_int_eq(rewrite_at(&out, &why, "/v1/completions", req, body, &r), 1);
+    ck_assert_ptr_nonnull(strstr(out.data, "{\"data\":\"AAAAAAAAAAAAAAAA\",\"shape\":[3,2,2],"
+                                           "\"start\":1,\"dtype\":\"uint8\"}"));
     sr_buf_release(&out);
 }
 END_TEST
@@ -203,7 +369,12 @@ int main(void)
     tcase_add_test(tc, start_places_the_rows);
     tcase_add_test(tc, row_actions_write_the_new_shape);
     tcase_add_test(tc, constant_widens_the_envelope);
+    tcase_add_test(tc, envelope_repacked_canonical);
     tcase_add_test(tc, unplaceable_answers_are_left);
+    tcase_add_test(tc, zero_size_routes_are_left);
+    tcase_add_test(tc, sglang_choices_take_their_own_rows);
+    tcase_add_test(tc, nested_prompt_is_its_inner_list);
+    tcase_add_test(tc, dynamo_start_must_be_an_integer);
     tcase_add_test(tc, supported_faults);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);

@@ -15,7 +15,7 @@
 static const char USAGE[] =
     "usage: syncroll proxy --upstream URL [--listen ADDR:PORT] [--record DIR]\n"
     "                      [--redact-prompts] [--fault JSON]... [--seed N]\n"
-    "                      [--dialect D] [--max-request-bytes N]\n"
+    "                      [--dialect D] [--max-request-bytes N] [--max-rewrite-bytes N]\n"
     "\n"
     "A transparent HTTP proxy in front of one engine (a real one or `syncroll serve`): every\n"
     "request is forwarded to URL (http://HOST:PORT) unchanged and every answer streamed back as\n"
@@ -49,7 +49,10 @@ static const char USAGE[] =
     "  --dialect D          the upstream's generate wire (spec/dialect.h; default skyrl):\n"
     "                       its generate routes count as the endpoint generate for --fault,\n"
     "                       as `syncroll serve --dialect D` counts them\n"
-    "  --max-request-bytes N  larger request bodies are answered 413 (default 64 MiB)\n";
+    "  --max-request-bytes N  larger request bodies are answered 413 (default 64 MiB)\n"
+    "  --max-rewrite-bytes N  the longest answer a route fault reads whole and rewrites\n"
+    "                       (default 256 MiB); a longer one is streamed on unchanged, named\n"
+    "                       on standard error and counted in routes_unchanged\n";
 
 typedef struct proxy_args {
     sr_proxy_config cfg;
@@ -112,6 +115,10 @@ static int parse_args(proxy_args *a, int argc, char **argv)
             if (sr_arg_int(v, 1, 1LL << 30, &n))
                 return bad("bad --max-request-bytes (1 .. 1 GiB)", v);
             a->cfg.max_request_bytes = (size_t)n;
+        } else if (strcmp(o, "--max-rewrite-bytes") == 0) {
+            if (sr_arg_int(v, 1, 1LL << 30, &n))
+                return bad("bad --max-rewrite-bytes (1 .. 1 GiB)", v);
+            a->cfg.max_rewrite_bytes = (size_t)n;
         } else
             return bad("unknown option", o);
     }

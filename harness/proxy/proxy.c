@@ -48,7 +48,9 @@ static void rewrite_routes(px_req *r, unsigned status)
     sr_buf out = SR_BUF_INIT;
     sr_err err = SR_ERR_INIT;
     int rc = 0;
-    if (status == 200 && r->result == CURLE_OK)
+    if (r->too_long)
+        why = "the answer is longer than --max-rewrite-bytes (streamed on unchanged)";
+    else if (status == 200 && r->result == CURLE_OK)
         rc = sr_px_routes_rewrite(&out, &why, r->x.uri, r->body.data, r->body.len,
                                   r->pending.data ? r->pending.data : "", r->pending.len, &f->rule,
                                   &err);
@@ -440,6 +442,8 @@ int sr_proxy_start(sr_proxy **out, const sr_proxy_config *cfg, sr_err *err)
     p->cfg = *cfg;
     if (!p->cfg.max_request_bytes)
         p->cfg.max_request_bytes = SR_PROXY_MAX_REQUEST;
+    if (!p->cfg.max_rewrite_bytes)
+        p->cfg.max_rewrite_bytes = SR_PROXY_MAX_REWRITE;
     memcpy(p->upstream, cfg->upstream, ulen);
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->cv, NULL);

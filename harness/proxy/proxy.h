@@ -10,8 +10,12 @@
  * Streaming: an answer is passed on as its bytes arrive, holding at most SR_PROXY_HOLD_BYTES of
  * it (the upstream transfer is paused while the client lags), so memory does not grow with the
  * body; only truncate_in_blob without an offset holds the first blob whole (it cuts at its
- * middle, which is known only at its end). Requests are read whole (at most max_request_bytes;
- * a larger one is answered 413 resource.limit without being forwarded).
+ * middle, which is known only at its end). A route fault reads its answer whole to rewrite it, up
+ * to max_rewrite_bytes: a longer answer is streamed on unchanged from there (routes_unchanged).
+ * An upstream that fails mid-body leaves the client the same cut whether or not a fault fired: the
+ * upstream's announced length, the bytes it sent, then the connection closed. Requests are read
+ * whole (at most max_request_bytes; a larger one is answered 413 resource.limit without being
+ * forwarded).
  *
  * Answers the proxy makes itself carry a JSON error body as the engine's do:
  * {"error":{"message":..,"type":..,"code":N,"check":"<error name>"}}: 502 proxy.upstream when the
@@ -37,10 +41,11 @@
 #include "spec/faults.h"
 #include "sr_err.h"
 
-#define SR_PROXY_HOLD_BYTES      (1u << 20)  /* answer bytes held before the upstream is paused */
-#define SR_PROXY_MAX_REQUEST     (64u << 20) /* default bound on a request body */
-#define SR_PROXY_UPSTREAM_MAX    512         /* bytes of the upstream URL, including the NUL */
-#define SR_PROXY_MAX_CONNECTIONS 512         /* client connections (a thread each) at once */
+#define SR_PROXY_HOLD_BYTES      (1u << 20)   /* answer bytes held before the upstream is paused */
+#define SR_PROXY_MAX_REQUEST     (64u << 20)  /* default bound on a request body */
+#define SR_PROXY_MAX_REWRITE     (256u << 20) /* default bound on a route fault's answer */
+#define SR_PROXY_UPSTREAM_MAX    512          /* bytes of the upstream URL, including the NUL */
+#define SR_PROXY_MAX_CONNECTIONS 512          /* client connections (a thread each) at once */
 
 typedef struct sr_proxy_config {
     const char *upstream;        /* "http://host:port" (no path) */
@@ -51,6 +56,7 @@ typedef struct sr_proxy_config {
     const sr_fault_plan *faults; /* NULL: none; as sr_proxy_check_faults accepts */
     uint64_t seed;               /* probability and latency draws */
     size_t max_request_bytes;    /* 0: SR_PROXY_MAX_REQUEST */
+    size_t max_rewrite_bytes;    /* 0: SR_PROXY_MAX_REWRITE */
     int dialect; /* sr_dialect of the upstream: its generate routes are the endpoint generate */
 } sr_proxy_config;
 

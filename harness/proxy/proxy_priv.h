@@ -66,6 +66,8 @@ typedef struct px_req {
     sr_buf pending;
     size_t off;
     int whole;     /* a body-shaping or route fault: the answer is read whole before delivery */
+    int too_long;  /* a route fault's answer passed max_rewrite_bytes: streamed on unchanged */
+    int cut_short; /* a whole answer the upstream ended early: delivered as it came, then closed */
     size_t cut;    /* bytes delivered before the cut (whole answers) */
     uint64_t sent; /* bytes handed to the client */
     int64_t next_send_ns;

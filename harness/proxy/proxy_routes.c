@@ -98,9 +98,10 @@ static int is_ws(char c)
 /*
  * The values of every object member whose key is written exactly `key` (no escapes), in document
  * order: the first `max` into out; returns how many there are, or -1 for text that is not JSON.
- * The splice has already accepted the answer; this scan only finds byte positions, and a key
- * written with escapes (which the splice reads as the same key) makes the caller's counts differ
- * and the answer stay as it is.
+ * The splice has already accepted the answer; this scan only finds byte positions. A key written
+ * with escapes never gets here (the splice refuses it as splice.layout_drift, or the wire is not
+ * told from the bytes), so the caller's check that the counts agree is a guard that the positions
+ * are the values the splice read, not a path an answer is expected to take.
  */
 static int find_members(const char *s, size_t n, const char *key, span *out, int max)
 {
@@ -155,25 +156,51 @@ static int find_members(const char *s, size_t n, const char *key, span *out, int
 
 /* ---- the request: prompt length and route start ---- */
 
-static int request_positions(int64_t *P, int64_t *start, const sr_dialect_route *rt,
-                             const char *req, size_t n)
+/* Whether v is an integer JSON number in [0, 2^53) (exact in a double). */
+static int is_count(const cJSON *v)
+{
+    return cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble < 9007199254740992.0 &&
+           (double)(int64_t)v->valuedouble == v->valuedouble;
+}
+
+/* The prompt's token count from its value t: a flat list of integer ids, or one such list in a
+ * list (vLLM's completions take [[ids]] as the one prompt [ids]); NULL, else why not. */
+static const char *prompt_length(int64_t *P, const cJSON *t)
+{
+    if (!cJSON_IsArray(t))
+        return "its request holds no prompt token ids";
+    if (cJSON_GetArraySize(t) == 1 && cJSON_IsArray(t->child))
+        t = t->child;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, t)
+    {
+        if (!is_count(e))
+            return "its request's prompt is not a list of integer token ids (nor one such list "
+                   "in a list)";
+    }
+    *P = cJSON_GetArraySize(t);
+    return NULL;
+}
+
+/* The request's prompt length *P and route start *start; NULL, else why they cannot be told. */
+static const char *request_positions(int64_t *P, int64_t *start, const sr_dialect_route *rt,
+                                     const char *req, size_t n)
 {
     cJSON *doc = req && n ? cJSON_ParseWithLength(req, n) : NULL;
     const cJSON *t = doc ? cJSON_GetObjectItemCaseSensitive(doc, rt->request.tokens_key) : NULL;
-    int ok = cJSON_IsArray(t);
-    *P = ok ? cJSON_GetArraySize(t) : 0;
+    const char *why = prompt_length(P, t);
     *start = 0;
     const sr_dialect_request *q = &rt->request;
     const cJSON *holder = doc;
-    if (ok && q->start_key && q->start_in_params && q->params)
+    if (!why && q->start_key && q->start_in_params && q->params)
         holder = cJSON_GetObjectItemCaseSensitive(doc, q->params);
-    const cJSON *s = ok && q->start_key && holder
+    const cJSON *s = !why && q->start_key && holder
                          ? cJSON_GetObjectItemCaseSensitive(holder, q->start_key)
                          : NULL;
     if (cJSON_IsNumber(s) && s->valuedouble > 0 && s->valuedouble < 1e12)
         *start = (int64_t)s->valuedouble;
     cJSON_Delete(doc);
-    return ok;
+    return why;
 }
 
 /* ---- the rewrite ---- */
@@ -229,6 +256,13 @@ static int collect(rewrite *w, const char *body, size_t len, const char **why, s
                    "vllm-json, eight otherwise)";
             return SR_E_INVAL;
         }
+        const cJSON *start =
+            e->sidecar ? cJSON_GetObjectItemCaseSensitive(e->sidecar, "start") : NULL;
+        if (w->desc->encoding == SR_ENC_OBJECT && start && !is_count(start)) {
+            /* Written back as an integer: only a value that is one. */
+            *why = "its routes' start is not an integer in [0, 2^53)";
+            return SR_E_INVAL;
+        }
         int slot = prompt ? MAX_FIELDS : w->n_routes;
         int rc = copy_entry(&w->f[slot], e, err);
         if (rc)
@@ -239,8 +273,7 @@ static int collect(rewrite *w, const char *body, size_t len, const char **why, s
     int found_p = find_members(body, len, "prompt_routed_experts", at + MAX_FIELDS, 1);
     if (!w->n_routes || found != w->n_routes || found_p != w->n_prompt ||
         (w->desc->rows == SR_ROWS_SPLIT && (w->n_routes != 1 || w->n_prompt != 1))) {
-        *why = w->n_routes ? "its route keys are not where the splice read them (written with "
-                             "escapes?)"
+        *why = w->n_routes ? "its route keys are not where the splice read them"
                            : "it carries no routes";
         return SR_E_INVAL;
     }
@@ -250,34 +283,62 @@ static int collect(rewrite *w, const char *body, size_t len, const char **why, s
     return 0;
 }
 
-/* The generated tokens the answer carries (its first token-id array), for the flat wire. */
-static int64_t answer_tokens(const sr_splice_result *res)
+/* The generated tokens of the choice route entry e belongs to, for the flat wire: the token-id
+ * array under the same answer element (SGLang with n > 1 answers a list, one object per choice:
+ * "[1].meta_info.routed_experts" pairs with "[1].output_ids"), or the answer's first one when
+ * the routes are not inside a list; -1 when there is none. */
+static int64_t answer_tokens(const sr_splice_result *res, const sr_splice_entry *e)
 {
+    const char *close = strchr(e->path, ']');
+    size_t prefix = close ? (size_t)(close - e->path) + 1 : 0;
     for (size_t i = 0; i < res->count; i++)
-        if (res->entries[i].kind == SR_SPLICE_INT_ARRAY)
+        if (res->entries[i].kind == SR_SPLICE_INT_ARRAY &&
+            strncmp(res->entries[i].path, e->path, prefix) == 0)
             return res->entries[i].array.shape[0];
     return -1;
 }
 
-/* skyrl's envelope holds a constant the dtype cannot: widened to the narrowest route dtype that
- * does, as the engine widens its own rows. */
+/* a's elements re-typed to dt (values kept; a's old data freed). */
+static int retype(sr_ndarray *a, sr_dtype dt, sr_err *err)
+{
+    if (a->dtype == dt)
+        return 0;
+    sr_ndarray out = SR_NDARRAY_INIT;
+    int rc = sr_ndarray_alloc(&out, dt, a->ndim, a->shape, err);
+    for (uint64_t i = 0, n = sr_ndarray_numel(a); !rc && i < n; i++)
+        sr_ndarray_set_i64(&out, i, sr_ndarray_get_i64(a, i));
+    if (rc)
+        return rc;
+    sr_ndarray_release(a);
+    *a = out;
+    return 0;
+}
+
+/* skyrl's envelope holds a constant its dtype cannot: widened to the route dtype that does (only
+ * then: a copy in a wider dtype costs memory on a large answer). */
 static int widen_for(sr_ndarray *a, const sr_route_rule *r, sr_err *err)
 {
     size_t bits = sr_dtype_size(a->dtype) * 8 - (sr_dtype_is_signed(a->dtype) ? 1 : 0);
     if (r->act != SR_RA_CONSTANT || bits >= 63 || r->value < ((int64_t)1 << bits))
         return 0;
     sr_dtype dt;
-    sr_ndarray wide = SR_NDARRAY_INIT;
     int rc = sr_routes_canonical_dtype(&dt, r->value, err);
-    if (!rc)
-        rc = sr_ndarray_alloc(&wide, dt, a->ndim, a->shape, err);
-    for (uint64_t i = 0, n = sr_ndarray_numel(a); !rc && i < n; i++)
-        sr_ndarray_set_i64(&wide, i, sr_ndarray_get_i64(a, i));
-    if (rc)
-        return rc;
-    sr_ndarray_release(a);
-    *a = wide;
-    return 0;
+    return rc ? rc : retype(a, dt, err);
+}
+
+/* skyrl's envelope: the routes after the rule in the narrowest route dtype that holds their
+ * largest value, as the engine packs its own (engine/gen_body.c), so a rule that zeroes int16
+ * routes writes uint8 and a constant past uint8 widens them; the client refuses any other. */
+static int canonical(sr_ndarray *a, sr_err *err)
+{
+    int64_t max = 0;
+    for (uint64_t i = 0, n = sr_ndarray_numel(a); i < n; i++) {
+        int64_t v = sr_ndarray_get_i64(a, i);
+        max = v > max ? v : max;
+    }
+    sr_dtype dt;
+    int rc = sr_routes_canonical_dtype(&dt, max, err);
+    return rc ? rc : retype(a, dt, err);
 }
 
 /* Sets a's first dimension to `rows` (its bytes stay where they are). */
@@ -350,13 +411,18 @@ static int apply_all(rewrite *w, const sr_route_rule *r, const char **why, sr_er
         sr_ndarray *a = &w->f[i].a;
         int64_t rows, kept = 0, filler = w->desc->rows == SR_ROWS_FILLER;
         size_t L, K;
+        if (sr_ndarray_numel(a) == 0) {
+            /* A shape with a zero dimension holds nothing, whatever its row count says. */
+            *why = "its routes hold no elements (a dimension of their shape is 0)";
+            return SR_E_INVAL;
+        }
         if (a->ndim == 3) {
             rows = a->shape[0] - (filler && a->shape[0] > 0);
             L = (size_t)a->shape[1];
             K = (size_t)a->shape[2];
         } else {
             /* The flat wire: rows from the request and the answer's tokens, one "layer" a row. */
-            int64_t G = answer_tokens(w->res), n = a->ndim == 1 ? a->shape[0] : -1;
+            int64_t G = answer_tokens(w->res, w->f[i].e), n = a->ndim == 1 ? a->shape[0] : -1;
             rows = w->P + G - 1 - w->start;
             if (G < 0 || n < 0 || rows <= 0 || n % rows) {
                 *why = "its flat routes do not divide into the rows the request and answer say";
@@ -369,7 +435,10 @@ static int apply_all(rewrite *w, const sr_route_rule *r, const char **why, sr_er
             L = 1;
             K = (size_t)(n / rows);
         }
-        int rc = w->desc->encoding == SR_ENC_ENVELOPE ? widen_for(a, r, err) : 0;
+        /* The envelope widens first for a constant its dtype cannot hold, and is packed again
+         * in its canonical dtype below. */
+        int env = w->desc->encoding == SR_ENC_ENVELOPE;
+        int rc = env ? widen_for(a, r, err) : 0;
         if (!rc)
             rc = apply_block(a, rows, L, K, w, filler ? 0 : w->start, r, &kept, err);
         if (rc)
@@ -381,6 +450,8 @@ static int apply_all(rewrite *w, const sr_route_rule *r, const char **why, sr_er
             set_rows(a, kept + (filler && a->shape[0] > 0));
         else
             set_rows(a, kept * (int64_t)L * (int64_t)K);
+        if (env && (rc = canonical(a, err)))
+            return rc;
     }
     return 0;
 }
@@ -418,10 +489,8 @@ static int rewrite_spliced(sr_buf *out, rewrite *w, const sr_dialect_route *rt,
 {
     int rc = collect(w, body, len, why, err);
     if (!rc && w->desc->rows != SR_ROWS_SPLIT &&
-        !request_positions(&w->P, &w->start, rt, req_body, req_len)) {
-        *why = "its request holds no prompt token ids";
+        (*why = request_positions(&w->P, &w->start, rt, req_body, req_len)))
         rc = SR_E_INVAL;
-    }
     if (!rc)
         rc = apply_all(w, r, why, err);
     for (int i = 0; !rc && i <= MAX_FIELDS; i++)

@@ -7,15 +7,17 @@
  * client's own code (lib/sr_splice.h with the dialect's registry, spec/dialect.h), so an answer
  * the client would refuse is never rewritten. Each route field is decoded, the rule applied by
  * the function the engine applies it with (sr_route_rule_apply) with the prompt length and route
- * start of the request, re-encoded in the same wire and dtype (skyrl's envelope widens to hold a
- * constant, as the engine's does), and written in place of the field's value; every other byte
- * of the answer is the engine's. Rows per wire (spec/dialect.h): trimmed wires hold positions
- * [start, ..) of a prompt of P tokens (P and start from the request); vllm-json's two fields are
- * one array of positions [0, P+G) split at P, whose last row (added by the engine after the rule)
- * the rule does not reach and which stays only when the rule kept every other row; nemo-rl's last
- * row is its filler and is kept as it is. SGLang's flat wire carries no shape: its rows are P+G-1-start (G: the answer's token ids)
- * and a row is taken as one layer of L*K slots, so a rule that names layers (select.layers,
- * swap_layers) leaves such an answer unchanged.
+ * start of the request, re-encoded in the same wire (skyrl's envelope in the narrowest route dtype
+ * that holds its values, as the engine packs its own; the other wires in their dtype, which the
+ * engine fixes per model), and written in place of the field's value; every other byte of the
+ * answer is the engine's. Routes of no elements (a zero dimension) are left unchanged. Rows per
+ * wire (spec/dialect.h): trimmed wires hold positions [start, ..) of a prompt of P tokens (P and
+ * start from the request); vllm-json's two fields are one array of positions [0, P+G) split at P,
+ * whose last row (added by the engine after the rule) the rule does not reach and which stays only
+ * when the rule kept every other row; nemo-rl's last row is its filler and is kept as it is.
+ * SGLang's flat wire carries no shape: its rows are P+G-1-start (G: the answer's token ids) and a
+ * row is taken as one layer of L*K slots, so a rule that names layers (select.layers, swap_layers)
+ * leaves such an answer unchanged.
  *
  * Thread-safety: pure functions over their arguments.
  */

@@ -42,7 +42,8 @@ static int put_shape(sr_buf *b, const sr_ndarray *a, sr_err *err)
     return rc ? rc : sr_buf_puts(b, "]", err);
 }
 
-/* dynamo: {"data","shape","start","dtype"}, in that order. */
+/* dynamo: {"data","shape","start","dtype"}, in that order; the caller has checked that a start
+ * is an integer in [0, 2^53) (proxy_routes.c, collect), so it is written back exactly. */
 static int put_object(sr_buf *b, const sr_ndarray *a, const cJSON *sidecar, sr_err *err)
 {
     const cJSON *start = sidecar ? cJSON_GetObjectItemCaseSensitive(sidecar, "start") : NULL;

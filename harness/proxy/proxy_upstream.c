@@ -69,6 +69,13 @@ static size_t on_body(char *data, size_t size, size_t n, void *cls)
 {
     px_req *r = cls;
     size_t len = size * n;
+    /* A route fault's answer longer than the bound is not rewritten: from here it streams on
+     * unchanged, and the bytes held so far go out first (proxy.h, "Streaming"). */
+    if (r->whole && !r->pick.f[SR_FL_TRANSPORT] &&
+        r->pending.len + len > r->p->cfg.max_rewrite_bytes) {
+        r->whole = 0;
+        r->too_long = 1;
+    }
     /* The client lags: pause the upstream rather than hold more (not for whole answers). */
     if (!r->whole && r->pending.len - r->off >= SR_PROXY_HOLD_BYTES) {
         r->paused = 1;
@@ -212,13 +219,15 @@ static void stall(sr_proxy *p)
 /* A whole answer (a body-shaping or route fault fired), delivered up to its cut. */
 static ssize_t read_whole(px_req *r, uint64_t pos, char *buf, size_t max)
 {
-    const sr_fault *t = r->pick.f[SR_FL_TRANSPORT];
+    const sr_fault *t = r->cut_short ? NULL : r->pick.f[SR_FL_TRANSPORT];
     size_t len = r->pending.len;
     size_t limit = !t || t->kind == SR_FK_DRIBBLE ? len : r->cut;
     if (pos >= limit) {
         if (t && t->kind == SR_FK_STALL_MID_BODY && pos < len)
             stall(r->p);
-        return pos >= len ? MHD_CONTENT_READER_END_OF_STREAM : MHD_CONTENT_READER_END_WITH_ERROR;
+        /* An answer the upstream cut ends as the upstream ended it: the connection closes. */
+        return pos >= len && !r->cut_short ? MHD_CONTENT_READER_END_OF_STREAM
+                                           : MHD_CONTENT_READER_END_WITH_ERROR;
     }
     size_t n = limit - (size_t)pos < max ? limit - (size_t)pos : max;
     if (t && t->kind == SR_FK_DRIBBLE) {
@@ -294,7 +303,17 @@ struct MHD_Response *px_stream_response(px_req *r, unsigned *status)
     curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &code);
     *status = (unsigned)code;
     uint64_t size = MHD_SIZE_UNKNOWN;
-    if (r->whole && !r->pick.f[SR_FL_TRANSPORT]) {
+    curl_off_t cl = -1;
+    curl_easy_getinfo(r->easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &cl);
+    if (r->whole && r->done && r->result != CURLE_OK) {
+        /* The upstream failed mid-body: the client gets its cut whatever fault fired (none is
+         * applied to a part of an answer), announced as the upstream announced it. */
+        r->cut_short = 1;
+        atomic_fetch_add(&r->p->failures, 1);
+        r->x.complete = 0;
+        if (cl >= 0)
+            size = (uint64_t)cl;
+    } else if (r->whole && !r->pick.f[SR_FL_TRANSPORT]) {
         size = r->pending.len; /* a route fault's answer, whole (its own length) */
     } else if (r->whole) {
         const sr_fault *t = r->pick.f[SR_FL_TRANSPORT];
@@ -304,11 +323,8 @@ struct MHD_Response *px_stream_response(px_req *r, unsigned *status)
         int clean = t->kind == SR_FK_TRUNCATE_IN_BLOB || t->kind == SR_FK_TRUNCATE ||
                     t->kind == SR_FK_TRUNCATE_AFTER_BLOBS;
         size = clean && !t->keep_length ? r->cut : r->pending.len;
-    } else {
-        curl_off_t cl = -1;
-        curl_easy_getinfo(r->easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &cl);
-        if (cl >= 0)
-            size = (uint64_t)cl;
+    } else if (cl >= 0) {
+        size = (uint64_t)cl;
     }
     struct MHD_Response *resp =
         MHD_create_response_from_callback(size, 64 * 1024, read_stream, r, NULL);

@@ -94,6 +94,10 @@ int sr_route_rule_apply(sr_route_block *b, const sr_route_rule *r, const unsigne
                           sr_route_action_name(r->act), r->partial ? " with partial" : "");
     if (act_on_rows(b, r, rb))
         return 0;
+    /* Rows of no slots (a zero-size layer or top-k dimension) hold nothing to act on: their
+     * count, which only a shape announces, must not bound the work. */
+    if (rb == 0)
+        return 0;
     size_t bytes = (size_t)(b->hi - b->lo) * rb;
     unsigned char *held = NULL;
     if (r->act == SR_RA_SHIFT) {

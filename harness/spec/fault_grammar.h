@@ -177,7 +177,8 @@ typedef struct sr_route_block {
  * drop_last and truncate without partial move b->hi (drop_first moves the rows up). `src` is
  * not read by the other actions. The actions that need more than the array (null, append_last,
  * mark_partial, truncate with partial) and a rule on the logprobs field are SR_E_INTERNAL: the
- * caller acts on them. SR_E_NOMEM.
+ * caller acts on them. Rows of no slots (L or K zero) are left as they are in O(1), whatever
+ * their count. SR_E_NOMEM.
  */
 int sr_route_rule_apply(sr_route_block *b, const sr_route_rule *r, const unsigned char *src,
                         sr_err *err);
