@@ -1,8 +1,7 @@
 /*
  * rollout_priv: what rollout.c (the agent loop, setup and the result) and rollout_turn.c (the
  * state's growth, the per-turn updates, the trace record and the end of a rollout) share.
- * Private to
- * harness/run/rollout*.c.
+ * Private to harness/run/rollout*.c.
  */
 #ifndef SR_ROLLOUT_PRIV_H
 #define SR_ROLLOUT_PRIV_H
