@@ -24,9 +24,11 @@ OUT=
 DIE_LOG=            # a file `die` prints after its message, when it exists
 sr_at_exit=         # the script's own clean-up (at_exit), run before tmp is removed
 sr_keep_tmp=0
+sr_servers=         # the pids `start` started, killed at exit
 
 sr_cleanup() {
     [ -n "$sr_at_exit" ] && eval "$sr_at_exit"
+    for sr_p in $sr_servers; do kill "$sr_p" 2>/dev/null; done
     if [ "$sr_keep_tmp" = 1 ]; then
         echo "(files kept in $tmp)"
     else
@@ -44,6 +46,32 @@ at_exit() { sr_at_exit=$1; }
 
 # keep_tmp: leave $tmp in place at exit (and say where), e.g. to keep the logs of a failure.
 keep_tmp() { sr_keep_tmp=1; }
+
+# start NAME COMMAND...: runs a server (serve, proxy, replay --serve) in the background and
+# reads the one line it prints once it listens, from a FIFO (the readiness handshake: no sleep);
+# sets line, url (the line's first "url") and last_pid. Its standard error goes to
+# $tmp/NAME.err; it is killed at exit if still running.
+start() {
+    sr_name=$1
+    shift
+    rm -f "$tmp/fifo"
+    mkfifo "$tmp/fifo"
+    "$@" >"$tmp/fifo" 2>"$tmp/$sr_name.err" &
+    last_pid=$!
+    sr_servers="$sr_servers $last_pid"
+    exec 3<"$tmp/fifo"
+    IFS= read -r line <&3 || die "$sr_name printed no line: $(cat "$tmp/$sr_name.err")"
+    exec 3<&-
+    url=$(printf '%s\n' "$line" | grep -o '"url":"[^"]*"' | head -n 1 | sed 's/"url":"//; s/"$//')
+    [ -n "$url" ] || die "$sr_name: no url in '$line'"
+}
+
+# stop PID: ends a server started by start (SIGTERM) and waits for it (a proxy closes its
+# capture).
+stop() {
+    kill -TERM "$1"
+    wait "$1"
+}
 
 ok() { echo "ok: $*"; }
 

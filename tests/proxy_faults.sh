@@ -23,30 +23,6 @@
 #   PROXY_FAULTS_PART=routes|retry|same|edges   only that part
 . "$(dirname "$0")/lib.sh"
 part=${PROXY_FAULTS_PART:-all}
-pids=
-at_exit 'for p in $pids; do kill "$p" 2>/dev/null; done'
-
-# start NAME COMMAND...: runs a server in the background and sets url to the first "url" of
-# the line it prints, and last_pid.
-start() {
-    sr_name=$1
-    shift
-    rm -f "$tmp/fifo"
-    mkfifo "$tmp/fifo"
-    "$@" >"$tmp/fifo" 2>"$tmp/$sr_name.err" &
-    last_pid=$!
-    pids="$pids $last_pid"
-    exec 3<"$tmp/fifo"
-    IFS= read -r line <&3 || die "$sr_name printed no line: $(cat "$tmp/$sr_name.err")"
-    exec 3<&-
-    url=$(printf '%s\n' "$line" | grep -o '"url":"[^"]*"' | head -n 1 | sed 's/"url":"//; s/"$//')
-    [ -n "$url" ] || die "$sr_name: no url in '$line'"
-}
-
-stop() {
-    kill -TERM "$1"
-    wait "$1"
-}
 
 # state URL: the proxy's own state.
 state() {

@@ -16,38 +16,14 @@
 #     says "abort" with its partial rows is client.aborted_turn and meta.missing_not_stale; a
 #     turn that does not extend the previous one is replay.prefix.
 #   scenario part: `replay --to-scenario` writes a clean and a faulty capture as golden-fixture
-#     scenarios; both lint; `run` passes the clean one, and the faulty one's replay step fires
-#     routes.invalid (then meta.value_sanity and meta.boundary_rows), which its written `expect`
-#     names (with `expect` pass the run fails naming routes.invalid first); a non-empty OUT is replay.out_not_empty, a damaged copied body capture.body at run
-#     time, a missing fixture a lint error at FILE:LINE:COL.
+#     scenarios; they lint; `run` passes the clean one and fails the faulty one naming
+#     routes.invalid (written with --expect-found, the same checks fire as it expects and the
+#     run passes); a non-empty OUT is replay.out_not_empty, a damaged copied body capture.body
+#     at run time, a missing fixture a lint error at FILE:LINE:COL; a body two exchanges name is
+#     copied once; a linked bodies/ folder is io.symlink.
 #   REPLAY_PART=serve|judge|scenario   only that part
 . "$(dirname "$0")/lib.sh"
 part=${REPLAY_PART:-all}
-pids=
-at_exit 'for p in $pids; do kill "$p" 2>/dev/null; done'
-
-# start NAME COMMAND...: runs a server in the background and sets url to the first "url" of
-# the line it prints.
-start() {
-    sr_name=$1
-    shift
-    rm -f "$tmp/fifo"
-    mkfifo "$tmp/fifo"
-    "$@" >"$tmp/fifo" 2>"$tmp/$sr_name.err" &
-    pids="$pids $!"
-    last_pid=$!
-    exec 3<"$tmp/fifo"
-    IFS= read -r line <&3 || die "$sr_name printed no line: $(cat "$tmp/$sr_name.err")"
-    exec 3<&-
-    url=$(printf '%s\n' "$line" | grep -o '"url":"[^"]*"' | head -n 1 | sed 's/"url":"//; s/"$//')
-    [ -n "$url" ] || die "$sr_name: no url in '$line'"
-}
-
-# stop PID: ends a server started by start and waits for it (a proxy closes its capture).
-stop() {
-    kill -TERM "$1"
-    wait "$1"
-}
 
 # scenario FILE URL [DIALECT]: the multi-turn scenario, against URL, speaking DIALECT.
 scenario() {
