@@ -97,7 +97,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         rc = sr_gen_continue(&j, o, &w2, j.G / 2, &err);
     }
     sr_buf body = SR_BUF_INIT;
-    sr_gen_ctx ctx = {o, "fuzz", 1, 1, 3, 1, 1 << 26, NULL, 0, 0, SR_STACK_2079};
+    sr_gen_ctx ctx = {.oracle = o,
+                      .engine_id = "fuzz",
+                      .routes = 1,
+                      .support = 1,
+                      .support_k = 3,
+                      .request_ordinal = 1,
+                      .max_body = 1 << 26,
+                      .stack = SR_STACK_2079};
     if (!rc)
         rc = sr_gen_body_dialect(&body, &j, &ctx, &err);
     if (!rc && !faulty) {

@@ -269,6 +269,7 @@ void sr_route_trace_reset(sr_route_trace *t, const sr_trace_opts *opts)
     sr_trace_meta_reset(&t->meta, opts);
     t->padding_as_captured = opts ? opts->padding_as_captured : 0;
     t->captured_only = opts ? opts->captured_only : 0;
+    t->masked_rows = opts ? opts->masked_rows : 0;
     t->recorded = 0;
     t->n_layers = 0;
 }

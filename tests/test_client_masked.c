@@ -79,6 +79,29 @@ START_TEST(masked_rows_are_minus_one_at_each_chunk_boundary_and_accepted_there)
 }
 END_TEST
 
+START_TEST(masked_rows_under_the_no_prompt_start_quirk_are_placed_from_row_zero)
+{
+    /* The quirk's client sends no start and maps the rows from 0: the padded regions are
+     * checked at their own positions (16..18, 32..34), not shifted by the start it held. */
+    sr_client_opts o = sgl_opts(16, 3);
+    o.quirks.no_prompt_start = 1;
+    fx f;
+    fx_start(&f, 1, CFG, &o);
+    int32_t ids[P];
+    for (int i = 0; i < P; i++)
+        ids[i] = 11 + 3 * i;
+    sr_client_result r;
+    sr_err e = SR_ERR_INIT;
+    ck_assert_sr_ok(generate(&f, &r, ids, 10, &e), e);
+    ck_assert_int_eq((int)r.routes.shape[0], P + G - 1);
+    const int32_t *got = r.routes.data;
+    ck_assert_int_eq(got[16 * 8], -1);
+    ck_assert_int_eq(got[34 * 8 + 7], -1);
+    ck_assert_int_ge(got[35 * 8], 0);
+    fx_stop(&f);
+}
+END_TEST
+
 START_TEST(minus_one_outside_the_documented_rows_is_routes_negative)
 {
     /* The client expects 2 rows per boundary; the engine masks 3: row 18 is not documented. */
@@ -134,6 +157,15 @@ START_TEST(the_trace_holds_minus_one_only_with_masked_rows)
     ck_assert_int_eq(sr_ndarray_get_i64(&out, 8), 5);
     sr_ndarray_release(&out);
     sr_route_trace_free(t);
+    /* A reset trace takes the setting it is reset with, both ways (a conn's scratch trace is
+     * reused across rollouts). */
+    sr_trace_opts plain = SR_TRACE_OPTS_INIT;
+    ck_assert_sr_ok(sr_route_trace_new(&t, &o, &err), err);
+    sr_route_trace_reset(t, &plain);
+    ck_assert_int_eq(sr_route_trace_record(t, 2, 2, &a, NULL, 0, &err), SR_E_ROUTES_NEGATIVE);
+    sr_route_trace_reset(t, &o);
+    ck_assert_sr_ok(sr_route_trace_record(t, 2, 2, &a, NULL, 0, &err), err);
+    sr_route_trace_free(t);
     /* Below -1 is still negative. */
     v[4] = -2;
     ck_assert_sr_ok(sr_route_trace_new(&t, &o, &err), err);
@@ -148,6 +180,7 @@ static Suite *masked_suite(void)
     TCase *tc = tcase_create("masked");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, masked_rows_are_minus_one_at_each_chunk_boundary_and_accepted_there);
+    tcase_add_test(tc, masked_rows_under_the_no_prompt_start_quirk_are_placed_from_row_zero);
     tcase_add_test(tc, minus_one_outside_the_documented_rows_is_routes_negative);
     tcase_add_test(tc, the_trace_holds_minus_one_only_with_masked_rows);
     suite_add_tcase(s, tc);

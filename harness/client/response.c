@@ -462,7 +462,9 @@ static int omitted_first(int64_t *first, const sr_client_result *out, const sr_c
     int64_t f = P + G - 1 - rows, sent = out->prompt_start_sent > 0 ? out->prompt_start_sent : 0;
     const char *why = f < sent    ? "before the start the request sent"
                       : f > P - 1 ? "past the last prompt token, which is always recomputed"
-                      : f > want  ? "past the rows the caller holds from its earlier turns"
+                      : f > want  ? "past the rows the caller holds from its earlier turns (a "
+                                    "preempted request re-admitted, or an earlier attempt of "
+                                    "this turn the engine cached and the caller never received)"
                                   : NULL;
     if (why)
         return sr_err_set(err, SR_E_CLIENT_OMITTED_START,
@@ -580,7 +582,8 @@ int sr_client_decode_dialect(sr_client_result *out, sr_client_conn *k, const sr_
     /* Off, nothing is scanned: a -1 meets the trace's routes.negative as before. */
     if (!rc && o->mask_chunk > 0 && d->encoding == SR_ENC_FLAT_B64 &&
         out->routes.dtype == SR_DTYPE_INT32)
-        rc = check_masked(out, req, req->prompt_start >= 0 ? req->prompt_start : 0, o->mask_chunk,
-                          o->mask_rows, err);
+        rc = check_masked(
+            out, req, req->prompt_start >= 0 && !o->quirks.no_prompt_start ? req->prompt_start : 0,
+            o->mask_chunk, o->mask_rows, err);
     return rc;
 }
