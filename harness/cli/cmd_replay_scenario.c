@@ -119,8 +119,6 @@ static int join(char *dst, size_t cap, const char *a, const char *b, sr_err *err
 static int copy_file(made *m, int in, const char *from, const char *to, int *copied, sr_err *err)
 {
     *copied = 0;
-    if (in < 0)
-        return sr_err_set(err, SR_E_CAPTURE_BODY, "cannot open '%s'", from);
     struct stat sb;
     if (fstat(in, &sb) != 0 || !S_ISREG(sb.st_mode)) {
         close(in);

@@ -121,6 +121,22 @@ static enum MHD_Result abort_requests(req *r)
     return sr_srv_ok(r, NULL);
 }
 
+/* 200 with `head` (the JSON text up to a string value), `label` as a JSON string, then "}". */
+static enum MHD_Result respond_label(req *r, const char *head, const char *label)
+{
+    sr_buf b = SR_BUF_INIT;
+    int rc = sr_buf_puts(&b, head, NULL);
+    if (!rc)
+        rc = sr_jw_str(&b, label, NULL);
+    if (!rc)
+        rc = sr_buf_puts(&b, "}", NULL);
+    if (rc) {
+        sr_buf_release(&b);
+        return MHD_NO;
+    }
+    return sr_srv_respond(r, 200, "application/json", &b, 1);
+}
+
 /*
  * finish_weight_update and update_weight_version in vLLM's current form (vllm#49040): the version
  * is an opaque string, published only once the call succeeded; a digit string also moves the
@@ -154,17 +170,7 @@ static enum MHD_Result with_label(req *r)
         rc = sr_engine_set_label(e, label, &err);
     if (rc)
         return refuse(r, rc, &err);
-    sr_buf b = SR_BUF_INIT;
-    rc = sr_buf_puts(&b, "{\"success\":true,\"new_version\":", NULL);
-    if (!rc)
-        rc = sr_jw_str(&b, label, NULL);
-    if (!rc)
-        rc = sr_buf_puts(&b, "}", NULL);
-    if (rc) {
-        sr_buf_release(&b);
-        return MHD_NO;
-    }
-    return sr_srv_respond(r, 200, "application/json", &b, 1);
+    return respond_label(r, "{\"success\":true,\"new_version\":", label);
 }
 
 /* GET /weight_info: {"weight_version": ...}, the label in the current form, the integer in the
@@ -176,17 +182,7 @@ static enum MHD_Result weight_info(req *r)
         snprintf(label, sizeof(label), "%lld", (long long)sr_engine_version(r->srv->e));
     else
         sr_engine_version_label(r->srv->e, label);
-    sr_buf b = SR_BUF_INIT;
-    int rc = sr_buf_puts(&b, "{\"weight_version\":", NULL);
-    if (!rc)
-        rc = sr_jw_str(&b, label, NULL);
-    if (!rc)
-        rc = sr_buf_puts(&b, "}", NULL);
-    if (rc) {
-        sr_buf_release(&b);
-        return MHD_NO;
-    }
-    return sr_srv_respond(r, 200, "application/json", &b, 1);
+    return respond_label(r, "{\"weight_version\":", label);
 }
 
 static enum MHD_Result with_version(req *r)

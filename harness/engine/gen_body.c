@@ -344,17 +344,7 @@ int sr_gen_emit_logprobs(sr_buf *b, sr_gen_job *j, sr_err *err)
         return sr_buf_puts(b, ",\"logprobs\":null", err);
     if (sr_gen_logprobs_dropped(j))
         return 0;
-    int rc = sr_buf_reserve(b, (size_t)j->G * 40 + 32, err);
-    if (!rc)
-        rc = sr_buf_puts(b, ",\"logprobs\":{\"content\":[", err);
-    for (int64_t i = 0; !rc && i < j->G; i++) {
-        rc = sr_buf_puts(b, i ? ",{\"logprob\":" : "{\"logprob\":", err);
-        if (!rc)
-            rc = sr_gen_put_logprob(b, j, i, err);
-        if (!rc)
-            rc = sr_buf_puts(b, "}", err);
-    }
-    return rc ? rc : sr_buf_puts(b, "]}", err);
+    return sr_gen_put_logprobs(b, j, err);
 }
 
 int sr_gen_emit_syncroll(sr_buf *b, const sr_gen_job *j, const sr_gen_ctx *c, sr_err *err)

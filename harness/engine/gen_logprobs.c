@@ -46,3 +46,18 @@ int sr_gen_put_logprob(sr_buf *b, sr_gen_job *j, int64_t i, sr_err *err)
         return sr_buf_puts(b, "null", err);
     return sr_jw_double(b, sr_gen_logprob_at(j, i), err);
 }
+
+int sr_gen_put_logprobs(sr_buf *b, sr_gen_job *j, sr_err *err)
+{
+    int rc = sr_buf_reserve(b, (size_t)j->G * 40 + 32, err);
+    if (!rc)
+        rc = sr_buf_puts(b, ",\"logprobs\":{\"content\":[", err);
+    for (int64_t i = 0; !rc && i < j->G; i++) {
+        rc = sr_buf_puts(b, i ? ",{\"logprob\":" : "{\"logprob\":", err);
+        if (!rc)
+            rc = sr_gen_put_logprob(b, j, i, err);
+        if (!rc)
+            rc = sr_buf_puts(b, "}", err);
+    }
+    return rc ? rc : sr_buf_puts(b, "]}", err);
+}

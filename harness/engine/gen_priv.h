@@ -38,8 +38,11 @@ int sr_gen_add_last_row(sr_gen_job *j, const sr_oracle *o, sr_err *err);
 /* Appends `,"syncroll":{...}` (gen.h). */
 int sr_gen_emit_syncroll(sr_buf *b, const sr_gen_job *j, const sr_gen_ctx *c, sr_err *err);
 
-/* Appends ,"logprobs":{"content":[{"logprob":x},..]} (null when not asked for, nothing when the
- * model fault drops them); each value as sr_gen_put_logprob writes it. */
+/* gen_logprobs.c: appends ,"logprobs":{"content":[{"logprob":x},..]} for the G generated tokens,
+ * each value as sr_gen_put_logprob writes it (the ordinary and the capture path share it). */
+int sr_gen_put_logprobs(sr_buf *b, sr_gen_job *j, sr_err *err);
+
+/* sr_gen_put_logprobs, or null when not asked for, nothing when the model fault drops them. */
 int sr_gen_emit_logprobs(sr_buf *b, sr_gen_job *j, sr_err *err);
 
 /* gen_logprobs.c: the sampled token i's logprob, a non-finite one clamped to -9999.0 and counted

@@ -110,15 +110,5 @@ int sr_gen_emit_capture_logprobs(sr_buf *b, sr_gen_job *j, sr_err *err)
     }
     /* The values are clamped as the ordinary path does (skyrl.md §1.6), or written null where a
      * rule on the logprobs says so (the review of #2082 / #2237). */
-    int rc = sr_buf_reserve(b, (size_t)j->G * 40 + 32, err);
-    if (!rc)
-        rc = sr_buf_puts(b, ",\"logprobs\":{\"content\":[", err);
-    for (int64_t i = 0; !rc && i < j->G; i++) {
-        rc = sr_buf_puts(b, i ? ",{\"logprob\":" : "{\"logprob\":", err);
-        if (!rc)
-            rc = sr_gen_put_logprob(b, j, i, err);
-        if (!rc)
-            rc = sr_buf_puts(b, "}", err);
-    }
-    return rc ? rc : sr_buf_puts(b, "]}", err);
+    return sr_gen_put_logprobs(b, j, err);
 }
