@@ -24,8 +24,9 @@
  * the weight transitions every update path shares: sr_engine_version, sr_engine_note_fault,
  * sr_engine_restart_weights, sr_engine_generate_answered),
  * weights.c (the delta transport: sr_engine_fetch, sr_engine_update_delta), bucket.c (the
- * broadcast transport: sr_engine_bucket_*, sr_engine_sync_finish) and disk.c (safetensors
- * checkpoints: sr_engine_load_disk) build on engine_state.c;
+ * broadcast transport: sr_engine_bucket_*, sr_engine_sync_finish; its header line parsed in
+ * bucket_header.c) and disk.c (safetensors checkpoints: sr_engine_load_disk) build on
+ * engine_state.c;
  * engine.c (everything else) on top.
  *
  * Ownership: sr_engine_new copies the config (not its fault cJSON, which it parses).
