@@ -12,11 +12,10 @@
 #include <cjson/cJSON.h>
 
 #include "args.h"
-#include "client/fanout.h"
+#include "cmd_validate_field_priv.h"
 #include "commands.h"
 #include "run/procs.h"
 #include "sr_buf.h"
-#include "sr_clock.h"
 #include "sr_fields.h"
 #include "run/validate_field.h"
 #include "spec/dialect.h"
@@ -89,8 +88,6 @@ static const char *field_wires(char *dst, size_t cap)
     }
     return dst;
 }
-
-#define N_CLEAN 8
 
 typedef struct vf_args {
     const char *path;
@@ -304,7 +301,7 @@ static size_t n_faults(const vf_args *a)
 /* Request ordinal (1-based) of fault k aimed at packed field f. */
 static int fault_ordinal(const vf_args *a, size_t f, size_t k)
 {
-    return (int)(N_CLEAN + f * n_faults(a) + k + 1);
+    return (int)(SR_VF_N_CLEAN + f * n_faults(a) + k + 1);
 }
 
 /* The engine config: the dialect, the fields beside the routes and one fault per (field, kind). */
@@ -348,131 +345,6 @@ static char *engine_config(const vf_field *fs, size_t n, const vf_args *a)
     return txt;
 }
 
-#define GENERATE_MS 30000 /* the deadline of one captured generate */
-
-static int put_key(sr_buf *b, int *first, const char *key, sr_err *err)
-{
-    int rc = sr_buf_printf(b, err, "%s\"%s\":", *first ? "" : ",", key);
-    *first = 0;
-    return rc;
-}
-
-/* The dialect's generate request (its first route, spec/dialect.h): the prompt, max tokens,
- * ignore_eos, routes from row 0 (the start where the wire has one, its routes switch). */
-static int request_body(sr_buf *req, const sr_dialect_route *rt, const int32_t *prompt, size_t P,
-                        int max_tokens, int capture, sr_err *err)
-{
-    const sr_dialect_request *q = &rt->request;
-    int first = 1, rc = sr_buf_puts(req, "{", err);
-    if (!rc && q->params) {
-        int inner = 1;
-        rc = put_key(req, &first, q->params, err);
-        if (!rc)
-            rc = sr_buf_puts(req, "{", err);
-        if (!rc)
-            rc = put_key(req, &inner, q->max_tokens_key, err);
-        if (!rc)
-            rc = sr_buf_printf(req, err, "%d,\"ignore_eos\":true", max_tokens);
-        /* The later stack's capture request carries its top_k (the engine's support width). */
-        if (!rc && capture)
-            rc = sr_buf_puts(req, ",\"top_k\":4", err);
-        if (!rc && q->start_key && q->start_in_params)
-            rc = sr_buf_printf(req, err, ",\"%s\":0", q->start_key);
-        if (!rc)
-            rc = sr_buf_puts(req, "}", err);
-    } else if (!rc) {
-        rc = put_key(req, &first, q->max_tokens_key, err);
-        if (!rc)
-            rc = sr_buf_printf(req, err, "%d,\"ignore_eos\":true", max_tokens);
-    }
-    if (!rc && q->start_key && (!q->start_in_params || !q->params)) {
-        rc = put_key(req, &first, q->start_key, err);
-        if (!rc)
-            rc = sr_buf_puts(req, "0", err);
-    }
-    if (!rc && q->routes_switch) {
-        rc = put_key(req, &first, q->routes_switch, err);
-        if (!rc)
-            rc = sr_buf_puts(req, "true", err);
-    }
-    if (!rc && q->tokens_switch) {
-        rc = put_key(req, &first, q->tokens_switch, err);
-        if (!rc)
-            rc = sr_buf_puts(req, "true", err);
-    }
-    if (!rc && rt->api != SR_API_SGLANG) {
-        rc = put_key(req, &first, "model", err);
-        if (!rc)
-            rc = sr_buf_puts(req, "\"default\"", err);
-    }
-    if (!rc)
-        rc = put_key(req, &first, q->tokens_key, err);
-    if (!rc)
-        rc = sr_buf_puts(req, "[", err);
-    for (size_t i = 0; !rc && i < P; i++)
-        rc = sr_buf_printf(req, err, i ? ",%d" : "%d", prompt[i]);
-    if (!rc && capture)
-        rc = sr_buf_puts(req, "],\"return_sample_support\":true}", err);
-    else if (!rc)
-        rc = sr_buf_puts(req, "]}", err);
-    return rc;
-}
-
-/* One generate: prompt -> the raw response body (HTTP 200 required). */
-static int generate(sr_buf *body, sr_fanout *fan, const sr_dialect_route *rt, const int32_t *prompt,
-                    size_t P, int max_tokens, int capture, sr_err *err)
-{
-    sr_buf req = SR_BUF_INIT;
-    int rc = request_body(&req, rt, prompt, P, max_tokens, capture, err);
-    sr_fanout_seg seg = {req.data, req.len};
-    sr_fanout_req r;
-    memset(&r, 0, sizeof(r));
-    r.path = rt->path;
-    r.segs = &seg;
-    r.nseg = 1;
-    if (!rc)
-        rc = sr_fanout_run(fan, &r, 1, 1, sr_clock_ms() + GENERATE_MS, GENERATE_MS, err);
-    if (!rc && (r.code || r.status != 200))
-        rc = sr_err_set(err, SR_E_CLIENT_TRANSPORT, "POST %s%s: %s (HTTP %ld)",
-                        sr_fanout_url(fan, 0), r.path, r.code ? r.msg : "not 200", r.status);
-    if (!rc) {
-        /* The body moves to the caller's buffer. */
-        sr_buf_release(body);
-        *body = r.resp;
-        r.resp = (sr_buf)SR_BUF_INIT;
-    }
-    sr_fanout_reqs_release(&r, 1);
-    sr_buf_release(&req);
-    return rc;
-}
-
-typedef struct capture {
-    sr_buf *bodies;
-    int32_t *prompts; /* 64 tokens per request */
-    size_t *P;
-    size_t n;
-} capture;
-
-#define PROMPT_MAX 64
-
-/* Clean requests first (prompts of 1..36 tokens, 1..15 generated), then one per fault. */
-static int capture_all(capture *cap, const char *url, sr_dialect d, int support, sr_err *err)
-{
-    sr_fanout *fan = NULL;
-    const sr_dialect_route *rt = &sr_dialect_get(d)->routes[0];
-    int rc = sr_fanout_new(&fan, &url, 1, 0, err);
-    for (size_t i = 0; !rc && i < cap->n; i++) {
-        size_t P = i < N_CLEAN ? 1 + 5 * i : 4;
-        int32_t *p = cap->prompts + i * PROMPT_MAX;
-        for (size_t j = 0; j < P; j++)
-            p[j] = (int32_t)((i * 31 + j * 7 + 3) % 1000);
-        cap->P[i] = P;
-        rc = generate(&cap->bodies[i], fan, rt, p, P, i < N_CLEAN ? 1 + 2 * (int)i : 4, support,
-                      err);
-    }
-    sr_fanout_free(fan);
-    return rc;
-}
 /* Starts the engine on `cfg` (its output into `log`), returns its URL in url. */
 static int start_engine(sr_proc *p, const char *cfg, const char *log, char *url, size_t cap,
                         sr_err *err)
@@ -522,7 +394,7 @@ static void describe(FILE *out, const sr_field_def *d)
 
 /* Runs the battery on every packed field; returns the exit status. */
 static int battery(const vf_args *a, const sr_fields *reg, const vf_field *fs, size_t n,
-                   const capture *cap, sr_err *err)
+                   const sr_vf_capture *cap, sr_err *err)
 {
     sr_vf_body *bodies = calloc(cap->n, sizeof(*bodies));
     if (!bodies) {
@@ -532,7 +404,7 @@ static int battery(const vf_args *a, const sr_fields *reg, const vf_field *fs, s
     for (size_t i = 0; i < cap->n; i++) {
         bodies[i].data = cap->bodies[i].data;
         bodies[i].len = cap->bodies[i].len;
-        bodies[i].prompt = cap->prompts + i * PROMPT_MAX;
+        bodies[i].prompt = cap->prompts + i * SR_VF_PROMPT_MAX;
         bodies[i].P = cap->P[i];
     }
     size_t ready = 0;
@@ -554,7 +426,7 @@ static int battery(const vf_args *a, const sr_fields *reg, const vf_field *fs, s
                           a->dialect,
                           a->seed,
                           bodies,
-                          N_CLEAN,
+                          SR_VF_N_CLEAN,
                           n_faults(a) ? bodies + fault_ordinal(a, f, 0) - 1 : NULL,
                           a->rows,
                           stdout};
@@ -582,9 +454,9 @@ static int run(const vf_args *a, const sr_fields *reg, const vf_field *fs, size_
     snprintf(cfg, sizeof(cfg), "%s/engine.json", dir);
     snprintf(log, sizeof(log), "%s/engine.log", dir);
     size_t nk = n_faults(a);
-    capture cap = {NULL, NULL, NULL, N_CLEAN + n * nk};
+    sr_vf_capture cap = {NULL, NULL, NULL, SR_VF_N_CLEAN + n * nk};
     cap.bodies = calloc(cap.n, sizeof(*cap.bodies));
-    cap.prompts = calloc(cap.n * PROMPT_MAX, sizeof(*cap.prompts));
+    cap.prompts = calloc(cap.n * SR_VF_PROMPT_MAX, sizeof(*cap.prompts));
     cap.P = calloc(cap.n, sizeof(*cap.P));
     char *text = engine_config(fs, n, a);
     sr_proc p = SR_PROC_INIT;
@@ -599,9 +471,9 @@ static int run(const vf_args *a, const sr_fields *reg, const vf_field *fs, size_
         printf("validate-field: %s: %zu packed field(s); engine %s (seed %llu, dialect %s: %s) "
                "emits them beside routed_experts; %d clean responses, %zu faulted\n",
                a->path, n, url, (unsigned long long)a->seed, sr_dialect_name(a->dialect),
-               sr_dialect_get(a->dialect)->routes[0].path, N_CLEAN, n * nk);
+               sr_dialect_get(a->dialect)->routes[0].path, SR_VF_N_CLEAN, n * nk);
     if (!rc)
-        rc = capture_all(&cap, url, a->dialect, a->capture, err);
+        rc = sr_vf_capture_all(&cap, url, a->dialect, a->capture, err);
     if (p.pid > 0)
         sr_procs_stop(&p, 1, 2000);
     int status = SR_EXIT_FAIL;
