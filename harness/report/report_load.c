@@ -1,5 +1,6 @@
 /* Reads results.json back into a run (sr_report_load, report.h). */
 #include "report_priv.h"
+#include "report_load_priv.h"
 
 #include <float.h>
 #include <limits.h>
@@ -12,17 +13,7 @@
 #include "sr_file.h"
 #include "sr_json.h"
 
-/* The loader's state: the document and the first error (later failures are ignored). */
-typedef struct ld {
-    const sr_json_doc *doc;
-    sr_err *err;
-    int rc;
-} ld;
-
-static void fail(ld *l, const cJSON *node, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void fail(ld *l, const cJSON *node, const char *fmt, ...)
+void sr_ld_fail(ld *l, const cJSON *node, const char *fmt, ...)
 {
     if (l->rc)
         return;
@@ -34,7 +25,7 @@ static void fail(ld *l, const cJSON *node, const char *fmt, ...)
     l->rc = sr_json_error(l->doc, node, l->err, SR_E_JSON_SCHEMA, "%s", msg);
 }
 
-static void nomem(ld *l)
+void sr_ld_nomem(ld *l)
 {
     if (!l->rc)
         l->rc = sr_err_set(l->err, SR_E_NOMEM, "cannot load results.json");
@@ -63,7 +54,7 @@ static void str_owned(ld *l, const cJSON *o, const char *k, char **dst)
     if (skip(l, o, k) || (l->rc = sr_json_get_string(l->doc, o, k, 1, NULL, &s, l->err)))
         return;
     if (sr_result_set_str(dst, s, NULL))
-        nomem(l);
+        sr_ld_nomem(l);
 }
 
 static void str_fixed(ld *l, const cJSON *o, const char *k, char *buf, size_t cap)
@@ -85,7 +76,7 @@ static void integer(ld *l, const cJSON *o, const char *k, int64_t lo, int64_t hi
         l->rc = sr_json_get_int(l->doc, o, k, 1, lo, hi, *out, out, l->err);
 }
 
-static uint64_t get_u64(ld *l, const cJSON *o, const char *k)
+uint64_t sr_ld_get_u64(ld *l, const cJSON *o, const char *k)
 {
     uint64_t v = 0;
     if (!skip(l, o, k))
@@ -117,7 +108,7 @@ static int get_bool(ld *l, const cJSON *o, const char *k)
 }
 
 /* An object member, or an array member when `array`; NULL when null, absent or wrong. */
-static const cJSON *get_typed(ld *l, const cJSON *o, const char *k, int array)
+const cJSON *sr_ld_get_typed(ld *l, const cJSON *o, const char *k, int array)
 {
     const cJSON *x = NULL;
     if (!skip(l, o, k))
@@ -128,21 +119,21 @@ static const cJSON *get_typed(ld *l, const cJSON *o, const char *k, int array)
 
 static void strv(ld *l, const cJSON *o, const char *k, char ***v, size_t *n)
 {
-    const cJSON *a = get_typed(l, o, k, 1);
+    const cJSON *a = sr_ld_get_typed(l, o, k, 1);
     int len = a ? cJSON_GetArraySize(a) : 0;
     if (!(*v = calloc((size_t)len + 1, sizeof(char *)))) {
-        nomem(l);
+        sr_ld_nomem(l);
         return;
     }
     const cJSON *x;
     cJSON_ArrayForEach(x, a)
     {
         if (!cJSON_IsString(x)) {
-            fail(l, x, "'%s' must hold strings", k);
+            sr_ld_fail(l, x, "'%s' must hold strings", k);
             return;
         }
         if (sr_result_set_str(&(*v)[(*n)++], x->valuestring, NULL)) {
-            nomem(l);
+            sr_ld_nomem(l);
             return;
         }
     }
@@ -150,148 +141,18 @@ static void strv(ld *l, const cJSON *o, const char *k, char ***v, size_t *n)
 
 static void counters(ld *l, const cJSON *o, sr_counters *c)
 {
-    c->rollouts_requested = (int64_t)get_u64(l, o, "rollouts_requested");
-    c->rollouts_verified = (int64_t)get_u64(l, o, "rollouts_verified");
-    c->rollouts_failed = (int64_t)get_u64(l, o, "rollouts_failed");
-    c->turns = (int64_t)get_u64(l, o, "turns");
-    c->attempts = (int64_t)get_u64(l, o, "attempts");
-    c->retries = (int64_t)get_u64(l, o, "retries");
-    c->bytes_sent = get_u64(l, o, "bytes_sent");
-    c->bytes_received = get_u64(l, o, "bytes_received");
-    c->tokens_verified = (int64_t)get_u64(l, o, "tokens_verified");
-    c->rows_verified = (int64_t)get_u64(l, o, "rows_verified");
-    c->collations = (int64_t)get_u64(l, o, "collations");
-    c->syncs = (int64_t)get_u64(l, o, "syncs");
-}
-
-/* ---- histograms ---- */
-
-typedef struct bk {
-    uint64_t lo, hi, c;
-} bk;
-
-/* The bucket whose lower bound is exactly v, or -1. */
-static long bucket_at(uint64_t v)
-{
-    size_t a = 0, b = sr_hist_buckets();
-    while (b - a > 1) {
-        size_t m = a + (b - a) / 2;
-        uint64_t lo, hi;
-        sr_hist_bucket_range(m, &lo, &hi);
-        if (lo <= v)
-            a = m;
-        else
-            b = m;
-    }
-    uint64_t lo, hi;
-    sr_hist_bucket_range(a, &lo, &hi);
-    return lo == v ? (long)a : -1;
-}
-
-/*
- * Records values that reproduce the buckets, min, max and sum exactly: min and max once each,
- * then every other value at its bucket's lower end (within [min, max]), raised towards the
- * bucket's upper end bucket by bucket until the values add up to `sum`. At most three distinct
- * values per bucket, so this costs O(buckets). 0 or SR_E_NOMEM.
- */
-static int hist_fill(sr_hist *h, bk *b, size_t nb, uint64_t mn, uint64_t mx, uint64_t sum,
-                     uint64_t count)
-{
-    for (size_t i = 0; i < nb; i++) {
-        b[i].lo = b[i].lo < mn ? mn : b[i].lo;
-        b[i].hi = b[i].hi > mx ? mx : b[i].hi;
-    }
-    unsigned __int128 fixed = mn;
-    int rc = sr_hist_record(h, mn);
-    b[0].c--;
-    if (count > 1) {
-        rc = rc ? rc : sr_hist_record(h, mx);
-        b[nb - 1].c--;
-        fixed += mx;
-    }
-    unsigned __int128 base = fixed;
-    for (size_t i = 0; i < nb; i++)
-        base += (unsigned __int128)b[i].c * b[i].lo;
-    unsigned __int128 d = sum > base ? sum - base : 0;
-    for (size_t i = 0; i < nb; i++) {
-        uint64_t w = b[i].hi - b[i].lo, c = b[i].c;
-        unsigned __int128 room = (unsigned __int128)c * w;
-        unsigned __int128 take = d < room ? d : room;
-        uint64_t k = w ? (uint64_t)(take / w) : 0, r = w ? (uint64_t)(take % w) : 0;
-        rc = rc ? rc : sr_hist_record_n(h, b[i].hi, k);
-        if (r && !rc)
-            rc = sr_hist_record(h, b[i].lo + r);
-        rc = rc ? rc : sr_hist_record_n(h, b[i].lo, c - k - (r ? 1 : 0));
-        d -= take;
-    }
-    return rc;
-}
-
-static void load_hist(ld *l, const cJSON *phase, sr_hist *h)
-{
-    uint64_t count = get_u64(l, phase, "count");
-    const cJSON *hj = get_typed(l, phase, "hist", 0);
-    const cJSON *arr = hj ? get_typed(l, hj, "buckets", 1) : NULL;
-    if (l->rc || count == 0)
-        return;
-    if (!arr) {
-        fail(l, phase, "a phase with samples needs its histogram (hist.buckets)");
-        return;
-    }
-    uint64_t mn = get_u64(l, hj, "min_ns"), mx = get_u64(l, hj, "max_ns");
-    uint64_t sum = get_u64(l, hj, "sum_ns");
-    size_t nb = (size_t)cJSON_GetArraySize(arr), k = 0;
-    bk *b = nb ? calloc(nb, sizeof(bk)) : NULL;
-    if (!b) {
-        if (nb)
-            nomem(l);
-        else
-            fail(l, arr, "no buckets for %llu samples", (unsigned long long)count);
-        return;
-    }
-    uint64_t total = 0;
-    long prev = -1;
-    const cJSON *x;
-    cJSON_ArrayForEach(x, arr)
-    {
-        const cJSON *lo = cJSON_GetArrayItem(x, 0), *c = cJSON_GetArrayItem(x, 1);
-        long idx = -1;
-        if (cJSON_GetArraySize(x) == 2 && cJSON_IsNumber(lo) && cJSON_IsNumber(c) &&
-            lo->valuedouble >= 0 && lo->valuedouble < 0x1p64 && c->valuedouble >= 1 &&
-            c->valuedouble < 0x1p64 && c->valuedouble == floor(c->valuedouble))
-            idx = bucket_at((uint64_t)lo->valuedouble);
-        if (idx <= prev) {
-            fail(l, x, "a bucket must be [lower bound, count > 0], in increasing order");
-            break;
-        }
-        prev = idx;
-        sr_hist_bucket_range((size_t)idx, &b[k].lo, &b[k].hi);
-        b[k].c = (uint64_t)c->valuedouble;
-        total += b[k++].c;
-    }
-    if (!l->rc && (total != count || mn > mx || mn < b[0].lo || mn > b[0].hi || mx < b[nb - 1].lo ||
-                   mx > b[nb - 1].hi))
-        fail(l, hj, "buckets disagree with count %llu, min_ns or max_ns",
-             (unsigned long long)count);
-    if (!l->rc && hist_fill(h, b, nb, mn, mx, sum, count))
-        nomem(l);
-    free(b);
-}
-
-static void load_phases(ld *l, const cJSON *o, sr_hist *const *h, sr_phase_cpu *cpu)
-{
-    const cJSON *ph = get_typed(l, o, "phases", 0);
-    for (int p = 0; ph && p < SR_PHASE_COUNT && !l->rc; p++) {
-        const cJSON *e = get_typed(l, ph, sr_phase_name((sr_phase)p), 0);
-        if (e)
-            load_hist(l, e, h[p]);
-        /* "cpu" is absent in files written before it existed. */
-        const cJSON *c = e && !l->rc ? get_typed(l, e, "cpu", 0) : NULL;
-        if (c) {
-            cpu[p].count = get_u64(l, c, "count");
-            cpu[p].sum_ns = l->rc ? 0 : get_u64(l, c, "sum_ns");
-        }
-    }
+    c->rollouts_requested = (int64_t)sr_ld_get_u64(l, o, "rollouts_requested");
+    c->rollouts_verified = (int64_t)sr_ld_get_u64(l, o, "rollouts_verified");
+    c->rollouts_failed = (int64_t)sr_ld_get_u64(l, o, "rollouts_failed");
+    c->turns = (int64_t)sr_ld_get_u64(l, o, "turns");
+    c->attempts = (int64_t)sr_ld_get_u64(l, o, "attempts");
+    c->retries = (int64_t)sr_ld_get_u64(l, o, "retries");
+    c->bytes_sent = sr_ld_get_u64(l, o, "bytes_sent");
+    c->bytes_received = sr_ld_get_u64(l, o, "bytes_received");
+    c->tokens_verified = (int64_t)sr_ld_get_u64(l, o, "tokens_verified");
+    c->rows_verified = (int64_t)sr_ld_get_u64(l, o, "rows_verified");
+    c->collations = (int64_t)sr_ld_get_u64(l, o, "collations");
+    c->syncs = (int64_t)sr_ld_get_u64(l, o, "syncs");
 }
 
 /* ---- scenarios ---- */
@@ -304,7 +165,7 @@ static sr_verdict verdict(ld *l, const cJSON *o, const char *k, sr_verdict dflt)
         if (strcmp(v, sr_verdict_name((sr_verdict)i)) == 0)
             return (sr_verdict)i;
     if (v[0])
-        fail(l, get(o, k), "unknown verdict '%s'", v);
+        sr_ld_fail(l, get(o, k), "unknown verdict '%s'", v);
     return dflt;
 }
 
@@ -318,11 +179,11 @@ static int expected(const sr_scenario_result *s, const char *name)
 
 static void load_checks(ld *l, const cJSON *o, sr_scenario_result *s)
 {
-    const cJSON *a = get_typed(l, o, "checks", 1), *x;
+    const cJSON *a = sr_ld_get_typed(l, o, "checks", 1), *x;
     int len = a ? cJSON_GetArraySize(a) : 0;
     size_t cap = len < SR_RESULT_MAX_CHECKS ? (size_t)len : SR_RESULT_MAX_CHECKS;
     if (cap && !(s->checks = calloc(cap, sizeof(sr_check)))) {
-        nomem(l);
+        sr_ld_nomem(l);
         return;
     }
     s->cap_checks = cap;
@@ -335,7 +196,7 @@ static void load_checks(ld *l, const cJSON *o, sr_scenario_result *s)
         str_fixed(l, x, "classification", c->classification, sizeof(c->classification));
         str_fixed(l, x, "message", c->message, sizeof(c->message));
         c->expected = get_bool(l, x, "expected");
-        const cJSON *w = get_typed(l, x, "where", 0);
+        const cJSON *w = sr_ld_get_typed(l, x, "where", 0);
         c->where.step = get_opt(l, w, "step");
         c->where.engine = get_opt(l, w, "engine");
         c->where.sample = get_opt(l, w, "sample");
@@ -352,27 +213,27 @@ static void load_checks(ld *l, const cJSON *o, sr_scenario_result *s)
 static void load_counts(ld *l, const cJSON *o, const char *k, sr_check_count **v, size_t *n,
                         const sr_scenario_result *s)
 {
-    const cJSON *m = get_typed(l, o, k, 0), *x;
+    const cJSON *m = sr_ld_get_typed(l, o, k, 0), *x;
     int len = m ? cJSON_GetArraySize(m) : 0;
     if (len && !(*v = calloc((size_t)len, sizeof(sr_check_count)))) {
-        nomem(l);
+        sr_ld_nomem(l);
         return;
     }
     cJSON_ArrayForEach(x, m)
     {
         sr_check_count *c = &(*v)[(*n)++];
         snprintf(c->name, sizeof(c->name), "%s", x->string);
-        c->count = get_u64(l, m, x->string);
+        c->count = sr_ld_get_u64(l, m, x->string);
         c->expected = s ? expected(s, c->name) : 0;
     }
 }
 
 static void load_steps(ld *l, const cJSON *o, sr_scenario_result *s)
 {
-    const cJSON *a = get_typed(l, o, "steps", 1), *x;
+    const cJSON *a = sr_ld_get_typed(l, o, "steps", 1), *x;
     int len = a ? cJSON_GetArraySize(a) : 0;
     if (len && !(s->steps = calloc((size_t)len, sizeof(sr_step_timing)))) {
-        nomem(l);
+        sr_ld_nomem(l);
         return;
     }
     cJSON_ArrayForEach(x, a)
@@ -393,10 +254,10 @@ static void load_steps(ld *l, const cJSON *o, sr_scenario_result *s)
 
 static void load_engines(ld *l, const cJSON *o, sr_scenario_result *s)
 {
-    const cJSON *a = get_typed(l, o, "engines", 1), *x;
+    const cJSON *a = sr_ld_get_typed(l, o, "engines", 1), *x;
     int len = a ? cJSON_GetArraySize(a) : 0;
     if (len && !(s->engines = calloc((size_t)len, sizeof(sr_engine_run)))) {
-        nomem(l);
+        sr_ld_nomem(l);
         return;
     }
     cJSON_ArrayForEach(x, a)
@@ -413,14 +274,14 @@ static void load_engines(ld *l, const cJSON *o, sr_scenario_result *s)
 static void load_scenario(ld *l, const cJSON *o, sr_scenario_result *s)
 {
     if (!cJSON_IsObject(o)) {
-        fail(l, o, "a scenario must be an object");
+        sr_ld_fail(l, o, "a scenario must be an object");
         return;
     }
     str_owned(l, o, "id", &s->id);
     str_owned(l, o, "file", &s->file);
     str_owned(l, o, "description", &s->description);
     strv(l, o, "tags", &s->tags, &s->n_tags);
-    s->seed = get_u64(l, o, "seed");
+    s->seed = sr_ld_get_u64(l, o, "seed");
     int64_t rep = 1;
     integer(l, o, "repeat", 1, INT_MAX, &rep);
     s->repeat = (int)rep;
@@ -430,17 +291,17 @@ static void load_scenario(ld *l, const cJSON *o, sr_scenario_result *s)
     s->external = get_bool(l, o, "external_engines");
     s->verdict = verdict(l, o, "verdict", SR_VERDICT_PASS);
     str_fixed(l, o, "reason", s->reason, sizeof(s->reason));
-    const cJSON *ex = get_typed(l, o, "expect", 0);
+    const cJSON *ex = sr_ld_get_typed(l, o, "expect", 0);
     s->expect_verdict = verdict(l, ex, "verdict", SR_VERDICT_PASS);
     strv(l, ex, "checks", &s->expect_checks, &s->n_expect_checks);
     load_checks(l, o, s);
-    s->checks_dropped = get_u64(l, o, "checks_dropped");
+    s->checks_dropped = sr_ld_get_u64(l, o, "checks_dropped");
     load_counts(l, o, "fired", &s->fired, &s->n_fired, s);
     load_counts(l, o, "classifications", &s->fired_classes, &s->n_fired_classes, NULL);
-    const cJSON *sk = get_typed(l, o, "skipped_checks", 1), *x;
+    const cJSON *sk = sr_ld_get_typed(l, o, "skipped_checks", 1), *x;
     int nsk = sk ? cJSON_GetArraySize(sk) : 0;
     if (nsk && !(s->skipped = calloc((size_t)nsk, sizeof(sr_skipped_check))))
-        nomem(l);
+        sr_ld_nomem(l);
     const cJSON *sk_list = s->skipped ? sk : NULL;
     cJSON_ArrayForEach(x, sk_list)
     {
@@ -455,8 +316,8 @@ static void load_scenario(ld *l, const cJSON *o, sr_scenario_result *s)
     num(l, o, "wall_ms", &s->wall_ms);
     load_steps(l, o, s);
     load_engines(l, o, s);
-    counters(l, get_typed(l, o, "counters", 0), &s->counters);
-    load_phases(l, o, s->phase, s->cpu);
+    counters(l, sr_ld_get_typed(l, o, "counters", 0), &s->counters);
+    sr_ld_phases(l, o, s->phase, s->cpu);
 }
 
 /* "K/N" with decimal digits only and 1 <= K <= N <= 1000000 (the shard counts `run` takes). */
@@ -488,10 +349,10 @@ static void load_shards(ld *l, const cJSON *o, sr_run_header *h)
     int64_t of = 0;
     integer(l, o, "merged_of", 0, 1000000, &of);
     h->merged_of = (int)of;
-    const cJSON *a = get(o, "shards") ? get_typed(l, o, "shards", 1) : NULL, *x;
+    const cJSON *a = get(o, "shards") ? sr_ld_get_typed(l, o, "shards", 1) : NULL, *x;
     int n = a ? cJSON_GetArraySize(a) : 0;
     if (n && !(h->shards = calloc((size_t)n, sizeof(sr_merged_shard))))
-        nomem(l);
+        sr_ld_nomem(l);
     const cJSON *list = h->shards ? a : NULL;
     cJSON_ArrayForEach(x, list)
     {
@@ -516,28 +377,28 @@ static void load_header(ld *l, const cJSON *o, sr_run_header *h)
         strv(l, o, "merged_from", &h->merged_from, &h->n_merged_from);
     load_shards(l, o, h);
     str_owned(l, o, "out_dir", &h->out_dir);
-    const cJSON *m = get_typed(l, o, "machine", 0);
+    const cJSON *m = sr_ld_get_typed(l, o, "machine", 0);
     str_owned(l, m, "hostname", &h->hostname);
     str_owned(l, m, "kernel", &h->kernel);
     str_owned(l, m, "arch", &h->arch);
     h->cpus = get_int(l, m, "cpus");
     str_owned(l, o, "command", &h->command);
     h->has_seed = get(o, "seed") != NULL;
-    h->seed = get_u64(l, o, "seed");
-    const cJSON *op = get_typed(l, o, "options", 0);
+    h->seed = sr_ld_get_u64(l, o, "seed");
+    const cJSON *op = sr_ld_get_typed(l, o, "options", 0);
     h->jobs = get_int(l, op, "jobs");
     h->repeat = get_int(l, op, "repeat");
     h->until_fail = get_bool(l, op, "until_fail");
     char shard[32] = "";
     str_fixed(l, op, "shard", shard, sizeof(shard));
     if (shard[0] && parse_shard(shard, &h->shard_k, &h->shard_n))
-        fail(l, get(op, "shard"), "'shard' must be \"K/N\" with 1 <= K <= N <= 1000000");
+        sr_ld_fail(l, get(op, "shard"), "'shard' must be \"K/N\" with 1 <= K <= N <= 1000000");
     str_owned(l, op, "shard_source", &h->shard_source);
     str_owned(l, op, "shard_detail", &h->shard_detail);
     strv(l, op, "tags", &h->tags, &h->n_tags);
     strv(l, op, "exclude_tags", &h->exclude_tags, &h->n_exclude_tags);
     h->keep = get_bool(l, op, "keep");
-    const cJSON *t = get_typed(l, o, "start", 0);
+    const cJSON *t = sr_ld_get_typed(l, o, "start", 0);
     str_fixed(l, t, "iso", h->start_iso, sizeof(h->start_iso));
     h->start_unix_ms = get_opt(l, t, "unix_ms");
 }
@@ -576,13 +437,13 @@ static int load_outer(sr_run_result **out, ld *l, double *wall)
     const cJSON *root = sr_json_root(l->doc);
     int64_t schema = 0;
     if (!cJSON_IsObject(root))
-        fail(l, root, "results.json must be an object");
+        sr_ld_fail(l, root, "results.json must be an object");
     integer(l, root, "schema", 0, 1000000000, &schema);
     if (!l->rc && schema != SR_RESULT_SCHEMA_VERSION)
-        fail(l, get(root, "schema"), "unsupported schema %lld (this syncroll reads %d)",
-             (long long)schema, SR_RESULT_SCHEMA_VERSION);
-    const cJSON *run_j = get_typed(l, root, "run", 0);
-    get_typed(l, root, "scenarios", 1);
+        sr_ld_fail(l, get(root, "schema"), "unsupported schema %lld (this syncroll reads %d)",
+                   (long long)schema, SR_RESULT_SCHEMA_VERSION);
+    const cJSON *run_j = sr_ld_get_typed(l, root, "run", 0);
+    sr_ld_get_typed(l, root, "scenarios", 1);
     sr_run_result *run = NULL;
     if (!l->rc && sr_run_result_new(&run, l->err))
         l->rc = SR_E_NOMEM;
