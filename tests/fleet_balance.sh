@@ -106,4 +106,34 @@ expect_out 2 'holds no scenario duration \[usage\.invalid_argument\]' "--timings
 printf '{"schema": 1, "scenarios": [{"wall_ms": "x"}]}\n' >"$tmp/bad.json"
 expect_out 2 'json\.schema' "--timings of a malformed file" \
     "$S" run --list --shard 1/4 --timings "$tmp/bad.json" "$tmp/suite"
+
+# Shards of different partitions are parts of no single run: given other timings, two shards
+# can miss a scenario without running one twice, and their merge would be green without it. It
+# is refused by name, even under one --run-group; shards of the same timings merge. Shard 1 of
+# the first file (bal-1 dominates) is bal-1 alone; in the second, bal-1 and bal-2 dominate and
+# shard 2 holds bal-2 and half of the rest: five scenarios run nowhere and none twice.
+python3 - "$tmp" <<'PY' || die "could not write the one-heavy timings"
+import json, sys
+for name, heavy in (("heavy1", (1,)), ("heavy2", (1, 2))):
+    json.dump({"schema": 1, "scenarios": [{"id": "bal-%d" % i,
+                                           "wall_ms": 10000 if i in heavy else 10}
+                                          for i in range(1, 13)]},
+              open("%s/%s.json" % (sys.argv[1], name), "w"))
+PY
+"$S" run --list --shard 1/2 --timings "$tmp/heavy1.json" "$tmp/suite" >"$tmp/p1" 2>/dev/null
+"$S" run --list --shard 2/2 --timings "$tmp/heavy2.json" "$tmp/suite" >"$tmp/p2" 2>/dev/null
+[ "$(cat "$tmp/p1" "$tmp/p2" | sort -u | wc -l)" -eq 7 ] &&
+    [ "$(cat "$tmp/p1" "$tmp/p2" | wc -l)" -eq 7 ] ||
+    die "the two timings should leave five scenarios out of both shards and run none twice"
+for run in "1 heavy1" "2 heavy2" "2 heavy1"; do
+    set -- $run
+    expect_out 0 ' passed, 0 failed$' "shard $1/2 by the $2 timings" \
+        "$S" run --run-group g1 --shard "$1/2" --timings "$tmp/$2.json" --out "$tmp/m-$1-$2" \
+        "$tmp/suite"
+done
+expect_out 2 'report\.run_mismatch.*partition=timings-' "shards of two partitions are not merged" \
+    "$S" report --merge "$tmp/merged-bad" "$tmp/m-1-heavy1/latest" "$tmp/m-2-heavy2/latest"
+[ ! -e "$tmp/merged-bad/results.json" ] || bad "a refused merge wrote results.json"
+expect_out 0 '^merged 2 shards into ' "shards of one partition merge" \
+    "$S" report --merge "$tmp/merged-ok" "$tmp/m-1-heavy1/latest" "$tmp/m-2-heavy1/latest"
 finish

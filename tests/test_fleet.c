@@ -319,6 +319,29 @@ START_TEST(history_analysis)
 }
 END_TEST
 
+/* The partition's fingerprint: the order of the ids does not change it; a moved id, a missing
+ * one or another one does. */
+START_TEST(shard_partition_fingerprint)
+{
+    const char *ids[] = {"a", "b", "c", "d"}, *rev[] = {"d", "c", "b", "a"};
+    const char *other[] = {"a", "b", "c", "e"};
+    const int of[] = {1, 2, 1, 2}, rev_of[] = {2, 1, 2, 1}, moved[] = {1, 2, 2, 2};
+    const int swapped[] = {2, 1, 2, 1};
+    uint64_t fp = sr_shard_partition_fp(ids, of, 4);
+    ck_assert_uint_eq(sr_shard_partition_fp(rev, rev_of, 4), fp);
+    ck_assert_uint_ne(sr_shard_partition_fp(ids, moved, 4), fp);
+    ck_assert_uint_ne(sr_shard_partition_fp(ids, swapped, 4), fp);
+    ck_assert_uint_ne(sr_shard_partition_fp(ids, of, 3), fp);
+    ck_assert_uint_ne(sr_shard_partition_fp(other, of, 4), fp);
+    sr_shard s = {1, 4, "option", ""};
+    for (int i = 0; i < 4; i++)
+        for (int k = 1; k <= 4; k++) {
+            s.k = k;
+            ck_assert_int_eq(sr_shard_selects(&s, ids[i]), sr_shard_of(&s, ids[i]) == k);
+        }
+}
+END_TEST
+
 /* Fixed durations: the longest-first greedy partition, within max(1.2 x mean, longest). */
 START_TEST(shard_balance_fixed)
 {
@@ -341,8 +364,9 @@ START_TEST(shard_balance_fixed)
     ck_assert(sr_shard_timings_get(&t, "c") == 60 && sr_shard_timings_get(&t, "zz") < 0);
     const char **mine = NULL;
     size_t n = 0;
-    ck_assert_sr_code(sr_shard_balanced_ids(&mine, &n, &s, "/nonexistent/t.json", ids, 7, &err),
-                      err, SR_E_IO);
+    ck_assert_sr_code(
+        sr_shard_balanced_ids(&mine, &n, NULL, &s, "/nonexistent/t.json", ids, 7, &err), err,
+        SR_E_IO);
     ck_assert_ptr_null(mine);
     ck_assert_sr_code(sr_shard_balance(of, NULL, &(sr_shard){0, 0, "", ""}, ids, 7, &t, &err), err,
                       SR_E_INVAL);
@@ -378,6 +402,7 @@ int main(void)
     tcase_add_test(tc, history_analysis);
     tcase_add_test(tc, history_limits);
     tcase_add_test(tc, shard_balance_fixed);
+    tcase_add_test(tc, shard_partition_fingerprint);
     suite_add_tcase(s, tc);
     return sr_test_run(s);
 }

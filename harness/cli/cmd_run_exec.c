@@ -144,25 +144,38 @@ static int selected(const sr_scenario *s, const run_args *a)
     return sr_shard_selects(&a->shard, s->id);
 }
 
-/* --timings: this shard's ids of the scenarios the tags select (run/shard_balance.h), into
- * l->mine and a->shard_ids. 0, or -1 after printing the error. */
-static int balance_shards(loaded *l, run_args *a)
+/* A sharded run: this shard's ids of the scenarios the tags select, by the durations of --timings
+ * (run/shard_balance.h, into l->mine and a->shard_ids) or by the hash (shard.h), and the whole
+ * partition's fingerprint (a->partition_fp, in the run's selection line). 0, or -1 after
+ * printing the error. */
+static int partition(loaded *l, run_args *a)
 {
-    if (!a->shard.n || !a->timings)
+    if (!a->shard.n)
         return 0;
     sr_err err = SR_ERR_INIT;
     const char **ids = calloc(l->n + 1, sizeof(char *));
+    int *of = calloc(l->n + 1, sizeof(int));
     size_t n = 0;
     for (size_t i = 0; ids && i < l->n; i++)
         if (tag_selected(l->v[i], a))
             ids[n++] = l->v[i]->id;
-    int rc = ids ? sr_shard_balanced_ids(&l->mine, &l->n_mine, &a->shard, a->timings, ids, n, &err)
-                 : sr_err_set(&err, SR_E_NOMEM, "cannot balance the shards");
+    int rc = !ids || !of  ? sr_err_set(&err, SR_E_NOMEM, "cannot partition the scenarios")
+             : a->timings ? sr_shard_balanced_ids(&l->mine, &l->n_mine, &a->partition_fp, &a->shard,
+                                                  a->timings, ids, n, &err)
+                          : 0;
+    if (!rc && !a->timings) {
+        for (size_t i = 0; i < n; i++)
+            of[i] = sr_shard_of(&a->shard, ids[i]);
+        a->partition_fp = sr_shard_partition_fp(ids, of, n);
+    }
     free(ids);
+    free(of);
     if (rc) {
         fprintf(stderr, "syncroll run: %s [%s]\n", err.msg, sr_code_name(rc));
         return -1;
     }
+    if (!a->timings)
+        return 0;
     a->shard_ids = l->mine;
     a->n_shard_ids = l->n_mine;
     fprintf(stderr, "syncroll run: shard %d/%d balanced by the durations of %s: %zu of %zu\n",
@@ -555,7 +568,7 @@ int sr_run_main(const run_args *args, sr_signals *sig, int argc, char **argv)
     run_args shard_args = *args; /* plus this shard's ids when --timings balances */
     const run_args *a = &shard_args;
     loaded l = {NULL, 0, NULL, 0};
-    if (load_all(&l, a) || balance_shards(&l, &shard_args) || memory_refused(&l, a)) {
+    if (load_all(&l, a) || partition(&l, &shard_args) || memory_refused(&l, a)) {
         free_loaded(&l);
         return SR_EXIT_USAGE;
     }

@@ -117,6 +117,13 @@ static void selection(sr_run_header *h, const run_args *a)
              " seed=%s repeat=%d until_fail=%d duration_ms=%lld max_scenario_bytes=%zu shards=%d",
              seed, a->repeat, a->until_fail, (long long)a->duration_ms, a->max_scenario_bytes,
              a->shard.n);
+    /* The partition itself: shards given other timings, or that saw other scenarios, are parts
+     * of different partitions, and a merge of them would miss scenarios while running others
+     * twice. */
+    len = strlen(buf);
+    if (a->shard.n)
+        snprintf(buf + len, sizeof(buf) - len, " partition=%s-%016llx",
+                 a->timings ? "timings" : "hash", (unsigned long long)a->partition_fp);
     sr_result_set_str(&h->selection, buf + 1, NULL);
     if (a->run_group) {
         sr_result_set_str(&h->run_group, a->run_group, NULL);

@@ -31,7 +31,9 @@ typedef struct run_args {
     const char *timings;   /* --timings: balance the shards by these durations; NULL: hash */
     const char *const *shard_ids; /* with --timings: this shard's ids, sorted (cmd_run_exec.c) */
     size_t n_shard_ids;
-    int list;                  /* --list: print the selected scenario ids, run nothing */
+    uint64_t
+        partition_fp; /* sharded: sr_shard_partition_fp of the whole selection (cmd_run_exec.c) */
+    int list;         /* --list: print the selected scenario ids, run nothing */
     size_t max_scenario_bytes; /* --max-scenario-bytes; 0: SR_SCN_MAX_FILE (4 MiB) */
     const char *out;
     unsigned reports; /* SR_REPORT_* bits (report/report.h) */

@@ -15,6 +15,23 @@ static int same_str(const char *a, const char *b)
     return (!a && !b) || (a && b && strcmp(a, b) == 0);
 }
 
+/* The first space-separated word where selection lines x and y differ: *x and *y move to it and
+ * *nx, *ny receive its lengths (the lines are long; the message names only what differs). */
+static void first_difference(const char **x, int *nx, const char **y, int *ny)
+{
+    const char *a = *x, *b = *y;
+    for (;;) {
+        size_t la = strcspn(a, " "), lb = strcspn(b, " ");
+        if (la != lb || memcmp(a, b, la) != 0 || !a[la] || !b[lb]) {
+            *x = a, *nx = (int)(la > 200 ? 200 : la);
+            *y = b, *ny = (int)(lb > 200 ? 200 : lb);
+            return;
+        }
+        a += la + 1;
+        b += lb + 1;
+    }
+}
+
 /* report.run_mismatch unless shard i belongs to the run of shard 0. */
 static int check_same_run(const sr_run_result *const *v, const char *const *names, size_t i,
                           sr_err *err)
@@ -31,10 +48,13 @@ static int check_same_run(const sr_run_result *const *v, const char *const *name
         what = "run_group", x = a->run_group, y = b->run_group;
     else if (!same_str(a->selection, b->selection))
         what = "selection (options)", x = a->selection, y = b->selection;
+    int nx = 120, ny = 120;
+    if (x && y && what && strcmp(what, "selection (options)") == 0)
+        first_difference(&x, &nx, &y, &ny);
     if (what)
         return sr_err_set(err, SR_E_REPORT_RUN_MISMATCH,
-                          "%s is not a shard of the run of %s: %s '%.120s' vs '%.120s'", names[i],
-                          names[0], what, or_null(y), or_null(x));
+                          "%s is not a shard of the run of %s: %s '%.*s' vs '%.*s'", names[i],
+                          names[0], what, ny, or_null(y), nx, or_null(x));
     if (a->shard_n != b->shard_n)
         return sr_err_set(err, SR_E_REPORT_RUN_MISMATCH,
                           "%s is shard %d/%d but %s is shard %d/%d: different shard counts",

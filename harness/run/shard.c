@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "sr_hash.h"
+#include "sr_mix.h"
 
 /* One CI system's variables; `count` NULL: the count comes from --shard-count or the env. */
 typedef struct ci_source {
@@ -24,6 +25,21 @@ static const ci_source sources[] = {
 uint64_t sr_shard_hash(const char *id)
 {
     return sr_hash_fnv1a64(id);
+}
+
+int sr_shard_of(const sr_shard *s, const char *id)
+{
+    return (int)(sr_shard_hash(id) % (uint64_t)s->n) + 1;
+}
+
+uint64_t sr_shard_partition_fp(const char *const *ids, const int *shard_of, size_t n)
+{
+    /* A sum of mixed (id, shard) keys: the order of the ids does not matter, a moved id or a
+     * missing one changes the sum. */
+    uint64_t fp = sr_mix64((uint64_t)n);
+    for (size_t i = 0; i < n; i++)
+        fp += sr_mix64(sr_shard_hash(ids[i]) ^ (uint64_t)(uint32_t)shard_of[i] << 32);
+    return fp;
 }
 
 int sr_shard_selects(const sr_shard *s, const char *id)

@@ -61,4 +61,16 @@ uint64_t sr_shard_hash(const char *id);
 /* 1 if the scenario `id` belongs to the shard (always, when not sharded). */
 int sr_shard_selects(const sr_shard *s, const char *id);
 
+/* The 1-based shard of `id` in the hash partition of s->n shards (s sharded). */
+int sr_shard_of(const sr_shard *s, const char *id);
+
+/*
+ * A fingerprint of a whole partition: ids[i] goes to shard shard_of[i], for n distinct ids. It
+ * does not depend on the order of the ids, and two jobs that saw other ids or put one in another
+ * shard get other fingerprints (up to a 64-bit collision), so the shards of one run can be
+ * checked to be parts of one partition (the run's selection line carries it; `report --merge`
+ * refuses shards whose lines differ).
+ */
+uint64_t sr_shard_partition_fp(const char *const *ids, const int *shard_of, size_t n);
+
 #endif /* SR_RUN_SHARD_H */

@@ -191,8 +191,8 @@ static int by_str(const void *x, const void *y)
     return strcmp(*(const char *const *)x, *(const char *const *)y);
 }
 
-int sr_shard_balanced_ids(const char ***mine, size_t *n_mine, const sr_shard *s, const char *path,
-                          const char *const *ids, size_t n, sr_err *err)
+int sr_shard_balanced_ids(const char ***mine, size_t *n_mine, uint64_t *fp, const sr_shard *s,
+                          const char *path, const char *const *ids, size_t n, sr_err *err)
 {
     if (!mine || !n_mine || !s || !path || (n && !ids))
         return sr_err_set(err, SR_E_INVAL, "sr_shard_balanced_ids: bad argument");
@@ -211,6 +211,8 @@ int sr_shard_balanced_ids(const char ***mine, size_t *n_mine, const sr_shard *s,
     for (size_t i = 0; !rc && i < n; i++)
         if (of[i] == s->k)
             v[k++] = ids[i];
+    if (!rc && fp)
+        *fp = sr_shard_partition_fp(ids, of, n);
     free(of);
     if (rc) {
         free(v);

@@ -58,10 +58,11 @@ int sr_shard_balance(int *shard_of, double *load_ms, const sr_shard *s, const ch
 /*
  * Shard s->k's part of ids[0..n) (distinct) by the balanced partition with the timings of
  * `path`: *mine receives those ids sorted (the strings are borrowed from ids; the array is the
- * caller's, freed with free()) and *n_mine their number. The errors of the two functions above.
+ * caller's, freed with free()) and *n_mine their number; *fp (when not NULL) the whole
+ * partition's sr_shard_partition_fp. The errors of the two functions above.
  */
-int sr_shard_balanced_ids(const char ***mine, size_t *n_mine, const sr_shard *s, const char *path,
-                          const char *const *ids, size_t n, sr_err *err);
+int sr_shard_balanced_ids(const char ***mine, size_t *n_mine, uint64_t *fp, const sr_shard *s,
+                          const char *path, const char *const *ids, size_t n, sr_err *err);
 
 /* 1 if `id` is in the sorted list of sr_shard_balanced_ids. */
 int sr_shard_ids_has(const char *const *mine, size_t n_mine, const char *id);
