@@ -72,14 +72,16 @@ static void oracle_ask(oans *a, const eng *e, const int32_t *seq, size_t n, cons
     hresp_free(&r);
 }
 
-/* The prompt followed by the token ids of choices[0] of a generate reply (into seq). */
+/* The prompt followed by the token ids a generate reply returned (choices[0].token_ids, or
+ * sglang's output_ids) into seq; returns the length. */
 static size_t sequence_of(int32_t *seq, const int32_t *prompt, size_t P, const hresp *r)
 {
     ck_assert_msg(r->status == 200, "generate: %ld %s", r->status, r->body.data);
     cJSON *d = cJSON_Parse(r->body.data);
     const cJSON *ch = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(d, "choices"), 0);
-    const cJSON *t, *ids = cJSON_GetObjectItemCaseSensitive(ch, "token_ids");
-    ck_assert_msg(cJSON_IsArray(ids), "no token_ids in %s", r->body.data);
+    const cJSON *t, *ids = ch ? cJSON_GetObjectItemCaseSensitive(ch, "token_ids")
+                              : cJSON_GetObjectItemCaseSensitive(d, "output_ids");
+    ck_assert_msg(cJSON_IsArray(ids), "no token ids in %s", r->body.data);
     memcpy(seq, prompt, P * sizeof(*seq));
     size_t n = P;
     cJSON_ArrayForEach(t, ids)
@@ -106,9 +108,10 @@ static int64_t el(const sr_ndarray *a, size_t i)
     return -1;
 }
 
-/* The route arrays of a reply in `dialect` (fields `names`, concatenated along rows), compared
- * with the oracle's answer: 1 when every row is equal, 0 when any id differs. */
-static int same_rows(const hresp *r, sr_dialect dialect, const char *const *names, const oans *a)
+/* The route ids of a reply in `dialect` (fields `names`, concatenated, any shape) into out[0..):
+ * returns how many. */
+static size_t reply_ids(int32_t *out, size_t cap, const hresp *r, sr_dialect dialect,
+                        const char *const *names)
 {
     sr_fields *reg;
     sr_splicer *sp;
@@ -118,22 +121,27 @@ static int same_rows(const hresp *r, sr_dialect dialect, const char *const *name
     ck_assert_sr_ok(sr_dialect_add_fields(reg, dialect, &err), err);
     ck_assert_sr_ok(sr_splicer_new(&sp, reg, NULL, &err), err);
     ck_assert_sr_ok(sr_splice(sp, r->body.data, r->body.len, -1, &res, &err), err);
-    size_t at = 0, cells = (size_t)(a->shape[1] * a->shape[2]);
-    int same = 1;
+    size_t at = 0;
     for (const char *const *nm = names; *nm; nm++) {
         const sr_splice_entry *en = splice_find(res, *nm);
-        ck_assert_msg(en && en->array.ndim == 3, "no route array %s", *nm);
-        ck_assert_int_eq(en->array.shape[1] * en->array.shape[2], (int64_t)cells);
-        size_t n = (size_t)en->array.shape[0] * cells;
-        ck_assert_uint_le(at + n, (size_t)a->shape[0] * cells);
+        ck_assert_msg(en && en->array.data, "no route array %s in %s", *nm, r->body.data);
+        size_t n = en->array.nbytes / sr_dtype_size(en->array.dtype);
+        ck_assert_uint_le(at + n, cap);
         for (size_t i = 0; i < n; i++)
-            same &= el(&en->array, i) == a->ids[at + i];
-        at += n;
+            out[at++] = (int32_t)el(&en->array, i);
     }
-    ck_assert_uint_eq(at, (size_t)a->shape[0] * cells);
     sr_splicer_free(sp);
     sr_fields_free(reg);
-    return same;
+    return at;
+}
+
+/* 1 when the reply's routes are exactly the oracle's answer, 0 when any id differs. */
+static int same_rows(const hresp *r, sr_dialect dialect, const char *const *names, const oans *a)
+{
+    static int32_t ids[MAXN * 8];
+    size_t n = reply_ids(ids, MAXN * 8, r, dialect, names);
+    ck_assert_uint_eq(n, (size_t)(a->shape[0] * a->shape[1] * a->shape[2]));
+    return memcmp(ids, a->ids, n * sizeof(int32_t)) == 0;
 }
 
 static const int32_t PROMPT[6] = {5, 6, 7, 8, 9, 10};
@@ -194,6 +202,36 @@ START_TEST(other_dialects_equal_oracle)
     ck_assert_int_eq(a.shape[0], 14);
     static const char *const split[] = {"prompt_routed_experts", "routed_experts", NULL};
     ck_assert_msg(same_rows(&g, SR_DIALECT_VLLM_JSON, split, &a), "vllm-json rows differ");
+    hresp_free(&g);
+    eng_stop(&e);
+}
+END_TEST
+
+/* sglang with masked padding (chunk 4, 1 row): the reply's prompt row 4 is -1 everywhere, the
+ * oracle's row 4 real expert ids, and every other row the same in both. */
+START_TEST(sglang_masked_row_is_real_in_the_oracle)
+{
+    eng e;
+    eng_start(&e, "{\"dialect\":\"sglang\",\"masked_padding\":{\"chunk\":4,\"rows\":1}," BASE_MODEL
+                  "}");
+    hresp g;
+    http_post(&g, &e, "/generate",
+              "{\"input_ids\":[5,6,7,8,9,10],\"sampling_params\":{\"max_new_tokens\":8},"
+              "\"return_routed_experts\":true}");
+    int32_t seq[MAXN], got[MAXN * 8];
+    size_t n = sequence_of(seq, PROMPT, 6, &g);
+    static const char *const flat[] = {"routed_experts", NULL};
+    ck_assert_uint_eq(reply_ids(got, MAXN * 8, &g, SR_DIALECT_SGLANG, flat), (n - 1) * 8);
+    oans a;
+    oracle_ask(&a, &e, seq, n, NULL);
+    ck_assert_int_eq(a.shape[0], (int64_t)n - 1);
+    for (size_t i = 0; i < (n - 1) * 8; i++) {
+        if (i / 8 == 4)
+            ck_assert_msg(got[i] == -1 && a.ids[i] >= 0 && a.ids[i] < 40, "row 4: %d, oracle %d",
+                          got[i], a.ids[i]);
+        else
+            ck_assert_int_eq(got[i], a.ids[i]);
+    }
     hresp_free(&g);
     eng_stop(&e);
 }
@@ -300,6 +338,55 @@ START_TEST(oracle_follows_a_weight_sync)
 }
 END_TEST
 
+/* partial_weight_apply keeps layer 1's old weights: the oracle's rows are the held weights' (layer
+ * 0 of version 1, layer 1 of version 0), as a clean generate's are. */
+START_TEST(oracle_rows_are_the_held_weights)
+{
+    const char *cfg =
+        "{" BASE_MODEL ",\"faults\":[{\"kind\":\"partial_weight_apply\",\"layers\":[1]}]}";
+    eng e;
+    eng_start(&e, cfg);
+    eng_call(&e, "/update_weights", "{\"update_info\":{\"target_version\":1}}", 200, NULL);
+    hresp g;
+    http_post(&g, &e, "/skyrl/v1/generate", REQ);
+    int32_t seq[MAXN], v0[MAXN * 8], v1[MAXN * 8];
+    size_t n = sequence_of(seq, PROMPT, 6, &g);
+    oans a;
+    oracle_ask(&a, &e, seq, n, ",\"row_start\":2");
+    ck_assert_int_eq(a.version, 1);
+    ck_assert_msg(same_rows(&g, SR_DIALECT_SKYRL, SKYRL_ROUTES, &a), "rows differ");
+    truth(v0, cfg, 0, seq, n, 2, n - 1);
+    truth(v1, cfg, 1, seq, n, 2, n - 1);
+    int layer1_differs = 0;
+    for (size_t i = 0; i < (n - 3) * 8; i++) {
+        ck_assert_int_eq(a.ids[i], i % 8 < 4 ? v1[i] : v0[i]);
+        layer1_differs |= v0[i] != v1[i] && i % 8 >= 4;
+    }
+    ck_assert_msg(layer1_differs, "version 1 routes layer 1 as version 0 does");
+    hresp_free(&g);
+    eng_stop(&e);
+}
+END_TEST
+
+/* A keep-mode pause holds generates, sleep puts memory to sleep: neither holds the oracle. */
+START_TEST(pause_and_sleep_do_not_hold_it)
+{
+    eng e;
+    eng_start(&e, "{" BASE_MODEL "}");
+    int32_t seq[3] = {1, 2, 3};
+    oans a, b;
+    oracle_ask(&a, &e, seq, 3, NULL);
+    eng_call(&e, "/pause?mode=keep", "", 200, NULL);
+    oracle_ask(&b, &e, seq, 3, NULL);
+    ck_assert_mem_eq(a.ids, b.ids, 2 * 8 * sizeof(int32_t));
+    eng_call(&e, "/sleep?level=1", "", 200, NULL);
+    eng_expect(&e, "GET", "/syncroll/v1/state", NULL, 200, "\"paused\":true");
+    oracle_ask(&b, &e, seq, 3, NULL);
+    ck_assert_mem_eq(a.ids, b.ids, 2 * 8 * sizeof(int32_t));
+    eng_stop(&e);
+}
+END_TEST
+
 /* POSTs body to the oracle route: the answer has `status`, names `check` and says `needle`. */
 static void refused(const eng *e, const char *body, long status, const char *check,
                     const char *needle)
@@ -401,9 +488,12 @@ static Suite *make_suite(void)
     TCase *tc = tcase_create("oracle");
     tcase_add_test(tc, skyrl_generate_equals_oracle);
     tcase_add_test(tc, other_dialects_equal_oracle);
+    tcase_add_test(tc, sglang_masked_row_is_real_in_the_oracle);
     tcase_add_test(tc, faults_do_not_reach_the_oracle);
     tcase_add_test(tc, plans_cannot_name_the_oracle);
     tcase_add_test(tc, oracle_follows_a_weight_sync);
+    tcase_add_test(tc, oracle_rows_are_the_held_weights);
+    tcase_add_test(tc, pause_and_sleep_do_not_hold_it);
     tcase_add_test(tc, refusals_are_named);
     tcase_add_test(tc, parser_bounds);
     suite_add_tcase(s, tc);
