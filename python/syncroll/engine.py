@@ -23,7 +23,7 @@ _STOP_WAIT = 15.0
 
 
 class Engines:
-    """The running engines of one ``serve``: their URLs, state and log.
+    """The running engines of one ``serve``: their URLs, state, true routes and log.
 
     ``engines`` is the list serve printed (dicts with id, index, url, pid); ``urls`` their URLs
     in index order. ``pgid`` is the process group that holds serve and every engine.
