@@ -285,7 +285,7 @@ START_TEST(faults_do_not_reach_the_oracle)
 }
 END_TEST
 
-/* A plan cannot name the route, and "any" leaves it out, for every kind. */
+/* A plan cannot name the route, and "any" leaves it out (and only it), for every kind. */
 START_TEST(plans_cannot_name_the_oracle)
 {
     sr_fault_plan *p = NULL;
@@ -296,6 +296,11 @@ START_TEST(plans_cannot_name_the_oracle)
     ck_assert_msg(strstr(err.msg, "does not apply to endpoint oracle"), "%s", err.msg);
     const char *path = "[{\"kind\":\"reset\",\"endpoints\":\"/syncroll/v1/oracle\"}]";
     ck_assert_sr_code(sr_fault_plan_parse_text(&p, path, strlen(path), &err), err, SR_E_FAULT_SPEC);
+    /* "any" is every endpoint but this one: abort_requests, the one before it, included. */
+    const char *any = "[{\"kind\":\"latency\",\"ms\":5,\"endpoints\":\"any\"}]";
+    ck_assert_sr_ok(sr_fault_plan_parse_text(&p, any, strlen(any), &err), err);
+    ck_assert_uint_eq(sr_fault_plan_at(p, 0)->endpoints, SR_EP_ALL & ~SR_EP_BIT(SR_EP_ORACLE));
+    sr_fault_plan_free(p);
     for (int k = 0; k < SR_FK_COUNT; k++) {
         const sr_fault_kind_info *ki = sr_fault_kind_info_of((sr_fault_kind)k);
         ck_assert_msg(!(ki->allowed_endpoints & SR_EP_BIT(SR_EP_ORACLE)), "%s may reach it",

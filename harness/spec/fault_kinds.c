@@ -18,7 +18,7 @@
      : (r) == SR_FR_SYNC_INIT ? EPB(SR_EP_INIT_TRANSFER)                                           \
                               : EP_GEN)
 #define REACH_EPS(r)                                                                               \
-    ((r) == SR_FR_ANY           ? ~0u                                                              \
+    ((r) == SR_FR_ANY           ? SR_EP_ALL                                                        \
      : (r) == SR_FR_GENERATES   ? EP_GENS                                                          \
      : (r) == SR_FR_WEIGHT_SYNC ? EP_SYNC                                                          \
      : (r) == SR_FR_SYNC_INIT   ? EPB(SR_EP_INIT_TRANSFER)                                         \
