@@ -166,7 +166,9 @@ static void faults_markdown(void)
     printf(". Their meaning is in\n"
            "[scenarios/FORMAT.md §5](../../scenarios/FORMAT.md#5-engines). A request gets at most "
            "one\n"
-           "fault per layer: the first matching one in declaration order.\n\n");
+           "fault per layer: the first matching one in declaration order. No fault reaches the\n"
+           "engine's oracle route, `POST /syncroll/v1/oracle`, the truth faulted answers are\n"
+           "compared with: a plan naming it is refused, and `any` leaves it out.\n\n");
     printf("| fault | layer | parameters | endpoints by default | may target | effect |\n"
            "|---|---|---|---|---|---|\n");
     for (int k = 0; k < SR_FK_COUNT; k++) {

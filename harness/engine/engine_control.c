@@ -396,6 +396,8 @@ enum MHD_Result sr_srv_control(req *r)
         return sr_srv_ok(r, tmp);
     case SR_EP_STATE:
         return do_state(r);
+    case SR_EP_ORACLE:
+        return sr_srv_oracle(r);
     case SR_EP_PAUSE:
         return sr_srv_pause(r);
     case SR_EP_RESUME:

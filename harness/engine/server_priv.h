@@ -2,8 +2,8 @@
  * Internal state of the mock engine's HTTP server, shared by server.c (request flow, connection
  * accounting, listener and daemons), server_sched.c (scheduler heap, wait lists, scheduler
  * thread), server_io.c (responses, transport and HTTP faults), engine_control.c, control_pause.c
- * and control_vllm.c (control plane) and serve_gen.c (generate path and delivery). Not an
- * interface: nothing outside harness/engine includes it.
+ * and control_vllm.c (control plane), serve_gen.c (generate path and delivery) and serve_oracle.c
+ * (the oracle route). Not an interface: nothing outside harness/engine includes it.
  *
  * Locking: one mutex, srv->mu, guards the scheduler heap, the wait lists, the pause state and
  * every req field marked (mu). A req is in at most one of the heap and the lists, and only
@@ -249,6 +249,11 @@ void *sr_srv_sched_main(void *arg);
 int64_t sr_srv_tokens_at(const req *r, int64_t t);
 /* The generate endpoints (serve_gen.c). */
 enum MHD_Result sr_srv_generate(req *r);
+
+/* POST /syncroll/v1/oracle (serve_oracle.c): the true route rows of a token sequence under the
+ * engine's current weights; no fault, pause or sleep touches it. */
+enum MHD_Result sr_srv_oracle(req *r);
+
 /* Aborts the in-flight generates named by `ids` (n of them): a generate whose reply carries
  * "request_id" "<engine id>-<ordinal>" (native and dialect routes) or whose X-Request-Id header
  * is the id. Running, frozen and held ones finish now with finish_reason "abort" and the tokens

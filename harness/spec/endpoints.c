@@ -45,6 +45,7 @@ static const ep_row rows[SR_EP_COUNT] = {
     [SR_EP_SGL_RESUME_MEMORY] = {"resume_memory_occupation", "POST", "/resume_memory_occupation"},
     [SR_EP_SGL_WEIGHT_VERSION] = {"get_weight_version", "GET", "/get_weight_version"},
     [SR_EP_ABORT_REQUESTS] = {"abort_requests", "POST", "/abort_requests"},
+    [SR_EP_ORACLE] = {"oracle", "POST", "/syncroll/v1/oracle"},
 };
 
 const char *sr_endpoint_name(sr_endpoint ep)

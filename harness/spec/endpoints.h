@@ -52,7 +52,9 @@ typedef enum sr_endpoint {
     SR_EP_SGL_RELEASE_MEMORY, /* POST /release_memory_occupation */
     SR_EP_SGL_RESUME_MEMORY,  /* POST /resume_memory_occupation */
     SR_EP_SGL_WEIGHT_VERSION, /* GET /get_weight_version */
-    SR_EP_ABORT_REQUESTS, /* POST /abort_requests */
+    SR_EP_ABORT_REQUESTS,     /* POST /abort_requests */
+    /* syncroll's own test route (every dialect and plane; no fault reaches it, fault_kinds.c) */
+    SR_EP_ORACLE, /* POST /syncroll/v1/oracle */
     SR_EP_COUNT
 } sr_endpoint;
 

@@ -17,12 +17,15 @@
     ((r) == SR_FR_WEIGHT_SYNC ? EPB(SR_EP_UPDATE_WEIGHTS)                                          \
      : (r) == SR_FR_SYNC_INIT ? EPB(SR_EP_INIT_TRANSFER)                                           \
                               : EP_GEN)
-#define ALLOWED_EPS(r)                                                                             \
-    ((r) == SR_FR_ANY           ? ~0u                                                              \
+#define REACH_EPS(r)                                                                               \
+    ((r) == SR_FR_ANY           ? SR_EP_ALL                                                        \
      : (r) == SR_FR_GENERATES   ? EP_GENS                                                          \
      : (r) == SR_FR_WEIGHT_SYNC ? EP_SYNC                                                          \
      : (r) == SR_FR_SYNC_INIT   ? EPB(SR_EP_INIT_TRANSFER)                                         \
                                 : EP_GEN)
+/* No fault reaches the oracle route: it answers the truth that faulted answers are compared
+ * with (endpoints.h), so a plan naming it is refused and "any" leaves it out. */
+#define ALLOWED_EPS(r) (REACH_EPS(r) & ~EPB(SR_EP_ORACLE))
 
 #define ROW(sym, name, layer, reach, params, required, doc)                                        \
     [sym] = {sym, name, layer, reach, params, required, DEFAULT_EPS(reach), ALLOWED_EPS(reach),    \

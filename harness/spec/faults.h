@@ -58,7 +58,7 @@ typedef enum sr_fault_layer {
 
 /* Which endpoints a kind may name, and the one it targets when the fault names none. */
 typedef enum sr_fault_reach {
-    SR_FR_ANY = 0,     /* any endpoint; default generate */
+    SR_FR_ANY = 0,     /* any endpoint but oracle; default generate */
     SR_FR_GENERATE,    /* generate only */
     SR_FR_GENERATES,   /* generate and native_generate; default generate */
     SR_FR_WEIGHT_SYNC, /* update_weights (the default), collective_rpc, fetch_weights */

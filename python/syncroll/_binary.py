@@ -1,5 +1,6 @@
 """Finding and calling the syncroll binary."""
 
+import functools
 import os
 import shutil
 import subprocess
@@ -49,3 +50,21 @@ def dialects():
     if not names:
         raise UsageError("python.help_format", "syncroll serve --help names no dialect list")
     return names
+
+
+@functools.lru_cache(maxsize=None)
+def _error_classes(path):
+    """Every error name the binary at ``path`` knows, mapped to its class (``syncroll errors``)."""
+    out = subprocess.run([path, "errors"], capture_output=True, timeout=60, check=False)
+    classes = {}
+    for line in out.stdout.decode("utf-8", "replace").splitlines():
+        parts = line.split(None, 2)
+        if len(parts) >= 2 and "." in parts[0]:
+            classes[parts[0]] = parts[1]
+    return classes
+
+
+def error_class(name):
+    """The class ("protocol", "usage", ...) of the error ``name`` as ``syncroll errors`` lists
+    it, or None for a name the binary does not know."""
+    return _error_classes(binary()).get(name)

@@ -9,10 +9,13 @@ import signal
 import subprocess
 import tempfile
 import time
+import urllib.error
 import urllib.request
 
+import numpy as np
+
 from . import _binary
-from .errors import SyncrollError, UsageError
+from .errors import SyncrollError, UsageError, from_name
 
 # Seconds a stopping serve gets before its process group is killed (serve itself gives its
 # engines --stop-grace, default 5 s, then SIGKILL).
@@ -20,7 +23,7 @@ _STOP_WAIT = 15.0
 
 
 class Engines:
-    """The running engines of one ``serve``: their URLs, state and log.
+    """The running engines of one ``serve``: their URLs, state, true routes and log.
 
     ``engines`` is the list serve printed (dicts with id, index, url, pid); ``urls`` their URLs
     in index order. ``pgid`` is the process group that holds serve and every engine.
@@ -45,6 +48,39 @@ class Engines:
         url = self.urls[index] + "/syncroll/v1/state" + ("?tensors=1" if tensors else "")
         with urllib.request.urlopen(url, timeout=10) as resp:
             return json.loads(resp.read())
+
+    def oracle_routes(self, token_ids, start=0, end=None, index=0, with_version=False):
+        """The true route rows of ``token_ids`` under the weights engine ``index`` holds now, as
+        an int32 numpy array of shape [rows, layers, top_k] (``POST /syncroll/v1/oracle``,
+        docs/reference/engine.md "The oracle route").
+
+        ``token_ids`` is the sequence: usually the prompt followed by the token ids a generate
+        returned. Row i is the forward pass on token i; the rows are [start, end), ``end``
+        defaulting to len(token_ids) - 1, the rows a generate that returned this sequence
+        computed. So a skyrl, vllm, sglang or dynamo reply with prompt start s compares with
+        ``oracle_routes(prompt + response, start=s)``, and vllm-json's prompt and output routes,
+        concatenated, with ``end=len(token_ids)``. No fault reaches this route: it stays the
+        truth while a route fault corrupts what generate returns. With ``with_version`` the
+        result is (array, the weight version the engine reports).
+
+        A refusal raises the exception of its error's class with ``.name`` the engine's error
+        name: ``ProtocolError`` ``oracle.invalid_token`` (a token id outside the vocabulary) or
+        ``engine.bad_request`` (a bad range, an answer over the engine's max_response_bytes),
+        ``ResourceError`` ``resource.limit`` (a body over max_body_bytes).
+        """
+        body = {"token_ids": [int(t) for t in token_ids], "row_start": int(start)}
+        if end is not None:
+            body["row_end"] = int(end)
+        req = urllib.request.Request(self.urls[index] + "/syncroll/v1/oracle",
+                                     data=json.dumps(body).encode(), method="POST",
+                                     headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=60) as resp:
+                answer = json.loads(resp.read())
+        except urllib.error.HTTPError as e:
+            raise _engine_error(e, "POST /syncroll/v1/oracle") from None
+        routes = np.asarray(answer["routes"], dtype=np.int32).reshape(answer["shape"])
+        return (routes, answer["weight_version"]) if with_version else routes
 
     def fault_counts(self, fault_id, index=0):
         """(seen, fired) of the fault ``fault_id`` on engine ``index``."""
@@ -72,6 +108,22 @@ class Engines:
     def alive(self):
         """True while serve runs."""
         return self._proc.poll() is None
+
+
+def _engine_error(e, what):
+    """The exception for an engine's error answer: its ``check`` name and message, of the class
+    ``syncroll errors`` gives that name; SyncrollError ``python.http_error`` when it names none."""
+    text = e.read().decode("utf-8", "replace")
+    try:
+        err = json.loads(text).get("error", {})
+    except (ValueError, AttributeError):
+        err = {}
+    name = err.get("check") if isinstance(err, dict) else None
+    if not name:
+        return SyncrollError("python.http_error", f"{what}: HTTP {e.code}: {text[:500]}",
+                             output=text)
+    return from_name(name, f"{what}: HTTP {e.code}: {err.get('message', '')}",
+                     _binary.error_class(name), output=text)
 
 
 def _scenario_file(scenario, dialect, sync_dialect, faults, seed, workdir):

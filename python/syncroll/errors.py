@@ -59,3 +59,9 @@ def from_report(error, output=""):
     cls = _BY_CLASS.get(error.get("class"), SyncrollError)
     return cls(error.get("name", "internal.bug"), error.get("message", ""),
                error.get("offset"), output)
+
+
+def from_name(name, message, error_class, output=""):
+    """The exception for the error ``name`` of class ``error_class`` (None: SyncrollError)."""
+    cls = _BY_CLASS.get(error_class, SyncrollError)
+    return cls(name, message, None, output)
