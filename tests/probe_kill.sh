@@ -67,6 +67,11 @@ stop_serve() {
     pid=
 }
 
+# served: the generates the engine at $url answered so far (its state document's count).
+served() {
+    curl -sS -m 5 "$url/syncroll/v1/state" | grep -o '"generate":[0-9]*' | head -1 | cut -d: -f2
+}
+
 # probe SEED: probe the served engine with the config as --model; sets st and OUT.
 probe() {
     OUT=$("$S" probe --model "$tmp/cfg.json" --seed "$1" --out "$tmp/rep" "$url" 2>&1)
@@ -167,6 +172,23 @@ if [ "$part" != kill ]; then
     expect_out 0 'skipped  meta.determinism: the request budget is spent' "probe --budget 3" \
         "$S" probe --budget 3 --model "$tmp/cfg.json" --out "$tmp/rep3" "$url"
     printf '%s\n' "$OUT" | grep -q '(3 requests, 0 syncs)' || bad "budget 3: $OUT"
+    # The engine's own count agrees: the budget's requests and no more reach it.
+    for b in 1 2 5; do
+        g0=$(served)
+        "$S" probe --dialect vllm --budget "$b" --model "$tmp/cfg.json" --out "$tmp/rep3" "$url" \
+            >/dev/null 2>&1
+        g1=$(served)
+        [ $((g1 - g0)) -eq "$b" ] || bad "budget $b: the engine served $((g1 - g0)) generates"
+    done
+    stop_serve
+    # An engine that answers every generate 503 gets the budget's one request, not a retry of
+    # it, and the failure is named.
+    start_serve vllm '{"kind":"http_503_json"}'
+    expect_out 1 '^FAILED   client.retry_exhausted: the base request.*attempt 1/1' "probe of a 503 engine fails" \
+        "$S" probe --dialect vllm --budget 1 --out "$tmp/rep3" "$url"
+    n=$(served)
+    [ "$n" -eq 1 ] && ok "budget 1 against a 503 engine: 1 generate sent" ||
+        bad "budget 1 against a 503 engine: the engine saw $n generates"
     stop_serve
     # --duration: every generate takes 300 ms, the duration is 200 ms, so at most the first
     # request is sent (whatever the machine's load) and every other relation is skipped.

@@ -377,7 +377,8 @@ static int probe(const probe_args *a, const sr_engine_config *m, int argc, char 
     sr_client *c = NULL, *c2086 = NULL;
     sr_err e = SR_ERR_INIT;
     int plane = a->plane, st = SR_EXIT_USAGE;
-    if (new_run(&run, &sc, a, argc, argv) || make_client(&c, a, m, d, 2, SR_STACK_2079, &e)) {
+    /* One attempt per generate: a retry would be a request the budget does not count. */
+    if (new_run(&run, &sc, a, argc, argv) || make_client(&c, a, m, d, 1, SR_STACK_2079, &e)) {
         fprintf(stderr, "syncroll probe: %s: %s\n", sr_code_name(e.code ? e.code : SR_E_NOMEM),
                 e.msg);
         goto out;
