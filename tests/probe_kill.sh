@@ -37,13 +37,14 @@ second_update() {
     esac
 }
 
-# start_serve DIALECT FAULTS: serve a one-engine config with FAULTS (a JSON list body) in the
-# background ($pid); sets url. DIALECT skyrl-2086 is skyrl with "stack": "2086".
+# start_serve DIALECT FAULTS [KEYS]: serve a one-engine config with FAULTS (a JSON list body)
+# and the config keys KEYS (each followed by a comma) in the background ($pid); sets url.
+# DIALECT skyrl-2086 is skyrl with "stack": "2086".
 start_serve() {
-    stack=
+    stack=${3:-}
     sd=$1
     if [ "$sd" = skyrl-2086 ]; then
-        stack='"stack": "2086",'
+        stack="$stack \"stack\": \"2086\","
         sd=skyrl
     fi
     cat >"$tmp/cfg.json" <<JSON
@@ -178,7 +179,8 @@ if [ "$part" != kill ]; then
         "$S" probe --dialect vllm --budget "$b" --model "$tmp/cfg.json" --out "$tmp/rep3" "$url" \
             >/dev/null 2>&1
         g1=$(served)
-        [ $((g1 - g0)) -eq "$b" ] || bad "budget $b: the engine served $((g1 - g0)) generates"
+        [ $((g1 - g0)) -eq "$b" ] && ok "budget $b: the engine served $b generates" ||
+            bad "budget $b: the engine served $((g1 - g0)) generates"
     done
     stop_serve
     # An engine that answers every generate 503 gets the budget's one request, not a retry of
@@ -190,6 +192,14 @@ if [ "$part" != kill ]; then
     [ "$n" -eq 1 ] && ok "budget 1 against a 503 engine: 1 generate sent" ||
         bad "budget 1 against a 503 engine: the engine saw $n generates"
     stop_serve
+    # An engine whose initial checkpoint has weights.version 5 reports vLLM's "default" label
+    # until its first update: the probe's syncs start above 5 (from --model), every one lands.
+    for d in vllm sglang skyrl; do
+        start_serve "$d" "" '"weights": {"version": 5},'
+        expect_out 0 '^9 held, 0 failed' "weights.version 5 under $d's plane: every relation held" \
+            "$S" probe --model "$tmp/cfg.json" --out "$tmp/rep3" "$url"
+        stop_serve
+    done
     # --duration: every generate takes 300 ms, the duration is 200 ms, so at most the first
     # request is sent (whatever the machine's load) and every other relation is skipped.
     start_serve vllm '{"kind":"latency","ms":300}'

@@ -227,7 +227,7 @@ static int detect_plane(const sr_client *c)
     static const sr_sync_dialect order[] = {SR_SYNC_DIALECT_VLLM, SR_SYNC_DIALECT_SGLANG,
                                             SR_SYNC_DIALECT_SKYRL};
     for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
-        if (sr_meta_engine_version(c, order[i]) >= 0)
+        if (sr_meta_engine_version(c, order[i], 0) >= 0)
             return (int)order[i];
     return -1;
 }
@@ -250,7 +250,7 @@ static sr_sync *make_sync(const probe_args *a, const sr_engine_config *m, const 
                "it did not make";
         return NULL;
     }
-    int64_t v = sr_meta_engine_version(c, (sr_sync_dialect)*plane);
+    int64_t v = sr_meta_engine_version(c, (sr_sync_dialect)*plane, m->weight_version);
     if (v < 0) {
         *why = "the engine reports no weight version";
         return NULL;

@@ -17,9 +17,9 @@ const char *const *sr_meta_checks(int *n)
     return sr_meta_names(n);
 }
 
-int64_t sr_meta_engine_version(const sr_client *c, sr_sync_dialect plane)
+int64_t sr_meta_engine_version(const sr_client *c, sr_sync_dialect plane, int64_t initial)
 {
-    return sr_meta_read_version(c, plane, -1);
+    return sr_meta_read_version(c, plane, initial, -1);
 }
 
 /* meta.determinism: the base request again, warm (same salt) and cold (a fresh salt). */

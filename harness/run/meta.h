@@ -87,8 +87,10 @@ typedef struct sr_meta_stats {
 const char *const *sr_meta_checks(int *n);
 
 /* The weight version engine 0 of c reports on control plane `plane` (-1: none), the version a
- * caller starts its sr_sync from. */
-int64_t sr_meta_engine_version(const sr_client *c, sr_sync_dialect plane);
+ * caller starts its sr_sync from. `initial` is the version of the checkpoint the engine started
+ * on (the model's weights.version): vLLM's plane reports the label "default" until its first
+ * publish, and a sync must start above the version the engine holds. */
+int64_t sr_meta_engine_version(const sr_client *c, sr_sync_dialect plane, int64_t initial);
 
 /*
  * Runs every relation against engine 0 of `c` (a client made for opts->dialect with the model's

@@ -41,7 +41,8 @@ const char *sr_meta_version_path(sr_sync_dialect d)
 }
 
 /* The engine's weight version from its control plane, or from `fallback` (a response's), or -1. */
-int64_t sr_meta_read_version(const sr_client *c, sr_sync_dialect plane, int64_t fallback)
+int64_t sr_meta_read_version(const sr_client *c, sr_sync_dialect plane, int64_t initial,
+                             int64_t fallback)
 {
     sr_client_reply r;
     memset(&r, 0, sizeof r);
@@ -52,7 +53,7 @@ int64_t sr_meta_read_version(const sr_client *c, sr_sync_dialect plane, int64_t 
         if (cJSON_IsNumber(w))
             v = (int64_t)w->valuedouble;
         else if (cJSON_IsString(w) && strcmp(w->valuestring, "default") == 0)
-            v = 0; /* vLLM's label before any publish (vllm#49040): the initial weights */
+            v = initial; /* vLLM's label before any publish (vllm#49040): the initial weights */
         else if (cJSON_IsString(w) && w->valuestring[0]) {
             char *end;
             long long n = strtoll(w->valuestring, &end, 10);

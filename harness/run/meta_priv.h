@@ -58,9 +58,11 @@ void sr_meta_resp_free(sr_meta_resp *r);
 /* The path where control plane `plane` reports the weight version (GET). */
 const char *sr_meta_version_path(sr_sync_dialect plane);
 
-/* The weight version engine 0 of c reports there (a number, or a string of digits), else
+/* The weight version engine 0 of c reports there (a number, or a string of digits; vLLM's label
+ * "default", no publish yet, is `initial`: the version of the checkpoint it started on), else
  * `fallback`; -1 when neither is known. */
-int64_t sr_meta_read_version(const sr_client *c, sr_sync_dialect plane, int64_t fallback);
+int64_t sr_meta_read_version(const sr_client *c, sr_sync_dialect plane, int64_t initial,
+                             int64_t fallback);
 
 /* The next prompt id (splitmix64 of the seed), in [1, min(vocab, 1000)). */
 int32_t sr_meta_token(sr_meta_ctx *x);

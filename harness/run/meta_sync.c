@@ -35,7 +35,7 @@ static void versions(sr_meta_ctx *x, int64_t held, int64_t target, int64_t got, 
  * it is still the highest the engine reported (a restart that loses the weights takes it back). */
 static void still_held(sr_meta_ctx *x, const char *when)
 {
-    int64_t v = sr_meta_read_version(x->c, x->o->plane, -1);
+    int64_t v = sr_meta_read_version(x->c, x->o->plane, x->o->content, -1);
     if (x->held >= 0 && v >= 0 && v < x->held)
         sr_meta_fail(x, "meta.version_monotonic", -1, -1,
                      "before %s, with no sync since it reported %lld, the engine reports version "
@@ -171,7 +171,8 @@ static int perturbed(sr_meta_ctx *x, const sr_meta_resp *b0, const char *salt0, 
                      "meta.sync_effect", err);
     if (!rc && !a1.code) {
         sr_meta_check_resp(x, &a1, "after sync 2, the base cold");
-        versions(x, v, v + 1, sr_meta_read_version(x->c, x->o->plane, a1.version), "after sync 2");
+        versions(x, v, v + 1, sr_meta_read_version(x->c, x->o->plane, x->o->content, a1.version),
+                 "after sync 2");
         moved(x, b0, &a1, fp0, fp1, L);
         rc = cache(x, &a1, salt0, err);
     }
@@ -189,7 +190,8 @@ static int own(sr_meta_ctx *x, const sr_meta_resp *base, sr_meta_resp *b0, char 
     b0->code = -1; /* no answer yet */
     if (!sync_to(x, v0 + 1, x->o->content, "sync 1 (the model's own weights)", err, &rc))
         return rc;
-    versions(x, v0, v0 + 1, sr_meta_read_version(x->c, x->o->plane, -1), "after sync 1");
+    versions(x, v0, v0 + 1, sr_meta_read_version(x->c, x->o->plane, x->o->content, -1),
+             "after sync 1");
     return sr_meta_ask(x, b0, base->prompt, base->P, 0, sr_meta_salt(x, salt0, SALT_CAP), 0,
                        "meta.sync_effect", err);
 }
@@ -214,7 +216,7 @@ int sr_meta_sync_relations(sr_meta_ctx *x, const sr_meta_resp *base, sr_err *err
         return skip_all(x, x->o->no_sync ? x->o->no_sync : "no weight-sync control plane");
     if (!sr_meta_afford(x, "meta.sync_effect", 4))
         return skip_all(x, "the budget or duration does not cover the 4 requests around the syncs");
-    int64_t v0 = sr_meta_read_version(x->c, x->o->plane, base->version);
+    int64_t v0 = sr_meta_read_version(x->c, x->o->plane, x->o->content, base->version);
     if (v0 < 0)
         return skip_all(x, "the engine reports no weight version to sync from");
     sr_meta_resp b0;
@@ -226,7 +228,7 @@ int sr_meta_sync_relations(sr_meta_ctx *x, const sr_meta_resp *base, sr_err *err
         if (!rc && !(x->failed & (1u << sr_meta_index("meta.sync_effect"))) &&
             sync_to(x, v0 + 3, x->o->content, "sync 3 (back to the model's own weights)", err,
                     &rc)) {
-            versions(x, v0 + 2, v0 + 3, sr_meta_read_version(x->c, x->o->plane, -1),
+            versions(x, v0 + 2, v0 + 3, sr_meta_read_version(x->c, x->o->plane, x->o->content, -1),
                      "after sync 3");
             rc = back(x, &b0, salt0, err);
         }
