@@ -110,7 +110,7 @@ int sr_meta_turn_boundary(sr_meta_ctx *x, const sr_meta_resp *t, int64_t b, cons
                      which, (long long)b, row[0], t->K > 1 ? "," : "", l);
         return 1;
     }
-    for (int64_t n = b - 1; n <= b + 1; n += 2)
+    for (int64_t n = b - 1; n <= b + 1 && sr_meta_repeats_judged(x, t); n += 2)
         if (sr_meta_row(t, n, 0) && sr_meta_row(t, b, 0) && sr_meta_same_row(t, b, t, n)) {
             sr_meta_fail(x, name, b, -1,
                          "%s's row %lld (the turn boundary) repeats row %lld on every layer", which,
@@ -186,7 +186,7 @@ static int chunks(sr_meta_ctx *x, sr_err *err)
                              (long long)b, CHUNK, l);
                 break;
             }
-            if (sr_meta_same_row(&r, b, &r, b - 1)) {
+            if (sr_meta_repeats_judged(x, &r) && sr_meta_same_row(&r, b, &r, b - 1)) {
                 sr_meta_fail(x, name, b, -1,
                              "row %lld (a %d-token chunk boundary) repeats row %lld on every "
                              "layer",

@@ -11,9 +11,10 @@
  *   meta.row_count          every response that asked for routes carries rows [s, P+G-1)
  *   meta.value_sanity       ids in [0, experts), no duplicate inside a row's top-k, no sentinel
  *                           (negative id) outside its meaning, not all-zero, not a run of rows
- *                           that repeat their neighbour
+ *                           that repeat their neighbour (above the entropy floor, meta_priv.h)
  *   meta.boundary_rows      the rows at the prompt/output boundary and at a turn boundary are
- *                           real routes (not zero, -1 or a copy of a neighbour)
+ *                           real routes (not zero, -1 or, above the floor, a copy of a
+ *                           neighbour)
  *   meta.sync_effect        every sync completes and the engine reports its version; after a
  *                           sync to perturbed weights the rows of every perturbed layer change;
  *                           after a sync back they return exactly (three syncs: to the model's

@@ -291,6 +291,28 @@ int sr_meta_same_span(sr_meta_ctx *x, const char *name, const sr_meta_resp *a,
     return 0;
 }
 
+double sr_meta_route_space(const sr_meta_ctx *x, const sr_meta_resp *r, int layers, double cap)
+{
+    int64_t e = x->o->experts;
+    if (e <= 0) {
+        int64_t n = r->rows ? r->n_rows * r->L * r->K : 0;
+        for (int64_t i = 0; i < n; i++)
+            e = r->rows[i] >= e ? (int64_t)r->rows[i] + 1 : e;
+    }
+    double c = 1; /* C(e, K), exact in a double while it stays below cap */
+    for (int i = 0; i < r->K && c > 0 && c < cap; i++)
+        c = e > i ? c * (double)(e - i) / (double)(i + 1) : 0;
+    double s = 1;
+    for (int l = 0; l < layers && s > 0 && s < cap; l++)
+        s *= c;
+    return s;
+}
+
+int sr_meta_repeats_judged(const sr_meta_ctx *x, const sr_meta_resp *r)
+{
+    return sr_meta_route_space(x, r, r->L, SR_META_SPACE_FLOOR) >= SR_META_SPACE_FLOOR;
+}
+
 /* meta.row_count: rows [start, P+G-1) in every dialect once the client mapped them. */
 static int check_rows(sr_meta_ctx *x, const sr_meta_resp *r, const char *what)
 {
@@ -339,7 +361,8 @@ static int check_ids(sr_meta_ctx *x, const sr_meta_resp *r, int64_t p, int l, co
 
 /* meta.value_sanity: every id, then the whole response: not constant, and no run of rows that
  * repeat their neighbour (a real router repeats a whole row, every layer, about never: more
- * than a quarter of the rows, and at least two, is the floor). */
+ * than a quarter of the rows, and at least two, is the floor; judged above the route-space
+ * floor only, meta_priv.h). */
 static int check_values(sr_meta_ctx *x, const sr_meta_resp *r, const char *what)
 {
     for (int64_t i = 0; i < r->n_rows; i++)
@@ -358,7 +381,7 @@ static int check_values(sr_meta_ctx *x, const sr_meta_resp *r, const char *what)
     }
     for (int64_t i = 1; i < r->n_rows; i++)
         same += sr_meta_same_row(r, r->start + i, r, r->start + i - 1);
-    if (same >= 2 && same * 4 > r->n_rows) {
+    if (same >= 2 && same * 4 > r->n_rows && sr_meta_repeats_judged(x, r)) {
         sr_meta_fail(x, "meta.value_sanity", -1, -1,
                      "%s: %lld of %lld rows repeat the row before them on every layer", what,
                      (long long)same, (long long)r->n_rows);
@@ -368,9 +391,11 @@ static int check_values(sr_meta_ctx *x, const sr_meta_resp *r, const char *what)
 }
 
 /* meta.boundary_rows at the prompt/output boundary: rows P-1 and P are not copies of their
- * neighbour. */
+ * neighbour (above the route-space floor). */
 static int check_boundary(sr_meta_ctx *x, const sr_meta_resp *r, const char *what)
 {
+    if (!sr_meta_repeats_judged(x, r))
+        return 0;
     for (int64_t p = (int64_t)r->P - 1; p <= (int64_t)r->P; p++)
         if (sr_meta_row(r, p - 1, 0) && sr_meta_row(r, p, 0) && sr_meta_same_row(r, p, r, p - 1)) {
             sr_meta_fail(x, "meta.boundary_rows", p, -1,

@@ -101,6 +101,25 @@ const int32_t *sr_meta_row(const sr_meta_resp *r, int64_t pos, int l);
  * in a prompt position of a warm vllm-json response counts as unknown: equal). */
 int sr_meta_same_row(const sr_meta_resp *a, int64_t pa, const sr_meta_resp *b, int64_t pb);
 
+/*
+ * The entropy floor of the rules that judge a coincidence. A row equal to its neighbour on every
+ * layer (value_sanity's run of repeats, boundary_rows' copies) is judged only when the model's
+ * route space, C(E, K)^L rows, is at least SR_META_SPACE_FLOOR: a real router then repeats a
+ * whole row about never, while a small model (one layer, top-1 of 8) does it one row in 8 by
+ * chance. A layer whose rows must move after a sync changed it (sync_effect) is judged only when
+ * one layer's row can take at least SR_META_LAYER_FLOOR values.
+ */
+#define SR_META_SPACE_FLOOR 1e4
+#define SR_META_LAYER_FLOOR 8.0
+
+/* The values one row of r can take: C(E, K) at one layer (layers 1) or its L-th power (layers
+ * r->L), stopping once it passes `cap`. E is the model's experts (opts.experts), else one more
+ * than the largest id r holds (a lower bound, so the floor errs on the side of not judging). */
+double sr_meta_route_space(const sr_meta_ctx *x, const sr_meta_resp *r, int layers, double cap);
+
+/* 1 when the rows of r are above SR_META_SPACE_FLOOR (a repeat of a whole row is judged). */
+int sr_meta_repeats_judged(const sr_meta_ctx *x, const sr_meta_resp *r);
+
 /* Records a failed relation (meta.* name) with its message; counts the relation failed once
  * (with x->once, a relation that failed already is not recorded again). */
 void sr_meta_fail(sr_meta_ctx *x, const char *name, int64_t row, int64_t layer, const char *fmt,
