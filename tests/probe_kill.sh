@@ -92,6 +92,7 @@ TABLE='{"kind":"routes_all_zero"}|ALL|meta.value_sanity
 {"kind":"stale_prefix_cache"}|ALL|meta.cache_after_sync
 {"kind":"pd_decode_replica"}|ALL|meta.value_sanity
 {"kind":"prefix_cached_sentinel","row":2}|vllm-json|meta.value_sanity
+{"kind":"routes","select":{"rows":[1]},"action":{"do":"constant","value":255}}|ALL|meta.value_sanity
 {"kind":"serve_before_sync"}|ALL|meta.sync_effect
 {"kind":"stale_draft_model"}|ALL|meta.cache_after_sync
 {"kind":"version_not_bumped","endpoints":["@EP@"]}|NOSGL|meta.sync_effect
