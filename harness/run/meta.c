@@ -7,7 +7,6 @@
 
 #define PREFIX   8  /* shared prefix of the prefix relations */
 #define SUFFIX   4  /* the differing tail after it */
-#define USER     3  /* tokens a "user" adds between turns */
 #define LONG     64 /* the prompt whose chunk boundaries are looked at */
 #define CHUNK    16 /* smallest prefill chunk looked at: rows at its multiples */
 #define SALT_CAP 96
@@ -120,17 +119,6 @@ int sr_meta_turn_boundary(sr_meta_ctx *x, const sr_meta_resp *t, int64_t b, cons
     return 0;
 }
 
-/* Turn 2's prompt: turn 1's prompt, its output and a user's tokens. */
-static size_t next_turn(sr_meta_ctx *x, int32_t *p, const sr_meta_resp *t1)
-{
-    size_t n = t1->P;
-    memcpy(p, t1->prompt, n * sizeof(int32_t));
-    for (size_t i = 0; i < t1->G && n < SR_META_MAX_PROMPT - USER; i++)
-        p[n++] = t1->tokens[i];
-    sr_meta_prompt(x, p + n, USER);
-    return n + USER;
-}
-
 /* meta.multiturn_prefix: turn 2 (all rows) equals turn 1 on turn 1's rows; turn 3 asks from
  * where turn 2's rows ended, as SkyRL does (meta.row_count judges its rows). */
 static int multiturn(sr_meta_ctx *x, const sr_meta_resp *t1, const char *salt, sr_err *err)
@@ -139,7 +127,7 @@ static int multiturn(sr_meta_ctx *x, const sr_meta_resp *t1, const char *salt, s
     if (!sr_meta_afford(x, name, 2))
         return 0;
     int32_t p2[SR_META_MAX_PROMPT], p3[SR_META_MAX_PROMPT];
-    size_t n2 = next_turn(x, p2, t1);
+    size_t n2 = sr_meta_next_turn(x, p2, t1);
     sr_meta_resp t2, t3;
     int rc = sr_meta_ask(x, &t2, p2, n2, 0, salt, 1, name, err);
     if (!rc && !t2.code) {
@@ -147,7 +135,7 @@ static int multiturn(sr_meta_ctx *x, const sr_meta_resp *t1, const char *salt, s
         sr_meta_check_resp(x, &t2, "turn 2");
         sr_meta_same_span(x, name, t1, &t2, 0, b, "turn 1's positions in turn 2");
         sr_meta_turn_boundary(x, &t2, b, "turn 2");
-        size_t n3 = next_turn(x, p3, &t2);
+        size_t n3 = sr_meta_next_turn(x, p3, &t2);
         int64_t s = (int64_t)(t2.P + t2.G) - 1;
         rc = sr_meta_ask(x, &t3, p3, n3, s, salt, 1, name, err);
         if (!rc && !t3.code) {

@@ -7,7 +7,9 @@
  *   meta.determinism        the same request twice gives the same tokens and routes
  *   meta.prefix_consistency two prompts sharing a prefix give the same rows on it, cold and warm
  *                           cache, and again after a sync back to the same weights
- *   meta.multiturn_prefix   turn 2's rows for turn 1's positions equal turn 1's rows
+ *   meta.multiturn_prefix   turn 2's rows for turn 1's positions equal turn 1's rows; after a
+ *                           sync, turn 2 of a turn 1 from before it re-routes turn 1's prompt
+ *                           with the new weights
  *   meta.row_count          every response that asked for routes carries rows [s, P+G-1)
  *   meta.value_sanity       ids in [0, experts), no duplicate inside a row's top-k, no sentinel
  *                           (negative id) outside its meaning, not all-zero, not a run of rows

@@ -98,6 +98,17 @@ const char *sr_meta_salt(sr_meta_ctx *x, char *buf, size_t cap)
     return buf;
 }
 
+/* The next turn: the prompt and output of the one before, then a user's tokens. */
+size_t sr_meta_next_turn(sr_meta_ctx *x, int32_t *p, const sr_meta_resp *t1)
+{
+    size_t n = t1->P;
+    memcpy(p, t1->prompt, n * sizeof(int32_t));
+    for (size_t i = 0; i < t1->G && n < SR_META_MAX_PROMPT - SR_META_USER; i++)
+        p[n++] = t1->tokens[i];
+    sr_meta_prompt(x, p + n, SR_META_USER);
+    return n + SR_META_USER;
+}
+
 int sr_meta_afford(sr_meta_ctx *x, const char *name, int n)
 {
     const char *why = NULL;

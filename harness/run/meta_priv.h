@@ -12,6 +12,7 @@
 #include "meta.h"
 
 #define SR_META_MAX_PROMPT 256
+#define SR_META_USER       3 /* tokens a "user" adds between turns */
 
 /* One generate's answer, copied out of the conn (owned; release with sr_meta_resp_free). */
 typedef struct sr_meta_resp {
@@ -138,6 +139,10 @@ int sr_meta_check_resp(sr_meta_ctx *x, const sr_meta_resp *r, const char *what);
  */
 int sr_meta_same_span(sr_meta_ctx *x, const char *name, const sr_meta_resp *a,
                       const sr_meta_resp *b, int64_t lo, int64_t hi, const char *what);
+
+/* The next turn's prompt into p (SR_META_MAX_PROMPT ids): t1's prompt, its output (as much as
+ * fits) and SR_META_USER fresh "user" tokens; returns its length. */
+size_t sr_meta_next_turn(sr_meta_ctx *x, int32_t *p, const sr_meta_resp *t1);
 
 /* meta.boundary_rows at a turn boundary (meta.c): row b of t, the last sampled token of the
  * turn before, is a real route, not a placeholder (a negative id or one id twice) nor a copy of

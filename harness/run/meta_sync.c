@@ -8,7 +8,6 @@
 #include "sr_oracle.h"
 
 #define SALT_CAP 96
-#define USER     3
 
 /* meta.version_monotonic and the version half of meta.sync_effect after a sync to `target`. */
 static void versions(sr_meta_ctx *x, int64_t held, int64_t target, int64_t got, const char *when)
@@ -103,19 +102,39 @@ static int cache(sr_meta_ctx *x, const sr_meta_resp *a1, const char *salt, sr_er
     if (!sr_meta_afford(x, name, 1))
         return 0;
     int32_t p[SR_META_MAX_PROMPT];
-    size_t n = a1->P;
-    memcpy(p, a1->prompt, n * sizeof(int32_t));
-    for (size_t i = 0; i < a1->G && n < SR_META_MAX_PROMPT - USER; i++)
-        p[n++] = a1->tokens[i];
-    sr_meta_prompt(x, p + n, USER);
+    size_t n = sr_meta_next_turn(x, p, a1);
     sr_meta_resp b;
-    int rc = sr_meta_ask(x, &b, p, n + USER, 0, salt, 1, name, err);
+    int rc = sr_meta_ask(x, &b, p, n, 0, salt, 1, name, err);
     if (!rc && !b.code) {
         sr_meta_check_resp(x, &b, "after the sync, the output as a prompt");
         sr_meta_same_span(x, name, a1, &b, 0, (int64_t)(a1->P + a1->G) - 1,
                           "after the sync, a prompt holding a post-sync output");
     }
     sr_meta_resp_free(&b);
+    return rc;
+}
+
+/* meta.multiturn_prefix across a sync: turn 2 of the conversation whose turn 1 (b0) ran before
+ * sync 2, sent with turn 1's salt (so its prefix may come from the cache), re-routes turn 1's
+ * prompt with the new weights: its rows there are a1's (that prompt after the sync, cold), so
+ * they differ from turn 1's wherever the new weights route otherwise. */
+static int turn_after_sync(sr_meta_ctx *x, const sr_meta_resp *b0, const sr_meta_resp *a1,
+                           const char *salt0, sr_err *err)
+{
+    const char *name = "meta.multiturn_prefix";
+    if (!sr_meta_afford(x, name, 1))
+        return 0;
+    int32_t p[SR_META_MAX_PROMPT];
+    size_t n = sr_meta_next_turn(x, p, b0);
+    sr_meta_resp t;
+    int rc = sr_meta_ask(x, &t, p, n, 0, salt0, 1, name, err);
+    if (!rc && !t.code) {
+        sr_meta_check_resp(x, &t, "after sync 2, turn 2 of a turn 1 from before it");
+        sr_meta_same_span(x, name, a1, &t, 0, (int64_t)b0->P,
+                          "after sync 2, turn 1's prompt in turn 2 (re-routed with the new "
+                          "weights, as that prompt alone is)");
+    }
+    sr_meta_resp_free(&t);
     return rc;
 }
 
@@ -177,6 +196,8 @@ static int perturbed(sr_meta_ctx *x, const sr_meta_resp *b0, const char *salt0, 
                  "after sync 2");
         moved(x, b0, &a1, fp0, fp1, L);
         rc = cache(x, &a1, salt0, err);
+        if (!rc)
+            rc = turn_after_sync(x, b0, &a1, salt0, err);
     }
     sr_meta_resp_free(&a1);
     return rc;

@@ -30,7 +30,9 @@ static const sr_check_info checks[] = {
                          "(warm or cold cache)"},
     {"meta.prefix_consistency", "two prompts sharing a prefix got other rows on it (warm, cold, "
                                 "or after a sync back to the same weights)"},
-    {"meta.multiturn_prefix", "turn 2's rows for turn 1's positions differ from turn 1's rows"},
+    {"meta.multiturn_prefix", "turn 2's rows for turn 1's positions differ from turn 1's rows, or "
+                              "after a sync turn 1's prompt in turn 2 was not re-routed with the "
+                              "new weights"},
     {"meta.row_count", "a response that asked for routes does not carry rows [s, P+G-1) (none, "
                        "one more, from 0, ...)"},
     {"meta.value_sanity", "an expert id out of range, twice in a row's top-k, a sentinel where no "
