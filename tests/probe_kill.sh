@@ -86,6 +86,9 @@ probe() {
 TABLE='{"kind":"routes_all_zero"}|ALL|meta.value_sanity
 {"kind":"rows_p_plus_g"}|NOSPLIT|meta.row_count
 {"kind":"prompt_start_ignored"}|NOSTART|meta.row_count
+{"kind":"routes","action":{"do":"drop_last"}}|ALL|meta.row_count
+{"kind":"routes","action":{"do":"drop_first"}}|ALL|meta.row_count
+{"kind":"routes","action":{"do":"shift","k":1}}|ALL|meta.prefix_consistency
 {"kind":"duplicated_output_rows"}|ALL|meta.value_sanity
 {"kind":"expert_out_of_range"}|ALL|meta.value_sanity
 {"kind":"expert_duplicate"}|ALL|meta.value_sanity

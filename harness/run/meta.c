@@ -52,32 +52,6 @@ static int determinism(sr_meta_ctx *x, const sr_meta_resp *a, const char *salt, 
     return 0;
 }
 
-/* meta.prefix_consistency: the shared prefix with another tail, warm then cold. */
-static int prefix(sr_meta_ctx *x, const sr_meta_resp *a, const char *salt, sr_err *err)
-{
-    const char *name = "meta.prefix_consistency";
-    char cold[SALT_CAP];
-    int32_t p[PREFIX + SUFFIX];
-    memcpy(p, a->prompt, PREFIX * sizeof(int32_t));
-    sr_meta_prompt(x, p + PREFIX, SUFFIX);
-    for (int i = 0; i < 2; i++) {
-        if (!sr_meta_afford(x, name, 1))
-            return 0;
-        sr_meta_resp b;
-        const char *s = i ? sr_meta_salt(x, cold, sizeof cold) : salt;
-        int rc = sr_meta_ask(x, &b, p, PREFIX + SUFFIX, 0, s, !i, name, err);
-        if (!rc && !b.code) {
-            sr_meta_check_resp(x, &b, "a prompt sharing the base's prefix");
-            sr_meta_same_span(x, name, a, &b, 0, PREFIX,
-                              i ? "the shared prefix, cold cache" : "the shared prefix, warm");
-        }
-        sr_meta_resp_free(&b);
-        if (rc)
-            return rc;
-    }
-    return 0;
-}
-
 /* The layer at which row b of r is a placeholder (a negative id, or one id twice in its top-k:
  * a zeroed or constant row when top_k > 1), or -1 when it looks like a route. */
 static int placeholder(const sr_meta_resp *r, int64_t b)
@@ -93,6 +67,51 @@ static int placeholder(const sr_meta_resp *r, int64_t b)
         }
     }
     return -1;
+}
+
+/* meta.prefix_consistency past the shared prefix: position PREFIX holds another token in b than
+ * in a, so its row is routed from another input; equal to a's on every layer (above the entropy
+ * floor) it is a capture one position late, each row holding the route of the token before. */
+static void diverges(sr_meta_ctx *x, const sr_meta_resp *a, const sr_meta_resp *b, const char *what)
+{
+    if (!sr_meta_row(a, PREFIX, 0) || !sr_meta_row(b, PREFIX, 0) || !sr_meta_repeats_judged(x, a))
+        return;
+    if (placeholder(a, PREFIX) >= 0 || placeholder(b, PREFIX) >= 0)
+        return; /* no route to compare: meta.value_sanity names it */
+    if (sr_meta_same_row(a, PREFIX, b, PREFIX))
+        sr_meta_fail(x, "meta.prefix_consistency", PREFIX, -1,
+                     "%s: row %d, the first position past the %d shared tokens (another token "
+                     "there), equals the base's on every layer: rows lag their tokens",
+                     what, PREFIX, PREFIX);
+}
+
+/* meta.prefix_consistency: the shared prefix with another tail, warm then cold. */
+static int prefix(sr_meta_ctx *x, const sr_meta_resp *a, const char *salt, sr_err *err)
+{
+    const char *name = "meta.prefix_consistency";
+    char cold[SALT_CAP];
+    int32_t p[PREFIX + SUFFIX];
+    memcpy(p, a->prompt, PREFIX * sizeof(int32_t));
+    sr_meta_prompt(x, p + PREFIX, SUFFIX);
+    if (p[PREFIX] == a->prompt[PREFIX]) /* the prompts part at PREFIX */
+        p[PREFIX] = a->prompt[PREFIX] == 1 ? 2 : 1;
+    for (int i = 0; i < 2; i++) {
+        if (!sr_meta_afford(x, name, 1))
+            return 0;
+        sr_meta_resp b;
+        const char *s = i ? sr_meta_salt(x, cold, sizeof cold) : salt;
+        int rc = sr_meta_ask(x, &b, p, PREFIX + SUFFIX, 0, s, !i, name, err);
+        if (!rc && !b.code) {
+            sr_meta_check_resp(x, &b, "a prompt sharing the base's prefix");
+            sr_meta_same_span(x, name, a, &b, 0, PREFIX,
+                              i ? "the shared prefix, cold cache" : "the shared prefix, warm");
+            diverges(x, a, &b, i ? "past the shared prefix, cold cache" : "past the shared prefix");
+        }
+        sr_meta_resp_free(&b);
+        if (rc)
+            return rc;
+    }
+    return 0;
 }
 
 /* meta.boundary_rows at a turn boundary (meta_priv.h): row b of `t` is the last sampled token

@@ -6,7 +6,8 @@
  * Each relation is a named check (spec/checks.h; docs/reference/probe.md states each one):
  *   meta.determinism        the same request twice gives the same tokens and routes
  *   meta.prefix_consistency two prompts sharing a prefix give the same rows on it, cold and warm
- *                           cache, and again after a sync back to the same weights
+ *                           cache, and again after a sync back to the same weights; where their
+ *                           tokens part, not the same row (above the entropy floor)
  *   meta.multiturn_prefix   turn 2's rows for turn 1's positions equal turn 1's rows; after a
  *                           sync, turn 2 of a turn 1 from before it re-routes turn 1's prompt
  *                           with the new weights

@@ -29,7 +29,8 @@ static const sr_check_info checks[] = {
     {"meta.determinism", "the same request at temperature 0 twice gave other tokens or routes "
                          "(warm or cold cache)"},
     {"meta.prefix_consistency", "two prompts sharing a prefix got other rows on it (warm, cold, "
-                                "or after a sync back to the same weights)"},
+                                "or after a sync back to the same weights), or the same row where "
+                                "their tokens part (rows that lag their tokens)"},
     {"meta.multiturn_prefix", "turn 2's rows for turn 1's positions differ from turn 1's rows, or "
                               "after a sync turn 1's prompt in turn 2 was not re-routed with the "
                               "new weights"},
