@@ -118,8 +118,37 @@ TABLE='{"kind":"routes_all_zero"}|ALL|meta.value_sanity
 {"kind":"generate_fails_after_update","endpoints":["@EP@"]}|ALL|meta.sync_effect
 {"kind":"support_unrepaired"}|skyrl-2086|meta.stack_contract'
 
+# doc_dialects WHERE: the docs' "dialects" cell of a row of the table above.
+doc_dialects() {
+    case $1 in
+    ALL) echo "all six" ;;
+    NOSTART) echo "$NOSTART" | sed 's/ /, /g' ;;
+    NOSPLIT) echo "$NOSPLIT" | sed 's/ /, /g' ;;
+    NOSGL) echo "$NOSGL" | sed 's/ /, /g' ;;
+    *) echo "$1" ;;
+    esac
+}
+
 if [ "$part" != clean ]; then
     printf '%s\n' "$TABLE" >"$tmp/table"
+    # The docs' kill table is this one, row for row: the same dialects and the same checks (the
+    # meta.* names of its "check" cell, in order).
+    sed -n '/^## Kill table/,/^What the table leaves out/p' "$SRC/docs/reference/probe.md" |
+        grep '^| ' | sed '1d' >"$tmp/doc_rows"
+    while IFS='|' read -r fault where check; do
+        printf '%s|%s\n' "$(doc_dialects "$where")" "$check"
+    done <"$tmp/table" >"$tmp/want_rows"
+    while IFS='|' read -r _ _ _ dialects cell _; do
+        dialects=$(printf '%s' "$dialects" | sed 's/^ *//; s/ *$//')
+        printf '%s|%s\n' "$dialects" "$(printf '%s' "$cell" | grep -o 'meta\.[a-z_]*' | tr '\n' ' ' |
+            sed 's/ $//')"
+    done <"$tmp/doc_rows" >"$tmp/got_rows"
+    if cmp -s "$tmp/want_rows" "$tmp/got_rows"; then
+        ok "docs/reference/probe.md's kill table: the $(wc -l <"$tmp/want_rows") rows tested here"
+    else
+        bad "docs/reference/probe.md's kill table differs from this one (dialects|checks):"
+        diff "$tmp/want_rows" "$tmp/got_rows"
+    fi
     while IFS='|' read -r fault where check; do
         case $where in ALL) ds=$ALL ;; NOSTART) ds=$NOSTART ;; NOSPLIT) ds=$NOSPLIT ;; NOSGL) ds=$NOSGL ;; *) ds=$where ;; esac
         for d in $ds; do
@@ -162,6 +191,14 @@ if [ "$part" != kill ]; then
                 printf '%s\n' "$OUT"
             else
                 ok "clean $d seed $seed: every relation held"
+            fi
+            # The detected dialect and control plane are printed (serve's default plane of
+            # each dialect: skyrl's, SGLang's, else vLLM's).
+            case $d in skyrl*) pl=skyrl ;; sglang) pl=sglang ;; *) pl=vllm ;; esac
+            if ! printf '%s\n' "$OUT" | grep -q "^probe: dialect ${d%-2086} (detected: POST /" ||
+                ! printf '%s\n' "$OUT" | grep -q "^probe: weight-sync control plane $pl\$"; then
+                bad "clean $d seed $seed: the detected dialect or plane is not printed"
+                printf '%s\n' "$OUT"
             fi
             # An engine of the 2079 stack is told apart, with the reason.
             if [ "$d" = skyrl ] && ! printf '%s\n' "$OUT" |
@@ -231,6 +268,16 @@ if [ "$part" != kill ]; then
         done
     done
     MODEL='{"vocab": 500, "layers": 2, "experts": 16, "topk": 2, "eos_id": -1}'
+    # An engine whose version routes all fail (a proxy answers them 502) has no control plane
+    # the probe can find: the relations that need a sync are skipped with that reason.
+    start_serve vllm ""
+    start proxy "$S" proxy --upstream "$url" --dialect vllm \
+        --fault '{"kind":"http_502_html","endpoints":["weight_info","get_weight_version","state"]}'
+    expect_out 0 '^skipped  meta.sync_effect: the engine exposes no weight-sync control plane' \
+        "no control plane: the sync relations are skipped" \
+        "$S" probe --model "$tmp/cfg.json" --out "$tmp/rep3" "$url"
+    stop "$last_pid"
+    stop_serve
     # --duration: every generate takes 300 ms, the duration is 200 ms, so at most the first
     # request is sent (whatever the machine's load) and every other relation is skipped.
     start_serve vllm '{"kind":"latency","ms":300}'
