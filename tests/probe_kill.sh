@@ -226,8 +226,11 @@ if [ "$part" != kill ]; then
         "$S" probe --dialect vllm --budget "$b" --model "$tmp/cfg.json" --out "$tmp/rep3" "$url" \
             >/dev/null 2>&1
         g1=$(served)
-        [ $((g1 - g0)) -eq "$b" ] && ok "budget $b: the engine served $b generates" ||
+        if [ $((g1 - g0)) -eq "$b" ]; then
+            ok "budget $b: the engine served $b generates"
+        else
             bad "budget $b: the engine served $((g1 - g0)) generates"
+        fi
     done
     stop_serve
     # An engine that answers every generate 503 gets the budget's one request, not a retry of
@@ -236,8 +239,11 @@ if [ "$part" != kill ]; then
     expect_out 1 '^FAILED   client.retry_exhausted: the base request.*attempt 1/1' "probe of a 503 engine fails" \
         "$S" probe --dialect vllm --budget 1 --out "$tmp/rep3" "$url"
     n=$(served)
-    [ "$n" -eq 1 ] && ok "budget 1 against a 503 engine: 1 generate sent" ||
+    if [ "$n" -eq 1 ]; then
+        ok "budget 1 against a 503 engine: 1 generate sent"
+    else
         bad "budget 1 against a 503 engine: the engine saw $n generates"
+    fi
     stop_serve
     # An engine whose initial checkpoint has weights.version 5 reports vLLM's "default" label
     # until its first update: the probe's syncs start above 5 (from --model), every one lands.
