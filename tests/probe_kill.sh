@@ -173,6 +173,19 @@ if [ "$part" != clean ]; then
             fi
         done
     done <"$tmp/table"
+    # Where the plane has a weight checker (vLLM's POST /weight_checker), it is asked after
+    # every sync: an update that skipped a layer is meta.sync_effect by its finding too.
+    for d in vllm vllm-json dynamo nemo-rl; do
+        start_serve "$d" '{"kind":"partial_weight_apply","endpoints":["update_weights"]}'
+        probe 1
+        stop_serve
+        if printf '%s\n' "$OUT" | grep -q '^ *sync 2 (perturbed weights): .*weight_checker compare: [0-9]* tensors differ'; then
+            ok "$d partial_weight_apply: meta.sync_effect names the weight checker's finding"
+        else
+            bad "$d partial_weight_apply: no weight checker finding"
+            printf '%s\n' "$OUT"
+        fi
+    done
 fi
 
 if [ "$part" != kill ]; then

@@ -18,7 +18,8 @@
  *   meta.boundary_rows      the rows at the prompt/output boundary and at a turn boundary are
  *                           real routes (not zero, -1 or, above the floor, a copy of a
  *                           neighbour)
- *   meta.sync_effect        every sync completes and the engine reports its version; after a
+ *   meta.sync_effect        every sync completes, the plane's weight checker (if any) agrees
+ *                           and the engine reports its version; after a
  *                           sync to perturbed weights the rows of every perturbed layer change;
  *                           after a sync back they return exactly (three syncs: to the model's
  *                           own weights, perturbed, back; the engine ends on its own weights)

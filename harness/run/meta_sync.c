@@ -61,7 +61,15 @@ static int sync_to(sr_meta_ctx *x, int64_t target, int64_t content, const char *
                      res.n_checks ? ": " : "", res.n_checks ? res.checks[0].message : "");
         return 0;
     }
-    return 1;
+    /* Where the plane has a weight checker, the engine's own word on what it holds must agree
+     * with what was sent; the relations below still judge the routes. */
+    size_t before = res.n_checks;
+    *rc = sr_sync_check_weights(&res, x->o->sync, NULL, err);
+    if (!*rc && res.n_checks > before)
+        sr_meta_fail(x, "meta.sync_effect", -1, -1,
+                     "%s: the engine's weight checker disagrees: %s: %s", when,
+                     res.checks[before].name, res.checks[before].message);
+    return !*rc;
 }
 
 /* meta.sync_effect on the rows: on every layer whose weights the sync changed, most of the

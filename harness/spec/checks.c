@@ -41,8 +41,9 @@ static const sr_check_info checks[] = {
     {"meta.boundary_rows", "a row at the prompt/output, turn or prefill-chunk boundary is a "
                            "placeholder or a copy of its neighbour"},
     {"meta.sync_effect", "a sync left a changed layer's rows as they were, reported another "
-                         "version, failed, a sync back did not restore the rows, or the engine "
-                         "answered generates with an error once a sync completed"},
+                         "version, failed, the engine's weight checker disagreed, a sync back did "
+                         "not restore the rows, or the engine answered generates with an error "
+                         "once a sync completed"},
     {"meta.cache_after_sync", "after a sync, a prompt holding a post-sync output got other rows "
                               "than that output had (a stale prefix cache)"},
     {"meta.missing_not_stale", "a request that finished \"abort\" carried route rows instead of "
