@@ -106,6 +106,7 @@ TABLE='{"kind":"routes_all_zero"}|ALL|meta.value_sanity
 {"kind":"partial_apply_on_error","endpoints":["@EP@"]}|ALL|meta.sync_effect
 {"kind":"checksum_mismatch","endpoints":["@EP@"]}|ALL|meta.sync_effect
 {"kind":"version_regress","nth":@NTH@,"endpoints":["@EP@"]}|NOSGL|meta.version_monotonic
+{"kind":"version_regress","nth":@NTH@,"endpoints":["@EP@"]}|sglang|meta.sync_effect
 {"kind":"routes","select":{"region":"turn_boundary"},"action":{"do":"zero"}}|NOSTART|meta.boundary_rows
 {"kind":"routes","select":{"region":"chunk_boundary"},"action":{"do":"zero"}}|ALL|meta.boundary_rows
 {"kind":"routes","select":{"region":"chunk_boundary"},"action":{"do":"repeat_previous"}}|ALL|meta.boundary_rows
