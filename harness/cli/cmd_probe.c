@@ -227,7 +227,7 @@ static int detect_plane(const sr_client *c)
     static const sr_sync_dialect order[] = {SR_SYNC_DIALECT_VLLM, SR_SYNC_DIALECT_SGLANG,
                                             SR_SYNC_DIALECT_SKYRL};
     for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
-        if (sr_meta_engine_version(c, order[i]) >= 0)
+        if (sr_meta_engine_version(c, order[i], 0) >= 0)
             return (int)order[i];
     return -1;
 }
@@ -250,7 +250,7 @@ static sr_sync *make_sync(const probe_args *a, const sr_engine_config *m, const 
                "it did not make";
         return NULL;
     }
-    int64_t v = sr_meta_engine_version(c, (sr_sync_dialect)*plane);
+    int64_t v = sr_meta_engine_version(c, (sr_sync_dialect)*plane, m->weight_version);
     if (v < 0) {
         *why = "the engine reports no weight version";
         return NULL;
@@ -377,7 +377,8 @@ static int probe(const probe_args *a, const sr_engine_config *m, int argc, char 
     sr_client *c = NULL, *c2086 = NULL;
     sr_err e = SR_ERR_INIT;
     int plane = a->plane, st = SR_EXIT_USAGE;
-    if (new_run(&run, &sc, a, argc, argv) || make_client(&c, a, m, d, 2, SR_STACK_2079, &e)) {
+    /* One attempt per generate: a retry would be a request the budget does not count. */
+    if (new_run(&run, &sc, a, argc, argv) || make_client(&c, a, m, d, 1, SR_STACK_2079, &e)) {
         fprintf(stderr, "syncroll probe: %s: %s\n", sr_code_name(e.code ? e.code : SR_E_NOMEM),
                 e.msg);
         goto out;

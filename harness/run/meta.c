@@ -7,7 +7,6 @@
 
 #define PREFIX   8  /* shared prefix of the prefix relations */
 #define SUFFIX   4  /* the differing tail after it */
-#define USER     3  /* tokens a "user" adds between turns */
 #define LONG     64 /* the prompt whose chunk boundaries are looked at */
 #define CHUNK    16 /* smallest prefill chunk looked at: rows at its multiples */
 #define SALT_CAP 96
@@ -17,9 +16,9 @@ const char *const *sr_meta_checks(int *n)
     return sr_meta_names(n);
 }
 
-int64_t sr_meta_engine_version(const sr_client *c, sr_sync_dialect plane)
+int64_t sr_meta_engine_version(const sr_client *c, sr_sync_dialect plane, int64_t initial)
 {
-    return sr_meta_read_version(c, plane, -1);
+    return sr_meta_read_version(c, plane, initial, -1);
 }
 
 /* meta.determinism: the base request again, warm (same salt) and cold (a fresh salt). */
@@ -53,32 +52,6 @@ static int determinism(sr_meta_ctx *x, const sr_meta_resp *a, const char *salt, 
     return 0;
 }
 
-/* meta.prefix_consistency: the shared prefix with another tail, warm then cold. */
-static int prefix(sr_meta_ctx *x, const sr_meta_resp *a, const char *salt, sr_err *err)
-{
-    const char *name = "meta.prefix_consistency";
-    char cold[SALT_CAP];
-    int32_t p[PREFIX + SUFFIX];
-    memcpy(p, a->prompt, PREFIX * sizeof(int32_t));
-    sr_meta_prompt(x, p + PREFIX, SUFFIX);
-    for (int i = 0; i < 2; i++) {
-        if (!sr_meta_afford(x, name, 1))
-            return 0;
-        sr_meta_resp b;
-        const char *s = i ? sr_meta_salt(x, cold, sizeof cold) : salt;
-        int rc = sr_meta_ask(x, &b, p, PREFIX + SUFFIX, 0, s, !i, name, err);
-        if (!rc && !b.code) {
-            sr_meta_check_resp(x, &b, "a prompt sharing the base's prefix");
-            sr_meta_same_span(x, name, a, &b, 0, PREFIX,
-                              i ? "the shared prefix, cold cache" : "the shared prefix, warm");
-        }
-        sr_meta_resp_free(&b);
-        if (rc)
-            return rc;
-    }
-    return 0;
-}
-
 /* The layer at which row b of r is a placeholder (a negative id, or one id twice in its top-k:
  * a zeroed or constant row when top_k > 1), or -1 when it looks like a route. */
 static int placeholder(const sr_meta_resp *r, int64_t b)
@@ -96,6 +69,51 @@ static int placeholder(const sr_meta_resp *r, int64_t b)
     return -1;
 }
 
+/* meta.prefix_consistency past the shared prefix: position PREFIX holds another token in b than
+ * in a, so its row is routed from another input; equal to a's on every layer (above the entropy
+ * floor) it is a capture one position late, each row holding the route of the token before. */
+static void diverges(sr_meta_ctx *x, const sr_meta_resp *a, const sr_meta_resp *b, const char *what)
+{
+    if (!sr_meta_row(a, PREFIX, 0) || !sr_meta_row(b, PREFIX, 0) || !sr_meta_repeats_judged(x, a))
+        return;
+    if (placeholder(a, PREFIX) >= 0 || placeholder(b, PREFIX) >= 0)
+        return; /* no route to compare: meta.value_sanity names it */
+    if (sr_meta_same_row(a, PREFIX, b, PREFIX))
+        sr_meta_fail(x, "meta.prefix_consistency", PREFIX, -1,
+                     "%s: row %d, the first position past the %d shared tokens (another token "
+                     "there), equals the base's on every layer: rows lag their tokens",
+                     what, PREFIX, PREFIX);
+}
+
+/* meta.prefix_consistency: the shared prefix with another tail, warm then cold. */
+static int prefix(sr_meta_ctx *x, const sr_meta_resp *a, const char *salt, sr_err *err)
+{
+    const char *name = "meta.prefix_consistency";
+    char cold[SALT_CAP];
+    int32_t p[PREFIX + SUFFIX];
+    memcpy(p, a->prompt, PREFIX * sizeof(int32_t));
+    sr_meta_prompt(x, p + PREFIX, SUFFIX);
+    if (p[PREFIX] == a->prompt[PREFIX]) /* the prompts part at PREFIX */
+        p[PREFIX] = a->prompt[PREFIX] == 1 ? 2 : 1;
+    for (int i = 0; i < 2; i++) {
+        if (!sr_meta_afford(x, name, 1))
+            return 0;
+        sr_meta_resp b;
+        const char *s = i ? sr_meta_salt(x, cold, sizeof cold) : salt;
+        int rc = sr_meta_ask(x, &b, p, PREFIX + SUFFIX, 0, s, !i, name, err);
+        if (!rc && !b.code) {
+            sr_meta_check_resp(x, &b, "a prompt sharing the base's prefix");
+            sr_meta_same_span(x, name, a, &b, 0, PREFIX,
+                              i ? "the shared prefix, cold cache" : "the shared prefix, warm");
+            diverges(x, a, &b, i ? "past the shared prefix, cold cache" : "past the shared prefix");
+        }
+        sr_meta_resp_free(&b);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
 /* meta.boundary_rows at a turn boundary (meta_priv.h): row b of `t` is the last sampled token
  * of the turn before, first seen as an input in this one. */
 int sr_meta_turn_boundary(sr_meta_ctx *x, const sr_meta_resp *t, int64_t b, const char *which)
@@ -110,7 +128,7 @@ int sr_meta_turn_boundary(sr_meta_ctx *x, const sr_meta_resp *t, int64_t b, cons
                      which, (long long)b, row[0], t->K > 1 ? "," : "", l);
         return 1;
     }
-    for (int64_t n = b - 1; n <= b + 1; n += 2)
+    for (int64_t n = b - 1; n <= b + 1 && sr_meta_repeats_judged(x, t); n += 2)
         if (sr_meta_row(t, n, 0) && sr_meta_row(t, b, 0) && sr_meta_same_row(t, b, t, n)) {
             sr_meta_fail(x, name, b, -1,
                          "%s's row %lld (the turn boundary) repeats row %lld on every layer", which,
@@ -118,17 +136,6 @@ int sr_meta_turn_boundary(sr_meta_ctx *x, const sr_meta_resp *t, int64_t b, cons
             return 1;
         }
     return 0;
-}
-
-/* Turn 2's prompt: turn 1's prompt, its output and a user's tokens. */
-static size_t next_turn(sr_meta_ctx *x, int32_t *p, const sr_meta_resp *t1)
-{
-    size_t n = t1->P;
-    memcpy(p, t1->prompt, n * sizeof(int32_t));
-    for (size_t i = 0; i < t1->G && n < SR_META_MAX_PROMPT - USER; i++)
-        p[n++] = t1->tokens[i];
-    sr_meta_prompt(x, p + n, USER);
-    return n + USER;
 }
 
 /* meta.multiturn_prefix: turn 2 (all rows) equals turn 1 on turn 1's rows; turn 3 asks from
@@ -139,7 +146,7 @@ static int multiturn(sr_meta_ctx *x, const sr_meta_resp *t1, const char *salt, s
     if (!sr_meta_afford(x, name, 2))
         return 0;
     int32_t p2[SR_META_MAX_PROMPT], p3[SR_META_MAX_PROMPT];
-    size_t n2 = next_turn(x, p2, t1);
+    size_t n2 = sr_meta_next_turn(x, p2, t1);
     sr_meta_resp t2, t3;
     int rc = sr_meta_ask(x, &t2, p2, n2, 0, salt, 1, name, err);
     if (!rc && !t2.code) {
@@ -147,7 +154,7 @@ static int multiturn(sr_meta_ctx *x, const sr_meta_resp *t1, const char *salt, s
         sr_meta_check_resp(x, &t2, "turn 2");
         sr_meta_same_span(x, name, t1, &t2, 0, b, "turn 1's positions in turn 2");
         sr_meta_turn_boundary(x, &t2, b, "turn 2");
-        size_t n3 = next_turn(x, p3, &t2);
+        size_t n3 = sr_meta_next_turn(x, p3, &t2);
         int64_t s = (int64_t)(t2.P + t2.G) - 1;
         rc = sr_meta_ask(x, &t3, p3, n3, s, salt, 1, name, err);
         if (!rc && !t3.code) {
@@ -186,7 +193,7 @@ static int chunks(sr_meta_ctx *x, sr_err *err)
                              (long long)b, CHUNK, l);
                 break;
             }
-            if (sr_meta_same_row(&r, b, &r, b - 1)) {
+            if (sr_meta_repeats_judged(x, &r) && sr_meta_same_row(&r, b, &r, b - 1)) {
                 sr_meta_fail(x, name, b, -1,
                              "row %lld (a %d-token chunk boundary) repeats row %lld on every "
                              "layer",

@@ -6,15 +6,20 @@
  * Each relation is a named check (spec/checks.h; docs/reference/probe.md states each one):
  *   meta.determinism        the same request twice gives the same tokens and routes
  *   meta.prefix_consistency two prompts sharing a prefix give the same rows on it, cold and warm
- *                           cache, and again after a sync back to the same weights
- *   meta.multiturn_prefix   turn 2's rows for turn 1's positions equal turn 1's rows
+ *                           cache, and again after a sync back to the same weights; where their
+ *                           tokens part, not the same row (above the entropy floor)
+ *   meta.multiturn_prefix   turn 2's rows for turn 1's positions equal turn 1's rows; after a
+ *                           sync, turn 2 of a turn 1 from before it re-routes turn 1's prompt
+ *                           with the new weights
  *   meta.row_count          every response that asked for routes carries rows [s, P+G-1)
  *   meta.value_sanity       ids in [0, experts), no duplicate inside a row's top-k, no sentinel
  *                           (negative id) outside its meaning, not all-zero, not a run of rows
- *                           that repeat their neighbour
+ *                           that repeat their neighbour (above the entropy floor, meta_priv.h)
  *   meta.boundary_rows      the rows at the prompt/output boundary and at a turn boundary are
- *                           real routes (not zero, -1 or a copy of a neighbour)
- *   meta.sync_effect        every sync completes and the engine reports its version; after a
+ *                           real routes (not zero, -1 or, above the floor, a copy of a
+ *                           neighbour)
+ *   meta.sync_effect        every sync completes, the plane's weight checker (if any) agrees
+ *                           and the engine reports its version; after a
  *                           sync to perturbed weights the rows of every perturbed layer change;
  *                           after a sync back they return exactly (three syncs: to the model's
  *                           own weights, perturbed, back; the engine ends on its own weights)
@@ -87,8 +92,10 @@ typedef struct sr_meta_stats {
 const char *const *sr_meta_checks(int *n);
 
 /* The weight version engine 0 of c reports on control plane `plane` (-1: none), the version a
- * caller starts its sr_sync from. */
-int64_t sr_meta_engine_version(const sr_client *c, sr_sync_dialect plane);
+ * caller starts its sr_sync from. `initial` is the version of the checkpoint the engine started
+ * on (the model's weights.version): vLLM's plane reports the label "default" until its first
+ * publish, and a sync must start above the version the engine holds. */
+int64_t sr_meta_engine_version(const sr_client *c, sr_sync_dialect plane, int64_t initial);
 
 /*
  * Runs every relation against engine 0 of `c` (a client made for opts->dialect with the model's

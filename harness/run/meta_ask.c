@@ -41,7 +41,8 @@ const char *sr_meta_version_path(sr_sync_dialect d)
 }
 
 /* The engine's weight version from its control plane, or from `fallback` (a response's), or -1. */
-int64_t sr_meta_read_version(const sr_client *c, sr_sync_dialect plane, int64_t fallback)
+int64_t sr_meta_read_version(const sr_client *c, sr_sync_dialect plane, int64_t initial,
+                             int64_t fallback)
 {
     sr_client_reply r;
     memset(&r, 0, sizeof r);
@@ -52,7 +53,7 @@ int64_t sr_meta_read_version(const sr_client *c, sr_sync_dialect plane, int64_t 
         if (cJSON_IsNumber(w))
             v = (int64_t)w->valuedouble;
         else if (cJSON_IsString(w) && strcmp(w->valuestring, "default") == 0)
-            v = 0; /* vLLM's label before any publish (vllm#49040): the initial weights */
+            v = initial; /* vLLM's label before any publish (vllm#49040): the initial weights */
         else if (cJSON_IsString(w) && w->valuestring[0]) {
             char *end;
             long long n = strtoll(w->valuestring, &end, 10);
@@ -95,6 +96,17 @@ const char *sr_meta_salt(sr_meta_ctx *x, char *buf, size_t cap)
 {
     snprintf(buf, cap, "syncroll-probe-%llu-%d", (unsigned long long)x->o->seed, ++x->salt_n);
     return buf;
+}
+
+/* The next turn: the prompt and output of the one before, then a user's tokens. */
+size_t sr_meta_next_turn(sr_meta_ctx *x, int32_t *p, const sr_meta_resp *t1)
+{
+    size_t n = t1->P;
+    memcpy(p, t1->prompt, n * sizeof(int32_t));
+    for (size_t i = 0; i < t1->G && n < SR_META_MAX_PROMPT - SR_META_USER; i++)
+        p[n++] = t1->tokens[i];
+    sr_meta_prompt(x, p + n, SR_META_USER);
+    return n + SR_META_USER;
 }
 
 int sr_meta_afford(sr_meta_ctx *x, const char *name, int n)
@@ -290,6 +302,28 @@ int sr_meta_same_span(sr_meta_ctx *x, const char *name, const sr_meta_resp *a,
     return 0;
 }
 
+double sr_meta_route_space(const sr_meta_ctx *x, const sr_meta_resp *r, int layers, double cap)
+{
+    int64_t e = x->o->experts;
+    if (e <= 0) {
+        int64_t n = r->rows ? r->n_rows * r->L * r->K : 0;
+        for (int64_t i = 0; i < n; i++)
+            e = r->rows[i] >= e ? (int64_t)r->rows[i] + 1 : e;
+    }
+    double c = 1; /* C(e, K), exact in a double while it stays below cap */
+    for (int i = 0; i < r->K && c > 0 && c < cap; i++)
+        c = e > i ? c * (double)(e - i) / (double)(i + 1) : 0;
+    double s = 1;
+    for (int l = 0; l < layers && s > 0 && s < cap; l++)
+        s *= c;
+    return s;
+}
+
+int sr_meta_repeats_judged(const sr_meta_ctx *x, const sr_meta_resp *r)
+{
+    return sr_meta_route_space(x, r, r->L, SR_META_SPACE_FLOOR) >= SR_META_SPACE_FLOOR;
+}
+
 /* meta.row_count: rows [start, P+G-1) in every dialect once the client mapped them. */
 static int check_rows(sr_meta_ctx *x, const sr_meta_resp *r, const char *what)
 {
@@ -338,7 +372,8 @@ static int check_ids(sr_meta_ctx *x, const sr_meta_resp *r, int64_t p, int l, co
 
 /* meta.value_sanity: every id, then the whole response: not constant, and no run of rows that
  * repeat their neighbour (a real router repeats a whole row, every layer, about never: more
- * than a quarter of the rows, and at least two, is the floor). */
+ * than a quarter of the rows, and at least two, is the floor; judged above the route-space
+ * floor only, meta_priv.h). */
 static int check_values(sr_meta_ctx *x, const sr_meta_resp *r, const char *what)
 {
     for (int64_t i = 0; i < r->n_rows; i++)
@@ -357,7 +392,7 @@ static int check_values(sr_meta_ctx *x, const sr_meta_resp *r, const char *what)
     }
     for (int64_t i = 1; i < r->n_rows; i++)
         same += sr_meta_same_row(r, r->start + i, r, r->start + i - 1);
-    if (same >= 2 && same * 4 > r->n_rows) {
+    if (same >= 2 && same * 4 > r->n_rows && sr_meta_repeats_judged(x, r)) {
         sr_meta_fail(x, "meta.value_sanity", -1, -1,
                      "%s: %lld of %lld rows repeat the row before them on every layer", what,
                      (long long)same, (long long)r->n_rows);
@@ -367,9 +402,11 @@ static int check_values(sr_meta_ctx *x, const sr_meta_resp *r, const char *what)
 }
 
 /* meta.boundary_rows at the prompt/output boundary: rows P-1 and P are not copies of their
- * neighbour. */
+ * neighbour (above the route-space floor). */
 static int check_boundary(sr_meta_ctx *x, const sr_meta_resp *r, const char *what)
 {
+    if (!sr_meta_repeats_judged(x, r))
+        return 0;
     for (int64_t p = (int64_t)r->P - 1; p <= (int64_t)r->P; p++)
         if (sr_meta_row(r, p - 1, 0) && sr_meta_row(r, p, 0) && sr_meta_same_row(r, p, r, p - 1)) {
             sr_meta_fail(x, "meta.boundary_rows", p, -1,

@@ -12,6 +12,7 @@
 #include "meta.h"
 
 #define SR_META_MAX_PROMPT 256
+#define SR_META_USER       3 /* tokens a "user" adds between turns */
 
 /* One generate's answer, copied out of the conn (owned; release with sr_meta_resp_free). */
 typedef struct sr_meta_resp {
@@ -58,9 +59,11 @@ void sr_meta_resp_free(sr_meta_resp *r);
 /* The path where control plane `plane` reports the weight version (GET). */
 const char *sr_meta_version_path(sr_sync_dialect plane);
 
-/* The weight version engine 0 of c reports there (a number, or a string of digits), else
+/* The weight version engine 0 of c reports there (a number, or a string of digits; vLLM's label
+ * "default", no publish yet, is `initial`: the version of the checkpoint it started on), else
  * `fallback`; -1 when neither is known. */
-int64_t sr_meta_read_version(const sr_client *c, sr_sync_dialect plane, int64_t fallback);
+int64_t sr_meta_read_version(const sr_client *c, sr_sync_dialect plane, int64_t initial,
+                             int64_t fallback);
 
 /* The next prompt id (splitmix64 of the seed), in [1, min(vocab, 1000)). */
 int32_t sr_meta_token(sr_meta_ctx *x);
@@ -99,6 +102,25 @@ const int32_t *sr_meta_row(const sr_meta_resp *r, int64_t pos, int l);
  * in a prompt position of a warm vllm-json response counts as unknown: equal). */
 int sr_meta_same_row(const sr_meta_resp *a, int64_t pa, const sr_meta_resp *b, int64_t pb);
 
+/*
+ * The entropy floor of the rules that judge a coincidence. A row equal to its neighbour on every
+ * layer (value_sanity's run of repeats, boundary_rows' copies) is judged only when the model's
+ * route space, C(E, K)^L rows, is at least SR_META_SPACE_FLOOR: a real router then repeats a
+ * whole row about never, while a small model (one layer, top-1 of 8) does it one row in 8 by
+ * chance. A layer whose rows must move after a sync changed it (sync_effect) is judged only when
+ * one layer's row can take at least SR_META_LAYER_FLOOR values.
+ */
+#define SR_META_SPACE_FLOOR 1e4
+#define SR_META_LAYER_FLOOR 8.0
+
+/* The values one row of r can take: C(E, K) at one layer (layers 1) or its L-th power (layers
+ * r->L), stopping once it passes `cap`. E is the model's experts (opts.experts), else one more
+ * than the largest id r holds (a lower bound, so the floor errs on the side of not judging). */
+double sr_meta_route_space(const sr_meta_ctx *x, const sr_meta_resp *r, int layers, double cap);
+
+/* 1 when the rows of r are above SR_META_SPACE_FLOOR (a repeat of a whole row is judged). */
+int sr_meta_repeats_judged(const sr_meta_ctx *x, const sr_meta_resp *r);
+
 /* Records a failed relation (meta.* name) with its message; counts the relation failed once
  * (with x->once, a relation that failed already is not recorded again). */
 void sr_meta_fail(sr_meta_ctx *x, const char *name, int64_t row, int64_t layer, const char *fmt,
@@ -117,6 +139,10 @@ int sr_meta_check_resp(sr_meta_ctx *x, const sr_meta_resp *r, const char *what);
  */
 int sr_meta_same_span(sr_meta_ctx *x, const char *name, const sr_meta_resp *a,
                       const sr_meta_resp *b, int64_t lo, int64_t hi, const char *what);
+
+/* The next turn's prompt into p (SR_META_MAX_PROMPT ids): t1's prompt, its output (as much as
+ * fits) and SR_META_USER fresh "user" tokens; returns its length. */
+size_t sr_meta_next_turn(sr_meta_ctx *x, int32_t *p, const sr_meta_resp *t1);
 
 /* meta.boundary_rows at a turn boundary (meta.c): row b of t, the last sampled token of the
  * turn before, is a real route, not a placeholder (a negative id or one id twice) nor a copy of

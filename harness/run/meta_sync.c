@@ -8,7 +8,6 @@
 #include "sr_oracle.h"
 
 #define SALT_CAP 96
-#define USER     3
 
 /* meta.version_monotonic and the version half of meta.sync_effect after a sync to `target`. */
 static void versions(sr_meta_ctx *x, int64_t held, int64_t target, int64_t got, const char *when)
@@ -35,7 +34,7 @@ static void versions(sr_meta_ctx *x, int64_t held, int64_t target, int64_t got, 
  * it is still the highest the engine reported (a restart that loses the weights takes it back). */
 static void still_held(sr_meta_ctx *x, const char *when)
 {
-    int64_t v = sr_meta_read_version(x->c, x->o->plane, -1);
+    int64_t v = sr_meta_read_version(x->c, x->o->plane, x->o->content, -1);
     if (x->held >= 0 && v >= 0 && v < x->held)
         sr_meta_fail(x, "meta.version_monotonic", -1, -1,
                      "before %s, with no sync since it reported %lld, the engine reports version "
@@ -62,7 +61,15 @@ static int sync_to(sr_meta_ctx *x, int64_t target, int64_t content, const char *
                      res.n_checks ? ": " : "", res.n_checks ? res.checks[0].message : "");
         return 0;
     }
-    return 1;
+    /* Where the plane has a weight checker, the engine's own word on what it holds must agree
+     * with what was sent; the relations below still judge the routes. */
+    size_t before = res.n_checks;
+    *rc = sr_sync_check_weights(&res, x->o->sync, NULL, err);
+    if (!*rc && res.n_checks > before)
+        sr_meta_fail(x, "meta.sync_effect", -1, -1,
+                     "%s: the engine's weight checker disagrees: %s: %s", when,
+                     res.checks[before].name, res.checks[before].message);
+    return !*rc;
 }
 
 /* meta.sync_effect on the rows: on every layer whose weights the sync changed, most of the
@@ -72,6 +79,8 @@ static int sync_to(sr_meta_ctx *x, int64_t target, int64_t content, const char *
 static void moved(sr_meta_ctx *x, const sr_meta_resp *a, const sr_meta_resp *b, const uint64_t *fp0,
                   const uint64_t *fp1, int L)
 {
+    if (sr_meta_route_space(x, a, 1, SR_META_LAYER_FLOOR) < SR_META_LAYER_FLOOR)
+        return; /* a layer's row takes so few values that many stay by chance (meta_priv.h) */
     for (int l = 0; l < L && l < a->L; l++) {
         if (fp0[l] == fp1[l])
             continue;
@@ -101,19 +110,39 @@ static int cache(sr_meta_ctx *x, const sr_meta_resp *a1, const char *salt, sr_er
     if (!sr_meta_afford(x, name, 1))
         return 0;
     int32_t p[SR_META_MAX_PROMPT];
-    size_t n = a1->P;
-    memcpy(p, a1->prompt, n * sizeof(int32_t));
-    for (size_t i = 0; i < a1->G && n < SR_META_MAX_PROMPT - USER; i++)
-        p[n++] = a1->tokens[i];
-    sr_meta_prompt(x, p + n, USER);
+    size_t n = sr_meta_next_turn(x, p, a1);
     sr_meta_resp b;
-    int rc = sr_meta_ask(x, &b, p, n + USER, 0, salt, 1, name, err);
+    int rc = sr_meta_ask(x, &b, p, n, 0, salt, 1, name, err);
     if (!rc && !b.code) {
         sr_meta_check_resp(x, &b, "after the sync, the output as a prompt");
         sr_meta_same_span(x, name, a1, &b, 0, (int64_t)(a1->P + a1->G) - 1,
                           "after the sync, a prompt holding a post-sync output");
     }
     sr_meta_resp_free(&b);
+    return rc;
+}
+
+/* meta.multiturn_prefix across a sync: turn 2 of the conversation whose turn 1 (b0) ran before
+ * sync 2, sent with turn 1's salt (so its prefix may come from the cache), re-routes turn 1's
+ * prompt with the new weights: its rows there are a1's (that prompt after the sync, cold), so
+ * they differ from turn 1's wherever the new weights route otherwise. */
+static int turn_after_sync(sr_meta_ctx *x, const sr_meta_resp *b0, const sr_meta_resp *a1,
+                           const char *salt0, sr_err *err)
+{
+    const char *name = "meta.multiturn_prefix";
+    if (!sr_meta_afford(x, name, 1))
+        return 0;
+    int32_t p[SR_META_MAX_PROMPT];
+    size_t n = sr_meta_next_turn(x, p, b0);
+    sr_meta_resp t;
+    int rc = sr_meta_ask(x, &t, p, n, 0, salt0, 1, name, err);
+    if (!rc && !t.code) {
+        sr_meta_check_resp(x, &t, "after sync 2, turn 2 of a turn 1 from before it");
+        sr_meta_same_span(x, name, a1, &t, 0, (int64_t)b0->P,
+                          "after sync 2, turn 1's prompt in turn 2 (re-routed with the new "
+                          "weights, as that prompt alone is)");
+    }
+    sr_meta_resp_free(&t);
     return rc;
 }
 
@@ -171,9 +200,12 @@ static int perturbed(sr_meta_ctx *x, const sr_meta_resp *b0, const char *salt0, 
                      "meta.sync_effect", err);
     if (!rc && !a1.code) {
         sr_meta_check_resp(x, &a1, "after sync 2, the base cold");
-        versions(x, v, v + 1, sr_meta_read_version(x->c, x->o->plane, a1.version), "after sync 2");
+        versions(x, v, v + 1, sr_meta_read_version(x->c, x->o->plane, x->o->content, a1.version),
+                 "after sync 2");
         moved(x, b0, &a1, fp0, fp1, L);
         rc = cache(x, &a1, salt0, err);
+        if (!rc)
+            rc = turn_after_sync(x, b0, &a1, salt0, err);
     }
     sr_meta_resp_free(&a1);
     return rc;
@@ -189,7 +221,8 @@ static int own(sr_meta_ctx *x, const sr_meta_resp *base, sr_meta_resp *b0, char 
     b0->code = -1; /* no answer yet */
     if (!sync_to(x, v0 + 1, x->o->content, "sync 1 (the model's own weights)", err, &rc))
         return rc;
-    versions(x, v0, v0 + 1, sr_meta_read_version(x->c, x->o->plane, -1), "after sync 1");
+    versions(x, v0, v0 + 1, sr_meta_read_version(x->c, x->o->plane, x->o->content, -1),
+             "after sync 1");
     return sr_meta_ask(x, b0, base->prompt, base->P, 0, sr_meta_salt(x, salt0, SALT_CAP), 0,
                        "meta.sync_effect", err);
 }
@@ -214,7 +247,7 @@ int sr_meta_sync_relations(sr_meta_ctx *x, const sr_meta_resp *base, sr_err *err
         return skip_all(x, x->o->no_sync ? x->o->no_sync : "no weight-sync control plane");
     if (!sr_meta_afford(x, "meta.sync_effect", 4))
         return skip_all(x, "the budget or duration does not cover the 4 requests around the syncs");
-    int64_t v0 = sr_meta_read_version(x->c, x->o->plane, base->version);
+    int64_t v0 = sr_meta_read_version(x->c, x->o->plane, x->o->content, base->version);
     if (v0 < 0)
         return skip_all(x, "the engine reports no weight version to sync from");
     sr_meta_resp b0;
@@ -226,7 +259,7 @@ int sr_meta_sync_relations(sr_meta_ctx *x, const sr_meta_resp *base, sr_err *err
         if (!rc && !(x->failed & (1u << sr_meta_index("meta.sync_effect"))) &&
             sync_to(x, v0 + 3, x->o->content, "sync 3 (back to the model's own weights)", err,
                     &rc)) {
-            versions(x, v0 + 2, v0 + 3, sr_meta_read_version(x->c, x->o->plane, -1),
+            versions(x, v0 + 2, v0 + 3, sr_meta_read_version(x->c, x->o->plane, x->o->content, -1),
                      "after sync 3");
             rc = back(x, &b0, salt0, err);
         }

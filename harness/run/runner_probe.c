@@ -25,7 +25,7 @@ static int probe_sync(sr_sync **out, const char **why, const sr_scn_run *run, co
 {
     const sr_engine_config *m = &run->scn->engine;
     *out = NULL;
-    int64_t v = sr_meta_engine_version(c, m->sync_dialect);
+    int64_t v = sr_meta_engine_version(c, m->sync_dialect, m->weight_version);
     if (v < 0) {
         *why = "the engine reports no weight version on its control plane";
         return 0;

@@ -29,8 +29,11 @@ static const sr_check_info checks[] = {
     {"meta.determinism", "the same request at temperature 0 twice gave other tokens or routes "
                          "(warm or cold cache)"},
     {"meta.prefix_consistency", "two prompts sharing a prefix got other rows on it (warm, cold, "
-                                "or after a sync back to the same weights)"},
-    {"meta.multiturn_prefix", "turn 2's rows for turn 1's positions differ from turn 1's rows"},
+                                "or after a sync back to the same weights), or the same row where "
+                                "their tokens part (rows that lag their tokens)"},
+    {"meta.multiturn_prefix", "turn 2's rows for turn 1's positions differ from turn 1's rows, or "
+                              "after a sync turn 1's prompt in turn 2 was not re-routed with the "
+                              "new weights"},
     {"meta.row_count", "a response that asked for routes does not carry rows [s, P+G-1) (none, "
                        "one more, from 0, ...)"},
     {"meta.value_sanity", "an expert id out of range, twice in a row's top-k, a sentinel where no "
@@ -38,8 +41,9 @@ static const sr_check_info checks[] = {
     {"meta.boundary_rows", "a row at the prompt/output, turn or prefill-chunk boundary is a "
                            "placeholder or a copy of its neighbour"},
     {"meta.sync_effect", "a sync left a changed layer's rows as they were, reported another "
-                         "version, failed, a sync back did not restore the rows, or the engine "
-                         "answered generates with an error once a sync completed"},
+                         "version, failed, the engine's weight checker disagreed, a sync back did "
+                         "not restore the rows, or the engine answered generates with an error "
+                         "once a sync completed"},
     {"meta.cache_after_sync", "after a sync, a prompt holding a post-sync output got other rows "
                               "than that output had (a stale prefix cache)"},
     {"meta.missing_not_stale", "a request that finished \"abort\" carried route rows instead of "

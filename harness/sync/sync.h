@@ -245,6 +245,16 @@ void sr_sync_free(sr_sync *s);
  */
 int sr_sync_run(sr_sync_result *res, sr_sync *s, int64_t target, int64_t content, sr_err *err);
 
+/*
+ * The control plane's own weight checker alone, for a caller that runs with opts.verify 0 (the
+ * probe, which judges what any engine shows and not syncroll's state document): on the vllm
+ * plane, every engine's POST /weight_checker compares what it holds with the bytes of s's last
+ * sync, and a finding is added to res->checks as verify would add it (sync.partial_update naming
+ * the tensors, or the failed call's code). On a plane without a checker it does nothing and sets
+ * *asked (may be NULL) to 0, else 1. Returns 0, or a negative code when it could not ask.
+ */
+int sr_sync_check_weights(sr_sync_result *res, sr_sync *s, int *asked, sr_err *err);
+
 /* The version counter (see Versions). */
 int64_t sr_sync_version(const sr_sync *s);
 

@@ -72,6 +72,19 @@ static void judge(sr_sync *s, sr_sync_result *res, int i, const sr_fanout_req *r
     cJSON_Delete(d);
 }
 
+int sr_sync_check_weights(sr_sync_result *res, sr_sync *s, int *asked, sr_err *err)
+{
+    if (asked)
+        *asked = 0;
+    if (!res || !s)
+        return sr_err_set(err, SR_E_INVAL, "sync: a result and a sync are needed");
+    if (!sync_plane_of(s->o.control)->compare)
+        return 0;
+    if (asked)
+        *asked = 1;
+    return sync_compare_weights(s, res, err);
+}
+
 int sync_compare_weights(sr_sync *s, sr_sync_result *res, sr_err *err)
 {
     sr_buf body = SR_BUF_INIT;
