@@ -259,6 +259,23 @@ if [ "$part" != kill ]; then
         bad "budget 1 against a 503 engine: the engine saw $n generates"
     fi
     stop_serve
+    # Detection's requests count: an engine of the last dialect tried (skyrl) is not reached
+    # within a budget of 2, and the probe says so by name instead of guessing.
+    start_serve skyrl ""
+    expect_out 2 'usage.invalid_argument: the budget of 2 request.s. ran out while detecting the dialect' \
+        "probe --budget 2 of a skyrl engine" "$S" probe --budget 2 --out "$tmp/rep3" "$url"
+    stop_serve
+    # Nothing answers on a port bound but not listening: a transport error, exit 4, not an
+    # ambiguous dialect.
+    python3 -c 'import os, socket, sys, time
+s = socket.socket(); s.bind(("127.0.0.1", 0))
+open(sys.argv[1] + ".tmp", "w").write(str(s.getsockname()[1]))
+os.rename(sys.argv[1] + ".tmp", sys.argv[1]); time.sleep(120)' "$tmp/deadport" &
+    dead=$!
+    while [ ! -s "$tmp/deadport" ]; do sleep 0.05; done
+    expect_out 4 'client.transport: Couldn.t connect' "probe of a URL where nothing listens" \
+        "$S" probe --budget 2 --out "$tmp/rep3" "http://127.0.0.1:$(cat "$tmp/deadport")"
+    kill "$dead" 2>/dev/null
     # An engine whose initial checkpoint has weights.version 5 reports vLLM's "default" label
     # until its first update: the probe's syncs start above 5 (from --model), every one lands.
     for d in vllm sglang skyrl; do

@@ -20,7 +20,7 @@ static void usage(FILE *f)
     char names[SR_DIALECT_NAMES_MAX];
     fprintf(
         f,
-        "usage: syncroll probe [--dialect D] [--sync-dialect S] [--budget N | --duration S]\n"
+        "usage: syncroll probe [--dialect D] [--sync-dialect S] [--budget N] [--duration S]\n"
         "                      [--seed N] [--model FILE] [--out DIR] URL\n\n"
         "Judges the engine at URL without an oracle: sends it a bounded number of generate\n"
         "requests and checks relations that must hold between the answers whatever the true\n"
@@ -32,7 +32,9 @@ static void usage(FILE *f)
         "most N generate requests, and with --model three weight syncs and a few version reads.\n\n"
         "Writes the reports of `syncroll run` (summary.txt, results.json, junit.xml, report.html)\n"
         "into DIR and exits 0 when every relation held, 1 when one failed (each named meta.*\n"
-        "check printed with where it failed), 2 for a usage error.\n\n"
+        "check printed with where it failed), 2 for a usage error (a budget too small for\n"
+        "detection, answers in no dialect syncroll speaks), 4 when nothing answered at all\n"
+        "(the engine is not at URL: its transport error is printed).\n\n"
         "  --dialect D       the engine's generate wire, one of\n"
         "                    %s;\n"
         "                    default: detected from the answers of the engine's generate routes\n"
@@ -44,6 +46,9 @@ static void usage(FILE *f)
         "                    engines): the model's vocab, experts, layers and top_k, and its\n"
         "                    synthetic weights. Without it the relations that need a weight\n"
         "                    sync are skipped: the probe never writes weights it did not make.\n"
+        "                    The syncs send the weights over syncroll's loopback stand-in for\n"
+        "                    the trainer's broadcast, so they run against syncroll's engines\n"
+        "                    only; against a real vLLM or SGLang the data-plane relations run.\n"
         "                    SGLang's flat routes need it for their layers and top_k.\n"
         "  --budget N        generate requests at most, detection's included, 1..10000\n"
         "                    (default 40)\n"
@@ -142,9 +147,10 @@ static int make_client(sr_client **out, const probe_args *a, const sr_engine_con
     return sr_client_new(out, urls, 1, NULL, &o, err);
 }
 
-/* The dialect whose own answer this one is, told from its bytes (spec/dialect.h's sniff). */
+/* The dialect whose own answer this one is, told from its bytes (spec/dialect.h's sniff). *answered
+ * is set when the engine answered with any HTTP status; else *fail keeps the transport error. */
 static int try_dialect(const probe_args *a, const sr_engine_config *m, int d, const char **why,
-                       int64_t *sent)
+                       int64_t *sent, int *answered, sr_err *fail)
 {
     sr_client *c = NULL;
     sr_client_conn *k = NULL;
@@ -168,7 +174,10 @@ static int try_dialect(const probe_args *a, const sr_engine_config *m, int d, co
     memset(&res, 0, sizeof res); /* a request refused before sending fills nothing */
     sr_client_exchange x = SR_CLIENT_EXCHANGE_INIT;
     (*sent)++;
-    sr_client_generate(&res, k, &q, &e);
+    if (sr_client_generate(&res, k, &q, &e) && res.http_status == 0 && !fail->code)
+        *fail = e;
+    if (res.http_status != 0)
+        *answered = 1;
     sr_client_conn_take_exchange(k, &x);
     if (res.http_status >= 200 && res.http_status < 300 && x.response.len)
         found = sr_dialect_sniff(x.response.data, x.response.len, why, &e);
@@ -195,22 +204,29 @@ static int path_tried(int d)
 }
 
 /* Tries every dialect's first generate path once, in table order, skyrl's last (syncroll's
- * engines answer /skyrl/v1/generate in every dialect); the answer's bytes name the dialect. */
+ * engines answer /skyrl/v1/generate in every dialect); the answer's bytes name the dialect.
+ * Returns the dialect, or the exit status (negated) after printing why there is none: the budget
+ * ran out (usage), nothing answered at all (transient: the engine is not there), or the answers
+ * were in no dialect syncroll speaks (usage). */
 static int detect(const probe_args *a, const sr_engine_config *m, int64_t *sent)
 {
+    int answered = 0;
+    sr_err fail = SR_ERR_INIT;
     for (int i = 1; i <= SR_DIALECT_COUNT; i++) {
         int cand = i % SR_DIALECT_COUNT; /* SR_DIALECT_SKYRL (0) last */
         if (cand && path_tried(cand))
             continue;
+        if (*sent >= a->budget && !answered && fail.code)
+            break; /* the engine is not there: say that, not that the budget ran out */
         if (*sent >= a->budget) {
             fprintf(stderr,
-                    "syncroll probe: the budget of %lld request(s) ran out while "
-                    "detecting the dialect\n",
-                    a->budget);
-            return -1;
+                    "syncroll probe: %s: the budget of %lld request(s) ran out while "
+                    "detecting the dialect (give --dialect, or a larger --budget)\n",
+                    sr_code_name(SR_E_INVAL), a->budget);
+            return -SR_EXIT_USAGE;
         }
         const char *why = NULL;
-        int d = try_dialect(a, m, cand, &why, sent);
+        int d = try_dialect(a, m, cand, &why, sent, &answered, &fail);
         if (d >= 0) {
             printf("probe: dialect %s (detected: POST %s answered with %s)\n",
                    sr_dialect_name((sr_dialect)d), sr_dialect_get((sr_dialect)cand)->routes[0].path,
@@ -218,7 +234,16 @@ static int detect(const probe_args *a, const sr_engine_config *m, int64_t *sent)
             return d;
         }
     }
-    return -1;
+    if (!answered && fail.code) {
+        fprintf(stderr, "syncroll probe: %s: %s answered none of the generate routes: %s\n",
+                sr_code_name(fail.code), a->url, fail.msg);
+        return -SR_EXIT_TRANSIENT;
+    }
+    fprintf(stderr,
+            "syncroll probe: %s: no generate route of %s answered in a dialect "
+            "syncroll speaks (give --dialect)\n",
+            sr_code_name(SR_E_DIALECT_AMBIGUOUS), a->url);
+    return -SR_EXIT_USAGE;
 }
 
 /* The control plane whose version route answers, or -1. */
@@ -360,13 +385,8 @@ static int probe(const probe_args *a, const sr_engine_config *m, int argc, char 
     double t0 = sr_clock_ms();
     int64_t detect_sent = 0;
     int d = a->dialect >= 0 ? a->dialect : detect(a, m, &detect_sent);
-    if (d < 0) {
-        fprintf(stderr,
-                "syncroll probe: %s: no generate route of %s answered in a dialect "
-                "syncroll speaks (give --dialect)\n",
-                sr_code_name(SR_E_DIALECT_AMBIGUOUS), a->url);
-        return SR_EXIT_USAGE;
-    }
+    if (d < 0)
+        return -d; /* detect said why */
     if (sr_dialect_get((sr_dialect)d)->encoding == SR_ENC_FLAT_B64 && !m) {
         fprintf(stderr, "syncroll probe: %s: %s's flat routes carry no shape: give --model\n",
                 sr_code_name(SR_E_INVAL), sr_dialect_name((sr_dialect)d));
