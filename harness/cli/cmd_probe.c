@@ -48,7 +48,7 @@ static void usage(FILE *f)
         "                    sync are skipped: the probe never writes weights it did not make.\n"
         "                    The syncs send the weights over syncroll's loopback stand-in for\n"
         "                    the trainer's broadcast, so they run against syncroll's engines\n"
-        "                    only; against a real vLLM or SGLang the data-plane relations run.\n"
+        "                    only: probe a real vLLM or SGLang without --model.\n"
         "                    SGLang's flat routes need it for their layers and top_k.\n"
         "  --budget N        generate requests at most, detection's included, 1..10000\n"
         "                    (default 40)\n"
