@@ -63,7 +63,7 @@ static inline __attribute__((always_inline)) void put(void *out, size_t at, sr_d
 
 /*
  * The shuffles of layer slots [0, n) of the chunk in w->r on the identity table, written
- * straight into `out` from element `at`: swap and emit, then put back every touched entry.
+ * straight into `out` from element `at`: swap and emit, then put back every written entry.
  * Inlined per dtype, and with a constant K for top-8, so the loops over j unroll.
  */
 static inline __attribute__((always_inline)) void
@@ -80,12 +80,11 @@ shuffle_table(sr_oracle_i_rows *w, void *out, size_t at, sr_dtype dtype, int n, 
             *tr = tab[j];
             put(out, at + (size_t)j, dtype, v);
         }
+        /* Only entries r_j were written (an entry j is written only as some r_j'). */
         rp = r;
 #pragma GCC unroll 8
-        for (int j = 0; j < K; j++, rp += 4) {
-            tab[j] = (uint16_t)j;
+        for (int j = 0; j < K; j++, rp += 4)
             tab[*rp] = (uint16_t)*rp;
-        }
     }
 }
 
