@@ -1,5 +1,7 @@
 #include "sr_oracle.h"
 #include "sr_mix.h"
+#include "sr_ndarray.h"
+#include "sr_oracle_priv.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -14,6 +16,7 @@ struct sr_oracle {
     int32_t *layers;
     sr_oracle_stopseq *stops;
     int32_t *stop_tokens;
+    uint64_t *layer_gold; /* G * (g_l + 1) per layer slot, for the row filler */
 };
 
 static inline uint64_t draw(uint64_t s, uint64_t k)
@@ -119,11 +122,14 @@ int sr_oracle_new(sr_oracle **out, const sr_oracle_model *model, sr_err *err)
     o->layers = malloc(sizeof(int32_t) * (size_t)model->num_layers);
     o->stops = calloc((size_t)model->num_stops + 1, sizeof *o->stops);
     o->stop_tokens = malloc(sizeof(int32_t) * (ntok + 1));
-    if (!o->layers || !o->stops || !o->stop_tokens) {
+    o->layer_gold = malloc(sizeof(uint64_t) * (size_t)model->num_layers);
+    if (!o->layers || !o->stops || !o->stop_tokens || !o->layer_gold) {
         sr_oracle_free(o);
         return sr_err_set(err, SR_E_NOMEM, "cannot allocate the oracle's model");
     }
     memcpy(o->layers, model->layer_indices, sizeof(int32_t) * (size_t)model->num_layers);
+    for (int l = 0; l < model->num_layers; l++)
+        o->layer_gold[l] = GOLDEN * ((uint64_t)o->layers[l] + 1);
     size_t at = 0;
     for (int s = 0; s < model->num_stops; s++) {
         memcpy(o->stop_tokens + at, model->stops[s].ids,
@@ -145,12 +151,21 @@ void sr_oracle_free(sr_oracle *o)
     free(o->layers);
     free(o->stops);
     free(o->stop_tokens);
+    free(o->layer_gold);
     free(o);
 }
 
 const sr_oracle_model *sr_oracle_model_of(const sr_oracle *o)
 {
     return &o->model;
+}
+
+void sr_oracle_i_shape_of(sr_oracle_i_shape *shape, const sr_oracle *o)
+{
+    shape->experts = (uint64_t)o->model.experts;
+    shape->topk = o->model.topk;
+    shape->num_layers = o->model.num_layers;
+    shape->layer_gold = o->layer_gold;
 }
 
 /* ---- primitives ---- */
@@ -289,49 +304,39 @@ static int check_route_cap(size_t rows, size_t out_cap, sr_dtype dtype, const sr
     return 0;
 }
 
-static void store_row(void *out, size_t at, sr_dtype dtype, const int32_t *row, int K)
-{
-    switch (dtype) {
-    case SR_DTYPE_UINT8: {
-        uint8_t *p = (uint8_t *)out + at;
-        for (int j = 0; j < K; j++)
-            p[j] = (uint8_t)row[j];
-        break;
-    }
-    case SR_DTYPE_INT16: {
-        int16_t *p = (int16_t *)out + at;
-        for (int j = 0; j < K; j++)
-            p[j] = (int16_t)row[j];
-        break;
-    }
-    default:
-        memcpy((int32_t *)out + at, row, sizeof(int32_t) * (size_t)K);
-        break;
-    }
-}
-
-/* Rows [begin, end) of `s`; dtype and capacity were checked by the caller, tokens too. */
+/*
+ * Rows [begin, end) of `s`; dtype and capacity were checked by the caller, tokens too. The rows
+ * come from the row filler (sr_oracle_rows.c), which computes what sr_oracle_route_row
+ * defines with the draws vectorised. Returns the largest id written (-1 for no rows) when
+ * want_max, else -1: one vectorised pass over the rows after they are written.
+ */
 static int32_t fill_routes(void *out, sr_dtype dtype, const sr_oracle *o, const uint64_t *layer_fps,
-                           const seq2 *s, size_t begin, size_t end)
+                           const seq2 *s, size_t begin, size_t end, int want_max)
 {
-    const int L = o->model.num_layers, K = o->model.topk;
-    int32_t row[SR_ORACLE_MAX_TOPK];
-    int32_t mx = -1;
+    if (begin >= end)
+        return -1;
+    sr_oracle_i_shape shape;
+    sr_oracle_i_shape_of(&shape, o);
+    sr_oracle_i_rows w;
+    sr_oracle_i_rows_init(&w, &shape, SR_ORACLE_I_AUTO);
+    const size_t per_row = (size_t)o->model.num_layers * (size_t)o->model.topk;
     uint64_t h = sr_oracle_prefix_empty(o);
     for (size_t i = 0; i < begin; i++)
         h = sr_oracle_prefix_push(h, seq_at(s, i));
     size_t at = 0;
     for (size_t i = begin; i < end; i++) {
         h = sr_oracle_prefix_push(h, seq_at(s, i));
-        for (int l = 0; l < L; l++) {
-            sr_oracle_route_row(row, o, l, layer_fps[l], h);
-            for (int j = 0; j < K; j++)
-                mx = row[j] > mx ? row[j] : mx;
-            store_row(out, at, dtype, row, K);
-            at += (size_t)K;
-        }
+        sr_oracle_i_row(&w, out, at, dtype, layer_fps, h);
+        at += per_row;
     }
-    return mx;
+    if (!want_max)
+        return -1;
+    sr_ndarray a = {dtype, 1, {(int64_t)at}, out, at * sr_dtype_size(dtype), 0};
+    int64_t lo, hi;
+    /* Cannot fail: the dtype is an integer one (checked by the caller). */
+    if (sr_ndarray_minmax(&a, &lo, &hi, NULL))
+        return -1;
+    return (int32_t)hi;
 }
 
 static int check_tokens(const int32_t *t, size_t n, size_t base, const sr_oracle *o, sr_err *err)
@@ -359,7 +364,7 @@ int sr_oracle_routes(void *out, size_t out_cap, int32_t *max_expert, sr_dtype dt
         (rc = check_tokens(tokens, row_end, 0, o, err)))
         return rc;
     seq2 s = {tokens, row_end, NULL, 0};
-    int32_t mx = fill_routes(out, dtype, o, layer_fps, &s, row_begin, row_end);
+    int32_t mx = fill_routes(out, dtype, o, layer_fps, &s, row_begin, row_end, max_expert != NULL);
     if (max_expert)
         *max_expert = mx;
     return 0;
@@ -474,7 +479,7 @@ int sr_oracle_generate(sr_oracle_output *out, const sr_oracle *o, uint64_t globa
     if (req->route_start >= 0) {
         size_t end = req->prompt_len + (size_t)g - 1;
         out->routes_max = fill_routes(out->routes, req->route_dtype, o, layer_fps, &s,
-                                      (size_t)req->route_start, end);
+                                      (size_t)req->route_start, end, 1);
         out->num_rows = (int64_t)(end - (size_t)req->route_start);
     }
     return 0;

@@ -50,12 +50,14 @@ static int one_case(uint64_t *st)
     }
     uint64_t h = sr_oracle_prefix_empty(o);
     int n = 1 + (int)(next_rand(st) % 5);
+    int32_t toks[5];
     printf("case %" PRIu64 " %lld %d %lld %lld %.17g %.17g %.17g %d %d toks", m.seed, (long long)e,
            k, (long long)vocab, (long long)eos, m.eos_rate, m.logprob_scale, m.nonfinite_rate,
            layers[0], layers[1]);
     for (int i = 0; i < n; i++) {
         int32_t t = (int32_t)(next_rand(st) % (uint64_t)vocab);
         h = sr_oracle_prefix_push(h, t);
+        toks[i] = t;
         printf(" %d", t);
     }
     uint64_t fp = next_rand(st), f = next_rand(st);
@@ -64,6 +66,21 @@ static int one_case(uint64_t *st)
     sr_oracle_route_row(row, o, 1, fp, h);
     for (int j = 0; j < k; j++)
         printf(" %d", row[j]);
+    /* The rows the engine and the verifier use come from sr_oracle_routes (the row filler): the
+     * same row there, so the Python check covers that path too. */
+    uint64_t fps[2] = {~fp, fp};
+    int32_t both[2 * 64];
+    if (sr_oracle_routes(both, sizeof both, NULL, SR_DTYPE_INT32, o, fps, toks, (size_t)n,
+                         (size_t)n - 1, (size_t)n, &err)) {
+        fprintf(stderr, "oracle_xcheck: %s: %s\n", sr_code_name(err.code), err.msg);
+        return 1;
+    }
+    for (int j = 0; j < k; j++)
+        if (both[k + j] != row[j]) {
+            fprintf(stderr, "oracle_xcheck: sr_oracle_routes gives %d at j = %d, the row %d\n",
+                    (int)both[k + j], j, (int)row[j]);
+            return 1;
+        }
     int32_t t;
     double lp;
     sr_oracle_next(&t, &lp, o, f, h);

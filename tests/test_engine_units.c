@@ -113,6 +113,64 @@ START_TEST(test_floats_are_the_shortest_that_read_back)
 }
 END_TEST
 
+/* One value through both paths of the writer: the integer one and the C library's. */
+static void same_both_ways(double v)
+{
+    char got[SR_JW_DOUBLE_MAX], want[SR_JW_DOUBLE_MAX];
+    sr_jw_format_double(got, v);
+    sr_jw_format_double_libc(want, v);
+    ck_assert_msg(strcmp(got, want) == 0, "%a (%.17g): integer path %s, C library %s", v, v, got,
+                  want);
+}
+
+/*
+ * The integer path (10^-6 <= |v| < 10) against snprintf/strtod: logprob-like values, random bit
+ * patterns of the range, every power of two in it (the gap below is half) and its neighbours,
+ * short decimals, binary fractions whose 16- or 17-digit rounding is an exact tie, the
+ * neighbours of every decade boundary and of the range's ends.
+ */
+START_TEST(test_floats_integer_path_matches_libc)
+{
+    uint64_t x = 0x9E3779B97F4A7C15ULL;
+    for (int i = 0; i < 30000; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        same_both_ways(-8.0 * (double)(x >> 11) * 0x1.0p-53);
+        /* exponents 2^-21 .. 2^4 with random significands */
+        uint64_t bits = (x & ((1ull << 52) - 1)) | (uint64_t)(1002 + (x >> 58) % 28) << 52;
+        double v;
+        memcpy(&v, &bits, sizeof v);
+        same_both_ways(v);
+    }
+    for (int e = -25; e <= 5; e++) {
+        double p2 = ldexp(1.0, e);
+        same_both_ways(p2);
+        same_both_ways(nextafter(p2, 0.0));
+        same_both_ways(nextafter(p2, 100.0));
+    }
+    for (int k = 1; k < 20000; k++) {
+        same_both_ways((double)k / 1024.0); /* exact binary fractions: ties at short lengths */
+        same_both_ways((double)k * 1e-5);
+        same_both_ways(-(double)k / 65536.0);
+    }
+    /* Odd multiples of 2^-14 .. 2^-24: exact expansions of 17-19 digits, so the 16- and 17-digit
+     * roundings meet exact ties (1 + 2^-17 = 1.00000762939453125). */
+    for (int e = 14; e <= 24; e++)
+        for (uint64_t k = 1; k < 6000; k += 2) {
+            same_both_ways(ldexp((double)k, -e));
+            same_both_ways(ldexp((double)((1ull << e) + k), -e));
+        }
+    for (int t = -7; t <= 1; t++) {
+        double d = pow(10.0, t);
+        double near[] = {d,       nextafter(d, 0.0),       nextafter(d, 100.0),
+                         9.5 * d, nextafter(9.5 * d, 0.0), nextafter(9.5 * d, 100.0)};
+        for (size_t j = 0; j < sizeof near / sizeof near[0]; j++) {
+            same_both_ways(near[j]);
+            same_both_ways(-near[j]);
+        }
+    }
+}
+END_TEST
+
 START_TEST(test_strings_and_arrays)
 {
     sr_buf b = SR_BUF_INIT;
@@ -563,6 +621,7 @@ static Suite *units_suite(void)
     TCase *tc = tcase_create("units");
     tcase_add_test(tc, test_floats_like_orjson);
     tcase_add_test(tc, test_floats_are_the_shortest_that_read_back);
+    tcase_add_test(tc, test_floats_integer_path_matches_libc);
     tcase_add_test(tc, test_strings_and_arrays);
     tcase_add_test(tc, test_fault_plan_errors_are_named);
     tcase_add_test(tc, test_fault_picking);

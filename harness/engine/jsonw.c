@@ -162,8 +162,205 @@ static int shortest_fast(char *digits, int *exp10, double a)
     return 1;
 }
 
-static void shortest(char *digits, int *exp10, double a)
+/*
+ * The same probes in integer arithmetic, for the values most logprobs take: a = m 2^-s with
+ * 10^-6 <= a < 10 (decimal exponent e10 in [-6, 0]). At p digits the scale 10^k, k = p - 1 - e10
+ * <= 22, keeps N = m 10^k below 2^127, so the correctly rounded p-digit decimal (what glibc's
+ * printf writes: round half to even) is D = N / 2^s rounded, and it reads back (what strtod
+ * decides: round half to even) when |D 2^s - N| is below half the gap to the neighbouring double
+ * in the same scale (10^k / 2, or 10^k / 4 below a power of two), or equal to it with m even.
+ * The answers equal snprintf's and strtod's, so shortest() makes the same choices with them;
+ * tests compare both paths (sr_jw_format_double_libc). Of the boundary rules, only printf's
+ * half-to-even is met in this range (1 + 2^-17 at 17 digits): a midpoint between two doubles
+ * here has more than 40 significant digits, so strtod's tie never arises, and no power of two
+ * of the range has its answer below it by more than a quarter gap; both are kept as defined.
+ */
+typedef unsigned __int128 u128;
+
+typedef struct exact {
+    uint64_t m; /* significand with the implicit bit, 2^52 <= m < 2^53 */
+    int s;      /* a = m 2^-s, 1 <= s <= 100 */
+    int e10;    /* 10^e10 <= a < 10^(e10 + 1) */
+    int pow2;   /* m == 2^52: the gap below is half the gap above */
+} exact;
+
+static const uint64_t POW10[20] = {1ull,
+                                   10ull,
+                                   100ull,
+                                   1000ull,
+                                   10000ull,
+                                   100000ull,
+                                   1000000ull,
+                                   10000000ull,
+                                   100000000ull,
+                                   1000000000ull,
+                                   10000000000ull,
+                                   100000000000ull,
+                                   1000000000000ull,
+                                   10000000000000ull,
+                                   100000000000000ull,
+                                   1000000000000000ull,
+                                   10000000000000000ull,
+                                   100000000000000000ull,
+                                   1000000000000000000ull,
+                                   10000000000000000000ull};
+
+/* 10^k for 0 <= k <= 38. */
+static u128 pow10_u128(int k)
 {
+    return k < 20 ? (u128)POW10[k] : (u128)POW10[19] * POW10[k - 19];
+}
+
+/* 1 when a is in the integer path's range; fills *x. */
+static int exact_init(exact *x, double a)
+{
+    uint64_t bits;
+    memcpy(&bits, &a, sizeof bits);
+    int be = (int)(bits >> 52 & 0x7FF);
+    if (be == 0 || be == 0x7FF)
+        return 0;
+    x->m = (bits & ((1ull << 52) - 1)) | (1ull << 52);
+    x->s = 1075 - be;
+    if (x->s < 1 || x->s > 100) /* a < 2^-48: below the range anyway; keeps 10 2^s in range */
+        return 0;
+    x->pow2 = x->m == 1ull << 52;
+    u128 one = (u128)1 << x->s; /* 1.0 in the scale of m */
+    if ((u128)x->m >= one * 10)
+        return 0;
+    for (int t = 0; t <= 6; t++)
+        if ((u128)x->m * pow10_u128(t) >= one) {
+            x->e10 = -t;
+            return 1;
+        }
+    return 0;
+}
+
+/* 1 when D 10^(e10 + 1 - p) reads back as a, in the scale k = p - 1 - e10 (N = m 10^k). */
+static int exact_reads_back(const exact *x, u128 N, u128 D, int k)
+{
+    u128 up = D << x->s;
+    u128 gap = pow10_u128(k); /* one double's gap above a, in this scale */
+    if (up >= N) {
+        u128 d2 = (up - N) * 2;
+        return d2 < gap || (d2 == gap && !(x->m & 1));
+    }
+    u128 below = (N - up) * (x->pow2 ? 4 : 2);
+    return below < gap || (below == gap && !(x->m & 1));
+}
+
+/* digits_at in integers: 0 when the scale leaves the range (the caller falls back), else 1
+ * with *rb the read-back answer. */
+static int exact_digits_at(const exact *x, int p, char *digits, int *exp10, int *rb)
+{
+    int k = p - 1 - x->e10;
+    if (k < 0 || k > 22)
+        return 0;
+    u128 N = (u128)x->m * pow10_u128(k);
+    u128 D = N >> x->s, R = N - (D << x->s), half = (u128)1 << (x->s - 1);
+    if (R > half || (R == half && (D & 1)))
+        D++;
+    *rb = exact_reads_back(x, N, D, k);
+    int e = x->e10;
+    if (D == pow10_u128(p)) {
+        D /= 10;
+        e++;
+    }
+    uint64_t d = (uint64_t)D;
+    for (int i = p - 1; i >= 0; i--, d /= 10)
+        digits[i] = (char)('0' + d % 10);
+    digits[p] = '\0';
+    *exp10 = e;
+    return 1;
+}
+
+/* digits_up in integers: the p-digit decimal one unit above round_p(a). Returns -1 outside the
+ * range, else whether it reads back (then written to digits, *exp10). */
+static int exact_digits_up(const exact *x, int p, char *digits, int *exp10)
+{
+    char d[24];
+    int e, rb;
+    if (!exact_digits_at(x, p, d, &e, &rb))
+        return -1;
+    int k = p - 1 - e; /* the scale of the (carried) digits */
+    if (k < 0 || k > 22)
+        return -1;
+    u128 D = 0;
+    for (int i = 0; i < p; i++)
+        D = D * 10 + (u128)(d[i] - '0');
+    D++;
+    if (!exact_reads_back(x, (u128)x->m * pow10_u128(k), D, k))
+        return 0;
+    if (D == pow10_u128(p)) {
+        D /= 10;
+        e++;
+    }
+    uint64_t v = (uint64_t)D;
+    for (int i = p - 1; i >= 0; i--, v /= 10)
+        digits[i] = (char)('0' + v % 10);
+    digits[p] = '\0';
+    *exp10 = e;
+    return 1;
+}
+
+/* probe() in integers: *rb as probe's answer; 0 when p leaves the range. */
+static int exact_probe(probe_ok *ok, const exact *x, int p, int *rb)
+{
+    char d[24];
+    int e;
+    if (!exact_digits_at(x, p, d, &e, rb))
+        return 0;
+    if (*rb) {
+        memcpy(ok->digits, d, sizeof d);
+        ok->exp10 = e;
+        ok->p = p;
+    }
+    return 1;
+}
+
+/* shortest() with the integer probes: the same search, the same choices. 0 outside the range. */
+static int shortest_exact(char *digits, int *exp10, double a)
+{
+    exact x;
+    probe_ok ok = {"", 0, 0};
+    int lo = 1, hi = 17, rb;
+    if (!exact_init(&x, a) || !exact_probe(&ok, &x, 16, &rb))
+        return 0;
+    if (!rb) {
+        lo = 17;
+    } else {
+        if (!exact_probe(&ok, &x, 15, &rb))
+            return 0;
+        if (!rb)
+            lo = hi = 16;
+        else
+            hi = 15;
+    }
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (!exact_probe(&ok, &x, mid, &rb))
+            return 0;
+        if (rb)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    if (x.pow2 && lo > 1) {
+        int up = exact_digits_up(&x, lo - 1, digits, exp10);
+        if (up)
+            return up > 0;
+    }
+    if (ok.p == lo) {
+        memcpy(digits, ok.digits, sizeof ok.digits);
+        *exp10 = ok.exp10;
+        return 1;
+    }
+    return exact_digits_at(&x, lo, digits, exp10, &rb);
+}
+
+static void shortest(char *digits, int *exp10, double a, int libc_only)
+{
+    if (!libc_only && shortest_exact(digits, exp10, a))
+        return;
     if (shortest_fast(digits, exp10, a))
         return;
     int e;
@@ -201,7 +398,7 @@ static size_t write_exp(char *p, int e)
     return (size_t)sprintf(p, "%d", e);
 }
 
-size_t sr_jw_format_double(char *dst, double v)
+static size_t format_double(char *dst, double v, int libc_only)
 {
     if (!isfinite(v)) {
         memcpy(dst, "null", 5);
@@ -217,7 +414,7 @@ size_t sr_jw_format_double(char *dst, double v)
     }
     char d[24];
     int e10;
-    shortest(d, &e10, a);
+    shortest(d, &e10, a, libc_only);
     int len = (int)strlen(d);
     while (len > 1 && d[len - 1] == '0')
         d[--len] = '\0';
@@ -255,6 +452,16 @@ size_t sr_jw_format_double(char *dst, double v)
     }
     dst[i] = '\0';
     return i;
+}
+
+size_t sr_jw_format_double(char *dst, double v)
+{
+    return format_double(dst, v, 0);
+}
+
+size_t sr_jw_format_double_libc(char *dst, double v)
+{
+    return format_double(dst, v, 1);
 }
 
 int sr_jw_double(sr_buf *b, double v, sr_err *err)

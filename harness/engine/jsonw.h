@@ -30,6 +30,11 @@
  * length. */
 size_t sr_jw_format_double(char *dst, double v);
 
+/* The same text found with the C library alone (snprintf and strtod per probed precision):
+ * sr_jw_format_double decides most values (10^-6 <= |v| < 10) in integer arithmetic instead,
+ * and tests compare the two. */
+size_t sr_jw_format_double_libc(char *dst, double v);
+
 /* Appends v formatted as above. */
 int sr_jw_double(sr_buf *b, double v, sr_err *err);
 

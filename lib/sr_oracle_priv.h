@@ -1,0 +1,83 @@
+/*
+ * Private to the sr_oracle module (sr_oracle.c, sr_oracle_rows.c, sr_oracle_avx2.c) and its
+ * tests: the fast computation of whole route rows that sr_oracle_routes and sr_oracle_generate
+ * use. It computes exactly what sr_oracle_route_row (the header's literal functions) computes,
+ * bit for bit; tests/test_oracle_rows.c compares the two on random shapes and prefixes.
+ *
+ * Split of the work for one row (one prefix hash h, all layer slots):
+ *   draws    for every layer slot l and j < K, r[l][j] = j + below(draw(s_l, j), E - j) with
+ *            s_l = mix(mix(h ^ f_l) + G * (g_l + 1)): independent of each other, computed four
+ *            layer slots at a time (AVX2 with an emulated 64-bit multiply, or scalar);
+ *   shuffle  the partial Fisher-Yates shuffle of each slot from its r[l][0..K), on a real
+ *            identity table of E entries when E <= SR_ORACLE_I_TABLE (restored after each slot),
+ *            else on the sparse (slot, value) list of sr_oracle_route_row.
+ */
+#ifndef SR_ORACLE_PRIV_H
+#define SR_ORACLE_PRIV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sr_dtype.h"
+#include "sr_oracle.h"
+
+/* Expert counts up to this use the identity table (uint16 entries, on the caller's stack). */
+#define SR_ORACLE_I_TABLE 4096
+
+/* The draws' scratch: positions of up to this many (layer slot, j) pairs per chunk. */
+#define SR_ORACLE_I_CHUNK 2048
+
+/* Which draw kernel sr_oracle_i_rows_init picks. */
+typedef enum sr_oracle_i_impl {
+    SR_ORACLE_I_AUTO = 0, /* AVX2 when the CPU has it, else scalar */
+    SR_ORACLE_I_SCALAR,
+    SR_ORACLE_I_AVX2 /* falls back to scalar on a CPU without AVX2 */
+} sr_oracle_i_impl;
+
+/*
+ * The shape the row filler needs, borrowed from the oracle: E, K, L and G * (g_l + 1) per
+ * layer slot (computed once by sr_oracle_new).
+ */
+typedef struct sr_oracle_i_shape {
+    uint64_t experts;
+    int topk;
+    int num_layers;
+    const uint64_t *layer_gold;
+} sr_oracle_i_shape;
+
+/* The shape of oracle `o` (borrowed: lives as long as the oracle). */
+void sr_oracle_i_shape_of(sr_oracle_i_shape *shape, const sr_oracle *o);
+
+/* Per-call working state (about 24 KiB, meant for the stack; one thread at a time). */
+typedef struct sr_oracle_i_rows {
+    sr_oracle_i_shape shape;
+    int avx2;
+    int table; /* 1: E <= SR_ORACLE_I_TABLE, tab[] holds the identity */
+    uint16_t tab[SR_ORACLE_I_TABLE];
+    uint64_t r[SR_ORACLE_I_CHUNK];
+} sr_oracle_i_rows;
+
+/* Prepares `w` for rows of `shape` (fills the identity table when it applies). */
+void sr_oracle_i_rows_init(sr_oracle_i_rows *w, const sr_oracle_i_shape *shape,
+                           sr_oracle_i_impl impl);
+
+/* 1 if `w` computes its draws with the AVX2 kernel. */
+int sr_oracle_i_rows_avx2(const sr_oracle_i_rows *w);
+
+/*
+ * Writes the route row of prefix hash h over all layer slots, L * K elements of `dtype`
+ * (uint8, int16 or int32, holding E - 1) at element offset `at` of `out`. layer_fps has L
+ * entries.
+ */
+void sr_oracle_i_row(sr_oracle_i_rows *w, void *out, size_t at, sr_dtype dtype,
+                     const uint64_t *layer_fps, uint64_t h);
+
+/*
+ * The AVX2 draw kernel: for `groups` groups of four layer slots starting at fps[0] and
+ * gold[0] (fps and gold hold 4 * groups entries), writes r[(g * K + j) * 4 + lane] =
+ * j + below(draw(s, j), E - j) for slot 4 g + lane. Requires 1 <= K <= E <= 2^31.
+ */
+void sr_oracle_i_draws_avx2(uint64_t *r, int groups, uint64_t h, const uint64_t *fps,
+                            const uint64_t *gold, int K, uint64_t E);
+
+#endif /* SR_ORACLE_PRIV_H */
