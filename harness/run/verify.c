@@ -307,8 +307,24 @@ static void held_row(const rv *x, int64_t i, int l, int32_t *out)
 {
     const sr_ndarray *a = &x->r->routes;
     size_t base = (size_t)((i * x->L + l) * x->K);
-    for (int k = 0; k < x->K; k++)
-        out[k] = (int32_t)sr_ndarray_get_i64(a, base + (size_t)k);
+    /* The route dtypes read directly: every captured row-layer passes here twice. */
+    switch (a->dtype) {
+    case SR_DTYPE_UINT8:
+        for (int k = 0; k < x->K; k++)
+            out[k] = ((const uint8_t *)a->data)[base + (size_t)k];
+        return;
+    case SR_DTYPE_INT16:
+        for (int k = 0; k < x->K; k++)
+            out[k] = ((const int16_t *)a->data)[base + (size_t)k];
+        return;
+    case SR_DTYPE_INT32:
+        for (int k = 0; k < x->K; k++)
+            out[k] = ((const int32_t *)a->data)[base + (size_t)k];
+        return;
+    default:
+        for (int k = 0; k < x->K; k++)
+            out[k] = (int32_t)sr_ndarray_get_i64(a, base + (size_t)k);
+    }
 }
 
 static int same(const int32_t *a, const int32_t *b, int K)
@@ -442,13 +458,20 @@ static int row_valid(const rv *x, const int32_t *r)
         zero &= r[k] == 0;
     if (zero && x->v)
         return 1;
+    uint64_t seen = 0;
+    int clash = 0;
     for (int k = 0; k < K; k++) {
         if (r[k] < 0 || (experts > 0 && r[k] >= experts))
             return 0;
+        uint64_t bit = (uint64_t)1 << (r[k] & 63);
+        clash |= (seen & bit) != 0;
+        seen |= bit;
+    }
+    /* Ids in distinct residues mod 64 are distinct: the pairwise test only when two share one. */
+    for (int k = 0; clash && k < K; k++)
         for (int j = 0; j < k; j++)
             if (r[j] == r[k])
                 return 0;
-    }
     return 1;
 }
 
@@ -515,11 +538,10 @@ static int verify_rows(rv *x, int64_t *verified)
             fps_ver = ver;
         for (int l = 0; !rc && l < x->L; l++) {
             held_row(x, i, l, got);
-            if (!row_valid(x, got))
-                continue; /* routes.invalid, reported by verify_valid, or a masked row */
             sr_oracle_route_row(want, x->v->oracle, l, fps[l], x->h[i]);
-            if (same(got, want, x->K))
-                continue;
+            /* The oracle's row first (the common case): an equal row needs no other look. */
+            if (same(got, want, x->K) || !row_valid(x, got))
+                continue; /* routes.invalid, reported by verify_valid, or a masked row */
             sr_row_class c;
             int64_t other;
             rc = classify(x, i, l, got, ver, &c, &other);
