@@ -452,22 +452,24 @@ static int report_class(rv *x, sr_row_class c, const cls_tally *t)
  * is left to the comparison, which classifies it (all-zero capture, vllm#54730). */
 static int row_valid(const rv *x, const int32_t *r)
 {
-    int K = x->K, zero = 1;
-    int64_t experts = x->ctx->experts;
-    for (int k = 0; k < K; k++)
-        zero &= r[k] == 0;
-    if (zero && x->v)
-        return 1;
-    uint64_t seen = 0;
-    int clash = 0;
+    int K = x->K, zero = 1, clash = 0;
+    /* One pass: all zero, any id out of range (a negative one wraps above any limit), and the
+     * residues mod 64 seen; ids in distinct residues are distinct, so the pairwise test runs
+     * only when two share one. */
+    uint64_t lim = x->ctx->experts > 0 ? (uint64_t)x->ctx->experts : (uint64_t)1 << 31;
+    uint64_t seen = 0, bad = 0;
     for (int k = 0; k < K; k++) {
-        if (r[k] < 0 || (experts > 0 && r[k] >= experts))
-            return 0;
-        uint64_t bit = (uint64_t)1 << (r[k] & 63);
+        int64_t v = r[k];
+        uint64_t bit = (uint64_t)1 << (v & 63);
+        zero &= v == 0;
+        bad |= (uint64_t)v >= lim;
         clash |= (seen & bit) != 0;
         seen |= bit;
     }
-    /* Ids in distinct residues mod 64 are distinct: the pairwise test only when two share one. */
+    if (zero && x->v)
+        return 1;
+    if (bad)
+        return 0;
     for (int k = 0; clash && k < K; k++)
         for (int j = 0; j < k; j++)
             if (r[j] == r[k])
