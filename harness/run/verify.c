@@ -452,10 +452,10 @@ static int report_class(rv *x, sr_row_class c, const cls_tally *t)
  * is left to the comparison, which classifies it (all-zero capture, vllm#54730). */
 static int row_valid(const rv *x, const int32_t *r)
 {
-    int K = x->K, zero = 1, clash = 0;
-    /* One pass: all zero, any id out of range (a negative one wraps above any limit), and the
-     * residues mod 64 seen; ids in distinct residues are distinct, so the pairwise test runs
-     * only when two share one. */
+    int K = x->K, zero = 1, dup = 0;
+    /* One pass: all zero, any id out of range (a negative one wraps above any limit), and
+     * repeats; ids in distinct residues mod 64 are distinct, so an id is compared with the
+     * earlier ones only when its residue was seen. */
     uint64_t lim = x->ctx->experts > 0 ? (uint64_t)x->ctx->experts : (uint64_t)1 << 31;
     uint64_t seen = 0, bad = 0;
     for (int k = 0; k < K; k++) {
@@ -463,18 +463,14 @@ static int row_valid(const rv *x, const int32_t *r)
         uint64_t bit = (uint64_t)1 << (v & 63);
         zero &= v == 0;
         bad |= (uint64_t)v >= lim;
-        clash |= (seen & bit) != 0;
+        if (seen & bit)
+            for (int j = 0; j < k; j++)
+                dup |= r[j] == v;
         seen |= bit;
     }
     if (zero && x->v)
         return 1;
-    if (bad)
-        return 0;
-    for (int k = 0; clash && k < K; k++)
-        for (int j = 0; j < k; j++)
-            if (r[j] == r[k])
-                return 0;
-    return 1;
+    return !bad && !dup;
 }
 
 /*
