@@ -159,7 +159,8 @@ const int64_t *sr_route_trace_layers(const sr_route_trace *t, size_t *count);
 
 /*
  * Records one generation (checks above). `routes` is [rows, L, K] of any integer dtype and is
- * copied; `layer_indices` (n_layers entries) may be NULL for the identity mapping.
+ * copied (unless it already lies where the rows go: sr_route_trace_room); `layer_indices`
+ * (n_layers entries) may be NULL for the identity mapping.
  */
 int sr_route_trace_record(sr_route_trace *t, int64_t prompt_token_count,
                           int64_t generated_token_count, const sr_ndarray *routes,
