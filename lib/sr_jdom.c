@@ -17,6 +17,11 @@ typedef struct parser {
     sr_err *err;
     int rc;  /* the error of a function that returned NULL */
     int nul; /* the last string parsed held an escaped NUL */
+    int esc; /* the last string parsed held an escape */
+    /* The last key parsed that had no escape: the members of an array of objects repeat their
+     * keys, and a key whose text equals it takes its arena copy (parse_key). */
+    const char *last_key;
+    size_t last_len;
 } parser;
 
 /* ---- the arena ---- */
@@ -271,6 +276,7 @@ static int parse_string(parser *p, const unsigned char **ps, char **out, size_t 
     while (*q >= 0x20 && *q != '"' && *q != '\\')
         hi |= *q++;
     int plain = *q == '"';
+    p->esc = !plain;
     if (!plain && string_end(p, *ps, &q))
         return p->rc;
     size_t len = (size_t)(q - s);
@@ -325,6 +331,40 @@ static int convert_slow(parser *p, const unsigned char *s, size_t len, double *o
     return 0;
 }
 
+/* 1 with *v the value of the 8 ASCII digits at q, else 0 (some byte is not a digit). The caller
+ * has checked that 8 bytes are readable. */
+static inline int eight_digits(const unsigned char *q, uint64_t *v)
+{
+    uint64_t w;
+    memcpy(&w, q, 8);
+    /* Every byte 0x30..0x39: its high nibble is 3, and adding 6 does not carry out of it. */
+    if (((w & 0xF0F0F0F0F0F0F0F0ull) |
+         (((w + 0x0606060606060606ull) & 0xF0F0F0F0F0F0F0F0ull) >> 4)) != 0x3333333333333333ull)
+        return 0;
+    /* Pairs, then quads, then the eight (the first digit is the lowest byte). */
+    w = ((w & 0x0F0F0F0F0F0F0F0Full) * 2561) >> 8;
+    w = ((w & 0x00FF00FF00FF00FFull) * 6553601) >> 16;
+    *v = (uint32_t)(((w & 0x0000FFFF0000FFFFull) * 42949672960001ull) >> 32);
+    return 1;
+}
+
+/* Gathers runs of eight digits at *pq into *m while they keep it within 19 digits (as the byte
+ * loop after it would), counting them in *nd; the byte loop does the rest. */
+static inline size_t digit_runs(const parser *p, const unsigned char **pq, uint64_t *m, size_t *nd)
+{
+    const unsigned char *q = *pq;
+    uint64_t v;
+    size_t n = 0;
+    while (*nd + 8 <= 19 && p->end - q >= 8 && eight_digits(q, &v)) {
+        *m = *m * 100000000u + v;
+        *nd += 8;
+        n += 8;
+        q += 8;
+    }
+    *pq = q;
+    return n;
+}
+
 /*
  * Parses -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)? at *ps. Up to 19 digits are gathered
  * into an integer mantissa m, and value = m * 10^e10 is rounded exactly as strtod rounds it:
@@ -341,6 +381,7 @@ static int parse_number(parser *p, const unsigned char **ps, cJSON *node)
     if (*q == '0') {
         q++;
     } else if (*q >= '1' && *q <= '9') {
+        digit_runs(p, &q, &m, &nd);
         for (; *q >= '0' && *q <= '9'; q++, nd++)
             m = nd < 19 ? m * 10 + (uint64_t)(*q - '0') : m;
     } else {
@@ -350,6 +391,7 @@ static int parse_number(parser *p, const unsigned char **ps, cJSON *node)
         integral = 0;
         if (!(*++q >= '0' && *q <= '9'))
             return syntax(p, q, "a digit must follow the decimal point");
+        frac += digit_runs(p, &q, &m, &nd);
         for (; *q >= '0' && *q <= '9'; q++, nd++, frac++)
             m = nd < 19 ? m * 10 + (uint64_t)(*q - '0') : m;
     }
@@ -431,10 +473,23 @@ static int parse_key(parser *p, const unsigned char **ps, cJSON *node)
     if (**ps != '"')
         return syntax(p, *ps, "expected a string key");
     const unsigned char *at = *ps;
-    size_t len;
-    if (parse_string(p, ps, &node->string, &len))
-        return p->rc;
-    node->type |= p->nul ? SR_JDOM_HAS_NUL : 0;
+    size_t len = p->last_len, i = 0;
+    /* The last escape-free key again: its bytes (no quote, backslash, control byte or NUL, and
+     * valid UTF-8 under the reference rules) are exactly this key's text. The compare stops at
+     * the first difference, so it never reads past the text's NUL. */
+    const unsigned char *k = (const unsigned char *)p->last_key;
+    while (k && i < len && at[1 + i] == k[i])
+        i++;
+    if (k && i == len && at[1 + len] == '"') {
+        node->string = (char *)k;
+        *ps = at + len + 2;
+    } else {
+        if (parse_string(p, ps, &node->string, &len))
+            return p->rc;
+        node->type |= p->nul ? SR_JDOM_HAS_NUL : 0;
+        p->last_key = p->esc ? NULL : node->string;
+        p->last_len = len;
+    }
     int rc = (p->j->flags & SR_JDOM_REFERENCE)
                  ? sr_jdom_i_key_push(p->j, node->string, len, (size_t)(at - p->t), p->err)
                  : 0;
@@ -565,7 +620,7 @@ int sr_jdom_parse(sr_jdom *j, const char *t, size_t n, cJSON **out, sr_err *err)
     sr_jdom_reset(j);
     j->nkeys = 0;
     j->dup_off = SIZE_MAX;
-    parser p = {j, (const unsigned char *)t, (const unsigned char *)t + n, err, 0, 0};
+    parser p = {j, (const unsigned char *)t, (const unsigned char *)t + n, err, 0, 0, 0, NULL, 0};
     cJSON *root = NULL;
     int rc = parse_tree(&p, &root);
     if (!rc && j->dup_off != SIZE_MAX) {

@@ -17,6 +17,7 @@ struct sr_route_trace {
     int64_t *layers; /* pinned by the first record */
     size_t n_layers;
     size_t layers_cap; /* entries allocated at `layers` (kept by a reset) */
+    size_t row_bytes;  /* bytes of the last record's rows (kept by a reset): the room's guess */
 };
 
 /* Formats a layer list as a Python tuple, "(1, 3, 5)" or "(4,)", cut with "..." if long. */
@@ -261,6 +262,35 @@ int sr_route_trace_record(sr_route_trace *t, int64_t prompt_token_count,
         t->n_layers = L;
         t->recorded = 1;
     }
+    t->row_bytes = t->meta.row_elems * sr_dtype_size(t->meta.dtype);
+    return 0;
+}
+
+int sr_route_trace_room(sr_route_trace *t, unsigned char **at, size_t *room, sr_err *err)
+{
+    sr_meta_trace *m = &t->meta;
+    *at = NULL;
+    *room = 0;
+    size_t row = m->has_schema ? m->row_elems * sr_dtype_size(m->dtype) : t->row_bytes;
+    if (m->finalized || row == 0)
+        return 0;
+    if (!m->data && m->reserve_rows > 0) {
+        /* The storage the first record would reserve, made now so that its rows can land in it;
+         * a reserve past the trace's maxima is left to the record (which names the error). */
+        size_t want;
+        if ((uint64_t)m->reserve_rows > SIZE_MAX / row ||
+            (want = (size_t)m->reserve_rows * row) > m->max_bytes)
+            return 0;
+        m->data = malloc(want);
+        if (!m->data)
+            return sr_err_set(err, SR_E_NOMEM, "cannot reserve %zu bytes of routes", want);
+        m->cap = want;
+    }
+    size_t used = (size_t)m->rows * row;
+    if (!m->data || used >= m->cap)
+        return 0;
+    *at = m->data + used;
+    *room = m->cap - used;
     return 0;
 }
 

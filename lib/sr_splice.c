@@ -81,6 +81,7 @@ int sr_splicer_new(sr_splicer **out, const sr_fields *fields, const sr_splice_op
     }
     s->impl = sr_base64_resolve(s->opts.impl);
     s->fields = fields;
+    s->dest_field = -1;
     for (size_t i = 0; i < sr_fields_count(fields); i++) {
         const sr_field_def *d = sr_fields_at(fields, i);
         s->has_packed |= d->kind == SR_FIELD_PACKED;
@@ -148,6 +149,7 @@ static int begin(sr_splicer *s, int64_t expected, int64_t known, sr_err *err)
     s->scanned = 0;
     s->ivals_len = 0;
     s->sbytes_len = 0;
+    s->dest_taken = 0;
     s->active = 0;
     int rc = sr_splice_i_map(s, 0, 0, err);
     if (!rc)
@@ -164,6 +166,25 @@ int sr_splice_stream_begin(sr_splicer *s, int64_t expected_len, sr_err *err)
         known =
             (uint64_t)expected_len < s->opts.max_body ? expected_len : (int64_t)s->opts.max_body;
     return begin(s, expected_len, known, err);
+}
+
+void sr_splice_set_dest(sr_splicer *s, const char *field, void *dst, size_t cap)
+{
+    s->dest_field = -1;
+    s->dest = NULL;
+    s->dest_cap = 0;
+    /* Any element type may be decoded there (the dtype is read after the blob): 8-byte aligned. */
+    if (!field || !dst || ((uintptr_t)dst & 7) != 0)
+        return;
+    for (size_t i = 0; i < sr_fields_count(s->fields); i++) {
+        const sr_field_def *d = sr_fields_at(s->fields, i);
+        if (d->kind == SR_FIELD_PACKED && strcmp(d->name, field) == 0) {
+            s->dest_field = (int)i;
+            s->dest = dst;
+            s->dest_cap = cap;
+            return;
+        }
+    }
 }
 
 cJSON *sr_splice_take_doc(sr_splicer *s)
@@ -224,6 +245,17 @@ static int match_key(const sr_splicer *s, size_t end, sr_field_kind kind, int *e
     return -1;
 }
 
+/* The next blob's offset in the output region: 64-byte aligned while the budget lasts, else 8. */
+static size_t next_out_off(sr_splicer *s)
+{
+    size_t pad = (64 - (s->cursor & 63)) & 63;
+    if (pad <= s->budget)
+        s->budget -= pad;
+    else
+        pad = (8 - (s->cursor & 7)) & 7;
+    return s->cursor + pad;
+}
+
 static int start_blob(sr_splicer *s, int field, int escaped, int lookalike, const char *p,
                       sr_err *err)
 {
@@ -231,23 +263,40 @@ static int start_blob(sr_splicer *s, int field, int escaped, int lookalike, cons
     int rc = sr_splice_i_grow((void **)&s->blobs, &s->cap_blobs, s->nblobs, sizeof(blob_rec), err);
     if (rc)
         return rc;
-    size_t pad = (64 - (s->cursor & 63)) & 63;
-    if (pad <= s->budget)
-        s->budget -= pad;
-    else
-        pad = (8 - (s->cursor & 7)) & 7;
     blob_rec *b = &s->blobs[s->nblobs++];
     memset(b, 0, sizeof(*b));
     b->field = (uint32_t)field;
     b->escaped = escaped;
     b->lookalike = lookalike;
     b->body_off = sp_body_off(s, p);
-    b->out_off = s->cursor + pad;
     b->noncanon = -1;
     b->string = d->kind == SR_FIELD_STRING;
-    s->cursor = b->out_off;
+    if (field == s->dest_field && !s->dest_taken && !s->par) {
+        /* The caller's destination (sr_splice_set_dest): the region is not used for it. */
+        s->dest_taken = 1;
+        b->in_dest = 1;
+        b->at = s->dest;
+    } else {
+        b->out_off = next_out_off(s);
+        b->at = s->out + b->out_off;
+        s->cursor = b->out_off;
+    }
     sr_b64_stream_init_flags(&s->st, s->impl, sr_splice_i_b64_flags(s));
     s->mode = s->par ? M_LOCATE : M_BLOB;
+    return 0;
+}
+
+/* The destination cannot hold the blob being decoded: its bytes so far move to the output
+ * region (which always has room for every blob of the body) and the rest follows them there. */
+static int leave_dest(sr_splicer *s, blob_rec *b, sr_err *err)
+{
+    b->out_off = next_out_off(s);
+    if (b->out_off + b->nbytes > s->out_cap)
+        return sr_err_set(err, SR_E_INTERNAL, "splice: output region bound violated");
+    memcpy(s->out + b->out_off, b->at, b->nbytes);
+    b->at = s->out + b->out_off;
+    b->in_dest = 0;
+    s->cursor = b->out_off;
     return 0;
 }
 
@@ -256,7 +305,8 @@ int sr_splice_i_end_blob(sr_splicer *s, const char *q, sr_err *err)
     blob_rec *b = &s->blobs[s->nblobs - 1];
     b->chars = sp_body_off(s, q) - b->body_off;
     b->text_off = s->text.len;
-    s->cursor = b->out_off + b->nbytes;
+    if (!b->in_dest)
+        s->cursor = b->out_off + b->nbytes;
     s->mode = M_TEXT;
     /* The closing quote stays in the text: the parser sees "". */
     return sr_splice_i_map(s, s->text.len, sp_body_off(s, q), err);
@@ -406,9 +456,15 @@ static int scan_blob(sr_splicer *s, const char **pp, const char *end, sr_err *er
     blob_rec *b = &s->blobs[s->nblobs - 1];
     while (p < end) {
         size_t n = (size_t)(end - p) < SPLICE_WINDOW ? (size_t)(end - p) : SPLICE_WINDOW;
-        unsigned char *dst = s->out + b->out_off + b->nbytes;
-        if (b->out_off + b->nbytes + sr_base64_decoded_max((size_t)s->st.ncarry + n) > s->out_cap)
+        size_t room = sr_base64_decoded_max((size_t)s->st.ncarry + n);
+        if (b->in_dest && b->nbytes + room > s->dest_cap) {
+            int rc = leave_dest(s, b, err);
+            if (rc)
+                return rc;
+        }
+        if (!b->in_dest && b->out_off + b->nbytes + room > s->out_cap)
             return sr_err_set(err, SR_E_INTERNAL, "splice: output region bound violated");
+        unsigned char *dst = b->at + b->nbytes;
         size_t w = 0, used = 0;
         int done = 0;
         sr_err e = SR_ERR_INIT;

@@ -110,7 +110,9 @@
  * reset per response, so a warm splicer touches no fresh pages. When it is not known, the
  * region is an address-space reservation of the bound for max_body made once with
  * mmap(MAP_NORESERVE) and kept: pages are committed only as blobs are written, and nothing is
- * ever copied or moved. Integer arrays go to a separate growable buffer of the splicer.
+ * ever copied or moved (except one blob that outgrows a caller's destination, below, which
+ * moves into the region once). Integer arrays go to a separate growable buffer of the splicer.
+ * sr_splice_set_dest lets one blob per response be decoded into the caller's memory instead.
  *
  * Streaming keeps only the text outside blobs and integer arrays (small), never the raw body.
  * Results and errors are identical to one-shot for every chunking.
@@ -239,6 +241,20 @@ int sr_splice_stream_feed(sr_splicer *s, const char *chunk, size_t n, sr_err *er
 
 /* Ends the response: checks, parses, re-attaches and validates. */
 int sr_splice_stream_finish(sr_splicer *s, const sr_splice_result **out, sr_err *err);
+
+/*
+ * A destination for one blob per response (a performance hint; results and errors are the same
+ * with or without it): in every response begun while it is set, the first blob cut for the
+ * packed field named `field` is decoded at dst instead of the output region, as long as its
+ * decoded bytes fit in `cap`; one that outgrows cap moves to the region as it is decoded. The
+ * entry's array (and a failed blob's bytes) then point at dst. A caller that wants the decoded
+ * array in its own storage (a route trace's next rows) saves the copy. dst is borrowed: it must
+ * stay valid, and hold nothing the caller still needs, from each begin until the result is no
+ * longer used; its bytes past the blob's are untouched. A field that is not a registered packed
+ * one, a NULL field or dst, or a dst that is not 8-byte aligned (any dtype may arrive) clears
+ * it, as does sr_splice_set_dest(s, NULL, NULL, 0). The threaded one-shot ignores it.
+ */
+void sr_splice_set_dest(sr_splicer *s, const char *field, void *dst, size_t cap);
 
 /* A copy of the last result's document (NULL if none) that the caller frees with cJSON_Delete;
  * the result's doc is NULL afterwards (its entries' nodes stay valid until the next parse). */

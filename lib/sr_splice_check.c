@@ -101,8 +101,8 @@ static int check_envelope(sr_splicer *s, sr_splice_entry *e, size_t ref, sr_err 
     blob_rec *b = &s->blobs[ref];
     if (b->err) {
         sr_err tmp = SR_ERR_INIT;
-        int rc = sr_envelope_unpack_decoded(&e->array, e->node, shape_text_of(s, b),
-                                            s->out + b->out_off, b->nbytes, &c, &tmp);
+        int rc = sr_envelope_unpack_decoded(&e->array, e->node, shape_text_of(s, b), b->at,
+                                            b->nbytes, &c, &tmp);
         if (rc == SR_E_ENV_NOT_OBJECT || rc == SR_E_ENV_INVALID) {
             *err = tmp;
             return rc;
@@ -112,8 +112,8 @@ static int check_envelope(sr_splicer *s, sr_splice_entry *e, size_t ref, sr_err 
         sr_err_prefix(err, "invalid packed array envelope: ");
         return err->code;
     }
-    int rc = sr_envelope_unpack_decoded(&e->array, e->node, shape_text_of(s, b),
-                                        s->out + b->out_off, b->nbytes, &c, err);
+    int rc = sr_envelope_unpack_decoded(&e->array, e->node, shape_text_of(s, b), b->at, b->nbytes,
+                                        &c, err);
     if (!rc && d->canonical)
         rc = check_canonical(&e->array, b->lane_or, d->name, err);
     if (rc && err->offset < 0)
@@ -234,7 +234,7 @@ static int string_bytes(sr_splicer *s, sr_splice_entry *e, size_t ref, const uns
             return sr_err_set_at(err, SR_E_ENV_TOO_LARGE, (int64_t)b->body_off,
                                  "%s decodes to %zu bytes, more than its %zu", d->name, b->nbytes,
                                  maxb);
-        *out = s->out + b->out_off;
+        *out = b->at;
         *n = b->nbytes;
         e->spliced = 1;
         e->b64_noncanonical = b->noncanon;

@@ -30,7 +30,9 @@ typedef struct blob_rec {
     int lookalike;     /* matched without an opening quote (opts.prefix_without_quote only) */
     uint64_t body_off; /* offset of the first base64 character in the body */
     uint64_t chars;    /* base64 characters */
-    size_t out_off;    /* offset of the decoded bytes in the output region */
+    size_t out_off;    /* offset of the decoded bytes in the output region (unless in_dest) */
+    unsigned char *at; /* the decoded bytes: out + out_off, or the destination (in_dest) */
+    int in_dest;       /* decoded at the caller's destination (sr_splice_set_dest) */
     size_t nbytes;     /* decoded bytes */
     size_t text_off;   /* offset of the closing quote in the parser text */
     uint32_t lane_or;  /* OR of decoded byte i into bits 8 * (i % 4) */
@@ -70,6 +72,12 @@ struct sr_splicer {
     size_t resv_cap;
     unsigned char *out;
     size_t out_cap, cursor, budget;
+    /* sr_splice_set_dest: the registry index whose first blob of a response is decoded at
+     * `dest` (-1: none), its room, and whether the current response's blob took it. */
+    int dest_field;
+    unsigned char *dest;
+    size_t dest_cap;
+    int dest_taken;
 
     /* Scan state. */
     sr_buf text;       /* the parser's text: everything but blobs and integer arrays */

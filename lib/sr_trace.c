@@ -301,6 +301,13 @@ int sr_trace_meta_schema_error(const sr_meta_trace *t, const sr_ndarray *rows, s
                       old_desc, new_desc);
 }
 
+/* 1 if the rows' bytes lie in the trace's own storage (the room of sr_route_trace_room). */
+static int in_storage(const sr_meta_trace *t, const sr_ndarray *rows)
+{
+    uintptr_t a = (uintptr_t)rows->data, lo = (uintptr_t)t->data;
+    return t->data && rows->nbytes && a >= lo && a - lo < t->cap;
+}
+
 /*
  * The append of §5.2. `declared` is the dtype the chunk counts as for the schema; the routed
  * trace passes the canonical route dtype while the bytes are still in rows->dtype.
@@ -355,13 +362,31 @@ int sr_trace_meta_append_as(sr_meta_trace *t, const sr_ndarray *rows, sr_dtype d
     if (!rc && t->rows == 0 && t->reserve_rows > total &&
         sr_trace_meta_bytes_for(&hint, &probe, t->reserve_rows, dtype, NULL) == 0 && hint > bytes)
         bytes = hint;
+    size_t at = (size_t)t->rows * probe.row_elems * sr_dtype_size(dtype);
+    const void *src = rows->data;
+    void *tmp = NULL;
+    if (!rc && in_storage(t, rows)) {
+        /* The rows were written into this trace's room (sr_route_trace_room): taken where they
+         * are when they sit at the append position in the kept dtype and nothing moves; else
+         * copied out first, as the reserve may move or free the storage under them. */
+        if (dtype == rows->dtype && dtype == probe.dtype && bytes <= probe.cap &&
+            (const unsigned char *)src == probe.data + at)
+            src = NULL;
+        else if ((tmp = malloc(rows->nbytes ? rows->nbytes : 1)) != NULL)
+            src = memcpy(tmp, src, rows->nbytes);
+        else
+            rc = sr_err_set(err, SR_E_NOMEM, "cannot copy %zu bytes of rows", rows->nbytes);
+    }
     if (!rc)
         rc = sr_trace_meta_reserve(&probe, dtype, bytes, err);
-    if (rc)
+    if (rc) {
+        free(tmp);
         return rc;
-    size_t at = (size_t)t->rows * probe.row_elems * sr_dtype_size(dtype);
-    rc = convert(probe.data + at, dtype, rows->data, rows->dtype,
-                 (size_t)expected_rows * probe.row_elems, err);
+    }
+    rc = src ? convert(probe.data + at, dtype, src, rows->dtype,
+                       (size_t)expected_rows * probe.row_elems, err)
+             : 0;
+    free(tmp);
     if (rc) {
         /* The storage (possibly widened) is kept; the chunk is not counted. */
         t->data = probe.data;

@@ -159,11 +159,24 @@ const int64_t *sr_route_trace_layers(const sr_route_trace *t, size_t *count);
 
 /*
  * Records one generation (checks above). `routes` is [rows, L, K] of any integer dtype and is
- * copied; `layer_indices` (n_layers entries) may be NULL for the identity mapping.
+ * copied (unless it already lies where the rows go: sr_route_trace_room); `layer_indices`
+ * (n_layers entries) may be NULL for the identity mapping.
  */
 int sr_route_trace_record(sr_route_trace *t, int64_t prompt_token_count,
                           int64_t generated_token_count, const sr_ndarray *routes,
                           const int64_t *layer_indices, size_t n_layers, sr_err *err);
+
+/*
+ * Room for the next record's rows to be written in place (a performance hint: a record's result
+ * is the same wherever its routes lie). *at is where rows in the trace's dtype would go, after
+ * the rows held, and *room the bytes free there; both NULL/0 when the trace cannot tell (no row
+ * size known yet: the first trajectory's first record; reserve_rows unset) or has no room. A
+ * trace without storage reserves reserve_rows rows of the last record's row size (kept by a
+ * reset) first. A record whose routes lie exactly at *at in the trace's dtype takes them
+ * without a copy; routes anywhere else in the room are copied out before the trace changes.
+ * Valid until the next record, finalize, reset or free. SR_E_NOMEM.
+ */
+int sr_route_trace_room(sr_route_trace *t, unsigned char **at, size_t *room, sr_err *err);
 
 /*
  * Finalizes (checks above): `out` receives the padded [token_count, L, K] routes (owned by the

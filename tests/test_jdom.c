@@ -546,6 +546,60 @@ START_TEST(reference_rules)
 }
 END_TEST
 
+/* Arrays of objects whose keys repeat, as a response's logprobs do (the parser takes the last
+ * escape-free key's copy when the next key's text equals it): keys that extend, shorten or
+ * escape the previous one, hold raw UTF-8 or an escaped NUL, among numbers of 1 to 24 digits,
+ * all agree with cJSON and the oracle; under the reference rules a key twice in one object
+ * (compared after unescaping) is json.duplicate_key, and the same key in sibling objects is not. */
+START_TEST(repeated_keys_agree_with_the_oracle)
+{
+    /* Each key's JSON text and its identity after unescaping (0: "logprob"). */
+    static const struct {
+        const char *text;
+        int id;
+    } keys[] = {
+        {"logprob", 0},           {"logprob", 0},       {"logpro", 1},        {"logprobs", 2},
+        {"logprob\\\\", 3},       {"log\\u0070rob", 0}, {"lo\\u0000g", 4},    {"", 5},
+        {"\xc3\xa9t\xc3\xa9", 6}, {"logprob\\\"", 7},   {"logprob\\u0000", 8}};
+    const size_t nk = sizeof keys / sizeof keys[0];
+    sr_jdom *j = new_jdom(0), *r = new_jdom(0);
+    sr_jdom_set_flags(r, SR_JDOM_REFERENCE);
+    uint64_t s = 0x243F6A8885A308D3u;
+    char t[4096];
+    for (int it = 0; it < 20000; it++) {
+        size_t k = (size_t)sprintf(t, "[");
+        int objs = 1 + (int)(next_rand(&s) % 6), dup = 0;
+        for (int o = 0; o < objs; o++) {
+            int members = 1 + (int)(next_rand(&s) % 3), seen = 0;
+            k += (size_t)sprintf(t + k, "%s{", o ? "," : "");
+            for (int m = 0; m < members; m++) {
+                size_t key = next_rand(&s) % 3 ? 0 : next_rand(&s) % nk;
+                dup |= (seen >> keys[key].id) & 1;
+                seen |= 1 << keys[key].id;
+                k += (size_t)sprintf(t + k, "%s\"%s\":-", m ? "," : "", keys[key].text);
+                int digits = 1 + (int)(next_rand(&s) % 24), point = 1 + (int)(next_rand(&s) % 24);
+                t[k++] = (char)('1' + next_rand(&s) % 9);
+                for (int d = 1; d < digits; d++) {
+                    if (d == point)
+                        t[k++] = '.';
+                    t[k++] = (char)('0' + next_rand(&s) % 10);
+                }
+            }
+            t[k++] = '}';
+        }
+        t[k++] = ']';
+        t[k] = '\0';
+        differential(j, t, k);
+        sr_err e = SR_ERR_INIT;
+        cJSON *root = NULL;
+        int rc = sr_jdom_parse(r, t, k, &root, &e);
+        ck_assert_msg(rc == (dup ? SR_E_JSON_DUPLICATE_KEY : 0), "%s: %s", t, sr_code_name(rc));
+    }
+    sr_jdom_free(j);
+    sr_jdom_free(r);
+}
+END_TEST
+
 /* \u escapes at each UTF-8 width boundary (1/2, 2/3 bytes; the surrogate pair limits) give the
  * exact bytes, checked directly and not only against cJSON. */
 START_TEST(unicode_escapes_at_width_boundaries)
@@ -595,6 +649,7 @@ static Suite *jdom_suite(void)
     tcase_add_test(tc, limit_and_arguments);
     tcase_add_test(tc, long_numbers_use_the_arena_briefly);
     tcase_add_test(tc, reference_rules);
+    tcase_add_test(tc, repeated_keys_agree_with_the_oracle);
     tcase_add_test(tc, unicode_escapes_at_width_boundaries);
     suite_add_tcase(s, tc);
     return s;

@@ -419,10 +419,27 @@ static sr_dtype wider(sr_dtype a, sr_dtype b)
     return sr_dtype_size(a) >= sr_dtype_size(b) ? a : b;
 }
 
+/* With `in_room`, most turns' rows are first written into the trace's room
+ * (sr_route_trace_room), at the append position or past it, and recorded from there. */
+static sr_ndarray in_room_view(uint64_t *seed, sr_route_trace *t, const sr_ndarray *r)
+{
+    unsigned char *at = NULL;
+    size_t room = 0, off = rng_range(seed, 0, 1) ? 0 : 8 * (size_t)rng_range(seed, 1, 4);
+    sr_err err = SR_ERR_INIT;
+    ck_assert_sr_ok(sr_route_trace_room(t, &at, &room, &err), err);
+    if (!at || rng_range(seed, 0, 3) == 0 || room < off + r->nbytes ||
+        (uintptr_t)(at + off) % sr_dtype_size(r->dtype))
+        return *r;
+    sr_ndarray v = *r;
+    v.data = memcpy(at + off, r->data, r->nbytes);
+    v.owned = 0;
+    return v;
+}
+
 /* One random trajectory: the trace is driven turn by turn while the expected result is computed
  * directly from the recorded rows, the mask and §5.1's rule. With `reuse` the trajectory runs on
- * that trace after a reset, else on a new trace. */
-static void one_random_trajectory(uint64_t *seed, sr_route_trace *reuse)
+ * that trace after a reset, else on a new trace; `in_room` as for in_room_view. */
+static void one_random_trajectory(uint64_t *seed, sr_route_trace *reuse, int in_room)
 {
     const sr_dtype in_types[3] = {SR_DTYPE_INT64, SR_DTYPE_INT32, SR_DTYPE_UINT16};
     const int64_t caps[3] = {200, 5000, 100000};
@@ -430,15 +447,22 @@ static void one_random_trajectory(uint64_t *seed, sr_route_trace *reuse)
     int64_t lk = L * K, tokens = rng_range(seed, 1, 6), ps = 0;
     int64_t *ref = malloc(sizeof(int64_t) * (size_t)(64 * lk));
     sr_dtype want_dtype = SR_DTYPE_UINT8;
-    sr_route_trace *t = reuse ? reuse : route_new(NULL);
+    sr_trace_opts o = SR_TRACE_OPTS_INIT;
+    o.reserve_rows = in_room ? rng_range(seed, 0, 40) : 0;
+    sr_route_trace *t = reuse ? reuse : route_new(&o);
     if (reuse)
-        sr_route_trace_reset(reuse, NULL);
+        sr_route_trace_reset(reuse, &o);
     sr_err err = SR_ERR_INIT;
     for (int64_t turn = 0; turn < turns; turn++) {
         int64_t p = tokens, g = rng_range(seed, 1, 5), rows = p - ps + g - 1;
         int64_t cap = caps[rng_range(seed, 0, 2)], hi = 0;
         int64_t shape[3] = {rows, L, K};
-        sr_ndarray r = make(in_types[rng_range(seed, 0, 2)], 3, shape, NULL);
+        sr_dtype dt = in_types[rng_range(seed, 0, 2)];
+        if (in_room && rng_range(seed, 0, 1)) { /* often the dtype the trace keeps: in place */
+            dt = SR_DTYPE_INT32;
+            cap = caps[2];
+        }
+        sr_ndarray r = make(dt, 3, shape, NULL);
         for (int64_t e = 0; e < rows * lk; e++) {
             int64_t v = rng_range(seed, 0, cap - 1);
             if (r.dtype == SR_DTYPE_UINT16)
@@ -447,7 +471,8 @@ static void one_random_trajectory(uint64_t *seed, sr_route_trace *reuse)
             sr_ndarray_set_i64(&r, (uint64_t)e, v);
             ref[ps * lk + e] = v;
         }
-        ck_assert_sr_ok(sr_route_trace_record(t, p, g, &r, NULL, 0, &err), err);
+        sr_ndarray v = in_room ? in_room_view(seed, t, &r) : r;
+        ck_assert_sr_ok(sr_route_trace_record(t, p, g, &v, NULL, 0, &err), err);
         want_dtype = wider(want_dtype, canonical(hi));
         ps += rows;
         ck_assert_int_eq(sr_route_trace_prompt_start(t), ps);
@@ -495,7 +520,7 @@ START_TEST(property_random_multiturn_traces)
 {
     uint64_t seed = 0x5eed2079u;
     for (int i = 0; i < 400; i++)
-        one_random_trajectory(&seed, NULL);
+        one_random_trajectory(&seed, NULL, 0);
 }
 END_TEST
 
@@ -506,7 +531,20 @@ START_TEST(property_random_multiturn_traces_on_one_reused_trace)
     uint64_t seed = 0x5eed2079u;
     sr_route_trace *t = route_new(NULL);
     for (int i = 0; i < 400; i++)
-        one_random_trajectory(&seed, t);
+        one_random_trajectory(&seed, t, 0);
+    sr_route_trace_free(t);
+}
+END_TEST
+
+/* Rows written into the trace's room (where sr_client's routes_dest decodes them) give the same
+ * trajectories: taken in place at the append position in the trace's dtype, copied out first
+ * anywhere else or when the record widens, moves or converts the storage under them. */
+START_TEST(property_random_traces_recorded_from_the_trace_room)
+{
+    uint64_t seed = 0x5eed2080u;
+    sr_route_trace *t = route_new(NULL);
+    for (int i = 0; i < 600; i++)
+        one_random_trajectory(&seed, i % 2 ? t : NULL, 1);
     sr_route_trace_free(t);
 }
 END_TEST
@@ -585,6 +623,7 @@ static Suite *route_trace_suite(void)
     tcase_add_test(r, layer_indices_pinned_at_first_record);
     tcase_add_test(r, property_random_multiturn_traces);
     tcase_add_test(r, property_random_multiturn_traces_on_one_reused_trace);
+    tcase_add_test(r, property_random_traces_recorded_from_the_trace_room);
     tcase_add_test(r, reset_keeps_storage_and_forgets_the_trajectory);
     suite_add_tcase(s, r);
     return s;

@@ -265,6 +265,85 @@ START_TEST(canonical_check_at_every_position_of_the_or_blocks)
 }
 END_TEST
 
+/* Streams `body` through g_stream with its routes decoded at dest[0, cap) (sr_splice_set_dest)
+ * and returns the fingerprint; *at_dest counts the entries whose array lies at dest. */
+static char *stream_to_dest(const char *body, size_t len, unsigned char *dest, size_t cap,
+                            int *at_dest, size_t *used)
+{
+    sr_splice_set_dest(g_stream, "routed_experts", dest, cap);
+    char *got =
+        run_stream(g_stream, body, len, -1, rnd() % 2 ? (int64_t)len : -1, 1 + rnd() % 9000, 1);
+    *at_dest = 0;
+    *used = 0;
+    sr_err err = SR_ERR_INIT;
+    const sr_splice_result *r = NULL;
+    /* The same body once more, one-shot, to read where its entries are. */
+    sr_splice_set_dest(g_one, "routed_experts", dest, cap);
+    int rc = sr_splice(g_one, body, len, -1, &r, &err);
+    for (size_t i = 0; !rc && i < r->count; i++) {
+        if (r->entries[i].array.nbytes && r->entries[i].array.data == dest) {
+            (*at_dest)++;
+            *used = r->entries[i].array.nbytes;
+        }
+    }
+    char *one = fingerprint(rc, &err, r);
+    ck_assert_str_eq(one, got);
+    free(one);
+    sr_splice_set_dest(g_one, NULL, NULL, 0);
+    sr_splice_set_dest(g_stream, NULL, NULL, 0);
+    return got;
+}
+
+/* A destination for the routes changes where the first routes blob of a response is decoded and
+ * nothing else: the same results and errors with a destination that holds it (the entry's array
+ * is then there, and the destination's bytes past it are untouched), one it outgrows (moved to
+ * the region while decoding), and a misaligned one (ignored); on random and mutated bodies. */
+START_TEST(a_destination_changes_only_where_the_routes_are)
+{
+    sr_buf b = SR_BUF_INIT;
+    size_t cap = (size_t)1 << 20;
+    unsigned char *dest = aligned_alloc(64, cap + 64);
+    for (int iter = 0; iter < 120; iter++) {
+        gen_body(&b, iter % 20 == 0);
+        size_t len = b.len;
+        if (iter % 3 == 2) /* mutated: cut, or a byte replaced */
+            len = rnd() % 2 ? (size_t)(rnd() % (b.len + 1)) : len;
+        if (iter % 3 == 2 && len == b.len)
+            b.data[rnd() % b.len] = "\"\\:{}[],=!A0 "[rnd() % 13];
+        sr_err err = SR_ERR_INIT;
+        const sr_splice_result *r = NULL;
+        int rc = sr_splice(g_one, b.data, len, -1, &r, &err);
+        char *want = fingerprint(rc, &err, r);
+        int routes = 0;
+        for (size_t i = 0; !rc && i < r->count; i++)
+            routes += r->entries[i].kind == SR_SPLICE_ENVELOPE &&
+                      strcmp(r->entries[i].field->name, "routed_experts") == 0;
+        memset(dest, 0xA5, cap + 64);
+        int at = 0;
+        size_t used = 0;
+        char *got = stream_to_dest(b.data, len, dest, cap, &at, &used);
+        ck_assert_str_eq(got, want);
+        free(got);
+        ck_assert_int_eq(at, routes ? 1 : 0);
+        /* (A failed response may leave decoded bytes of its blob there.) */
+        for (size_t i = used; !rc && i < cap + 64; i += 1 + rnd() % 61)
+            ck_assert_msg(dest[i] == 0xA5, "byte %zu past the blob's %zu was written (%s)", i, used,
+                          want);
+        /* Too small for most blobs (moved while decoding), then misaligned (ignored). */
+        got = stream_to_dest(b.data, len, dest, rnd() % 700, &at, &used);
+        ck_assert_str_eq(got, want);
+        free(got);
+        got = stream_to_dest(b.data, len, dest + 4, cap, &at, &used);
+        ck_assert_str_eq(got, want);
+        ck_assert_int_eq(at, 0);
+        free(got);
+        free(want);
+    }
+    free(dest);
+    sr_buf_release(&b);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("splice_stream");
@@ -275,6 +354,7 @@ static Suite *suite(void)
     tcase_add_test(eq, mutated_bodies_agree_every_way);
     tcase_add_test(eq, canonical_statistics_match_minmax);
     tcase_add_test(eq, canonical_check_at_every_position_of_the_or_blocks);
+    tcase_add_test(eq, a_destination_changes_only_where_the_routes_are);
     suite_add_tcase(s, eq);
     return s;
 }

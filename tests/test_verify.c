@@ -24,18 +24,23 @@ typedef struct fx {
     sr_scenario_result *res;
 } fx;
 
-static void fx_init(fx *f)
+static void fx_init_experts(fx *f, int64_t experts)
 {
     sr_err err = SR_ERR_INIT;
     sr_engine_config_defaults(&f->cfg);
     f->cfg.vocab = 1000;
     f->cfg.num_layers = 2;
-    f->cfg.experts = 16;
+    f->cfg.experts = experts;
     f->cfg.topk = 4;
     f->cfg.eos_rate = 0;
     ck_assert_sr_ok(sr_verifier_new(&f->v, &f->cfg, &err), err);
     ck_assert_sr_ok(sr_run_result_new(&f->run, &err), err);
     ck_assert_sr_ok(sr_run_result_add_scenario(&f->res, f->run, &err), err);
+}
+
+static void fx_init(fx *f)
+{
+    fx_init_experts(f, 16);
 }
 
 static void fx_free(fx *f)
@@ -300,6 +305,30 @@ START_TEST(test_unclassified_invalid_padding)
 }
 END_TEST
 
+/* Top-k ids that share a residue mod 64 (the validity check's quick test) are told apart
+ * exactly: distinct ones are a valid row that differs from the oracle's, a repeated one is
+ * routes.invalid. */
+START_TEST(test_distinct_ids_sharing_a_residue)
+{
+    static const int32_t distinct[4] = {1, 65, 129, 193}, repeated[4] = {1, 65, 129, 65};
+    for (int w = 0; w < 2; w++) {
+        fx f;
+        fx_init_experts(&f, 200);
+        sr_rollout_result r;
+        make_rollout(&r, &f, 9, 12, 0, 0, 0);
+        memcpy(row_at(&r, 5, 1), w ? repeated : distinct, sizeof(distinct));
+        if (w == 0) {
+            expect_class(&f, &r, "unclassified", 5, 1);
+        } else {
+            ck_assert_int_eq(verify(&f, f.v, &r), 0);
+            ck_assert_int_eq(only_check(&f, "routes.invalid")->where.row, 5);
+        }
+        sr_rollout_result_release(&r);
+        fx_free(&f);
+    }
+}
+END_TEST
+
 START_TEST(test_tokens_and_logprobs)
 {
     fx f;
@@ -527,6 +556,7 @@ static Suite *verify_suite(void)
     tcase_add_test(t, test_stale_and_newer);
     tcase_add_test(t, test_overwritten_prefix);
     tcase_add_test(t, test_unclassified_invalid_padding);
+    tcase_add_test(t, test_distinct_ids_sharing_a_residue);
     tcase_add_test(t, test_tokens_and_logprobs);
     tcase_add_test(t, test_failed_rollout_and_external);
     tcase_add_test(t, test_turn_log);

@@ -249,11 +249,17 @@ typedef struct sr_client_req {
     int64_t turn;                 /* enters the jitter seed together with the session id */
     int return_support;           /* 1: "return_sample_support": true (stack 2086, skyrl only);
                                      /skyrl/v1/generate, rollout_sample_support required */
+    /* Optional, skyrl's packed routes only: memory (8-byte aligned, routes_dest_cap bytes) where
+     * the reply's routed_experts are decoded when they fit (sr_splice_set_dest), so the result's
+     * routes point there and a route trace's room (sr_route_trace_room) takes them without a
+     * copy. Borrowed for the call; its bytes are overwritten. NULL: the conn's splicer memory. */
+    void *routes_dest;
+    size_t routes_dest_cap;
 } sr_client_req;
 
 #define SR_CLIENT_REQ_INIT                                                                         \
     {                                                                                              \
-        NULL, 0, NULL, NULL, NULL, NULL, 0, -1, 0, 0                                               \
+        NULL, 0, NULL, NULL, NULL, NULL, 0, -1, 0, 0, NULL, 0                                      \
     }
 
 /* One attempt of a request. */

@@ -281,7 +281,12 @@ static int generate_on(sr_client_result *out, sr_client_conn *k, const sr_client
     k->cpu_sample = c->opts.cpu_every > 0 && k->generates % (uint64_t)c->opts.cpu_every == 0;
     k->generates++;
     int64_t cpu0 = k->cpu_sample ? sr_clock_cpu_ns() : 0;
+    int dest = req->routes_dest && req->return_routes && c->opts.dialect == SR_DIALECT_SKYRL;
+    if (dest)
+        sr_splice_set_dest(k->splicer, "routed_experts", req->routes_dest, req->routes_dest_cap);
     int rc = generate_run(out, k, req, engine, err);
+    if (dest) /* the caller's memory is borrowed for this call only */
+        sr_splice_set_dest(k->splicer, NULL, NULL, 0);
     if (k->cpu_sample) {
         out->cpu_sampled = 1;
         out->request_cpu_ms = (double)(sr_clock_cpu_ns() - cpu0) / 1e6;
@@ -344,6 +349,8 @@ static int pd_prefill(sr_client_conn *k, const sr_client_req *req, sr_ndarray *r
         cJSON_Delete(one);
     sr_client_req pre = *req;
     pre.sampling_params = sp;
+    pre.routes_dest = NULL; /* its rows are copied out; the decode reply's go to the destination */
+    pre.routes_dest_cap = 0;
     sr_client_result *r = rc ? NULL : malloc(sizeof(*r));
     if (!rc && !r)
         rc = sr_err_set(err, SR_E_NOMEM, "client: cannot allocate the prefill's result");

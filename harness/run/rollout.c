@@ -110,6 +110,12 @@ static int request_turn(rollout_state *s, int turn, sr_client_result *r, sr_err 
     if (c->routes)
         q.prompt_start =
             c->quirks.overwrite_trace_each_turn ? 0 : sr_route_trace_prompt_start(s->trace);
+    /* The routes are decoded straight into the trace's next rows, which the record then takes
+     * without a copy (a hint: without room they are copied as before). */
+    unsigned char *room = NULL;
+    if (c->routes && !c->quirks.overwrite_trace_each_turn &&
+        sr_route_trace_room(s->trace, &room, &q.routes_dest_cap, NULL) == 0)
+        q.routes_dest = room;
     int64_t sent = c->trainer_version ? c->trainer_version(c->version_ctx) : -1;
     int rc = sr_client_generate(r, s->k, &q, err);
     if (c->on_reply)

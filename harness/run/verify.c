@@ -307,8 +307,24 @@ static void held_row(const rv *x, int64_t i, int l, int32_t *out)
 {
     const sr_ndarray *a = &x->r->routes;
     size_t base = (size_t)((i * x->L + l) * x->K);
-    for (int k = 0; k < x->K; k++)
-        out[k] = (int32_t)sr_ndarray_get_i64(a, base + (size_t)k);
+    /* The route dtypes read directly: every captured row-layer passes here twice. */
+    switch (a->dtype) {
+    case SR_DTYPE_UINT8:
+        for (int k = 0; k < x->K; k++)
+            out[k] = ((const uint8_t *)a->data)[base + (size_t)k];
+        return;
+    case SR_DTYPE_INT16:
+        for (int k = 0; k < x->K; k++)
+            out[k] = ((const int16_t *)a->data)[base + (size_t)k];
+        return;
+    case SR_DTYPE_INT32:
+        for (int k = 0; k < x->K; k++)
+            out[k] = ((const int32_t *)a->data)[base + (size_t)k];
+        return;
+    default:
+        for (int k = 0; k < x->K; k++)
+            out[k] = (int32_t)sr_ndarray_get_i64(a, base + (size_t)k);
+    }
 }
 
 static int same(const int32_t *a, const int32_t *b, int K)
@@ -436,20 +452,25 @@ static int report_class(rv *x, sr_row_class c, const cls_tally *t)
  * is left to the comparison, which classifies it (all-zero capture, vllm#54730). */
 static int row_valid(const rv *x, const int32_t *r)
 {
-    int K = x->K, zero = 1;
-    int64_t experts = x->ctx->experts;
-    for (int k = 0; k < K; k++)
-        zero &= r[k] == 0;
+    int K = x->K, zero = 1, dup = 0;
+    /* One pass: all zero, any id out of range (a negative one wraps above any limit), and
+     * repeats; ids in distinct residues mod 64 are distinct, so an id is compared with the
+     * earlier ones only when its residue was seen. */
+    uint64_t lim = x->ctx->experts > 0 ? (uint64_t)x->ctx->experts : (uint64_t)1 << 31;
+    uint64_t seen = 0, bad = 0;
+    for (int k = 0; k < K; k++) {
+        int64_t v = r[k];
+        uint64_t bit = (uint64_t)1 << (v & 63);
+        zero &= v == 0;
+        bad |= (uint64_t)v >= lim;
+        if (seen & bit)
+            for (int j = 0; j < k; j++)
+                dup |= r[j] == v;
+        seen |= bit;
+    }
     if (zero && x->v)
         return 1;
-    for (int k = 0; k < K; k++) {
-        if (r[k] < 0 || (experts > 0 && r[k] >= experts))
-            return 0;
-        for (int j = 0; j < k; j++)
-            if (r[j] == r[k])
-                return 0;
-    }
-    return 1;
+    return !bad && !dup;
 }
 
 /*
@@ -515,11 +536,10 @@ static int verify_rows(rv *x, int64_t *verified)
             fps_ver = ver;
         for (int l = 0; !rc && l < x->L; l++) {
             held_row(x, i, l, got);
-            if (!row_valid(x, got))
-                continue; /* routes.invalid, reported by verify_valid, or a masked row */
             sr_oracle_route_row(want, x->v->oracle, l, fps[l], x->h[i]);
-            if (same(got, want, x->K))
-                continue;
+            /* The oracle's row first (the common case): an equal row needs no other look. */
+            if (same(got, want, x->K) || !row_valid(x, got))
+                continue; /* routes.invalid, reported by verify_valid, or a masked row */
             sr_row_class c;
             int64_t other;
             rc = classify(x, i, l, got, ver, &c, &other);
