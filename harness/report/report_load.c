@@ -13,45 +13,16 @@
 #include "sr_file.h"
 #include "sr_json.h"
 
-void sr_ld_fail(ld *l, const cJSON *node, const char *fmt, ...)
-{
-    if (l->rc)
-        return;
-    char msg[SR_ERR_MSG_MAX];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    l->rc = sr_json_error(l->doc, node, l->err, SR_E_JSON_SCHEMA, "%s", msg);
-}
-
-void sr_ld_nomem(ld *l)
-{
-    if (!l->rc)
-        l->rc = sr_err_set(l->err, SR_E_NOMEM, "cannot load results.json");
-}
-
-/* Member k of o, or NULL when o is not an object, k is absent or its value is null. */
-static const cJSON *get(const cJSON *o, const char *k)
-{
-    const cJSON *x = cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, k) : NULL;
-    return cJSON_IsNull(x) ? NULL : x;
-}
-
 /*
  * The loader's getters. results.json writes null for "not applicable", so a null or absent
  * member (or a missing parent object) leaves *out as it is; once an error is kept nothing more
  * is looked at. sr_json's typed getters check the rest and place their errors.
  */
-static int skip(const ld *l, const cJSON *o, const char *k)
-{
-    return l->rc || !get(o, k);
-}
 
 static void str_owned(ld *l, const cJSON *o, const char *k, char **dst)
 {
     const char *s;
-    if (skip(l, o, k) || (l->rc = sr_json_get_string(l->doc, o, k, 1, NULL, &s, l->err)))
+    if (sr_ld_skip(l, o, k) || (l->rc = sr_json_get_string(l->doc, o, k, 1, NULL, &s, l->err)))
         return;
     if (sr_result_set_str(dst, s, NULL))
         sr_ld_nomem(l);
@@ -60,28 +31,20 @@ static void str_owned(ld *l, const cJSON *o, const char *k, char **dst)
 static void str_fixed(ld *l, const cJSON *o, const char *k, char *buf, size_t cap)
 {
     const char *s;
-    if (!skip(l, o, k) && !(l->rc = sr_json_get_string(l->doc, o, k, 1, NULL, &s, l->err)))
+    if (!sr_ld_skip(l, o, k) && !(l->rc = sr_json_get_string(l->doc, o, k, 1, NULL, &s, l->err)))
         snprintf(buf, cap, "%s", s);
 }
 
 static void num(ld *l, const cJSON *o, const char *k, double *out)
 {
-    if (!skip(l, o, k))
+    if (!sr_ld_skip(l, o, k))
         l->rc = sr_json_get_double(l->doc, o, k, 1, -DBL_MAX, DBL_MAX, *out, out, l->err);
 }
 
 static void integer(ld *l, const cJSON *o, const char *k, int64_t lo, int64_t hi, int64_t *out)
 {
-    if (!skip(l, o, k))
+    if (!sr_ld_skip(l, o, k))
         l->rc = sr_json_get_int(l->doc, o, k, 1, lo, hi, *out, out, l->err);
-}
-
-uint64_t sr_ld_get_u64(ld *l, const cJSON *o, const char *k)
-{
-    uint64_t v = 0;
-    if (!skip(l, o, k))
-        l->rc = sr_json_get_u64(l->doc, o, k, 1, 0, UINT64_MAX, 0, &v, l->err);
-    return v;
 }
 
 /* Signed; null or absent is -1 (the model's "not applicable"). */
@@ -102,19 +65,9 @@ static int get_int(ld *l, const cJSON *o, const char *k)
 static int get_bool(ld *l, const cJSON *o, const char *k)
 {
     int v = 0;
-    if (!skip(l, o, k))
+    if (!sr_ld_skip(l, o, k))
         l->rc = sr_json_get_bool(l->doc, o, k, 1, 0, &v, l->err);
     return v;
-}
-
-/* An object member, or an array member when `array`; NULL when null, absent or wrong. */
-const cJSON *sr_ld_get_typed(ld *l, const cJSON *o, const char *k, int array)
-{
-    const cJSON *x = NULL;
-    if (!skip(l, o, k))
-        l->rc = array ? sr_json_get_array(l->doc, o, k, 1, &x, l->err)
-                      : sr_json_get_object(l->doc, o, k, 1, &x, l->err);
-    return x;
 }
 
 static void strv(ld *l, const cJSON *o, const char *k, char ***v, size_t *n)
@@ -165,7 +118,7 @@ static sr_verdict verdict(ld *l, const cJSON *o, const char *k, sr_verdict dflt)
         if (strcmp(v, sr_verdict_name((sr_verdict)i)) == 0)
             return (sr_verdict)i;
     if (v[0])
-        sr_ld_fail(l, get(o, k), "unknown verdict '%s'", v);
+        sr_ld_fail(l, sr_ld_get(o, k), "unknown verdict '%s'", v);
     return dflt;
 }
 
@@ -349,7 +302,7 @@ static void load_shards(ld *l, const cJSON *o, sr_run_header *h)
     int64_t of = 0;
     integer(l, o, "merged_of", 0, 1000000, &of);
     h->merged_of = (int)of;
-    const cJSON *a = get(o, "shards") ? sr_ld_get_typed(l, o, "shards", 1) : NULL, *x;
+    const cJSON *a = sr_ld_get(o, "shards") ? sr_ld_get_typed(l, o, "shards", 1) : NULL, *x;
     int n = a ? cJSON_GetArraySize(a) : 0;
     if (n && !(h->shards = calloc((size_t)n, sizeof(sr_merged_shard))))
         sr_ld_nomem(l);
@@ -373,7 +326,7 @@ static void load_header(ld *l, const cJSON *o, sr_run_header *h)
     str_owned(l, o, "run_id", &h->run_id);
     str_owned(l, o, "run_group", &h->run_group);
     str_owned(l, o, "selection", &h->selection);
-    if (get(o, "merged_from"))
+    if (sr_ld_get(o, "merged_from"))
         strv(l, o, "merged_from", &h->merged_from, &h->n_merged_from);
     load_shards(l, o, h);
     str_owned(l, o, "out_dir", &h->out_dir);
@@ -383,7 +336,7 @@ static void load_header(ld *l, const cJSON *o, sr_run_header *h)
     str_owned(l, m, "arch", &h->arch);
     h->cpus = get_int(l, m, "cpus");
     str_owned(l, o, "command", &h->command);
-    h->has_seed = get(o, "seed") != NULL;
+    h->has_seed = sr_ld_get(o, "seed") != NULL;
     h->seed = sr_ld_get_u64(l, o, "seed");
     const cJSON *op = sr_ld_get_typed(l, o, "options", 0);
     h->jobs = get_int(l, op, "jobs");
@@ -392,7 +345,8 @@ static void load_header(ld *l, const cJSON *o, sr_run_header *h)
     char shard[32] = "";
     str_fixed(l, op, "shard", shard, sizeof(shard));
     if (shard[0] && parse_shard(shard, &h->shard_k, &h->shard_n))
-        sr_ld_fail(l, get(op, "shard"), "'shard' must be \"K/N\" with 1 <= K <= N <= 1000000");
+        sr_ld_fail(l, sr_ld_get(op, "shard"),
+                   "'shard' must be \"K/N\" with 1 <= K <= N <= 1000000");
     str_owned(l, op, "shard_source", &h->shard_source);
     str_owned(l, op, "shard_detail", &h->shard_detail);
     strv(l, op, "tags", &h->tags, &h->n_tags);
@@ -440,7 +394,7 @@ static int load_outer(sr_run_result **out, ld *l, double *wall)
         sr_ld_fail(l, root, "results.json must be an object");
     integer(l, root, "schema", 0, 1000000000, &schema);
     if (!l->rc && schema != SR_RESULT_SCHEMA_VERSION)
-        sr_ld_fail(l, get(root, "schema"), "unsupported schema %lld (this syncroll reads %d)",
+        sr_ld_fail(l, sr_ld_get(root, "schema"), "unsupported schema %lld (this syncroll reads %d)",
                    (long long)schema, SR_RESULT_SCHEMA_VERSION);
     const cJSON *run_j = sr_ld_get_typed(l, root, "run", 0);
     sr_ld_get_typed(l, root, "scenarios", 1);
@@ -526,7 +480,7 @@ static int load_text(sr_run_result **out, const char *t, size_t n, const char *n
     if (!rc && load_outer(&run, &l, &wall) == 0) {
         const cJSON *root = sr_json_root(doc);
         if (whole) {
-            load_list(&l, run, get(root, "scenarios"));
+            load_list(&l, run, sr_ld_get(root, "scenarios"));
         } else {
             for (pos = open + 1; !l.rc && sr_report_next_item(t, close, &pos, &a, &e) == 1;)
                 l.rc = load_item(run, t, a, e, name, &c, err);

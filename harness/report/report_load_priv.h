@@ -1,7 +1,7 @@
 /*
  * report_load_priv: what results.json's loader shares between its files (report_load.c, the
- * run, its scenarios and the getters; report_load_hist.c, the phases' histograms). Private to
- * harness/report/.
+ * run and its scenarios; report_load_hist.c, the phases' histograms; report_load_get.c, the
+ * state's first error and the getters both use). Private to harness/report/.
  */
 #ifndef SR_REPORT_LOAD_PRIV_H
 #define SR_REPORT_LOAD_PRIV_H
@@ -26,6 +26,13 @@ void sr_ld_fail(ld *l, const cJSON *node, const char *fmt, ...)
 
 /* Keeps SR_E_NOMEM as the first error. */
 void sr_ld_nomem(ld *l);
+
+/* Member k of o, or NULL when o is not an object, k is absent or its value is null. */
+const cJSON *sr_ld_get(const cJSON *o, const char *k);
+
+/* 1 when member k is not to be read: an error is kept already, or k is null or absent (results.json
+ * writes null for "not applicable": the getters leave their output as it is then). */
+int sr_ld_skip(const ld *l, const cJSON *o, const char *k);
 
 /* Member k of o as an unsigned integer; 0 when null or absent or once an error is kept. */
 uint64_t sr_ld_get_u64(ld *l, const cJSON *o, const char *k);
