@@ -6,6 +6,7 @@
  * session. tests/replay.sh covers the same function behind `syncroll replay` on real captures.
  */
 #include "run/meta.h"
+#include "run/meta_priv.h"
 #include "sr_test.h"
 
 #define L 2
@@ -212,11 +213,51 @@ START_TEST(boundaries_and_repeats_fire_once_a_session)
 }
 END_TEST
 
+/* A turn's prompt never outgrows its array, whatever the engine generated: an engine that ignores
+ * max_tokens fills turn 2 to the cap, and turn 3 still keeps room for the user's tokens. */
+START_TEST(next_turn_stays_within_the_prompt_cap)
+{
+    sr_meta_opts o;
+    memset(&o, 0, sizeof o);
+    o.vocab = 100;
+    sr_meta_ctx x;
+    memset(&x, 0, sizeof x);
+    x.o = &o;
+    static int32_t out[300];
+    sr_meta_resp t1;
+    memset(&t1, 0, sizeof t1);
+    t1.P = 12;
+    for (size_t i = 0; i < t1.P; i++)
+        t1.prompt[i] = (int32_t)(i + 1);
+    t1.G = 300;
+    t1.tokens = out;
+    for (int i = 0; i < 300; i++)
+        out[i] = 7;
+    /* Each turn's prompt sits in an array of SR_META_MAX_PROMPT ids followed by a guard. */
+    struct {
+        int32_t p[SR_META_MAX_PROMPT];
+        int32_t guard[8];
+    } b;
+    for (int turn = 2; turn <= 4; turn++) {
+        for (int i = 0; i < 8; i++)
+            b.guard[i] = -77;
+        size_t n = sr_meta_next_turn(&x, b.p, &t1);
+        ck_assert_uint_le(n, SR_META_MAX_PROMPT);
+        for (int i = 0; i < 8; i++)
+            ck_assert_int_eq(b.guard[i], -77);
+        ck_assert_int_eq(b.p[0], 1); /* the conversation's start is kept */
+        memcpy(t1.prompt, b.p, n * sizeof(int32_t));
+        t1.P = n;
+    }
+}
+END_TEST
+
 static Suite *meta_replay_suite(void)
 {
     Suite *s = suite_create("meta_replay");
     TCase *tc = tcase_create("meta_replay");
     tcase_add_test(tc, clean_turns_fire_nothing);
+    tcase_add_test(tc, next_turn_stays_within_the_prompt_cap);
     tcase_add_test(tc, a_version_going_back_is_version_monotonic);
     tcase_add_test(tc, overlapping_rows_under_one_version_must_be_equal);
     tcase_add_test(tc, an_aborted_answer_with_rows_is_missing_not_stale);

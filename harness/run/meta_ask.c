@@ -101,7 +101,10 @@ const char *sr_meta_salt(sr_meta_ctx *x, char *buf, size_t cap)
 /* The next turn: the prompt and output of the one before, then a user's tokens. */
 size_t sr_meta_next_turn(sr_meta_ctx *x, int32_t *p, const sr_meta_resp *t1)
 {
-    size_t n = t1->P;
+    /* The engine decides G (one that ignores max_tokens can fill a turn's prompt to the cap), so
+     * the user's tokens need room kept whatever the earlier turns held. */
+    size_t n =
+        t1->P < SR_META_MAX_PROMPT - SR_META_USER ? t1->P : SR_META_MAX_PROMPT - SR_META_USER;
     memcpy(p, t1->prompt, n * sizeof(int32_t));
     for (size_t i = 0; i < t1->G && n < SR_META_MAX_PROMPT - SR_META_USER; i++)
         p[n++] = t1->tokens[i];

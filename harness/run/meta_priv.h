@@ -140,8 +140,9 @@ int sr_meta_check_resp(sr_meta_ctx *x, const sr_meta_resp *r, const char *what);
 int sr_meta_same_span(sr_meta_ctx *x, const char *name, const sr_meta_resp *a,
                       const sr_meta_resp *b, int64_t lo, int64_t hi, const char *what);
 
-/* The next turn's prompt into p (SR_META_MAX_PROMPT ids): t1's prompt, its output (as much as
- * fits) and SR_META_USER fresh "user" tokens; returns its length. */
+/* The next turn's prompt into p (SR_META_MAX_PROMPT ids): t1's prompt and its output (as much of
+ * them as fits before SR_META_USER ids) and SR_META_USER fresh "user" tokens; returns its length,
+ * at most SR_META_MAX_PROMPT. */
 size_t sr_meta_next_turn(sr_meta_ctx *x, int32_t *p, const sr_meta_resp *t1);
 
 /* meta.boundary_rows at a turn boundary (meta.c): row b of t, the last sampled token of the
