@@ -136,4 +136,16 @@ expect_out 2 'report\.run_mismatch.*partition=timings-' "shards of two partition
 [ ! -e "$tmp/merged-bad/results.json" ] || bad "a refused merge wrote results.json"
 expect_out 0 '^merged 2 shards into ' "shards of one partition merge" \
     "$S" report --merge "$tmp/merged-ok" "$tmp/m-1-heavy1/latest" "$tmp/m-2-heavy1/latest"
+# The selection line is never cut: with over 8 KiB of paths (each file named through 340 "./"),
+# the partition still reaches it and the merge is still refused.
+long=$(python3 -c 'import sys; print(" ".join("%s/%ss%d.json" % (sys.argv[1], "./" * 340, i)
+                                              for i in range(1, 13)))' "$tmp/suite")
+for run in "1 heavy1" "2 heavy2"; do
+    set -- $run
+    # shellcheck disable=SC2086 # the paths hold no spaces
+    expect_out 0 ' passed, 0 failed$' "long paths: shard $1/2 by the $2 timings" \
+        "$S" run --run-group g2 --shard "$1/2" --timings "$tmp/$2.json" --out "$tmp/l-$1" $long
+done
+expect_out 2 'report\.run_mismatch.*partition=timings-' "long paths: shards of two partitions" \
+    "$S" report --merge "$tmp/merged-long" "$tmp/l-1/latest" "$tmp/l-2/latest"
 finish

@@ -238,10 +238,18 @@ START_TEST(merge_refusals)
         {3, SR_E_REPORT_SHARD_DUPLICATE, "x and y both hold shard 1/2"},
         {4, SR_E_REPORT_RUN_MISMATCH, "y is not a shard"},
         {5, SR_E_REPORT_RUN_MISMATCH, "run_group"},
+        /* the selection's message names the first word that differs, also where one line ends
+         * first, and comes before the run group a derived group would show */
+        {6, SR_E_REPORT_RUN_MISMATCH, "selection (options) 'paths=other' vs 'paths=scenarios'"},
+        {7, SR_E_REPORT_RUN_MISMATCH, "selection (options) 'partition=hash-2' vs ''"},
     };
     sr_run_result *group = shard_run(2, 2, "r", b, p, 1);
     sr_result_set_str(&group->header.run_group, "g2", NULL);
-    const sr_run_result *second[] = {other, n3, twice, s1, plain, group};
+    sr_run_result *path = shard_run(2, 2, "r", b, p, 1), *part = shard_run(2, 2, "r", b, p, 1);
+    sr_result_set_str(&path->header.selection, "paths=other shards=4", NULL);
+    sr_result_set_str(&path->header.run_group, "g3", NULL);
+    sr_result_set_str(&part->header.selection, "paths=scenarios shards=4 partition=hash-2", NULL);
+    const sr_run_result *second[] = {other, n3, twice, s1, plain, group, path, part};
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         const sr_run_result *v[] = {s1, second[cases[i].which]};
         sr_run_result *m = NULL;
@@ -253,8 +261,8 @@ START_TEST(merge_refusals)
     sr_run_result *m = NULL;
     sr_err err = SR_ERR_INIT;
     ck_assert_sr_code(sr_report_merge(&m, NULL, names, 0, &err), err, SR_E_INVAL);
-    sr_run_result *all[] = {s1, s2, other, n3, twice, plain, group};
-    for (size_t i = 0; i < 7; i++)
+    sr_run_result *all[] = {s1, s2, other, n3, twice, plain, group, path, part};
+    for (size_t i = 0; i < 9; i++)
         sr_run_result_free(all[i]);
 }
 END_TEST

@@ -360,7 +360,8 @@ static int new_run(sr_run_result **run, sr_scenario_result **sc, const probe_arg
     ra.jobs = ra.repeat = 1;
     char id[64];
     snprintf(id, sizeof id, "probe-%ld", (long)getpid());
-    sr_run_fill_header(&(*run)->header, &ra, argc, argv, id, a->out);
+    if (sr_run_fill_header(&(*run)->header, &ra, argc, argv, id, a->out, &e))
+        return e.code;
     sr_scenario_result *s = *sc;
     s->seed = (uint64_t)a->seed;
     s->repeat = 1;

@@ -597,7 +597,6 @@ int sr_run_main(const run_args *args, sr_signals *sig, int argc, char **argv)
     else if (sr_proc_reg_init(&p.stop.procs))
         status = SR_EXIT_FAIL;
     else {
-        sr_run_fill_header(&run->header, a, argc, argv, run_id, dir);
         p.dir = dir;
         /* SYNCROLL_ENGINE runs the mock engines from another syncroll build. */
         const char *engine = getenv("SYNCROLL_ENGINE");
@@ -608,7 +607,8 @@ int sr_run_main(const run_args *args, sr_signals *sig, int argc, char **argv)
         p.t0 = sr_client_now_ms();
         atomic_store(&p.stop.signo, 0);
         pthread_mutex_init(&p.print, NULL);
-        if (sr_term_start(&p.term, stdout, 0, NULL, &err)) {
+        if (sr_run_fill_header(&run->header, a, argc, argv, run_id, dir, &err) ||
+            sr_term_start(&p.term, stdout, 0, NULL, &err)) {
             fprintf(stderr, "syncroll run: %s\n", err.msg);
             status = SR_EXIT_FAIL;
         } else

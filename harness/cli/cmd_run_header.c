@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "report/result.h"
+#include "sr_buf.h"
 #include "cmd_run_priv.h"
 
 /* The first line of a file, without its line end, into buf; 0 or -1. */
@@ -89,54 +90,60 @@ static void git_rev(sr_run_header *h)
         sr_result_set_str(&h->git_rev, rev, NULL);
 }
 
-/* Appends " key=v1,v2" to buf. */
-static void add_list(char *buf, size_t cap, const char *key, char *const *v, size_t n)
+/* Appends " key=v1,v2" to b. */
+static int add_list(sr_buf *b, const char *key, char *const *v, size_t n, sr_err *err)
 {
-    size_t len = strlen(buf);
-    len += (size_t)snprintf(buf + len, len < cap ? cap - len : 0, " %s=", key);
-    for (size_t i = 0; i < n && len < cap; i++)
-        len += (size_t)snprintf(buf + len, cap - len, "%s%s", i ? "," : "", v[i]);
+    int rc = sr_buf_printf(b, err, " %s=", key);
+    for (size_t i = 0; !rc && i < n; i++)
+        rc = sr_buf_printf(b, err, "%s%s", i ? "," : "", v[i]);
+    return rc;
 }
 
 /*
  * The options that decide which scenarios run and how, in one canonical line (not -j, --keep,
  * --out or --report, which change neither), and the run group: --run-group or
- * SYNCROLL_RUN_GROUP, else "auto-" and FNV-1a 64 of the git rev and that line.
+ * SYNCROLL_RUN_GROUP, else "auto-" and FNV-1a 64 of the git rev and that line. The line is never
+ * cut: a long path list must not push the partition out of it (report --merge compares lines).
+ * Returns 0 or SR_E_NOMEM.
  */
-static void selection(sr_run_header *h, const run_args *a)
+static int selection(sr_run_header *h, const run_args *a, sr_err *err)
 {
-    char buf[8192] = "";
-    add_list(buf, sizeof(buf), "paths", a->paths, a->n_paths);
-    add_list(buf, sizeof(buf), "tags", a->tags, a->n_tags);
-    add_list(buf, sizeof(buf), "exclude_tags", a->exclude, a->n_exclude);
-    size_t len = strlen(buf);
+    sr_buf b = SR_BUF_INIT, key = SR_BUF_INIT;
     char seed[32] = "-";
     if (a->has_seed)
         snprintf(seed, sizeof(seed), "%llu", (unsigned long long)a->seed);
-    snprintf(buf + len, sizeof(buf) - len,
-             " seed=%s repeat=%d until_fail=%d duration_ms=%lld max_scenario_bytes=%zu shards=%d",
-             seed, a->repeat, a->until_fail, (long long)a->duration_ms, a->max_scenario_bytes,
-             a->shard.n);
+    int rc = add_list(&b, "paths", a->paths, a->n_paths, err);
+    rc = rc ? rc : add_list(&b, "tags", a->tags, a->n_tags, err);
+    rc = rc ? rc : add_list(&b, "exclude_tags", a->exclude, a->n_exclude, err);
+    if (!rc)
+        rc = sr_buf_printf(
+            &b, err,
+            " seed=%s repeat=%d until_fail=%d duration_ms=%lld max_scenario_bytes=%zu shards=%d",
+            seed, a->repeat, a->until_fail, (long long)a->duration_ms, a->max_scenario_bytes,
+            a->shard.n);
     /* The partition itself: shards given other timings, or that saw other scenarios, are parts
      * of different partitions, and a merge of them would miss scenarios while running others
      * twice. */
-    len = strlen(buf);
-    if (a->shard.n)
-        snprintf(buf + len, sizeof(buf) - len, " partition=%s-%016llx",
-                 a->timings ? "timings" : "hash", (unsigned long long)a->partition_fp);
-    sr_result_set_str(&h->selection, buf + 1, NULL);
-    if (a->run_group) {
-        sr_result_set_str(&h->run_group, a->run_group, NULL);
-        return;
+    if (!rc && a->shard.n)
+        rc = sr_buf_printf(&b, err, " partition=%s-%016llx", a->timings ? "timings" : "hash",
+                           (unsigned long long)a->partition_fp);
+    rc = rc ? rc : sr_result_set_str(&h->selection, b.data + 1, err);
+    if (!rc && a->run_group)
+        rc = sr_result_set_str(&h->run_group, a->run_group, err);
+    else if (!rc) {
+        char group[32];
+        rc = sr_buf_printf(&key, err, "%s\n%s", h->git_rev ? h->git_rev : "", b.data + 1);
+        snprintf(group, sizeof(group), "auto-%016llx",
+                 rc ? 0ull : (unsigned long long)sr_shard_hash(key.data));
+        rc = rc ? rc : sr_result_set_str(&h->run_group, group, err);
     }
-    char key[8400], group[32];
-    snprintf(key, sizeof(key), "%s\n%s", h->git_rev ? h->git_rev : "", buf + 1);
-    snprintf(group, sizeof(group), "auto-%016llx", (unsigned long long)sr_shard_hash(key));
-    sr_result_set_str(&h->run_group, group, NULL);
+    sr_buf_release(&b);
+    sr_buf_release(&key);
+    return rc;
 }
 
-void sr_run_fill_header(sr_run_header *h, const run_args *a, int argc, char **argv,
-                        const char *run_id, const char *dir)
+int sr_run_fill_header(sr_run_header *h, const run_args *a, int argc, char **argv,
+                       const char *run_id, const char *dir, sr_err *err)
 {
     struct utsname u;
     char buf[4096] = "";
@@ -174,11 +181,12 @@ void sr_run_fill_header(sr_run_header *h, const run_args *a, int argc, char **ar
         sr_result_set_str(&h->tags[h->n_tags++], a->tags[i], NULL);
     for (size_t i = 0; h->exclude_tags && i < a->n_exclude; i++)
         sr_result_set_str(&h->exclude_tags[h->n_exclude_tags++], a->exclude[i], NULL);
-    selection(h, a);
+    int rc = selection(h, a, err);
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     h->start_unix_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
     struct tm tm;
     gmtime_r(&ts.tv_sec, &tm);
     strftime(h->start_iso, sizeof(h->start_iso), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return rc;
 }

@@ -64,11 +64,12 @@ int sr_run_drop_checkpoints(const struct sr_run_result *run, FILE *say);
  * Fills the header of a new run: version, git rev (SYNCROLL_GIT_REV, else SYNCROLL_SOURCE_DIR's
  * .git, worktrees included), machine, command line, options, the shard and its source, the
  * selection (the options that choose and run scenarios) and the run group (--run-group, else
- * derived from the git rev and the selection), and the start time.
+ * derived from the git rev and the selection), and the start time. Returns 0, or SR_E_NOMEM with
+ * err set (the selection and run group could not be kept: the run must not go on without them).
  */
 struct sr_run_header;
-void sr_run_fill_header(struct sr_run_header *h, const run_args *a, int argc, char **argv,
-                        const char *run_id, const char *dir);
+int sr_run_fill_header(struct sr_run_header *h, const run_args *a, int argc, char **argv,
+                       const char *run_id, const char *dir, sr_err *err);
 
 /*
  * Removes a scenario's work folder `dir` and everything in it, subfolders included, relative to

@@ -16,20 +16,26 @@ static int same_str(const char *a, const char *b)
 }
 
 /* The first space-separated word where selection lines x and y differ: *x and *y move to it and
- * *nx, *ny receive its lengths (the lines are long; the message names only what differs). */
+ * *nx, *ny receive its lengths (the lines are long; the message names only what differs). Where
+ * one line ends first, its word is empty and the other's is the extra one. */
 static void first_difference(const char **x, int *nx, const char **y, int *ny)
 {
     const char *a = *x, *b = *y;
-    for (;;) {
-        size_t la = strcspn(a, " "), lb = strcspn(b, " ");
-        if (la != lb || memcmp(a, b, la) != 0 || !a[la] || !b[lb]) {
-            *x = a, *nx = (int)(la > 200 ? 200 : la);
-            *y = b, *ny = (int)(lb > 200 ? 200 : lb);
-            return;
-        }
+    size_t la = strcspn(a, " "), lb = strcspn(b, " ");
+    while (la == lb && memcmp(a, b, la) == 0 && a[la] && b[lb]) {
         a += la + 1;
         b += lb + 1;
+        la = strcspn(a, " ");
+        lb = strcspn(b, " ");
     }
+    if (la == lb && memcmp(a, b, la) == 0) { /* equal words, and one line ends after them */
+        a += la + (a[la] ? 1 : 0);
+        b += lb + (b[lb] ? 1 : 0);
+        la = strcspn(a, " ");
+        lb = strcspn(b, " ");
+    }
+    *x = a, *nx = (int)(la > 200 ? 200 : la);
+    *y = b, *ny = (int)(lb > 200 ? 200 : lb);
 }
 
 /* report.run_mismatch unless shard i belongs to the run of shard 0. */
@@ -42,12 +48,14 @@ static int check_same_run(const sr_run_result *const *v, const char *const *name
         return sr_err_set(err, SR_E_REPORT_RUN_MISMATCH,
                           "%s is not a shard (options.shard is null): nothing to merge it with",
                           names[i]);
+    /* The selection before the run group: a derived group differs because the selection does,
+     * and the selection's message names the option. */
     if (!same_str(a->git_rev, b->git_rev))
         what = "git_rev", x = a->git_rev, y = b->git_rev;
-    else if (!same_str(a->run_group, b->run_group))
-        what = "run_group", x = a->run_group, y = b->run_group;
     else if (!same_str(a->selection, b->selection))
         what = "selection (options)", x = a->selection, y = b->selection;
+    else if (!same_str(a->run_group, b->run_group))
+        what = "run_group", x = a->run_group, y = b->run_group;
     int nx = 120, ny = 120;
     if (x && y && what && strcmp(what, "selection (options)") == 0)
         first_difference(&x, &nx, &y, &ny);
