@@ -304,6 +304,13 @@ os.rename(sys.argv[1] + ".tmp", sys.argv[1]); time.sleep(120)' "$tmp/deadport" &
             stop_serve
         done
     done
+    # A vocabulary of 2: every id the probe sends is in it (the prompts part at 0 where they
+    # must differ; detection's prompt takes --model's ids), and every relation holds.
+    MODEL='{"vocab": 2, "layers": 2, "experts": 16, "topk": 2, "eos_id": -1}'
+    start_serve vllm ""
+    expect_out 0 '^9 held, 0 failed' "a vocabulary of 2: every relation held" \
+        "$S" probe --model "$tmp/cfg.json" --out "$tmp/rep3" "$url"
+    stop_serve
     MODEL='{"vocab": 500, "layers": 2, "experts": 16, "topk": 2, "eos_id": -1}'
     # An engine whose version routes all fail (a proxy answers them 502) has no control plane
     # the probe can find: the relations that need a sync are skipped with that reason.

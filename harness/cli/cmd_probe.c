@@ -161,6 +161,8 @@ static int try_dialect(const probe_args *a, const sr_engine_config *m, int d, co
         return -1;
     }
     int32_t prompt[4] = {1, 2, 3, 4};
+    for (int i = 0; m && m->vocab > 0 && m->vocab <= 4 && i < 4; i++)
+        prompt[i] = (int32_t)((i + 1) % m->vocab); /* a tiny model's ids, from --model */
     cJSON *sp = cJSON_CreateObject();
     cJSON_AddNumberToObject(sp, "max_tokens", 2);
     sr_client_req q = SR_CLIENT_REQ_INIT;

@@ -93,8 +93,10 @@ static int prefix(sr_meta_ctx *x, const sr_meta_resp *a, const char *salt, sr_er
     int32_t p[PREFIX + SUFFIX];
     memcpy(p, a->prompt, PREFIX * sizeof(int32_t));
     sr_meta_prompt(x, p + PREFIX, SUFFIX);
-    if (p[PREFIX] == a->prompt[PREFIX]) /* the prompts part at PREFIX */
-        p[PREFIX] = a->prompt[PREFIX] == 1 ? 2 : 1;
+    /* The prompts part at PREFIX. Drawn ids are >= 1 (sr_meta_token), so 0 differs and is in
+     * every vocabulary (2 is not in one of 2). */
+    if (p[PREFIX] == a->prompt[PREFIX])
+        p[PREFIX] = a->prompt[PREFIX] == 0 ? 1 : 0;
     for (int i = 0; i < 2; i++) {
         if (!sr_meta_afford(x, name, 1))
             return 0;
