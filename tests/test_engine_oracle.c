@@ -463,21 +463,33 @@ START_TEST(parser_bounds)
     ck_assert_msg(strstr(err.msg, "more than the engine's maximum sequence length 2"), "%s",
                   err.msg);
     ck_assert_ptr_null(q.tokens);
-    static const char *const bad[] = {
-        "{\"token_ids\":[1e0]}",
-        "{\"token_ids\":[true]}",
-        "{\"token_ids\":[1],\"row_end\":1.0}",
-        "{\"token_ids\":[1],\"token_ids\":[1]}",
-        "{\"token_ids\":[99999999999999999999]}",
-        "",
-        "{\"token_ids\":[1]} x",
-        "{\"token_ids\":[1],\"row_start\":-1}",
+    /* Each bad body has one name, and the message says what is wrong. */
+    static const struct {
+        const char *body;
+        int code;
+        const char *says;
+    } bad[] = {
+        {"{\"token_ids\":[1e0]}", SR_E_ENGINE_REQUEST, "token_ids entry 0 is not an integer"},
+        {"{\"token_ids\":[true]}", SR_E_ENGINE_REQUEST, "token_ids entry 0 is not an integer"},
+        {"{\"token_ids\":[1],\"row_end\":1.0}", SR_E_ENGINE_REQUEST,
+         "row_end must be an integer in [0, 1]"},
+        {"{\"token_ids\":[1],\"token_ids\":[1]}", SR_E_ENGINE_REQUEST,
+         "key 'token_ids' appears twice"},
+        {"{\"token_ids\":[99999999999999999999]}", SR_E_ENGINE_REQUEST,
+         "token_ids entry 0 is not an integer"},
+        {"", SR_E_ENGINE_REQUEST, "request:1:1: invalid JSON"},
+        {"{\"token_ids\":[1]} x", SR_E_ENGINE_REQUEST, "request:1:19: invalid JSON"},
+        {"{\"token_ids\":[1],\"row_start\":-1}", SR_E_ENGINE_REQUEST,
+         "row_start must be an integer in [0, 1]"},
+        {"{\"token_ids\":[3]}", SR_E_ORACLE_TOKEN,
+         "token_ids entry 0 is 3, outside the model's vocabulary [0, 3)"},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        int rc = sr_oracle_req_parse(&q, bad[i], strlen(bad[i]), 3, 8, &err);
-        ck_assert_msg(rc == SR_E_ENGINE_REQUEST || rc == SR_E_ORACLE_TOKEN, "%s: %s", bad[i],
-                      sr_code_name(rc));
+        int rc = sr_oracle_req_parse(&q, bad[i].body, strlen(bad[i].body), 3, 8, &err);
+        ck_assert_msg(rc == bad[i].code, "%s: %s, want %s", bad[i].body, sr_code_name(rc),
+                      sr_code_name(bad[i].code));
         ck_assert_int_eq(err.code, rc);
+        ck_assert_msg(strstr(err.msg, bad[i].says), "%s: %s", bad[i].body, err.msg);
         ck_assert_ptr_null(q.tokens);
     }
     const char *all = "{\"token_ids\":[2,1],\"row_start\":2,\"row_end\":2}";
