@@ -312,8 +312,11 @@ static int in_storage(const sr_meta_trace *t, const sr_ndarray *rows)
  * The append of §5.2. `declared` is the dtype the chunk counts as for the schema; the routed
  * trace passes the canonical route dtype while the bytes are still in rows->dtype.
  */
-int sr_trace_meta_append_as(sr_meta_trace *t, const sr_ndarray *rows, sr_dtype declared,
-                            int64_t expected_rows, sr_err *err)
+/* The checks of an append and the trace it would make (its schema set on a first append, the
+ * dtype widened): *probe and *dtype receive them; t is not changed. */
+static int append_plan(sr_meta_trace *probe, sr_dtype *dtype_out, const sr_meta_trace *t,
+                       const sr_ndarray *rows, sr_dtype declared, int64_t expected_rows,
+                       sr_err *err)
 {
     if (t->finalized)
         return sr_err_set(err, SR_E_TRACE_FINALIZED, "token metadata trace is already finalized");
@@ -338,20 +341,32 @@ int sr_trace_meta_append_as(sr_meta_trace *t, const sr_ndarray *rows, sr_dtype d
         if (rc)
             return rc;
     }
-    sr_meta_trace probe = *t;
+    *probe = *t;
     if (!t->has_schema) {
-        probe.row_ndim = rows->ndim - 1;
-        memcpy(probe.row_shape, rows->shape + 1, sizeof(int64_t) * (size_t)probe.row_ndim);
+        probe->row_ndim = rows->ndim - 1;
+        memcpy(probe->row_shape, rows->shape + 1, sizeof(int64_t) * (size_t)probe->row_ndim);
         uint64_t elems;
-        rc = sr_shape_bytes(NULL, &elems, probe.row_shape, probe.row_ndim, 1, err);
+        rc = sr_shape_bytes(NULL, &elems, probe->row_shape, probe->row_ndim, 1, err);
         if (rc)
             return rc;
-        probe.row_elems = (size_t)elems;
-        probe.dtype = dtype;
+        probe->row_elems = (size_t)elems;
+        probe->dtype = dtype;
     }
     if (expected_rows > t->max_rows - t->rows)
         return sr_err_set(err, SR_E_LIMIT, "trace would hold more than the maximum %lld rows",
                           (long long)t->max_rows);
+    *dtype_out = dtype;
+    return 0;
+}
+
+int sr_trace_meta_append_as(sr_meta_trace *t, const sr_ndarray *rows, sr_dtype declared,
+                            int64_t expected_rows, sr_err *err)
+{
+    sr_meta_trace probe;
+    sr_dtype dtype = declared;
+    int rc = append_plan(&probe, &dtype, t, rows, declared, expected_rows, err);
+    if (rc)
+        return rc;
     size_t bytes;
     int64_t total = t->rows + expected_rows;
     rc = sr_trace_meta_bytes_for(&bytes, &probe, total, dtype, err);
