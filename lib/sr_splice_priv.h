@@ -219,7 +219,23 @@ void sr_splice_i_lane_or(uint32_t *acc, const unsigned char *p, size_t n,
 /* OR of the 64-bit words of p[0, n - n % 128) (sr_splice_avx2.c; only on AVX2 CPUs). */
 uint64_t sr_splice_i_or_avx2(const unsigned char *p, size_t n);
 
-/* Scans the chunk [p, end) in the current mode. */
+/* sr_buf_append to the text, inline when the bytes fit the capacity and the maximum: the scan
+ * appends a few bytes at a time (anchor characters, the text between members), and two calls per
+ * append were a tenth of a small body's scan. */
+static inline int sr_splice_i_text_append(sr_splicer *s, const char *p, size_t n, sr_err *err)
+{
+    sr_buf *b = &s->text;
+    size_t max = b->max ? b->max : SR_BUF_DEFAULT_MAX;
+    if (b->data && n < b->cap - b->len && n <= max - b->len) {
+        memcpy(b->data + b->len, p, n);
+        b->len += n;
+        b->data[b->len] = '\0';
+        return 0;
+    }
+    return sr_buf_append(b, p, n, err);
+}
+
+/* Scans the chunk [p, end) in the current mode (sr_splice_scan.c). */
 int sr_splice_i_scan(sr_splicer *s, const char *p, const char *end, sr_err *err);
 
 /* Feeds a chunk: checks the body limits, scans, and records a sticky error. */
