@@ -1,8 +1,8 @@
 /*
- * Private to sr_splice*.c: the splicer's state, shared by the scan (sr_splice.c), the
- * re-attachment and validation (sr_splice_attach.c, sr_splice_check.c), the grammar check of
- * the parser text (sr_splice_json.c) and the threaded one-shot decoder (sr_splice_par.c). Not
- * installed, not part of the library's contract.
+ * Private to sr_splice*.c: the splicer's state, shared by its lifecycle and entry points
+ * (sr_splice.c), the scan (sr_splice_scan.c), the re-attachment and validation (sr_splice_attach.c,
+ * sr_splice_check.c), the grammar check of the parser text (sr_splice_json.c) and the threaded
+ * one-shot decoder (sr_splice_par.c). Not installed, not part of the library's contract.
  */
 #ifndef SR_SPLICE_PRIV_H
 #define SR_SPLICE_PRIV_H
