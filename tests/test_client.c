@@ -270,6 +270,8 @@ START_TEST(request_validation_is_client_side)
     ck_assert_sr_ok(sr_client_conn_new(&k, cl, &e), e);
     static const int32_t ids[] = {1, 2, 3};
     static const int32_t neg[] = {1, -2, 3};
+    /* A token of -1 at the first and at the last position (a loop one short misses either). */
+    static const int32_t neg_first[] = {-1, 2, 3}, neg_last[] = {1, 2, -1};
     cJSON *n2 = cJSON_Parse("{\"n\":2}");
     cJSON *inj = cJSON_Parse("{\"routed_experts_prompt_start\":1}");
     cJSON *arr = cJSON_Parse("[1]");
@@ -281,11 +283,12 @@ START_TEST(request_validation_is_client_side)
         const cJSON *sp;
         const char *salt, *session;
     } bad[] = {
-        {ids, 0, 1, -1, NULL, NULL, NULL}, {ids, 3, 0, 1, NULL, NULL, NULL},
-        {ids, 3, 1, 4, NULL, NULL, NULL},  {ids, 3, 1, -2, NULL, NULL, NULL},
-        {ids, 3, 1, 0, n2, NULL, NULL},    {ids, 3, 1, 0, inj, NULL, NULL},
-        {ids, 3, 1, 0, arr, NULL, NULL},   {ids, 3, 1, 0, NULL, "", NULL},
-        {neg, 3, 1, 0, NULL, NULL, NULL},  {ids, 3, 1, 0, NULL, NULL, "a b"},
+        {ids, 0, 1, -1, NULL, NULL, NULL},      {ids, 3, 0, 1, NULL, NULL, NULL},
+        {ids, 3, 1, 4, NULL, NULL, NULL},       {ids, 3, 1, -2, NULL, NULL, NULL},
+        {ids, 3, 1, 0, n2, NULL, NULL},         {ids, 3, 1, 0, inj, NULL, NULL},
+        {ids, 3, 1, 0, arr, NULL, NULL},        {ids, 3, 1, 0, NULL, "", NULL},
+        {neg, 3, 1, 0, NULL, NULL, NULL},       {ids, 3, 1, 0, NULL, NULL, "a b"},
+        {neg_first, 3, 1, 0, NULL, NULL, NULL}, {neg_last, 3, 1, 0, NULL, NULL, NULL},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         sr_client_req q = SR_CLIENT_REQ_INIT;

@@ -417,6 +417,64 @@ START_TEST(many_payload_files_and_a_reset_callback)
 }
 END_TEST
 
+/* A payload header (magic, n, index_bytes, little-endian). */
+static void payload_header(uint8_t *h, uint64_t n, uint64_t index_bytes)
+{
+    memcpy(h, SR_DELTA_PAYLOAD_MAGIC, 8);
+    for (int i = 0; i < 8; i++) {
+        h[8 + i] = (uint8_t)(n >> (8 * i));
+        h[16 + i] = (uint8_t)(index_bytes >> (8 * i));
+    }
+}
+
+/* A payload header's limits at, before and past: n up to SR_DELTA_MAX_TENSORS, index_bytes up
+ * to the file's bytes after the header and up to the largest index of that many blobs; every
+ * refusal is delta.payload (docs/internals/testing.md, boundary checklist). */
+START_TEST(payload_header_limits_at_before_and_past)
+{
+    const uint64_t big =
+        (uint64_t)SR_DELTA_MAX_TENSORS * (SR_DELTA_PAYLOAD_ENTRY_FIXED + SR_DELTA_NAME_MAX);
+    const uint64_t huge = (uint64_t)1 << 50;
+    const struct {
+        uint64_t n, ib, fsize;
+        int ok;
+    } cs[] = {
+        {SR_DELTA_MAX_TENSORS - 1, 100, 1000, 1},
+        {SR_DELTA_MAX_TENSORS, 100, 1000, 1},
+        {SR_DELTA_MAX_TENSORS + 1, 100, 1000, 0},
+        {2, 1000 - SR_DELTA_PAYLOAD_HEADER - 1, 1000, 1},
+        {2, 1000 - SR_DELTA_PAYLOAD_HEADER, 1000, 1},
+        {2, 1000 - SR_DELTA_PAYLOAD_HEADER + 1, 1000, 0},
+        {2, 0, SR_DELTA_PAYLOAD_HEADER, 1},
+        {2, 0, SR_DELTA_PAYLOAD_HEADER - 1, 0},
+        {2, big - 1, huge, 1}, /* the index's own cap, in a file large enough */
+        {2, big, huge, 1},
+        {2, big + 1, huge, 0},
+    };
+    uint8_t h[SR_DELTA_PAYLOAD_HEADER];
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+        payload_header(h, cs[i].n, cs[i].ib);
+        uint64_t gn = 0, gib = 0;
+        sr_err e = SR_ERR_INIT;
+        int rc = sr_delta_index_header(&gn, &gib, h, sizeof h, cs[i].fsize, "p", &e);
+        if (cs[i].ok) {
+            ck_assert_msg(rc == 0, "n %llu, index %llu, file %llu: %s", (unsigned long long)cs[i].n,
+                          (unsigned long long)cs[i].ib, (unsigned long long)cs[i].fsize, e.msg);
+            ck_assert_uint_eq(gn, cs[i].n);
+            ck_assert_uint_eq(gib, cs[i].ib);
+        } else {
+            ck_assert_sr_code(rc, e, SR_E_DELTA_PAYLOAD);
+        }
+    }
+    /* One header byte short is refused. */
+    payload_header(h, 2, 0);
+    sr_err e = SR_ERR_INIT;
+    uint64_t gn, gib;
+    ck_assert_sr_code(sr_delta_index_header(&gn, &gib, h, sizeof h - 1, 1000, "p", &e), e,
+                      SR_E_DELTA_PAYLOAD);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("delta");
@@ -428,6 +486,7 @@ int main(void)
     tcase_add_test(tc, version_and_base_version_mismatch);
     tcase_add_test(tc, publisher_rejects_bad_input_and_keeps_its_version);
     tcase_add_test(tc, many_payload_files_and_a_reset_callback);
+    tcase_add_test(tc, payload_header_limits_at_before_and_past);
     suite_add_tcase(s, tc);
     return sr_test_run(s);
 }

@@ -1,4 +1,5 @@
 /* The mock engine over real HTTP: generate endpoints, row arithmetic, determinism, validation. */
+#include "engine/engine.h"
 #include "engine_util.h"
 
 #define CFG_TEXT                                                                                   \
@@ -318,6 +319,34 @@ START_TEST(test_keep_alive_and_sessions)
 }
 END_TEST
 
+/* The session table's cap (SR_ENGINE_MAX_SESSIONS) at, before and past: the first and the
+ * 6144th new session are both counted (a held one goes on to turn 2), and the 6145th clears the
+ * table, so that a held session starts again at turn 1 (engine.h: counting restarts). */
+START_TEST(test_session_table_at_its_cap)
+{
+    sr_engine_config c;
+    load_cfg(&c, CFG_TEXT);
+    sr_engine *e = NULL;
+    sr_err err = SR_ERR_INIT;
+    ck_assert_sr_ok(sr_engine_new(&e, &c, &err), err);
+    char id[32];
+    for (int i = 0; i < SR_ENGINE_MAX_SESSIONS; i++) {
+        snprintf(id, sizeof id, "s%d", i);
+        ck_assert_int_eq(sr_engine_session_turn(e, id), 1);
+    }
+    /* At the cap: the first and the last session are held. */
+    ck_assert_int_eq(sr_engine_session_turn(e, "s0"), 2);
+    snprintf(id, sizeof id, "s%d", SR_ENGINE_MAX_SESSIONS - 1);
+    ck_assert_int_eq(sr_engine_session_turn(e, id), 2);
+    /* One past: the table is cleared and counting restarts. */
+    ck_assert_int_eq(sr_engine_session_turn(e, "one-more"), 1);
+    ck_assert_int_eq(sr_engine_session_turn(e, "one-more"), 2);
+    ck_assert_int_eq(sr_engine_session_turn(e, "s0"), 1);
+    sr_engine_free(e);
+    sr_engine_config_release(&c);
+}
+END_TEST
+
 static Suite *engine_suite(void)
 {
     Suite *s = suite_create("engine");
@@ -329,6 +358,7 @@ static Suite *engine_suite(void)
     tcase_add_test(tc, test_native_generate_and_clamping);
     tcase_add_test(tc, test_sample_support_field);
     tcase_add_test(tc, test_keep_alive_and_sessions);
+    tcase_add_test(tc, test_session_table_at_its_cap);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -413,6 +413,60 @@ START_TEST(earlier_form_packed_in_every_update_info)
 }
 END_TEST
 
+/* The weight_checker's compare uses every hex digit of a digest: the engine's own baseline
+ * matches, and one digit changed at each of the 32 positions (both 64-bit halves) of the first
+ * or the last tensor's digest names exactly that tensor (docs/internals/testing.md, boundary
+ * checklist: each byte of a digest). */
+START_TEST(compare_uses_every_digit_of_a_digest)
+{
+    eng e;
+    eng_start(&e, VCFG);
+    sr_weights *w = weights_at(0);
+    size_t n = sr_weights_count(w);
+    ck_assert_uint_ge(n, 2);
+    char(*hex)[33] = calloc(n, sizeof(*hex));
+    ck_assert_ptr_nonnull(hex);
+    for (size_t i = 0; i < n; i++) {
+        sr_weights_info t;
+        ck_assert_int_eq(sr_weights_tensor(&t, w, i, NULL), 0);
+        snprintf(hex[i], sizeof hex[i], "%016llx%016llx", (unsigned long long)t.digest_hi,
+                 (unsigned long long)t.digest_lo);
+    }
+    for (int changed = -1; changed < 2 * 32; changed++) {
+        size_t which = changed < 32 ? 0 : n - 1; /* the first, then the last tensor */
+        int at = changed % 32;
+        sr_buf b = SR_BUF_INIT;
+        sr_buf_puts(&b, "{\"action\":\"compare\",\"baseline\":{", NULL);
+        for (size_t i = 0; i < n; i++) {
+            sr_weights_info t;
+            sr_weights_tensor(&t, w, i, NULL);
+            char d[33];
+            memcpy(d, hex[i], sizeof d);
+            if (changed >= 0 && i == which)
+                d[at] = d[at] == '0' ? '1' : '0';
+            sr_buf_printf(&b, NULL, "%s\"%s\":\"%s\"", i ? "," : "", t.name, d);
+        }
+        sr_buf_puts(&b, "}}", NULL);
+        char want[256] = "{\"match\":true,\"mismatches\":[]}";
+        if (changed >= 0) {
+            sr_weights_info t;
+            sr_weights_tensor(&t, w, which, NULL);
+            snprintf(want, sizeof want, "{\"match\":false,\"mismatches\":[\"%s\"]}", t.name);
+        }
+        hresp r;
+        http_post(&r, &e, "/weight_checker", b.data);
+        ck_assert_msg(r.status == 200 && r.body.data && strcmp(r.body.data, want) == 0,
+                      "digit %d of tensor %zu changed: %ld %s, want %s", at, which, r.status,
+                      r.body.data ? r.body.data : "", want);
+        hresp_free(&r);
+        sr_buf_release(&b);
+    }
+    free(hex);
+    sr_weights_free(w);
+    eng_stop(&e);
+}
+END_TEST
+
 static Suite *vllm_suite(void)
 {
     Suite *s = suite_create("engine_vllm");
@@ -424,6 +478,7 @@ static Suite *vllm_suite(void)
     tcase_add_test(tc, abort_requests_aborts_in_flight_generates);
     tcase_add_test(tc, current_form_packed_in_init_and_opaque_versions);
     tcase_add_test(tc, earlier_form_packed_in_every_update_info);
+    tcase_add_test(tc, compare_uses_every_digit_of_a_digest);
     suite_add_tcase(s, tc);
     return s;
 }

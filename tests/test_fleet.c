@@ -218,6 +218,43 @@ START_TEST(merge_shards)
 }
 END_TEST
 
+/* A merge missing its first, its middle or its last shard of three names that shard (and only
+ * it), is partial, and still holds the other two shards' scenarios (docs/internals/testing.md,
+ * boundary checklist: each member of a set, first and last). */
+START_TEST(merge_names_a_missing_first_middle_or_last_shard)
+{
+    const char *ids[3][1] = {{"a"}, {"b"}, {"c"}};
+    const sr_verdict p[] = {SR_VERDICT_PASS};
+    sr_run_result *s[3];
+    for (int k = 0; k < 3; k++)
+        s[k] = shard_run(k + 1, 3, "r", ids[k], p, 1);
+    const char *names[] = {"x", "y"};
+    for (int missing = 1; missing <= 3; missing++) {
+        const sr_run_result *two[2];
+        size_t n = 0;
+        for (int k = 1; k <= 3; k++)
+            if (k != missing)
+                two[n++] = s[k - 1];
+        sr_run_result *m = NULL;
+        sr_err err = SR_ERR_INIT;
+        char want[64];
+        ck_assert_sr_code(sr_report_merge(&m, two, names, 2, &err), err, SR_E_REPORT_SHARD_MISSING);
+        snprintf(want, sizeof want, "1 of 3 shards missing: shard %d/3 (merged:", missing);
+        ck_assert_msg(strstr(err.msg, want), "shard %d missing: %s", missing, err.msg);
+        ck_assert_ptr_nonnull(m);
+        snprintf(want, sizeof want, "shard %d/3 missing", missing);
+        ck_assert_int_eq(m->partial, 1);
+        ck_assert_str_eq(m->partial_reason, want);
+        ck_assert_uint_eq(m->n_scenarios, 2);
+        for (size_t i = 0; i < m->n_scenarios; i++)
+            ck_assert_int_ne(m->scenarios[i]->shard, missing);
+        sr_run_result_free(m);
+    }
+    for (int k = 0; k < 3; k++)
+        sr_run_result_free(s[k]);
+}
+END_TEST
+
 START_TEST(merge_refusals)
 {
     const char *a[] = {"a"}, *b[] = {"b"};
@@ -406,6 +443,7 @@ int main(void)
     tcase_add_test(tc, shard_errors);
     tcase_add_test(tc, shard_partition_stable);
     tcase_add_test(tc, merge_shards);
+    tcase_add_test(tc, merge_names_a_missing_first_middle_or_last_shard);
     tcase_add_test(tc, merge_refusals);
     tcase_add_test(tc, history_analysis);
     tcase_add_test(tc, history_limits);

@@ -245,6 +245,51 @@ START_TEST(artifact_bytes_bounded)
 }
 END_TEST
 
+/* sr_artifact_bytes at, before and past its bound: 63 and 64 bytes under max 64 are kept whole,
+ * 65 are cut; a focus on the last byte centres the cut (at its end), a focus one past the data is
+ * no focus (the head). */
+START_TEST(artifact_bytes_at_its_limit)
+{
+    char dir[] = "/tmp/sr_art_XXXXXX", p[512];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char data[65];
+    for (int i = 0; i < 65; i++)
+        data[i] = (char)(i + 1);
+    sr_err e = SR_ERR_INIT;
+    ck_assert_sr_ok(sr_artifact_bytes(dir, "a63.bin", data, 63, -1, 64, &e), e);
+    ck_assert_sr_ok(sr_artifact_bytes(dir, "a64.bin", data, 64, -1, 64, &e), e);
+    ck_assert_sr_ok(sr_artifact_bytes(dir, "a65.bin", data, 65, -1, 64, &e), e);
+    ck_assert_sr_ok(sr_artifact_bytes(dir, "last.bin", data, 65, 64, 64, &e), e);
+    ck_assert_sr_ok(sr_artifact_bytes(dir, "past.bin", data, 65, 65, 64, &e), e);
+    static const struct {
+        const char *name;
+        size_t n, from;
+    } want[] = {{"a63.bin", 63, 0},
+                {"a64.bin", 64, 0},
+                {"a65.bin", 64, 0},
+                {"last.bin", 64, 1},
+                {"past.bin", 64, 0}};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        size_t n;
+        snprintf(p, sizeof(p), "%s/%s", dir, want[i].name);
+        char *x = slurp(p, &n);
+        ck_assert_msg(n == want[i].n && memcmp(x, data + want[i].from, n) == 0,
+                      "%s: %zu bytes, want %zu from %zu", want[i].name, n, want[i].n, want[i].from);
+        free(x);
+    }
+    snprintf(p, sizeof(p), "%s/index.txt", dir);
+    char *x = slurp(p, NULL);
+    static const char *const lines[] = {"a63.bin: all 63 bytes\n", "a64.bin: all 64 bytes\n",
+                                        "a65.bin: bytes [0, 64) of 65 (cut to the head)\n",
+                                        "last.bin: bytes [1, 65) of 65 (cut around byte 64)\n",
+                                        "past.bin: bytes [0, 64) of 65 (cut to the head)\n"};
+    for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++)
+        ck_assert_msg(strstr(x, lines[i]), "index lacks %s: %s", lines[i], x);
+    free(x);
+    rm_rf(dir);
+}
+END_TEST
+
 START_TEST(artifact_copy_tail)
 {
     char dir[] = "/tmp/sr_art_XXXXXX", src[512], p[512];
@@ -356,6 +401,7 @@ int main(void)
     tcase_add_test(tc, term_progress_and_colour);
     tcase_add_test(tc, term_detect_environment);
     tcase_add_test(tc, artifact_bytes_bounded);
+    tcase_add_test(tc, artifact_bytes_at_its_limit);
     tcase_add_test(tc, artifact_copy_tail);
     tcase_add_test(tc, artifact_trace_rows);
     tcase_add_test(tc, load_errors_placed_in_whole_text);

@@ -344,6 +344,53 @@ START_TEST(a_destination_changes_only_where_the_routes_are)
 }
 END_TEST
 
+/* The splicer's max_body at, before and past: a body of L bytes (an object padded with spaces)
+ * is taken with max_body L and L + 1 and refused splice.body_too_large at offset L - 1 with
+ * max_body L - 1: one-shot and streamed in pieces of 1, 7 and L bytes, announced (Content-Length
+ * L) or not. */
+START_TEST(max_body_at_its_limit)
+{
+    enum { L = 100 };
+    char body[L + 1];
+    memset(body, ' ', L);
+    memcpy(body, "{\"n\":1", 6);
+    body[L - 1] = '}';
+    body[L] = '\0';
+    for (size_t max = L - 1; max <= L + 1; max++)
+        for (int announced = 0; announced <= 1; announced++)
+            for (int way = 0; way < 4; way++) {
+                sr_splice_opts o = SR_SPLICE_OPTS_INIT;
+                o.max_body = max;
+                sr_splicer *s = NULL;
+                sr_err err = SR_ERR_INIT;
+                ck_assert_sr_ok(sr_splicer_new(&s, g_fields, &o, &err), err);
+                const sr_splice_result *r = NULL;
+                int64_t expected = announced ? L : -1;
+                int rc;
+                if (way == 0) {
+                    rc = sr_splice(s, body, L, expected, &r, &err);
+                } else {
+                    size_t piece = way == 1 ? 1 : way == 2 ? 7 : L;
+                    rc = sr_splice_stream_begin(s, expected, &err);
+                    for (size_t at = 0; !rc && at < L; at += piece)
+                        rc = sr_splice_stream_feed(s, body + at, L - at < piece ? L - at : piece,
+                                                   &err);
+                    if (!rc)
+                        rc = sr_splice_stream_finish(s, &r, &err);
+                }
+                if (max >= L) {
+                    ck_assert_msg(rc == 0, "max_body %zu, way %d, announced %d: %s", max, way,
+                                  announced, err.msg);
+                } else {
+                    ck_assert_msg(rc == SR_E_SPLICE_TOO_LARGE && err.offset == (int64_t)max,
+                                  "max_body %zu, way %d, announced %d: %s at %lld", max, way,
+                                  announced, sr_code_name(rc), (long long)err.offset);
+                }
+                sr_splicer_free(s);
+            }
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("splice_stream");
@@ -355,6 +402,7 @@ static Suite *suite(void)
     tcase_add_test(eq, canonical_statistics_match_minmax);
     tcase_add_test(eq, canonical_check_at_every_position_of_the_or_blocks);
     tcase_add_test(eq, a_destination_changes_only_where_the_routes_are);
+    tcase_add_test(eq, max_body_at_its_limit);
     suite_add_tcase(s, eq);
     return s;
 }
