@@ -345,6 +345,15 @@ def main():
                     help="run only each mutant's own subset, not the cross-cutting entries "
                     "(faster; the killed-by-two figure is then not meaningful)")
     a = ap.parse_args()
+    # The scratch copy has no .git: the runs record the checkout's revision instead, as
+    # fleet.shards needs one (SYNCROLL_GIT_REV is what `syncroll run` records when set).
+    if not os.environ.get("SYNCROLL_GIT_REV"):
+        try:
+            rev = subprocess.run(["git", "-C", ROOT, "rev-parse", "HEAD"], capture_output=True,
+                                 text=True, check=True).stdout.strip()
+        except (OSError, subprocess.CalledProcessError):
+            rev = "mutate-scratch"
+        os.environ["SYNCROLL_GIT_REV"] = rev or "mutate-scratch"
     # SIGTERM (a CI timeout, kill PID) unwinds like ^C, so the applied mutant is reverted.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     if a.jobs < 1 or a.timeout < 1:

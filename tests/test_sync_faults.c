@@ -446,6 +446,30 @@ START_TEST(disk_skips_a_version_of_the_same_bytes)
 }
 END_TEST
 
+/* Bytes loaded without verification (sr_sync_opts.verify off) were never verified as held: syncing
+ * the same bytes again loads them again rather than only setting the number, although the engine
+ * reports holding them. */
+START_TEST(disk_reloads_bytes_that_were_never_verified)
+{
+    sr_sync_opts o = SR_SYNC_OPTS_INIT;
+    o.control = SR_SYNC_DIALECT_SGLANG;
+    o.verify = 0;
+    sfx x;
+    sfx_start(&x, 1, "{" SYNC_MODEL ",\"sync_dialect\":\"sglang\"}", SR_SYNC_DISK, &o);
+    sfx_sync(&x, 1, 1);
+    ck_assert_uint_eq(x.r.n_checks, 0);
+    ck_assert(x.r.completed && !x.r.verified);
+    ck_assert_int_eq(fx_count(&x.f, 0, "update_weights_from_disk"), 1);
+    sfx_assert_fps(&x, 0, 1);
+    sfx_sync(&x, 2, SR_SYNC_SAME_BYTES);
+    ck_assert_uint_eq(x.r.n_checks, 0);
+    ck_assert(x.r.completed && !x.r.verified);
+    ck_assert_int_eq(fx_count(&x.f, 0, "update_weights_from_disk"), 2);
+    ck_assert_int_eq((int)sfx_state_num(&x, 0, "weight_version", NULL), 2);
+    sfx_stop(&x);
+}
+END_TEST
+
 /* Verification compares every layer's fingerprint: a partial apply that skips only the first
  * or only the last MoE layer slot (of 4) is named at that slot. */
 START_TEST(partial_apply_of_the_first_or_last_layer_is_found)
@@ -483,6 +507,7 @@ static Suite *faults_suite(void)
     tcase_add_test(tc, vllm_plane_sync_is_checked_by_the_weight_checker);
     tcase_add_test(tc, sglang_plane_sync_and_a_lost_group);
     tcase_add_test(tc, disk_skips_a_version_of_the_same_bytes);
+    tcase_add_test(tc, disk_reloads_bytes_that_were_never_verified);
     tcase_add_test(tc, partial_apply_of_the_first_or_last_layer_is_found);
     suite_add_tcase(s, tc);
     return s;
