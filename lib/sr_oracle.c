@@ -190,38 +190,7 @@ void sr_oracle_route_row(int32_t *experts, const sr_oracle *o, int layer, uint64
     uint64_t r[SR_ORACLE_MAX_TOPK];
     for (int j = 0; j < K; j++)
         r[j] = (uint64_t)j + below(draw(s, (uint64_t)j), E - (uint64_t)j);
-    /* The virtual array a[] is the identity except at the slots swapped so far, kept in a small
-     * (slot, value) list. Slot j is never read again after step j, so only a[r] = old a[j] needs
-     * recording. `seen` has bit (slot mod 64) set for every listed slot: with E >> K most
-     * lookups miss, and the filter lets them skip the scan. */
-    uint64_t slot[SR_ORACLE_MAX_TOPK], val[SR_ORACLE_MAX_TOPK], seen = 0;
-    int nswap = 0;
-    for (int j = 0; j < K; j++) {
-        uint64_t rj = r[j], ar = rj, aj = (uint64_t)j;
-        int at = -1;
-        if (seen & (1ull << (rj & 63)))
-            for (int q = 0; q < nswap; q++)
-                if (slot[q] == rj) {
-                    ar = val[q];
-                    at = q;
-                    break;
-                }
-        if (seen & (1ull << (j & 63)))
-            for (int q = 0; q < nswap; q++)
-                if (slot[q] == (uint64_t)j) {
-                    aj = val[q];
-                    break;
-                }
-        experts[j] = (int32_t)ar;
-        if (at >= 0) {
-            val[at] = aj;
-        } else if (rj != (uint64_t)j) {
-            slot[nswap] = rj;
-            val[nswap] = aj;
-            nswap++;
-            seen |= 1ull << (rj & 63);
-        }
-    }
+    sr_oracle_i_shuffle_sparse(experts, r, 1, K);
 }
 
 void sr_oracle_next(int32_t *token, double *logprob, const sr_oracle *o, uint64_t global_fp,

@@ -80,4 +80,45 @@ void sr_oracle_i_row(sr_oracle_i_rows *w, void *out, size_t at, sr_dtype dtype,
 void sr_oracle_i_draws_avx2(uint64_t *r, int groups, uint64_t h, const uint64_t *fps,
                             const uint64_t *gold, int K, uint64_t E);
 
+/*
+ * The partial Fisher-Yates shuffle of a route row: the first K entries of a virtual identity
+ * array of E after swapping slot j with slot r[j * stride] for j = 0..K-1 (j <= r[j] < E), into
+ * row[0, K). The virtual array is the identity except at the slots swapped so far, kept in a
+ * small (slot, value) list: slot j is never read again after step j, so only a[r] = old a[j]
+ * needs recording. `seen` has bit (slot mod 64) set for every listed slot: with E >> K most
+ * lookups miss, and the filter lets them skip the scan. Shared by sr_oracle_route_row (the
+ * reference, stride 1) and the row filler (its draws four layers apart, stride 4).
+ */
+static inline void sr_oracle_i_shuffle_sparse(int32_t *row, const uint64_t *r, size_t stride, int K)
+{
+    uint64_t slot[SR_ORACLE_MAX_TOPK], val[SR_ORACLE_MAX_TOPK], seen = 0;
+    int nswap = 0;
+    for (int j = 0; j < K; j++) {
+        uint64_t rj = r[(size_t)j * stride], ar = rj, aj = (uint64_t)j;
+        int at = -1;
+        if (seen & (1ull << (rj & 63)))
+            for (int q = 0; q < nswap; q++)
+                if (slot[q] == rj) {
+                    ar = val[q];
+                    at = q;
+                    break;
+                }
+        if (seen & (1ull << (j & 63)))
+            for (int q = 0; q < nswap; q++)
+                if (slot[q] == (uint64_t)j) {
+                    aj = val[q];
+                    break;
+                }
+        row[j] = (int32_t)ar;
+        if (at >= 0) {
+            val[at] = aj;
+        } else if (rj != (uint64_t)j) {
+            slot[nswap] = rj;
+            val[nswap] = aj;
+            nswap++;
+            seen |= 1ull << (rj & 63);
+        }
+    }
+}
+
 #endif /* SR_ORACLE_PRIV_H */

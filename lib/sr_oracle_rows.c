@@ -98,39 +98,6 @@ static inline __attribute__((always_inline)) void shuffle_table_k(sr_oracle_i_ro
         shuffle_table(w, out, at, dtype, n, w->shape.topk);
 }
 
-/* The shuffle on the sparse (slot, value) list, as sr_oracle_route_row does it. */
-static void shuffle_sparse(int32_t *row, const uint64_t *r, int K)
-{
-    uint64_t slot[SR_ORACLE_MAX_TOPK], val[SR_ORACLE_MAX_TOPK], seen = 0;
-    int nswap = 0;
-    for (int j = 0; j < K; j++) {
-        uint64_t rj = r[j * 4], ar = rj, aj = (uint64_t)j;
-        int at = -1;
-        if (seen & (1ull << (rj & 63)))
-            for (int q = 0; q < nswap; q++)
-                if (slot[q] == rj) {
-                    ar = val[q];
-                    at = q;
-                    break;
-                }
-        if (seen & (1ull << (j & 63)))
-            for (int q = 0; q < nswap; q++)
-                if (slot[q] == (uint64_t)j) {
-                    aj = val[q];
-                    break;
-                }
-        row[j] = (int32_t)ar;
-        if (at >= 0) {
-            val[at] = aj;
-        } else if (rj != (uint64_t)j) {
-            slot[nswap] = rj;
-            val[nswap] = aj;
-            nswap++;
-            seen |= 1ull << (rj & 63);
-        }
-    }
-}
-
 static void store(void *out, size_t at, sr_dtype dtype, const int32_t *row, int K)
 {
     switch (dtype) {
@@ -176,7 +143,8 @@ static void shuffle_sparse_slots(sr_oracle_i_rows *w, void *out, size_t at, sr_d
     const int K = w->shape.topk;
     int32_t row[SR_ORACLE_MAX_TOPK];
     for (int l = 0; l < n; l++, at += (size_t)K) {
-        shuffle_sparse(row, w->r + (size_t)(l / 4) * (size_t)K * 4 + (size_t)(l % 4), K);
+        sr_oracle_i_shuffle_sparse(row, w->r + (size_t)(l / 4) * (size_t)K * 4 + (size_t)(l % 4), 4,
+                                   K);
         store(out, at, dtype, row, K);
     }
 }
