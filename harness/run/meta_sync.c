@@ -102,24 +102,33 @@ static void moved(sr_meta_ctx *x, const sr_meta_resp *a, const sr_meta_resp *b, 
     }
 }
 
+/* The next turn of `from` (its prompt and output, then a user's), sent with `salt` (a cache hit
+ * allowed): relation `name` holds when its rows over [0, end) are ref's. */
+static int next_turn_rows(sr_meta_ctx *x, const char *name, const sr_meta_resp *from,
+                          const sr_meta_resp *ref, int64_t end, const char *salt, const char *what,
+                          const char *span, sr_err *err)
+{
+    if (!sr_meta_afford(x, name, 1))
+        return 0;
+    int32_t p[SR_META_MAX_PROMPT];
+    size_t n = sr_meta_next_turn(x, p, from);
+    sr_meta_resp t;
+    int rc = sr_meta_ask(x, &t, p, n, 0, salt, 1, name, err);
+    if (!rc && !t.code) {
+        sr_meta_check_resp(x, &t, what);
+        sr_meta_same_span(x, name, ref, &t, 0, end, span);
+    }
+    sr_meta_resp_free(&t);
+    return rc;
+}
+
 /* meta.cache_after_sync: a prompt holding a post-sync output (sent with the pre-sync salt, so a
  * cached prefix would be found) gets the rows that output was computed with. */
 static int cache(sr_meta_ctx *x, const sr_meta_resp *a1, const char *salt, sr_err *err)
 {
-    const char *name = "meta.cache_after_sync";
-    if (!sr_meta_afford(x, name, 1))
-        return 0;
-    int32_t p[SR_META_MAX_PROMPT];
-    size_t n = sr_meta_next_turn(x, p, a1);
-    sr_meta_resp b;
-    int rc = sr_meta_ask(x, &b, p, n, 0, salt, 1, name, err);
-    if (!rc && !b.code) {
-        sr_meta_check_resp(x, &b, "after the sync, the output as a prompt");
-        sr_meta_same_span(x, name, a1, &b, 0, (int64_t)(a1->P + a1->G) - 1,
-                          "after the sync, a prompt holding a post-sync output");
-    }
-    sr_meta_resp_free(&b);
-    return rc;
+    return next_turn_rows(x, "meta.cache_after_sync", a1, a1, (int64_t)(a1->P + a1->G) - 1, salt,
+                          "after the sync, the output as a prompt",
+                          "after the sync, a prompt holding a post-sync output", err);
 }
 
 /* meta.multiturn_prefix across a sync: turn 2 of the conversation whose turn 1 (b0) ran before
@@ -129,21 +138,11 @@ static int cache(sr_meta_ctx *x, const sr_meta_resp *a1, const char *salt, sr_er
 static int turn_after_sync(sr_meta_ctx *x, const sr_meta_resp *b0, const sr_meta_resp *a1,
                            const char *salt0, sr_err *err)
 {
-    const char *name = "meta.multiturn_prefix";
-    if (!sr_meta_afford(x, name, 1))
-        return 0;
-    int32_t p[SR_META_MAX_PROMPT];
-    size_t n = sr_meta_next_turn(x, p, b0);
-    sr_meta_resp t;
-    int rc = sr_meta_ask(x, &t, p, n, 0, salt0, 1, name, err);
-    if (!rc && !t.code) {
-        sr_meta_check_resp(x, &t, "after sync 2, turn 2 of a turn 1 from before it");
-        sr_meta_same_span(x, name, a1, &t, 0, (int64_t)b0->P,
+    return next_turn_rows(x, "meta.multiturn_prefix", b0, a1, (int64_t)b0->P, salt0,
+                          "after sync 2, turn 2 of a turn 1 from before it",
                           "after sync 2, turn 1's prompt in turn 2 (re-routed with the new "
-                          "weights, as that prompt alone is)");
-    }
-    sr_meta_resp_free(&t);
-    return rc;
+                          "weights, as that prompt alone is)",
+                          err);
 }
 
 /* After the sync back: the base again, warm, must be the base exactly. */
