@@ -267,6 +267,14 @@ def json_paths(a):
     return paths
 
 
+def recompiled(path, out):
+    """Whether the build output shows the mutated file compiled: a source file's own object, or
+    for a header (an inline function shared by sources) any object rebuilt after it changed."""
+    if path.endswith(".h"):
+        return "Building C object" in out
+    return os.path.basename(path) + ".o" in out
+
+
 def run_list(sc, doc, muts, a):
     """Applies each mutant of one list in turn; returns the results."""
     cross = "" if a.no_cross else doc["cross"]
@@ -298,7 +306,7 @@ def run_list(sc, doc, muts, a):
                 if not ok:
                     r["status"] = "build_error"
                     r["build_output"] = out[-2000:]
-                elif os.path.basename(m["file"]) + ".o" not in out:
+                elif not recompiled(m["file"], out):
                     # The build did not recompile the mutated file: its tests would run the
                     # unmutated code and the mutant would survive for nothing.
                     r["status"] = "build_error"
