@@ -6,6 +6,7 @@
 #define SR_TEST_H
 
 #include <check.h>
+#include <stdarg.h>
 #include <netinet/in.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -13,7 +14,9 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <unistd.h>
 
+#include "sr_buf.h"
 #include "sr_err.h"
 
 /* Asserts that rc is the code `want` and that err carries the same code. */
@@ -76,6 +79,33 @@ static inline int sr_test_raw_send(int port, const char *req)
     size_t len = strlen(req);
     ck_assert_int_eq((long)send(fd, req, len, MSG_NOSIGNAL), (long)len);
     return fd;
+}
+
+/* Reads fd until the peer closes it (or the 30 s receive bound of sr_test_raw_connect passes)
+ * into buf, NUL-terminated, at most cap - 1 bytes; closes fd. */
+static inline void sr_test_raw_read_all(int fd, char *buf, size_t cap)
+{
+    size_t len = 0;
+    ssize_t n;
+    while (len < cap - 1 && (n = read(fd, buf + len, cap - 1 - len)) > 0)
+        len += (size_t)n;
+    buf[len] = '\0';
+    close(fd);
+}
+
+/* Appends printf-style text (under 8 KiB a call) to b; fails the test on an error. */
+static inline void sr_test_put(sr_buf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static inline void sr_test_put(sr_buf *b, const char *fmt, ...)
+{
+    char tmp[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    ck_assert(n >= 0 && (size_t)n < sizeof tmp);
+    sr_err e = SR_ERR_INIT;
+    ck_assert_msg(sr_buf_append(b, tmp, (size_t)n, &e) == 0, "%s", e.msg);
 }
 
 static inline int sr_test_run(Suite *s)

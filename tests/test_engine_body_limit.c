@@ -12,17 +12,6 @@
 
 #define LIMIT 1024
 
-/* Reads until the engine closes the connection (or the socket's 30 s receive bound passes). */
-static void read_all(int fd, char *buf, size_t cap)
-{
-    size_t len = 0;
-    ssize_t n;
-    while (len < cap - 1 && (n = read(fd, buf + len, cap - 1 - len)) > 0)
-        len += (size_t)n;
-    buf[len] = '\0';
-    close(fd);
-}
-
 /* A JSON object of exactly n bytes: '{', spaces, '}'. */
 static char *object_of(size_t n)
 {
@@ -53,7 +42,7 @@ static void post_of(const eng *e, size_t n, int chunked, char *buf, size_t cap)
     else if (!rc)
         rc = sr_buf_printf(&req, &err, "Content-Length: %zu\r\n\r\n%s", n, body);
     ck_assert_sr_ok(rc, err);
-    read_all(sr_test_raw_send(e->port, req.data), buf, cap);
+    sr_test_raw_read_all(sr_test_raw_send(e->port, req.data), buf, cap);
     sr_buf_release(&req);
     free(body);
 }

@@ -19,22 +19,11 @@
 #include "scenario/scenario.h"
 #include "sr_clock.h"
 
-/* Reads until the engine closes the connection (or 30 s pass). */
-static void raw_read_all(int fd, char *buf, size_t cap)
-{
-    size_t len = 0;
-    ssize_t n;
-    while (len < cap - 1 && (n = read(fd, buf + len, cap - 1 - len)) > 0)
-        len += (size_t)n;
-    buf[len] = '\0';
-    close(fd);
-}
-
 /* Sends `req` on a new connection and asserts the answer's status line and check name. */
 static void expect_raw(const eng *e, const char *req, const char *status, const char *check)
 {
     char buf[4096];
-    raw_read_all(sr_test_raw_send(e->port, req), buf, sizeof(buf));
+    sr_test_raw_read_all(sr_test_raw_send(e->port, req), buf, sizeof(buf));
     ck_assert_msg(strncmp(buf, status, strlen(status)) == 0, "want %s for %.60s...: %s", status,
                   req, buf);
     ck_assert_msg(!check || strstr(buf, check), "want %s in: %s", check, buf);
@@ -330,11 +319,12 @@ START_TEST(framing_a_careful_server_refuses)
 END_TEST
 
 /*
- * The one framing case the engine cannot answer itself (docs/reference/reliability.md): a chunk-size line
- * whose extension does not fit the connection's 32 KiB read buffer is answered by libmicrohttpd
- * 0.9.75 with its own 500 (1.0.0 and later: 413) before the application sees a byte of it. Pinned
- * here so a library change shows, and so that it stays an answer and a closed connection, never
- * a hang or a crash: the engine serves the next request, and an extension that fits is ignored.
+ * The one framing case the engine cannot answer itself (docs/reference/reliability.md): a
+ * chunk-size line whose extension does not fit the connection's 32 KiB read buffer is answered by
+ * libmicrohttpd 0.9.75 with its own 500 (1.0.0 and later: 413) before the application sees a byte
+ * of it. Pinned here so a library change shows, and so that it stays an answer and a closed
+ * connection, never a hang or a crash: the engine serves the next request, and an extension that
+ * fits is ignored.
  */
 START_TEST(oversized_chunk_extension_is_the_library_answer)
 {
@@ -351,7 +341,7 @@ START_TEST(oversized_chunk_extension_is_the_library_answer)
         memcpy(req, head, sizeof(head) - 1);
         memset(req + sizeof(head) - 1, 'a', sizes[k]);
         memcpy(req + sizeof(head) - 1 + sizes[k], tail, sizeof(tail));
-        raw_read_all(sr_test_raw_send(e.port, req), buf, sizeof(buf));
+        sr_test_raw_read_all(sr_test_raw_send(e.port, req), buf, sizeof(buf));
         free(req);
         if (k == 0)
             ck_assert_msg(strncmp(buf, "HTTP/1.1 500", 12) == 0 ||
@@ -492,7 +482,7 @@ START_TEST(requests_over_the_active_limit_queue_then_refuse)
     fd[refused] = sr_test_raw_send(e.port, health);
     struct timeval tv5 = {5, 0};
     setsockopt(fd[refused], SOL_SOCKET, SO_RCVTIMEO, &tv5, sizeof(tv5));
-    raw_read_all(fd[refused], buf[refused], sizeof(buf[refused]));
+    sr_test_raw_read_all(fd[refused], buf[refused], sizeof(buf[refused]));
     ck_assert_msg(strncmp(buf[refused], "HTTP/1.1 503", 12) == 0 &&
                       strstr(buf[refused], "\"check\":\"engine.connection_limit\"") &&
                       strstr(buf[refused], "engines.server.max_queued_requests"),
@@ -501,7 +491,7 @@ START_TEST(requests_over_the_active_limit_queue_then_refuse)
     close(held[0]);
     struct timeval tv = {30, 0};
     setsockopt(fd[queued], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    raw_read_all(fd[queued], buf[queued], sizeof(buf[queued]));
+    sr_test_raw_read_all(fd[queued], buf[queued], sizeof(buf[queued]));
     ck_assert_msg(strncmp(buf[queued], "HTTP/1.1 200", 12) == 0, "queued: %s", buf[queued]);
     close(held[1]);
     eng_expect(&e, "GET", "/syncroll/v1/state", NULL, 200, "\"queued\":0,\"max_queued\":1,");

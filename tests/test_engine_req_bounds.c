@@ -23,19 +23,6 @@
 #include "sr_buf.h"
 #include "sr_test.h"
 
-/* A growing text (exits the test on allocation failure). */
-static void put(sr_buf *b, const char *fmt, ...)
-{
-    char tmp[8192];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
-    va_end(ap);
-    ck_assert(n >= 0 && (size_t)n < sizeof tmp);
-    sr_err e = SR_ERR_INIT;
-    ck_assert_sr_ok(sr_buf_append(b, tmp, (size_t)n, &e), e);
-}
-
 /* `n` copies of character c, NUL-terminated, in a static buffer (n < 8192). */
 static const char *run_of(char c, size_t n)
 {
@@ -115,7 +102,7 @@ START_TEST(vllm_label_length_at_its_limit)
     int64_t v = 0;
     for (size_t n = 0; n <= SR_SYNC_REQ_LABEL_MAX; n++) {
         sr_buf b = SR_BUF_INIT;
-        put(&b, "{\"new_version\":\"%s\"}", run_of('s', n));
+        sr_test_put(&b, "{\"new_version\":\"%s\"}", run_of('s', n));
         int rc = sr_sync_req_version_label(&v, label, b.data, b.len, &e);
         if (n >= 1 && n <= SR_SYNC_REQ_LABEL_MAX - 1) {
             ck_assert_msg(rc == 0, "label of %zu bytes: %s", n, e.msg);
@@ -140,8 +127,8 @@ START_TEST(checker_baseline_entry_at_its_limits)
     memset(hex, 'A', sizeof hex);
     for (size_t n = 0; n <= SR_SYNC_REQ_NAME_MAX; n++) {
         sr_buf b = SR_BUF_INIT;
-        put(&b, "{\"action\":\"compare\",\"baseline\":{\"%s\":\"%.*s\"}}", run_of('t', n),
-            SR_SYNC_REQ_DIGEST_HEX, hex);
+        sr_test_put(&b, "{\"action\":\"compare\",\"baseline\":{\"%s\":\"%.*s\"}}", run_of('t', n),
+                    SR_SYNC_REQ_DIGEST_HEX, hex);
         int rc = sr_sync_req_checker(&r, b.data, b.len, &e);
         if (n >= 1 && n <= SR_SYNC_REQ_NAME_MAX - 1) {
             ck_assert_msg(rc == 0, "name of %zu bytes: %s", n, e.msg);
@@ -180,10 +167,10 @@ END_TEST
 /* A baseline of n distinct names, each with a digest. */
 static void baseline_body(sr_buf *b, size_t n)
 {
-    put(b, "{\"action\":\"compare\",\"baseline\":{");
+    sr_test_put(b, "{\"action\":\"compare\",\"baseline\":{");
     for (size_t i = 0; i < n; i++)
-        put(b, "%s\"t%zu\":\"%s\"", i ? "," : "", i, run_of('0', SR_SYNC_REQ_DIGEST_HEX));
-    put(b, "}}");
+        sr_test_put(b, "%s\"t%zu\":\"%s\"", i ? "," : "", i, run_of('0', SR_SYNC_REQ_DIGEST_HEX));
+    sr_test_put(b, "}}");
 }
 
 /* SR_SYNC_REQ_MAX_BASELINE names are taken (the last one kept), one more is refused. */
@@ -218,10 +205,10 @@ START_TEST(abort_ids_at_their_limits)
     sr_abort_req r = SR_ABORT_REQ_INIT;
     for (size_t n = SR_SYNC_REQ_MAX_ABORT_IDS - 1; n <= SR_SYNC_REQ_MAX_ABORT_IDS + 1; n++) {
         sr_buf b = SR_BUF_INIT;
-        put(&b, "{\"request_ids\":[");
+        sr_test_put(&b, "{\"request_ids\":[");
         for (size_t i = 0; i < n; i++)
-            put(&b, "%s\"r-%zu\"", i ? "," : "", i);
-        put(&b, "]}");
+            sr_test_put(&b, "%s\"r-%zu\"", i ? "," : "", i);
+        sr_test_put(&b, "]}");
         int rc = sr_sync_req_abort(&r, b.data, b.len, &e);
         if (n <= SR_SYNC_REQ_MAX_ABORT_IDS) {
             char last[32];
@@ -237,7 +224,7 @@ START_TEST(abort_ids_at_their_limits)
     }
     for (size_t n = 0; n <= SR_SYNC_REQ_ID_MAX; n++) {
         sr_buf b = SR_BUF_INIT;
-        put(&b, "{\"request_ids\":[\"first\",\"%s\"]}", run_of('q', n));
+        sr_test_put(&b, "{\"request_ids\":[\"first\",\"%s\"]}", run_of('q', n));
         int rc = sr_sync_req_abort(&r, b.data, b.len, &e);
         if (n >= 1 && n <= SR_SYNC_REQ_ID_MAX - 1) {
             ck_assert_msg(rc == 0, "an id of %zu bytes: %s", n, e.msg);
@@ -257,10 +244,11 @@ static void init_body(sr_buf *b, const char *key, const char *value)
     static const char *const keys[] = {"master_address", "master_port", "rank_offset",
                                        "world_size",     "group_name",  "backend"};
     static const char *const dflt[] = {"\"127.0.0.1\"", "29500", "0", "2", "\"g\"", "\"nccl\""};
-    put(b, "{");
+    sr_test_put(b, "{");
     for (size_t i = 0; i < 6; i++)
-        put(b, "%s\"%s\":%s", i ? "," : "", keys[i], strcmp(keys[i], key) ? dflt[i] : value);
-    put(b, "}");
+        sr_test_put(b, "%s\"%s\":%s", i ? "," : "", keys[i],
+                    strcmp(keys[i], key) ? dflt[i] : value);
+    sr_test_put(b, "}");
 }
 
 static int init_rc(sr_sgl_init *out, const char *key, const char *value, sr_err *e)
@@ -369,16 +357,16 @@ END_TEST
 static int dist_count_rc(sr_sgl_dist *d, size_t n, int dd, int ds, sr_err *e)
 {
     sr_buf b = SR_BUF_INIT;
-    put(&b, "{\"names\":[");
+    sr_test_put(&b, "{\"names\":[");
     for (size_t i = 0; i < n; i++)
-        put(&b, "%s\"w%zu\"", i ? "," : "", i);
-    put(&b, "],\"dtypes\":[");
+        sr_test_put(&b, "%s\"w%zu\"", i ? "," : "", i);
+    sr_test_put(&b, "],\"dtypes\":[");
     for (size_t i = 0; i < n + (size_t)dd; i++)
-        put(&b, "%s\"f\"", i ? "," : "");
-    put(&b, "],\"shapes\":[");
+        sr_test_put(&b, "%s\"f\"", i ? "," : "");
+    sr_test_put(&b, "],\"shapes\":[");
     for (size_t i = 0; i < n + (size_t)ds; i++)
-        put(&b, "%s[2]", i ? "," : "");
-    put(&b, "]}");
+        sr_test_put(&b, "%s[2]", i ? "," : "");
+    sr_test_put(&b, "]}");
     int rc = sr_sgl_req_dist(d, b.data, b.len, e);
     sr_buf_release(&b);
     return rc;
@@ -486,7 +474,7 @@ START_TEST(sgl_version_and_path_at_their_limits)
         memset(path, 'p', n);
         path[0] = '/';
         path[n] = '\0';
-        put(&b, "{\"model_path\":\"%s\"}", path);
+        sr_test_put(&b, "{\"model_path\":\"%s\"}", path);
         sr_sgl_disk dk;
         int rc = sr_sgl_req_disk(&dk, b.data, b.len, &e);
         if (n < SR_SGL_PATH_MAX) {

@@ -1,6 +1,6 @@
 /*
- * Every resource limit of docs/reference/reliability.md exists, is configurable, and a violation is its named
- * error: response body bytes (splice and client), decoded array bytes and shape products
+ * Every resource limit of docs/reference/reliability.md exists, is configurable, and a violation is
+ * its named error: response body bytes (splice and client), decoded array bytes and shape products
  * (envelope, field registry), tokens per rollout (rollout.token_limit), scenario file size
  * (scenario.too_large), request body size at the engine (413), concurrent connections at the
  * engine (503 engine.connection_limit), artifact bytes (cut, not an error). Library limits are
@@ -443,13 +443,8 @@ static int hold_busy(const char *url)
  * 503; after a 200 the answer is read up to its end and the connection closed here). */
 static void get_health(const char *url, char *buf, size_t cap)
 {
-    int fd = send_raw(url, "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
-    size_t len = 0;
-    ssize_t n;
-    while (len < cap - 1 && (n = read(fd, buf + len, cap - 1 - len)) > 0)
-        len += (size_t)n;
-    buf[len] = '\0';
-    close(fd);
+    sr_test_raw_read_all(
+        send_raw(url, "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"), buf, cap);
 }
 
 /* A request over the engine's limit: GET /health is answered 503 with "Connection: close" and

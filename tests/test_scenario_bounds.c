@@ -14,19 +14,6 @@
 #include "sr_buf.h"
 #include "sr_test.h"
 
-/* Appends printf-style text to b. */
-static void put(sr_buf *b, const char *fmt, ...)
-{
-    char tmp[512];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
-    va_end(ap);
-    ck_assert(n >= 0 && (size_t)n < sizeof tmp);
-    sr_err e = SR_ERR_INIT;
-    ck_assert_sr_ok(sr_buf_append(b, tmp, (size_t)n, &e), e);
-}
-
 /* Parses b; on success returns the scenario (free it), else asserts `code` and `needle`. */
 static sr_scenario *parse(const sr_buf *b, int ok, int code, const char *needle, const char *what)
 {
@@ -50,10 +37,10 @@ START_TEST(steps_at_their_limit)
     static const int ns[] = {0, 1, SR_SCN_MAX_STEPS - 1, SR_SCN_MAX_STEPS, SR_SCN_MAX_STEPS + 1};
     for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) {
         sr_buf b = SR_BUF_INIT;
-        put(&b, "{\"id\": \"a\", \"description\": \"d\", \"steps\": [");
+        sr_test_put(&b, "{\"id\": \"a\", \"description\": \"d\", \"steps\": [");
         for (int k = 0; k < ns[i]; k++)
-            put(&b, "%s{\"kind\": \"rollout\"}", k ? ", " : "");
-        put(&b, "]}");
+            sr_test_put(&b, "%s{\"kind\": \"rollout\"}", k ? ", " : "");
+        sr_test_put(&b, "]}");
         char what[32];
         snprintf(what, sizeof what, "%d steps", ns[i]);
         int ok = ns[i] >= 1 && ns[i] <= SR_SCN_MAX_STEPS;
@@ -74,11 +61,12 @@ START_TEST(tags_at_their_limits)
 {
     for (int n = SR_SCN_MAX_LIST - 1; n <= SR_SCN_MAX_LIST + 1; n++) {
         sr_buf b = SR_BUF_INIT;
-        put(&b, "{\"id\": \"a\", \"description\": \"d\", \"steps\": [{\"kind\": \"rollout\"}], "
-                "\"tags\": [");
+        sr_test_put(&b,
+                    "{\"id\": \"a\", \"description\": \"d\", \"steps\": [{\"kind\": \"rollout\"}], "
+                    "\"tags\": [");
         for (int k = 0; k < n; k++)
-            put(&b, "%s\"t%d\"", k ? ", " : "", k);
-        put(&b, "]}");
+            sr_test_put(&b, "%s\"t%d\"", k ? ", " : "", k);
+        sr_test_put(&b, "]}");
         char what[32];
         snprintf(what, sizeof what, "%d tags", n);
         sr_scenario *s =
@@ -95,9 +83,10 @@ START_TEST(tags_at_their_limits)
             memset(name, 'x', len);
             name[len] = '\0';
             sr_buf b = SR_BUF_INIT;
-            put(&b, "{\"id\": \"a\", \"description\": \"d\", \"steps\": [{\"kind\": \"rollout\"}], "
+            sr_test_put(
+                &b, "{\"id\": \"a\", \"description\": \"d\", \"steps\": [{\"kind\": \"rollout\"}], "
                     "\"tags\": [");
-            put(&b, last ? "\"a\", \"%s\"]}" : "\"%s\", \"a\"]}", name);
+            sr_test_put(&b, last ? "\"a\", \"%s\"]}" : "\"%s\", \"a\"]}", name);
             char what[48];
             snprintf(what, sizeof what, "a tag of %zu bytes (%s)", len, last ? "last" : "first");
             sr_scenario *s = parse(&b, len < SR_SCN_NAME_MAX, SR_E_JSON_SCHEMA, "tags", what);
@@ -115,12 +104,13 @@ START_TEST(budgets_at_their_limit)
 {
     for (int n = SR_SCN_MAX_BUDGETS - 1; n <= SR_SCN_MAX_BUDGETS + 1; n++) {
         sr_buf b = SR_BUF_INIT;
-        put(&b, "{\"id\": \"a\", \"description\": \"d\", \"steps\": [{\"kind\": \"rollout\"}], "
-                "\"budgets\": [");
+        sr_test_put(&b,
+                    "{\"id\": \"a\", \"description\": \"d\", \"steps\": [{\"kind\": \"rollout\"}], "
+                    "\"budgets\": [");
         for (int k = 0; k < n; k++)
-            put(&b, "%s{\"phase\": \"request\", \"percentile\": 50, \"max_ms\": %d}", k ? ", " : "",
-                k + 1);
-        put(&b, "]}");
+            sr_test_put(&b, "%s{\"phase\": \"request\", \"percentile\": 50, \"max_ms\": %d}",
+                        k ? ", " : "", k + 1);
+        sr_test_put(&b, "]}");
         char what[32];
         snprintf(what, sizeof what, "%d budgets", n);
         sr_scenario *s = parse(&b, n <= SR_SCN_MAX_BUDGETS, SR_E_JSON_SCHEMA,
@@ -141,11 +131,12 @@ START_TEST(stop_token_ids_at_their_limits)
 {
     for (int n = SR_SCN_MAX_LIST - 1; n <= SR_SCN_MAX_LIST + 1; n++) {
         sr_buf b = SR_BUF_INIT;
-        put(&b, "{\"id\": \"a\", \"description\": \"d\", \"steps\": [{\"kind\": \"rollout\", "
-                "\"stop_token_ids\": [");
+        sr_test_put(&b,
+                    "{\"id\": \"a\", \"description\": \"d\", \"steps\": [{\"kind\": \"rollout\", "
+                    "\"stop_token_ids\": [");
         for (int k = 0; k < n; k++)
-            put(&b, "%s%d", k ? ", " : "", k + 1);
-        put(&b, "]}]}");
+            sr_test_put(&b, "%s%d", k ? ", " : "", k + 1);
+        sr_test_put(&b, "]}]}");
         char what[32];
         snprintf(what, sizeof what, "%d stop ids", n);
         sr_scenario *s = parse(&b, n <= SR_SCN_MAX_LIST, SR_E_SCENARIO,
@@ -155,10 +146,10 @@ START_TEST(stop_token_ids_at_their_limits)
     }
     for (int id = 31999; id <= 32000; id++) {
         sr_buf b = SR_BUF_INIT;
-        put(&b,
-            "{\"id\": \"a\", \"description\": \"d\", \"steps\": [{\"kind\": \"rollout\", "
-            "\"stop_token_ids\": [0, %d]}]}",
-            id);
+        sr_test_put(&b,
+                    "{\"id\": \"a\", \"description\": \"d\", \"steps\": [{\"kind\": \"rollout\", "
+                    "\"stop_token_ids\": [0, %d]}]}",
+                    id);
         char what[32];
         snprintf(what, sizeof what, "stop id %d", id);
         sr_scenario *s = parse(&b, id < 32000, SR_E_SCENARIO, "stop_token_ids", what);
@@ -174,13 +165,13 @@ START_TEST(collate_rollouts_at_their_limit)
 {
     for (int n = 0; n <= SR_SCN_MAX_LIST + 1; n += n == 1 ? SR_SCN_MAX_LIST - 2 : 1) {
         sr_buf b = SR_BUF_INIT;
-        put(&b, "{\"id\": \"a\", \"description\": \"d\", \"steps\": [");
+        sr_test_put(&b, "{\"id\": \"a\", \"description\": \"d\", \"steps\": [");
         for (int k = 0; k < SR_SCN_MAX_LIST + 1; k++)
-            put(&b, "{\"kind\": \"rollout\", \"name\": \"r%d\"}, ", k);
-        put(&b, "{\"kind\": \"collate\", \"rollouts\": [");
+            sr_test_put(&b, "{\"kind\": \"rollout\", \"name\": \"r%d\"}, ", k);
+        sr_test_put(&b, "{\"kind\": \"collate\", \"rollouts\": [");
         for (int k = 0; k < n; k++)
-            put(&b, "%s\"r%d\"", k ? ", " : "", k);
-        put(&b, "]}]}");
+            sr_test_put(&b, "%s\"r%d\"", k ? ", " : "", k);
+        sr_test_put(&b, "]}]}");
         char what[32];
         snprintf(what, sizeof what, "%d rollouts named", n);
         int ok = n >= 1 && n <= SR_SCN_MAX_LIST;
