@@ -26,4 +26,10 @@ for i in -1 64; do
     expect_out 2 "bad option or value: --index $i" "engine --index $i is a usage error" \
         "$S" engine --index "$i" --lifetime 0.2
 done
+# Every command's error line names the error (its dotted name), not only the message.
+expect_out 2 "^syncroll lint: io.error: /nonexistent-scenario: " "lint of a missing path names io.error" \
+    "$S" lint /nonexistent-scenario
+expect_out 2 "^syncroll report: usage.invalid_argument: unknown reporter 'bogus'" \
+    "report --report with an unknown reporter names usage.invalid_argument" \
+    "$S" report --report bogus /nonexistent-run
 finish

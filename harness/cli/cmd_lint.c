@@ -109,7 +109,7 @@ int sr_cmd_lint(int argc, char **argv)
                      : sr_scenario_files(&files, &n, dflt, 1, &err);
     free(paths);
     if (rc) {
-        fprintf(stderr, "syncroll lint: %s\n", err.msg);
+        fprintf(stderr, "syncroll lint: %s: %s\n", sr_code_name(err.code), err.msg);
         return SR_EXIT_USAGE;
     }
     sr_scenario **scn = calloc(n + 1, sizeof(*scn));

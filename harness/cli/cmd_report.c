@@ -53,9 +53,9 @@ static void usage(FILE *f)
             "    (default DIR): each scenario's verdict night by night, the scenarios failing\n"
             "    now (flaky or not) with their first failing night and the git revs around it,\n"
             "    flaky ones, p50/p99 trends per phase and per scenario. An unreadable, corrupt\n"
-            "    or symlinked results.json is reported (SKIPPED) and left out. Exit status 0 "
-            "written, 2 usage error, no readable\n"
-            "    night, or a file that could not be written.\n",
+            "    or symlinked results.json is reported (SKIPPED) and left out. Exit status\n"
+            "    0 written, 2 usage error, no readable night, or a file that could not be\n"
+            "    written.\n",
             sr_report_names(all, sizeof(all), SR_REPORT_ALL, ","),
             sr_report_names(dflt, sizeof(dflt), DEFAULT_REPORTS, ","), SR_REPORT_DEFAULT_THRESHOLD,
             SR_REPORT_DEFAULT_FLOOR_NS / 1e6, SR_REPORT_DEFAULT_TOP);
@@ -99,7 +99,7 @@ static int parse(report_args *a, int argc, char **argv)
             a->baseline = v;
         } else if (strcmp(o, "--report") == 0) {
             if (sr_report_parse_list(&a->which, v, &err)) {
-                fprintf(stderr, "syncroll report: %s\n", err.msg);
+                fprintf(stderr, "syncroll report: %s: %s\n", sr_code_name(err.code), err.msg);
                 return -1;
             }
         } else if (strcmp(o, "--floor") == 0) {
@@ -151,7 +151,7 @@ static int compare(const sr_run_result *run, const report_args *a)
                                      (uint64_t)(a->floor_ms * 1e6 + 0.5), &err);
     sr_run_result_free(base);
     if (rc) {
-        fprintf(stderr, "syncroll report: %s\n", err.msg);
+        fprintf(stderr, "syncroll report: %s: %s\n", sr_code_name(err.code), err.msg);
         return SR_EXIT_USAGE;
     }
     size_t shown = r.n < (size_t)a->top ? r.n : (size_t)a->top;
@@ -196,7 +196,7 @@ int sr_cmd_report(int argc, char **argv)
     sr_err err = SR_ERR_INIT;
     int status = SR_EXIT_OK;
     if (sr_report_write(run, dir, a.which, &err)) {
-        fprintf(stderr, "syncroll report: %s\n", err.msg);
+        fprintf(stderr, "syncroll report: %s: %s\n", sr_code_name(err.code), err.msg);
         status = SR_EXIT_USAGE;
     } else {
         for (unsigned bit = 1; bit & SR_REPORT_ALL; bit <<= 1)

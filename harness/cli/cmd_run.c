@@ -258,7 +258,7 @@ int sr_cmd_run(int argc, char **argv)
     sr_signals sig;
     sr_err err = SR_ERR_INIT;
     if (sr_signals_open(&sig, SR_SIG_STOP | SR_SIG_HANGUP, &err)) {
-        fprintf(stderr, "syncroll run: %s\n", err.msg);
+        fprintf(stderr, "syncroll run: %s: %s\n", sr_code_name(err.code), err.msg);
         free_args(&a);
         return SR_EXIT_FAIL;
     }
