@@ -356,7 +356,14 @@ static int phase_http(sr_sync *s, sr_sync_result *res, sr_sync_phase p, const ch
     double t0 = sr_clock_ms();
     int64_t budget;
     double end = sync_phase_end(s, p, &budget);
-    int rc = sr_fanout_run(s->fan, reqs, n, 1, end, budget, err);
+    int rc = 0;
+    /* One engine at a time: the next request leaves once the previous one has its answer, so
+     * what an engine did in its update (a checkpoint removed) is done before the next starts. */
+    if (s->o.serial_update && p == SR_SYNC_UPDATE)
+        for (size_t k = 0; !rc && k < n; k++)
+            rc = sr_fanout_run(s->fan, &reqs[k], 1, 1, end, budget, err);
+    else
+        rc = sr_fanout_run(s->fan, reqs, n, 1, end, budget, err);
     *failures = 0;
     for (size_t k = 0; !rc && k < n; k++) {
         int i = reqs[k].engine;
