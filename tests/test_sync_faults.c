@@ -516,6 +516,38 @@ START_TEST(serial_update_orders_the_disk_loads)
 }
 END_TEST
 
+/* weights.serial_update on the delta transport: engine 0's update_weights stalls (no answer, cut
+ * at the phase's 300 ms deadline), so engine 1's is never sent and is named sync.deadline as not
+ * sent; at once, both would have it. */
+START_TEST(serial_update_holds_the_next_delta_update_until_an_answer)
+{
+    sr_sync_opts o = SR_SYNC_OPTS_INIT;
+    o.serial_update = 1;
+    o.phase_deadline_ms[SR_SYNC_UPDATE] = 300;
+    sfx x;
+    sfx_start(&x, 2,
+              SYNC_CFG_FAULTS("{\"kind\":\"stall\",\"endpoints\":[\"update_weights\"],"
+                              "\"engines\":[0]}"),
+              SR_SYNC_DELTA, &o);
+    sfx_sync(&x, 1, 1);
+    const sr_check *c = sfx_check(&x, "sync.deadline");
+    ck_assert_ptr_nonnull(c);
+    ck_assert_msg(strstr(c->message, "engine 0 ") == c->message, "%s", c->message);
+    ck_assert_int_eq(fx_count(&x.f, 0, "update_weights"), 1);
+    ck_assert_int_eq(fx_count(&x.f, 1, "update_weights"), 0);
+    c = NULL;
+    for (size_t k = 0; k < x.r.n_checks; k++)
+        if (strstr(x.r.checks[k].message, "engine 1 ") == x.r.checks[k].message)
+            c = &x.r.checks[k];
+    ck_assert_ptr_nonnull(c);
+    ck_assert_str_eq(c->name, "sync.deadline");
+    ck_assert_msg(strstr(c->message, "not sent: the phase's deadline (300 ms) passed"), "%s",
+                  c->message);
+    ck_assert(!x.r.completed);
+    sfx_stop(&x);
+}
+END_TEST
+
 /* Verification compares every layer's fingerprint: a partial apply that skips only the first
  * or only the last MoE layer slot (of 4) is named at that slot. */
 START_TEST(partial_apply_of_the_first_or_last_layer_is_found)
@@ -555,6 +587,7 @@ static Suite *faults_suite(void)
     tcase_add_test(tc, disk_skips_a_version_of_the_same_bytes);
     tcase_add_test(tc, disk_reloads_bytes_that_were_never_verified);
     tcase_add_loop_test(tc, serial_update_orders_the_disk_loads, 0, 3);
+    tcase_add_test(tc, serial_update_holds_the_next_delta_update_until_an_answer);
     tcase_add_test(tc, partial_apply_of_the_first_or_last_layer_is_found);
     suite_add_tcase(s, tc);
     return s;

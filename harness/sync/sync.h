@@ -146,7 +146,8 @@ int sr_sync_transport_parse(sr_sync_transport *out, const char *name, sr_err *er
  *   serial_update      0 (the default): the update phase's request (delta: /update_weights;
  *                      disk: /update_weights_from_disk) goes to every engine at once; 1: to one
  *                      engine at a time in engine order, each sent after the previous engine
- *                      answered (or failed), within the same phase deadline. The broadcast
+ *                      answered (or failed), within the same phase deadline; once one was cut
+ *                      at that deadline, the later ones are not sent (sync.deadline). The broadcast
  *                      transport streams its buckets to every engine at once whatever this says.
  *   control            the engines' control plane (spec/engine_config.h): skyrl (above) or vllm,
  *                      which syncs by broadcast only (SR_E_INVAL with delta): init
