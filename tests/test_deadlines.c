@@ -3,7 +3,8 @@
  * blackholed listen queue), response headers, response body, control plane, every weight-sync
  * phase (delta and broadcast), engine start (an engine that never reports readiness) and a
  * `wait.until` step — ends as its named deadline failure within the configured time. Each bound
- * below is the configured deadline times 3 (generous, never a lower bound on speed).
+ * below is the configured deadline times 3 plus 10 s: a bound on a hang (the stalls never end by
+ * themselves), not a measure of speed, so a loaded machine or a sanitizer build cannot fail it.
  */
 #include <arpa/inet.h>
 #include <curl/curl.h>
@@ -19,7 +20,8 @@
 #include "sync_fixture.h"
 #pragma GCC diagnostic pop
 
-#define SLACK 3.0
+#define SLACK     3.0
+#define MARGIN_MS 10000.0
 #define MODEL                                                                                      \
     "\"seed\":3,\"model\":{\"vocab\":64,\"layers\":2,\"experts\":16,\"topk\":2,\"eos_id\":2,"      \
     "\"eos_rate\":0}"
@@ -27,9 +29,9 @@
 
 static void assert_within(double elapsed_ms, double deadline_ms, const char *what)
 {
-    ck_assert_msg(elapsed_ms < SLACK * deadline_ms,
-                  "%s took %.0f ms, more than %.0fx its %.0f ms deadline", what, elapsed_ms, SLACK,
-                  deadline_ms);
+    ck_assert_msg(elapsed_ms < SLACK * deadline_ms + MARGIN_MS,
+                  "%s took %.0f ms, more than %.0fx its %.0f ms deadline and %.0f ms", what,
+                  elapsed_ms, SLACK, deadline_ms, MARGIN_MS);
 }
 
 /* ---- the generate client: connect, headers, body ---- */
