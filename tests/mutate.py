@@ -391,6 +391,8 @@ def main():
             print("%d mutants" % len(muts))
         return 0
 
+    # The scratch build runs from inside the scratch tree: a relative folder would name another.
+    a.scratch = os.path.abspath(a.scratch)
     os.makedirs(a.scratch, exist_ok=True)
     lock = open(os.path.join(a.scratch, "lock"), "w")
     try:

@@ -104,21 +104,24 @@ start() {
     sleep 1
 }
 
-# finish_run WANT WHAT: the harness exits within 5 s with status WANT, then no engine of the
-# run is alive 2 s later.
+# finish_run WANT WHAT: the harness exits with status WANT, within 30 s, then no engine of the
+# run is alive within 10 s. Both are bounds on a hang, not timing measurements: the watcher
+# kills what is left a second after the signal, and without it the stalled rollout would run to
+# the client's 60 s deadline and the engines would never end; a loaded machine or a sanitizer
+# build only makes the wait longer, never the verdict different.
 finish_run() {
-    if poll 5 run_gone; then
-        ok "$2: harness exited within 5 s of the signal"
+    if poll 30 run_gone; then
+        ok "$2: harness exited within 30 s of the signal"
     else
-        bad "$2: harness still running 5 s after the signal"
+        bad "$2: harness still running 30 s after the signal"
         kill -KILL "$RUN_PID"
     fi
     wait "$RUN_PID"
     got=$?
     RUN_PID=
     [ "$got" -eq "$1" ] && ok "$2: exit status $got" || bad "$2: exit status $got, expected $1"
-    if poll 2 no_engine_alive; then
-        ok "$2: no engine process group alive 2 s after the harness exited"
+    if poll 10 no_engine_alive; then
+        ok "$2: no engine process group alive within 10 s of the harness's exit"
     else
         bad "$2: an engine process group outlived the harness"
         for p in $(cat "$OUTD.pids"); do kill -KILL -- "-$p" "$p" 2>/dev/null; done

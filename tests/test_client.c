@@ -660,7 +660,8 @@ START_TEST(fanout_runs_queues_per_engine_and_cuts_at_the_deadline)
     double t0 = sr_clock_ms();
     ck_assert_sr_ok(sr_fanout_run(fan, q, 2, 1, t0 + 300, 300, &e), e);
     double ms = sr_clock_ms() - t0;
-    ck_assert_msg(ms >= 290 && ms < 2000, "the fan-out ended after %.0f ms", ms);
+    /* Not before the deadline; the upper bound only bounds a hang (the stall never answers). */
+    ck_assert_msg(ms >= 290 && ms < 20000, "the fan-out ended after %.0f ms", ms);
     ck_assert_int_eq(q[0].code, SR_E_CLIENT_DEADLINE);
     ck_assert_msg(strstr(q[0].msg, "no answer before the deadline (300 ms)"), "%s", q[0].msg);
     /* The engine failed (curl's timeout) or the deadline passed first (not sent): either way

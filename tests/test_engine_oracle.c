@@ -411,6 +411,8 @@ START_TEST(refusals_are_named)
                   "\"max_response_bytes\":4096}}");
     refused(&e, "{\"token_ids\":[5,6,1000]}", 400, "oracle.invalid_token", "entry 2 is 1000");
     refused(&e, "{\"token_ids\":[-1]}", 400, "oracle.invalid_token", "vocabulary [0, 1000)");
+    refused(&e, "{\"token_ids\":[5,99999999999999999999]}", 400, "oracle.invalid_token",
+            "entry 1 is an integer out of range");
     refused(&e, "{\"token_ids\":[5,6", 400, "engine.bad_request", "invalid JSON");
     refused(&e, "[5,6]", 400, "engine.bad_request", "must be a JSON object");
     refused(&e, "{\"token_ids\":\"5,6\"}", 400, "engine.bad_request", "list of integers");
@@ -475,7 +477,18 @@ START_TEST(parser_bounds)
          "row_end must be an integer in [0, 1]"},
         {"{\"token_ids\":[1],\"token_ids\":[1]}", SR_E_ENGINE_REQUEST,
          "key 'token_ids' appears twice"},
-        {"{\"token_ids\":[99999999999999999999]}", SR_E_ENGINE_REQUEST,
+        /* 20 digits: an integer out of range, named as any other id outside the vocabulary;
+         * both signs, one past the largest int64, and a fraction that long. */
+        {"{\"token_ids\":[99999999999999999999]}", SR_E_ORACLE_TOKEN,
+         "token_ids entry 0 is an integer out of range, outside the model's vocabulary "
+         "[0, 3)"},
+        {"{\"token_ids\":[1,-99999999999999999999]}", SR_E_ORACLE_TOKEN,
+         "token_ids entry 1 is an integer out of range"},
+        {"{\"token_ids\":[9223372036854775808]}", SR_E_ORACLE_TOKEN,
+         "token_ids entry 0 is an integer out of range"},
+        {"{\"token_ids\":[4000000000]}", SR_E_ORACLE_TOKEN,
+         "token_ids entry 0 is 4000000000, outside the model's vocabulary [0, 3)"},
+        {"{\"token_ids\":[99999999999999999999.0]}", SR_E_ENGINE_REQUEST,
          "token_ids entry 0 is not an integer"},
         {"", SR_E_ENGINE_REQUEST, "request:1:1: invalid JSON"},
         {"{\"token_ids\":[1]} x", SR_E_ENGINE_REQUEST, "request:1:19: invalid JSON"},

@@ -257,7 +257,6 @@ START_TEST(abort_requests_aborts_in_flight_generates)
     bg_start(&nat, &e, "/inference/v1/generate", LONG_GEN);
     ck_assert_int_eq(pthread_create(&hd.t, NULL, hdr_main, &hd), 0);
     eng_wait_state(&e, "inflight", 2);
-    double t0 = sr_clock_ms();
     hresp r;
     http_post(&r, &e, "/abort_requests", "{\"request_ids\":[\"a-1\",\"mine-7\"]}");
     ck_assert_int_eq(r.status, 200);
@@ -265,7 +264,7 @@ START_TEST(abort_requests_aborts_in_flight_generates)
     hresp_free(&r);
     bg_join(&nat);
     pthread_join(hd.t, NULL);
-    ck_assert_msg(sr_clock_ms() - t0 < 5000, "the aborted requests ran on");
+    /* "abort", not "length": the requests did not run on (no wall-clock bound needed). */
     hresp *got[2] = {&nat.r, &hd.r};
     for (int i = 0; i < 2; i++) {
         ck_assert_msg(got[i]->status == 200, "%ld %s", got[i]->status, got[i]->body.data);

@@ -264,6 +264,43 @@ START_TEST(test_semantic_errors)
         "{\"id\": \"a\", \"description\": \"d\", \"engines\": {\"server\": {\"max_seq\": 64}}, "
         "\"steps\": [{\"kind\": \"rollout\", \"turns\": 4, \"max_tokens\": 16}]}",
         SR_E_SCENARIO, "t.json:1:", "more than engines.server.max_seq");
+    /* weights.serial_update updates one engine at a time: not a broadcast, written or taken from
+     * the plane, nor one that a dialect's execution would take. */
+    load_bad("{\"id\": \"a\", \"description\": \"d\", \"weights\": {\"transport\": "
+             "\"broadcast\", \"serial_update\": true}, " MIN_STEPS "}",
+             SR_E_SCENARIO, "t.json:1:", "serial_update needs the delta or disk transport");
+    load_bad("{\"id\": \"a\", \"description\": \"d\", \"engines\": {\"sync_dialect\": "
+             "\"vllm\"}, \"weights\": {\"serial_update\": true}, " MIN_STEPS "}",
+             SR_E_SCENARIO, "t.json:1:", "serial_update needs the delta or disk transport");
+    load_bad(
+        "{\"id\": \"a\", \"description\": \"d\", \"weights\": {\"serial_update\": 1}, " MIN_STEPS
+        "}",
+        SR_E_JSON_SCHEMA, "t.json:1:45: ", "'serial_update' must be true or false");
+    static const char *const ok[] = {"delta", "disk", "broadcast"};
+    for (int i = 0; i < 3; i++) {
+        char text[400];
+        snprintf(text, sizeof(text),
+                 "{\"id\": \"a\", \"description\": \"d\", \"engines\": {\"dialects\": "
+                 "[\"vllm\"], \"sync_dialect\": \"%s\"}, \"weights\": {\"transport\": \"%s\", "
+                 "\"serial_update\": %s}, " MIN_STEPS "}",
+                 i == 1 ? "sglang" : "skyrl", ok[i], i < 2 ? "true" : "false");
+        sr_scenario *s = NULL;
+        sr_err err = SR_ERR_INIT;
+        ck_assert_sr_ok(sr_scenario_parse(&s, text, strlen(text), "t.json", &err), err);
+        ck_assert_int_eq(s->serial_update, i < 2);
+        ck_assert_sr_ok(sr_scenario_for_dialect(s, SR_DIALECT_VLLM, &err), err);
+        sr_scenario_free(s);
+    }
+    /* Unwritten transport: the vllm execution's plane takes a broadcast, which is refused. */
+    const char *exec = "{\"id\": \"a\", \"description\": \"d\", \"engines\": {\"dialects\": "
+                       "[\"vllm\"]}, \"weights\": {\"serial_update\": true}, " MIN_STEPS "}";
+    sr_scenario *s = NULL;
+    sr_err err = SR_ERR_INIT;
+    ck_assert_sr_ok(sr_scenario_parse(&s, exec, strlen(exec), "t.json", &err), err);
+    ck_assert_sr_code(sr_scenario_for_dialect(s, SR_DIALECT_VLLM, &err), err, SR_E_SCENARIO);
+    ck_assert_msg(strstr(err.msg, "vllm execution (engines.dialects): weights.serial_update needs"),
+                  "%s", err.msg);
+    sr_scenario_free(s);
 }
 END_TEST
 

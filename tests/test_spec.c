@@ -287,7 +287,8 @@ static void table_has_section(const char *prefix, const char *section, const cha
 
 START_TEST(test_section_keys_match_scenario_table)
 {
-    static const char *const weights_extra[] = {"transport", "sync_version", "workers", NULL};
+    static const char *const weights_extra[] = {"transport", "sync_version", "serial_update",
+                                                "workers", NULL};
     table_has_section("model", "model", NULL);
     table_has_section("weights", "weights", weights_extra);
     table_has_section("engines.timing", "timing", NULL);

@@ -470,6 +470,84 @@ START_TEST(disk_reloads_bytes_that_were_never_verified)
 }
 END_TEST
 
+/* weights.serial_update: the disk load goes to one engine at a time in engine order, each after
+ * the previous one answered, so what an engine did in its load is done before the next one's
+ * starts. Three engines, delete_checkpoint_after_load (areal-project/AReaL#710) on engine f alone:
+ * the engines up to f load version 1, engine f then removes the folder, and every later engine's
+ * load finds none (sync.engine_failed naming it) and stays on version 0. No timing decides it. */
+START_TEST(serial_update_orders_the_disk_loads)
+{
+    int f = _i;
+    char cfg[400];
+    snprintf(cfg, sizeof(cfg),
+             "{" SYNC_MODEL ",\"sync_dialect\":\"sglang\",\"faults\":[{\"kind\":"
+             "\"delete_checkpoint_after_load\",\"endpoints\":[\"update_weights_from_disk\"],"
+             "\"engines\":[%d]}]}",
+             f);
+    sr_sync_opts o = SR_SYNC_OPTS_INIT;
+    o.control = SR_SYNC_DIALECT_SGLANG;
+    o.serial_update = 1;
+    sfx x;
+    sfx_start(&x, 3, cfg, SR_SYNC_DISK, &o);
+    sfx_sync(&x, 1, 1);
+    ck_assert(!folder_exists(&x, 1));
+    size_t failed = 0;
+    unsigned named = 0;
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(fx_count(&x.f, i, "update_weights_from_disk"), 1);
+        ck_assert_int_eq((int)sfx_state_num(&x, i, "weight_version", NULL), i <= f ? 1 : 0);
+        ck_assert_int_eq(x.r.engines[i].ok, i <= f);
+    }
+    for (size_t k = 0; k < x.r.n_checks; k++) {
+        const sr_check *c = &x.r.checks[k];
+        if (strcmp(c->name, "sync.engine_failed") != 0)
+            continue;
+        failed++;
+        ck_assert_msg(strstr(c->message, "cannot open checkpoint folder"), "%s", c->message);
+        int at = -1;
+        ck_assert_msg(sscanf(c->message, "engine %d ", &at) == 1 && at > f && !(named & 1u << at),
+                      "%s", c->message);
+        named |= 1u << at;
+    }
+    ck_assert_uint_eq(failed, (size_t)(2 - f));
+    if (f == 2)
+        sfx_assert_clean(&x);
+    sfx_stop(&x);
+}
+END_TEST
+
+/* weights.serial_update on the delta transport: engine 0's update_weights stalls (no answer, cut
+ * at the phase's 300 ms deadline), so engine 1's is never sent and is named sync.deadline as not
+ * sent; at once, both would have it. */
+START_TEST(serial_update_holds_the_next_delta_update_until_an_answer)
+{
+    sr_sync_opts o = SR_SYNC_OPTS_INIT;
+    o.serial_update = 1;
+    o.phase_deadline_ms[SR_SYNC_UPDATE] = 300;
+    sfx x;
+    sfx_start(&x, 2,
+              SYNC_CFG_FAULTS("{\"kind\":\"stall\",\"endpoints\":[\"update_weights\"],"
+                              "\"engines\":[0]}"),
+              SR_SYNC_DELTA, &o);
+    sfx_sync(&x, 1, 1);
+    const sr_check *c = sfx_check(&x, "sync.deadline");
+    ck_assert_ptr_nonnull(c);
+    ck_assert_msg(strstr(c->message, "engine 0 ") == c->message, "%s", c->message);
+    ck_assert_int_eq(fx_count(&x.f, 0, "update_weights"), 1);
+    ck_assert_int_eq(fx_count(&x.f, 1, "update_weights"), 0);
+    c = NULL;
+    for (size_t k = 0; k < x.r.n_checks; k++)
+        if (strstr(x.r.checks[k].message, "engine 1 ") == x.r.checks[k].message)
+            c = &x.r.checks[k];
+    ck_assert_ptr_nonnull(c);
+    ck_assert_str_eq(c->name, "sync.deadline");
+    ck_assert_msg(strstr(c->message, "not sent: the phase's deadline (300 ms) passed"), "%s",
+                  c->message);
+    ck_assert(!x.r.completed);
+    sfx_stop(&x);
+}
+END_TEST
+
 /* Verification compares every layer's fingerprint: a partial apply that skips only the first
  * or only the last MoE layer slot (of 4) is named at that slot. */
 START_TEST(partial_apply_of_the_first_or_last_layer_is_found)
@@ -508,6 +586,8 @@ static Suite *faults_suite(void)
     tcase_add_test(tc, sglang_plane_sync_and_a_lost_group);
     tcase_add_test(tc, disk_skips_a_version_of_the_same_bytes);
     tcase_add_test(tc, disk_reloads_bytes_that_were_never_verified);
+    tcase_add_loop_test(tc, serial_update_orders_the_disk_loads, 0, 3);
+    tcase_add_test(tc, serial_update_holds_the_next_delta_update_until_an_answer);
     tcase_add_test(tc, partial_apply_of_the_first_or_last_layer_is_found);
     suite_add_tcase(s, tc);
     return s;

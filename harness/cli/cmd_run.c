@@ -252,7 +252,7 @@ int sr_cmd_run(int argc, char **argv)
     sr_signals_ignore_pipe();
     sr_signals_ignore_file_size();
     /* Stop signals are blocked here, before any thread starts, so every thread inherits the
-     * mask and only the run's watcher (cmd_run_exec.c) sees them. SIGHUP (the terminal or the CI
+     * mask and only the run's watcher (cmd_run_watch.c) sees them. SIGHUP (the terminal or the CI
      * session went away) stops the run as SIGTERM does: the reports are what is left of it.
      * libcurl's global state was initialised by main(), also before any thread. */
     sr_signals sig;

@@ -1,7 +1,6 @@
 /* syncroll run, after the options: loading, selection, the run folder, rounds, reports. */
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -260,83 +259,6 @@ typedef struct pool {
     sr_run_stop stop; /* the run's stop switch (runner_state.h), set by the watcher */
 } pool;
 
-static const char *signal_name(int signo)
-{
-    return signo == SIGINT    ? "SIGINT"
-           : signo == SIGTERM ? "SIGTERM"
-           : signo == SIGHUP  ? "SIGHUP"
-                              : "a stop signal";
-}
-
-/* ---- the stop signals' watcher ---- */
-
-typedef struct watcher {
-    sr_signals *sig;
-    sr_run_stop *stop;
-    atomic_int done; /* set by the main thread when the run is over */
-    pthread_t thread;
-    int started;
-} watcher;
-
-/*
- * Reads SIGINT/SIGTERM/SIGHUP from the signalfd. The first one sets the stop switch, which the
- * runners read at their safe points, and sends SIGTERM to every engine's process group, which
- * also ends any request still waiting on one; engines still there a second later get SIGKILL
- * (every second, until the run is over), so no stalled step outlives the signal by much. A
- * second signal kills every engine and exits at once.
- */
-static void *watch(void *arg)
-{
-    watcher *w = arg;
-    int first = 0;
-    int64_t kill_at = -1;
-    while (!atomic_load(&w->done)) {
-        struct pollfd p = {w->sig->fd, POLLIN, 0};
-        int r = poll(&p, 1, 50);
-        if (kill_at >= 0 && (int64_t)sr_clock_ms() >= kill_at) {
-            sr_proc_reg_signal(&w->stop->procs, SIGKILL);
-            kill_at = (int64_t)sr_clock_ms() + 1000;
-        }
-        int signo = r > 0 ? sr_signals_next(w->sig) : 0;
-        if (signo <= 0)
-            continue;
-        if (first) {
-            sr_proc_reg_signal(&w->stop->procs, SIGKILL);
-            fprintf(stderr, "syncroll run: %s again: engines killed, exiting without reports\n",
-                    signal_name(signo));
-            _exit(128 + signo);
-        }
-        first = signo;
-        atomic_store(&w->stop->signo, signo);
-        fprintf(stderr,
-                "syncroll run: %s: stopping (no new scenario starts, engines stopped, reports "
-                "marked partial); a second signal exits at once\n",
-                signal_name(signo));
-        sr_proc_reg_signal(&w->stop->procs, SIGTERM);
-        kill_at = (int64_t)sr_clock_ms() + 1000;
-    }
-    return NULL;
-}
-
-static void watch_start(watcher *w, sr_signals *sig, sr_run_stop *stop)
-{
-    w->sig = sig;
-    w->stop = stop;
-    atomic_store(&w->done, 0);
-    w->started = sig && sig->fd >= 0 && pthread_create(&w->thread, NULL, watch, w) == 0;
-    if (!w->started)
-        fprintf(stderr, "syncroll run: warning: no signal watcher: SIGINT/SIGTERM/SIGHUP are held "
-                        "until the run ends\n");
-}
-
-static void watch_stop(watcher *w)
-{
-    atomic_store(&w->done, 1);
-    if (w->started)
-        pthread_join(w->thread, NULL);
-    w->started = 0;
-}
-
 static void run_job(pool *p, const job *j)
 {
     char work[4300], expanded[4300], repro[4400];
@@ -363,7 +285,7 @@ static void run_job(pool *p, const job *j)
         j->res->repeat = j->repeat;
         sr_result_check(j->res, "run.interrupted", NULL, NULL,
                         "scenario %s: %s arrived before it started", j->scn->id,
-                        signal_name(atomic_load(&p->stop.signo)));
+                        sr_run_signal_name(atomic_load(&p->stop.signo)));
         sr_result_set_verdict(j->res, SR_VERDICT_INTERRUPTED, "run.interrupted: not started");
     } else if (mkdir_p(work) != 0) {
         sr_result_set_str(&j->res->id, j->scn->id, NULL);
@@ -520,17 +442,17 @@ static void free_loaded(loaded *l)
 static int run_and_report(sr_run_result *run, const loaded *l, const run_args *a, pool *p,
                           sr_signals *sig)
 {
-    watcher w;
-    watch_start(&w, sig, &p->stop);
+    sr_run_watcher w;
+    sr_run_watch_start(&w, sig, &p->stop);
     int failed = run_rounds(run, l, a, p);
     /* Every runner has stopped its engines; whatever a failed stop left is killed here. */
     sr_proc_reg_signal(&p->stop.procs, SIGKILL);
-    watch_stop(&w);
+    sr_run_watch_stop(&w);
     int signo = atomic_load(&p->stop.signo);
     sr_run_result_finish(run, sr_client_now_ms() - p->t0);
     if (signo) {
         char why[128];
-        snprintf(why, sizeof(why), "interrupted by %s", signal_name(signo));
+        snprintf(why, sizeof(why), "interrupted by %s", sr_run_signal_name(signo));
         run->partial = 1;
         sr_result_set_str(&run->partial_reason, why, NULL);
     }
@@ -550,7 +472,7 @@ static int run_and_report(sr_run_result *run, const loaded *l, const run_args *a
     if (late > 0) {
         fprintf(stderr,
                 "syncroll run: %s while the reports were written: they are complete; exit %d\n",
-                signal_name(late), 128 + late);
+                sr_run_signal_name(late), 128 + late);
         signo = late;
     }
     if (bad_reports)

@@ -3,10 +3,13 @@
 #ifndef SR_CMD_RUN_PRIV_H
 #define SR_CMD_RUN_PRIV_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
+#include "run/runner_state.h"
 #include "run/shard.h"
 #include "sr_err.h"
 #include "signals.h"
@@ -86,5 +89,29 @@ int sr_run_remove_at(int dfd, const char *name, const char *shown, sr_err *err);
 
 /* 1 if `g` may name a run group: 1-128 characters of [A-Za-z0-9._:-]. */
 int sr_run_group_valid(const char *g);
+
+/* "SIGINT", "SIGTERM", "SIGHUP", else "a stop signal" (a static string). */
+const char *sr_run_signal_name(int signo);
+
+/*
+ * The stop signals' watcher (cmd_run_watch.c): a thread that reads `sig` (SIGINT, SIGTERM,
+ * SIGHUP, blocked before any thread started). The first signal sets stop->signo, which the
+ * runners read at their safe points, and sends SIGTERM to every engine of stop->procs, then
+ * SIGKILL every second until the run is over; a second signal kills every engine and exits the
+ * process at once with 128 + its number, without reports. sr_run_watch_start prints a warning
+ * and starts nothing when `sig` has no descriptor or the thread cannot start; sr_run_watch_stop
+ * ends and joins it (the run is over). `sig` and `stop` are borrowed and must outlive the
+ * watcher; one thread starts and stops it.
+ */
+typedef struct sr_run_watcher {
+    sr_signals *sig;
+    sr_run_stop *stop;
+    atomic_int done; /* set by the main thread when the run is over */
+    pthread_t thread;
+    int started;
+} sr_run_watcher;
+
+void sr_run_watch_start(sr_run_watcher *w, sr_signals *sig, sr_run_stop *stop);
+void sr_run_watch_stop(sr_run_watcher *w);
 
 #endif /* SR_CMD_RUN_PRIV_H */

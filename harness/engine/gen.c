@@ -215,9 +215,11 @@ static void spans_push(sr_gen_job *j, int64_t lo, int64_t hi, int64_t version)
         return;
     }
     if (j->nspans == SR_GEN_MAX_SPANS) {
-        /* Keeps the list bounded; the last span absorbs further versions' coverage. */
+        /* Keeps the list bounded: the last span absorbs further versions' coverage. Its rows now
+         * come from more than one version, so it names none (-1): a label of the newest would
+         * have the verifier check the older rows against weights that did not compute them. */
         j->spans[SR_GEN_MAX_SPANS - 1].hi = hi;
-        j->spans[SR_GEN_MAX_SPANS - 1].version = version;
+        j->spans[SR_GEN_MAX_SPANS - 1].version = -1;
         return;
     }
     j->spans[j->nspans++] = (sr_gen_span){lo, hi, version};

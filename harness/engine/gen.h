@@ -80,6 +80,10 @@ typedef struct sr_gen_weights {
 
 typedef enum sr_gen_finish { SR_GEN_STOP = 0, SR_GEN_LENGTH, SR_GEN_ABORT } sr_gen_finish;
 
+/* Weight-version spans of one generation: rows [lo, hi) were computed under `version`. A job
+ * continued under more versions than the cap holds (SR_GEN_MAX_SPANS - 1 syncs during one
+ * request are the most that stay exact) has its last span cover the rest of the rows with
+ * version -1, unknown: they come from more than one version. */
 #define SR_GEN_MAX_SPANS 16
 
 typedef struct sr_gen_span {

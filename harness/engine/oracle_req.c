@@ -38,9 +38,16 @@ static int tokens_of(sr_oracle_req *q, const sr_json_doc *d, const cJSON *arr, i
     const cJSON *e;
     cJSON_ArrayForEach(e, arr)
     {
-        if (!is_int(d, e))
+        /* An integer literal too long for 64 bits is still an integer: out of the vocabulary
+         * like any other, not a type error. */
+        if (!cJSON_IsNumber(e) || !sr_json_is_integer_literal(d, e))
             return sr_json_error(d, e, err, SR_E_ENGINE_REQUEST,
                                  "token_ids entry %zu is not an integer", q->n);
+        if (!is_int(d, e))
+            return sr_json_error(d, e, err, SR_E_ORACLE_TOKEN,
+                                 "token_ids entry %zu is an integer out of range, outside the "
+                                 "model's vocabulary [0, %lld)",
+                                 q->n, (long long)vocab);
         if (e->valuedouble < 0 || e->valuedouble >= (double)vocab)
             return sr_json_error(d, e, err, SR_E_ORACLE_TOKEN,
                                  "token_ids entry %zu is %.0f, outside the model's vocabulary "

@@ -91,6 +91,7 @@ static const sr_scenario_key keys[] = {
     {"weights.block_change_rate", "number"},
     {"weights.transport", "string"},
     {"weights.sync_version", "string"},
+    {"weights.serial_update", "boolean"},
     {"weights.workers", "object"},
     {"weights.workers.cap", "integer"},
     {"weights.workers.reserved_cores", "integer"},

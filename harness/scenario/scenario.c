@@ -298,7 +298,7 @@ static int parse_client(scn_parse *p, const cJSON *cl)
 }
 
 /* weights.transport follows the sync plane unless written: delta for skyrl, broadcast for the
- * others; -1 when "delta" was written for a plane without a delta store. */
+ * others. -1: a transport the plane cannot move; -2: weights.serial_update with a broadcast. */
 static int plane_transport(sr_scenario *s)
 {
     int skyrl = s->engine.sync_dialect == SR_SYNC_DIALECT_SKYRL;
@@ -306,8 +306,14 @@ static int plane_transport(sr_scenario *s)
         snprintf(s->transport, sizeof(s->transport), "%s", skyrl ? "delta" : "broadcast");
     if (strcmp(s->transport, "disk") == 0)
         return s->engine.sync_dialect == SR_SYNC_DIALECT_SGLANG ? 0 : -1;
-    return !skyrl && strcmp(s->transport, "delta") == 0 ? -1 : 0;
+    if (!skyrl && strcmp(s->transport, "delta") == 0)
+        return -1;
+    return s->serial_update && strcmp(s->transport, "broadcast") == 0 ? -2 : 0;
 }
+
+#define SERIAL_BROADCAST_MSG                                                                       \
+    "weights.serial_update needs the delta or disk transport: a broadcast streams its buckets to " \
+    "every engine at once"
 
 static int load_weights(scn_parse *p, const cJSON *w)
 {
@@ -329,6 +335,8 @@ static int load_weights(scn_parse *p, const cJSON *w)
     if (!rc && sr_scn_member(w, "sync_version") &&
         !(rc = sr_scn_str(p, w, "sync_version", "vllm#50902", apis, &t)))
         s->trainer_api = sr_sync_api_lookup(t);
+    if (!rc)
+        rc = sr_scn_bool(p, w, "serial_update", 0, 0, &s->serial_update);
     const cJSON *k = sr_scn_member(w, "workers");
     if (!rc && k) {
         rc = sr_scn_check_object(p, k, "weights.workers");
@@ -443,7 +451,10 @@ static int parse_top(scn_parse *p, const cJSON *root)
     if (!rc)
         rc = load_weights(p, sr_scn_member(root, "weights"));
     const cJSON *w = sr_scn_member(root, "weights");
-    if (!rc && plane_transport(s) != 0)
+    int pt = rc ? 0 : plane_transport(s);
+    if (pt == -2)
+        rc = sr_scn_fail(p, sr_scn_member(w, "serial_update"), SERIAL_BROADCAST_MSG);
+    else if (pt)
         rc = sr_scn_fail(p, sr_scn_member(w, "transport"),
                          "weights.transport \"%s\" with engines.sync_dialect \"%s\": only the "
                          "skyrl plane has a delta store, and only the sglang plane loads from disk "
@@ -575,7 +586,11 @@ int sr_scenario_for_dialect(sr_scenario *s, sr_dialect d, sr_err *err)
     /* The execution's control plane and transport follow its dialect unless the file names them. */
     if (!s->engine.sync_dialect_given)
         s->engine.sync_dialect = sr_dialect_sync_dialect((sr_dialect)d);
-    if (plane_transport(s))
+    int pt = plane_transport(s);
+    if (pt == -2)
+        return sr_err_set(err, SR_E_SCENARIO, "%s: its %s execution (engines.dialects): %s",
+                          s->path, name, SERIAL_BROADCAST_MSG);
+    if (pt)
         return sr_err_set(err, SR_E_SCENARIO,
                           "%s: its %s execution (engines.dialects) syncs with the %s plane, which "
                           "cannot move weights.transport \"%s\"",

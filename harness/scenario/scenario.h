@@ -284,6 +284,7 @@ typedef struct sr_scenario {
     char transport[16];  /* "delta" or "broadcast" */
     int transport_given; /* weights.transport was written (else it follows the sync plane) */
     int trainer_api;     /* weights.sync_version (sr_sync_api), -1: engines.sync_version's */
+    int serial_update;   /* weights.serial_update: the update phase one engine at a time */
     int64_t workers_cap, workers_reserved;
     /* client */
     sr_client_opts client;

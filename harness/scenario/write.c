@@ -190,6 +190,7 @@ static cJSON *weights_json(const sr_scenario *s)
     cJSON_AddStringToObject(w, "transport", s->transport);
     if (s->trainer_api >= 0)
         cJSON_AddStringToObject(w, "sync_version", sr_sync_api_name((sr_sync_api)s->trainer_api));
+    cJSON_AddBoolToObject(w, "serial_update", s->serial_update);
     cJSON *k = cJSON_AddObjectToObject(w, "workers");
     add_int(k, "cap", s->workers_cap);
     add_int(k, "reserved_cores", s->workers_reserved);

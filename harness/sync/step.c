@@ -62,6 +62,7 @@ static int make_state(sr_sync **out, const sr_scenario *scn, const sr_scn_step *
     o.cores = scn->pool_cores >= 0 ? (int)scn->pool_cores : SR_POOL_DETECT_CORES;
     o.initial_version = c->weight_version;
     o.control = c->sync_dialect;
+    o.serial_update = scn->serial_update;
     o.on_applied = hook->on_applied;
     o.on_applied_ctx = hook->on_applied_ctx;
     o.api = scn->trainer_api >= 0 ? (sr_sync_api)scn->trainer_api : c->sync_version;

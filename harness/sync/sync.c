@@ -356,7 +356,25 @@ static int phase_http(sr_sync *s, sr_sync_result *res, sr_sync_phase p, const ch
     double t0 = sr_clock_ms();
     int64_t budget;
     double end = sync_phase_end(s, p, &budget);
-    int rc = sr_fanout_run(s->fan, reqs, n, 1, end, budget, err);
+    int rc = 0;
+    /* One engine at a time: the next request leaves once the previous one has its answer, so
+     * what an engine did in its update (a checkpoint removed) is done before the next starts.
+     * Once one was cut at the phase's deadline, the later ones are not sent. */
+    if (s->o.serial_update && p == SR_SYNC_UPDATE)
+        for (size_t k = 0, cut = 0; !rc && k < n; k++) {
+            if (!cut && sr_clock_ms() < end) {
+                rc = sr_fanout_run(s->fan, &reqs[k], 1, 1, end, budget, err);
+                cut = reqs[k].code == SR_E_CLIENT_DEADLINE;
+                continue;
+            }
+            reqs[k].code = SR_E_CLIENT_DEADLINE;
+            snprintf(reqs[k].msg, sizeof(reqs[k].msg),
+                     "not sent: the phase's deadline (%lld ms) passed while the engines before it "
+                     "updated one at a time",
+                     (long long)budget);
+        }
+    else
+        rc = sr_fanout_run(s->fan, reqs, n, 1, end, budget, err);
     *failures = 0;
     for (size_t k = 0; !rc && k < n; k++) {
         int i = reqs[k].engine;

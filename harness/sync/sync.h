@@ -143,6 +143,12 @@ int sr_sync_transport_parse(sr_sync_transport *out, const char *name, sr_err *er
  *   fsync              delta: fsync published files (1)
  *   initial_version    the version the engines hold when the sync object is made (0)
  *   verify             verify after every sync (1)
+ *   serial_update      0 (the default): the update phase's request (delta: /update_weights;
+ *                      disk: /update_weights_from_disk) goes to every engine at once; 1: to one
+ *                      engine at a time in engine order, each sent after the previous engine
+ *                      answered (or failed), within the same phase deadline; once one was cut
+ *                      at that deadline, the later ones are not sent (sync.deadline). The broadcast
+ *                      transport streams its buckets to every engine at once whatever this says.
  *   control            the engines' control plane (spec/engine_config.h): skyrl (above) or vllm,
  *                      which syncs by broadcast only (SR_E_INVAL with delta): init
  *                      POST /init_weight_transfer_engine, start POST /start_weight_update,
@@ -174,6 +180,7 @@ typedef struct sr_sync_opts {
     int fsync;
     int64_t initial_version;
     int verify;
+    int serial_update;
     sr_sync_dialect control;
     /* NULL, or called from the sync's thread once finish succeeded on every engine and before
      * the resume, with the target: the moment a trainer declares the new version current (AReaL
@@ -186,7 +193,8 @@ typedef struct sr_sync_opts {
 #define SR_SYNC_OPTS_INIT                                                                          \
     {                                                                                              \
         SR_SYNC_DELTA, NULL, NULL, 60000, {0}, 0, 8, 0, SR_POOL_DETECT_CORES, 0,                   \
-            SR_SYNC_DEFAULT_BUCKET, 1, 0, 1, SR_SYNC_DIALECT_SKYRL, NULL, NULL, SR_SYNC_API_50902  \
+            SR_SYNC_DEFAULT_BUCKET, 1, 0, 1, 0, SR_SYNC_DIALECT_SKYRL, NULL, NULL,                 \
+            SR_SYNC_API_50902                                                                      \
     }
 
 /* What one engine did in a sync. */
