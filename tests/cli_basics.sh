@@ -32,4 +32,6 @@ expect_out 2 "^syncroll lint: io.error: /nonexistent-scenario: " "lint of a miss
 expect_out 2 "^syncroll report: usage.invalid_argument: unknown reporter 'bogus'" \
     "report --report with an unknown reporter names usage.invalid_argument" \
     "$S" report --report bogus /nonexistent-run
+expect_out 2 "^syncroll run: io.error: /nonexistent-scenario: " "run of a missing path names io.error" \
+    "$S" run --out "${TMPDIR:-/tmp}" /nonexistent-scenario
 finish

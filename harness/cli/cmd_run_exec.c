@@ -84,7 +84,7 @@ static int load_all(loaded *l, const run_args *a)
     size_t n = 0;
     sr_err err = SR_ERR_INIT;
     if (sr_scenario_files(&files, &n, a->paths, a->n_paths, &err)) {
-        fprintf(stderr, "syncroll run: %s\n", err.msg);
+        fprintf(stderr, "syncroll run: %s: %s\n", sr_code_name(err.code), err.msg);
         return -1;
     }
     /* A scenario runs at most once per dialect (engines.dialects). */
@@ -512,10 +512,10 @@ int sr_run_main(const run_args *args, sr_signals *sig, int argc, char **argv)
     pool p;
     memset(&p, 0, sizeof(p));
     if (make_run_dir(dir, sizeof(dir), run_id, sizeof(run_id), a->out) != 0)
-        fprintf(stderr, "syncroll run: cannot create the run folder under %s: %s\n", a->out,
-                strerror(errno));
+        fprintf(stderr, "syncroll run: io.error: cannot create the run folder under %s: %s\n",
+                a->out, strerror(errno));
     else if (sr_proc_self_exe(self, sizeof(self), &err) || sr_run_result_new(&run, &err))
-        fprintf(stderr, "syncroll run: %s\n", err.msg);
+        fprintf(stderr, "syncroll run: %s: %s\n", sr_code_name(err.code), err.msg);
     else if (sr_proc_reg_init(&p.stop.procs))
         status = SR_EXIT_FAIL;
     else {
@@ -531,7 +531,7 @@ int sr_run_main(const run_args *args, sr_signals *sig, int argc, char **argv)
         pthread_mutex_init(&p.print, NULL);
         if (sr_run_fill_header(&run->header, a, argc, argv, run_id, dir, &err) ||
             sr_term_start(&p.term, stdout, 0, NULL, &err)) {
-            fprintf(stderr, "syncroll run: %s\n", err.msg);
+            fprintf(stderr, "syncroll run: %s: %s\n", sr_code_name(err.code), err.msg);
             status = SR_EXIT_FAIL;
         } else
             status = run_and_report(run, &l, a, &p, sig);
