@@ -67,6 +67,7 @@ CURL *sr_client_easy_take(const sr_client *c, int engine)
     if (e) {
         /* One connection a handle; the old one is closed when it connects elsewhere. */
         curl_easy_setopt(e, CURLOPT_MAXCONNECTS, 1L);
+        sr_client_easy_setup(e, c->opts.connect_timeout_ms);
         return e;
     }
     pthread_mutex_lock(&p->mu);

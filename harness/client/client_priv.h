@@ -121,6 +121,11 @@ void sr_client_sleep_ms(int64_t ms);
  * proxy, the connect timeout in ms, errbuf of CURL_ERROR_SIZE bytes for curl's messages). */
 void sr_client_easy_common(CURL *e, int64_t connect_timeout_ms, char *errbuf);
 
+/* The options of a generate handle that do not change between its attempts, set once when the
+ * client makes it (sr_client_easy_take): those of sr_client_easy_common but the error buffer, a
+ * POST, and the attempt's write and pre-request callbacks (whose data each attempt sets). */
+void sr_client_easy_setup(CURL *e, int64_t connect_timeout_ms);
+
 /*
  * Runs one attempt: POST k->req_body to k->url (engine k->engine's, on a handle taken for the
  * attempt and given back after it) with `headers`, the response spliced while it streams
