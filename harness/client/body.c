@@ -18,28 +18,38 @@ static const char k_pairs[201] =
     "34353637383940414243444546474849505152535455565758596061626364656667"
     "6869707172737475767778798081828384858687888990919293949596979899";
 
-/* Writes v in decimal at p (at most 11 bytes) and returns the byte count. */
+/* Decimal digits of u (1 for 0). */
+static size_t digit_count(uint32_t u)
+{
+    size_t n = 1;
+    for (uint32_t t = 10; n < 10 && u >= t; t *= 10)
+        n++;
+    return n;
+}
+
+/* Writes v in decimal at p (at most 11 bytes) and returns the byte count. The digits go
+ * straight to their place from the last one back, two per division (no staging copy: a
+ * variable-length memcpy per id was a third of this function's instructions). */
 static size_t put_int32(char *p, int32_t v)
 {
-    char digits[10];
-    size_t n = sizeof digits, len = 0;
     uint32_t u = v < 0 ? 0u - (uint32_t)v : (uint32_t)v;
+    size_t sign = v < 0, len = sign + digit_count(u);
+    char *q = p + len;
     while (u >= 100) {
         uint32_t r = u % 100;
         u /= 100;
-        digits[--n] = k_pairs[2 * r + 1];
-        digits[--n] = k_pairs[2 * r];
+        *--q = k_pairs[2 * r + 1];
+        *--q = k_pairs[2 * r];
     }
     if (u >= 10) {
-        digits[--n] = k_pairs[2 * u + 1];
-        digits[--n] = k_pairs[2 * u];
+        *--q = k_pairs[2 * u + 1];
+        *--q = k_pairs[2 * u];
     } else {
-        digits[--n] = (char)('0' + u);
+        *--q = (char)('0' + u);
     }
-    if (v < 0)
-        p[len++] = '-';
-    memcpy(p + len, digits + n, sizeof digits - n);
-    return len + sizeof digits - n;
+    if (sign)
+        p[0] = '-';
+    return len;
 }
 
 /* Appends a member's value as cJSON prints it; integers (cJSON's "%d" case) and the literals
@@ -105,14 +115,18 @@ static int put_ids(sr_buf *b, const int32_t *ids, size_t n, int comma, sr_err *e
                  : sr_buf_reserve(b, n * 12 + 32, err);
     /* The reserve holds every id (at most 11 bytes and a comma each), so ids are written in
      * place: snprintf per id was 8 % of the client's CPU per request (bench/README.md). */
-    for (size_t i = 0; !rc && i < n; i++) {
+    if (rc)
+        return rc;
+    /* A local cursor: stores through b->data would make the compiler reload b->len per id. */
+    char *d = b->data + b->len;
+    for (size_t i = 0; i < n; i++) {
         if (i || comma)
-            b->data[b->len++] = ',';
-        b->len += put_int32(b->data + b->len, ids[i]);
+            *d++ = ',';
+        d += put_int32(d, ids[i]);
     }
-    if (!rc)
-        b->data[b->len] = '\0';
-    return rc;
+    *d = '\0';
+    b->len = (size_t)(d - b->data);
+    return 0;
 }
 
 void sr_ids_text_release(sr_ids_text *t)
