@@ -260,11 +260,17 @@ static int finalize_routes(rollout_state *s, sr_err *err)
     res->held_version = malloc((rows ? rows : 1) * sizeof(int64_t));
     if (!res->row_version || !res->held_version)
         return sr_err_set(err, SR_E_NOMEM, "rollout: cannot allocate row versions");
-    for (size_t i = 0; i < rows; i++) {
-        int captured = i < s->ver_n && (int64_t)i < res->captured_rows;
-        res->row_version[i] = captured ? s->row_ver[i] : -1;
-        res->held_version[i] = captured ? s->held_ver[i] : -1;
+    /* The captured rows (those below both the versions noted and the trace's captured count)
+     * keep their versions, one block copy each; the padding rows have none (-1). */
+    size_t cap = rows < s->ver_n ? rows : s->ver_n;
+    if (res->captured_rows < (int64_t)cap)
+        cap = res->captured_rows > 0 ? (size_t)res->captured_rows : 0;
+    if (cap) {
+        memcpy(res->row_version, s->row_ver, cap * sizeof(int64_t));
+        memcpy(res->held_version, s->held_ver, cap * sizeof(int64_t));
     }
+    for (size_t i = cap; i < rows; i++)
+        res->row_version[i] = res->held_version[i] = -1;
     return 0;
 }
 
