@@ -294,6 +294,12 @@ int sr_route_trace_room(sr_route_trace *t, unsigned char **at, size_t *room, sr_
     return 0;
 }
 
+void sr_route_trace_hint_row_bytes(sr_route_trace *t, size_t bytes)
+{
+    if (!t->meta.has_schema && t->row_bytes == 0)
+        t->row_bytes = bytes;
+}
+
 void sr_route_trace_reset(sr_route_trace *t, const sr_trace_opts *opts)
 {
     sr_trace_meta_reset(&t->meta, opts);

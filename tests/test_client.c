@@ -754,6 +754,19 @@ START_TEST(ids_of_every_width_and_logprob_members_in_any_order)
                          "\"stop\",\"logprobs\":{\"content\":[-0.25]}}]}",
                          &e);
     ck_assert_msg(rc == SR_E_CLIENT_BAD_RESPONSE, "%s (%s)", sr_code_name(rc), e.msg);
+    ck_assert_uint_eq(sr_client_routes_row_bytes(c.k), 0); /* no routes on this client yet */
+    capture_done(&c);
+    /* Routes of [3, 2, 3] int16: the client's row-size hint becomes 2 x 3 x 2 bytes. */
+    q.return_routes = 1;
+    q.prompt_start = (int64_t)n - 1;
+    capture_generate(
+        &c, NULL, &q, &r,
+        "{\"choices\":[{\"token_ids\":[10,11,12],\"finish_reason\":\"stop\","
+        "\"routed_experts\":{\"data\":\"LAEHAAcABwAHAAcABwAHAAcABwAHAAcABwAHAAcABwAHAAcA\","
+        "\"shape\":[3,2,3],\"dtype\":"
+        "\"int16\"}}]}");
+    ck_assert(r.has_routes && r.routes.shape[0] == 3);
+    ck_assert_uint_eq(sr_client_routes_row_bytes(c.k), 12);
     capture_done(&c);
     cJSON_Delete(sp);
 }

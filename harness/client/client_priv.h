@@ -35,6 +35,7 @@ typedef struct sr_conn_pool {
     size_t conns;   /* conns alive (pooled or not): at most one easy handle each is in use */
     size_t handles; /* easy handles alive, idle or in use; kept <= conns + engines - 1 */
     sr_easy_stack easy[SR_CLIENT_MAX_ENGINES];
+    size_t route_row_bytes; /* sr_client_routes_row_bytes (atomic: any conn's thread) */
 } sr_conn_pool;
 
 /* An idle conn of the client, or a new one when none is idle (SR_E_NOMEM). */
