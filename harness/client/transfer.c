@@ -280,9 +280,12 @@ int sr_client_attempt_run(sr_client_conn *k, int splice, const struct curl_slist
     xfer x = {k, splice, MODE_NONE, 0, -1, 0, SR_ERR_INIT, 0, 0, 0, 0, 0};
     memset(out, 0, sizeof *out);
     out->retry_after_ms = -1;
-    CURL *e = sr_client_easy_take(k->c, k->engine);
+    int made = 0;
+    CURL *e = sr_client_easy_take(k->c, k->engine, &made);
     if (!e)
         return att->code = sr_err_set(err, SR_E_NOMEM, "client: curl_easy_init failed");
+    if (made)
+        sr_client_easy_setup(e, k->c->opts.connect_timeout_ms);
     k->easy = e;
     /* The options every attempt shares were set when the handle was made
      * (sr_client_easy_setup); these are the attempt's own. */
