@@ -294,6 +294,12 @@ int sr_route_trace_room(sr_route_trace *t, unsigned char **at, size_t *room, sr_
     return 0;
 }
 
+void sr_route_trace_hint_row_bytes(sr_route_trace *t, size_t bytes)
+{
+    if (!t->meta.has_schema && t->row_bytes == 0)
+        t->row_bytes = bytes;
+}
+
 void sr_route_trace_reset(sr_route_trace *t, const sr_trace_opts *opts)
 {
     sr_trace_meta_reset(&t->meta, opts);
@@ -317,12 +323,24 @@ static void write_padding(sr_meta_trace *m, int64_t first, int64_t count)
     if (count <= 0 || row_bytes == 0)
         return;
     unsigned char *row = m->data + (size_t)first * row_bytes;
-    sr_ndarray view = SR_NDARRAY_INIT;
-    view.dtype = m->dtype;
-    view.data = row;
-    int64_t k = m->row_shape[1];
-    for (size_t i = 0; i < m->row_elems; i++)
-        sr_ndarray_set_i64(&view, i, (int64_t)(i % (size_t)k));
+    /* The values 0..K-1 are non-negative and fit the dtype (finalize widened it for them), so
+     * their bytes are the same in its signed and unsigned form: one store of the item's width
+     * each, not a dtype dispatch per element. */
+    size_t k = (size_t)m->row_shape[1];
+    for (size_t i = 0, v = 0; i < m->row_elems; i++, v = v + 1 == k ? 0 : v + 1) {
+        if (item == 1) {
+            row[i] = (unsigned char)v;
+        } else if (item == 2) {
+            uint16_t x = (uint16_t)v;
+            memcpy(row + i * 2, &x, 2);
+        } else if (item == 4) {
+            uint32_t x = (uint32_t)v;
+            memcpy(row + i * 4, &x, 4);
+        } else {
+            uint64_t x = (uint64_t)v;
+            memcpy(row + i * 8, &x, 8);
+        }
+    }
     /* Doubling copies: each pass copies everything written so far. */
     size_t done = row_bytes, total = (size_t)count * row_bytes;
     while (done < total) {

@@ -179,6 +179,15 @@ int sr_route_trace_record(sr_route_trace *t, int64_t prompt_token_count,
 int sr_route_trace_room(sr_route_trace *t, unsigned char **at, size_t *room, sr_err *err);
 
 /*
+ * A guess of the row size in bytes (layers x top-k x the dtype's item) for sr_route_trace_room
+ * while the trace knows none (before its first record, on a trace no reset carried one over):
+ * e.g. what another trajectory of the same engines recorded, so that the first record of a new
+ * trace can be decoded in place too. 0 or a trace that knows its row size: no effect. A wrong
+ * guess costs a copy, never a different result.
+ */
+void sr_route_trace_hint_row_bytes(sr_route_trace *t, size_t bytes);
+
+/*
  * Finalizes (checks above): `out` receives the padded [token_count, L, K] routes (owned by the
  * caller) and `captured_rows` the number of rows that were captured, not padded. loss_mask has
  * loss_mask_len entries, non-zero meaning loss-active; it may be NULL only when its length is 0.

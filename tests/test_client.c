@@ -715,6 +715,64 @@ START_TEST(token_id_range_is_exact)
 }
 END_TEST
 
+/* Token ids of every decimal width (0 to INT32_MAX: the body's id writer) and a negative integer
+ * sampling member are exact in the body. A logprob entry is read by its "logprob" member
+ * wherever it stands among others (the reader looks at the first member before searching); an
+ * entry that is not an object is a bad response. */
+START_TEST(ids_of_every_width_and_logprob_members_in_any_order)
+{
+    static const int32_t ids[] = {0,         7,         10,         99,         100,       4096,
+                                  65535,     100000,    999999,     1000000,    12345678,  99999999,
+                                  100000000, 999999999, 1000000000, 2147483646, INT32_MAX, 5};
+    const size_t n = sizeof ids / sizeof ids[0];
+    char want[512];
+    size_t len = (size_t)snprintf(want, sizeof want,
+                                  "{\"sampling_params\":{\"seed\":-2147483647},\"model\":"
+                                  "\"default\",\"token_ids\":[");
+    for (size_t i = 0; i < n; i++)
+        len += (size_t)snprintf(want + len, sizeof want - len, i ? ",%d" : "%d", ids[i]);
+    snprintf(want + len, sizeof want - len, "]}");
+    cJSON *sp = cJSON_Parse("{\"seed\":-2147483647}");
+    sr_client_req q = SR_CLIENT_REQ_INIT;
+    q.token_ids = ids;
+    q.n_tokens = n;
+    q.sampling_params = sp;
+    capture c;
+    sr_client_result r;
+    capture_generate(
+        &c, NULL, &q, &r,
+        "{\"request_id\":\"x\",\"choices\":[{\"token_ids\":[10,11,12],\"finish_reason\":"
+        "\"stop\",\"logprobs\":{\"content\":[{\"token\":\"a\",\"logprob\":-0.25,"
+        "\"bytes\":[97]},{\"logprobs\":-7.0,\"logprob\":-0.5},{\"logprob\":-0.75,"
+        "\"top_logprobs\":[]}]}}]}");
+    ck_assert_str_eq(body_of(&c), want);
+    ck_assert(r.has_logprobs && r.n_tokens == 3);
+    ck_assert(r.logprobs[0] == -0.25 && r.logprobs[1] == -0.5 && r.logprobs[2] == -0.75);
+    capture_done(&c);
+    sr_err e = SR_ERR_INIT;
+    int rc = capture_try(&c, NULL, &q, &r,
+                         "{\"request_id\":\"x\",\"choices\":[{\"token_ids\":[10],\"finish_reason\":"
+                         "\"stop\",\"logprobs\":{\"content\":[-0.25]}}]}",
+                         &e);
+    ck_assert_msg(rc == SR_E_CLIENT_BAD_RESPONSE, "%s (%s)", sr_code_name(rc), e.msg);
+    ck_assert_uint_eq(sr_client_routes_row_bytes(c.k), 0); /* no routes on this client yet */
+    capture_done(&c);
+    /* Routes of [3, 2, 3] int16: the client's row-size hint becomes 2 x 3 x 2 bytes. */
+    q.return_routes = 1;
+    q.prompt_start = (int64_t)n - 1;
+    capture_generate(
+        &c, NULL, &q, &r,
+        "{\"choices\":[{\"token_ids\":[10,11,12],\"finish_reason\":\"stop\","
+        "\"routed_experts\":{\"data\":\"LAEHAAcABwAHAAcABwAHAAcABwAHAAcABwAHAAcABwAHAAcA\","
+        "\"shape\":[3,2,3],\"dtype\":"
+        "\"int16\"}}]}");
+    ck_assert(r.has_routes && r.routes.shape[0] == 3);
+    ck_assert_uint_eq(sr_client_routes_row_bytes(c.k), 12);
+    capture_done(&c);
+    cJSON_Delete(sp);
+}
+END_TEST
+
 static Suite *client_suite(void)
 {
     Suite *s = suite_create("client");
@@ -733,6 +791,7 @@ static Suite *client_suite(void)
     tcase_add_test(tc, token_id_range_is_exact);
     tcase_add_test(tc, cpu_time_is_sampled_every_nth_generate);
     tcase_add_test(tc, token_ids_text_is_reused_only_for_an_extension);
+    tcase_add_test(tc, ids_of_every_width_and_logprob_members_in_any_order);
     suite_add_tcase(s, tc);
     return s;
 }

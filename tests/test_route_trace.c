@@ -452,6 +452,10 @@ static void one_random_trajectory(uint64_t *seed, sr_route_trace *reuse, int in_
     sr_route_trace *t = reuse ? reuse : route_new(&o);
     if (reuse)
         sr_route_trace_reset(reuse, &o);
+    /* A row-size guess (sr_route_trace_hint_row_bytes), right (4 x L x K: int32) or wrong, for
+     * a trace that knows none: the results are the same. */
+    if (in_room && rng_range(seed, 0, 1))
+        sr_route_trace_hint_row_bytes(t, (size_t)(lk * rng_range(seed, 1, 8)));
     sr_err err = SR_ERR_INIT;
     for (int64_t turn = 0; turn < turns; turn++) {
         int64_t p = tokens, g = rng_range(seed, 1, 5), rows = p - ps + g - 1;

@@ -47,8 +47,9 @@ static CURL *steal_idle(sr_conn_pool *p)
     return best < SR_CLIENT_MAX_ENGINES ? p->easy[best].e[--p->easy[best].n] : NULL;
 }
 
-CURL *sr_client_easy_take(const sr_client *c, int engine)
+CURL *sr_client_easy_take(const sr_client *c, int engine, int *made)
 {
+    *made = 0;
     sr_conn_pool *p = c->pool;
     sr_easy_stack *s = &p->easy[engine];
     CURL *e = NULL;
@@ -67,6 +68,7 @@ CURL *sr_client_easy_take(const sr_client *c, int engine)
     if (e) {
         /* One connection a handle; the old one is closed when it connects elsewhere. */
         curl_easy_setopt(e, CURLOPT_MAXCONNECTS, 1L);
+        *made = 1;
         return e;
     }
     pthread_mutex_lock(&p->mu);

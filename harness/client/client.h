@@ -361,6 +361,11 @@ void sr_client_conn_free(sr_client_conn *k);
  * same pointer). One thread at a time, as the conn.
  */
 void *sr_client_conn_scratch(const sr_client_conn *k);
+
+/* Bytes of one route row (layers x top-k x the wire's item size) of the last generate with
+ * routes that any conn of k's client decoded; 0 before the first. A hint for the caller's
+ * storage (sr_route_trace_hint_row_bytes); thread-safe. */
+size_t sr_client_routes_row_bytes(const sr_client_conn *k);
 void sr_client_conn_set_scratch(sr_client_conn *k, void *ptr, void (*release)(void *));
 
 /*

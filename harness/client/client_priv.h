@@ -35,6 +35,7 @@ typedef struct sr_conn_pool {
     size_t conns;   /* conns alive (pooled or not): at most one easy handle each is in use */
     size_t handles; /* easy handles alive, idle or in use; kept <= conns + engines - 1 */
     sr_easy_stack easy[SR_CLIENT_MAX_ENGINES];
+    size_t route_row_bytes; /* sr_client_routes_row_bytes (atomic: any conn's thread) */
 } sr_conn_pool;
 
 /* An idle conn of the client, or a new one when none is idle (SR_E_NOMEM). */
@@ -50,10 +51,11 @@ void sr_client_pool_give(const sr_client *c, sr_client_conn *k);
  * when this attempt connects). NULL only when curl cannot make a handle. Kept-alive connections
  * thus belong to the client, per engine: any thread reuses an engine's idle connection, and the
  * client's handles (and sockets) stay within that bound, so they settle once a batch has run at
- * full concurrency (a soak compares them across iterations).
+ * full concurrency (a soak compares them across iterations). *made is 1 when the handle is new
+ * (the caller sets its fixed options: sr_client_easy_setup), else 0.
  * Thread-safe; the handle is the caller's until sr_client_easy_give.
  */
-CURL *sr_client_easy_take(const sr_client *c, int engine);
+CURL *sr_client_easy_take(const sr_client *c, int engine, int *made);
 
 /* Gives e back as an idle handle of `engine` (the engine of the attempt it last carried). */
 void sr_client_easy_give(const sr_client *c, int engine, CURL *e);
@@ -120,6 +122,12 @@ void sr_client_sleep_ms(int64_t ms);
 /* Applies the options every transfer shares (no signals, HTTP/1.1, no delay, no redirects, no
  * proxy, the connect timeout in ms, errbuf of CURL_ERROR_SIZE bytes for curl's messages). */
 void sr_client_easy_common(CURL *e, int64_t connect_timeout_ms, char *errbuf);
+
+/* The options of a generate handle that do not change between its attempts, set once when the
+ * client makes it (sr_client_easy_take's *made): those of sr_client_easy_common but the error
+ * buffer, a POST, and the attempt's write and pre-request callbacks (whose data each attempt sets).
+ */
+void sr_client_easy_setup(CURL *e, int64_t connect_timeout_ms);
 
 /*
  * Runs one attempt: POST k->req_body to k->url (engine k->engine's, on a handle taken for the

@@ -287,6 +287,11 @@ static int generate_on(sr_client_result *out, sr_client_conn *k, const sr_client
     int rc = generate_run(out, k, req, engine, err);
     if (dest) /* the caller's memory is borrowed for this call only */
         sr_splice_set_dest(k->splicer, NULL, NULL, 0);
+    if (!rc && out->has_routes && out->routes.ndim == 3) {
+        size_t row = (size_t)out->routes.shape[1] * (size_t)out->routes.shape[2] *
+                     sr_dtype_size(out->routes.dtype);
+        __atomic_store_n(&c->pool->route_row_bytes, row, __ATOMIC_RELAXED);
+    }
     if (k->cpu_sample) {
         out->cpu_sampled = 1;
         out->request_cpu_ms = (double)(sr_clock_cpu_ns() - cpu0) / 1e6;
@@ -402,6 +407,11 @@ int sr_client_generate(sr_client_result *out, sr_client_conn *k, const sr_client
     }
     rc = generate_on(out, k, req, o->pd_decode, err);
     return rc ? rc : pd_merge(out, &pre, err);
+}
+
+size_t sr_client_routes_row_bytes(const sr_client_conn *k)
+{
+    return __atomic_load_n(&k->c->pool->route_row_bytes, __ATOMIC_RELAXED);
 }
 
 int sr_client_finish_session(sr_client_conn *k, const char *session_id)

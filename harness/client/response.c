@@ -118,8 +118,13 @@ static int read_logprobs(sr_client_result *out, sr_client_conn *k, const cJSON *
     {
         if (rc)
             return rc;
-        const cJSON *v = cJSON_GetObjectItemCaseSensitive(e, "logprob");
-        if (!cJSON_IsNumber(v))
+        /* The engines write "logprob" first: the object's first member is looked at before the
+         * search, which would find the same (first) member, and the call is skipped. */
+        const cJSON *v = e->child;
+        if ((e->type & 0xFF) != cJSON_Object || !v || !v->string ||
+            strcmp(v->string, "logprob") != 0)
+            v = cJSON_GetObjectItemCaseSensitive(e, "logprob");
+        if (!v || (v->type & 0xFF) != cJSON_Number)
             return sr_err_set_at(err, SR_E_CLIENT_BAD_RESPONSE, (int64_t)i,
                                  "choices[0].logprobs.content[%zu].logprob is not a number", i);
         k->logprobs[i++] = v->valuedouble;

@@ -17,7 +17,8 @@ void sr_client_sleep_ms(int64_t ms)
         ;
 }
 
-void sr_client_easy_common(CURL *e, int64_t connect_timeout_ms, char *errbuf)
+/* The options of sr_client_easy_common but the error buffer. */
+static void easy_shared(CURL *e, int64_t connect_timeout_ms)
 {
     /* Threads share the process: curl must not use signals for its timeouts. */
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
@@ -26,6 +27,11 @@ void sr_client_easy_common(CURL *e, int64_t connect_timeout_ms, char *errbuf)
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)connect_timeout_ms);
     curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
     curl_easy_setopt(e, CURLOPT_PROXY, "");
+}
+
+void sr_client_easy_common(CURL *e, int64_t connect_timeout_ms, char *errbuf)
+{
+    easy_shared(e, connect_timeout_ms);
     errbuf[0] = '\0';
     curl_easy_setopt(e, CURLOPT_ERRORBUFFER, errbuf);
 }
@@ -260,25 +266,36 @@ static int finish_attempt(xfer *x, CURLcode cc, sr_client_attempt *att, sr_xfer_
     return att->code = sr_err_set(err, SR_E_CLIENT_TRANSPORT, "no response");
 }
 
+void sr_client_easy_setup(CURL *e, int64_t connect_timeout_ms)
+{
+    easy_shared(e, connect_timeout_ms);
+    curl_easy_setopt(e, CURLOPT_POST, 1L);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
+    curl_easy_setopt(e, CURLOPT_PREREQFUNCTION, on_prereq);
+}
+
 int sr_client_attempt_run(sr_client_conn *k, int splice, const struct curl_slist *headers,
                           int64_t timeout_ms, sr_client_attempt *att, sr_xfer_out *out, sr_err *err)
 {
     xfer x = {k, splice, MODE_NONE, 0, -1, 0, SR_ERR_INIT, 0, 0, 0, 0, 0};
     memset(out, 0, sizeof *out);
     out->retry_after_ms = -1;
-    CURL *e = sr_client_easy_take(k->c, k->engine);
+    int made = 0;
+    CURL *e = sr_client_easy_take(k->c, k->engine, &made);
     if (!e)
         return att->code = sr_err_set(err, SR_E_NOMEM, "client: curl_easy_init failed");
+    if (made)
+        sr_client_easy_setup(e, k->c->opts.connect_timeout_ms);
     k->easy = e;
-    sr_client_easy_common(e, k->c->opts.connect_timeout_ms, k->errbuf);
+    /* The options every attempt shares were set when the handle was made
+     * (sr_client_easy_setup); these are the attempt's own. */
+    k->errbuf[0] = '\0';
+    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, k->errbuf);
     curl_easy_setopt(e, CURLOPT_URL, k->url.data);
-    curl_easy_setopt(e, CURLOPT_POST, 1L);
     curl_easy_setopt(e, CURLOPT_POSTFIELDS, k->req_body.data);
     curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)k->req_body.len);
     curl_easy_setopt(e, CURLOPT_HTTPHEADER, headers);
-    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, &x);
-    curl_easy_setopt(e, CURLOPT_PREREQFUNCTION, on_prereq);
     curl_easy_setopt(e, CURLOPT_PREREQDATA, &x);
     curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)(timeout_ms > 0 ? timeout_ms : 1));
     k->body.max = splice ? k->c->opts.max_error_body + 1 : k->c->opts.max_body;
@@ -307,8 +324,10 @@ int sr_client_attempt_run(sr_client_conn *k, int splice, const struct curl_slist
     /* Nothing else may point at this attempt's stack frame. */
     curl_easy_setopt(e, CURLOPT_WRITEDATA, NULL);
     curl_easy_setopt(e, CURLOPT_PREREQDATA, NULL);
-    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, NULL);
-    curl_easy_setopt(e, CURLOPT_HEADERDATA, NULL);
+    if (k->capture) {
+        curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, NULL);
+        curl_easy_setopt(e, CURLOPT_HEADERDATA, NULL);
+    }
     /* An idle handle points at nothing of this conn (every attempt sets them again). */
     curl_easy_setopt(e, CURLOPT_ERRORBUFFER, NULL);
     curl_easy_setopt(e, CURLOPT_POSTFIELDS, NULL);

@@ -113,9 +113,13 @@ static int request_turn(rollout_state *s, int turn, sr_client_result *r, sr_err 
     /* The routes are decoded straight into the trace's next rows, which the record then takes
      * without a copy (a hint: without room they are copied as before). */
     unsigned char *room = NULL;
-    if (c->routes && !c->quirks.overwrite_trace_each_turn &&
-        sr_route_trace_room(s->trace, &room, &q.routes_dest_cap, NULL) == 0)
-        q.routes_dest = room;
+    if (c->routes && !c->quirks.overwrite_trace_each_turn) {
+        /* A new conn's trace knows no row size yet: the client's last one stands in, so that
+         * the first turn's rows are not copied (a copy into fresh memory, a page fault a page). */
+        sr_route_trace_hint_row_bytes(s->trace, sr_client_routes_row_bytes(s->k));
+        if (sr_route_trace_room(s->trace, &room, &q.routes_dest_cap, NULL) == 0)
+            q.routes_dest = room;
+    }
     int64_t sent = c->trainer_version ? c->trainer_version(c->version_ctx) : -1;
     int rc = sr_client_generate(r, s->k, &q, err);
     if (c->on_reply)

@@ -82,15 +82,9 @@ int sr_rollout_push_mask(rollout_state *s, uint8_t value, const double *lp, size
     return rc;
 }
 
-static int64_t span_version(const sr_client_result *r, int64_t row)
-{
-    for (size_t i = 0; i < r->n_spans; i++)
-        if (r->spans[i].lo <= row && row < r->spans[i].hi)
-            return r->spans[i].version;
-    return -1;
-}
-
-/* Rows [first, last) arrived in `r`: their held version, and the first version of new ones. */
+/* Rows [first, last) arrived in `r`: their held version (the first span holding a row names it,
+ * -1 when none does), and the first version of new ones. The spans are painted over the rows in
+ * reverse order, so that the first span holding a row wins, instead of searched per row. */
 static int note_versions(rollout_state *s, const sr_client_result *r, int64_t first, int64_t last,
                          sr_err *err)
 {
@@ -100,12 +94,17 @@ static int note_versions(rollout_state *s, const sr_client_result *r, int64_t fi
         rc = sr_rollout_grow((void **)&s->held_ver, &s->held_cap, need, sizeof(int64_t), err);
     if (rc)
         return rc;
-    for (int64_t i = first; i < last; i++) {
-        int64_t v = span_version(r, i);
-        s->held_ver[i] = v;
-        if ((size_t)i >= s->ver_n)
-            s->row_ver[i] = v;
+    for (int64_t i = first; i < last; i++)
+        s->held_ver[i] = -1;
+    for (size_t j = r->n_spans; j-- > 0;) {
+        int64_t lo = r->spans[j].lo > first ? r->spans[j].lo : first;
+        int64_t hi = r->spans[j].hi < last ? r->spans[j].hi : last;
+        for (int64_t i = lo; i < hi; i++)
+            s->held_ver[i] = r->spans[j].version;
     }
+    int64_t fresh = (int64_t)s->ver_n > first ? (int64_t)s->ver_n : first;
+    if (fresh < last)
+        memcpy(s->row_ver + fresh, s->held_ver + fresh, (size_t)(last - fresh) * sizeof(int64_t));
     if ((size_t)last > s->ver_n)
         s->ver_n = (size_t)last;
     return 0;
@@ -261,11 +260,17 @@ static int finalize_routes(rollout_state *s, sr_err *err)
     res->held_version = malloc((rows ? rows : 1) * sizeof(int64_t));
     if (!res->row_version || !res->held_version)
         return sr_err_set(err, SR_E_NOMEM, "rollout: cannot allocate row versions");
-    for (size_t i = 0; i < rows; i++) {
-        int captured = i < s->ver_n && (int64_t)i < res->captured_rows;
-        res->row_version[i] = captured ? s->row_ver[i] : -1;
-        res->held_version[i] = captured ? s->held_ver[i] : -1;
+    /* The captured rows (those below both the versions noted and the trace's captured count)
+     * keep their versions, one block copy each; the padding rows have none (-1). */
+    size_t cap = rows < s->ver_n ? rows : s->ver_n;
+    if (res->captured_rows < (int64_t)cap)
+        cap = res->captured_rows > 0 ? (size_t)res->captured_rows : 0;
+    if (cap) {
+        memcpy(res->row_version, s->row_ver, cap * sizeof(int64_t));
+        memcpy(res->held_version, s->held_ver, cap * sizeof(int64_t));
     }
+    for (size_t i = cap; i < rows; i++)
+        res->row_version[i] = res->held_version[i] = -1;
     return 0;
 }
 
