@@ -232,7 +232,8 @@ int sr_verify_valid(sr_verify_rv *x)
  * (48 KiB at 24 layers, top-8, int32). */
 #define BATCH_ROWS 64
 
-/* Where row i's mismatches are tallied: the first row-layer of each class, and the count. */
+/* The rows' comparison: the tally of each class (its first row-layer and its count), the
+ * fingerprints of the version being compared and the oracle's block. */
 typedef struct rows_ctx {
     cls_tally tally[SR_ROW_CLASS_COUNT];
     uint64_t *fps; /* the layer fingerprints of version `ver` */
