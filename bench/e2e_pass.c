@@ -77,13 +77,13 @@ static int rps_job(sr_client_conn *k, size_t i, void *ctx)
     return rc ? rc : ok ? 0 : -1;
 }
 
-int e2e_rps_pass(e2e_rps_totals *t, const sr_client *c, const sr_engine_config *engine,
-                 const sr_rollout_config *cfgs, size_t n, int limit, e2e_floor *multi,
-                 const cJSON *sp)
+int e2e_rps_pass(e2e_rps_totals *t, const sr_client *c, sr_verifier *v,
+                 const sr_engine_config *engine, const sr_rollout_config *cfgs, size_t n, int limit,
+                 e2e_floor *multi, const cJSON *sp)
 {
     sr_run_result *run = NULL;
     sr_scenario_result *scn = NULL;
-    rps_ctx x = {cfgs, calloc(n, sizeof(sr_rollout_result)), NULL, {0}};
+    rps_ctx x = {cfgs, calloc(n, sizeof(sr_rollout_result)), v, {0}};
     int *rcs = calloc(n, sizeof(int));
     sr_err e = SR_ERR_INIT;
     int rc = x.res && rcs ? 0 : -1;
@@ -91,8 +91,6 @@ int e2e_rps_pass(e2e_rps_totals *t, const sr_client *c, const sr_engine_config *
         rc = sr_run_result_new(&run, &e);
     if (!rc)
         rc = sr_run_result_add_scenario(&scn, run, &e);
-    if (!rc)
-        rc = sr_verifier_new(&x.v, engine, &e);
     x.vc = (sr_verify_ctx){.scenario = "bench-e2e",
                            .step = 0,
                            .step_name = "rollouts",
@@ -114,7 +112,6 @@ int e2e_rps_pass(e2e_rps_totals *t, const sr_client *c, const sr_engine_config *
     }
     for (size_t i = 0; x.res && i < n; i++)
         sr_rollout_result_release(&x.res[i]);
-    sr_verifier_free(x.v);
     sr_run_result_free(run);
     free(x.res);
     free(rcs);
@@ -198,12 +195,14 @@ int e2e_rps_line(const e2e_batches *b, const sr_client *c, const sr_engine_confi
     double *ms = calloc((size_t)reps, sizeof(double)), *fms = calloc((size_t)reps, sizeof(double));
     e2e_rps_totals all;
     memset(&all, 0, sizeof all);
-    int rc = ms && fms ? 0 : -1;
+    sr_verifier *v = NULL;
+    sr_err e = SR_ERR_INIT;
+    int rc = ms && fms && !sr_verifier_new(&v, engine, &e) ? 0 : -1;
     for (int k = 0; !rc && k <= reps; k++) {
         e2e_rps_totals t;
         memset(&t, 0, sizeof t);
         b->make(b->ctx, b->cfgs, 2000 + k);
-        rc = e2e_rps_pass(&t, c, engine, b->cfgs, b->n, b->limit, multi, sp);
+        rc = e2e_rps_pass(&t, c, v, engine, b->cfgs, b->n, b->limit, multi, sp);
         if (rc || k == 0)
             continue; /* the first batch warms up */
         ms[k - 1] = t.wall_ms / t.requests;
@@ -221,6 +220,7 @@ int e2e_rps_line(const e2e_batches *b, const sr_client *c, const sr_engine_confi
                         "rps=%.0f floor_rps=%.0f vs_floor=%.3f in_flight=%d requests=%.0f", rps,
                         floor_rps, rps / floor_rps, b->limit, all.requests);
     }
+    sr_verifier_free(v);
     free(ms);
     free(fms);
     return rc;

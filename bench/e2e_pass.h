@@ -21,6 +21,7 @@
 #include "client/client.h"
 #include "e2e_floor.h"
 #include "run/rollout.h"
+#include "run/verify.h"
 #include "spec/engine_config.h"
 
 /* The sums of the CPU pass. */
@@ -42,12 +43,13 @@ typedef struct e2e_rps_totals {
     e2e_floor_totals floor;   /* the multi floor's replay of the same requests */
 } e2e_rps_totals;
 
-/* One batch: cfgs[0..n) through `c` at `limit` in flight, verified with the oracle of `engine`,
- * then replayed by `multi` with sampling params sp. 0, or -1 when a rollout failed, a check
- * fired or the replay failed. */
-int e2e_rps_pass(e2e_rps_totals *t, const sr_client *c, const sr_engine_config *engine,
-                 const sr_rollout_config *cfgs, size_t n, int limit, e2e_floor *multi,
-                 const cJSON *sp);
+/* One batch: cfgs[0..n) through `c` at `limit` in flight, verified by `v` (the oracle of
+ * `engine`: borrowed, shared by the batches as a scenario's steps share one), then replayed by
+ * `multi` with sampling params sp. 0, or -1 when a rollout failed, a check fired or the replay
+ * failed. */
+int e2e_rps_pass(e2e_rps_totals *t, const sr_client *c, sr_verifier *v,
+                 const sr_engine_config *engine, const sr_rollout_config *cfgs, size_t n, int limit,
+                 e2e_floor *multi, const cJSON *sp);
 
 /* The batches of a pass: make(ctx, cfgs, rep) fills cfgs[0..n) for batch `rep`; at most
  * `limit` rollouts in flight. */
@@ -68,8 +70,10 @@ typedef struct e2e_batches {
 int e2e_cpu_lines(const e2e_batches *b, const char *const *urls, int ne, const sr_fields *fields,
                   const sr_client_opts *opts, double floor_us, int reps);
 
-/* 1 warm-up + reps batches of e2e_rps_pass, then the line e2e.client_rps (rps, floor_rps,
- * vs_floor = rps / floor_rps). 0, or -1 when a pass failed. */
+/* 1 warm-up + reps batches of e2e_rps_pass with one verifier (the warm-up computes the weight
+ * version's fingerprints, which the batches then share, as the steps of one scenario do), then
+ * the line e2e.client_rps (rps, floor_rps, vs_floor = rps / floor_rps). 0, or -1 when a pass
+ * failed. */
 int e2e_rps_line(const e2e_batches *b, const sr_client *c, const sr_engine_config *engine,
                  e2e_floor *multi, const cJSON *sp, int reps);
 

@@ -339,6 +339,23 @@ int sr_oracle_routes(void *out, size_t out_cap, int32_t *max_expert, sr_dtype dt
     return 0;
 }
 
+int sr_oracle_routes_of(void *out, size_t out_cap, sr_dtype dtype, const sr_oracle *o,
+                        const uint64_t *layer_fps, const uint64_t *h, size_t n, sr_err *err)
+{
+    int rc;
+    if ((rc = check_route_dtype(dtype, o, err)) ||
+        (rc = check_route_cap(n, out_cap, dtype, o, err)) || n == 0)
+        return rc;
+    sr_oracle_i_shape shape;
+    sr_oracle_i_shape_of(&shape, o);
+    sr_oracle_i_rows w;
+    sr_oracle_i_rows_init(&w, &shape, SR_ORACLE_I_AUTO);
+    const size_t per_row = (size_t)o->model.num_layers * (size_t)o->model.topk;
+    for (size_t r = 0; r < n; r++)
+        sr_oracle_i_row(&w, out, r * per_row, dtype, layer_fps, h[r]);
+    return 0;
+}
+
 /* ---- generation ---- */
 
 const char *sr_oracle_finish_name(sr_oracle_finish f)

@@ -176,6 +176,19 @@ int sr_oracle_routes(void *out, size_t out_cap, int32_t *max_expert, sr_dtype dt
                      const sr_oracle *o, const uint64_t *layer_fps, const int32_t *tokens, size_t n,
                      size_t row_begin, size_t row_end, sr_err *err);
 
+/*
+ * The route rows of the prefix hashes h[0..n) into `out`, a C-order [n, num_layers, K] array of
+ * `dtype` (uint8, int16 or int32, which must hold E - 1) of at least out_cap bytes: row r at
+ * layer slot l is what sr_oracle_route_row writes for (l, layer_fps[l], h[r]). For a caller that
+ * holds the prefix hashes already (the verifier: rows of one weight version at a time, in the
+ * dtype of the trace it compares them with). layer_fps has num_layers entries. Errors:
+ * SR_E_ORACLE_REQUEST for the dtype or the capacity. Cost: the row filler's (sr_oracle_routes)
+ * without the prefix hashing, plus E stores per call; its working state (about 24 KiB) is on the
+ * stack.
+ */
+int sr_oracle_routes_of(void *out, size_t out_cap, sr_dtype dtype, const sr_oracle *o,
+                        const uint64_t *layer_fps, const uint64_t *h, size_t n, sr_err *err);
+
 /* ---- generation ---- */
 
 typedef enum sr_oracle_finish {

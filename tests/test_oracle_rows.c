@@ -280,6 +280,55 @@ START_TEST(test_routes_and_max_match_reference)
 }
 END_TEST
 
+/* sr_oracle_routes_of: rows of arbitrary prefix hashes (not one sequence's), every dtype, and
+ * its refusals of a dtype that cannot hold the experts and of a buffer one byte short. */
+START_TEST(test_routes_of_hashes_match_reference)
+{
+    uint64_t st = 0x5eed0005;
+    for (size_t c = 0; c < sizeof CASES / sizeof CASES[0]; c++) {
+        if (CASES[c].layers > 100)
+            continue;
+        const int L = CASES[c].layers, K = CASES[c].topk;
+        int32_t layers[128];
+        uint64_t fps[128], h[7];
+        sr_oracle *o = random_oracle(&CASES[c], &st, layers);
+        random_fps(fps, L, &st);
+        enum { N = 7 };
+        for (int i = 0; i < N; i++)
+            h[i] = rnd(&st);
+        size_t per = (size_t)L * (size_t)K;
+        int32_t *want = malloc(sizeof(int32_t) * per * N);
+        ck_assert_ptr_nonnull(want);
+        for (int i = 0; i < N; i++)
+            for (int l = 0; l < L; l++)
+                sr_oracle_route_row(want + per * (size_t)i + (size_t)l * (size_t)K, o, l, fps[l],
+                                    h[i]);
+        sr_dtype dts[3];
+        int ndt = dtypes_for(CASES[c].experts, dts);
+        sr_err err = SR_ERR_INIT;
+        for (int d = 0; d < ndt; d++) {
+            size_t isz = sr_dtype_size(dts[d]), cap = per * N * isz;
+            void *out = malloc(cap);
+            ck_assert_ptr_nonnull(out);
+            ck_assert_sr_ok(sr_oracle_routes_of(out, cap, dts[d], o, fps, h, N, &err), err);
+            for (size_t e = 0; e < per * N; e++)
+                ck_assert_int_eq(elem(out, dts[d], e), want[e]);
+            ck_assert_sr_code(sr_oracle_routes_of(out, cap - 1, dts[d], o, fps, h, N, &err), err,
+                              SR_E_ORACLE_REQUEST);
+            free(out);
+        }
+        if (CASES[c].experts > 256) {
+            uint8_t small[8];
+            ck_assert_sr_code(
+                sr_oracle_routes_of(small, sizeof small, SR_DTYPE_UINT8, o, fps, h, 0, &err), err,
+                SR_E_ORACLE_REQUEST);
+        }
+        free(want);
+        sr_oracle_free(o);
+    }
+}
+END_TEST
+
 static Suite *oracle_rows_suite(void)
 {
     Suite *s = suite_create("oracle_rows");
@@ -288,6 +337,7 @@ static Suite *oracle_rows_suite(void)
     tcase_add_test(tc, test_rows_match_reference_random_shapes);
     tcase_add_test(tc, test_avx2_draws_match_formula);
     tcase_add_test(tc, test_routes_and_max_match_reference);
+    tcase_add_test(tc, test_routes_of_hashes_match_reference);
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
     return s;
