@@ -51,7 +51,8 @@ typedef struct jdom_key {
 
 /*
  * m * 10^e10 rounded to the nearest double exactly as strtod rounds it, when that can be done
- * with one double operation (Clinger's fast path) or exact 128-bit integer arithmetic; returns 1
+ * with one double operation (Clinger's fast path), one product with a 128-bit power of five
+ * (|e10| <= 64, unless the product cannot decide) or exact 128-bit integer arithmetic; returns 1
  * with *out set, or 0 when the caller must use strtod (sr_jdom_num.c).
  */
 int sr_jdom_i_decimal(uint64_t m, int e10, double *out);
