@@ -296,6 +296,29 @@ START_TEST(test_invalid_byte_every_position)
 }
 END_TEST
 
+/* Every byte value outside the alphabet (and '=', '"') at positions in both 16-byte lanes of a
+ * block, in the four-block groups of the AVX2 kernel (the first 128 characters), in its single
+ * blocks after them and in the scalar tail: the validity lookup has no row to spare. */
+START_TEST(test_every_byte_value_in_every_lane)
+{
+    static char text[200];
+    static unsigned char raw[150];
+    static const size_t at[] = {0,   7,   15,  16,  24,  31,  32,  47,  48,  96, 112,
+                                127, 128, 143, 144, 159, 160, 175, 176, 191, 199};
+    uint64_t seed = 0xB64;
+    fill_random(raw, sizeof(raw), &seed);
+    ref_encode(text, raw, sizeof(raw));
+    for (int c = 0; c < 256; c++) {
+        for (size_t j = 0; j < sizeof(at) / sizeof(at[0]); j++) {
+            char save = text[at[j]];
+            text[at[j]] = (char)c;
+            check_all(text, sizeof(text));
+            text[at[j]] = save;
+        }
+    }
+}
+END_TEST
+
 START_TEST(test_invalid_byte_long_text)
 {
     static char text[2100];
@@ -589,6 +612,7 @@ int main(void)
     tcase_add_test(tc, test_roundtrip_every_length);
     tcase_add_test(tc, test_invalid_byte_every_position);
     tcase_add_test(tc, test_invalid_byte_long_text);
+    tcase_add_test(tc, test_every_byte_value_in_every_lane);
     tcase_add_test(tc, test_misaligned_pointers);
     tcase_add_test(tc, test_large_text);
     tcase_add_test(tc, test_padding_rules);
