@@ -52,9 +52,13 @@ def render():
         "",
         "static const sr_jdom_pow5 k_pow5[%d] = {" % (QMAX - QMIN + 1),
     ]
+    rows = []
     for q in range(QMIN, QMAX + 1):
         hi, lo, b = entry(q)
-        lines.append("    {0x%016xu, 0x%016xu, %d}, /* 5^%d */" % (hi, lo, b, q))
+        rows.append(("    {0x%016xu, 0x%016xu, %d}," % (hi, lo, b), q))
+    # The comments aligned in one column, as clang-format (make format) leaves them.
+    width = max(len(r) for r, _ in rows)
+    lines += ["%s /* 5^%d */" % (r.ljust(width), q) for r, q in rows]
     lines += ["};", "", "#endif /* SR_JDOM_POW5_PRIV_H */", ""]
     return "\n".join(lines)
 
