@@ -3,8 +3,10 @@
  *
  * The kernels only do the bulk work: they stop at anything unusual and leave it to the scalar
  * code in sr_base64.c, which is what makes both paths give identical results, error codes and
- * offsets. They must only be called after sr_base64_cpu_has_avx2() returned 1. Every store
- * covers decoded (or encoded) bytes only: nothing past the reported output length is written.
+ * offsets. They must only be called after sr_base64_cpu_has_avx2() returned 1. Nothing past the
+ * reported output length is written: a decoding store may cover bytes past its own block, but
+ * only bytes that a later store of the same call, in a group already checked, fills with decoded
+ * bytes.
  *
  * Thread-safety: reentrant; no state.
  */
@@ -35,7 +37,8 @@
 size_t sr_b64_avx2_encode_bulk(char *dst, const unsigned char *src, size_t n);
 
 /*
- * Decodes 32-character blocks of src while a whole block remains. At the first byte outside
+ * Decodes 32-character blocks of src while a whole block remains (groups of four blocks whose
+ * validity is checked once, then single blocks). At the first byte outside
  * the alphabet ('=', '"' or any invalid byte) it decodes the complete quads before that byte's
  * quad and sets *stop to the byte's index; if it simply ran out of whole blocks, *stop = n.
  * Returns the number of characters decoded, a multiple of 4; exactly that / 4 * 3 bytes are

@@ -10,78 +10,9 @@
 #include "sr_jdom_priv.h"
 #include "sr_text.h"
 
-typedef struct parser {
-    sr_jdom *j;
-    const unsigned char *t;   /* the text */
-    const unsigned char *end; /* t + n, where the NUL sentinel is */
-    sr_err *err;
-    int rc;  /* the error of a function that returned NULL */
-    int nul; /* the last string parsed held an escaped NUL */
-    int esc; /* the last string parsed held an escape */
-    /* The last key parsed that had no escape: the members of an array of objects repeat their
-     * keys, and a key whose text equals it takes its arena copy (parse_key). */
-    const char *last_key;
-    size_t last_len;
-} parser;
+/* ---- nodes (the arena, its growth, errors and strings: sr_jdom_str.c) ---- */
 
-/* ---- the arena ---- */
-
-/* Moves to a chunk with `size` free bytes: the next one kept from earlier parses, or a new one. */
-static int arena_grow(parser *p, size_t size)
-{
-    sr_jdom *j = p->j;
-    chunk *c = j->cur ? j->cur->next : j->head;
-    if (j->cur)
-        j->behind += j->cur->size;
-    while (c && c->size < size) {
-        j->behind += c->size;
-        c = c->next;
-    }
-    if (!c) {
-        size_t room = j->max - j->capacity;
-        size_t want = j->capacity > CHUNK_MIN ? j->capacity : CHUNK_MIN;
-        want = want < size ? size : want;
-        want = want > room ? room : want;
-        if (want < size)
-            return p->rc = sr_err_set(p->err, SR_E_LIMIT,
-                                      "json: the parsed tree needs more than the arena's "
-                                      "maximum of %zu bytes",
-                                      j->max);
-        c = want <= SIZE_MAX - sizeof(chunk) ? malloc(sizeof(chunk) + want) : NULL;
-        if (!c)
-            return p->rc = sr_err_set(p->err, SR_E_NOMEM,
-                                      "json: cannot allocate an arena chunk of %zu bytes", want);
-        c->next = NULL;
-        c->size = want;
-        if (j->tail)
-            j->tail->next = c;
-        else
-            j->head = c;
-        j->tail = c;
-        j->capacity += want;
-        j->nchunks++;
-    }
-    j->cur = c;
-    j->pos = (uintptr_t)CHUNK_DATA(c);
-    j->lim = j->pos + c->size;
-    return 0;
-}
-
-/* `size` bytes aligned to `align` (a power of two up to 16), or NULL with p->rc set. */
-static inline void *take(parser *p, size_t size, size_t align)
-{
-    sr_jdom *j = p->j;
-    uintptr_t a = (j->pos + (align - 1)) & ~(uintptr_t)(align - 1);
-    if (a > j->lim || size > j->lim - a) {
-        if (arena_grow(p, size))
-            return NULL;
-        a = j->pos;
-    }
-    j->pos = a + size;
-    return (void *)a;
-}
-
-static cJSON *new_node(parser *p)
+static cJSON *new_node(jdom_parser *p)
 {
     cJSON *c = take(p, sizeof(cJSON), _Alignof(cJSON));
     if (c)
@@ -90,7 +21,7 @@ static cJSON *new_node(parser *p)
 }
 
 /* Appends a child; the first child's prev always points at the last, as cJSON leaves it. */
-static cJSON *new_child(parser *p, cJSON *parent)
+static cJSON *new_child(jdom_parser *p, cJSON *parent)
 {
     cJSON *c = new_node(p);
     if (!c)
@@ -108,197 +39,11 @@ static cJSON *new_child(parser *p, cJSON *parent)
     return c;
 }
 
-/* ---- lexical pieces ---- */
-
-static int fail_at(parser *p, int code, const unsigned char *at, const char *what)
-{
-    size_t off = (size_t)(at - p->t);
-    return p->rc = sr_err_set_at(p->err, code, (int64_t)off, "json: %s at byte %zu", what, off);
-}
-
-static int syntax(parser *p, const unsigned char *at, const char *what)
-{
-    return fail_at(p, SR_E_JSON_SYNTAX, at, what);
-}
-
-/* SR_E_JSON_UTF8 under the reference rules, else a syntax error (cJSON's refusals). */
-static int bad_unicode(parser *p, const unsigned char *at, const char *what)
-{
-    return fail_at(p, (p->j->flags & SR_JDOM_REFERENCE) ? SR_E_JSON_UTF8 : SR_E_JSON_SYNTAX, at,
-                   what);
-}
-
 static const unsigned char *skip_ws(const unsigned char *s)
 {
     while (*s <= ' ' && (*s == ' ' || *s == '\n' || *s == '\r' || *s == '\t'))
         s++;
     return s;
-}
-
-static unsigned hex4(const unsigned char *s)
-{
-    return (unsigned)(sr_hex_digit(s[0]) << 12 | sr_hex_digit(s[1]) << 8 | sr_hex_digit(s[2]) << 4 |
-                      sr_hex_digit(s[3]));
-}
-
-/*
- * Finds the closing quote of a string that has escapes, checking every escape and byte on the
- * way. The NUL after the text stops every loop, so no read passes it.
- */
-static int string_end(parser *p, const unsigned char *s, const unsigned char **q)
-{
-    for (s++;;) {
-        unsigned char c = *s;
-        if (c == '"') {
-            *q = s;
-            return 0;
-        }
-        if (c == '\\') {
-            unsigned char e = s[1];
-            if (e == 'u') {
-                for (int i = 2; i < 6; i++)
-                    if (sr_hex_digit(s[i]) < 0)
-                        return syntax(p, s + i, "a \\u escape needs four hex digits");
-                s += 6;
-            } else if (e != '\0' && strchr("\"\\/bfnrt", e)) {
-                s += 2;
-            } else {
-                return syntax(p, s + 1, "invalid escape in a string");
-            }
-        } else if (c < 0x20) {
-            return syntax(p, s,
-                          s == p->end ? "the text ends inside a string"
-                                      : "a raw control character in a string");
-        } else {
-            s++;
-        }
-    }
-}
-
-/*
- * Writes the UTF-8 of the \u escape at *ps (two for a surrogate pair). Like cJSON, a lone low
- * surrogate or a high one not followed by a \u escape of a low one is an error; \u0000 gives a
- * NUL byte. string_end has checked the hex digits of every escape already.
- */
-static int put_utf16(parser *p, const unsigned char **ps, unsigned char **po)
-{
-    const unsigned char *s = *ps;
-    unsigned long cp = hex4(s + 2);
-    if (cp >= 0xDC00 && cp <= 0xDFFF)
-        return bad_unicode(p, s, "a \\u escape of a lone low surrogate");
-    *ps = s + 6;
-    if (cp >= 0xD800 && cp <= 0xDBFF) {
-        if (s[6] != '\\' || s[7] != 'u')
-            return bad_unicode(p, s, "a high surrogate \\u escape without a low one after it");
-        unsigned lo = hex4(s + 8);
-        if (lo < 0xDC00 || lo > 0xDFFF)
-            return bad_unicode(p, s + 6, "a high surrogate \\u escape followed by no low one");
-        cp = 0x10000 + (((cp & 0x3FF) << 10) | (lo & 0x3FF));
-        *ps = s + 12;
-    }
-    unsigned char *o = *po;
-    p->nul |= cp == 0;
-    if (cp < 0x80) {
-        *o++ = (unsigned char)cp;
-    } else if (cp < 0x800) {
-        *o++ = (unsigned char)(0xC0 | cp >> 6);
-        *o++ = (unsigned char)(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-        *o++ = (unsigned char)(0xE0 | cp >> 12);
-        *o++ = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
-        *o++ = (unsigned char)(0x80 | (cp & 0x3F));
-    } else {
-        *o++ = (unsigned char)(0xF0 | cp >> 18);
-        *o++ = (unsigned char)(0x80 | ((cp >> 12) & 0x3F));
-        *o++ = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
-        *o++ = (unsigned char)(0x80 | (cp & 0x3F));
-    }
-    *po = o;
-    return 0;
-}
-
-/* Unescapes s[0 .. q) into o, which has room for q - s + 1 bytes (no escape grows); *end is
- * where the NUL after the unescaped bytes went. */
-static int unescape(parser *p, const unsigned char *s, const unsigned char *q, unsigned char *o,
-                    unsigned char **end)
-{
-    static const char from[] = "bfnrt", to[] = "\b\f\n\r\t";
-    while (s < q) {
-        if (*s != '\\') {
-            *o++ = *s++;
-            continue;
-        }
-        if (s[1] == 'u') {
-            int rc = put_utf16(p, &s, &o);
-            if (rc)
-                return rc;
-            continue;
-        }
-        const char *k = strchr(from, s[1]);
-        *o++ = k ? (unsigned char)to[k - from] : s[1];
-        s += 2;
-    }
-    *o = '\0';
-    *end = o;
-    return 0;
-}
-
-/*
- * Parses the string whose opening quote is at *ps into a NUL-terminated arena copy; *outlen is
- * its unescaped length (NULs included). Under the reference rules the raw bytes must be UTF-8
- * (escapes are ASCII, so checking the raw text checks every byte that is not an escape).
- */
-static int parse_string(parser *p, const unsigned char **ps, char **out, size_t *outlen)
-{
-    const unsigned char *s = *ps + 1, *q = s;
-    unsigned hi = 0;
-    p->nul = 0;
-    /* Keys and short values end within a few bytes: byte by byte first. Longer runs go eight
-     * bytes at a time while none is '"', '\\' or a control byte (bytes >= 0x80 only count for
-     * the UTF-8 check), then byte by byte again. The NUL after the text stops every loop. */
-    for (int k = 0; k < 16 && *q >= 0x20 && *q != '"' && *q != '\\'; k++)
-        hi |= *q++;
-    if (q - s == 16) {
-        const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
-        uint64_t hw = 0;
-        while ((size_t)(p->end - q) >= 8) {
-            uint64_t w, xq, xb;
-            memcpy(&w, q, 8);
-            xq = w ^ (ones * '"');
-            xb = w ^ (ones * '\\');
-            if ((((xq - ones) & ~xq) | ((xb - ones) & ~xb) | ((w - ones * 0x20) & ~w)) & highs)
-                break;
-            hw |= w;
-            q += 8;
-        }
-        hi |= (hw & highs) ? 0x80u : 0u;
-    }
-    while (*q >= 0x20 && *q != '"' && *q != '\\')
-        hi |= *q++;
-    int plain = *q == '"';
-    p->esc = !plain;
-    if (!plain && string_end(p, *ps, &q))
-        return p->rc;
-    size_t len = (size_t)(q - s);
-    if ((p->j->flags & SR_JDOM_REFERENCE) && (!plain || (hi & 0x80))) {
-        size_t bad = sr_utf8_check(s, len);
-        if (bad < len)
-            return fail_at(p, SR_E_JSON_UTF8, s + bad, "a string that is not valid UTF-8");
-    }
-    unsigned char *dst = take(p, len + 1, 1), *end = NULL;
-    if (!dst)
-        return p->rc;
-    if (plain) {
-        memcpy(dst, s, len);
-        dst[len] = '\0';
-        end = dst + len;
-    } else if (unescape(p, s, q, dst, &end)) {
-        return p->rc;
-    }
-    *out = (char *)dst;
-    *outlen = (size_t)(end - dst);
-    *ps = q + 1;
-    return 0;
 }
 
 /* ---- numbers ---- */
@@ -307,7 +52,7 @@ static int parse_string(parser *p, const unsigned char **ps, char **out, size_t 
  * strtod of the token's characters (in the "C" locale), which is what cJSON stores. Long tokens
  * are copied into the arena for the call and the bytes given back afterwards.
  */
-static int convert_slow(parser *p, const unsigned char *s, size_t len, double *out)
+static int convert_slow(jdom_parser *p, const unsigned char *s, size_t len, double *out)
 {
     sr_jdom *j = p->j;
     char small[64], *buf = small;
@@ -350,7 +95,8 @@ static inline int eight_digits(const unsigned char *q, uint64_t *v)
 
 /* Gathers runs of eight digits at *pq into *m while they keep it within 19 digits (as the byte
  * loop after it would), counting them in *nd; the byte loop does the rest. */
-static inline size_t digit_runs(const parser *p, const unsigned char **pq, uint64_t *m, size_t *nd)
+static inline size_t digit_runs(const jdom_parser *p, const unsigned char **pq, uint64_t *m,
+                                size_t *nd)
 {
     const unsigned char *q = *pq;
     uint64_t v;
@@ -371,7 +117,7 @@ static inline size_t digit_runs(const parser *p, const unsigned char **pq, uint6
  * by one double operation when m and the power of ten are exact doubles (Clinger's fast path),
  * else by 128-bit integer arithmetic (sr_jdom_num.c), else by strtod itself.
  */
-static int parse_number(parser *p, const unsigned char **ps, cJSON *node)
+static int parse_number(jdom_parser *p, const unsigned char **ps, cJSON *node)
 {
     const unsigned char *s = *ps, *q = s;
     uint64_t m = 0;
@@ -385,12 +131,12 @@ static int parse_number(parser *p, const unsigned char **ps, cJSON *node)
         for (; *q >= '0' && *q <= '9'; q++, nd++)
             m = nd < 19 ? m * 10 + (uint64_t)(*q - '0') : m;
     } else {
-        return syntax(p, q, "a number needs a digit here");
+        return sr_jdom_i_syntax(p, q, "a number needs a digit here");
     }
     if (*q == '.') {
         integral = 0;
         if (!(*++q >= '0' && *q <= '9'))
-            return syntax(p, q, "a digit must follow the decimal point");
+            return sr_jdom_i_syntax(p, q, "a digit must follow the decimal point");
         frac += digit_runs(p, &q, &m, &nd);
         for (; *q >= '0' && *q <= '9'; q++, nd++, frac++)
             m = nd < 19 ? m * 10 + (uint64_t)(*q - '0') : m;
@@ -401,7 +147,7 @@ static int parse_number(parser *p, const unsigned char **ps, cJSON *node)
         if (*q == '+' || *q == '-')
             eneg = *q++ == '-';
         if (!(*q >= '0' && *q <= '9'))
-            return syntax(p, q, "an exponent needs a digit");
+            return sr_jdom_i_syntax(p, q, "an exponent needs a digit");
         for (; *q >= '0' && *q <= '9'; q++)
             exp = exp < 100000 ? exp * 10 + (*q - '0') : exp;
     }
@@ -415,7 +161,8 @@ static int parse_number(parser *p, const unsigned char **ps, cJSON *node)
     }
     d = neg ? -d : d;
     if ((p->j->flags & SR_JDOM_REFERENCE) && isinf(d))
-        return fail_at(p, SR_E_JSON_NUMBER_OVERFLOW, s, "a number that overflows a double");
+        return sr_jdom_i_fail_at(p, SR_E_JSON_NUMBER_OVERFLOW, s,
+                                 "a number that overflows a double");
     node->type |= cJSON_Number;
     if ((p->j->flags & SR_JDOM_REFERENCE) && !integral)
         node->type |= SR_JDOM_NOT_INT;
@@ -427,23 +174,24 @@ static int parse_number(parser *p, const unsigned char **ps, cJSON *node)
 
 /* ---- values ---- */
 
-static int literal(parser *p, const unsigned char **ps, const char *lit, size_t len)
+static int literal(jdom_parser *p, const unsigned char **ps, const char *lit, size_t len)
 {
     const unsigned char *s = *ps;
     for (size_t i = 0; i < len; i++)
         if (s[i] != (unsigned char)lit[i])
-            return syntax(p, s + i, "invalid literal (true, false and null are the only ones)");
+            return sr_jdom_i_syntax(p, s + i,
+                                    "invalid literal (true, false and null are the only ones)");
     *ps = s + len;
     return 0;
 }
 
 /* A value other than an array or object, at *ps. */
-static int parse_scalar(parser *p, const unsigned char **ps, cJSON *node)
+static int parse_scalar(jdom_parser *p, const unsigned char **ps, cJSON *node)
 {
     switch (**ps) {
     case '"': {
         size_t len;
-        if (parse_string(p, ps, &node->valuestring, &len))
+        if (sr_jdom_i_parse_string(p, ps, &node->valuestring, &len))
             return p->rc;
         node->type |= cJSON_String | (p->nul ? SR_JDOM_HAS_NUL : 0);
         return 0;
@@ -461,30 +209,34 @@ static int parse_scalar(parser *p, const unsigned char **ps, cJSON *node)
     default:
         if (**ps == '-' || (**ps >= '0' && **ps <= '9'))
             return parse_number(p, ps, node);
-        return syntax(p, *ps,
-                      *ps == p->end ? "the text ends where a value should start"
-                                    : "a value cannot start with this byte");
+        return sr_jdom_i_syntax(p, *ps,
+                                *ps == p->end ? "the text ends where a value should start"
+                                              : "a value cannot start with this byte");
     }
 }
 
 /* An object member's key and colon, at *ps (whitespace skipped), into node->string. */
-static int parse_key(parser *p, const unsigned char **ps, cJSON *node)
+static int parse_key(jdom_parser *p, const unsigned char **ps, cJSON *node)
 {
     if (**ps != '"')
-        return syntax(p, *ps, "expected a string key");
+        return sr_jdom_i_syntax(p, *ps, "expected a string key");
     const unsigned char *at = *ps;
     size_t len = p->last_len, i = 0;
     /* The last escape-free key again: its bytes (no quote, backslash, control byte or NUL, and
-     * valid UTF-8 under the reference rules) are exactly this key's text. The compare stops at
-     * the first difference, so it never reads past the text's NUL. */
+     * valid UTF-8 under the reference rules) are exactly this key's text. One memcmp where the
+     * text has the key's bytes and the closing quote's before its end; else the byte compare
+     * stops at the first difference, so it never reads past the text's NUL. */
     const unsigned char *k = (const unsigned char *)p->last_key;
-    while (k && i < len && at[1 + i] == k[i])
-        i++;
+    if (k && (size_t)(p->end - at) > len + 1)
+        i = memcmp(at + 1, k, len) == 0 ? len : 0; /* the text holds at[1 .. len + 1] */
+    else
+        while (k && i < len && at[1 + i] == k[i])
+            i++;
     if (k && i == len && at[1 + len] == '"') {
         node->string = (char *)k;
         *ps = at + len + 2;
     } else {
-        if (parse_string(p, ps, &node->string, &len))
+        if (sr_jdom_i_parse_string(p, ps, &node->string, &len))
             return p->rc;
         node->type |= p->nul ? SR_JDOM_HAS_NUL : 0;
         p->last_key = p->esc ? NULL : node->string;
@@ -497,7 +249,7 @@ static int parse_key(parser *p, const unsigned char **ps, cJSON *node)
         return p->rc = rc;
     const unsigned char *s = skip_ws(*ps);
     if (*s != ':')
-        return syntax(p, s, "expected ':' after a key");
+        return sr_jdom_i_syntax(p, s, "expected ':' after a key");
     *ps = skip_ws(s + 1);
     return 0;
 }
@@ -506,7 +258,7 @@ static int parse_key(parser *p, const unsigned char **ps, cJSON *node)
  * The whole text, iteratively: j->stack holds the open arrays and objects. Each turn of the
  * loop fills `node` with the value at s, then closes containers until a comma continues one.
  */
-static int parse_tree(parser *p, cJSON **root)
+static int parse_tree(jdom_parser *p, cJSON **root)
 {
     cJSON **stack = p->j->stack;
     size_t depth = 0;
@@ -519,8 +271,8 @@ static int parse_tree(parser *p, cJSON **root)
         unsigned char c = *s;
         if (c == '{' || c == '[') {
             if (depth == SR_JDOM_MAX_DEPTH)
-                return fail_at(p, ref ? SR_E_JSON_TOO_DEEP : SR_E_JSON_SYNTAX, s,
-                               "arrays and objects nested deeper than 1000");
+                return sr_jdom_i_fail_at(p, ref ? SR_E_JSON_TOO_DEEP : SR_E_JSON_SYNTAX, s,
+                                         "arrays and objects nested deeper than 1000");
             node->type |= c == '{' ? cJSON_Object : cJSON_Array;
             s = skip_ws(s + 1);
             if (*s != (c == '{' ? '}' : ']')) {
@@ -539,13 +291,13 @@ static int parse_tree(parser *p, cJSON **root)
         for (;;) {
             s = skip_ws(s);
             if (depth == 0)
-                return s == p->end ? 0 : syntax(p, s, "bytes after the JSON value");
+                return s == p->end ? 0 : sr_jdom_i_syntax(p, s, "bytes after the JSON value");
             parent = stack[depth - 1];
             int obj = (parent->type & 0xFF) == cJSON_Object;
             if (*s == ',')
                 break;
             if (*s != (obj ? '}' : ']'))
-                return syntax(p, s, obj ? "expected ',' or '}'" : "expected ',' or ']'");
+                return sr_jdom_i_syntax(p, s, obj ? "expected ',' or '}'" : "expected ',' or ']'");
             s++;
             depth--;
             /* An object of fewer than two keys (most of a body's) cannot repeat one. */
@@ -620,7 +372,8 @@ int sr_jdom_parse(sr_jdom *j, const char *t, size_t n, cJSON **out, sr_err *err)
     sr_jdom_reset(j);
     j->nkeys = 0;
     j->dup_off = SIZE_MAX;
-    parser p = {j, (const unsigned char *)t, (const unsigned char *)t + n, err, 0, 0, 0, NULL, 0};
+    jdom_parser p = {j, (const unsigned char *)t, (const unsigned char *)t + n, err, 0, 0, 0, NULL,
+                     0};
     cJSON *root = NULL;
     int rc = parse_tree(&p, &root);
     if (!rc && j->dup_off != SIZE_MAX) {

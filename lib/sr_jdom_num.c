@@ -1,7 +1,9 @@
-/* Decimal to double, correctly rounded, without strtod where exact arithmetic allows. */
+/* Decimal to double, correctly rounded, without strtod where exact arithmetic allows: Clinger's
+ * fast path, then one product with a power of five, then exact 128-bit arithmetic. */
 #include <float.h>
 #include <string.h>
 
+#include "sr_jdom_pow5_priv.h"
 #include "sr_jdom_priv.h"
 
 /* Powers of ten that doubles hold exactly. */
@@ -71,6 +73,45 @@ static int convert_exact(uint64_t m, int e10, double *out)
     return 1;
 }
 
+/*
+ * m * 10^q correctly rounded from one 64 x 128-bit product, after the method of Michael Eisel and
+ * Daniel Lemire (Lemire, "Number Parsing at a Gigabyte per Second", 2021), with a check of our
+ * own that makes it exact or declines. m * 10^q = (m << lz) * T * 2^(b - 127 + q - lz), with
+ * T = k_pow5[q] (sr_jdom_pow5_priv.h), |T - 5^q 2^(127 - b)| < 1. Of the 192-bit product
+ * (m << lz) * T the top 128 bits are computed (hi:lo); the exact product's top 128 bits differ
+ * from them by less than 2 (T's error times m < 2^64 is below one unit of lo, and so are the
+ * dropped low 64 bits). hi is at least 2^62, so its top 54 bits are the 53 of the double and a
+ * round bit, and the bits below them (R, the rest of hi and lo) decide nothing unless R is within
+ * 2 of zero or of its maximum: then the exact value may be a tie or carry into the kept bits,
+ * and the function returns 0 for the caller's exact method. Otherwise R is not zero, so the
+ * exact value is not a tie and the round bit alone rounds to nearest. Results are normal for
+ * every q of the table (|log10| < 84), so 2^e2 is too. Returns 1 with *out set, or 0.
+ */
+static int convert_pow5(uint64_t m, int q, double *out)
+{
+    if (m == 0 || q < SR_JDOM_POW5_MIN || q > SR_JDOM_POW5_MAX)
+        return 0;
+    const sr_jdom_pow5 *t = &k_pow5[q - SR_JDOM_POW5_MIN];
+    int lz = __builtin_clzll(m);
+    uint64_t w = m << lz;
+    u128 top = (u128)w * t->hi;
+    top += (uint64_t)(((u128)w * t->lo) >> 64);
+    uint64_t hi = (uint64_t)(top >> 64), lo = (uint64_t)top;
+    int upper = (int)(hi >> 63), shift = 9 + upper;
+    uint64_t rmask = ((uint64_t)1 << shift) - 1, rhi = hi & rmask;
+    if ((rhi == 0 && lo <= 2) || (rhi == rmask && lo >= UINT64_MAX - 2))
+        return 0;
+    uint64_t mant = hi >> shift; /* 54 bits: the double's 53 and the round bit */
+    int e2 = shift + 2 + t->b + q - lz;
+    mant = (mant + 1) >> 1;
+    if (mant == (uint64_t)1 << 53) {
+        mant >>= 1;
+        e2++;
+    }
+    *out = scale2(mant, e2);
+    return 1;
+}
+
 int sr_jdom_i_decimal(uint64_t m, int e10, double *out)
 {
     if (k_exact_ops && m <= ((uint64_t)1 << 53) && e10 >= -22 && e10 <= 22) {
@@ -78,5 +119,5 @@ int sr_jdom_i_decimal(uint64_t m, int e10, double *out)
         *out = e10 < 0 ? d / k_pow10[-e10] : d * k_pow10[e10];
         return 1;
     }
-    return convert_exact(m, e10, out);
+    return convert_pow5(m, e10, out) || convert_exact(m, e10, out);
 }

@@ -1,7 +1,8 @@
 /*
- * Private to sr_jdom*.c: the parser object shared by the parser (sr_jdom.c), the decimal to
- * double conversion (sr_jdom_num.c) and the duplicate-key check of the reference rules
- * (sr_jdom_keys.c). Not part of the library's contract.
+ * Private to sr_jdom*.c: the parser object shared by the parser (sr_jdom.c), its arena growth,
+ * errors and strings (sr_jdom_str.c), the decimal to double conversion (sr_jdom_num.c) and the
+ * duplicate-key check of the reference rules (sr_jdom_keys.c). Not part of the library's
+ * contract.
  */
 #ifndef SR_JDOM_PRIV_H
 #define SR_JDOM_PRIV_H
@@ -49,9 +50,59 @@ typedef struct jdom_key {
     size_t len, off;
 } jdom_key;
 
+/* One parse: the text, where errors go, and what the last string and key were. */
+typedef struct jdom_parser {
+    sr_jdom *j;
+    const unsigned char *t;   /* the text */
+    const unsigned char *end; /* t + n, where the NUL sentinel is */
+    sr_err *err;
+    int rc;  /* the error of a function that returned NULL */
+    int nul; /* the last string parsed held an escaped NUL */
+    int esc; /* the last string parsed held an escape */
+    /* The last key parsed that had no escape: the members of an array of objects repeat their
+     * keys, and a key whose text equals it takes its arena copy (sr_jdom.c, parse_key). */
+    const char *last_key;
+    size_t last_len;
+} jdom_parser;
+
+/* Moves the arena to a chunk with `size` free bytes: the next one kept from earlier parses, or a
+ * new one (SR_E_LIMIT past the maximum, SR_E_NOMEM), with p->rc set (sr_jdom_str.c). */
+int sr_jdom_i_arena_grow(jdom_parser *p, size_t size);
+
+/* `size` bytes aligned to `align` (a power of two up to 16), or NULL with p->rc set. */
+static inline void *take(jdom_parser *p, size_t size, size_t align)
+{
+    sr_jdom *j = p->j;
+    uintptr_t a = (j->pos + (align - 1)) & ~(uintptr_t)(align - 1);
+    if (a > j->lim || size > j->lim - a) {
+        if (sr_jdom_i_arena_grow(p, size))
+            return NULL;
+        a = j->pos;
+    }
+    j->pos = a + size;
+    return (void *)a;
+}
+
+/* Sets the error `code` at text byte `at` ("json: <what> at byte N") and returns it in p->rc. */
+int sr_jdom_i_fail_at(jdom_parser *p, int code, const unsigned char *at, const char *what);
+
+static inline int sr_jdom_i_syntax(jdom_parser *p, const unsigned char *at, const char *what)
+{
+    return sr_jdom_i_fail_at(p, SR_E_JSON_SYNTAX, at, what);
+}
+
+/*
+ * Parses the string whose opening quote is at *ps into a NUL-terminated arena copy; *outlen is
+ * its unescaped length (NULs included), p->nul and p->esc tell whether it held an escaped NUL or
+ * any escape, and *ps moves past the closing quote. Errors (with p->rc set) as sr_jdom.h lists
+ * for strings (sr_jdom_str.c).
+ */
+int sr_jdom_i_parse_string(jdom_parser *p, const unsigned char **ps, char **out, size_t *outlen);
+
 /*
  * m * 10^e10 rounded to the nearest double exactly as strtod rounds it, when that can be done
- * with one double operation (Clinger's fast path) or exact 128-bit integer arithmetic; returns 1
+ * with one double operation (Clinger's fast path), one product with a 128-bit power of five
+ * (|e10| <= 64, unless the product cannot decide) or exact 128-bit integer arithmetic; returns 1
  * with *out set, or 0 when the caller must use strtod (sr_jdom_num.c).
  */
 int sr_jdom_i_decimal(uint64_t m, int e10, double *out);

@@ -43,6 +43,10 @@ typedef struct walker {
     uint64_t name_lens; /* bit L - 1 set: some registered name is L bytes long */
     path_frame *top;    /* the innermost level, or NULL at the root */
     sr_buf path;        /* the path of `top`, valid after make_path */
+    /* The last key found unregistered: sr_jdom gives the members of an array of objects that
+     * repeat a key one shared copy of it (64 "logprob" keys, one pointer), so a key at this
+     * address is known unregistered without looking at its bytes. */
+    const char *unregistered;
 } walker;
 
 /* Makes w->path the path of the chain ending at f, formatting the levels not yet formatted. */
@@ -206,12 +210,23 @@ static int string_member(walker *w, const sr_field_def *d, size_t f, cJSON *c, s
     return rc ? rc : walk(w, c, err);
 }
 
+/* An array or object with members: the only nodes the walk descends into. */
+static int has_members(const cJSON *node)
+{
+    int t = node->type & 0xFF;
+    return (t == cJSON_Array || t == cJSON_Object) && node->child;
+}
+
 static int member(walker *w, cJSON *c, sr_err *err)
 {
     sr_splicer *s = w->s;
+    if (c->string && c->string == w->unregistered)
+        return has_members(c) ? walk(w, c, err) : 0;
     const sr_field_def *d = registered(w, c->string);
-    if (!d)
-        return walk(w, c, err);
+    if (!d) {
+        w->unregistered = c->string;
+        return has_members(c) ? walk(w, c, err) : 0;
+    }
     /* The parser refused every duplicate key (json.duplicate_key), so c is its object's only
      * member of this name, the one the reference's last-wins parser keeps too. */
     size_t f = sr_fields_index(s->fields, d);
@@ -237,9 +252,9 @@ static int member(walker *w, cJSON *c, sr_err *err)
 
 static int walk(walker *w, cJSON *node, sr_err *err)
 {
-    int arr = cJSON_IsArray(node);
-    if ((!arr && !cJSON_IsObject(node)) || !node->child)
+    if (!has_members(node))
         return 0;
+    int arr = (node->type & 0xFF) == cJSON_Array;
     path_frame f = {w->top, NULL, -1, 0, 0};
     w->top = &f;
     int rc = 0;
@@ -249,7 +264,7 @@ static int walk(walker *w, cJSON *node, sr_err *err)
         f.formatted = 0;
         if (arr) {
             f.index = i;
-            rc = walk(w, c, err);
+            rc = has_members(c) ? walk(w, c, err) : 0;
         } else {
             rc = member(w, c, err);
         }

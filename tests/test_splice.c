@@ -405,6 +405,20 @@ START_TEST(integer_arrays)
 }
 END_TEST
 
+/* sr_jdom gives consecutive objects that repeat a key one shared copy of it; the walk's memory
+ * of the last unregistered key must not swallow a registered one shared that way. */
+START_TEST(registered_key_shared_by_consecutive_objects)
+{
+    ck_assert_sr_ok(checkq("{'choices':[{'token_ids':[1,2]},{'token_ids':[3]},{'x':1},"
+                           "{'token_ids':[4,5,6]}]}"),
+                    g_err);
+    ck_assert_uint_eq(g_res->count, 3);
+    ck_assert_int_eq(entry(1)->spliced, 1);
+    ck_assert_int_eq(entry(1)->array.shape[0], 1);
+    ck_assert_int_eq(((const int32_t *)entry(2)->array.data)[2], 6);
+}
+END_TEST
+
 START_TEST(retry_classification)
 {
     ck_assert(sr_splice_retryable(SR_E_SPLICE_UNTERMINATED, 0));
@@ -594,6 +608,7 @@ static Suite *suite(void)
     tcase_add_test(tc, sidecars_paths_and_nesting);
     tcase_add_test(tc, custom_fields_and_nullability);
     tcase_add_test(tc, integer_arrays);
+    tcase_add_test(tc, registered_key_shared_by_consecutive_objects);
     tcase_add_test(tc, retry_classification);
     tcase_add_test(tc, float_shape_after_dtype_is_refused);
     tcase_add_test(tc, unspliced_empty_integer_array_on_a_fresh_splicer);
