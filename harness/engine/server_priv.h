@@ -170,7 +170,11 @@ struct sr_server {
     uint64_t daemon_gen;
     /* Connections waiting for a request's head or body (server_conn.c). */
     sr_conn_list fresh, kept, body; /* (mu) */
-    int64_t evicted;                /* (mu) closed to stay within cfg->max_pending */
+    /* (mu) The time by which the owner's loop calls sr_server_tick again, as the last
+     * sr_conn_reap computed it (INT64_MAX: no deadline pending, it sleeps until woken). */
+    int64_t owner_due_ns;
+    int64_t open_conns; /* (mu) connections with a context (sr_conn_started, not yet closed) */
+    int64_t evicted;    /* (mu) closed to stay within cfg->max_pending */
 };
 
 /* ---- waiting connections (server_conn.c) ---- */
