@@ -574,6 +574,8 @@ void sr_server_stop(sr_server *s)
     if (s->wake[1] >= 0)
         close(s->wake[1]);
     free(s->heap);
+    for (int i = 0; i < s->njdoms; i++)
+        sr_jdom_free(s->jdoms[i]);
     sr_prefix_table_free(s->prefix);
     pthread_cond_destroy(&s->cv);
     pthread_mutex_destroy(&s->mu);
