@@ -93,12 +93,14 @@ static int emit_env(sr_buf *b, const payload *pl, int variant, int64_t bad_off, 
     if (!rc && variant != ENV_REORDERED)
         rc = emit_data(b, pl, variant, bad_off, err);
     if (!rc && variant == ENV_REORDERED)
-        rc = sr_buf_printf(b, err, "\"dtype\":\"%s\",", sr_dtype_name(pl->dt));
+        rc = sr_jw_cat(b, "\"dtype\":\"", sr_dtype_name(pl->dt), "\",", err);
     if (!rc)
         rc = sr_buf_puts(b, variant == ENV_REORDERED ? "\"shape\":[" : ",\"shape\":[", err);
     for (int i = 0; !rc && i < pl->ndim; i++) {
         int64_t d = pl->shape[i] + (i == 0 && variant == ENV_BYTE_COUNT ? 1 : 0);
-        rc = sr_buf_printf(b, err, i ? ",%lld" : "%lld", (long long)d);
+        rc = i ? sr_buf_puts(b, ",", err) : 0;
+        if (!rc)
+            rc = sr_jw_i64(b, d, err);
     }
     if (!rc)
         rc = sr_buf_puts(b, "]", err);
@@ -107,7 +109,7 @@ static int emit_env(sr_buf *b, const payload *pl, int variant, int64_t bad_off, 
         if (!rc)
             rc = emit_data(b, pl, variant, bad_off, err);
     } else if (!rc) {
-        rc = sr_buf_printf(b, err, ",\"dtype\":\"%s\"", sr_dtype_name(pl->dt));
+        rc = sr_jw_cat(b, ",\"dtype\":\"", sr_dtype_name(pl->dt), "\"", err);
     }
     return rc ? rc : sr_buf_puts(b, "}", err);
 }
@@ -181,7 +183,7 @@ static int emit_field(sr_buf *b, const char *name, const payload *pl, const payl
             rc = emit_env(b, alt, ENV_NORMAL, 0, err);
     }
     if (!rc)
-        rc = sr_buf_printf(b, err, ",\"%s\":", name);
+        rc = sr_jw_cat(b, ",\"", name, "\":", err);
     if (!rc && hit && bf->kind == SR_FK_NESTED_ENVELOPE)
         return emit_nested(b, name, pl, err);
     if (!rc)
@@ -353,11 +355,26 @@ int sr_gen_emit_syncroll(sr_buf *b, const sr_gen_job *j, const sr_gen_ctx *c, sr
     if (!rc)
         rc = sr_jw_str(b, c->engine_id, err);
     if (!rc)
-        rc = sr_buf_printf(b, err, ",\"weight_version\":%lld,\"rows\":[",
-                           (long long)j->last.version);
-    for (int i = 0; !rc && i < j->nspans; i++)
-        rc = sr_buf_printf(b, err, "%s[%lld,%lld,%lld]", i ? "," : "", (long long)j->spans[i].lo,
-                           (long long)j->spans[i].hi, (long long)j->spans[i].version);
+        rc = sr_buf_puts(b, ",\"weight_version\":", err);
+    if (!rc)
+        rc = sr_jw_i64(b, j->last.version, err);
+    if (!rc)
+        rc = sr_buf_puts(b, ",\"rows\":[", err);
+    for (int i = 0; !rc && i < j->nspans; i++) {
+        rc = sr_buf_puts(b, i ? ",[" : "[", err);
+        if (!rc)
+            rc = sr_jw_i64(b, j->spans[i].lo, err);
+        if (!rc)
+            rc = sr_buf_puts(b, ",", err);
+        if (!rc)
+            rc = sr_jw_i64(b, j->spans[i].hi, err);
+        if (!rc)
+            rc = sr_buf_puts(b, ",", err);
+        if (!rc)
+            rc = sr_jw_i64(b, j->spans[i].version, err);
+        if (!rc)
+            rc = sr_buf_puts(b, "]", err);
+    }
     if (!rc)
         rc = sr_buf_puts(b, "]", err);
     int nf = 0;
@@ -454,7 +471,7 @@ int sr_gen_body(sr_buf *out, sr_gen_job *j, const sr_gen_ctx *c, sr_err *err)
     if (!rc)
         rc = sr_jw_i32_array(out, j->tokens, (size_t)j->G, err);
     if (!rc)
-        rc = sr_buf_printf(out, err, ",\"finish_reason\":\"%s\"", sr_gen_finish_name(j->finish));
+        rc = sr_jw_cat(out, ",\"finish_reason\":\"", sr_gen_finish_name(j->finish), "\"", err);
     int capture = !j->native && c->stack == SR_STACK_2086 && j->req.want_support;
     if (!rc)
         rc =

@@ -551,6 +551,21 @@ int sr_jw_i64(sr_buf *b, int64_t v, sr_err *err)
     return sr_buf_append(b, tmp, n, err);
 }
 
+int sr_jw_cat(sr_buf *b, const char *a, const char *s, const char *c, sr_err *err)
+{
+    size_t na = strlen(a), ns = strlen(s), nc = strlen(c);
+    int rc = sr_buf_reserve(b, na + ns + nc, err);
+    if (rc)
+        return rc;
+    char *o = b->data + b->len;
+    memcpy(o, a, na);
+    memcpy(o + na, s, ns);
+    memcpy(o + na + ns, c, nc);
+    b->len += na + ns + nc;
+    b->data[b->len] = '\0';
+    return 0;
+}
+
 int sr_jw_i32_array(sr_buf *b, const int32_t *v, size_t n, sr_err *err)
 {
     /* An int32 takes at most 11 characters plus a comma. */

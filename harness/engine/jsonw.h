@@ -47,8 +47,13 @@ int sr_jw_str(sr_buf *b, const char *s, sr_err *err);
 /* Appends [v0,v1,...] for n int32 values. */
 int sr_jw_i32_array(sr_buf *b, const int32_t *v, size_t n, sr_err *err);
 
-/* Appends the decimal text of v (no quotes). */
+/* Appends the decimal text of v (no quotes), as printf's "%lld" writes it. */
 int sr_jw_i64(sr_buf *b, int64_t v, sr_err *err);
+
+/* Appends the NUL-terminated strings a, s and c, none NULL, as printf's "%s%s%s" writes them,
+ * with one reservation (the reply's keys and names, in place of sr_buf_printf's two formattings).
+ */
+int sr_jw_cat(sr_buf *b, const char *a, const char *s, const char *c, sr_err *err);
 
 /* Appends a 64-bit value as a quoted 16-digit lowercase hex string ("00ab..."). */
 int sr_jw_hex64(sr_buf *b, uint64_t v, sr_err *err);

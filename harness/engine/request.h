@@ -33,6 +33,7 @@
 
 #include "spec/dialect.h"
 #include "sr_err.h"
+#include "sr_jdom.h"
 
 typedef struct sr_gen_limits {
     int64_t vocab;              /* token ids must be in [0, vocab) */
@@ -90,6 +91,25 @@ int sr_gen_request_parse(sr_gen_request *out, const char *body, size_t len,
  */
 int sr_gen_request_parse_as(sr_gen_request *out, const char *body, size_t len,
                             const sr_gen_limits *lim, const sr_dialect_request *shape, sr_err *err);
+
+/* The longest body sr_gen_request_parse_in reads on its fast path (32 KiB, ~5,000 token ids). */
+#define SR_GEN_REQUEST_FAST_MAX ((size_t)32 << 10)
+
+/*
+ * sr_gen_request_parse_as (shape NULL: sr_gen_request_parse) with the same result, the same
+ * errors and the same messages, faster. When `j` is not NULL, body[len] is read, and a body of at
+ * most SR_GEN_REQUEST_FAST_MAX bytes with body[len] == '\0' is first parsed by `j` (an sr_jdom,
+ * whose arena is reused from request to request; its rules are set to SR_JDOM_REFERENCE) instead
+ * of as an sr_json document, which copies the text, allocates every node and indexes every
+ * position. A body the fast path does not accept entirely (any error, a duplicate key, an escaped
+ * NUL, text that is not UTF-8, a number that overflows, an arena past j's maximum) is read again
+ * as a document, which decides and words the answer. On return `j` holds the body's tree
+ * (sr_jdom_arena_used(j) > 0) exactly when the fast path read the request, and no tree
+ * otherwise. `j` is not thread-safe: one call at a time per sr_jdom.
+ */
+int sr_gen_request_parse_in(sr_gen_request *out, const char *body, size_t len,
+                            const sr_gen_limits *lim, const sr_dialect_request *shape, sr_jdom *j,
+                            sr_err *err);
 
 void sr_gen_request_release(sr_gen_request *r);
 

@@ -4,6 +4,34 @@
 
 #include "server_priv.h"
 
+sr_jdom *sr_srv_jdom_take(sr_server *s)
+{
+    sr_jdom *j = NULL;
+    pthread_mutex_lock(&s->mu);
+    if (s->njdoms > 0)
+        j = s->jdoms[--s->njdoms];
+    pthread_mutex_unlock(&s->mu);
+    if (!j && sr_jdom_new(&j, SR_SERVER_JDOM_ARENA, NULL))
+        j = NULL;
+    return j;
+}
+
+void sr_srv_jdom_give(sr_server *s, sr_jdom *j)
+{
+    if (!j)
+        return;
+    if (sr_jdom_arena_bytes(j) <= SR_SERVER_JDOM_KEEP) {
+        pthread_mutex_lock(&s->mu);
+        int kept = s->njdoms < SR_SERVER_JDOM_POOL;
+        if (kept)
+            s->jdoms[s->njdoms++] = j;
+        pthread_mutex_unlock(&s->mu);
+        if (kept)
+            return;
+    }
+    sr_jdom_free(j);
+}
+
 /* Tokens sampled by time t of a job whose forward passes started at r->t_start_ns. */
 int64_t sr_srv_tokens_at(const req *r, int64_t t)
 {
@@ -179,8 +207,12 @@ static enum MHD_Result start(req *r)
     const char *xr = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "X-Request-Id");
     if (xr)
         snprintf(r->xrid, sizeof(r->xrid), "%s", xr);
-    if (r->route ? sr_gen_request_parse_as(&q, body, r->body.len, &lim, &r->route->request, &err)
-                 : sr_gen_request_parse(&q, body, r->body.len, &lim, &err))
+    /* The body is NUL-terminated (sr_buf), as the parser's fast path needs. */
+    sr_jdom *j = sr_srv_jdom_take(s);
+    int bad = sr_gen_request_parse_in(&q, body, r->body.len, &lim,
+                                      r->route ? &r->route->request : NULL, j, &err);
+    sr_srv_jdom_give(s, j);
+    if (bad)
         return sr_srv_error(r, err.code == SR_E_NOMEM ? 500 : 400,
                             err.code == SR_E_NOMEM ? "InternalServerError" : "BadRequestError",
                             err.code, err.msg);

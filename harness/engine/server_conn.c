@@ -49,6 +49,24 @@ static void wake_owner(sr_server *s)
 }
 
 /*
+ * Whether a connection that starts to wait `limit_ms` now must wake the owner's loop: only when
+ * its deadline comes before the time the loop calls sr_server_tick anyway (s->owner_due_ns, set
+ * by sr_conn_reap). Every request of a kept-alive connection enters the body list, and a pipe
+ * write plus a wake-up of the owner's thread per request cost more than the request's own locks.
+ * A wake-up sets owner_due_ns to now: the owner ticks at once and its reap sees every connection
+ * added until then. Called with s->mu held.
+ */
+static int must_wake_locked(sr_server *s, int64_t now, int limit_ms)
+{
+    if (now + (int64_t)limit_ms * 1000000 >= s->owner_due_ns)
+        return 0;
+    s->owner_due_ns = now;
+    return 1;
+}
+
+static int body_limit(const sr_server *s, const char **why);
+
+/*
  * Closes a waiting connection from outside its MHD thread: an answer naming why (when the peer
  * may be sending a request), then shutdown, which makes MHD see the end of the stream and close
  * the socket itself. Called with s->mu held: MHD notifies the close (sr_conn_closed, which takes
@@ -96,10 +114,11 @@ sr_conn *sr_conn_started(sr_server *s, int fd, uint64_t gen)
             close_locked(s->kept.head, 0, 0, NULL);
         s->evicted++;
     }
-    int was_empty = !s->fresh.head;
+    int wake = must_wake_locked(s, now, s->cfg->header_timeout_ms);
     list_add(&s->fresh, x, SR_CONN_FRESH, now);
+    s->open_conns++;
     pthread_mutex_unlock(&s->mu);
-    if (was_empty)
+    if (wake)
         wake_owner(s);
     return x;
 }
@@ -110,6 +129,7 @@ void sr_conn_closed(sr_server *s, sr_conn *x)
         return;
     pthread_mutex_lock(&s->mu);
     list_remove(x);
+    s->open_conns--;
     pthread_mutex_unlock(&s->mu);
     free(x);
 }
@@ -123,8 +143,10 @@ void sr_conn_phase(sr_server *s, sr_conn *x, int phase)
     if (x->phase != SR_CONN_CLOSING && x->phase != phase) {
         list_remove(x);
         if (phase == SR_CONN_BODY) {
-            wake = !s->body.head;
-            list_add(&s->body, x, phase, sr_srv_now_ns());
+            const char *why;
+            int64_t now = sr_srv_now_ns();
+            wake = must_wake_locked(s, now, body_limit(s, &why));
+            list_add(&s->body, x, phase, now);
         } else if (phase == SR_CONN_KEPT) {
             list_add(&s->kept, x, phase, sr_srv_now_ns());
         } else {
@@ -184,8 +206,17 @@ int64_t sr_conn_reap(sr_server *s)
     const char *why;
     int limit = body_limit(s, &why);
     int64_t b = reap_list(&s->body, limit, now, "body", why);
+    int64_t due = a < 0 ? b : (b < 0 || a < b ? a : b);
+    /* While connections are open, the owner ticks at least every shortest wait a connection can
+     * start now (header or body), so that a kept-alive connection's next request, whose deadline
+     * is later, need not wake it (must_wake_locked): one tick per that wait instead of a wake-up
+     * per request. */
+    int64_t beat = s->cfg->header_timeout_ms < limit ? s->cfg->header_timeout_ms : limit;
+    if (s->open_conns > 0 && (due < 0 || beat < due))
+        due = beat;
+    s->owner_due_ns = due < 0 ? INT64_MAX : now + due * 1000000;
     pthread_mutex_unlock(&s->mu);
-    return a < 0 ? b : (b < 0 || a < b ? a : b);
+    return due;
 }
 
 void sr_conn_wake(sr_server *s)

@@ -125,6 +125,13 @@ typedef struct req_dlist {
  */
 #define SR_SERVER_CONN_HEADROOM 16
 
+/* Idle sr_jdom parsers kept for the generate requests' fast path (serve_gen.c): at most this
+ * many, each with an arena of at most SR_SERVER_JDOM_ARENA bytes, and one that grew past
+ * SR_SERVER_JDOM_KEEP bytes (a long prompt) is freed rather than kept. */
+#define SR_SERVER_JDOM_POOL  8
+#define SR_SERVER_JDOM_ARENA ((size_t)1 << 20)
+#define SR_SERVER_JDOM_KEEP  ((size_t)256 << 10)
+
 struct sr_server {
     sr_engine *e;
     const sr_engine_config *cfg;
@@ -170,7 +177,13 @@ struct sr_server {
     uint64_t daemon_gen;
     /* Connections waiting for a request's head or body (server_conn.c). */
     sr_conn_list fresh, kept, body; /* (mu) */
-    int64_t evicted;                /* (mu) closed to stay within cfg->max_pending */
+    /* (mu) The time by which the owner's loop calls sr_server_tick again, as the last
+     * sr_conn_reap computed it (INT64_MAX: no deadline pending, it sleeps until woken). */
+    int64_t owner_due_ns;
+    int64_t open_conns; /* (mu) connections with a context (sr_conn_started, not yet closed) */
+    sr_jdom *jdoms[SR_SERVER_JDOM_POOL]; /* (mu) idle parsers (sr_srv_jdom_take) */
+    int njdoms;                          /* (mu) */
+    int64_t evicted;                     /* (mu) closed to stay within cfg->max_pending */
 };
 
 /* ---- waiting connections (server_conn.c) ---- */
@@ -244,6 +257,12 @@ void sr_srv_resume_locked(req *r);
  * RS_RUNNING ones RS_DUE, until srv->stopping. Started by sr_server_start, joined by
  * sr_server_stop. */
 void *sr_srv_sched_main(void *arg);
+
+/* A parser for one request body (an idle one, else a new one; NULL when none can be made, and
+ * the caller then parses without), and its return: kept for the next request unless the pool is
+ * full or its arena grew past SR_SERVER_JDOM_KEEP. NULL is a no-op (serve_gen.c). */
+sr_jdom *sr_srv_jdom_take(sr_server *s);
+void sr_srv_jdom_give(sr_server *s, sr_jdom *j);
 
 /* Tokens a running job has sampled by time t (serve_gen.c). */
 int64_t sr_srv_tokens_at(const req *r, int64_t t);
