@@ -34,4 +34,14 @@ expect_out 2 "^syncroll report: usage.invalid_argument: unknown reporter 'bogus'
     "$S" report --report bogus /nonexistent-run
 expect_out 2 "^syncroll run: io.error: /nonexistent-scenario: " "run of a missing path names io.error" \
     "$S" run --out "${TMPDIR:-/tmp}" /nonexistent-scenario
+# lint refuses what run refuses: a setting one execution of the dialect matrix cannot have.
+mx=$(mktemp "${TMPDIR:-/tmp}/syncroll-lint-XXXXXX.json")
+printf '%s\n' '{"id": "lint-matrix", "description": "delta transport where a plane has none",' \
+    ' "engines": {"dialects": ["skyrl", "vllm"]}, "weights": {"transport": "delta"},' \
+    ' "steps": [{"kind": "rollout", "batch": 1, "turns": 1, "max_tokens": 4}]}' >"$mx"
+expect_out 2 "its vllm execution \(engines.dialects\).*\[scenario.invalid\]" \
+    "lint names a dialect execution run would refuse" "$S" lint "$mx"
+sed -i 's/"dialects": \["skyrl", "vllm"\]/"dialects": ["skyrl"]/' "$mx"
+expect 0 "lint accepts the same file with its skyrl execution only" "$S" lint "$mx"
+rm -f "$mx"
 finish

@@ -1,5 +1,5 @@
 /*
- * The weight-version spans of one generation (engine/gen.h, SR_GEN_MAX_SPANS) at their cap.
+ * The weight-version spans of one generation (engine/gen.h) across many syncs.
  *
  * A request held open across n weight syncs is one generation job continued n times: a keep-mode
  * pause froze it after k tokens, a sync changed the weights, the resume continued it from token
@@ -19,7 +19,7 @@
 #include "sr_test.h"
 
 #define P    4  /* prompt tokens */
-#define MAXT 24 /* max_tokens: more than the 17 syncs of the longest case */
+#define MAXT 24 /* max_tokens: more than the 23 syncs of the longest case */
 #define L    2  /* MoE layers */
 
 /* The weights after the sync to version v: fingerprints that differ for every version. */
@@ -109,16 +109,16 @@ static void body_rows(char *out, size_t cap, sr_gen_job *j, const fixture *f)
     sr_buf_release(&body);
 }
 
-/* n syncs below the cap: n + 1 spans, the prompt's rows under version 0, the row of token k - 1's
- * pass under version k (1 <= k < n), the rest under version n; each labelled row is its version's
- * oracle row. 14 syncs: 15 spans; 15 syncs: 16, the cap itself. */
+/* n syncs: n + 1 spans, the prompt's rows under version 0, the row of token k - 1's pass under
+ * version k (1 <= k < n), the rest under version n; each labelled row is its version's oracle
+ * row. No count of syncs merges two versions into one span (the list grows). */
 static void exact_spans(int n)
 {
     fixture f;
     fixture_open(&f);
     sr_gen_job j;
     held_across(&j, &f, n);
-    ck_assert_int_eq(j.nspans, n + 1);
+    ck_assert_uint_eq(j.nspans, (size_t)n + 1);
     char want[2048], got[2048];
     size_t o = (size_t)snprintf(want, sizeof(want), "[[0,%d,0]", P);
     for (int k = 1; k < n; k++)
@@ -126,68 +126,44 @@ static void exact_spans(int n)
     snprintf(want + o, sizeof(want) - o, ",[%d,%d,%d]]", P + n - 1, P + MAXT - 1, n);
     body_rows(got, sizeof(got), &j, &f);
     ck_assert_str_eq(got, want);
-    for (int s = 0; s < j.nspans; s++)
+    for (size_t s = 0; s < j.nspans; s++)
         for (int64_t row = j.spans[s].lo; row < j.spans[s].hi; row++)
             ck_assert_msg(row_is(&j, &f, row, j.spans[s].version), "%d syncs: row %lld v%lld", n,
                           (long long)row, (long long)j.spans[s].version);
+    /* The two last versions' rows differ where they meet: a span merging them would be wrong. */
+    ck_assert(row_is(&j, &f, P + n - 2, n - 1));
+    ck_assert(!row_is(&j, &f, P + n - 2, n));
     sr_gen_job_release(&j);
     sr_oracle_free(f.o);
 }
 
-START_TEST(fifteen_spans_are_exact)
+START_TEST(one_to_twenty_three_syncs_keep_every_version)
 {
-    exact_spans(SR_GEN_MAX_SPANS - 2);
+    /* 15, 16 and 17 spans were the cap's boundary when the list was fixed at 16 (a 17th span
+     * merged the last two versions under -1, which the verifier then failed as
+     * trace.version_unknown); 24 spans is one per generated token. */
+    for (int n = 1; n <= MAXT - 1; n++)
+        exact_spans(n);
 }
 END_TEST
 
-START_TEST(sixteen_spans_the_cap_are_exact)
-{
-    ck_assert_int_eq(SR_GEN_MAX_SPANS, 16);
-    exact_spans(SR_GEN_MAX_SPANS - 1);
-}
-END_TEST
-
-/* 16 syncs would need a 17th span. The first 15 stay exact; the 16th covers the rest of the
- * reply, rows of versions 15 and 16, and says version -1 (unknown): no row is labelled with a
- * version that did not compute it (with the newest's label, version 15's row would be checked
- * against version 16). */
-START_TEST(seventeen_spans_end_in_an_unknown_version)
+/* The spans after an abort: cut at the kept tokens, still one per version. */
+START_TEST(abort_keeps_the_versions_of_the_kept_rows)
 {
     fixture f;
     fixture_open(&f);
     sr_gen_job j;
-    int n = SR_GEN_MAX_SPANS;
-    held_across(&j, &f, n);
-    ck_assert_int_eq(j.nspans, SR_GEN_MAX_SPANS);
-    /* The pass of row P + n - 2 ran under version n - 1, the later ones under n, and the two
-     * versions' rows differ there: a label of n on the merged span would be wrong. */
-    ck_assert(row_is(&j, &f, P + n - 2, n - 1));
-    ck_assert(!row_is(&j, &f, P + n - 2, n));
-    ck_assert(row_is(&j, &f, P + n - 1, n));
-    const sr_gen_span *last = &j.spans[SR_GEN_MAX_SPANS - 1];
-    ck_assert_int_eq(last->lo, P + n - 2);
-    ck_assert_int_eq(last->hi, P + MAXT - 1);
-    ck_assert_int_eq(last->version, -1);
-    for (int s = 0; s < SR_GEN_MAX_SPANS - 1; s++)
+    held_across(&j, &f, 20);
+    sr_gen_abort(&j, 10);
+    /* Rows below P + 10 - 1 are kept: the prompt's under version 0, row P + k - 1 under version
+     * k for k = 1 .. 9 (the row of version 10 is cut). */
+    ck_assert_uint_eq(j.nspans, 10);
+    ck_assert_int_eq(j.spans[9].lo, P + 8);
+    ck_assert_int_eq(j.spans[9].hi, P + 9);
+    ck_assert_int_eq(j.spans[9].version, 9);
+    for (size_t s = 0; s < j.nspans; s++)
         for (int64_t row = j.spans[s].lo; row < j.spans[s].hi; row++)
-            ck_assert_msg(row_is(&j, &f, row, j.spans[s].version), "row %lld v%lld", (long long)row,
-                          (long long)j.spans[s].version);
-    char got[2048], tail[64];
-    body_rows(got, sizeof(got), &j, &f);
-    snprintf(tail, sizeof(tail), ",[%d,%d,%d],[%d,%d,-1]]", P + n - 3, P + n - 2, n - 2, P + n - 2,
-             P + MAXT - 1);
-    ck_assert_msg(strlen(got) > strlen(tail) && !strcmp(got + strlen(got) - strlen(tail), tail),
-                  "%s", got);
-    /* A 17th sync: still 16 spans, the last one still unknown, now up to the new end. */
-    uint64_t fps[L];
-    sr_gen_weights w;
-    weights_of(&w, fps, n + 1);
-    sr_err err = SR_ERR_INIT;
-    ck_assert_sr_ok(sr_gen_continue(&j, f.o, &w, n + 1, &err), err);
-    ck_assert_int_eq(j.nspans, SR_GEN_MAX_SPANS);
-    ck_assert_int_eq(last->lo, P + n - 2);
-    ck_assert_int_eq(last->hi, P + MAXT - 1);
-    ck_assert_int_eq(last->version, -1);
+            ck_assert(row_is(&j, &f, row, j.spans[s].version));
     sr_gen_job_release(&j);
     sr_oracle_free(f.o);
 }
@@ -197,9 +173,8 @@ static Suite *make_suite(void)
 {
     Suite *s = suite_create("engine_spans");
     TCase *tc = tcase_create("spans");
-    tcase_add_test(tc, fifteen_spans_are_exact);
-    tcase_add_test(tc, sixteen_spans_the_cap_are_exact);
-    tcase_add_test(tc, seventeen_spans_end_in_an_unknown_version);
+    tcase_add_test(tc, one_to_twenty_three_syncs_keep_every_version);
+    tcase_add_test(tc, abort_keeps_the_versions_of_the_kept_rows);
     suite_add_tcase(s, tc);
     return s;
 }

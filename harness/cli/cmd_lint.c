@@ -14,8 +14,10 @@ static void usage(FILE *f)
             "usage: syncroll lint [--max-scenario-bytes N] [--force] [PATH...]\n\n"
             "Loads every scenario (a file, or every *.json under a directory, recursively;\n"
             "default: scenarios) exactly as `syncroll run` would, without running it, and\n"
-            "reports each problem as FILE:LINE:COL: message [error name]. Two scenarios\n"
-            "with the same id are an error too. Exit status: 0 all valid, 2 otherwise.\n\n"
+            "reports each problem as FILE:LINE:COL: message [error name]. Each execution\n"
+            "of a file's dialect matrix (engines.dialects) is made as run makes it, so a\n"
+            "setting one of them refuses is reported too, and so are two scenarios with\n"
+            "the same id. Exit status: 0 all valid, 2 otherwise.\n\n"
             "  --max-scenario-bytes N\n"
             "                   refuse scenario files larger than N bytes (default 4194304,\n"
             "                   at most 1073741824) with scenario.too_large, before parsing\n"
@@ -57,6 +59,30 @@ static int memory_check(const sr_scenario *s, int force, uint64_t *top, const ch
 }
 
 /* Options and paths: 0 to go on, 1 after --help, -1 on a usage error (reported). */
+/*
+ * Each execution of the file's matrix (engines.dialects) made as `syncroll run` makes it: a
+ * setting that one dialect's execution refuses (e.g. a transport its control plane has not) is
+ * malformed here too, not only when the run starts. 0 when every execution is accepted.
+ */
+static int dialects_check(const sr_scenario *s, const char *path, size_t max_bytes)
+{
+    for (int d = 0; d < SR_DIALECT_COUNT; d++) {
+        if (!(s->dialects & (1u << d)))
+            continue;
+        sr_scenario *x = NULL;
+        sr_err e = SR_ERR_INIT;
+        int r = sr_scenario_load_max(&x, path, max_bytes, &e);
+        if (!r)
+            r = sr_scenario_for_dialect(x, (sr_dialect)d, &e);
+        sr_scenario_free(x);
+        if (r) {
+            fprintf(stderr, "%s [%s]\n", e.msg, sr_code_name(r));
+            return -1;
+        }
+    }
+    return 0;
+}
+
 static int parse_args(int argc, char **argv, char **paths, size_t *n_paths, size_t *max_bytes,
                       int *force)
 {
@@ -122,7 +148,8 @@ int sr_cmd_lint(int argc, char **argv)
         if (r) {
             fprintf(stderr, "%s [%s]\n", e.msg, sr_code_name(r));
             bad++;
-        } else if (memory_check(scn[i], force, &top, &top_id)) {
+        } else if (dialects_check(scn[i], files[i], max_bytes) ||
+                   memory_check(scn[i], force, &top, &top_id)) {
             bad++;
         }
     }

@@ -179,6 +179,7 @@ void sr_gen_job_release(sr_gen_job *j)
     free(j->tokens);
     free(j->logprobs);
     free(j->routes);
+    free(j->spans);
     sr_gen_weights_release(&j->last);
     sr_gen_weights_release(&j->prev);
     memset(j, 0, sizeof(*j));
@@ -193,8 +194,8 @@ static int64_t span_lo(const sr_gen_job *j)
 /* Drops span coverage at and after position `hi`. */
 static void spans_clip(sr_gen_job *j, int64_t hi)
 {
-    int n = 0;
-    for (int i = 0; i < j->nspans; i++) {
+    size_t n = 0;
+    for (size_t i = 0; i < j->nspans; i++) {
         if (j->spans[i].lo >= hi)
             continue;
         j->spans[n] = j->spans[i];
@@ -205,24 +206,28 @@ static void spans_clip(sr_gen_job *j, int64_t hi)
     j->nspans = n;
 }
 
-static void spans_push(sr_gen_job *j, int64_t lo, int64_t hi, int64_t version)
+static int spans_push(sr_gen_job *j, int64_t lo, int64_t hi, int64_t version, sr_err *err)
 {
     if (hi <= lo)
-        return;
+        return 0;
     if (j->nspans && j->spans[j->nspans - 1].version == version &&
         j->spans[j->nspans - 1].hi == lo) {
         j->spans[j->nspans - 1].hi = hi;
-        return;
+        return 0;
     }
-    if (j->nspans == SR_GEN_MAX_SPANS) {
-        /* Keeps the list bounded: the last span absorbs further versions' coverage. Its rows now
-         * come from more than one version, so it names none (-1): a label of the newest would
-         * have the verifier check the older rows against weights that did not compute them. */
-        j->spans[SR_GEN_MAX_SPANS - 1].hi = hi;
-        j->spans[SR_GEN_MAX_SPANS - 1].version = -1;
-        return;
+    if (j->nspans == j->spans_cap) {
+        /* Spans are disjoint and non-empty, so their count is bounded by the request's rows,
+         * which sr_gen_job_init bounded by the maximum response: the list grows with the syncs
+         * instead of merging versions (a merged span could name no single version). */
+        size_t cap = j->spans_cap ? 2 * j->spans_cap : 4;
+        sr_gen_span *g = realloc(j->spans, cap * sizeof(*g));
+        if (!g)
+            return sr_err_set(err, SR_E_NOMEM, "cannot hold %zu weight-version spans", cap);
+        j->spans = g;
+        j->spans_cap = cap;
     }
     j->spans[j->nspans++] = (sr_gen_span){lo, hi, version};
+    return 0;
 }
 
 static void fill_oracle_req(sr_oracle_request *r, const sr_gen_job *j)
@@ -284,7 +289,8 @@ int sr_gen_run(sr_gen_job *j, const sr_oracle *o, const sr_gen_weights *w,
         j->has_prev = !rc;
     }
     j->nspans = 0;
-    spans_push(j, span_lo(j), (int64_t)j->req.P + j->G - 1, w->version);
+    if (!rc)
+        rc = spans_push(j, span_lo(j), (int64_t)j->req.P + j->G - 1, w->version, err);
     if (!rc && prev && j->model_fault && j->model_fault->kind == SR_FK_STALE_DRAFT_MODEL)
         rc = draft_decode(j, o, w, prev, err);
     return rc;
@@ -327,7 +333,9 @@ int sr_gen_continue(sr_gen_job *j, const sr_oracle *o, const sr_gen_weights *w, 
     if (j->want_routes)
         j->row_hi = (int64_t)P2 - 1 + out.num_rows;
     spans_clip(j, (int64_t)P2 - 1);
-    spans_push(j, (int64_t)P2 - 1, (int64_t)j->req.P + j->G - 1, w->version);
+    rc = spans_push(j, (int64_t)P2 - 1, (int64_t)j->req.P + j->G - 1, w->version, err);
+    if (rc)
+        return rc;
     return sr_gen_weights_copy(&j->last, w, sr_oracle_model_of(o)->num_layers, err);
 }
 

@@ -80,11 +80,9 @@ typedef struct sr_gen_weights {
 
 typedef enum sr_gen_finish { SR_GEN_STOP = 0, SR_GEN_LENGTH, SR_GEN_ABORT } sr_gen_finish;
 
-/* Weight-version spans of one generation: rows [lo, hi) were computed under `version`. A job
- * continued under more versions than the cap holds (SR_GEN_MAX_SPANS - 1 syncs during one
- * request are the most that stay exact) has its last span cover the rest of the rows with
- * version -1, unknown: they come from more than one version. */
-#define SR_GEN_MAX_SPANS 16
+/* Weight-version spans of one generation: rows [lo, hi) were computed under `version`. The
+ * spans are disjoint and never empty, so a job holds at most one per row whatever the number of
+ * syncs during the request, and every row keeps the version that computed it. */
 
 typedef struct sr_gen_span {
     int64_t lo, hi, version;
@@ -126,8 +124,8 @@ typedef struct sr_gen_job {
     size_t routes_cap;
     int64_t row_hi;
     sr_dtype gen_dtype;
-    sr_gen_span spans[SR_GEN_MAX_SPANS];
-    int nspans;
+    sr_gen_span *spans; /* owned; nspans in use of spans_cap */
+    size_t nspans, spans_cap;
     sr_gen_weights last; /* the weights of the latest forward pass (owned copy) */
     sr_gen_weights prev; /* the engine's previous weights at start, for stale_prefix_cache */
     int has_prev;

@@ -360,7 +360,7 @@ int sr_gen_emit_syncroll(sr_buf *b, const sr_gen_job *j, const sr_gen_ctx *c, sr
         rc = sr_jw_i64(b, j->last.version, err);
     if (!rc)
         rc = sr_buf_puts(b, ",\"rows\":[", err);
-    for (int i = 0; !rc && i < j->nspans; i++) {
+    for (size_t i = 0; !rc && i < j->nspans; i++) {
         rc = sr_buf_puts(b, i ? ",[" : "[", err);
         if (!rc)
             rc = sr_jw_i64(b, j->spans[i].lo, err);
