@@ -548,6 +548,37 @@ START_TEST(serial_update_holds_the_next_delta_update_until_an_answer)
 }
 END_TEST
 
+/* A serial update cut at the deadline after an earlier engine took part of it says so: engine 1
+ * stalls, engine 0 answered after its 100 ms latency, and engine 1's check names when it was
+ * sent, so a slow engine 0 does not read as engine 1's fault alone. (The 2 s deadline only
+ * bounds engine 0's 100 ms answer.) */
+START_TEST(serial_update_cut_names_when_it_was_sent)
+{
+    sr_sync_opts o = SR_SYNC_OPTS_INIT;
+    o.serial_update = 1;
+    o.phase_deadline_ms[SR_SYNC_UPDATE] = 2000;
+    sfx x;
+    sfx_start(
+        &x, 2,
+        SYNC_CFG_FAULTS("{\"kind\":\"latency\",\"ms\":100,\"endpoints\":[\"update_weights\"],"
+                        "\"engines\":[0]},{\"kind\":\"stall\",\"endpoints\":[\"update_weights\"],"
+                        "\"engines\":[1]}"),
+        SR_SYNC_DELTA, &o);
+    sfx_sync(&x, 1, 1);
+    ck_assert_int_eq(fx_count(&x.f, 0, "update_weights"), 1);
+    ck_assert_int_eq(fx_count(&x.f, 1, "update_weights"), 1);
+    const sr_check *c = sfx_check(&x, "sync.deadline");
+    ck_assert_ptr_nonnull(c);
+    ck_assert_msg(strstr(c->message, "engine 1 ") == c->message, "%s", c->message);
+    const char *sent = strstr(c->message, " (sent ");
+    ck_assert_msg(sent && strstr(sent, " ms into the phase's 2000 ms, after the engines before it "
+                                       "updated one at a time)"),
+                  "%s", c->message);
+    ck_assert_int_ge(atoi(sent + strlen(" (sent ")), 100);
+    sfx_stop(&x);
+}
+END_TEST
+
 /* Verification compares every layer's fingerprint: a partial apply that skips only the first
  * or only the last MoE layer slot (of 4) is named at that slot. */
 START_TEST(partial_apply_of_the_first_or_last_layer_is_found)
@@ -588,6 +619,7 @@ static Suite *faults_suite(void)
     tcase_add_test(tc, disk_reloads_bytes_that_were_never_verified);
     tcase_add_loop_test(tc, serial_update_orders_the_disk_loads, 0, 3);
     tcase_add_test(tc, serial_update_holds_the_next_delta_update_until_an_answer);
+    tcase_add_test(tc, serial_update_cut_names_when_it_was_sent);
     tcase_add_test(tc, partial_apply_of_the_first_or_last_layer_is_found);
     suite_add_tcase(s, tc);
     return s;

@@ -363,8 +363,18 @@ static int phase_http(sr_sync *s, sr_sync_result *res, sr_sync_phase p, const ch
     if (s->o.serial_update && p == SR_SYNC_UPDATE)
         for (size_t k = 0, cut = 0; !rc && k < n; k++) {
             if (!cut && sr_clock_ms() < end) {
+                double sent = sr_clock_ms() - t0;
                 rc = sr_fanout_run(s->fan, &reqs[k], 1, 1, end, budget, err);
                 cut = reqs[k].code == SR_E_CLIENT_DEADLINE;
+                if (cut && k > 0) {
+                    /* Its share of the deadline was what the engines before it left: say so,
+                     * or a slow engine 0 reads as engine k's fault. */
+                    size_t m = strlen(reqs[k].msg);
+                    snprintf(reqs[k].msg + m, sizeof(reqs[k].msg) - m,
+                             " (sent %.0f ms into the phase's %lld ms, after the engines before it "
+                             "updated one at a time)",
+                             sent, (long long)budget);
+                }
                 continue;
             }
             reqs[k].code = SR_E_CLIENT_DEADLINE;
