@@ -179,6 +179,49 @@ static const char *bucket_call(const sr_server *s, sr_endpoint ep)
     return NULL;
 }
 
+/* The first call for a request (its head): the request's state made, counted and admitted or
+ * queued; *con_cls is set once it exists. */
+static enum MHD_Result on_head(sr_server *s, struct MHD_Connection *conn, const char *url,
+                               const char *method, void **con_cls)
+{
+    req *r = calloc(1, sizeof(*r));
+    if (!r)
+        return MHD_NO;
+    r->srv = s;
+    r->conn = conn;
+    r->ep = sr_endpoint_lookup(method, url);
+    /* Another dialect's generate routes answer as "generate" (counters, faults). */
+    r->route = s->cfg->dialect != SR_DIALECT_SKYRL && strcmp(method, "POST") == 0
+                   ? sr_dialect_route_at(s->cfg->dialect, url)
+                   : NULL;
+    if (r->route)
+        r->ep = SR_EP_GENERATE;
+    r->bad_method = r->ep < 0 && path_known(url);
+    r->body.max = s->cfg->max_body_bytes;
+    const char *ct = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Type");
+    const char *call = bucket_call(s, r->ep);
+    if (call && ct && strncmp(ct, SR_ENGINE_BUCKET_CTYPE, strlen(SR_ENGINE_BUCKET_CTYPE)) == 0)
+        sr_engine_bucket_begin(&r->brx, s->e, call, NULL); /* NULL: answered 500 at the end */
+    pthread_mutex_lock(&s->mu);
+    s->live_reqs++;
+    pthread_mutex_unlock(&s->mu);
+    *con_cls = r;
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    r->cx = ci ? ci->socket_context : NULL;
+    sr_conn_phase(s, r->cx, SR_CONN_BODY);
+    int refused;
+    enum MHD_Result ret = sr_srv_check_framing(r, &refused);
+    if (refused) {
+        sr_conn_phase(s, r->cx, SR_CONN_BUSY);
+        return ret;
+    }
+    /* A queued request has no body deadline while it waits: its slot is not its to use. */
+    if (admit(r))
+        sr_conn_phase(s, r->cx, SR_CONN_BUSY);
+    return ret;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                   const char *method, const char *version, const char *upload_data,
                                   size_t *upload_size, void **con_cls)
@@ -186,44 +229,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     sr_server *s = cls;
     req *r = *con_cls;
     (void)version;
-    if (!r) {
-        r = calloc(1, sizeof(*r));
-        if (!r)
-            return MHD_NO;
-        r->srv = s;
-        r->conn = conn;
-        r->ep = sr_endpoint_lookup(method, url);
-        /* Another dialect's generate routes answer as "generate" (counters, faults). */
-        r->route = s->cfg->dialect != SR_DIALECT_SKYRL && strcmp(method, "POST") == 0
-                       ? sr_dialect_route_at(s->cfg->dialect, url)
-                       : NULL;
-        if (r->route)
-            r->ep = SR_EP_GENERATE;
-        r->bad_method = r->ep < 0 && path_known(url);
-        r->body.max = s->cfg->max_body_bytes;
-        const char *ct = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Type");
-        const char *call = bucket_call(s, r->ep);
-        if (call && ct && strncmp(ct, SR_ENGINE_BUCKET_CTYPE, strlen(SR_ENGINE_BUCKET_CTYPE)) == 0)
-            sr_engine_bucket_begin(&r->brx, s->e, call, NULL); /* NULL: answered 500 at the end */
-        pthread_mutex_lock(&s->mu);
-        s->live_reqs++;
-        pthread_mutex_unlock(&s->mu);
-        *con_cls = r;
-        const union MHD_ConnectionInfo *ci =
-            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-        r->cx = ci ? ci->socket_context : NULL;
-        sr_conn_phase(s, r->cx, SR_CONN_BODY);
-        int refused;
-        enum MHD_Result ret = sr_srv_check_framing(r, &refused);
-        if (refused) {
-            sr_conn_phase(s, r->cx, SR_CONN_BUSY);
-            return ret;
-        }
-        /* A queued request has no body deadline while it waits: its slot is not its to use. */
-        if (admit(r))
-            sr_conn_phase(s, r->cx, SR_CONN_BUSY);
-        return ret;
-    }
+    if (!r)
+        return on_head(s, conn, url, method, con_cls);
     if (r->admitted) {
         /* Resumed from the queue while its head was being processed: libmicrohttpd calls the
          * handler once more without data before it reads the body; that call is not the final
