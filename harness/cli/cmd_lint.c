@@ -160,7 +160,7 @@ int sr_cmd_lint(int argc, char **argv)
     if (scn && duplicate_id(scn, n))
         bad++;
     if (!scn) {
-        fprintf(stderr, "syncroll lint: out of memory\n");
+        fprintf(stderr, "syncroll lint: resource.nomem: out of memory\n");
         bad = 1;
     } else if (bad) {
         printf("%zu of %zu scenario file(s) malformed\n", bad, n);

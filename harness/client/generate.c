@@ -290,7 +290,10 @@ static int generate_on(sr_client_result *out, sr_client_conn *k, const sr_client
     if (!rc && out->has_routes && out->routes.ndim == 3) {
         size_t row = (size_t)out->routes.shape[1] * (size_t)out->routes.shape[2] *
                      sr_dtype_size(out->routes.dtype);
-        __atomic_store_n(&c->pool->route_row_bytes, row, __ATOMIC_RELAXED);
+        /* Written only when it changes: every generate of every conn's thread passes here, and
+         * a store each time would bounce the pool's cache line between the cores. */
+        if (__atomic_load_n(&c->pool->route_row_bytes, __ATOMIC_RELAXED) != row)
+            __atomic_store_n(&c->pool->route_row_bytes, row, __ATOMIC_RELAXED);
     }
     if (k->cpu_sample) {
         out->cpu_sampled = 1;
