@@ -129,6 +129,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "sr_block_cache.h"
 #include "sr_buf.h"
 #include "sr_clock.h"
 #include "sr_err.h"
@@ -143,6 +144,9 @@
 #define SR_CLIENT_SESSION_MAX   256 /* bytes of a session id */
 #define SR_CLIENT_ENGINE_ID_MAX 64  /* bytes of the engine id kept from "syncroll", with NUL */
 #define SR_CLIENT_POOL_MAX      256 /* idle conns a client keeps between sr_client_parallel calls */
+#define SR_CLIENT_BLOCKS_MAX    256 /* spare blocks a client keeps (sr_client_blocks) */
+#define SR_CLIENT_BLOCK_MAX     ((size_t)8 << 20)   /* bytes of one block it keeps at most */
+#define SR_CLIENT_BLOCKS_BYTES  ((size_t)256 << 20) /* bytes of all the blocks it keeps */
 
 /* Legacy behaviours, each reproducing a catalogued defect. */
 typedef struct sr_client_quirks {
@@ -366,6 +370,17 @@ void *sr_client_conn_scratch(const sr_client_conn *k);
  * routes that any conn of k's client decoded; 0 before the first. A hint for the caller's
  * storage (sr_route_trace_hint_row_bytes); thread-safe. */
 size_t sr_client_routes_row_bytes(const sr_client_conn *k);
+
+/*
+ * The client's cache of spare blocks (sr_block_cache.h) for the layers above, shared by all its
+ * conns: storage that outlives a conn's work (a rollout's routes, owned by its result) is put
+ * back there when its owner releases it and taken by the next rollout of any conn, pages
+ * already touched. At most SR_CLIENT_BLOCKS_MAX blocks of at most SR_CLIENT_BLOCK_MAX bytes,
+ * SR_CLIENT_BLOCKS_BYTES in all. Borrowed: a holder that outlives the conn's use takes its own
+ * reference (sr_block_cache_ref); sr_client_free closes the cache, so blocks put back after it
+ * are freed. Thread-safe.
+ */
+sr_block_cache *sr_client_blocks(const sr_client_conn *k);
 void sr_client_conn_set_scratch(sr_client_conn *k, void *ptr, void (*release)(void *));
 
 /*
