@@ -279,6 +279,28 @@ START_TEST(a_route_trace_reserves_in_a_kept_block)
 }
 END_TEST
 
+/* A finalize that gives back most of a large reserve (the array lives as long as its run) reports
+ * the size it shrank the block to: the cache must never be told a block is larger than it is. */
+START_TEST(a_shrunk_array_reports_its_new_size)
+{
+    sr_trace_opts o = SR_TRACE_OPTS_INIT;
+    o.reserve_rows = 2000; /* 12000 bytes reserved, 60 used */
+    sr_err err = SR_ERR_INIT;
+    sr_route_trace *t;
+    ck_assert_sr_ok(sr_route_trace_new(&t, &o, &err), err);
+    sr_ndarray got = trajectory(t);
+    ck_assert_uint_eq(got.nbytes, 60);
+    ck_assert_uint_eq(sr_route_trace_handed_capacity(t), 60);
+    sr_ndarray_release(&got);
+    o.reserve_rows = 16; /* 96 bytes: no shrink, the whole reserve is handed over */
+    sr_route_trace_reset(t, &o);
+    got = trajectory(t);
+    ck_assert_uint_eq(sr_route_trace_handed_capacity(t), 96);
+    sr_ndarray_release(&got);
+    sr_route_trace_free(t);
+}
+END_TEST
+
 static Suite *block_cache_suite(void)
 {
     Suite *s = suite_create("block_cache");
@@ -290,6 +312,7 @@ static Suite *block_cache_suite(void)
     tcase_add_test(tc, the_last_reference_frees_kept_blocks);
     tcase_add_test(tc, threads_at_once_lose_no_block);
     tcase_add_test(tc, a_route_trace_reserves_in_a_kept_block);
+    tcase_add_test(tc, a_shrunk_array_reports_its_new_size);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -78,8 +78,7 @@ START_TEST(the_next_batch_decodes_into_the_released_blocks)
     run(a, &b, &f, 4);
     sr_err e = SR_ERR_INIT;
     for (int i = 0; i < N; i++) {
-        ck_assert_sr_ok(sr_ndarray_alloc(&want[i], a[i].routes.dtype, 3, a[i].routes.shape, &e),
-                        e);
+        ck_assert_sr_ok(sr_ndarray_alloc(&want[i], a[i].routes.dtype, 3, a[i].routes.shape, &e), e);
         memcpy(want[i].data, a[i].routes.data, a[i].routes.nbytes);
         blocks[i] = a[i].routes_block;
     }
