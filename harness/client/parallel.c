@@ -150,16 +150,14 @@ void sr_client_workers_free(struct sr_workers *ws)
     free(ws);
 }
 
-/* Up to `want` workers: idle ones first, then new threads; how many it got. */
-static size_t workers_take(struct sr_workers *ws, sr_worker **out, size_t want)
+/* Up to `want` idle workers into out; how many. */
+static size_t workers_take_idle(struct sr_workers *ws, sr_worker **out, size_t want)
 {
     size_t got = 0;
     pthread_mutex_lock(&ws->mu);
     while (got < want && ws->n)
         out[got++] = ws->idle[--ws->n];
     pthread_mutex_unlock(&ws->mu);
-    while (got < want && (out[got] = worker_new()) != NULL)
-        got++;
     return got;
 }
 
@@ -180,10 +178,20 @@ static void run_call(const sr_client *c, par *p, sr_client_conn **conns, size_t 
 {
     sr_worker **ws = nt > 1 ? calloc(nt - 1, sizeof *ws) : NULL;
     /* A thread that cannot start leaves its share to the others. */
-    size_t got = ws ? workers_take(c->workers, ws, nt - 1) : 0;
+    size_t got = ws ? workers_take_idle(c->workers, ws, nt - 1) : 0;
+    pthread_mutex_lock(&p->mu);
     p->running = got;
+    pthread_mutex_unlock(&p->mu);
     for (size_t i = 0; i < got; i++)
         worker_start(ws[i], p, conns[i + 1]);
+    /* Too few idle: new threads, each started as soon as it exists (as the earlier ones work). */
+    while (ws && got < nt - 1 && (ws[got] = worker_new()) != NULL) {
+        pthread_mutex_lock(&p->mu);
+        p->running++;
+        pthread_mutex_unlock(&p->mu);
+        worker_start(ws[got], p, conns[got + 1]);
+        got++;
+    }
     run_jobs(p, conns[0]);
     pthread_mutex_lock(&p->mu);
     while (p->running)
