@@ -204,8 +204,9 @@ int sr_route_trace_finalize(sr_ndarray *out, int64_t *captured_rows, sr_route_tr
  * Empties the trace (finalized or not) for the next trajectory under `opts` (NULL: defaults):
  * afterwards it behaves exactly as a new trace made with those options, but keeps the row
  * storage it still holds (none after a finalize, which moved it out; see
- * sr_route_trace_capacity) and the room of its layer list, so a trace reused across
- * trajectories allocates only the rows each finalize hands over. Arrays finalized from it
+ * sr_route_trace_capacity), the room of its layer list and its block cache
+ * (sr_route_trace_set_cache), so a trace reused across trajectories allocates only the rows each
+ * finalize hands over (none when its cache keeps a fitting block). Arrays finalized from it
  * earlier are unaffected.
  */
 void sr_route_trace_reset(sr_route_trace *t, const sr_trace_opts *opts);

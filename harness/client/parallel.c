@@ -64,8 +64,9 @@ static void *worker_main(void *arg)
         if (!w->task)
             break;
         par *p = w->task;
+        sr_client_conn *conn = w->conn;
         pthread_mutex_unlock(&w->mu);
-        run_jobs(p, w->conn);
+        run_jobs(p, conn);
         pthread_mutex_lock(&w->mu);
         /* Idle again before the call can see it finished (and hand it out again). */
         w->task = NULL;
