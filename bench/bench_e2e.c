@@ -309,6 +309,14 @@ static double thread_minflt(void)
     return getrusage(RUSAGE_THREAD, &ru) == 0 ? (double)ru.ru_minflt : 0.0;
 }
 
+/* CPU time of the whole process so far (every thread, thread creation included). */
+static double process_cpu_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
 static int hb_job(sr_client_conn *k, size_t i, void *ctx)
 {
     hb *h = ctx;
@@ -373,7 +381,7 @@ static void make_configs(sr_rollout_config *cfgs, int32_t **prompts, char (*sess
 }
 
 typedef struct hb_totals {
-    double cpu_ms, requests, bytes, splice_ms, record_ms, minflt;
+    double cpu_ms, requests, bytes, splice_ms, record_ms, minflt, proc_ms;
 } hb_totals;
 
 /* One batch, then its requests replayed by the libcurl floor; adds the totals of both. */
@@ -384,8 +392,10 @@ static void hb_batch(hb_totals *t, e2e_floor_totals *ft, e2e_floor_totals *mt, h
     sr_err e = SR_ERR_INIT;
     int *rcs = calloc(n, sizeof(int));
     memset(h->res, 0, n * sizeof(*h->res));
+    double p0 = process_cpu_ms();
     if (sr_client_parallel(c, n, limit, hb_job, h, rcs, &e))
         die("sr_client_parallel", &e);
+    t->proc_ms += process_cpu_ms() - p0;
     for (size_t i = 0; i < n; i++) {
         if (rcs[i])
             die(h->res[i].err.msg, NULL);
@@ -467,7 +477,7 @@ static void hb_measure(hb_series *m, hb *h, const sr_client *c, const sr_scenari
     int32_t **prompts = calloc(n, sizeof(int32_t *));
     char(*sessions)[64] = calloc(n, 64);
     for (int rep = 0; rep <= reps; rep++) {
-        hb_totals t = {0, 0, 0, 0, 0, 0};
+        hb_totals t = {0, 0, 0, 0, 0, 0, 0};
         e2e_floor_totals ft = {0, 0, 0, 0}, mt = {0, 0, 0, 0};
         make_configs(h->cfgs, prompts, sessions, s, r, sp, rep);
         hb_batch(&t, &ft, &mt, h, c, n, (int)s->concurrency, fl->easy, fl->multi, sp);
@@ -484,6 +494,7 @@ static void hb_measure(hb_series *m, hb *h, const sr_client *c, const sr_scenari
             m->all.splice_ms += t.splice_ms;
             m->all.record_ms += t.record_ms;
             m->all.minflt += t.minflt;
+            m->all.proc_ms += t.proc_ms;
         }
     }
     for (size_t i = 0; i < n; i++)
@@ -510,10 +521,11 @@ static void hb_report(const hb_series *m, const hb_floors *fl, int reps)
     bench_report_ex("e2e.harness_per_request", hs, budget, bname,
                     "budget_us=%.2f memcpy_us=%.3f mean_response_bytes=%zu requests=%.0f "
                     "splice_wall_us=%.1f record_wall_us=%.1f harness_minus_floor_us=%.1f "
-                    "minflt_per_request=%.2f",
+                    "minflt_per_request=%.2f process_cpu_us=%.1f",
                     budget.median_ms * 1e3, copy_ms * 1e3, mean_bytes, all->requests,
                     all->splice_ms * 1e3 / all->requests, all->record_ms * 1e3 / all->requests,
-                    (hs.median_ms - fs.median_ms) * 1e3, all->minflt / all->requests);
+                    (hs.median_ms - fs.median_ms) * 1e3, all->minflt / all->requests,
+                    all->proc_ms * 1e3 / all->requests);
     bench_report_ex("e2e.curl_floor_per_request", fs, budget, bname,
                     "mean_response_bytes=%.0f requests=%.0f harness_minus_floor_us=%.1f",
                     m->fall.bytes / m->fall.requests, m->fall.requests,
@@ -592,7 +604,7 @@ static void bench_harness(const sr_scenario *s, const char *syncroll, const char
     hb_series m = {calloc((size_t)reps + 1, sizeof(double)),
                    calloc((size_t)reps + 1, sizeof(double)),
                    calloc((size_t)reps + 1, sizeof(double)),
-                   {0, 0, 0, 0, 0, 0},
+                   {0, 0, 0, 0, 0, 0, 0},
                    {0, 0, 0, 0}};
     hb_measure(&m, &h, c, s, r, sp, &fl, reps);
     hb_report(&m, &fl, reps);

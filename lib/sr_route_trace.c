@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sr_block_cache.h"
 #include "sr_envelope.h"
 #include "sr_trace_priv.h"
 
@@ -16,8 +17,9 @@ struct sr_route_trace {
     int recorded;
     int64_t *layers; /* pinned by the first record */
     size_t n_layers;
-    size_t layers_cap; /* entries allocated at `layers` (kept by a reset) */
-    size_t row_bytes;  /* bytes of the last record's rows (kept by a reset): the room's guess */
+    size_t layers_cap;     /* entries allocated at `layers` (kept by a reset) */
+    size_t row_bytes;      /* bytes of the last record's rows (kept by a reset): the room's guess */
+    sr_block_cache *cache; /* where storage comes from and goes back to (a reference), or NULL */
 };
 
 /* Formats a layer list as a Python tuple, "(1, 3, 5)" or "(4,)", cut with "..." if long. */
@@ -81,7 +83,8 @@ void sr_route_trace_free(sr_route_trace *t)
 {
     if (!t)
         return;
-    free(t->meta.data);
+    sr_block_cache_put(t->cache, t->meta.data, t->meta.cap);
+    sr_block_cache_unref(t->cache);
     free(t->layers);
     free(t);
 }
@@ -281,10 +284,17 @@ int sr_route_trace_room(sr_route_trace *t, unsigned char **at, size_t *room, sr_
         if ((uint64_t)m->reserve_rows > SIZE_MAX / row ||
             (want = (size_t)m->reserve_rows * row) > m->max_bytes)
             return 0;
-        m->data = malloc(want);
+        size_t got;
+        /* A kept block up to twice the reserve (its pages touched by an earlier trajectory),
+         * else a new one. */
+        m->data = sr_block_cache_take(t->cache, want, want <= SIZE_MAX / 2 ? want * 2 : want, &got);
+        if (!m->data) {
+            m->data = malloc(want);
+            got = want;
+        }
         if (!m->data)
             return sr_err_set(err, SR_E_NOMEM, "cannot reserve %zu bytes of routes", want);
-        m->cap = want;
+        m->cap = got;
     }
     size_t used = (size_t)m->rows * row;
     if (!m->data || used >= m->cap)
@@ -313,6 +323,19 @@ void sr_route_trace_reset(sr_route_trace *t, const sr_trace_opts *opts)
 size_t sr_route_trace_capacity(const sr_route_trace *t)
 {
     return t->meta.cap;
+}
+
+void sr_route_trace_set_cache(sr_route_trace *t, sr_block_cache *cache)
+{
+    if (cache == t->cache)
+        return;
+    sr_block_cache_unref(t->cache);
+    t->cache = sr_block_cache_ref(cache);
+}
+
+size_t sr_route_trace_handed_capacity(const sr_route_trace *t)
+{
+    return t->meta.handed_cap;
 }
 
 /* Writes `count` padding rows (every layer 0, 1, ..., K-1) at row `first` of the storage. */

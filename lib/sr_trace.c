@@ -443,10 +443,13 @@ int sr_meta_trace_finalize(sr_ndarray *out, sr_meta_trace *t, int64_t expected_r
     out->nbytes = (size_t)t->rows * t->row_elems * sr_dtype_size(t->dtype);
     /* Storage reserved for more rows than came (reserve_rows, or doubling) is given back: the
      * array may live as long as its run. A failed shrink keeps the larger block. */
+    t->handed_cap = t->cap;
     if (t->cap > 2 * out->nbytes + 4096) {
         unsigned char *p = realloc(t->data, out->nbytes ? out->nbytes : 1);
-        if (p)
+        if (p) {
             t->data = p;
+            t->handed_cap = out->nbytes ? out->nbytes : 1;
+        }
     }
     out->data = t->data;
     out->owned = 1;

@@ -33,8 +33,9 @@
  * COPIES every chunk into storage it owns, so the caller may reuse or free a chunk as soon as
  * append returns. finalize() moves that storage into `out`, which the caller then owns
  * (out->owned = 1; release with sr_ndarray_release); a failed finalize sets `out` to
- * SR_NDARRAY_INIT. Traces are freed with their _free function, finalized or not. The routed-expert
- * trace lives in sr_route_trace.c; both share the private sr_trace_priv.h.
+ * SR_NDARRAY_INIT. Traces are freed with their _free function, finalized or not (a routed-expert
+ * trace with a block cache puts the storage it still holds back: sr_route_trace_set_cache).
+ * The routed-expert trace lives in sr_route_trace.c; both share the private sr_trace_priv.h.
  *
  * Routed-expert trace (sr_route_trace). Holds the route rows captured so far for one
  * trajectory; a route row i holds the top-K experts of every MoE layer for the forward pass whose
@@ -78,6 +79,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sr_block_cache.h"
 #include "sr_dtype.h"
 #include "sr_err.h"
 #include "sr_ndarray.h"
@@ -202,14 +204,32 @@ int sr_route_trace_finalize(sr_ndarray *out, int64_t *captured_rows, sr_route_tr
  * Empties the trace (finalized or not) for the next trajectory under `opts` (NULL: defaults):
  * afterwards it behaves exactly as a new trace made with those options, but keeps the row
  * storage it still holds (none after a finalize, which moved it out; see
- * sr_route_trace_capacity) and the room of its layer list, so a trace reused across
- * trajectories allocates only the rows each finalize hands over. Arrays finalized from it
+ * sr_route_trace_capacity), the room of its layer list and its block cache
+ * (sr_route_trace_set_cache), so a trace reused across trajectories allocates only the rows each
+ * finalize hands over (none when its cache keeps a fitting block). Arrays finalized from it
  * earlier are unaffected.
  */
 void sr_route_trace_reset(sr_route_trace *t, const sr_trace_opts *opts);
 
 /* Bytes of row storage the trace holds (what a reset keeps). */
 size_t sr_route_trace_capacity(const sr_route_trace *t);
+
+/*
+ * Where the trace's row storage comes from and goes back to (sr_block_cache.h; NULL: none, the
+ * default): the reserve of sr_route_trace_room takes a kept block of reserve_rows rows' bytes up
+ * to twice that (else allocates one, as without a cache), and sr_route_trace_free puts the
+ * storage it still holds back. The storage a finalize hands over is a plain malloc'd block like
+ * any other (its owner frees it, or puts it back with the size of
+ * sr_route_trace_handed_capacity). The trace holds its own reference to the cache, kept by a
+ * reset and dropped by sr_route_trace_free or a later call. Changes no result.
+ */
+void sr_route_trace_set_cache(sr_route_trace *t, sr_block_cache *cache);
+
+/*
+ * Bytes allocated at the array the last successful finalize handed over (>= its nbytes; the
+ * size to give sr_block_cache_put); 0 before any finalize and after a reset.
+ */
+size_t sr_route_trace_handed_capacity(const sr_route_trace *t);
 
 /*
  * Validates MoE layer indices (§5.6b), checks in this order: n == 0 -> "routed-expert layer

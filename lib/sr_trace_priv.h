@@ -22,6 +22,7 @@ struct sr_meta_trace {
     unsigned char *data; /* rows * row_elems elements of dtype */
     size_t cap;          /* bytes allocated */
     int finalized;
+    size_t handed_cap; /* bytes allocated at the array the last finalize handed over */
 };
 
 /* Initialises an embedded trace from options (NULL: defaults). */

@@ -232,6 +232,11 @@ int sr_client_new(sr_client **out, const char *const *urls, size_t n_urls, const
     c->fields = fields;
     c->cpu_pair_ns = o.cpu_every > 0 ? cpu_pair_ns() : 0;
     rc = pool_new(&c->pool, err);
+    if (!rc)
+        rc = sr_client_workers_new(&c->workers, err);
+    if (!rc)
+        rc = sr_block_cache_new(&c->blocks, SR_CLIENT_BLOCKS_MAX, SR_CLIENT_BLOCKS_BYTES,
+                                SR_CLIENT_BLOCK_MAX, err);
     if (!rc && o.dialect != SR_DIALECT_SKYRL) {
         rc = dialect_fields(c, fields, err);
     } else if (!rc && !fields) {
@@ -252,7 +257,11 @@ void sr_client_free(sr_client *c)
 {
     if (!c)
         return;
+    /* The kept threads first: none holds a conn or a handle while idle. */
+    sr_client_workers_free(c->workers);
     pool_free(c->pool);
+    /* Results still holding blocks keep the cache alive, closed: their blocks are then freed. */
+    sr_block_cache_close(c->blocks);
     sr_fields_free(c->own_fields);
     free(c);
 }

@@ -102,11 +102,15 @@
  * through a fan-out (fanout.h) made for the call, without retries (as the reference), each
  * bounded by control_timeout_ms (connecting also by connect_timeout_ms).
  *
- * Concurrency: an sr_client is immutable after sr_client_new (but for its pool of idle conns,
- * guarded by a mutex) and may be shared by any number of threads. An sr_client_conn (one
- * splicer and reused buffers) belongs to one thread at a time; sr_client_parallel runs jobs on a
- * bounded set of threads, one conn each, taken from the client's pool and given back to it, so
- * the warm buffers of one batch serve the next (at most SR_CLIENT_POOL_MAX idle conns are kept).
+ * Concurrency: an sr_client is immutable after sr_client_new (but for its pools of idle conns,
+ * handles and threads, guarded by mutexes, and its block cache) and may be shared by any number
+ * of threads. An sr_client_conn (one splicer and reused buffers) belongs to one thread at a time;
+ * sr_client_parallel runs jobs on a bounded set of threads, one conn each, taken from the
+ * client's pool and given back to it, so the warm buffers of one batch serve the next (at most
+ * SR_CLIENT_POOL_MAX idle conns are kept). The threads are the client's too: the calling thread
+ * and threads the client keeps between calls (at most SR_CLIENT_POOL_MAX idle ones, asleep; they
+ * inherit the signal mask of the thread whose call started them), so a batch's jobs do not start
+ * on fresh thread stacks, arenas and caches; sr_client_free ends them (no call may be running).
  * Kept-alive connections belong to the client, per engine: each attempt borrows a curl easy
  * handle whose one connection goes to its engine, and gives it back, so any thread reuses an
  * engine's idle connection; the client never has more handles (so connections) than conns +
@@ -129,6 +133,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "sr_block_cache.h"
 #include "sr_buf.h"
 #include "sr_clock.h"
 #include "sr_err.h"
@@ -143,6 +148,9 @@
 #define SR_CLIENT_SESSION_MAX   256 /* bytes of a session id */
 #define SR_CLIENT_ENGINE_ID_MAX 64  /* bytes of the engine id kept from "syncroll", with NUL */
 #define SR_CLIENT_POOL_MAX      256 /* idle conns a client keeps between sr_client_parallel calls */
+#define SR_CLIENT_BLOCKS_MAX    256 /* spare blocks a client keeps (sr_client_blocks) */
+#define SR_CLIENT_BLOCK_MAX     ((size_t)8 << 20)   /* bytes of one block it keeps at most */
+#define SR_CLIENT_BLOCKS_BYTES  ((size_t)256 << 20) /* bytes of all the blocks it keeps */
 
 /* Legacy behaviours, each reproducing a catalogued defect. */
 typedef struct sr_client_quirks {
@@ -366,6 +374,17 @@ void *sr_client_conn_scratch(const sr_client_conn *k);
  * routes that any conn of k's client decoded; 0 before the first. A hint for the caller's
  * storage (sr_route_trace_hint_row_bytes); thread-safe. */
 size_t sr_client_routes_row_bytes(const sr_client_conn *k);
+
+/*
+ * The client's cache of spare blocks (sr_block_cache.h) for the layers above, shared by all its
+ * conns: storage that outlives a conn's work (a rollout's routes, owned by its result) is put
+ * back there when its owner releases it and taken by the next rollout of any conn, pages
+ * already touched. At most SR_CLIENT_BLOCKS_MAX blocks of at most SR_CLIENT_BLOCK_MAX bytes,
+ * SR_CLIENT_BLOCKS_BYTES in all. Borrowed: a holder that outlives the conn's use takes its own
+ * reference (sr_block_cache_ref); sr_client_free closes the cache, so blocks put back after it
+ * are freed. Thread-safe.
+ */
+sr_block_cache *sr_client_blocks(const sr_client_conn *k);
 void sr_client_conn_set_scratch(sr_client_conn *k, void *ptr, void (*release)(void *));
 
 /*
@@ -469,9 +488,11 @@ void sr_client_global_cleanup(void);
 typedef int (*sr_client_job_fn)(sr_client_conn *k, size_t index, void *ctx);
 
 /*
- * Runs fn(conn, i, ctx) for every i in 0 .. n_jobs-1 on min(limit, n_jobs) threads (limit >= 1),
- * each with its own conn (so its buffers are reused across that thread's jobs; the conns come
- * from and return to the client's idle pool, so also across calls). Jobs
+ * Runs fn(conn, i, ctx) for every i in 0 .. n_jobs-1 on min(limit, n_jobs) threads (limit >= 1):
+ * the calling thread and threads the client keeps idle between calls (made when too few are
+ * idle; see "Concurrency"), each with its own conn (so its buffers are reused across that
+ * thread's jobs; the conns come from and return to the client's idle pool, so also across
+ * calls). Jobs
  * are claimed in index order; a job must write only its own slot of any shared output. rcs (may
  * be NULL) receives every job's return value. If a thread cannot be started the others (or the
  * calling thread) take its share. Returns 0, or SR_E_INVAL (no fn, limit < 1) / SR_E_NOMEM

@@ -7,6 +7,7 @@
 #include <curl/curl.h>
 
 #include "client.h"
+#include "sr_block_cache.h"
 #include "sr_buf.h"
 #include "sr_splice.h"
 
@@ -15,8 +16,10 @@ struct sr_client {
     char urls[SR_CLIENT_MAX_ENGINES][SR_CLIENT_URL_MAX];
     sr_client_opts opts;
     const sr_fields *fields;
-    sr_fields *own_fields;     /* the built-ins when the caller gave none */
-    struct sr_conn_pool *pool; /* idle conns kept for the next sr_client_parallel */
+    sr_fields *own_fields;      /* the built-ins when the caller gave none */
+    struct sr_conn_pool *pool;  /* idle conns kept for the next sr_client_parallel */
+    sr_block_cache *blocks;     /* spare blocks for the layers above (sr_client_blocks) */
+    struct sr_workers *workers; /* idle threads kept for the next sr_client_parallel */
     int64_t cpu_pair_ns; /* what two back-to-back thread CPU clock reads measure (cpu_every) */
 };
 
@@ -37,6 +40,28 @@ typedef struct sr_conn_pool {
     sr_easy_stack easy[SR_CLIENT_MAX_ENGINES];
     size_t route_row_bytes; /* sr_client_routes_row_bytes (atomic: any conn's thread) */
 } sr_conn_pool;
+
+/* The client's kept threads (workers.c): an empty set; freeing it stops and joins the idle
+ * threads (none may be running a task then). SR_E_NOMEM. */
+int sr_client_workers_new(struct sr_workers **out, sr_err *err);
+void sr_client_workers_free(struct sr_workers *ws);
+
+/* One kept thread, asleep until sr_client_worker_run hands it a task. */
+typedef struct sr_worker sr_worker;
+
+/* Up to `want` idle threads of the set into out (now the caller's); how many. Thread-safe. */
+size_t sr_client_workers_take(struct sr_workers *ws, sr_worker **out, size_t want);
+
+/* A new thread for the caller, or NULL when one cannot be started. */
+sr_worker *sr_client_worker_new(void);
+
+/* Has w run fn(arg) on its thread. w must have no task of its own still to take (one handed out
+ * by workers_take or worker_new and not yet run, or whose last task has let its caller go). */
+void sr_client_worker_run(sr_worker *w, void (*fn)(void *), void *arg);
+
+/* Gives threads back to the set (idle); past SR_CLIENT_POOL_MAX they are stopped and joined.
+ * Thread-safe. */
+void sr_client_workers_give(struct sr_workers *ws, sr_worker **w, size_t n);
 
 /* An idle conn of the client, or a new one when none is idle (SR_E_NOMEM). */
 int sr_client_pool_take(sr_client_conn **out, const sr_client *c, sr_err *err);

@@ -417,6 +417,11 @@ size_t sr_client_routes_row_bytes(const sr_client_conn *k)
     return __atomic_load_n(&k->c->pool->route_row_bytes, __ATOMIC_RELAXED);
 }
 
+sr_block_cache *sr_client_blocks(const sr_client_conn *k)
+{
+    return k->c->blocks;
+}
+
 int sr_client_finish_session(sr_client_conn *k, const char *session_id)
 {
     if (!session_id || !session_id[0])

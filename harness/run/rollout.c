@@ -6,6 +6,7 @@
 
 #include "rollout_env.h"
 #include "rollout_priv.h"
+
 #include "rollout_scratch.h"
 #include "sr_clock.h"
 
@@ -246,6 +247,9 @@ static int setup(rollout_state *s, sr_err *err)
         } else {
             rc = sr_route_trace_new(&s->trace, &o, err);
         }
+        /* The trace reserves its rows in a block another rollout's result gave back. */
+        if (!rc)
+            sr_route_trace_set_cache(s->trace, sr_client_blocks(s->k));
     }
     return rc;
 }
@@ -342,7 +346,12 @@ void sr_rollout_result_release(sr_rollout_result *r)
     free(r->response_ids);
     free(r->loss_mask);
     free(r->logprobs);
+    if (r->routes_cache && r->routes.owned && r->routes.data == r->routes_block) {
+        sr_block_cache_put(r->routes_cache, r->routes.data, r->routes_cap);
+        r->routes.data = NULL;
+    }
     sr_ndarray_release(&r->routes);
+    sr_block_cache_unref(r->routes_cache);
     free(r->row_version);
     free(r->held_version);
     for (int i = 0; r->turns && i < r->n_turns; i++)

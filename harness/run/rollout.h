@@ -67,8 +67,15 @@
  *
  * Ownership: a result owns its arrays; release with sr_rollout_result_release. Configs are
  * borrowed for the call. The rollout's working arrays and route trace are borrowed from the
- * conn's scratch and given back to it for the conn's next rollout (rollout_scratch.h). Thread-safety: a rollout runs on one conn (one thread); batches run
- * rollouts on sr_client_parallel's threads, each writing only its own result.
+ * conn's scratch and given back to it for the conn's next rollout (rollout_scratch.h). The
+ * routes' storage comes from the client's block cache when it keeps a fitting block
+ * (sr_client_blocks) and is always a plain malloc'd block; the result holds a reference to that
+ * cache, and sr_rollout_result_release puts the block back there (the next rollout of any conn
+ * decodes into pages already touched) if `routes` still holds it, else releases `routes` as
+ * usual, so a caller may replace or move `routes` out first. Results may be released in any
+ * order, from any thread, and after their client is freed (the block is then freed).
+ * Thread-safety: a rollout runs on one conn (one thread); batches run rollouts on
+ * sr_client_parallel's threads, each writing only its own result.
  */
 #ifndef SR_ROLLOUT_H
 #define SR_ROLLOUT_H
@@ -219,6 +226,12 @@ typedef struct sr_rollout_result {
     double finalize_cpu_ms;
     sr_rollout_exchange exchanges[SR_ROLLOUT_KEEP_EXCHANGES]; /* (above) */
     int64_t mask_chunk, mask_rows; /* the config's (sglang#36404's masked padding) */
+    /* Where the routes' storage goes back when the result is released (below, "Ownership"): a
+     * reference to the client's block cache, the block finalize handed over and its size in
+     * bytes; NULL, NULL, 0 without routes. */
+    sr_block_cache *routes_cache;
+    void *routes_block;
+    size_t routes_cap;
 } sr_rollout_result;
 
 /* Runs one rollout on `k`. Returns result->code (0 or an error, also in err). */

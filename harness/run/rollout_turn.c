@@ -255,6 +255,10 @@ static int finalize_routes(rollout_state *s, sr_err *err)
     }
     if (rc)
         return sr_rollout_token_limit(s, rc, err);
+    /* The block goes back to the client's cache when the result is released (rollout.h). */
+    res->routes_cache = sr_block_cache_ref(sr_client_blocks(s->k));
+    res->routes_block = res->routes.data;
+    res->routes_cap = sr_route_trace_handed_capacity(s->trace);
     size_t rows = (size_t)res->routes.shape[0];
     res->row_version = malloc((rows ? rows : 1) * sizeof(int64_t));
     res->held_version = malloc((rows ? rows : 1) * sizeof(int64_t));
