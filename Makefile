@@ -31,7 +31,7 @@ help:
 	@echo "make fuzz-smoke  the same for FUZZ_SMOKE_SECONDS (default 10) each, as CI runs it"
 	@echo "make mutate    mutation run of the suite (tests/mutants/*.json) into reports/mutate/"
 	@echo "make sanitize  build with address+undefined sanitizers into build-sanitize and run ctest"
-	@echo "make tsan      build with ThreadSanitizer into build-tsan, run the engine, sync and client suites"
+	@echo "make tsan      build with ThreadSanitizer into build-tsan, run the engine, sync, client, block cache and rollout suites"
 	@echo "make soak      run scenarios/soak/ for SOAK_SECONDS (default 600) each, alone (-j 1)"
 	@echo "make memcheck  unit suites and smoke scenarios (harness and engines) under valgrind"
 	@echo "make deps      install missing Debian packages (as root), or print the command"
@@ -110,7 +110,7 @@ sanitize: deps
 # and every parallel region would report races that are not there; the OpenMP paths (apply,
 # publish, threaded splice) are covered by make sanitize and their own tests instead. Any report
 # stops the process (halt_on_error), so it fails its test.
-TSAN_TESTS ?= ^unit[.](engine|sync|client)
+TSAN_TESTS ?= ^unit[.](engine|sync|client|block_cache|rollout)
 tsan: deps
 	@cmake -S . -B build-tsan -DSYNCROLL_TSAN=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	@cmake --build build-tsan -j$(JOBS)

@@ -6,7 +6,6 @@
 
 #include "rollout_env.h"
 #include "rollout_priv.h"
-
 #include "rollout_scratch.h"
 #include "sr_clock.h"
 
