@@ -86,7 +86,8 @@ static int start_blob(sr_splicer *s, int field, int escaped, int lookalike, cons
         b->at = s->out + b->out_off;
         s->cursor = b->out_off;
     }
-    sr_b64_stream_init_flags(&s->st, s->impl, sr_splice_i_b64_flags(s));
+    sr_b64_stream_init_flags(
+        &s->st, s->impl, sr_splice_i_b64_flags(s) | (s->has_canonical[field] ? SR_B64_LANES : 0));
     s->mode = s->par ? M_LOCATE : M_BLOB;
     return 0;
 }
@@ -284,8 +285,7 @@ static int scan_blob(sr_splicer *s, const char **pp, const char *end, sr_err *er
             s->mode = M_SKIP;
             break;
         }
-        if (s->has_canonical[b->field])
-            sr_splice_i_lane_or(&b->lane_or, dst, w, b->nbytes);
+        b->lane_or = s->st.lanes; /* SR_B64_LANES when the field's dtype statistics are kept */
         b->nbytes += w;
         p += used;
         if (done) {
