@@ -199,9 +199,16 @@ static int scan_text(sr_splicer *s, const char **pp, const char *end, sr_err *er
     int rc = 0;
     while (p < end && !rc) {
         if (s->k == 0) {
-            const char *q = memchr(p, ':', (size_t)(end - p));
+            /* A ':' followed by a byte that starts no anchor, integer array or string (a number,
+             * in the logprob objects) would only take k to 1 and back to 0 at that byte: the
+             * text up to the next ':' that may is copied in one append. A ':' at the chunk's end
+             * stops there, for the next chunk to decide. */
+            const char *from = p, *q;
+            while ((q = memchr(p, ':', (size_t)(end - p))) && q + 1 < end && q[1] != '{' &&
+                   q[1] != '[' && q[1] != '"')
+                p = q + 1;
             const char *stop = q ? q + 1 : end;
-            rc = sr_splice_i_text_append(s, p, (size_t)(stop - p), err);
+            rc = sr_splice_i_text_append(s, from, (size_t)(stop - from), err);
             p = stop;
             s->k = q ? 1 : 0;
             continue;
