@@ -7,6 +7,8 @@
  * the grammar accept it and all of it is UTF-8 (bytes >= 0x80 of valid JSON are inside strings),
  * refused as json.syntax exactly when the default rules refuse it, and otherwise refused only
  * with a reference-rule code; invalid UTF-8 in an otherwise valid text is json.invalid_utf8.
+ * Under both rules the parse with the fast path for objects that repeat the last key off
+ * (SR_JDOM_I_GENERAL) must give the same code, offset and message, and an equal tree.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -15,9 +17,45 @@
 #include "../tests/jdom_oracle.h"
 #include "sr_buf.h"
 #include "sr_jdom.h"
+#include "sr_jdom_priv.h"
 #include "sr_text.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* a and b equal in every field, sr_jdom's type bits included, and in their children. */
+static int exact_same(const cJSON *a, const cJSON *b)
+{
+    if (a->type != b->type || a->valueint != b->valueint ||
+        memcmp(&a->valuedouble, &b->valuedouble, sizeof(double)) != 0 ||
+        !oracle_same_str(a->string, b->string) ||
+        !oracle_same_str(a->valuestring, b->valuestring) || !oracle_links_ok(a->child) ||
+        !oracle_links_ok(b->child))
+        return 0;
+    const cJSON *x = a->child, *y = b->child;
+    for (; x && y; x = x->next, y = y->next)
+        if (!exact_same(x, y))
+            return 0;
+    return !x && !y;
+}
+
+/* The parse of t under `flags` without the fast path gives what `rc`, `e` and `root` (from the
+ * parse with it) say. */
+static void same_as_general(const char *t, size_t size, unsigned flags, int rc, const sr_err *e,
+                            const cJSON *root)
+{
+    sr_jdom *g = NULL;
+    sr_err ge = SR_ERR_INIT;
+    if (sr_jdom_new(&g, 0, &ge) != 0)
+        abort();
+    sr_jdom_set_flags(g, flags | SR_JDOM_I_GENERAL);
+    cJSON *groot = NULL;
+    int grc = sr_jdom_parse(g, t, size, &groot, &ge);
+    if (grc != rc || ge.code != e->code || ge.offset != e->offset || strcmp(ge.msg, e->msg) != 0)
+        abort();
+    if (rc == 0 && !exact_same(groot, root))
+        abort();
+    sr_jdom_free(g);
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -53,10 +91,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             sr_jdom_arena_chunks(j) != chunks || sr_jdom_arena_used(j) != used)
             abort();
     }
+    same_as_general(t, size, 0, rc, &e, root);
     sr_jdom_set_flags(j, SR_JDOM_REFERENCE);
     sr_err re = SR_ERR_INIT;
     cJSON *rroot = NULL;
     int rrc = sr_jdom_parse(j, t, size, &rroot, &re);
+    same_as_general(t, size, SR_JDOM_REFERENCE, rrc, &re, rroot);
     int utf8 = sr_utf8_check(t, size) == size;
     if ((rrc == 0) != (rroot != NULL) || (rrc && re.code != rrc))
         abort();

@@ -278,6 +278,32 @@ static int step(sr_b64_stream *s, unsigned char *d, size_t *o, unsigned char c, 
     return 0;
 }
 
+/* The OR of p[0 .. n) by position modulo 4: byte j into bits 8 * (j % 4). */
+static uint32_t lanes_of(const unsigned char *p, size_t n)
+{
+    uint32_t a = 0;
+    size_t j = 0;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    uint64_t w = 0;
+    for (; n - j >= 8; j += 8) {
+        uint64_t x;
+        memcpy(&x, p + j, 8);
+        w |= x;
+    }
+    a = (uint32_t)w | (uint32_t)(w >> 32);
+#endif
+    for (; j < n; j++)
+        a |= (uint32_t)p[j] << (8 * (j & 3));
+    return a;
+}
+
+/* Lanes gathered from output position `at` on, moved to the lanes of the stream's positions. */
+static uint32_t lanes_at(uint32_t rel, uint64_t at)
+{
+    unsigned r = 8 * (unsigned)(at & 3);
+    return r ? rel << r | rel >> (32 - r) : rel;
+}
+
 typedef struct run_result {
     size_t consumed; /* characters taken, excluding a closing quote */
     size_t written;  /* bytes decoded */
@@ -289,7 +315,10 @@ static int run(sr_b64_stream *s, int quote_mode, unsigned char *dst, const char 
 {
     const unsigned char *u = (const unsigned char *)src;
     const int avx2 = s->impl == SR_B64_AVX2 && sr_base64_cpu_has_avx2();
-    size_t i = 0, o = 0;
+    /* SR_B64_LANES: the bytes each piece below writes, from output offset o0 on. */
+    const int want = (s->flags & SR_B64_LANES) != 0;
+    uint32_t lanes = 0;
+    size_t i = 0, o = 0, o0;
     r->done = 0;
     (void)avx2;
     while (i < n) {
@@ -300,28 +329,38 @@ static int run(sr_b64_stream *s, int quote_mode, unsigned char *dst, const char 
                 /* q quads (3q bytes) bring dst to the 32-byte alignment of the streaming
                  * path: 3 * 11 = 1 (mod 32). */
                 size_t q = (size_t)((0 - (uintptr_t)(dst + o)) & 31) * 11 & 31;
-                size_t c = scalar_decode_bulk(dst + o, u + i, q * 4);
+                size_t c = scalar_decode_bulk(dst + (o0 = o), u + i, q * 4);
                 i += c;
                 o += c / 4 * 3;
+                if (want)
+                    lanes |= lanes_at(lanes_of(dst + o0, o - o0), s->written + o0);
             }
             if (avx2) {
-                size_t stop, c = sr_b64_avx2_decode_bulk(dst + o, src + i, n - i, &stop);
+                uint32_t l = 0;
+                size_t stop, c = sr_b64_avx2_decode_bulk(dst + (o0 = o), src + i, n - i, &stop,
+                                                         want ? &l : NULL);
                 hit = stop < n - i;
                 i += c;
                 o += c / 4 * 3;
+                lanes |= lanes_at(l, s->written + o0);
             }
 #endif
             if (!hit) {
-                size_t c = scalar_decode_bulk(dst + o, u + i, n - i);
+                size_t c = scalar_decode_bulk(dst + (o0 = o), u + i, n - i);
                 i += c;
                 o += c / 4 * 3;
+                if (want)
+                    lanes |= lanes_at(lanes_of(dst + o0, o - o0), s->written + o0);
             }
             if (i == n)
                 break;
         }
+        o0 = o;
         int rc = step(s, dst, &o, u[i], (int64_t)(s->pos + i), quote_mode, err);
         if (rc < 0)
             return rc;
+        if (want && o != o0) /* a quad completed by the state machine */
+            lanes |= lanes_at(lanes_of(dst + o0, o - o0), s->written + o0);
         if (rc > 0) {
             r->done = 1;
             break;
@@ -330,6 +369,7 @@ static int run(sr_b64_stream *s, int quote_mode, unsigned char *dst, const char 
     }
     r->consumed = i;
     r->written = o;
+    s->lanes |= lanes;
     return 0;
 }
 

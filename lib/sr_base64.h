@@ -54,6 +54,10 @@ typedef enum sr_b64_impl { SR_B64_AUTO = 0, SR_B64_SCALAR, SR_B64_AVX2 } sr_b64_
 
 /* Decoding flags. */
 #define SR_B64_STRICT_BITS 1u /* non-zero trailing bits before the padding: SR_E_B64_PADDING */
+/* For streams (the one-shot decoders have nowhere to report it): sr_b64_stream.lanes gathers the
+ * OR of the decoded bytes by position modulo 4 (the splice's dtype statistics), taken from the
+ * decoder's registers on the AVX2 path instead of a second pass over the output. */
+#define SR_B64_LANES 2u
 
 /* 1 if this CPU can run the AVX2 path. */
 int sr_base64_cpu_has_avx2(void);
@@ -110,6 +114,9 @@ typedef struct sr_b64_stream {
     uint64_t written;       /* bytes decoded so far */
     unsigned flags;         /* SR_B64_* */
     int64_t noncanon_at;    /* offset of the first character with non-zero trailing bits, or -1 */
+    uint32_t lanes;         /* SR_B64_LANES: the OR of decoded byte i (counted from the stream's
+                               first) into bits 8 * (i % 4), over every successful feed; 0
+                               without the flag */
 } sr_b64_stream;
 
 /* Starts a lenient stream (flags 0). */

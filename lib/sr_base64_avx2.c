@@ -80,45 +80,58 @@ AVX2_FN size_t sr_b64_avx2_encode_bulk(char *dst, const unsigned char *src, size
 /* ---- decoding ---- */
 
 /*
- * Validity is a two-nibble lookup: each high nibble names a class bit, each low nibble lists
- * the classes for which that low nibble is invalid, and a byte is invalid iff the two lookups
- * share a bit. Classes: 0x01 = high nibble 0, 1, 8..F (all invalid); 0x02 = 0x2_ (only '+'
- * and '/' valid); 0x04 = 0x3_ (digits only, 0x3A..0x3F invalid); 0x08 = 0x4_ and 0x6_ (0x40
- * and 0x60 invalid); 0x10 = 0x5_ and 0x7_ (0x5B..0x5F and 0x7B..0x7F invalid).
+ * Validity and value take three lookups. LO, indexed by the byte itself (vpshufb reads its low
+ * nibble, and gives 0 for a byte of 0x80 or more), says which high nibbles are allowed with this
+ * low nibble, one bit per class of high nibble; HI, indexed by the high nibble, gives its class.
+ * A byte is in the alphabet iff its class bit is among the allowed ones: bad = class & ~allowed.
+ * Classes: 0x10 = 0x2_ ('+' and '/': low nibbles B and F), 0x01 = 0x3_ (digits: 0..9), 0x20 =
+ * 0x4_ and 0x6_ (1..F), 0x40 = 0x5_ and 0x7_ (0..A), and 0x02 for every other high nibble, which
+ * no low nibble allows (0x80 and up are refused anyway, since their LO is 0).
+ *
+ * LO's bits below 0x10 also pick the value's offset: ROLL is indexed by (high nibble | allowed)
+ * & 0x0F. Only LO[F] has 0x08 (so '/', 'O' and 'o' index 10, 12, 14, apart from '+', the 4_ and
+ * the 6_ letters), and LO[0..9] have 0x01, which turns the indices 4 and 6 of the letters with
+ * low nibbles 0..9 into 5 and 7: ROLL gives those the same offsets. Offsets: 0x2B '+' -> 62
+ * (+19), '/' -> 63 (+16), digits +4, 0x41..0x5A and 'O' -65, 0x61..0x7A and 'o' -71.
  */
 static inline AVX2_FN __m256i dec_lut_lo(void)
 {
-    return _mm256_setr_epi8(0x0b, 0x03, 0x03, 0x03, 0x03, 0x03, 0x03, 0x03, 0x03, 0x03, 0x07, 0x15,
-                            0x17, 0x17, 0x17, 0x15, 0x0b, 0x03, 0x03, 0x03, 0x03, 0x03, 0x03, 0x03,
-                            0x03, 0x03, 0x07, 0x15, 0x17, 0x17, 0x17, 0x15);
+    return _mm256_setr_epi8(0x41, 0x61, 0x61, 0x61, 0x61, 0x61, 0x61, 0x61, 0x61, 0x61, 0x60, 0x30,
+                            0x20, 0x20, 0x20, 0x38, 0x41, 0x61, 0x61, 0x61, 0x61, 0x61, 0x61, 0x61,
+                            0x61, 0x61, 0x60, 0x30, 0x20, 0x20, 0x20, 0x38);
 }
 
 static inline AVX2_FN __m256i dec_lut_hi(void)
 {
-    return _mm256_setr_epi8(0x01, 0x01, 0x02, 0x04, 0x08, 0x10, 0x08, 0x10, 0x01, 0x01, 0x01, 0x01,
-                            0x01, 0x01, 0x01, 0x01, 0x01, 0x01, 0x02, 0x04, 0x08, 0x10, 0x08, 0x10,
-                            0x01, 0x01, 0x01, 0x01, 0x01, 0x01, 0x01, 0x01);
+    return _mm256_setr_epi8(0x02, 0x02, 0x10, 0x01, 0x20, 0x40, 0x20, 0x40, 0x02, 0x02, 0x02, 0x02,
+                            0x02, 0x02, 0x02, 0x02, 0x02, 0x02, 0x10, 0x01, 0x20, 0x40, 0x20, 0x40,
+                            0x02, 0x02, 0x02, 0x02, 0x02, 0x02, 0x02, 0x02);
 }
 
-/*
- * The value of a valid byte is the byte plus an offset chosen by its high nibble: 0x3_ -> +4,
- * 0x4_/0x5_ -> -65, 0x6_/0x7_ -> -71, 0x2_ -> +19 for '+'. '/' shares the high nibble with
- * '+' but needs +16, so its index is moved to 1 by adding the all-ones compare result.
- */
-static inline AVX2_FN __m256i dec_values(__m256i in, __m256i hi)
+static inline AVX2_FN __m256i dec_roll(void)
 {
-    const __m256i roll = _mm256_setr_epi8(0, 16, 19, 4, -65, -65, -71, -71, 0, 0, 0, 0, 0, 0, 0, 0,
-                                          0, 16, 19, 4, -65, -65, -71, -71, 0, 0, 0, 0, 0, 0, 0, 0);
-    __m256i slash = _mm256_cmpeq_epi8(in, _mm256_set1_epi8('/'));
-    __m256i off = _mm256_shuffle_epi8(roll, _mm256_add_epi8(hi, slash));
-    return _mm256_add_epi8(in, off);
+    return _mm256_setr_epi8(0, 0, 19, 4, -65, -65, -71, -71, 0, 0, 16, 0, -65, 0, -71, 0, 0, 0, 19,
+                            4, -65, -65, -71, -71, 0, 0, 16, 0, -65, 0, -71, 0);
+}
+
+/* The 32 characters `in`: returns their bad bits (non-zero bytes are outside the alphabet) and
+ * sets *val to their 6-bit values (meaningful where the bad bits are zero). */
+static inline AVX2_FN __m256i dec_block(__m256i in, __m256i *val)
+{
+    __m256i hi = _mm256_and_si256(_mm256_srli_epi32(in, 4), _mm256_set1_epi8(0x0f));
+    __m256i allowed = _mm256_shuffle_epi8(dec_lut_lo(), in);
+    __m256i cls = _mm256_shuffle_epi8(dec_lut_hi(), hi);
+    __m256i idx = _mm256_or_si256(hi, allowed);
+    *val = _mm256_add_epi8(in, _mm256_shuffle_epi8(dec_roll(), idx));
+    return _mm256_andnot_si256(allowed, cls);
 }
 
 /*
  * Packs four 6-bit values per 32-bit word into 3 bytes: multiply-add merges pairs into 12-bit
  * words, a second one merges those into 24 bits, a byte shuffle puts each word's 3 bytes in
  * big-endian order at the bottom of its lane, and a cross-lane permute closes the gap so the
- * 24 result bytes are contiguous.
+ * 24 result bytes are contiguous. Bytes 24..31 of the result are zero (the shuffle zeroes the
+ * top dword of each lane and the permute repeats the upper one).
  */
 static inline AVX2_FN __m256i dec_pack(__m256i v)
 {
@@ -137,36 +150,50 @@ static inline AVX2_FN void store24(unsigned char *dst, __m256i p)
     _mm_storel_epi64((__m128i *)(void *)(dst + 16), _mm256_extracti128_si256(p, 1));
 }
 
-/* Loads a block and returns its class bits: non-zero bytes are outside the alphabet. */
-static inline AVX2_FN __m256i dec_classify(const char *src, __m256i *in, __m256i *hi)
+/* Loads and decodes the block at src: *packed gets its 24 bytes (and 8 zero bytes); returns its
+ * bad bits. */
+static inline AVX2_FN __m256i dec_load(const char *src, __m256i *packed)
 {
-    const __m256i nib = _mm256_set1_epi8(0x0f);
-    *in = _mm256_loadu_si256((const __m256i *)(const void *)src);
-    *hi = _mm256_and_si256(_mm256_srli_epi32(*in, 4), nib);
-    __m256i lo = _mm256_and_si256(*in, nib);
-    return _mm256_and_si256(_mm256_shuffle_epi8(dec_lut_lo(), lo),
-                            _mm256_shuffle_epi8(dec_lut_hi(), *hi));
+    __m256i val;
+    __m256i bad = dec_block(_mm256_loadu_si256((const __m256i *)(const void *)src), &val);
+    *packed = dec_pack(val);
+    return bad;
+}
+
+/*
+ * The lanes of the packed blocks OR-ed into `acc` (sr_b64_avx2_decode_bulk's `lanes`): byte k of
+ * the result is the OR of the bytes at positions = k (mod 4) of every block, since a block's 24
+ * bytes start at a multiple of 24 and its bytes 24..31 are zero.
+ */
+static inline AVX2_FN uint32_t fold_lanes(__m256i acc)
+{
+    __m128i h = _mm_or_si128(_mm256_castsi256_si128(acc), _mm256_extracti128_si256(acc, 1));
+    h = _mm_or_si128(h, _mm_unpackhi_epi64(h, h));
+    return (uint32_t)_mm_cvtsi128_si32(h) | (uint32_t)_mm_extract_epi32(h, 1);
 }
 
 /*
  * Decodes groups of four valid blocks (128 characters, 96 bytes) with aligned non-temporal
  * stores; dst must be 32-byte aligned. 96 bytes are 12 quadwords and each block yields 3, so
  * the four results are merged into three vectors by quadword permutes and blends. Stops before
- * the first group that is not entirely valid.
+ * the first group that is not entirely valid. With `want` the packed blocks are OR-ed into *acc.
  */
-static AVX2_FN size_t decode_groups_nt(unsigned char *dst, const char *src, size_t n)
+static inline __attribute__((always_inline)) AVX2_FN size_t decode_groups_nt(unsigned char *dst,
+                                                                             const char *src,
+                                                                             size_t n, __m256i *acc,
+                                                                             const int want)
 {
     size_t i = 0;
     for (; n - i >= 128; i += 128, dst += 96) {
-        __m256i in0, in1, in2, in3, hi0, hi1, hi2, hi3;
-        __m256i bad = _mm256_or_si256(dec_classify(src + i, &in0, &hi0),
-                                      dec_classify(src + i + 32, &in1, &hi1));
-        bad = _mm256_or_si256(bad, dec_classify(src + i + 64, &in2, &hi2));
-        bad = _mm256_or_si256(bad, dec_classify(src + i + 96, &in3, &hi3));
+        __m256i p0, p1, p2, p3;
+        __m256i bad = _mm256_or_si256(dec_load(src + i, &p0), dec_load(src + i + 32, &p1));
+        bad = _mm256_or_si256(bad, dec_load(src + i + 64, &p2));
+        bad = _mm256_or_si256(dec_load(src + i + 96, &p3), bad);
         if (!_mm256_testz_si256(bad, bad))
             break;
-        __m256i p0 = dec_pack(dec_values(in0, hi0)), p1 = dec_pack(dec_values(in1, hi1));
-        __m256i p2 = dec_pack(dec_values(in2, hi2)), p3 = dec_pack(dec_values(in3, hi3));
+        if (want)
+            *acc = _mm256_or_si256(
+                *acc, _mm256_or_si256(_mm256_or_si256(p0, p1), _mm256_or_si256(p2, p3)));
         __m256i w0 = _mm256_blend_epi32(p0, _mm256_permute4x64_epi64(p1, 0x00), 0xc0);
         __m256i w1 = _mm256_blend_epi32(_mm256_permute4x64_epi64(p1, 0x09),
                                         _mm256_permute4x64_epi64(p2, 0x40), 0xf0);
@@ -182,29 +209,28 @@ static AVX2_FN size_t decode_groups_nt(unsigned char *dst, const char *src, size
 
 /*
  * Decodes groups of four valid blocks (128 characters, 96 bytes) with ordinary stores, checking
- * the four blocks' class bits once. Each of the first three blocks is stored as a whole vector:
+ * the four blocks' bad bits once. Each of the first three blocks is stored as a whole vector:
  * its 8 bytes past the block's 24 land where the next block's bytes go, and that block's store
  * (in the same group, which is entirely valid) overwrites them; the last block stores exactly 24
  * bytes. So when this returns, only decoded bytes have been written. Stops before the first
- * group that is not entirely valid.
+ * group that is not entirely valid. With `want` the packed blocks are OR-ed into *acc.
  */
-static AVX2_FN size_t decode_groups(unsigned char *dst, const char *src, size_t n)
+static inline __attribute__((always_inline)) AVX2_FN size_t decode_groups(unsigned char *dst,
+                                                                          const char *src, size_t n,
+                                                                          __m256i *acc,
+                                                                          const int want)
 {
     size_t i = 0;
     for (; n - i >= 128; i += 128, dst += 96) {
-        /* Each block is packed as soon as it is classified, so that only the four results
-         * and the class bits stay live (fewer registers than the inputs would need). */
-        __m256i in, hi, bad, p0, p1, p2, p3;
-        bad = dec_classify(src + i, &in, &hi);
-        p0 = dec_pack(dec_values(in, hi));
-        bad = _mm256_or_si256(bad, dec_classify(src + i + 32, &in, &hi));
-        p1 = dec_pack(dec_values(in, hi));
-        bad = _mm256_or_si256(bad, dec_classify(src + i + 64, &in, &hi));
-        p2 = dec_pack(dec_values(in, hi));
-        bad = _mm256_or_si256(bad, dec_classify(src + i + 96, &in, &hi));
-        p3 = dec_pack(dec_values(in, hi));
+        __m256i p0, p1, p2, p3;
+        __m256i bad = _mm256_or_si256(dec_load(src + i, &p0), dec_load(src + i + 32, &p1));
+        bad = _mm256_or_si256(bad, dec_load(src + i + 64, &p2));
+        bad = _mm256_or_si256(bad, dec_load(src + i + 96, &p3));
         if (!_mm256_testz_si256(bad, bad))
             break;
+        if (want)
+            *acc = _mm256_or_si256(
+                *acc, _mm256_or_si256(_mm256_or_si256(p0, p1), _mm256_or_si256(p2, p3)));
         _mm256_storeu_si256((__m256i *)(void *)dst, p0);
         _mm256_storeu_si256((__m256i *)(void *)(dst + 24), p1);
         _mm256_storeu_si256((__m256i *)(void *)(dst + 48), p2);
@@ -213,20 +239,16 @@ static AVX2_FN size_t decode_groups(unsigned char *dst, const char *src, size_t 
     return i;
 }
 
-AVX2_FN size_t sr_b64_avx2_decode_bulk(unsigned char *dst, const char *src, size_t n, size_t *stop)
+/* The rest after the groups: one block at a time, to decode the quads before the first byte
+ * outside the alphabet (the group that held it, or the last blocks). */
+static inline __attribute__((always_inline)) AVX2_FN size_t
+decode_blocks(unsigned char *dst, const char *src, size_t n, size_t *stop, __m256i *acc,
+              uint32_t *tail_lanes, const int want)
 {
     size_t i = 0;
-    if (n >= SR_B64_NT_MIN && ((uintptr_t)dst & 31) == 0)
-        i = decode_groups_nt(dst, src, n);
-    else
-        i = decode_groups(dst, src, n);
-    dst += i / 4 * 3;
-    /* The group that held a byte outside the alphabet (or the last blocks): one block at a
-     * time, to decode the quads before that byte. */
     for (; n - i >= 32; i += 32, dst += 24) {
-        __m256i in, hi;
-        __m256i bad = dec_classify(src + i, &in, &hi);
-        __m256i p = dec_pack(dec_values(in, hi));
+        __m256i p;
+        __m256i bad = dec_load(src + i, &p);
         if (!_mm256_testz_si256(bad, bad)) {
             /* The first failing byte is the closing quote, padding or an error; the scalar
              * code decides which. The quads before it are still good. */
@@ -236,13 +258,43 @@ AVX2_FN size_t sr_b64_avx2_decode_bulk(unsigned char *dst, const char *src, size
             unsigned char tmp[32];
             _mm256_storeu_si256((__m256i *)(void *)tmp, p);
             memcpy(dst, tmp, (k / 4) * 3);
+            /* The block starts at a multiple of 24 bytes, so position j is lane j % 4. */
+            for (unsigned j = 0; want && j < (k / 4) * 3; j++)
+                *tail_lanes |= (uint32_t)tmp[j] << (8 * (j & 3));
             *stop = i + k;
             return i + (k & ~3u);
         }
+        if (want)
+            *acc = _mm256_or_si256(*acc, p);
         store24(dst, p);
     }
     *stop = n;
     return i;
+}
+
+static inline __attribute__((always_inline)) AVX2_FN size_t decode_bulk(
+    unsigned char *dst, const char *src, size_t n, size_t *stop, uint32_t *lanes, const int want)
+{
+    __m256i acc = _mm256_setzero_si256();
+    uint32_t tail = 0;
+    size_t i;
+    if (n >= SR_B64_NT_MIN && ((uintptr_t)dst & 31) == 0)
+        i = decode_groups_nt(dst, src, n, &acc, want);
+    else
+        i = decode_groups(dst, src, n, &acc, want);
+    size_t j = decode_blocks(dst + i / 4 * 3, src + i, n - i, stop, &acc, &tail, want);
+    *stop += i;
+    if (want)
+        *lanes |= fold_lanes(acc) | tail;
+    return i + j;
+}
+
+AVX2_FN size_t sr_b64_avx2_decode_bulk(unsigned char *dst, const char *src, size_t n, size_t *stop,
+                                       uint32_t *lanes)
+{
+    if (lanes)
+        return decode_bulk(dst, src, n, stop, lanes, 1);
+    return decode_bulk(dst, src, n, stop, NULL, 0);
 }
 
 #endif /* SR_B64_HAVE_AVX2_KERNELS */

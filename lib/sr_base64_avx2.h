@@ -42,8 +42,11 @@ size_t sr_b64_avx2_encode_bulk(char *dst, const unsigned char *src, size_t n);
  * the alphabet ('=', '"' or any invalid byte) it decodes the complete quads before that byte's
  * quad and sets *stop to the byte's index; if it simply ran out of whole blocks, *stop = n.
  * Returns the number of characters decoded, a multiple of 4; exactly that / 4 * 3 bytes are
- * written at dst.
+ * written at dst. With `lanes` non-NULL, every byte written at dst[j] is also OR-ed into bits
+ * 8 * (j % 4) of *lanes (the stream's SR_B64_LANES, sr_base64.h), from the decoded vectors
+ * rather than by reading the output again.
  */
-size_t sr_b64_avx2_decode_bulk(unsigned char *dst, const char *src, size_t n, size_t *stop);
+size_t sr_b64_avx2_decode_bulk(unsigned char *dst, const char *src, size_t n, size_t *stop,
+                               uint32_t *lanes);
 
 #endif /* SR_BASE64_AVX2_H */

@@ -215,6 +215,23 @@ static int parse_scalar(jdom_parser *p, const unsigned char **ps, cJSON *node)
     }
 }
 
+/* Sets p->kw, p->km and p->kpat_len from p->last_key (see jdom_parser). */
+static void key_pattern(jdom_parser *p)
+{
+    unsigned char w[16] = {0}, m[16] = {0};
+    size_t n = p->last_len + 2;
+    p->kpat_len = 0;
+    if (!p->last_key || n > sizeof(w))
+        return;
+    memcpy(w, p->last_key, p->last_len);
+    w[n - 2] = '"';
+    w[n - 1] = ':';
+    memset(m, 0xff, n);
+    memcpy(p->kw, w, sizeof(w));
+    memcpy(p->km, m, sizeof(m));
+    p->kpat_len = n;
+}
+
 /* An object member's key and colon, at *ps (whitespace skipped), into node->string. */
 static int parse_key(jdom_parser *p, const unsigned char **ps, cJSON *node)
 {
@@ -241,6 +258,7 @@ static int parse_key(jdom_parser *p, const unsigned char **ps, cJSON *node)
         node->type |= p->nul ? SR_JDOM_HAS_NUL : 0;
         p->last_key = p->esc ? NULL : node->string;
         p->last_len = len;
+        key_pattern(p);
     }
     int rc = (p->j->flags & SR_JDOM_REFERENCE)
                  ? sr_jdom_i_key_push(p->j, node->string, len, (size_t)(at - p->t), p->err)
@@ -252,6 +270,45 @@ static int parse_key(jdom_parser *p, const unsigned char **ps, cJSON *node)
         return sr_jdom_i_syntax(p, s, "expected ':' after a key");
     *ps = skip_ws(s + 1);
     return 0;
+}
+
+/*
+ * The fast path of the arrays of one-key objects in response bodies ({"logprob":-0.25}): at the
+ * '{' of `obj` (*ps), an object whose text goes on with `"<the last key>":` and a value other
+ * than an array or object, without whitespace. Makes the member and parses its value exactly as
+ * the general path does (parse_tree and parse_key: the node, the key's record under the
+ * reference rules, the value; the same errors in the same order), without the general loop's
+ * turns. Returns 0 when the text is not of that form (nothing done), 1 with *ps after the value
+ * (obj's only member made; key_base[depth] set for obj), or the error.
+ */
+static int one_member(jdom_parser *p, const unsigned char **ps, cJSON *obj, size_t depth)
+{
+    const unsigned char *at = *ps + 1; /* the key's quote */
+    uint64_t w0, w1;
+    /* The text's NUL at p->end is readable, so 16 bytes after the quote are when at + 16 <= end. */
+    if (!p->kpat_len || *at != '"' || p->end - at < 16 || (p->j->flags & SR_JDOM_I_GENERAL))
+        return 0;
+    memcpy(&w0, at + 1, 8);
+    memcpy(&w1, at + 9, 8);
+    if (((w0 ^ p->kw[0]) & p->km[0]) | ((w1 ^ p->kw[1]) & p->km[1]))
+        return 0;
+    const unsigned char *v = at + 1 + p->kpat_len;
+    if (*v == '{' || *v == '[' || skip_ws(v) != v)
+        return 0;
+    cJSON *c = new_node(p);
+    if (!c)
+        return p->rc;
+    obj->child = c;
+    c->prev = c;
+    c->string = (char *)p->last_key;
+    p->j->key_base[depth] = p->j->nkeys;
+    if (p->j->flags & SR_JDOM_REFERENCE) {
+        int rc = sr_jdom_i_key_push(p->j, c->string, p->last_len, (size_t)(at - p->t), p->err);
+        if (rc)
+            return p->rc = rc;
+    }
+    *ps = v;
+    return parse_scalar(p, ps, c) ? p->rc : 1;
 }
 
 /*
@@ -274,17 +331,30 @@ static int parse_tree(jdom_parser *p, cJSON **root)
                 return sr_jdom_i_fail_at(p, ref ? SR_E_JSON_TOO_DEEP : SR_E_JSON_SYNTAX, s,
                                          "arrays and objects nested deeper than 1000");
             node->type |= c == '{' ? cJSON_Object : cJSON_Array;
-            s = skip_ws(s + 1);
-            if (*s != (c == '{' ? '}' : ']')) {
-                p->j->key_base[depth] = p->j->nkeys;
+            int one = c == '{' ? one_member(p, &s, node, depth) : 0;
+            if (one < 0)
+                return p->rc;
+            if (one && *s == '}') {
+                /* Closed at once, as the loop below closes an object of one key. */
+                s++;
+                if (ref)
+                    p->j->nkeys = p->j->key_base[depth];
+            } else if (one) {
                 stack[depth++] = parent = node;
-                if (!(node = new_child(p, parent)))
-                    return p->rc;
-                if (c == '{' && parse_key(p, &s, node))
-                    return p->rc;
-                continue;
+                node = node->child;
+            } else {
+                s = skip_ws(s + 1);
+                if (*s != (c == '{' ? '}' : ']')) {
+                    p->j->key_base[depth] = p->j->nkeys;
+                    stack[depth++] = parent = node;
+                    if (!(node = new_child(p, parent)))
+                        return p->rc;
+                    if (c == '{' && parse_key(p, &s, node))
+                        return p->rc;
+                    continue;
+                }
+                s++;
             }
-            s++;
         } else if (parse_scalar(p, &s, node)) {
             return p->rc;
         }
@@ -372,8 +442,8 @@ int sr_jdom_parse(sr_jdom *j, const char *t, size_t n, cJSON **out, sr_err *err)
     sr_jdom_reset(j);
     j->nkeys = 0;
     j->dup_off = SIZE_MAX;
-    jdom_parser p = {j, (const unsigned char *)t, (const unsigned char *)t + n, err, 0, 0, 0, NULL,
-                     0};
+    jdom_parser p = {
+        .j = j, .t = (const unsigned char *)t, .end = (const unsigned char *)t + n, .err = err};
     cJSON *root = NULL;
     int rc = parse_tree(&p, &root);
     if (!rc && j->dup_off != SIZE_MAX) {

@@ -63,7 +63,17 @@ typedef struct jdom_parser {
      * keys, and a key whose text equals it takes its arena copy (sr_jdom.c, parse_key). */
     const char *last_key;
     size_t last_len;
+    /* That key followed by '"' and ':' as two 8-byte words of text and the masks of its kpat_len
+     * bytes (0: the key has an escape or is longer than 14 bytes): one_member in sr_jdom.c
+     * compares the text after an object's '{' with it in two word compares. */
+    uint64_t kw[2], km[2];
+    size_t kpat_len;
 } jdom_parser;
+
+/* In j->flags, for tests only: the parse never takes its fast path for an object whose first
+ * member repeats the last key (sr_jdom.c, one_member), so that tests can hold the fast path to
+ * the general one (unit.jdom, fuzz_jdom). */
+#define SR_JDOM_I_GENERAL (1u << 8)
 
 /* Moves the arena to a chunk with `size` free bytes: the next one kept from earlier parses, or a
  * new one (SR_E_LIMIT past the maximum, SR_E_NOMEM), with p->rc set (sr_jdom_str.c). */

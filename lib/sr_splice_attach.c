@@ -250,6 +250,16 @@ static int member(walker *w, cJSON *c, sr_err *err)
     return rc ? rc : walk(w, c, err);
 }
 
+/* An object whose only member is a scalar under the key the walk last found unregistered (the
+ * logprob objects of a body, {"logprob":-0.25}): walking it would only call member(), which
+ * returns 0 for it at once, so the walk steps over it. */
+static int plain_one(const walker *w, const cJSON *c)
+{
+    const cJSON *m = c->child;
+    return (c->type & 0xFF) == cJSON_Object && m && !m->next && m->string &&
+           m->string == w->unregistered && !has_members(m);
+}
+
 static int walk(walker *w, cJSON *node, sr_err *err)
 {
     if (!has_members(node))
@@ -264,7 +274,7 @@ static int walk(walker *w, cJSON *node, sr_err *err)
         f.formatted = 0;
         if (arr) {
             f.index = i;
-            rc = has_members(c) ? walk(w, c, err) : 0;
+            rc = has_members(c) && !plain_one(w, c) ? walk(w, c, err) : 0;
         } else {
             rc = member(w, c, err);
         }

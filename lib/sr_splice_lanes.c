@@ -1,7 +1,8 @@
 /*
  * The lane OR of decoded blob bytes (sr_splice_priv.h): the splice's dtype sniff ORs every
- * decoded byte into the lane of its position modulo 4, over whole blobs, on the single-threaded
- * scan and in the parallel windows alike.
+ * decoded byte into the lane of its position modulo 4, over whole blobs. The parallel windows
+ * use this pass over their output; the single-threaded scan and the sequential redo of a blob
+ * take the same OR from the base64 stream (SR_B64_LANES), which gathers it while decoding.
  */
 #include <string.h>
 

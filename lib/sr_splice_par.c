@@ -84,7 +84,8 @@ static void decode_window(const char *src, size_t n, unsigned char *dst, win_res
 static int redo_blob(sr_splicer *s, blob_rec *b, const char *start, sr_err *err)
 {
     sr_b64_stream st;
-    sr_b64_stream_init_flags(&st, s->impl, sr_splice_i_b64_flags(s));
+    sr_b64_stream_init_flags(
+        &st, s->impl, sr_splice_i_b64_flags(s) | (s->has_canonical[b->field] ? SR_B64_LANES : 0));
     const char *p = start, *end = start + b->chars + 1; /* the closing quote included */
     b->nbytes = 0;
     b->lane_or = 0;
@@ -101,8 +102,7 @@ static int redo_blob(sr_splicer *s, blob_rec *b, const char *start, sr_err *err)
             b->err->offset = e.offset >= 0 ? (int64_t)b->body_off + e.offset : -1;
             return 0;
         }
-        if (s->has_canonical[b->field])
-            sr_splice_i_lane_or(&b->lane_or, dst, w, b->nbytes);
+        b->lane_or = st.lanes; /* SR_B64_LANES when the field's dtype statistics are kept */
         b->nbytes += w;
         p += used;
         if (done) {

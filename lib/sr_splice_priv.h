@@ -35,7 +35,7 @@ typedef struct blob_rec {
     int in_dest;       /* decoded at the caller's destination (sr_splice_set_dest) */
     size_t nbytes;     /* decoded bytes */
     size_t text_off;   /* offset of the closing quote in the parser text */
-    uint32_t lane_or;  /* OR of decoded byte i into bits 8 * (i % 4) */
+    uint32_t lane_or;  /* OR of decoded byte i into bits 8 * (i % 4) (SR_B64_LANES) */
     int64_t noncanon;  /* body offset of a character with non-zero trailing bits, or -1 */
     sr_err *err;       /* the blob's base64 error, reported if it meets its envelope; or NULL */
     int string;        /* cut from a string-blob field (SR_FIELD_STRING), not an envelope */
@@ -212,7 +212,8 @@ static inline uint64_t sr_splice_i_body_of(const sr_splicer *s, size_t text_off)
     return s->map[lo].body + (text_off - s->map[lo].text);
 }
 
-/* ORs n decoded bytes that start at byte `pos` of their blob into *acc (lanes by pos % 4). */
+/* ORs n decoded bytes that start at byte `pos` of their blob into *acc (lanes by pos % 4): the
+ * parallel windows' statistics (the stream gathers the same for the sequential scan). */
 void sr_splice_i_lane_or(uint32_t *acc, const unsigned char *p, size_t n,
                          size_t pos); /* sr_splice_lanes.c */
 

@@ -86,7 +86,8 @@ static int start_blob(sr_splicer *s, int field, int escaped, int lookalike, cons
         b->at = s->out + b->out_off;
         s->cursor = b->out_off;
     }
-    sr_b64_stream_init_flags(&s->st, s->impl, sr_splice_i_b64_flags(s));
+    sr_b64_stream_init_flags(
+        &s->st, s->impl, sr_splice_i_b64_flags(s) | (s->has_canonical[field] ? SR_B64_LANES : 0));
     s->mode = s->par ? M_LOCATE : M_BLOB;
     return 0;
 }
@@ -198,9 +199,16 @@ static int scan_text(sr_splicer *s, const char **pp, const char *end, sr_err *er
     int rc = 0;
     while (p < end && !rc) {
         if (s->k == 0) {
-            const char *q = memchr(p, ':', (size_t)(end - p));
+            /* A ':' followed by a byte that starts no anchor, integer array or string (a number,
+             * in the logprob objects) would only take k to 1 and back to 0 at that byte: the
+             * text up to the next ':' that may is copied in one append. A ':' at the chunk's end
+             * stops there, for the next chunk to decide. */
+            const char *from = p, *q;
+            while ((q = memchr(p, ':', (size_t)(end - p))) && q + 1 < end && q[1] != '{' &&
+                   q[1] != '[' && q[1] != '"')
+                p = q + 1;
             const char *stop = q ? q + 1 : end;
-            rc = sr_splice_i_text_append(s, p, (size_t)(stop - p), err);
+            rc = sr_splice_i_text_append(s, from, (size_t)(stop - from), err);
             p = stop;
             s->k = q ? 1 : 0;
             continue;
@@ -284,8 +292,7 @@ static int scan_blob(sr_splicer *s, const char **pp, const char *end, sr_err *er
             s->mode = M_SKIP;
             break;
         }
-        if (s->has_canonical[b->field])
-            sr_splice_i_lane_or(&b->lane_or, dst, w, b->nbytes);
+        b->lane_or = s->st.lanes; /* SR_B64_LANES when the field's dtype statistics are kept */
         b->nbytes += w;
         p += used;
         if (done) {

@@ -419,6 +419,21 @@ START_TEST(registered_key_shared_by_consecutive_objects)
 }
 END_TEST
 
+/* The walk steps over objects of one scalar member under the last unregistered key (the logprob
+ * objects); one with a second member, or whose member holds an envelope, is still walked. */
+START_TEST(one_key_objects_are_stepped_over_only_when_plain)
+{
+    ck_assert_sr_ok(checkq("{'content':[{'x':-0.1},{'x':-0.2},{'x':-0.3," ROUTES_12 "},{'x':-0.4},"
+                           "{'x':{" ROUTES_12 "}},{'x':-0.5}]}"),
+                    g_err);
+    ck_assert_uint_eq(g_res->count, 2);
+    ck_assert_str_eq(entry(0)->path, "content[2].routed_experts");
+    ck_assert_int_eq(entry(0)->kind, SR_SPLICE_ENVELOPE);
+    ck_assert_str_eq(entry(1)->path, "content[4].x.routed_experts");
+    ck_assert_int_eq(entry(1)->kind, SR_SPLICE_ENVELOPE);
+}
+END_TEST
+
 START_TEST(retry_classification)
 {
     ck_assert(sr_splice_retryable(SR_E_SPLICE_UNTERMINATED, 0));
@@ -609,6 +624,7 @@ static Suite *suite(void)
     tcase_add_test(tc, custom_fields_and_nullability);
     tcase_add_test(tc, integer_arrays);
     tcase_add_test(tc, registered_key_shared_by_consecutive_objects);
+    tcase_add_test(tc, one_key_objects_are_stepped_over_only_when_plain);
     tcase_add_test(tc, retry_classification);
     tcase_add_test(tc, float_shape_after_dtype_is_refused);
     tcase_add_test(tc, unspliced_empty_integer_array_on_a_fresh_splicer);
