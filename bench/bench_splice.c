@@ -14,6 +14,9 @@
  * chunks as libcurl delivers them, against memcpy of that body (warm, in cache), per response:
  *   splice.small_stream_60k  begin + feeds + finish (harness time per request is the target)
  *   splice.small_finish      the finish alone (parse, re-attach, validate)
+ *   splice.small_after_wait  thread CPU of the same splice per response when its thread first
+ *                            sleeps 20 us (as a client's thread waits for each response), against
+ *                            the same without the sleep in the same run (ratio; cpu_us of both)
  *
  * The peak resident memory of streaming is measured in a fresh child process (spawned with
  * posix_spawn) that generates the body 64 KiB at a time and never holds it:
@@ -32,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bench_util.h"
@@ -284,6 +288,55 @@ static void small_copies(void *p)
     }
 }
 
+static double thread_cpu_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+/* Thread CPU (us) per response of SMALL_LOOP streamed responses; with `wait`, the thread sleeps
+ * 20 us before each (outside the timed part), so each starts as a woken thread does: after the
+ * core ran something else or idled. */
+static double small_cpu_per_response(small_ctx *c, int wait)
+{
+    sr_err err = SR_ERR_INIT;
+    const sr_splice_result *r;
+    double total = 0;
+    for (int k = 0; k < SMALL_LOOP; k++) {
+        if (wait) {
+            struct timespec ts = {0, 20000};
+            nanosleep(&ts, NULL);
+        }
+        double t0 = thread_cpu_us();
+        if (sr_splice_stream_begin(c->s, (int64_t)c->len, &err))
+            die("small begin", &err);
+        for (size_t at = 0; at < c->len; at += SMALL_CHUNK) {
+            size_t n = c->len - at < SMALL_CHUNK ? c->len - at : SMALL_CHUNK;
+            if (sr_splice_stream_feed(c->s, c->body + at, n, &err))
+                die("small feed", &err);
+        }
+        if (sr_splice_stream_finish(c->s, &r, &err))
+            die("small finish", &err);
+        total += thread_cpu_us() - t0;
+    }
+    return total / SMALL_LOOP;
+}
+
+/* The same splice warm and after a wait, alternated, `reps` samples each (medians). */
+static void bench_small_after_wait(small_ctx *c, int reps)
+{
+    double *t = malloc(sizeof(double) * 2 * (size_t)reps);
+    for (int i = 0; i < reps; i++) {
+        t[i] = small_cpu_per_response(c, 0) / 1e3;
+        t[reps + i] = small_cpu_per_response(c, 1) / 1e3;
+    }
+    bench_stats warm = bench_stats_of(t, reps), woken = bench_stats_of(t + reps, reps);
+    bench_report_ex("splice.small_after_wait", woken, warm, "splice.small_warm_cpu",
+                    "cpu_us=%.2f warm_cpu_us=%.2f", woken.median_ms * 1e3, warm.median_ms * 1e3);
+    free(t);
+}
+
 /* Streams and memcpy alternate, one sample of SMALL_LOOP responses each in turn; times are per
  * response. */
 static void bench_small(const sr_fields *fields, int reps)
@@ -313,6 +366,7 @@ static void bench_small(const sr_fields *fields, int reps)
                     st.median_ms * 1e3, m.median_ms * 1e3);
     bench_report_ex("splice.small_finish", fi, m, "memcpy_small_body", "us=%.2f",
                     fi.median_ms * 1e3);
+    bench_small_after_wait(&c, reps);
     free(t);
     free(c.dst);
     sr_splicer_free(c.s);
