@@ -1,6 +1,7 @@
 #include "sr_block_cache.h"
 
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 /* Most blocks a cache may be asked to keep: its table is allocated up front. */
@@ -9,6 +10,7 @@
 typedef struct kept_block {
     void *p;
     size_t cap;
+    uint64_t age; /* the put that kept it (the cache's count of kept puts then) */
 } kept_block;
 
 struct sr_block_cache {
@@ -16,7 +18,7 @@ struct sr_block_cache {
     size_t refs;
     int closed;
     size_t max_blocks, max_bytes, max_block;
-    kept_block *kept; /* max_blocks entries, n used, in no order */
+    kept_block *kept; /* max_blocks entries, n used, in no order (ages tell the oldest) */
     size_t n, bytes;
     sr_block_cache_stats st;
 };
@@ -118,6 +120,19 @@ void *sr_block_cache_take(sr_block_cache *c, size_t min, size_t max, size_t *cap
     return p;
 }
 
+/* Frees the oldest kept block (the lock held, n > 0). */
+static void evict_oldest(sr_block_cache *c)
+{
+    size_t old = 0;
+    for (size_t i = 1; i < c->n; i++)
+        if (c->kept[i].age < c->kept[old].age)
+            old = i;
+    free(c->kept[old].p);
+    c->bytes -= c->kept[old].cap;
+    c->kept[old] = c->kept[--c->n];
+    c->st.evicted++;
+}
+
 void sr_block_cache_put(sr_block_cache *c, void *block, size_t cap)
 {
     if (!block)
@@ -127,11 +142,15 @@ void sr_block_cache_put(sr_block_cache *c, void *block, size_t cap)
         return;
     }
     pthread_mutex_lock(&c->mu);
-    int keep = !c->closed && cap > 0 && cap <= c->max_block && c->n < c->max_blocks &&
-               cap <= c->max_bytes - c->bytes;
+    int keep = !c->closed && cap > 0 && cap <= c->max_block && cap <= c->max_bytes;
     if (keep) {
+        /* The newest blocks are the likeliest to fit the next takes: a block no take accepts
+         * (a size nobody asks for any more) ages out instead of holding its place for good. */
+        while (c->n == c->max_blocks || cap > c->max_bytes - c->bytes)
+            evict_oldest(c);
         c->kept[c->n].p = block;
         c->kept[c->n].cap = cap;
+        c->kept[c->n].age = c->st.kept;
         c->n++;
         c->bytes += cap;
         c->st.kept++;
@@ -145,7 +164,7 @@ void sr_block_cache_put(sr_block_cache *c, void *block, size_t cap)
 
 void sr_block_cache_stats_of(sr_block_cache *c, sr_block_cache_stats *out)
 {
-    sr_block_cache_stats zero = {0, 0, 0, 0, 0, 0};
+    sr_block_cache_stats zero = {0, 0, 0, 0, 0, 0, 0};
     *out = zero;
     if (!c)
         return;

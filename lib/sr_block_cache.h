@@ -7,9 +7,12 @@
  * Blocks. A block is plain malloc'd memory of at least `cap` usable bytes; the cache only keeps
  * blocks between a put and a take. A block taken (or never put) belongs to its holder, who may
  * realloc it, free() it or put it back: a block that never comes back is no leak. put() keeps
- * a block while the cache is open and within its bounds (blocks, bytes, the largest block),
- * else frees it. take(min, max) hands out the smallest kept block of min..max bytes, or NULL
- * (the caller then allocates as it would without a cache).
+ * a block while the cache is open and the block no larger than the largest block and the byte
+ * total, else frees it; to keep it within the block count and the byte total it first frees the
+ * oldest kept blocks (those kept by the earliest puts), so blocks of a size no take asks for any
+ * more age out instead of filling the cache for good. take(min, max) hands out the smallest
+ * kept block of min..max bytes, or NULL (the caller then allocates as it would without a
+ * cache).
  *
  * Ownership and lifetime. The cache is reference counted: sr_block_cache_new gives the creator
  * one reference; every holder that may put a block later (a trace, a result holding its
@@ -33,12 +36,13 @@ typedef struct sr_block_cache sr_block_cache;
 
 /* What a cache did so far (sr_block_cache_stats); plain counters. */
 typedef struct sr_block_cache_stats {
-    size_t blocks;   /* blocks kept now */
-    size_t bytes;    /* their bytes */
-    uint64_t hits;   /* takes that handed out a kept block */
-    uint64_t misses; /* takes that found none (the caller allocated) */
-    uint64_t kept;   /* puts that kept their block */
-    uint64_t freed;  /* puts that freed their block (closed, past a bound) */
+    size_t blocks;    /* blocks kept now */
+    size_t bytes;     /* their bytes */
+    uint64_t hits;    /* takes that handed out a kept block */
+    uint64_t misses;  /* takes that found none (the caller allocated) */
+    uint64_t kept;    /* puts that kept their block */
+    uint64_t freed;   /* puts that freed their block (closed, past the block or byte bound) */
+    uint64_t evicted; /* kept blocks freed to make room for a newer one */
 } sr_block_cache_stats;
 
 /*

@@ -8,6 +8,7 @@
 
 #include "base64_util.h"
 #include "sr_base64.h"
+#include "sr_base64_avx2.h"
 #include "sr_test.h"
 
 /* The OR of out[0 .. n) by position modulo 4, byte by byte (what SR_B64_LANES gathers). */
@@ -192,6 +193,47 @@ START_TEST(test_stream_lanes_sparse_bits)
 }
 END_TEST
 
+/* The lanes on the non-temporal path of the AVX2 kernel (one feed of SR_B64_NT_MIN characters
+ * or more into 32-byte-aligned output): a few single bits, each in a different lane and deep in
+ * the text, must each show in their lane. */
+START_TEST(test_stream_lanes_non_temporal)
+{
+    if (!sr_base64_cpu_has_avx2())
+        return;
+    size_t len = (SR_B64_NT_MIN / 4) * 3 + 3 * 1000;
+    unsigned char *raw = calloc(len, 1);
+    char *text = malloc(len / 3 * 4 + 8);
+    unsigned char *out = aligned_alloc(64, len + 128);
+    ck_assert(raw && text && out);
+    uint64_t seed = 0x7e57;
+    for (int r = 0; r < 4; r++) {
+        memset(raw, 0, len);
+        size_t at[4];
+        for (int lane = 0; lane < 4; lane++) {
+            at[lane] = (size_t)(rnd(&seed) % (len / 4 - 1)) * 4 + (size_t)lane;
+            raw[at[lane]] |= (unsigned char)(1u << ((r + lane) % 8));
+        }
+        size_t n = ref_encode(text, raw, len);
+        text[n++] = '"';
+        sr_b64_stream st;
+        sr_b64_stream_init_flags(&st, SR_B64_AVX2, SR_B64_LANES);
+        size_t written = 0, cons;
+        int done;
+        sr_err err = SR_ERR_INIT;
+        REQ_OK(sr_b64_stream_feed(&st, out, &written, text, n, &cons, &done, &err), err);
+        REQ(done && written == len);
+        REQ(memcmp(out, raw, len) == 0);
+        uint32_t want = 0;
+        for (int lane = 0; lane < 4; lane++)
+            want |= (uint32_t)raw[at[lane]] << (8 * lane);
+        ck_assert_uint_eq(st.lanes, want);
+    }
+    free(raw);
+    free(text);
+    free(out);
+}
+END_TEST
+
 START_TEST(test_stream_padded_quad_at_chunk_end)
 {
     static const size_t two = 4;
@@ -234,6 +276,7 @@ int main(void)
     tcase_add_test(tc, test_stream_every_chunk_size);
     tcase_add_test(tc, test_stream_padded_quad_at_chunk_end);
     tcase_add_test(tc, test_stream_lanes_sparse_bits);
+    tcase_add_test(tc, test_stream_lanes_non_temporal);
     suite_add_tcase(s, tc);
     return sr_test_run(s);
 }

@@ -1,6 +1,7 @@
 /*
  * unit.block_cache: lib/sr_block_cache.h. Kept blocks come back smallest-fitting first within a
- * take's window, the bounds (blocks, bytes, the largest block) free what they refuse, a closed
+ * take's window, the bounds (the largest block, the bytes) free what they refuse and a full cache
+ * frees its oldest blocks for a newer one, a closed
  * cache keeps nothing while its holders' references keep it alive, and threads putting and
  * taking at once lose no block (every block is either kept, handed out or counted freed). Then
  * the route trace's use of a cache (sr_route_trace_set_cache); the rollout's is in
@@ -75,26 +76,68 @@ START_TEST(take_hands_out_the_smallest_fitting_block)
 }
 END_TEST
 
-/* A block past the largest size, past the block count or past the byte total is freed (counted;
- * a leak checker would see one otherwise), exactly at each bound it is kept. */
-START_TEST(bounds_free_what_they_refuse)
+/* A block past the largest size or past the byte total is freed (counted; a leak checker would
+ * see one otherwise), one exactly at either bound is kept; a put past the block count or the
+ * bytes left first frees the oldest kept blocks (counted as evicted). */
+START_TEST(bounds_free_what_they_refuse_and_evict_the_oldest)
 {
     sr_block_cache *c = cache_new(2, 500, 300);
     sr_block_cache_put(c, malloc(301), 301); /* past the largest block */
     ck_assert_uint_eq(stats(c).freed, 1);
     sr_block_cache_put(c, malloc(300), 300); /* exactly the largest block */
-    sr_block_cache_put(c, malloc(201), 201); /* 501 bytes in all */
-    ck_assert_uint_eq(stats(c).freed, 2);
-    sr_block_cache_put(c, malloc(200), 200); /* exactly 500 */
-    ck_assert_uint_eq(stats(c).kept, 2);
-    sr_block_cache_put(c, malloc(1), 1); /* a third block */
-    sr_block_cache_put(c, NULL, 10);     /* nothing */
+    void *b201 = malloc(201);
+    sr_block_cache_put(c, b201, 201); /* 501 bytes in all: the 300 goes */
     sr_block_cache_stats s = stats(c);
-    ck_assert_uint_eq(s.freed, 3);
+    ck_assert_uint_eq(s.freed, 1);
+    ck_assert_uint_eq(s.evicted, 1);
+    ck_assert_uint_eq(s.blocks, 1);
+    ck_assert_uint_eq(s.bytes, 201);
+    void *b299 = malloc(299);
+    sr_block_cache_put(c, b299, 299); /* exactly 500 */
+    ck_assert_uint_eq(stats(c).evicted, 1);
+    sr_block_cache_put(c, malloc(1), 1); /* a third block: the 201, the oldest, goes */
+    sr_block_cache_put(c, NULL, 10);     /* nothing */
+    s = stats(c);
+    ck_assert_uint_eq(s.freed, 1);
+    ck_assert_uint_eq(s.evicted, 2);
+    ck_assert_uint_eq(s.kept, 4);
     ck_assert_uint_eq(s.blocks, 2);
-    ck_assert_uint_eq(s.bytes, 500);
+    ck_assert_uint_eq(s.bytes, 300);
+    size_t cap;
+    ck_assert_ptr_null(sr_block_cache_take(c, 201, 201, &cap));
+    void *p = sr_block_cache_take(c, 200, 300, &cap);
+    ck_assert_ptr_eq(p, b299);
+    ck_assert_uint_eq(cap, 299);
+    free(p);
     sr_block_cache_put(NULL, malloc(8), 8); /* no cache: freed */
-    sr_block_cache_close(c);                /* frees the two kept */
+    sr_block_cache_close(c);                /* frees the one kept */
+}
+END_TEST
+
+/* Blocks of a size no take asks for any more (short trajectories' shrunk arrays) do not hold
+ * the cache: the next blocks that are asked for replace them, oldest first. */
+START_TEST(blocks_nobody_takes_age_out)
+{
+    sr_block_cache *c = cache_new(4, 1 << 20, 1 << 20);
+    for (int i = 0; i < 4; i++)
+        sr_block_cache_put(c, malloc(16), 16);
+    size_t cap;
+    ck_assert_ptr_null(sr_block_cache_take(c, 1000, 2000, &cap));
+    void *want[3];
+    for (int i = 0; i < 3; i++) {
+        want[i] = malloc(1000 + (size_t)i);
+        sr_block_cache_put(c, want[i], 1000 + (size_t)i);
+    }
+    sr_block_cache_stats s = stats(c);
+    ck_assert_uint_eq(s.evicted, 3);
+    ck_assert_uint_eq(s.blocks, 4);
+    ck_assert_uint_eq(s.bytes, 16 + 1000 + 1001 + 1002);
+    for (int i = 0; i < 3; i++) {
+        void *p = sr_block_cache_take(c, 1000, 2000, &cap);
+        ck_assert_ptr_eq(p, want[i]); /* smallest first */
+        free(p);
+    }
+    sr_block_cache_close(c);
 }
 END_TEST
 
@@ -163,7 +206,8 @@ static void *churn_main(void *arg)
     return NULL;
 }
 
-/* Four threads at once: every block made is accounted for (kept now, or freed by a bound), and
+/* Four threads at once: every block made is accounted for (kept now, freed by a bound or
+ * evicted), and
  * every take either hit or missed. */
 START_TEST(threads_at_once_lose_no_block)
 {
@@ -183,7 +227,7 @@ START_TEST(threads_at_once_lose_no_block)
     ck_assert_uint_eq(s.hits + s.misses, 4 * 2000);
     ck_assert_uint_eq(s.misses, made);
     ck_assert_uint_eq(s.kept + s.freed, 4 * 2000);
-    ck_assert_uint_eq(s.blocks + s.freed, made);
+    ck_assert_uint_eq(s.blocks + s.freed + s.evicted, made);
     ck_assert_uint_le(s.blocks, 6);
     sr_block_cache_close(c);
 }
@@ -307,7 +351,8 @@ static Suite *block_cache_suite(void)
     TCase *tc = tcase_create("cache");
     tcase_add_test(tc, bad_bounds_are_refused_by_name);
     tcase_add_test(tc, take_hands_out_the_smallest_fitting_block);
-    tcase_add_test(tc, bounds_free_what_they_refuse);
+    tcase_add_test(tc, bounds_free_what_they_refuse_and_evict_the_oldest);
+    tcase_add_test(tc, blocks_nobody_takes_age_out);
     tcase_add_test(tc, a_holder_outlives_the_closed_cache);
     tcase_add_test(tc, the_last_reference_frees_kept_blocks);
     tcase_add_test(tc, threads_at_once_lose_no_block);

@@ -345,11 +345,10 @@ void sr_rollout_result_release(sr_rollout_result *r)
     free(r->response_ids);
     free(r->loss_mask);
     free(r->logprobs);
-    if (r->routes_cache && r->routes.owned && r->routes.data == r->routes_block) {
-        sr_block_cache_put(r->routes_cache, r->routes.data, r->routes_cap);
-        r->routes.data = NULL;
-    }
+    /* `routes` borrows routes_block (owned 0) unless the caller replaced it with an array of
+     * its own, released here as such; the block itself goes back with the size finalize gave. */
     sr_ndarray_release(&r->routes);
+    sr_block_cache_put(r->routes_cache, r->routes_block, r->routes_cap);
     sr_block_cache_unref(r->routes_cache);
     free(r->row_version);
     free(r->held_version);

@@ -69,11 +69,13 @@
  * borrowed for the call. The rollout's working arrays and route trace are borrowed from the
  * conn's scratch and given back to it for the conn's next rollout (rollout_scratch.h). The
  * routes' storage comes from the client's block cache when it keeps a fitting block
- * (sr_client_blocks) and is always a plain malloc'd block; the result holds a reference to that
- * cache, and sr_rollout_result_release puts the block back there (the next rollout of any conn
- * decodes into pages already touched) if `routes` still holds it, else releases `routes` as
- * usual, so a caller may replace or move `routes` out first. Results may be released in any
- * order, from any thread, and after their client is freed (the block is then freed).
+ * (sr_client_blocks) and is always a plain malloc'd block, owned by the result (routes_block)
+ * and borrowed by `routes` (routes.owned 0): the block stays allocated until
+ * sr_rollout_result_release, which puts it back in that cache (the next rollout of any conn
+ * decodes into pages already touched). A caller may replace `routes` with an array of its own
+ * (owned 1: release frees it; the block still goes back); one that wants the rows past the
+ * release copies them. The result holds a reference to the cache, so results may be released in
+ * any order, from any thread, and after their client is freed (the block is then freed).
  * Thread-safety: a rollout runs on one conn (one thread); batches run rollouts on
  * sr_client_parallel's threads, each writing only its own result.
  */
@@ -226,8 +228,8 @@ typedef struct sr_rollout_result {
     double finalize_cpu_ms;
     sr_rollout_exchange exchanges[SR_ROLLOUT_KEEP_EXCHANGES]; /* (above) */
     int64_t mask_chunk, mask_rows; /* the config's (sglang#36404's masked padding) */
-    /* Where the routes' storage goes back when the result is released (below, "Ownership"): a
-     * reference to the client's block cache, the block finalize handed over and its size in
+    /* The routes' storage (above, "Ownership"): a reference to the client's block cache, the
+     * block finalize handed over (owned by the result; `routes` borrows it) and its size in
      * bytes; NULL, NULL, 0 without routes. */
     sr_block_cache *routes_cache;
     void *routes_block;

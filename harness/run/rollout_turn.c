@@ -255,10 +255,13 @@ static int finalize_routes(rollout_state *s, sr_err *err)
     }
     if (rc)
         return sr_rollout_token_limit(s, rc, err);
-    /* The block goes back to the client's cache when the result is released (rollout.h). */
+    /* The result owns the block and `routes` borrows it, so the block cannot be freed (and its
+     * address reused) before the result is released, which puts it back in the client's cache
+     * with the size finalize gave (rollout.h). */
     res->routes_cache = sr_block_cache_ref(sr_client_blocks(s->k));
     res->routes_block = res->routes.data;
     res->routes_cap = sr_route_trace_handed_capacity(s->trace);
+    res->routes.owned = 0;
     size_t rows = (size_t)res->routes.shape[0];
     res->row_version = malloc((rows ? rows : 1) * sizeof(int64_t));
     res->held_version = malloc((rows ? rows : 1) * sizeof(int64_t));
