@@ -258,25 +258,31 @@ typedef struct small_ctx {
     double finish_ms; /* finish time of the last sample, summed over its responses */
 } small_ctx;
 
+/* One response streamed in SMALL_CHUNK pieces: begin, feeds, finish; the finish's wall time
+ * (ms). */
+static double small_stream_one(small_ctx *c)
+{
+    sr_err err = SR_ERR_INIT;
+    const sr_splice_result *r;
+    if (sr_splice_stream_begin(c->s, (int64_t)c->len, &err))
+        die("small begin", &err);
+    for (size_t at = 0; at < c->len; at += SMALL_CHUNK) {
+        size_t n = c->len - at < SMALL_CHUNK ? c->len - at : SMALL_CHUNK;
+        if (sr_splice_stream_feed(c->s, c->body + at, n, &err))
+            die("small feed", &err);
+    }
+    double t0 = bench_now_ms();
+    if (sr_splice_stream_finish(c->s, &r, &err))
+        die("small finish", &err);
+    return bench_now_ms() - t0;
+}
+
 static void small_streams(void *p)
 {
     small_ctx *c = p;
-    sr_err err = SR_ERR_INIT;
-    const sr_splice_result *r;
     c->finish_ms = 0;
-    for (int k = 0; k < SMALL_LOOP; k++) {
-        if (sr_splice_stream_begin(c->s, (int64_t)c->len, &err))
-            die("small begin", &err);
-        for (size_t at = 0; at < c->len; at += SMALL_CHUNK) {
-            size_t n = c->len - at < SMALL_CHUNK ? c->len - at : SMALL_CHUNK;
-            if (sr_splice_stream_feed(c->s, c->body + at, n, &err))
-                die("small feed", &err);
-        }
-        double t0 = bench_now_ms();
-        if (sr_splice_stream_finish(c->s, &r, &err))
-            die("small finish", &err);
-        c->finish_ms += bench_now_ms() - t0;
-    }
+    for (int k = 0; k < SMALL_LOOP; k++)
+        c->finish_ms += small_stream_one(c);
 }
 
 static void small_copies(void *p)
@@ -300,8 +306,6 @@ static double thread_cpu_us(void)
  * core ran something else or idled. */
 static double small_cpu_per_response(small_ctx *c, int wait)
 {
-    sr_err err = SR_ERR_INIT;
-    const sr_splice_result *r;
     double total = 0;
     for (int k = 0; k < SMALL_LOOP; k++) {
         if (wait) {
@@ -309,15 +313,7 @@ static double small_cpu_per_response(small_ctx *c, int wait)
             nanosleep(&ts, NULL);
         }
         double t0 = thread_cpu_us();
-        if (sr_splice_stream_begin(c->s, (int64_t)c->len, &err))
-            die("small begin", &err);
-        for (size_t at = 0; at < c->len; at += SMALL_CHUNK) {
-            size_t n = c->len - at < SMALL_CHUNK ? c->len - at : SMALL_CHUNK;
-            if (sr_splice_stream_feed(c->s, c->body + at, n, &err))
-                die("small feed", &err);
-        }
-        if (sr_splice_stream_finish(c->s, &r, &err))
-            die("small finish", &err);
+        small_stream_one(c);
         total += thread_cpu_us() - t0;
     }
     return total / SMALL_LOOP;
