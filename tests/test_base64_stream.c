@@ -203,7 +203,7 @@ START_TEST(test_stream_lanes_non_temporal)
     size_t len = (SR_B64_NT_MIN / 4) * 3 + 3 * 1000;
     unsigned char *raw = calloc(len, 1);
     char *text = malloc(len / 3 * 4 + 8);
-    unsigned char *out = aligned_alloc(64, len + 128);
+    unsigned char *out = aligned_alloc(64, (len + 128 + 63) / 64 * 64); /* a multiple of 64 */
     ck_assert(raw && text && out);
     uint64_t seed = 0x7e57;
     for (int r = 0; r < 4; r++) {
