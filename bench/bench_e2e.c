@@ -478,7 +478,7 @@ static void hb_measure(hb_series *m, hb *h, const sr_client *c, const sr_scenari
     char(*sessions)[64] = calloc(n, 64);
     for (int rep = 0; rep <= reps; rep++) {
         hb_totals t = {0, 0, 0, 0, 0, 0, 0};
-        e2e_floor_totals ft = {0, 0, 0, 0}, mt = {0, 0, 0, 0};
+        e2e_floor_totals ft = {0, 0, 0, 0, 0, 0}, mt = {0, 0, 0, 0, 0, 0};
         make_configs(h->cfgs, prompts, sessions, s, r, sp, rep);
         hb_batch(&t, &ft, &mt, h, c, n, (int)s->concurrency, fl->easy, fl->multi, sp);
         m->harness[rep] = t.cpu_ms / t.requests;
@@ -566,6 +566,9 @@ static void hb_passes(hb *h, const sr_client *c, const sr_scenario *s, const sr_
         die("the CPU pass failed", NULL);
     if (e2e_rps_line(&b, c, &s->engine, multi, sp, reps))
         die("the throughput pass failed (a rollout, a check or the floor's replay)", NULL);
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    if (e2e_splice_lines(&b, c, urls, ne, s->fields, sp, cpus > 1 ? (int)cpus : 1, reps))
+        die("the splice pass failed (a rollout, a replay or a splice)", NULL);
     for (size_t i = 0; i < n; i++)
         free(mk.prompts[i]);
     free(mk.prompts);
@@ -605,7 +608,7 @@ static void bench_harness(const sr_scenario *s, const char *syncroll, const char
                    calloc((size_t)reps + 1, sizeof(double)),
                    calloc((size_t)reps + 1, sizeof(double)),
                    {0, 0, 0, 0, 0, 0, 0},
-                   {0, 0, 0, 0}};
+                   {0, 0, 0, 0, 0, 0}};
     hb_measure(&m, &h, c, s, r, sp, &fl, reps);
     hb_report(&m, &fl, reps);
     /* BENCH_E2E_PASSES=0 stops after the headline (a profile of the harness's batches only). */

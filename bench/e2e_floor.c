@@ -12,17 +12,34 @@
 
 #include "bench_util.h"
 #include "sr_buf.h"
+#include "sr_clock.h"
+#include "sr_splice.h"
 
 #define FLOOR_MAX_ENGINES 8
 
 struct e2e_floor {
     int n_urls, threads;
     char urls[FLOOR_MAX_ENGINES][256];
-    CURL **easy;   /* one per thread (multi mode: per slot), kept across batches */
-    CURLM **multi; /* multi mode: one per thread, NULL otherwise */
-    int slots;     /* multi mode: easy handles in use (a multiple of threads) */
-    int n_easy;    /* easy handles made */
+    CURL **easy;            /* one per thread (multi mode: per slot), kept across batches */
+    CURLM **multi;          /* multi mode: one per thread, NULL otherwise */
+    int slots;              /* multi mode: easy handles in use (a multiple of threads) */
+    int n_easy;             /* easy handles made */
+    struct splice_slot *sp; /* e2e_floor_splice: one per easy handle, else NULL */
+    int64_t pair_ns;        /* the thread CPU clock's cost per read pair, subtracted */
 };
+
+/* A slot's splicer (e2e_floor_splice) and what it measured. */
+typedef struct splice_slot {
+    sr_splicer *s;
+    CURL *easy;
+    double *bytes;   /* the replay thread's byte count */
+    int begun, fail; /* a response is open; a splice of this replay failed */
+    int64_t cpu_ns;  /* thread CPU inside begin, feeds and finish */
+    int64_t spliced; /* responses spliced */
+    int64_t pieces;  /* timed pieces (begin, each feed, finish), each holding one clock read */
+    sr_buf last;     /* the last response's body, kept for the loop (outside the timed part) */
+    sr_err err;
+} splice_slot;
 
 /* One request of the replay, built before the clock starts. */
 typedef struct floor_req {
@@ -51,6 +68,46 @@ static double thread_cpu_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* The write callback of a splicing floor: every piece goes through the slot's splicer. */
+static size_t splice_piece(char *p, size_t size, size_t nmemb, void *ud)
+{
+    splice_slot *x = ud;
+    size_t n = size * nmemb;
+    *x->bytes += (double)n;
+    if (!x->begun) {
+        curl_off_t cl = -1;
+        curl_easy_getinfo(x->easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &cl);
+        sr_buf_reset(&x->last);
+        int64_t t0 = sr_clock_cpu_ns();
+        x->fail |= sr_splice_stream_begin(x->s, (int64_t)cl, &x->err) != 0;
+        x->cpu_ns += sr_clock_cpu_ns() - t0;
+        x->pieces++;
+        x->begun = 1;
+    }
+    int64_t t0 = sr_clock_cpu_ns();
+    x->fail |= sr_splice_stream_feed(x->s, p, n, &x->err) != 0;
+    x->cpu_ns += sr_clock_cpu_ns() - t0;
+    x->pieces++;
+    x->fail |= sr_buf_append(&x->last, p, n, NULL) != 0;
+    return n;
+}
+
+/* Ends a splicing slot's response (after its transfer is done). */
+static void splice_end(splice_slot *x)
+{
+    if (!x->begun) {
+        x->fail = 1; /* a 200 without a body is no response of the engine's */
+        return;
+    }
+    const sr_splice_result *r;
+    int64_t t0 = sr_clock_cpu_ns();
+    x->fail |= sr_splice_stream_finish(x->s, &r, &x->err) != 0;
+    x->cpu_ns += sr_clock_cpu_ns() - t0;
+    x->pieces++;
+    x->begun = 0;
+    x->spliced++;
 }
 
 static size_t discard(char *p, size_t size, size_t nmemb, void *ud)
@@ -111,6 +168,11 @@ void e2e_floor_free(e2e_floor *f)
 {
     if (!f)
         return;
+    for (int i = 0; f->sp && i < f->n_easy; i++) {
+        sr_splicer_free(f->sp[i].s);
+        sr_buf_release(&f->sp[i].last);
+    }
+    free(f->sp);
     for (int i = 0; f->easy && i < f->n_easy; i++)
         if (f->easy[i])
             curl_easy_cleanup(f->easy[i]);
@@ -157,8 +219,11 @@ static void *work(void *arg)
     curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
     curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
     curl_easy_setopt(e, CURLOPT_PROXY, "");
-    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, discard);
-    curl_easy_setopt(e, CURLOPT_WRITEDATA, &bytes);
+    splice_slot *x = run->f->sp ? &run->f->sp[w->index] : NULL;
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, x ? splice_piece : discard);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, x ? (void *)x : (void *)&bytes);
+    if (x)
+        x->bytes = &bytes;
     double t0 = thread_cpu_ms();
     for (;;) {
         size_t i = atomic_fetch_add(&run->next, 1);
@@ -176,6 +241,8 @@ static void *work(void *arg)
         if (curl_easy_perform(e) != CURLE_OK ||
             curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status) != CURLE_OK || status != 200)
             atomic_store(&run->failed, 1);
+        if (x)
+            splice_end(x);
         curl_easy_setopt(e, CURLOPT_HTTPHEADER, NULL);
         curl_slist_free_all(h);
     }
@@ -184,14 +251,16 @@ static void *work(void *arg)
     return NULL;
 }
 
-static void easy_setup(CURL *e, double *bytes)
+static void easy_setup(CURL *e, double *bytes, splice_slot *x)
 {
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
     curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
     curl_easy_setopt(e, CURLOPT_PROXY, "");
-    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, discard);
-    curl_easy_setopt(e, CURLOPT_WRITEDATA, bytes);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, x ? splice_piece : discard);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, x ? (void *)x : (void *)bytes);
+    if (x)
+        x->bytes = bytes;
 }
 
 /* Starts request q on slot easy e of multi m; the headers list is the slot's until done. */
@@ -216,13 +285,14 @@ static void *work_multi(void *arg)
     CURLM *m = f->multi[w->index];
     int per = f->slots / f->threads;
     CURL **easy = f->easy + (size_t)w->index * (size_t)per;
+    splice_slot *xs = f->sp ? f->sp + (size_t)w->index * (size_t)per : NULL;
     struct curl_slist *hdr[256] = {0};
     int free_slots[256], n_free = 0;
     double bytes = 0;
     if (per > 256)
         per = 256;
     for (int k = per - 1; k >= 0; k--) {
-        easy_setup(easy[k], &bytes);
+        easy_setup(easy[k], &bytes, xs ? &xs[k] : NULL);
         curl_easy_setopt(easy[k], CURLOPT_PRIVATE, (void *)(intptr_t)k);
         free_slots[n_free++] = k;
     }
@@ -255,6 +325,8 @@ static void *work_multi(void *arg)
                 curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status) != CURLE_OK || status != 200)
                 atomic_store(&run->failed, 1);
             curl_multi_remove_handle(m, e);
+            if (xs)
+                splice_end(&xs[k]);
             curl_slist_free_all(hdr[k]);
             hdr[k] = NULL;
             free_slots[n_free++] = (int)k;
@@ -342,6 +414,17 @@ int e2e_floor_batch(e2e_floor *f, e2e_floor_totals *t, const sr_rollout_result *
         t->cpu_ms += run.cpu_ms[i];
         t->bytes += run.bytes[i];
     }
+    for (int i = 0; f->sp && i < f->n_easy; i++) {
+        splice_slot *x = &f->sp[i];
+        if (!rc && x->fail) {
+            fprintf(stderr, "floor splice: %s\n", x->err.msg);
+            rc = -1;
+        }
+        t->splice_cpu_ms += (double)(x->cpu_ns - x->pieces * f->pair_ns) / 1e6;
+        t->spliced += (double)x->spliced;
+        x->cpu_ns = x->spliced = x->pieces = 0;
+        x->fail = x->begun = 0;
+    }
     if (!rc)
         t->requests += (double)run.n_reqs;
     for (size_t i = 0; i < run.n_reqs; i++)
@@ -352,4 +435,76 @@ int e2e_floor_batch(e2e_floor *f, e2e_floor_totals *t, const sr_rollout_result *
     free(ws);
     free(th);
     return rc;
+}
+
+/* The least of a few empty intervals of the thread CPU clock (each timed piece contains about
+ * one read's worth of it). */
+static int64_t clock_pair_ns(void)
+{
+    int64_t best = INT64_MAX;
+    for (int i = 0; i < 64; i++) {
+        int64_t a = sr_clock_cpu_ns(), d = sr_clock_cpu_ns() - a;
+        best = d < best ? d : best;
+    }
+    return best > 0 ? best : 0;
+}
+
+int e2e_floor_splice(e2e_floor *f, const sr_fields *fields)
+{
+    if (f->sp)
+        return 0;
+    f->sp = calloc((size_t)f->n_easy, sizeof *f->sp);
+    if (!f->sp)
+        return -1;
+    f->pair_ns = clock_pair_ns();
+    for (int i = 0; i < f->n_easy; i++) {
+        f->sp[i].easy = f->easy[i];
+        f->sp[i].last = (sr_buf)SR_BUF_INIT;
+        f->sp[i].err = (sr_err)SR_ERR_INIT;
+        if (sr_splicer_new(&f->sp[i].s, fields, NULL, &f->sp[i].err))
+            return -1;
+    }
+    return 0;
+}
+
+/* One kept body through its slot's splicer in pieces of libcurl's write size, timed as the
+ * replay times its pieces; the thread CPU in ns, or -1 when the splice failed. */
+static int64_t splice_kept(splice_slot *x, int64_t pair_ns)
+{
+    const size_t piece = 16384; /* CURL_MAX_WRITE_SIZE */
+    const sr_splice_result *r;
+    int64_t t0 = sr_clock_cpu_ns();
+    int bad = sr_splice_stream_begin(x->s, (int64_t)x->last.len, &x->err) != 0;
+    int64_t cpu = sr_clock_cpu_ns() - t0 - pair_ns;
+    for (size_t at = 0; at < x->last.len; at += piece) {
+        size_t n = x->last.len - at < piece ? x->last.len - at : piece;
+        t0 = sr_clock_cpu_ns();
+        bad |= sr_splice_stream_feed(x->s, x->last.data + at, n, &x->err) != 0;
+        cpu += sr_clock_cpu_ns() - t0 - pair_ns;
+    }
+    t0 = sr_clock_cpu_ns();
+    bad |= sr_splice_stream_finish(x->s, &r, &x->err) != 0;
+    cpu += sr_clock_cpu_ns() - t0 - pair_ns;
+    return bad ? -1 : cpu;
+}
+
+int e2e_floor_splice_loop(e2e_floor *f, int rounds, double *cpu_us)
+{
+    int64_t total = 0, count = 0;
+    for (int r = 0; f->sp && r < rounds; r++)
+        for (int i = 0; i < f->n_easy; i++) {
+            if (!f->sp[i].last.len)
+                continue;
+            int64_t ns = splice_kept(&f->sp[i], f->pair_ns);
+            if (ns < 0) {
+                fprintf(stderr, "floor splice loop: %s\n", f->sp[i].err.msg);
+                return -1;
+            }
+            total += ns;
+            count++;
+        }
+    if (!count)
+        return -1;
+    *cpu_us = (double)total / 1e3 / (double)count;
+    return 0;
 }

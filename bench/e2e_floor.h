@@ -30,12 +30,32 @@ e2e_floor *e2e_floor_new(const char *const *urls, int n_urls, int threads);
 e2e_floor *e2e_floor_new_multi(const char *const *urls, int n_urls, int slots, int threads);
 void e2e_floor_free(e2e_floor *f);
 
+/*
+ * From now on every response of a replay is also spliced as it arrives, in the write callback,
+ * by a splicer of `fields` (borrowed) kept per easy handle, as syncroll's client splices: what the
+ * splice costs when it runs between libcurl's receives instead of in a loop. Each replay then adds
+ * the splice's thread CPU and response count to its totals (and fails when a splice fails), and
+ * each slot keeps its last response's body for e2e_floor_splice_loop. 0, or -1 on failure.
+ */
+int e2e_floor_splice(e2e_floor *f, const sr_fields *fields);
+
+/*
+ * The same splicers splicing the kept bodies (one per slot, the last replay's) `rounds` times
+ * round-robin, in pieces of libcurl's largest write (16 KiB), timed as the replay times its
+ * pieces: *cpu_us is the thread CPU per response. The splice's cost on the same bodies with
+ * nothing between the pieces. 0, or -1 when nothing was kept or a splice failed.
+ */
+int e2e_floor_splice_loop(e2e_floor *f, int rounds, double *cpu_us);
+
 /* What one replay of a batch cost. */
 typedef struct e2e_floor_totals {
     double cpu_ms;   /* thread CPU time summed over the threads, curl calls only */
     double requests; /* requests sent (every turn of every rollout) */
     double bytes;    /* response bytes received */
     double wall_ms;  /* wall time of the replays, from the threads' start to their end */
+    double
+        splice_cpu_ms; /* e2e_floor_splice: thread CPU inside the splice, clock reads taken out */
+    double spliced;    /* e2e_floor_splice: responses spliced */
 } e2e_floor_totals;
 
 /*

@@ -77,4 +77,18 @@ int e2e_cpu_lines(const e2e_batches *b, const char *const *urls, int ne, const s
 int e2e_rps_line(const e2e_batches *b, const sr_client *c, const sr_engine_config *engine,
                  e2e_floor *multi, const cJSON *sp, int reps);
 
+/*
+ * The splice driven by bare libcurl (e2e_splice_pass.c): 1 warm-up + reps batches through `c`,
+ * each batch's requests then replayed by two splicing floors (e2e_floor_splice: an easy handle and
+ * a thread per slot; `threads` threads of libcurl multi), which splice every response in the write
+ * callback; then the easy floor's kept bodies spliced again in a loop (e2e_floor_splice_loop).
+ * The lines e2e.splice_in_libcurl and e2e.splice_in_libcurl_multi: the splice's thread CPU per
+ * response in each replay against the loop's on the same bodies: how much of the splice's cost in
+ * a rollout comes from where it runs (between receives, on a core shared with the engines) rather
+ * than from its instructions, and whether an event-driven client would change it. `fields` NULL:
+ * the built-in registry. 0, or -1 when a batch, a replay or a splice failed.
+ */
+int e2e_splice_lines(const e2e_batches *b, const sr_client *c, const char *const *urls, int ne,
+                     const sr_fields *fields, const cJSON *sp, int threads, int reps);
+
 #endif /* BENCH_E2E_PASS_H */
