@@ -29,10 +29,18 @@
 
 /* Which draw kernel sr_oracle_i_rows_init picks. */
 typedef enum sr_oracle_i_impl {
-    SR_ORACLE_I_AUTO = 0, /* AVX2 when the CPU has it, else scalar */
+    SR_ORACLE_I_AUTO = 0, /* AVX-512 when the CPU has it, else AVX2 when it has that, else scalar */
     SR_ORACLE_I_SCALAR,
-    SR_ORACLE_I_AVX2 /* falls back to scalar on a CPU without AVX2 */
+    SR_ORACLE_I_AVX2,  /* falls back to scalar on a CPU without AVX2 */
+    SR_ORACLE_I_AVX512 /* AVX-512F and DQ; falls back as AUTO does on a CPU without them */
 } sr_oracle_i_impl;
+
+/* The AVX-512 kernel is built where the compiler can target it from within one function. */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define SR_ORACLE_I_HAVE_AVX512 1
+#else
+#define SR_ORACLE_I_HAVE_AVX512 0
+#endif
 
 /*
  * The shape the row filler needs, borrowed from the oracle: E, K, L and G * (g_l + 1) per
@@ -52,7 +60,8 @@ void sr_oracle_i_shape_of(sr_oracle_i_shape *shape, const sr_oracle *o);
 typedef struct sr_oracle_i_rows {
     sr_oracle_i_shape shape;
     int avx2;
-    int table; /* 1: E <= SR_ORACLE_I_TABLE, tab[] holds the identity */
+    int avx512; /* 1: the draws of pairs of groups use the AVX-512 kernel (then avx2 is 1 too) */
+    int table;  /* 1: E <= SR_ORACLE_I_TABLE, tab[] holds the identity */
     uint16_t tab[SR_ORACLE_I_TABLE];
     uint64_t r[SR_ORACLE_I_CHUNK];
 } sr_oracle_i_rows;
@@ -63,6 +72,12 @@ void sr_oracle_i_rows_init(sr_oracle_i_rows *w, const sr_oracle_i_shape *shape,
 
 /* 1 if `w` computes its draws with the AVX2 kernel. */
 int sr_oracle_i_rows_avx2(const sr_oracle_i_rows *w);
+
+/* 1 if `w` computes its draws with the AVX-512 kernel (pairs of groups; AVX2 for an odd one). */
+int sr_oracle_i_rows_avx512(const sr_oracle_i_rows *w);
+
+/* 1 if this CPU and its operating system run AVX-512F and AVX-512DQ code. */
+int sr_oracle_i_cpu_has_avx512(void);
 
 /*
  * Writes the route row of prefix hash h over all layer slots, L * K elements of `dtype`
@@ -79,6 +94,13 @@ void sr_oracle_i_row(sr_oracle_i_rows *w, void *out, size_t at, sr_dtype dtype,
  */
 void sr_oracle_i_draws_avx2(uint64_t *r, int groups, uint64_t h, const uint64_t *fps,
                             const uint64_t *gold, int K, uint64_t E);
+
+#if SR_ORACLE_I_HAVE_AVX512
+/* The AVX-512 draw kernel: the same as sr_oracle_i_draws_avx2 over 2 * pairs groups, two at a
+ * time (fps and gold hold 8 * pairs entries). Only after sr_oracle_i_cpu_has_avx512(). */
+void sr_oracle_i_draws_avx512(uint64_t *r, int pairs, uint64_t h, const uint64_t *fps,
+                              const uint64_t *gold, int K, uint64_t E);
+#endif
 
 /*
  * The partial Fisher-Yates shuffle of a route row: the first K entries of a virtual identity

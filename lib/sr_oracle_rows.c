@@ -20,9 +20,11 @@ void sr_oracle_i_rows_init(sr_oracle_i_rows *w, const sr_oracle_i_shape *shape,
                            sr_oracle_i_impl impl)
 {
     w->shape = *shape;
-    w->avx2 = 0;
+    w->avx2 = w->avx512 = 0;
 #if defined(__x86_64__) || defined(__i386__)
     w->avx2 = impl != SR_ORACLE_I_SCALAR && sr_base64_cpu_has_avx2();
+    w->avx512 = w->avx2 && (impl == SR_ORACLE_I_AUTO || impl == SR_ORACLE_I_AVX512) &&
+                sr_oracle_i_cpu_has_avx512();
 #else
     (void)impl;
 #endif
@@ -35,6 +37,22 @@ void sr_oracle_i_rows_init(sr_oracle_i_rows *w, const sr_oracle_i_shape *shape,
 int sr_oracle_i_rows_avx2(const sr_oracle_i_rows *w)
 {
     return w->avx2;
+}
+
+int sr_oracle_i_rows_avx512(const sr_oracle_i_rows *w)
+{
+    return w->avx512;
+}
+
+int sr_oracle_i_cpu_has_avx512(void)
+{
+#if SR_ORACLE_I_HAVE_AVX512
+    /* libgcc's and compiler-rt's checks include the operating system's support for the zmm
+     * state (XCR0), not only the CPU's. */
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
+#else
+    return 0;
+#endif
 }
 
 /* The scalar draws of `lanes` (1..4) layer slots, in the kernel's layout (lane stride 4). */
@@ -125,15 +143,26 @@ static void draws(sr_oracle_i_rows *w, int l0, int n, const uint64_t *layer_fps,
     const sr_oracle_i_shape *sh = &w->shape;
     const int K = sh->topk;
     int whole = n / 4;
-#if defined(__x86_64__) || defined(__i386__)
-    if (w->avx2 && whole) {
-        sr_oracle_i_draws_avx2(w->r, whole, h, layer_fps + l0, sh->layer_gold + l0, K, sh->experts);
-        l0 += 4 * whole;
-        n -= 4 * whole;
+    uint64_t *r = w->r;
+#if SR_ORACLE_I_HAVE_AVX512
+    if (w->avx512 && whole >= 2) {
+        int pairs = whole / 2;
+        sr_oracle_i_draws_avx512(r, pairs, h, layer_fps + l0, sh->layer_gold + l0, K, sh->experts);
+        l0 += 8 * pairs;
+        n -= 8 * pairs;
+        whole -= 2 * pairs;
+        r += (size_t)(2 * pairs) * (size_t)K * 4;
     }
 #endif
-    for (uint64_t *r = w->r + (size_t)(w->avx2 ? whole : 0) * (size_t)K * 4; n > 0;
-         r += (size_t)K * 4, l0 += 4, n -= 4)
+#if defined(__x86_64__) || defined(__i386__)
+    if (w->avx2 && whole) {
+        sr_oracle_i_draws_avx2(r, whole, h, layer_fps + l0, sh->layer_gold + l0, K, sh->experts);
+        l0 += 4 * whole;
+        n -= 4 * whole;
+        r += (size_t)whole * (size_t)K * 4;
+    }
+#endif
+    for (; n > 0; r += (size_t)K * 4, l0 += 4, n -= 4)
         draws_scalar(r, n < 4 ? n : 4, h, layer_fps + l0, sh->layer_gold + l0, K, sh->experts);
 }
 

@@ -6,6 +6,7 @@
  * counts that are not a multiple of four, chunks of the draws' scratch crossed at top-64.
  */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -119,6 +120,9 @@ static void check_rows(const sr_oracle *o, const shape_case *c, const uint64_t *
     sr_oracle_i_rows_init(w, &shape, impl);
     ck_assert_int_eq(sr_oracle_i_rows_avx2(w),
                      impl != SR_ORACLE_I_SCALAR && sr_base64_cpu_has_avx2());
+    ck_assert_int_eq(sr_oracle_i_rows_avx512(w),
+                     (impl == SR_ORACLE_I_AUTO || impl == SR_ORACLE_I_AVX512) &&
+                         sr_base64_cpu_has_avx2() && sr_oracle_i_cpu_has_avx512());
     int32_t *want = malloc(sizeof(int32_t) * (size_t)L * (size_t)K);
     int32_t *got = malloc(sizeof(int32_t) * (size_t)L * (size_t)K);
     ck_assert(want && got);
@@ -168,6 +172,7 @@ START_TEST(test_rows_match_reference_every_shape)
             int rows = CASES[c].layers > 100 ? 3 : 12;
             check_rows(o, &CASES[c], fps, SR_ORACLE_I_SCALAR, rows, &st);
             check_rows(o, &CASES[c], fps, SR_ORACLE_I_AVX2, rows, &st);
+            check_rows(o, &CASES[c], fps, SR_ORACLE_I_AVX512, rows, &st);
             check_rows(o, &CASES[c], fps, SR_ORACLE_I_AUTO, rows, &st);
             sr_oracle_free(o);
             free(layers);
@@ -193,6 +198,7 @@ START_TEST(test_rows_match_reference_random_shapes)
         random_fps(fps, c.layers, &st);
         check_rows(o, &c, fps, SR_ORACLE_I_SCALAR, 4, &st);
         check_rows(o, &c, fps, SR_ORACLE_I_AVX2, 4, &st);
+        check_rows(o, &c, fps, SR_ORACLE_I_AVX512, 4, &st);
         sr_oracle_free(o);
     }
 }
@@ -227,6 +233,50 @@ START_TEST(test_avx2_draws_match_formula)
                 }
             }
         }
+}
+END_TEST
+
+/* The AVX-512 kernel alone: every lane of two pairs of groups against the scalar formula, at
+ * every E edge and K, and every group's entries written where the AVX2 layout puts them. */
+START_TEST(test_avx512_draws_match_formula)
+{
+    if (!sr_oracle_i_cpu_has_avx512()) {
+        printf("unit.oracle_rows: this CPU has no AVX-512F/DQ; its kernel was not run\n");
+        return;
+    }
+#if SR_ORACLE_I_HAVE_AVX512
+    uint64_t st = 0x5eed0005;
+    static const uint64_t Es[] = {1, 2, 5, 64, 65, 4097, 1u << 20, (uint64_t)1 << 31};
+    /* Four groups and one more whose entries must stay untouched. */
+    uint64_t r[5 * SR_ORACLE_MAX_TOPK * 4], fps[16], gold[16];
+    for (size_t e = 0; e < sizeof Es / sizeof Es[0]; e++)
+        for (int t = 0; t < 50; t++) {
+            uint64_t E = Es[e];
+            int K = 1 + (int)(rnd(&st) % (E < 64 ? E : 64));
+            uint64_t h = t == 0 ? 0 : t == 1 ? UINT64_MAX : rnd(&st);
+            for (int l = 0; l < 16; l++) {
+                fps[l] = l == 0 ? 0 : l == 15 ? UINT64_MAX : rnd(&st);
+                gold[l] = SR_MIX_GOLDEN * (rnd(&st) % 5000 + 1);
+            }
+            memset(r, 0xA5, sizeof r);
+            sr_oracle_i_draws_avx512(r, 2, h, fps, gold, K, E);
+            for (int l = 0; l < 16; l++) {
+                uint64_t s = sr_mix64(sr_mix64(h ^ fps[l]) + gold[l]);
+                for (int j = 0; j < K; j++) {
+                    uint64_t x = sr_mix64(s + SR_MIX_GOLDEN * (uint64_t)(j + 1));
+                    uint64_t want =
+                        (uint64_t)j + (uint64_t)(((unsigned __int128)x * (E - (uint64_t)j)) >> 64);
+                    size_t at = ((size_t)(l / 4) * (size_t)K + (size_t)j) * 4 + (size_t)(l % 4);
+                    if (r[at] != want)
+                        ck_abort_msg("E=%llu K=%d slot %d j %d: %llu, want %llu",
+                                     (unsigned long long)E, K, l, j, (unsigned long long)r[at],
+                                     (unsigned long long)want);
+                }
+            }
+            for (size_t i = (size_t)16 * (size_t)K; i < sizeof r / sizeof r[0]; i++)
+                ck_assert_uint_eq(r[i], 0xA5A5A5A5A5A5A5A5ull);
+        }
+#endif
 }
 END_TEST
 
@@ -336,6 +386,7 @@ static Suite *oracle_rows_suite(void)
     tcase_add_test(tc, test_rows_match_reference_every_shape);
     tcase_add_test(tc, test_rows_match_reference_random_shapes);
     tcase_add_test(tc, test_avx2_draws_match_formula);
+    tcase_add_test(tc, test_avx512_draws_match_formula);
     tcase_add_test(tc, test_routes_and_max_match_reference);
     tcase_add_test(tc, test_routes_of_hashes_match_reference);
     tcase_set_timeout(tc, 60);
