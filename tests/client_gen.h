@@ -41,7 +41,7 @@ static int gen(fx *f, const char *session, int64_t start, sr_client_result *r, s
 }
 
 /* The routes of `r` equal the oracle's rows [start, P+G-1) at version 0. */
-static void verify_routes(const char *cfg_json, const sr_client_result *r, int64_t start)
+static inline void verify_routes(const char *cfg_json, const sr_client_result *r, int64_t start)
 {
     fx_model m;
     fx_model_load(&m, cfg_json);
