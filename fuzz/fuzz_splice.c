@@ -5,7 +5,8 @@
  * derived from a hash of the input, so mutations also vary them. For every input the one-shot
  * result (or error code, offset and message) must equal that of: the 2-thread one-shot, a stream
  * fed in 1-byte chunks (inputs up to 4 KiB), three random chunkings with a known length and one
- * without. Any difference aborts, and so does internal.bug from any body.
+ * without. Any difference aborts, and so does internal.bug from any body, and an entry whose
+ * bound is not the OR of its values.
  *
  * Build (see fuzz/CMakeLists.txt): clang -fsanitize=fuzzer,address,undefined with the library
  * sources; run: ./fuzz_splice -max_total_time=30 fixtures/bodies
@@ -78,6 +79,23 @@ static uint64_t mix(uint64_t *x)
     return *x;
 }
 
+/* An entry's bound (sr_splice.h) must be the OR of its values, recomputed byte by byte. */
+static void check_bound(const sr_splice_entry *e)
+{
+    if (!e->bound.known)
+        return;
+    size_t w = sr_dtype_size(e->array.dtype);
+    const unsigned char *p = e->array.data;
+    uint64_t want = 0;
+    for (size_t i = 0; w && i < e->array.nbytes; i++)
+        want |= (uint64_t)p[i] << (8 * (i % w));
+    if (want != e->bound.value_or) {
+        fprintf(stderr, SR_FUZZ_NAME ": %s's bound %llx is not the OR of its values, %llx\n",
+                e->path, (unsigned long long)e->bound.value_or, (unsigned long long)want);
+        abort();
+    }
+}
+
 static char *fingerprint(int rc, const sr_err *err, const sr_splice_result *r)
 {
     sr_buf b = SR_BUF_INIT;
@@ -96,8 +114,10 @@ static char *fingerprint(int rc, const sr_err *err, const sr_splice_result *r)
         sr_buf_append(&b, ":", 1, NULL);
         sr_buf_append(&b, e->array.data, e->array.nbytes, NULL);
         char *side = e->sidecar ? cJSON_PrintUnformatted(e->sidecar) : NULL;
-        sr_buf_printf(&b, NULL, " %s\n", side ? side : "-");
+        sr_buf_printf(&b, NULL, " %s or=%d:%llx\n", side ? side : "-", e->bound.known,
+                      (unsigned long long)e->bound.value_or);
         free(side);
+        check_bound(e);
     }
     char *doc = cJSON_PrintUnformatted(r->doc);
     sr_buf_puts(&b, doc ? doc : "?", NULL);

@@ -78,6 +78,25 @@ void sr_ndarray_set_i64(sr_ndarray *a, uint64_t i, int64_t v);
  */
 int sr_ndarray_minmax(const sr_ndarray *a, int64_t *min, int64_t *max, sr_err *err);
 
+/*
+ * What the producer of an integer array learned about its values while writing them, so that a
+ * consumer can skip a pass of its own (the splice gathers it while decoding a blob:
+ * sr_splice_entry.bound). When `known` is 1, `value_or` is the bitwise OR of every element's bit
+ * pattern in its own width, zero-extended to 64 bits (an int8 -1 contributes 0xff, an int16 -1
+ * 0xffff), and 0 for an empty array; so the bit of the dtype's sign is set exactly when some
+ * element of a signed dtype is negative, and when none is, value_or < 2^k exactly when every
+ * element is < 2^k. When `known` is 0 nothing is claimed and value_or is 0.
+ */
+typedef struct sr_value_bound {
+    int known;
+    uint64_t value_or;
+} sr_value_bound;
+
+#define SR_VALUE_BOUND_UNKNOWN                                                                     \
+    {                                                                                              \
+        0, 0                                                                                       \
+    }
+
 /* 1 if dtype, ndim, shape and bytes are equal, else 0. */
 int sr_ndarray_equal(const sr_ndarray *a, const sr_ndarray *b);
 

@@ -106,8 +106,35 @@ const int64_t *sr_route_trace_layers(const sr_route_trace *t, size_t *count)
     return t->n_layers ? t->layers : NULL; /* (room kept by a reset is not a pinned list) */
 }
 
+/*
+ * The least and greatest value of `routes` as far as routes_canonical can tell: taken from the
+ * caller's bound when it decides every outcome exactly as the values would, else from a pass over
+ * them. A known bound without the dtype's sign bit means no value is negative (lo = 0 stands for
+ * the least), and its OR crosses each threshold of the canonical rule (2^8, 2^15, 2^31) exactly
+ * when the greatest value does (hi = the OR). A possible negative (a masked row's -1 must be told
+ * from any other), an 8-byte dtype, and an OR past int32 (whose error names the greatest value
+ * itself) take the pass.
+ */
+static int routes_range(int64_t *lo, int64_t *hi, const sr_ndarray *routes,
+                        const sr_value_bound *bound, sr_err *err)
+{
+    size_t width = sr_dtype_size(routes->dtype);
+    if (bound && bound->known && width >= 1 && width <= 4) {
+        unsigned bits = 8 * (unsigned)width;
+        uint64_t sign = sr_dtype_is_signed(routes->dtype) ? (uint64_t)1 << (bits - 1) : 0;
+        uint64_t v = bound->value_or;
+        if (v >> bits == 0 && !(v & sign) && v <= INT32_MAX) {
+            *lo = 0;
+            *hi = (int64_t)v;
+            return 0;
+        }
+    }
+    return sr_ndarray_minmax(routes, lo, hi, err);
+}
+
 /* Validates routes and returns their canonical dtype (the reference compacts every turn). */
-static int routes_canonical(sr_dtype *canon, const sr_ndarray *routes, int masked, sr_err *err)
+static int routes_canonical(sr_dtype *canon, const sr_ndarray *routes, int masked,
+                            const sr_value_bound *bound, sr_err *err)
 {
     int rc = sr_trace_check_descriptor(routes, "routed experts", err);
     if (rc)
@@ -120,7 +147,7 @@ static int routes_canonical(sr_dtype *canon, const sr_ndarray *routes, int maske
             sr_ndarray_desc(routes->dtype, routes->ndim, routes->shape, desc, sizeof(desc)));
     }
     int64_t lo, hi;
-    rc = sr_ndarray_minmax(routes, &lo, &hi, err);
+    rc = routes_range(&lo, &hi, routes, bound, err);
     if (rc)
         return rc;
     if (lo < 0 && !(masked && lo == -1))
@@ -191,7 +218,7 @@ static int same_layers(const sr_route_trace *t, const int64_t *given, size_t n_g
 static int record_checks(int64_t **list, sr_dtype *canon, int64_t *expected,
                          const sr_route_trace *t, int64_t prompt, int64_t generated,
                          const sr_ndarray *routes, const int64_t *given, size_t n_given,
-                         sr_err *err)
+                         const sr_value_bound *bound, sr_err *err)
 {
     const sr_meta_trace *m = &t->meta;
     *list = NULL;
@@ -204,7 +231,7 @@ static int record_checks(int64_t **list, sr_dtype *canon, int64_t *expected,
     if (generated < 1)
         return sr_err_set(err, SR_E_TRACE_NO_GENERATION,
                           "routed-expert generation must produce at least one token");
-    int rc = routes_canonical(canon, routes, t->masked_rows, err);
+    int rc = routes_canonical(canon, routes, t->masked_rows, bound, err);
     if (rc)
         return rc;
     int64_t fresh = prompt - m->rows;
@@ -238,11 +265,20 @@ int sr_route_trace_record(sr_route_trace *t, int64_t prompt_token_count,
                           int64_t generated_token_count, const sr_ndarray *routes,
                           const int64_t *layer_indices, size_t n_layers, sr_err *err)
 {
+    return sr_route_trace_record_bounded(t, prompt_token_count, generated_token_count, routes,
+                                         layer_indices, n_layers, NULL, err);
+}
+
+int sr_route_trace_record_bounded(sr_route_trace *t, int64_t prompt_token_count,
+                                  int64_t generated_token_count, const sr_ndarray *routes,
+                                  const int64_t *layer_indices, size_t n_layers,
+                                  const sr_value_bound *bound, sr_err *err)
+{
     int64_t *list = NULL;
     sr_dtype canon = SR_DTYPE_INVALID;
     int64_t expected = 0;
     int rc = record_checks(&list, &canon, &expected, t, prompt_token_count, generated_token_count,
-                           routes, layer_indices, n_layers, err);
+                           routes, layer_indices, n_layers, bound, err);
     size_t L = rc ? 0 : (size_t)routes->shape[1];
     if (!rc && !t->recorded && L > t->layers_cap) {
         /* Room for the list to pin, made before the append so that a failure changes nothing. */

@@ -67,7 +67,7 @@ int sr_splicer_new(sr_splicer **out, const sr_fields *fields, const sr_splice_op
         s->has_packed |= d->kind == SR_FIELD_PACKED;
         s->has_ints |= d->kind == SR_FIELD_INT_ARRAY;
         s->has_strings |= d->kind == SR_FIELD_STRING;
-        s->has_canonical[i] = d->kind == SR_FIELD_PACKED && d->canonical;
+        s->gather_lanes[i] = d->kind == SR_FIELD_PACKED;
     }
     s->text.max = s->opts.max_body + 64;
     s->paths.max = SR_BUF_DEFAULT_MAX;

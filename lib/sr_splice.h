@@ -35,7 +35,9 @@
  *     them base64.bad_padding; '=' after a complete quad ("AAAA=") is always refused.
  *   - Each envelope is validated with the field's contract (sr_envelope_unpack_decoded;
  *     canonical dtypes are checked from statistics gathered while decoding, so no second pass
- *     over the decoded bytes is needed).
+ *     over the decoded bytes is needed). The same statistics are gathered for every packed field
+ *     and handed on as the entry's `bound` (the OR of its values), so that a consumer (the route
+ *     trace's record) need not pass over the values either.
  *
  * The remainder parser (sr_jdom with its reference rules, sr_jdom.h) accepts RFC 8259 JSON as the
  * reference's parser (orjson) does: strings must be UTF-8 (RFC 3629) without lone surrogate
@@ -192,6 +194,18 @@ typedef struct sr_splice_entry {
     int64_t b64_noncanonical;  /* a note: body offset of a base64 character whose trailing bits
                                   were non-zero and dropped ("AR=="), or -1 (always -1 with
                                   opts.strict_base64, which refuses them) */
+    /*
+     * The OR of the array's values (sr_ndarray.h sr_value_bound: every element's bit pattern
+     * ORed, zero-extended to 64 bits), taken from the decoder's statistics, so no pass over the
+     * array is needed to learn it. Known (bound.known = 1) exactly for an SR_SPLICE_ENVELOPE
+     * entry of dtype uint8, int8, int16, uint16, int32 or uint32, on every path (one-shot,
+     * threaded, streamed in any chunking, decoded at or moved out of a sr_splice_set_dest
+     * destination): the decoder ORs every decoded byte of a packed field's blob into the lane of
+     * its position modulo 4, and for items of 1, 2 or 4 bytes those lanes give the elements' OR
+     * exactly. Unknown (0, value_or 0) for every other entry: 8-byte dtypes (whose two halves
+     * share the lanes), floats, null, integer arrays, string blobs and nested lists.
+     */
+    sr_value_bound bound;
 } sr_splice_entry;
 
 typedef struct sr_splice_stats {

@@ -87,6 +87,35 @@ static int check_canonical(const sr_ndarray *a, uint32_t lor, const char *name, 
     return 0;
 }
 
+/*
+ * The entry's bound (sr_splice.h) from its blob's lane OR: lane k holds the OR of byte k % w of
+ * every w-byte item (w = 1, 2 or 4 divides 4, and a blob's bytes start at lane 0), so folding the
+ * lanes to the item's width gives the items' OR; the elements are little-endian (sr_ndarray.h).
+ * An 8-byte item spans two words whose halves the lanes mix: unknown.
+ */
+static sr_value_bound bound_of(const sr_ndarray *a, uint32_t lor)
+{
+    sr_value_bound b = SR_VALUE_BOUND_UNKNOWN;
+    if (!sr_dtype_is_integer(a->dtype))
+        return b;
+    switch (sr_dtype_size(a->dtype)) {
+    case 1:
+        lor |= lor >> 16;
+        b.value_or = (lor | lor >> 8) & 0xffu;
+        break;
+    case 2:
+        b.value_or = (lor | lor >> 16) & 0xffffu;
+        break;
+    case 4:
+        b.value_or = lor;
+        break;
+    default:
+        return b;
+    }
+    b.known = 1;
+    return b;
+}
+
 static int check_envelope(sr_splicer *s, sr_splice_entry *e, size_t ref, sr_err *err)
 {
     const sr_field_def *d = e->field;
@@ -122,6 +151,8 @@ static int check_envelope(sr_splicer *s, sr_splice_entry *e, size_t ref, sr_err 
         return rc;
     e->spliced = 1;
     e->b64_noncanonical = b->noncanon;
+    if (s->gather_lanes[b->field])
+        e->bound = bound_of(&e->array, b->lane_or);
     cJSON *side = NULL;
     for (const cJSON *m = e->node->child; m; m = m->next) {
         if (sr_envelope_is_reserved_key(m->string))

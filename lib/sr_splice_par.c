@@ -85,7 +85,7 @@ static int redo_blob(sr_splicer *s, blob_rec *b, const char *start, sr_err *err)
 {
     sr_b64_stream st;
     sr_b64_stream_init_flags(
-        &st, s->impl, sr_splice_i_b64_flags(s) | (s->has_canonical[b->field] ? SR_B64_LANES : 0));
+        &st, s->impl, sr_splice_i_b64_flags(s) | (s->gather_lanes[b->field] ? SR_B64_LANES : 0));
     const char *p = start, *end = start + b->chars + 1; /* the closing quote included */
     b->nbytes = 0;
     b->lane_or = 0;
@@ -102,7 +102,7 @@ static int redo_blob(sr_splicer *s, blob_rec *b, const char *start, sr_err *err)
             b->err->offset = e.offset >= 0 ? (int64_t)b->body_off + e.offset : -1;
             return 0;
         }
-        b->lane_or = st.lanes; /* SR_B64_LANES when the field's dtype statistics are kept */
+        b->lane_or = st.lanes; /* SR_B64_LANES: every packed field's */
         b->nbytes += w;
         p += used;
         if (done) {
@@ -122,7 +122,7 @@ static int run_batch(sr_splicer *s, const char *start, const char *end, size_t f
     const size_t win = s->opts.par_window;
     blob_rec *b = &s->blobs[s->nblobs - 1];
     unsigned char *out = s->out + b->out_off;
-    int want_or = s->has_canonical[b->field];
+    int want_or = s->gather_lanes[b->field];
     sr_b64_impl impl = s->impl;
     s->par->stop = PAR_BATCH;
     int *stop = &s->par->stop;

@@ -35,7 +35,7 @@ typedef struct blob_rec {
     int in_dest;       /* decoded at the caller's destination (sr_splice_set_dest) */
     size_t nbytes;     /* decoded bytes */
     size_t text_off;   /* offset of the closing quote in the parser text */
-    uint32_t lane_or;  /* OR of decoded byte i into bits 8 * (i % 4) (SR_B64_LANES) */
+    uint32_t lane_or;  /* OR of decoded byte i into bits 8 * (i % 4) (when gather_lanes) */
     int64_t noncanon;  /* body offset of a character with non-zero trailing bits, or -1 */
     sr_err *err;       /* the blob's base64 error, reported if it meets its envelope; or NULL */
     int string;        /* cut from a string-blob field (SR_FIELD_STRING), not an envelope */
@@ -64,7 +64,11 @@ struct sr_splicer {
     sr_splice_opts opts;
     sr_b64_impl impl;
     int has_packed, has_ints, has_strings; /* the registry has entries of each kind */
-    int has_canonical[SR_FIELDS_MAX];
+    /* 1: the field's blobs are decoded with SR_B64_LANES, their lane_or complete. Every packed
+     * field: the canonical-dtype check reads it, and every envelope entry's bound is made of it
+     * (the AVX2 decoder gathers it in its registers; the scalar one ORs the bytes it has just
+     * written, still in cache). */
+    int gather_lanes[SR_FIELDS_MAX];
 
     /* Output region of the current response (arena block or reservation). */
     sr_arena *arena;

@@ -87,7 +87,7 @@ static int start_blob(sr_splicer *s, int field, int escaped, int lookalike, cons
         s->cursor = b->out_off;
     }
     sr_b64_stream_init_flags(
-        &s->st, s->impl, sr_splice_i_b64_flags(s) | (s->has_canonical[field] ? SR_B64_LANES : 0));
+        &s->st, s->impl, sr_splice_i_b64_flags(s) | (s->gather_lanes[field] ? SR_B64_LANES : 0));
     s->mode = s->par ? M_LOCATE : M_BLOB;
     return 0;
 }
@@ -292,7 +292,7 @@ static int scan_blob(sr_splicer *s, const char **pp, const char *end, sr_err *er
             s->mode = M_SKIP;
             break;
         }
-        b->lane_or = s->st.lanes; /* SR_B64_LANES when the field's dtype statistics are kept */
+        b->lane_or = s->st.lanes; /* SR_B64_LANES: every packed field's */
         b->nbytes += w;
         p += used;
         if (done) {

@@ -169,6 +169,20 @@ int sr_route_trace_record(sr_route_trace *t, int64_t prompt_token_count,
                           const int64_t *layer_indices, size_t n_layers, sr_err *err);
 
 /*
+ * sr_route_trace_record with what the caller knows of the routes' values (sr_ndarray.h; NULL or
+ * bound->known = 0: nothing, exactly sr_route_trace_record). A known bound must be the exact OR
+ * of `routes`' elements (the splice's sr_splice_entry.bound is): with it the record learns that
+ * no value is negative and the canonical dtype without a pass over the values whenever the bound
+ * settles them (routes of 1, 2 or 4-byte items whose OR has no sign bit and fits int32);
+ * otherwise it makes the pass as without it. The result, the trace's contents and every error
+ * (code and message) are the same with and without the bound.
+ */
+int sr_route_trace_record_bounded(sr_route_trace *t, int64_t prompt_token_count,
+                                  int64_t generated_token_count, const sr_ndarray *routes,
+                                  const int64_t *layer_indices, size_t n_layers,
+                                  const sr_value_bound *bound, sr_err *err);
+
+/*
  * Room for the next record's rows to be written in place (a performance hint: a record's result
  * is the same wherever its routes lie). *at is where rows in the trace's dtype would go, after
  * the rows held, and *room the bytes free there; both NULL/0 when the trace cannot tell (no row

@@ -3,7 +3,7 @@
  * check(), which splices it one-shot with 1 and 2 threads and streamed whole, in 1-byte chunks
  * (small bodies), in 7-byte and random chunks with and without a known length, and fails the test
  * unless all of them agree on the error (code, offset, message) or on the result (entries,
- * arrays, sidecars, document and statistics).
+ * arrays, sidecars, bounds, document and statistics).
  */
 #ifndef SPLICE_HARNESS_H
 #define SPLICE_HARNESS_H
@@ -112,11 +112,12 @@ static inline char *fingerprint(int rc, const sr_err *err, const sr_splice_resul
         const sr_splice_entry *e = &r->entries[i];
         char desc[128], *side = e->sidecar ? cJSON_PrintUnformatted(e->sidecar) : NULL;
         sr_buf_printf(
-            &b, NULL, "%d %s %s %s %zu %d %016llx %s nc=%lld\n", (int)e->kind, e->path,
+            &b, NULL, "%d %s %s %s %zu %d %016llx %s nc=%lld or=%d:%llx\n", (int)e->kind, e->path,
             e->field->name,
             sr_ndarray_desc(e->array.dtype, e->array.ndim, e->array.shape, desc, sizeof(desc)),
             e->array.nbytes, e->spliced, (unsigned long long)fnv(e->array.data, e->array.nbytes),
-            side ? side : "-", (long long)e->b64_noncanonical);
+            side ? side : "-", (long long)e->b64_noncanonical, e->bound.known,
+            (unsigned long long)e->bound.value_or);
         ck_assert_msg(e->array.nbytes == 0 || ((uintptr_t)e->array.data & 7) == 0,
                       "entry %zu is not 8-byte aligned", i);
         free(side);

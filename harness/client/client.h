@@ -303,7 +303,12 @@ typedef struct sr_client_result {
     int has_logprobs;
     const char *finish_reason; /* "stop", "length", "abort", ...; NULL for JSON null */
     int has_routes;
-    sr_ndarray routes;  /* [rows, L, K] view into the conn's splicer */
+    sr_ndarray routes; /* [rows, L, K] view into the conn's splicer */
+    /* The OR of the routes' values (sr_ndarray.h), for sr_route_trace_record_bounded: known when
+     * the routes are a packed envelope's array exactly as the splice decoded it (skyrl's wire,
+     * without pd_merge, which replaces rows); unknown otherwise (other dialects' routes are
+     * re-sliced or read from strings). */
+    sr_value_bound routes_bound;
     int has_support;    /* return_support: rollout_sample_support was read and checked */
     sr_ndarray support; /* int32 [n_tokens, top_k] view into the conn's splicer */
     /* the engine's "syncroll" key; engine_id "" and weight_version -1 when absent */

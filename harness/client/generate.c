@@ -393,6 +393,8 @@ static int pd_merge(sr_client_result *out, const sr_ndarray *pre, sr_err *err)
                           (long long)pre->shape[0], (long long)a->shape[0]);
     if (pre->nbytes)
         memcpy(a->data, pre->data, pre->nbytes);
+    /* The splice's OR was of the rows just replaced: it no longer describes the routes. */
+    out->routes_bound = (sr_value_bound)SR_VALUE_BOUND_UNKNOWN;
     return 0;
 }
 

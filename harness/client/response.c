@@ -255,6 +255,7 @@ int sr_client_decode_spliced(sr_client_result *out, sr_client_conn *k, const sr_
                           "/skyrl/v1/generate must return packed routed_experts (got %s)",
                           re ? "null" : "no routed_experts key");
     out->routes = re->array;
+    out->routes_bound = re->bound;
     out->has_routes = 1;
     return 0;
 }

@@ -116,7 +116,9 @@ int sr_rollout_record(rollout_state *s, const sr_client_result *r, sr_err *err)
     int64_t P = (int64_t)s->ids_n, G = (int64_t)r->n_tokens;
     if (!c->quirks.overwrite_trace_each_turn) {
         int64_t first = sr_route_trace_prompt_start(s->trace);
-        int rc = sr_route_trace_record(s->trace, P, G, &r->routes, NULL, 0, err);
+        /* The splice's OR of the routes spares the record its pass over them (sr_trace.h). */
+        int rc = sr_route_trace_record_bounded(s->trace, P, G, &r->routes, NULL, 0,
+                                               &r->routes_bound, err);
         rc = sr_rollout_token_limit(s, rc, err);
         return rc ? rc : note_versions(s, r, first, sr_route_trace_prompt_start(s->trace), err);
     }
@@ -124,7 +126,7 @@ int sr_rollout_record(rollout_state *s, const sr_client_result *r, sr_err *err)
     sr_route_trace *t = NULL;
     int rc = sr_route_trace_new(&t, &c->trace_opts, err);
     if (!rc)
-        rc = sr_route_trace_record(t, P, G, &r->routes, NULL, 0, err);
+        rc = sr_route_trace_record_bounded(t, P, G, &r->routes, NULL, 0, &r->routes_bound, err);
     rc = sr_rollout_token_limit(s, rc, err);
     if (rc) {
         sr_route_trace_free(t);
