@@ -268,8 +268,7 @@ END_TEST
 
 int main(void)
 {
-    if (!sr_base64_cpu_has_avx2())
-        printf("note: this CPU lacks AVX2; only the scalar half of unit.base64_stream runs\n");
+    note_missing_impls("unit.base64_stream");
     Suite *s = suite_create("base64_stream");
     TCase *tc = tcase_create("stream");
     tcase_set_timeout(tc, 120);
