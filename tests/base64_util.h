@@ -37,7 +37,7 @@ static const char k_alpha[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvw
 
 /* Implementations to test: the first n_impls() of k_impls, those this CPU has (a CPU with AVX-512
  * VBMI has AVX2, sr_base64.h); the suites print a note for each one left out. */
-static int n_impls(void)
+static inline int n_impls(void)
 {
     return 1 + sr_base64_cpu_has_avx2() + sr_base64_cpu_has_avx512vbmi();
 }
@@ -45,7 +45,7 @@ static int n_impls(void)
 static const sr_b64_impl k_impls[3] = {SR_B64_SCALAR, SR_B64_AVX2, SR_B64_AVX512};
 
 /* The note of a suite run on a CPU without every implementation (the only parts ever skipped). */
-static void note_missing_impls(const char *suite)
+static inline void note_missing_impls(const char *suite)
 {
     if (!sr_base64_cpu_has_avx2())
         printf("note: this CPU lacks AVX2; only the scalar part of %s runs\n", suite);
