@@ -4,6 +4,7 @@
 
 #include "sr_base64_avx2.h"
 #include "sr_base64_avx512.h"
+#include "sr_base64_priv.h"
 
 /*
  * All three decoders (plain, one-shot fused, streaming) run the same engine: a bulk kernel
@@ -335,11 +336,13 @@ typedef struct run_result {
     int done;        /* the closing quote was found at src[consumed] */
 } run_result;
 
-/* A vector bulk kernel (sr_base64_avx2.h, sr_base64_avx512.h) and the alignment of dst that its
- * non-temporal path needs; inv3 is the inverse of 3 modulo that alignment. */
+/* A vector bulk kernel (sr_base64_avx2.h, sr_base64_avx512.h), which one it is, and the
+ * alignment of dst that its non-temporal path needs; inv3 is the inverse of 3 modulo that
+ * alignment. */
 typedef struct vec_kernel {
     size_t (*decode)(unsigned char *dst, const char *src, size_t n, size_t *stop, uint32_t *lanes);
     unsigned align, inv3;
+    sr_b64_impl which;
 } vec_kernel;
 
 /* The stream's vector kernel, or 0 for the scalar path. The CPU is checked again here, so
@@ -348,19 +351,27 @@ static int vector_kernel(const sr_b64_stream *s, vec_kernel *k)
 {
 #if SR_B64_HAVE_AVX512_KERNELS
     if (s->impl == SR_B64_AVX512 && sr_base64_cpu_has_avx512vbmi()) {
-        *k = (vec_kernel){sr_b64_avx512_decode_bulk, 64, 43}; /* 3 * 43 = 1 (mod 64) */
+        /* 3 * 43 = 1 (mod 64) */
+        *k = (vec_kernel){sr_b64_avx512_decode_bulk, 64, 43, SR_B64_AVX512};
         return 1;
     }
 #endif
 #if SR_B64_HAVE_AVX2_KERNELS
     if ((s->impl == SR_B64_AVX2 || s->impl == SR_B64_AVX512) && sr_base64_cpu_has_avx2()) {
-        *k = (vec_kernel){sr_b64_avx2_decode_bulk, 32, 11}; /* 3 * 11 = 1 (mod 32) */
+        /* 3 * 11 = 1 (mod 32) */
+        *k = (vec_kernel){sr_b64_avx2_decode_bulk, 32, 11, SR_B64_AVX2};
         return 1;
     }
 #endif
     (void)s;
     (void)k;
     return 0;
+}
+
+sr_b64_impl sr_b64_i_stream_kernel(const sr_b64_stream *s)
+{
+    vec_kernel k;
+    return vector_kernel(s, &k) ? k.which : SR_B64_SCALAR;
 }
 
 static int run(sr_b64_stream *s, int quote_mode, unsigned char *dst, const char *src, size_t n,

@@ -10,6 +10,7 @@
 
 #include "base64_util.h"
 #include "sr_base64.h"
+#include "sr_base64_priv.h"
 #include "sr_test.h"
 
 #define MAXN 4096
@@ -240,6 +241,14 @@ START_TEST(test_sizes_and_dispatch)
     sr_b64_stream st;
     sr_b64_stream_init(&st, SR_B64_AUTO);
     REQ((st.impl) == (best));
+    REQ((sr_b64_i_stream_kernel(&st)) == (best));
+    /* Each implementation this CPU has runs its own kernel: their results are the same by design,
+     * so the suites' comparisons would pass even if the dispatch ran another. */
+    for (int k = 0; k < n_impls(); k++) {
+        sr_b64_stream_init(&st, k_impls[k]);
+        REQ_MSG(sr_b64_i_stream_kernel(&st) == k_impls[k], "%s runs kernel %d",
+                sr_base64_impl_name(k_impls[k]), (int)sr_b64_i_stream_kernel(&st));
+    }
 }
 END_TEST
 
