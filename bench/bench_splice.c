@@ -11,7 +11,9 @@
  *
  * and on a small body like the mock engine's reply in the end-to-end benchmark (one choice, 64
  * generated tokens with logprobs, 120 route rows of [24, 8] int16, ~60 KB), streamed in 16 KiB
- * chunks as libcurl delivers them, against memcpy of that body (warm, in cache), per response:
+ * chunks as libcurl delivers them, against memcpy of that body (warm, in cache), per response,
+ * with the base64 kernel SR_B64_AUTO picks (BENCH_B64=scalar|avx2|avx512vbmi forces one, to
+ * compare kernels on these lines):
  *   splice.small_stream_60k  begin + feeds + finish (harness time per request is the target)
  *   splice.small_finish      the finish alone (parse, re-attach, validate)
  *   splice.small_after_wait  thread CPU of the same splice per response when its thread first
@@ -39,6 +41,7 @@
 #include <unistd.h>
 
 #include "bench_util.h"
+#include "sr_base64.h"
 #include "sr_buf.h"
 #include "sr_envelope.h"
 #include "sr_splice.h"
@@ -204,12 +207,29 @@ static bench_stats finish_stats(run_ctx *c, int reps)
     return s;
 }
 
+/* The base64 kernel of the splicers: SR_B64_AUTO, or the one BENCH_B64 names. */
+static sr_b64_impl bench_b64(void)
+{
+    const char *v = getenv("BENCH_B64");
+    if (!v || !*v || strcmp(v, "auto") == 0)
+        return SR_B64_AUTO;
+    if (strcmp(v, "scalar") == 0)
+        return SR_B64_SCALAR;
+    if (strcmp(v, "avx2") == 0)
+        return SR_B64_AVX2;
+    if (strcmp(v, "avx512vbmi") == 0)
+        return SR_B64_AVX512;
+    fprintf(stderr, "bench_splice: BENCH_B64 must be auto, scalar, avx2 or avx512vbmi\n");
+    exit(2);
+}
+
 static sr_splicer *splicer(const sr_fields *f, int threads)
 {
     sr_splicer *s;
     sr_err err = SR_ERR_INIT;
     sr_splice_opts o = SR_SPLICE_OPTS_INIT;
     o.threads = threads;
+    o.impl = bench_b64();
     if (sr_splicer_new(&s, f, &o, &err))
         die("splicer", &err);
     return s;
@@ -356,8 +376,9 @@ static void bench_small(const sr_fields *fields, int reps)
     sr_err err = SR_ERR_INIT;
     if (sr_splice(c.s, body.data, body.len, -1, &r, &err))
         die("small check", &err);
-    printf("# small body: %zu bytes, %llu text bytes, %zu blobs, %zu integer arrays\n", body.len,
-           (unsigned long long)r->stats.text_bytes, r->stats.blobs, r->stats.int_arrays);
+    printf("# small body: %zu bytes, %llu text bytes, %zu blobs, %zu integer arrays, base64 %s\n",
+           body.len, (unsigned long long)r->stats.text_bytes, r->stats.blobs, r->stats.int_arrays,
+           sr_base64_impl_name(bench_b64()));
     bench_report_ex("splice.small_stream_60k", st, m, "memcpy_small_body", "us=%.2f memcpy_us=%.3f",
                     st.median_ms * 1e3, m.median_ms * 1e3);
     bench_report_ex("splice.small_finish", fi, m, "memcpy_small_body", "us=%.2f",

@@ -4,13 +4,17 @@
  * Input: byte 0 gives h = data[0] % 16, the next h bytes are chunk sizes for the streaming
  * decoder (cycled; 0 is a valid empty feed), and the rest is the text. Checked, with abort()
  * on any difference:
- *   - scalar vs AVX2 plain decode: code, offset, length and bytes; no write past the output;
+ *   - scalar vs AVX2 vs AVX-512 VBMI plain decode: code, offset, length and bytes; no write past
+ *     the output;
  *   - a successful decode re-encodes to the same text exactly when no trailing bits were
  *     dropped (the noncanon_at note is -1), and strict decoding (SR_B64_STRICT_BITS) succeeds
  *     exactly then, failing with SR_E_B64_PADDING at the note otherwise;
- *   - the text as raw bytes: scalar vs AVX2 encode, then decode back to the same bytes;
- *   - scalar vs AVX2 one-shot fused decode, and each of them vs the stream fed in chunks.
- * On a CPU without AVX2 the AVX2 side resolves to scalar and the target still runs.
+ *   - the text as raw bytes: scalar vs AVX2 encode, then decode back to the same bytes (AVX2
+ *     and AVX-512 VBMI);
+ *   - scalar vs AVX2 vs AVX-512 VBMI one-shot fused decode, and each of them vs the stream fed
+ *     in chunks, whose SR_B64_LANES must agree too.
+ * On a CPU without AVX2 or AVX-512 VBMI that side resolves to the best the CPU has and the
+ * target still runs.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -34,6 +38,7 @@ typedef struct result {
     size_t len;      /* decoded bytes */
     size_t consumed; /* fused only */
     int found;       /* fused only */
+    uint32_t lanes;  /* streamed only */
     unsigned char *out;
 } result;
 
@@ -57,7 +62,7 @@ static void same(const result *a, const result *b)
 
 static result plain(const char *text, size_t n, sr_b64_impl impl)
 {
-    result r = {0, -1, 0, 0, 0, out_buf(n)};
+    result r = {0, -1, 0, 0, 0, 0, out_buf(n)};
     sr_err err = SR_ERR_INIT;
     r.rc = sr_base64_decode(r.out, &r.len, text, n, impl, &err);
     CHECK(r.rc == err.code);
@@ -72,7 +77,7 @@ static result plain(const char *text, size_t n, sr_b64_impl impl)
 
 static result fused(const char *text, size_t n, sr_b64_impl impl)
 {
-    result r = {0, -1, 0, 0, 0, out_buf(n)};
+    result r = {0, -1, 0, 0, 0, 0, out_buf(n)};
     sr_err err = SR_ERR_INIT;
     r.rc = sr_base64_decode_until_quote(r.out, &r.len, text, n, &r.consumed, &r.found, impl, &err);
     CHECK(r.rc == err.code);
@@ -89,9 +94,9 @@ static result fused(const char *text, size_t n, sr_b64_impl impl)
 static result streamed(const char *text, size_t n, sr_b64_impl impl, const uint8_t *sizes,
                        size_t nsizes)
 {
-    result r = {0, -1, 0, 0, 0, out_buf(n)};
+    result r = {0, -1, 0, 0, 0, 0, out_buf(n)};
     sr_b64_stream s;
-    sr_b64_stream_init(&s, impl);
+    sr_b64_stream_init_flags(&s, impl, SR_B64_LANES);
     size_t pos = 0;
     for (size_t i = 0; pos < n || i == 0; i++) {
         size_t c = nsizes ? sizes[i % nsizes] : n;
@@ -121,6 +126,7 @@ static result streamed(const char *text, size_t n, sr_b64_impl impl, const uint8
         CHECK(consumed == c);
     }
     r.consumed = pos;
+    r.lanes = s.lanes;
     return r;
 }
 
@@ -133,9 +139,11 @@ static void roundtrip(const unsigned char *raw, size_t n)
     CHECK(sr_base64_encode(a, raw, n, SR_B64_SCALAR) == en);
     CHECK(sr_base64_encode(b, raw, n, SR_B64_AVX2) == en);
     CHECK(memcmp(a, b, en) == 0 && a[en] == '#' && b[en] == '#');
-    result d = plain(a, en, SR_B64_AVX2);
+    result d = plain(a, en, SR_B64_AVX2), v = plain(a, en, SR_B64_AVX512);
     CHECK(d.rc == 0 && d.len == n && memcmp(d.out, raw, n) == 0);
+    CHECK(v.rc == 0 && v.len == n && memcmp(v.out, raw, n) == 0);
     free(d.out);
+    free(v.out);
     free(a);
     free(b);
 }
@@ -155,7 +163,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memcpy(text, data + 1 + h, n);
 
     result ps = plain(text, n, SR_B64_SCALAR), pv = plain(text, n, SR_B64_AVX2);
+    result pw = plain(text, n, SR_B64_AVX512);
     same(&ps, &pv);
+    same(&ps, &pw);
     {
         unsigned char *o2 = out_buf(n);
         size_t l2;
@@ -180,11 +190,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     roundtrip((const unsigned char *)text, n);
 
     result fs = fused(text, n, SR_B64_SCALAR), fv = fused(text, n, SR_B64_AVX2);
+    result fw = fused(text, n, SR_B64_AVX512);
     same(&fs, &fv);
+    same(&fs, &fw);
     result ss = streamed(text, n, SR_B64_SCALAR, sizes, h);
     result sv = streamed(text, n, SR_B64_AVX2, sizes, h);
+    result sw = streamed(text, n, SR_B64_AVX512, sizes, h);
     same(&fs, &ss);
     same(&fv, &sv);
+    same(&fw, &sw);
+    if (ss.rc == 0)
+        CHECK(sv.lanes == ss.lanes && sw.lanes == ss.lanes);
 
     /* The fused decoder is the plain decoder applied to the text before the first quote,
      * except that an unterminated text may end inside a quad. */
@@ -199,7 +215,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                   memcmp(fs.out, pq.out, fs.len) == 0);
     }
 
-    result *all[] = {&ps, &pv, &fs, &fv, &ss, &sv, &pq};
+    result *all[] = {&ps, &pv, &pw, &fs, &fv, &fw, &ss, &sv, &sw, &pq};
     for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
         free(all[i]->out);
     free(text);

@@ -3,13 +3,15 @@
 #include <string.h>
 
 #include "sr_base64_avx2.h"
+#include "sr_base64_avx512.h"
+#include "sr_base64_priv.h"
 
 /*
  * All three decoders (plain, one-shot fused, streaming) run the same engine: a bulk kernel
- * (AVX2 or the scalar table loop) decodes runs of whole quads made only of alphabet bytes, and
- * a byte-at-a-time state machine (step) takes over at the first byte outside the alphabet.
- * Because the bulk kernels never classify anything themselves, the error codes and offsets
- * come from one place and cannot differ between implementations or chunkings.
+ * (AVX-512 VBMI, AVX2 or the scalar table loop) decodes runs of whole quads made only of alphabet
+ * bytes, and a byte-at-a-time state machine (step) takes over at the first byte outside the
+ * alphabet. Because the bulk kernels never classify anything themselves, the error codes and
+ * offsets come from one place and cannot differ between implementations or chunkings.
  */
 
 /* ---- const tables, computed by the compiler ---- */
@@ -70,16 +72,39 @@ int sr_base64_cpu_has_avx2(void)
 #endif
 }
 
+int sr_base64_cpu_has_avx512vbmi(void)
+{
+#if SR_B64_HAVE_AVX512_KERNELS
+    /* The compiler's run-time library reports AVX-512 features only when the OS saves the
+     * opmask and zmm registers (XCR0), and valgrind's CPU hides them. */
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                   __builtin_cpu_supports("avx512vbmi") && sr_base64_cpu_has_avx2()
+               ? 1
+               : 0;
+#else
+    return 0;
+#endif
+}
+
 sr_b64_impl sr_base64_resolve(sr_b64_impl want)
 {
     if (want == SR_B64_SCALAR)
         return SR_B64_SCALAR;
+    if (want != SR_B64_AVX2 && sr_base64_cpu_has_avx512vbmi())
+        return SR_B64_AVX512;
     return sr_base64_cpu_has_avx2() ? SR_B64_AVX2 : SR_B64_SCALAR;
 }
 
 const char *sr_base64_impl_name(sr_b64_impl impl)
 {
-    return sr_base64_resolve(impl) == SR_B64_AVX2 ? "avx2" : "scalar";
+    switch (sr_base64_resolve(impl)) {
+    case SR_B64_AVX512:
+        return "avx512vbmi";
+    case SR_B64_AVX2:
+        return "avx2";
+    default:
+        return "scalar";
+    }
 }
 
 size_t sr_base64_encoded_len(size_t n)
@@ -133,7 +158,8 @@ size_t sr_base64_encode(char *dst, const void *src, size_t n, sr_b64_impl impl)
     if (n == 0)
         return 0;
 #if SR_B64_HAVE_AVX2_KERNELS
-    if (sr_base64_resolve(impl) == SR_B64_AVX2) {
+    /* The AVX-512 VBMI implementation encodes with the AVX2 kernel (its CPUs have AVX2). */
+    if (sr_base64_resolve(impl) != SR_B64_SCALAR) {
         /* A few triples first bring dst to the 32-byte alignment of the streaming path. */
         size_t mis = (uintptr_t)dst & 31;
         if (n >= SR_B64_NT_MIN && mis % 4 == 0 && mis != 0) {
@@ -310,41 +336,76 @@ typedef struct run_result {
     int done;        /* the closing quote was found at src[consumed] */
 } run_result;
 
+/* A vector bulk kernel (sr_base64_avx2.h, sr_base64_avx512.h), which one it is, and the
+ * alignment of dst that its non-temporal path needs; inv3 is the inverse of 3 modulo that
+ * alignment. */
+typedef struct vec_kernel {
+    size_t (*decode)(unsigned char *dst, const char *src, size_t n, size_t *stop, uint32_t *lanes);
+    unsigned align, inv3;
+    sr_b64_impl which;
+} vec_kernel;
+
+/* The stream's vector kernel, or 0 for the scalar path. The CPU is checked again here, so
+ * that a stream set up by hand with an implementation this CPU lacks decodes correctly. */
+static int vector_kernel(const sr_b64_stream *s, vec_kernel *k)
+{
+#if SR_B64_HAVE_AVX512_KERNELS
+    if (s->impl == SR_B64_AVX512 && sr_base64_cpu_has_avx512vbmi()) {
+        /* 3 * 43 = 1 (mod 64) */
+        *k = (vec_kernel){sr_b64_avx512_decode_bulk, 64, 43, SR_B64_AVX512};
+        return 1;
+    }
+#endif
+#if SR_B64_HAVE_AVX2_KERNELS
+    if ((s->impl == SR_B64_AVX2 || s->impl == SR_B64_AVX512) && sr_base64_cpu_has_avx2()) {
+        /* 3 * 11 = 1 (mod 32) */
+        *k = (vec_kernel){sr_b64_avx2_decode_bulk, 32, 11, SR_B64_AVX2};
+        return 1;
+    }
+#endif
+    (void)s;
+    (void)k;
+    return 0;
+}
+
+sr_b64_impl sr_b64_i_stream_kernel(const sr_b64_stream *s)
+{
+    vec_kernel k;
+    return vector_kernel(s, &k) ? k.which : SR_B64_SCALAR;
+}
+
 static int run(sr_b64_stream *s, int quote_mode, unsigned char *dst, const char *src, size_t n,
                run_result *r, sr_err *err)
 {
     const unsigned char *u = (const unsigned char *)src;
-    const int avx2 = s->impl == SR_B64_AVX2 && sr_base64_cpu_has_avx2();
+    vec_kernel k;
+    const int vec = vector_kernel(s, &k);
     /* SR_B64_LANES: the bytes each piece below writes, from output offset o0 on. */
     const int want = (s->flags & SR_B64_LANES) != 0;
     uint32_t lanes = 0;
     size_t i = 0, o = 0, o0;
     r->done = 0;
-    (void)avx2;
     while (i < n) {
         if (s->ncarry == 0 && !s->closed) {
             int hit = 0;
-#if SR_B64_HAVE_AVX2_KERNELS
-            if (avx2 && n - i >= SR_B64_NT_MIN) {
-                /* q quads (3q bytes) bring dst to the 32-byte alignment of the streaming
-                 * path: 3 * 11 = 1 (mod 32). */
-                size_t q = (size_t)((0 - (uintptr_t)(dst + o)) & 31) * 11 & 31;
+            if (vec && n - i >= SR_B64_NT_MIN) {
+                /* q quads (3q bytes) bring dst to the alignment of the streaming path. */
+                size_t q =
+                    (size_t)((0 - (uintptr_t)(dst + o)) & (k.align - 1)) * k.inv3 & (k.align - 1);
                 size_t c = scalar_decode_bulk(dst + (o0 = o), u + i, q * 4);
                 i += c;
                 o += c / 4 * 3;
                 if (want)
                     lanes |= lanes_at(lanes_of(dst + o0, o - o0), s->written + o0);
             }
-            if (avx2) {
+            if (vec) {
                 uint32_t l = 0;
-                size_t stop, c = sr_b64_avx2_decode_bulk(dst + (o0 = o), src + i, n - i, &stop,
-                                                         want ? &l : NULL);
+                size_t stop, c = k.decode(dst + (o0 = o), src + i, n - i, &stop, want ? &l : NULL);
                 hit = stop < n - i;
                 i += c;
                 o += c / 4 * 3;
                 lanes |= lanes_at(l, s->written + o0);
             }
-#endif
             if (!hit) {
                 size_t c = scalar_decode_bulk(dst + (o0 = o), u + i, n - i);
                 i += c;

@@ -1,5 +1,6 @@
 /*
- * sr_base64: strict RFC 4648 base64 (standard alphabet, '=' padding), scalar and AVX2.
+ * sr_base64: strict RFC 4648 base64 (standard alphabet, '=' padding), scalar, AVX2 and AVX-512
+ * VBMI.
  *
  * Strictness (matches pybase64's validate=True that the reference uses): only A-Z a-z 0-9 + /
  * and trailing '=' are accepted; whitespace, line breaks, the url-safe '-' '_' and '\' are
@@ -30,11 +31,15 @@
  * encoder writes exactly sr_base64_encoded_len(n) characters.
  *
  * Implementations: the scalar path uses 4-byte lookup tables; the AVX2 path implements the
- * published Muła–Lemire vector algorithm (written here). SR_B64_AUTO picks AVX2 when
- * __builtin_cpu_supports("avx2") says so. Forcing SR_B64_SCALAR gives identical results,
- * including error codes and offsets; tests check this on every length 0..2048. On the AVX2
- * path, calls with 8 MiB of input or more write with non-temporal stores (as memcpy does for
- * large copies), so their output is not left in the cache.
+ * published Muła–Lemire vector algorithm (written here), and the AVX-512 VBMI path ("avx512vbmi")
+ * their later one for 64 characters at a time (one 128-entry byte permute for validity and
+ * value; it encodes with the AVX2 kernel). SR_B64_AUTO picks AVX-512 VBMI when
+ * __builtin_cpu_supports says the CPU has AVX-512 F, BW and VBMI and the OS saves their
+ * registers (not under valgrind, which does not emulate AVX-512), else AVX2 when it has AVX2,
+ * else scalar. Forcing any implementation gives identical results, including error codes and
+ * offsets; tests check this on every length 0..2048. On the vector paths, calls with 8 MiB of
+ * input or more write with non-temporal stores (as memcpy does for large copies), so their
+ * output is not left in the cache.
  *
  * The fused decoder (sr_b64_stream) decodes up to the first '"' and reports where it stopped,
  * so the response-body splice locates and decodes a blob in one pass; fed chunk by chunk it
@@ -50,22 +55,26 @@
 
 #include "sr_err.h"
 
-typedef enum sr_b64_impl { SR_B64_AUTO = 0, SR_B64_SCALAR, SR_B64_AVX2 } sr_b64_impl;
+typedef enum sr_b64_impl { SR_B64_AUTO = 0, SR_B64_SCALAR, SR_B64_AVX2, SR_B64_AVX512 } sr_b64_impl;
 
 /* Decoding flags. */
 #define SR_B64_STRICT_BITS 1u /* non-zero trailing bits before the padding: SR_E_B64_PADDING */
 /* For streams (the one-shot decoders have nowhere to report it): sr_b64_stream.lanes gathers the
  * OR of the decoded bytes by position modulo 4 (the splice's dtype statistics), taken from the
- * decoder's registers on the AVX2 path instead of a second pass over the output. */
+ * decoder's registers on the vector paths instead of a second pass over the output. */
 #define SR_B64_LANES 2u
 
 /* 1 if this CPU can run the AVX2 path. */
 int sr_base64_cpu_has_avx2(void);
 
-/* AUTO -> the best supported; AVX2 on a CPU without AVX2 -> SCALAR; SCALAR -> SCALAR. */
+/* 1 if this CPU (and OS) can run the AVX-512 VBMI path: AVX-512 F, BW and VBMI, and AVX2. */
+int sr_base64_cpu_has_avx512vbmi(void);
+
+/* AUTO and AVX512 -> the best supported (AVX512, else AVX2, else SCALAR); AVX2 -> AVX2, or
+ * SCALAR on a CPU without AVX2; SCALAR -> SCALAR. */
 sr_b64_impl sr_base64_resolve(sr_b64_impl want);
 
-/* "scalar" or "avx2" (after resolving). */
+/* "scalar", "avx2" or "avx512vbmi" (after resolving). */
 const char *sr_base64_impl_name(sr_b64_impl impl);
 
 /* 4 * ceil(n / 3): the encoded length of n bytes. Callers check n < SIZE_MAX / 4 * 3. */

@@ -7,6 +7,7 @@
 #define SR_BASE64_UTIL_H
 
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "sr_base64.h"
@@ -34,13 +35,25 @@
 
 static const char k_alpha[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
-/* Implementations to test: both when the CPU has AVX2, otherwise scalar only (with a note). */
-static int n_impls(void)
+/* Implementations to test: the first n_impls() of k_impls, those this CPU has (a CPU with AVX-512
+ * VBMI has AVX2, sr_base64.h); the suites print a note for each one left out. */
+static inline int n_impls(void)
 {
-    return sr_base64_cpu_has_avx2() ? 2 : 1;
+    return 1 + sr_base64_cpu_has_avx2() + sr_base64_cpu_has_avx512vbmi();
 }
 
-static const sr_b64_impl k_impls[2] = {SR_B64_SCALAR, SR_B64_AVX2};
+static const sr_b64_impl k_impls[3] = {SR_B64_SCALAR, SR_B64_AVX2, SR_B64_AVX512};
+
+/* The note of a suite run on a CPU without every implementation (the only parts ever skipped). */
+static inline void note_missing_impls(const char *suite)
+{
+    if (!sr_base64_cpu_has_avx2())
+        printf("note: this CPU lacks AVX2; only the scalar part of %s runs\n", suite);
+    else if (!sr_base64_cpu_has_avx512vbmi())
+        printf("note: this CPU (or valgrind) lacks AVX-512 VBMI; the avx512vbmi part of %s is "
+               "skipped\n",
+               suite);
+}
 
 static uint64_t rnd(uint64_t *s)
 {

@@ -1,6 +1,7 @@
 /*
- * unit.base64_stream: the streaming stop-at-quote decoder (sr_b64_stream), scalar and AVX2, fed
- * in every chunking and compared with the one-shot fused decoder of the same implementation.
+ * unit.base64_stream: the streaming stop-at-quote decoder (sr_b64_stream), scalar, AVX2 and
+ * AVX-512 VBMI, fed in every chunking and compared with the one-shot fused decoder of the same
+ * implementation.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -193,20 +194,18 @@ START_TEST(test_stream_lanes_sparse_bits)
 }
 END_TEST
 
-/* The lanes on the non-temporal path of the AVX2 kernel (one feed of SR_B64_NT_MIN characters
- * or more into 32-byte-aligned output): a few single bits, each in a different lane and deep in
- * the text, must each show in their lane. */
+/* The lanes on the non-temporal path of the vector kernels (one feed of SR_B64_NT_MIN characters
+ * or more; the decoder aligns the output for it): a few single bits, each in a different lane and
+ * deep in the text, must each show in their lane, with the AVX2 and the AVX-512 VBMI kernels. */
 START_TEST(test_stream_lanes_non_temporal)
 {
-    if (!sr_base64_cpu_has_avx2())
-        return;
     size_t len = (SR_B64_NT_MIN / 4) * 3 + 3 * 1000;
     unsigned char *raw = calloc(len, 1);
     char *text = malloc(len / 3 * 4 + 8);
     unsigned char *out = aligned_alloc(64, (len + 128 + 63) / 64 * 64); /* a multiple of 64 */
     ck_assert(raw && text && out);
     uint64_t seed = 0x7e57;
-    for (int r = 0; r < 4; r++) {
+    for (int r = 0; r < 4 * (n_impls() - 1); r++) {
         memset(raw, 0, len);
         size_t at[4];
         for (int lane = 0; lane < 4; lane++) {
@@ -216,7 +215,7 @@ START_TEST(test_stream_lanes_non_temporal)
         size_t n = ref_encode(text, raw, len);
         text[n++] = '"';
         sr_b64_stream st;
-        sr_b64_stream_init_flags(&st, SR_B64_AVX2, SR_B64_LANES);
+        sr_b64_stream_init_flags(&st, k_impls[1 + r / 4], SR_B64_LANES);
         size_t written = 0, cons;
         int done;
         sr_err err = SR_ERR_INIT;
@@ -268,8 +267,7 @@ END_TEST
 
 int main(void)
 {
-    if (!sr_base64_cpu_has_avx2())
-        printf("note: this CPU lacks AVX2; only the scalar half of unit.base64_stream runs\n");
+    note_missing_impls("unit.base64_stream");
     Suite *s = suite_create("base64_stream");
     TCase *tc = tcase_create("stream");
     tcase_set_timeout(tc, 120);
