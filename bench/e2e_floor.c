@@ -437,18 +437,6 @@ int e2e_floor_batch(e2e_floor *f, e2e_floor_totals *t, const sr_rollout_result *
     return rc;
 }
 
-/* The least of a few empty intervals of the thread CPU clock (each timed piece contains about
- * one read's worth of it). */
-static int64_t clock_pair_ns(void)
-{
-    int64_t best = INT64_MAX;
-    for (int i = 0; i < 64; i++) {
-        int64_t a = sr_clock_cpu_ns(), d = sr_clock_cpu_ns() - a;
-        best = d < best ? d : best;
-    }
-    return best > 0 ? best : 0;
-}
-
 int e2e_floor_splice(e2e_floor *f, const sr_fields *fields)
 {
     if (f->sp)
@@ -456,7 +444,7 @@ int e2e_floor_splice(e2e_floor *f, const sr_fields *fields)
     f->sp = calloc((size_t)f->n_easy, sizeof *f->sp);
     if (!f->sp)
         return -1;
-    f->pair_ns = clock_pair_ns();
+    f->pair_ns = sr_clock_cpu_pair_ns(64);
     for (int i = 0; i < f->n_easy; i++) {
         f->sp[i].easy = f->easy[i];
         f->sp[i].last = (sr_buf)SR_BUF_INIT;

@@ -9,14 +9,9 @@
 
 /* ---- phases in thread CPU time ---- */
 
-typedef struct cpu_ctx {
-    const sr_rollout_config *cfgs;
-    sr_rollout_result *res;
-} cpu_ctx;
-
-static int cpu_job(sr_client_conn *k, size_t i, void *ctx)
+int e2e_rollout_job(sr_client_conn *k, size_t i, void *ctx)
 {
-    cpu_ctx *c = ctx;
+    e2e_rollouts *c = ctx;
     return sr_rollout_run(&c->res[i], k, &c->cfgs[i], NULL);
 }
 
@@ -41,10 +36,10 @@ static void cpu_add(e2e_cpu_totals *t, const sr_rollout_result *r)
 int e2e_cpu_pass(e2e_cpu_totals *t, const sr_client *c, const sr_rollout_config *cfgs, size_t n,
                  int limit)
 {
-    cpu_ctx x = {cfgs, calloc(n, sizeof(sr_rollout_result))};
+    e2e_rollouts x = {cfgs, calloc(n, sizeof(sr_rollout_result))};
     int *rcs = calloc(n, sizeof(int));
     sr_err e = SR_ERR_INIT;
-    int rc = x.res && rcs ? sr_client_parallel(c, n, limit, cpu_job, &x, rcs, &e) : -1;
+    int rc = x.res && rcs ? sr_client_parallel(c, n, limit, e2e_rollout_job, &x, rcs, &e) : -1;
     for (size_t i = 0; x.res && i < n; i++) {
         if (!rc && (rcs[i] || !x.res[i].turns[0].cpu_sampled))
             rc = -1;

@@ -24,6 +24,15 @@
 #include "run/verify.h"
 #include "spec/engine_config.h"
 
+/* A batch's rollouts for e2e_rollout_job: configs (borrowed) and results (the caller's). */
+typedef struct e2e_rollouts {
+    const sr_rollout_config *cfgs;
+    sr_rollout_result *res;
+} e2e_rollouts;
+
+/* An sr_client_parallel job: rollout i of the e2e_rollouts `ctx`, on conn k. */
+int e2e_rollout_job(sr_client_conn *k, size_t i, void *ctx);
+
 /* The sums of the CPU pass. */
 typedef struct e2e_cpu_totals {
     double turns, rollouts;

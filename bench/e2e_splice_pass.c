@@ -7,25 +7,15 @@
 #include "e2e_pass.h"
 #include "sr_fields.h"
 
-typedef struct run_ctx {
-    const sr_rollout_config *cfgs;
-    sr_rollout_result *res;
-} run_ctx;
-
-static int run_job(sr_client_conn *k, size_t i, void *ctx)
-{
-    run_ctx *c = ctx;
-    return sr_rollout_run(&c->res[i], k, &c->cfgs[i], NULL);
-}
-
 /* One batch through the client, then its requests replayed by both splicing floors; the splice's
  * CPU per response of each replay, and of the easy floor's kept bodies in a loop. */
 static int splice_batch(double out[3], const e2e_batches *b, const sr_client *c, e2e_floor *easy,
                         e2e_floor *multi, const cJSON *sp)
 {
-    run_ctx x = {b->cfgs, calloc(b->n, sizeof(sr_rollout_result))};
+    e2e_rollouts x = {b->cfgs, calloc(b->n, sizeof(sr_rollout_result))};
     int *rcs = calloc(b->n, sizeof(int));
-    int rc = x.res && rcs ? sr_client_parallel(c, b->n, b->limit, run_job, &x, rcs, NULL) : -1;
+    int rc =
+        x.res && rcs ? sr_client_parallel(c, b->n, b->limit, e2e_rollout_job, &x, rcs, NULL) : -1;
     for (size_t i = 0; !rc && i < b->n; i++)
         rc = rcs[i] ? -1 : 0;
     e2e_floor_totals et, mt;

@@ -204,63 +204,30 @@ START_TEST(test_rows_match_reference_random_shapes)
 }
 END_TEST
 
-/* The kernel alone: every lane's positions against the scalar formula, groups of four. */
-START_TEST(test_avx2_draws_match_formula)
-{
-    if (!sr_base64_cpu_has_avx2())
-        return; /* the kernel is not run on this CPU; the row tests covered the scalar path */
-    uint64_t st = 0x5eed0003;
-    static const uint64_t Es[] = {1, 2, 5, 64, 65, 4097, 1u << 20, (uint64_t)1 << 31};
-    uint64_t r[3 * SR_ORACLE_MAX_TOPK * 4], fps[12], gold[12];
-    for (size_t e = 0; e < sizeof Es / sizeof Es[0]; e++)
-        for (int t = 0; t < 50; t++) {
-            uint64_t E = Es[e];
-            int K = 1 + (int)(rnd(&st) % (E < 64 ? E : 64));
-            uint64_t h = rnd(&st);
-            for (int l = 0; l < 12; l++) {
-                fps[l] = rnd(&st);
-                gold[l] = SR_MIX_GOLDEN * (rnd(&st) % 5000 + 1);
-            }
-            sr_oracle_i_draws_avx2(r, 3, h, fps, gold, K, E);
-            for (int l = 0; l < 12; l++) {
-                uint64_t s = sr_mix64(sr_mix64(h ^ fps[l]) + gold[l]);
-                for (int j = 0; j < K; j++) {
-                    uint64_t x = sr_mix64(s + SR_MIX_GOLDEN * (uint64_t)(j + 1));
-                    uint64_t want =
-                        (uint64_t)j + (uint64_t)(((unsigned __int128)x * (E - (uint64_t)j)) >> 64);
-                    ck_assert_uint_eq(
-                        r[((size_t)(l / 4) * (size_t)K + (size_t)j) * 4 + (size_t)(l % 4)], want);
-                }
-            }
-        }
-}
-END_TEST
+/* A draw kernel: `n` units (groups of four layer slots for AVX2, pairs of groups for AVX-512). */
+typedef void draw_fn(uint64_t *r, int n, uint64_t h, const uint64_t *fps, const uint64_t *gold,
+                     int K, uint64_t E);
 
-/* The AVX-512 kernel alone: every lane of two pairs of groups against the scalar formula, at
- * every E edge and K, and every group's entries written where the AVX2 layout puts them. */
-START_TEST(test_avx512_draws_match_formula)
+/* The kernel alone: every lane of `slots` layer slots (n units) against the scalar formula at
+ * every E edge and random K, extreme hashes and fingerprints among them, and nothing written past
+ * the slots' entries. */
+static void check_draws(draw_fn *draw, int n, int slots, uint64_t st)
 {
-    if (!sr_oracle_i_cpu_has_avx512()) {
-        printf("unit.oracle_rows: this CPU has no AVX-512F/DQ; its kernel was not run\n");
-        return;
-    }
-#if SR_ORACLE_I_HAVE_AVX512
-    uint64_t st = 0x5eed0005;
     static const uint64_t Es[] = {1, 2, 5, 64, 65, 4097, 1u << 20, (uint64_t)1 << 31};
-    /* Four groups and one more whose entries must stay untouched. */
     uint64_t r[5 * SR_ORACLE_MAX_TOPK * 4], fps[16], gold[16];
+    ck_assert_int_le(slots, 16);
     for (size_t e = 0; e < sizeof Es / sizeof Es[0]; e++)
         for (int t = 0; t < 50; t++) {
             uint64_t E = Es[e];
             int K = 1 + (int)(rnd(&st) % (E < 64 ? E : 64));
             uint64_t h = t == 0 ? 0 : t == 1 ? UINT64_MAX : rnd(&st);
-            for (int l = 0; l < 16; l++) {
-                fps[l] = l == 0 ? 0 : l == 15 ? UINT64_MAX : rnd(&st);
+            for (int l = 0; l < slots; l++) {
+                fps[l] = l == 0 ? 0 : l == slots - 1 ? UINT64_MAX : rnd(&st);
                 gold[l] = SR_MIX_GOLDEN * (rnd(&st) % 5000 + 1);
             }
             memset(r, 0xA5, sizeof r);
-            sr_oracle_i_draws_avx512(r, 2, h, fps, gold, K, E);
-            for (int l = 0; l < 16; l++) {
+            draw(r, n, h, fps, gold, K, E);
+            for (int l = 0; l < slots; l++) {
                 uint64_t s = sr_mix64(sr_mix64(h ^ fps[l]) + gold[l]);
                 for (int j = 0; j < K; j++) {
                     uint64_t x = sr_mix64(s + SR_MIX_GOLDEN * (uint64_t)(j + 1));
@@ -273,9 +240,29 @@ START_TEST(test_avx512_draws_match_formula)
                                      (unsigned long long)want);
                 }
             }
-            for (size_t i = (size_t)16 * (size_t)K; i < sizeof r / sizeof r[0]; i++)
+            for (size_t i = (size_t)slots * (size_t)K; i < sizeof r / sizeof r[0]; i++)
                 ck_assert_uint_eq(r[i], 0xA5A5A5A5A5A5A5A5ull);
         }
+}
+
+/* The AVX2 kernel: three groups of four. */
+START_TEST(test_avx2_draws_match_formula)
+{
+    if (!sr_base64_cpu_has_avx2())
+        return; /* the kernel is not run on this CPU; the row tests covered the scalar path */
+    check_draws(sr_oracle_i_draws_avx2, 3, 12, 0x5eed0003);
+}
+END_TEST
+
+/* The AVX-512 kernel: two pairs of groups, each group's entries where the AVX2 layout puts them. */
+START_TEST(test_avx512_draws_match_formula)
+{
+    if (!sr_oracle_i_cpu_has_avx512()) {
+        printf("unit.oracle_rows: this CPU has no AVX-512F/DQ; its kernel was not run\n");
+        return;
+    }
+#if SR_ORACLE_I_HAVE_AVX512
+    check_draws(sr_oracle_i_draws_avx512, 2, 16, 0x5eed0005);
 #endif
 }
 END_TEST

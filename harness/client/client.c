@@ -187,18 +187,6 @@ static int dialect_fields(sr_client *c, const sr_fields *given, sr_err *err)
     return rc;
 }
 
-/* The least of a few empty intervals of the thread CPU clock: part of each read's own system call
- * falls inside any interval it bounds, and the splice's many short intervals subtract it. */
-static int64_t cpu_pair_ns(void)
-{
-    int64_t best = INT64_MAX;
-    for (int i = 0; i < 16; i++) {
-        int64_t a = sr_clock_cpu_ns(), d = sr_clock_cpu_ns() - a;
-        best = d < best ? d : best;
-    }
-    return best > 0 ? best : 0;
-}
-
 int sr_client_new(sr_client **out, const char *const *urls, size_t n_urls, const sr_fields *fields,
                   const sr_client_opts *opts, sr_err *err)
 {
@@ -230,7 +218,7 @@ int sr_client_new(sr_client **out, const char *const *urls, size_t n_urls, const
             return sr_err_set(err, SR_E_INVAL, "client: engine URL %zu is empty or too long", i);
         }
     c->fields = fields;
-    c->cpu_pair_ns = o.cpu_every > 0 ? cpu_pair_ns() : 0;
+    c->cpu_pair_ns = o.cpu_every > 0 ? sr_clock_cpu_pair_ns(16) : 0;
     rc = pool_new(&c->pool, err);
     if (!rc)
         rc = sr_client_workers_new(&c->workers, err);
