@@ -35,7 +35,8 @@ void e2e_floor_free(e2e_floor *f);
  * by a splicer of `fields` (borrowed) kept per easy handle, as syncroll's client splices: what the
  * splice costs when it runs between libcurl's receives instead of in a loop. Each replay then adds
  * the splice's thread CPU and response count to its totals (and fails when a splice fails), and
- * each slot keeps its last response's body for e2e_floor_splice_loop. 0, or -1 on failure.
+ * each slot keeps its last response's body for e2e_floor_splice_loop (copied piece by piece
+ * outside the timed spans; the copy can only raise the replay's figure). 0, or -1 on failure.
  */
 int e2e_floor_splice(e2e_floor *f, const sr_fields *fields);
 

@@ -66,8 +66,8 @@ struct sr_splicer {
     int has_packed, has_ints, has_strings; /* the registry has entries of each kind */
     /* 1: the field's blobs are decoded with SR_B64_LANES, their lane_or complete. Every packed
      * field: the canonical-dtype check reads it, and every envelope entry's bound is made of it
-     * (the AVX2 decoder gathers it in its registers; the scalar one ORs the bytes it has just
-     * written, still in cache). */
+     * (the vector decoders gather it in their registers; the scalar one ORs the bytes it has
+     * just written, still in cache). */
     int gather_lanes[SR_FIELDS_MAX];
 
     /* Output region of the current response (arena block or reservation). */

@@ -70,7 +70,7 @@ static int feed_chunks(unsigned char *out, size_t *olen, size_t *consumed, int *
     return 0;
 }
 
-/* Both implementations, lenient (trailing bits noted) and strict (SR_B64_STRICT_BITS), with and
+/* Every implementation, lenient (trailing bits noted) and strict (SR_B64_STRICT_BITS), with and
  * without SR_B64_LANES. */
 static void check_stream(const char *text, size_t n, const size_t *sizes, size_t nsizes)
 {
@@ -265,6 +265,59 @@ START_TEST(test_stream_padded_quad_at_chunk_end)
 }
 END_TEST
 
+/* Inputs above 8 MiB take the vector kernels' non-temporal stores, after aligning dst. */
+START_TEST(test_large_text)
+{
+    const size_t rawn = ((size_t)8 << 20) + 2;
+    const size_t n = sr_base64_encoded_len(rawn);
+    unsigned char *raw = malloc(rawn), *dec = malloc(sr_base64_decoded_max(n) + 64);
+    char *text = malloc(n + 1), *enc = malloc(n + 64);
+    uint64_t seed = 2718;
+    sr_err err = SR_ERR_INIT;
+    fill_random(raw, rawn, &seed);
+    REQ(ref_encode(text, raw, rawn) == n);
+    for (int k = 0; k < n_impls(); k++) {
+        const sr_b64_impl impl = k_impls[k];
+        static const size_t offs[] = {0, 1, 4, 8, 12, 19, 20, 28, 31};
+        for (size_t j = 0; j < sizeof(offs) / sizeof(offs[0]); j++) {
+            const size_t d = offs[j];
+            memset(enc, '#', n + 64);
+            REQ(sr_base64_encode(enc + d, raw, rawn, impl) == n);
+            REQ(memcmp(enc + d, text, n) == 0 && enc[d + n] == '#' && (!d || enc[d - 1] == '#'));
+            memset(dec, 0xa5, sr_base64_decoded_max(n) + 64);
+            size_t len;
+            REQ_OK(sr_base64_decode(dec + d, &len, text, n, impl, &err), err);
+            REQ(len == rawn && memcmp(dec + d, raw, rawn) == 0);
+            REQ(dec[d + len] == 0xa5 && (!d || dec[d - 1] == 0xa5));
+        }
+        const size_t at[] = {0, 5, 4097, n / 2, n / 2 + 1, n / 2 + 64, n / 2 + 127, n - 200, n - 3};
+        for (size_t j = 0; j < sizeof(at) / sizeof(at[0]); j++) {
+            size_t len, cons;
+            int found;
+            char save = text[at[j]];
+            text[at[j]] = '-';
+            ck_assert_sr_code(sr_base64_decode(dec, &len, text, n, impl, &err), err, SR_E_B64_CHAR);
+            REQ(err.offset == (int64_t)at[j]);
+            text[at[j]] = '"';
+            int rc = sr_base64_decode_until_quote(dec, &len, text, n, &cons, &found, impl, &err);
+            if (at[j] % 4) {
+                ck_assert_sr_code(rc, err, SR_E_B64_LENGTH);
+                REQ(err.offset == (int64_t)at[j]);
+            } else {
+                REQ_OK(rc, err);
+                REQ(found && cons == at[j] && len == at[j] / 4 * 3);
+                REQ(memcmp(dec, raw, len) == 0);
+            }
+            text[at[j]] = save;
+        }
+    }
+    free(raw);
+    free(dec);
+    free(text);
+    free(enc);
+}
+END_TEST
+
 int main(void)
 {
     note_missing_impls("unit.base64_stream");
@@ -275,6 +328,7 @@ int main(void)
     tcase_add_test(tc, test_stream_padded_quad_at_chunk_end);
     tcase_add_test(tc, test_stream_lanes_sparse_bits);
     tcase_add_test(tc, test_stream_lanes_non_temporal);
+    tcase_add_test(tc, test_large_text);
     suite_add_tcase(s, tc);
     return sr_test_run(s);
 }
