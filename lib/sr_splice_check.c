@@ -52,42 +52,6 @@ static int shape_text_of(const sr_splicer *s, const blob_rec *b)
 }
 
 /*
- * The canonical-dtype rule of §2.3 for uint8/int16/int32 from the OR of the decoded bytes: for
- * non-negative values, max < 2^k exactly when OR < 2^k, and the sign bits show in the OR.
- * Other integer dtypes (custom fields) take the min/max pass.
- */
-static int check_canonical(const sr_ndarray *a, uint32_t lor, const char *name, sr_err *err)
-{
-    sr_dtype canon = a->dtype;
-    int neg = 0;
-    if (a->dtype == SR_DTYPE_UINT8) {
-        return 0;
-    } else if (a->dtype == SR_DTYPE_INT16) {
-        uint32_t o = (lor & 0xffffu) | (lor >> 16);
-        neg = (o & 0x8000u) != 0;
-        canon = o < 256 ? SR_DTYPE_UINT8 : SR_DTYPE_INT16;
-    } else if (a->dtype == SR_DTYPE_INT32) {
-        neg = (lor >> 31) != 0;
-        canon = lor < 256 ? SR_DTYPE_UINT8 : lor < 32768 ? SR_DTYPE_INT16 : SR_DTYPE_INT32;
-    } else {
-        int64_t lo, hi;
-        int rc = sr_ndarray_minmax(a, &lo, &hi, err);
-        if (rc)
-            return rc;
-        neg = lo < 0;
-        if (!neg && (rc = sr_routes_canonical_dtype(&canon, hi, err)))
-            return rc;
-    }
-    if (neg)
-        return sr_err_set(err, SR_E_ROUTES_NEGATIVE, "packed %s values must be non-negative", name);
-    if (canon != a->dtype)
-        return sr_err_set(err, SR_E_ENV_NON_CANONICAL,
-                          "packed %s uses non-canonical dtype %s; expected %s", name,
-                          sr_dtype_name(a->dtype), sr_dtype_name(canon));
-    return 0;
-}
-
-/*
  * The entry's bound (sr_splice.h) from its blob's lane OR: lane k holds the OR of byte k % w of
  * every w-byte item (w = 1, 2 or 4 divides 4, and a blob's bytes start at lane 0), so folding the
  * lanes to the item's width gives the items' OR; the elements are little-endian (sr_ndarray.h).
@@ -114,6 +78,39 @@ static sr_value_bound bound_of(const sr_ndarray *a, uint32_t lor)
     }
     b.known = 1;
     return b;
+}
+
+/*
+ * The canonical-dtype rule of §2.3 for uint8/int16/int32 from the OR of the values (the entry's
+ * bound): for non-negative values, max < 2^k exactly when OR < 2^k, and the sign bit shows in
+ * the OR. Other integer dtypes (custom fields), and a bound not gathered, take the min/max pass.
+ */
+static int check_canonical(const sr_ndarray *a, sr_value_bound b, const char *name, sr_err *err)
+{
+    sr_dtype canon = a->dtype;
+    int neg = 0;
+    if (a->dtype == SR_DTYPE_UINT8) {
+        return 0;
+    } else if (b.known && (a->dtype == SR_DTYPE_INT16 || a->dtype == SR_DTYPE_INT32)) {
+        uint64_t o = b.value_or;
+        neg = (o & (a->dtype == SR_DTYPE_INT16 ? 0x8000u : 0x80000000u)) != 0;
+        canon = o < 256 ? SR_DTYPE_UINT8 : o < 32768 ? SR_DTYPE_INT16 : SR_DTYPE_INT32;
+    } else {
+        int64_t lo, hi;
+        int rc = sr_ndarray_minmax(a, &lo, &hi, err);
+        if (rc)
+            return rc;
+        neg = lo < 0;
+        if (!neg && (rc = sr_routes_canonical_dtype(&canon, hi, err)))
+            return rc;
+    }
+    if (neg)
+        return sr_err_set(err, SR_E_ROUTES_NEGATIVE, "packed %s values must be non-negative", name);
+    if (canon != a->dtype)
+        return sr_err_set(err, SR_E_ENV_NON_CANONICAL,
+                          "packed %s uses non-canonical dtype %s; expected %s", name,
+                          sr_dtype_name(a->dtype), sr_dtype_name(canon));
+    return 0;
 }
 
 static int check_envelope(sr_splicer *s, sr_splice_entry *e, size_t ref, sr_err *err)
@@ -143,16 +140,18 @@ static int check_envelope(sr_splicer *s, sr_splice_entry *e, size_t ref, sr_err 
     }
     int rc = sr_envelope_unpack_decoded(&e->array, e->node, shape_text_of(s, b), b->at, b->nbytes,
                                         &c, err);
+    sr_value_bound bound = SR_VALUE_BOUND_UNKNOWN;
+    if (!rc && s->gather_lanes[b->field])
+        bound = bound_of(&e->array, b->lane_or);
     if (!rc && d->canonical)
-        rc = check_canonical(&e->array, b->lane_or, d->name, err);
+        rc = check_canonical(&e->array, bound, d->name, err);
     if (rc && err->offset < 0)
         err->offset = (int64_t)b->body_off;
     if (rc)
         return rc;
     e->spliced = 1;
     e->b64_noncanonical = b->noncanon;
-    if (s->gather_lanes[b->field])
-        e->bound = bound_of(&e->array, b->lane_or);
+    e->bound = bound;
     cJSON *side = NULL;
     for (const cJSON *m = e->node->child; m; m = m->next) {
         if (sr_envelope_is_reserved_key(m->string))
