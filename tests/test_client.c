@@ -534,6 +534,51 @@ START_TEST(ids_of_every_width_and_logprob_members_in_any_order)
 }
 END_TEST
 
+/* Seeded ids of every width (a width drawn first, then a value of that width) and sampling member
+ * keys with and without bytes to escape are exact in the body: the id writer's branch-free digits
+ * and the key writer's plain path against snprintf and the escaping path. */
+START_TEST(random_ids_and_keys_are_exact)
+{
+    static const int64_t lo[] = {0,      10,      100,      1000,      10000,
+                                 100000, 1000000, 10000000, 100000000, 1000000000};
+    uint64_t x = 0x9E3779B97F4A7C15ull;
+    cJSON *sp =
+        cJSON_Parse("{\"a\\\"b\":1,\"c\\\\d\":2,\"e\\u0001f\":3,\"seed\":-7,\"top_k\":1000000000}");
+    for (int round = 0; round < 12; round++) {
+        int32_t ids[500];
+        char want[8192];
+        size_t len = (size_t)snprintf(
+            want, sizeof want,
+            "{\"sampling_params\":{\"a\\\"b\":1,\"c\\\\d\":2,\"e\\u0001f\":3,\"seed\":-7,"
+            "\"top_k\":1000000000},\"model\":\"default\",\"token_ids\":[");
+        for (size_t i = 0; i < 500; i++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            int w = (int)(x % 10);
+            int64_t hi = w == 9 ? (int64_t)INT32_MAX + 1 : lo[w + 1];
+            ids[i] = (int32_t)(lo[w] + (int64_t)((x >> 8) % (uint64_t)(hi - lo[w])));
+            len += (size_t)snprintf(want + len, sizeof want - len, i ? ",%d" : "%d", ids[i]);
+        }
+        snprintf(want + len, sizeof want - len, "]}");
+        sr_client_req q = SR_CLIENT_REQ_INIT;
+        q.token_ids = ids;
+        q.n_tokens = 500;
+        q.sampling_params = sp;
+        capture c;
+        sr_client_result r;
+        capture_generate(&c, NULL, &q, &r, APPENDIX_REPLY);
+        const char *got = body_of(&c);
+        size_t at = 0;
+        while (got[at] && got[at] == want[at])
+            at++;
+        ck_assert_msg(strcmp(got, want) == 0,
+                      "round %d: the body differs at byte %zu: '%.40s' for '%.40s'", round, at,
+                      got + at, want + at);
+        capture_done(&c);
+    }
+    cJSON_Delete(sp);
+}
+END_TEST
+
 static Suite *client_suite(void)
 {
     Suite *s = suite_create("client");
@@ -548,6 +593,7 @@ static Suite *client_suite(void)
     tcase_add_test(tc, cpu_time_is_sampled_every_nth_generate);
     tcase_add_test(tc, token_ids_text_is_reused_only_for_an_extension);
     tcase_add_test(tc, ids_of_every_width_and_logprob_members_in_any_order);
+    tcase_add_test(tc, random_ids_and_keys_are_exact);
     suite_add_tcase(s, tc);
     return s;
 }
