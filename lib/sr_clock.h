@@ -25,7 +25,8 @@ static inline double sr_clock_ms(void)
 }
 
 /* The calling thread's CPU time in nanoseconds (CLOCK_THREAD_CPUTIME_ID): time it ran, not time
- * it waited. A system call (about 1-2 us on a virtual machine), so callers sample it sparingly. */
+ * it waited. A system call (0.5-2 us on this project's virtual machines), so callers sample it
+ * sparingly. */
 static inline int64_t sr_clock_cpu_ns(void)
 {
     struct timespec ts;
