@@ -77,7 +77,7 @@ static int convert_slow(jdom_parser *p, const unsigned char *s, size_t len, doub
 }
 
 /* Powers of ten of the digit runs: a run of k < 8 digits scales the mantissa by k_run10[k]. */
-static const uint64_t k_run10[9] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000};
+static const uint64_t k_run10[8] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000};
 
 /* The high bit of every byte of w that is not an ASCII digit. Exact for the lowest such byte:
  * '0'..'9' + 0x46 and - 0x30 neither carry nor borrow, so the bytes below it pass nothing up. */
@@ -105,18 +105,25 @@ static inline uint64_t eight_values(uint64_t d)
 static inline __attribute__((always_inline)) const unsigned char *
 digit_run(const jdom_parser *p, const unsigned char *q, uint64_t *m, size_t *nd)
 {
-    while (p->end - q >= 8) {
+    while ((uintptr_t)q <= p->wlim) {
         uint64_t w, bad;
         memcpy(&w, q, 8);
         bad = non_digits(w);
-        size_t k = bad ? (size_t)__builtin_ctzll(bad) >> 3 : 8;
+        if (!bad) {
+            if (*nd + 8 > 19)
+                break;
+            *m = *m * 100000000u + eight_values(w & 0x0F0F0F0F0F0F0F0Full);
+            *nd += 8;
+            q += 8;
+            continue;
+        }
+        size_t k = (size_t)__builtin_ctzll(bad) >> 3;
         if (k == 0 || *nd + k > 19)
             break;
         *m = *m * k_run10[k] + eight_values((w & 0x0F0F0F0F0F0F0F0Full) << (64 - 8 * k));
         *nd += k;
         q += k;
-        if (k < 8)
-            break;
+        break;
     }
     return q;
 }
@@ -187,8 +194,7 @@ static inline __attribute__((always_inline)) int parse_number(jdom_parser *p,
     } else {
         d = neg ? -d : d;
     }
-    node->type |=
-        cJSON_Number | ((p->j->flags & SR_JDOM_REFERENCE) && !integral ? SR_JDOM_NOT_INT : 0);
+    node->type |= cJSON_Number | (integral ? 0 : p->not_int);
     node->valuedouble = d;
     /* Saturated as cJSON does (d >= INT_MAX gives INT_MAX, d <= INT_MIN gives INT_MIN), with a
      * clamp the compiler makes two min/max instructions. */
@@ -249,7 +255,7 @@ static void key_pattern(jdom_parser *p, const unsigned char *at)
     unsigned char w[16] = {0};
     size_t n = p->last_len + 2;
     p->kpat_len = 0;
-    if (!p->last_key || n > sizeof(w))
+    if (!p->last_key || n > sizeof(w) || (p->j->flags & SR_JDOM_I_GENERAL))
         return;
     /* The key has no escape, so its text is its bytes, then the closing quote. */
     if (p->end - at >= 16)
@@ -328,7 +334,7 @@ static inline int repeats_key(const jdom_parser *p, const unsigned char *o, cons
     const unsigned char *at = o + 1; /* the key's quote */
     uint64_t w0, w1;
     /* The text's NUL at p->end is readable, so 16 bytes after the quote are when at + 16 <= end. */
-    if (!p->kpat_len || *at != '"' || p->end - at < 16 || (p->j->flags & SR_JDOM_I_GENERAL))
+    if (!p->kpat_len || *at != '"' || p->end - at < 16)
         return 0;
     memcpy(&w0, at + 1, 8);
     memcpy(&w1, at + 9, 8);
@@ -527,8 +533,14 @@ int sr_jdom_parse(sr_jdom *j, const char *t, size_t n, cJSON **out, sr_err *err)
     sr_jdom_reset(j);
     j->nkeys = 0;
     j->dup_off = SIZE_MAX;
-    jdom_parser p = {
-        .j = j, .t = (const unsigned char *)t, .end = (const unsigned char *)t + n, .err = err};
+    int general = (j->flags & SR_JDOM_I_GENERAL) != 0;
+    jdom_parser p = {.j = j,
+                     .t = (const unsigned char *)t,
+                     .end = (const unsigned char *)t + n,
+                     .err = err,
+                     .not_int = (j->flags & SR_JDOM_REFERENCE) ? SR_JDOM_NOT_INT : 0,
+                     .wlim = general ? 0 : (uintptr_t)(t + n) - 8,
+                     .slim = general ? 0 : (uintptr_t)(t + n) - 16};
     cJSON *root = NULL;
     int rc = parse_tree(&p, &root);
     if (!rc && j->dup_off != SIZE_MAX) {

@@ -57,9 +57,10 @@ typedef struct jdom_parser {
     const unsigned char *t;   /* the text */
     const unsigned char *end; /* t + n, where the NUL sentinel is */
     sr_err *err;
-    int rc;  /* the error of a function that returned NULL */
-    int nul; /* the last string parsed held an escaped NUL */
-    int esc; /* the last string parsed held an escape */
+    int rc;      /* the error of a function that returned NULL */
+    int nul;     /* the last string parsed held an escaped NUL */
+    int esc;     /* the last string parsed held an escape */
+    int not_int; /* SR_JDOM_NOT_INT under the reference rules, else 0 */
     /* The last key parsed that had no escape: the members of an array of objects repeat their
      * keys, and a key whose text equals it takes its arena copy (sr_jdom.c, parse_key). */
     const char *last_key;
@@ -70,11 +71,17 @@ typedef struct jdom_parser {
      * key with it in two word compares. */
     uint64_t kw[2], km[2], kq[2];
     size_t kpat_len;
+    /* Where reading by the word may start: a digit run's 8 bytes from q <= wlim, a short
+     * string's 16 from its first byte s <= slim (both 0 under SR_JDOM_I_GENERAL, so that the
+     * byte loops do all). */
+    uintptr_t wlim, slim;
 } jdom_parser;
 
-/* In j->flags, for tests only: the parse never takes its fast path for an object whose first
- * member repeats the last key (sr_jdom.c, one_member), so that tests can hold the fast path to
- * the general one (unit.jdom, fuzz_jdom). */
+/* In j->flags, for tests only: the parse takes none of its fast paths, so that tests can hold
+ * them to the general ones (unit.jdom_fast, unit.jdom_num, fuzz_jdom): no key pattern is made,
+ * so neither an object whose first member repeats the last key (sr_jdom.c, one_member) nor a key
+ * is compared with it by the word, and digits (sr_jdom.c, digit_run) and short strings
+ * (sr_jdom_i_short_ascii) are read byte by byte. */
 #define SR_JDOM_I_GENERAL (1u << 8)
 
 /* A word's low k bytes set (k <= 8). */
@@ -175,7 +182,7 @@ static inline __attribute__((always_inline)) int
 sr_jdom_i_parse_string(jdom_parser *p, const unsigned char **ps, char **out, size_t *outlen)
 {
     p->nul = 0;
-    if (p->end - *ps > 16 && sr_jdom_i_short_ascii(p, ps, out, outlen))
+    if ((uintptr_t)*ps + 1 <= p->slim && sr_jdom_i_short_ascii(p, ps, out, outlen))
         return 0;
     return sr_jdom_i_parse_string_general(p, ps, out, outlen);
 }
