@@ -1,11 +1,13 @@
 /*
- * unit.jdom_fast: sr_jdom's fast path for an object whose first member repeats the last key
- * ({"logprob":-0.25} in arrays of them, lib/sr_jdom.c one_member) against its general path on
- * random texts made of such objects, with every kind of value, whitespace where the fast path
- * declines, keys it cannot take (escaped, too long), and random damage. Each text is parsed with
- * the default and the reference rules, once as is and once with the fast path off
- * (SR_JDOM_I_GENERAL): the code, offset and message of an error, and on success the whole tree
- * (types with sr_jdom's own bits, values, keys, links) and the arena used must be identical.
+ * unit.jdom_fast: sr_jdom's fast paths against its general ones: an object whose first member
+ * repeats the last key ({"logprob":-0.25} in arrays of them, lib/sr_jdom.c one_member, and the
+ * runs of such objects it makes in one go), on random texts made of such objects, with every kind
+ * of value, whitespace where the fast path declines, keys it cannot take (escaped, too long), and
+ * random damage; short strings and keys read by the word at every length and with every byte the
+ * word path must hand back. Each text is parsed with the default and the reference rules, once as
+ * is and once with the fast paths off (SR_JDOM_I_GENERAL): the code, offset and message of an
+ * error, and on success the whole tree (types with sr_jdom's own bits, values, keys, links) and
+ * the arena used must be identical.
  */
 #include <stdint.h>
 #include <stdio.h>
