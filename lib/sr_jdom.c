@@ -96,11 +96,11 @@ static inline uint64_t eight_values(uint64_t d)
 }
 
 /*
- * Gathers the digit run at q into *m and *nd as the byte loop would (m = m * 10 + digit while
- * nd < 19), eight bytes a step where eight are readable: a step takes the step's k leading digits
- * at once (shifted to the top of the word, so the bytes after them fall off and zeros lead) and
- * ends the run when k < 8. It leaves to the byte loop a step that would take nd past 19 and the
- * text's last bytes. Returns where it stopped.
+ * Gathers the digit run at q into *m (m = m * 10 + digit, modulo 2^64) and counts it in *nd,
+ * eight bytes a step where eight are readable: a step takes the step's k leading digits at once
+ * (shifted to the top of the word, so the bytes after them fall off and zeros lead) and ends the
+ * run when k < 8. It leaves the text's last bytes to the byte loop. Returns where it stopped. m
+ * is used only while nd <= 19 (parse_number), where it is exact; past that it may wrap.
  */
 static inline __attribute__((always_inline)) const unsigned char *
 digit_run(const jdom_parser *p, const unsigned char *q, uint64_t *m, size_t *nd)
@@ -110,15 +110,13 @@ digit_run(const jdom_parser *p, const unsigned char *q, uint64_t *m, size_t *nd)
         memcpy(&w, q, 8);
         bad = non_digits(w);
         if (!bad) {
-            if (*nd + 8 > 19)
-                break;
             *m = *m * 100000000u + eight_values(w & 0x0F0F0F0F0F0F0F0Full);
             *nd += 8;
             q += 8;
             continue;
         }
         size_t k = (size_t)__builtin_ctzll(bad) >> 3;
-        if (k == 0 || *nd + k > 19)
+        if (k == 0)
             break;
         *m = *m * k_run10[k] + eight_values((w & 0x0F0F0F0F0F0F0F0Full) << (64 - 8 * k));
         *nd += k;
@@ -128,20 +126,22 @@ digit_run(const jdom_parser *p, const unsigned char *q, uint64_t *m, size_t *nd)
     return q;
 }
 
-/* The digits at q that digit_run left, one by one; the 20th and later count in *nd only. */
+/* The digits at q that digit_run left, one by one, as it gathers them. */
 static inline __attribute__((always_inline)) const unsigned char *
 digit_bytes(const unsigned char *q, uint64_t *m, size_t *nd)
 {
     for (; *q >= '0' && *q <= '9'; q++, ++*nd)
-        *m = *nd < 19 ? *m * 10 + (uint64_t)(*q - '0') : *m;
+        *m = *m * 10 + (uint64_t)(*q - '0');
     return q;
 }
 
 /*
- * Parses -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)? at *ps. Up to 19 digits are gathered
- * into an integer mantissa m, and value = m * 10^e10 is rounded exactly as strtod rounds it:
+ * Parses -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)? at *ps. A number of up to 19 digits
+ * (leading zeros of the fraction included) is gathered into an integer mantissa m, and
+ * value = m * 10^e10 is rounded exactly as strtod rounds it:
  * by one double operation when m and the power of ten are exact doubles (Clinger's fast path),
- * else by 128-bit integer arithmetic (sr_jdom_num.c), else by strtod itself.
+ * else by 128-bit integer arithmetic (sr_jdom_num.c), else (and for longer numbers) by strtod
+ * itself.
  */
 static inline __attribute__((always_inline)) int parse_number(jdom_parser *p,
                                                               const unsigned char **ps, cJSON *node)
@@ -180,7 +180,8 @@ static inline __attribute__((always_inline)) int parse_number(jdom_parser *p,
         for (; *q >= '0' && *q <= '9'; q++)
             exp = exp < 100000 ? exp * 10 + (*q - '0') : exp;
     }
-    /* nd <= 19 bounds frac, so e10 cannot overflow. */
+    /* m holds the digits exactly while nd <= 19 (a longer number goes to strtod); nd <= 19
+     * also bounds frac, so e10 cannot overflow. */
     int e10 = nd <= 19 ? (eneg ? -exp : exp) - (int)frac : INT_MAX;
     double d = 0;
     if (e10 == INT_MAX || !sr_jdom_i_decimal(m, e10, &d)) {
