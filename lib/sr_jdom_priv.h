@@ -11,6 +11,7 @@
 #include <locale.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "sr_jdom.h"
 
@@ -116,9 +117,9 @@ static inline int sr_jdom_i_syntax(jdom_parser *p, const unsigned char *at, cons
     return sr_jdom_i_fail_at(p, SR_E_JSON_SYNTAX, at, what);
 }
 
-/* sr_jdom_i_parse_string past its fast path: any string, escapes and UTF-8 checks included.
- * Under the reference rules the raw bytes must be UTF-8 (escapes are ASCII, so checking the raw
- * text checks every byte that is not an escape) (sr_jdom_str.c). */
+/* sr_jdom_i_parse_string past its fast path (which has cleared p->nul): any string, escapes and
+ * UTF-8 checks included. Under the reference rules the raw bytes must be UTF-8 (escapes are
+ * ASCII, so checking the raw text checks every byte that is not an escape) (sr_jdom_str.c). */
 int sr_jdom_i_parse_string_general(jdom_parser *p, const unsigned char **ps, char **out,
                                    size_t *outlen);
 
