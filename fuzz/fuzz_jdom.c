@@ -7,8 +7,9 @@
  * the grammar accept it and all of it is UTF-8 (bytes >= 0x80 of valid JSON are inside strings),
  * refused as json.syntax exactly when the default rules refuse it, and otherwise refused only
  * with a reference-rule code; invalid UTF-8 in an otherwise valid text is json.invalid_utf8.
- * Under both rules the parse with the fast path for objects that repeat the last key off
- * (SR_JDOM_I_GENERAL) must give the same code, offset and message, and an equal tree.
+ * Under both rules the parse with every fast path off (SR_JDOM_I_GENERAL: objects that repeat
+ * the last key, keys compared with it by the word, digits and short strings read by the word)
+ * must give the same code, offset and message, and an equal tree.
  */
 #include <stdint.h>
 #include <stdlib.h>

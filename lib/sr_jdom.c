@@ -12,7 +12,7 @@
 
 /* ---- nodes (the arena, its growth, errors and strings: sr_jdom_str.c) ---- */
 
-static cJSON *new_node(jdom_parser *p)
+static inline __attribute__((always_inline)) cJSON *new_node(jdom_parser *p)
 {
     cJSON *c = take(p, sizeof(cJSON), _Alignof(cJSON));
     if (c)
@@ -21,7 +21,7 @@ static cJSON *new_node(jdom_parser *p)
 }
 
 /* Appends a child; the first child's prev always points at the last, as cJSON leaves it. */
-static cJSON *new_child(jdom_parser *p, cJSON *parent)
+static inline __attribute__((always_inline)) cJSON *new_child(jdom_parser *p, cJSON *parent)
 {
     cJSON *c = new_node(p);
     if (!c)
@@ -76,48 +76,75 @@ static int convert_slow(jdom_parser *p, const unsigned char *s, size_t len, doub
     return 0;
 }
 
-/* 1 with *v the value of the 8 ASCII digits at q, else 0 (some byte is not a digit). The caller
- * has checked that 8 bytes are readable. */
-static inline int eight_digits(const unsigned char *q, uint64_t *v)
+/* Powers of ten of the digit runs: a run of k < 8 digits scales the mantissa by k_run10[k]. */
+static const uint64_t k_run10[8] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000};
+
+/* The high bit of every byte of w that is not an ASCII digit. Exact for the lowest such byte:
+ * '0'..'9' + 0x46 and - 0x30 neither carry nor borrow, so the bytes below it pass nothing up. */
+static inline uint64_t non_digits(uint64_t w)
 {
-    uint64_t w;
-    memcpy(&w, q, 8);
-    /* Every byte 0x30..0x39: its high nibble is 3, and adding 6 does not carry out of it. */
-    if (((w & 0xF0F0F0F0F0F0F0F0ull) |
-         (((w + 0x0606060606060606ull) & 0xF0F0F0F0F0F0F0F0ull) >> 4)) != 0x3333333333333333ull)
-        return 0;
-    /* Pairs, then quads, then the eight (the first digit is the lowest byte). */
-    w = ((w & 0x0F0F0F0F0F0F0F0Full) * 2561) >> 8;
-    w = ((w & 0x00FF00FF00FF00FFull) * 6553601) >> 16;
-    *v = (uint32_t)(((w & 0x0000FFFF0000FFFFull) * 42949672960001ull) >> 32);
-    return 1;
+    return ((w + 0x4646464646464646ull) | (w - 0x3030303030303030ull)) & 0x8080808080808080ull;
 }
 
-/* Gathers runs of eight digits at *pq into *m while they keep it within 19 digits (as the byte
- * loop after it would), counting them in *nd; the byte loop does the rest. */
-static inline size_t digit_runs(const jdom_parser *p, const unsigned char **pq, uint64_t *m,
-                                size_t *nd)
+/* The value of the eight digit values (0..9) in the bytes of d, the first digit the lowest
+ * byte: pairs, then quads, then the eight. */
+static inline uint64_t eight_values(uint64_t d)
 {
-    const unsigned char *q = *pq;
-    uint64_t v;
-    size_t n = 0;
-    while (*nd + 8 <= 19 && p->end - q >= 8 && eight_digits(q, &v)) {
-        *m = *m * 100000000u + v;
-        *nd += 8;
-        n += 8;
-        q += 8;
-    }
-    *pq = q;
-    return n;
+    d = (d * 2561) >> 8;
+    d = ((d & 0x00FF00FF00FF00FFull) * 6553601) >> 16;
+    return (uint32_t)(((d & 0x0000FFFF0000FFFFull) * 42949672960001ull) >> 32);
 }
 
 /*
- * Parses -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)? at *ps. Up to 19 digits are gathered
- * into an integer mantissa m, and value = m * 10^e10 is rounded exactly as strtod rounds it:
- * by one double operation when m and the power of ten are exact doubles (Clinger's fast path),
- * else by 128-bit integer arithmetic (sr_jdom_num.c), else by strtod itself.
+ * Gathers the digit run at q into *m (m = m * 10 + digit, modulo 2^64) and counts it in *nd,
+ * eight bytes a step where eight are readable: a step takes the step's k leading digits at once
+ * (shifted to the top of the word, so the bytes after them fall off and zeros lead) and ends the
+ * run when k < 8. It leaves the text's last bytes to the byte loop. Returns where it stopped. m
+ * is used only while nd <= 19 (parse_number), where it is exact; past that it may wrap.
  */
-static int parse_number(jdom_parser *p, const unsigned char **ps, cJSON *node)
+static inline __attribute__((always_inline)) const unsigned char *
+digit_run(const jdom_parser *p, const unsigned char *q, uint64_t *m, size_t *nd)
+{
+    while ((uintptr_t)q <= p->wlim) {
+        uint64_t w, bad;
+        memcpy(&w, q, 8);
+        bad = non_digits(w);
+        if (!bad) {
+            *m = *m * 100000000u + eight_values(w & 0x0F0F0F0F0F0F0F0Full);
+            *nd += 8;
+            q += 8;
+            continue;
+        }
+        size_t k = (size_t)__builtin_ctzll(bad) >> 3;
+        if (k == 0)
+            break;
+        *m = *m * k_run10[k] + eight_values((w & 0x0F0F0F0F0F0F0F0Full) << (64 - 8 * k));
+        *nd += k;
+        q += k;
+        break;
+    }
+    return q;
+}
+
+/* The digits at q that digit_run left, one by one, as it gathers them. */
+static inline __attribute__((always_inline)) const unsigned char *
+digit_bytes(const unsigned char *q, uint64_t *m, size_t *nd)
+{
+    for (; *q >= '0' && *q <= '9'; q++, ++*nd)
+        *m = *m * 10 + (uint64_t)(*q - '0');
+    return q;
+}
+
+/*
+ * Parses -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)? at *ps. A number of up to 19 digits
+ * (leading zeros of the fraction included) is gathered into an integer mantissa m, and
+ * value = m * 10^e10 is rounded exactly as strtod rounds it:
+ * by one double operation when m and the power of ten are exact doubles (Clinger's fast path),
+ * else by 128-bit integer arithmetic (sr_jdom_num.c), else (and for longer numbers) by strtod
+ * itself.
+ */
+static inline __attribute__((always_inline)) int parse_number(jdom_parser *p,
+                                                              const unsigned char **ps, cJSON *node)
 {
     const unsigned char *s = *ps, *q = s;
     uint64_t m = 0;
@@ -127,9 +154,11 @@ static int parse_number(jdom_parser *p, const unsigned char **ps, cJSON *node)
     if (*q == '0') {
         q++;
     } else if (*q >= '1' && *q <= '9') {
-        digit_runs(p, &q, &m, &nd);
-        for (; *q >= '0' && *q <= '9'; q++, nd++)
-            m = nd < 19 ? m * 10 + (uint64_t)(*q - '0') : m;
+        /* The first digit alone: most integer parts (a logprob's) have one. */
+        m = (uint64_t)(*q++ - '0');
+        nd = 1;
+        if (*q >= '0' && *q <= '9')
+            q = digit_bytes(digit_run(p, q, &m, &nd), &m, &nd);
     } else {
         return sr_jdom_i_syntax(p, q, "a number needs a digit here");
     }
@@ -137,9 +166,9 @@ static int parse_number(jdom_parser *p, const unsigned char **ps, cJSON *node)
         integral = 0;
         if (!(*++q >= '0' && *q <= '9'))
             return sr_jdom_i_syntax(p, q, "a digit must follow the decimal point");
-        frac += digit_runs(p, &q, &m, &nd);
-        for (; *q >= '0' && *q <= '9'; q++, nd++, frac++)
-            m = nd < 19 ? m * 10 + (uint64_t)(*q - '0') : m;
+        const unsigned char *f = q;
+        q = digit_bytes(digit_run(p, q, &m, &nd), &m, &nd);
+        frac = (size_t)(q - f);
     }
     if (*q == 'e' || *q == 'E') {
         integral = 0;
@@ -151,23 +180,28 @@ static int parse_number(jdom_parser *p, const unsigned char **ps, cJSON *node)
         for (; *q >= '0' && *q <= '9'; q++)
             exp = exp < 100000 ? exp * 10 + (*q - '0') : exp;
     }
-    /* nd <= 19 bounds frac, so e10 cannot overflow. */
+    /* m holds the digits exactly while nd <= 19 (a longer number goes to strtod); nd <= 19
+     * also bounds frac, so e10 cannot overflow. */
     int e10 = nd <= 19 ? (eneg ? -exp : exp) - (int)frac : INT_MAX;
     double d = 0;
     if (e10 == INT_MAX || !sr_jdom_i_decimal(m, e10, &d)) {
         if (convert_slow(p, s, (size_t)(q - s), &d))
             return p->rc;
-        neg = 0; /* strtod read the sign */
+        /* strtod read the sign. Only its values can be infinite: the others are below
+         * 2^64 * 10^64. */
+        if ((p->j->flags & SR_JDOM_REFERENCE) && isinf(d))
+            return sr_jdom_i_fail_at(p, SR_E_JSON_NUMBER_OVERFLOW, s,
+                                     "a number that overflows a double");
+    } else {
+        d = neg ? -d : d;
     }
-    d = neg ? -d : d;
-    if ((p->j->flags & SR_JDOM_REFERENCE) && isinf(d))
-        return sr_jdom_i_fail_at(p, SR_E_JSON_NUMBER_OVERFLOW, s,
-                                 "a number that overflows a double");
-    node->type |= cJSON_Number;
-    if ((p->j->flags & SR_JDOM_REFERENCE) && !integral)
-        node->type |= SR_JDOM_NOT_INT;
+    node->type |= cJSON_Number | (integral ? 0 : p->not_int);
     node->valuedouble = d;
-    node->valueint = d >= INT_MAX ? INT_MAX : d <= (double)INT_MIN ? INT_MIN : (int)d;
+    /* Saturated as cJSON does (d >= INT_MAX gives INT_MAX, d <= INT_MIN gives INT_MIN), with a
+     * clamp the compiler makes two min/max instructions. */
+    double c = d < (double)INT_MAX ? d : (double)INT_MAX;
+    c = c > (double)INT_MIN ? c : (double)INT_MIN;
+    node->valueint = (int)c;
     *ps = q;
     return 0;
 }
@@ -215,21 +249,53 @@ static int parse_scalar(jdom_parser *p, const unsigned char **ps, cJSON *node)
     }
 }
 
-/* Sets p->kw, p->km and p->kpat_len from p->last_key (see jdom_parser). */
-static void key_pattern(jdom_parser *p)
+/* Sets p->kw, p->km, p->kq and p->kpat_len from p->last_key (see jdom_parser), whose text has
+ * its opening quote at `at`. */
+static void key_pattern(jdom_parser *p, const unsigned char *at)
 {
-    unsigned char w[16] = {0}, m[16] = {0};
+    unsigned char w[16] = {0};
     size_t n = p->last_len + 2;
     p->kpat_len = 0;
-    if (!p->last_key || n > sizeof(w))
+    if (!p->last_key || n > sizeof(w) || (p->j->flags & SR_JDOM_I_GENERAL))
         return;
-    memcpy(w, p->last_key, p->last_len);
-    w[n - 2] = '"';
+    /* The key has no escape, so its text is its bytes, then the closing quote. */
+    if (p->end - at >= 16)
+        memcpy(w, at + 1, sizeof(w));
+    else
+        memcpy(w, at + 1, n - 1);
     w[n - 1] = ':';
-    memset(m, 0xff, n);
     memcpy(p->kw, w, sizeof(w));
-    memcpy(p->km, m, sizeof(m));
+    p->km[0] = sr_jdom_i_low_bytes(n);
+    p->km[1] = n > 8 ? sr_jdom_i_low_bytes(n - 8) : 0;
+    p->kq[0] = sr_jdom_i_low_bytes(n - 1);
+    p->kq[1] = n > 9 ? sr_jdom_i_low_bytes(n - 9) : 0;
+    p->kw[0] &= p->km[0];
+    p->kw[1] &= p->km[1];
     p->kpat_len = n;
+}
+
+/* Whether the key whose quote is at `at` is the last escape-free key again: its bytes (no quote,
+ * backslash, control byte or NUL, and valid UTF-8 under the reference rules) are then exactly
+ * this key's text. Two word compares with its pattern where it has one and 16 bytes are
+ * readable; else one memcmp where the text has the key's bytes and the closing quote's before
+ * its end, or a byte compare that stops at the first difference, so it never reads past the
+ * text's NUL. */
+static inline int same_key(const jdom_parser *p, const unsigned char *at)
+{
+    const unsigned char *k = (const unsigned char *)p->last_key;
+    size_t len = p->last_len, i = 0;
+    if (p->kpat_len && p->end - at >= 16) {
+        uint64_t w0, w1;
+        memcpy(&w0, at + 1, 8);
+        memcpy(&w1, at + 9, 8);
+        return !(((w0 ^ p->kw[0]) & p->kq[0]) | ((w1 ^ p->kw[1]) & p->kq[1]));
+    }
+    if (k && (size_t)(p->end - at) > len + 1)
+        i = memcmp(at + 1, k, len) == 0 ? len : 0; /* the text holds at[1 .. len + 1] */
+    else
+        while (k && i < len && at[1 + i] == k[i])
+            i++;
+    return k && i == len && at[1 + len] == '"';
 }
 
 /* An object member's key and colon, at *ps (whitespace skipped), into node->string. */
@@ -238,19 +304,9 @@ static int parse_key(jdom_parser *p, const unsigned char **ps, cJSON *node)
     if (**ps != '"')
         return sr_jdom_i_syntax(p, *ps, "expected a string key");
     const unsigned char *at = *ps;
-    size_t len = p->last_len, i = 0;
-    /* The last escape-free key again: its bytes (no quote, backslash, control byte or NUL, and
-     * valid UTF-8 under the reference rules) are exactly this key's text. One memcmp where the
-     * text has the key's bytes and the closing quote's before its end; else the byte compare
-     * stops at the first difference, so it never reads past the text's NUL. */
-    const unsigned char *k = (const unsigned char *)p->last_key;
-    if (k && (size_t)(p->end - at) > len + 1)
-        i = memcmp(at + 1, k, len) == 0 ? len : 0; /* the text holds at[1 .. len + 1] */
-    else
-        while (k && i < len && at[1 + i] == k[i])
-            i++;
-    if (k && i == len && at[1 + len] == '"') {
-        node->string = (char *)k;
+    size_t len = p->last_len;
+    if (same_key(p, at)) {
+        node->string = (char *)p->last_key;
         *ps = at + len + 2;
     } else {
         if (sr_jdom_i_parse_string(p, ps, &node->string, &len))
@@ -258,7 +314,7 @@ static int parse_key(jdom_parser *p, const unsigned char **ps, cJSON *node)
         node->type |= p->nul ? SR_JDOM_HAS_NUL : 0;
         p->last_key = p->esc ? NULL : node->string;
         p->last_len = len;
-        key_pattern(p);
+        key_pattern(p, at);
     }
     int rc = (p->j->flags & SR_JDOM_REFERENCE)
                  ? sr_jdom_i_key_push(p->j, node->string, len, (size_t)(at - p->t), p->err)
@@ -272,43 +328,82 @@ static int parse_key(jdom_parser *p, const unsigned char **ps, cJSON *node)
     return 0;
 }
 
-/*
- * The fast path of the arrays of one-key objects in response bodies ({"logprob":-0.25}): at the
- * '{' of `obj` (*ps), an object whose text goes on with `"<the last key>":` and a value other
- * than an array or object, without whitespace. Makes the member and parses its value exactly as
- * the general path does (parse_tree and parse_key: the node, the key's record under the
- * reference rules, the value; the same errors in the same order), without the general loop's
- * turns. Returns 0 when the text is not of that form (nothing done), 1 with *ps after the value
- * (obj's only member made; key_base[depth] set for obj), or the error.
- */
-static int one_member(jdom_parser *p, const unsigned char **ps, cJSON *obj, size_t depth)
+/* At the '{' at o: whether the text goes on with `"<the last key>":` and a value other than an
+ * array or object, without whitespace; *v is then the value's first byte. */
+static inline int repeats_key(const jdom_parser *p, const unsigned char *o, const unsigned char **v)
 {
-    const unsigned char *at = *ps + 1; /* the key's quote */
+    const unsigned char *at = o + 1; /* the key's quote */
     uint64_t w0, w1;
     /* The text's NUL at p->end is readable, so 16 bytes after the quote are when at + 16 <= end. */
-    if (!p->kpat_len || *at != '"' || p->end - at < 16 || (p->j->flags & SR_JDOM_I_GENERAL))
+    if (!p->kpat_len || *at != '"' || p->end - at < 16)
         return 0;
     memcpy(&w0, at + 1, 8);
     memcpy(&w1, at + 9, 8);
     if (((w0 ^ p->kw[0]) & p->km[0]) | ((w1 ^ p->kw[1]) & p->km[1]))
         return 0;
-    const unsigned char *v = at + 1 + p->kpat_len;
-    if (*v == '{' || *v == '[' || skip_ws(v) != v)
+    const unsigned char *x = at + 1 + p->kpat_len;
+    if (*x == '{' || *x == '[' || skip_ws(x) != x)
         return 0;
-    cJSON *c = new_node(p);
-    if (!c)
-        return p->rc;
-    obj->child = c;
-    c->prev = c;
-    c->string = (char *)p->last_key;
-    p->j->key_base[depth] = p->j->nkeys;
-    if (p->j->flags & SR_JDOM_REFERENCE) {
-        int rc = sr_jdom_i_key_push(p->j, c->string, p->last_len, (size_t)(at - p->t), p->err);
-        if (rc)
-            return p->rc = rc;
+    *v = x;
+    return 1;
+}
+
+/*
+ * The fast path of the arrays of one-key objects in response bodies ({"logprob":-0.25}): at the
+ * '{' of *pobj (*ps), an object of the form repeats_key accepts. Makes the member and parses its
+ * value exactly as the general path does (parse_tree and parse_key: the node, the key's record
+ * under the reference rules, the value; the same errors in the same order), without the general
+ * loop's turns. When the object closes at once and is an element of an array followed by ','
+ * and another object of that form, the next object is made and filled the same way (new_child,
+ * as the loop would). Returns 0 when the first object is not of that form (nothing done), 1 with
+ * *ps after the value of a member whose object does not close at once (that object in *pobj,
+ * its key_base[depth] set), 2 with *ps after the '}' of the last object made, or the error.
+ */
+static int one_member(jdom_parser *p, const unsigned char **ps, cJSON **pobj, size_t depth)
+{
+    sr_jdom *j = p->j;
+    const unsigned char *s = *ps, *v;
+    cJSON *obj = *pobj, *arr = depth ? j->stack[depth - 1] : NULL;
+    if (!repeats_key(p, s, &v))
+        return 0;
+    if (arr && (arr->type & 0xFF) != cJSON_Array)
+        arr = NULL;
+    int ref = (j->flags & SR_JDOM_REFERENCE) != 0;
+    for (;;) {
+        cJSON *c = new_node(p);
+        if (!c)
+            return p->rc;
+        obj->child = c;
+        c->prev = c;
+        c->string = (char *)p->last_key;
+        j->key_base[depth] = j->nkeys;
+        if (ref) {
+            int rc = sr_jdom_i_key_push(j, c->string, p->last_len, (size_t)(s + 1 - p->t), p->err);
+            if (rc)
+                return p->rc = rc;
+        }
+        s = v;
+        /* A number (a logprob's) here, without parse_scalar's dispatch. */
+        if (*s == '-' || (*s >= '0' && *s <= '9') ? parse_number(p, &s, c) : parse_scalar(p, &s, c))
+            return p->rc;
+        if (*s != '}') {
+            *ps = s;
+            *pobj = obj;
+            return 1;
+        }
+        /* Closed at once, as parse_tree closes an object of one key. */
+        s++;
+        if (ref)
+            j->nkeys = j->key_base[depth];
+        if (!arr || s[0] != ',' || s[1] != '{' || !repeats_key(p, s + 1, &v))
+            break;
+        s++;
+        if (!(obj = new_child(p, arr)))
+            return p->rc;
+        obj->type |= cJSON_Object;
     }
-    *ps = v;
-    return parse_scalar(p, ps, c) ? p->rc : 1;
+    *ps = s;
+    return 2;
 }
 
 /*
@@ -331,14 +426,11 @@ static int parse_tree(jdom_parser *p, cJSON **root)
                 return sr_jdom_i_fail_at(p, ref ? SR_E_JSON_TOO_DEEP : SR_E_JSON_SYNTAX, s,
                                          "arrays and objects nested deeper than 1000");
             node->type |= c == '{' ? cJSON_Object : cJSON_Array;
-            int one = c == '{' ? one_member(p, &s, node, depth) : 0;
+            int one = c == '{' ? one_member(p, &s, &node, depth) : 0;
             if (one < 0)
                 return p->rc;
-            if (one && *s == '}') {
-                /* Closed at once, as the loop below closes an object of one key. */
-                s++;
-                if (ref)
-                    p->j->nkeys = p->j->key_base[depth];
+            if (one == 2) {
+                /* Closed at once (one_member closed it as the loop below would). */
             } else if (one) {
                 stack[depth++] = parent = node;
                 node = node->child;
@@ -442,8 +534,14 @@ int sr_jdom_parse(sr_jdom *j, const char *t, size_t n, cJSON **out, sr_err *err)
     sr_jdom_reset(j);
     j->nkeys = 0;
     j->dup_off = SIZE_MAX;
-    jdom_parser p = {
-        .j = j, .t = (const unsigned char *)t, .end = (const unsigned char *)t + n, .err = err};
+    int general = (j->flags & SR_JDOM_I_GENERAL) != 0;
+    jdom_parser p = {.j = j,
+                     .t = (const unsigned char *)t,
+                     .end = (const unsigned char *)t + n,
+                     .err = err,
+                     .not_int = (j->flags & SR_JDOM_REFERENCE) ? SR_JDOM_NOT_INT : 0,
+                     .wlim = general ? 0 : (uintptr_t)(t + n) - 8,
+                     .slim = general ? 0 : (uintptr_t)(t + n) - 16};
     cJSON *root = NULL;
     int rc = parse_tree(&p, &root);
     if (!rc && j->dup_off != SIZE_MAX) {

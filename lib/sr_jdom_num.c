@@ -6,17 +6,10 @@
 #include "sr_jdom_pow5_priv.h"
 #include "sr_jdom_priv.h"
 
-/* Powers of ten that doubles hold exactly. */
-static const double k_pow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
-                                 1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
-                                 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
-
-/* The fast path needs each double operation rounded once, straight to double precision. */
-#if FLT_EVAL_METHOD == 0
-static const int k_exact_ops = 1;
-#else
-static const int k_exact_ops = 0;
-#endif
+/* The powers of ten that doubles hold exactly (sr_jdom_i_decimal's fast path inlines them). */
+const double sr_jdom_i_pow10[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                    1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                    1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
 
 __extension__ typedef unsigned __int128 u128;
 
@@ -60,9 +53,9 @@ static int convert_exact(uint64_t m, int e10, double *out)
     if (m == 0 || e10 > 19 || e10 < -22)
         return 0;
     int k = e10 < 0 ? -e10 : e10;
-    /* The doubles of k_pow10 are exact, and 10^19 < 2^64. */
-    u128 p =
-        k <= 19 ? (uint64_t)k_pow10[k] : (u128)(uint64_t)k_pow10[19] * (uint64_t)k_pow10[k - 19];
+    /* The doubles of sr_jdom_i_pow10 are exact, and 10^19 < 2^64. */
+    const double *p10 = sr_jdom_i_pow10;
+    u128 p = k <= 19 ? (uint64_t)p10[k] : (u128)(uint64_t)p10[19] * (uint64_t)p10[k - 19];
     if (e10 >= 0) {
         *out = round_u128((u128)m * p, 0, 0);
         return 1;
@@ -112,12 +105,7 @@ static int convert_pow5(uint64_t m, int q, double *out)
     return 1;
 }
 
-int sr_jdom_i_decimal(uint64_t m, int e10, double *out)
+int sr_jdom_i_decimal_wide(uint64_t m, int e10, double *out)
 {
-    if (k_exact_ops && m <= ((uint64_t)1 << 53) && e10 >= -22 && e10 <= 22) {
-        double d = (double)m;
-        *out = e10 < 0 ? d / k_pow10[-e10] : d * k_pow10[e10];
-        return 1;
-    }
     return convert_pow5(m, e10, out) || convert_exact(m, e10, out);
 }

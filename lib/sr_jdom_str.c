@@ -171,35 +171,27 @@ static int unescape(jdom_parser *p, const unsigned char *s, const unsigned char 
     return 0;
 }
 
-/*
- * Parses the string whose opening quote is at *ps into a NUL-terminated arena copy; *outlen is
- * its unescaped length (NULs included). Under the reference rules the raw bytes must be UTF-8
- * (escapes are ASCII, so checking the raw text checks every byte that is not an escape).
- */
-int sr_jdom_i_parse_string(jdom_parser *p, const unsigned char **ps, char **out, size_t *outlen)
+int sr_jdom_i_parse_string_general(jdom_parser *p, const unsigned char **ps, char **out,
+                                   size_t *outlen)
 {
     const unsigned char *s = *ps + 1, *q = s;
     unsigned hi = 0;
-    p->nul = 0;
     /* Keys and short values end within a few bytes: byte by byte first. Longer runs go eight
      * bytes at a time while none is '"', '\\' or a control byte (bytes >= 0x80 only count for
      * the UTF-8 check), then byte by byte again. The NUL after the text stops every loop. */
     for (int k = 0; k < 16 && *q >= 0x20 && *q != '"' && *q != '\\'; k++)
         hi |= *q++;
     if (q - s == 16) {
-        const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
         uint64_t hw = 0;
         while ((size_t)(p->end - q) >= 8) {
-            uint64_t w, xq, xb;
+            uint64_t w;
             memcpy(&w, q, 8);
-            xq = w ^ (ones * '"');
-            xb = w ^ (ones * '\\');
-            if ((((xq - ones) & ~xq) | ((xb - ones) & ~xb) | ((w - ones * 0x20) & ~w)) & highs)
+            if (sr_jdom_i_stops(w))
                 break;
             hw |= w;
             q += 8;
         }
-        hi |= (hw & highs) ? 0x80u : 0u;
+        hi |= (hw & 0x8080808080808080ull) ? 0x80u : 0u;
     }
     while (*q >= 0x20 && *q != '"' && *q != '\\')
         hi |= *q++;

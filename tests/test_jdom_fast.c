@@ -1,11 +1,13 @@
 /*
- * unit.jdom_fast: sr_jdom's fast path for an object whose first member repeats the last key
- * ({"logprob":-0.25} in arrays of them, lib/sr_jdom.c one_member) against its general path on
- * random texts made of such objects, with every kind of value, whitespace where the fast path
- * declines, keys it cannot take (escaped, too long), and random damage. Each text is parsed with
- * the default and the reference rules, once as is and once with the fast path off
- * (SR_JDOM_I_GENERAL): the code, offset and message of an error, and on success the whole tree
- * (types with sr_jdom's own bits, values, keys, links) and the arena used must be identical.
+ * unit.jdom_fast: sr_jdom's fast paths against its general ones: an object whose first member
+ * repeats the last key ({"logprob":-0.25} in arrays of them, lib/sr_jdom.c one_member, and the
+ * runs of such objects it makes in one go), on random texts made of such objects, with every kind
+ * of value, whitespace where the fast path declines, keys it cannot take (escaped, too long), and
+ * random damage; short strings and keys read by the word at every length and with every byte the
+ * word path must hand back. Each text is parsed with the default and the reference rules, once as
+ * is and once with the fast paths off (SR_JDOM_I_GENERAL): the code, offset and message of an
+ * error, and on success the whole tree (types with sr_jdom's own bits, values, keys, links) and
+ * the arena used must be identical.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -227,6 +229,21 @@ START_TEST(fast_path_edges)
         "{\"a\":{\"a\":{\"a\":1}}}",
         "{\"a\":{\"a\":1,\"b\":2}}",
         "{\"a\":[{\"a\":1,\"b\":2}]}",
+        /* Runs of such objects (one_member makes the next while they go on) and each way a run
+         * ends: whitespace, another member, another key, a container value, an error. */
+        "[{\"a\":1},{\"a\":2},{\"a\":3},{\"a\":4}]",
+        "[{\"a\":1},{\"a\":2}, {\"a\":3},{\"a\":4}]",
+        "[{\"a\":1},{\"a\":2},{ \"a\":3},{\"a\":4}]",
+        "[{\"a\":1},{\"a\":2},{\"a\":3,\"b\":4},{\"a\":5},{\"a\":6}]",
+        "[{\"a\":1},{\"a\":2},{\"a\":3,\"a\":4},{\"a\":5}]",
+        "[{\"a\":1},{\"a\":2},{\"b\":3},{\"a\":4},{\"a\":5}]",
+        "[{\"a\":1},{\"a\":2},{\"a\":{\"a\":3}},{\"a\":4},{\"a\":5}]",
+        "[{\"a\":1},{\"a\":\"x\"},{\"a\":null},{\"a\":-},{\"a\":5}]",
+        "[{\"a\":1},{\"a\":2},{\"a\":3},]",
+        "[[{\"a\":1},{\"a\":2}],[{\"a\":3},{\"a\":4}]]",
+        "{\"a\":{\"a\":1},\"b\":{\"a\":2},\"c\":{\"a\":3}}",
+        "{\"a\":{\"a\":1},{\"a\":2}}",
+        "{\"logprob\":[{\"logprob\":-0.5},{\"logprob\":-0.25},{\"logprob\":-1.0e-7}]}",
     };
     sr_jdom *fast = NULL, *gen = NULL;
     sr_err e = SR_ERR_INIT;
@@ -264,6 +281,94 @@ START_TEST(fast_path_edges)
 }
 END_TEST
 
+/* Replaces each 'K' of tpl by key and each 'S' by str. */
+static size_t fill(char *t, size_t cap, const char *tpl, const char *key, const char *str)
+{
+    size_t k = 0;
+    for (const char *c = tpl; *c; c++)
+        put(t, &k, cap, *c == 'K' ? key : *c == 'S' ? str : (char[]){*c, '\0'});
+    t[k] = '\0';
+    return k;
+}
+
+/* compare() on a copy of t[0, n) that ends where its allocation does. */
+static void compare_cut(sr_jdom *fast, sr_jdom *gen, const char *t, size_t n)
+{
+    char *c = malloc(n + 1);
+    memcpy(c, t, n);
+    c[n] = '\0';
+    compare(fast, gen, c, n, 0);
+    compare(fast, gen, c, n, SR_JDOM_REFERENCE);
+    free(c);
+}
+
+/*
+ * Strings and keys read by the word (sr_jdom_i_short_ascii; the last key's pattern in parse_key)
+ * against the byte loops: every length 0..18 (the word path takes fewer than 16 bytes, a key of
+ * up to 14 has a pattern), with a byte the word path must hand back at every position (a quote
+ * inside a key of the pattern's length, an escape, a control byte, DEL, UTF-8 and bytes that
+ * are not), as values, new keys, repeated keys, keys that extend or shorten the last one, a key
+ * spaced from its colon, texts that end 0..16 bytes after the string, and cut at every byte.
+ */
+START_TEST(short_strings_and_keys)
+{
+    static const char *const specials[] = {"\\n",  "\\u0041",  "\\u0000", "\\\"", "\x01", "\x1f",
+                                           "\x7f", "\xc3\xa9", "\x80",    "\xff", " "};
+    static const char *const tpls[] = {"{\"K\":\"S\"}",
+                                       "{\"K\":1,\"K\":2}",
+                                       "[{\"K\":1},{\"K\":\"S\"},{\"K\":3}]",
+                                       "{\"x\":{\"K\":1},\"K\" :2,\"Kx\":3,\"K\":\"S\"}",
+                                       "{\"Kx\":1,\"K\":2}",
+                                       "{\"K\":[\"S\",\"S\"]}"};
+    sr_jdom *fast = NULL, *gen = NULL;
+    sr_err e = SR_ERR_INIT;
+    ck_assert_sr_ok(sr_jdom_new(&fast, 0, &e), e);
+    ck_assert_sr_ok(sr_jdom_new(&gen, 0, &e), e);
+    char str[64], t[512];
+    for (size_t len = 0; len <= 18; len++) {
+        for (size_t sp = 0; sp <= sizeof specials / sizeof specials[0]; sp++) {
+            for (size_t at = 0; at < (sp ? len : 1) || (len == 0 && at == 0); at++) {
+                size_t k = 0;
+                for (size_t i = 0; i < len; i++) {
+                    if (sp && i == at)
+                        put(str, &k, sizeof str, specials[sp - 1]);
+                    else
+                        str[k++] = (char)('a' + (i * 7) % 26);
+                }
+                str[k] = '\0';
+                for (size_t ti = 0; ti < sizeof tpls / sizeof tpls[0]; ti++) {
+                    size_t n = fill(t, sizeof t, tpls[ti], str, str);
+                    compare_cut(fast, gen, t, n);
+                    /* The same text with 1..16 bytes after it, so the word reads reach or pass
+                     * its end at every string. */
+                    for (size_t pad = 1; pad <= 16; pad++) {
+                        memset(t + n, ' ', pad);
+                        compare_cut(fast, gen, t, n + pad);
+                    }
+                    if (!sp)
+                        for (size_t cut = 0; cut < n; cut++)
+                            compare_cut(fast, gen, t, cut);
+                }
+            }
+        }
+    }
+    sr_jdom_free(fast);
+    sr_jdom_free(gen);
+    /* Arenas that end at every byte around the strings: the word path stores 16 bytes, so
+     * where fewer are free it hands the string to the general path (the same take, the same
+     * limit error). */
+    const char *text =
+        "[\"abc\",{\"lp\":\"defghijklmn\"},{\"lp\":\"o\"},{\"lp\":1},\"pqrstuvwxyz0123\"]";
+    for (size_t max = 64; max <= 640; max++) {
+        ck_assert_sr_ok(sr_jdom_new(&fast, max, &e), e);
+        ck_assert_sr_ok(sr_jdom_new(&gen, max, &e), e);
+        compare_cut(fast, gen, text, strlen(text));
+        sr_jdom_free(fast);
+        sr_jdom_free(gen);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("jdom_fast");
@@ -271,6 +376,7 @@ int main(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, fast_path_equals_general_path);
     tcase_add_test(tc, fast_path_edges);
+    tcase_add_test(tc, short_strings_and_keys);
     suite_add_tcase(s, tc);
     return sr_test_run(s);
 }

@@ -3,7 +3,9 @@
  * significant digits over the exponents of the power-of-five table and past it, exact ties
  * between two doubles that fit in 19 digits (the product method must hand them to the exact
  * one), the decimals next to them, and the edges (subnormal bounds, the largest double, powers of
- * ten, 2^53 +- 1, 19 and 20 digits).
+ * ten, 2^53 +- 1, 19 and 20 digits). The digit runs read by the word (lib/sr_jdom.c, digit_run)
+ * against strtod and against the byte loops (SR_JDOM_I_GENERAL) at every run length, every
+ * byte after a run and every place the text can end.
  */
 #include <math.h>
 #include <stdint.h>
@@ -12,6 +14,7 @@
 #include <string.h>
 
 #include "sr_jdom.h"
+#include "sr_jdom_priv.h"
 #include "sr_test.h"
 
 static uint64_t next_rand(uint64_t *s)
@@ -243,6 +246,120 @@ START_TEST(edges_match_strtod)
 }
 END_TEST
 
+/* valueint as cJSON stores it: saturated, else truncated. */
+static int saturated(double d)
+{
+    return d >= 2147483647.0 ? 2147483647 : d <= -2147483648.0 ? (-2147483647 - 1) : (int)d;
+}
+
+/* Parses text[0, n) (copied to an allocation that ends at its NUL, so a read past it is a
+ * sanitizer's error) under `flags` with and without the fast paths: the same code, offset and
+ * message, or the same types, values and valueints along the first children. Returns the fast
+ * parse's code; *num and *numint are the first number met on that walk, when one is. */
+static int both_ways(sr_jdom *fast, sr_jdom *gen, const char *text, size_t n, unsigned flags,
+                     double *num, int *numint)
+{
+    char *t = malloc(n + 1);
+    ck_assert_ptr_nonnull(t);
+    memcpy(t, text, n);
+    t[n] = '\0';
+    sr_jdom_set_flags(fast, flags);
+    sr_jdom_set_flags(gen, flags | SR_JDOM_I_GENERAL);
+    sr_err ef = SR_ERR_INIT, eg = SR_ERR_INIT;
+    cJSON *rf = NULL, *rg = NULL;
+    int cf = sr_jdom_parse(fast, t, n, &rf, &ef), cg = sr_jdom_parse(gen, t, n, &rg, &eg);
+    ck_assert_msg(cf == cg && ef.offset == eg.offset && strcmp(ef.msg, eg.msg) == 0,
+                  "flags %u, '%s': fast %s@%lld '%s', bytes %s@%lld '%s'", flags, t,
+                  sr_code_name(cf), (long long)ef.offset, ef.msg, sr_code_name(cg),
+                  (long long)eg.offset, eg.msg);
+    if (cf == 0) {
+        const cJSON *a = rf, *b = rg;
+        for (; a && b; a = a->child ? a->child : a->next, b = b->child ? b->child : b->next) {
+            ck_assert_msg(a->type == b->type && a->valueint == b->valueint &&
+                              memcmp(&a->valuedouble, &b->valuedouble, sizeof(double)) == 0,
+                          "flags %u, '%s': %a (%d) against %a (%d)", flags, t, a->valuedouble,
+                          a->valueint, b->valuedouble, b->valueint);
+            if (cJSON_IsNumber(a) && num) {
+                *num = a->valuedouble;
+                *numint = a->valueint;
+                num = NULL;
+            }
+        }
+        ck_assert(!a && !b);
+    }
+    free(t);
+    return cf;
+}
+
+/* Number texts of every digit count either side of the word steps (1-22 integer and fraction
+ * digits: 8 and 16 exactly, 19 and past it), with and without an exponent, followed by every
+ * kind of byte (the ends of a number, bytes just outside '0'..'9', and bytes past 0x80 whose
+ * sums with the digit test's constants carry), placed where 8 bytes are readable and where the
+ * text ends inside the run, and cut at every byte. */
+START_TEST(digit_runs_at_every_boundary)
+{
+    static const char *const after[] = {"",     "}",    ",",    " ",    ".",    "e",
+                                        "E",    ":",    "/",    "x",    "\x7f", "\x80",
+                                        "\xb9", "\xba", "\xc0", "\xff", "-"};
+    static const char *const exps[] = {"", "e5", "E-3", "e+12", "e0400", "e-0"};
+    sr_jdom *fast = new_jdom(), *gen = new_jdom();
+    uint64_t s = 0x8D1B17Eu;
+    char num[96], t[160];
+    int parsed = 0;
+    for (int ni = 0; ni <= 22; ni++) {
+        for (int nf = 0; nf <= 22; nf++) {
+            for (size_t x = 0; x < sizeof exps / sizeof exps[0]; x++) {
+                size_t k = 0;
+                if (next_rand(&s) & 1)
+                    num[k++] = '-';
+                /* ni == 0: the integer part "0". */
+                for (int i = 0; i < (ni ? ni : 1); i++)
+                    num[k++] = (char)(i == 0 && ni ? '1' + next_rand(&s) % 9
+                                      : ni         ? '0' + next_rand(&s) % 10
+                                                   : '0');
+                if (nf) {
+                    num[k++] = '.';
+                    for (int i = 0; i < nf; i++)
+                        num[k++] = (char)('0' + next_rand(&s) % 10);
+                }
+                k += (size_t)sprintf(num + k, "%s", exps[x]);
+                num[k] = '\0';
+                for (size_t a = 0; a < sizeof after / sizeof after[0]; a++) {
+                    /* The number alone (its run reaches the text's end), then padded so that
+                     * every step of the run reads a whole word, in an array and an object. */
+                    int n1 = snprintf(t, sizeof t, "%s%s", num, after[a]);
+                    double d = 0;
+                    int vi = 0;
+                    int rc = both_ways(fast, gen, t, (size_t)n1, SR_JDOM_REFERENCE, &d, &vi);
+                    both_ways(fast, gen, t, (size_t)n1, 0, NULL, NULL);
+                    if (rc == 0) {
+                        double want = strtod(num, NULL);
+                        ck_assert_msg(memcmp(&d, &want, sizeof d) == 0, "%s: %a, strtod %a", num, d,
+                                      want);
+                        ck_assert_int_eq(vi, saturated(want));
+                        parsed++;
+                    }
+                    int n2 = snprintf(t, sizeof t, "[%s%s                ]", num, after[a]);
+                    both_ways(fast, gen, t, (size_t)n2, SR_JDOM_REFERENCE, NULL, NULL);
+                    int n3 = snprintf(t, sizeof t, "{\"logprob\":%s%s}", num, after[a]);
+                    for (int cut = 0; cut <= n3; cut++)
+                        both_ways(fast, gen, t, (size_t)cut, SR_JDOM_REFERENCE, NULL, NULL);
+                }
+            }
+        }
+    }
+    /* Most texts of a number followed by nothing, '}' or ',' parse as a number. */
+    ck_assert_int_gt(parsed, 23 * 23 * 4);
+    /* -0 keeps its sign whatever the path. */
+    double d = 1;
+    int vi = 1;
+    ck_assert_int_eq(both_ways(fast, gen, "-0.000000000000000000000", 24, 0, &d, &vi), 0);
+    ck_assert(signbit(d) && d == 0 && vi == 0);
+    sr_jdom_free(fast);
+    sr_jdom_free(gen);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("jdom_num");
@@ -252,6 +369,7 @@ int main(void)
     tcase_add_test(tc, printed_doubles_match_strtod);
     tcase_add_test(tc, ties_match_strtod);
     tcase_add_test(tc, edges_match_strtod);
+    tcase_add_test(tc, digit_runs_at_every_boundary);
     suite_add_tcase(s, tc);
     return sr_test_run(s);
 }
