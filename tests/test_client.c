@@ -534,6 +534,84 @@ START_TEST(ids_of_every_width_and_logprob_members_in_any_order)
 }
 END_TEST
 
+/* The choice's members are found in one pass and the logprob entries read in one (response.c):
+ * on both reply paths, a first member under another name is searched past (also after entries
+ * whose "logprob" came first), the entries' count against the tokens is named before a bad
+ * entry, a bad entry by its index, a long engine id is cut as snprintf cuts it, and a span row
+ * is exactly three numbers. */
+START_TEST(choice_members_and_logprobs_in_one_pass)
+{
+    static const int32_t ids[] = {1, 2, 3};
+#define ONE_PASS_HEAD "{\"choices\":[{\"token_ids\":[10,11],\"finish_reason\":\"stop\","
+#define ONE_PASS_ROUTES                                                                            \
+    ",\"routed_experts\":{\"data\":\"AAEC\",\"shape\":[3,1,1],\"dtype\":\"uint8\"}}]}"
+    static const struct {
+        const char *reply, *msg; /* msg NULL: accepted */
+        int64_t offset;
+    } cases[] = {
+        {ONE_PASS_HEAD "\"logprobs\":{\"content\":[{\"logprob\":-1.5},{\"logprobs\":-7.0,"
+                       "\"logprob\":-2.5}]}" ONE_PASS_ROUTES,
+         NULL, -1},
+        {ONE_PASS_HEAD "\"logprobs\":{\"content\":[{\"logprob\":-1.5},{\"logprob\":\"x\"},"
+                       "{\"logprob\":-3.0}]}" ONE_PASS_ROUTES,
+         "has 3 entries for 2 tokens", -1},
+        {ONE_PASS_HEAD
+         "\"logprobs\":{\"content\":[{\"logprob\":-1.5},{\"logprob\":\"x\"}]}" ONE_PASS_ROUTES,
+         "content[1].logprob is not a number", 1},
+        {ONE_PASS_HEAD
+         "\"logprobs\":{\"content\":[{\"top\":1},{\"logprob\":-2.5}]}" ONE_PASS_ROUTES,
+         "content[0].logprob is not a number", 0},
+        {ONE_PASS_HEAD "\"logprobs\":{\"content\":[]},\"syncroll\":{\"rows\":[[0,2,7]],"
+                       "\"weight_version\":3,\"engine\":\"engine-with-an-id-longer-than-the-"
+                       "result-keeps-0123456789012345678901234567890123456789\"}" ONE_PASS_ROUTES,
+         NULL, -1},
+        {ONE_PASS_HEAD "\"syncroll\":{\"engine\":\"e\",\"weight_version\":0,\"rows\":"
+                       "[[0,1,0,5]]}" ONE_PASS_ROUTES,
+         "syncroll.rows[0] is not", -1},
+        {ONE_PASS_HEAD "\"syncroll\":{\"engine\":\"e\",\"weight_version\":0,\"rows\":"
+                       "[[0,2,0],[0,1]]}" ONE_PASS_ROUTES,
+         "syncroll.rows[1] is not", -1},
+    };
+#undef ONE_PASS_HEAD
+#undef ONE_PASS_ROUTES
+    const char *long_id = "engine-with-an-id-longer-than-the-result-keeps-0123456789012345678901"
+                          "234567890123456789";
+    for (int routes = 0; routes < 2; routes++) {
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+            sr_client_req q = SR_CLIENT_REQ_INIT;
+            q.token_ids = ids;
+            q.n_tokens = 3;
+            q.return_routes = routes;
+            capture c;
+            sr_client_result r;
+            sr_err e = SR_ERR_INIT;
+            int rc = capture_try(&c, NULL, &q, &r, cases[i].reply, &e);
+            if (cases[i].msg) {
+                ck_assert_msg(rc == SR_E_CLIENT_BAD_RESPONSE && strstr(e.msg, cases[i].msg) &&
+                                  e.offset == cases[i].offset,
+                              "routes %d reply %zu: %s (%s, offset %lld)", routes, i,
+                              sr_code_name(rc), e.msg, (long long)e.offset);
+            } else if (i == 0) {
+                ck_assert_sr_ok(rc, e);
+                ck_assert(r.has_logprobs && r.logprobs[0] == -1.5 && r.logprobs[1] == -2.5);
+                ck_assert_str_eq(r.finish_reason, "stop");
+            } else {
+                ck_assert_sr_ok(rc, e);
+                ck_assert(!r.has_logprobs);
+                size_t cut = sizeof r.engine_id - 1;
+                ck_assert_uint_eq(strlen(r.engine_id), cut);
+                ck_assert(strncmp(r.engine_id, long_id, cut) == 0);
+                ck_assert_int_eq((int)r.weight_version, 3);
+                ck_assert(r.n_spans == 1 && r.spans[0].lo == 0 && r.spans[0].hi == 2 &&
+                          r.spans[0].version == 7);
+            }
+            ck_assert_int_eq(r.has_routes, rc == 0 && routes);
+            capture_done(&c);
+        }
+    }
+}
+END_TEST
+
 static Suite *client_suite(void)
 {
     Suite *s = suite_create("client");
@@ -548,6 +626,7 @@ static Suite *client_suite(void)
     tcase_add_test(tc, cpu_time_is_sampled_every_nth_generate);
     tcase_add_test(tc, token_ids_text_is_reused_only_for_an_extension);
     tcase_add_test(tc, ids_of_every_width_and_logprob_members_in_any_order);
+    tcase_add_test(tc, choice_members_and_logprobs_in_one_pass);
     suite_add_tcase(s, tc);
     return s;
 }
