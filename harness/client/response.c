@@ -109,10 +109,10 @@ static int read_finish(sr_client_result *out, sr_client_conn *k, const cJSON *f,
 }
 
 /*
- * The choice's logprobs member lp (NULL: none), in one pass over its content: the entries are
- * counted while their values are taken, and the errors come in the order of separate passes (an
- * empty list, then the count against the tokens, then the allocation, then the first entry that
- * is not a number).
+ * The choice's logprobs member lp (NULL: none), in one pass over its content in steady state:
+ * the values are taken while the entries are counted, and the errors come in the order of
+ * separate passes (an empty list, the count against the tokens, the allocation, the first entry
+ * that is not a number).
  */
 static int read_logprobs(sr_client_result *out, sr_client_conn *k, const cJSON *lp, sr_err *err)
 {
@@ -124,36 +124,45 @@ static int read_logprobs(sr_client_result *out, sr_client_conn *k, const cJSON *
         return sr_err_set(err, SR_E_CLIENT_BAD_RESPONSE,
                           "choices[0].logprobs has no content array");
     size_t want = out->n_tokens, cnt = 0, bad = SIZE_MAX;
-    sr_err ge = SR_ERR_INIT;
-    int grc = want ? grow((void **)&k->logprobs, &k->logprobs_cap, want, sizeof(double), &ge) : 0;
+    const cJSON *e = content->child;
+    if (want > k->logprobs_cap) {
+        /* More tokens than ever before: counted first, so that a count that does not match is
+         * named before an allocation that fails. */
+        for (; e; e = e->next)
+            cnt++;
+        int rc = cnt == want
+                     ? grow((void **)&k->logprobs, &k->logprobs_cap, want, sizeof(double), err)
+                     : 0;
+        if (rc)
+            return rc;
+        e = content->child;
+        cnt = 0;
+    }
     /* The engines write "logprob" first, and the parser gives the entries one copy of a key they
      * repeat: a first member whose name is at the address already found to be "logprob" is it,
      * with no comparison. Any other entry is searched, which finds the same (first) member. */
+    size_t room = want <= k->logprobs_cap ? want : 0;
     const char *key = NULL;
-    for (const cJSON *e = content->child; e; e = e->next, cnt++) {
-        if (cnt >= want || grc || bad != SIZE_MAX)
-            continue; /* only counted: an error before the values' stands */
+    for (; e && cnt < room; e = e->next, cnt++) {
         const cJSON *v = e->child;
         if ((e->type & 0xFF) != cJSON_Object || !v || !v->string ||
             (v->string != key && strcmp(v->string, "logprob") != 0))
             v = cJSON_GetObjectItemCaseSensitive(e, "logprob");
         else
             key = v->string;
-        if (!v || (v->type & 0xFF) != cJSON_Number)
+        if (!v || (v->type & 0xFF) != cJSON_Number) {
             bad = cnt;
-        else
-            k->logprobs[cnt] = v->valuedouble;
+            break;
+        }
+        k->logprobs[cnt] = v->valuedouble;
     }
+    for (; e; e = e->next) /* the rest, only counted: past the tokens, or past a bad entry */
+        cnt++;
     if (cnt == 0)
         return 0; /* the reference treats an empty content list as no logprobs */
     if (cnt != want)
         return sr_err_set(err, SR_E_CLIENT_BAD_RESPONSE,
                           "choices[0].logprobs has %zu entries for %zu tokens", cnt, want);
-    if (grc) {
-        if (err)
-            *err = ge;
-        return grc;
-    }
     if (bad != SIZE_MAX)
         return sr_err_set_at(err, SR_E_CLIENT_BAD_RESPONSE, (int64_t)bad,
                              "choices[0].logprobs.content[%zu].logprob is not a number", bad);
