@@ -303,6 +303,26 @@ START_TEST(request_validation_is_client_side)
         ck_assert_sr_code(sr_client_generate(&r, k, &q, &e), e, SR_E_CLIENT_INVALID);
         ck_assert_int_eq(r.n_attempts, 0);
     }
+    /* A longer prompt is checked eight ids at a time: the first negative id is named wherever
+     * it stands (in a block, at a block's edges, in the tail after the last block), and a second
+     * one after it does not speak for it. */
+    int32_t longer[21];
+    for (size_t at = 0; at < 21; at++) {
+        for (size_t i = 0; i < 21; i++)
+            longer[i] = (int32_t)(i + 1);
+        longer[at] = -(int32_t)at - 1;
+        longer[20 - (20 - at) / 2] = INT32_MIN;
+        sr_client_req q = SR_CLIENT_REQ_INIT;
+        q.token_ids = longer;
+        q.n_tokens = 21;
+        sr_client_result r;
+        sr_err_clear(&e);
+        ck_assert_sr_code(sr_client_generate(&r, k, &q, &e), e, SR_E_CLIENT_INVALID);
+        ck_assert_int_eq(e.offset, (int64_t)at);
+        char want[64];
+        snprintf(want, sizeof want, "token_ids[%zu] = %d is negative", at, longer[at]);
+        ck_assert_msg(strstr(e.msg, want), "%s", e.msg);
+    }
     /* The inclusive upper bound start == len(prompt) is valid (it is then sent and refused). */
     sr_client_req q = SR_CLIENT_REQ_INIT;
     q.token_ids = ids;
