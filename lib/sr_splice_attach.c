@@ -477,7 +477,8 @@ static int parse(sr_splicer *s, sr_err *err)
     /* jdom accepts exactly one RFC 8259 value under the reference's rules (sr_jdom.h), into its
      * reused arena (a cJSON parse and delete per response was a quarter of the client's CPU per
      * request). */
-    sr_err je = SR_ERR_INIT;
+    sr_err je;
+    sr_err_empty(&je);
     int rc = n ? sr_jdom_parse(s->jdom, t, n, &s->doc, &je) : SR_E_JSON_SYNTAX;
     if (!rc)
         return 0;
@@ -495,7 +496,8 @@ static int parse(sr_splicer *s, sr_err *err)
 
 int sr_splice_i_finish(sr_splicer *s, sr_err *err)
 {
-    sr_err e = SR_ERR_INIT;
+    sr_err e; /* written and read only on failure */
+    sr_err_empty(&e);
     /* The walker on the stack, its path buffer borrowed from the splicer (kept across bodies). */
     walker wk;
     walker *w = &wk;

@@ -306,7 +306,8 @@ static int scan_blob(sr_splicer *s, const char **pp, const char *end, sr_err *er
         unsigned char *dst = b->at + b->nbytes;
         size_t w = 0, used = 0;
         int done = 0;
-        sr_err e = SR_ERR_INIT;
+        sr_err e;
+        sr_err_empty(&e);
         int rc = sr_b64_stream_feed(&s->st, dst, &w, p, n, &used, &done, &e);
         if (rc) {
             /* Kept for the envelope: the reference reports bad base64 only when unpacking. */
@@ -362,7 +363,8 @@ static int scan_ints(sr_splicer *s, const char **pp, const char *end, sr_err *er
     }
     size_t used = 0;
     int done = 0;
-    sr_err ie = SR_ERR_INIT;
+    sr_err ie;
+    sr_err_empty(&ie);
     int rc = sr_intarray_feed(&s->ip, s->ivals + r->val_off, *pp, n, &used, &done, &ie);
     if (rc && rc != SR_E_INTARRAY_SYNTAX && rc != SR_E_INTARRAY_STRICT) {
         if (err)
