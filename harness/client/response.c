@@ -24,11 +24,11 @@ static const cJSON *the_choice(const cJSON *doc, sr_err *err)
     const cJSON *ch = cJSON_IsObject(doc) ? cJSON_GetObjectItemCaseSensitive(doc, "choices") : NULL;
     if (!cJSON_IsArray(ch))
         return sr_err_set(err, SR_E_CLIENT_BAD_RESPONSE, "the response has no choices array"), NULL;
-    int n = cJSON_GetArraySize(ch);
-    const cJSON *c0 = cJSON_GetArrayItem(ch, 0);
-    if (n != 1 || !cJSON_IsObject(c0))
+    const cJSON *c0 = ch->child; /* one choice: a first element and no second */
+    if (!c0 || c0->next || !cJSON_IsObject(c0))
         return sr_err_set(err, SR_E_CLIENT_BAD_RESPONSE,
-                          "the response has %d choices; exactly one object was expected (n=1)", n),
+                          "the response has %d choices; exactly one object was expected (n=1)",
+                          cJSON_GetArraySize(ch)),
                NULL;
     return c0;
 }
