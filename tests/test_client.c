@@ -106,6 +106,28 @@ static void capture_generate(capture *c, const sr_client_opts *o, sr_client_req 
     ck_assert_sr_ok(capture_try(c, o, q, r, reply, &e), e);
 }
 
+/* Two generates on one conn, the first answered with `warm`: the second reply is read into the
+ * arrays the first one grew, as in a rollout's later turns. */
+static int capture_try_warm(capture *c, sr_client_req *q, sr_client_result *r, const char *warm,
+                            const char *reply, sr_err *e)
+{
+    capture_start(c, warm);
+    char url[64];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/", c->port);
+    const char *urls[] = {url};
+    ck_assert_sr_ok(sr_client_new(&c->cl, urls, 1, NULL, NULL, e), *e);
+    ck_assert_sr_ok(sr_client_conn_new(&c->k, c->cl, e), *e);
+    ck_assert_sr_ok(sr_client_generate(r, c->k, q, e), *e);
+    pthread_join(c->th, NULL);
+    c->reply = reply;
+    c->len = 0;
+    c->req[0] = '\0';
+    pthread_create(&c->th, NULL, capture_run, c);
+    int rc = sr_client_generate(r, c->k, q, e);
+    capture_join(c);
+    return rc;
+}
+
 static void capture_done(capture *c)
 {
     sr_client_conn_free(c->k);
@@ -592,11 +614,16 @@ START_TEST(choice_members_and_logprobs_in_one_pass)
                        "[[0,2,0],[0,1]]}" ONE_PASS_ROUTES,
          "syncroll.rows[1] is not", -1},
     };
+    static const char *const warm = ONE_PASS_HEAD
+        "\"logprobs\":{\"content\":[{\"logprob\":-1.0},{\"logprob\":-2.0}]}" ONE_PASS_ROUTES;
 #undef ONE_PASS_HEAD
 #undef ONE_PASS_ROUTES
     const char *long_id = "engine-with-an-id-longer-than-the-result-keeps-0123456789012345678901"
                           "234567890123456789";
-    for (int routes = 0; routes < 2; routes++) {
+    /* Each reply on a fresh conn (its arrays grown for it) and after a first reply (read into the
+     * arrays that one grew). */
+    for (int run = 0; run < 4; run++) {
+        int routes = run % 2;
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
             sr_client_req q = SR_CLIENT_REQ_INIT;
             q.token_ids = ids;
@@ -605,12 +632,13 @@ START_TEST(choice_members_and_logprobs_in_one_pass)
             capture c;
             sr_client_result r;
             sr_err e = SR_ERR_INIT;
-            int rc = capture_try(&c, NULL, &q, &r, cases[i].reply, &e);
+            int rc = run < 2 ? capture_try(&c, NULL, &q, &r, cases[i].reply, &e)
+                             : capture_try_warm(&c, &q, &r, warm, cases[i].reply, &e);
             if (cases[i].msg) {
                 ck_assert_msg(rc == SR_E_CLIENT_BAD_RESPONSE && strstr(e.msg, cases[i].msg) &&
                                   e.offset == cases[i].offset,
-                              "routes %d reply %zu: %s (%s, offset %lld)", routes, i,
-                              sr_code_name(rc), e.msg, (long long)e.offset);
+                              "run %d reply %zu: %s (%s, offset %lld)", run, i, sr_code_name(rc),
+                              e.msg, (long long)e.offset);
             } else if (i == 0) {
                 ck_assert_sr_ok(rc, e);
                 ck_assert(r.has_logprobs && r.logprobs[0] == -1.5 && r.logprobs[1] == -2.5);
