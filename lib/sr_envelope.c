@@ -30,8 +30,12 @@ sr_contract sr_contract_routes(void)
 
 int sr_envelope_is_reserved_key(const char *key)
 {
-    return key &&
-           (strcmp(key, "data") == 0 || strcmp(key, "shape") == 0 || strcmp(key, "dtype") == 0);
+    /* Told apart by the first byte first: one comparison for most keys, not three. */
+    if (!key)
+        return 0;
+    if (key[0] == 'd')
+        return strcmp(key, "data") == 0 || strcmp(key, "dtype") == 0;
+    return key[0] == 's' && strcmp(key, "shape") == 0;
 }
 
 /* ---- pack ---- */
@@ -251,9 +255,19 @@ static int read_keys(const cJSON **data, const cJSON **shape, const cJSON **dtyp
 {
     if (!cJSON_IsObject(payload))
         return sr_err_set(err, SR_E_ENV_NOT_OBJECT, "packed array payload must be an object");
-    *dtype = cJSON_GetObjectItemCaseSensitive(payload, "dtype");
-    *shape = cJSON_GetObjectItemCaseSensitive(payload, "shape");
-    *data = cJSON_GetObjectItemCaseSensitive(payload, "data");
+    /* One pass over the members, each key its first member of the name before any member
+     * without a name, as cJSON_GetObjectItemCaseSensitive finds it. */
+    *dtype = *shape = *data = NULL;
+    for (const cJSON *m = payload->child; m && m->string; m = m->next) {
+        const char *k = m->string;
+        const cJSON **slot = k[0] == 'd'   ? (strcmp(k, "data") == 0    ? data
+                                              : strcmp(k, "dtype") == 0 ? dtype
+                                                                        : NULL)
+                             : k[0] == 's' ? (strcmp(k, "shape") == 0 ? shape : NULL)
+                                           : NULL;
+        if (slot && !*slot)
+            *slot = m;
+    }
     if (!*dtype)
         return sr_err_set(err, SR_E_ENV_INVALID, "invalid packed array envelope: 'dtype'");
     /* A key that held an escaped NUL reads as its part before the NUL ("shape\u0000x" as

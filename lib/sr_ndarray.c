@@ -134,6 +134,23 @@ int64_t sr_ndarray_get_i64(const sr_ndarray *a, uint64_t i)
     }
 }
 
+size_t sr_i32_first_negative(const int32_t *v, size_t n)
+{
+    size_t i = 0;
+    /* A block of eight holds a negative value exactly when the OR of its words has a sign bit
+     * set; the first such block is then searched value by value. */
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w[4];
+        memcpy(w, v + i, sizeof w);
+        if ((w[0] | w[1] | w[2] | w[3]) & 0x8000000080000000ull)
+            break;
+    }
+    for (; i < n; i++)
+        if (v[i] < 0)
+            return i;
+    return n;
+}
+
 void sr_ndarray_set_i64(sr_ndarray *a, uint64_t i, int64_t v)
 {
     unsigned char *p = a->data;

@@ -69,6 +69,10 @@ void sr_ndarray_release(sr_ndarray *a);
  */
 int64_t sr_ndarray_get_i64(const sr_ndarray *a, uint64_t i);
 
+/* The index of the first negative value of v[0, n), or n when none is (token ids: eight at a
+ * time, by the sign bits of their OR). */
+size_t sr_i32_first_negative(const int32_t *v, size_t n);
+
 /* Writes v to element i of an integer array, truncating to the dtype's width. */
 void sr_ndarray_set_i64(sr_ndarray *a, uint64_t i, int64_t v);
 

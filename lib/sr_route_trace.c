@@ -386,7 +386,10 @@ static void write_padding(sr_meta_trace *m, int64_t first, int64_t count)
      * their bytes are the same in its signed and unsigned form: one store of the item's width
      * each, not a dtype dispatch per element. */
     size_t k = (size_t)m->row_shape[1];
-    for (size_t i = 0, v = 0; i < m->row_elems; i++, v = v + 1 == k ? 0 : v + 1) {
+    /* Rows of whole layers repeat one layer's values, so only the first layer is written and the
+     * doubling copies below make the rest; otherwise the whole first row is written. */
+    size_t first_elems = k && m->row_elems % k == 0 ? k : m->row_elems;
+    for (size_t i = 0, v = 0; i < first_elems; i++, v = v + 1 == k ? 0 : v + 1) {
         if (item == 1) {
             row[i] = (unsigned char)v;
         } else if (item == 2) {
@@ -401,7 +404,7 @@ static void write_padding(sr_meta_trace *m, int64_t first, int64_t count)
         }
     }
     /* Doubling copies: each pass copies everything written so far. */
-    size_t done = row_bytes, total = (size_t)count * row_bytes;
+    size_t done = first_elems * item, total = (size_t)count * row_bytes;
     while (done < total) {
         size_t n = done < total - done ? done : total - done;
         memcpy(row + done, row, n);

@@ -19,7 +19,8 @@ static int setup_output(sr_splicer *s, int64_t known, sr_err *err)
     s->budget = SPLICE_ALIGN_BUDGET;
     if (known >= 0) {
         /* err may be NULL, so the arena's code is read from a local record. */
-        sr_err ae = SR_ERR_INIT;
+        sr_err ae;
+        sr_err_empty(&ae);
         s->out_cap = region_bound((size_t)known);
         s->out = sr_arena_alloc(s->arena, s->out_cap, &ae);
         return s->out ? 0 : sr_err_set(err, ae.code, "splice: %s", ae.msg);
@@ -204,7 +205,8 @@ int sr_splice_i_feed(sr_splicer *s, const char *chunk, size_t n, sr_err *err)
     size_t take = n;
     if (s->pos + n > limit)
         take = (size_t)(limit - s->pos);
-    sr_err e = SR_ERR_INIT;
+    sr_err e; /* written and read only on failure */
+    sr_err_empty(&e);
     s->chunk = chunk;
     int rc = take ? sr_splice_i_scan(s, chunk, chunk + take, &e) : 0;
     s->pos += take;

@@ -41,6 +41,7 @@ typedef struct walker {
     size_t next_blob[SR_FIELDS_MAX];
     size_t next_int[SR_FIELDS_MAX];
     uint64_t name_lens; /* bit L - 1 set: some registered name is L bytes long */
+    uint64_t first[4];  /* bit c set: some registered name begins with the byte c */
     path_frame *top;    /* the innermost level, or NULL at the root */
     sr_buf path;        /* the path of `top`, valid after make_path */
     /* The last key found unregistered: sr_jdom gives the members of an array of objects that
@@ -48,6 +49,59 @@ typedef struct walker {
      * address is known unregistered without looking at its bytes. */
     const char *unregistered;
 } walker;
+
+/* Keys that sr_jdom_path_key writes as they are (an identifier) when they are at most this long;
+ * a longer one it abbreviates. */
+#define PATH_KEY_PLAIN_MAX 64
+
+/* 1 for the bytes of an identifier (sr_jdom_path_key: letters, digits, '_'). */
+static const unsigned char IDENT[256] = {
+    ['0'] = 1, ['1'] = 1, ['2'] = 1, ['3'] = 1, ['4'] = 1, ['5'] = 1, ['6'] = 1, ['7'] = 1,
+    ['8'] = 1, ['9'] = 1, ['_'] = 1, ['a'] = 1, ['b'] = 1, ['c'] = 1, ['d'] = 1, ['e'] = 1,
+    ['f'] = 1, ['g'] = 1, ['h'] = 1, ['i'] = 1, ['j'] = 1, ['k'] = 1, ['l'] = 1, ['m'] = 1,
+    ['n'] = 1, ['o'] = 1, ['p'] = 1, ['q'] = 1, ['r'] = 1, ['s'] = 1, ['t'] = 1, ['u'] = 1,
+    ['v'] = 1, ['w'] = 1, ['x'] = 1, ['y'] = 1, ['z'] = 1, ['A'] = 1, ['B'] = 1, ['C'] = 1,
+    ['D'] = 1, ['E'] = 1, ['F'] = 1, ['G'] = 1, ['H'] = 1, ['I'] = 1, ['J'] = 1, ['K'] = 1,
+    ['L'] = 1, ['M'] = 1, ['N'] = 1, ['O'] = 1, ['P'] = 1, ['Q'] = 1, ['R'] = 1, ['S'] = 1,
+    ['T'] = 1, ['U'] = 1, ['V'] = 1, ['W'] = 1, ['X'] = 1, ['Y'] = 1, ['Z'] = 1};
+
+/* Appends a member's key to the path as sr_jdom_path_key does: an identifier of at most
+ * PATH_KEY_PLAIN_MAX bytes (every key of an engine's body) with one copy, as ".key" ("key" at the
+ * start); any other key by that function (quoted, abbreviated). */
+static int put_key(sr_buf *p, const char *key, sr_err *err)
+{
+    size_t n = 0;
+    if (key[0] >= '0' && key[0] <= '9')
+        return sr_jdom_path_key(p, key, err);
+    while (n <= PATH_KEY_PLAIN_MAX && IDENT[(unsigned char)key[n]])
+        n++;
+    if (n == 0 || n > PATH_KEY_PLAIN_MAX || key[n] != '\0')
+        return sr_jdom_path_key(p, key, err);
+    int rc = sr_buf_reserve(p, n + 1, err);
+    if (rc)
+        return rc;
+    if (p->len)
+        p->data[p->len++] = '.';
+    memcpy(p->data + p->len, key, n);
+    p->len += n;
+    p->data[p->len] = '\0';
+    return 0;
+}
+
+/* Appends "[index]" to the path. */
+static int put_index(sr_buf *p, int index, sr_err *err)
+{
+    char tmp[16];
+    char *q = tmp + sizeof tmp;
+    *--q = ']';
+    unsigned u = (unsigned)index;
+    do {
+        *--q = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    *--q = '[';
+    return sr_buf_append(p, q, (size_t)(tmp + sizeof tmp - q), err);
+}
 
 /* Makes w->path the path of the chain ending at f, formatting the levels not yet formatted. */
 static int put_frames(walker *w, path_frame *f, sr_err *err)
@@ -61,12 +115,8 @@ static int put_frames(walker *w, path_frame *f, sr_err *err)
     int rc = put_frames(w, f->up, err);
     if (rc)
         return rc;
-    if (f->index >= 0) {
-        if (!(rc = sr_buf_append(p, "[", 1, err)) && !(rc = sr_buf_put_i64(p, f->index, err)))
-            rc = sr_buf_append(p, "]", 1, err);
-    } else {
-        rc = sr_jdom_path_key(p, f->item->string ? f->item->string : "", err);
-    }
+    rc = f->index >= 0 ? put_index(p, f->index, err)
+                       : put_key(p, f->item->string ? f->item->string : "", err);
     if (rc)
         return rc;
     f->formatted = 1;
@@ -175,10 +225,14 @@ static int packed_member(walker *w, const sr_field_def *d, size_t f, cJSON *c, s
     return rc ? rc : walk(w, c, err);
 }
 
-/* The registered field named `key`, or NULL; most keys are told apart by their length alone. */
+/* The registered field named `key`, or NULL; most keys are told apart by their first byte or
+ * their length alone. */
 static const sr_field_def *registered(const walker *w, const char *key)
 {
     if (!key)
+        return NULL;
+    unsigned char c0 = (unsigned char)key[0];
+    if (!((w->first[c0 >> 6] >> (c0 & 63)) & 1))
         return NULL;
     size_t n = strnlen(key, SR_FIELD_NAME_MAX + 1);
     if (n == 0 || n > SR_FIELD_NAME_MAX || !((w->name_lens >> (n - 1)) & 1))
@@ -250,32 +304,41 @@ static int member(walker *w, cJSON *c, sr_err *err)
     return rc ? rc : walk(w, c, err);
 }
 
-/* An object whose only member is a scalar under the key the walk last found unregistered (the
- * logprob objects of a body, {"logprob":-0.25}): walking it would only call member(), which
- * returns 0 for it at once, so the walk steps over it. */
-static int plain_one(const walker *w, const cJSON *c)
+/* Whether an object whose first member is m holds only m, a scalar under the key the walk last
+ * found unregistered (the logprob objects of a body, {"logprob":-0.25}): walking it would only
+ * call member(), which returns 0 for it at once, so the walk steps over it. */
+static int plain_one(const walker *w, const cJSON *m)
 {
-    const cJSON *m = c->child;
-    return (c->type & 0xFF) == cJSON_Object && m && !m->next && m->string &&
-           m->string == w->unregistered && !has_members(m);
+    return !m->next && m->string && m->string == w->unregistered && !has_members(m);
 }
 
 static int walk(walker *w, cJSON *node, sr_err *err)
 {
     if (!has_members(node))
         return 0;
-    int arr = (node->type & 0xFF) == cJSON_Array;
     path_frame f = {w->top, NULL, -1, 0, 0};
     w->top = &f;
     int rc = 0;
-    int i = 0;
-    for (cJSON *c = node->child; c && !rc; c = c->next, i++) {
-        f.item = c;
-        f.formatted = 0;
-        if (arr) {
+    if ((node->type & 0xFF) == cJSON_Array) {
+        /* Elements the walk would not enter (scalars, empty containers, plain_one objects) are
+         * stepped over in a loop of their own (a scalar or an empty container has no child),
+         * without touching the frame, which only an entered element needs. */
+        int i = 0;
+        for (cJSON *c = node->child; c; c = c->next, i++) {
+            const cJSON *m = c->child;
+            int t = c->type & 0xFF;
+            if (!m || (t == cJSON_Object ? plain_one(w, m) : t != cJSON_Array))
+                continue;
+            f.item = c;
+            f.formatted = 0;
             f.index = i;
-            rc = has_members(c) && !plain_one(w, c) ? walk(w, c, err) : 0;
-        } else {
+            if ((rc = walk(w, c, err)))
+                break;
+        }
+    } else {
+        for (cJSON *c = node->child; c && !rc; c = c->next) {
+            f.item = c;
+            f.formatted = 0;
             rc = member(w, c, err);
         }
     }
@@ -414,7 +477,8 @@ static int parse(sr_splicer *s, sr_err *err)
     /* jdom accepts exactly one RFC 8259 value under the reference's rules (sr_jdom.h), into its
      * reused arena (a cJSON parse and delete per response was a quarter of the client's CPU per
      * request). */
-    sr_err je = SR_ERR_INIT;
+    sr_err je;
+    sr_err_empty(&je);
     int rc = n ? sr_jdom_parse(s->jdom, t, n, &s->doc, &je) : SR_E_JSON_SYNTAX;
     if (!rc)
         return 0;
@@ -432,7 +496,8 @@ static int parse(sr_splicer *s, sr_err *err)
 
 int sr_splice_i_finish(sr_splicer *s, sr_err *err)
 {
-    sr_err e = SR_ERR_INIT;
+    sr_err e; /* written and read only on failure */
+    sr_err_empty(&e);
     /* The walker on the stack, its path buffer borrowed from the splicer (kept across bodies). */
     walker wk;
     walker *w = &wk;
@@ -440,8 +505,12 @@ int sr_splice_i_finish(sr_splicer *s, sr_err *err)
     w->s = s;
     w->path = s->walk_path;
     sr_buf_reset(&w->path);
-    for (size_t i = 0; i < sr_fields_count(s->fields); i++)
-        w->name_lens |= (uint64_t)1 << (sr_fields_at(s->fields, i)->name_len - 1);
+    for (size_t i = 0; i < sr_fields_count(s->fields); i++) {
+        const sr_field_def *d = sr_fields_at(s->fields, i);
+        unsigned char c0 = (unsigned char)d->name[0];
+        w->name_lens |= (uint64_t)1 << (d->name_len - 1);
+        w->first[c0 >> 6] |= (uint64_t)1 << (c0 & 63);
+    }
     /* Paths of legitimate bodies are a few times shorter than the non-blob text; a bound
      * proportional to it turns a pathological body (thousands of entries nested a thousand
      * deep) into resource.limit instead of a gigabyte of path strings. */

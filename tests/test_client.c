@@ -106,6 +106,28 @@ static void capture_generate(capture *c, const sr_client_opts *o, sr_client_req 
     ck_assert_sr_ok(capture_try(c, o, q, r, reply, &e), e);
 }
 
+/* Two generates on one conn, the first answered with `warm`: the second reply is read into the
+ * arrays the first one grew, as in a rollout's later turns. */
+static int capture_try_warm(capture *c, sr_client_req *q, sr_client_result *r, const char *warm,
+                            const char *reply, sr_err *e)
+{
+    capture_start(c, warm);
+    char url[64];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/", c->port);
+    const char *urls[] = {url};
+    ck_assert_sr_ok(sr_client_new(&c->cl, urls, 1, NULL, NULL, e), *e);
+    ck_assert_sr_ok(sr_client_conn_new(&c->k, c->cl, e), *e);
+    ck_assert_sr_ok(sr_client_generate(r, c->k, q, e), *e);
+    pthread_join(c->th, NULL);
+    c->reply = reply;
+    c->len = 0;
+    c->req[0] = '\0';
+    pthread_create(&c->th, NULL, capture_run, c);
+    int rc = sr_client_generate(r, c->k, q, e);
+    capture_join(c);
+    return rc;
+}
+
 static void capture_done(capture *c)
 {
     sr_client_conn_free(c->k);
@@ -302,6 +324,26 @@ START_TEST(request_validation_is_client_side)
         sr_err_clear(&e);
         ck_assert_sr_code(sr_client_generate(&r, k, &q, &e), e, SR_E_CLIENT_INVALID);
         ck_assert_int_eq(r.n_attempts, 0);
+    }
+    /* A longer prompt is checked eight ids at a time: the first negative id is named wherever
+     * it stands (in a block, at a block's edges, in the tail after the last block), and a second
+     * one after it does not speak for it. */
+    int32_t longer[21];
+    for (size_t at = 0; at < 21; at++) {
+        for (size_t i = 0; i < 21; i++)
+            longer[i] = (int32_t)(i + 1);
+        longer[at] = -(int32_t)at - 1;
+        longer[20 - (20 - at) / 2] = INT32_MIN;
+        sr_client_req q = SR_CLIENT_REQ_INIT;
+        q.token_ids = longer;
+        q.n_tokens = 21;
+        sr_client_result r;
+        sr_err_clear(&e);
+        ck_assert_sr_code(sr_client_generate(&r, k, &q, &e), e, SR_E_CLIENT_INVALID);
+        ck_assert_int_eq(e.offset, (int64_t)at);
+        char want[64];
+        snprintf(want, sizeof want, "token_ids[%zu] = %d is negative", at, longer[at]);
+        ck_assert_msg(strstr(e.msg, want), "%s", e.msg);
     }
     /* The inclusive upper bound start == len(prompt) is valid (it is then sent and refused). */
     sr_client_req q = SR_CLIENT_REQ_INIT;
@@ -579,6 +621,90 @@ START_TEST(random_ids_and_keys_are_exact)
 }
 END_TEST
 
+/* The choice's members are found in one pass and the logprob entries read in one (response.c):
+ * on both reply paths, a first member under another name is searched past (also after entries
+ * whose "logprob" came first), the entries' count against the tokens is named before a bad
+ * entry, a bad entry by its index, a long engine id is cut as snprintf cuts it, and a span row
+ * is exactly three numbers. */
+START_TEST(choice_members_and_logprobs_in_one_pass)
+{
+    static const int32_t ids[] = {1, 2, 3};
+#define ONE_PASS_HEAD "{\"choices\":[{\"token_ids\":[10,11],\"finish_reason\":\"stop\","
+#define ONE_PASS_ROUTES                                                                            \
+    ",\"routed_experts\":{\"data\":\"AAEC\",\"shape\":[3,1,1],\"dtype\":\"uint8\"}}]}"
+    static const struct {
+        const char *reply, *msg; /* msg NULL: accepted */
+        int64_t offset;
+    } cases[] = {
+        {ONE_PASS_HEAD "\"logprobs\":{\"content\":[{\"logprob\":-1.5},{\"logprobs\":-7.0,"
+                       "\"logprob\":-2.5}]}" ONE_PASS_ROUTES,
+         NULL, -1},
+        {ONE_PASS_HEAD "\"logprobs\":{\"content\":[{\"logprob\":-1.5},{\"logprob\":\"x\"},"
+                       "{\"logprob\":-3.0}]}" ONE_PASS_ROUTES,
+         "has 3 entries for 2 tokens", -1},
+        {ONE_PASS_HEAD
+         "\"logprobs\":{\"content\":[{\"logprob\":-1.5},{\"logprob\":\"x\"}]}" ONE_PASS_ROUTES,
+         "content[1].logprob is not a number", 1},
+        {ONE_PASS_HEAD
+         "\"logprobs\":{\"content\":[{\"top\":1},{\"logprob\":-2.5}]}" ONE_PASS_ROUTES,
+         "content[0].logprob is not a number", 0},
+        {ONE_PASS_HEAD "\"logprobs\":{\"content\":[]},\"syncroll\":{\"rows\":[[0,2,7]],"
+                       "\"weight_version\":3,\"engine\":\"engine-with-an-id-longer-than-the-"
+                       "result-keeps-0123456789012345678901234567890123456789\"}" ONE_PASS_ROUTES,
+         NULL, -1},
+        {ONE_PASS_HEAD "\"syncroll\":{\"engine\":\"e\",\"weight_version\":0,\"rows\":"
+                       "[[0,1,0,5]]}" ONE_PASS_ROUTES,
+         "syncroll.rows[0] is not", -1},
+        {ONE_PASS_HEAD "\"syncroll\":{\"engine\":\"e\",\"weight_version\":0,\"rows\":"
+                       "[[0,2,0],[0,1]]}" ONE_PASS_ROUTES,
+         "syncroll.rows[1] is not", -1},
+    };
+    static const char *const warm = ONE_PASS_HEAD
+        "\"logprobs\":{\"content\":[{\"logprob\":-1.0},{\"logprob\":-2.0}]}" ONE_PASS_ROUTES;
+#undef ONE_PASS_HEAD
+#undef ONE_PASS_ROUTES
+    const char *long_id = "engine-with-an-id-longer-than-the-result-keeps-0123456789012345678901"
+                          "234567890123456789";
+    /* Each reply on a fresh conn (its arrays grown for it) and after a first reply (read into the
+     * arrays that one grew). */
+    for (int run = 0; run < 4; run++) {
+        int routes = run % 2;
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+            sr_client_req q = SR_CLIENT_REQ_INIT;
+            q.token_ids = ids;
+            q.n_tokens = 3;
+            q.return_routes = routes;
+            capture c;
+            sr_client_result r;
+            sr_err e = SR_ERR_INIT;
+            int rc = run < 2 ? capture_try(&c, NULL, &q, &r, cases[i].reply, &e)
+                             : capture_try_warm(&c, &q, &r, warm, cases[i].reply, &e);
+            if (cases[i].msg) {
+                ck_assert_msg(rc == SR_E_CLIENT_BAD_RESPONSE && strstr(e.msg, cases[i].msg) &&
+                                  e.offset == cases[i].offset,
+                              "run %d reply %zu: %s (%s, offset %lld)", run, i, sr_code_name(rc),
+                              e.msg, (long long)e.offset);
+            } else if (i == 0) {
+                ck_assert_sr_ok(rc, e);
+                ck_assert(r.has_logprobs && r.logprobs[0] == -1.5 && r.logprobs[1] == -2.5);
+                ck_assert_str_eq(r.finish_reason, "stop");
+            } else {
+                ck_assert_sr_ok(rc, e);
+                ck_assert(!r.has_logprobs);
+                size_t cut = sizeof r.engine_id - 1;
+                ck_assert_uint_eq(strlen(r.engine_id), cut);
+                ck_assert(strncmp(r.engine_id, long_id, cut) == 0);
+                ck_assert_int_eq((int)r.weight_version, 3);
+                ck_assert(r.n_spans == 1 && r.spans[0].lo == 0 && r.spans[0].hi == 2 &&
+                          r.spans[0].version == 7);
+            }
+            ck_assert_int_eq(r.has_routes, rc == 0 && routes);
+            capture_done(&c);
+        }
+    }
+}
+END_TEST
+
 static Suite *client_suite(void)
 {
     Suite *s = suite_create("client");
@@ -594,6 +720,7 @@ static Suite *client_suite(void)
     tcase_add_test(tc, token_ids_text_is_reused_only_for_an_extension);
     tcase_add_test(tc, ids_of_every_width_and_logprob_members_in_any_order);
     tcase_add_test(tc, random_ids_and_keys_are_exact);
+    tcase_add_test(tc, choice_members_and_logprobs_in_one_pass);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -92,6 +92,34 @@ START_TEST(decode_worked_vector)
 }
 END_TEST
 
+/* The envelope's keys are read in one pass over its members as cJSON's lookup reads them: with a
+ * key repeated (cJSON's parser keeps both), the first member of each name is the one read, and
+ * other members, under names that share a first byte with them or not, are not. */
+START_TEST(repeated_keys_read_the_first)
+{
+    sr_err e = SR_ERR_INIT;
+    sr_contract rc = sr_contract_routes();
+    sr_ndarray out;
+    ck_assert_sr_ok(unpack_text(&out,
+                                "{\"d\":1,\"dtypes\":\"int64\",\"datas\":\"!\",\"s\":[2],"
+                                "\"dtype\":\"uint8\",\"shape\":[1,1,2],\"data\":\"AQI=\","
+                                "\"data\":\"!!!!\",\"shape\":[9],\"dtype\":\"float64\"}",
+                                &rc, &e),
+                    e);
+    ck_assert_int_eq(out.dtype, SR_DTYPE_UINT8);
+    ck_assert_int_eq(out.ndim, 3);
+    ck_assert_int_eq(out.shape[2], 2);
+    ck_assert_int_eq(((unsigned char *)out.data)[1], 2);
+    sr_ndarray_release(&out);
+    ck_assert(sr_envelope_is_reserved_key("data") && sr_envelope_is_reserved_key("dtype") &&
+              sr_envelope_is_reserved_key("shape"));
+    ck_assert(!sr_envelope_is_reserved_key("d") && !sr_envelope_is_reserved_key("datas") &&
+              !sr_envelope_is_reserved_key("dtypes") && !sr_envelope_is_reserved_key("s") &&
+              !sr_envelope_is_reserved_key("start") && !sr_envelope_is_reserved_key("") &&
+              !sr_envelope_is_reserved_key(NULL));
+}
+END_TEST
+
 /* The compaction table of test_packed_routed_experts_round_trip. */
 START_TEST(canonical_dtype_table)
 {
@@ -550,6 +578,7 @@ static Suite *suite(void)
     tcase_add_test(tc, arena_decoding_is_a_view);
     tcase_add_test(tc, arena_limit_with_null_err_is_named);
     tcase_add_test(tc, minmax_finds_extremes_at_every_block_position);
+    tcase_add_test(tc, repeated_keys_read_the_first);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -548,6 +548,37 @@ START_TEST(lenient_json_is_refused)
 }
 END_TEST
 
+/* An entry's path names each key as sr_jdom_path_key does (the walk writes an identifier of up
+ * to 64 bytes itself): 64 identifier bytes plain, 65 quoted and abbreviated, a leading digit,
+ * another byte or no byte quoted, and indices of two digits. */
+START_TEST(paths_name_keys_as_the_parser_does)
+{
+    char k64[65], k65[66], body[640];
+    memset(k64, 'k', 64);
+    k64[64] = '\0';
+    memset(k65, 'q', 65);
+    k65[65] = '\0';
+    snprintf(body, sizeof(body),
+             "{\"%s\":{\"token_ids\":[1]},\"%s\":{\"token_ids\":[2]},\"9a\":{\"token_ids\":[3]},"
+             "\"a-b\":{\"token_ids\":[4]},\"\":{\"token_ids\":[5]},\"_x9\":[0,1,2,3,4,5,6,7,8,"
+             "9,[],{},{\"token_ids\":[6]}],\"Zz_0\":{\"y\":{\"token_ids\":[7]}}}",
+             k64, k65);
+    ck_assert_sr_ok(check(body), g_err);
+    ck_assert_uint_eq(g_res->count, 7);
+    char want[128];
+    snprintf(want, sizeof(want), "%s.token_ids", k64);
+    ck_assert_str_eq(entry(0)->path, want);
+    snprintf(want, sizeof(want), "[\"%.64s...\"].token_ids", k65);
+    ck_assert_str_eq(entry(1)->path, want);
+    ck_assert_str_eq(entry(2)->path, "[\"9a\"].token_ids");
+    ck_assert_str_eq(entry(3)->path, "[\"a-b\"].token_ids");
+    ck_assert_str_eq(entry(4)->path, "[\"\"].token_ids");
+    ck_assert_str_eq(entry(5)->path, "_x9[12].token_ids");
+    ck_assert_str_eq(entry(6)->path, "Zz_0.y.token_ids");
+    ck_assert_int_eq(((const int32_t *)entry(5)->array.data)[0], 6);
+}
+END_TEST
+
 /* Paths stay proportional to the body: a long key is abbreviated, and thousands of entries
  * nested deep fail with resource.limit instead of growing the path table to a gigabyte. */
 START_TEST(paths_are_bounded_by_the_body)
@@ -632,6 +663,7 @@ static Suite *suite(void)
     tcase_add_test(tc, begin_without_memory_is_named_with_null_err);
     tcase_add_test(tc, lenient_json_is_refused);
     tcase_add_test(tc, padding_where_threaded_windows_meet);
+    tcase_add_test(tc, paths_name_keys_as_the_parser_does);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -62,10 +62,10 @@ static int check_request(const sr_client_opts *o, const sr_client_req *r, sr_err
     if (r->cache_salt && !r->cache_salt[0])
         return sr_err_set(err, SR_E_CLIENT_INVALID,
                           "cache_salt must not be empty (vLLM rejects an empty salt)");
-    for (size_t i = 0; i < r->n_tokens; i++)
-        if (r->token_ids[i] < 0)
-            return sr_err_set_at(err, SR_E_CLIENT_INVALID, (int64_t)i,
-                                 "token_ids[%zu] = %d is negative", i, r->token_ids[i]);
+    size_t i = sr_i32_first_negative(r->token_ids, r->n_tokens);
+    if (i < r->n_tokens)
+        return sr_err_set_at(err, SR_E_CLIENT_INVALID, (int64_t)i,
+                             "token_ids[%zu] = %d is negative", i, r->token_ids[i]);
     int rc = check_sampling(r->sampling_params, err);
     return rc ? rc : check_session(r->session_id, err);
 }

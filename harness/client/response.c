@@ -24,11 +24,11 @@ static const cJSON *the_choice(const cJSON *doc, sr_err *err)
     const cJSON *ch = cJSON_IsObject(doc) ? cJSON_GetObjectItemCaseSensitive(doc, "choices") : NULL;
     if (!cJSON_IsArray(ch))
         return sr_err_set(err, SR_E_CLIENT_BAD_RESPONSE, "the response has no choices array"), NULL;
-    int n = cJSON_GetArraySize(ch);
-    const cJSON *c0 = cJSON_GetArrayItem(ch, 0);
-    if (n != 1 || !cJSON_IsObject(c0))
+    const cJSON *c0 = ch->child; /* one choice: a first element and no second */
+    if (!c0 || c0->next || !cJSON_IsObject(c0))
         return sr_err_set(err, SR_E_CLIENT_BAD_RESPONSE,
-                          "the response has %d choices; exactly one object was expected (n=1)", n),
+                          "the response has %d choices; exactly one object was expected (n=1)",
+                          cJSON_GetArraySize(ch)),
                NULL;
     return c0;
 }
@@ -40,7 +40,19 @@ static int tokens_from_array(sr_client_conn *k, const sr_ndarray *a, size_t *n, 
     if (a->ndim != 1)
         return sr_err_set(err, SR_E_CLIENT_BAD_RESPONSE, "choices[0].token_ids is not 1-D");
     int rc = grow((void **)&k->tokens, &k->tokens_cap, cnt ? cnt : 1, sizeof(int32_t), err);
-    for (size_t i = 0; !rc && i < cnt; i++) {
+    size_t i = 0;
+    if (!rc && a->dtype == SR_DTYPE_INT32) {
+        /* The splice's own dtype for token ids: copied while none is negative, the rest (from
+         * the first negative one, which is refused below) by the general loop. */
+        const unsigned char *d = a->data;
+        for (int32_t v; i < cnt; i++) {
+            memcpy(&v, d + i * 4, 4);
+            if (v < 0)
+                break;
+            k->tokens[i] = v;
+        }
+    }
+    for (; !rc && i < cnt; i++) {
         int64_t v = sr_ndarray_get_i64(a, i);
         if (v < 0 || v > INT32_MAX)
             return sr_err_set_at(err, SR_E_CLIENT_BAD_RESPONSE, (int64_t)i,
@@ -86,9 +98,9 @@ static int keep_finish(sr_client_result *out, sr_client_conn *k, const cJSON *f,
     return 0;
 }
 
-static int read_finish(sr_client_result *out, sr_client_conn *k, const cJSON *c0, sr_err *err)
+/* The choice's finish_reason member f (NULL: none). */
+static int read_finish(sr_client_result *out, sr_client_conn *k, const cJSON *f, sr_err *err)
 {
-    const cJSON *f = cJSON_GetObjectItemCaseSensitive(c0, "finish_reason");
     if (cJSON_IsNull(f)) {
         out->finish_reason = NULL;
         return 0;
@@ -96,9 +108,14 @@ static int read_finish(sr_client_result *out, sr_client_conn *k, const cJSON *c0
     return keep_finish(out, k, f, "choices[0].finish_reason is missing or not a short string", err);
 }
 
-static int read_logprobs(sr_client_result *out, sr_client_conn *k, const cJSON *c0, sr_err *err)
+/*
+ * The choice's logprobs member lp (NULL: none), in one pass over its content in steady state:
+ * the values are taken while the entries are counted, and the errors come in the order of
+ * separate passes (an empty list, the count against the tokens, the allocation, the first entry
+ * that is not a number).
+ */
+static int read_logprobs(sr_client_result *out, sr_client_conn *k, const cJSON *lp, sr_err *err)
 {
-    const cJSON *lp = cJSON_GetObjectItemCaseSensitive(c0, "logprobs");
     out->has_logprobs = 0;
     if (!lp || cJSON_IsNull(lp))
         return 0;
@@ -106,39 +123,58 @@ static int read_logprobs(sr_client_result *out, sr_client_conn *k, const cJSON *
     if (!cJSON_IsArray(content))
         return sr_err_set(err, SR_E_CLIENT_BAD_RESPONSE,
                           "choices[0].logprobs has no content array");
-    size_t cnt = (size_t)cJSON_GetArraySize(content), i = 0;
-    if (cnt == 0)
-        return 0; /* the reference treats an empty content list as no logprobs */
-    if (cnt != out->n_tokens)
-        return sr_err_set(err, SR_E_CLIENT_BAD_RESPONSE,
-                          "choices[0].logprobs has %zu entries for %zu tokens", cnt, out->n_tokens);
-    int rc = grow((void **)&k->logprobs, &k->logprobs_cap, cnt, sizeof(double), err);
-    const cJSON *e;
-    cJSON_ArrayForEach(e, content)
-    {
+    size_t want = out->n_tokens, cnt = 0, bad = SIZE_MAX;
+    const cJSON *e = content->child;
+    if (want > k->logprobs_cap) {
+        /* More tokens than ever before: counted first, so that a count that does not match is
+         * named before an allocation that fails. */
+        for (; e; e = e->next)
+            cnt++;
+        int rc = cnt == want
+                     ? grow((void **)&k->logprobs, &k->logprobs_cap, want, sizeof(double), err)
+                     : 0;
         if (rc)
             return rc;
-        /* The engines write "logprob" first: the object's first member is looked at before the
-         * search, which would find the same (first) member, and the call is skipped. */
+        e = content->child;
+        cnt = 0;
+    }
+    /* The engines write "logprob" first, and the parser gives the entries one copy of a key they
+     * repeat: a first member whose name is at the address already found to be "logprob" is it,
+     * with no comparison. Any other entry is searched, which finds the same (first) member. */
+    size_t room = want <= k->logprobs_cap ? want : 0;
+    const char *key = NULL;
+    for (; e && cnt < room; e = e->next, cnt++) {
         const cJSON *v = e->child;
         if ((e->type & 0xFF) != cJSON_Object || !v || !v->string ||
-            strcmp(v->string, "logprob") != 0)
+            (v->string != key && strcmp(v->string, "logprob") != 0))
             v = cJSON_GetObjectItemCaseSensitive(e, "logprob");
-        if (!v || (v->type & 0xFF) != cJSON_Number)
-            return sr_err_set_at(err, SR_E_CLIENT_BAD_RESPONSE, (int64_t)i,
-                                 "choices[0].logprobs.content[%zu].logprob is not a number", i);
-        k->logprobs[i++] = v->valuedouble;
+        else
+            key = v->string;
+        if (!v || (v->type & 0xFF) != cJSON_Number) {
+            bad = cnt;
+            break;
+        }
+        k->logprobs[cnt] = v->valuedouble;
     }
+    for (; e; e = e->next) /* the rest, only counted: past the tokens, or past a bad entry */
+        cnt++;
+    if (cnt == 0)
+        return 0; /* the reference treats an empty content list as no logprobs */
+    if (cnt != want)
+        return sr_err_set(err, SR_E_CLIENT_BAD_RESPONSE,
+                          "choices[0].logprobs has %zu entries for %zu tokens", cnt, want);
+    if (bad != SIZE_MAX)
+        return sr_err_set_at(err, SR_E_CLIENT_BAD_RESPONSE, (int64_t)bad,
+                             "choices[0].logprobs.content[%zu].logprob is not a number", bad);
     out->logprobs = k->logprobs;
     out->has_logprobs = 1;
-    return rc;
+    return 0;
 }
 
 /* The OpenAI completions form (CompletionLogProbs): choices[0].logprobs.token_logprobs[i]. */
-static int read_logprobs_completions(sr_client_result *out, sr_client_conn *k, const cJSON *c0,
+static int read_logprobs_completions(sr_client_result *out, sr_client_conn *k, const cJSON *lp,
                                      sr_err *err)
 {
-    const cJSON *lp = cJSON_GetObjectItemCaseSensitive(c0, "logprobs");
     out->has_logprobs = 0;
     if (!lp || cJSON_IsNull(lp))
         return 0;
@@ -177,13 +213,16 @@ static int read_spans(sr_client_result *out, sr_client_conn *k, const cJSON *row
         if (rc)
             return rc;
         double v[3];
-        int ok = cJSON_IsArray(r) && cJSON_GetArraySize(r) == 3;
+        /* The row's three elements by their links, and no fourth. */
+        const cJSON *x = cJSON_IsArray(r) ? r->child : NULL;
+        int ok = 1;
         for (int j = 0; ok && j < 3; j++) {
-            const cJSON *x = cJSON_GetArrayItem(r, j);
             ok = cJSON_IsNumber(x) && x->valuedouble == floor(x->valuedouble) &&
                  fabs(x->valuedouble) < 9e15;
             v[j] = ok ? x->valuedouble : 0;
+            x = ok ? x->next : NULL;
         }
+        ok = ok && !x;
         if (!ok || v[0] > v[1])
             return sr_err_set(err, SR_E_CLIENT_BAD_RESPONSE,
                               "choices[0].syncroll.rows[%zu] is not [lo, hi, version]", i);
@@ -194,31 +233,60 @@ static int read_spans(sr_client_result *out, sr_client_conn *k, const cJSON *row
     return 0;
 }
 
-/* The mock engine's extension key; other servers do not send it. */
-static int read_syncroll(sr_client_result *out, sr_client_conn *k, const cJSON *c0, sr_err *err)
+/*
+ * The members of o named keys[0, n) into got[0, n), in one pass over its members: each the first
+ * member of its name before any member without one, NULL if none, as
+ * cJSON_GetObjectItemCaseSensitive finds it. A name's first byte is compared before the rest, so
+ * most pairs of a member and a key cost one comparison, not a call.
+ */
+static void find_members(const cJSON *o, const char *const *keys, const cJSON **got, size_t n)
 {
-    const cJSON *s = cJSON_GetObjectItemCaseSensitive(c0, "syncroll");
+    size_t left = n;
+    for (size_t i = 0; i < n; i++)
+        got[i] = NULL;
+    for (const cJSON *m = o ? o->child : NULL; m && m->string && left; m = m->next)
+        for (size_t i = 0; i < n; i++)
+            if (!got[i] && m->string[0] == keys[i][0] && strcmp(m->string, keys[i]) == 0) {
+                got[i] = m;
+                left--;
+                break;
+            }
+}
+
+/* The mock engine's extension key, the choice's syncroll member s; other servers do not send
+ * it. */
+static int read_syncroll(sr_client_result *out, sr_client_conn *k, const cJSON *s, sr_err *err)
+{
+    static const char *const keys[3] = {"engine", "weight_version", "rows"};
+    const cJSON *got[3];
     if (!s)
         return 0;
-    const cJSON *id = cJSON_GetObjectItemCaseSensitive(s, "engine");
-    const cJSON *wv = cJSON_GetObjectItemCaseSensitive(s, "weight_version");
-    const cJSON *rows = cJSON_GetObjectItemCaseSensitive(s, "rows");
+    find_members(s, keys, got, 3);
+    const cJSON *id = got[0], *wv = got[1], *rows = got[2];
     if (!cJSON_IsObject(s) || !cJSON_IsString(id) || !cJSON_IsNumber(wv) ||
         (rows && !cJSON_IsArray(rows)))
         return sr_err_set(err, SR_E_CLIENT_BAD_RESPONSE,
                           "choices[0].syncroll is not {engine, weight_version, rows}");
-    snprintf(out->engine_id, sizeof out->engine_id, "%s", id->valuestring);
+    /* As snprintf's "%s" into the array: cut to fit, always terminated. */
+    size_t n = strnlen(id->valuestring, sizeof out->engine_id - 1);
+    memcpy(out->engine_id, id->valuestring, n);
+    out->engine_id[n] = '\0';
     out->weight_version = (int64_t)wv->valuedouble;
     return rows ? read_spans(out, k, rows, err) : 0;
 }
 
-static int read_common(sr_client_result *out, sr_client_conn *k, const cJSON *c0, sr_err *err)
+/* The choice's members the decoders read, found in one pass (find_members). */
+enum { K_TOKENS, K_FINISH, K_LOGPROBS, K_SYNCROLL, K_ROUTES, K_COUNT };
+static const char *const CHOICE_KEYS[K_COUNT] = {"token_ids", "finish_reason", "logprobs",
+                                                 "syncroll", "routed_experts"};
+
+static int read_common(sr_client_result *out, sr_client_conn *k, const cJSON *const *m, sr_err *err)
 {
-    int rc = read_finish(out, k, c0, err);
+    int rc = read_finish(out, k, m[K_FINISH], err);
     if (!rc)
-        rc = read_logprobs(out, k, c0, err);
+        rc = read_logprobs(out, k, m[K_LOGPROBS], err);
     if (!rc)
-        rc = read_syncroll(out, k, c0, err);
+        rc = read_syncroll(out, k, m[K_SYNCROLL], err);
     return rc;
 }
 
@@ -236,20 +304,21 @@ int sr_client_decode_spliced(sr_client_result *out, sr_client_conn *k, const sr_
     const cJSON *c0 = the_choice(r->doc, err);
     if (!c0)
         return err ? err->code : SR_E_CLIENT_BAD_RESPONSE;
-    const cJSON *tnode = cJSON_GetObjectItemCaseSensitive(c0, "token_ids");
+    const cJSON *m[K_COUNT];
+    find_members(c0, CHOICE_KEYS, m, K_COUNT);
+    const cJSON *tnode = m[K_TOKENS];
     const sr_splice_entry *te = entry_for(r, tnode);
     int rc = te && te->kind == SR_SPLICE_INT_ARRAY
                  ? tokens_from_array(k, &te->array, &out->n_tokens, err)
                  : tokens_from_json(k, tnode, &out->n_tokens, err);
     out->token_ids = k->tokens;
     if (!rc)
-        rc = read_common(out, k, c0, err);
+        rc = read_common(out, k, m, err);
     if (!rc && want_support)
         rc = sr_client_read_support(out, r, c0, err);
     if (rc || !want_routes)
         return rc;
-    const sr_splice_entry *re =
-        entry_for(r, cJSON_GetObjectItemCaseSensitive(c0, "routed_experts"));
+    const sr_splice_entry *re = entry_for(r, m[K_ROUTES]);
     if (!re || re->kind != SR_SPLICE_ENVELOPE)
         return sr_err_set(err, SR_E_CLIENT_ROUTES_MISSING,
                           "/skyrl/v1/generate must return packed routed_experts (got %s)",
@@ -265,10 +334,11 @@ int sr_client_decode_native(sr_client_result *out, sr_client_conn *k, const cJSO
     const cJSON *c0 = the_choice(doc, err);
     if (!c0)
         return err ? err->code : SR_E_CLIENT_BAD_RESPONSE;
-    int rc =
-        tokens_from_json(k, cJSON_GetObjectItemCaseSensitive(c0, "token_ids"), &out->n_tokens, err);
+    const cJSON *m[K_COUNT];
+    find_members(c0, CHOICE_KEYS, m, K_COUNT);
+    int rc = tokens_from_json(k, m[K_TOKENS], &out->n_tokens, err);
     out->token_ids = k->tokens;
-    return rc ? rc : read_common(out, k, c0, err);
+    return rc ? rc : read_common(out, k, m, err);
 }
 
 /* ---- the other dialects' frames (spec/dialect.h) ---- */
@@ -568,14 +638,15 @@ int sr_client_decode_dialect(sr_client_result *out, sr_client_conn *k, const sr_
     out->token_ids = k->tokens;
     if (!rc)
         rc = sgl ? read_finish_object(out, k, get(c0, "meta_info"), err)
-                 : read_finish(out, k, c0, err);
+                 : read_finish(out, k, get(c0, "finish_reason"), err);
     if (!rc && sgl)
         rc = read_logprobs_sglang(out, k, get(c0, "meta_info"), err);
     else if (!rc)
-        rc = rt->api == SR_API_COMPLETIONS ? read_logprobs_completions(out, k, c0, err)
-                                           : read_logprobs(out, k, c0, err);
+        rc = rt->api == SR_API_COMPLETIONS
+                 ? read_logprobs_completions(out, k, get(c0, "logprobs"), err)
+                 : read_logprobs(out, k, get(c0, "logprobs"), err);
     if (!rc)
-        rc = read_syncroll(out, k, c0, err);
+        rc = read_syncroll(out, k, get(c0, "syncroll"), err);
     if (rc || !req->return_routes)
         return rc;
     sr_ndarray a;

@@ -231,9 +231,9 @@ static int setup(rollout_state *s, sr_err *err)
         rc = sr_rollout_grow((void **)&s->held_ver, &s->held_cap, hint, sizeof(int64_t), err);
     if (!rc)
         rc = sr_rollout_push_ids(s, c->prompt, c->prompt_len, err);
-    for (size_t i = 0; !rc && i < c->prompt_len; i++)
-        if (c->prompt[i] < 0)
-            rc = sr_err_set(err, SR_E_ROLLOUT_CONFIG, "rollout: prompt[%zu] is negative", i);
+    size_t neg = rc ? c->prompt_len : sr_i32_first_negative(c->prompt, c->prompt_len);
+    if (neg < c->prompt_len)
+        rc = sr_err_set(err, SR_E_ROLLOUT_CONFIG, "rollout: prompt[%zu] is negative", neg);
     if (!rc && c->routes) {
         sr_trace_opts o = c->trace_opts;
         if (!o.reserve_rows)

@@ -73,13 +73,30 @@ int sr_rollout_push_mask(rollout_state *s, uint8_t value, const double *lp, size
     int rc = sr_rollout_grow((void **)&s->mask, &s->mask_cap, m0 + n + 1, 1, err);
     if (!rc)
         rc = sr_rollout_grow((void **)&s->lp, &s->lp_cap, m0 + n + 1, sizeof(double), err);
-    for (size_t i = 0; !rc && i < n; i++) {
-        s->mask[m0 + i] = value;
-        s->lp[m0 + i] = lp ? lp[i] : 0.0;
+    if (rc)
+        return rc;
+    /* Block operations, not a loop per entry: the logprobs copied, or zeros (all bits 0). */
+    memset(s->mask + m0, value, n);
+    if (lp && n)
+        memcpy(s->lp + m0, lp, n * sizeof(double));
+    else if (n)
+        memset(s->lp + m0, 0, n * sizeof(double));
+    s->mask_n += n;
+    return 0;
+}
+
+/* Writes v to p[lo, hi) (nothing when hi <= lo), four at a time. */
+static void fill_rows(int64_t *p, int64_t lo, int64_t hi, int64_t v)
+{
+    int64_t i = lo;
+    for (; i + 4 <= hi; i += 4) {
+        p[i] = v;
+        p[i + 1] = v;
+        p[i + 2] = v;
+        p[i + 3] = v;
     }
-    if (!rc)
-        s->mask_n += n;
-    return rc;
+    for (; i < hi; i++)
+        p[i] = v;
 }
 
 /* Rows [first, last) arrived in `r`: their held version (the first span holding a row names it,
@@ -99,8 +116,7 @@ static int note_versions(rollout_state *s, const sr_client_result *r, int64_t fi
     for (size_t j = r->n_spans; j-- > 0;) {
         int64_t lo = r->spans[j].lo > first ? r->spans[j].lo : first;
         int64_t hi = r->spans[j].hi < last ? r->spans[j].hi : last;
-        for (int64_t i = lo; i < hi; i++)
-            s->held_ver[i] = r->spans[j].version;
+        fill_rows(s->held_ver, lo, hi, r->spans[j].version);
     }
     int64_t fresh = (int64_t)s->ver_n > first ? (int64_t)s->ver_n : first;
     if (fresh < last)
