@@ -196,6 +196,18 @@ void sr_ids_text_release(sr_ids_text *t);
 int sr_client_decode_dialect(sr_client_result *out, sr_client_conn *k, const sr_splice_result *r,
                              const sr_client_req *req, sr_err *err);
 
+/* response_routes.c: the routes of the dialect response r (its choice or frame c0, the rest of it
+ * already read into `out`) in out->routes, mapped to the rows skyrl's wire carries for `req`. */
+int sr_client_dialect_routes(sr_client_result *out, sr_client_conn *k, const sr_splice_result *r,
+                             const cJSON *c0, const sr_client_req *req, sr_err *err);
+
+/* Grows the array *p of *cap items of `item` bytes to hold `need` (doubling, from 64); on failure
+ * *p and *cap are unchanged (SR_E_NOMEM). In response_routes.c, as the next one. */
+int sr_client_grow(void **p, size_t *cap, size_t need, size_t item, sr_err *err);
+
+/* The splice entry whose node is `node` (a member of r's doc), or NULL; borrowed from r. */
+const sr_splice_entry *sr_client_entry_for(const sr_splice_result *r, const cJSON *node);
+
 /* Reads a parsed native response into `out`. */
 int sr_client_decode_native(sr_client_result *out, sr_client_conn *k, const cJSON *doc,
                             sr_err *err);
