@@ -1,5 +1,6 @@
 #include "e2e_pass.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -157,14 +158,15 @@ static unsigned read_lines(const char *p, size_t n)
 /* The mean thread CPU time of one memcpy of `bytes` bytes whose source and destination are out
  * of cache, in us: 64 buffer pairs in turn (a rollout's memory is touched again only after the
  * other 63 in flight have run), 8 MiB read between two copies. The budgets use the warm copy
- * (memcpy_us); this is the same copy under the conditions a rollout's splice and record meet. */
+ * (memcpy_us); this is the same copy under the conditions a rollout's splice and record meet.
+ * NAN when its buffers cannot be allocated. */
 static double memcpy_cold_us(size_t bytes)
 {
     enum { PAIRS = 64, COPIES = 192 };
     const size_t evict = (size_t)8 << 20, stride = bytes + 64;
     char *mem = malloc(2 * PAIRS * stride + evict);
     if (!mem)
-        return 0;
+        return NAN; /* printed as nan: not measured */
     memset(mem, 'A', 2 * PAIRS * stride + evict);
     const char *ev = mem + 2 * PAIRS * stride;
     int64_t pair = sr_clock_cpu_pair_ns(16), total = 0;

@@ -540,8 +540,8 @@ int sr_jdom_parse(sr_jdom *j, const char *t, size_t n, cJSON **out, sr_err *err)
                      .end = (const unsigned char *)t + n,
                      .err = err,
                      .not_int = (j->flags & SR_JDOM_REFERENCE) ? SR_JDOM_NOT_INT : 0,
-                     .wlim = general ? 0 : (uintptr_t)(t + n) - 8,
-                     .slim = general ? 0 : (uintptr_t)(t + n) - 16};
+                     .wlim = general || n < 8 ? 0 : (uintptr_t)t + n - 8,
+                     .slim = general || n < 16 ? 0 : (uintptr_t)t + n - 16};
     cJSON *root = NULL;
     int rc = parse_tree(&p, &root);
     if (!rc && j->dup_off != SIZE_MAX) {

@@ -101,7 +101,8 @@ int sr_jdom_new(sr_jdom **out, size_t max_bytes, sr_err *err);
 void sr_jdom_free(sr_jdom *j);
 
 /*
- * Parses t[0 .. n), where t[n] must be '\0' (a NUL inside the text is a syntax error). The
+ * Parses t[0 .. n), where t[n] must be '\0' (a NUL inside the text is a syntax error). No byte
+ * past t[n] is read: the word-at-a-time paths stop where the word would end after the NUL. The
  * previous tree is released first (sr_jdom_reset). On success *out is the root, borrowed from
  * `j` (see the lifetime above); on error *out is NULL. Errors as listed above.
  */

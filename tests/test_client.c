@@ -206,7 +206,8 @@ START_TEST(request_validation_is_client_side)
         for (size_t i = 0; i < 21; i++)
             longer[i] = (int32_t)(i + 1);
         longer[at] = -(int32_t)at - 1;
-        longer[20 - (20 - at) / 2] = INT32_MIN;
+        if (at < 20)
+            longer[at + 1 + (19 - at) / 2] = INT32_MIN; /* strictly after it */
         sr_client_req q = SR_CLIENT_REQ_INIT;
         q.token_ids = longer;
         q.n_tokens = 21;

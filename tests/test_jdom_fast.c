@@ -16,6 +16,7 @@
 
 #include "sr_jdom.h"
 #include "sr_jdom_priv.h"
+#include "guard_page.h"
 #include "sr_test.h"
 
 static uint64_t rnd(uint64_t *s)
@@ -251,12 +252,9 @@ START_TEST(fast_path_edges)
     ck_assert_sr_ok(sr_jdom_new(&gen, 0, &e), e);
     for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
         for (size_t n = 0; n <= strlen(texts[i]); n++) {
-            char *t = malloc(n + 1); /* the text ends where its allocation does */
-            memcpy(t, texts[i], n);
-            t[n] = '\0';
+            char *t = guard_copy(texts[i], n); /* a read past the NUL faults */
             compare(fast, gen, t, n, 0);
             compare(fast, gen, t, n, SR_JDOM_REFERENCE);
-            free(t);
         }
     }
     sr_jdom_free(fast);
@@ -291,15 +289,12 @@ static size_t fill(char *t, size_t cap, const char *tpl, const char *key, const 
     return k;
 }
 
-/* compare() on a copy of t[0, n) that ends where its allocation does. */
+/* compare() on a copy of t[0, n) whose NUL is the last byte before an unreadable page. */
 static void compare_cut(sr_jdom *fast, sr_jdom *gen, const char *t, size_t n)
 {
-    char *c = malloc(n + 1);
-    memcpy(c, t, n);
-    c[n] = '\0';
+    char *c = guard_copy(t, n);
     compare(fast, gen, c, n, 0);
     compare(fast, gen, c, n, SR_JDOM_REFERENCE);
-    free(c);
 }
 
 /*

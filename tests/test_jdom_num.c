@@ -15,6 +15,7 @@
 
 #include "sr_jdom.h"
 #include "sr_jdom_priv.h"
+#include "guard_page.h"
 #include "sr_test.h"
 
 static uint64_t next_rand(uint64_t *s)
@@ -252,17 +253,14 @@ static int saturated(double d)
     return d >= 2147483647.0 ? 2147483647 : d <= -2147483648.0 ? (-2147483647 - 1) : (int)d;
 }
 
-/* Parses text[0, n) (copied to an allocation that ends at its NUL, so a read past it is a
- * sanitizer's error) under `flags` with and without the fast paths: the same code, offset and
- * message, or the same types, values and valueints along the first children. Returns the fast
- * parse's code; *num and *numint are the first number met on that walk, when one is. */
+/* Parses text[0, n) (copied so that its NUL is the last byte before an unreadable page, so a
+ * read past it faults: guard_page.h) under `flags` with and without the fast paths: the same code,
+ * offset and message, or the same types, values and valueints along the first children. Returns the
+ * fast parse's code; *num and *numint are the first number met on that walk, when one is. */
 static int both_ways(sr_jdom *fast, sr_jdom *gen, const char *text, size_t n, unsigned flags,
                      double *num, int *numint)
 {
-    char *t = malloc(n + 1);
-    ck_assert_ptr_nonnull(t);
-    memcpy(t, text, n);
-    t[n] = '\0';
+    char *t = guard_copy(text, n);
     sr_jdom_set_flags(fast, flags);
     sr_jdom_set_flags(gen, flags | SR_JDOM_I_GENERAL);
     sr_err ef = SR_ERR_INIT, eg = SR_ERR_INIT;
@@ -287,7 +285,6 @@ static int both_ways(sr_jdom *fast, sr_jdom *gen, const char *text, size_t n, un
         }
         ck_assert(!a && !b);
     }
-    free(t);
     return cf;
 }
 

@@ -62,8 +62,8 @@ static inline __attribute__((always_inline)) size_t put_int32(char *p, int32_t v
     return n + 8 - lz;
 }
 
-/* Appends the literal s (a string constant: its length is known here). */
-#define PUT_LIT(b, s, err) sr_buf_append((b), (s), sizeof(s) - 1, (err))
+/* Appends the literal s (a string constant: its length is known here; "" s refuses a pointer). */
+#define PUT_LIT(b, s, err) sr_buf_append((b), "" s, sizeof("" s) - 1, (err))
 
 /* Appends a member's value as cJSON prints it; integers (cJSON's "%d" case) and the literals
  * without cJSON's allocation and printf, which showed in the per-request profile. */
